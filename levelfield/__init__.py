@@ -1,0 +1,54 @@
+"""levelfield: evaluate AI agents from any framework with one set of metrics.
+
+    import levelfield as lf
+    result = lf.evaluate("samples/home_automation/dataset.jsonl", my_agent,
+                         metrics=["trajectory_exact_match", "rouge_l_sum"])
+    result.summary_metrics
+"""
+
+from . import metrics
+from .adapters.auto import as_agent
+from .core.dataset import EvalCase, EvalDataset, load_dataset
+from .core.errors import (
+    AdapterError,
+    AgentOutputError,
+    DatasetError,
+    LevelfieldError,
+    MetricError,
+    MissingExtraError,
+    TransientAgentError,
+)
+from .core.evaluation import EvalTask, aevaluate, evaluate
+from .core.matching import ToolCallMatcher
+from .core.protocol import AgentRequest, AgentRunnable
+from .core.results import EvalResult
+from .core.types import AgentOutput, AgentRun, Message, ToolCall, Usage
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "metrics",
+    "as_agent",
+    "evaluate",
+    "aevaluate",
+    "EvalTask",
+    "EvalResult",
+    "load_dataset",
+    "EvalCase",
+    "EvalDataset",
+    "ToolCallMatcher",
+    "AgentRequest",
+    "AgentRunnable",
+    "AgentOutput",
+    "AgentRun",
+    "Message",
+    "ToolCall",
+    "Usage",
+    "LevelfieldError",
+    "DatasetError",
+    "MetricError",
+    "AdapterError",
+    "AgentOutputError",
+    "TransientAgentError",
+    "MissingExtraError",
+]

@@ -1,0 +1,29 @@
+"""Adapters: one per framework, each importing its framework lazily.
+
+``FunctionAgent`` is always available; ``LangChainAgent``, ``A2AAgent`` and ``AgentEngineAgent``
+load on first use and name the extra to install when their framework is missing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .auto import as_agent, register_adapter
+from .function import FunctionAgent
+
+__all__ = ["as_agent", "register_adapter", "FunctionAgent", "LangChainAgent", "A2AAgent", "AgentEngineAgent"]
+
+_LAZY = {
+    "LangChainAgent": ".langchain",
+    "A2AAgent": ".a2a",
+    "AgentEngineAgent": ".agent_engine",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module = importlib.import_module(_LAZY[name], __name__)
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,98 @@
+"""``as_agent``: pick the adapter for whatever the user passed, without importing frameworks."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..core.protocol import AgentRunnable
+
+__all__ = ["as_agent", "register_adapter"]
+
+_RESOURCE = re.compile(r"^projects/[^/]+/locations/[^/]+/reasoningEngines/[^/]+$")
+_DETECTORS: list[tuple[Any, Any]] = []
+
+
+def register_adapter(detect, wrap) -> None:
+    """Teach ``as_agent`` a new kind of object: ``detect(obj) -> bool``, ``wrap(obj, name) -> AgentRunnable``."""
+    _DETECTORS.append((detect, wrap))
+
+
+def _modules(obj: Any) -> set[str]:
+    return {(getattr(k, "__module__", "") or "").split(".")[0] for k in type(obj).__mro__}
+
+
+def _is_langchain(obj: Any) -> bool:
+    return bool(_modules(obj) & {"langchain_core", "langgraph", "langchain", "langchain_classic"}) and hasattr(
+        obj, "invoke"
+    )
+
+
+def _is_agent_engine(obj: Any) -> bool:
+    mods = {getattr(k, "__module__", "") or "" for k in type(obj).__mro__}
+    return any(m.startswith(("vertexai", "google.cloud.aiplatform")) for m in mods)
+
+
+def _is_a2a_card(obj: Any) -> bool:
+    return type(obj).__name__ == "AgentCard" and "a2a" in (type(obj).__module__ or "")
+
+
+def as_agent(obj: Any, *, name: str | None = None) -> AgentRunnable:
+    """Wrap ``obj`` in the adapter it needs.
+
+    An ``AgentRunnable`` is used as is; a LangChain Runnable or compiled graph -> LangChainAgent;
+    an Agent Engine template, deployed agent or ``projects/.../reasoningEngines/...`` name ->
+    AgentEngineAgent; an ``http(s)://`` URL or an A2A AgentCard -> A2AAgent; any other callable ->
+    FunctionAgent.
+    """
+    for detect, wrap in _DETECTORS:
+        if detect(obj):
+            return wrap(obj, name)
+    if isinstance(obj, str):
+        if obj.startswith(("http://", "https://")):
+            from .a2a import A2AAgent
+
+            return A2AAgent(obj, name=name)
+        if _RESOURCE.match(obj):
+            from .agent_engine import AgentEngineAgent
+
+            return AgentEngineAgent(obj, name=name)
+        raise TypeError(
+            f"cannot make an agent of the string {obj!r}: expected an http(s):// A2A URL or an Agent Engine "
+            "resource name projects/P/locations/L/reasoningEngines/ID"
+        )
+    if _is_a2a_card(obj):
+        from .a2a import A2AAgent
+
+        return A2AAgent(obj, name=name)
+    if _is_langchain(obj):
+        from .langchain import LangChainAgent
+
+        return LangChainAgent(obj, name=name)
+    if _is_agent_engine(obj):
+        from .agent_engine import AgentEngineAgent
+
+        return AgentEngineAgent(obj, name=name)
+    if isinstance(obj, AgentRunnable) and not isinstance(obj, type):
+        if name and name != obj.name:
+            return _Renamed(obj, name)
+        return obj
+    if callable(obj):
+        from .function import FunctionAgent
+
+        return FunctionAgent(obj, name=name)
+    raise TypeError(
+        f"cannot make an agent of {type(obj).__name__}: expected a function, an AgentRunnable, a LangChain "
+        "runnable, an Agent Engine agent, or an A2A URL"
+    )
+
+
+class _Renamed:
+    """An AgentRunnable under another name (compare() keys agents by the names the user gave)."""
+
+    def __init__(self, inner: AgentRunnable, name: str) -> None:
+        self.inner = inner
+        self.name = name
+
+    async def arun(self, request):
+        return await self.inner.arun(request)

@@ -1,0 +1,86 @@
+"""Custom agent functions: ``fn(prompt)`` returning Vertex's ``{"response", "predicted_trajectory"}``."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..core.errors import AgentOutputError
+from ..core.protocol import AgentRequest
+from ..core.runner import run_sync
+from ..core.types import AgentOutput, ToolCall
+
+__all__ = ["FunctionAgent", "output_from_value"]
+
+_EXPECTED = "a str, an AgentOutput, or a dict {'response': str, 'predicted_trajectory': [{'tool_name', 'tool_input'}, ...]}"
+
+
+def output_from_value(value: Any, agent: str) -> AgentOutput:
+    """Read what a function returned; anything else is an AgentOutputError saying what was expected."""
+    if isinstance(value, AgentOutput):
+        return value
+    if isinstance(value, str):
+        return AgentOutput(response=value)
+    if isinstance(value, dict):
+        if "response" not in value:
+            raise AgentOutputError(f"agent {agent!r} returned a dict without 'response' (keys: {sorted(value)}); expected {_EXPECTED}")
+        response = value["response"]
+        if not isinstance(response, str):
+            raise AgentOutputError(
+                f"agent {agent!r} returned 'response' of type {type(response).__name__}; expected a str"
+            )
+        raw_calls = value.get("predicted_trajectory", value.get("trajectory")) or []
+        if not isinstance(raw_calls, list):
+            raise AgentOutputError(
+                f"agent {agent!r} returned 'predicted_trajectory' of type {type(raw_calls).__name__}; expected a list of tool calls"
+            )
+        try:
+            calls = [c if isinstance(c, ToolCall) else ToolCall.model_validate(c) for c in raw_calls]
+        except ValidationError as exc:
+            raise AgentOutputError(
+                f"agent {agent!r} returned a malformed tool call in 'predicted_trajectory': {exc.errors()[0]['msg']}"
+            ) from None
+        return AgentOutput(response=response, trajectory=calls, raw=value)
+    raise AgentOutputError(f"agent {agent!r} returned {type(value).__name__}; expected {_EXPECTED}")
+
+
+class FunctionAgent:
+    """Wraps ``fn(prompt)`` (sync or async). ``fn`` may also take ``history`` and ``session_id`` keywords."""
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None = None) -> None:
+        if not callable(fn):
+            raise TypeError(f"FunctionAgent needs a callable, got {type(fn).__name__}")
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
+        target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else getattr(fn, "__call__", fn)
+        self._is_async = inspect.iscoroutinefunction(target)
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            params = {}
+        takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        self._extra = {k for k in ("history", "session_id") if k in params or takes_kwargs}
+
+    def _kwargs(self, request: AgentRequest) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        if "history" in self._extra:
+            kwargs["history"] = request.history
+        if "session_id" in self._extra:
+            kwargs["session_id"] = request.session_id
+        return kwargs
+
+    async def arun(self, request: AgentRequest) -> AgentOutput:
+        kwargs = self._kwargs(request)
+        if self._is_async:
+            value = await self.fn(request.prompt, **kwargs)
+        else:
+            value = await run_sync(self.fn, request.prompt, **kwargs)
+            if inspect.isawaitable(value):
+                value = await value
+        return output_from_value(value, self.name)
+
+    def __repr__(self) -> str:
+        return f"FunctionAgent({self.name!r})"

@@ -1,0 +1,1 @@
+"""Everything framework-independent: types, protocol, datasets, matching, metrics, runner, results."""

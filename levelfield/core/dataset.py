@@ -1,0 +1,318 @@
+"""Datasets: cases to run and score, loaded from DataFrames, dicts or files, with column aliases."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from .errors import DatasetError
+from .types import Message, ToolCall
+
+__all__ = ["EvalCase", "EvalDataset", "Turn", "load_dataset", "ALIASES"]
+
+# Canonical field -> accepted column names, first wins.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "case_id": ("case_id", "eval_id", "id"),
+    "prompt": ("prompt", "request", "query", "input"),
+    "reference": ("reference", "expected_response", "final_response"),
+    "reference_trajectory": ("reference_trajectory", "expected_tool_use", "tool_uses"),
+    "response": ("response",),
+    "predicted_trajectory": ("predicted_trajectory",),
+    "history": ("history",),
+}
+_TRAJECTORY_FIELDS = ("reference_trajectory", "predicted_trajectory")
+
+
+class Turn(BaseModel):
+    """One turn of a multi-turn case."""
+
+    prompt: str
+    reference: str | None = None
+    reference_trajectory: list[ToolCall] | None = None
+
+
+class EvalCase(BaseModel):
+    """One row of a dataset: what to ask, what is expected, and optionally a saved answer."""
+
+    case_id: str
+    prompt: str | None = None
+    history: list[Message] = Field(default_factory=list)
+    reference: str | None = None
+    reference_trajectory: list[ToolCall] | None = None
+    """None when the row gives no reference trajectory; [] when it expects no tool calls."""
+    response: str | None = None
+    """A saved response, for scoring without running an agent."""
+    predicted_trajectory: list[ToolCall] | None = None
+    turns: list[Turn] = Field(default_factory=list)
+    """For multi-turn cases: every turn, in order (the first one is also ``prompt``)."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """The row's other columns, kept as they were."""
+    location: str = ""
+    """Where the row came from, for error messages: ``"data.jsonl line 4"``."""
+    columns: dict[str, str] = Field(default_factory=dict, exclude=True)
+    """Canonical field -> the column name the row used."""
+
+
+class EvalDataset:
+    """An ordered collection of cases and the columns they came with."""
+
+    def __init__(self, cases: Sequence[EvalCase], *, source: str = "dataset", columns: Sequence[str] = ()):
+        ids = [c.case_id for c in cases]
+        if len(set(ids)) != len(ids):
+            dup = sorted({i for i in ids if ids.count(i) > 1})
+            raise DatasetError(f"{source}: case ids must be unique; repeated: {', '.join(dup[:10])}")
+        self.cases = list(cases)
+        self.source = source
+        self.columns = list(columns)
+
+    def __len__(self) -> int:
+        return len(self.cases)
+
+    def __iter__(self) -> Iterator[EvalCase]:
+        return iter(self.cases)
+
+    def __getitem__(self, i: int) -> EvalCase:
+        return self.cases[i]
+
+    def __repr__(self) -> str:
+        return f"EvalDataset({len(self)} cases from {self.source})"
+
+    @property
+    def has_predictions(self) -> bool:
+        return any(c.response is not None or c.predicted_trajectory is not None for c in self.cases)
+
+    def require_prompts(self) -> None:
+        """Raise unless every case has a prompt (needed to run an agent)."""
+        missing = [c for c in self.cases if c.prompt is None]
+        if not missing:
+            return
+        if len(missing) == len(self.cases):
+            cols = ", ".join(self.columns) or "none"
+            raise DatasetError(
+                f"{self.source}: no 'prompt' column (also read as: {', '.join(ALIASES['prompt'][1:])}); "
+                f"an agent needs one. Columns found: {cols}"
+            )
+        where = "; ".join(c.location for c in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise DatasetError(f"field 'prompt' is empty at {where}{more}: an agent needs a prompt for every case")
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _parse_trajectory(value: Any, where: str, column: str) -> list[ToolCall] | None:
+    if _is_missing(value):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{where}, field '{column}': not valid JSON ({exc.msg}): {text[:80]!r}") from None
+    if hasattr(value, "tolist") and not isinstance(value, (list, dict)):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        raise DatasetError(
+            f"{where}, field '{column}': expected a list of tool calls "
+            f"[{{\"tool_name\": ..., \"tool_input\": {{...}}}}, ...], got {type(value).__name__}: {str(value)[:80]!r}"
+        )
+    calls = []
+    for i, item in enumerate(value):
+        if isinstance(item, ToolCall):
+            calls.append(item)
+            continue
+        if not isinstance(item, dict) or not ("tool_name" in item or "name" in item):
+            raise DatasetError(
+                f"{where}, field '{column}', call {i}: expected an object with 'tool_name' (or ADK's 'name'), "
+                f"got {str(item)[:80]!r}"
+            )
+        try:
+            calls.append(ToolCall.model_validate(item))
+        except ValidationError as exc:
+            msg = exc.errors()[0]
+            raise DatasetError(f"{where}, field '{column}', call {i}: {msg['msg']}") from None
+    return calls
+
+
+def _parse_request(value: Any, where: str, column: str) -> tuple[str | None, list[Message]]:
+    """A request may be a string, {"messages": [...]}, or {"query", "history"} (MLflow/LangChain shapes)."""
+    if _is_missing(value):
+        return None, []
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("{") and text.endswith("}"):
+            try:
+                parsed = json.loads(text)
+            except json.JSONDecodeError:
+                return value, []
+            if isinstance(parsed, dict) and ("messages" in parsed or "query" in parsed):
+                return _parse_request(parsed, where, column)
+        return value, []
+    if isinstance(value, dict):
+        try:
+            if "messages" in value:
+                messages = [Message.model_validate(m) for m in value["messages"]]
+                if not messages or messages[-1].role != "user":
+                    raise DatasetError(f"{where}, field '{column}': the last message must be the user's")
+                return messages[-1].content, messages[:-1]
+            if "query" in value:
+                history = [Message.model_validate(m) for m in value.get("history") or []]
+                return str(value["query"]), history
+        except ValidationError as exc:
+            raise DatasetError(f"{where}, field '{column}': bad message: {exc.errors()[0]['msg']}") from None
+    raise DatasetError(
+        f"{where}, field '{column}': expected a string, {{\"messages\": [...]}} or {{\"query\", \"history\"}}, "
+        f"got {type(value).__name__}"
+    )
+
+
+def _text(value: Any, where: str, column: str) -> str | None:
+    if _is_missing(value):
+        return None
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise DatasetError(f"{where}, field '{column}': expected text, got {type(value).__name__}")
+
+
+def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
+    """One dataset row (any accepted column names) -> an EvalCase; errors name ``where`` and the field."""
+    if not isinstance(row, dict):
+        raise DatasetError(f"{where}: expected an object with named fields, got {type(row).__name__}")
+    used: dict[str, str] = {}
+    for field, names in ALIASES.items():
+        for name in names:
+            if name in row:
+                used[field] = name
+                break
+    get = lambda f: row.get(used[f]) if f in used else None  # noqa: E731
+    prompt, history = _parse_request(get("prompt"), where, used.get("prompt", "prompt"))
+    if "history" in used and not _is_missing(get("history")):
+        raw_history = get("history")
+        if isinstance(raw_history, str):
+            try:
+                raw_history = json.loads(raw_history)
+            except json.JSONDecodeError:
+                raise DatasetError(f"{where}, field 'history': not valid JSON") from None
+        try:
+            history = history + [Message.model_validate(m) for m in raw_history]
+        except (ValidationError, TypeError):
+            raise DatasetError(f"{where}, field 'history': expected a list of {{role, content}} messages") from None
+    case_id = get("case_id")
+    fields = {
+        "case_id": str(case_id) if not _is_missing(case_id) else str(index),
+        "prompt": prompt,
+        "history": history,
+        "reference": _text(get("reference"), where, used.get("reference", "reference")),
+        "response": _text(get("response"), where, "response"),
+        "location": where,
+        "columns": used,
+    }
+    for field in _TRAJECTORY_FIELDS:
+        fields[field] = _parse_trajectory(get(field), where, used.get(field, field))
+    taken = set(used.values())
+    fields["metadata"] = {k: v for k, v in row.items() if k not in taken}
+    return EvalCase(**fields)
+
+
+def _rows_from_json(path: Path, data: Any) -> list[dict]:
+    if isinstance(data, list):
+        return data
+    if isinstance(data, dict):
+        if "eval_cases" in data or "evalCases" in data:
+            from .adk import rows_from_evalset  # ADK eval sets (multi-turn)
+
+            return rows_from_evalset(data, str(path))
+        lists = {k: v for k, v in data.items() if isinstance(v, list)}
+        if lists and len(lists) == len(data) and len({len(v) for v in lists.values()}) == 1:
+            n = len(next(iter(lists.values())))
+            return [{k: v[i] for k, v in lists.items()} for i in range(n)]  # column-oriented
+    raise DatasetError(f"{path}: expected a list of rows or an object of equal-length columns")
+
+
+def _load_path(path: Path) -> tuple[list[dict], str]:
+    if not path.exists():
+        raise DatasetError(f"{path}: no such file")
+    name = path.name
+    try:
+        if name.endswith(".jsonl"):
+            rows = []
+            with path.open(encoding="utf-8") as f:
+                for n, line in enumerate(f, 1):
+                    if line.strip():
+                        try:
+                            rows.append((json.loads(line), f"{name} line {n}"))
+                        except json.JSONDecodeError as exc:
+                            raise DatasetError(f"{path} line {n}: not valid JSON ({exc.msg})") from None
+            return rows, "line"
+        if name.endswith(".json"):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{path} line {exc.lineno}: not valid JSON ({exc.msg})") from None
+            return [(r, f"{name} row {i + 1}") for i, r in enumerate(_rows_from_json(path, data))], "row"
+        if name.endswith(".csv"):
+            import pandas as pd
+
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+            records = frame.to_dict("records")
+            # Header is line 1, so data row i sits on line i + 2.
+            return [
+                ({k: (None if v == "" else v) for k, v in r.items()}, f"{name} row {i + 1} (line {i + 2})")
+                for i, r in enumerate(records)
+            ], "row"
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{path}: cannot be read ({exc})") from None
+    raise DatasetError(f"{path}: unsupported file type; use .jsonl, .json, .csv, .evalset.json or .test.json")
+
+
+def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
+    """Load cases from a DataFrame, a list of dicts, an EvalDataset, or a .jsonl/.json/.csv path.
+
+    Column aliases: ``request``/``query`` -> prompt, ``expected_response``/``final_response`` ->
+    reference, ``expected_tool_use``/``tool_uses`` -> reference_trajectory (ADK's ``{name, args}``
+    calls become ``{tool_name, tool_input}``). A request may be ``{"messages": [...]}`` or
+    ``{"query", "history"}``. Every row is checked here, before any agent runs; an error names
+    the file, row and field.
+    """
+    if isinstance(data, EvalDataset):
+        return data
+    if isinstance(data, (str, Path)):
+        path = Path(data)
+        if path.is_dir():
+            from .adk import load_folder
+
+            return load_folder(path)
+        located, _ = _load_path(path)
+        label = source or str(path)
+    else:
+        import pandas as pd
+
+        if isinstance(data, pd.DataFrame):
+            rows = data.to_dict("records")
+            label = source or "DataFrame"
+            located = [(r, f"{label} row {i + 1}") for i, r in enumerate(rows)]
+        elif isinstance(data, Sequence) and not isinstance(data, (bytes, str)):
+            label = source or "dataset"
+            located = [(r, f"{label} row {i + 1}") for i, r in enumerate(data)]
+        else:
+            raise DatasetError(
+                f"cannot load a dataset from {type(data).__name__}; "
+                "give a DataFrame, a list of dicts, or a .jsonl/.json/.csv path"
+            )
+    columns: list[str] = []
+    cases = []
+    for i, (row, where) in enumerate(located):
+        if isinstance(row, dict):
+            columns.extend(k for k in row if k not in columns)
+        cases.append(case_from_row(row, i, where))
+    if not cases:
+        raise DatasetError(f"{label}: the dataset has no rows")
+    return EvalDataset(cases, source=label, columns=columns)

@@ -1,0 +1,94 @@
+"""Metric names: the strings users write, and turning a metric list into metric objects."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ..errors import MetricError
+from .base import Metric
+from .response import Bleu, ExactMatch, ResponseMatchScore, Rouge
+from .trajectory import (
+    ToolTrajectoryAvgScore,
+    TrajectoryAnyOrderMatch,
+    TrajectoryExactMatch,
+    TrajectoryInOrderMatch,
+    TrajectoryPrecision,
+    TrajectoryRecall,
+)
+
+__all__ = ["register_metric", "metric_names", "resolve_metrics", "MetricSpec"]
+
+MetricSpec = "str | Metric"
+
+_REGISTRY: dict[str, Callable[[], Metric]] = {
+    "trajectory_exact_match": TrajectoryExactMatch,
+    "trajectory_in_order_match": TrajectoryInOrderMatch,
+    "trajectory_any_order_match": TrajectoryAnyOrderMatch,
+    "trajectory_precision": TrajectoryPrecision,
+    "trajectory_recall": TrajectoryRecall,
+    "tool_trajectory_avg_score": ToolTrajectoryAvgScore,
+    "exact_match": ExactMatch,
+    "bleu": Bleu,
+    "rouge_1": lambda: Rouge("rouge1"),
+    "rouge_2": lambda: Rouge("rouge2"),
+    "rouge_l": lambda: Rouge("rougeL"),
+    "rouge_l_sum": lambda: Rouge("rougeLsum"),
+    "response_match_score": ResponseMatchScore,
+}
+
+# Names that exist but need arguments: say how to build them.
+_NEEDS_ARGS = {
+    "trajectory_single_tool_use": "lf.metrics.TrajectorySingleToolUse(tool_name=...)",
+    "rouge": "lf.metrics.Rouge(rouge_type='rougeL') or one of rouge_1, rouge_2, rouge_l, rouge_l_sum",
+}
+
+DEFAULT_METRICS = (
+    "trajectory_exact_match",
+    "trajectory_in_order_match",
+    "trajectory_any_order_match",
+    "trajectory_precision",
+    "trajectory_recall",
+    "rouge_l_sum",
+)
+
+
+def register_metric(name: str, factory: Callable[[], Metric]) -> None:
+    """Make ``name`` usable as a string in ``metrics=[...]``."""
+    if name in _REGISTRY:
+        raise MetricError(f"a metric named {name!r} is already registered")
+    _REGISTRY[name] = factory
+
+
+def metric_names() -> list[str]:
+    """Every metric name usable as a string."""
+    return sorted(_REGISTRY)
+
+
+def resolve_metrics(metrics: Sequence[str | Metric] | None) -> list[Metric]:
+    """Turn names and metric objects into metric objects; unknown or duplicate names are errors."""
+    if metrics is None:
+        metrics = DEFAULT_METRICS
+    if isinstance(metrics, (str, Metric)):
+        metrics = [metrics]
+    out: list[Metric] = []
+    for spec in metrics:
+        if isinstance(spec, str):
+            if spec in _NEEDS_ARGS:
+                raise MetricError(f"metric {spec!r} needs arguments: use {_NEEDS_ARGS[spec]}")
+            factory = _REGISTRY.get(spec)
+            if factory is None:
+                raise MetricError(f"unknown metric {spec!r}; known names: {', '.join(metric_names())}")
+            out.append(factory())
+        elif isinstance(spec, Metric) or (hasattr(spec, "name") and hasattr(spec, "score")):
+            out.append(spec)
+        else:
+            raise MetricError(f"{spec!r} is not a metric name or a Metric object")
+    seen: dict[str, Metric] = {}
+    for metric in out:
+        if metric.name in seen:
+            raise MetricError(
+                f"two metrics are named {metric.name!r} ({seen[metric.name]!r} and {metric!r}); "
+                "give one a different name=..."
+            )
+        seen[metric.name] = metric
+    return out

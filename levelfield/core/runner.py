@@ -1,0 +1,254 @@
+"""The execution engine: every case of a dataset through one or more agents, nothing lost.
+
+Runs are async with a bounded number in flight; each attempt has a timeout; errors an adapter
+marks transient are retried with exponential backoff; every case and trial yields an
+``AgentRun``, whatever the agent did. Sync agents run in a thread pool as large as the
+concurrency limit (see ``run_sync``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import random
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from .dataset import EvalCase, EvalDataset
+from .errors import AdapterError, AgentOutputError
+from .protocol import AgentRequest, AgentRunnable
+from .types import AgentOutput, AgentRun, Message
+
+__all__ = ["RunConfig", "run_agents", "run_sync", "run_coroutine", "describe_error", "is_transient"]
+
+T = TypeVar("T")
+
+_executor: contextvars.ContextVar[ThreadPoolExecutor | None] = contextvars.ContextVar(
+    "levelfield_executor", default=None
+)
+
+
+async def run_sync(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run a blocking call in the runner's worker threads (as many as its concurrency)."""
+    loop = asyncio.get_running_loop()
+    ctx = contextvars.copy_context()
+    call = functools.partial(ctx.run, fn, *args, **kwargs)
+    return await loop.run_in_executor(_executor.get(), call)
+
+
+def run_coroutine(coro: Awaitable[T]) -> T:
+    """Run a coroutine to completion from sync code, also inside a running loop (Jupyter)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)  # type: ignore[arg-type]
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)  # type: ignore[arg-type]
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="levelfield-run")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Errors worth retrying: those an adapter marks transient."""
+    return bool(getattr(exc, "transient", False)) or getattr(exc, "error_type", None) == "transient"
+
+
+def describe_error(exc: BaseException) -> tuple[str, str]:
+    """(error text, error type) for a failed run."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not str(exc):
+        return "timed out", "timeout"
+    error_type = getattr(exc, "error_type", None) or type(exc).__name__
+    text = str(exc) or type(exc).__name__
+    if not isinstance(exc, AdapterError):
+        text = f"{type(exc).__name__}: {text}"
+    return text, error_type
+
+
+class RunConfig:
+    """How runs are executed; the same for every agent of a comparison."""
+
+    def __init__(
+        self,
+        *,
+        concurrency: int = 8,
+        timeout: float | None = 120.0,
+        retries: int = 2,
+        backoff: float = 0.5,
+        trials: int = 1,
+        progress: bool = True,
+        agent_concurrency: Mapping[str, int] | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        if trials < 1:
+            raise ValueError("trials must be >= 1")
+        if retries < 0:
+            raise ValueError("retries must be >= 0")
+        if timeout is not None and timeout <= 0:
+            raise ValueError("timeout must be > 0 seconds, or None for no timeout")
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.trials = trials
+        self.progress = progress
+        self.agent_concurrency = dict(agent_concurrency or {})
+
+
+class _Progress:
+    def __init__(self, total: int, enabled: bool, desc: str) -> None:
+        self.failures = 0
+        self.bar = None
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=desc, unit="run", leave=False, dynamic_ncols=True)
+
+    def update(self, run: AgentRun) -> None:
+        if run.failure:
+            self.failures += 1
+        if self.bar is not None:
+            if run.failure:
+                self.bar.set_postfix(failures=self.failures, refresh=False)
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+async def _attempt(agent: AgentRunnable, request: AgentRequest, timeout: float | None) -> AgentOutput:
+    coro = agent.arun(request)
+    output = await (asyncio.wait_for(coro, timeout) if timeout else coro)
+    if not isinstance(output, AgentOutput):
+        raise AgentOutputError(
+            f"agent {agent.name!r} returned {type(output).__name__} from arun(); an adapter must return AgentOutput"
+        )
+    return output
+
+
+async def _run_turn(
+    agent: AgentRunnable, request: AgentRequest, config: RunConfig
+) -> tuple[AgentOutput | None, BaseException | None, float, int]:
+    attempt = 0
+    while True:
+        attempt += 1
+        start = time.perf_counter()
+        try:
+            output = await _attempt(agent, request, config.timeout)
+            return output, None, time.perf_counter() - start, attempt
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # every failure is recorded, never raised
+            latency = time.perf_counter() - start
+            if attempt <= config.retries and is_transient(exc):
+                delay = config.backoff * (2 ** (attempt - 1))
+                await asyncio.sleep(delay * (0.5 + random.random()))
+                continue
+            return None, exc, latency, attempt
+
+
+async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: RunConfig, run_id: str) -> AgentRun:
+    """Run one case (all its turns) once; always returns an AgentRun."""
+    session_id = f"lf-{run_id}-{case.case_id}-{trial}"
+    prompts = [t.prompt for t in case.turns] if case.turns else [case.prompt or ""]
+    history: list[Message] = list(case.history)
+    turns: list[AgentOutput] = []
+    latency = 0.0
+    attempts = 0
+    for index, prompt in enumerate(prompts):
+        request = AgentRequest(
+            prompt=prompt, history=list(history), case_id=case.case_id, session_id=session_id, turn=index
+        )
+        output, error, turn_latency, turn_attempts = await _run_turn(agent, request, config)
+        latency += turn_latency
+        attempts = max(attempts, turn_attempts)
+        if error is not None:
+            text, error_type = describe_error(error)
+            if len(prompts) > 1:
+                text = f"turn {index + 1} of {len(prompts)}: {text}"
+            partial = getattr(error, "partial", None)
+            return AgentRun(
+                case_id=case.case_id,
+                agent_name=agent.name,
+                trial=trial,
+                output=None,
+                latency_in_seconds=latency,
+                failure=True,
+                error=text,
+                error_type=error_type,
+                attempts=attempts,
+                partial_output=partial if isinstance(partial, AgentOutput) else None,
+                turns=turns,
+            )
+        turns.append(output)
+        history += [Message(role="user", content=prompt), Message(role="assistant", content=output.response)]
+    return AgentRun(
+        case_id=case.case_id,
+        agent_name=agent.name,
+        trial=trial,
+        output=turns[-1],
+        latency_in_seconds=latency,
+        failure=False,
+        attempts=attempts,
+        turns=turns if len(turns) > 1 else [],
+    )
+
+
+async def run_agents(
+    dataset: EvalDataset, agents: Sequence[AgentRunnable], config: RunConfig
+) -> dict[str, list[AgentRun]]:
+    """Every agent on every case and trial; runs per agent in dataset order, then trial order."""
+    dataset.require_prompts()
+    run_id = uuid.uuid4().hex[:8]
+    limit = asyncio.Semaphore(config.concurrency)
+    per_agent = {
+        a.name: asyncio.Semaphore(config.agent_concurrency[a.name])
+        for a in agents
+        if a.name in config.agent_concurrency
+    }
+    jobs = [(a, case, trial) for a in agents for case in dataset for trial in range(config.trials)]
+    desc = agents[0].name if len(agents) == 1 else f"{len(agents)} agents"
+    progress = _Progress(len(jobs), config.progress, desc)
+
+    async def one(agent: AgentRunnable, case: EvalCase, trial: int) -> AgentRun:
+        own = per_agent.get(agent.name)
+        if own is not None:
+            await own.acquire()
+        try:
+            async with limit:
+                run = await run_case(agent, case, trial, config, run_id)
+        finally:
+            if own is not None:
+                own.release()
+        progress.update(run)
+        return run
+
+    executor = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="levelfield")
+    token = _executor.set(executor)
+    try:
+        runs = await asyncio.gather(*(one(*job) for job in jobs))
+    finally:
+        _executor.reset(token)
+        progress.close()
+        # Threads of sync agents that timed out may still be running: don't wait for them.
+        executor.shutdown(wait=False, cancel_futures=True)
+    out: dict[str, list[AgentRun]] = {a.name: [] for a in agents}
+    for run in runs:
+        out[run.agent_name].append(run)
+    return out

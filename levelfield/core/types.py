@@ -1,0 +1,139 @@
+"""The normalized data every adapter emits and the runner records."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = ["ToolCall", "Usage", "AgentOutput", "AgentRun", "Message"]
+
+
+class ToolCall(BaseModel):
+    """One tool call of a trajectory; field names match Vertex AI's evaluation columns."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    tool_name: str
+    """Name of the tool that was called."""
+    tool_input: dict[str, Any] = Field(default_factory=dict)
+    """Arguments of the call. A JSON-object string is parsed."""
+    tool_output: Any = None
+    """What the tool returned, when the adapter saw it."""
+    id: str | None = None
+    """The framework's call id, when it has one."""
+    agent: str | None = None
+    """The (sub-)agent that made the call, when known."""
+    error: str | None = None
+    """The error the tool raised, when the agent handled it and went on."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_aliases(cls, data: Any) -> Any:
+        # ADK and OpenAI-style calls spell the fields {name, args} / {name, arguments}.
+        if isinstance(data, dict) and "tool_name" not in data and "name" in data:
+            data = dict(data)
+            data["tool_name"] = data.pop("name")
+            for key in ("args", "arguments", "input"):
+                if key in data and "tool_input" not in data:
+                    data["tool_input"] = data.pop(key)
+        return data
+
+    @field_validator("tool_input", mode="before")
+    @classmethod
+    def _parse_json_input(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if isinstance(value, str):
+            try:
+                parsed = json.loads(value) if value.strip() else {}
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"tool_input is a string that is not a JSON object: {value!r}") from exc
+            if not isinstance(parsed, dict):
+                raise ValueError(f"tool_input must be a JSON object, got {value!r}")
+            return parsed
+        return value
+
+    def to_vertex(self) -> dict[str, Any]:
+        """The call as Vertex AI writes it: ``{"tool_name", "tool_input"}`` plus what is known."""
+        out: dict[str, Any] = {"tool_name": self.tool_name, "tool_input": self.tool_input}
+        for key in ("tool_output", "id", "agent", "error"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+class Usage(BaseModel):
+    """Token counts of a run (or of judge calls), when the framework reports them."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: "Usage | None") -> "Usage":
+        if other is None:
+            return self
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+class Message(BaseModel):
+    """One prior message of a conversation."""
+
+    role: Literal["user", "assistant", "system", "tool"] = "user"
+    content: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_common_roles(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            role = data.get("role") or data.get("type") or "user"
+            role = {"human": "user", "ai": "assistant", "model": "assistant", "agent": "assistant"}.get(role, role)
+            content = data.get("content", data.get("text", ""))
+            if isinstance(content, list):  # content blocks: keep the text ones
+                content = "".join(
+                    b.get("text", "") if isinstance(b, dict) else str(b) for b in content
+                )
+            return {"role": role, "content": content}
+        return data
+
+
+class AgentOutput(BaseModel):
+    """What an adapter returns for one turn: the final response and the trajectory."""
+
+    response: str
+    """The agent's final text answer."""
+    trajectory: list[ToolCall] = Field(default_factory=list)
+    """The tool calls the agent made, in order."""
+    intermediate_responses: list[str] = Field(default_factory=list)
+    """Texts the agent produced before the final one."""
+    usage: Usage | None = None
+    """Tokens spent by the agent's model calls, when known."""
+    raw: Any = Field(default=None, exclude=True)
+    """The framework's own output, for debugging; not serialized."""
+
+
+class AgentRun(BaseModel):
+    """What the runner records for one case, agent and trial, whatever the agent did."""
+
+    case_id: str
+    agent_name: str
+    trial: int = 0
+    output: AgentOutput | None = None
+    """The agent's output; None when the run failed."""
+    latency_in_seconds: float = float("nan")
+    """Wall time of the last attempt."""
+    failure: bool = False
+    error: str | None = None
+    error_type: str | None = None
+    attempts: int = 1
+    """How many attempts the run took (retries of transient errors included)."""
+    partial_output: AgentOutput | None = None
+    """What a failed run had produced before it failed, when the adapter could tell."""
+    turns: list[AgentOutput] = Field(default_factory=list)
+    """Per-turn outputs of a multi-turn case (the last one is also ``output``)."""

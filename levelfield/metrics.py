@@ -1,0 +1,7 @@
+"""``lf.metrics``: the metric classes users build metrics lists from."""
+
+from .core.matching import ToolCallMatcher
+from .core.metrics import *  # noqa: F403
+from .core.metrics import __all__ as _core_all
+
+__all__ = [*_core_all, "ToolCallMatcher"]

@@ -1,0 +1,1 @@
+"""Sample agents over the home-automation tools, one per framework."""
