@@ -1,0 +1,23 @@
+"""Helpers for users' own offline tests: a scripted chat model, and pytest gating on eval sets.
+
+Names load lazily so that importing ``levelfield.testing`` does not import LangChain.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ScriptedChatModel", "assert_eval"]
+
+_LAZY = {
+    "ScriptedChatModel": ".chat_model",
+    "assert_eval": ".gating",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
