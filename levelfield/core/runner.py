@@ -183,6 +183,12 @@ async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: Run
             if len(prompts) > 1:
                 text = f"turn {index + 1} of {len(prompts)}: {text}"
             partial = getattr(error, "partial", None)
+            if partial is None and hasattr(agent, "partial_output"):
+                # Adapters that track progress (e.g. a timed-out graph) can say what they had.
+                try:
+                    partial = agent.partial_output(request)
+                except Exception:
+                    partial = None
             return AgentRun(
                 case_id=case.case_id,
                 agent_name=agent.name,
