@@ -1,0 +1,71 @@
+"""Invariants of the trajectory metrics, checked on generated trajectories (hypothesis)."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import levelfield as lf
+from levelfield.core.matching import align
+
+values = st.one_of(st.integers(-2, 2), st.sampled_from([0.0, 1.0, 2.5]), st.sampled_from(["x", "y"]), st.booleans())
+calls = st.builds(
+    lambda name, args: lf.ToolCall(tool_name=name, tool_input=args),
+    st.sampled_from(["a", "b", "c"]),
+    st.dictionaries(st.sampled_from(["k", "m"]), values, max_size=2),
+)
+trajectories = st.lists(calls, max_size=6)
+
+# The same relation as the default matcher, but opaque (a callable), so alignment takes the
+# general path: match matrix plus maximum bipartite matching.
+OPAQUE = lf.ToolCallMatcher(tools={n: (lambda p, r: lf.ToolCallMatcher().matches(
+    lf.ToolCall(tool_name="t", tool_input=p), lf.ToolCall(tool_name="t", tool_input=r))) for n in "abc"})
+
+
+@settings(max_examples=150, deadline=None)
+@given(trajectories, trajectories)
+def test_exact_implies_in_order_implies_any_order(predicted, reference):
+    a = align(predicted, reference)
+    assert not a.exact or a.in_order
+    assert not a.in_order or a.any_order
+
+
+@settings(max_examples=150, deadline=None)
+@given(trajectories, trajectories)
+def test_any_order_iff_recall_is_one(predicted, reference):
+    a = align(predicted, reference)
+    recall = 1.0 if a.n_reference == 0 else a.matched / a.n_reference
+    assert a.any_order == (recall == 1.0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(trajectories, trajectories)
+def test_scores_are_in_unit_interval(predicted, reference):
+    ctx = lf.metrics.ScoringContext(case_id="c", prompt="p", response="r",
+                                    predicted_trajectory=predicted, reference_trajectory=reference)
+    for name in ["trajectory_exact_match", "trajectory_in_order_match", "trajectory_any_order_match",
+                 "trajectory_precision", "trajectory_recall"]:
+        (metric,) = lf.metrics.resolve_metrics([name])
+        assert 0.0 <= metric.score(ctx) <= 1.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(trajectories, trajectories)
+def test_key_path_agrees_with_general_matching(predicted, reference):
+    fast = align(predicted, reference)
+    general = align(predicted, reference, OPAQUE)
+    assert not OPAQUE.is_equivalence
+    assert (fast.exact, fast.in_order, fast.matched) == (general.exact, general.in_order, general.matched)
+
+
+@settings(max_examples=100, deadline=None)
+@given(trajectories)
+def test_a_trajectory_matches_itself_exactly(trajectory):
+    a = align(trajectory, list(trajectory))
+    assert a.exact and a.matched == len(trajectory)
+
+
+@settings(max_examples=100, deadline=None)
+@given(trajectories, st.randoms())
+def test_any_order_ignores_permutation(trajectory, rnd):
+    shuffled = list(trajectory)
+    rnd.shuffle(shuffled)
+    assert align(shuffled, trajectory).any_order
