@@ -1,0 +1,253 @@
+"""Statistics for comparing agents: intervals over cases, paired tests, Holm correction, pass@k.
+
+Everything here works on per-case values: when a case ran several trials, its trials are
+averaged first, so a case counts once and two agents stay paired case by case. The tests come
+from SciPy (Wilson intervals via ``binomtest``, ``bootstrap``, ``wilcoxon``, ``permutation_test``);
+only Holm's step-down adjustment and the pass@k estimators, which SciPy does not have, are
+written here.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy import stats
+from scipy.special import comb
+
+__all__ = [
+    "Interval",
+    "PairedTest",
+    "PairedTestName",
+    "is_binary",
+    "case_means",
+    "wilson_interval",
+    "bootstrap_interval",
+    "mean_interval",
+    "paired_test",
+    "holm",
+    "pass_at_k",
+    "pass_hat_k",
+    "flaky_cases",
+]
+
+PairedTestName = Literal["auto", "mcnemar", "wilcoxon", "permutation"]
+
+_RESAMPLES = 9999
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mean over cases and its confidence interval."""
+
+    estimate: float
+    low: float
+    high: float
+    n: int
+    """Cases the estimate is over (NaN cases left out)."""
+    method: str
+    """``wilson``, ``bootstrap`` or ``none`` (too few cases for an interval)."""
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """How agent A differs from agent B on the cases both have a value for."""
+
+    difference: float
+    """Mean of A − B over paired cases."""
+    low: float
+    high: float
+    p_value: float
+    test: str
+    """``mcnemar`` (exact), ``wilcoxon``, ``permutation`` or ``none`` (nothing to test)."""
+    n: int
+    """Paired cases."""
+    wins: int
+    """Cases where A scored higher."""
+    ties: int
+    losses: int
+    """Cases where B scored higher."""
+
+
+def _finite(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    arr = np.asarray(values, dtype=float).ravel()
+    return arr[~np.isnan(arr)]
+
+
+def is_binary(values: Sequence[float] | np.ndarray) -> bool:
+    """True when every non-NaN value is 0 or 1 (and there is at least one)."""
+    arr = _finite(values)
+    return arr.size > 0 and bool(np.isin(arr, (0.0, 1.0)).all())
+
+
+def case_means(trials: np.ndarray) -> np.ndarray:
+    """Average a (cases × trials) matrix over trials, ignoring NaN trials; all-NaN cases stay NaN."""
+    arr = np.asarray(trials, dtype=float)
+    if arr.ndim == 1:
+        return arr.copy()
+    counts = (~np.isnan(arr)).sum(axis=1)
+    sums = np.nansum(arr, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval:
+    """Wilson score interval of a proportion (SciPy's ``binomtest(...).proportion_ci``)."""
+    if n == 0:
+        return Interval(math.nan, math.nan, math.nan, 0, "none")
+    ci = stats.binomtest(int(successes), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
+    return Interval(successes / n, float(ci.low), float(ci.high), int(n), "wilson")
+
+
+def _bootstrap(values: np.ndarray, confidence: float, seed: int) -> tuple[float, float]:
+    if np.all(values == values[0]):
+        # No spread: every resample has the same mean (BCa would warn and return NaN).
+        return float(values[0]), float(values[0])
+    rng = np.random.default_rng(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = stats.bootstrap(
+            (values,), np.mean, confidence_level=confidence, n_resamples=_RESAMPLES, method="BCa", rng=rng
+        )
+        low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        if math.isnan(low) or math.isnan(high):
+            # BCa is undefined for some lopsided samples; the percentile interval still is.
+            res = stats.bootstrap(
+                (values,),
+                np.mean,
+                confidence_level=confidence,
+                n_resamples=_RESAMPLES,
+                method="percentile",
+                rng=np.random.default_rng(seed),
+            )
+            low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return low, high
+
+
+def bootstrap_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95, seed: int = 0) -> Interval:
+    """Mean of the non-NaN values with a BCa bootstrap interval (SciPy), reproducible by ``seed``."""
+    arr = _finite(values)
+    if arr.size == 0:
+        return Interval(math.nan, math.nan, math.nan, 0, "none")
+    mean = float(arr.mean())
+    if arr.size < 2:
+        return Interval(mean, math.nan, math.nan, 1, "none")
+    low, high = _bootstrap(arr, confidence, seed)
+    return Interval(mean, low, high, int(arr.size), "bootstrap")
+
+
+def mean_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95, seed: int = 0) -> Interval:
+    """Mean over cases with a 95% (by default) interval: Wilson for 0/1 values, bootstrap otherwise."""
+    arr = _finite(values)
+    if is_binary(arr):
+        return wilson_interval(int(arr.sum()), int(arr.size), confidence)
+    return bootstrap_interval(arr, confidence, seed)
+
+
+def paired_test(
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
+    *,
+    test: PairedTestName = "auto",
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> PairedTest:
+    """Compare two agents case by case (``a[i]`` and ``b[i]`` are the same case).
+
+    Cases where either value is NaN are left out. ``auto`` picks the exact McNemar test (a
+    two-sided binomial test on the discordant cases) when both are 0/1, else the Wilcoxon
+    signed-rank test. The interval of the mean difference is a paired bootstrap.
+    """
+    x, y = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+    if x.shape != y.shape:
+        raise ValueError(f"paired_test needs equal lengths, got {x.size} and {y.size}")
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep], y[keep]
+    d = x - y
+    wins, losses = int((d > 0).sum()), int((d < 0).sum())
+    ties = int(d.size - wins - losses)
+    if d.size == 0:
+        return PairedTest(math.nan, math.nan, math.nan, math.nan, "none", 0, 0, 0, 0)
+    if test == "auto":
+        test = "mcnemar" if is_binary(x) and is_binary(y) else "wilcoxon"
+    if test == "mcnemar":
+        if not (is_binary(x) and is_binary(y)):
+            raise ValueError("the McNemar test needs 0/1 values")
+        discordant = wins + losses
+        p = 1.0 if discordant == 0 else float(stats.binomtest(wins, discordant, 0.5).pvalue)
+    elif test == "wilcoxon":
+        # All-zero differences carry no evidence either way; SciPy would raise.
+        p = 1.0 if not np.any(d) else float(stats.wilcoxon(x, y).pvalue)
+    elif test == "permutation":
+        if not np.any(d):
+            p = 1.0
+        else:
+            res = stats.permutation_test(
+                (x, y),
+                lambda u, v, axis=-1: np.mean(u - v, axis=axis),
+                permutation_type="samples",
+                vectorized=True,
+                n_resamples=_RESAMPLES,
+                rng=np.random.default_rng(seed),
+            )
+            p = float(res.pvalue)
+    else:
+        raise ValueError(f"unknown paired test {test!r}; use auto, mcnemar, wilcoxon or permutation")
+    diff = float(d.mean())
+    low, high = _bootstrap(d, confidence, seed) if d.size >= 2 else (math.nan, math.nan)
+    return PairedTest(diff, low, high, min(p, 1.0), test, int(d.size), wins, ties, losses)
+
+
+def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm's step-down adjustment of a family of p-values (NaN stays NaN and is not counted).
+
+    The i-th smallest of m p-values is multiplied by (m − i + 1); adjusted values are made
+    non-decreasing in that order and capped at 1. Controls the family-wise error rate.
+    """
+    p = np.asarray(p_values, dtype=float)
+    out = np.full(p.shape, np.nan)
+    valid = np.flatnonzero(~np.isnan(p))
+    m = valid.size
+    if m == 0:
+        return out
+    order = valid[np.argsort(p[valid], kind="stable")]
+    scaled = p[order] * (m - np.arange(m))
+    out[order] = np.minimum(np.maximum.accumulate(scaled), 1.0)
+    return out
+
+
+def pass_at_k(n: int | np.ndarray, c: int | np.ndarray, k: int) -> float | np.ndarray:
+    """Chance that at least one of k trials passes, estimated from n trials with c passes.
+
+    The unbiased estimator 1 − C(n−c, k) / C(n, k); with n = k it is 1 when any trial passed.
+    NaN where n < k.
+    """
+    n_, c_ = np.asarray(n, dtype=float), np.asarray(c, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = 1.0 - comb(n_ - c_, k) / comb(n_, k)
+    value = np.where(n_ >= k, value, np.nan)
+    return float(value) if value.ndim == 0 else value
+
+
+def pass_hat_k(n: int | np.ndarray, c: int | np.ndarray, k: int) -> float | np.ndarray:
+    """pass^k: chance that all of k trials pass, C(c, k) / C(n, k); with n = k, 1 only if every trial passed."""
+    n_, c_ = np.asarray(n, dtype=float), np.asarray(c, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = comb(c_, k) / comb(n_, k)
+    value = np.where(n_ >= k, value, np.nan)
+    return float(value) if value.ndim == 0 else value
+
+
+def flaky_cases(trials: np.ndarray) -> np.ndarray:
+    """For a (cases × trials) matrix: True where a case's non-NaN trials disagree."""
+    arr = np.asarray(trials, dtype=float)
+    if arr.ndim == 1 or arr.shape[1] < 2:
+        return np.zeros(arr.shape[0], dtype=bool)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows
+        spread = np.nanmax(arr, axis=1) - np.nanmin(arr, axis=1)
+    return np.nan_to_num(spread, nan=0.0) > 0

@@ -1,0 +1,362 @@
+"""The HTML report of a comparison: one self-contained file, charts as inline SVG.
+
+Everything is rendered here, in Python, into static markup; the small inline script only
+filters and expands cases. Every string that came from an agent, a dataset or a user (names,
+prompts, responses, tool calls, errors) goes through ``html.escape``, and a Content-Security-
+Policy allows no network and no script but the report's own (by hash), so a response that
+holds ``<script>`` shows as text and could not run even if it slipped through.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import hashlib
+import html
+import json
+import math
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..core.comparison import AgentCase, Comparison, MarkedCall
+
+__all__ = ["render_report", "write_report"]
+
+_PALETTE = ("#3b6fb6", "#e07b39", "#3a9a5b", "#9b59b6", "#c0392b", "#16a2b8", "#7f8c8d", "#b7950b")
+
+
+def _esc(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _isnan(x: Any) -> bool:
+    try:
+        return x is None or math.isnan(float(x))
+    except (TypeError, ValueError):
+        return True
+
+
+def _fmt(x: Any, digits: int = 3) -> str:
+    return "–" if _isnan(x) else f"{float(x):.{digits}f}"
+
+
+def _fmt_p(p: Any) -> str:
+    if _isnan(p):
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def _chip(value: float, label: str = "") -> str:
+    if _isnan(value):
+        cls, text = "na", "–"
+    else:
+        cls = "good" if value >= 0.999 else "bad" if value <= 0.001 else "mid"
+        text = _fmt(value, 2)
+    title = f' title="{_esc(label)}"' if label else ""
+    return f'<span class="chip {cls}"{title}>{_esc(text)}</span>'
+
+
+def _table(headers: Iterable[tuple[str, bool]], rows: Iterable[Iterable[str]], cls: str = "") -> str:
+    """``headers``: (label, numeric); ``rows``: cells already escaped."""
+    headers = list(headers)
+    head = "".join(f'<th{" class=num" if num else ""}>{_esc(h)}</th>' for h, num in headers)
+    body = []
+    for row in rows:
+        cells = "".join(
+            f'<td{" class=num" if headers[i][1] else ""}>{cell}</td>' for i, cell in enumerate(row)
+        )
+        body.append(f"<tr>{cells}</tr>")
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+# -- sections ------------------------------------------------------------------------------
+
+
+def _policy_note(cmp: Comparison) -> str:
+    failures = int(cmp.summary["failures"].sum()) if len(cmp.summary) else 0
+    if cmp.failed_runs == "zero":
+        rule = "A failed run (error, timeout, unreadable answer) scores <b>0</b> on every metric that applies to its case."
+    else:
+        rule = "Failed runs are <b>left out</b>: means are over completed runs, paired tests over cases both agents completed."
+    count = f'<span class="{"fail" if failures else ""}">{failures} failed run{"s" if failures != 1 else ""}</span>'
+    return (
+        f'<p class="policy">{count} in total. {rule} Intervals are {int(cmp.confidence * 100)}%: Wilson for 0/1 '
+        "case scores, bootstrap (BCa) otherwise; trials are averaged per case first. Paired tests: exact McNemar "
+        "for 0/1 scores, Wilcoxon signed-rank otherwise, Holm-adjusted across the pairs of each metric.</p>"
+    )
+
+
+def _summary_section(cmp: Comparison) -> str:
+    s = cmp.summary
+    k = cmp.trials
+    headers: list[tuple[str, bool]] = [("agent", False)]
+    headers += [(m, True) for m in cmp.metric_names]
+    headers += [("failures", True), ("latency p50 (s)", True), ("latency p95 (s)", True)]
+    has_tokens = "total_tokens/mean" in s
+    if has_tokens:
+        headers.append(("tokens / run", True))
+    rows = []
+    for agent in cmp.agents:
+        r = s.loc[agent]
+        cells = [f'<span class="swatch" style="color:{_color(cmp, agent)}">■</span> {_esc(agent)}']
+        for m in cmp.metric_names:
+            cells.append(
+                f'{_fmt(r[f"{m}/mean"])} <span class="ci">[{_fmt(r[f"{m}/ci_low"])}, {_fmt(r[f"{m}/ci_high"])}]</span>'
+            )
+        fails = int(r["failures"])
+        cells.append(f'<span class="{"fail" if fails else ""}">{fails}</span> <span class="ci">of {int(r["runs"])}</span>')
+        cells.append(_fmt(r["latency_in_seconds/p50"]))
+        cells.append(_fmt(r["latency_in_seconds/p95"]))
+        if has_tokens:
+            cells.append(_fmt(r.get("total_tokens/mean"), 0))
+        rows.append(cells)
+    out = [f'<section id="summary"><h2>Summary</h2>', _table(headers, rows, "summary")]
+    reliability = [m for m in cmp.metric_names if f"{m}/pass@{k}" in s] or cmp.metric_names[:1]
+    if k > 1 and reliability:
+        rh: list[tuple[str, bool]] = [("agent", False)]
+        for m in reliability:
+            rh += [(f"{m} pass@{k}", True), (f"pass^{k}", True), ("flaky cases", True)]
+        rrows = []
+        for agent in cmp.agents:
+            r = s.loc[agent]
+            cells = [_esc(agent)]
+            for m in reliability:
+                cells += [_fmt(r.get(f"{m}/pass@{k}")), _fmt(r.get(f"{m}/pass^{k}")), _fmt(r.get(f"{m}/flaky"), 0)]
+            rrows.append(cells)
+        out.append(
+            f"<h3>Reliability over {k} trials</h3><p class=muted>pass@{k}: the share of cases solved in at least one "
+            f"of {k} trials; pass^{k}: in all {k}; flaky: cases whose trials disagree.</p>"
+        )
+        out.append(_table(rh, rrows, "reliability"))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _color(cmp: Comparison, agent: str) -> str:
+    return _PALETTE[cmp.agents.index(agent) % len(_PALETTE)]
+
+
+def _chart(cmp: Comparison, metric: str) -> str:
+    s = cmp.summary
+    label_w, plot_w, row_h, top = 150, 300, 26, 8
+    n = len(cmp.agents)
+    height = top + n * row_h + 24
+    values = [s.loc[a, f"{metric}/{c}"] for a in cmp.agents for c in ("mean", "ci_low", "ci_high")]
+    finite = [float(v) for v in values if not _isnan(v)]
+    lo = min([0.0, *finite])
+    hi = max([1.0, *finite])
+    span = hi - lo or 1.0
+
+    def x(v: float) -> float:
+        return label_w + (float(v) - lo) / span * plot_w
+
+    parts = [
+        f'<svg class="bars" role="img" aria-label="{_esc(metric)} by agent" width="{label_w + plot_w + 60}" '
+        f'height="{height}" viewBox="0 0 {label_w + plot_w + 60} {height}" xmlns="http://www.w3.org/2000/svg">'
+    ]
+    for i in range(5):
+        tick = lo + span * i / 4
+        tx = x(tick)
+        parts.append(f'<line class="grid" x1="{tx:.1f}" y1="{top}" x2="{tx:.1f}" y2="{top + n * row_h}"/>')
+        parts.append(f'<text x="{tx:.1f}" y="{height - 6}" text-anchor="middle">{tick:.2g}</text>')
+    parts.append(f'<line class="axis" x1="{x(lo):.1f}" y1="{top}" x2="{x(lo):.1f}" y2="{top + n * row_h}"/>')
+    for i, agent in enumerate(cmp.agents):
+        y = top + i * row_h
+        mean, low, high = (s.loc[agent, f"{metric}/{c}"] for c in ("mean", "ci_low", "ci_high"))
+        name = agent if len(agent) <= 22 else agent[:21] + "…"
+        parts.append(f'<text x="{label_w - 8}" y="{y + row_h / 2 + 4:.1f}" text-anchor="end">{_esc(name)}</text>')
+        if _isnan(mean):
+            parts.append(f'<text x="{label_w + 4}" y="{y + row_h / 2 + 4:.1f}" class="muted">no scores</text>')
+            continue
+        bar_x, bar_w = min(x(0 if lo <= 0 else lo), x(mean)), abs(x(mean) - x(0 if lo <= 0 else lo))
+        tip = f"{agent}: {_fmt(mean)} [{_fmt(low)}, {_fmt(high)}]"
+        parts.append(
+            f'<rect class="bar" x="{bar_x:.1f}" y="{y + 5}" width="{max(bar_w, 1):.1f}" height="{row_h - 10}" '
+            f'fill="{_color(cmp, agent)}" fill-opacity="0.75"><title>{_esc(tip)}</title></rect>'
+        )
+        if not (_isnan(low) or _isnan(high)):
+            cy = y + row_h / 2
+            parts.append(
+                f'<line class="whisker" x1="{x(low):.1f}" y1="{cy:.1f}" x2="{x(high):.1f}" y2="{cy:.1f}"/>'
+                f'<line class="whisker" x1="{x(low):.1f}" y1="{cy - 5:.1f}" x2="{x(low):.1f}" y2="{cy + 5:.1f}"/>'
+                f'<line class="whisker" x1="{x(high):.1f}" y1="{cy - 5:.1f}" x2="{x(high):.1f}" y2="{cy + 5:.1f}"/>'
+            )
+        end = max(x(mean), x(high) if not _isnan(high) else x(mean))
+        parts.append(f'<text x="{end + 6:.1f}" y="{y + row_h / 2 + 4:.1f}">{_fmt(mean, 2)}</text>')
+    parts.append("</svg>")
+    return f'<div class="chart" data-metric="{_esc(metric)}"><h3>{_esc(metric)}</h3>{"".join(parts)}</div>'
+
+
+def _charts_section(cmp: Comparison) -> str:
+    charts = "".join(_chart(cmp, m) for m in cmp.metric_names)
+    return (
+        f'<section id="charts"><h2>Metrics</h2><p class="muted">Mean per agent; whiskers show the '
+        f'{int(cmp.confidence * 100)}% interval.</p><div class="charts">{charts}</div></section>'
+    )
+
+
+def _pairwise_section(cmp: Comparison) -> str:
+    if len(cmp.agents) < 2:
+        return ""
+    out = ['<section id="pairwise"><h2>Pairwise</h2><p class="muted">Difference = mean of A − B over paired cases; '
+           "wins/ties/losses count cases where A scored higher/the same/lower. Significant: Holm-adjusted p below "
+           f"{1 - cmp.confidence:.2g}.</p>"]
+    headers = [("A", False), ("B", False), ("cases", True), ("A − B", True), ("interval", True), ("p", True),
+               ("p (Holm)", True), ("test", False), ("W / T / L", True), ("", False)]
+    for metric in cmp.metric_names:
+        table = cmp.pairwise(metric)
+        rows = []
+        for r in table.itertuples(index=False):
+            rows.append([
+                _esc(r.agent_a), _esc(r.agent_b), _esc(r.n), _fmt(r.difference),
+                f'<span class="ci">[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]</span>', _fmt_p(r.p_value),
+                _fmt_p(r.p_holm), _esc(r.test), f"{r.wins} / {r.ties} / {r.losses}",
+                '<span class="sig">significant</span>' if r.significant else "",
+            ])
+        out.append(f"<h3>{_esc(metric)}</h3>" + _table(headers, rows, "pairwise"))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _call_text(call: Any) -> str:
+    args = json.dumps(call.tool_input, sort_keys=True, ensure_ascii=False, default=str)
+    return f"{call.tool_name}({args})"
+
+
+def _calls(marked: list[MarkedCall]) -> str:
+    if not marked:
+        return '<p class="muted">no tool calls</p>'
+    items = []
+    for m in marked:
+        main = m.predicted if m.predicted is not None else m.reference
+        label = {"match": "match", "mismatch": "args differ", "extra": "extra", "missing": "missing"}[m.status]
+        extra = ""
+        if m.status == "mismatch" and m.reference is not None:
+            extra = f'<span class="expected">expected {_esc(_call_text(m.reference))}</span>'
+        if m.predicted is not None and m.predicted.error:
+            extra += f'<span class="expected fail">error: {_esc(m.predicted.error)}</span>'
+        items.append(f'<li class="{m.status}"><span class="tag">{label}</span>{_esc(_call_text(main))}{extra}</li>')
+    return f'<ol class="calls">{"".join(items)}</ol>'
+
+
+def _agent_column(cmp: Comparison, agent: str, runs: list[AgentCase]) -> str:
+    parts = [f'<div class="col"><h4 style="color:{_color(cmp, agent)}">{_esc(agent)}</h4>']
+    for run in runs:
+        if cmp.trials > 1:
+            parts.append(f'<div class="muted">trial {run.trial + 1}</div>')
+        if run.failure:
+            parts.append(f'<p class="fail">failed ({_esc(run.error_type or "error")}): {_esc(run.error)}</p>')
+            if run.partial:
+                parts.append('<p class="muted">What it had produced before failing:</p>')
+        if run.response is not None:
+            parts.append(f'<pre class="text response">{_esc(run.response)}</pre>')
+        if not run.failure or run.partial:
+            parts.append(_calls(run.calls))
+        scores = " ".join(f"{_esc(m)} {_chip(v, m)}" for m, v in run.scores.items())
+        parts.append(f'<div class="scores">{scores}</div>')
+        parts.append(f'<div class="muted">latency {_fmt(run.latency_in_seconds, 2)} s</div>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _cases_section(cmp: Comparison) -> str:
+    first = cmp.metric_names[0] if cmp.metric_names else None
+    scores = cmp.per_case
+    out = [
+        '<section id="cases"><h2>Cases</h2>',
+        '<div class="controls"><input type="search" id="case-search" placeholder="filter by case id or prompt" '
+        'aria-label="filter cases">'
+        '<label><input type="checkbox" id="case-differ"> only cases where agents differ</label>'
+        '<label><input type="checkbox" id="case-failed"> only cases with a failed run</label>'
+        '<button type="button" id="expand-all">expand all</button>'
+        '<button type="button" id="collapse-all">collapse all</button>'
+        '<span id="case-count" class="muted"></span></div>',
+        '<p class="legend muted">Calls: <span>✔ match</span><span>args differ: right tool, other arguments</span>'
+        "<span>extra: not in the reference</span><span>missing: in the reference, not made</span></p>",
+    ]
+    for case in cmp.dataset:
+        view = cmp.case_view(case.case_id)
+        row = scores.loc[case.case_id]
+        differs = any(
+            len({round(float(row[(m, a)]), 9) for a in cmp.agents if not _isnan(row[(m, a)])}) > 1
+            for m in cmp.metric_names
+        )
+        failed = any(r.failure for runs in view.runs.values() for r in runs)
+        chips = " ".join(
+            f'<span class="muted">{_esc(a)}</span> {_chip(row[(first, a)], first)}' for a in cmp.agents
+        ) if first else ""
+        if failed:
+            chips += ' <span class="fail">failed run</span>'
+        search = f"{case.case_id} {case.prompt or ''}".lower()
+        body = [f'<div class="casebody"><h3>Prompt</h3><pre class="text">{_esc(case.prompt)}</pre>']
+        if case.history:
+            hist = "\n".join(f"{m.role}: {m.content}" for m in case.history)
+            body.append(f'<h3>History</h3><pre class="text">{_esc(hist)}</pre>')
+        body.append('<div class="grid"><div class="col"><h4>reference</h4>')
+        if case.reference is not None:
+            body.append(f'<pre class="text">{_esc(case.reference)}</pre>')
+        if case.reference_trajectory is not None:
+            refs = "".join(f'<li class="match">{_esc(_call_text(c))}</li>' for c in case.reference_trajectory)
+            body.append(f'<ol class="calls">{refs}</ol>' if refs else '<p class="muted">no tool calls expected</p>')
+        else:
+            body.append('<p class="muted">no reference trajectory</p>')
+        body.append("</div>")
+        body.extend(_agent_column(cmp, a, view.runs.get(a, [])) for a in cmp.agents)
+        body.append("</div></div>")
+        out.append(
+            f'<details class="case" id="case-{_esc(case.case_id)}" data-search="{_esc(search)}" '
+            f'data-differs="{int(differs)}" data-failed="{int(failed)}"><summary><span class="cid">'
+            f'{_esc(case.case_id)}</span><span class="prompt">{_esc(case.prompt)}</span>{chips}</summary>'
+            f'{"".join(body)}</details>'
+        )
+    out.append("</section>")
+    return "".join(out)
+
+
+def render_report(cmp: Comparison, *, title: str | None = None) -> str:
+    """The report as one HTML string."""
+    script = _asset("report.js")
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    csp = f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'"
+    title = title or f"levelfield · {len(cmp.agents)} agents on {Path(cmp.dataset.source).name}"
+    generated = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+    agents = ", ".join(_esc(a) for a in cmp.agents)
+    meta = (
+        f"{_esc(cmp.dataset.source)} · {len(cmp.dataset)} cases · agents: {agents} · "
+        f"{cmp.trials} trial{'s' if cmp.trials != 1 else ''} per case · generated {generated}"
+    )
+    body = [
+        _summary_section(cmp),
+        _charts_section(cmp),
+        _pairwise_section(cmp),
+        _cases_section(cmp),
+    ]
+    nav = '<nav><a href="#summary">Summary</a><a href="#charts">Metrics</a>' + (
+        '<a href="#pairwise">Pairwise</a>' if len(cmp.agents) > 1 else ""
+    ) + '<a href="#cases">Cases</a></nav>'
+    return (
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<link rel="icon" href="data:,">'
+        f"<title>{_esc(title)}</title><style>{_asset('style.css')}</style></head><body>"
+        f'<header><h1>{_esc(title)}</h1><p class="meta">{meta}</p>{_policy_note(cmp)}{nav}</header>'
+        f'<main>{"".join(body)}</main>'
+        '<footer>Written by levelfield. Self-contained: no network needed to view.</footer>'
+        f"<script>{script}</script></body></html>\n"
+    )
+
+
+def write_report(cmp: Comparison, path: str | Path, *, title: str | None = None) -> Path:
+    """Write the report to ``path`` (parent directories created) and return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_report(cmp, title=title), encoding="utf-8")
+    return path
