@@ -1,16 +1,387 @@
-"""ADK eval set files (.evalset.json, folders of .test.json): not supported yet."""
+"""ADK eval files: ``.evalset.json`` eval sets, legacy ``.test.json`` lists, folders of them, and export.
+
+Read as ADK writes them, without google-adk installed: snake_case or camelCase fields; tool calls
+under ``intermediate_data.tool_uses`` (older ADK) or as ``function_call`` parts of
+``intermediate_data.invocation_events`` (newer ADK); ``session_input`` kept in the case metadata.
+Each eval case becomes one :class:`EvalCase`; a case of several invocations becomes a multi-turn
+case whose ``turns`` hold every invocation's prompt, expected response and expected tool calls.
+
+A legacy ``.test.json`` file (a list of ``{query, expected_tool_use, reference}``) is, as in ADK's
+``AgentEvaluator``, ONE session: one multi-turn case named after the file.
+"""
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from .dataset import EvalCase, EvalDataset, Turn
 from .errors import DatasetError
+from .types import AgentOutput, AgentRun, ToolCall
+
+if TYPE_CHECKING:
+    from .results import EvalResult
+
+__all__ = [
+    "is_evalset",
+    "is_legacy_test_file",
+    "cases_from_evalset",
+    "rows_from_evalset",
+    "case_from_legacy",
+    "load_folder",
+    "split_selection",
+    "select_cases",
+    "evalset_from_runs",
+    "write_evalset",
+    "TEST_SUFFIX",
+    "EVALSET_SUFFIX",
+]
+
+TEST_SUFFIX = ".test.json"
+EVALSET_SUFFIX = ".evalset.json"
 
 
-def rows_from_evalset(data: dict[str, Any], source: str) -> list[dict[str, Any]]:
-    raise DatasetError(f"{source}: ADK eval sets (eval_cases) are not supported yet")
+# --- ADK's schema, as far as levelfield reads it (ADK's own models need google-genai) ---------
 
 
-def load_folder(path: Path):
-    raise DatasetError(f"{path}: is a folder; loading folders of ADK .test.json files is not supported yet")
+class _AdkModel(BaseModel):
+    # ADK models accept both spellings: field names and their camelCase aliases.
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class _FunctionCall(_AdkModel):
+    id: str | None = None
+    name: str
+    args: dict[str, Any] | None = None
+
+
+class _Part(_AdkModel):
+    text: str | None = None
+    thought: bool | None = None
+    function_call: _FunctionCall | None = None
+
+
+class _Content(_AdkModel):
+    role: str | None = None
+    parts: list[_Part] | None = None
+
+
+class _InvocationEvent(_AdkModel):
+    author: str | None = None
+    content: _Content | None = None
+
+
+class _IntermediateData(_AdkModel):
+    tool_uses: list[_FunctionCall] = Field(default_factory=list)
+    intermediate_responses: list[Any] = Field(default_factory=list)
+    invocation_events: list[_InvocationEvent] | None = None
+
+
+class _Invocation(_AdkModel):
+    invocation_id: str = ""
+    user_content: _Content
+    final_response: _Content | None = None
+    intermediate_data: _IntermediateData | None = None
+
+
+class _SessionInput(_AdkModel):
+    app_name: str = ""
+    user_id: str = ""
+    state: dict[str, Any] = Field(default_factory=dict)
+
+
+class _AdkEvalCase(_AdkModel):
+    eval_id: str
+    conversation: list[_Invocation] | None = None
+    conversation_scenario: Any = None
+    session_input: _SessionInput | None = None
+
+
+def _text(content: _Content | None) -> str:
+    # ADK joins the text parts with newlines; thoughts are not part of an answer.
+    if content is None or not content.parts:
+        return ""
+    return "\n".join(p.text for p in content.parts if p.text and not p.thought)
+
+
+def _tool_calls(data: _IntermediateData | None) -> list[ToolCall]:
+    if data is None:
+        return []
+    if data.invocation_events is not None:
+        return [
+            ToolCall(tool_name=p.function_call.name, tool_input=p.function_call.args or {}, id=p.function_call.id,
+                     agent=event.author)
+            for event in data.invocation_events
+            if event.content and event.content.parts
+            for p in event.content.parts
+            if p.function_call is not None
+        ]
+    return [ToolCall(tool_name=c.name, tool_input=c.args or {}, id=c.id) for c in data.tool_uses]
+
+
+def _where(error: ValidationError) -> str:
+    first = error.errors()[0]
+    loc = ".".join(str(x) for x in first["loc"])
+    return f"field '{loc}': {first['msg']}" if loc else first["msg"]
+
+
+# --- eval sets -----------------------------------------------------------------------------------
+
+
+def is_evalset(data: Any) -> bool:
+    """Whether parsed JSON is an ADK eval set (an object with ``eval_cases`` / ``evalCases``)."""
+    return isinstance(data, dict) and ("eval_cases" in data or "evalCases" in data)
+
+
+def cases_from_evalset(data: dict[str, Any], source: str) -> list[EvalCase]:
+    """The cases of an ADK eval set (parsed JSON); errors name ``source``, the case and the field."""
+    raw_cases = data.get("eval_cases", data.get("evalCases"))
+    if not isinstance(raw_cases, list):
+        raise DatasetError(f"{source}: 'eval_cases' must be a list of eval cases, got {type(raw_cases).__name__}")
+    set_id = data.get("eval_set_id", data.get("evalSetId"))
+    cases = []
+    for i, raw in enumerate(raw_cases):
+        label = f"{source} case {i + 1}"
+        if isinstance(raw, dict) and isinstance(raw.get("eval_id", raw.get("evalId")), str):
+            label += f" ({raw.get('eval_id', raw.get('evalId'))!r})"
+        try:
+            case = _AdkEvalCase.model_validate(raw)
+        except ValidationError as exc:
+            raise DatasetError(f"{label}: {_where(exc)}") from None
+        if case.conversation is None:
+            what = "a conversation_scenario (a simulated user)" if case.conversation_scenario else "no conversation"
+            raise DatasetError(
+                f"{label}: has {what}; levelfield runs fixed conversations, so give 'conversation' invocations"
+            )
+        if not case.conversation:
+            raise DatasetError(f"{label}: 'conversation' is empty; give at least one invocation")
+        turns = [
+            Turn(
+                prompt=_text(inv.user_content),
+                reference=None if inv.final_response is None else _text(inv.final_response),
+                reference_trajectory=_tool_calls(inv.intermediate_data),
+            )
+            for inv in case.conversation
+        ]
+        metadata: dict[str, Any] = {}
+        if set_id is not None:
+            metadata["eval_set_id"] = set_id
+        if case.session_input is not None:
+            metadata["session_input"] = case.session_input.model_dump()
+        cases.append(_case(case.eval_id, turns, metadata, label))
+    return cases
+
+
+def rows_from_evalset(data: dict[str, Any], source: str) -> list[EvalCase]:
+    """Same as :func:`cases_from_evalset` (the name ``load_dataset`` first used)."""
+    return cases_from_evalset(data, source)
+
+
+def _case(case_id: str, turns: list[Turn], metadata: dict[str, Any], location: str) -> EvalCase:
+    # The case-level fields describe the last turn, so single-turn metrics (trajectory_exact_match,
+    # rouge...) compare the final answer with the final expectation; ``turns`` keeps every turn.
+    last = turns[-1]
+    return EvalCase(
+        case_id=case_id,
+        prompt=turns[0].prompt,
+        reference=last.reference,
+        reference_trajectory=last.reference_trajectory,
+        turns=turns if len(turns) > 1 else [],
+        metadata=metadata,
+        location=location,
+    )
+
+
+# --- legacy .test.json ---------------------------------------------------------------------------
+
+
+def is_legacy_test_file(data: Any) -> bool:
+    """Whether parsed JSON is ADK's old test format: a list of objects with a ``query``."""
+    return isinstance(data, list) and bool(data) and all(isinstance(d, dict) and "query" in d for d in data)
+
+
+def case_from_legacy(data: Sequence[Any], source: str | Path, case_id: str | None = None) -> EvalCase:
+    """A legacy ``.test.json`` list as ADK reads it: one session, one turn per entry."""
+    source = Path(source)
+    if case_id is None:
+        name = source.name
+        case_id = name[: -len(TEST_SUFFIX)] if name.endswith(TEST_SUFFIX) else source.stem
+    if not isinstance(data, (list, tuple)) or not data:
+        raise DatasetError(f"{source}: a .test.json file must be a non-empty list of {{query, expected_tool_use, reference}}")
+    turns = []
+    for i, entry in enumerate(data):
+        where = f"{source} entry {i + 1}"
+        if not isinstance(entry, dict):
+            raise DatasetError(f"{where}: expected an object with 'query', got {type(entry).__name__}")
+        query = entry.get("query")
+        if not isinstance(query, str):
+            raise DatasetError(f"{where}, field 'query': expected the user's text, got {type(query).__name__}")
+        calls = entry.get("expected_tool_use") or []
+        if not isinstance(calls, list):
+            raise DatasetError(f"{where}, field 'expected_tool_use': expected a list of {{tool_name, tool_input}}")
+        trajectory = []
+        for j, call in enumerate(calls):
+            try:
+                trajectory.append(ToolCall.model_validate(call))
+            except ValidationError as exc:
+                raise DatasetError(f"{where}, field 'expected_tool_use', call {j}: {exc.errors()[0]['msg']}") from None
+        reference = entry.get("reference")
+        if reference is not None and not isinstance(reference, str):
+            raise DatasetError(f"{where}, field 'reference': expected text, got {type(reference).__name__}")
+        turns.append(Turn(prompt=query, reference=reference, reference_trajectory=trajectory))
+    return _case(case_id, turns, {}, str(source))
+
+
+# --- files and folders ---------------------------------------------------------------------------
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path} line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{path}: cannot be read ({exc})") from None
+
+
+def cases_from_file(path: Path) -> list[EvalCase]:
+    """The cases of one ADK file: an eval set (any name) or a legacy ``.test.json`` list."""
+    data = _read_json(path)
+    if is_evalset(data):
+        return cases_from_evalset(data, str(path))
+    if isinstance(data, list):
+        return [case_from_legacy(data, path)]
+    raise DatasetError(f"{path}: expected an ADK eval set (with 'eval_cases') or a list of {{query, ...}} entries")
+
+
+def load_folder(path: Path) -> EvalDataset:
+    """Every ``*.test.json`` and ``*.evalset.json`` under ``path`` (recursively, sorted), as one dataset."""
+    path = Path(path)
+    files = sorted({*path.rglob(f"*{TEST_SUFFIX}"), *path.rglob(f"*{EVALSET_SUFFIX}")})
+    if not files:
+        raise DatasetError(f"{path}: is a folder without any {TEST_SUFFIX} or {EVALSET_SUFFIX} file")
+    cases: list[EvalCase] = []
+    origin: dict[str, Path] = {}
+    for file in files:
+        for case in cases_from_file(file):
+            if case.case_id in origin:
+                raise DatasetError(
+                    f"{path}: case id {case.case_id!r} appears in both {origin[case.case_id]} and {file}; "
+                    "case ids must be unique across the folder"
+                )
+            origin[case.case_id] = file
+            cases.append(case)
+    return EvalDataset(cases, source=str(path), columns=["prompt", "reference", "reference_trajectory"])
+
+
+# --- selecting cases: file.json:case_1,case_2 -----------------------------------------------------
+
+
+def split_selection(spec: str) -> tuple[Path, list[str] | None]:
+    """``"file.json:a,b"`` -> (file.json, ["a", "b"]); a plain path -> (path, None)."""
+    path = Path(spec)
+    if path.exists() or ":" not in spec:
+        return path, None
+    head, _, tail = spec.rpartition(":")
+    if not head or not Path(head).exists():
+        return path, None
+    ids = [s.strip() for s in tail.split(",") if s.strip()]
+    if not ids:
+        raise DatasetError(f"{spec}: nothing after ':'; write file.json:case_1,case_2 to select cases")
+    return Path(head), ids
+
+
+def select_cases(dataset: EvalDataset, ids: Sequence[str]) -> EvalDataset:
+    """The cases named ``ids``, in the order given; an unknown id is an error listing the known ones."""
+    by_id = {c.case_id: c for c in dataset}
+    unknown = [i for i in ids if i not in by_id]
+    if unknown:
+        known = ", ".join(list(by_id)[:20]) + (" ..." if len(by_id) > 20 else "")
+        raise DatasetError(f"{dataset.source}: no case named {', '.join(map(repr, unknown))}; cases: {known}")
+    chosen = [by_id[i] for i in dict.fromkeys(ids)]
+    return EvalDataset(chosen, source=f"{dataset.source}:{','.join(dict.fromkeys(ids))}", columns=dataset.columns)
+
+
+# --- export: recorded runs as an ADK eval set ----------------------------------------------------
+
+
+def _content(text: str, role: str) -> dict[str, Any]:
+    return {"parts": [{"text": text}], "role": role}
+
+
+def _invocation(invocation_id: str, prompt: str, output: AgentOutput | None, stamp: float) -> dict[str, Any]:
+    calls = output.trajectory if output is not None else []
+    return {
+        "invocation_id": invocation_id,
+        "user_content": _content(prompt, "user"),
+        "final_response": _content(output.response if output is not None else "", "model"),
+        # The older layout: every ADK version reads it.
+        "intermediate_data": {
+            "tool_uses": [
+                {"id": c.id, "name": c.tool_name, "args": c.tool_input} if c.id else {"name": c.tool_name, "args": c.tool_input}
+                for c in calls
+            ],
+            "intermediate_responses": [],
+        },
+        "creation_timestamp": stamp,
+    }
+
+
+def evalset_from_runs(
+    cases: Sequence[EvalCase], runs: Sequence[AgentRun], *, eval_set_id: str = "levelfield_run", name: str | None = None
+) -> dict[str, Any]:
+    """An ADK eval set (as a JSON-ready dict) whose expectations are what the runs did.
+
+    Each successful run becomes one eval case: its turns become invocations with the agent's
+    response as ``final_response`` and its tool calls as ``intermediate_data.tool_uses``. Failed
+    runs are left out (a crash is no reference). With several trials, ids get ``_trial<n>``.
+    """
+    by_id = {c.case_id: c for c in cases}
+    trials = {r.case_id: 0 for r in runs}
+    for r in runs:
+        trials[r.case_id] += 1
+    stamp = time.time()
+    eval_cases = []
+    for run in runs:
+        if run.failure or run.output is None:
+            continue
+        case = by_id[run.case_id]
+        prompts = [t.prompt for t in case.turns] if case.turns else [case.prompt or ""]
+        outputs = run.turns if len(run.turns) == len(prompts) else [run.output]
+        eval_id = case.case_id if trials[run.case_id] == 1 else f"{case.case_id}_trial{run.trial + 1}"
+        eval_case: dict[str, Any] = {
+            "eval_id": eval_id,
+            "conversation": [
+                _invocation(f"{eval_id}-{i + 1}", p, o, stamp) for i, (p, o) in enumerate(zip(prompts, outputs))
+            ],
+            "creation_timestamp": stamp,
+        }
+        session = case.metadata.get("session_input")
+        if isinstance(session, dict):
+            eval_case["session_input"] = session
+        eval_cases.append(eval_case)
+    return {
+        "eval_set_id": eval_set_id,
+        "name": name or eval_set_id,
+        "description": "Recorded with levelfield",
+        "eval_cases": eval_cases,
+        "creation_timestamp": stamp,
+    }
+
+
+def write_evalset(result: EvalResult, path: str | Path, *, eval_set_id: str | None = None) -> Path:
+    """Write ``result``'s runs as an ADK ``.evalset.json`` file (see :func:`evalset_from_runs`)."""
+    path = Path(path)
+    if eval_set_id is None:
+        name = path.name
+        eval_set_id = name[: -len(EVALSET_SUFFIX)] if name.endswith(EVALSET_SUFFIX) else path.stem
+    data = evalset_from_runs(list(result.dataset), result.runs, eval_set_id=eval_set_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+    return path

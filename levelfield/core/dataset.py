@@ -222,14 +222,19 @@ def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
     return EvalCase(**fields)
 
 
-def _rows_from_json(path: Path, data: Any) -> list[dict]:
+def _rows_from_json(path: Path, data: Any) -> list[Any]:
     if isinstance(data, list):
+        if path.name.endswith(".test.json"):
+            from .adk import case_from_legacy, is_legacy_test_file
+
+            if is_legacy_test_file(data):
+                return [case_from_legacy(data, path)]  # ADK reads the whole file as one session
         return data
     if isinstance(data, dict):
         if "eval_cases" in data or "evalCases" in data:
-            from .adk import rows_from_evalset  # ADK eval sets (multi-turn)
+            from .adk import cases_from_evalset  # ADK eval sets (multi-turn); already EvalCases
 
-            return rows_from_evalset(data, str(path))
+            return cases_from_evalset(data, str(path))
         lists = {k: v for k, v in data.items() if isinstance(v, list)}
         if lists and len(lists) == len(data) and len({len(v) for v in lists.values()}) == 1:
             n = len(next(iter(lists.values())))
@@ -286,6 +291,12 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
         return data
     if isinstance(data, (str, Path)):
         path = Path(data)
+        if isinstance(data, str) and not path.exists() and ":" in data:
+            from .adk import select_cases, split_selection
+
+            path, selected = split_selection(data)  # file.json:case_1,case_2
+            if selected is not None:
+                return select_cases(load_dataset(path, source=source), selected)
         if path.is_dir():
             from .adk import load_folder
 
@@ -312,7 +323,7 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
     for i, (row, where) in enumerate(located):
         if isinstance(row, dict):
             columns.extend(k for k in row if k not in columns)
-        cases.append(case_from_row(row, i, where))
+        cases.append(row if isinstance(row, EvalCase) else case_from_row(row, i, where))
     if not cases:
         raise DatasetError(f"{label}: the dataset has no rows")
     return EvalDataset(cases, source=label, columns=columns)

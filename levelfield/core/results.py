@@ -169,3 +169,9 @@ class EvalResult:
                 table[col] = table[col].map(lambda v: json.dumps(v) if isinstance(v, (list, dict)) else v)
         table.to_csv(path, index=False)
         return path
+
+    def to_adk_evalset(self, path: str | Path, *, eval_set_id: str | None = None) -> Path:
+        """Write the successful runs as an ADK ``.evalset.json``: what the agent did becomes the expectation."""
+        from .adk import write_evalset
+
+        return write_evalset(self, path, eval_set_id=eval_set_id)

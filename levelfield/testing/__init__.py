@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ScriptedChatModel", "assert_eval"]
+__all__ = ["ScriptedChatModel", "assert_eval", "check_eval", "eval_test"]
 
 _LAZY = {
     "ScriptedChatModel": ".chat_model",
     "assert_eval": ".gating",
+    "check_eval": ".gating",
+    "eval_test": ".gating",
 }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Metric, ScoringContext
+from .base import Metric, Score, ScoringContext
 
 __all__ = ["ExactMatch", "Bleu", "Rouge", "ResponseMatchScore"]
 
@@ -73,7 +73,28 @@ class Rouge(Metric):
 
 
 class ResponseMatchScore(Rouge):
-    """ADK's ``response_match_score``: ROUGE-1 F-measure with stemming."""
+    """ADK's ``response_match_score``: ROUGE-1 F-measure with stemming, averaged over turns."""
 
     def __init__(self, *, name: str = "response_match_score") -> None:
         super().__init__("rouge1", use_stemmer=True, name=name)
+
+    def computable(self, ctx: ScoringContext) -> bool:
+        # A multi-turn case is scorable when any turn has a reference, even if the last one has none.
+        if ctx.failure:
+            return False
+        if ctx.turns:
+            return any(t.get("reference") is not None for t in ctx.turns)
+        return ctx.reference is not None and ctx.response is not None
+
+    def score(self, ctx: ScoringContext) -> float | Score:
+        if not ctx.turns:
+            return super().score(ctx)
+        scores = [
+            self._scorer.score(t["reference"], t.get("response") or "")[self.rouge_type].fmeasure
+            for t in ctx.turns
+            if t.get("reference") is not None
+        ]
+        if not scores:
+            return float("nan")
+        # Per-turn scores let criteria pool turns over trials, as ADK does.
+        return Score(sum(scores) / len(scores), extra={"per_turn": scores})

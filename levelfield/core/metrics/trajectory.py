@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..matching import DEFAULT_MATCHER, ToolCallMatcher
-from .base import Metric, ScoringContext
+from .base import Metric, Score, ScoringContext
 
 __all__ = [
     "TrajectoryExactMatch",
@@ -121,14 +121,25 @@ class ToolTrajectoryAvgScore(Metric):
             return float(alignment.in_order)
         return float(alignment.any_order)
 
-    def score(self, ctx: ScoringContext) -> float:
+    def computable(self, ctx: ScoringContext) -> bool:
+        # A multi-turn case is scorable when any turn has a reference, even if the last one has none.
+        if ctx.failure:
+            return False
+        if ctx.turns:
+            return any(t.get("reference_trajectory") is not None for t in ctx.turns)
+        return ctx.reference_trajectory is not None
+
+    def score(self, ctx: ScoringContext) -> float | Score:
         if not ctx.turns:
             return self._turn_score(ctx.alignment(self.matcher))
         from ..matching import align
 
         scores = [
-            self._turn_score(align(t["predicted_trajectory"], t["reference_trajectory"] or [], self.matcher))
+            self._turn_score(align(t["predicted_trajectory"] or [], t["reference_trajectory"], self.matcher))
             for t in ctx.turns
             if t.get("reference_trajectory") is not None
         ]
-        return sum(scores) / len(scores) if scores else float("nan")
+        if not scores:
+            return float("nan")
+        # Per-turn scores let criteria pool turns over trials, as ADK does.
+        return Score(sum(scores) / len(scores), extra={"per_turn": scores})

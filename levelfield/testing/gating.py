@@ -1,0 +1,290 @@
+"""Gating tests and CI on eval sets: run an agent, judge every case by its criteria, fail loudly.
+
+    lf.testing.assert_eval("tests/fixture/", agent, criteria="tests/fixture/test_config.json", trials=2)
+
+or, one line in a pytest file (one test item per case):
+
+    test_home = lf.testing.eval_test("tests/fixture/home.evalset.json", "mypkg.agent:root")
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.criteria import (
+    CaseVerdict,
+    Criterion,
+    criteria_metrics,
+    find_config,
+    format_verdicts,
+    judge,
+    load_criteria,
+)
+from ..core.dataset import EvalCase, EvalDataset, Turn, load_dataset
+from ..core.results import EvalResult
+from ..core.types import AgentOutput, AgentRun, ToolCall
+
+__all__ = ["GateReport", "check_eval", "assert_eval", "eval_test", "resolve_criteria"]
+
+CriteriaSpec = "str | Path | Mapping[str, Any] | Sequence[Criterion] | None"
+
+
+@dataclass
+class GateReport:
+    """The outcome of a gated evaluation: the result, the criteria and every case's verdict."""
+
+    result: EvalResult
+    criteria: list[Criterion]
+    verdicts: list[CaseVerdict]
+    trials: int = 1
+
+    @property
+    def passed(self) -> bool:
+        return all(v.passed for v in self.verdicts)
+
+    @property
+    def failures(self) -> list[CaseVerdict]:
+        return [v for v in self.verdicts if not v.passed]
+
+    def verdict(self, case_id: str) -> CaseVerdict:
+        """The verdict of one case."""
+        for v in self.verdicts:
+            if v.case_id == case_id:
+                return v
+        raise KeyError(case_id)
+
+    def table(self) -> str:
+        """One line per case: each criterion's pooled score and PASS/FAIL."""
+        return format_verdicts(self.verdicts, self.criteria)
+
+    def describe(self, verdict: CaseVerdict) -> str:
+        """Why one case failed: the reasons, then each turn's expected vs actual trajectory and response."""
+        case = next(c for c in self.result.dataset if c.case_id == verdict.case_id)
+        lines = [f"FAILED case {case.case_id!r}" + (f" ({case.location})" if case.location else "")]
+        lines += [f"  {reason}" for reason in verdict.reasons]
+        index = _shown_run(verdict, self.criteria)
+        run, scores = verdict.runs[index], verdict.scores[index]
+        if len(verdict.runs) > 1:
+            lines.append(f"  shown: trial {run.trial + 1} of {len(verdict.runs)}")
+        lines += _turn_lines(case, run, scores, self.criteria)
+        return "\n".join(lines)
+
+    def message(self) -> str:
+        """The AssertionError text: a headline, then every failing case described."""
+        failed = self.failures
+        crit = ", ".join(c.describe() for c in self.criteria)
+        trials = f"; {self.trials} trials each" if self.trials > 1 else ""
+        head = f"levelfield: {len(failed)} of {len(self.verdicts)} cases failed ({crit}{trials})"
+        return "\n\n".join([head, *(self.describe(v) for v in failed)])
+
+
+def _shown_run(verdict: CaseVerdict, criteria: Sequence[Criterion]) -> int:
+    # Show the run that explains the failure: a crashed one, else the lowest-scoring one.
+    for i, run in enumerate(verdict.runs):
+        if run.failure:
+            return i
+    for c in criteria:
+        m = verdict.metrics[c.metric]
+        if m.evaluated and not m.passed:
+            trial_scores = [s if not math.isnan(s) else math.inf for s in m.per_trial]
+            return min(range(len(trial_scores)), key=trial_scores.__getitem__)
+    return 0
+
+
+def _format_calls(calls: Sequence[ToolCall] | None) -> str:
+    if calls is None:
+        return "(no reference given)"
+    if not calls:
+        return "[] (no tool calls)"
+    return "; ".join(
+        f"{c.tool_name}({', '.join(f'{k}={json.dumps(v, default=str)}' for k, v in c.tool_input.items())})" for c in calls
+    )
+
+
+def _per_turn(scores: dict[str, Any], criteria: Sequence[Criterion], turns: Sequence[Turn]) -> list[dict[str, float]]:
+    # A metric's per-turn list covers the turns that have the reference it needs, in order.
+    out: list[dict[str, float]] = [{} for _ in turns]
+    needs = {"tool_trajectory_avg_score": "reference_trajectory", "response_match_score": "reference"}
+    for c in criteria:
+        values = scores.get(f"{c.metric}/per_turn")
+        if not isinstance(values, list) or c.metric not in needs:
+            continue
+        scored = [i for i, t in enumerate(turns) if getattr(t, needs[c.metric]) is not None]
+        for i, value in zip(scored, values):
+            out[i][c.metric] = value
+    return out
+
+
+def _turn_lines(case: EvalCase, run: AgentRun, scores: dict[str, Any], criteria: Sequence[Criterion]) -> list[str]:
+    turns = case.turns or [
+        Turn(prompt=case.prompt or "", reference=case.reference, reference_trajectory=case.reference_trajectory)
+    ]
+    if case.turns and len(run.turns) == len(turns):
+        outputs: list[AgentOutput | None] = list(run.turns)
+    elif not case.turns:
+        outputs = [run.output or run.partial_output]
+    else:
+        # A failed run stops at the failing turn: completed turns, then what it had, then nothing.
+        outputs = [*run.turns, run.partial_output] if run.failure else list(run.turns)
+        outputs += [None] * (len(turns) - len(outputs))
+    per_turn = _per_turn(scores, criteria, turns) if case.turns else [{}]
+    lines = []
+    for i, (turn, out, turn_scores) in enumerate(zip(turns, outputs, per_turn)):
+        label = f"  turn {i + 1} of {len(turns)}: " if len(turns) > 1 else "  prompt: "
+        lines.append(f"{label}{turn.prompt!r}")
+        lines.append(f"    expected trajectory: {_format_calls(turn.reference_trajectory)}")
+        actual = _format_calls(out.trajectory) if out is not None else "(no output: the run failed before or here)"
+        lines.append(f"    actual trajectory:   {actual}")
+        lines.append(f"    expected response:   {turn.reference!r}" if turn.reference is not None else
+                     "    expected response:   (no reference given)")
+        lines.append(f"    actual response:     {out.response!r}" if out is not None else "    actual response:     (none)")
+        if turn_scores:
+            lines.append("    scores: " + ", ".join(f"{k}={v:.3f}" for k, v in turn_scores.items()))
+    return lines
+
+
+def _source_path(source: Any) -> Path | None:
+    if isinstance(source, Path):
+        return source
+    if isinstance(source, str):
+        from ..core.adk import split_selection
+
+        return split_selection(source)[0]
+    return None
+
+
+def resolve_criteria(criteria: Any, source: Any = None) -> list[Criterion]:
+    """Criteria objects from a path, dict or list; when None, the ``test_config.json`` beside ``source``, else ADK's defaults."""
+    if criteria is None:
+        path = _source_path(source)
+        found = find_config(path) if path is not None and path.exists() else None
+        return load_criteria(found)
+    if isinstance(criteria, Sequence) and not isinstance(criteria, (str, bytes)) and all(
+        isinstance(c, Criterion) for c in criteria
+    ):
+        return list(criteria)
+    return load_criteria(criteria)
+
+
+def _resolve_agent(agent: Any) -> Any:
+    if isinstance(agent, str):
+        from ..adapters.spec import load_agent_spec
+
+        return load_agent_spec(agent)
+    return agent
+
+
+def check_eval(
+    source: Any,
+    agent: Any,
+    *,
+    criteria: Any = None,
+    trials: int = 1,
+    name: str | None = None,
+    concurrency: int = 8,
+    timeout: float | None = 120.0,
+    retries: int = 2,
+    backoff: float = 0.5,
+    progress: bool = False,
+) -> GateReport:
+    """Run ``agent`` on ``source`` and judge every case; never raises for failing cases (see ``assert_eval``).
+
+    ``source``: an ``.evalset.json`` / ``.test.json`` file, a folder of them, ``file.json:case_1,case_2``,
+    or anything ``load_dataset`` takes. ``agent``: anything ``as_agent`` takes, or a ``module:attr`` spec.
+    ``criteria``: a ``test_config.json`` path, ``{"criteria": {...}}`` / ``{metric: threshold}``, or
+    Criterion objects; by default the ``test_config.json`` beside ``source``, else ADK's defaults.
+    """
+    from ..core.evaluation import evaluate
+
+    resolved = resolve_criteria(criteria, source)
+    dataset: EvalDataset = load_dataset(source)
+    result = evaluate(
+        dataset,
+        _resolve_agent(agent),
+        criteria_metrics(resolved),
+        name=name,
+        concurrency=concurrency,
+        timeout=timeout,
+        retries=retries,
+        backoff=backoff,
+        trials=trials,
+        progress=progress,
+    )
+    return GateReport(result, resolved, judge(result, resolved), trials)
+
+
+def assert_eval(
+    source: Any,
+    agent: Any,
+    *,
+    criteria: Any = None,
+    trials: int = 1,
+    name: str | None = None,
+    concurrency: int = 8,
+    timeout: float | None = 120.0,
+    retries: int = 2,
+    backoff: float = 0.5,
+    progress: bool = False,
+) -> GateReport:
+    """Like :func:`check_eval`, but raise ``AssertionError`` listing every failing case.
+
+    The message gives, for each failing case, the criteria it missed and each turn's expected vs
+    actual trajectory and response. Returns the report when every case passes.
+    """
+    report = check_eval(
+        source,
+        agent,
+        criteria=criteria,
+        trials=trials,
+        name=name,
+        concurrency=concurrency,
+        timeout=timeout,
+        retries=retries,
+        backoff=backoff,
+        progress=progress,
+    )
+    if not report.passed:
+        raise AssertionError(report.message())
+    return report
+
+
+def eval_test(
+    source: Any,
+    agent: Any,
+    *,
+    criteria: Any = None,
+    trials: int = 1,
+    **options: Any,
+) -> Callable[..., None]:
+    """A pytest test function with one item per case: ``test_home = lf.testing.eval_test(path, agent)``.
+
+    The evaluation runs once, when the first item runs; every item then asserts its own case.
+    ``--lf-trials N`` and ``--lf-criteria PATH`` (from levelfield's pytest plugin) override
+    ``trials`` and ``criteria`` from the command line.
+    """
+    import pytest
+
+    dataset = load_dataset(source)  # a bad file fails at collection, naming the file and field
+    ids = [c.case_id for c in dataset]
+    reports: dict[tuple[int, Any], GateReport] = {}
+
+    @pytest.mark.parametrize("lf_case_id", ids)
+    def test_case(lf_case_id: str, request: Any) -> None:
+        run_trials = request.config.getoption("lf_trials", default=None) or trials
+        run_criteria = request.config.getoption("lf_criteria", default=None) or criteria
+        key = (run_trials, run_criteria if not isinstance(run_criteria, (dict, list)) else id(run_criteria))
+        if key not in reports:
+            chosen = resolve_criteria(run_criteria, source)
+            reports[key] = check_eval(dataset, agent, criteria=chosen, trials=run_trials, **options)
+        report = reports[key]
+        verdict = report.verdict(lf_case_id)
+        if not verdict.passed:
+            raise AssertionError(report.describe(verdict))
+
+    test_case.__doc__ = f"Every case of {source} meets its criteria."
+    return test_case
