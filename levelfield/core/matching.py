@@ -252,6 +252,19 @@ def _align_general(
         i += 1
     if n == 0 or m == 0:
         return Alignment(n, m, 0, exact, in_order, () if pairs else None)
+    # A greedy matching that reaches the trivial upper bound is maximum; only otherwise pay
+    # for the general assignment.
+    bound = min(sum(map(any, grid)), sum(any(grid[i][j] for i in range(n)) for j in range(m)))
+    taken: set[int] = set()
+    greedy = []
+    for j in range(m):
+        for i in range(n):
+            if grid[i][j] and i not in taken:
+                taken.add(i)
+                greedy.append((i, j))
+                break
+    if len(greedy) == bound:
+        return Alignment(n, m, bound, exact, in_order, tuple(sorted(greedy)) if pairs else None)
     dense = np.array(grid, dtype=bool)
     assignment = maximum_bipartite_matching(csr_matrix(dense), perm_type="column")
     matched_pairs = tuple((int(pi), int(rj)) for pi, rj in enumerate(assignment) if rj >= 0)

@@ -27,6 +27,7 @@ from .types import AgentOutput, AgentRun, Message
 __all__ = ["RunConfig", "run_agents", "run_sync", "run_coroutine", "describe_error", "is_transient"]
 
 T = TypeVar("T")
+_timeout_scope = getattr(asyncio, "timeout", None)  # Python 3.11+
 
 _executor: contextvars.ContextVar[ThreadPoolExecutor | None] = contextvars.ContextVar(
     "levelfield_executor", default=None
@@ -133,8 +134,14 @@ class _Progress:
 
 
 async def _attempt(agent: AgentRunnable, request: AgentRequest, timeout: float | None) -> AgentOutput:
-    coro = agent.arun(request)
-    output = await (asyncio.wait_for(coro, timeout) if timeout else coro)
+    if timeout is None:
+        output = await agent.arun(request)
+    elif _timeout_scope is not None:
+        # asyncio.timeout cancels in place; wait_for would wrap every run in one more task.
+        async with _timeout_scope(timeout):
+            output = await agent.arun(request)
+    else:
+        output = await asyncio.wait_for(agent.arun(request), timeout)
     if not isinstance(output, AgentOutput):
         raise AgentOutputError(
             f"agent {agent.name!r} returned {type(output).__name__} from arun(); an adapter must return AgentOutput"
@@ -172,7 +179,8 @@ async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: Run
     latency = 0.0
     attempts = 0
     for index, prompt in enumerate(prompts):
-        request = AgentRequest(
+        # The fields are already validated (they come from an EvalCase): skip re-validation.
+        request = AgentRequest.model_construct(
             prompt=prompt, history=list(history), case_id=case.case_id, session_id=session_id, turn=index
         )
         output, error, turn_latency, turn_attempts = await _run_turn(agent, request, config)
@@ -203,7 +211,8 @@ async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: Run
                 turns=turns,
             )
         turns.append(output)
-        history += [Message(role="user", content=prompt), Message(role="assistant", content=output.response)]
+        if index + 1 < len(prompts):
+            history += [Message(role="user", content=prompt), Message(role="assistant", content=output.response)]
     return AgentRun(
         case_id=case.case_id,
         agent_name=agent.name,
