@@ -137,7 +137,10 @@ class ScriptedChatModel(BaseChatModel):
 
     def _reply(self, messages: list[BaseMessage], tools: Sequence[dict[str, Any]] | None) -> AIMessage:
         decision = self.policy(list(messages))
-        digest = hashlib.sha1("\n".join(_message_text(m) for m in messages).encode()).hexdigest()[:10]
+        # Ids depend on the model and the conversation only: reruns give the same ids, and two
+        # scripted models answering the same conversation (agent and sub-agent) do not collide.
+        seed = f"{self.model_name}|{getattr(self.policy, '__qualname__', '')}|"
+        digest = hashlib.sha1((seed + "\n".join(_message_text(m) for m in messages)).encode()).hexdigest()[:10]
         if isinstance(decision, AIMessage):
             message = decision.model_copy(deep=True)  # a fresh message, whatever the policy reuses
             for index, call in enumerate(message.tool_calls):

@@ -1,0 +1,516 @@
+"""LangChain and LangGraph agents, evaluated in process: ``LangChainAgent(runnable)``.
+
+Works with anything that is a LangChain ``Runnable``: graphs from ``langchain.agents.create_agent``,
+hand-built ``StateGraph``s, the deprecated ``langgraph.prebuilt.create_react_agent``,
+``AgentExecutor`` (``langchain_classic``), and plain chains (response only).
+
+The trajectory comes from a callback handler passed with each call rather than from the final
+state: callbacks see every tool call, including those of sub-agents running inside a tool or a
+subgraph, those of agents that keep no message state (``AgentExecutor``), and those made before
+a run failed. Each run gets its own handler, so concurrent runs cannot mix their calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from ..core.errors import AdapterError, AgentOutputError, MissingExtraError
+from ..core.protocol import AgentRequest
+from ..core.types import AgentOutput, Message, ToolCall, Usage
+
+try:
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.language_models import BaseLanguageModel
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+    from langchain_core.runnables import Runnable
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingExtraError("langchain", "langchain-core", "LangChainAgent") from exc
+
+__all__ = ["LangChainAgent", "TrajectoryRecorder"]
+
+_RESPONSE_KEYS = ("output", "answer", "response", "result", "text", "final_answer")
+_PROMPT_KEYS = ("input", "question", "query", "prompt", "request")
+_HISTORY_KEYS = ("chat_history", "history")
+
+
+def _text(content: Any) -> str:
+    """A message content as plain text: content blocks flattened, non-text blocks dropped."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, Mapping) and block.get("type", "text") == "text":
+                parts.append(str(block.get("text", "")))
+        return "".join(parts)
+    return "" if content is None else str(content)
+
+
+def _jsonable(value: Any) -> Any:
+    """A tool output as something a results table can hold."""
+    if isinstance(value, BaseMessage):
+        return _text(value.content)
+    if value is None or isinstance(value, (str, int, float, bool, list, dict)):
+        return value
+    return str(value)
+
+
+@dataclass
+class _Call:
+    """One tool run as the callbacks saw it."""
+
+    run_id: UUID
+    parent_run_id: UUID | None
+    tool_name: str
+    tool_input: dict[str, Any]
+    tool_call_id: str | None
+    checkpoint_ns: str
+    start_seq: int
+    models_done: int
+    """Model calls finished when this tool started: places calls no model asked for."""
+    output: Any = None
+    error: str | None = None
+    done: bool = False
+
+
+@dataclass
+class _Run:
+    parent: UUID | None
+    kind: str
+    name: str
+
+
+class TrajectoryRecorder(BaseCallbackHandler):
+    """Callback handler that records one run's tool calls and token usage.
+
+    Safe to call from several threads (sync tools run in a pool); one instance per run.
+    """
+
+    run_inline = True  # called on the event loop, in event order, not in an executor
+    raise_error = False
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seq = itertools.count()
+        self._runs: dict[UUID, _Run] = {}
+        self._calls: dict[UUID, _Call] = {}
+        self._origin: dict[str, tuple[int, int]] = {}
+        self._models_done = 0
+        self._usage: Usage | None = None
+        self.model_errors: list[BaseException] = []
+        self.tool_errors: list[BaseException] = []
+
+    # -- run tree -------------------------------------------------------------------------
+    def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+        name = kwargs.get("name") or (serialized or {}).get("name") or ""
+        with self._lock:
+            self._runs[run_id] = _Run(parent_run_id, "chain", str(name))
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+        with self._lock:
+            self._runs[run_id] = _Run(parent_run_id, "model", "")
+
+    def on_llm_start(self, serialized: Any, prompts: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+        with self._lock:
+            self._runs[run_id] = _Run(parent_run_id, "model", "")
+
+    # -- models ---------------------------------------------------------------------------
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        usage: Usage | None = None
+        calls: list[str] = []
+        for generations in getattr(response, "generations", None) or []:
+            for generation in generations:
+                message = getattr(generation, "message", None)
+                meta = getattr(message, "usage_metadata", None)
+                if meta:
+                    usage = (usage or Usage()) + Usage(
+                        input_tokens=meta.get("input_tokens", 0) or 0,
+                        output_tokens=meta.get("output_tokens", 0) or 0,
+                        total_tokens=meta.get("total_tokens", 0) or 0,
+                    )
+                calls += [c.get("id") for c in getattr(message, "tool_calls", None) or []]
+        if usage is None:  # older integrations report usage in llm_output only
+            token_usage = (getattr(response, "llm_output", None) or {}).get("token_usage") or {}
+            if token_usage:
+                usage = Usage(
+                    input_tokens=token_usage.get("prompt_tokens", 0) or 0,
+                    output_tokens=token_usage.get("completion_tokens", 0) or 0,
+                    total_tokens=token_usage.get("total_tokens", 0) or 0,
+                )
+        with self._lock:
+            self._models_done += 1
+            for position, call_id in enumerate(calls):
+                if call_id:
+                    self._origin[call_id] = (self._models_done, position)
+            if usage is not None:
+                self._usage = usage + self._usage if self._usage else usage
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        with self._lock:
+            self.model_errors.append(error)
+
+    # -- tools ----------------------------------------------------------------------------
+    def on_tool_start(
+        self,
+        serialized: Any,
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        inputs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
+        if isinstance(inputs, Mapping):
+            tool_input = dict(inputs)
+        else:
+            try:
+                parsed = json.loads(input_str)
+            except (TypeError, ValueError):
+                parsed = None
+            tool_input = parsed if isinstance(parsed, dict) else {"input": input_str}
+        with self._lock:
+            self._runs[run_id] = _Run(parent_run_id, "tool", str(name))
+            self._calls[run_id] = _Call(
+                run_id=run_id,
+                parent_run_id=parent_run_id,
+                tool_name=str(name),
+                tool_input=tool_input,
+                tool_call_id=kwargs.get("tool_call_id"),
+                checkpoint_ns=str((metadata or {}).get("langgraph_checkpoint_ns") or ""),
+                start_seq=next(self._seq),
+                models_done=self._models_done,
+            )
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        with self._lock:
+            call = self._calls.get(run_id)
+            if call is None:
+                return
+            call.done = True
+            call.output = _jsonable(output)
+            # A tool that handled its own error (ToolException + handle_tool_error) ends normally
+            # with an error-status message.
+            if isinstance(output, ToolMessage) and getattr(output, "status", "success") == "error":
+                call.error = _text(output.content)
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        with self._lock:
+            self.tool_errors.append(error)
+            call = self._calls.get(run_id)
+            if call is not None:
+                call.done = True
+                call.error = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+    # -- results --------------------------------------------------------------------------
+    @property
+    def usage(self) -> Usage | None:
+        """Tokens of every model call of the run, nested ones included (None if none reported)."""
+        with self._lock:
+            return self._usage
+
+    def _agent_of(self, call: _Call) -> tuple[UUID | None, str | None]:
+        """(enclosing tool run, sub-agent name) of a call; (None, None) for the top-level agent."""
+        child: UUID | None = call.run_id
+        parent = call.parent_run_id
+        while parent is not None:
+            run = self._runs.get(parent)
+            if run is None:
+                break
+            if run.kind == "tool":
+                inner = self._runs.get(child) if child is not None else None
+                # The outermost runnable the tool started is the sub-agent (its graph's name).
+                return parent, (inner.name if inner is not None and inner.kind == "chain" and inner.name else run.name)
+            child, parent = parent, run.parent
+        # A subgraph used as a node: LangGraph nests checkpoint namespaces "outer:id|inner:id".
+        segments = [s.split(":")[0] for s in call.checkpoint_ns.split("|") if s]
+        if len(segments) > 1:
+            return None, segments[-2]
+        return None, None
+
+    def trajectory(self, final_messages: Sequence[Any] = ()) -> list[ToolCall]:
+        """The calls so far, in a deterministic order.
+
+        Calls are ordered by (the model call that asked for them, their position in its
+        ``tool_calls``), which does not depend on which parallel call started first; a call
+        made by a sub-agent inside a tool follows that tool's call. Calls no model asked for
+        (``AgentExecutor``, tools called by chains) are placed by start order.
+        """
+        with self._lock:
+            calls = list(self._calls.values())
+            origin = dict(self._origin)
+            placed = [(c, *self._agent_of(c)) for c in calls]
+        # Outputs of calls whose error the graph turned into a ToolMessage.
+        handled = {
+            m.tool_call_id: _text(m.content) for m in final_messages if isinstance(m, ToolMessage)
+        }
+
+        def key(call: _Call) -> tuple[int, int, int]:
+            if call.tool_call_id in origin:
+                seq, position = origin[call.tool_call_id]
+                return (seq, 0, position)
+            return (call.models_done, 1, call.start_seq)
+
+        children: dict[UUID | None, list[tuple[_Call, str | None]]] = {}
+        for call, scope, agent in placed:
+            # A call inside a tool that no recorded run encloses still belongs under that tool.
+            children.setdefault(scope, []).append((call, agent))
+        ordered: list[ToolCall] = []
+
+        def visit(scope: UUID | None) -> None:
+            for call, agent in sorted(children.get(scope, []), key=lambda item: key(item[0])):
+                output = call.output
+                if output is None and call.error is not None and call.tool_call_id in handled:
+                    output = handled[call.tool_call_id]
+                ordered.append(
+                    ToolCall(
+                        tool_name=call.tool_name,
+                        tool_input=call.tool_input,
+                        tool_output=output,
+                        id=call.tool_call_id,
+                        agent=agent,
+                        error=call.error,
+                    )
+                )
+                visit(call.run_id)
+
+        visit(None)
+        return ordered
+
+
+def _to_messages(history: Sequence[Message]) -> list[BaseMessage]:
+    out: list[BaseMessage] = []
+    for message in history:
+        if message.role == "assistant":
+            out.append(AIMessage(content=message.content))
+        elif message.role == "system":
+            out.append(SystemMessage(content=message.content))
+        else:  # a bare tool result has no call to answer; the model sees it as user-provided text
+            out.append(HumanMessage(content=message.content))
+    return out
+
+
+def _error_type(exc: BaseException, recorder: TrajectoryRecorder) -> str:
+    names = {k.__name__ for k in type(exc).__mro__}
+    if "GraphRecursionError" in names:
+        return "recursion_limit"
+    if any(exc is e or type(exc) is type(e) for e in recorder.model_errors):
+        return "model_error"
+    if any(exc is e or type(exc) is type(e) for e in recorder.tool_errors):
+        return "tool_error"
+    return getattr(exc, "error_type", None) or type(exc).__name__
+
+
+class LangChainAgent:
+    """Any LangChain ``Runnable`` or compiled LangGraph graph as a levelfield agent.
+
+    Args:
+        runnable: the graph, agent executor or chain to evaluate.
+        name: the agent's name in results (default: the runnable's name).
+        input_key: for chains taking a dict, the key that receives the prompt (guessed from the
+            input schema when not given: ``messages``, ``input``, ``question``, ...).
+        recursion_limit: LangGraph's step limit per run; hitting it fails the run with
+            ``error_type="recursion_limit"``.
+        config: a ``RunnableConfig`` merged into every call (tags, metadata, configurable, ...).
+    """
+
+    def __init__(
+        self,
+        runnable: Any,
+        *,
+        name: str | None = None,
+        input_key: str | None = None,
+        recursion_limit: int = 50,
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(runnable, Runnable):
+            raise TypeError(
+                f"LangChainAgent needs a LangChain Runnable or compiled graph, got {type(runnable).__name__}; "
+                "wrap plain functions with FunctionAgent instead"
+            )
+        if recursion_limit < 1:
+            raise ValueError("recursion_limit must be >= 1")
+        self.runnable = runnable
+        self.name = name or getattr(runnable, "name", None) or type(runnable).__name__
+        self.input_key = input_key
+        self.recursion_limit = recursion_limit
+        self.config = dict(config or {})
+        self._mode, self._key, self._history_key = self._input_shape()
+        self._inflight: dict[tuple[str, str | None, int], TrajectoryRecorder] = {}
+
+    # -- input ----------------------------------------------------------------------------
+    def _input_shape(self) -> tuple[str, str | None, str | None]:
+        """How prompts are passed: ("messages"|"dict"|"text"|"model", key, history key)."""
+        runnable = self.runnable
+        if type(runnable).__name__ == "AgentExecutor":
+            keys = list(getattr(runnable, "input_keys", None) or [])
+            history = next((k for k in _HISTORY_KEYS if k in keys), None)
+            return "dict", self.input_key or "input", history
+        if isinstance(runnable, BaseLanguageModel):
+            return "model", None, None
+        try:
+            schema = runnable.get_input_jsonschema()
+        except Exception:  # some runnables cannot describe their input
+            schema = {}
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        props = props if isinstance(props, dict) else {}
+        history = next((k for k in _HISTORY_KEYS if k in props), None)
+        if self.input_key:
+            return ("messages" if self.input_key == "messages" else "dict"), self.input_key, history
+        if "messages" in props:
+            return "messages", "messages", None
+        if props:
+            key = next((k for k in _PROMPT_KEYS if k in props), None)
+            others = [k for k in props if k != history]
+            if key is None and len(others) == 1:
+                key = others[0]
+            if key is None:
+                raise ValueError(
+                    f"LangChainAgent {self.name!r}: cannot tell which input key takes the prompt "
+                    f"(input keys: {sorted(props)}); pass input_key=..."
+                )
+            return "dict", key, history
+        return "text", None, None
+
+    def _has_checkpointer(self) -> bool:
+        saver = getattr(self.runnable, "checkpointer", None)
+        return saver is not None and not isinstance(saver, bool)
+
+    async def _payload(self, request: AgentRequest, config: dict[str, Any]) -> Any:
+        history = _to_messages(request.history)
+        prompt = HumanMessage(content=request.prompt)
+        if self._mode == "messages":
+            if history and self._has_checkpointer():
+                # Later turns of a threaded conversation: the checkpoint already holds them.
+                state = await self.runnable.aget_state(config)
+                if (getattr(state, "values", None) or {}).get("messages"):
+                    history = []
+            return {self._key: [*history, prompt]}
+        if self._mode == "model":
+            return [*history, prompt]
+        if self._mode == "dict":
+            payload: dict[str, Any] = {self._key: request.prompt}
+            if self._history_key:
+                payload[self._history_key] = history
+            return payload
+        return request.prompt
+
+    def _config(self, request: AgentRequest, recorder: TrajectoryRecorder) -> dict[str, Any]:
+        config = dict(self.config)
+        callbacks = config.get("callbacks")
+        if callbacks is None:
+            config["callbacks"] = [recorder]
+        elif isinstance(callbacks, (list, tuple)):
+            config["callbacks"] = [*callbacks, recorder]
+        else:  # a callback manager
+            manager = callbacks.copy()
+            manager.add_handler(recorder, inherit=True)
+            config["callbacks"] = manager
+        config.setdefault("recursion_limit", self.recursion_limit)
+        if self._has_checkpointer():
+            configurable = dict(config.get("configurable") or {})
+            # One thread per case and trial: trials never see each other's conversation.
+            configurable["thread_id"] = request.session_id or f"lf-{uuid.uuid4().hex}"
+            config["configurable"] = configurable
+        metadata = dict(config.get("metadata") or {})
+        metadata.setdefault("levelfield_case_id", request.case_id)
+        config["metadata"] = metadata
+        return config
+
+    # -- output ---------------------------------------------------------------------------
+    def _flatten(self, result: Any, recorder: TrajectoryRecorder) -> AgentOutput:
+        if isinstance(result, Mapping) and isinstance(result.get("messages"), list):
+            messages = result["messages"]
+            start = max((i + 1 for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+            texts = [_text(m.content) for m in messages[start:] if isinstance(m, AIMessage)]
+            texts = [t for t in texts if t]
+            if not any(isinstance(m, AIMessage) for m in messages):
+                raise AgentOutputError(f"agent {self.name!r} ended without an AI message in its 'messages'")
+            response = _text(next(m for m in reversed(messages) if isinstance(m, AIMessage)).content)
+            intermediate = texts[:-1] if texts and texts[-1] == response else texts
+            return AgentOutput(
+                response=response,
+                trajectory=recorder.trajectory(messages),
+                intermediate_responses=intermediate,
+                usage=recorder.usage,
+                raw=result,
+            )
+        if isinstance(result, BaseMessage):
+            response = _text(result.content)
+        elif isinstance(result, str):
+            response = result
+        elif isinstance(result, Mapping):
+            key = next((k for k in _RESPONSE_KEYS if isinstance(result.get(k), (str, BaseMessage))), None)
+            strings = [v for v in result.values() if isinstance(v, str)]
+            if key is not None:
+                value = result[key]
+                response = value if isinstance(value, str) else _text(value.content)
+            elif len(strings) == 1:
+                response = strings[0]
+            else:
+                raise AgentOutputError(
+                    f"agent {self.name!r} returned a dict with keys {sorted(map(str, result))}; expected 'messages', "
+                    f"one of {list(_RESPONSE_KEYS)}, or a single string value"
+                )
+        else:
+            raise AgentOutputError(
+                f"agent {self.name!r} returned {type(result).__name__}; expected a str, a message, "
+                "or a dict with 'messages' or 'output'"
+            )
+        return AgentOutput(response=response, trajectory=recorder.trajectory(), usage=recorder.usage, raw=result)
+
+    @staticmethod
+    def _partial(recorder: TrajectoryRecorder) -> AgentOutput:
+        return AgentOutput(response="", trajectory=recorder.trajectory(), usage=recorder.usage)
+
+    # -- protocol -------------------------------------------------------------------------
+    @staticmethod
+    def _request_key(request: AgentRequest) -> tuple[str, str | None, int]:
+        return (request.case_id, request.session_id, request.turn)
+
+    async def arun(self, request: AgentRequest) -> AgentOutput:
+        """Run one turn; failures raise AdapterError with the partial trajectory attached."""
+        recorder = TrajectoryRecorder()
+        key = self._request_key(request)
+        self._inflight[key] = recorder
+        config = self._config(request, recorder)
+        try:
+            payload = await self._payload(request, config)
+            result = await self.runnable.ainvoke(payload, config)
+        except asyncio.CancelledError:
+            # Timed out: the runner asks partial_output() for what the run had done.
+            raise
+        except Exception as exc:
+            self._inflight.pop(key, None)
+            error_type = _error_type(exc, recorder)
+            what = {
+                "recursion_limit": f"hit the recursion limit of {config['recursion_limit']} steps",
+                "model_error": "model call failed",
+                "tool_error": "a tool raised and the agent did not handle it",
+            }.get(error_type, "raised")
+            raise AdapterError(
+                f"agent {self.name!r} on case {request.case_id!r}: {what}: {type(exc).__name__}: {exc}",
+                error_type=error_type,
+                partial=self._partial(recorder),
+            ) from exc
+        self._inflight.pop(key, None)
+        return self._flatten(result, recorder)
+
+    def partial_output(self, request: AgentRequest) -> AgentOutput | None:
+        """What a run that was cancelled (timed out) had done: its tool calls and usage so far."""
+        recorder = self._inflight.pop(self._request_key(request), None)
+        return None if recorder is None else self._partial(recorder)
+
+    def __repr__(self) -> str:
+        return f"LangChainAgent({self.name!r})"
