@@ -18,6 +18,7 @@ from .core.errors import (
     MissingExtraError,
     TransientAgentError,
 )
+from .core.comparison import Comparison, acompare, compare
 from .core.evaluation import EvalTask, aevaluate, evaluate
 from .core.matching import ToolCallMatcher
 from .core.protocol import AgentRequest, AgentRunnable
@@ -31,6 +32,9 @@ __all__ = [
     "as_agent",
     "evaluate",
     "aevaluate",
+    "compare",
+    "acompare",
+    "Comparison",
     "EvalTask",
     "EvalResult",
     "load_dataset",

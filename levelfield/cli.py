@@ -1,12 +1,25 @@
-"""The ``levelfield`` command: demo, and (as they land) eval, compare, serve, report."""
+"""The ``levelfield`` command: demo, eval, compare, report (and serve, from the A2A adapter).
+
+Exit codes: 0 done; 1 a ``--fail-under`` threshold was missed; 2 bad input (agent spec,
+dataset, metric, option, saved run), reported as one line on stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
+import re
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["main"]
+if TYPE_CHECKING:
+    from .core.comparison import Comparison
+
+__all__ = ["main", "format_summary", "format_comparison", "DEMO_METRICS"]
 
 DEMO_METRICS = [
     "trajectory_exact_match",
@@ -18,6 +31,10 @@ DEMO_METRICS = [
     "bleu",
     "exact_match",
 ]
+
+
+class UsageError(Exception):
+    """Bad input on the command line: printed as one line, exit code 2."""
 
 
 def format_summary(rows: dict[str, dict], metric_names: Sequence[str]) -> str:
@@ -37,29 +54,360 @@ def format_summary(rows: dict[str, dict], metric_names: Sequence[str]) -> str:
     return table.to_string(float_format=lambda v: f"{v:.3f}")
 
 
-def _demo(args: argparse.Namespace) -> int:
-    import levelfield as lf
-    from samples.home_automation import DATASET
-    from samples.home_automation.agents.function_agents import careful_agent, hasty_agent
+def _num(x: Any, digits: int = 3) -> str:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return "-"
+    return "-" if math.isnan(x) else f"{x:.{digits}f}"
 
-    dataset = lf.load_dataset(DATASET)
-    summaries = {}
-    for name, agent in {"careful (function)": careful_agent, "hasty (function)": hasty_agent}.items():
-        result = lf.evaluate(dataset, agent, metrics=DEMO_METRICS, name=name, progress=not args.quiet)
-        summaries[name] = result.summary_metrics
-    print(f"levelfield demo: {len(dataset)} home-automation cases from {DATASET.name}\n")
-    print(format_summary(summaries, DEMO_METRICS))
+
+def format_comparison(cmp: Comparison, *, pairwise_metric: str | None = None) -> str:
+    """The comparison as terminal text: metrics × agents with intervals, failures, latency, then pairs."""
+    s = cmp.summary
+    rows: list[tuple[str, list[str]]] = []
+    for m in cmp.metric_names:
+        rows.append((m, [f"{_num(s.loc[a, f'{m}/mean'])} [{_num(s.loc[a, f'{m}/ci_low'], 2)}, "
+                         f"{_num(s.loc[a, f'{m}/ci_high'], 2)}]" for a in cmp.agents]))
+    k = cmp.trials
+    if k > 1:
+        for m in cmp.metric_names:
+            if f"{m}/pass@{k}" in s:
+                rows.append((f"{m} pass@{k}", [_num(s.loc[a, f"{m}/pass@{k}"]) for a in cmp.agents]))
+                rows.append((f"{m} pass^{k}", [_num(s.loc[a, f"{m}/pass^{k}"]) for a in cmp.agents]))
+        first = cmp.metric_names[0]
+        rows.append((f"flaky cases ({first})", [str(int(s.loc[a, f"{first}/flaky"])) for a in cmp.agents]))
+    rows.append(("failed runs", [f"{int(s.loc[a, 'failures'])}/{int(s.loc[a, 'runs'])}" for a in cmp.agents]))
+    rows.append(("latency p50 (s)", [_num(s.loc[a, "latency_in_seconds/p50"]) for a in cmp.agents]))
+    if "total_tokens/mean" in s:
+        rows.append(("tokens per run", [_num(s.loc[a, "total_tokens/mean"], 0) for a in cmp.agents]))
+    label_w = max(len(r[0]) for r in rows)
+    col_w = [max(len(a), *(len(r[1][i]) for r in rows)) for i, a in enumerate(cmp.agents)]
+    lines = ["  ".join([" " * label_w, *(a.rjust(w) for a, w in zip(cmp.agents, col_w))])]
+    lines += ["  ".join([label.ljust(label_w), *(c.rjust(w) for c, w in zip(cells, col_w))]) for label, cells in rows]
+    policy = "a failed run scores 0" if cmp.failed_runs == "zero" else "failed runs left out"
+    lines.append(f"(mean [{int(cmp.confidence * 100)}% interval] over {len(cmp.dataset)} cases; {policy})")
+    metric = pairwise_metric or (cmp.metric_names[0] if cmp.metric_names else None)
+    if metric and len(cmp.agents) > 1:
+        lines.append("")
+        lines.append(f"Pairwise on {metric} (Holm-adjusted p; wins/ties/losses of A over B):")
+        table = cmp.pairwise(metric)
+        a_w = max(len(a) for a in table["agent_a"])
+        b_w = max(len(b) for b in table["agent_b"])
+        for r in table.itertuples(index=False):
+            diff = "-" if math.isnan(r.difference) else f"{r.difference:+.3f}"
+            p = "-" if math.isnan(r.p_holm) else ("<0.001" if r.p_holm < 0.001 else f"{r.p_holm:.3f}")
+            mark = "  significant" if r.significant else ""
+            lines.append(
+                f"  {r.agent_a.ljust(a_w)} vs {r.agent_b.ljust(b_w)}  {diff} [{_num(r.ci_low, 2)}, {_num(r.ci_high, 2)}]"
+                f"  p={p}  {r.wins}/{r.ties}/{r.losses}{mark}"
+            )
+    return "\n".join(lines)
+
+
+# -- argument types ----------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _timeout(text: str) -> float | None:
+    if text.lower() in ("none", "0"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds (or 'none'), got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0 seconds, got {value}")
+    return value
+
+
+def _threshold(text: str) -> tuple[str, float]:
+    metric, sep, value = text.partition("=")
+    try:
+        if not sep or not metric:
+            raise ValueError
+        return metric.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected METRIC=VALUE (e.g. trajectory_exact_match=0.8), got {text!r}") from None
+
+
+_NAME = re.compile(r"^[\w .()\-]+$")
+
+
+def _named_spec(text: str) -> tuple[str | None, str]:
+    """``name=SPEC`` -> (name, spec); a bare SPEC (no name) -> (None, spec)."""
+    name, sep, spec = text.partition("=")
+    if sep and name and _NAME.match(name) and spec:
+        return name.strip(), spec
+    return None, text
+
+
+# -- running -----------------------------------------------------------------------------------
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--metric", "-m", action="append", dest="metrics", metavar="NAME",
+                   help="a metric name (repeatable; default: the trajectory metrics and rouge_l_sum)")
+    p.add_argument("--out", "-o", metavar="DIR",
+                   help="write runs.jsonl, metrics_table.csv, summary.json and report.html here")
+    p.add_argument("--concurrency", type=_positive_int, default=8, help="runs in flight, all agents together (default 8)")
+    p.add_argument("--timeout", type=_timeout, default=120.0, help="seconds per attempt, or 'none' (default 120)")
+    p.add_argument("--retries", type=int, default=2, help="retries of errors an adapter marks transient (default 2)")
+    p.add_argument("--trials", type=_positive_int, default=1, help="runs of every case per agent (default 1)")
+    p.add_argument("--fail-under", type=_threshold, action="append", default=[], metavar="METRIC=VALUE",
+                   help="exit 1 when an agent's mean of METRIC is under VALUE (repeatable)")
+    p.add_argument("--failed-runs", choices=("zero", "exclude"), default="zero",
+                   help="a failed run scores 0 (default) or is left out of the statistics")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+
+
+def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str]]) -> tuple[Any, list[Any], list[Any]]:
+    """Dataset, metrics and agents, all checked before any agent runs."""
+    from .adapters.auto import as_agent
+    from .adapters.spec import load_agent_spec
+    from .core.dataset import load_dataset
+    from .core.metrics.registry import resolve_metrics
+
+    dataset = load_dataset(args.dataset)
+    metrics = resolve_metrics(args.metrics)
+    names = {m.name for m in metrics}
+    for metric, _ in args.fail_under:
+        if metric not in names:
+            raise UsageError(f"--fail-under {metric}: not one of the metrics of this run ({', '.join(sorted(names))})")
+    agents = []
+    for name, spec in specs:
+        try:
+            agents.append(as_agent(load_agent_spec(spec), name=name))
+        except TypeError as exc:
+            raise UsageError(f"agent {spec!r}: {exc}") from None
+    seen = [a.name for a in agents]
+    repeated = sorted({n for n in seen if seen.count(n) > 1})
+    if repeated:
+        raise UsageError(f"two agents are named {repeated[0]!r}: name them with --agent NAME=SPEC")
+    return dataset, metrics, agents
+
+
+def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: list[Any]) -> Comparison:
+    from .core.comparison import compare
+
+    return compare(
+        dataset,
+        {a.name: a for a in agents},
+        metrics,
+        trials=args.trials,
+        concurrency=args.concurrency,
+        timeout=args.timeout,
+        retries=args.retries,
+        progress=not args.quiet,
+        failed_runs=args.failed_runs,
+    )
+
+
+def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
+    print(header)
+    print()
+    print(format_comparison(cmp))
+    if args.out:
+        paths = cmp.save(args.out)
+        print()
+        print(f"Report: {paths['report']}")
+        print(f"Also written: {paths['runs'].name}, {paths['metrics_table'].name}, {paths['summary'].name} in {Path(args.out)}")
+    return _check_thresholds(cmp, args.fail_under)
+
+
+def _check_thresholds(cmp: Comparison, thresholds: Sequence[tuple[str, float]]) -> int:
+    missed = []
+    for metric, floor in thresholds:
+        for agent in cmp.agents:
+            mean = float(cmp.summary.loc[agent, f"{metric}/mean"])
+            if math.isnan(mean) or mean < floor:
+                missed.append(f"{agent}: {metric} mean {_num(mean)} is under {floor:g}")
+    for line in missed:
+        print(f"levelfield: --fail-under: {line}", file=sys.stderr)
+    return 1 if missed else 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    dataset, metrics, agents = _load_inputs(args, [(args.name, args.agent)])
+    cmp = _run(args, dataset, metrics, agents)
+    return _finish(args, cmp, f"levelfield eval: {agents[0].name} on {len(dataset)} cases of {dataset.source}")
+
+
+def _compare(args: argparse.Namespace) -> int:
+    dataset, metrics, agents = _load_inputs(args, [_named_spec(s) for s in args.agents])
+    cmp = _run(args, dataset, metrics, agents)
+    return _finish(args, cmp, f"levelfield compare: {len(agents)} agents on {len(dataset)} cases of {dataset.source}")
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .core.comparison import Comparison
+
+    directory = Path(args.directory)
+    if not directory.is_dir():
+        raise UsageError(f"{directory}: no such directory (expected the --out directory of eval or compare)")
+    cmp = Comparison.load(directory)
+    path = cmp.to_html(args.out or directory / "report.html")
+    print(format_comparison(cmp))
+    print()
+    print(f"Report: {path}")
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+# -- demo --------------------------------------------------------------------------------------
+
+
+def _demo_agents(stack: contextlib.ExitStack, notes: list[str]) -> dict[str, Any]:
+    """An agent of each framework that can run here, all following the same careful policy, plus a hasty one."""
+    from samples.home_automation.agents.function_agents import careful_agent, hasty_agent
+
+    from .adapters.auto import as_agent
+    from .core.errors import MissingExtraError
+
+    agents: dict[str, Any] = {"function": careful_agent}
+    builders: list[tuple[str, str, Callable[[], Any]]] = [
+        ("langgraph", "langchain", _demo_langgraph),
+        ("agent-engine", "vertex", _demo_agent_engine),
+        ("a2a", "a2a", lambda: _demo_a2a(stack, careful_agent)),
+    ]
+    for name, extra, build in builders:
+        try:
+            agent = as_agent(build(), name=name)
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith(("samples.", "levelfield.")):
+                notes.append(f"{name}: skipped (its sample is not part of this version)")
+            else:
+                notes.append(f"{name}: skipped (install it with: pip install 'levelfield[{extra}]')")
+            continue
+        except MissingExtraError as exc:
+            notes.append(f"{name}: skipped ({exc})")
+            continue
+        except Exception as exc:  # a framework that cannot start here must not stop the demo
+            notes.append(f"{name}: skipped ({type(exc).__name__}: {exc})")
+            continue
+        agents[name] = agent
+    agents["function-hasty"] = hasty_agent
+    return agents
+
+
+def _demo_langgraph() -> Any:
+    try:
+        from samples.home_automation.agents.langgraph_agent import agent
+    except ImportError as exc:
+        raise ModuleNotFoundError(str(exc), name=getattr(exc, "name", None) or "langgraph") from None
+    return agent
+
+
+def _demo_agent_engine() -> Any:
+    import warnings
+
+    with warnings.catch_warnings():
+        # The Vertex SDK warns about its own dependency versions on import; not the user's concern here.
+        warnings.simplefilter("ignore", FutureWarning)
+        from samples.home_automation.agents import agent_engine_agent as module
+
+    for attr in ("agent", "app"):
+        if hasattr(module, attr):
+            return getattr(module, attr)
+    for attr in ("make_agent", "make_app", "build_agent"):
+        if hasattr(module, attr):
+            return getattr(module, attr)()
+    raise AttributeError("the Agent Engine sample exposes no 'agent'")
+
+
+def _demo_a2a(stack: contextlib.ExitStack, agent: Any) -> str:
+    from .adapters import a2a_server
+
+    server = a2a_server.start_server(agent, name="home-automation (A2A)")
+    stack.callback(server.stop)
+    return server.url
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from samples.home_automation import DATASET
+
+    from .core.comparison import compare
+    from .core.dataset import load_dataset
+
+    dataset = load_dataset(DATASET)
+    notes: list[str] = []
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="levelfield-demo-"))
+    with contextlib.ExitStack() as stack:
+        agents = _demo_agents(stack, notes)
+        cmp = compare(dataset, agents, DEMO_METRICS, progress=not args.quiet, timeout=30.0)
+    paths = cmp.save(out)
+    frameworks = [a for a in agents if a != "function-hasty"]
+    print(f"levelfield demo: {len(dataset)} home-automation cases, the same careful agent built with "
+          f"{len(frameworks)} framework{'s' if len(frameworks) != 1 else ''} ({', '.join(frameworks)}), "
+          "and a hasty function agent for contrast.")
+    for note in notes:
+        print(f"  note: {note}")
+    print()
+    print(format_comparison(cmp))
+    print()
+    print(f"Report: {paths['report']}")
+    print(f"Runs, metrics table and summary: {out}")
+    return 0
+
+
+# -- entry point -------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(prog="levelfield", description="Evaluate AI agents on a level field.")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="score the sample agents on the embedded home-automation dataset")
-    demo.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    demo = sub.add_parser("demo", help="compare the sample agents (one per framework) on the embedded dataset")
+    demo.add_argument("--out", "-o", metavar="DIR", help="where to write the report (default: a new temporary directory)")
+    demo.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     demo.set_defaults(func=_demo)
+
+    ev = sub.add_parser("eval", help="run one agent on a dataset and score it")
+    ev.add_argument("dataset", help="a .jsonl, .json, .csv, .evalset.json or .test.json file")
+    ev.add_argument("--agent", "-a", required=True, metavar="SPEC",
+                    help="module:attr, an http(s):// A2A URL, or projects/P/locations/L/reasoningEngines/ID")
+    ev.add_argument("--name", help="the agent's name in the results")
+    _add_run_options(ev)
+    ev.set_defaults(func=_eval)
+
+    cmp = sub.add_parser("compare", help="run several agents on the same dataset and compare them")
+    cmp.add_argument("dataset", help="a .jsonl, .json, .csv, .evalset.json or .test.json file")
+    cmp.add_argument("--agent", "-a", required=True, action="append", dest="agents", metavar="NAME=SPEC",
+                     help="an agent to compare, named (repeat for each agent)")
+    _add_run_options(cmp)
+    cmp.set_defaults(func=_compare)
+
+    rep = sub.add_parser("report", help="re-render the HTML report of a saved run")
+    rep.add_argument("directory", help="the --out directory of eval or compare")
+    rep.add_argument("--out", "-o", metavar="FILE", help="where to write the report (default: DIR/report.html)")
+    rep.set_defaults(func=_report)
+
+    from .adapters.a2a_server import add_serve_command  # light: imports a2a only when serving
+
+    add_serve_command(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    from .core.errors import LevelfieldError
+
+    parser = build_parser()
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except (UsageError, LevelfieldError) as exc:
+        print(f"levelfield {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

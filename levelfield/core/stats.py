@@ -4,7 +4,8 @@ Everything here works on per-case values: when a case ran several trials, its tr
 averaged first, so a case counts once and two agents stay paired case by case. The tests come
 from SciPy (Wilson intervals via ``binomtest``, ``bootstrap``, ``wilcoxon``, ``permutation_test``);
 only Holm's step-down adjustment and the pass@k estimators, which SciPy does not have, are
-written here.
+written here. SciPy is imported when a statistic is first computed, so ``import levelfield``
+stays light.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import stats
-from scipy.special import comb
 
 __all__ = [
     "Interval",
@@ -97,6 +96,8 @@ def case_means(trials: np.ndarray) -> np.ndarray:
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval:
     """Wilson score interval of a proportion (SciPy's ``binomtest(...).proportion_ci``)."""
+    from scipy import stats
+
     if n == 0:
         return Interval(math.nan, math.nan, math.nan, 0, "none")
     ci = stats.binomtest(int(successes), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
@@ -104,6 +105,8 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interva
 
 
 def _bootstrap(values: np.ndarray, confidence: float, seed: int) -> tuple[float, float]:
+    from scipy import stats
+
     if np.all(values == values[0]):
         # No spread: every resample has the same mean (BCa would warn and return NaN).
         return float(values[0]), float(values[0])
@@ -162,6 +165,8 @@ def paired_test(
     two-sided binomial test on the discordant cases) when both are 0/1, else the Wilcoxon
     signed-rank test. The interval of the mean difference is a paired bootstrap.
     """
+    from scipy import stats
+
     x, y = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
     if x.shape != y.shape:
         raise ValueError(f"paired_test needs equal lengths, got {x.size} and {y.size}")
@@ -226,6 +231,8 @@ def pass_at_k(n: int | np.ndarray, c: int | np.ndarray, k: int) -> float | np.nd
     The unbiased estimator 1 − C(n−c, k) / C(n, k); with n = k it is 1 when any trial passed.
     NaN where n < k.
     """
+    from scipy.special import comb
+
     n_, c_ = np.asarray(n, dtype=float), np.asarray(c, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         value = 1.0 - comb(n_ - c_, k) / comb(n_, k)
@@ -235,6 +242,8 @@ def pass_at_k(n: int | np.ndarray, c: int | np.ndarray, k: int) -> float | np.nd
 
 def pass_hat_k(n: int | np.ndarray, c: int | np.ndarray, k: int) -> float | np.ndarray:
     """pass^k: chance that all of k trials pass, C(c, k) / C(n, k); with n = k, 1 only if every trial passed."""
+    from scipy.special import comb
+
     n_, c_ = np.asarray(n, dtype=float), np.asarray(c, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         value = comb(c_, k) / comb(n_, k)
