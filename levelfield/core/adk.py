@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic.alias_generators import to_camel, to_snake
 
 from .dataset import EvalCase, EvalDataset, Turn
 from .errors import DatasetError
@@ -127,7 +127,8 @@ def _tool_calls(data: _IntermediateData | None) -> list[ToolCall]:
 
 def _where(error: ValidationError) -> str:
     first = error.errors()[0]
-    loc = ".".join(str(x) for x in first["loc"])
+    # Name fields as ADK's docs do (snake_case), whichever spelling the file used.
+    loc = ".".join(to_snake(x) if isinstance(x, str) else str(x) for x in first["loc"])
     return f"field '{loc}': {first['msg']}" if loc else first["msg"]
 
 
