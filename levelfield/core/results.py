@@ -37,6 +37,11 @@ def summarize(table: pd.DataFrame, metric_names: Sequence[str]) -> dict[str, Any
         failed = table.get(f"{name}/failed")
         if failed is not None:
             summary[f"{name}/failure_count"] = int(failed.fillna(False).astype(bool).sum())
+        # Judged metrics: the judge's own cost, kept apart from the agent's tokens and latency.
+        for key in ("total_tokens", "input_tokens", "output_tokens", "judge_calls", "judge_latency"):
+            cost = table.get(f"{name}/{key}")
+            if cost is not None and cost.notna().any():
+                summary[f"{name}/{key}/sum"] = _num(pd.to_numeric(cost, errors="coerce").sum())
     if "latency_in_seconds" in table:
         lat = pd.to_numeric(table["latency_in_seconds"], errors="coerce")
         summary["latency_in_seconds/mean"] = _num(lat.mean())

@@ -2,6 +2,15 @@
 
 from .base import Metric, Score, ScoringContext
 from .custom import CustomMetric
+from . import judged
+from .judge import (
+    Judge,
+    JudgeCache,
+    PairwiseMetric,
+    PairwiseMetricPromptTemplate,
+    PointwiseMetric,
+    PointwiseMetricPromptTemplate,
+)
 from .registry import metric_names, register_metric, resolve_metrics
 from .response import Bleu, ExactMatch, ResponseMatchScore, Rouge
 from .trajectory import (
@@ -19,6 +28,13 @@ __all__ = [
     "Score",
     "ScoringContext",
     "CustomMetric",
+    "judged",
+    "Judge",
+    "JudgeCache",
+    "PairwiseMetric",
+    "PairwiseMetricPromptTemplate",
+    "PointwiseMetric",
+    "PointwiseMetricPromptTemplate",
     "metric_names",
     "register_metric",
     "resolve_metrics",
