@@ -1,0 +1,608 @@
+"""Vertex AI Agent Engine agents: deployed agents, resource names and the local templates.
+
+``AgentEngineAgent`` calls whatever operation the agent registered (``query``, ``async_query``,
+``stream_query``, ``async_stream_query``) and reads each output shape the templates produce:
+
+- ``LangchainAgent``: ``{"input", "output"[, "intermediate_steps"]}``, the steps holding
+  serialized ``AgentAction``s (read exactly as Vertex's own evaluation reads them);
+- ``LanggraphAgent``: ``{"messages": [serialized messages]}`` (calls from AI messages, outputs
+  from tool messages), or the per-node chunks of its ``stream_query``;
+- ``AdkApp``: a stream of ADK event dicts whose ``content.parts`` hold ``function_call``,
+  ``function_response`` and ``text``, with ``usage_metadata`` and ``author``.
+
+A resource name ``projects/P/locations/L/reasoningEngines/ID`` is resolved with
+``vertexai.agent_engines.get`` on first use, never at construction. vertexai is imported only
+here, and only when needed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import threading
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from ..core.errors import AdapterError, AgentOutputError, MissingExtraError, TransientAgentError
+from ..core.protocol import AgentRequest
+from ..core.runner import run_sync
+from ..core.types import AgentOutput, ToolCall, Usage
+from .function import output_from_value
+
+__all__ = ["AgentEngineAgent", "parse_agent_engine_output", "OPERATIONS"]
+
+OPERATIONS = ("async_query", "query", "async_stream_query", "stream_query")
+"""The operations levelfield can call, in the order it prefers them when not told which."""
+
+_RESOURCE = re.compile(r"^projects/[^/]+/locations/[^/]+/reasoningEngines/[^/]+$")
+_EXPECTED = (
+    "a LangchainAgent dict {'output', 'intermediate_steps'}, a LanggraphAgent dict {'messages': [...]}, "
+    "a stream of ADK event dicts, or Vertex's {'response', 'predicted_trajectory'}"
+)
+# HTTP and gRPC names of the errors worth retrying: rate limits, overload, deadlines.
+_TRANSIENT_CODES = {429, 503, 504, "429", "503", "504", "RESOURCE_EXHAUSTED", "UNAVAILABLE", "DEADLINE_EXCEEDED"}
+
+
+# --- reading outputs ------------------------------------------------------------------------
+
+
+def _text(content: Any) -> str:
+    """Text of a message content: a string, or the text blocks of a list of content blocks."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            b if isinstance(b, str) else str(b.get("text", "")) if isinstance(b, dict) and b.get("type", "text") == "text" else ""
+            for b in content
+        )
+    return str(content)
+
+
+def _lc(obj: Any) -> tuple[str, dict[str, Any]]:
+    """(class or type name, fields) of a LangChain object serialized by ``dumpd`` or given as a plain dict."""
+    if isinstance(obj, Mapping):
+        if obj.get("lc") is not None and isinstance(obj.get("id"), list):
+            return str(obj["id"][-1]), dict(obj.get("kwargs") or {})
+        return str(obj.get("type") or obj.get("role") or ""), dict(obj)
+    return type(obj).__name__, dict(getattr(obj, "__dict__", {}))
+
+
+def _kind(name: str) -> str:
+    name = name.lower()
+    for kind, names in (
+        ("human", ("humanmessage", "humanmessagechunk", "human", "user")),
+        ("ai", ("aimessage", "aimessagechunk", "ai", "assistant")),
+        ("tool", ("toolmessage", "toolmessagechunk", "tool")),
+    ):
+        if name in names:
+            return kind
+    return name
+
+
+def _tool_input(value: Any) -> Any:
+    # LangChain passes a single-string tool input as a plain string (``__arg1``); a JSON-object
+    # string is parsed by ToolCall itself.
+    if isinstance(value, str):
+        stripped = value.strip()
+        if not (stripped.startswith("{") and stripped.endswith("}")):
+            return {"__arg1": value}
+    return value
+
+
+def _from_executor(result: Mapping[str, Any], agent: str) -> AgentOutput:
+    """A LangchainAgent (AgentExecutor) result: the output, and the trajectory from its steps."""
+    calls = []
+    for index, step in enumerate(result.get("intermediate_steps") or []):
+        try:
+            action, observation = step[0], step[1]
+            _, fields = _lc(action)
+            # The same fields Vertex's parse_intermediate_steps reads: kwargs.tool, kwargs.tool_input.
+            calls.append(
+                ToolCall(
+                    tool_name=fields["tool"],
+                    tool_input=_tool_input(fields.get("tool_input")),
+                    tool_output=observation,
+                    id=fields.get("tool_call_id"),
+                )
+            )
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise AgentOutputError(
+                f"agent {agent!r} returned intermediate step {index} that is not a serialized "
+                f"(AgentAction, observation) pair: {exc!s:.200}"
+            ) from None
+    return AgentOutput(response=_text(result.get("output")), trajectory=calls, raw=result)
+
+
+def _from_messages(messages: list[Any]) -> AgentOutput:
+    """A LanggraphAgent state: the messages after the last human one are this turn's."""
+    parsed = [_lc(m) for m in messages]
+    start = 0
+    for index, (name, _) in enumerate(parsed):
+        if _kind(name) == "human":
+            start = index + 1
+    calls: list[ToolCall] = []
+    by_id: dict[str, ToolCall] = {}
+    texts: list[str] = []
+    last_ai_text = ""
+    usage: Usage | None = None
+    for name, fields in parsed[start:]:
+        kind = _kind(name)
+        if kind == "ai":
+            last_ai_text = _text(fields.get("content"))
+            if last_ai_text:
+                texts.append(last_ai_text)
+            for call in fields.get("tool_calls") or []:
+                tool_call = ToolCall(tool_name=call["name"], tool_input=call.get("args") or {}, id=call.get("id"))
+                calls.append(tool_call)
+                if tool_call.id:
+                    by_id[tool_call.id] = tool_call
+            counts = fields.get("usage_metadata")
+            if isinstance(counts, Mapping):
+                usage = Usage(
+                    input_tokens=int(counts.get("input_tokens") or 0),
+                    output_tokens=int(counts.get("output_tokens") or 0),
+                    total_tokens=int(counts.get("total_tokens") or 0),
+                ) + usage
+        elif kind == "tool":
+            target = by_id.get(fields.get("tool_call_id") or "")
+            if target is not None:
+                target.tool_output = _text(fields.get("content"))
+                if fields.get("status") == "error":
+                    target.error = target.tool_output
+    intermediate = texts[:-1] if texts and texts[-1] == last_ai_text else texts
+    return AgentOutput(
+        response=last_ai_text, trajectory=calls, intermediate_responses=intermediate, usage=usage, raw=messages
+    )
+
+
+def _event_error(event: Mapping[str, Any]) -> tuple[str, Any] | None:
+    if event.get("error_code") or event.get("error_message"):
+        return str(event.get("error_message") or ""), event.get("error_code")
+    if "error" in event and not event.get("content"):
+        error = event["error"]
+        if isinstance(error, Mapping):
+            return str(error.get("message") or error), error.get("code") or error.get("status")
+        return str(error), event.get("code")
+    return None
+
+
+def _from_adk_events(events: list[Any], agent: str, *, strict: bool = True) -> AgentOutput:
+    """An ADK event stream: tool calls with their responses, the texts, usage and authors.
+
+    ``strict=False`` reads as much as it can (for the partial output of a failed run).
+    """
+    calls: list[ToolCall] = []
+    by_id: dict[str, ToolCall] = {}
+    texts: list[str] = []
+    usage: Usage | None = None
+    for index, event in enumerate(events):
+        if not isinstance(event, Mapping):
+            if not strict:
+                continue
+            raise AgentOutputError(f"agent {agent!r} streamed event {index} of type {type(event).__name__}; expected a dict")
+        error = _event_error(event)
+        if error is not None and strict:
+            message, code = error
+            partial = _from_adk_events(events[:index], agent, strict=False)
+            text = f"agent {agent!r} streamed an error event" + (f" ({code})" if code else "") + f": {message}"
+            if code in _TRANSIENT_CODES:
+                raise TransientAgentError(text, partial=partial)
+            raise AdapterError(text, error_type="agent_error", partial=partial)
+        if event.get("partial"):
+            continue  # streamed fragments; the complete event follows
+        author = event.get("author")
+        text = ""
+        for part in (event.get("content") or {}).get("parts") or []:
+            if not isinstance(part, Mapping):
+                continue
+            if part.get("function_call"):
+                fc = part["function_call"]
+                call = ToolCall(tool_name=fc.get("name") or "", tool_input=fc.get("args") or {}, id=fc.get("id"), agent=author)
+                calls.append(call)
+                if call.id:
+                    by_id[call.id] = call
+            elif part.get("function_response"):
+                fr = part["function_response"]
+                target = by_id.get(fr.get("id") or "") or next(
+                    (c for c in calls if c.tool_name == fr.get("name") and c.tool_output is None), None
+                )
+                if target is not None:
+                    response = fr.get("response")
+                    # ADK wraps a tool's non-dict return value as {"result": value}.
+                    if isinstance(response, Mapping) and set(response) == {"result"}:
+                        response = response["result"]
+                    elif isinstance(response, Mapping) and set(response) == {"error"}:
+                        target.error = str(response["error"])
+                    target.tool_output = response
+            elif part.get("text") and not part.get("thought"):
+                text += part["text"]
+        if text and author != "user":
+            texts.append(text)
+        counts = event.get("usage_metadata")
+        if isinstance(counts, Mapping):
+            usage = Usage(
+                input_tokens=int(counts.get("prompt_token_count") or 0),
+                output_tokens=int(counts.get("candidates_token_count") or 0),
+                total_tokens=int(counts.get("total_token_count") or 0),
+            ) + usage
+    return AgentOutput(
+        response=texts[-1] if texts else "",
+        trajectory=calls,
+        intermediate_responses=texts[:-1],
+        usage=usage,
+        raw=events,
+    )
+
+
+def _is_adk_event(item: Any) -> bool:
+    return isinstance(item, Mapping) and bool(
+        {"content", "author", "invocation_id", "error_code", "error_message"} & set(item)
+    )
+
+
+def _from_chunks(chunks: list[Any], agent: str) -> AgentOutput:
+    """The chunks of a LangChain or LangGraph ``stream_query``."""
+    if any(isinstance(c, Mapping) and "output" in c for c in chunks):
+        # AgentExecutor: the last chunk holds the output (and the steps, when it returns them);
+        # otherwise the "actions" chunks say which tools were called.
+        final = dict(next(c for c in reversed(chunks) if isinstance(c, Mapping) and "output" in c))
+        if "intermediate_steps" not in final:
+            actions = [a for c in chunks if isinstance(c, Mapping) for a in c.get("actions") or []]
+            final["intermediate_steps"] = [[a, None] for a in actions]
+        return _from_executor(final, agent)
+    messages: list[Any] = []
+    for chunk in chunks:
+        if not isinstance(chunk, Mapping):
+            raise AgentOutputError(f"agent {agent!r} streamed a {type(chunk).__name__}; expected {_EXPECTED}")
+        if "messages" in chunk:  # stream_mode="values": the whole state each time
+            messages = list(chunk["messages"])
+            continue
+        for update in chunk.values():  # stream_mode="updates": {node: {"messages": [...]}}
+            if isinstance(update, Mapping) and isinstance(update.get("messages"), list):
+                messages.extend(update["messages"])
+    if not messages:
+        raise AgentOutputError(f"agent {agent!r} streamed chunks with no messages (keys {_keys(chunks)}); expected {_EXPECTED}")
+    return _from_messages(messages)
+
+
+def _keys(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return str(sorted(map(str, value))[:10])
+    if isinstance(value, list):
+        return str(sorted({k for item in value if isinstance(item, Mapping) for k in map(str, item)})[:10])
+    return type(value).__name__
+
+
+def parse_agent_engine_output(value: Any, agent: str = "agent") -> AgentOutput:
+    """Read what an Agent Engine operation returned (or streamed, as a list) into an ``AgentOutput``.
+
+    Anything that is not a known shape raises ``AgentOutputError`` naming what was received.
+    """
+    if isinstance(value, AgentOutput):
+        return value
+    if isinstance(value, str):
+        return AgentOutput(response=value, raw=value)
+    if isinstance(value, list):
+        if not value:
+            raise AgentOutputError(f"agent {agent!r} streamed nothing; expected {_EXPECTED}")
+        if any(_is_adk_event(item) for item in value):
+            return _from_adk_events(value, agent)
+        return _from_chunks(value, agent)
+    if isinstance(value, Mapping):
+        if "output" in value:
+            return _from_executor(value, agent)
+        if isinstance(value.get("messages"), list):
+            return _from_messages(value["messages"])
+        if _is_adk_event(value):
+            return _from_adk_events([value], agent)
+        if "response" in value:
+            return output_from_value(dict(value), agent)
+        error = _event_error(value)
+        if error is not None:
+            raise AdapterError(f"agent {agent!r} returned an error: {error[0]}", error_type="agent_error")
+        raise AgentOutputError(f"agent {agent!r} returned a dict with keys {_keys(value)}; expected {_EXPECTED}")
+    raise AgentOutputError(f"agent {agent!r} returned {type(value).__name__}; expected {_EXPECTED}")
+
+
+# --- errors -------------------------------------------------------------------------------
+
+
+def _is_transient(exc: BaseException) -> bool:
+    """Google API errors worth retrying: 429 (quota), 503 (unavailable), deadlines."""
+    try:
+        from google.api_core import exceptions as api
+    except ImportError:  # pragma: no cover - google-api-core comes with google-cloud-aiplatform
+        api = None
+    if api is not None and isinstance(
+        exc, (api.TooManyRequests, api.ResourceExhausted, api.ServiceUnavailable, api.DeadlineExceeded, api.GatewayTimeout)
+    ):
+        return True
+    # google-genai's APIError (raised by ADK's Gemini calls) carries the HTTP status as ``code``.
+    module = type(exc).__module__ or ""
+    return module.startswith("google.genai") and getattr(exc, "code", None) in _TRANSIENT_CODES
+
+
+def _failure(exc: Exception, agent: str, operation: str, partial: AgentOutput | None) -> AdapterError:
+    if isinstance(exc, AdapterError):
+        return exc
+    text = f"agent {agent!r} failed in {operation}(): {type(exc).__name__}: {exc}"
+    if _is_transient(exc):
+        return TransientAgentError(text, partial=partial)
+    return AdapterError(text, error_type=type(exc).__name__, partial=partial)
+
+
+# --- the adapter ----------------------------------------------------------------------------
+
+
+def _require_vertex(what: str) -> None:
+    try:
+        import vertexai  # noqa: F401
+    except ImportError as exc:
+        raise MissingExtraError("vertex", "google-cloud-aiplatform", what) from exc
+
+
+class AgentEngineAgent:
+    """Evaluates a Vertex AI Agent Engine agent: deployed, by resource name, or a local template.
+
+    ``operation`` picks the operation to call (default: the first of ``async_query``, ``query``,
+    ``async_stream_query``, ``stream_query`` the agent has). ADK-style agents (operations taking
+    ``message`` and ``user_id``) get one session per case and trial, created with the agent's
+    ``async_create_session`` / ``create_session`` and reused for that case's turns, under
+    ``user_id``. Query-style agents get ``config={"configurable": {"thread_id", "session_id"}}``
+    when they accept a config, and, for later turns, the prior turns as ``history``/``messages``
+    unless ``send_history=False`` (set it for a deployed graph that keeps its own state; local
+    templates with a checkpointer or chat history are detected).
+    """
+
+    def __init__(
+        self,
+        agent_or_resource_name: Any,
+        *,
+        name: str | None = None,
+        user_id: str = "levelfield",
+        operation: str | None = None,
+        send_history: bool | None = None,
+    ) -> None:
+        self.user_id = user_id
+        self.send_history = send_history
+        self._lock = threading.Lock()
+        self._sessions: dict[str, str] = {}
+        self._progress: dict[tuple[str | None, int], list[Any]] = {}
+        self._warned: set[str] = set()
+        self._ready = False
+        if isinstance(agent_or_resource_name, str):
+            if not _RESOURCE.match(agent_or_resource_name):
+                raise ValueError(
+                    f"AgentEngineAgent needs an agent or a resource name projects/P/locations/L/reasoningEngines/ID, "
+                    f"got {agent_or_resource_name!r}"
+                )
+            _require_vertex("AgentEngineAgent")
+            self.resource_name: str | None = agent_or_resource_name
+            self.agent: Any = None
+            self.name = name or agent_or_resource_name
+            self._operation_request = operation
+            self.operation: str | None = operation
+            return
+        self.resource_name = getattr(agent_or_resource_name, "resource_name", None) if _is_deployed(agent_or_resource_name) else None
+        self.agent = agent_or_resource_name
+        self.name = name or _default_name(agent_or_resource_name)
+        self._operation_request = operation
+        self.operation = self._pick_operation(operation)
+
+    # -- setup ------------------------------------------------------------------------------
+
+    def _pick_operation(self, operation: str | None) -> str:
+        available = [op for op in OPERATIONS if callable(getattr(self.agent, op, None))]
+        if operation is not None:
+            if not callable(getattr(self.agent, operation, None)):
+                raise TypeError(
+                    f"agent {self.name!r} has no operation {operation!r}; it has {available or 'none of ' + str(list(OPERATIONS))}"
+                )
+            return operation
+        if not available:
+            raise TypeError(
+                f"agent {self.name!r} ({type(self.agent).__name__}) has none of the operations {list(OPERATIONS)}; "
+                "pass operation='<method name>' or an Agent Engine template / deployed agent"
+            )
+        return available[0]
+
+    def _resolve(self) -> None:
+        """Get the deployed agent of a resource name (once) and set up a local template (once)."""
+        with self._lock:
+            if self._ready:
+                return
+            if self.agent is None:
+                from vertexai import agent_engines
+
+                self.agent = agent_engines.get(self.resource_name)
+                self.operation = self._pick_operation(self._operation_request)
+            if not _is_deployed(self.agent) and callable(getattr(self.agent, "set_up", None)):
+                attrs = getattr(self.agent, "_tmpl_attrs", None)
+                # Set up once, before concurrent runs, so they do not race to build it.
+                if not (isinstance(attrs, dict) and (attrs.get("runnable") or attrs.get("runner"))):
+                    self.agent.set_up()
+            self._ready = True
+
+    async def _ensure_ready(self) -> None:
+        if self._ready:
+            return
+        try:
+            await run_sync(self._resolve)
+        except Exception as exc:
+            what = f"could not get Agent Engine {self.resource_name!r}" if self.agent is None else f"could not set up agent {self.name!r}"
+            text = f"{what}: {type(exc).__name__}: {exc}"
+            if _is_transient(exc):
+                raise TransientAgentError(text) from exc
+            raise AdapterError(text, error_type="setup_error") from exc
+
+    def _params(self, operation: str) -> set[str] | None:
+        """Parameter names of an operation; None when unknown (``**kwargs`` only, or no schema)."""
+        schemas = getattr(self.agent, "operation_schemas", None)
+        if _is_deployed(self.agent) and callable(schemas):
+            try:
+                for schema in schemas() or []:
+                    if schema.get("name") == operation:
+                        props = (schema.get("parameters") or {}).get("properties")
+                        return set(props) if props else None
+            except Exception:
+                return None
+            return None
+        try:
+            params = inspect.signature(getattr(self.agent, operation)).parameters
+        except (TypeError, ValueError):
+            return None
+        names = {n for n, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+        return names or None
+
+    def _adk_style(self, params: set[str] | None) -> bool:
+        if params is not None:
+            return "message" in params
+        return "stream" in (self.operation or "") and any(
+            callable(getattr(self.agent, op, None)) for op in ("async_create_session", "create_session")
+        )
+
+    def _stateful(self) -> bool:
+        if self.send_history is not None:
+            return not self.send_history
+        attrs = getattr(self.agent, "_tmpl_attrs", None)
+        return isinstance(attrs, dict) and bool(attrs.get("checkpointer_builder") or attrs.get("chat_history"))
+
+    async def _session(self, request: AgentRequest) -> str | None:
+        if request.session_id is not None and request.session_id in self._sessions:
+            return self._sessions[request.session_id]
+        created: Any = None
+        if callable(getattr(self.agent, "async_create_session", None)):
+            created = self.agent.async_create_session(user_id=self.user_id)
+            if inspect.isawaitable(created):
+                created = await created
+        elif callable(getattr(self.agent, "create_session", None)):
+            created = await run_sync(self.agent.create_session, user_id=self.user_id)
+        else:
+            if request.turn > 0:
+                self._warn_once(
+                    "no-session",
+                    f"agent {self.name!r} has no create_session operation: each turn starts a new session, "
+                    "so multi-turn cases lose their earlier turns",
+                )
+            return None
+        session_id = created.get("id") if isinstance(created, Mapping) else getattr(created, "id", None)
+        if not session_id:
+            raise AdapterError(f"agent {self.name!r} created a session without an id: {created!r:.200}", error_type="session_error")
+        if request.session_id is not None:
+            self._sessions[request.session_id] = session_id
+        return str(session_id)
+
+    async def _kwargs(self, request: AgentRequest) -> dict[str, Any]:
+        params = self._params(self.operation or "")
+        if self._adk_style(params):
+            kwargs: dict[str, Any] = {"message": request.prompt, "user_id": self.user_id}
+            session_id = await self._session(request)
+            if session_id is not None:
+                kwargs["session_id"] = session_id
+            return kwargs
+        key = "input" if params is None or "input" in params else next(
+            (p for p in ("message", "prompt", "query") if p in params), "input"
+        )
+        value: Any = request.prompt
+        if request.history and key == "input" and not self._stateful():
+            history = [{"role": m.role, "content": m.content} for m in request.history]
+            # LangchainAgent reads "input" (and "history" when its prompt has one); LanggraphAgent
+            # reads "messages". Each ignores the other's keys.
+            value = {
+                "input": request.prompt,
+                "history": history,
+                "messages": history + [{"role": "user", "content": request.prompt}],
+            }
+        kwargs = {key: value}
+        if params is not None and "config" in params and request.session_id is not None:
+            kwargs["config"] = {"configurable": {"thread_id": request.session_id, "session_id": request.session_id}}
+        return kwargs
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(message, stacklevel=3)
+
+    # -- running ----------------------------------------------------------------------------
+
+    def _call_blocking(self, method: Any, kwargs: dict[str, Any], sink: list[Any]) -> Any:
+        value = method(**kwargs)
+        if inspect.isgenerator(value) or (
+            hasattr(value, "__next__") and not isinstance(value, (str, bytes, Mapping, list))
+        ):
+            for item in value:  # drained here, in the worker thread, as the stream arrives
+                sink.append(item)
+            return sink
+        return value
+
+    async def _call(self, kwargs: dict[str, Any], sink: list[Any]) -> Any:
+        method = getattr(self.agent, self.operation or "")
+        if inspect.isasyncgenfunction(method) or inspect.iscoroutinefunction(method):
+            value = method(**kwargs)
+        else:
+            value = await run_sync(self._call_blocking, method, kwargs, sink)
+        if inspect.isawaitable(value):
+            value = await value
+        if hasattr(value, "__aiter__"):
+            async for item in value:
+                sink.append(item)
+            return sink
+        return value
+
+    async def arun(self, request: AgentRequest) -> AgentOutput:
+        await self._ensure_ready()
+        operation = self.operation or ""
+        key = (request.session_id, request.turn)
+        sink: list[Any] = []
+        self._progress[key] = sink
+        try:
+            try:
+                kwargs = await self._kwargs(request)
+                value = await self._call(kwargs, sink)
+            except Exception as exc:
+                partial = _from_adk_events(sink, self.name, strict=False) if sink and any(map(_is_adk_event, sink)) else None
+                raise _failure(exc, self.name, operation, partial) from exc
+            output = parse_agent_engine_output(value, self.name)
+        finally:
+            self._progress.pop(key, None)
+        if (
+            isinstance(value, Mapping)
+            and "output" in value
+            and "intermediate_steps" not in value
+        ):
+            self._warn_once(
+                "no-steps",
+                f"agent {self.name!r} returns no intermediate_steps, so its trajectory is unknown (recorded as empty); "
+                "build the LangchainAgent with agent_executor_kwargs={'return_intermediate_steps': True}",
+            )
+        return output
+
+    def partial_output(self, request: AgentRequest) -> AgentOutput | None:
+        """What a timed-out streaming run had produced (ADK events received so far)."""
+        events = list(self._progress.get((request.session_id, request.turn)) or [])
+        if events and any(map(_is_adk_event, events)):
+            return _from_adk_events(events, self.name, strict=False)
+        return None
+
+    def __repr__(self) -> str:
+        return f"AgentEngineAgent({self.name!r}, operation={self.operation!r})"
+
+
+def _is_deployed(obj: Any) -> bool:
+    """A deployed agent (``agent_engines.get``) rather than a local template or object."""
+    return callable(getattr(obj, "operation_schemas", None)) and not callable(getattr(obj, "register_operations", None))
+
+
+def _default_name(obj: Any) -> str:
+    if _is_deployed(obj):
+        for attr in ("display_name", "resource_name"):
+            try:
+                value = getattr(obj, attr, None)
+            except Exception:  # a property that needs the network
+                value = None
+            if value:
+                return str(value)
+    return type(obj).__name__
