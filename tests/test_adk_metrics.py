@@ -162,3 +162,37 @@ def test_any_order_accepts_the_reordered_parallel_calls():
     metric = ToolTrajectoryAvgScore("ANY_ORDER")
     result = lf.evaluate(f"{FIXTURE / 'home.evalset.json'}:warmer_room", hasty_follow_up, [metric], progress=False)
     assert result.metrics_table["tool_trajectory_avg_score/score"].tolist() == [1.0]
+
+
+@pytest.mark.parametrize("ignore_args", [False, True], ids=["args", "ignore_args"])
+@pytest.mark.parametrize("match_type", ["EXACT", "IN_ORDER", "ANY_ORDER"])
+def test_match_types_equal_the_installed_adks_trajectory_evaluator(match_type, ignore_args):
+    pytest.importorskip("google.adk")
+    from google.adk.evaluation import eval_metrics
+    from google.adk.evaluation.trajectory_evaluator import TrajectoryEvaluator
+
+    if not hasattr(eval_metrics, "ToolTrajectoryCriterion"):
+        pytest.skip("this ADK has EXACT matching only")
+    criterion = eval_metrics.ToolTrajectoryCriterion(threshold=1.0, match_type=match_type, ignore_args=ignore_args)
+    adk = TrajectoryEvaluator(eval_metric=eval_metrics.EvalMetric(
+        metric_name="tool_trajectory_avg_score", threshold=1.0, criterion=criterion))
+    other_args = lf.ToolCall(tool_name="t1", tool_input={"a": 5})
+    # One turn per situation: exact, extras, reordered, missing, other args, repeated calls, empty.
+    pairs = [
+        ([T1, T2], [T1, T2]),
+        ([T1, X, T2], [T1, T2]),
+        ([T2, T1], [T1, T2]),
+        ([T1], [T1, T2]),
+        ([other_args, T2], [T1, T2]),
+        ([T1, T1], [T1, T1]),
+        ([T1], [T1, T1]),
+        ([], []),
+        ([X], []),
+    ]
+    outputs = [("", pred) for pred, _ in pairs]
+    expected = [("", ref) for _, ref in pairs]
+    prompts = ["p"] * len(pairs)
+    adk_result = adk.evaluate_invocations(_adk_invocations(prompts, outputs), _adk_invocations(prompts, expected))
+    ours = ToolTrajectoryAvgScore(match_type, ignore_args=ignore_args).score(_ctx(*[_turn(p, r) for p, r in pairs]))
+    assert ours.extra["per_turn"] == [r.score for r in adk_result.per_invocation_results]
+    assert ours.value == pytest.approx(adk_result.overall_score)
