@@ -396,7 +396,7 @@ def test_judge_tokens_are_kept_apart_from_agent_tokens():
         return lf.AgentOutput(response="done", usage=lf.Usage(input_tokens=100, output_tokens=5, total_tokens=105))
 
     judge = Scripted("score: 1")
-    m = metric(judge.model, "Was this done? {response}")
+    m = metric(judge.model, "Was {prompt} done? {response}")
     result = lf.evaluate([{"prompt": "do it"}, {"prompt": "do that"}], agent, metrics=[m], progress=False)
     table = result.metrics_table
     prompt_tokens = count_tokens(judge.prompts[0])
@@ -544,3 +544,12 @@ def test_template_placeholder_missing_in_evaluate_is_recorded_per_row_not_raised
     table = lf.evaluate([{"prompt": "p"}], lambda p: "ok", metrics=[m], progress=False).metrics_table
     assert math.isnan(table["follows/score"].iloc[0]) and judge.calls == 0
     assert "{user_mood}" in table["follows/error"].iloc[0]
+
+
+def test_the_same_question_in_one_run_is_asked_once():
+    judge = Scripted("score: 1")
+    result = lf.evaluate([{"prompt": "p"}], lambda p: "ok", metrics=[metric(judge.model, "{prompt}: {response}")], trials=3, progress=False)
+    table = result.metrics_table
+    assert judge.calls == 1
+    assert list(table["follows/score"]) == [1.0] * 3
+    assert sorted(table["follows/judge_calls"]) == [0, 0, 1]

@@ -30,7 +30,7 @@ import warnings
 import weakref
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -316,6 +316,9 @@ class Judge:
             weakref.WeakKeyDictionary()
         )
         self._structured: dict[str, Any] = {}
+        self._pending: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Future[JudgeReply]]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def __repr__(self) -> str:
         label = self.spec or type(self.model).__name__
@@ -389,6 +392,22 @@ class Judge:
             hit = cache.get(key)
             if hit is not None:
                 return JudgeReply(text=hit.get("text"), parsed=hit.get("parsed"), cached=True)
+            # The same question already on its way (e.g. one answer judged in several trials):
+            # wait for that answer instead of paying for it twice.
+            pending = self._pending.setdefault(asyncio.get_running_loop(), {})
+            if key in pending:
+                reply = await asyncio.shield(pending[key])
+                return replace(reply, usage=None, latency=0.0, calls=0, cached=reply.error is None)
+            future: asyncio.Future[JudgeReply] = asyncio.ensure_future(self._fetch(prompt, runnable, cache, key))
+            pending[key] = future
+            try:
+                return await future
+            finally:
+                pending.pop(key, None)
+        return await self._fetch(prompt, runnable, None, None)
+
+    async def _fetch(self, prompt: str, runnable: Any | None, cache: JudgeCache | None, key: str | None) -> JudgeReply:
+        """Ask the model, retrying transient errors with exponential backoff; store the answer in the cache."""
         calls = 0
         latency = 0.0
         while True:
