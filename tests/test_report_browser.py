@@ -1,0 +1,185 @@
+"""The HTML report in real headless Chromium, driven over the DevTools protocol.
+
+Skipped when no Chromium is installed (``.ci/run`` installs Debian's ``chromium``).
+Set ``LEVELFIELD_SCREENSHOT=path.png`` to keep a screenshot of the rendered report.
+"""
+
+import asyncio
+import base64
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import levelfield as lf
+
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium on PATH: install it (apt-get install chromium) to test the report in a browser"
+)
+websockets = pytest.importorskip("websockets", reason="the browser test talks to Chromium with websockets")
+
+PAYLOAD = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
+METRICS = ["trajectory_exact_match", "trajectory_recall", "rouge_l_sum"]
+CASES = [
+    {"case_id": "lights_on", "prompt": "turn on the light", "reference": "done",
+     "reference_trajectory": [{"tool_name": "switch", "tool_input": {"on": True}}]},
+    {"case_id": "lights_off", "prompt": "turn off the light", "reference": "done",
+     "reference_trajectory": [{"tool_name": "switch", "tool_input": {"on": False}}]},
+    {"case_id": "greet", "prompt": "say hi", "reference": "hi", "reference_trajectory": []},
+]
+
+
+def polite(prompt):
+    if "light" in prompt:
+        return {"response": "done", "predicted_trajectory": [{"tool_name": "switch", "tool_input": {"on": " on " in prompt}}]}
+    return "hi"
+
+
+def hostile(prompt):
+    if "off" in prompt:
+        raise RuntimeError(f"crashed {PAYLOAD}")
+    return {"response": PAYLOAD, "predicted_trajectory": [{"tool_name": "switch", "tool_input": {"on": PAYLOAD}}]}
+
+
+CHECKS = {
+    "ready": "document.documentElement.getAttribute('data-report-ready')",
+    "charts": "document.querySelectorAll('.chart svg').length",
+    "bars": "document.querySelectorAll('.chart svg rect.bar').length",
+    "chart_width": "Math.round(document.querySelector('.chart svg').getBoundingClientRect().width)",
+    "pwned": "String(window.__pwned)",
+    "injected_elements": "document.querySelectorAll('main script, main img').length",
+    "response_text": "Array.from(document.querySelectorAll('pre.response')).map(e => e.textContent).join('\\n')",
+    "summary_rows": "document.querySelectorAll('#summary table.summary tbody tr').length",
+    "cases": "document.querySelectorAll('details.case').length",
+}
+FILTER = """(() => {
+  const box = document.getElementById('case-search');
+  box.value = 'greet';
+  box.dispatchEvent(new Event('input'));
+  return Array.from(document.querySelectorAll('details.case')).filter(e => !e.hidden).map(e => e.id).join(',');
+})()"""
+
+
+class _Cdp:
+    """The least of a DevTools protocol client: numbered commands, events collected as they come."""
+
+    def __init__(self, ws):
+        self.ws = ws
+        self.ids = itertools.count(1)
+        self.events = []
+
+    async def send(self, method, params=None, session=None):
+        msg_id = next(self.ids)
+        msg = {"id": msg_id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        await self.ws.send(json.dumps(msg))
+        while True:
+            reply = json.loads(await self.ws.recv())
+            if reply.get("id") == msg_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+            self.events.append(reply)
+
+    async def wait_for(self, method):
+        while not any(e.get("method") == method for e in self.events):
+            self.events.append(json.loads(await self.ws.recv()))
+
+    async def evaluate(self, expression, session):
+        result = await self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session)
+        return result["result"].get("value")
+
+
+async def _inspect(ws_url, page_url):
+    async with websockets.connect(ws_url, max_size=None) as ws:
+        cdp = _Cdp(ws)
+        target = await cdp.send("Target.createTarget", {"url": "about:blank"})
+        session = (await cdp.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}))["sessionId"]
+        for domain in ("Runtime", "Log", "Page"):
+            await cdp.send(f"{domain}.enable", session=session)
+        await cdp.send("Emulation.setDeviceMetricsOverride",
+                       {"width": 1280, "height": 1800, "deviceScaleFactor": 1, "mobile": False}, session)
+        await cdp.send("Page.navigate", {"url": page_url}, session)
+        await asyncio.wait_for(cdp.wait_for("Page.loadEventFired"), 30)
+        found = {name: await cdp.evaluate(expr, session) for name, expr in CHECKS.items()}
+        found["filtered"] = await cdp.evaluate(FILTER, session)
+        await cdp.evaluate("document.getElementById('case-search').value='';"
+                           "document.getElementById('case-search').dispatchEvent(new Event('input'));"
+                           "document.getElementById('expand-all').click()", session)
+        shot = await cdp.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session)
+        found["screenshot"] = base64.b64decode(shot["data"])
+        found["errors"] = [
+            e for e in cdp.events
+            if e.get("method") == "Runtime.exceptionThrown"
+            or (e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] in ("error", "assert"))
+            or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")
+        ]
+        return found
+
+
+@pytest.fixture(scope="module")
+def browser_view(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("browser")
+    cmp = lf.compare(CASES, {"polite": polite, "hostile": hostile}, METRICS, progress=False)
+    report = cmp.to_html(tmp / "report.html")
+    profile = tmp / "profile"
+    proc = subprocess.Popen(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
+         f"--user-data-dir={profile}", "--remote-debugging-port=0", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 30
+        while not (port_file.exists() and len(port_file.read_text().split()) >= 2):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"chromium did not start (exit code {proc.poll()})")
+            time.sleep(0.05)
+        port, path = port_file.read_text().split()[:2]
+        found = asyncio.run(_inspect(f"ws://127.0.0.1:{port}{path}", report.as_uri()))
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    if os.environ.get("LEVELFIELD_SCREENSHOT"):
+        Path(os.environ["LEVELFIELD_SCREENSHOT"]).write_bytes(found["screenshot"])
+    return found
+
+
+def test_report_renders_and_its_script_runs(browser_view):
+    assert browser_view["ready"] == "1"
+    assert browser_view["summary_rows"] == 2 and browser_view["cases"] == 3
+
+
+def test_report_has_a_drawn_chart_per_metric(browser_view):
+    assert browser_view["charts"] == len(METRICS)
+    assert browser_view["bars"] == 2 * len(METRICS)
+    assert browser_view["chart_width"] > 100
+
+
+def test_report_logs_no_console_errors(browser_view):
+    assert browser_view["errors"] == []
+
+
+def test_agent_response_with_script_shows_as_text_and_does_not_run(browser_view):
+    assert browser_view["pwned"] == "undefined"
+    assert browser_view["injected_elements"] == 0
+    assert "<script>window.__pwned = 1</script>" in browser_view["response_text"]
+
+
+def test_case_filter_hides_cases_that_do_not_match(browser_view):
+    assert browser_view["filtered"] == "case-greet"
+
+
+def test_screenshot_is_a_png(browser_view):
+    assert browser_view["screenshot"].startswith(b"\x89PNG")
