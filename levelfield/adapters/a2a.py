@@ -10,6 +10,7 @@ differently plug in their own ``trajectory_extractor``.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import uuid
 import weakref
@@ -291,6 +292,22 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
+def _rest_error(text: str) -> tuple[str, str] | None:
+    """(error type, message) of a REST error payload ``{"error": {"status", "message"}}`` in ``text``."""
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        payload = json.loads(text[start:])
+    except ValueError:
+        return None
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(error, dict) or not isinstance(error.get("status"), str):
+        return None
+    status = error["status"].lower()
+    return (status if status.endswith("error") else f"{status}_error"), str(error.get("message", ""))
+
+
 def _chain(exc: BaseException) -> list[BaseException]:
     seen: list[BaseException] = []
     current: BaseException | None = exc
@@ -544,6 +561,13 @@ class A2AAgent:
         if isinstance(exc, A2AError):
             name = type(exc).__name__
             if name == "A2AClientError":
+                remote = _rest_error(exc.message)
+                if remote is not None:  # an error event inside a REST stream
+                    return AdapterError(
+                        f"{where}: the server answered with an A2A error ({remote[0]}): {remote[1]}",
+                        error_type=remote[0],
+                        partial=partial,
+                    )
                 return AdapterError(f"{where}: {exc.message}", error_type="a2a_client_error", partial=partial)
             return AdapterError(
                 f"{where}: the server answered with an A2A error ({name}): {exc.message}",

@@ -300,7 +300,8 @@ def start_asgi(make_app: Callable[[str], Any], *, host: str = "127.0.0.1", port:
     except BaseException:
         sock.close()
         raise
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    # A background server is for notebooks and tests: don't wait long for runs still going.
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=0.5)
     server = uvicorn.Server(config)
 
     def run() -> None:
