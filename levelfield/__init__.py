@@ -6,7 +6,7 @@
     result.summary_metrics
 """
 
-from . import metrics
+from . import metrics, testing  # testing loads its names lazily: no LangChain import here
 from .adapters.auto import as_agent
 from .core.dataset import EvalCase, EvalDataset, load_dataset
 from .core.errors import (
@@ -29,6 +29,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "metrics",
+    "testing",
     "as_agent",
     "evaluate",
     "aevaluate",
