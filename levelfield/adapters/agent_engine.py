@@ -557,17 +557,17 @@ class AgentEngineAgent:
         operation = self.operation or ""
         key = (request.session_id, request.turn)
         sink: list[Any] = []
+        # Kept if the run is cancelled (timeout), so partial_output() can read what arrived.
         self._progress[key] = sink
         try:
-            try:
-                kwargs = await self._kwargs(request)
-                value = await self._call(kwargs, sink)
-            except Exception as exc:
-                partial = _from_adk_events(sink, self.name, strict=False) if sink and any(map(_is_adk_event, sink)) else None
-                raise _failure(exc, self.name, operation, partial) from exc
-            output = parse_agent_engine_output(value, self.name)
-        finally:
+            kwargs = await self._kwargs(request)
+            value = await self._call(kwargs, sink)
+        except Exception as exc:
             self._progress.pop(key, None)
+            partial = _from_adk_events(sink, self.name, strict=False) if any(map(_is_adk_event, sink)) else None
+            raise _failure(exc, self.name, operation, partial) from exc
+        self._progress.pop(key, None)
+        output = parse_agent_engine_output(value, self.name)
         if (
             isinstance(value, Mapping)
             and "output" in value
@@ -582,7 +582,7 @@ class AgentEngineAgent:
 
     def partial_output(self, request: AgentRequest) -> AgentOutput | None:
         """What a timed-out streaming run had produced (ADK events received so far)."""
-        events = list(self._progress.get((request.session_id, request.turn)) or [])
+        events = list(self._progress.pop((request.session_id, request.turn), None) or [])
         if events and any(map(_is_adk_event, events)):
             return _from_adk_events(events, self.name, strict=False)
         return None

@@ -1,0 +1,1 @@
+"""Stand-ins of the Agent Engine service for the Agent Engine adapter tests."""
