@@ -237,9 +237,45 @@ def _check_thresholds(cmp: Comparison, thresholds: Sequence[tuple[str, float]]) 
 
 
 def _eval(args: argparse.Namespace) -> int:
+    if getattr(args, "config", None):
+        return _eval_gated(args)
     dataset, metrics, agents = _load_inputs(args, [(args.name, args.agent)])
     cmp = _run(args, dataset, metrics, agents)
     return _finish(args, cmp, f"levelfield eval: {agents[0].name} on {len(dataset)} cases of {dataset.source}")
+
+
+def _eval_gated(args: argparse.Namespace) -> int:
+    """``eval --config test_config.json``: judge every case by ADK criteria; exit 1 when one fails."""
+    from .adapters.spec import load_agent_spec
+    from .testing.gating import check_eval
+
+    if args.metrics or args.fail_under:
+        raise UsageError("--config sets the metrics and thresholds; leave out --metric and --fail-under")
+    report = check_eval(
+        args.dataset,
+        load_agent_spec(args.agent),
+        criteria=args.config,
+        trials=args.trials,
+        name=args.name,
+        concurrency=args.concurrency,
+        timeout=args.timeout,
+        retries=args.retries,
+        progress=not args.quiet,
+    )
+    ds = report.result.dataset
+    print(f"levelfield eval: {report.result.agent_name} on {len(ds)} cases of {ds.source}, criteria from {args.config}")
+    print()
+    print(report.table())
+    if args.out:
+        out = Path(args.out)
+        report.result.to_jsonl(out / "runs.jsonl")
+        report.result.to_csv(out / "metrics_table.csv")
+        print(f"Written: runs.jsonl, metrics_table.csv in {out}")
+    if report.passed:
+        return 0
+    print()
+    print(report.message())
+    return 1
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -376,6 +412,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--agent", "-a", required=True, metavar="SPEC",
                     help="module:attr, an http(s):// A2A URL, or projects/P/locations/L/reasoningEngines/ID")
     ev.add_argument("--name", help="the agent's name in the results")
+    ev.add_argument("--config", metavar="TEST_CONFIG",
+                    help="an ADK test_config.json: judge each case by its criteria, exit 1 when a case fails")
     _add_run_options(ev)
     ev.set_defaults(func=_eval)
 

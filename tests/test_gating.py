@@ -170,3 +170,24 @@ def test_lf_criteria_option_replaces_the_criteria(quiet_pytester, tmp_path):
     _write_test_file(pytester, "fixture.agents:hasty_follow_up", FIXTURE / "lights.test.json")
     result = _run(pytester, "-q", "--lf-criteria", str(config))
     result.assert_outcomes(passed=1)
+
+
+def test_cli_eval_with_config_prints_the_case_table_and_exits_1_on_a_failing_case(capsys):
+    from levelfield.cli import main
+
+    code = main(["eval", f"{EVALSET}:greeting,warmer_room", "--agent", "fixture.agents:hasty_follow_up",
+                 "--config", str(FIXTURE / "test_config.json"), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert [line.split()[-1] for line in out.splitlines() if line.startswith(("greeting", "warmer_room"))] == [
+        "PASS", "FAIL"]
+    assert "FAILED case 'warmer_room'" in out
+
+
+def test_cli_eval_with_config_exits_0_when_every_case_passes(capsys):
+    from levelfield.cli import main
+
+    code = main(["eval", str(FIXTURE), "--agent", "fixture.agents:careful_follow_up",
+                 "--config", str(FIXTURE / "test_config.json"), "--quiet"])
+    assert code == 0
+    assert "7 of 7 cases passed" in capsys.readouterr().out
