@@ -382,3 +382,19 @@ def test_as_agent_wraps_compiled_graphs_and_runnables_in_langchain_agent():
 def test_langchain_agent_refuses_what_is_not_a_runnable():
     with pytest.raises(TypeError, match="Runnable"):
         LangChainAgent(lambda prompt: prompt)
+
+
+def test_missing_langchain_core_names_the_extra_to_install():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['langchain_core'] = None\n"
+        "from levelfield.core.errors import MissingExtraError\n"
+        "try:\n"
+        "    from levelfield.adapters import LangChainAgent\n"
+        "except MissingExtraError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "pip install 'levelfield[langchain]'" in out and "LangChainAgent" in out
