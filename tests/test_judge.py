@@ -553,3 +553,8 @@ def test_the_same_question_in_one_run_is_asked_once():
     assert judge.calls == 1
     assert list(table["follows/score"]) == [1.0] * 3
     assert sorted(table["follows/judge_calls"]) == [0, 0, 1]
+
+
+def test_judged_metric_named_as_a_string_says_to_build_it_with_a_judge():
+    with pytest.raises(lf.MetricError, match=r"lf\.metrics\.judged\.safety\(judge=\.\.\.\)"):
+        lf.evaluate([{"prompt": "p"}], lambda p: "ok", metrics=["safety"], progress=False)

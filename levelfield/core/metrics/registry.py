@@ -40,6 +40,11 @@ _REGISTRY: dict[str, Callable[[], Metric]] = {
 _NEEDS_ARGS = {
     "trajectory_single_tool_use": "lf.metrics.TrajectorySingleToolUse(tool_name=...)",
     "rouge": "lf.metrics.Rouge(rouge_type='rougeL') or one of rouge_1, rouge_2, rouge_l, rouge_l_sum",
+    # Judged metrics need a judge model, never chosen silently.
+    "response_follows_trajectory": "lf.metrics.judged.response_follows_trajectory(judge=...)",
+    "tool_use_quality": "lf.metrics.judged.tool_use_quality(judge=...)",
+    "final_response_quality": "lf.metrics.judged.final_response_quality(judge=...)",
+    "safety": "lf.metrics.judged.safety(judge=...)",
 }
 
 DEFAULT_METRICS = (
