@@ -1,0 +1,69 @@
+"""``levelfield demo`` end to end: every framework that runs here, the comparison printed, the report written."""
+
+import contextlib
+import io
+import socket
+import sys
+from urllib.parse import urlparse
+
+import pytest
+
+from levelfield import cli
+from levelfield.adapters import a2a_server
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """Run the demo once, recording the A2A servers it starts."""
+    started = []
+    real = a2a_server.start_server
+
+    def spy(*args, **kwargs):
+        server = real(*args, **kwargs)
+        started.append(server)
+        return server
+
+    out = tmp_path_factory.mktemp("demo")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(a2a_server, "start_server", spy)
+        capture = io.StringIO()
+        with contextlib.redirect_stdout(capture):
+            code = cli.main(["demo", "--out", str(out), "--quiet"])
+    return {"code": code, "out": capture.getvalue(), "dir": out, "servers": started}
+
+
+def test_demo_exits_zero_and_says_where_the_report_is(demo):
+    assert demo["code"] == 0
+    report = demo["dir"] / "report.html"
+    assert f"Report: {report}" in demo["out"] and report.exists()
+
+
+def test_demo_compares_an_agent_of_every_framework_installed_here(demo):
+    lines = demo["out"].splitlines()
+    assert "4 frameworks (function, langgraph, agent-engine, a2a)" in lines[0]
+    assert "note:" not in demo["out"]
+    assert lines[2].split() == ["function", "langgraph", "agent-engine", "a2a", "function-hasty"]
+
+
+def test_every_framework_gets_the_careful_agents_exact_match_score(demo):
+    row = next(line for line in demo["out"].splitlines() if line.startswith("trajectory_exact_match "))
+    assert row.count("1.000 [0.82, 1.00]") == 4 and "0.556" in row
+
+
+def test_demo_stops_the_a2a_server_it_started(demo):
+    assert len(demo["servers"]) == 1
+    url = urlparse(demo["servers"][0].url)
+    with pytest.raises(OSError):
+        socket.create_connection((url.hostname, url.port), timeout=2).close()
+
+
+def test_a_framework_whose_extra_is_missing_is_skipped_with_a_note(monkeypatch):
+    # As if langgraph were not installed: importing it fails, as it would without the extra.
+    for name in [m for m in sys.modules if m == "langgraph" or m.startswith("langgraph.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.delitem(sys.modules, "samples.home_automation.agents.langgraph_agent", raising=False)
+    notes = []
+    with contextlib.ExitStack() as stack:
+        agents = cli._demo_agents(stack, notes)
+    assert "langgraph" not in agents and "function" in agents
+    assert any(n.startswith("langgraph: skipped") and "levelfield[langchain]" in n for n in notes)
