@@ -28,9 +28,17 @@ def _is_langchain(obj: Any) -> bool:
     )
 
 
+_AGENT_ENGINE_OPERATIONS = ("query", "async_query", "stream_query", "async_stream_query")
+
+
 def _is_agent_engine(obj: Any) -> bool:
     mods = {getattr(k, "__module__", "") or "" for k in type(obj).__mro__}
-    return any(m.startswith(("vertexai", "google.cloud.aiplatform")) for m in mods)
+    if any(m.startswith(("vertexai", "google.cloud.aiplatform")) for m in mods):
+        return True
+    # Custom Agent Engine classes (and stand-ins of deployed agents) carry the operation
+    # interface whatever their module: checked on the class, so mocks do not match.
+    interface = hasattr(type(obj), "operation_schemas") or hasattr(type(obj), "register_operations")
+    return interface and any(callable(getattr(obj, op, None)) for op in _AGENT_ENGINE_OPERATIONS)
 
 
 def _is_a2a_card(obj: Any) -> bool:
