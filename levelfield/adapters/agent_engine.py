@@ -54,10 +54,13 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
-            b if isinstance(b, str) else str(b.get("text", "")) if isinstance(b, dict) and b.get("type", "text") == "text" else ""
-            for b in content
-        )
+        texts = []
+        for block in content:
+            if isinstance(block, str):
+                texts.append(block)
+            elif isinstance(block, Mapping) and block.get("type", "text") == "text":
+                texts.append(str(block.get("text", "")))
+        return "".join(texts)
     return str(content)
 
 
