@@ -305,7 +305,10 @@ def parse_agent_engine_output(value: Any, agent: str = "agent") -> AgentOutput:
             return output_from_value(dict(value), agent)
         error = _event_error(value)
         if error is not None:
-            raise AdapterError(f"agent {agent!r} returned an error: {error[0]}", error_type="agent_error")
+            text = f"agent {agent!r} returned an error" + (f" ({error[1]})" if error[1] else "") + f": {error[0]}"
+            if error[1] in _TRANSIENT_CODES:
+                raise TransientAgentError(text)
+            raise AdapterError(text, error_type="agent_error")
         raise AgentOutputError(f"agent {agent!r} returned a dict with keys {_keys(value)}; expected {_EXPECTED}")
     raise AgentOutputError(f"agent {agent!r} returned {type(value).__name__}; expected {_EXPECTED}")
 
