@@ -94,30 +94,35 @@ def _policy_note(cmp: Comparison) -> str:
 
 
 def _summary_section(cmp: Comparison) -> str:
+    # Metrics as rows and agents as columns: reads well with many metrics, like the CLI's table.
     s = cmp.summary
     k = cmp.trials
-    headers: list[tuple[str, bool]] = [("agent", False)]
-    headers += [(m, True) for m in cmp.metric_names]
-    headers += [("failures", True), ("latency p50 (s)", True), ("latency p95 (s)", True)]
-    has_tokens = "total_tokens/mean" in s
-    if has_tokens:
-        headers.append(("tokens / run", True))
     rows = []
-    for agent in cmp.agents:
-        r = s.loc[agent]
-        cells = [f'<span class="swatch" style="color:{_color(cmp, agent)}">■</span> {_esc(agent)}']
-        for m in cmp.metric_names:
+    for m in cmp.metric_names:
+        cells = [f"<b>{_esc(m)}</b>"]
+        for agent in cmp.agents:
+            r = s.loc[agent]
             cells.append(
                 f'{_fmt(r[f"{m}/mean"])} <span class="ci">[{_fmt(r[f"{m}/ci_low"])}, {_fmt(r[f"{m}/ci_high"])}]</span>'
             )
-        fails = int(r["failures"])
-        cells.append(f'<span class="{"fail" if fails else ""}">{fails}</span> <span class="ci">of {int(r["runs"])}</span>')
-        cells.append(_fmt(r["latency_in_seconds/p50"]))
-        cells.append(_fmt(r["latency_in_seconds/p95"]))
-        if has_tokens:
-            cells.append(_fmt(r.get("total_tokens/mean"), 0))
         rows.append(cells)
-    out = [f'<section id="summary"><h2>Summary</h2>', _table(headers, rows, "summary")]
+    fails = ["failed runs"]
+    for agent in cmp.agents:
+        n = int(s.loc[agent, "failures"])
+        fails.append(f'<span class="{"fail" if n else ""}">{n}</span> <span class="ci">of {int(s.loc[agent, "runs"])}</span>')
+    rows.append(fails)
+    rows.append(["latency p50 (s)", *(_fmt(s.loc[a, "latency_in_seconds/p50"]) for a in cmp.agents)])
+    rows.append(["latency p95 (s)", *(_fmt(s.loc[a, "latency_in_seconds/p95"]) for a in cmp.agents)])
+    if "total_tokens/mean" in s:
+        rows.append(["tokens per run", *(_fmt(s.loc[a, "total_tokens/mean"], 0) for a in cmp.agents)])
+    head_cells = "".join(
+        f'<th class=num><span style="color:{_color(cmp, a)}">■</span> {_esc(a)}</th>' for a in cmp.agents
+    )
+    body = "".join(
+        "<tr>" + "".join(f'<td{" class=num" if i else ""}>{c}</td>' for i, c in enumerate(r)) + "</tr>" for r in rows
+    )
+    table = f'<table class="summary"><thead><tr><th></th>{head_cells}</tr></thead><tbody>{body}</tbody></table>'
+    out = [f'<section id="summary"><h2>Summary</h2><p class="muted">Mean [{int(cmp.confidence * 100)}% interval] over {len(cmp.dataset)} cases.</p>', table]
     reliability = [m for m in cmp.metric_names if f"{m}/pass@{k}" in s] or cmp.metric_names[:1]
     if k > 1 and reliability:
         rh: list[tuple[str, bool]] = [("agent", False)]
@@ -220,7 +225,13 @@ def _pairwise_section(cmp: Comparison) -> str:
                 _fmt_p(r.p_holm), _esc(r.test), f"{r.wins} / {r.ties} / {r.losses}",
                 '<span class="sig">significant</span>' if r.significant else "",
             ])
-        out.append(f"<h3>{_esc(metric)}</h3>" + _table(headers, rows, "pairwise"))
+        first = metric == cmp.metric_names[0]
+        n_sig = int(table["significant"].sum())
+        out.append(
+            f'<details class="pairs"{" open" if first else ""}><summary><b>{_esc(metric)}</b> '
+            f'<span class="muted">{n_sig} of {len(table)} pairs significant</span></summary>'
+            + _table(headers, rows, "pairwise") + "</details>"
+        )
     out.append("</section>")
     return "".join(out)
 
