@@ -14,7 +14,7 @@ import json
 import re
 import uuid
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import AdapterError, MissingExtraError, TransientAgentError
@@ -400,6 +400,10 @@ class A2AAgent:
         async with holder.lock:
             if holder.client is None:
                 holder.client, holder.http = await self._connect()
+                # asyncio.run() closes every live async generator before it closes the loop:
+                # one parked here closes the connections then, however the loop was started.
+                holder.closer = _close_at_loop_end(holder.http)
+                await holder.closer.__anext__()
         return holder.client
 
     async def _connect(self) -> tuple[Client, Any]:
@@ -444,8 +448,8 @@ class A2AAgent:
     async def aclose(self) -> None:
         """Close the HTTP connections this agent opened in the running event loop."""
         holder = self._clients.pop(asyncio.get_running_loop(), None)
-        if holder is not None and holder.http is not None:
-            await holder.http.aclose()
+        if holder is not None and holder.closer is not None:
+            await holder.closer.aclose()
 
     # -- one turn -----------------------------------------------------------------------------
     def _message(self, request: AgentRequest) -> Any:
@@ -587,3 +591,12 @@ class _LoopClient:
         self.lock = asyncio.Lock()
         self.client: Any = None
         self.http: Any = None
+        self.closer: Any = None
+
+
+async def _close_at_loop_end(http: Any) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        if not http.is_closed:
+            await http.aclose()
