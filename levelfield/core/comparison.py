@@ -174,6 +174,8 @@ class Comparison:
         self._trial_scores: dict[tuple[str, str], np.ndarray] = {}
         self._summary: pd.DataFrame | None = None
         self._pairwise: dict[tuple[str, str], pd.DataFrame] = {}
+        self._runs_by_case: dict[tuple[str, str], list[AgentRun]] | None = None
+        self._case_index: dict[str, int] | None = None
 
     # -- shape -----------------------------------------------------------------------------
 
@@ -341,18 +343,25 @@ class Comparison:
 
     def case_view(self, case_id: str) -> CaseView:
         """Every agent's runs of one case: response, calls marked against the reference, scores, error."""
-        index = {cid: i for i, cid in enumerate(self.case_ids)}
-        if case_id not in index:
+        if self._case_index is None:
+            self._case_index = {cid: i for i, cid in enumerate(self.case_ids)}
+        if case_id not in self._case_index:
             raise KeyError(f"no case {case_id!r} in this comparison")
-        i = index[case_id]
+        i = self._case_index[case_id]
         case = self.dataset[i]
         view = CaseView(case)
         matcher = self.matcher
-        for agent, result in self.results.items():
+        if self._runs_by_case is None:
+            # Built once: the report asks for every case, and scanning all runs each time is quadratic.
+            self._runs_by_case = {
+                (agent, run.case_id): [] for agent, result in self.results.items() for run in result.runs
+            }
+            for agent, result in self.results.items():
+                for run in result.runs:
+                    self._runs_by_case[(agent, run.case_id)].append(run)
+        for agent in self.results:
             entries = []
-            for run in result.runs:
-                if run.case_id != case_id:
-                    continue
+            for run in self._runs_by_case.get((agent, case_id), []):
                 out = run.output or run.partial_output
                 scores = {
                     m: float(self.trial_scores(m, agent)[i, run.trial]) if run.trial < self.trials else math.nan

@@ -279,7 +279,8 @@ def _agent_column(cmp: Comparison, agent: str, runs: list[AgentCase]) -> str:
 
 def _cases_section(cmp: Comparison) -> str:
     first = cmp.metric_names[0] if cmp.metric_names else None
-    scores = cmp.per_case
+    # Plain arrays, not DataFrame lookups: this loop runs once per case.
+    scores = {(m, a): cmp.case_scores(m)[a].to_numpy() for m in cmp.metric_names for a in cmp.agents}
     out = [
         '<section id="cases"><h2>Cases</h2>',
         '<div class="controls"><input type="search" id="case-search" placeholder="filter by case id or prompt" '
@@ -292,9 +293,9 @@ def _cases_section(cmp: Comparison) -> str:
         '<p class="legend muted">Calls: <span>✔ match</span><span>args differ: right tool, other arguments</span>'
         "<span>extra: not in the reference</span><span>missing: in the reference, not made</span></p>",
     ]
-    for case in cmp.dataset:
+    for i, case in enumerate(cmp.dataset):
         view = cmp.case_view(case.case_id)
-        row = scores.loc[case.case_id]
+        row = {key: values[i] for key, values in scores.items()}
         differs = any(
             len({round(float(row[(m, a)]), 9) for a in cmp.agents if not _isnan(row[(m, a)])}) > 1
             for m in cmp.metric_names
