@@ -138,3 +138,32 @@ def test_duplicate_case_ids_are_an_error():
 def test_empty_reference_trajectory_differs_from_missing():
     ds = lf.load_dataset([{"prompt": "a", "reference_trajectory": []}, {"prompt": "b"}])
     assert ds[0].reference_trajectory == [] and ds[1].reference_trajectory is None
+
+
+def test_turns_column_makes_a_multi_turn_case():
+    ds = lf.load_dataset([{"case_id": "conv", "turns": [
+        {"prompt": "Check device_2", "reference_trajectory": [{"tool_name": "get_device_info", "tool_input": {"device_id": "device_2"}}]},
+        {"query": "Turn it off", "expected_response": "Done",
+         "expected_tool_use": [{"name": "set_device_info", "args": {"device_id": "device_2"}}]},
+    ]}])
+    case = ds[0]
+    assert [t.prompt for t in case.turns] == ["Check device_2", "Turn it off"]
+    assert case.prompt == "Check device_2" and case.reference == "Done"
+    assert case.reference_trajectory[0].tool_name == "set_device_info"
+
+
+def test_multi_turn_case_runs_turns_in_order_with_history():
+    seen = []
+
+    def agent(prompt, history):
+        seen.append((prompt, [m.content for m in history]))
+        return f"answer to {prompt}"
+
+    result = lf.evaluate([{"turns": [{"prompt": "one"}, {"prompt": "two"}]}], agent, metrics=[], progress=False)
+    assert seen == [("one", []), ("two", ["one", "answer to one"])]
+    assert [t.response for t in result.runs[0].turns] == ["answer to one", "answer to two"]
+
+
+def test_bad_turn_names_the_turn():
+    with pytest.raises(lf.DatasetError, match=r"row 1, field 'turns', turn 2: no 'prompt'"):
+        lf.load_dataset([{"turns": [{"prompt": "a"}, {"reference": "b"}]}])

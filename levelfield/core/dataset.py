@@ -218,8 +218,39 @@ def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
     for field in _TRAJECTORY_FIELDS:
         fields[field] = _parse_trajectory(get(field), where, used.get(field, field))
     taken = set(used.values())
+    if not _is_missing(row.get("turns")):
+        turns = _parse_turns(row["turns"], where)
+        taken.add("turns")
+        # Case-level fields describe the conversation's last turn, as for ADK eval sets.
+        fields["turns"] = turns
+        fields["prompt"] = fields["prompt"] or turns[0].prompt
+        if fields["reference"] is None:
+            fields["reference"] = turns[-1].reference
+        if fields["reference_trajectory"] is None:
+            fields["reference_trajectory"] = turns[-1].reference_trajectory
     fields["metadata"] = {k: v for k, v in row.items() if k not in taken}
     return EvalCase(**fields)
+
+
+def _parse_turns(value: Any, where: str) -> list[Turn]:
+    """A ``turns`` cell: a list of {prompt (or request/query), reference, reference_trajectory}."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{where}, field 'turns': not valid JSON ({exc.msg})") from None
+    if not isinstance(value, list) or not value:
+        raise DatasetError(f"{where}, field 'turns': expected a non-empty list of {{prompt, reference, reference_trajectory}}")
+    turns = []
+    for i, item in enumerate(value):
+        at = f"{where}, field 'turns', turn {i + 1}"
+        if not isinstance(item, dict):
+            raise DatasetError(f"{at}: expected an object, got {type(item).__name__}")
+        case = case_from_row(item, i, at)
+        if case.prompt is None:
+            raise DatasetError(f"{at}: no 'prompt'")
+        turns.append(Turn(prompt=case.prompt, reference=case.reference, reference_trajectory=case.reference_trajectory))
+    return turns
 
 
 def _rows_from_json(path: Path, data: Any) -> list[Any]:
