@@ -62,6 +62,7 @@ def _require() -> None:
 
 def build_agent_card(name: str, url: str, *, description: str | None = None, streaming: bool = True) -> AgentCard:
     """The card of a served agent: JSON-RPC and HTTP+JSON at ``url``, text in and out."""
+    _require()
     from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 
     description = description or f"{name}, served over A2A by levelfield"
@@ -375,6 +376,6 @@ def add_serve_command(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=9999, help="port to listen on (default 9999)")
     parser.add_argument("--name", default=None, help="the agent's name on its card (default: the agent's own)")
-    parser.add_argument("--url", default=None, help="the URL the card advertises (default http://HOST:PORT)")
+    parser.add_argument("--url", default=None, help="the URL the card advertises (default http://HOST:PORT; 127.0.0.1 for --host 0.0.0.0)")
     parser.set_defaults(func=_serve_command)
     return parser
