@@ -212,3 +212,16 @@ def test_adapter_returning_non_agent_output_fails_that_run():
 def test_bad_run_options_are_rejected(option, value):
     with pytest.raises(ValueError, match=option):
         lf.evaluate(CASES, lambda p: "ok", progress=False, **{option: value})
+
+
+def test_transient_error_with_its_own_error_type_is_still_retried():
+    attempts = []
+
+    def agent(prompt):
+        attempts.append(prompt)
+        if len(attempts) == 1:
+            raise lf.TransientAgentError("connection refused", error_type="connection_error")
+        return "ok"
+
+    result = lf.evaluate(CASES[:1], agent, metrics=[], retries=1, backoff=0.01, progress=False)
+    assert not result.runs[0].failure and result.runs[0].attempts == 2

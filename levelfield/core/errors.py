@@ -52,6 +52,7 @@ class TransientAgentError(AdapterError):
     """A failure worth retrying (connection refused, HTTP 429/503, ...). The runner retries it."""
 
     error_type = "transient"
+    transient = True
 
 
 class MissingExtraError(LevelfieldError, ImportError):
