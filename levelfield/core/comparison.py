@@ -34,7 +34,7 @@ from .metrics.base import Metric
 from .metrics.registry import resolve_metrics
 from .results import EvalResult
 from .runner import RunConfig, run_agents, run_coroutine
-from .scoring import context_for, score_rows
+from .scoring import RunScorer
 from .types import AgentRun, ToolCall
 
 __all__ = [
@@ -587,10 +587,10 @@ async def acompare(
         progress=progress,
         agent_concurrency=agent_concurrency,
     )
-    runs_by_agent = await run_agents(ds, runnables, config)
-    by_id = {c.case_id: c for c in ds}
+    scorer = RunScorer(ds, resolved)
+    runs_by_agent = await run_agents(ds, runnables, config, on_run=scorer)
     every_run = [run for r in runnables for run in runs_by_agent[r.name]]
-    scores = await score_rows([context_for(by_id[run.case_id], run) for run in every_run], resolved)
+    scores = await scorer.scores(every_run)
     results: dict[str, EvalResult] = {}
     start = 0
     for r in runnables:

@@ -13,7 +13,7 @@ from .metrics.registry import resolve_metrics
 from .protocol import AgentRunnable
 from .results import EvalResult
 from .runner import RunConfig, run_agents, run_coroutine
-from .scoring import context_for, score_rows
+from .scoring import RunScorer, context_for, score_rows
 from .types import AgentOutput, AgentRun
 
 __all__ = ["evaluate", "aevaluate", "EvalTask"]
@@ -78,9 +78,9 @@ async def aevaluate(
         scores = await score_rows(contexts, resolved)
         return EvalResult(ds, runs, scores, resolved, agent_name=None, scored_saved_predictions=True)
     runnable: AgentRunnable = as_agent(agent, name=name)
-    runs = (await run_agents(ds, [runnable], config))[runnable.name]
-    by_id = {c.case_id: c for c in ds}
-    scores = await score_rows([context_for(by_id[r.case_id], r) for r in runs], resolved)
+    scorer = RunScorer(ds, resolved)
+    runs = (await run_agents(ds, [runnable], config, on_run=scorer))[runnable.name]
+    scores = await scorer.scores(runs)
     return EvalResult(ds, runs, scores, resolved, agent_name=runnable.name)
 
 

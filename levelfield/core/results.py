@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .dataset import EvalCase, EvalDataset
@@ -23,40 +24,58 @@ def _trajectory(calls) -> list[dict[str, Any]] | None:
     return None if calls is None else [c.to_vertex() for c in calls]
 
 
-def summarize(table: pd.DataFrame, metric_names: Sequence[str]) -> dict[str, Any]:
-    """Vertex-style summary: ``row_count``, ``<metric>/mean|std|nan_count``, latency and failures."""
-    summary: dict[str, Any] = {"row_count": int(len(table))}
+def _floats(values: Any) -> np.ndarray:
+    return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype=float)
+
+
+def _std(x: np.ndarray) -> float:
+    x = x[~np.isnan(x)]
+    return float(np.std(x, ddof=1)) if len(x) > 1 else float("nan")
+
+
+def _mean(x: np.ndarray) -> float:
+    return float(np.nanmean(x)) if np.any(~np.isnan(x)) else float("nan")
+
+
+def summarize(table: Mapping[str, Any], metric_names: Sequence[str]) -> dict[str, Any]:
+    """Vertex-style summary: ``row_count``, ``<metric>/mean|std|nan_count``, latency and failures.
+
+    ``table`` maps column names to columns: a DataFrame, or a dict of lists.
+    """
+    summary: dict[str, Any] = {"row_count": len(next(iter(table.values()), [])) if not isinstance(table, pd.DataFrame) else len(table)}
     for name in metric_names:
-        col = table.get(f"{name}/score")
-        if col is None:
+        if f"{name}/score" not in table:
             continue
-        col = pd.to_numeric(col, errors="coerce")
-        summary[f"{name}/mean"] = _num(col.mean())
-        summary[f"{name}/std"] = _num(col.std())
-        summary[f"{name}/nan_count"] = int(col.isna().sum())
-        failed = table.get(f"{name}/failed")
-        if failed is not None:
-            summary[f"{name}/failure_count"] = int(failed.fillna(False).astype(bool).sum())
+        col = _floats(table[f"{name}/score"])
+        summary[f"{name}/mean"] = _mean(col)
+        summary[f"{name}/std"] = _std(col)
+        summary[f"{name}/nan_count"] = int(np.isnan(col).sum())
+        if f"{name}/failed" in table:
+            summary[f"{name}/failure_count"] = int(sum(v is True or v == 1 for v in table[f"{name}/failed"]))
         # Judged metrics: the judge's own cost, kept apart from the agent's tokens and latency.
         for key in ("total_tokens", "input_tokens", "output_tokens", "judge_calls", "judge_latency"):
-            cost = table.get(f"{name}/{key}")
-            if cost is not None and cost.notna().any():
-                summary[f"{name}/{key}/sum"] = _num(pd.to_numeric(cost, errors="coerce").sum())
+            if f"{name}/{key}" in table:
+                cost = _floats(table[f"{name}/{key}"])
+                if np.any(~np.isnan(cost)):
+                    summary[f"{name}/{key}/sum"] = float(np.nansum(cost))
     if "latency_in_seconds" in table:
-        lat = pd.to_numeric(table["latency_in_seconds"], errors="coerce")
-        summary["latency_in_seconds/mean"] = _num(lat.mean())
-        summary["latency_in_seconds/std"] = _num(lat.std())
-        summary["latency_in_seconds/p50"] = _num(lat.quantile(0.5))
-        summary["latency_in_seconds/p95"] = _num(lat.quantile(0.95))
+        lat = _floats(table["latency_in_seconds"])
+        summary["latency_in_seconds/mean"] = _mean(lat)
+        summary["latency_in_seconds/std"] = _std(lat)
+        known = lat[~np.isnan(lat)]
+        summary["latency_in_seconds/p50"] = float(np.quantile(known, 0.5)) if len(known) else float("nan")
+        summary["latency_in_seconds/p95"] = float(np.quantile(known, 0.95)) if len(known) else float("nan")
     if "failure" in table:
-        fail = table["failure"].astype(float)
-        summary["failure/mean"] = _num(fail.mean())
-        summary["failure/std"] = _num(fail.std())
-        summary["failure/count"] = int(fail.sum())
+        fail = _floats(table["failure"])
+        summary["failure/mean"] = _mean(fail)
+        summary["failure/std"] = _std(fail)
+        summary["failure/count"] = int(np.nansum(fail))
     for key in ("input_tokens", "output_tokens", "total_tokens"):
-        if key in table and table[key].notna().any():
-            summary[f"{key}/mean"] = _num(pd.to_numeric(table[key], errors="coerce").mean())
-            summary[f"{key}/sum"] = _num(pd.to_numeric(table[key], errors="coerce").sum())
+        if key in table:
+            tokens = _floats(table[key])
+            if np.any(~np.isnan(tokens)):
+                summary[f"{key}/mean"] = _mean(tokens)
+                summary[f"{key}/sum"] = float(np.nansum(tokens))
     return summary
 
 
@@ -136,8 +155,23 @@ class EvalResult:
     def summary_metrics(self) -> dict[str, Any]:
         """``row_count``, ``<metric>/mean``, ``<metric>/std``, ``<metric>/nan_count``, latency, failures."""
         if self._summary is None:
-            self._summary = summarize(self.metrics_table, self.metric_names)
+            self._summary = summarize(self._summary_columns(), self.metric_names)
         return self._summary
+
+    def _summary_columns(self) -> dict[str, list[Any]]:
+        # The summary needs a few columns, not the whole table: read them off the runs directly.
+        columns: dict[str, list[Any]] = {
+            "latency_in_seconds": [r.latency_in_seconds for r in self.runs],
+            "failure": [int(r.failure) for r in self.runs],
+        }
+        usages = [(r.output or r.partial_output).usage if (r.output or r.partial_output) else None for r in self.runs]
+        if any(u is not None for u in usages):
+            for key in ("input_tokens", "output_tokens", "total_tokens"):
+                columns[key] = [getattr(u, key) if u is not None else None for u in usages]
+        keys = {k for row in self.scores for k in row}
+        for key in keys:
+            columns[key] = [row.get(key) for row in self.scores]
+        return columns
 
     @property
     def failures(self) -> list[AgentRun]:

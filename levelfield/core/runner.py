@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import gc
 import random
 import threading
 import time
@@ -226,9 +227,16 @@ async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: Run
 
 
 async def run_agents(
-    dataset: EvalDataset, agents: Sequence[AgentRunnable], config: RunConfig
+    dataset: EvalDataset,
+    agents: Sequence[AgentRunnable],
+    config: RunConfig,
+    *,
+    on_run: Callable[[AgentRun], None] | None = None,
 ) -> dict[str, list[AgentRun]]:
-    """Every agent on every case and trial; runs per agent in dataset order, then trial order."""
+    """Every agent on every case and trial; runs per agent in dataset order, then trial order.
+
+    ``on_run(run)`` is called as each run finishes (e.g. to score it while others are in flight).
+    """
     dataset.require_prompts()
     run_id = uuid.uuid4().hex[:8]
     limit = asyncio.Semaphore(config.concurrency)
@@ -251,14 +259,21 @@ async def run_agents(
         finally:
             if own is not None:
                 own.release()
+        if on_run is not None:
+            on_run(run)
         progress.update(run)
         return run
 
     executor = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="levelfield")
     token = _executor.set(executor)
+    # Objects that exist before the runs start outlive them: keep the garbage collector from
+    # re-scanning that whole heap mid-run (a full collection holds the GIL for tens of ms,
+    # stalling every run in flight). They return to the collector when the runs end.
+    gc.freeze()
     try:
         runs = await asyncio.gather(*(one(*job) for job in jobs))
     finally:
+        gc.unfreeze()
         _executor.reset(token)
         progress.close()
         # Threads of sync agents that timed out may still be running: don't wait for them.
