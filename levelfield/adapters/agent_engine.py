@@ -27,7 +27,7 @@ from typing import Any
 from ..core.errors import AdapterError, AgentOutputError, MissingExtraError, TransientAgentError
 from ..core.protocol import AgentRequest
 from ..core.runner import run_sync
-from ..core.types import AgentOutput, ToolCall, Usage
+from ..core.types import AgentOutput, ToolCall, Usage, content_text
 from .function import output_from_value
 
 __all__ = ["AgentEngineAgent", "parse_agent_engine_output", "OPERATIONS"]
@@ -47,21 +47,6 @@ _TRANSIENT_CODES = {429, 503, 504, "429", "503", "504", "RESOURCE_EXHAUSTED", "U
 # --- reading outputs ------------------------------------------------------------------------
 
 
-def _text(content: Any) -> str:
-    """Text of a message content: a string, or the text blocks of a list of content blocks."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for block in content:
-            if isinstance(block, str):
-                texts.append(block)
-            elif isinstance(block, Mapping) and block.get("type", "text") == "text":
-                texts.append(str(block.get("text", "")))
-        return "".join(texts)
-    return str(content)
 
 
 def _lc(obj: Any) -> tuple[str, dict[str, Any]]:
@@ -116,7 +101,7 @@ def _from_executor(result: Mapping[str, Any], agent: str) -> AgentOutput:
                 f"agent {agent!r} returned intermediate step {index} that is not a serialized "
                 f"(AgentAction, observation) pair: {exc!s:.200}"
             ) from None
-    return AgentOutput(response=_text(result.get("output")), trajectory=calls, raw=result)
+    return AgentOutput(response=content_text(result.get("output")), trajectory=calls, raw=result)
 
 
 def _from_messages(messages: list[Any]) -> AgentOutput:
@@ -134,7 +119,7 @@ def _from_messages(messages: list[Any]) -> AgentOutput:
     for name, fields in parsed[start:]:
         kind = _kind(name)
         if kind == "ai":
-            last_ai_text = _text(fields.get("content"))
+            last_ai_text = content_text(fields.get("content"))
             if last_ai_text:
                 texts.append(last_ai_text)
             for call in fields.get("tool_calls") or []:
@@ -152,7 +137,7 @@ def _from_messages(messages: list[Any]) -> AgentOutput:
         elif kind == "tool":
             target = by_id.get(fields.get("tool_call_id") or "")
             if target is not None:
-                target.tool_output = _text(fields.get("content"))
+                target.tool_output = content_text(fields.get("content"))
                 if fields.get("status") == "error":
                     target.error = target.tool_output
     intermediate = texts[:-1] if texts and texts[-1] == last_ai_text else texts

@@ -24,7 +24,7 @@ from uuid import UUID
 
 from ..core.errors import AdapterError, AgentOutputError, MissingExtraError
 from ..core.protocol import AgentRequest
-from ..core.types import AgentOutput, Message, ToolCall, Usage
+from ..core.types import AgentOutput, Message, ToolCall, Usage, content_text
 
 try:
     from langchain_core.callbacks import BaseCallbackHandler
@@ -41,25 +41,12 @@ _PROMPT_KEYS = ("input", "question", "query", "prompt", "request")
 _HISTORY_KEYS = ("chat_history", "history")
 
 
-def _text(content: Any) -> str:
-    """A message content as plain text: content blocks flattened, non-text blocks dropped."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, Mapping) and block.get("type", "text") == "text":
-                parts.append(str(block.get("text", "")))
-        return "".join(parts)
-    return "" if content is None else str(content)
 
 
 def _jsonable(value: Any) -> Any:
     """A tool output as something a results table can hold."""
     if isinstance(value, BaseMessage):
-        return _text(value.content)
+        return content_text(value.content)
     if value is None or isinstance(value, (str, int, float, bool, list, dict)):
         return value
     return str(value)
@@ -203,7 +190,7 @@ class TrajectoryRecorder(BaseCallbackHandler):
             # A tool that handled its own error (ToolException + handle_tool_error) ends normally
             # with an error-status message.
             if isinstance(output, ToolMessage) and getattr(output, "status", "success") == "error":
-                call.error = _text(output.content)
+                call.error = content_text(output.content)
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:
@@ -253,7 +240,7 @@ class TrajectoryRecorder(BaseCallbackHandler):
             placed = [(c, *self._agent_of(c)) for c in calls]
         # Outputs of calls whose error the graph turned into a ToolMessage.
         handled = {
-            m.tool_call_id: _text(m.content) for m in final_messages if isinstance(m, ToolMessage)
+            m.tool_call_id: content_text(m.content) for m in final_messages if isinstance(m, ToolMessage)
         }
 
         def key(call: _Call) -> tuple[int, int, int]:
@@ -433,11 +420,11 @@ class LangChainAgent:
         if isinstance(result, Mapping) and isinstance(result.get("messages"), list):
             messages = result["messages"]
             start = max((i + 1 for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
-            texts = [_text(m.content) for m in messages[start:] if isinstance(m, AIMessage)]
+            texts = [content_text(m.content) for m in messages[start:] if isinstance(m, AIMessage)]
             texts = [t for t in texts if t]
             if not any(isinstance(m, AIMessage) for m in messages):
                 raise AgentOutputError(f"agent {self.name!r} ended without an AI message in its 'messages'")
-            response = _text(next(m for m in reversed(messages) if isinstance(m, AIMessage)).content)
+            response = content_text(next(m for m in reversed(messages) if isinstance(m, AIMessage)).content)
             intermediate = texts[:-1] if texts and texts[-1] == response else texts
             return AgentOutput(
                 response=response,
@@ -447,7 +434,7 @@ class LangChainAgent:
                 raw=result,
             )
         if isinstance(result, BaseMessage):
-            response = _text(result.content)
+            response = content_text(result.content)
         elif isinstance(result, str):
             response = result
         elif isinstance(result, Mapping):
@@ -455,7 +442,7 @@ class LangChainAgent:
             strings = [v for v in result.values() if isinstance(v, str)]
             if key is not None:
                 value = result[key]
-                response = value if isinstance(value, str) else _text(value.content)
+                response = value if isinstance(value, str) else content_text(value.content)
             elif len(strings) == 1:
                 response = strings[0]
             else:

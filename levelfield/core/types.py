@@ -3,11 +3,28 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["ToolCall", "Usage", "AgentOutput", "AgentRun", "Message"]
+__all__ = ["ToolCall", "Usage", "AgentOutput", "AgentRun", "Message", "content_text"]
+
+
+def content_text(content: Any) -> str:
+    """A message content as plain text: a string as is, a list of content blocks flattened
+    (text blocks kept, images and other blocks dropped), None as ""."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, Mapping) and block.get("type", "text") == "text":
+                parts.append(str(block.get("text", "")))
+        return "".join(parts)
+    return "" if content is None else str(content)
 
 
 class ToolCall(BaseModel):
@@ -94,12 +111,7 @@ class Message(BaseModel):
         if isinstance(data, dict):
             role = data.get("role") or data.get("type") or "user"
             role = {"human": "user", "ai": "assistant", "model": "assistant", "agent": "assistant"}.get(role, role)
-            content = data.get("content", data.get("text", ""))
-            if isinstance(content, list):  # content blocks: keep the text ones
-                content = "".join(
-                    b.get("text", "") if isinstance(b, dict) else str(b) for b in content
-                )
-            return {"role": role, "content": content}
+            return {"role": role, "content": content_text(data.get("content", data.get("text", "")))}
         return data
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MetricError, MissingExtraError
-from ..types import ToolCall, Usage
+from ..types import ToolCall, Usage, content_text
 from .base import NAN, Metric, Score, ScoringContext
 
 if TYPE_CHECKING:
@@ -163,18 +163,7 @@ def _model_identity(model: Any) -> str:
 
 def _message_text(message: Any) -> str:
     """The text of a chat message, whether its content is a string or a list of content blocks."""
-    content = getattr(message, "content", message)
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict) and block.get("type") in (None, "text"):
-                parts.append(str(block.get("text", "")))
-        return "".join(parts)
-    return "" if content is None else str(content)
+    return content_text(getattr(message, "content", message))
 
 
 def _message_usage(message: Any) -> Usage | None:
