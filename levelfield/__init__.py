@@ -18,8 +18,8 @@ from .core.errors import (
     MissingExtraError,
     TransientAgentError,
 )
-from .core.comparison import Comparison, acompare, compare
-from .core.evaluation import EvalTask, aevaluate, evaluate
+from .core.comparison import Comparison
+from .evaluation import EvalTask, acompare, aevaluate, compare, evaluate
 from .core.matching import ToolCallMatcher
 from .core.protocol import AgentRequest, AgentRunnable
 from .core.results import EvalResult

@@ -197,7 +197,7 @@ def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str
 
 
 def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: list[Any]) -> Comparison:
-    from .core.comparison import compare
+    from .evaluation import compare
 
     return compare(
         dataset,
@@ -370,7 +370,7 @@ def _demo_a2a(stack: contextlib.ExitStack, agent: Any) -> str:
 def _demo(args: argparse.Namespace) -> int:
     from samples.home_automation import DATASET
 
-    from .core.comparison import compare
+    from .evaluation import compare
     from .core.dataset import load_dataset
 
     dataset = load_dataset(DATASET)

@@ -9,7 +9,6 @@ convention — gets the trajectory back exactly. ``levelfield serve module:agent
 from __future__ import annotations
 
 import argparse
-import asyncio
 import collections
 import contextlib
 import functools

@@ -1,4 +1,4 @@
-"""Several agents on one dataset: ``compare``, and the ``Comparison`` it returns.
+"""Several agents on one dataset: the ``Comparison`` that ``lf.compare`` returns.
 
 **How failed runs enter the statistics.** A run that raised, timed out or answered in a shape
 that cannot be read did not do the task, so by default (``failed_runs="zero"``) it scores 0 on
@@ -33,13 +33,9 @@ from .matching import DEFAULT_MATCHER, ToolCallMatcher, align
 from .metrics.base import Metric
 from .metrics.registry import resolve_metrics
 from .results import EvalResult
-from .runner import RunConfig, run_agents, run_coroutine
-from .scoring import RunScorer
 from .types import AgentRun, ToolCall
 
 __all__ = [
-    "compare",
-    "acompare",
     "Comparison",
     "CaseView",
     "AgentCase",
@@ -528,122 +524,3 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [_jsonable(v) for v in obj]
     return _json_value(obj)
-
-
-def _resolve_agents(agents: Any) -> list[Any]:
-    from ..adapters.auto import as_agent
-    from ..adapters.spec import load_agent_spec
-
-    if isinstance(agents, Mapping):
-        items = list(agents.items())
-    elif isinstance(agents, Sequence) and not isinstance(agents, str):
-        items = [(None, a) for a in agents]
-    else:
-        raise TypeError("compare() takes agents as a dict {name: agent} (or a list of agents)")
-    if not items:
-        raise ValueError("compare() needs at least one agent")
-    runnables = []
-    for name, agent in items:
-        if isinstance(agent, str):
-            agent = load_agent_spec(agent)
-        runnables.append(as_agent(agent, name=name))
-    names = [r.name for r in runnables]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise ValueError(f"compare(): agent names must be unique; repeated: {', '.join(repeated)} (pass a dict to name them)")
-    return runnables
-
-
-async def acompare(
-    dataset: Any,
-    agents: Mapping[str, Any] | Sequence[Any],
-    metrics: Sequence[str | Metric] | None = None,
-    *,
-    trials: int = 1,
-    concurrency: int = 8,
-    agent_concurrency: Mapping[str, int] | None = None,
-    timeout: float | None = 120.0,
-    retries: int = 2,
-    backoff: float = 0.5,
-    progress: bool = True,
-    failed_runs: FailedRuns = "zero",
-    confidence: float = 0.95,
-    test: stats.PairedTestName = "auto",
-    seed: int = 0,
-) -> Comparison:
-    """Async twin of :func:`compare`."""
-    ds = load_dataset(dataset)
-    resolved = resolve_metrics(metrics)
-    runnables = _resolve_agents(agents)
-    unknown = sorted(set(agent_concurrency or {}) - {r.name for r in runnables})
-    if unknown:
-        raise ValueError(f"agent_concurrency names unknown agents: {', '.join(unknown)}")
-    config = RunConfig(
-        concurrency=concurrency,
-        timeout=timeout,
-        retries=retries,
-        backoff=backoff,
-        trials=trials,
-        progress=progress,
-        agent_concurrency=agent_concurrency,
-    )
-    scorer = RunScorer(ds, resolved)
-    runs_by_agent = await run_agents(ds, runnables, config, on_run=scorer)
-    every_run = [run for r in runnables for run in runs_by_agent[r.name]]
-    scores = await scorer.scores(every_run)
-    results: dict[str, EvalResult] = {}
-    start = 0
-    for r in runnables:
-        runs = runs_by_agent[r.name]
-        results[r.name] = EvalResult(ds, runs, scores[start : start + len(runs)], resolved, agent_name=r.name)
-        start += len(runs)
-    return Comparison(
-        ds, results, resolved, trials=trials, failed_runs=failed_runs, confidence=confidence, test=test, seed=seed
-    )
-
-
-def compare(
-    dataset: Any,
-    agents: Mapping[str, Any] | Sequence[Any],
-    metrics: Sequence[str | Metric] | None = None,
-    *,
-    trials: int = 1,
-    concurrency: int = 8,
-    agent_concurrency: Mapping[str, int] | None = None,
-    timeout: float | None = 120.0,
-    retries: int = 2,
-    backoff: float = 0.5,
-    progress: bool = True,
-    failed_runs: FailedRuns = "zero",
-    confidence: float = 0.95,
-    test: stats.PairedTestName = "auto",
-    seed: int = 0,
-) -> Comparison:
-    """Run every agent on every case of ``dataset`` and score them with the same metrics.
-
-    ``agents``: ``{"name": agent}`` where an agent is anything ``as_agent`` accepts or a spec
-    string (``"module:attr"``, an ``http(s)://`` A2A URL, an Agent Engine resource name).
-    All runs share one budget of ``concurrency`` runs in flight; ``agent_concurrency={"name": n}``
-    caps one agent further (a rate-limited endpoint). ``trials=k`` runs every case k times and
-    adds pass@k, pass^k and flaky counts. ``failed_runs``: ``"zero"`` (a failed run scores 0) or
-    ``"exclude"`` (left out); see the module docs. ``test``: the paired test, ``auto`` = exact
-    McNemar for 0/1 metrics, Wilcoxon signed-rank otherwise.
-    """
-    return run_coroutine(
-        acompare(
-            dataset,
-            agents,
-            metrics,
-            trials=trials,
-            concurrency=concurrency,
-            agent_concurrency=agent_concurrency,
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
-            progress=progress,
-            failed_runs=failed_runs,
-            confidence=confidence,
-            test=test,
-            seed=seed,
-        )
-    )

@@ -1,22 +1,25 @@
-"""The entry points: ``evaluate`` (and its async twin) and Vertex's ``EvalTask`` shape."""
+"""The evaluation engine: run agents on a dataset and score every run; adapter-free.
+
+The public entry points (``lf.evaluate``, ``lf.compare``, ``EvalTask``) live in
+``levelfield.evaluation``: they turn whatever the user passed into ``AgentRunnable``s and call
+this engine, so ``core`` never imports an adapter.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from .dataset import EvalDataset, load_dataset
+from .dataset import EvalDataset
 from .errors import DatasetError
 from .metrics.base import Metric
-from .metrics.registry import resolve_metrics
 from .protocol import AgentRunnable
 from .results import EvalResult
-from .runner import RunConfig, run_agents, run_coroutine
+from .runner import RunConfig, run_agents
 from .scoring import RunScorer, context_for, score_rows
 from .types import AgentOutput, AgentRun
 
-__all__ = ["evaluate", "aevaluate", "EvalTask"]
+__all__ = ["score_saved", "run_and_score"]
 
 
 def _saved_runs(dataset: EvalDataset) -> list[AgentRun]:
@@ -48,103 +51,29 @@ def _saved_runs(dataset: EvalDataset) -> list[AgentRun]:
     return runs
 
 
-async def aevaluate(
-    dataset: Any,
-    agent: Any = None,
-    metrics: Sequence[str | Metric] | None = None,
-    *,
-    name: str | None = None,
-    concurrency: int = 8,
-    timeout: float | None = 120.0,
-    retries: int = 2,
-    backoff: float = 0.5,
-    trials: int = 1,
-    progress: bool = True,
-) -> EvalResult:
-    """Async twin of :func:`evaluate`."""
-    from ..adapters.auto import as_agent
-
-    ds = load_dataset(dataset)
-    resolved = resolve_metrics(metrics)
-    config = RunConfig(
-        concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff, trials=trials, progress=progress
-    )
-    if agent is None:
-        runs = _saved_runs(ds)
-        contexts = [context_for(case, None) for case in ds]
-        # Saved rows count as runs, so saved failures score NaN like live ones.
-        for ctx, run in zip(contexts, runs):
-            ctx.failure = run.failure
-        scores = await score_rows(contexts, resolved)
-        return EvalResult(ds, runs, scores, resolved, agent_name=None, scored_saved_predictions=True)
-    runnable: AgentRunnable = as_agent(agent, name=name)
-    scorer = RunScorer(ds, resolved)
-    runs = (await run_agents(ds, [runnable], config, on_run=scorer))[runnable.name]
-    scores = await scorer.scores(runs)
-    return EvalResult(ds, runs, scores, resolved, agent_name=runnable.name)
+async def score_saved(dataset: EvalDataset, metrics: Sequence[Metric]) -> EvalResult:
+    """Score the predictions a dataset already holds (``response``, ``predicted_trajectory``)."""
+    runs = _saved_runs(dataset)
+    contexts = [context_for(case, None) for case in dataset]
+    # Saved rows count as runs, so saved failures score NaN like live ones.
+    for ctx, run in zip(contexts, runs):
+        ctx.failure = run.failure
+    scores = await score_rows(contexts, metrics)
+    return EvalResult(dataset, runs, scores, metrics, agent_name=None, scored_saved_predictions=True)
 
 
-def evaluate(
-    dataset: Any,
-    agent: Any = None,
-    metrics: Sequence[str | Metric] | None = None,
-    *,
-    name: str | None = None,
-    concurrency: int = 8,
-    timeout: float | None = 120.0,
-    retries: int = 2,
-    backoff: float = 0.5,
-    trials: int = 1,
-    progress: bool = True,
-) -> EvalResult:
-    """Run ``agent`` on every case of ``dataset`` and score it; without an agent, score saved predictions.
-
-    ``dataset``: a DataFrame, list of dicts, path or EvalDataset. ``agent``: anything ``as_agent``
-    accepts (a function, a LangChain runnable, an A2A URL, an Agent Engine agent...). ``metrics``:
-    names (``"trajectory_exact_match"``, ``"rouge_l_sum"``, ...) or metric objects.
-    Each run has ``timeout`` seconds per attempt; errors the adapter marks transient are retried
-    ``retries`` times with exponential ``backoff``; ``trials`` runs every case that many times.
-    A run that fails is recorded as a failed row; the evaluation always completes.
-    """
-    return run_coroutine(
-        aevaluate(
-            dataset,
-            agent,
-            metrics,
-            name=name,
-            concurrency=concurrency,
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
-            trials=trials,
-            progress=progress,
-        )
-    )
-
-
-class EvalTask:
-    """Vertex AI's entry point: ``EvalTask(dataset, metrics).evaluate(runnable=agent)``."""
-
-    def __init__(
-        self,
-        dataset: Any,
-        metrics: Sequence[str | Metric] | None = None,
-        *,
-        experiment: str | None = None,
-        **run_options: Any,
-    ) -> None:
-        self.dataset = load_dataset(dataset)
-        self.metrics = resolve_metrics(metrics)
-        self.experiment = experiment
-        self.run_options: Mapping[str, Any] = run_options
-
-    def evaluate(
-        self,
-        *,
-        runnable: Any = None,
-        experiment_run_name: str | None = None,
-        **run_options: Any,
-    ) -> EvalResult:
-        """Run ``runnable`` (any agent ``as_agent`` accepts) on the dataset, or score saved predictions."""
-        options = {**self.run_options, **run_options}
-        return evaluate(self.dataset, runnable, self.metrics, **options)
+async def run_and_score(
+    dataset: EvalDataset, agents: Sequence[AgentRunnable], metrics: Sequence[Metric], config: RunConfig
+) -> dict[str, EvalResult]:
+    """Every agent on every case and trial, each run scored as it finishes; one result per agent."""
+    scorer = RunScorer(dataset, metrics)
+    runs_by_agent = await run_agents(dataset, agents, config, on_run=scorer)
+    every_run = [run for a in agents for run in runs_by_agent[a.name]]
+    scores = await scorer.scores(every_run)
+    results: dict[str, EvalResult] = {}
+    start = 0
+    for agent in agents:
+        runs = runs_by_agent[agent.name]
+        results[agent.name] = EvalResult(dataset, runs, scores[start : start + len(runs)], metrics, agent_name=agent.name)
+        start += len(runs)
+    return results

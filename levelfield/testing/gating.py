@@ -199,7 +199,7 @@ def check_eval(
     ``criteria``: a ``test_config.json`` path, ``{"criteria": {...}}`` / ``{metric: threshold}``, or
     Criterion objects; by default the ``test_config.json`` beside ``source``, else ADK's defaults.
     """
-    from ..core.evaluation import evaluate
+    from ..evaluation import evaluate
 
     resolved = resolve_criteria(criteria, source)
     dataset: EvalDataset = load_dataset(source)
