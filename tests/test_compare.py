@@ -196,3 +196,26 @@ def test_saved_comparison_loads_back_with_the_same_summary(tmp_path):
 def test_loading_a_directory_without_a_saved_run_names_what_is_missing(tmp_path):
     with pytest.raises(lf.LevelfieldError, match="runs.jsonl"):
         Comparison.load(tmp_path)
+
+
+def test_judge_pairwise_judges_every_pair_of_agents():
+    from levelfield.testing import ScriptedChatModel
+    from samples.home_automation.agents.function_agents import careful_agent, hasty_agent
+
+    def prefer_the_longer(messages):
+        # The judge sees both answers; say A wins when A's answer is the longer one.
+        text = messages[-1].content
+        a = text.split("Response A", 1)[-1].split("Response B", 1)[0]
+        b = text.split("Response B", 1)[-1]
+        return '{"preference": "A", "explanation": "longer"}' if len(a) >= len(b) else '{"preference": "B", "explanation": "longer"}'
+
+    judge = ScriptedChatModel(prefer_the_longer)
+    metric = lf.metrics.PairwiseMetric(metric="better", judge=judge, cache=False)
+    cmp = lf.compare("samples/home_automation/dataset.jsonl", {"careful": careful_agent, "hasty": hasty_agent},
+                     metrics=["trajectory_exact_match"], progress=False)
+    table = cmp.judge_pairwise(metric)
+    assert list(zip(table["agent_a"], table["agent_b"])) == [("careful", "hasty")]
+    row = table.iloc[0]
+    assert row["cases"] == 18
+    assert row["a_win_rate"] + row["b_win_rate"] + row["tie_rate"] == pytest.approx(1.0)
+    assert row["failure_count"] == 0

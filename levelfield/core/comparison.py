@@ -337,6 +337,21 @@ class Comparison:
 
     # -- one case --------------------------------------------------------------------------
 
+    def judge_pairwise(self, metric: Any) -> pd.DataFrame:
+        """Every pair of agents judged side by side on each case by an LLM ``PairwiseMetric``.
+
+        One row per pair: ``agent_a``, ``agent_b``, cases judged, A's win rate, B's win rate, the
+        tie rate, judge failures and judge tokens. Failed runs are not judged (NaN).
+        """
+        rows = []
+        for a, b in itertools.combinations(self.agents, 2):
+            verdict = metric.summarize(metric.compare_results(self.results[a], self.results[b]))
+            prefix = f"{metric.name}/"
+            row: dict[str, Any] = {"agent_a": a, "agent_b": b, "cases": verdict["row_count"] - verdict[prefix + "nan_count"]}
+            row.update({k[len(prefix):]: v for k, v in verdict.items() if k.startswith(prefix) and k != prefix + "mean"})
+            rows.append(row)
+        return pd.DataFrame(rows)
+
     def case_view(self, case_id: str) -> CaseView:
         """Every agent's runs of one case: response, calls marked against the reference, scores, error."""
         if self._case_index is None:
