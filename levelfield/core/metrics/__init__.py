@@ -3,14 +3,10 @@
 from .base import Metric, Score, ScoringContext
 from .custom import CustomMetric
 from . import judged
-from .judge import (
-    Judge,
-    JudgeCache,
-    PairwiseMetric,
-    PairwiseMetricPromptTemplate,
-    PointwiseMetric,
-    PointwiseMetricPromptTemplate,
-)
+from .judge_client import Judge, JudgeCache
+from .judge_prompts import PairwiseMetricPromptTemplate, PointwiseMetricPromptTemplate
+from .pairwise import PairwiseMetric
+from .pointwise import PointwiseMetric
 from .registry import metric_names, register_metric, resolve_metrics
 from .response import Bleu, ExactMatch, ResponseMatchScore, Rouge
 from .trajectory import (

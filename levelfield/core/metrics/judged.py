@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .judge import PointwiseMetric, PointwiseMetricPromptTemplate
+from .judge_prompts import PointwiseMetricPromptTemplate
+from .pointwise import PointwiseMetric
 
 __all__ = [
     "RESPONSE_FOLLOWS_TRAJECTORY",

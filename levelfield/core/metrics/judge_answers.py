@@ -1,0 +1,229 @@
+"""Reading a judge's answers: ratings and A/B/tie preferences out of free text or structured output, and what the answers cost.
+
+:func:`parse_rating` and :func:`parse_preference` find the verdict in whatever the judge wrote (a
+structured answer, a JSON object in the text, a ``score: X`` line, or a bare rating) and give None
+rather than a guess when there is none. Alongside them: the answer format and the JSON schema a
+judge is asked to answer in, how several samples' verdicts are combined (majority or mean, with
+their agreement), and the latency, call and token columns a metric reports for its judge calls.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..types import Usage
+from .judge_client import JudgeReply
+
+__all__ = ["parse_rating", "parse_preference"]
+
+_SCORE_KEYS = ("score", "rating", "grade", "verdict", "result")
+_WINNER_KEYS = ("winner", "verdict", "preferred", "better", "choice", "preference", "result")
+_EXPLANATION_KEYS = ("explanation", "rationale", "reasoning", "reason", "justification", "analysis")
+_TRIM = " \t\r\n*_`'\"[](){}.,;:"
+
+
+def _json_objects(text: str) -> list[dict[str, Any]]:
+    """Every JSON object embedded in ``text`` (fenced or not), in order."""
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    i = text.find("{")
+    while i != -1:
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except ValueError:
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(obj, dict):
+            found.append(obj)
+        i = text.find("{", end)
+    return found
+
+
+def _labelled_line(text: str, labels: Sequence[str]) -> str | None:
+    """The value of the last ``<label>: value`` line (markdown emphasis allowed), e.g. ``**Score:** 4``."""
+    pattern = re.compile(
+        r"^[\s>#*_\-]*(?:final\s+|overall\s+)?(?:" + "|".join(labels) + r")\b[\s*_]*(?:\([^)\n]*\))?[\s*_]*[:=]"
+        r"[\s*_`'\"\[(]*(?:(?:response|agent|assistant|answer|option)\s+)?([^\s*_`'\"\])]+)",
+        re.IGNORECASE | re.MULTILINE,
+    )
+    matches = pattern.findall(text)
+    return matches[-1] if matches else None
+
+
+def _explanation_of(obj: Mapping[str, Any], text: str) -> str:
+    for key in _EXPLANATION_KEYS:
+        for k, v in obj.items():
+            if k.lower() == key and v not in (None, ""):
+                return v if isinstance(v, str) else json.dumps(v, default=str)
+    return text.strip()
+
+
+def _get_ci(obj: Mapping[str, Any], keys: Sequence[str]) -> Any:
+    lowered = {str(k).lower(): v for k, v in obj.items()}
+    for key in keys:
+        if key in lowered and lowered[key] is not None:
+            return lowered[key]
+    return None
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except (TypeError, ValueError):
+        return False
+
+
+def _rating_value(token: Any, scores: Mapping[str, float] | None) -> float | None:
+    """The score a rating stands for; None when it is not one of the rubric's ratings."""
+    if isinstance(token, bool):
+        token = int(token)
+    text = str(token).strip(_TRIM)
+    if "/" in text:  # "4/5"
+        text = text.split("/")[0].strip(_TRIM)
+    if scores is None:
+        return float(text) if _is_number(text) else None
+    for key, value in scores.items():
+        if key.strip().lower() == text.lower():
+            return value
+    if _is_number(text):
+        for key, value in scores.items():
+            if _is_number(key) and float(key) == float(text):
+                return value
+    return None
+
+
+def parse_rating(
+    text: str | None, scores: Mapping[str, float] | None, parsed: Mapping[str, Any] | None = None
+) -> tuple[float, str] | None:
+    """(score, explanation) from a judge's answer, or None when it gives no valid rating.
+
+    Reads, in order: the structured answer; the last JSON object with a score key in the text;
+    the last ``score: X`` / ``rating: X`` line; an answer that is nothing but a rating.
+    ``scores`` maps rubric ratings to scores (None: any number is a score). A rating outside the
+    rubric is not a score (never guessed, never 0).
+    """
+    text = text or ""
+    candidates: list[tuple[Any, Mapping[str, Any]]] = []
+    if parsed is not None:
+        candidates.append((_get_ci(parsed, _SCORE_KEYS), parsed))
+    for obj in reversed(_json_objects(text)):
+        token = _get_ci(obj, _SCORE_KEYS)
+        if token is not None:
+            candidates.append((token, obj))
+            break
+    line = _labelled_line(text, _SCORE_KEYS)
+    if line is not None:
+        candidates.append((line, {}))
+    if text.strip() and len(text.strip()) <= 24:
+        candidates.append((text.strip(), {}))
+    for token, obj in candidates:
+        if token is None:
+            continue
+        value = _rating_value(token, scores)
+        # The first rating found decides: a later, valid-looking one would be a guess.
+        return (value, _explanation_of(obj, text)) if value is not None else None
+    return None
+
+
+def _preference(token: Any) -> str | None:
+    text = str(token).strip(_TRIM).lower()
+    text = re.sub(r"^(response|agent|assistant|answer|option)[\s_]+", "", text)
+    if text in ("a", "1", "first"):
+        return "A"
+    if text in ("b", "2", "second"):
+        return "B"
+    if text in ("tie", "same", "equal", "draw", "both", "neither", "c", "none"):
+        return "tie"
+    return None
+
+
+def parse_preference(text: str | None, parsed: Mapping[str, Any] | None = None) -> tuple[str, str] | None:
+    """("A" | "B" | "tie", explanation) from a pairwise judge's answer, or None when it names no winner."""
+    text = text or ""
+    candidates: list[tuple[Any, Mapping[str, Any]]] = []
+    if parsed is not None:
+        candidates.append((_get_ci(parsed, _WINNER_KEYS), parsed))
+    for obj in reversed(_json_objects(text)):
+        token = _get_ci(obj, _WINNER_KEYS)
+        if token is not None:
+            candidates.append((token, obj))
+            break
+    bracketed = re.findall(r"\[\[\s*([A-Za-z]+)\s*\]\]", text)
+    if bracketed:
+        candidates.append((bracketed[-1], {}))
+    line = _labelled_line(text, _WINNER_KEYS)
+    if line is not None:
+        candidates.append((line, {}))
+    if text.strip() and len(text.strip()) <= 24:
+        candidates.append((text.strip(), {}))
+    for token, obj in candidates:
+        if token is None:
+            continue
+        choice = _preference(token)
+        return (choice, _explanation_of(obj, text)) if choice is not None else None
+    return None
+
+
+def _aggregate(values: Sequence[float], how: str) -> tuple[float, float]:
+    """(score, agreement): majority (a tie between verdicts gives their mean) or mean; agreement = share of the modal answer."""
+    counts = Counter(values)
+    top = max(counts.values())
+    agreement = top / len(values)
+    if how == "mean":
+        return sum(values) / len(values), agreement
+    modal = [v for v in counts if counts[v] == top]
+    return sum(modal) / len(modal), agreement
+
+
+def _sum_usage(replies: Sequence[JudgeReply]) -> Usage | None:
+    total: Usage | None = None
+    for reply in replies:
+        # A cache hit cost nothing; a call whose model reports no usage adds nothing known.
+        spent = Usage() if reply.cached else reply.usage
+        if spent is not None:
+            total = spent if total is None else total + spent
+    return total
+
+
+def _cost_columns(replies: Sequence[JudgeReply]) -> tuple[dict[str, Any], Usage | None]:
+    usage = _sum_usage(replies)
+    extra: dict[str, Any] = {
+        "judge_latency": sum(r.latency for r in replies),
+        "judge_calls": sum(r.calls for r in replies),
+    }
+    if usage is not None:
+        extra["input_tokens"] = usage.input_tokens
+        extra["output_tokens"] = usage.output_tokens
+    return extra, usage
+
+
+def _answer_format(field: str, choices: Sequence[str] | None) -> str:
+    allowed = f"one of: {', '.join(choices)}" if choices else "a number"
+    return (
+        "# Your answer\n"
+        "Reply with one JSON object and nothing else:\n"
+        f'{{"explanation": "<why, in a few sentences>", "{field}": "<{allowed}>"}}'
+    )
+
+
+def _schema(field: str, choices: Sequence[str] | None, description: str) -> dict[str, Any]:
+    value: dict[str, Any] = (
+        {"type": "string", "enum": list(choices), "description": f"One of: {', '.join(choices)}."}
+        if choices
+        else {"type": "number", "description": "The score."}
+    )
+    return {
+        "title": "judgement",
+        "description": description,
+        "type": "object",
+        "properties": {
+            "explanation": {"type": "string", "description": "Why, in a few sentences."},
+            field: value,
+        },
+        "required": ["explanation", field],
+    }

@@ -1,0 +1,416 @@
+"""The judge client: a chat model asked for a verdict, with its own concurrency limit, retries, timeout and an on-disk answer cache.
+
+A judge is a LangChain chat model object or a ``"provider:model"`` string resolved by LangChain's
+``init_chat_model``. :class:`Judge` wraps one: it knows the model's identity (what the cache is
+keyed by), limits its concurrent calls per event loop, retries transient errors with backoff,
+asks for structured output when the model can give it, and never raises for a judge error
+(a :class:`JudgeReply` carries it instead). :class:`JudgeCache` keeps answers on disk so a re-run
+does not pay twice; :func:`resolve_judge` shares one ``Judge`` among metrics given the same model
+and settings. Nothing here knows about prompts, ratings or metrics. LangChain is imported only
+when a judge is resolved or called, never at ``import levelfield``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import tempfile
+import time
+import warnings
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import MetricError, MissingExtraError
+from ..types import Usage, content_text
+
+__all__ = [
+    "Judge",
+    "JudgeCache",
+    "JudgeReply",
+    "resolve_judge",
+    "default_cache_dir",
+    "is_transient_judge_error",
+]
+
+# Bump when the cached record's meaning changes, so old entries are not misread.
+_CACHE_VERSION = 1
+
+_PROVIDER_ALIASES = {"vertex": "google_vertexai", "vertexai": "google_vertexai"}
+
+_HOW_TO_GIVE_A_JUDGE = (
+    "pass judge=<a LangChain chat model> (e.g. ChatOpenAI(model='gpt-4o')) or "
+    "judge='provider:model' (e.g. 'openai:gpt-4o', 'anthropic:claude-sonnet-4-5', "
+    "'google_vertexai:gemini-2.5-flash'; each needs its LangChain package, e.g. langchain-openai)"
+)
+
+# Exception class names that mean "try again later" across the common provider SDKs
+# (openai, anthropic, google.api_core, httpx); matched by name so that none is imported.
+_TRANSIENT_NAMES = frozenset(
+    {
+        "RateLimitError",
+        "APIConnectionError",
+        "APITimeoutError",
+        "InternalServerError",
+        "OverloadedError",
+        "ServiceUnavailable",
+        "ServiceUnavailableError",
+        "ResourceExhausted",
+        "DeadlineExceeded",
+        "TooManyRequests",
+        "ConnectError",
+        "ConnectTimeout",
+        "ReadTimeout",
+        "RemoteProtocolError",
+    }
+)
+
+
+def is_transient_judge_error(exc: BaseException) -> bool:
+    """Whether a judge call that raised ``exc`` is worth retrying (rate limits, 5xx, timeouts, dropped connections)."""
+    if getattr(exc, "transient", False) or getattr(exc, "error_type", None) == "transient":
+        return True
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError, ConnectionError)):
+        return True
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(exc, "code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(status, int) and (status in (408, 409, 425, 429) or 500 <= status < 600):
+        return True
+    return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
+
+
+def _init_chat_model(spec: str) -> Any:
+    """A chat model from ``"provider:model"``, through LangChain's ``init_chat_model``."""
+    provider, sep, model = spec.partition(":")
+    if sep and provider.strip().lower() in _PROVIDER_ALIASES:
+        spec = f"{_PROVIDER_ALIASES[provider.strip().lower()]}:{model}"
+    try:
+        from langchain.chat_models import init_chat_model
+    except ImportError:
+        raise MissingExtraError("langchain", "langchain", f"the judge {spec!r} (a 'provider:model' string)") from None
+    try:
+        return init_chat_model(spec)
+    except ImportError as exc:
+        raise MetricError(
+            f"judge {spec!r}: the provider's LangChain package is not installed ({exc}). "
+            "Install it, or pass a chat model object as judge=..."
+        ) from exc
+    except ValueError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise MetricError(
+            f"judge {spec!r} could not be resolved: {first} Write it as 'provider:model', "
+            "e.g. 'openai:gpt-4o' or 'google_vertexai:gemini-2.5-flash'"
+        ) from exc
+    except Exception as exc:  # e.g. a provider client that wants an API key at construction
+        raise MetricError(f"judge {spec!r} could not be created: {type(exc).__name__}: {exc}") from exc
+
+
+def _model_identity(model: Any) -> str:
+    """What makes two judges give the same answers: model class, model name and settings, bound kwargs."""
+    kwargs: dict[str, Any] = {}
+    inner = model
+    # model.bind(temperature=0) wraps the model; its kwargs change answers, so they are part of it.
+    while hasattr(inner, "bound") and isinstance(getattr(inner, "kwargs", None), dict):
+        kwargs = {**inner.kwargs, **kwargs}
+        inner = inner.bound
+    cls = type(inner)
+    try:
+        params = dict(inner._identifying_params)
+    except Exception:
+        params = {}
+    for attr in ("model", "model_name", "model_id"):
+        value = getattr(inner, attr, None)
+        if isinstance(value, str):
+            params.setdefault(attr, value)
+    return json.dumps(
+        {"class": f"{cls.__module__}.{cls.__qualname__}", "params": params, "bound": kwargs},
+        sort_keys=True,
+        default=str,
+    )
+
+
+def _message_text(message: Any) -> str:
+    """The text of a chat message, whether its content is a string or a list of content blocks."""
+    return content_text(getattr(message, "content", message))
+
+
+def _message_usage(message: Any) -> Usage | None:
+    meta = getattr(message, "usage_metadata", None)
+    if not meta:
+        return None
+    get = meta.get if isinstance(meta, Mapping) else (lambda k, d=0: getattr(meta, k, d))
+    inp, out = int(get("input_tokens", 0) or 0), int(get("output_tokens", 0) or 0)
+    return Usage(input_tokens=inp, output_tokens=out, total_tokens=int(get("total_tokens", 0) or (inp + out)))
+
+
+@dataclass
+class JudgeReply:
+    """What one judge call gave back: its text (and structured answer), cost, or the error it ended with."""
+
+    text: str | None = None
+    """The judge's raw answer (the structured answer as JSON when it gave one)."""
+    parsed: dict[str, Any] | None = None
+    """The structured answer, when the model gave one through structured output."""
+    usage: Usage | None = None
+    """Tokens this call spent; None on a cache hit or when the model does not report them."""
+    latency: float = 0.0
+    """Seconds spent waiting for the judge (0 on a cache hit)."""
+    calls: int = 0
+    """Requests sent to the judge, retries included (0 on a cache hit)."""
+    cached: bool = False
+    error: str | None = None
+    """Why no answer came back (the last error after retries), else None."""
+
+
+class JudgeCache:
+    """Judge answers on disk, one small JSON file per call, so a re-run does not pay twice.
+
+    ``directory`` defaults to ``$LEVELFIELD_CACHE_DIR/judge`` or ``.levelfield-cache/judge`` under
+    the working directory at the time of the call. Delete the directory to forget everything.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+        self._directory = Path(directory) if directory is not None else None
+        self._warned = False
+
+    @property
+    def directory(self) -> Path:
+        return self._directory if self._directory is not None else default_cache_dir()
+
+    @staticmethod
+    def key(parts: Mapping[str, Any]) -> str:
+        """A stable hash of everything that determines the judge's answer."""
+        blob = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        try:
+            with self._path(key).open(encoding="utf-8") as f:
+                record = json.load(f)
+        except (OSError, ValueError):
+            return None
+        return record if isinstance(record, dict) and record.get("version") == _CACHE_VERSION else None
+
+    def put(self, key: str, record: dict[str, Any]) -> None:
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Write then rename, so a concurrent reader never sees half a file.
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump({**record, "version": _CACHE_VERSION}, f, ensure_ascii=False)
+            os.replace(tmp, path)
+        except OSError as exc:  # a read-only disk must not fail the evaluation
+            if not self._warned:
+                warnings.warn(f"levelfield: judge cache at {self.directory} is not writable ({exc}); going on without it")
+                self._warned = True
+
+    def __repr__(self) -> str:
+        return f"JudgeCache({str(self.directory)!r})"
+
+
+def default_cache_dir() -> Path:
+    """``$LEVELFIELD_CACHE_DIR/judge``, else ``.levelfield-cache/judge`` under the working directory."""
+    return Path(os.environ.get("LEVELFIELD_CACHE_DIR") or ".levelfield-cache") / "judge"
+
+
+def _resolve_cache(cache: bool | str | os.PathLike[str] | JudgeCache | None) -> JudgeCache | None:
+    if cache is None or cache is False:
+        return None
+    if cache is True:
+        return JudgeCache()
+    if isinstance(cache, JudgeCache):
+        return cache
+    if isinstance(cache, (str, os.PathLike)):
+        return JudgeCache(cache)
+    raise MetricError(f"cache must be True, False, a directory or a JudgeCache, got {type(cache).__name__}")
+
+
+class Judge:
+    """A chat model used as a judge: its identity (for the cache), its own concurrency limit, retries and timeout.
+
+    Give one ``Judge`` to several metrics to share one limit; metrics given the same model
+    object with the same settings share one automatically.
+    ``structured_output``: None uses the model's ``with_structured_output`` when it has one and
+    parses text otherwise; True or False forces one way.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        max_concurrency: int = 8,
+        retries: int = 3,
+        backoff: float = 1.0,
+        timeout: float | None = 120.0,
+        structured_output: bool | None = None,
+    ) -> None:
+        if model is None:
+            raise MetricError(f"a judge is needed: {_HOW_TO_GIVE_A_JUDGE}")
+        self.spec = model if isinstance(model, str) else None
+        if isinstance(model, str):
+            model = _init_chat_model(model)
+        elif not hasattr(model, "ainvoke"):
+            raise MetricError(
+                f"judge must be a LangChain chat model or a 'provider:model' string, got {type(model).__name__}; "
+                + _HOW_TO_GIVE_A_JUDGE
+            )
+        if max_concurrency < 1:
+            raise MetricError(f"judge max_concurrency must be >= 1, got {max_concurrency}")
+        if retries < 0:
+            raise MetricError(f"judge retries must be >= 0, got {retries}")
+        self.model = model
+        self.max_concurrency = max_concurrency
+        self.retries = retries
+        self.backoff = backoff
+        self.timeout = timeout
+        self.structured_output = structured_output
+        self.identity = _model_identity(model)
+        self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._structured: dict[str, Any] = {}
+        self._pending: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Future[JudgeReply]]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __repr__(self) -> str:
+        label = self.spec or type(self.model).__name__
+        return f"Judge({label!r}, max_concurrency={self.max_concurrency}, retries={self.retries})"
+
+    def _limit(self) -> asyncio.Semaphore:
+        # A semaphore belongs to one event loop; evaluate() may run each call on a new one.
+        loop = asyncio.get_running_loop()
+        sem = self._limits.get(loop)
+        if sem is None:
+            sem = self._limits[loop] = asyncio.Semaphore(self.max_concurrency)
+        return sem
+
+    def _structured_runnable(self, schema: dict[str, Any]) -> Any | None:
+        """The model wrapped to answer in ``schema``, or None when it cannot (then text is parsed)."""
+        if self.structured_output is False:
+            return None
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._structured:
+            try:
+                runnable = self.model.with_structured_output(schema, include_raw=True)
+            except (NotImplementedError, AttributeError, TypeError, ValueError) as exc:
+                if self.structured_output:
+                    raise MetricError(
+                        f"judge {self!r} was asked for structured output but cannot give it: {exc}"
+                    ) from exc
+                runnable = None
+            self._structured[key] = runnable
+        return self._structured[key]
+
+    def mode(self, schema: dict[str, Any]) -> str:
+        """``"structured"`` or ``"text"``: how this judge will be asked for ``schema``."""
+        return "structured" if self._structured_runnable(schema) is not None else "text"
+
+    async def _call_once(self, prompt: str, runnable: Any | None) -> JudgeReply:
+        if runnable is None:
+            message = await self.model.ainvoke(prompt)
+            return JudgeReply(text=_message_text(message), usage=_message_usage(message))
+        out = await runnable.ainvoke(prompt)
+        if isinstance(out, Mapping) and "raw" in out:
+            raw, parsed = out.get("raw"), out.get("parsed")
+        else:
+            raw, parsed = None, out
+        if parsed is not None and hasattr(parsed, "model_dump"):
+            parsed = parsed.model_dump()
+        if not isinstance(parsed, Mapping):
+            parsed = None
+        text = _message_text(raw) if raw is not None else ""
+        if parsed is not None:
+            text = json.dumps(dict(parsed), ensure_ascii=False, default=str)
+        elif not text and raw is not None and getattr(raw, "tool_calls", None):
+            text = json.dumps(raw.tool_calls, default=str)
+        return JudgeReply(text=text, parsed=dict(parsed) if parsed is not None else None, usage=_message_usage(raw))
+
+    async def ask(
+        self,
+        prompt: str,
+        schema: dict[str, Any],
+        *,
+        cache: JudgeCache | None = None,
+        settings: Mapping[str, Any] | None = None,
+    ) -> JudgeReply:
+        """One judge answer to ``prompt``: from the cache, or from the model with retries; never raises for judge errors."""
+        runnable = self._structured_runnable(schema)
+        mode = "structured" if runnable is not None else "text"
+        key = None
+        if cache is not None:
+            key = cache.key(
+                {"judge": self.identity, "prompt": prompt, "mode": mode, "schema": schema, "settings": dict(settings or {})}
+            )
+            hit = cache.get(key)
+            if hit is not None:
+                return JudgeReply(text=hit.get("text"), parsed=hit.get("parsed"), cached=True)
+            # The same question already on its way (e.g. one answer judged in several trials):
+            # wait for that answer instead of paying for it twice.
+            pending = self._pending.setdefault(asyncio.get_running_loop(), {})
+            if key in pending:
+                reply = await asyncio.shield(pending[key])
+                return replace(reply, usage=None, latency=0.0, calls=0, cached=reply.error is None)
+            future: asyncio.Future[JudgeReply] = asyncio.ensure_future(self._fetch(prompt, runnable, cache, key))
+            pending[key] = future
+            try:
+                return await future
+            finally:
+                pending.pop(key, None)
+        return await self._fetch(prompt, runnable, None, None)
+
+    async def _fetch(self, prompt: str, runnable: Any | None, cache: JudgeCache | None, key: str | None) -> JudgeReply:
+        """Ask the model, retrying transient errors with exponential backoff; store the answer in the cache."""
+        calls = 0
+        latency = 0.0
+        while True:
+            calls += 1
+            try:
+                async with self._limit():
+                    start = time.perf_counter()
+                    try:
+                        call = self._call_once(prompt, runnable)
+                        reply = await (asyncio.wait_for(call, self.timeout) if self.timeout else call)
+                    finally:
+                        latency += time.perf_counter() - start
+            except Exception as exc:
+                if calls <= self.retries and is_transient_judge_error(exc):
+                    await asyncio.sleep(self.backoff * 2 ** (calls - 1))
+                    continue
+                message = str(exc) or ("timed out" if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) else "")
+                return JudgeReply(error=f"{type(exc).__name__}: {message}", latency=latency, calls=calls)
+            reply.latency, reply.calls = latency, calls
+            if cache is not None and key is not None:
+                cache.put(key, {"text": reply.text, "parsed": reply.parsed})
+            return reply
+
+
+# Judges built from the same model object (or string) and settings share one concurrency limit.
+_SHARED_JUDGES: weakref.WeakValueDictionary[tuple[Any, ...], Judge] = weakref.WeakValueDictionary()
+
+
+def resolve_judge(judge: Any, *, metric: str | None = None, **settings: Any) -> Judge:
+    """A :class:`Judge` from a Judge, a chat model or a ``"provider:model"`` string; None is an error saying how to give one."""
+    if isinstance(judge, Judge):
+        return judge
+    if judge is None:
+        what = f"the judged metric {metric!r}" if metric else "a judged metric"
+        raise MetricError(f"{what} has no judge: {_HOW_TO_GIVE_A_JUDGE}. levelfield never picks a judge for you.")
+    key = (judge if isinstance(judge, str) else id(judge), tuple(sorted(settings.items())))
+    shared = _SHARED_JUDGES.get(key)
+    if shared is not None and (isinstance(judge, str) or shared.model is judge):
+        return shared
+    made = Judge(judge, **settings)
+    _SHARED_JUDGES[key] = made
+    return made
