@@ -97,6 +97,22 @@ def _rating_value(token: Any, scores: Mapping[str, float] | None) -> float | Non
     return None
 
 
+def _structured_candidates(
+    text: str, parsed: Mapping[str, Any] | None, keys: Sequence[str]
+) -> list[tuple[Any, Mapping[str, Any]]]:
+    """The answer's value under ``keys`` from the structured output, then from the last JSON object
+    in the text that has one: (value, the object it came from), most trusted first."""
+    candidates: list[tuple[Any, Mapping[str, Any]]] = []
+    if parsed is not None:
+        candidates.append((_get_ci(parsed, keys), parsed))
+    for obj in reversed(_json_objects(text)):
+        token = _get_ci(obj, keys)
+        if token is not None:
+            candidates.append((token, obj))
+            break
+    return candidates
+
+
 def parse_rating(
     text: str | None, scores: Mapping[str, float] | None, parsed: Mapping[str, Any] | None = None
 ) -> tuple[float, str] | None:
@@ -108,14 +124,7 @@ def parse_rating(
     rubric is not a score (never guessed, never 0).
     """
     text = text or ""
-    candidates: list[tuple[Any, Mapping[str, Any]]] = []
-    if parsed is not None:
-        candidates.append((_get_ci(parsed, _SCORE_KEYS), parsed))
-    for obj in reversed(_json_objects(text)):
-        token = _get_ci(obj, _SCORE_KEYS)
-        if token is not None:
-            candidates.append((token, obj))
-            break
+    candidates = _structured_candidates(text, parsed, _SCORE_KEYS)
     line = _labelled_line(text, _SCORE_KEYS)
     if line is not None:
         candidates.append((line, {}))
@@ -145,14 +154,7 @@ def _preference(token: Any) -> str | None:
 def parse_preference(text: str | None, parsed: Mapping[str, Any] | None = None) -> tuple[str, str] | None:
     """("A" | "B" | "tie", explanation) from a pairwise judge's answer, or None when it names no winner."""
     text = text or ""
-    candidates: list[tuple[Any, Mapping[str, Any]]] = []
-    if parsed is not None:
-        candidates.append((_get_ci(parsed, _WINNER_KEYS), parsed))
-    for obj in reversed(_json_objects(text)):
-        token = _get_ci(obj, _WINNER_KEYS)
-        if token is not None:
-            candidates.append((token, obj))
-            break
+    candidates = _structured_candidates(text, parsed, _WINNER_KEYS)
     bracketed = re.findall(r"\[\[\s*([A-Za-z]+)\s*\]\]", text)
     if bracketed:
         candidates.append((bracketed[-1], {}))
