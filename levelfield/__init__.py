@@ -12,10 +12,14 @@ from .core.dataset import EvalCase, EvalDataset, load_dataset
 from .core.errors import (
     AdapterError,
     AgentOutputError,
+    AgentSpecError,
+    ConfigError,
+    ConfigTypeError,
     DatasetError,
     LevelfieldError,
     MetricError,
     MissingExtraError,
+    RecordError,
     TransientAgentError,
 )
 from .core.comparison import Comparison
@@ -56,4 +60,8 @@ __all__ = [
     "AgentOutputError",
     "TransientAgentError",
     "MissingExtraError",
+    "ConfigError",
+    "ConfigTypeError",
+    "AgentSpecError",
+    "RecordError",
 ]

@@ -19,6 +19,7 @@ from .core.metrics.registry import resolve_metrics
 from .core.protocol import AgentRunnable
 from .core.results import EvalResult
 from .core.runner import RunConfig, run_coroutine
+from .core.errors import ConfigError, ConfigTypeError
 
 __all__ = ["evaluate", "aevaluate", "EvalTask", "compare", "acompare"]
 
@@ -120,9 +121,9 @@ def _resolve_agents(agents: Any) -> list[Any]:
     elif isinstance(agents, Sequence) and not isinstance(agents, str):
         items = [(None, a) for a in agents]
     else:
-        raise TypeError("compare() takes agents as a dict {name: agent} (or a list of agents)")
+        raise ConfigTypeError("compare() takes agents as a dict {name: agent} (or a list of agents)")
     if not items:
-        raise ValueError("compare() needs at least one agent")
+        raise ConfigError("compare() needs at least one agent")
     runnables = []
     for name, agent in items:
         if isinstance(agent, str):
@@ -131,7 +132,7 @@ def _resolve_agents(agents: Any) -> list[Any]:
     names = [r.name for r in runnables]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
-        raise ValueError(f"compare(): agent names must be unique; repeated: {', '.join(repeated)} (pass a dict to name them)")
+        raise ConfigError(f"compare(): agent names must be unique; repeated: {', '.join(repeated)} (pass a dict to name them)")
     return runnables
 
 
@@ -158,7 +159,7 @@ async def acompare(
     runnables = _resolve_agents(agents)
     unknown = sorted(set(agent_concurrency or {}) - {r.name for r in runnables})
     if unknown:
-        raise ValueError(f"agent_concurrency names unknown agents: {', '.join(unknown)}")
+        raise ConfigError(f"agent_concurrency names unknown agents: {', '.join(unknown)}")
     config = RunConfig(
         concurrency=concurrency,
         timeout=timeout,

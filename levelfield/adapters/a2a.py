@@ -17,7 +17,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import AdapterError, MissingExtraError, TransientAgentError
+from ..core.errors import AdapterError, ConfigError, ConfigTypeError, MissingExtraError, TransientAgentError
 from ..core.protocol import AgentRequest
 from ..core.types import AgentOutput, ToolCall, Usage
 
@@ -351,7 +351,7 @@ class A2AAgent:
         self._card: AgentCard | None = None
         if isinstance(url_or_card, str):
             if not url_or_card.startswith(("http://", "https://")):
-                raise ValueError(f"A2AAgent needs an http(s):// URL or an AgentCard, got {url_or_card!r}")
+                raise ConfigError(f"A2AAgent needs an http(s):// URL or an AgentCard, got {url_or_card!r}")
             self.url = url_or_card.rstrip("/")
         else:
             self._card = self._parse_card(url_or_card)
@@ -364,7 +364,7 @@ class A2AAgent:
         self.trajectory_extractor: TrajectoryExtractor = trajectory_extractor or adk_trajectory
         known = {p.value.lower(): p.value for p in TransportProtocol} | {"rest": TransportProtocol.HTTP_JSON.value}
         if transport is not None and transport.lower() not in known:
-            raise ValueError(f"transport {transport!r}: expected 'JSONRPC' or 'HTTP+JSON'")
+            raise ConfigError(f"transport {transport!r}: expected 'JSONRPC' or 'HTTP+JSON'")
         self.transport = known[transport.lower()] if transport else None
         # One httpx/a2a client per event loop: each evaluate() call may run in a new loop,
         # and an httpx connection pool must not cross loops.
@@ -385,8 +385,8 @@ class A2AAgent:
             try:
                 return parse_agent_card(dict(card))
             except Exception as exc:
-                raise ValueError(f"A2AAgent: the agent card dict is not a valid A2A card: {exc}") from None
-        raise TypeError(f"A2AAgent needs an http(s):// URL or an AgentCard, got {type(card).__name__}")
+                raise ConfigError(f"A2AAgent: the agent card dict is not a valid A2A card: {exc}") from None
+        raise ConfigTypeError(f"A2AAgent needs an http(s):// URL or an AgentCard, got {type(card).__name__}")
 
     def __repr__(self) -> str:
         return f"A2AAgent({self.url!r}, name={self.name!r})"

@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.errors import AdapterError, AgentOutputError, MissingExtraError, TransientAgentError
+from ..core.errors import AdapterError, AgentOutputError, ConfigError, ConfigTypeError, MissingExtraError, TransientAgentError
 from ..core.protocol import AgentRequest
 from ..core.runner import run_sync
 from ..core.types import AgentOutput, ToolCall, Usage, content_text
@@ -366,7 +366,7 @@ class AgentEngineAgent:
         self._ready = False
         if isinstance(agent_or_resource_name, str):
             if not _RESOURCE.match(agent_or_resource_name):
-                raise ValueError(
+                raise ConfigError(
                     f"AgentEngineAgent needs an agent or a resource name projects/P/locations/L/reasoningEngines/ID, "
                     f"got {agent_or_resource_name!r}"
                 )
@@ -389,12 +389,12 @@ class AgentEngineAgent:
         available = [op for op in OPERATIONS if callable(getattr(self.agent, op, None))]
         if operation is not None:
             if not callable(getattr(self.agent, operation, None)):
-                raise TypeError(
+                raise ConfigTypeError(
                     f"agent {self.name!r} has no operation {operation!r}; it has {available or 'none of ' + str(list(OPERATIONS))}"
                 )
             return operation
         if not available:
-            raise TypeError(
+            raise ConfigTypeError(
                 f"agent {self.name!r} ({type(self.agent).__name__}) has none of the operations {list(OPERATIONS)}; "
                 "pass operation='<method name>' or an Agent Engine template / deployed agent"
             )

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from ..core.protocol import AgentRunnable
+from ..core.errors import ConfigTypeError
 
 __all__ = ["as_agent", "register_adapter"]
 
@@ -65,7 +66,7 @@ def as_agent(obj: Any, *, name: str | None = None) -> AgentRunnable:
             from .agent_engine import AgentEngineAgent
 
             return AgentEngineAgent(obj, name=name)
-        raise TypeError(
+        raise ConfigTypeError(
             f"cannot make an agent of the string {obj!r}: expected an http(s):// A2A URL or an Agent Engine "
             "resource name projects/P/locations/L/reasoningEngines/ID"
         )
@@ -89,7 +90,7 @@ def as_agent(obj: Any, *, name: str | None = None) -> AgentRunnable:
         from .function import FunctionAgent
 
         return FunctionAgent(obj, name=name)
-    raise TypeError(
+    raise ConfigTypeError(
         f"cannot make an agent of {type(obj).__name__}: expected a function, an AgentRunnable, a LangChain "
         "runnable, an Agent Engine agent, or an A2A URL"
     )

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..core.errors import AgentOutputError
+from ..core.errors import AgentOutputError, ConfigTypeError
 from ..core.protocol import AgentRequest
 from ..core.runner import run_sync
 from ..core.types import AgentOutput, ToolCall
@@ -52,7 +52,7 @@ class FunctionAgent:
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None) -> None:
         if not callable(fn):
-            raise TypeError(f"FunctionAgent needs a callable, got {type(fn).__name__}")
+            raise ConfigTypeError(f"FunctionAgent needs a callable, got {type(fn).__name__}")
         self.fn = fn
         self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
         target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else getattr(fn, "__call__", fn)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from ..core.errors import AdapterError, AgentOutputError, MissingExtraError
+from ..core.errors import AdapterError, AgentOutputError, ConfigError, ConfigTypeError, MissingExtraError
 from ..core.protocol import AgentRequest
 from ..core.types import AgentOutput, Message, ToolCall, Usage, content_text
 
@@ -322,12 +322,12 @@ class LangChainAgent:
         config: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(runnable, Runnable):
-            raise TypeError(
+            raise ConfigTypeError(
                 f"LangChainAgent needs a LangChain Runnable or compiled graph, got {type(runnable).__name__}; "
                 "wrap plain functions with FunctionAgent instead"
             )
         if recursion_limit < 1:
-            raise ValueError("recursion_limit must be >= 1")
+            raise ConfigError("recursion_limit must be >= 1")
         self.runnable = runnable
         self.name = name or getattr(runnable, "name", None) or type(runnable).__name__
         self.input_key = input_key
@@ -363,7 +363,7 @@ class LangChainAgent:
             if key is None and len(others) == 1:
                 key = others[0]
             if key is None:
-                raise ValueError(
+                raise ConfigError(
                     f"LangChainAgent {self.name!r}: cannot tell which input key takes the prompt "
                     f"(input keys: {sorted(props)}); pass input_key=..."
                 )

@@ -8,13 +8,9 @@ import os
 import sys
 from typing import Any
 
-from ..core.errors import LevelfieldError
+from ..core.errors import AgentSpecError
 
 __all__ = ["load_agent_spec", "AgentSpecError"]
-
-
-class AgentSpecError(LevelfieldError, ValueError):
-    """An agent spec could not be resolved."""
 
 
 def load_agent_spec(spec: str) -> Any:

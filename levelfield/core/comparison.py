@@ -28,7 +28,7 @@ import pandas as pd
 
 from . import stats
 from .dataset import EvalCase, EvalDataset, load_dataset
-from .errors import LevelfieldError, MetricError
+from .errors import ConfigError, LevelfieldError, MetricError
 from .matching import DEFAULT_MATCHER, ToolCallMatcher, align
 from .metrics.base import Metric
 from .metrics.registry import resolve_metrics
@@ -156,9 +156,9 @@ class Comparison:
         seed: int = 0,
     ) -> None:
         if failed_runs not in ("zero", "exclude"):
-            raise ValueError(f"failed_runs={failed_runs!r}: use 'zero' or 'exclude'")
+            raise ConfigError(f"failed_runs={failed_runs!r}: use 'zero' or 'exclude'")
         if not 0 < confidence < 1:
-            raise ValueError(f"confidence={confidence!r}: must be between 0 and 1")
+            raise ConfigError(f"confidence={confidence!r}: must be between 0 and 1")
         self.dataset = dataset
         self.results: dict[str, EvalResult] = dict(results)
         self.metrics = list(metrics)

@@ -1,11 +1,32 @@
-"""One exception hierarchy for everything levelfield raises or records."""
+"""One exception hierarchy for everything levelfield raises or records.
+
+Every error levelfield raises derives from :class:`LevelfieldError`; catch that to catch them all.
+Errors about a bad argument also derive from ``ValueError`` (and, where a wrong *kind* of object
+was passed, ``TypeError``), so code written against the built-in exceptions keeps working::
+
+    LevelfieldError
+    ├── ConfigError (ValueError)          a bad argument or option: evaluate(concurrency=0), ...
+    │   ├── ConfigTypeError (TypeError)   the wrong kind of object: as_agent(42), ...
+    │   └── AgentSpecError                "pkg.mod:attr" that cannot be imported, a bad URL, ...
+    ├── DatasetError (ValueError)         a dataset file, row or field that cannot be read
+    ├── MetricError (ValueError)          an unknown, duplicated or misconfigured metric
+    ├── RecordError                       a saved run (runs.jsonl, summary.json) that cannot be read or resumed
+    ├── MissingExtraError (ImportError)   an adapter's framework is not installed; names the extra
+    └── AdapterError                      recorded on a failed run, not raised to the caller
+        ├── AgentOutputError              the agent answered in a shape levelfield cannot read
+        └── TransientAgentError           worth retrying (connection refused, HTTP 429/503)
+"""
 
 from __future__ import annotations
 
 __all__ = [
     "LevelfieldError",
+    "ConfigError",
+    "ConfigTypeError",
+    "AgentSpecError",
     "DatasetError",
     "MetricError",
+    "RecordError",
     "AdapterError",
     "AgentOutputError",
     "TransientAgentError",
@@ -17,12 +38,28 @@ class LevelfieldError(Exception):
     """Base class of every error levelfield raises."""
 
 
+class ConfigError(LevelfieldError, ValueError):
+    """A bad argument or option; the message names the option, the value and what is accepted."""
+
+
+class ConfigTypeError(ConfigError, TypeError):
+    """An argument of the wrong kind (not an agent, not a metric...); also a ``TypeError``."""
+
+
+class AgentSpecError(ConfigError):
+    """An agent spec (``pkg.mod:attr``, a URL, a resource name) could not be resolved."""
+
+
 class DatasetError(LevelfieldError, ValueError):
     """A dataset could not be read or a row is malformed; names the file, row and field."""
 
 
 class MetricError(LevelfieldError, ValueError):
     """A metric is unknown, duplicated or misconfigured."""
+
+
+class RecordError(LevelfieldError):
+    """A saved run record cannot be read, or does not match what it is resumed or loaded with."""
 
 
 class AdapterError(LevelfieldError):

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from .dataset import EvalCase, EvalDataset
-from .errors import AdapterError, AgentOutputError
+from .errors import AdapterError, AgentOutputError, ConfigError
 from .protocol import AgentRequest, AgentRunnable
 from .types import AgentOutput, AgentRun, Message
 
@@ -96,13 +96,13 @@ class RunConfig:
         agent_concurrency: Mapping[str, int] | None = None,
     ) -> None:
         if concurrency < 1:
-            raise ValueError("concurrency must be >= 1")
+            raise ConfigError("concurrency must be >= 1")
         if trials < 1:
-            raise ValueError("trials must be >= 1")
+            raise ConfigError("trials must be >= 1")
         if retries < 0:
-            raise ValueError("retries must be >= 0")
+            raise ConfigError("retries must be >= 0")
         if timeout is not None and timeout <= 0:
-            raise ValueError("timeout must be > 0 seconds, or None for no timeout")
+            raise ConfigError("timeout must be > 0 seconds, or None for no timeout")
         self.concurrency = concurrency
         self.timeout = timeout
         self.retries = retries

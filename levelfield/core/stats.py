@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+from .errors import ConfigError
 
 __all__ = [
     "Interval",
@@ -169,7 +170,7 @@ def paired_test(
 
     x, y = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
     if x.shape != y.shape:
-        raise ValueError(f"paired_test needs equal lengths, got {x.size} and {y.size}")
+        raise ConfigError(f"paired_test needs equal lengths, got {x.size} and {y.size}")
     keep = ~(np.isnan(x) | np.isnan(y))
     x, y = x[keep], y[keep]
     d = x - y
@@ -181,7 +182,7 @@ def paired_test(
         test = "mcnemar" if is_binary(x) and is_binary(y) else "wilcoxon"
     if test == "mcnemar":
         if not (is_binary(x) and is_binary(y)):
-            raise ValueError("the McNemar test needs 0/1 values")
+            raise ConfigError("the McNemar test needs 0/1 values")
         discordant = wins + losses
         p = 1.0 if discordant == 0 else float(stats.binomtest(wins, discordant, 0.5).pvalue)
     elif test == "wilcoxon":
@@ -201,7 +202,7 @@ def paired_test(
             )
             p = float(res.pvalue)
     else:
-        raise ValueError(f"unknown paired test {test!r}; use auto, mcnemar, wilcoxon or permutation")
+        raise ConfigError(f"unknown paired test {test!r}; use auto, mcnemar, wilcoxon or permutation")
     diff = float(d.mean())
     low, high = _bootstrap(d, confidence, seed) if d.size >= 2 else (math.nan, math.nan)
     return PairedTest(diff, low, high, min(p, 1.0), test, int(d.size), wins, ties, losses)

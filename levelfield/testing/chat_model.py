@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Union
 
-from ..core.errors import MissingExtraError
+from ..core.errors import ConfigError, ConfigTypeError, MissingExtraError
 
 try:
     from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -153,14 +153,14 @@ class ScriptedChatModel(BaseChatModel):
                 try:
                     name, args = item
                 except (TypeError, ValueError):
-                    raise TypeError(
+                    raise ConfigTypeError(
                         f"ScriptedChatModel policy returned {item!r} in its list of tool calls; "
                         "expected (tool_name, args) pairs"
                     ) from None
                 calls.append({"name": name, "args": dict(args), "id": f"call_{digest}_{index}", "type": "tool_call"})
             message = AIMessage(content="", tool_calls=calls)
         else:
-            raise TypeError(
+            raise ConfigTypeError(
                 f"ScriptedChatModel policy returned {type(decision).__name__}; expected a str (final answer), "
                 "a list of (tool_name, args) pairs, or an AIMessage"
             )
@@ -168,7 +168,7 @@ class ScriptedChatModel(BaseChatModel):
             bound = {t.get("function", {}).get("name", t.get("name")) for t in tools}
             unknown = [c["name"] for c in message.tool_calls if c["name"] not in bound]
             if unknown:
-                raise ValueError(
+                raise ConfigError(
                     f"ScriptedChatModel policy called tool(s) {unknown} that are not bound; bound tools: {sorted(bound)}"
                 )
         if message.usage_metadata is None:
