@@ -22,7 +22,8 @@ from .core.errors import (
     RecordError,
     TransientAgentError,
 )
-from .core.comparison import Comparison
+from .comparison import Comparison
+from .core.config import RunConfig
 from .evaluation import EvalTask, acompare, aevaluate, compare, evaluate
 from .core.matching import ToolCallMatcher
 from .core.protocol import AgentRequest, AgentRunnable
@@ -40,6 +41,7 @@ __all__ = [
     "compare",
     "acompare",
     "Comparison",
+    "RunConfig",
     "EvalTask",
     "EvalResult",
     "load_dataset",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .core.comparison import Comparison
+    from .comparison import Comparison
 
 __all__ = ["main", "format_summary", "format_comparison", "DEMO_METRICS"]
 
@@ -285,7 +285,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .core.comparison import Comparison
+    from .comparison import Comparison
 
     directory = Path(args.directory)
     if not directory.is_dir():

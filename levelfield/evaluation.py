@@ -1,6 +1,10 @@
 """The entry points: ``evaluate`` (and its async twin), Vertex's ``EvalTask`` shape, and
 ``compare``. They turn what the user passed into agents (``as_agent``, agent specs) and hand
 them to the adapter-free engine in ``levelfield.core``.
+
+Run options (concurrency, timeout, retries, backoff, trials, progress, agent_concurrency, out,
+resume, overwrite) are the fields of :class:`~levelfield.core.config.RunConfig`, given as
+``config=RunConfig(...)`` and/or as keywords; their defaults are defined there, once.
 """
 
 from __future__ import annotations
@@ -8,18 +12,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from typing_extensions import Unpack
+
 from .adapters.auto import as_agent
 from .adapters.spec import load_agent_spec
+from .comparison import Comparison, FailedRuns
 from .core import stats
-from .core.comparison import Comparison, FailedRuns
+from .core.config import RunConfig, RunOptions, run_config
 from .core.dataset import load_dataset
+from .core.errors import ConfigError, ConfigTypeError
 from .core.evaluation import run_and_score, score_saved
 from .core.metrics.base import Metric
 from .core.metrics.registry import resolve_metrics
 from .core.protocol import AgentRunnable
 from .core.results import EvalResult
-from .core.runner import RunConfig, run_coroutine
-from .core.errors import ConfigError, ConfigTypeError
+from .core.runner import run_coroutine
 
 __all__ = ["evaluate", "aevaluate", "EvalTask", "compare", "acompare"]
 
@@ -30,23 +37,23 @@ async def aevaluate(
     metrics: Sequence[str | Metric] | None = None,
     *,
     name: str | None = None,
-    concurrency: int = 8,
-    timeout: float | None = 120.0,
-    retries: int = 2,
-    backoff: float = 0.5,
-    trials: int = 1,
-    progress: bool = True,
+    config: RunConfig | None = None,
+    **options: Unpack[RunOptions],
 ) -> EvalResult:
     """Async twin of :func:`evaluate`."""
+    cfg = run_config(config, **options)
     ds = load_dataset(dataset)
     resolved = resolve_metrics(metrics)
-    config = RunConfig(
-        concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff, trials=trials, progress=progress
-    )
     if agent is None:
-        return await score_saved(ds, resolved)
-    runnable: AgentRunnable = as_agent(agent, name=name)
-    return (await run_and_score(ds, [runnable], resolved, config))[runnable.name]
+        result = await score_saved(ds, resolved, cfg)
+    else:
+        if isinstance(agent, str):
+            agent = load_agent_spec(agent)
+        runnable: AgentRunnable = as_agent(agent, name=name)
+        result = (await run_and_score(ds, [runnable], resolved, cfg, kind="evaluate"))[runnable.name]
+    if cfg.out_dir is not None:
+        result.save(cfg.out_dir)
+    return result
 
 
 def evaluate(
@@ -55,36 +62,21 @@ def evaluate(
     metrics: Sequence[str | Metric] | None = None,
     *,
     name: str | None = None,
-    concurrency: int = 8,
-    timeout: float | None = 120.0,
-    retries: int = 2,
-    backoff: float = 0.5,
-    trials: int = 1,
-    progress: bool = True,
+    config: RunConfig | None = None,
+    **options: Unpack[RunOptions],
 ) -> EvalResult:
     """Run ``agent`` on every case of ``dataset`` and score it; without an agent, score saved predictions.
 
     ``dataset``: a DataFrame, list of dicts, path or EvalDataset. ``agent``: anything ``as_agent``
-    accepts (a function, a LangChain runnable, an A2A URL, an Agent Engine agent...). ``metrics``:
-    names (``"trajectory_exact_match"``, ``"rouge_l_sum"``, ...) or metric objects.
-    Each run has ``timeout`` seconds per attempt; errors the adapter marks transient are retried
-    ``retries`` times with exponential ``backoff``; ``trials`` runs every case that many times.
+    accepts (a function, a LangChain runnable, an A2A URL, an Agent Engine agent...) or a spec
+    string (``"pkg.mod:attr"``). ``metrics``: names (``"trajectory_exact_match"``, ``"rouge_l_sum"``,
+    ...) or metric objects. Run options (see ``RunConfig``): each run has ``timeout`` seconds per
+    attempt; errors the adapter marks transient are retried ``retries`` times with exponential
+    ``backoff``; ``trials`` runs every case that many times; ``out="dir"`` journals every run as it
+    finishes and writes the results there; ``resume=True`` runs only what that journal lacks.
     A run that fails is recorded as a failed row; the evaluation always completes.
     """
-    return run_coroutine(
-        aevaluate(
-            dataset,
-            agent,
-            metrics,
-            name=name,
-            concurrency=concurrency,
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
-            trials=trials,
-            progress=progress,
-        )
-    )
+    return run_coroutine(aevaluate(dataset, agent, metrics, name=name, config=config, **options))
 
 
 class EvalTask:
@@ -96,23 +88,24 @@ class EvalTask:
         metrics: Sequence[str | Metric] | None = None,
         *,
         experiment: str | None = None,
-        **run_options: Any,
+        config: RunConfig | None = None,
+        **options: Unpack[RunOptions],
     ) -> None:
         self.dataset = load_dataset(dataset)
         self.metrics = resolve_metrics(metrics)
         self.experiment = experiment
-        self.run_options: Mapping[str, Any] = run_options
+        self.config = run_config(config, **options)
 
     def evaluate(
         self,
         *,
         runnable: Any = None,
         experiment_run_name: str | None = None,
-        **run_options: Any,
+        config: RunConfig | None = None,
+        **options: Unpack[RunOptions],
     ) -> EvalResult:
         """Run ``runnable`` (any agent ``as_agent`` accepts) on the dataset, or score saved predictions."""
-        options = {**self.run_options, **run_options}
-        return evaluate(self.dataset, runnable, self.metrics, **options)
+        return evaluate(self.dataset, runnable, self.metrics, config=run_config(config or self.config, **options))
 
 
 def _resolve_agents(agents: Any) -> list[Any]:
@@ -141,38 +134,30 @@ async def acompare(
     agents: Mapping[str, Any] | Sequence[Any],
     metrics: Sequence[str | Metric] | None = None,
     *,
-    trials: int = 1,
-    concurrency: int = 8,
-    agent_concurrency: Mapping[str, int] | None = None,
-    timeout: float | None = 120.0,
-    retries: int = 2,
-    backoff: float = 0.5,
-    progress: bool = True,
+    config: RunConfig | None = None,
     failed_runs: FailedRuns = "zero",
     confidence: float = 0.95,
     test: stats.PairedTestName = "auto",
     seed: int = 0,
+    reducer: stats.Reducer = "mean",
+    **options: Unpack[RunOptions],
 ) -> Comparison:
     """Async twin of :func:`compare`."""
+    cfg = run_config(config, **options)
     ds = load_dataset(dataset)
     resolved = resolve_metrics(metrics)
     runnables = _resolve_agents(agents)
-    unknown = sorted(set(agent_concurrency or {}) - {r.name for r in runnables})
+    unknown = sorted(set(cfg.agent_concurrency) - {r.name for r in runnables})
     if unknown:
         raise ConfigError(f"agent_concurrency names unknown agents: {', '.join(unknown)}")
-    config = RunConfig(
-        concurrency=concurrency,
-        timeout=timeout,
-        retries=retries,
-        backoff=backoff,
-        trials=trials,
-        progress=progress,
-        agent_concurrency=agent_concurrency,
-    )
-    results = await run_and_score(ds, runnables, resolved, config)
-    return Comparison(
-        ds, results, resolved, trials=trials, failed_runs=failed_runs, confidence=confidence, test=test, seed=seed
-    )
+    settings = {"failed_runs": failed_runs, "confidence": confidence, "test": test, "seed": seed, "reducer": reducer}
+    # Check the statistics settings before any agent runs.
+    Comparison(ds, {}, resolved, trials=cfg.trials, **settings)
+    results = await run_and_score(ds, runnables, resolved, cfg, kind="compare", settings=settings)
+    cmp = Comparison(ds, results, resolved, trials=cfg.trials, config=cfg, **settings)
+    if cfg.out_dir is not None:
+        cmp.save(cfg.out_dir)
+    return cmp
 
 
 def compare(
@@ -180,17 +165,13 @@ def compare(
     agents: Mapping[str, Any] | Sequence[Any],
     metrics: Sequence[str | Metric] | None = None,
     *,
-    trials: int = 1,
-    concurrency: int = 8,
-    agent_concurrency: Mapping[str, int] | None = None,
-    timeout: float | None = 120.0,
-    retries: int = 2,
-    backoff: float = 0.5,
-    progress: bool = True,
+    config: RunConfig | None = None,
     failed_runs: FailedRuns = "zero",
     confidence: float = 0.95,
     test: stats.PairedTestName = "auto",
     seed: int = 0,
+    reducer: stats.Reducer = "mean",
+    **options: Unpack[RunOptions],
 ) -> Comparison:
     """Run every agent on every case of ``dataset`` and score them with the same metrics.
 
@@ -198,25 +179,15 @@ def compare(
     string (``"module:attr"``, an ``http(s)://`` A2A URL, an Agent Engine resource name).
     All runs share one budget of ``concurrency`` runs in flight; ``agent_concurrency={"name": n}``
     caps one agent further (a rate-limited endpoint). ``trials=k`` runs every case k times and
-    adds pass@k, pass^k and flaky counts. ``failed_runs``: ``"zero"`` (a failed run scores 0) or
-    ``"exclude"`` (left out); see the module docs. ``test``: the paired test, ``auto`` = exact
-    McNemar for 0/1 metrics, Wilcoxon signed-rank otherwise.
+    adds pass@k, pass^k and flaky counts; ``reducer`` says how a case's trials become one value
+    (``mean``, ``max``, ``min``, ``median``). ``failed_runs``: ``"zero"`` (a failed run scores 0)
+    or ``"exclude"`` (left out); see ``levelfield.comparison``. ``test``: the paired test,
+    ``auto`` = exact McNemar for 0/1 metrics, Wilcoxon signed-rank otherwise. ``out``/``resume``:
+    the run journal, as in :func:`evaluate`; the report is written there too.
     """
     return run_coroutine(
         acompare(
-            dataset,
-            agents,
-            metrics,
-            trials=trials,
-            concurrency=concurrency,
-            agent_concurrency=agent_concurrency,
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
-            progress=progress,
-            failed_runs=failed_runs,
-            confidence=confidence,
-            test=test,
-            seed=seed,
+            dataset, agents, metrics, config=config, failed_runs=failed_runs, confidence=confidence,
+            test=test, seed=seed, reducer=reducer, **options,
         )
     )

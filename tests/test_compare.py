@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import levelfield as lf
-from levelfield.core.comparison import Comparison, mark_trajectory
+from levelfield.comparison import Comparison
+from levelfield.core.diff import mark_trajectory
 from samples.home_automation.agents.function_agents import careful_agent, hasty_agent
 
 SAMPLE = "samples/home_automation/dataset.jsonl"

@@ -3,23 +3,29 @@
 The public entry points (``lf.evaluate``, ``lf.compare``, ``EvalTask``) live in
 ``levelfield.evaluation``: they turn whatever the user passed into ``AgentRunnable``s and call
 this engine, so ``core`` never imports an adapter.
+
+With ``config.out`` every finished run is journaled to ``out/runs.jsonl`` (see ``record``) as it
+finishes; with ``config.resume`` the runs already in that journal are kept, not run again.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from .config import RunConfig
 from .dataset import EvalDataset
-from .errors import DatasetError
+from .errors import DatasetError, RecordError
 from .metrics.base import Metric
 from .protocol import AgentRunnable
-from .results import EvalResult
-from .runner import RunConfig, run_agents
+from .record import RUNS_FILE, Journal, RunKey, check_resumable, fingerprints_of, make_header, read_record
+from .results import SAVED_AGENT, EvalResult
+from .runner import run_agents
 from .scoring import RunScorer, context_for, score_rows
 from .types import AgentOutput, AgentRun
 
-__all__ = ["score_saved", "run_and_score"]
+__all__ = ["score_saved", "run_and_score", "open_journal"]
 
 
 def _saved_runs(dataset: EvalDataset) -> list[AgentRun]:
@@ -42,7 +48,7 @@ def _saved_runs(dataset: EvalDataset) -> list[AgentRun]:
         runs.append(
             AgentRun(
                 case_id=case.case_id,
-                agent_name="saved predictions",
+                agent_name=SAVED_AGENT,
                 output=output,
                 latency_in_seconds=latency,
                 failure=failed,
@@ -51,7 +57,7 @@ def _saved_runs(dataset: EvalDataset) -> list[AgentRun]:
     return runs
 
 
-async def score_saved(dataset: EvalDataset, metrics: Sequence[Metric]) -> EvalResult:
+async def score_saved(dataset: EvalDataset, metrics: Sequence[Metric], config: RunConfig | None = None) -> EvalResult:
     """Score the predictions a dataset already holds (``response``, ``predicted_trajectory``)."""
     runs = _saved_runs(dataset)
     contexts = [context_for(case, None) for case in dataset]
@@ -59,21 +65,83 @@ async def score_saved(dataset: EvalDataset, metrics: Sequence[Metric]) -> EvalRe
     for ctx, run in zip(contexts, runs):
         ctx.failure = run.failure
     scores = await score_rows(contexts, metrics)
-    return EvalResult(dataset, runs, scores, metrics, agent_name=None, scored_saved_predictions=True)
+    return EvalResult(dataset, runs, scores, metrics, agent_name=None, scored_saved_predictions=True, config=config)
+
+
+def open_journal(
+    dataset: EvalDataset,
+    agent_names: Sequence[str],
+    metrics: Sequence[Metric],
+    config: RunConfig,
+    *,
+    kind: str,
+    settings: Mapping[str, Any] | None = None,
+) -> tuple[Journal | None, dict[RunKey, AgentRun]]:
+    """The journal for ``config.out`` (None without one) and the runs it already holds when resuming.
+
+    A record already in ``out`` is an error unless ``resume`` (continue it) or ``overwrite``
+    (replace it): a finished run is never thrown away by accident.
+    """
+    out = config.out_dir
+    if out is None:
+        return None, {}
+    path = out / RUNS_FILE
+    fingerprints = fingerprints_of(dataset)
+    if path.exists() and path.stat().st_size > 0:
+        if config.resume:
+            record = read_record(path)
+            check_resumable(record, fingerprints=fingerprints, agents=agent_names, trials=config.trials)
+            done = {key: run for key, (run, _) in record.runs.items() if key[2] < config.trials}
+            return Journal.reopen(record), done
+        if not config.overwrite:
+            raise RecordError(
+                f"{out} already holds a run record ({path.name}); resume it with resume=True (--resume), "
+                "replace it with overwrite=True (--overwrite), or choose another out folder"
+            )
+    header = make_header(
+        source=dataset.source,
+        fingerprints=fingerprints,
+        agents=agent_names,
+        metrics=metrics,
+        options=config.to_dict(),
+        kind=kind,
+        settings=settings,
+    )
+    return Journal.create(path, header, list(dataset), fingerprints), {}
 
 
 async def run_and_score(
-    dataset: EvalDataset, agents: Sequence[AgentRunnable], metrics: Sequence[Metric], config: RunConfig
+    dataset: EvalDataset,
+    agents: Sequence[AgentRunnable],
+    metrics: Sequence[Metric],
+    config: RunConfig,
+    *,
+    kind: str = "evaluate",
+    settings: Mapping[str, Any] | None = None,
 ) -> dict[str, EvalResult]:
-    """Every agent on every case and trial, each run scored as it finishes; one result per agent."""
+    """Every agent on every case and trial, each run scored (and journaled) as it finishes; one result per agent."""
+    dataset.require_prompts()
     scorer = RunScorer(dataset, metrics)
-    runs_by_agent = await run_agents(dataset, agents, config, on_run=scorer)
+    journal, done = open_journal(dataset, [a.name for a in agents], metrics, config, kind=kind, settings=settings)
+
+    def finished(run: AgentRun) -> None:
+        scores = scorer(run)
+        if journal is not None:
+            journal.write(run, scores)
+
+    try:
+        runs_by_agent = await run_agents(dataset, agents, config, on_run=finished, done=done)
+    finally:
+        if journal is not None:
+            journal.close()
     every_run = [run for a in agents for run in runs_by_agent[a.name]]
     scores = await scorer.scores(every_run)
     results: dict[str, EvalResult] = {}
     start = 0
     for agent in agents:
         runs = runs_by_agent[agent.name]
-        results[agent.name] = EvalResult(dataset, runs, scores[start : start + len(runs)], metrics, agent_name=agent.name)
+        results[agent.name] = EvalResult(
+            dataset, runs, scores[start : start + len(runs)], metrics, agent_name=agent.name, config=config
+        )
         start += len(runs)
     return results

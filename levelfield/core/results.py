@@ -11,11 +11,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .config import RunConfig
 from .dataset import EvalCase, EvalDataset
-from .metrics.base import Metric
+from .errors import RecordError
+from .jsonsafe import to_jsonable
+from .metrics.base import Metric, Score, score_columns
+from .record import RUNS_FILE, Record, fingerprints_of, make_header, metrics_from_specs, read_record, write_record
 from .types import AgentRun
 
-__all__ = ["EvalResult", "summarize"]
+__all__ = ["EvalResult", "summarize", "run_costs", "results_from_record", "table_to_csv", "SAVED_AGENT"]
 
 _CASE_FIELDS = ("prompt", "reference", "reference_trajectory")
 
@@ -38,9 +42,10 @@ def _mean(x: np.ndarray) -> float:
 
 
 def summarize(table: Mapping[str, Any], metric_names: Sequence[str]) -> dict[str, Any]:
-    """Vertex-style summary: ``row_count``, ``<metric>/mean|std|nan_count``, latency and failures.
+    """Vertex-style metric summary: ``row_count``, ``<metric>/mean|std|nan_count``, judge costs.
 
-    ``table`` maps column names to columns: a DataFrame, or a dict of lists.
+    ``table`` maps column names to columns: a DataFrame, or a dict of lists. What the runs cost
+    (latency, failures, tokens) comes from :func:`run_costs`.
     """
     summary: dict[str, Any] = {"row_count": len(next(iter(table.values()), [])) if not isinstance(table, pd.DataFrame) else len(table)}
     for name in metric_names:
@@ -58,25 +63,31 @@ def summarize(table: Mapping[str, Any], metric_names: Sequence[str]) -> dict[str
                 cost = _floats(table[f"{name}/{key}"])
                 if np.any(~np.isnan(cost)):
                     summary[f"{name}/{key}/sum"] = float(np.nansum(cost))
-    if "latency_in_seconds" in table:
-        lat = _floats(table["latency_in_seconds"])
-        summary["latency_in_seconds/mean"] = _mean(lat)
-        summary["latency_in_seconds/std"] = _std(lat)
-        known = lat[~np.isnan(lat)]
-        summary["latency_in_seconds/p50"] = float(np.quantile(known, 0.5)) if len(known) else float("nan")
-        summary["latency_in_seconds/p95"] = float(np.quantile(known, 0.95)) if len(known) else float("nan")
-    if "failure" in table:
-        fail = _floats(table["failure"])
-        summary["failure/mean"] = _mean(fail)
-        summary["failure/std"] = _std(fail)
-        summary["failure/count"] = int(np.nansum(fail))
-    for key in ("input_tokens", "output_tokens", "total_tokens"):
-        if key in table:
-            tokens = _floats(table[key])
-            if np.any(~np.isnan(tokens)):
-                summary[f"{key}/mean"] = _mean(tokens)
-                summary[f"{key}/sum"] = float(np.nansum(tokens))
     return summary
+
+
+def run_costs(runs: Sequence[AgentRun]) -> dict[str, Any]:
+    """What runs cost, the one place it is computed: latency (mean, std, p50, p95), failures
+    (mean, std, count) and, when the adapter reported usage, tokens (mean, sum over runs that
+    reported it; a failed run's partial usage counts, since those tokens were spent)."""
+    out: dict[str, Any] = {}
+    lat = np.array([r.latency_in_seconds for r in runs], dtype=float)
+    out["latency_in_seconds/mean"] = _mean(lat)
+    out["latency_in_seconds/std"] = _std(lat)
+    known = lat[~np.isnan(lat)]
+    out["latency_in_seconds/p50"] = float(np.quantile(known, 0.5)) if len(known) else float("nan")
+    out["latency_in_seconds/p95"] = float(np.quantile(known, 0.95)) if len(known) else float("nan")
+    fail = np.array([float(r.failure) for r in runs], dtype=float)
+    out["failure/mean"] = _mean(fail)
+    out["failure/std"] = _std(fail)
+    out["failure/count"] = int(fail.sum())
+    usages = [(r.output or r.partial_output).usage if (r.output or r.partial_output) else None for r in runs]
+    if any(u is not None for u in usages):
+        for key in ("input_tokens", "output_tokens", "total_tokens"):
+            tokens = np.array([getattr(u, key) if u is not None else np.nan for u in usages], dtype=float)
+            out[f"{key}/mean"] = _mean(tokens)
+            out[f"{key}/sum"] = float(np.nansum(tokens))
+    return out
 
 
 def _num(x: Any) -> float:
@@ -87,30 +98,45 @@ def _num(x: Any) -> float:
 
 
 class EvalResult:
-    """The outcome of ``evaluate``: one row per case and trial, in dataset order."""
+    """The outcome of ``evaluate``: one row per case and trial, in dataset order.
+
+    ``scores[i]`` holds run ``i``'s scores as ``<metric>/...`` columns; the ``Score`` objects
+    behind them are ``row_scores[i]`` (metric name -> Score). ``save(dir)`` writes the run record
+    and tables, ``EvalResult.load(dir)`` reads them back with the same summary.
+    """
 
     def __init__(
         self,
         dataset: EvalDataset,
         runs: Sequence[AgentRun],
-        scores: Sequence[dict[str, Any]],
+        scores: Sequence[Mapping[str, Score]],
         metrics: Sequence[Metric],
         *,
         agent_name: str | None = None,
         scored_saved_predictions: bool = False,
+        config: RunConfig | None = None,
     ) -> None:
         self.dataset = dataset
         self.runs = list(runs)
-        self.scores = list(scores)
+        self.row_scores: list[dict[str, Score]] = [dict(row) for row in scores]
         self.metrics = list(metrics)
         self.agent_name = agent_name
         self.scored_saved_predictions = scored_saved_predictions
+        self.config = config or RunConfig()
+        self._scores: list[dict[str, Any]] | None = None
         self._table: pd.DataFrame | None = None
         self._summary: dict[str, Any] | None = None
 
     @property
     def metric_names(self) -> list[str]:
         return [m.name for m in self.metrics]
+
+    @property
+    def scores(self) -> list[dict[str, Any]]:
+        """Each run's scores as ``<metric>/score``, ``/explanation``, ... columns (see ``Score.columns``)."""
+        if self._scores is None:
+            self._scores = [score_columns(row) for row in self.row_scores]
+        return self._scores
 
     def _row(self, case: EvalCase, run: AgentRun, scores: dict[str, Any]) -> dict[str, Any]:
         row: dict[str, Any] = {"case_id": case.case_id, "trial": run.trial}
@@ -153,25 +179,15 @@ class EvalResult:
 
     @property
     def summary_metrics(self) -> dict[str, Any]:
-        """``row_count``, ``<metric>/mean``, ``<metric>/std``, ``<metric>/nan_count``, latency, failures."""
+        """``row_count``, ``<metric>/mean``, ``<metric>/std``, ``<metric>/nan_count``, latency, failures, tokens."""
         if self._summary is None:
-            self._summary = summarize(self._summary_columns(), self.metric_names)
+            keys = {k for row in self.scores for k in row}
+            columns = {key: [row.get(key) for row in self.scores] for key in keys}
+            columns["failure"] = [int(r.failure) for r in self.runs]  # row_count when there are no metrics
+            summary = summarize(columns, self.metric_names)
+            summary.update(run_costs(self.runs))
+            self._summary = summary
         return self._summary
-
-    def _summary_columns(self) -> dict[str, list[Any]]:
-        # The summary needs a few columns, not the whole table: read them off the runs directly.
-        columns: dict[str, list[Any]] = {
-            "latency_in_seconds": [r.latency_in_seconds for r in self.runs],
-            "failure": [int(r.failure) for r in self.runs],
-        }
-        usages = [(r.output or r.partial_output).usage if (r.output or r.partial_output) else None for r in self.runs]
-        if any(u is not None for u in usages):
-            for key in ("input_tokens", "output_tokens", "total_tokens"):
-                columns[key] = [getattr(u, key) if u is not None else None for u in usages]
-        keys = {k for row in self.scores for k in row}
-        for key in keys:
-            columns[key] = [row.get(key) for row in self.scores]
-        return columns
 
     @property
     def failures(self) -> list[AgentRun]:
@@ -181,12 +197,56 @@ class EvalResult:
         s = self.summary_metrics
         return f"EvalResult(agent={self.agent_name!r}, rows={s['row_count']}, failures={s.get('failure/count', 0)})"
 
+    # -- saving and loading ------------------------------------------------------------------
+
+    def record_header(self, *, status: str = "complete") -> dict[str, Any]:
+        """The run-record header of this result (see ``levelfield.core.record``)."""
+        return make_header(
+            source=self.dataset.source,
+            fingerprints=fingerprints_of(self.dataset),
+            agents=[self.agent_name or SAVED_AGENT],
+            metrics=self.metrics,
+            options=self.config.to_dict(),
+            kind="evaluate",
+            status=status,
+            settings={"scored_saved_predictions": self.scored_saved_predictions},
+        )
+
+    def save(self, directory: str | Path) -> dict[str, Path]:
+        """Write ``runs.jsonl`` (the run record), ``metrics_table.csv`` and ``summary.json`` into ``directory``."""
+        out = Path(directory)
+        paths = {"runs": out / RUNS_FILE, "metrics_table": out / "metrics_table.csv", "summary": out / "summary.json"}
+        write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset),
+                     zip(self.runs, self.row_scores))
+        self.to_csv(paths["metrics_table"])
+        paths["summary"].write_text(
+            json.dumps(to_jsonable(self.summary_metrics), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+        return paths
+
+    @classmethod
+    def load(cls, location: str | Path, *, agent: str | None = None) -> "EvalResult":
+        """Read a result back from a saved folder (or its ``runs.jsonl``); the summary is recomputed
+        from the stored scores. A record of several agents needs ``agent=`` (or ``Comparison.load``)."""
+        record = read_record(location)
+        agents = record.agents
+        if agent is None:
+            if len(agents) != 1:
+                raise RecordError(
+                    f"{record.path}: holds {len(agents)} agents ({', '.join(agents)}); pick one with agent=... "
+                    "or read them all with lf.Comparison.load"
+                )
+            agent = agents[0]
+        elif agent not in agents:
+            raise RecordError(f"{record.path}: no agent {agent!r}; it has: {', '.join(agents)}")
+        return results_from_record(record)[agent]
+
     def _records(self) -> list[dict[str, Any]]:
         records = []
         for run, scores in zip(self.runs, self.scores):
-            record = run.model_dump(mode="json")
-            record["scores"] = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in scores.items()}
-            records.append(record)
+            record = run.model_dump(mode="python")
+            record["scores"] = scores
+            records.append(to_jsonable(record))
         return records
 
     def to_jsonl(self, path: str | Path) -> Path:
@@ -195,18 +255,14 @@ class EvalResult:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", encoding="utf-8") as f:
             for record in self._records():
-                f.write(json.dumps(record, default=str) + "\n")
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
         return path
 
     def to_csv(self, path: str | Path) -> Path:
         """Write the metrics table; trajectory cells as JSON so ``load_dataset`` reads them back."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        table = self.metrics_table.copy()
-        for col in table.columns:
-            if table[col].map(lambda v: isinstance(v, (list, dict))).any():
-                table[col] = table[col].map(lambda v: json.dumps(v) if isinstance(v, (list, dict)) else v)
-        table.to_csv(path, index=False)
+        table_to_csv(self.metrics_table, path)
         return path
 
     def to_adk_evalset(self, path: str | Path, *, eval_set_id: str | None = None) -> Path:
@@ -214,3 +270,41 @@ class EvalResult:
         from .adk import write_evalset
 
         return write_evalset(self, path, eval_set_id=eval_set_id)
+
+
+SAVED_AGENT = "saved predictions"
+"""The agent name of scored saved predictions (no agent ran)."""
+
+
+def table_to_csv(table: pd.DataFrame, path: Path) -> None:
+    """Write a results table as CSV, list and dict cells as JSON (so ``load_dataset`` reads them back)."""
+    table = table.copy()
+    for col in table.columns:
+        if table[col].map(lambda v: isinstance(v, (list, dict))).any():
+            table[col] = table[col].map(
+                lambda v: json.dumps(to_jsonable(v), ensure_ascii=False) if isinstance(v, (list, dict)) else v
+            )
+    table.to_csv(path, index=False)
+
+
+def results_from_record(record: Record) -> dict[str, EvalResult]:
+    """One EvalResult per agent of a record, runs in dataset order then trial order; the metrics
+    rebuilt from their specs (``requires`` kept), the scores as stored."""
+    dataset = EvalDataset(record.cases, source=(record.header.get("dataset") or {}).get("source", str(record.path)))
+    metrics = metrics_from_specs(record.header.get("metrics") or [])
+    options = dict(record.header.get("options") or {})
+    config = RunConfig(**{k: v for k, v in options.items() if k in RunConfig.__dataclass_fields__ and k not in ("resume", "overwrite")})
+    saved = bool((record.header.get("settings") or {}).get("scored_saved_predictions"))
+    order = {c.case_id: i for i, c in enumerate(record.cases)}
+    results: dict[str, EvalResult] = {}
+    for agent in record.agents:
+        entries = sorted(
+            ((run, scores) for (a, _, _), (run, scores) in record.runs.items() if a == agent),
+            key=lambda e: (order.get(e[0].case_id, len(order)), e[0].trial),
+        )
+        rows = [scores if scores is not None else {m.name: Score(math.nan) for m in metrics} for _, scores in entries]
+        results[agent] = EvalResult(
+            dataset, [run for run, _ in entries], rows, metrics,
+            agent_name=None if saved else agent, scored_saved_predictions=saved, config=config,
+        )
+    return results

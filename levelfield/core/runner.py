@@ -20,8 +20,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from .config import RunConfig
 from .dataset import EvalCase, EvalDataset
-from .errors import AdapterError, AgentOutputError, ConfigError
+from .errors import AdapterError, AgentOutputError
 from .protocol import AgentRequest, AgentRunnable
 from .types import AgentOutput, AgentRun, Message
 
@@ -79,37 +80,6 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
     if not isinstance(exc, AdapterError):
         text = f"{type(exc).__name__}: {text}"
     return text, error_type
-
-
-class RunConfig:
-    """How runs are executed; the same for every agent of a comparison."""
-
-    def __init__(
-        self,
-        *,
-        concurrency: int = 8,
-        timeout: float | None = 120.0,
-        retries: int = 2,
-        backoff: float = 0.5,
-        trials: int = 1,
-        progress: bool = True,
-        agent_concurrency: Mapping[str, int] | None = None,
-    ) -> None:
-        if concurrency < 1:
-            raise ConfigError("concurrency must be >= 1")
-        if trials < 1:
-            raise ConfigError("trials must be >= 1")
-        if retries < 0:
-            raise ConfigError("retries must be >= 0")
-        if timeout is not None and timeout <= 0:
-            raise ConfigError("timeout must be > 0 seconds, or None for no timeout")
-        self.concurrency = concurrency
-        self.timeout = timeout
-        self.retries = retries
-        self.backoff = backoff
-        self.trials = trials
-        self.progress = progress
-        self.agent_concurrency = dict(agent_concurrency or {})
 
 
 class _Progress:
@@ -232,12 +202,16 @@ async def run_agents(
     config: RunConfig,
     *,
     on_run: Callable[[AgentRun], None] | None = None,
+    done: Mapping[tuple[str, str, int], AgentRun] | None = None,
 ) -> dict[str, list[AgentRun]]:
     """Every agent on every case and trial; runs per agent in dataset order, then trial order.
 
     ``on_run(run)`` is called as each run finishes (e.g. to score it while others are in flight).
+    ``done`` maps (agent name, case id, trial) to runs finished earlier (a resumed journal): they
+    are returned as they are, not run again, and ``on_run`` is not called for them.
     """
     dataset.require_prompts()
+    done = done or {}
     run_id = uuid.uuid4().hex[:8]
     limit = asyncio.Semaphore(config.concurrency)
     per_agent = {
@@ -245,7 +219,8 @@ async def run_agents(
         for a in agents
         if a.name in config.agent_concurrency
     }
-    jobs = [(a, case, trial) for a in agents for case in dataset for trial in range(config.trials)]
+    plan = [(a, case, trial) for a in agents for case in dataset for trial in range(config.trials)]
+    jobs = [job for job in plan if (job[0].name, job[1].case_id, job[2]) not in done]
     desc = agents[0].name if len(agents) == 1 else f"{len(agents)} agents"
     progress = _Progress(len(jobs), config.progress, desc)
 
@@ -271,7 +246,7 @@ async def run_agents(
     # stalling every run in flight). They return to the collector when the runs end.
     gc.freeze()
     try:
-        runs = await asyncio.gather(*(one(*job) for job in jobs))
+        fresh = iter(await asyncio.gather(*(one(*job) for job in jobs)))
     finally:
         gc.unfreeze()
         _executor.reset(token)
@@ -279,6 +254,7 @@ async def run_agents(
         # Threads of sync agents that timed out may still be running: don't wait for them.
         executor.shutdown(wait=False, cancel_futures=True)
     out: dict[str, list[AgentRun]] = {a.name: [] for a in agents}
-    for run in runs:
-        out[run.agent_name].append(run)
+    for agent, case, trial in plan:
+        kept = done.get((agent.name, case.case_id, trial))
+        out[agent.name].append(kept if kept is not None else next(fresh))
     return out

@@ -7,10 +7,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .dataset import EvalCase
-from .metrics.base import NAN, Metric, Score, ScoringContext, as_float
+from .metrics.base import NAN, Metric, Score, ScoringContext
 from .types import AgentRun
 
-__all__ = ["context_for", "score_rows", "score_sync", "RunScorer"]
+__all__ = ["context_for", "score_rows", "score_sync", "order_like", "RunScorer"]
 
 
 def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
@@ -53,59 +53,53 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
     )
 
 
-def _columns(metric: Metric, result: Any) -> dict[str, Any]:
-    if isinstance(result, Score):
-        cols: dict[str, Any] = {f"{metric.name}/score": as_float(result.value)}
-        if result.explanation is not None:
-            cols[f"{metric.name}/explanation"] = result.explanation
-        for key, value in result.extra.items():
-            cols[f"{metric.name}/{key}"] = value
-        if result.failed:
-            cols[f"{metric.name}/failed"] = True
-        if result.usage is not None:
-            cols[f"{metric.name}/total_tokens"] = result.usage.total_tokens
-        return cols
-    return {f"{metric.name}/score": as_float(result)}
+def _failed(exc: BaseException) -> Score:
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except Exception:  # an exception whose __str__ raises must not lose the row
+        text = type(exc).__name__
+    return Score(NAN, failed=True, error=text)
 
 
-def _failed(metric: Metric, exc: BaseException) -> dict[str, Any]:
-    return {
-        f"{metric.name}/score": NAN,
-        f"{metric.name}/error": f"{type(exc).__name__}: {exc}",
-        f"{metric.name}/failed": True,
-    }
+_UNSCORED = Score(NAN)
+"""The score of a metric that does not apply to a row (no reference, failed run)."""
 
 
-def score_sync(ctx: ScoringContext, metrics: Sequence[Metric]) -> dict[str, Any]:
-    """The columns of the sync metrics for one row."""
-    row: dict[str, Any] = {}
+def score_sync(ctx: ScoringContext, metrics: Sequence[Metric]) -> dict[str, Score]:
+    """The scores of the sync metrics for one row, by metric name."""
+    row: dict[str, Score] = {}
     for metric in metrics:
         if not metric.computable(ctx):
-            row[f"{metric.name}/score"] = NAN
+            row[metric.name] = _UNSCORED
             continue
         try:
-            row.update(_columns(metric, metric.score(ctx)))
+            row[metric.name] = Score.of(metric.score(ctx))
         except Exception as exc:  # a metric bug must not lose the run
-            row.update(_failed(metric, exc))
+            row[metric.name] = _failed(exc)
     return row
 
 
 async def _score_async(
-    rows: Sequence[dict[str, Any]], contexts: Sequence[ScoringContext], metrics: Sequence[Metric], concurrency: int
+    rows: Sequence[dict[str, Score]], contexts: Sequence[ScoringContext], metrics: Sequence[Metric], concurrency: int
 ) -> None:
     limit = asyncio.Semaphore(concurrency)
 
-    async def one(metric: Metric, row: dict[str, Any], ctx: ScoringContext) -> None:
+    async def one(metric: Metric, row: dict[str, Score], ctx: ScoringContext) -> None:
         if not metric.computable(ctx):
-            row[f"{metric.name}/score"] = NAN
+            row[metric.name] = _UNSCORED
             return
         async with limit:
             try:
-                row.update(_columns(metric, await metric.ascore(ctx)))
+                row[metric.name] = Score.of(await metric.ascore(ctx))
             except Exception as exc:
-                row.update(_failed(metric, exc))
+                row[metric.name] = _failed(exc)
 
     await asyncio.gather(*(one(m, r, c) for m in metrics for r, c in zip(rows, contexts)))
+
+
+def order_like(row: dict[str, Score], metrics: Sequence[Metric]) -> dict[str, Score]:
+    """``row`` with its metrics in the order of ``metrics`` (sync and async ones are scored apart)."""
+    return {m.name: row[m.name] for m in metrics if m.name in row}
 
 
 def _split(metrics: Sequence[Metric]) -> tuple[list[Metric], list[Metric]]:
@@ -115,12 +109,13 @@ def _split(metrics: Sequence[Metric]) -> tuple[list[Metric], list[Metric]]:
 
 async def score_rows(
     contexts: Sequence[ScoringContext], metrics: Sequence[Metric], *, concurrency: int = 16
-) -> list[dict[str, Any]]:
-    """One dict of ``<metric>/...`` columns per context, in order."""
+) -> list[dict[str, Score]]:
+    """One dict of metric name -> Score per context, in order."""
     sync_metrics, async_metrics = _split(metrics)
     rows = [score_sync(ctx, sync_metrics) for ctx in contexts]
     if async_metrics:
         await _score_async(rows, contexts, async_metrics, concurrency)
+        rows = [order_like(row, metrics) for row in rows]
     return rows
 
 
@@ -133,21 +128,26 @@ class RunScorer:
 
     def __init__(self, dataset: Iterable[EvalCase], metrics: Sequence[Metric], *, concurrency: int = 16) -> None:
         self._cases = {c.case_id: c for c in dataset}
+        self._metrics = list(metrics)
         self._sync, self._async = _split(metrics)
         self._concurrency = concurrency
-        self._done: dict[tuple[str, str, int], tuple[ScoringContext, dict[str, Any]]] = {}
+        self._done: dict[tuple[str, str, int], tuple[ScoringContext, dict[str, Score]]] = {}
 
-    def _score(self, run: AgentRun) -> tuple[ScoringContext, dict[str, Any]]:
+    def _score(self, run: AgentRun) -> tuple[ScoringContext, dict[str, Score]]:
         ctx = context_for(self._cases[run.case_id], run)
         return ctx, score_sync(ctx, self._sync)
 
-    def __call__(self, run: AgentRun) -> None:
-        self._done[(run.agent_name, run.case_id, run.trial)] = self._score(run)
+    def __call__(self, run: AgentRun) -> dict[str, Score]:
+        """Score ``run``'s sync metrics now; returns them (judged metrics come in :meth:`scores`)."""
+        scored = self._score(run)
+        self._done[(run.agent_name, run.case_id, run.trial)] = scored
+        return scored[1]
 
-    async def scores(self, runs: Sequence[AgentRun]) -> list[dict[str, Any]]:
-        """The score columns of ``runs``, in their order."""
+    async def scores(self, runs: Sequence[AgentRun]) -> list[dict[str, Score]]:
+        """Every metric's score of ``runs``, in their order."""
         scored = [self._done.pop((r.agent_name, r.case_id, r.trial), None) or self._score(r) for r in runs]
         rows = [row for _, row in scored]
         if self._async:
             await _score_async(rows, [ctx for ctx, _ in scored], self._async, self._concurrency)
+            rows = [order_like(row, self._metrics) for row in rows]
         return rows

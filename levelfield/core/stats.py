@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -25,6 +25,9 @@ __all__ = [
     "PairedTestName",
     "is_binary",
     "case_means",
+    "reduce_trials",
+    "REDUCERS",
+    "Reducer",
     "wilson_interval",
     "bootstrap_interval",
     "mean_interval",
@@ -93,6 +96,38 @@ def case_means(trials: np.ndarray) -> np.ndarray:
     sums = np.nansum(arr, axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
+def _reduce(arr: np.ndarray, fn) -> np.ndarray:
+    arr = np.asarray(arr, dtype=float)
+    if arr.ndim == 1:
+        return arr.copy()
+    out = np.full(arr.shape[0], np.nan)
+    scored = (~np.isnan(arr)).any(axis=1)
+    if scored.any():
+        out[scored] = fn(arr[scored], axis=1)
+    return out
+
+
+REDUCERS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "mean": case_means,
+    "max": lambda arr: _reduce(arr, np.nanmax),
+    "min": lambda arr: _reduce(arr, np.nanmin),
+    "median": lambda arr: _reduce(arr, np.nanmedian),
+}
+"""Named trial reducers: how a case's trials become one value. ``mean`` (the default) weighs
+every trial; ``max`` counts a case as solved when any trial solved it (pass@k-style); ``min``
+when every trial did (pass^k-style); ``median`` resists one odd trial."""
+
+Reducer = Literal["mean", "max", "min", "median"]
+
+
+def reduce_trials(trials: np.ndarray, reducer: str = "mean") -> np.ndarray:
+    """A (cases × trials) matrix reduced over trials by a named reducer, NaN trials ignored."""
+    fn = REDUCERS.get(reducer)
+    if fn is None:
+        raise ConfigError(f"reducer={reducer!r}: use one of {', '.join(REDUCERS)}")
+    return fn(trials)
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval:

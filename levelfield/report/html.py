@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..core.comparison import AgentCase, Comparison, MarkedCall
+    from ..comparison import AgentCase, Comparison
+    from ..core.diff import MarkedCall
 
 __all__ = ["render_report", "write_report"]
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from ..matching import Alignment, ToolCallMatcher, align
 from ..types import ToolCall, Usage
 
-__all__ = ["Metric", "Score", "ScoringContext", "NAN"]
+__all__ = ["Metric", "Score", "ScoringContext", "NAN", "score_columns"]
 
 NAN = float("nan")
 
@@ -26,6 +27,43 @@ class Score:
     """The metric itself failed on this row (a judge that could not answer, a function that raised)."""
     usage: Usage | None = None
     """Tokens the metric spent (judged metrics)."""
+    error: str | None = None
+    """Why the metric failed on this row, when ``failed``."""
+
+    def columns(self, name: str) -> dict[str, Any]:
+        """This score as the ``<name>/...`` columns of a results table; the one place they are spelled.
+
+        ``/score`` always; ``/explanation``, ``/<extra key>``, ``/error`` and ``/total_tokens`` when
+        known; ``/failed`` (True) only when the metric itself failed on the row.
+        """
+        cols: dict[str, Any] = {f"{name}/score": self.value}
+        if self.explanation is not None:
+            cols[f"{name}/explanation"] = self.explanation
+        for key, value in self.extra.items():
+            cols[f"{name}/{key}"] = value
+        if self.error is not None:
+            cols[f"{name}/error"] = self.error
+        if self.failed:
+            cols[f"{name}/failed"] = True
+        if self.usage is not None:
+            cols[f"{name}/total_tokens"] = self.usage.total_tokens
+        return cols
+
+    @classmethod
+    def of(cls, result: "float | Score | None") -> "Score":
+        """What a metric's ``score`` returned, as a Score (a bare number becomes its value; inf and junk NaN)."""
+        if isinstance(result, Score):
+            value = as_float(result.value)
+            return result if value is result.value else replace(result, value=value)
+        return cls(as_float(result))
+
+
+def score_columns(scores: "Mapping[str, Score]") -> dict[str, Any]:
+    """One row's scores (metric name -> Score) as table columns, in metric order."""
+    row: dict[str, Any] = {}
+    for name, score in scores.items():
+        row.update(score.columns(name))
+    return row
 
 
 @dataclass

@@ -9,8 +9,8 @@ one that tries them all. ``failed_runs="exclude"`` keeps them out (NaN, as in a 
 completed. Either way a metric that does not apply to a case (no reference) stays NaN and is
 left out, and ``summary`` carries the policy in ``summary.attrs["failed_runs"]``.
 
-Trials are averaged per case before any statistic, so every case weighs the same and two agents
-are compared case by case.
+Trials are reduced per case before any statistic (``reducer="mean"`` by default; ``"max"``,
+``"min"``, ``"median"``), so every case weighs the same and two agents are compared case by case.
 """
 
 from __future__ import annotations
@@ -26,14 +26,17 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from . import stats
-from .dataset import EvalCase, EvalDataset, load_dataset
-from .errors import ConfigError, LevelfieldError, MetricError
-from .matching import DEFAULT_MATCHER, ToolCallMatcher, align
-from .metrics.base import Metric
-from .metrics.registry import resolve_metrics
-from .results import EvalResult
-from .types import AgentRun, ToolCall
+from .core import stats
+from .core.config import RunConfig
+from .core.dataset import EvalCase, EvalDataset
+from .core.diff import MarkedCall, mark_trajectory
+from .core.errors import ConfigError, MetricError, RecordError
+from .core.jsonsafe import to_jsonable
+from .core.matching import DEFAULT_MATCHER, ToolCallMatcher
+from .core.metrics.base import Metric
+from .core.record import RUNS_FILE, fingerprints_of, make_header, read_record, write_record
+from .core.results import EvalResult, results_from_record, run_costs, table_to_csv
+from .core.types import AgentRun
 
 __all__ = [
     "Comparison",
@@ -48,57 +51,6 @@ FailedRuns = Literal["zero", "exclude"]
 
 # Context fields an agent produces; every other field a metric requires comes from the case.
 _AGENT_FIELDS = frozenset({"response", "predicted_trajectory", "turns", "failure"})
-
-
-@dataclass(frozen=True)
-class MarkedCall:
-    """One line of a trajectory set against the reference.
-
-    ``status``: ``match`` (same call as a reference call), ``mismatch`` (a reference call's tool
-    with other arguments), ``extra`` (no reference call for it) or ``missing`` (a reference call
-    the agent did not make; ``predicted`` is None).
-    """
-
-    status: Literal["match", "mismatch", "extra", "missing"]
-    predicted: ToolCall | None
-    reference: ToolCall | None
-    predicted_index: int | None
-    reference_index: int | None
-
-
-def mark_trajectory(
-    predicted: Sequence[ToolCall], reference: Sequence[ToolCall] | None, matcher: ToolCallMatcher | None = None
-) -> list[MarkedCall]:
-    """The predicted calls in order, each marked against the reference, then the missing reference calls.
-
-    Matches come from the same maximum one-to-one alignment the trajectory metrics use. Of the
-    calls left over, a predicted and a reference call of the same tool are paired as a mismatch
-    (right tool, wrong arguments), in order of appearance. Without a reference nothing is marked
-    missing and every call is ``extra``.
-    """
-    reference = list(reference or [])
-    alignment = align(predicted, reference, matcher or DEFAULT_MATCHER, pairs=True)
-    ref_of = dict(alignment.matched_pairs or ())
-    free_refs = [j for j in range(len(reference)) if j not in set(ref_of.values())]
-    mismatch_of: dict[int, int] = {}
-    for i, call in enumerate(predicted):
-        if i in ref_of:
-            continue
-        for j in free_refs:
-            if reference[j].tool_name == call.tool_name:
-                mismatch_of[i] = j
-                free_refs.remove(j)
-                break
-    marked = []
-    for i, call in enumerate(predicted):
-        if i in ref_of:
-            marked.append(MarkedCall("match", call, reference[ref_of[i]], i, ref_of[i]))
-        elif i in mismatch_of:
-            marked.append(MarkedCall("mismatch", call, reference[mismatch_of[i]], i, mismatch_of[i]))
-        else:
-            marked.append(MarkedCall("extra", call, None, i, None))
-    marked.extend(MarkedCall("missing", None, reference[j], None, j) for j in free_refs)
-    return marked
 
 
 @dataclass
@@ -128,13 +80,6 @@ class CaseView:
     """Agent name -> its runs of this case, one per trial."""
 
 
-class _SavedMetric(Metric):
-    """A metric known only by name, re-read from a saved comparison."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-
 class Comparison:
     """Several agents run on the same cases, with the statistics to tell them apart.
 
@@ -154,7 +99,11 @@ class Comparison:
         confidence: float = 0.95,
         test: stats.PairedTestName = "auto",
         seed: int = 0,
+        reducer: stats.Reducer = "mean",
+        config: RunConfig | None = None,
     ) -> None:
+        if reducer not in stats.REDUCERS:
+            raise ConfigError(f"reducer={reducer!r}: use one of {', '.join(stats.REDUCERS)}")
         if failed_runs not in ("zero", "exclude"):
             raise ConfigError(f"failed_runs={failed_runs!r}: use 'zero' or 'exclude'")
         if not 0 < confidence < 1:
@@ -167,11 +116,16 @@ class Comparison:
         self.confidence = confidence
         self.test: stats.PairedTestName = test
         self.seed = seed
+        self.reducer: stats.Reducer = reducer
+        self.config = config or RunConfig(trials=trials)
         self._trial_scores: dict[tuple[str, str], np.ndarray] = {}
         self._summary: pd.DataFrame | None = None
         self._pairwise: dict[tuple[str, str], pd.DataFrame] = {}
         self._runs_by_case: dict[tuple[str, str], list[AgentRun]] | None = None
         self._case_index: dict[str, int] | None = None
+        self.missing_runs: list[tuple[str, str, int]] = []
+        """Runs the plan had that the record lacks (an interrupted journal read back)."""
+        self.complete = True
 
     # -- shape -----------------------------------------------------------------------------
 
@@ -235,7 +189,7 @@ class Comparison:
     def case_scores(self, metric: str) -> pd.DataFrame:
         """Case × agent matrix of one metric: each case's mean over trials."""
         return pd.DataFrame(
-            {a: stats.case_means(self.trial_scores(metric, a)) for a in self.agents},
+            {a: stats.reduce_trials(self.trial_scores(metric, a), self.reducer) for a in self.agents},
             index=pd.Index(self.case_ids, name="case_id"),
         )
 
@@ -262,7 +216,8 @@ class Comparison:
             rows = {a: self._summary_row(a) for a in self.agents}
             table = pd.DataFrame.from_dict(rows, orient="index")
             table.index.name = "agent"
-            table.attrs.update(failed_runs=self.failed_runs, confidence=self.confidence, trials=self.trials)
+            table.attrs.update(failed_runs=self.failed_runs, confidence=self.confidence, trials=self.trials,
+                              reducer=self.reducer)
             self._summary = table
         return self._summary
 
@@ -277,7 +232,7 @@ class Comparison:
         k = self.trials
         for metric in self.metric_names:
             matrix = self.trial_scores(metric, agent)
-            interval = stats.mean_interval(stats.case_means(matrix), self.confidence, self.seed)
+            interval = stats.mean_interval(stats.reduce_trials(matrix, self.reducer), self.confidence, self.seed)
             row[f"{metric}/mean"] = interval.estimate
             row[f"{metric}/ci_low"] = interval.low
             row[f"{metric}/ci_high"] = interval.high
@@ -291,17 +246,14 @@ class Comparison:
             if k > 1:
                 row[f"{metric}/flaky"] = int(stats.flaky_cases(matrix).sum())
         runs = self.results[agent].runs
-        latency = np.array([r.latency_in_seconds for r in runs], dtype=float)
+        costs = run_costs(runs)
         row["runs"] = len(runs)
-        row["failures"] = sum(r.failure for r in runs)
-        row["failure_rate"] = row["failures"] / len(runs) if runs else math.nan
-        row["latency_in_seconds/mean"] = _nanmean(latency)
-        row["latency_in_seconds/p50"] = _nanquantile(latency, 0.5)
-        row["latency_in_seconds/p95"] = _nanquantile(latency, 0.95)
-        for key in ("input_tokens", "output_tokens", "total_tokens"):
-            values = [getattr(r.output.usage, key) for r in runs if r.output is not None and r.output.usage]
-            if values:
-                row[f"{key}/mean"] = float(np.mean(values))
+        row["failures"] = costs["failure/count"]
+        row["failure_rate"] = costs["failure/mean"] if runs else math.nan
+        for key in ("latency_in_seconds/mean", "latency_in_seconds/p50", "latency_in_seconds/p95",
+                    "input_tokens/mean", "output_tokens/mean", "total_tokens/mean"):
+            if key in costs:
+                row[key] = costs[key]
         return row
 
     def pairwise(self, metric: str, *, test: stats.PairedTestName | None = None) -> pd.DataFrame:
@@ -405,43 +357,53 @@ class Comparison:
 
     def to_html(self, path: str | Path) -> Path:
         """Write the self-contained HTML report (no network needed to view it)."""
-        from ..report import write_report
+        from .report import write_report
 
         return write_report(self, path)
 
+    def settings(self) -> dict[str, Any]:
+        """The statistics settings of this comparison (saved in its run record)."""
+        return {"failed_runs": self.failed_runs, "confidence": self.confidence, "test": self.test,
+                "seed": self.seed, "reducer": self.reducer}
+
     def summary_dict(self) -> dict[str, Any]:
         """Everything ``summary.json`` holds: settings, the summary rows and every pairwise table."""
-        return {
+        return to_jsonable({
             "dataset": self.dataset.source,
             "cases": len(self.dataset),
             "agents": self.agents,
             "metrics": self.metric_names,
             "trials": self.trials,
-            "failed_runs": self.failed_runs,
-            "confidence": self.confidence,
-            "test": self.test,
-            "summary": {a: _jsonable(row) for a, row in self.summary.to_dict(orient="index").items()},
-            "pairwise": {
-                m: [_jsonable(r) for r in self.pairwise(m).to_dict(orient="records")] for m in self.metric_names
-            },
-        }
+            **self.settings(),
+            "summary": self.summary.to_dict(orient="index"),
+            "pairwise": {m: self.pairwise(m).to_dict(orient="records") for m in self.metric_names},
+        })
+
+    def record_header(self, *, status: str = "complete") -> dict[str, Any]:
+        """The run-record header of this comparison (see ``levelfield.core.record``)."""
+        return make_header(
+            source=self.dataset.source,
+            fingerprints=fingerprints_of(self.dataset),
+            agents=self.agents,
+            metrics=self.metrics,
+            options=self.config.to_dict(),
+            kind="compare",
+            status=status,
+            settings=self.settings(),
+        )
 
     def save(self, directory: str | Path) -> dict[str, Path]:
-        """Write ``runs.jsonl``, ``metrics_table.csv``, ``summary.json`` and ``report.html`` into ``directory``."""
+        """Write ``runs.jsonl`` (the run record), ``metrics_table.csv``, ``summary.json`` and ``report.html``."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         paths = {
-            "runs": out / "runs.jsonl",
+            "runs": out / RUNS_FILE,
             "metrics_table": out / "metrics_table.csv",
             "summary": out / "summary.json",
             "report": out / "report.html",
         }
-        with paths["runs"].open("w", encoding="utf-8") as f:
-            for result in self.results.values():
-                for run, scores in zip(result.runs, result.scores):
-                    record = run.model_dump(mode="json")
-                    record["scores"] = {k: _json_value(v) for k, v in scores.items()}
-                    f.write(json.dumps(_jsonable(record)) + "\n")
+        entries = [(run, row) for result in self.results.values() for run, row in zip(result.runs, result.row_scores)]
+        write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset), entries)
         tables = []
         for agent, result in self.results.items():
             table = result.metrics_table.copy()
@@ -449,93 +411,45 @@ class Comparison:
                 table.insert(1, "trial", [r.trial for r in result.runs])
             table.insert(0, "agent", agent)
             tables.append(table)
-        combined = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
-        for col in combined.columns:
-            if combined[col].map(lambda v: isinstance(v, (list, dict))).any():
-                combined[col] = combined[col].map(lambda v: json.dumps(v) if isinstance(v, (list, dict)) else v)
-        combined.to_csv(paths["metrics_table"], index=False)
-        paths["summary"].write_text(json.dumps(self.summary_dict(), indent=2), encoding="utf-8")
+        table_to_csv(pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(), paths["metrics_table"])
+        paths["summary"].write_text(json.dumps(self.summary_dict(), indent=2, ensure_ascii=False), encoding="utf-8")
         self.to_html(paths["report"])
         return paths
 
     @classmethod
     def load(cls, directory: str | Path) -> "Comparison":
-        """Re-read a comparison written by ``save`` (or the CLI's ``--out``), e.g. to re-render its report."""
-        out = Path(directory)
-        missing = [n for n in ("runs.jsonl", "metrics_table.csv", "summary.json") if not (out / n).exists()]
-        if missing:
-            raise LevelfieldError(f"{out}: not a saved levelfield run (missing {', '.join(missing)})")
+        """Re-read a saved comparison (or evaluation) from its run record, e.g. to re-render its report.
+
+        Summaries and tests are recomputed from the stored scores, so they equal the ones before
+        saving. An interrupted journal loads with the runs it has; ``missing_runs`` lists the rest.
+        """
+        record = read_record(directory)
+        results = results_from_record(record)
+        if not results:
+            raise RecordError(f"{record.path}: names no agent")
+        first = next(iter(results.values()))
+        settings = dict(record.header.get("settings") or {})
         try:
-            meta = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-            table = pd.read_csv(out / "metrics_table.csv")
-        except (ValueError, OSError) as exc:
-            raise LevelfieldError(f"{out}: cannot read the saved run ({exc})") from None
-        case_columns = [c for c in ("case_id", "prompt", "history", "reference", "reference_trajectory") if c in table]
-        cases = table[case_columns].drop_duplicates("case_id", keep="first")
-        cases = cases.astype({"case_id": str})
-        dataset = load_dataset(cases.to_dict(orient="records"))
-        dataset.source = meta.get("dataset", str(out))
-        by_agent: dict[str, tuple[list[AgentRun], list[dict[str, Any]]]] = {a: ([], []) for a in meta["agents"]}
-        with (out / "runs.jsonl").open(encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                    scores = {k: (math.nan if v is None else v) for k, v in record.pop("scores", {}).items()}
-                    if record.get("latency_in_seconds") is None:
-                        record["latency_in_seconds"] = math.nan
-                    run = AgentRun.model_validate(record)
-                except (ValueError, TypeError) as exc:
-                    raise LevelfieldError(f"{out / 'runs.jsonl'} line {n}: not a saved run ({exc})") from None
-                runs, rows = by_agent.setdefault(run.agent_name, ([], []))
-                runs.append(run)
-                rows.append(scores)
-        metrics: list[Metric] = []
-        for name in meta["metrics"]:
-            try:
-                metrics.extend(resolve_metrics([name]))
-            except MetricError:
-                metrics.append(_SavedMetric(name))
-        results = {
-            agent: EvalResult(dataset, runs, rows, metrics, agent_name=agent) for agent, (runs, rows) in by_agent.items()
-        }
-        return cls(
-            dataset,
-            results,
-            metrics,
-            trials=int(meta.get("trials", 1)),
-            failed_runs=meta.get("failed_runs", "zero"),
-            confidence=float(meta.get("confidence", 0.95)),
-            test=meta.get("test", "auto"),
-        )
+            cmp = cls(
+                first.dataset,
+                results,
+                first.metrics,
+                trials=record.trials,
+                failed_runs=settings.get("failed_runs", "zero"),
+                confidence=float(settings.get("confidence", 0.95)),
+                test=settings.get("test", "auto"),
+                seed=int(settings.get("seed", 0)),
+                reducer=settings.get("reducer", "mean"),
+                config=first.config,
+            )
+        except ConfigError as exc:
+            raise RecordError(f"{record.path}: bad settings in the header ({exc})") from None
+        cmp.missing_runs = record.missing()
+        cmp.complete = record.complete
+        return cmp
 
 
 def _nanmean(values: Any) -> float:
     arr = np.asarray(values, dtype=float)
     arr = arr[~np.isnan(arr)]
     return float(arr.mean()) if arr.size else math.nan
-
-
-def _nanquantile(values: np.ndarray, q: float) -> float:
-    arr = values[~np.isnan(values)]
-    return float(np.quantile(arr, q)) if arr.size else math.nan
-
-
-def _json_value(v: Any) -> Any:
-    if isinstance(v, (float, np.floating)):
-        return None if math.isnan(v) or math.isinf(v) else float(v)
-    if isinstance(v, np.integer):
-        return int(v)
-    if isinstance(v, np.bool_):
-        return bool(v)
-    return v
-
-
-def _jsonable(obj: Any) -> Any:
-    """NaN -> null and NumPy scalars -> Python, so the JSON is standard."""
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    return _json_value(obj)

@@ -1,0 +1,121 @@
+"""How runs execute: one ``RunConfig`` whose defaults are defined here, and nowhere else.
+
+Every entry point (``evaluate``, ``compare``, their async twins, ``EvalTask``, ``check_eval``,
+``assert_eval``, the CLI) takes ``config=RunConfig(...)`` and/or the same names as keywords::
+
+    lf.evaluate(ds, agent, concurrency=16, timeout=60, out="results/")
+    lf.evaluate(ds, agent, config=lf.RunConfig(concurrency=16), trials=3)   # keywords win
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, TypedDict
+
+from .errors import ConfigError
+
+__all__ = ["RunConfig", "RunOptions", "run_config"]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """How every run of an evaluation or comparison executes; the same for every agent."""
+
+    concurrency: int = 8
+    """Runs in flight at once, all agents together."""
+    timeout: float | None = 120.0
+    """Seconds per attempt of one turn; None for no timeout."""
+    retries: int = 2
+    """Retries of errors an adapter marks transient (connection refused, HTTP 429/503)."""
+    backoff: float = 0.5
+    """First retry delay in seconds; doubles with each retry (with jitter)."""
+    trials: int = 1
+    """Runs of every case per agent."""
+    progress: bool = True
+    """Show a progress bar."""
+    agent_concurrency: Mapping[str, int] = field(default_factory=dict)
+    """Per-agent caps on runs in flight, ``{"agent name": n}`` (a rate-limited endpoint)."""
+    out: str | Path | None = None
+    """A folder: every finished run is journaled to ``out/runs.jsonl`` as it finishes, and the
+    results (metrics table, summary, report) are written there at the end."""
+    resume: bool = False
+    """Run only what the journal in ``out`` lacks, then write every output as an uninterrupted run would."""
+    overwrite: bool = False
+    """Replace a run record already in ``out`` (otherwise that is an error: nothing is lost by accident)."""
+
+    def __post_init__(self) -> None:
+        def bad(option: str, value: Any, rule: str) -> ConfigError:
+            return ConfigError(f"{option}={value!r}: {rule}")
+
+        if isinstance(self.concurrency, bool) or not isinstance(self.concurrency, int) or self.concurrency < 1:
+            raise bad("concurrency", self.concurrency, "must be a whole number >= 1")
+        if isinstance(self.trials, bool) or not isinstance(self.trials, int) or self.trials < 1:
+            raise bad("trials", self.trials, "must be a whole number >= 1")
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
+            raise bad("retries", self.retries, "must be a whole number >= 0")
+        if self.timeout is not None and (isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or self.timeout <= 0):
+            raise bad("timeout", self.timeout, "must be > 0 seconds, or None for no timeout")
+        if isinstance(self.backoff, bool) or not isinstance(self.backoff, (int, float)) or self.backoff < 0:
+            raise bad("backoff", self.backoff, "must be >= 0 seconds")
+        caps = dict(self.agent_concurrency or {})
+        for name, cap in caps.items():
+            if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+                raise bad("agent_concurrency", {name: cap}, "each cap must be a whole number >= 1")
+        object.__setattr__(self, "agent_concurrency", caps)
+        if self.resume and self.out is None:
+            raise ConfigError("resume=True needs out=...: the folder whose runs.jsonl journal to resume")
+        if self.resume and self.overwrite:
+            raise ConfigError("resume=True and overwrite=True contradict each other: pick one")
+
+    @property
+    def out_dir(self) -> Path | None:
+        """``out`` as a Path, or None."""
+        return None if self.out is None else Path(self.out)
+
+    def replace(self, **options: Any) -> "RunConfig":
+        """A copy with some options changed (names checked)."""
+        return run_config(self, **options)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options as JSON-ready values (for the run record)."""
+        out = asdict(self)
+        out["agent_concurrency"] = dict(self.agent_concurrency)
+        out["out"] = None if self.out is None else str(self.out)
+        return out
+
+
+class RunOptions(TypedDict, total=False):
+    """The keywords every entry point accepts; see :class:`RunConfig` for what each means."""
+
+    concurrency: int
+    timeout: float | None
+    retries: int
+    backoff: float
+    trials: int
+    progress: bool
+    agent_concurrency: Mapping[str, int]
+    out: str | Path | None
+    resume: bool
+    overwrite: bool
+
+
+_NAMES = tuple(f.name for f in fields(RunConfig))
+
+
+def run_config(config: RunConfig | None = None, /, **options: Any) -> RunConfig:
+    """``config`` (or the defaults) with ``options`` applied; an unknown option is a clear error."""
+    if config is not None and not isinstance(config, RunConfig):
+        raise ConfigError(f"config={config!r}: expected an lf.RunConfig(...)")
+    unknown = [k for k in options if k not in _NAMES]
+    if unknown:
+        hints = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, _NAMES, n=1)
+            hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise ConfigError(f"unknown run option {', '.join(hints)}; the options are: {', '.join(_NAMES)}")
+    base = config if config is not None else RunConfig()
+    return replace(base, **options) if options else base
+

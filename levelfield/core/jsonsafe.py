@@ -1,0 +1,57 @@
+"""Any value an agent returns, as JSON that says what it was: saving a run never fails on agent data."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["to_jsonable"]
+
+
+def to_jsonable(value: Any, _seen: frozenset[int] = frozenset()) -> Any:
+    """``value`` with everything JSON cannot hold replaced by a faithful form; never raises.
+
+    NaN and infinities become None (JSON has no such numbers); dict keys become strings; tuples
+    and sets become lists; pydantic models and NumPy values their plain Python form; anything
+    else its ``str()`` (or its type name when even that fails).
+    """
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if id(value) in _seen:
+        return f"<cycle: {type(value).__name__}>"
+    seen = _seen | {id(value)}
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v, seen) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+        return [to_jsonable(v, seen) for v in items]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return to_jsonable(dump(), seen)
+        except Exception:
+            pass
+    item = getattr(value, "item", None)  # NumPy scalars
+    if callable(item) and type(value).__module__ == "numpy":
+        try:
+            return to_jsonable(item(), seen)
+        except Exception:
+            pass
+    tolist = getattr(value, "tolist", None)  # NumPy arrays
+    if callable(tolist) and type(value).__module__ == "numpy":
+        try:
+            return to_jsonable(tolist(), seen)
+        except Exception:
+            pass
+    iso = getattr(value, "isoformat", None)  # dates, times
+    if callable(iso):
+        try:
+            return iso()
+        except Exception:
+            pass
+    try:
+        return str(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
