@@ -12,25 +12,15 @@ import math
 import re
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .comparison import Comparison
 
-__all__ = ["main", "format_summary", "format_comparison", "DEMO_METRICS"]
+__all__ = ["main", "format_summary", "format_comparison"]
 
-DEMO_METRICS = [
-    "trajectory_exact_match",
-    "trajectory_in_order_match",
-    "trajectory_any_order_match",
-    "trajectory_precision",
-    "trajectory_recall",
-    "rouge_l_sum",
-    "bleu",
-    "exact_match",
-]
 
 
 class UsageError(Exception):
@@ -155,19 +145,47 @@ def _named_spec(text: str) -> tuple[str | None, str]:
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
+    from .core.config import RunConfig
+
+    d = RunConfig()
     p.add_argument("--metric", "-m", action="append", dest="metrics", metavar="NAME",
                    help="a metric name (repeatable; default: the trajectory metrics and rouge_l_sum)")
     p.add_argument("--out", "-o", metavar="DIR",
-                   help="write runs.jsonl, metrics_table.csv, summary.json and report.html here")
-    p.add_argument("--concurrency", type=_positive_int, default=8, help="runs in flight, all agents together (default 8)")
-    p.add_argument("--timeout", type=_timeout, default=120.0, help="seconds per attempt, or 'none' (default 120)")
-    p.add_argument("--retries", type=int, default=2, help="retries of errors an adapter marks transient (default 2)")
-    p.add_argument("--trials", type=_positive_int, default=1, help="runs of every case per agent (default 1)")
+                   help="journal every run to DIR/runs.jsonl as it finishes; write metrics_table.csv, "
+                        "summary.json and report.html there at the end")
+    p.add_argument("--resume", action="store_true",
+                   help="with --out: run only what DIR/runs.jsonl lacks (after an interruption), then write everything")
+    p.add_argument("--overwrite", action="store_true", help="with --out: replace a run record already in DIR")
+    p.add_argument("--concurrency", type=_positive_int, default=d.concurrency,
+                   help=f"runs in flight, all agents together (default {d.concurrency})")
+    p.add_argument("--timeout", type=_timeout, default=d.timeout,
+                   help=f"seconds per attempt, or 'none' (default {d.timeout:g})")
+    p.add_argument("--retries", type=int, default=d.retries,
+                   help=f"retries of errors an adapter marks transient (default {d.retries})")
+    p.add_argument("--trials", type=_positive_int, default=d.trials, help=f"runs of every case per agent (default {d.trials})")
     p.add_argument("--fail-under", type=_threshold, action="append", default=[], metavar="METRIC=VALUE",
                    help="exit 1 when an agent's mean of METRIC is under VALUE (repeatable)")
     p.add_argument("--failed-runs", choices=("zero", "exclude"), default="zero",
                    help="a failed run scores 0 (default) or is left out of the statistics")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+
+
+def _run_config(args: argparse.Namespace) -> Any:
+    """The RunConfig the command line asks for (checked before any agent runs)."""
+    from .core.config import RunConfig
+
+    if (args.resume or args.overwrite) and not args.out:
+        raise UsageError("--resume and --overwrite need --out DIR (the folder of the run record)")
+    return RunConfig(
+        concurrency=args.concurrency,
+        timeout=args.timeout,
+        retries=args.retries,
+        trials=args.trials,
+        progress=not args.quiet,
+        out=args.out,
+        resume=args.resume,
+        overwrite=args.overwrite,
+    )
 
 
 def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str]]) -> tuple[Any, list[Any], list[Any]]:
@@ -199,17 +217,7 @@ def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str
 def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: list[Any]) -> Comparison:
     from .evaluation import compare
 
-    return compare(
-        dataset,
-        {a.name: a for a in agents},
-        metrics,
-        trials=args.trials,
-        concurrency=args.concurrency,
-        timeout=args.timeout,
-        retries=args.retries,
-        progress=not args.quiet,
-        failed_runs=args.failed_runs,
-    )
+    return compare(dataset, {a.name: a for a in agents}, metrics, config=_run_config(args), failed_runs=args.failed_runs)
 
 
 def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
@@ -217,10 +225,10 @@ def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
     print()
     print(format_comparison(cmp))
     if args.out:
-        paths = cmp.save(args.out)
+        out = Path(args.out)
         print()
-        print(f"Report: {paths['report']}")
-        print(f"Also written: {paths['runs'].name}, {paths['metrics_table'].name}, {paths['summary'].name} in {Path(args.out)}")
+        print(f"Report: {out / 'report.html'}")
+        print(f"Also written: runs.jsonl, metrics_table.csv, summary.json in {out}")
     return _check_thresholds(cmp, args.fail_under)
 
 
@@ -251,26 +259,14 @@ def _eval_gated(args: argparse.Namespace) -> int:
 
     if args.metrics or args.fail_under:
         raise UsageError("--config sets the metrics and thresholds; leave out --metric and --fail-under")
-    report = check_eval(
-        args.dataset,
-        load_agent_spec(args.agent),
-        criteria=args.config,
-        trials=args.trials,
-        name=args.name,
-        concurrency=args.concurrency,
-        timeout=args.timeout,
-        retries=args.retries,
-        progress=not args.quiet,
-    )
+    report = check_eval(args.dataset, load_agent_spec(args.agent), criteria=args.config, name=args.name,
+                        config=_run_config(args))
     ds = report.result.dataset
     print(f"levelfield eval: {report.result.agent_name} on {len(ds)} cases of {ds.source}, criteria from {args.config}")
     print()
     print(report.table())
     if args.out:
-        out = Path(args.out)
-        report.result.to_jsonl(out / "runs.jsonl")
-        report.result.to_csv(out / "metrics_table.csv")
-        print(f"Written: runs.jsonl, metrics_table.csv in {out}")
+        print(f"Written: runs.jsonl, metrics_table.csv, summary.json in {Path(args.out)}")
     if report.passed:
         return 0
     print()
@@ -291,6 +287,8 @@ def _report(args: argparse.Namespace) -> int:
     if not directory.is_dir():
         raise UsageError(f"{directory}: no such directory (expected the --out directory of eval or compare)")
     cmp = Comparison.load(directory)
+    if cmp.missing_runs:
+        print(_missing_note(directory, cmp.missing_runs, cmp), file=sys.stderr)
     path = cmp.to_html(args.out or directory / "report.html")
     print(format_comparison(cmp))
     print()
@@ -298,86 +296,31 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _missing_note(directory: Path, missing: Sequence[tuple[str, str, int]], cmp: Comparison) -> str:
+    shown = "; ".join(f"{a} on case {c!r}" + (f" trial {t + 1}" if cmp.trials > 1 else "") for a, c, t in missing[:5])
+    more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+    total = len(cmp.agents) * len(cmp.dataset) * cmp.trials
+    return (
+        f"levelfield report: {directory / 'runs.jsonl'} lacks {len(missing)} of {total} runs ({shown}{more}); "
+        "the run was interrupted: finish it with the same command and --resume. The report shows the runs it has."
+    )
+
+
 # -- demo --------------------------------------------------------------------------------------
-
-
-def _demo_agents(stack: contextlib.ExitStack, notes: list[str]) -> dict[str, Any]:
-    """An agent of each framework that can run here, all following the same careful policy, plus a hasty one."""
-    from samples.home_automation.agents.function_agents import careful_agent, hasty_agent
-
-    from .adapters.auto import as_agent
-    from .core.errors import MissingExtraError
-
-    agents: dict[str, Any] = {"function": careful_agent}
-    builders: list[tuple[str, str, Callable[[], Any]]] = [
-        ("langgraph", "langchain", _demo_langgraph),
-        ("agent-engine", "vertex", _demo_agent_engine),
-        ("a2a", "a2a", lambda: _demo_a2a(stack, careful_agent)),
-    ]
-    for name, extra, build in builders:
-        try:
-            agent = as_agent(build(), name=name)
-        except ModuleNotFoundError as exc:
-            if exc.name and exc.name.startswith(("samples.", "levelfield.")):
-                notes.append(f"{name}: skipped (its sample is not part of this version)")
-            else:
-                notes.append(f"{name}: skipped (install it with: pip install 'levelfield[{extra}]')")
-            continue
-        except MissingExtraError as exc:
-            notes.append(f"{name}: skipped ({exc})")
-            continue
-        except Exception as exc:  # a framework that cannot start here must not stop the demo
-            notes.append(f"{name}: skipped ({type(exc).__name__}: {exc})")
-            continue
-        agents[name] = agent
-    agents["function-hasty"] = hasty_agent
-    return agents
-
-
-def _demo_langgraph() -> Any:
-    try:
-        from samples.home_automation.agents.langgraph_agent import agent
-    except ImportError as exc:
-        raise ModuleNotFoundError(str(exc), name=getattr(exc, "name", None) or "langgraph") from None
-    return agent
-
-
-def _demo_agent_engine() -> Any:
-    import warnings
-
-    with warnings.catch_warnings():
-        # The Vertex SDK warns about its own dependency versions on import; not the user's concern here.
-        warnings.simplefilter("ignore", FutureWarning)
-        from samples.home_automation.agents import agent_engine_agent as module
-
-    for attr in ("agent", "app"):
-        if hasattr(module, attr):
-            return getattr(module, attr)
-    for attr in ("make_agent", "make_app", "build_agent"):
-        if hasattr(module, attr):
-            return getattr(module, attr)()
-    raise AttributeError("the Agent Engine sample exposes no 'agent'")
-
-
-def _demo_a2a(stack: contextlib.ExitStack, agent: Any) -> str:
-    from .adapters import a2a_server
-
-    server = a2a_server.start_server(agent, name="home-automation (A2A)")
-    stack.callback(server.stop)
-    return server.url
 
 
 def _demo(args: argparse.Namespace) -> int:
     from samples.home_automation import DATASET
 
-    from .evaluation import compare
     from .core.dataset import load_dataset
+    from .demo import DEMO_METRICS, demo_agents
+    from .evaluation import compare
 
     dataset = load_dataset(DATASET)
     notes: list[str] = []
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="levelfield-demo-"))
     with contextlib.ExitStack() as stack:
-        agents = _demo_agents(stack, notes)
+        agents = demo_agents(stack, notes)
         cmp = compare(dataset, agents, DEMO_METRICS, progress=not args.quiet, timeout=30.0)
     paths = cmp.save(out)
     frameworks = [a for a in agents if a != "function-hasty"]
@@ -440,12 +383,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .core.errors import LevelfieldError
 
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
     except (UsageError, LevelfieldError) as exc:
         print(f"levelfield {args.command}: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(_interrupted_note(args, argv), file=sys.stderr)
+        return 130
+
+
+def _interrupted_note(args: argparse.Namespace, argv: Sequence[str]) -> str:
+    """What Ctrl-C left: the runs kept in the journal, and the command that resumes."""
+    import shlex
+
+    out = getattr(args, "out", None)
+    if not out or args.command == "demo":
+        return f"levelfield {args.command}: interrupted; nothing was saved (give --out DIR to journal runs as they finish)"
+    from .core.errors import LevelfieldError
+    from .core.record import read_record
+
+    try:
+        record = read_record(out)
+        kept = f"{len(record.runs)} of {len(record.expected_keys())} runs are saved in {record.path}"
+    except LevelfieldError:
+        kept = f"no run had finished; nothing is saved in {out}"
+    again = [a for a in argv if a != "--overwrite"]
+    if "--resume" not in again:
+        again.append("--resume")
+    return f"levelfield {args.command}: interrupted; {kept}. Resume with:\n  levelfield {shlex.join(again)}"
 
 
 if __name__ == "__main__":

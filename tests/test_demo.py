@@ -9,6 +9,7 @@ from urllib.parse import urlparse
 import pytest
 
 from levelfield import cli
+from levelfield.demo import demo_agents
 from levelfield.adapters import a2a_server
 
 
@@ -64,6 +65,6 @@ def test_a_framework_whose_extra_is_missing_is_skipped_with_a_note(monkeypatch):
     monkeypatch.delitem(sys.modules, "samples.home_automation.agents.langgraph_agent", raising=False)
     notes = []
     with contextlib.ExitStack() as stack:
-        agents = cli._demo_agents(stack, notes)
+        agents = demo_agents(stack, notes)
     assert "langgraph" not in agents and "function" in agents
     assert any(n.startswith("langgraph: skipped") and "levelfield[langchain]" in n for n in notes)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from .dataset import EvalCase
 from .metrics.base import NAN, Metric, Score, ScoringContext

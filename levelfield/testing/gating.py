@@ -25,6 +25,9 @@ from ..core.criteria import (
     judge,
     load_criteria,
 )
+from typing_extensions import Unpack
+
+from ..core.config import RunConfig, RunOptions, run_config
 from ..core.dataset import EvalCase, EvalDataset, Turn, load_dataset
 from ..core.results import EvalResult
 from ..core.types import AgentOutput, AgentRun, ToolCall
@@ -184,13 +187,9 @@ def check_eval(
     agent: Any,
     *,
     criteria: Any = None,
-    trials: int = 1,
     name: str | None = None,
-    concurrency: int = 8,
-    timeout: float | None = 120.0,
-    retries: int = 2,
-    backoff: float = 0.5,
-    progress: bool = False,
+    config: RunConfig | None = None,
+    **options: Unpack[RunOptions],
 ) -> GateReport:
     """Run ``agent`` on ``source`` and judge every case; never raises for failing cases (see ``assert_eval``).
 
@@ -198,24 +197,16 @@ def check_eval(
     or anything ``load_dataset`` takes. ``agent``: anything ``as_agent`` takes, or a ``module:attr`` spec.
     ``criteria``: a ``test_config.json`` path, ``{"criteria": {...}}`` / ``{metric: threshold}``, or
     Criterion objects; by default the ``test_config.json`` beside ``source``, else ADK's defaults.
+    Run options (``trials``, ``concurrency``, ``timeout``...) as for ``lf.evaluate``; no progress
+    bar unless ``progress=True``.
     """
     from ..evaluation import evaluate
 
+    cfg = run_config(config, **options) if config is not None else run_config(**{"progress": False, **options})
     resolved = resolve_criteria(criteria, source)
     dataset: EvalDataset = load_dataset(source)
-    result = evaluate(
-        dataset,
-        _resolve_agent(agent),
-        criteria_metrics(resolved),
-        name=name,
-        concurrency=concurrency,
-        timeout=timeout,
-        retries=retries,
-        backoff=backoff,
-        trials=trials,
-        progress=progress,
-    )
-    return GateReport(result, resolved, judge(result, resolved), trials)
+    result = evaluate(dataset, _resolve_agent(agent), criteria_metrics(resolved), name=name, config=cfg)
+    return GateReport(result, resolved, judge(result, resolved), cfg.trials)
 
 
 def assert_eval(
@@ -223,31 +214,16 @@ def assert_eval(
     agent: Any,
     *,
     criteria: Any = None,
-    trials: int = 1,
     name: str | None = None,
-    concurrency: int = 8,
-    timeout: float | None = 120.0,
-    retries: int = 2,
-    backoff: float = 0.5,
-    progress: bool = False,
+    config: RunConfig | None = None,
+    **options: Unpack[RunOptions],
 ) -> GateReport:
     """Like :func:`check_eval`, but raise ``AssertionError`` listing every failing case.
 
     The message gives, for each failing case, the criteria it missed and each turn's expected vs
     actual trajectory and response. Returns the report when every case passes.
     """
-    report = check_eval(
-        source,
-        agent,
-        criteria=criteria,
-        trials=trials,
-        name=name,
-        concurrency=concurrency,
-        timeout=timeout,
-        retries=retries,
-        backoff=backoff,
-        progress=progress,
-    )
+    report = check_eval(source, agent, criteria=criteria, name=name, config=config, **options)
     if not report.passed:
         raise AssertionError(report.message())
     return report
