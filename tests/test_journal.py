@@ -1,0 +1,237 @@
+"""The run journal: every run on disk as it finishes, resume runs only what is missing, Ctrl-C and kill -9 lose nothing finished."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import levelfield as lf
+from levelfield.core.record import read_record
+
+ROOT = Path(__file__).resolve().parents[1]
+N = 30
+
+
+def cases(n=N):
+    return [{"case_id": f"c{i}", "prompt": f"case number {i}", "reference": f"CASE NUMBER {i}",
+             "reference_trajectory": [{"tool_name": "echo", "tool_input": {"text": f"case number {i}"}}]}
+            for i in range(n)]
+
+
+def write_dataset(tmp_path, n=N):
+    path = tmp_path / "data.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in cases(n)), encoding="utf-8")
+    return path
+
+
+def counting(calls):
+    def agent(prompt):
+        calls.append(prompt)
+        return {"response": prompt.upper(), "predicted_trajectory": [{"tool_name": "echo", "tool_input": {"text": prompt}}]}
+    return agent
+
+
+def run_lines(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if '"kind": "run"' in line]
+
+
+# -- in Python ------------------------------------------------------------------------------
+
+
+def test_every_run_is_journaled_as_it_finishes(tmp_path):
+    seen_on_disk = []
+
+    def agent(prompt):
+        # When a run starts, the runs before it (concurrency 1) are already on disk.
+        seen_on_disk.append(len(run_lines(tmp_path / "runs.jsonl")))
+        return {"response": prompt, "predicted_trajectory": []}
+
+    lf.evaluate(cases(5), agent, ["exact_match"], concurrency=1, progress=False, out=tmp_path)
+    assert seen_on_disk == [0, 1, 2, 3, 4]
+    assert read_record(tmp_path).complete
+
+
+def test_journal_lines_carry_agent_case_trial_and_case_fingerprint(tmp_path):
+    lf.compare(cases(3), {"a": counting([]), "b": counting([])}, ["exact_match"], trials=2, progress=False, out=tmp_path)
+    runs = run_lines(tmp_path / "runs.jsonl")
+    assert sorted((r["agent"], r["case_id"], r["trial"]) for r in runs) == sorted(
+        (a, f"c{i}", t) for a in "ab" for i in range(3) for t in range(2))
+    assert all(len(r["fingerprint"]) == 16 for r in runs)
+
+
+def test_resume_runs_only_the_missing_runs_and_gives_the_uninterrupted_result(tmp_path):
+    full_dir, part_dir = tmp_path / "full", tmp_path / "part"
+    full = lf.compare(cases(), {"a": counting([])}, ["trajectory_exact_match", "rouge_l_sum"], progress=False, out=full_dir)
+    # An interrupted journal: the header, the cases and the first 12 runs.
+    lf.compare(cases(), {"a": counting([])}, ["trajectory_exact_match", "rouge_l_sum"], progress=False, out=part_dir)
+    lines = (part_dir / "runs.jsonl").read_text(encoding="utf-8").splitlines()
+    first_run = next(i for i, line in enumerate(lines) if '"kind": "run"' in line)
+    (part_dir / "runs.jsonl").write_text("\n".join(lines[: first_run + 12]) + "\n", encoding="utf-8")
+    calls = []
+    resumed = lf.compare(cases(), {"a": counting(calls)}, ["trajectory_exact_match", "rouge_l_sum"],
+                         progress=False, out=part_dir, resume=True)
+    assert len(calls) == N - 12
+    assert sorted(calls) == sorted(f"case number {i}" for i in range(12, N))
+    assert resumed.summary.drop(columns=[c for c in resumed.summary if "latency" in c]).equals(
+        full.summary.drop(columns=[c for c in full.summary if "latency" in c]))
+    assert {p.name for p in part_dir.iterdir()} >= {"runs.jsonl", "metrics_table.csv", "summary.json", "report.html"}
+    assert read_record(part_dir).complete and len(read_record(part_dir).runs) == N
+
+
+def test_resume_of_a_complete_record_makes_no_agent_call(tmp_path):
+    lf.evaluate(cases(), counting([]), ["exact_match"], progress=False, out=tmp_path)
+    calls = []
+    again = lf.evaluate(cases(), counting(calls), ["exact_match"], progress=False, out=tmp_path, resume=True)
+    assert calls == [] and again.summary_metrics["exact_match/mean"] == 1.0
+
+
+def test_resume_with_more_trials_runs_only_the_new_trials(tmp_path):
+    lf.evaluate(cases(4), counting([]), ["exact_match"], progress=False, out=tmp_path)
+    calls = []
+    result = lf.evaluate(cases(4), counting(calls), ["exact_match"], trials=3, progress=False, out=tmp_path, resume=True)
+    assert len(calls) == 8 and len(result.runs) == 12
+
+
+def test_resume_with_another_dataset_names_the_cases_that_differ(tmp_path):
+    lf.evaluate(cases(5), counting([]), ["exact_match"], progress=False, out=tmp_path)
+    changed = cases(5)
+    changed[2]["prompt"] = "something else"
+    with pytest.raises(lf.RecordError, match=r"1 case\(s\) with another prompt.*'c2'"):
+        lf.evaluate(changed, counting([]), ["exact_match"], progress=False, out=tmp_path, resume=True)
+    with pytest.raises(lf.RecordError, match=r"2 case\(s\) not in this dataset \('c3', 'c4'\)"):
+        lf.evaluate(cases(3), counting([]), ["exact_match"], progress=False, out=tmp_path, resume=True)
+
+
+def test_resume_with_other_agents_names_them(tmp_path):
+    lf.compare(cases(3), {"a": counting([]), "b": counting([])}, ["exact_match"], progress=False, out=tmp_path)
+    with pytest.raises(lf.RecordError, match=r"'b' not given now; 'c' not in the journal"):
+        lf.compare(cases(3), {"a": counting([]), "c": counting([])}, ["exact_match"], progress=False,
+                   out=tmp_path, resume=True)
+
+
+def test_a_changed_reference_does_not_block_resume_and_is_rescored(tmp_path):
+    lf.evaluate(cases(3), counting([]), ["exact_match"], progress=False, out=tmp_path)
+    new = cases(3)
+    new[0]["reference"] = "something else"
+    result = lf.evaluate(new, counting([]), ["exact_match"], progress=False, out=tmp_path, resume=True)
+    assert [s["exact_match/score"] for s in result.scores] == [0.0, 1.0, 1.0]
+
+
+def test_an_existing_record_is_never_replaced_by_accident(tmp_path):
+    lf.evaluate(cases(3), counting([]), ["exact_match"], progress=False, out=tmp_path)
+    calls = []
+    with pytest.raises(lf.RecordError, match="resume=True.*overwrite=True"):
+        lf.evaluate(cases(3), counting(calls), ["exact_match"], progress=False, out=tmp_path)
+    assert calls == []
+    lf.evaluate(cases(3), counting(calls), ["exact_match"], progress=False, out=tmp_path, overwrite=True)
+    assert len(calls) == 3
+
+
+def test_resume_needs_an_out_folder():
+    with pytest.raises(lf.ConfigError, match="resume=True needs out"):
+        lf.evaluate(cases(1), counting([]), ["exact_match"], resume=True)
+
+
+def test_unknown_run_option_suggests_the_right_name():
+    with pytest.raises(lf.ConfigError, match="'concurency' \\(did you mean 'concurrency'\\?\\)"):
+        lf.evaluate(cases(1), counting([]), ["exact_match"], concurency=4)
+
+
+def test_run_config_and_keywords_combine_keywords_winning():
+    config = lf.RunConfig(concurrency=1, trials=2, progress=False)
+    result = lf.evaluate(cases(2), counting([]), ["exact_match"], config=config, trials=3)
+    assert len(result.runs) == 6 and result.config.concurrency == 1
+
+
+def test_a_cut_off_last_line_is_ignored_and_that_run_is_redone(tmp_path):
+    lf.evaluate(cases(4), counting([]), ["exact_match"], progress=False, out=tmp_path)
+    path = tmp_path / "runs.jsonl"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text[: len(text) - 40], encoding="utf-8")  # killed mid-write of the last run
+    record = read_record(tmp_path)
+    assert record.truncated and len(record.runs) == 3
+    calls = []
+    lf.evaluate(cases(4), counting(calls), ["exact_match"], progress=False, out=tmp_path, resume=True)
+    assert calls == ["case number 3"]
+
+
+def test_report_of_an_interrupted_journal_names_the_missing_runs(tmp_path, capsys):
+    lf.compare(cases(4), {"a": counting([])}, ["exact_match"], progress=False, out=tmp_path)
+    path = tmp_path / "runs.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    path.write_text("\n".join(lines[:-2]) + "\n", encoding="utf-8")
+    from levelfield.cli import main
+
+    assert main(["report", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "lacks 2 of 4 runs" in err and "'c2'" in err and "--resume" in err
+
+
+# -- the CLI, killed ----------------------------------------------------------------------------
+
+
+def _start_compare(tmp_path, out, extra=()):
+    env = dict(os.environ, LF_TEST_CALLS=str(tmp_path / "calls.txt"), LF_TEST_SLEEP="0.1",
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, "-m", "levelfield", "compare", str(write_dataset(tmp_path)),
+           "--agent", "a=tests.fixture.counting_agent:agent", "--agent", "b=tests.fixture.counting_agent:other",
+           "--metric", "exact_match", "--concurrency", "2", "--out", str(out), "--quiet", *extra]
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_runs(out, n, proc, limit=60.0):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        path = out / "runs.jsonl"
+        if path.exists() and len(run_lines_tolerant(path)) >= n:
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"the command ended early: {proc.communicate()}")
+        time.sleep(0.05)
+    raise AssertionError("no runs were journaled in time")
+
+
+def run_lines_tolerant(path):
+    return [line for line in path.read_text(encoding="utf-8").split("\n") if '"kind": "run"' in line and line.endswith("}")]
+
+
+def _calls(tmp_path):
+    path = tmp_path / "calls.txt"
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def test_kill_9_half_way_loses_only_runs_in_flight_and_resume_makes_only_the_missing_calls(tmp_path):
+    out = tmp_path / "results"
+    proc = _start_compare(tmp_path, out)
+    _wait_for_runs(out, 10, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    kept = read_record(out)
+    assert 10 <= len(kept.runs) < 2 * N and not kept.complete
+    before = len(_calls(tmp_path))
+    proc = _start_compare(tmp_path, out, ["--resume"])
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert len(_calls(tmp_path)) - before == 2 * N - len(kept.runs)
+    final = read_record(out)
+    assert final.complete and len(final.runs) == 2 * N
+    assert (out / "report.html").exists() and "exact_match" in stdout
+
+
+def test_ctrl_c_keeps_what_finished_prints_how_to_resume_and_exits_130(tmp_path):
+    out = tmp_path / "results"
+    proc = _start_compare(tmp_path, out)
+    _wait_for_runs(out, 6, proc)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "--resume" in stderr and "runs are saved in" in stderr
+    kept = read_record(out)
+    assert len(kept.runs) >= 6
+    resume_line = stderr.strip().splitlines()[-1].strip()
+    assert resume_line.startswith("levelfield compare") and resume_line.endswith("--resume")
