@@ -1,32 +1,138 @@
-"""The layering DESIGN.md fixes: core imports no adapter, and `import levelfield` stays light."""
+"""The layering DESIGN.md fixes: arrows only run down (core at the bottom), no import circle,
+and `import levelfield` stays light. Every import counts, lazy ones inside functions included;
+imports under ``if TYPE_CHECKING:`` do not (they never run)."""
 
 import ast
 import subprocess
 import sys
 from pathlib import Path
 
-CORE = Path(__file__).resolve().parents[1] / "levelfield" / "core"
+PACKAGE = Path(__file__).resolve().parents[1] / "levelfield"
 # Module prefixes of the frameworks (not the bare "google" namespace, which .pth files create at start-up).
 FRAMEWORKS = ("langchain", "langgraph", "a2a", "vertexai", "google.adk", "google.cloud.aiplatform", "google.genai")
 
 
-def imported_modules(path: Path) -> list[str]:
-    names = []
-    for node in ast.walk(ast.parse(path.read_text())):
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node, leaving out the bodies of ``if TYPE_CHECKING:`` blocks."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                stack.extend(child.orelse)
+                continue
+            stack.append(child)
+
+
+def imports_of(name: str) -> set[str]:
+    """The levelfield modules ``name`` imports (a ``from pkg import sub`` names the submodule)."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            names += [a.name for a in node.names]
+            targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            names.append("." * node.level + (node.module or ""))
-    return names
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            targets = [f"{target}.{a.name}" if f"{target}.{a.name}" in MODULES else target for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in MODULES and "." in target:
+                target = target.rpartition(".")[0]
+            if target in MODULES and target != name:
+                found.add(target)
+    return found
+
+
+GRAPH = {name: imports_of(name) for name in MODULES}
+
+
+def test_core_imports_nothing_above_it():
+    offenders = [
+        f"{name} imports {target}"
+        for name, targets in GRAPH.items()
+        if name.startswith("levelfield.core")
+        for target in targets
+        if not target.startswith("levelfield.core")
+    ]
+    assert offenders == []
+
+
+def test_formats_and_adapters_never_import_the_entry_points_report_or_cli():
+    upper = ("levelfield.cli", "levelfield.evaluation", "levelfield.report", "levelfield.demo")
+    offenders = [
+        f"{name} imports {target}"
+        for name, targets in GRAPH.items()
+        if name.startswith(("levelfield.formats", "levelfield.adapters", "levelfield.judge"))
+        for target in targets
+        if target.startswith(upper)
+    ]
+    assert offenders == []
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circle_between_modules():
+    known = [["levelfield.core.adk", "levelfield.core.dataset"]]  # TEMPORARY: removed when ADK moves to formats/
+    assert [c for c in _cycles(GRAPH) if c not in known] == []
 
 
 def test_core_never_imports_adapters():
-    offenders = [
-        f"{path.relative_to(CORE.parent)} imports {name}"
-        for path in CORE.rglob("*.py")
-        for name in imported_modules(path)
-        if "adapters" in name.split(".")
-    ]
+    offenders = [f"{n} imports {t}" for n, ts in GRAPH.items() if n.startswith("levelfield.core")
+                 for t in ts if t.startswith("levelfield.adapters")]
     assert offenders == []
 
 
