@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
-__all__ = ["to_jsonable"]
+__all__ = ["to_jsonable", "dumps", "model_json"]
 
 
 def to_jsonable(value: Any, _seen: frozenset[int] = frozenset()) -> Any:
@@ -55,3 +56,28 @@ def to_jsonable(value: Any, _seen: frozenset[int] = frozenset()) -> Any:
         return str(value)
     except Exception:
         return f"<{type(value).__name__}>"
+
+
+def dumps(value: Any) -> str:
+    """``value`` as one line of JSON (UTF-8 text kept as is) via :func:`to_jsonable`'s rules; never raises.
+
+    The common case (plain data) goes straight through the C encoder; only values it cannot
+    write (NaN, odd keys, cycles) take the slower walk.
+    """
+    try:
+        return _ENCODER.encode(value)
+    except (TypeError, ValueError, RecursionError):
+        return _ENCODER.encode(to_jsonable(value))
+
+
+# One encoder, built once: json.dumps with options builds a new one on every call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=to_jsonable, separators=(",", ":"))
+
+
+def model_json(model: Any, **options: Any) -> str:
+    """A pydantic model as JSON by pydantic's own serializer (fast), with :func:`to_jsonable` for
+    values it does not know; never raises."""
+    try:
+        return model.model_dump_json(fallback=to_jsonable, **options)
+    except Exception:  # a cycle or a value the fallback cannot settle: walk it the slow way
+        return dumps(model.model_dump(mode="python", **options))

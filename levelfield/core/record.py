@@ -36,7 +36,7 @@ from pydantic import ValidationError
 
 from .dataset import EvalCase
 from .errors import MetricError, RecordError
-from .jsonsafe import to_jsonable
+from .jsonsafe import dumps, model_json, to_jsonable
 from .metrics.base import Metric, Score, ScoringContext
 from .types import AgentRun, Usage
 
@@ -72,7 +72,10 @@ RunKey = tuple[str, str, int]
 
 
 def _digest(obj: Any) -> str:
-    text = json.dumps(to_jsonable(obj), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text = json.dumps(obj, sort_keys=True, ensure_ascii=False, allow_nan=False, default=to_jsonable, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        text = json.dumps(to_jsonable(obj), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -219,22 +222,18 @@ def _score_from_json(data: Any) -> Score:
 
 
 def _run_line(run: AgentRun, scores: Mapping[str, Score] | None, fingerprint: str | None) -> str:
-    record: dict[str, Any] = {
-        "kind": "run",
-        "agent": run.agent_name,
-        "case_id": run.case_id,
-        "trial": run.trial,
-        "fingerprint": fingerprint,
-        "run": run.model_dump(mode="python", exclude_none=True),
-    }
+    # Built by hand around pydantic's JSON of the run: one encoder pass per run, no re-parsing.
+    head = dumps({"kind": "run", "agent": run.agent_name, "case_id": run.case_id, "trial": run.trial,
+                  "fingerprint": fingerprint})
+    body = f',"run":{model_json(run, exclude_none=True)}'
     if scores is not None:
-        record["scores"] = {name: _score_to_json(s) for name, s in scores.items()}
-    return json.dumps(to_jsonable(record), ensure_ascii=False, allow_nan=False)
+        body += f',"scores":{dumps({name: _score_to_json(s) for name, s in scores.items()})}'
+    return head[:-1] + body + "}"
 
 
 def _case_line(case: EvalCase, fingerprint: str) -> str:
-    data = case.model_dump(mode="python", exclude={"columns"})
-    return json.dumps(to_jsonable({"kind": "case", "fingerprint": fingerprint, "case": data}), ensure_ascii=False, allow_nan=False)
+    head = dumps({"kind": "case", "fingerprint": fingerprint})
+    return head[:-1] + f',"case":{model_json(case, exclude={"columns"})}}}'
 
 
 # -- the record ----------------------------------------------------------------------------------
@@ -328,7 +327,7 @@ class Journal:
         """Start a new record at ``path``: header and cases now, runs as they finish."""
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = path.open("w", encoding="utf-8")
-        handle.write(json.dumps(to_jsonable(dict(header)), ensure_ascii=False, allow_nan=False) + "\n")
+        handle.write(dumps(dict(header)) + "\n")
         for case in cases:
             handle.write(_case_line(case, fingerprints[case.case_id]) + "\n")
         handle.flush()
@@ -379,7 +378,7 @@ def write_record(
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with tmp.open("w", encoding="utf-8") as f:
-            f.write(json.dumps(to_jsonable(dict(header)), ensure_ascii=False, allow_nan=False) + "\n")
+            f.write(dumps(dict(header)) + "\n")
             for case in cases:
                 f.write(_case_line(case, fingerprints[case.case_id]) + "\n")
             for run, scores in runs:

@@ -14,7 +14,7 @@ import pandas as pd
 from .config import RunConfig
 from .dataset import EvalCase, EvalDataset
 from .errors import RecordError
-from .jsonsafe import to_jsonable
+from .jsonsafe import dumps, to_jsonable
 from .metrics.base import Metric, Score, score_columns
 from .record import RUNS_FILE, Record, fingerprints_of, make_header, metrics_from_specs, read_record, write_record
 from .types import AgentRun
@@ -281,9 +281,7 @@ def table_to_csv(table: pd.DataFrame, path: Path) -> None:
     table = table.copy()
     for col in table.columns:
         if table[col].map(lambda v: isinstance(v, (list, dict))).any():
-            table[col] = table[col].map(
-                lambda v: json.dumps(to_jsonable(v), ensure_ascii=False) if isinstance(v, (list, dict)) else v
-            )
+            table[col] = table[col].map(lambda v: dumps(v) if isinstance(v, (list, dict)) else v)
     table.to_csv(path, index=False)
 
 
