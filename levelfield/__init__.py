@@ -8,7 +8,8 @@
 
 from . import metrics, testing  # testing loads its names lazily: no LangChain import here
 from .adapters.auto import as_agent
-from .core.dataset import EvalCase, EvalDataset, load_dataset
+from .core.dataset import EvalCase, EvalDataset
+from .formats import load_dataset, to_adk_evalset
 from .core.errors import (
     AdapterError,
     AgentOutputError,
@@ -45,6 +46,7 @@ __all__ = [
     "EvalTask",
     "EvalResult",
     "load_dataset",
+    "to_adk_evalset",
     "EvalCase",
     "EvalDataset",
     "ToolCallMatcher",

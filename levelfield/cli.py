@@ -192,7 +192,7 @@ def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str
     """Dataset, metrics and agents, all checked before any agent runs."""
     from .adapters.auto import as_agent
     from .adapters.spec import load_agent_spec
-    from .core.dataset import load_dataset
+    from .formats import load_dataset
     from .core.metrics.registry import resolve_metrics
 
     dataset = load_dataset(args.dataset)
@@ -312,9 +312,9 @@ def _missing_note(directory: Path, missing: Sequence[tuple[str, str, int]], cmp:
 def _demo(args: argparse.Namespace) -> int:
     from samples.home_automation import DATASET
 
-    from .core.dataset import load_dataset
     from .demo import DEMO_METRICS, demo_agents
     from .evaluation import compare
+    from .formats import load_dataset
 
     dataset = load_dataset(DATASET)
     notes: list[str] = []

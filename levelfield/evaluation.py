@@ -19,7 +19,6 @@ from .adapters.spec import load_agent_spec
 from .comparison import Comparison, FailedRuns
 from .core import stats
 from .core.config import RunConfig, RunOptions, run_config
-from .core.dataset import load_dataset
 from .core.errors import ConfigError, ConfigTypeError
 from .core.evaluation import run_and_score, score_saved
 from .core.metrics.base import Metric
@@ -27,6 +26,7 @@ from .core.metrics.registry import resolve_metrics
 from .core.protocol import AgentRunnable
 from .core.results import EvalResult
 from .core.runner import run_coroutine
+from .formats import load_dataset
 
 __all__ = ["evaluate", "aevaluate", "EvalTask", "compare", "acompare"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import levelfield as lf
-from levelfield.core.adk import cases_from_evalset
+from levelfield.formats.adk import cases_from_evalset
 
 FIXTURE = Path(__file__).parent / "fixture"
 EVALSET = FIXTURE / "home.evalset.json"

@@ -105,7 +105,7 @@ def test_a_failed_turns_report_keeps_one_entry_per_turn():
 
 def test_export_writes_what_the_agent_did_as_the_expectation(tmp_path):
     result = lf.evaluate(EVALSET, careful_follow_up, METRICS, progress=False)
-    path = result.to_adk_evalset(tmp_path / "recorded.evalset.json")
+    path = lf.to_adk_evalset(result, tmp_path / "recorded.evalset.json")
     data = json.loads(path.read_text())
     assert data["eval_set_id"] == "recorded"
     case = {c["eval_id"]: c for c in data["eval_cases"]}["device_3_follow_up"]
@@ -122,7 +122,7 @@ def test_export_writes_what_the_agent_did_as_the_expectation(tmp_path):
 
 def test_exported_set_loads_back_as_the_same_cases(tmp_path):
     result = lf.evaluate(EVALSET, careful_follow_up, METRICS, progress=False)
-    back = lf.load_dataset(result.to_adk_evalset(tmp_path / "r.evalset.json"))
+    back = lf.load_dataset(lf.to_adk_evalset(result, tmp_path / "r.evalset.json"))
     original = lf.load_dataset(EVALSET)
     assert [c.case_id for c in back] == [c.case_id for c in original]
     for a, b in zip(back, original):
@@ -138,7 +138,7 @@ def test_exported_set_is_an_eval_set_adk_reads(tmp_path):
     from google.adk.evaluation.eval_set import EvalSet
 
     result = lf.evaluate(EVALSET, careful_follow_up, METRICS, progress=False)
-    adk = EvalSet.model_validate_json(result.to_adk_evalset(tmp_path / "r.evalset.json").read_text())
+    adk = EvalSet.model_validate_json(lf.to_adk_evalset(result, tmp_path / "r.evalset.json").read_text())
     assert [len(c.conversation) for c in adk.eval_cases] == [1, 1, 1, 3, 1]
 
 
@@ -149,18 +149,18 @@ def test_export_leaves_out_failed_runs(tmp_path):
         return careful_agent(prompt)
 
     result = lf.evaluate(EVALSET, agent, METRICS, progress=False, retries=0)
-    data = json.loads(result.to_adk_evalset(tmp_path / "r.evalset.json").read_text())
+    data = json.loads(lf.to_adk_evalset(result, tmp_path / "r.evalset.json").read_text())
     assert "warmer_room" not in [c["eval_id"] for c in data["eval_cases"]]
     assert len(data["eval_cases"]) == 4
 
 
 def test_export_of_several_trials_names_each_trial(tmp_path):
     result = lf.evaluate(f"{EVALSET}:greeting", careful_agent, METRICS, progress=False, trials=2)
-    data = json.loads(result.to_adk_evalset(tmp_path / "r.evalset.json").read_text())
+    data = json.loads(lf.to_adk_evalset(result, tmp_path / "r.evalset.json").read_text())
     assert [c["eval_id"] for c in data["eval_cases"]] == ["greeting_trial1", "greeting_trial2"]
 
 
 def test_a_recorded_session_gates_the_same_agent(tmp_path):
     result = lf.evaluate(EVALSET, careful_follow_up, METRICS, progress=False)
-    path = result.to_adk_evalset(tmp_path / "r.evalset.json")
+    path = lf.to_adk_evalset(result, tmp_path / "r.evalset.json")
     assert check_eval(path, careful_follow_up).passed

@@ -126,8 +126,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_circle_between_modules():
-    known = [["levelfield.core.adk", "levelfield.core.dataset"]]  # TEMPORARY: removed when ADK moves to formats/
-    assert [c for c in _cycles(GRAPH) if c not in known] == []
+    assert _cycles(GRAPH) == []
 
 
 def test_core_never_imports_adapters():

@@ -1,11 +1,13 @@
-"""Datasets: cases to run and score, loaded from DataFrames, dicts or files, with column aliases."""
+"""Datasets: the cases to run and score, and how one row (any accepted column names) becomes a case.
+
+Reading files is the job of ``levelfield.formats``; this module only knows rows in memory.
+"""
 
 from __future__ import annotations
 
 import json
 import math
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
@@ -13,7 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 from .errors import DatasetError
 from .types import Message, ToolCall
 
-__all__ = ["EvalCase", "EvalDataset", "Turn", "load_dataset", "ALIASES"]
+__all__ = ["EvalCase", "EvalDataset", "Turn", "case_from_row", "dataset_from_rows", "dataset_from_located", "ALIASES"]
 
 # Canonical field -> accepted column names, first wins.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -253,102 +255,32 @@ def _parse_turns(value: Any, where: str) -> list[Turn]:
     return turns
 
 
-def _rows_from_json(path: Path, data: Any) -> list[Any]:
-    if isinstance(data, list):
-        if path.name.endswith(".test.json"):
-            from .adk import case_from_legacy, is_legacy_test_file
+def dataset_from_rows(data: Any, *, source: str | None = None) -> EvalDataset:
+    """Cases from in-memory rows: an EvalDataset as is, a DataFrame, or a list of dicts / EvalCases.
 
-            if is_legacy_test_file(data):
-                return [case_from_legacy(data, path)]  # ADK reads the whole file as one session
-        return data
-    if isinstance(data, dict):
-        if "eval_cases" in data or "evalCases" in data:
-            from .adk import cases_from_evalset  # ADK eval sets (multi-turn); already EvalCases
-
-            return cases_from_evalset(data, str(path))
-        lists = {k: v for k, v in data.items() if isinstance(v, list)}
-        if lists and len(lists) == len(data) and len({len(v) for v in lists.values()}) == 1:
-            n = len(next(iter(lists.values())))
-            return [{k: v[i] for k, v in lists.items()} for i in range(n)]  # column-oriented
-    raise DatasetError(f"{path}: expected a list of rows or an object of equal-length columns")
-
-
-def _load_path(path: Path) -> tuple[list[dict], str]:
-    if not path.exists():
-        raise DatasetError(f"{path}: no such file")
-    name = path.name
-    try:
-        if name.endswith(".jsonl"):
-            rows = []
-            with path.open(encoding="utf-8") as f:
-                for n, line in enumerate(f, 1):
-                    if line.strip():
-                        try:
-                            rows.append((json.loads(line), f"{name} line {n}"))
-                        except json.JSONDecodeError as exc:
-                            raise DatasetError(f"{path} line {n}: not valid JSON ({exc.msg})") from None
-            return rows, "line"
-        if name.endswith(".json"):
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{path} line {exc.lineno}: not valid JSON ({exc.msg})") from None
-            return [(r, f"{name} row {i + 1}") for i, r in enumerate(_rows_from_json(path, data))], "row"
-        if name.endswith(".csv"):
-            import pandas as pd
-
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-            records = frame.to_dict("records")
-            # Header is line 1, so data row i sits on line i + 2.
-            return [
-                ({k: (None if v == "" else v) for k, v in r.items()}, f"{name} row {i + 1} (line {i + 2})")
-                for i, r in enumerate(records)
-            ], "row"
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"{path}: cannot be read ({exc})") from None
-    raise DatasetError(f"{path}: unsupported file type; use .jsonl, .json, .csv, .evalset.json or .test.json")
-
-
-def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
-    """Load cases from a DataFrame, a list of dicts, an EvalDataset, or a .jsonl/.json/.csv path.
-
-    Column aliases: ``request``/``query`` -> prompt, ``expected_response``/``final_response`` ->
-    reference, ``expected_tool_use``/``tool_uses`` -> reference_trajectory (ADK's ``{name, args}``
-    calls become ``{tool_name, tool_input}``). A request may be ``{"messages": [...]}`` or
-    ``{"query", "history"}``. Every row is checked here, before any agent runs; an error names
-    the file, row and field.
+    Files, folders and ``file:case`` selections are read by ``levelfield.formats.load_dataset``,
+    which hands their rows here as ``(row, location)`` pairs via :func:`dataset_from_located`.
     """
     if isinstance(data, EvalDataset):
         return data
-    if isinstance(data, (str, Path)):
-        path = Path(data)
-        if isinstance(data, str) and not path.exists() and ":" in data:
-            from .adk import select_cases, split_selection
+    import pandas as pd
 
-            path, selected = split_selection(data)  # file.json:case_1,case_2
-            if selected is not None:
-                return select_cases(load_dataset(path, source=source), selected)
-        if path.is_dir():
-            from .adk import load_folder
-
-            return load_folder(path)
-        located, _ = _load_path(path)
-        label = source or str(path)
+    if isinstance(data, pd.DataFrame):
+        label = source or "DataFrame"
+        rows = data.to_dict("records")
+    elif isinstance(data, Sequence) and not isinstance(data, (bytes, str)):
+        label = source or "dataset"
+        rows = list(data)
     else:
-        import pandas as pd
+        raise DatasetError(
+            f"cannot load a dataset from {type(data).__name__}; "
+            "give a DataFrame, a list of dicts, or a .jsonl/.json/.csv path"
+        )
+    return dataset_from_located([(r, f"{label} row {i + 1}") for i, r in enumerate(rows)], label)
 
-        if isinstance(data, pd.DataFrame):
-            rows = data.to_dict("records")
-            label = source or "DataFrame"
-            located = [(r, f"{label} row {i + 1}") for i, r in enumerate(rows)]
-        elif isinstance(data, Sequence) and not isinstance(data, (bytes, str)):
-            label = source or "dataset"
-            located = [(r, f"{label} row {i + 1}") for i, r in enumerate(data)]
-        else:
-            raise DatasetError(
-                f"cannot load a dataset from {type(data).__name__}; "
-                "give a DataFrame, a list of dicts, or a .jsonl/.json/.csv path"
-            )
+
+def dataset_from_located(located: Sequence[tuple[Any, str]], source: str) -> EvalDataset:
+    """Cases from ``(row, location)`` pairs; a row may already be an EvalCase. Errors name the location."""
     columns: list[str] = []
     cases = []
     for i, (row, where) in enumerate(located):
@@ -356,5 +288,5 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
             columns.extend(k for k in row if k not in columns)
         cases.append(row if isinstance(row, EvalCase) else case_from_row(row, i, where))
     if not cases:
-        raise DatasetError(f"{label}: the dataset has no rows")
-    return EvalDataset(cases, source=label, columns=columns)
+        raise DatasetError(f"{source}: the dataset has no rows")
+    return EvalDataset(cases, source=source, columns=columns)

@@ -265,11 +265,6 @@ class EvalResult:
         table_to_csv(self.metrics_table, path)
         return path
 
-    def to_adk_evalset(self, path: str | Path, *, eval_set_id: str | None = None) -> Path:
-        """Write the successful runs as an ADK ``.evalset.json``: what the agent did becomes the expectation."""
-        from .adk import write_evalset
-
-        return write_evalset(self, path, eval_set_id=eval_set_id)
 
 
 SAVED_AGENT = "saved predictions"

@@ -28,7 +28,8 @@ from ..core.criteria import (
 from typing_extensions import Unpack
 
 from ..core.config import RunConfig, RunOptions, run_config
-from ..core.dataset import EvalCase, EvalDataset, Turn, load_dataset
+from ..core.dataset import EvalCase, EvalDataset, Turn
+from ..formats import load_dataset
 from ..core.results import EvalResult
 from ..core.types import AgentOutput, AgentRun, ToolCall
 
@@ -155,7 +156,7 @@ def _source_path(source: Any) -> Path | None:
     if isinstance(source, Path):
         return source
     if isinstance(source, str):
-        from ..core.adk import split_selection
+        from ..formats.files import split_selection
 
         return split_selection(source)[0]
     return None

@@ -16,17 +16,15 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
-from .dataset import EvalCase, EvalDataset, Turn
-from .errors import DatasetError
-from .types import AgentOutput, AgentRun, ToolCall
-
-if TYPE_CHECKING:
-    from .results import EvalResult
+from ..core.dataset import EvalCase, EvalDataset, Turn
+from ..core.errors import DatasetError
+from ..core.results import EvalResult
+from ..core.types import AgentOutput, AgentRun, ToolCall
 
 __all__ = [
     "is_evalset",
@@ -35,8 +33,6 @@ __all__ = [
     "rows_from_evalset",
     "case_from_legacy",
     "load_folder",
-    "split_selection",
-    "select_cases",
     "evalset_from_runs",
     "write_evalset",
     "TEST_SUFFIX",
@@ -279,34 +275,6 @@ def load_folder(path: Path) -> EvalDataset:
             origin[case.case_id] = file
             cases.append(case)
     return EvalDataset(cases, source=str(path), columns=["prompt", "reference", "reference_trajectory"])
-
-
-# --- selecting cases: file.json:case_1,case_2 -----------------------------------------------------
-
-
-def split_selection(spec: str) -> tuple[Path, list[str] | None]:
-    """``"file.json:a,b"`` -> (file.json, ["a", "b"]); a plain path -> (path, None)."""
-    path = Path(spec)
-    if path.exists() or ":" not in spec:
-        return path, None
-    head, _, tail = spec.rpartition(":")
-    if not head or not Path(head).exists():
-        return path, None
-    ids = [s.strip() for s in tail.split(",") if s.strip()]
-    if not ids:
-        raise DatasetError(f"{spec}: nothing after ':'; write file.json:case_1,case_2 to select cases")
-    return Path(head), ids
-
-
-def select_cases(dataset: EvalDataset, ids: Sequence[str]) -> EvalDataset:
-    """The cases named ``ids``, in the order given; an unknown id is an error listing the known ones."""
-    by_id = {c.case_id: c for c in dataset}
-    unknown = [i for i in ids if i not in by_id]
-    if unknown:
-        known = ", ".join(list(by_id)[:20]) + (" ..." if len(by_id) > 20 else "")
-        raise DatasetError(f"{dataset.source}: no case named {', '.join(map(repr, unknown))}; cases: {known}")
-    chosen = [by_id[i] for i in dict.fromkeys(ids)]
-    return EvalDataset(chosen, source=f"{dataset.source}:{','.join(dict.fromkeys(ids))}", columns=dataset.columns)
 
 
 # --- export: recorded runs as an ADK eval set ----------------------------------------------------
