@@ -223,10 +223,14 @@ def test_case_without_user_content_names_file_case_and_field():
         cases_from_evalset(data, "x.evalset.json")
 
 
-def test_conversation_scenario_case_is_rejected_with_the_reason():
-    data = {"eval_cases": [{"eval_id": "sim", "conversation_scenario": {"starting_prompt": "hi"}}]}
-    with pytest.raises(lf.DatasetError, match="simulated user"):
-        cases_from_evalset(data, "x.evalset.json")
+def test_conversation_scenario_case_is_kept_as_a_scenario_beside_scripted_cases():
+    data = {"eval_cases": [
+        {"eval_id": "sim", "conversation_scenario": {"starting_prompt": "hi"}},
+        {"eval_id": "scripted", "conversation": [{"user_content": {"parts": [{"text": "hello"}]}}]},
+    ]}
+    sim, scripted = cases_from_evalset(data, "x.evalset.json")
+    assert (sim.conversation_scenario, sim.prompt) == ({"starting_prompt": "hi"}, None)
+    assert (scripted.conversation_scenario, scripted.prompt) == (None, "hello")
 
 
 def test_legacy_entry_without_query_text_names_file_and_entry(tmp_path):

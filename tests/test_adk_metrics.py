@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import levelfield as lf
-from levelfield.core.metrics.base import ScoringContext
+from levelfield.core.metrics.base import ScoringContext, TurnContext
 from levelfield.metrics import ResponseMatchScore, ToolTrajectoryAvgScore
 
 FIXTURE = Path(__file__).parent / "fixture"
@@ -18,19 +18,19 @@ from fixture.agents import careful_follow_up, hasty_follow_up  # noqa: E402
 
 T1 = lf.ToolCall(tool_name="t1", tool_input={"a": 1})
 T2 = lf.ToolCall(tool_name="t2", tool_input={"b": 2})
-T3 = lf.ToolCall(tool_name="t3")
-X = lf.ToolCall(tool_name="x")
+T3 = lf.ToolCall(tool_name="t3", tool_input={})
+X = lf.ToolCall(tool_name="x", tool_input={})
 
 
 def _turn(pred, ref, response="", reference=None):
-    return {"prompt": "p", "predicted_trajectory": pred, "reference_trajectory": ref,
-            "response": response, "reference": reference}
+    return TurnContext(prompt="p", predicted_trajectory=pred, reference_trajectory=ref,
+                       response=response, reference=reference)
 
 
 def _ctx(*turns):
-    return ScoringContext(case_id="c", prompt="p", response=turns[-1]["response"],
-                          predicted_trajectory=turns[-1]["predicted_trajectory"],
-                          reference=turns[-1]["reference"], reference_trajectory=turns[-1]["reference_trajectory"],
+    return ScoringContext(case_id="c", prompt="p", response=turns[-1].response,
+                          predicted_trajectory=turns[-1].predicted_trajectory,
+                          reference=turns[-1].reference, reference_trajectory=turns[-1].reference_trajectory,
                           turns=list(turns))
 
 
@@ -80,10 +80,14 @@ def test_response_match_score_is_stemmed_rouge_1_f_averaged_over_turns():
     assert result.value == pytest.approx(0.875)
 
 
-def test_turns_without_a_reference_are_left_out_of_the_mean():
+def test_a_turn_without_an_expected_response_scores_against_the_empty_string_as_in_adk():
     ctx = _ctx(_turn([], [], response="a b", reference="a b"), _turn([], None, response="zzz", reference=None))
-    assert ResponseMatchScore().score(ctx).value == 1.0
-    assert ToolTrajectoryAvgScore().score(ctx).value == 1.0
+    assert ResponseMatchScore().score(ctx).value == 0.5
+
+
+def test_a_turn_without_expected_calls_expects_none_as_in_adk():
+    ctx = _ctx(_turn([], [], response="a b", reference="a b"), _turn([X], None, response="zzz", reference=None))
+    assert ToolTrajectoryAvgScore().score(ctx).extra["per_turn"] == [1.0, 0.0]
 
 
 def test_multi_turn_metrics_are_computable_when_only_earlier_turns_have_references():

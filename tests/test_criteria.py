@@ -17,7 +17,7 @@ from levelfield.core.criteria import (
     criteria_metrics,
     find_config,
     format_verdicts,
-    judge,
+    apply_criteria,
     load_criteria,
 )
 from samples.home_automation.agents.function_agents import careful_agent, hasty_agent
@@ -29,7 +29,7 @@ EVALSET = FIXTURE / "home.evalset.json"
 def _judge(source, agent, criteria, trials=1):
     crit = load_criteria(criteria)
     result = lf.evaluate(source, agent, criteria_metrics(crit), progress=False, trials=trials, retries=0)
-    return {v.case_id: v for v in judge(result, crit)}
+    return {v.case_id: v for v in apply_criteria(result, crit)}
 
 
 def test_defaults_are_adks_defaults():
@@ -91,7 +91,7 @@ def test_criterion_object_takes_match_type_and_ignore_args():
                                                                      "ignore_args": True}}})
     assert (c.threshold, c.match_type, c.ignore_args) == (0.5, "IN_ORDER", True)
     metric = c.build_metric()
-    assert (metric.match_type, metric.matcher.args) == ("IN_ORDER", "ignore")
+    assert (metric.match_type, metric.ignore_args) == ("IN_ORDER", True)
 
 
 def test_criterion_accepts_camel_case_and_adks_enum_numbers():
@@ -207,14 +207,14 @@ def test_a_criterion_that_cannot_be_scored_fails_the_case(tmp_path):
 def test_judge_needs_the_criteria_metrics_in_the_result():
     result = lf.evaluate(EVALSET, careful_agent, ["trajectory_exact_match"], progress=False)
     with pytest.raises(lf.MetricError, match="no scores for tool_trajectory_avg_score"):
-        judge(result, [Criterion("tool_trajectory_avg_score", 1.0)])
+        apply_criteria(result, [Criterion("tool_trajectory_avg_score", 1.0)])
 
 
 def test_table_shows_each_case_its_scores_and_the_verdict():
     crit = load_criteria(None)
     result = lf.evaluate(f"{EVALSET}:turn_off_device_2,kitchen_all_off", hasty_agent, criteria_metrics(crit),
                          progress=False)
-    lines = format_verdicts(judge(result, crit), crit).splitlines()
+    lines = format_verdicts(apply_criteria(result, crit), crit).splitlines()
     assert lines[0].split() == ["case", "tool_trajectory_avg_score", "(>=", "1)", "response_match_score", "(>=",
                                 "0.8)", "failed", "runs", "result"]
     assert lines[1].split() == ["turn_off_device_2", "1.000", "1.000", "0/1", "PASS"]

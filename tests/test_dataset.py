@@ -26,7 +26,7 @@ def test_dataframe_list_and_jsonl_give_the_same_cases(tmp_path):
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     from_list, from_df, from_file = lf.load_dataset(rows), lf.load_dataset(pd.DataFrame(rows)), lf.load_dataset(path)
     for ds in (from_df, from_file):
-        assert ds[0].model_dump() == from_list[0].model_dump() | {"location": ds[0].location}
+        assert ds[0].model_dump() == from_list[0].model_dump() | {"location": ds[0].location, "file": ds[0].file}
 
 
 def test_json_list_and_column_oriented_json(tmp_path):

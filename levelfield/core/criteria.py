@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +35,8 @@ __all__ = [
     "find_config",
     "load_criteria",
     "criteria_metrics",
-    "judge",
+    "criteria_by_file",
+    "apply_criteria",
     "format_verdicts",
 ]
 
@@ -68,16 +69,27 @@ class Criterion:
     """For ``tool_trajectory_avg_score``: ``EXACT`` (ADK's default), ``IN_ORDER`` or ``ANY_ORDER``."""
     ignore_args: bool = False
     """For ``tool_trajectory_avg_score``: compare tool names only."""
+    column: str | None = None
+    """The name its scores are written under, when not ``metric`` (two files asking for the same
+    metric with different options, e.g. EXACT here and IN_ORDER there)."""
+
+    @property
+    def score_name(self) -> str:
+        """The metric name the result holds this criterion's scores under."""
+        return self.column or self.metric
 
     def build_metric(self) -> Metric:
         """The metric object that computes this criterion's score."""
         if self.metric == "tool_trajectory_avg_score":
             from .metrics.trajectory import ToolTrajectoryAvgScore
 
-            return ToolTrajectoryAvgScore(self.match_type, ignore_args=self.ignore_args)
+            return ToolTrajectoryAvgScore(self.match_type, ignore_args=self.ignore_args, name=self.score_name)
         from .metrics.registry import resolve_metrics
 
-        return resolve_metrics([self.metric])[0]
+        metric = resolve_metrics([self.metric])[0]
+        if self.column:
+            metric.name = self.column
+        return metric
 
     def describe(self) -> str:
         """``tool_trajectory_avg_score >= 1.0 (IN_ORDER)``."""
@@ -90,7 +102,11 @@ class Criterion:
 
 
 def find_config(path: str | Path) -> Path | None:
-    """The ``test_config.json`` ADK would use for ``path``: in the folder, or beside the file."""
+    """The ``test_config.json`` ADK would use for ``path``: in the folder, or beside the file.
+
+    As ADK's ``AgentEvaluator`` does, only that folder is looked in, not its parents: a file in
+    a sub-folder without its own ``test_config.json`` gets ADK's defaults.
+    """
     path = Path(path)
     folder = path if path.is_dir() else path.parent
     config = folder / CONFIG_NAME
@@ -163,9 +179,55 @@ def load_criteria(spec: str | Path | Mapping[str, Any] | None = None) -> list[Cr
     return [_criterion(name, value, where) for name, value in criteria.items()]
 
 
-def criteria_metrics(criteria: Sequence[Criterion]) -> list[Metric]:
-    """The metric objects that compute ``criteria``'s scores, one per criterion."""
-    return [c.build_metric() for c in criteria]
+def criteria_metrics(criteria: Sequence[Criterion] | Mapping[str, Sequence[Criterion]]) -> list[Metric]:
+    """The metric objects that compute ``criteria``'s scores, one per distinct score name.
+
+    ``criteria`` is one list for every case, or ``{case_id: [Criterion, ...]}`` (see
+    :func:`criteria_by_file`).
+    """
+    every = _every(criteria)
+    return [c.build_metric() for c in {c.score_name: c for c in every}.values()]
+
+
+def _every(criteria: Sequence[Criterion] | Mapping[str, Sequence[Criterion]]) -> list[Criterion]:
+    if isinstance(criteria, Mapping):
+        return [c for group in criteria.values() for c in group]
+    return list(criteria)
+
+
+def criteria_by_file(files: Mapping[str, str | Path | None], default: str | Path | None = None) -> dict[str, list[Criterion]]:
+    """Each case's criteria from the ``test_config.json`` beside its file, as ADK resolves them.
+
+    ``files`` maps case ids to the file each case came from (None: use ``default``, a file or
+    folder whose ``test_config.json`` applies, else ADK's defaults). Where two files ask for the
+    same metric with different options, the second one's scores get their own column,
+    ``tool_trajectory_avg_score[IN_ORDER]``.
+    """
+    loaded: dict[Path | None, list[Criterion]] = {}
+    out: dict[str, list[Criterion]] = {}
+    for case_id, file in files.items():
+        where = file if file is not None else default
+        config = find_config(where) if where is not None and Path(where).exists() else None
+        if config not in loaded:
+            loaded[config] = load_criteria(config)
+        out[case_id] = loaded[config]
+    # One score column per metric and options: the first spelling keeps the plain name.
+    names: dict[tuple[str, str, bool], str] = {}
+    taken: set[str] = set()
+    for group in loaded.values():
+        for c in group:
+            key = (c.metric, c.match_type, c.ignore_args)
+            if key not in names:
+                plain = c.metric not in taken
+                names[key] = c.metric if plain else f"{c.metric}[{c.match_type}{',ignore_args' if c.ignore_args else ''}]"
+                taken.add(names[key])
+    renamed = {
+        config: [replace(c, column=None if names[(c.metric, c.match_type, c.ignore_args)] == c.metric else
+                         names[(c.metric, c.match_type, c.ignore_args)]) for c in group]
+        for config, group in loaded.items()
+    }
+    by_id = {id(group): renamed[config] for config, group in loaded.items()}
+    return {case_id: by_id[id(group)] for case_id, group in out.items()}
 
 
 @dataclass
@@ -225,9 +287,16 @@ def _pooled(column: dict[str, Any], name: str) -> list[float]:
     return [float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
 
 
-def judge(result: EvalResult, criteria: Sequence[Criterion]) -> list[CaseVerdict]:
-    """Every case's verdict under ``criteria``, in dataset order; ``result`` must hold their metrics."""
-    missing = [c.metric for c in criteria if c.metric not in result.metric_names]
+def apply_criteria(
+    result: EvalResult, criteria: Sequence[Criterion] | Mapping[str, Sequence[Criterion]]
+) -> list[CaseVerdict]:
+    """Every case's pass/fail verdict under its thresholds, in dataset order.
+
+    ``criteria`` is one list for every case, or ``{case_id: [Criterion, ...]}`` when cases are
+    held to different criteria (one ``test_config.json`` per folder). ``result`` must hold the
+    criteria's scores (evaluate with :func:`criteria_metrics`).
+    """
+    missing = sorted({c.score_name for c in _every(criteria) if c.score_name not in result.metric_names})
     if missing:
         raise MetricError(f"the result has no scores for {', '.join(missing)}; evaluate with criteria_metrics(criteria)")
     grouped: dict[str, list[tuple[AgentRun, dict[str, Any]]]] = {c.case_id: [] for c in result.dataset}
@@ -236,14 +305,14 @@ def judge(result: EvalResult, criteria: Sequence[Criterion]) -> list[CaseVerdict
     verdicts = []
     for case_id, pairs in grouped.items():
         metrics = {}
-        for criterion in criteria:
+        for criterion in criteria.get(case_id, []) if isinstance(criteria, Mapping) else criteria:
             pooled: list[float] = []
             per_trial = []
             for run, scores in pairs:
-                value = scores.get(f"{criterion.metric}/score")
+                value = scores.get(f"{criterion.score_name}/score")
                 per_trial.append(float(value) if value is not None else math.nan)
                 if not run.failure:
-                    pooled.extend(_pooled(scores, criterion.metric))
+                    pooled.extend(_pooled(scores, criterion.score_name))
             score = sum(pooled) / len(pooled) if pooled else math.nan
             metrics[criterion.metric] = MetricVerdict(criterion, score, per_trial)
         verdicts.append(
@@ -253,13 +322,21 @@ def judge(result: EvalResult, criteria: Sequence[Criterion]) -> list[CaseVerdict
 
 
 def format_verdicts(verdicts: Sequence[CaseVerdict], criteria: Sequence[Criterion]) -> str:
-    """A plain-text table: one row per case, each criterion's pooled score, failed runs and PASS/FAIL."""
-    header = ["case", *[f"{c.metric} (>= {c.threshold:g})" for c in criteria], "failed runs", "result"]
+    """A plain-text table: one row per case, each criterion's pooled score, failed runs and PASS/FAIL.
+
+    With per-file criteria, give every distinct criterion; a case shows ``-`` under the ones it
+    is not held to.
+    """
+    header = ["case", *[f"{c.metric}{'' if c.column is None else ' ' + c.column[len(c.metric):]} (>= {c.threshold:g})"
+                        for c in criteria], "failed runs", "result"]
     rows = []
     for v in verdicts:
         cells = [v.case_id]
         for c in criteria:
-            m = v.metrics[c.metric]
+            m = v.metrics.get(c.metric)
+            if m is None or m.criterion != c:
+                cells.append("-")  # this case is held to another criterion (another test_config.json)
+                continue
             cells.append(f"{m.score:.3f}" if m.evaluated else "n/a")
         cells.append(f"{len(v.failed_runs)}/{len(v.runs)}")
         cells.append("PASS" if v.passed else "FAIL")

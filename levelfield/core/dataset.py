@@ -26,16 +26,32 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "response": ("response",),
     "predicted_trajectory": ("predicted_trajectory",),
     "history": ("history",),
+    "state": ("state", "session_state"),
 }
 _TRAJECTORY_FIELDS = ("reference_trajectory", "predicted_trajectory")
 
 
 class Turn(BaseModel):
-    """One turn of a multi-turn case."""
+    """One turn of a multi-turn case: what the user says, what is expected, and optionally a saved answer."""
 
     prompt: str
+    """The user's message for this turn."""
     reference: str | None = None
+    """The expected answer; None when the turn gives none."""
     reference_trajectory: list[ToolCall] | None = None
+    """The expected tool calls; None when the turn gives none, [] when it expects no call."""
+    reference_thoughts: str | None = None
+    """Thought text that came with the expected answer (ADK files). Only ADK's
+    ``response_match_score`` reads it, because ADK's evaluator scores thoughts as answer text."""
+    response: str | None = None
+    """A saved answer for this turn, for scoring without running an agent."""
+    predicted_trajectory: list[ToolCall] | None = None
+    """The saved tool calls of this turn."""
+
+    @property
+    def has_prediction(self) -> bool:
+        """Whether the turn holds a saved answer or saved tool calls."""
+        return self.response is not None or self.predicted_trajectory is not None
 
 
 class EvalCase(BaseModel):
@@ -50,8 +66,17 @@ class EvalCase(BaseModel):
     response: str | None = None
     """A saved response, for scoring without running an agent."""
     predicted_trajectory: list[ToolCall] | None = None
+    reference_thoughts: str | None = None
+    """Thought text of the expected answer (ADK files); see :attr:`Turn.reference_thoughts`."""
     turns: list[Turn] = Field(default_factory=list)
     """For multi-turn cases: every turn, in order (the first one is also ``prompt``)."""
+    state: dict[str, Any] = Field(default_factory=dict)
+    """The initial session state (ADK ``session_input.state``, a ``state`` column); agents receive it."""
+    conversation_scenario: dict[str, Any] | None = None
+    """An ADK conversation scenario (a simulated user) instead of scripted turns. Such a case runs
+    only with a user simulator; otherwise it is reported as skipped."""
+    file: str | None = None
+    """The file the case was read from, when it came from one (criteria are resolved per file)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """The row's other columns, kept as they were."""
     location: str = ""
@@ -86,7 +111,27 @@ class EvalDataset:
 
     @property
     def has_predictions(self) -> bool:
-        return any(c.response is not None or c.predicted_trajectory is not None for c in self.cases)
+        """Whether any case holds a saved answer, for the whole case or for one of its turns."""
+        return any(
+            c.response is not None or c.predicted_trajectory is not None or any(t.has_prediction for t in c.turns)
+            for c in self.cases
+        )
+
+    def without_scenarios(self) -> tuple[EvalDataset, dict[str, str]]:
+        """The scripted cases, and ``{case_id: reason}`` for the scenario cases left out.
+
+        A ``conversation_scenario`` case needs a user simulator to produce its turns; without one
+        it is skipped (reported with the reason), never an error that stops the scripted cases.
+        """
+        skipped = {
+            c.case_id: "a conversation_scenario case (a simulated user) needs a user simulator; not run"
+            for c in self.cases
+            if c.conversation_scenario is not None and c.prompt is None and not c.turns
+        }
+        if not skipped:
+            return self, {}
+        kept = [c for c in self.cases if c.case_id not in skipped]
+        return EvalDataset(kept, source=self.source, columns=self.columns), skipped
 
     def require_prompts(self) -> None:
         """Raise unless every case has a prompt (needed to run an agent)."""
@@ -208,6 +253,7 @@ def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
         except (ValidationError, TypeError):
             raise DatasetError(f"{where}, field 'history': expected a list of {{role, content}} messages") from None
     case_id = get("case_id")
+    state = _parse_state(get("state"), where, used.get("state", "state"))
     fields = {
         "case_id": str(case_id) if not _is_missing(case_id) else str(index),
         "prompt": prompt,
@@ -216,6 +262,7 @@ def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
         "response": _text(get("response"), where, "response"),
         "location": where,
         "columns": used,
+        "state": state,
     }
     for field in _TRAJECTORY_FIELDS:
         fields[field] = _parse_trajectory(get(field), where, used.get(field, field))
@@ -230,12 +277,34 @@ def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
             fields["reference"] = turns[-1].reference
         if fields["reference_trajectory"] is None:
             fields["reference_trajectory"] = turns[-1].reference_trajectory
+        # Saved per-turn answers: the case-level answer is the last turn's, as for a live run.
+        if fields["response"] is None:
+            fields["response"] = turns[-1].response
+        if fields["predicted_trajectory"] is None:
+            fields["predicted_trajectory"] = turns[-1].predicted_trajectory
     fields["metadata"] = {k: v for k, v in row.items() if k not in taken}
     return EvalCase(**fields)
 
 
+def _parse_state(value: Any, where: str, column: str) -> dict[str, Any]:
+    """A ``state`` cell: an object (or a JSON object string) of initial session state."""
+    if _is_missing(value) or (isinstance(value, str) and not value.strip()):
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{where}, field '{column}': not valid JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise DatasetError(
+            f"{where}, field '{column}': expected an object of session state {{\"key\": value}}, got {type(value).__name__}"
+        )
+    return dict(value)
+
+
 def _parse_turns(value: Any, where: str) -> list[Turn]:
-    """A ``turns`` cell: a list of {prompt (or request/query), reference, reference_trajectory}."""
+    """A ``turns`` cell: a list of {prompt (or request/query), reference, reference_trajectory}, each
+    optionally with a saved ``response`` and ``predicted_trajectory``."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -251,7 +320,15 @@ def _parse_turns(value: Any, where: str) -> list[Turn]:
         case = case_from_row(item, i, at)
         if case.prompt is None:
             raise DatasetError(f"{at}: no 'prompt'")
-        turns.append(Turn(prompt=case.prompt, reference=case.reference, reference_trajectory=case.reference_trajectory))
+        turns.append(
+            Turn(
+                prompt=case.prompt,
+                reference=case.reference,
+                reference_trajectory=case.reference_trajectory,
+                response=case.response,
+                predicted_trajectory=case.predicted_trajectory,
+            )
+        )
     return turns
 
 

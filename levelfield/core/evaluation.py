@@ -11,6 +11,7 @@ finishes; with ``config.resume`` the runs already in that journal are kept, not 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,8 +44,13 @@ def _saved_runs(dataset: EvalDataset) -> list[AgentRun]:
             latency = math.nan
         failed = case.metadata.get("failure") in (True, 1, "1", "true", "True")
         output = None
+        turns: list[AgentOutput] = []
         if not failed:
             output = AgentOutput(response=case.response or "", trajectory=case.predicted_trajectory or [])
+            if any(t.has_prediction for t in case.turns):
+                # Saved per-turn answers become the run's turns, as a live multi-turn run records them.
+                turns = [AgentOutput(response=t.response or "", trajectory=t.predicted_trajectory or []) for t in case.turns]
+                output = turns[-1]
         runs.append(
             AgentRun(
                 case_id=case.case_id,
@@ -52,20 +58,37 @@ def _saved_runs(dataset: EvalDataset) -> list[AgentRun]:
                 output=output,
                 latency_in_seconds=latency,
                 failure=failed,
+                turns=turns,
             )
         )
     return runs
 
 
+def _skip_scenarios(dataset: EvalDataset) -> tuple[EvalDataset, dict[str, str]]:
+    kept, skipped = dataset.without_scenarios()
+    if skipped:
+        warnings.warn(
+            f"{dataset.source}: skipped {len(skipped)} conversation_scenario case(s) ({', '.join(list(skipped)[:5])}): "
+            "they need a user simulator",
+            stacklevel=3,
+        )
+        if not len(kept):
+            raise DatasetError(f"{dataset.source}: every case is a conversation_scenario; they need a user simulator")
+    return kept, skipped
+
+
 async def score_saved(dataset: EvalDataset, metrics: Sequence[Metric], config: RunConfig | None = None) -> EvalResult:
     """Score the predictions a dataset already holds (``response``, ``predicted_trajectory``)."""
+    dataset, skipped = _skip_scenarios(dataset)
     runs = _saved_runs(dataset)
     contexts = [context_for(case, None) for case in dataset]
     # Saved rows count as runs, so saved failures score NaN like live ones.
     for ctx, run in zip(contexts, runs):
         ctx.failure = run.failure
     scores = await score_rows(contexts, metrics)
-    return EvalResult(dataset, runs, scores, metrics, agent_name=None, scored_saved_predictions=True, config=config)
+    result = EvalResult(dataset, runs, scores, metrics, agent_name=None, scored_saved_predictions=True, config=config)
+    result.skipped = skipped
+    return result
 
 
 def open_journal(
@@ -120,6 +143,7 @@ async def run_and_score(
     settings: Mapping[str, Any] | None = None,
 ) -> dict[str, EvalResult]:
     """Every agent on every case and trial, each run scored (and journaled) as it finishes; one result per agent."""
+    dataset, skipped = _skip_scenarios(dataset)
     dataset.require_prompts()
     scorer = RunScorer(dataset, metrics)
     journal, done = open_journal(dataset, [a.name for a in agents], metrics, config, kind=kind, settings=settings)
@@ -143,5 +167,6 @@ async def run_and_score(
         results[agent.name] = EvalResult(
             dataset, runs, scores[start : start + len(runs)], metrics, agent_name=agent.name, config=config
         )
+        results[agent.name].skipped = skipped
         start += len(runs)
     return results

@@ -124,6 +124,8 @@ class EvalResult:
         self.scored_saved_predictions = scored_saved_predictions
         self.config = config or RunConfig()
         self._scores: list[dict[str, Any]] | None = None
+        self.skipped: dict[str, str] = {}
+        """``{case_id: reason}`` for cases that were not run (e.g. conversation scenarios)."""
         self._table: pd.DataFrame | None = None
         self._summary: dict[str, Any] | None = None
 

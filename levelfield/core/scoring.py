@@ -6,38 +6,68 @@ import asyncio
 from collections.abc import Iterable, Sequence
 
 from .dataset import EvalCase
-from .metrics.base import NAN, Metric, Score, ScoringContext
+from .metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
 from .types import AgentRun
 
 __all__ = ["context_for", "score_rows", "score_sync", "order_like", "RunScorer"]
 
 
+def _saved_turns(case: EvalCase) -> list[TurnContext]:
+    turns = [
+        TurnContext(
+            prompt=t.prompt,
+            reference=t.reference,
+            reference_trajectory=t.reference_trajectory,
+            response=t.response,
+            predicted_trajectory=list(t.predicted_trajectory or []),
+            reference_thoughts=t.reference_thoughts,
+        )
+        for t in case.turns
+    ]
+    if turns and not any(t.has_prediction for t in case.turns) and (
+        case.response is not None or case.predicted_trajectory is not None
+    ):
+        # Only a case-level answer was saved: it is the last turn's, as a live run's output is.
+        turns[-1].response = case.response
+        turns[-1].predicted_trajectory = list(case.predicted_trajectory or [])
+    return turns
+
+
+def _run_turns(case: EvalCase, run: AgentRun) -> list[TurnContext]:
+    outputs = run.turns or ([run.output] if len(case.turns) == 1 else [])
+    turns = []
+    for i, t in enumerate(case.turns):
+        got = outputs[i] if i < len(outputs) else None
+        turns.append(
+            TurnContext(
+                prompt=t.prompt,
+                reference=t.reference,
+                reference_trajectory=t.reference_trajectory,
+                response=got.response if got is not None else None,
+                predicted_trajectory=list(got.trajectory) if got is not None else [],
+                reference_thoughts=t.reference_thoughts,
+            )
+        )
+    return turns
+
+
 def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
-    """The scoring context of one case: the saved prediction when ``run`` is None, else the run's output."""
+    """The scoring context of one case: the saved prediction when ``run`` is None, else the run's output.
+
+    A multi-turn case gets one :class:`TurnContext` per turn, from the run's per-turn outputs or
+    from the answers saved on each turn, so saved and live multi-turn cases score alike.
+    """
     if run is None:
         response, trajectory, failure = case.response, case.predicted_trajectory or [], bool(
             case.metadata.get("failure") in (True, 1, "1", "true", "True")
         )
-        run_turns = []
+        turns = _saved_turns(case)
     else:
         out = run.output
         response = out.response if out is not None else None
         trajectory = out.trajectory if out is not None else []
         failure = run.failure
-        run_turns = run.turns
-    turns = []
-    if case.turns:
-        for i, turn in enumerate(case.turns):
-            got = run_turns[i] if i < len(run_turns) else (run.output if run and len(case.turns) == 1 else None)
-            turns.append(
-                {
-                    "prompt": turn.prompt,
-                    "reference": turn.reference,
-                    "reference_trajectory": turn.reference_trajectory,
-                    "response": got.response if got else None,
-                    "predicted_trajectory": got.trajectory if got else [],
-                }
-            )
+        turns = _run_turns(case, run)
     return ScoringContext(
         case_id=case.case_id,
         prompt=case.prompt,
@@ -49,6 +79,7 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
         metadata=case.metadata,
         failure=failure,
         turns=turns,
+        reference_thoughts=case.reference_thoughts,
     )
 
 

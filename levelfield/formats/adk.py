@@ -32,6 +32,10 @@ __all__ = [
     "cases_from_evalset",
     "rows_from_evalset",
     "case_from_legacy",
+    "cases_from_named",
+    "is_named_cases",
+    "legacy_case_id",
+    "cases_from_file",
     "load_folder",
     "evalset_from_runs",
     "write_evalset",
@@ -99,11 +103,20 @@ class _AdkEvalCase(_AdkModel):
     session_input: _SessionInput | None = None
 
 
-def _text(content: _Content | None) -> str:
-    # ADK joins the text parts with newlines; thoughts are not part of an answer.
+def _text(content: _Content | None, *, thoughts: bool = False) -> str:
+    # ADK joins the text parts with newlines. Thoughts are not part of an answer, but ADK's
+    # response_match_score counts them, so they are kept apart (``thoughts=True`` reads them).
     if content is None or not content.parts:
         return ""
-    return "\n".join(p.text for p in content.parts if p.text and not p.thought)
+    return "\n".join(p.text for p in content.parts if p.text and bool(p.thought) == thoughts)
+
+
+def _call(fc: _FunctionCall, agent: str | None = None) -> ToolCall:
+    # Leave tool_input unset when the file gives no args: ADK tells a call without args from {}.
+    fields: dict[str, Any] = {"tool_name": fc.name, "id": fc.id, "agent": agent}
+    if fc.args is not None:
+        fields["tool_input"] = fc.args
+    return ToolCall(**fields)
 
 
 def _tool_calls(data: _IntermediateData | None) -> list[ToolCall]:
@@ -111,14 +124,13 @@ def _tool_calls(data: _IntermediateData | None) -> list[ToolCall]:
         return []
     if data.invocation_events is not None:
         return [
-            ToolCall(tool_name=p.function_call.name, tool_input=p.function_call.args or {}, id=p.function_call.id,
-                     agent=event.author)
+            _call(p.function_call, event.author)
             for event in data.invocation_events
             if event.content and event.content.parts
             for p in event.content.parts
             if p.function_call is not None
         ]
-    return [ToolCall(tool_name=c.name, tool_input=c.args or {}, id=c.id) for c in data.tool_uses]
+    return [_call(c) for c in data.tool_uses]
 
 
 def _where(error: ValidationError) -> str:
@@ -136,8 +148,12 @@ def is_evalset(data: Any) -> bool:
     return isinstance(data, dict) and ("eval_cases" in data or "evalCases" in data)
 
 
-def cases_from_evalset(data: dict[str, Any], source: str) -> list[EvalCase]:
-    """The cases of an ADK eval set (parsed JSON); errors name ``source``, the case and the field."""
+def cases_from_evalset(data: dict[str, Any], source: str, *, file: str | None = None) -> list[EvalCase]:
+    """The cases of an ADK eval set (parsed JSON); errors name ``source``, the case and the field.
+
+    A ``conversation_scenario`` case (a simulated user) becomes a case without turns whose
+    ``conversation_scenario`` is set: it runs only with a user simulator.
+    """
     raw_cases = data.get("eval_cases", data.get("evalCases"))
     if not isinstance(raw_cases, list):
         raise DatasetError(f"{source}: 'eval_cases' must be a list of eval cases, got {type(raw_cases).__name__}")
@@ -151,11 +167,29 @@ def cases_from_evalset(data: dict[str, Any], source: str) -> list[EvalCase]:
             case = _AdkEvalCase.model_validate(raw)
         except ValidationError as exc:
             raise DatasetError(f"{label}: {_where(exc)}") from None
+        metadata: dict[str, Any] = {}
+        if set_id is not None:
+            metadata["eval_set_id"] = set_id
+        state: dict[str, Any] = {}
+        if case.session_input is not None:
+            metadata["session_input"] = case.session_input.model_dump()
+            state = dict(case.session_input.state)
         if case.conversation is None:
-            what = "a conversation_scenario (a simulated user)" if case.conversation_scenario else "no conversation"
-            raise DatasetError(
-                f"{label}: has {what}; levelfield runs fixed conversations, so give 'conversation' invocations"
+            if not case.conversation_scenario:
+                raise DatasetError(f"{label}: has no 'conversation'; give its invocations (or a 'conversation_scenario')")
+            # A simulated user: kept, so the file's scripted cases still load; it runs only with a simulator.
+            scenario = case.conversation_scenario
+            cases.append(
+                EvalCase(
+                    case_id=case.eval_id,
+                    conversation_scenario=scenario if isinstance(scenario, dict) else {"scenario": scenario},
+                    state=state,
+                    metadata=metadata,
+                    location=label,
+                    file=file,
+                )
             )
+            continue
         if not case.conversation:
             raise DatasetError(f"{label}: 'conversation' is empty; give at least one invocation")
         turns = [
@@ -163,15 +197,11 @@ def cases_from_evalset(data: dict[str, Any], source: str) -> list[EvalCase]:
                 prompt=_text(inv.user_content),
                 reference=None if inv.final_response is None else _text(inv.final_response),
                 reference_trajectory=_tool_calls(inv.intermediate_data),
+                reference_thoughts=(_text(inv.final_response, thoughts=True) or None),
             )
             for inv in case.conversation
         ]
-        metadata: dict[str, Any] = {}
-        if set_id is not None:
-            metadata["eval_set_id"] = set_id
-        if case.session_input is not None:
-            metadata["session_input"] = case.session_input.model_dump()
-        cases.append(_case(case.eval_id, turns, metadata, label))
+        cases.append(_case(case.eval_id, turns, metadata, label, state=state, file=file))
     return cases
 
 
@@ -180,7 +210,15 @@ def rows_from_evalset(data: dict[str, Any], source: str) -> list[EvalCase]:
     return cases_from_evalset(data, source)
 
 
-def _case(case_id: str, turns: list[Turn], metadata: dict[str, Any], location: str) -> EvalCase:
+def _case(
+    case_id: str,
+    turns: list[Turn],
+    metadata: dict[str, Any],
+    location: str,
+    *,
+    state: dict[str, Any] | None = None,
+    file: str | None = None,
+) -> EvalCase:
     # The case-level fields describe the last turn, so single-turn metrics (trajectory_exact_match,
     # rouge...) compare the final answer with the final expectation; ``turns`` keeps every turn.
     last = turns[-1]
@@ -189,9 +227,12 @@ def _case(case_id: str, turns: list[Turn], metadata: dict[str, Any], location: s
         prompt=turns[0].prompt,
         reference=last.reference,
         reference_trajectory=last.reference_trajectory,
+        reference_thoughts=last.reference_thoughts,
         turns=turns if len(turns) > 1 else [],
         metadata=metadata,
         location=location,
+        state=state or {},
+        file=file,
     )
 
 
@@ -203,14 +244,16 @@ def is_legacy_test_file(data: Any) -> bool:
     return isinstance(data, list) and bool(data) and all(isinstance(d, dict) and "query" in d for d in data)
 
 
-def case_from_legacy(data: Sequence[Any], source: str | Path, case_id: str | None = None) -> EvalCase:
-    """A legacy ``.test.json`` list as ADK reads it: one session, one turn per entry."""
-    source = Path(source)
-    if case_id is None:
-        name = source.name
-        case_id = name[: -len(TEST_SUFFIX)] if name.endswith(TEST_SUFFIX) else source.stem
-    if not isinstance(data, (list, tuple)) or not data:
-        raise DatasetError(f"{source}: a .test.json file must be a non-empty list of {{query, expected_tool_use, reference}}")
+def is_named_cases(data: Any) -> bool:
+    """Whether parsed JSON is ADK's old named-case eval set: ``[{"name", "data", "initial_session"}]``."""
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and all(isinstance(d, dict) and "name" in d and isinstance(d.get("data"), list) for d in data)
+    )
+
+
+def _legacy_turns(data: Sequence[Any], source: str) -> list[Turn]:
     turns = []
     for i, entry in enumerate(data):
         where = f"{source} entry {i + 1}"
@@ -232,7 +275,51 @@ def case_from_legacy(data: Sequence[Any], source: str | Path, case_id: str | Non
         if reference is not None and not isinstance(reference, str):
             raise DatasetError(f"{where}, field 'reference': expected text, got {type(reference).__name__}")
         turns.append(Turn(prompt=query, reference=reference, reference_trajectory=trajectory))
-    return _case(case_id, turns, {}, str(source))
+    return turns
+
+
+def _session(value: Any, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(metadata, state) from an ``initial_session`` / ``session_input`` object."""
+    if value is None:
+        return {}, {}
+    if not isinstance(value, dict):
+        raise DatasetError(f"{where}, field 'initial_session': expected an object {{state, app_name, user_id}}")
+    state = value.get("state") or {}
+    if not isinstance(state, dict):
+        raise DatasetError(f"{where}, field 'initial_session.state': expected an object, got {type(state).__name__}")
+    return {"session_input": dict(value)}, dict(state)
+
+
+def legacy_case_id(path: str | Path) -> str:
+    """The case id of a legacy ``.test.json`` file: its name without the suffix."""
+    name = Path(path).name
+    return name[: -len(TEST_SUFFIX)] if name.endswith(TEST_SUFFIX) else Path(path).stem
+
+
+def case_from_legacy(data: Sequence[Any], source: str | Path, case_id: str | None = None) -> EvalCase:
+    """A legacy ``.test.json`` list as ADK reads it: one session, one turn per entry."""
+    source = Path(source)
+    if not isinstance(data, (list, tuple)) or not data:
+        raise DatasetError(f"{source}: a .test.json file must be a non-empty list of {{query, expected_tool_use, reference}}")
+    turns = _legacy_turns(data, str(source))
+    return _case(case_id or legacy_case_id(source), turns, {}, str(source), file=str(source))
+
+
+def cases_from_named(data: Sequence[Any], source: str | Path) -> list[EvalCase]:
+    """ADK's old named-case eval set: each ``{"name", "data": [{query, ...}], "initial_session"}`` is one case."""
+    cases = []
+    for i, item in enumerate(data):
+        where = f"{source} case {i + 1}"
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            raise DatasetError(f"{where}, field 'name': expected the case's name, got {name!r}")
+        where += f" ({name!r})"
+        if not item["data"]:
+            raise DatasetError(f"{where}, field 'data': is empty; give at least one {{query, ...}} entry")
+        metadata, state = _session(item.get("initial_session"), where)
+        turns = _legacy_turns(item["data"], where)
+        cases.append(_case(name, turns, metadata, where, state=state, file=str(source)))
+    return cases
 
 
 # --- files and folders ---------------------------------------------------------------------------
@@ -251,7 +338,9 @@ def cases_from_file(path: Path) -> list[EvalCase]:
     """The cases of one ADK file: an eval set (any name) or a legacy ``.test.json`` list."""
     data = _read_json(path)
     if is_evalset(data):
-        return cases_from_evalset(data, str(path))
+        return cases_from_evalset(data, str(path), file=str(path))
+    if is_named_cases(data):
+        return cases_from_named(data, path)
     if isinstance(data, list):
         return [case_from_legacy(data, path)]
     raise DatasetError(f"{path}: expected an ADK eval set (with 'eval_cases') or a list of {{query, ...}} entries")
@@ -263,10 +352,18 @@ def load_folder(path: Path) -> EvalDataset:
     files = sorted({*path.rglob(f"*{TEST_SUFFIX}"), *path.rglob(f"*{EVALSET_SUFFIX}")})
     if not files:
         raise DatasetError(f"{path}: is a folder without any {TEST_SUFFIX} or {EVALSET_SUFFIX} file")
+    # ADK names a legacy file's case by its path: qualify ids by the path within the folder
+    # where two legacy files share a base name (a/lights.test.json, b/lights.test.json).
+    legacy_ids = [legacy_case_id(f) for f in files if f.name.endswith(TEST_SUFFIX)]
+    shared = {i for i in legacy_ids if legacy_ids.count(i) > 1}
     cases: list[EvalCase] = []
     origin: dict[str, Path] = {}
     for file in files:
-        for case in cases_from_file(file):
+        found = cases_from_file(file)
+        if file.name.endswith(TEST_SUFFIX) and len(found) == 1 and found[0].case_id in shared:
+            qualified = file.relative_to(path).as_posix()[: -len(TEST_SUFFIX)]
+            found = [found[0].model_copy(update={"case_id": qualified})]
+        for case in found:
             if case.case_id in origin:
                 raise DatasetError(
                     f"{path}: case id {case.case_id!r} appears in both {origin[case.case_id]} and {file}; "

@@ -23,10 +23,12 @@ def _rows_from_json(path: Path, data: Any) -> list[Any]:
     if isinstance(data, list):
         if path.name.endswith(adk.TEST_SUFFIX) and adk.is_legacy_test_file(data):
             return [adk.case_from_legacy(data, path)]  # ADK reads the whole file as one session
+        if adk.is_named_cases(data):
+            return adk.cases_from_named(data, path)  # ADK's old [{name, data, initial_session}]
         return data
     if isinstance(data, dict):
         if adk.is_evalset(data):
-            return adk.cases_from_evalset(data, str(path))  # already EvalCases (multi-turn)
+            return adk.cases_from_evalset(data, str(path), file=str(path))  # already EvalCases (multi-turn)
         lists = {k: v for k, v in data.items() if isinstance(v, list)}
         if lists and len(lists) == len(data) and len({len(v) for v in lists.values()}) == 1:
             n = len(next(iter(lists.values())))
@@ -119,4 +121,8 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
             return select_cases(load_dataset(path, source=source), selected)
     if path.is_dir():
         return adk.load_folder(path)
-    return dataset_from_located(read_rows(path), source or str(path))
+    dataset = dataset_from_located(read_rows(path), source or str(path))
+    for case in dataset:
+        if case.file is None:
+            case.file = str(path)  # criteria are resolved beside the file a case came from
+    return dataset

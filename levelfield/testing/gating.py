@@ -19,10 +19,11 @@ from typing import Any
 from ..core.criteria import (
     CaseVerdict,
     Criterion,
+    apply_criteria,
+    criteria_by_file,
     criteria_metrics,
     find_config,
     format_verdicts,
-    judge,
     load_criteria,
 )
 from typing_extensions import Unpack
@@ -44,8 +45,14 @@ class GateReport:
 
     result: EvalResult
     criteria: list[Criterion]
+    """Every distinct criterion some case is held to (one list when all cases share them)."""
     verdicts: list[CaseVerdict]
     trials: int = 1
+
+    @property
+    def skipped(self) -> dict[str, str]:
+        """``{case_id: reason}`` for cases that were not run (conversation scenarios without a simulator)."""
+        return dict(getattr(self.result, "skipped", {}) or {})
 
     @property
     def passed(self) -> bool:
@@ -63,25 +70,29 @@ class GateReport:
         raise KeyError(case_id)
 
     def table(self) -> str:
-        """One line per case: each criterion's pooled score and PASS/FAIL."""
-        return format_verdicts(self.verdicts, self.criteria)
+        """One line per case: each criterion's pooled score and PASS/FAIL; then the skipped cases."""
+        text = format_verdicts(self.verdicts, self.criteria)
+        for case_id, reason in self.skipped.items():
+            text += f"\nSKIPPED {case_id}: {reason}"
+        return text
 
     def describe(self, verdict: CaseVerdict) -> str:
         """Why one case failed: the reasons, then each turn's expected vs actual trajectory and response."""
         case = next(c for c in self.result.dataset if c.case_id == verdict.case_id)
         lines = [f"FAILED case {case.case_id!r}" + (f" ({case.location})" if case.location else "")]
         lines += [f"  {reason}" for reason in verdict.reasons]
-        index = _shown_run(verdict, self.criteria)
+        criteria = [m.criterion for m in verdict.metrics.values()]
+        index = _shown_run(verdict, criteria)
         run, scores = verdict.runs[index], verdict.scores[index]
         if len(verdict.runs) > 1:
             lines.append(f"  shown: trial {run.trial + 1} of {len(verdict.runs)}")
-        lines += _turn_lines(case, run, scores, self.criteria)
+        lines += _turn_lines(case, run, scores, criteria)
         return "\n".join(lines)
 
     def message(self) -> str:
         """The AssertionError text: a headline, then every failing case described."""
         failed = self.failures
-        crit = ", ".join(c.describe() for c in self.criteria)
+        crit = ", ".join(dict.fromkeys(c.describe() for c in self.criteria))
         trials = f"; {self.trials} trials each" if self.trials > 1 else ""
         head = f"levelfield: {len(failed)} of {len(self.verdicts)} cases failed ({crit}{trials})"
         return "\n\n".join([head, *(self.describe(v) for v in failed)])
@@ -111,16 +122,13 @@ def _format_calls(calls: Sequence[ToolCall] | None) -> str:
 
 
 def _per_turn(scores: dict[str, Any], criteria: Sequence[Criterion], turns: Sequence[Turn]) -> list[dict[str, float]]:
-    # A metric's per-turn list covers the turns that have the reference it needs, in order.
+    # ADK's metrics score every turn, so a per-turn list lines up with the turns one to one.
     out: list[dict[str, float]] = [{} for _ in turns]
-    needs = {"tool_trajectory_avg_score": "reference_trajectory", "response_match_score": "reference"}
     for c in criteria:
-        values = scores.get(f"{c.metric}/per_turn")
-        if not isinstance(values, list) or c.metric not in needs:
-            continue
-        scored = [i for i, t in enumerate(turns) if getattr(t, needs[c.metric]) is not None]
-        for i, value in zip(scored, values):
-            out[i][c.metric] = value
+        values = scores.get(f"{c.score_name}/per_turn")
+        if isinstance(values, list) and len(values) == len(turns):
+            for i, value in enumerate(values):
+                out[i][c.metric] = value
     return out
 
 
@@ -197,17 +205,24 @@ def check_eval(
     ``source``: an ``.evalset.json`` / ``.test.json`` file, a folder of them, ``file.json:case_1,case_2``,
     or anything ``load_dataset`` takes. ``agent``: anything ``as_agent`` takes, or a ``module:attr`` spec.
     ``criteria``: a ``test_config.json`` path, ``{"criteria": {...}}`` / ``{metric: threshold}``, or
-    Criterion objects; by default the ``test_config.json`` beside ``source``, else ADK's defaults.
+    Criterion objects; by default each case's criteria come from the ``test_config.json`` beside
+    the file it was read from (as ADK resolves them in a folder), else ADK's defaults.
     Run options (``trials``, ``concurrency``, ``timeout``...) as for ``lf.evaluate``; no progress
     bar unless ``progress=True``.
     """
     from ..evaluation import evaluate
 
     cfg = run_config(config, **options) if config is not None else run_config(**{"progress": False, **options})
-    resolved = resolve_criteria(criteria, source)
     dataset: EvalDataset = load_dataset(source)
-    result = evaluate(dataset, _resolve_agent(agent), criteria_metrics(resolved), name=name, config=cfg)
-    return GateReport(result, resolved, judge(result, resolved), cfg.trials)
+    if criteria is None:
+        # As ADK does: each file's cases are held to the test_config.json beside that file.
+        per_case = criteria_by_file({c.case_id: c.file for c in dataset}, _source_path(source))
+    else:
+        resolved = resolve_criteria(criteria, source)
+        per_case = {c.case_id: resolved for c in dataset}
+    result = evaluate(dataset, _resolve_agent(agent), criteria_metrics(per_case), name=name, config=cfg)
+    distinct = list(dict.fromkeys(c for group in per_case.values() for c in group))
+    return GateReport(result, distinct, apply_criteria(result, per_case), cfg.trials)
 
 
 def assert_eval(
@@ -256,7 +271,7 @@ def eval_test(
         run_criteria = request.config.getoption("lf_criteria", default=None) or criteria
         key = (run_trials, run_criteria if not isinstance(run_criteria, (dict, list)) else id(run_criteria))
         if key not in reports:
-            chosen = resolve_criteria(run_criteria, source)
+            chosen = resolve_criteria(run_criteria, source) if run_criteria is not None else None
             reports[key] = check_eval(dataset, agent, criteria=chosen, trials=run_trials, **options)
         report = reports[key]
         verdict = report.verdict(lf_case_id)

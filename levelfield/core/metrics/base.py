@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from ..matching import Alignment, ToolCallMatcher, align
 from ..types import ToolCall, Usage
 
-__all__ = ["Metric", "Score", "ScoringContext", "NAN", "score_columns"]
+__all__ = ["Metric", "Score", "ScoringContext", "TurnContext", "NAN", "score_columns"]
 
 NAN = float("nan")
 
@@ -67,6 +67,24 @@ def score_columns(scores: "Mapping[str, Score]") -> dict[str, Any]:
 
 
 @dataclass
+class TurnContext:
+    """One turn of a case as metrics see it: what was asked and expected, and what the agent did."""
+
+    prompt: str
+    """The user's message for this turn."""
+    reference: str | None = None
+    """The expected answer; None when the turn gives none."""
+    reference_trajectory: list[ToolCall] | None = None
+    """The expected tool calls; None when the turn gives none."""
+    response: str | None = None
+    """The agent's answer (live or saved); None when there is none."""
+    predicted_trajectory: list[ToolCall] = field(default_factory=list)
+    """The tool calls the agent made in this turn."""
+    reference_thoughts: str | None = None
+    """Thought text of the expected answer (ADK files), read only by ADK's response_match_score."""
+
+
+@dataclass
 class ScoringContext:
     """Everything a metric may look at for one row: the case, and the agent's answer to it."""
 
@@ -80,8 +98,10 @@ class ScoringContext:
     history: list[Any] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
     failure: bool = False
-    turns: list[dict[str, Any]] = field(default_factory=list)
-    """Per-turn ``{prompt, response, predicted_trajectory, reference, reference_trajectory}`` of a multi-turn case."""
+    turns: list[TurnContext] = field(default_factory=list)
+    """Every turn of a multi-turn case; empty for a single-turn case (see :meth:`conversation`)."""
+    reference_thoughts: str | None = None
+    """Thought text of the expected final answer (ADK files)."""
     _alignments: dict[int, Alignment] = field(default_factory=dict, repr=False)
 
     def alignment(self, matcher: ToolCallMatcher) -> Alignment:
@@ -92,6 +112,21 @@ class ScoringContext:
             cached = align(self.predicted_trajectory, self.reference_trajectory or [], matcher)
             self._alignments[key] = cached
         return cached
+
+    def conversation(self) -> list[TurnContext]:
+        """The turns to score turn by turn: ``turns``, or the row itself as one turn."""
+        if self.turns:
+            return self.turns
+        return [
+            TurnContext(
+                prompt=self.prompt or "",
+                reference=self.reference,
+                reference_trajectory=self.reference_trajectory,
+                response=self.response,
+                predicted_trajectory=self.predicted_trajectory,
+                reference_thoughts=self.reference_thoughts,
+            )
+        ]
 
     def instance(self) -> dict[str, Any]:
         """The row as Vertex AI hands it to a custom metric function."""

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from ..matching import DEFAULT_MATCHER, ToolCallMatcher
+from collections.abc import Sequence
+from typing import Any
+
+from ..matching import DEFAULT_MATCHER, ToolCallMatcher, align
+from ..types import ToolCall
 from .base import Metric, Score, ScoringContext
 
 __all__ = [
@@ -13,6 +17,8 @@ __all__ = [
     "TrajectoryRecall",
     "TrajectorySingleToolUse",
     "ToolTrajectoryAvgScore",
+    "adk_trajectory_match",
+    "adk_args",
 ]
 
 
@@ -85,11 +91,51 @@ class TrajectorySingleToolUse(Metric):
         return float(any(c.tool_name == self.tool_name for c in ctx.predicted_trajectory))
 
 
+def adk_args(call: ToolCall) -> dict[str, Any] | None:
+    """A call's arguments as ADK holds them: None when the call was given without any."""
+    return call.tool_input if "tool_input" in call.model_fields_set else None
+
+
+def _adk_same(predicted: ToolCall, reference: ToolCall, ignore_args: bool) -> bool:
+    # ADK compares genai FunctionCalls with Python's ==: True == 1 == 1.0, and an expected call
+    # written without args (None) differs from an agent's call, which always has them ({}).
+    return predicted.tool_name == reference.tool_name and (
+        ignore_args or predicted.tool_input == adk_args(reference)
+    )
+
+
+def adk_trajectory_match(
+    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], match_type: str, *, ignore_args: bool = False
+) -> bool:
+    """Whether one turn's calls pass ADK's ``EXACT`` / ``IN_ORDER`` / ``ANY_ORDER`` test, by ADK's rules."""
+    if match_type == "EXACT":
+        return len(predicted) == len(reference) and all(
+            _adk_same(p, r, ignore_args) for p, r in zip(predicted, reference)
+        )
+    if match_type == "IN_ORDER":
+        remaining = iter(predicted)
+        return all(any(_adk_same(p, r, ignore_args) for p in remaining) for r in reference)
+    free = list(predicted)
+    for r in reference:
+        # Python == on arguments is an equivalence, so taking the first equal call is optimal.
+        hit = next((i for i, p in enumerate(free) if _adk_same(p, r, ignore_args)), None)
+        if hit is None:
+            return False
+        del free[hit]
+    return True
+
+
 class ToolTrajectoryAvgScore(Metric):
     """ADK's ``tool_trajectory_avg_score``: per turn 1/0 by ``match_type``, averaged over turns.
 
     ``match_type`` is ``"EXACT"`` (ADK's default), ``"IN_ORDER"`` or ``"ANY_ORDER"``;
-    ``ignore_args=True`` compares tool names only.
+    ``ignore_args=True`` compares tool names only. As ADK scores it: every turn counts, a turn
+    without expected calls expects none, and arguments compare with Python's ``==`` (``True``
+    equals ``1``; an expected call written without ``args`` matches no call, since an agent's
+    call always carries its arguments, ``{}`` when there are none).
+    A case is computable when at least one turn gives expected calls. With ``matcher=``, calls
+    match by that :class:`ToolCallMatcher` instead (levelfield's stricter rules: ``True`` is not
+    ``1``; missing args are ``{}``).
     """
 
     requires = ("reference_trajectory",)
@@ -111,35 +157,22 @@ class ToolTrajectoryAvgScore(Metric):
                 f"tool_trajectory_avg_score match_type={match_type!r} is not one of {', '.join(self._match_types)}"
             )
         self.match_type = match_type
-        self.matcher = matcher or (ToolCallMatcher(args="ignore") if ignore_args else DEFAULT_MATCHER)
+        self.ignore_args = ignore_args
+        self.matcher = matcher
         self.name = name
 
-    def _turn_score(self, alignment) -> float:
-        if self.match_type == "EXACT":
-            return float(alignment.exact)
-        if self.match_type == "IN_ORDER":
-            return float(alignment.in_order)
-        return float(alignment.any_order)
+    def _turn_score(self, predicted: list[ToolCall], reference: list[ToolCall]) -> float:
+        if self.matcher is None:
+            return float(adk_trajectory_match(predicted, reference, self.match_type, ignore_args=self.ignore_args))
+        a = align(predicted, reference, self.matcher)
+        return float(a.exact if self.match_type == "EXACT" else a.in_order if self.match_type == "IN_ORDER" else a.any_order)
 
     def computable(self, ctx: ScoringContext) -> bool:
-        # A multi-turn case is scorable when any turn has a reference, even if the last one has none.
-        if ctx.failure:
-            return False
-        if ctx.turns:
-            return any(t.get("reference_trajectory") is not None for t in ctx.turns)
-        return ctx.reference_trajectory is not None
+        return not ctx.failure and any(t.reference_trajectory is not None for t in ctx.conversation())
 
     def score(self, ctx: ScoringContext) -> float | Score:
+        scores = [self._turn_score(t.predicted_trajectory or [], t.reference_trajectory or []) for t in ctx.conversation()]
         if not ctx.turns:
-            return self._turn_score(ctx.alignment(self.matcher))
-        from ..matching import align
-
-        scores = [
-            self._turn_score(align(t["predicted_trajectory"] or [], t["reference_trajectory"], self.matcher))
-            for t in ctx.turns
-            if t.get("reference_trajectory") is not None
-        ]
-        if not scores:
-            return float("nan")
+            return scores[0]
         # Per-turn scores let criteria pool turns over trials, as ADK does.
         return Score(sum(scores) / len(scores), extra={"per_turn": scores})
