@@ -465,13 +465,20 @@ class AgentEngineAgent:
         if request.session_id is not None and request.session_id in self._sessions:
             return self._sessions[request.session_id]
         created: Any = None
+        # The case's initial state goes into the session, as ADK's own eval does with session_input.
+        extra: dict[str, Any] = {"state": dict(request.state)} if request.state else {}
         if callable(getattr(self.agent, "async_create_session", None)):
-            created = self.agent.async_create_session(user_id=self.user_id)
+            created = self.agent.async_create_session(user_id=self.user_id, **extra)
             if inspect.isawaitable(created):
                 created = await created
         elif callable(getattr(self.agent, "create_session", None)):
-            created = await run_sync(self.agent.create_session, user_id=self.user_id)
+            created = await run_sync(self.agent.create_session, user_id=self.user_id, **extra)
         else:
+            if request.state:
+                self._warn_once(
+                    "no-session-state",
+                    f"agent {self.name!r} has no create_session operation: the cases' session state cannot reach it",
+                )
             if request.turn > 0:
                 self._warn_once(
                     "no-session",

@@ -48,7 +48,8 @@ def output_from_value(value: Any, agent: str) -> AgentOutput:
 
 
 class FunctionAgent:
-    """Wraps ``fn(prompt)`` (sync or async). ``fn`` may also take ``history`` and ``session_id`` keywords."""
+    """Wraps ``fn(prompt)`` (sync or async). ``fn`` may also take ``history``, ``session_id`` and
+    ``state`` (the case's initial session state, a dict) keywords."""
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None) -> None:
         if not callable(fn):
@@ -62,7 +63,7 @@ class FunctionAgent:
         except (TypeError, ValueError):
             params = {}
         takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-        self._extra = {k for k in ("history", "session_id") if k in params or takes_kwargs}
+        self._extra = {k for k in ("history", "session_id", "state") if k in params or takes_kwargs}
 
     def _kwargs(self, request: AgentRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
@@ -70,6 +71,8 @@ class FunctionAgent:
             kwargs["history"] = request.history
         if "session_id" in self._extra:
             kwargs["session_id"] = request.session_id
+        if "state" in self._extra:
+            kwargs["state"] = dict(request.state)  # a copy: one case's agent must not change the next one's
         return kwargs
 
     async def arun(self, request: AgentRequest) -> AgentOutput:

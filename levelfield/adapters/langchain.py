@@ -334,6 +334,7 @@ class LangChainAgent:
         self.recursion_limit = recursion_limit
         self.config = dict(config or {})
         self._mode, self._key, self._history_key = self._input_shape()
+        self._state_keys = self._schema_keys()
         self._inflight: dict[tuple[str, str | None, int], TrajectoryRecorder] = {}
 
     # -- input ----------------------------------------------------------------------------
@@ -370,6 +371,25 @@ class LangChainAgent:
             return "dict", key, history
         return "text", None, None
 
+    def _schema_keys(self) -> frozenset[str]:
+        """The top-level keys of the input schema: where a case's session state can go."""
+        if self._mode not in ("messages", "dict"):
+            return frozenset()
+        try:
+            schema = self.runnable.get_input_jsonschema()
+        except Exception:
+            return frozenset()
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        return frozenset(props) if isinstance(props, dict) else frozenset()
+
+    def _with_state(self, payload: dict[str, Any], request: AgentRequest) -> dict[str, Any]:
+        # Session state joins the input where the graph's state has those keys; a threaded graph
+        # keeps it in its checkpoint, so it is given on the first turn only.
+        if not request.state or (request.turn > 0 and self._has_checkpointer()):
+            return payload
+        extra = {k: v for k, v in request.state.items() if k in self._state_keys and k not in payload}
+        return {**payload, **extra} if extra else payload
+
     def _has_checkpointer(self) -> bool:
         saver = getattr(self.runnable, "checkpointer", None)
         return saver is not None and not isinstance(saver, bool)
@@ -383,14 +403,14 @@ class LangChainAgent:
                 state = await self.runnable.aget_state(config)
                 if (getattr(state, "values", None) or {}).get("messages"):
                     history = []
-            return {self._key: [*history, prompt]}
+            return self._with_state({self._key: [*history, prompt]}, request)
         if self._mode == "model":
             return [*history, prompt]
         if self._mode == "dict":
             payload: dict[str, Any] = {self._key: request.prompt}
             if self._history_key:
                 payload[self._history_key] = history
-            return payload
+            return self._with_state(payload, request)
         return request.prompt
 
     def _config(self, request: AgentRequest, recorder: TrajectoryRecorder) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -24,6 +24,9 @@ class AgentRequest(BaseModel):
     """Stable for all turns of one case and trial; adapters map it to a thread, session or context."""
     turn: int = 0
     """Index of this turn within the case."""
+    state: dict[str, Any] = Field(default_factory=dict)
+    """The case's initial session state (ADK ``session_input.state``, a ``state`` column).
+    Adapters hand it to the framework's own notion of state; it is the same on every turn."""
 
 
 @runtime_checkable

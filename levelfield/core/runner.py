@@ -152,7 +152,12 @@ async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: Run
     for index, prompt in enumerate(prompts):
         # The fields are already validated (they come from an EvalCase): skip re-validation.
         request = AgentRequest.model_construct(
-            prompt=prompt, history=list(history), case_id=case.case_id, session_id=session_id, turn=index
+            prompt=prompt,
+            history=list(history),
+            case_id=case.case_id,
+            session_id=session_id,
+            turn=index,
+            state=dict(case.state),
         )
         output, error, turn_latency, turn_attempts = await _run_turn(agent, request, config)
         latency += turn_latency

@@ -8,6 +8,7 @@ which knows nothing about files.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -59,10 +60,7 @@ def read_rows(path: Path) -> list[tuple[Any, str]]:
                 raise DatasetError(f"{path} line {exc.lineno}: not valid JSON ({exc.msg})") from None
             return [(r, f"{name} row {i + 1}") for i, r in enumerate(_rows_from_json(path, data))]
         if name.endswith(".csv"):
-            import pandas as pd
-
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-            records = frame.to_dict("records")
+            records = _csv_records(path)
             # Header is line 1, so data row i sits on line i + 2.
             return [
                 ({k: (None if v == "" else v) for k, v in r.items()}, f"{name} row {i + 1} (line {i + 2})")
@@ -71,6 +69,34 @@ def read_rows(path: Path) -> list[tuple[Any, str]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{path}: cannot be read ({exc})") from None
     raise DatasetError(f"{path}: unsupported file type; use .jsonl, .json, .csv, .evalset.json or .test.json")
+
+
+def _csv_records(path: Path) -> list[dict[str, Any]]:
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        raise DatasetError(f"{path}: the file is empty; a CSV dataset needs a header line (prompt,reference,...)") from None
+    except pd.errors.ParserError as exc:
+        raise DatasetError(_csv_problem(path, str(exc))) from None
+    return frame.to_dict("records")
+
+
+def _csv_problem(path: Path, message: str) -> str:
+    """pandas' tokenizer message as one line naming the file and the line."""
+    cells = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", message)
+    if cells:
+        want, line, got = cells.groups()
+        return (
+            f"{path} line {line}: has {got} cells but the header has {want}; "
+            "put a cell holding commas in double quotes"
+        )
+    quote = re.search(r"EOF inside string starting at row (\d+)", message)
+    if quote:
+        # pandas counts rows from 0 with the header as row 0, so row n sits on line n + 1.
+        return f"{path} line {int(quote.group(1)) + 1}: a quoted cell is never closed; add the closing double quote"
+    return f"{path}: not a valid CSV file ({' '.join(message.split())})"
 
 
 # --- selecting cases: file.json:case_1,case_2 -----------------------------------------------------
