@@ -17,6 +17,7 @@ google-adk's ``response_match_score`` uses, so our numbers equal ADK's on every 
 from __future__ import annotations
 
 import unicodedata
+from functools import lru_cache
 
 __all__ = ["UnicodeTokenizer", "bleu_tokenize_name"]
 
@@ -29,8 +30,19 @@ def _within(code: int, ranges: tuple[tuple[int, int], ...]) -> bool:
     return any(lo <= code <= hi for lo, hi in ranges)
 
 
-def _is_mark(char: str) -> bool:
-    return unicodedata.category(char).startswith("M")
+_SEPARATOR, _WORD, _ALONE, _CLUSTER = 0, 1, 2, 3
+
+
+@lru_cache(maxsize=65536)
+def _kind(char: str) -> int:
+    # Cached per character: a text is classified at the cost of a dict look-up per character.
+    code = ord(char)
+    if _within(code, _ONE_TOKEN_PER_CHAR):
+        return _ALONE
+    is_mark = unicodedata.category(char).startswith("M")
+    if _within(code, _CLUSTERED) and not is_mark:
+        return _CLUSTER  # a base letter opens a new cluster
+    return _WORD if char.isalnum() or is_mark else _SEPARATOR
 
 
 class UnicodeTokenizer:
@@ -44,6 +56,9 @@ class UnicodeTokenizer:
 
     def tokenize(self, text: str) -> list[str]:
         """The tokens of ``text``, in order."""
+        if text.isascii():
+            # Exactly the rule below for ASCII text (NFKC changes nothing there), in one call.
+            return self._ascii.tokenize(text)
         tokens: list[str] = []
         word: list[str] = []
 
@@ -54,14 +69,14 @@ class UnicodeTokenizer:
                 word.clear()
 
         for char in unicodedata.normalize("NFKC", text).lower():
-            code = ord(char)
-            if _within(code, _ONE_TOKEN_PER_CHAR):
+            kind = _kind(char)
+            if kind == _WORD:
+                word.append(char)
+            elif kind == _ALONE:
                 close_word()
                 tokens.append(char)
-            elif _within(code, _CLUSTERED) and not _is_mark(char):
-                close_word()  # a base letter opens a new cluster
-                word.append(char)
-            elif char.isalnum() or _is_mark(char):
+            elif kind == _CLUSTER:
+                close_word()
                 word.append(char)
             else:
                 close_word()
@@ -69,12 +84,22 @@ class UnicodeTokenizer:
         return tokens
 
 
-def _has(text: str, ranges: tuple[tuple[int, int], ...]) -> bool:
-    return any(_within(ord(c), ranges) for c in text)
-
-
 _KANA = ((0x3040, 0x309F), (0x30A0, 0x30FF), (0x31F0, 0x31FF), (0xFF66, 0xFF9F))
 _HAN = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F))
+
+
+@lru_cache(maxsize=65536)
+def _script(char: str) -> str:
+    code = ord(char)
+    if _within(code, _KANA):
+        return "kana"
+    if _within(code, _HAN):
+        return "han"
+    if _within(code, _CLUSTERED):
+        return "clustered"
+    if char.isalpha() and not unicodedata.name(char, "").startswith("LATIN"):
+        return "other"
+    return "latin"
 
 
 def bleu_tokenize_name(*texts: str) -> str:
@@ -88,12 +113,11 @@ def bleu_tokenize_name(*texts: str) -> str:
     joined = "".join(texts)
     if joined.isascii():
         return "13a"
-    if _has(joined, _KANA):
+    scripts = {_script(c) for c in set(joined)}
+    if "kana" in scripts:
         return "char"
-    if _has(joined, _HAN):
+    if "han" in scripts:
         return "zh"
-    if _has(joined, _CLUSTERED):
+    if "clustered" in scripts:
         return "char"
-    if any(c.isalpha() and not unicodedata.name(c, "").startswith("LATIN") for c in joined):
-        return "intl"
-    return "13a"
+    return "intl" if "other" in scripts else "13a"
