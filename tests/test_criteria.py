@@ -220,3 +220,19 @@ def test_table_shows_each_case_its_scores_and_the_verdict():
     assert lines[1].split() == ["turn_off_device_2", "1.000", "1.000", "0/1", "PASS"]
     assert lines[2].split() == ["kitchen_all_off", "0.000", "0.444", "0/1", "FAIL"]
     assert lines[-1] == "1 of 2 cases passed"
+
+
+def test_files_asking_the_same_metric_with_other_options_get_their_own_score_column(tmp_path):
+    from levelfield.core.criteria import criteria_by_file
+
+    for name, match_type in (("a", "EXACT"), ("b", "IN_ORDER")):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "test_config.json").write_text(json.dumps(
+            {"criteria": {"tool_trajectory_avg_score": {"threshold": 1.0, "match_type": match_type}}}))
+        (folder / "x.test.json").write_text("[]")
+    per_case = criteria_by_file({"a": tmp_path / "a" / "x.test.json", "b": tmp_path / "b" / "x.test.json"})
+    assert [c.score_name for c in per_case["a"]] == ["tool_trajectory_avg_score"]
+    assert [c.score_name for c in per_case["b"]] == ["tool_trajectory_avg_score[IN_ORDER]"]
+    assert sorted(m.name for m in criteria_metrics(per_case)) == [
+        "tool_trajectory_avg_score", "tool_trajectory_avg_score[IN_ORDER]"]

@@ -203,31 +203,25 @@ def criteria_by_file(files: Mapping[str, str | Path | None], default: str | Path
     same metric with different options, the second one's scores get their own column,
     ``tool_trajectory_avg_score[IN_ORDER]``.
     """
-    loaded: dict[Path | None, list[Criterion]] = {}
-    out: dict[str, list[Criterion]] = {}
+    configs: dict[str, Path | None] = {}
     for case_id, file in files.items():
         where = file if file is not None else default
-        config = find_config(where) if where is not None and Path(where).exists() else None
-        if config not in loaded:
-            loaded[config] = load_criteria(config)
-        out[case_id] = loaded[config]
-    # One score column per metric and options: the first spelling keeps the plain name.
+        configs[case_id] = find_config(where) if where is not None and Path(where).exists() else None
+    loaded = {config: load_criteria(config) for config in dict.fromkeys(configs.values())}
+    # One score column per metric and options; the first spelling met keeps the plain name.
     names: dict[tuple[str, str, bool], str] = {}
-    taken: set[str] = set()
-    for group in loaded.values():
-        for c in group:
-            key = (c.metric, c.match_type, c.ignore_args)
-            if key not in names:
-                plain = c.metric not in taken
-                names[key] = c.metric if plain else f"{c.metric}[{c.match_type}{',ignore_args' if c.ignore_args else ''}]"
-                taken.add(names[key])
-    renamed = {
-        config: [replace(c, column=None if names[(c.metric, c.match_type, c.ignore_args)] == c.metric else
-                         names[(c.metric, c.match_type, c.ignore_args)]) for c in group]
-        for config, group in loaded.items()
-    }
-    by_id = {id(group): renamed[config] for config, group in loaded.items()}
-    return {case_id: by_id[id(group)] for case_id, group in out.items()}
+    for c in (c for group in loaded.values() for c in group):
+        key = (c.metric, c.match_type, c.ignore_args)
+        if key not in names:
+            plain = c.metric not in names.values()
+            names[key] = c.metric if plain else f"{c.metric}[{c.match_type}{',ignore_args' if c.ignore_args else ''}]"
+
+    def named(c: Criterion) -> Criterion:
+        name = names[(c.metric, c.match_type, c.ignore_args)]
+        return c if name == c.metric else replace(c, column=name)
+
+    renamed = {config: [named(c) for c in group] for config, group in loaded.items()}
+    return {case_id: renamed[config] for case_id, config in configs.items()}
 
 
 @dataclass
