@@ -117,7 +117,9 @@ class ResponseMatchScore(Rouge):
         super().__init__("rouge1", use_stemmer=True, name=name)
 
     def computable(self, ctx: ScoringContext) -> bool:
-        return not ctx.failure and any(t.reference is not None for t in ctx.conversation())
+        if ctx.failure or (not ctx.turns and ctx.response is None):  # a saved row with no answer at all
+            return False
+        return any(t.reference is not None for t in ctx.conversation())
 
     def score(self, ctx: ScoringContext) -> float | Score:
         scores = []
