@@ -2,12 +2,18 @@
 
 Read as ADK writes them, without google-adk installed: snake_case or camelCase fields; tool calls
 under ``intermediate_data.tool_uses`` (older ADK) or as ``function_call`` parts of
-``intermediate_data.invocation_events`` (newer ADK); ``session_input`` kept in the case metadata.
-Each eval case becomes one :class:`EvalCase`; a case of several invocations becomes a multi-turn
-case whose ``turns`` hold every invocation's prompt, expected response and expected tool calls.
+``intermediate_data.invocation_events`` (newer ADK); ``session_input.state`` becomes the case's
+``state`` (the whole ``session_input`` is kept in its metadata). Each eval case becomes one
+:class:`EvalCase`; a case of several invocations becomes a multi-turn case whose ``turns`` hold
+every invocation's prompt, expected response and expected tool calls. A ``conversation_scenario``
+case is kept as such (it needs a user simulator). Thought parts of an expected response are kept
+apart from its text, and an expected call written without ``args`` keeps that fact, because
+ADK's evaluators tell both apart.
 
 A legacy ``.test.json`` file (a list of ``{query, expected_tool_use, reference}``) is, as in ADK's
-``AgentEvaluator``, ONE session: one multi-turn case named after the file.
+``AgentEvaluator``, ONE session: one multi-turn case named after the file (qualified by its path
+in a folder where two legacy files share a name). ADK's old named-case eval sets
+(``[{"name", "data", "initial_session"}]``) give one case per name.
 """
 
 from __future__ import annotations
