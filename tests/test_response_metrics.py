@@ -120,3 +120,16 @@ def test_two_metrics_with_one_name_are_an_error():
 def test_metric_that_needs_arguments_says_how():
     with pytest.raises(lf.MetricError, match=r"TrajectorySingleToolUse\(tool_name=...\)"):
         lf.metrics.resolve_metrics(["trajectory_single_tool_use"])
+
+
+def test_bleu_with_an_unknown_tokenizer_is_refused_naming_the_known_ones():
+    with pytest.raises(lf.MetricError, match=r"Bleu tokenize='kr' is not 'auto' or one of sacrebleu's: .*zh"):
+        lf.metrics.Bleu(tokenize="kr")
+
+
+def test_bleu_with_a_fixed_tokenizer_uses_it_whatever_the_script():
+    ctx = ScoringContext(case_id="c", prompt="p", response="今天上海的天气很好", predicted_trajectory=[],
+                         reference="今天北京的天气很好")
+    # 13a sees each unsegmented sentence as one word, so the two share nothing; auto picks zh.
+    assert lf.metrics.Bleu(tokenize="13a").score(ctx) == 0.0
+    assert lf.metrics.Bleu().score(ctx) > 0.0

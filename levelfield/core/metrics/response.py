@@ -46,6 +46,11 @@ class Bleu(Metric):
     def __init__(self, *, use_effective_order: bool = True, tokenize: str = "auto", name: str = "bleu") -> None:
         from sacrebleu.metrics import BLEU
 
+        known = list(BLEU.TOKENIZERS)
+        if tokenize != "auto" and tokenize not in known:
+            from ..errors import MetricError
+
+            raise MetricError(f"Bleu tokenize={tokenize!r} is not 'auto' or one of sacrebleu's: {', '.join(known)}")
         self.name = name
         self.tokenize = tokenize
         self._effective_order = use_effective_order
