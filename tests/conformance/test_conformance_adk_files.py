@@ -121,3 +121,30 @@ def test_folder_gating_holds_each_file_to_its_own_test_config(tmp_path):
     # strict/ asks response_match_score >= 1.0 beside its file; plain/ has no config: ADK's defaults.
     assert verdicts == {"strict/greet": False, "plain/greet": True}
     assert "response_match_score 0.889 < 1" in "\n".join(report.verdict("strict/greet").reasons)
+
+
+def test_legacy_entry_without_a_reference_scores_as_adks_own_conversion(tmp_path):
+    from google.adk.evaluation.local_eval_sets_manager import convert_eval_set_to_pydantic_schema
+
+    entries = [
+        {"query": "Turn on the lights.", "expected_tool_use": [{"tool_name": "lights", "tool_input": {"on": True}}],
+         "reference": "The lights are on."},
+        {"query": "Thanks!", "expected_tool_use": []},
+    ]
+    path = tmp_path / "thanks.test.json"
+    path.write_text(json.dumps(entries), encoding="utf-8")
+
+    def agent(prompt: str) -> dict:
+        if prompt.startswith("Turn"):
+            return {"response": "The lights are on.", "predicted_trajectory": [{"tool_name": "lights",
+                                                                                 "tool_input": {"on": 1}}]}
+        return "You're welcome!"
+
+    result = lf.evaluate(path, agent, METRICS, progress=False)
+    row = result.metrics_table.iloc[0]
+    (adk_case,) = convert_eval_set_to_pydantic_schema("s", [{"name": "thanks", "data": entries}]).eval_cases
+    actual = [invocation(t.prompt, o.response, o.trajectory, expected=False)
+              for t, o in zip(result.dataset[0].turns, result.runs[0].turns)]
+    assert row["response_match_score/score"] == pytest.approx(adk_response_scores(actual, adk_case.conversation)[0])
+    assert row["response_match_score/score"] == 0.5  # the second turn is scored against "", as ADK does
+    assert row["tool_trajectory_avg_score/score"] == adk_trajectory_scores(actual, adk_case.conversation)[0] == 1.0
