@@ -6,7 +6,7 @@
     result.summary_metrics
 """
 
-from . import metrics, testing  # testing loads its names lazily: no LangChain import here
+from . import metrics, stats, testing  # testing loads its names lazily: no LangChain import here
 from .adapters.auto import as_agent
 from .core.dataset import EvalCase, EvalDataset
 from .formats import load_dataset, to_adk_evalset
@@ -35,6 +35,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "metrics",
+    "stats",
     "testing",
     "as_agent",
     "evaluate",

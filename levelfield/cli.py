@@ -1,7 +1,8 @@
-"""The ``levelfield`` command: demo, eval, compare, report (and serve, from the A2A adapter).
+"""The ``levelfield`` command: demo, eval, compare, report, plan (and serve, from the A2A adapter).
 
-Exit codes: 0 done; 1 a ``--fail-under`` threshold was missed; 2 bad input (agent spec,
-dataset, metric, option, saved run), reported as one line on stderr.
+Exit codes: 0 done; 1 a ``--fail-under`` threshold was missed or ``--fail-if-worse`` found a
+significant regression against ``--baseline``; 2 bad input (agent spec, dataset, metric,
+option, saved run), reported as one line on stderr.
 """
 
 from __future__ import annotations
@@ -87,12 +88,17 @@ def format_comparison(cmp: Comparison, *, pairwise_metric: str | None = None) ->
         for r in table.itertuples(index=False):
             diff = "-" if math.isnan(r.difference) else f"{r.difference:+.3f}"
             p = "-" if math.isnan(r.p_holm) else ("<0.001" if r.p_holm < 0.001 else f"{r.p_holm:.3f}")
-            mark = "  significant" if r.significant else ""
+            mark = "  significant" if r.significant else _could_detect(r.mde)
             lines.append(
                 f"  {r.agent_a.ljust(a_w)} vs {r.agent_b.ljust(b_w)}  {diff} [{_num(r.ci_low, 2)}, {_num(r.ci_high, 2)}]"
                 f"  p={p}  {r.wins}/{r.ties}/{r.losses}{mark}"
             )
     return "\n".join(lines)
+
+
+def _could_detect(mde: float) -> str:
+    """``  could detect ≥ 0.080`` next to a non-significant pair (nothing when no MDE is known)."""
+    return "" if mde is None or math.isnan(mde) else f"  could detect ≥ {mde:.3f}"
 
 
 # -- argument types ----------------------------------------------------------------------------
@@ -217,7 +223,9 @@ def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str
 def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: list[Any]) -> Comparison:
     from .evaluation import compare
 
-    return compare(dataset, {a.name: a for a in agents}, metrics, config=_run_config(args), failed_runs=args.failed_runs)
+    _check_gate_options(args, metrics)
+    return compare(dataset, {a.name: a for a in agents}, metrics, config=_run_config(args), failed_runs=args.failed_runs,
+                   baseline=getattr(args, "baseline", None))
 
 
 def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
@@ -229,7 +237,8 @@ def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
         print()
         print(f"Report: {out / 'report.html'}")
         print(f"Also written: runs.jsonl, metrics_table.csv, summary.json in {out}")
-    return _check_thresholds(cmp, args.fail_under)
+    code = _check_thresholds(cmp, args.fail_under)
+    return max(code, _check_baseline(args, cmp))
 
 
 def _check_thresholds(cmp: Comparison, thresholds: Sequence[tuple[str, float]]) -> int:
@@ -244,10 +253,82 @@ def _check_thresholds(cmp: Comparison, thresholds: Sequence[tuple[str, float]]) 
     return 1 if missed else 0
 
 
+# -- baseline, regression gate, judge correction -----------------------------------------------
+
+
+def _add_gate_options(p: argparse.ArgumentParser) -> None:
+    """``--baseline``, ``--fail-if-worse``, ``--margin``, ``--alpha`` (and ``--human-labels`` on eval)."""
+    p.add_argument("--baseline", metavar="DIR",
+                   help="the --out folder of an earlier run: its runs join as an agent named after the folder, not re-run")
+    p.add_argument("--fail-if-worse", metavar="METRIC[,METRIC...]",
+                   help="exit 1 when an agent is significantly worse than --baseline on one of these metrics "
+                        "(paired test, Holm-adjusted p < --alpha)")
+    p.add_argument("--margin", type=float, default=0.0,
+                   help="with --fail-if-worse: fail only when worse by more than this, in the metric's units "
+                        "(0.02 = 2 points; default 0)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level of --fail-if-worse (default 0.05)")
+
+
+def _check_gate_options(args: argparse.Namespace, metrics: Sequence[Any]) -> None:
+    """Refuse bad gate options before any agent runs."""
+    gated = getattr(args, "fail_if_worse", None)
+    if gated is None:
+        return
+    if not args.baseline:
+        raise UsageError("--fail-if-worse needs --baseline DIR (the saved run to compare against)")
+    names = {m.name for m in metrics}
+    unknown = [m for m in (x.strip() for x in gated.split(",")) if m and m not in names]
+    if unknown:
+        raise UsageError(f"--fail-if-worse {', '.join(unknown)}: not one of the metrics of this run ({', '.join(sorted(names))})")
+    if not 0 < args.alpha < 1:
+        raise UsageError(f"--alpha {args.alpha:g}: must be between 0 and 1")
+    if args.margin < 0:
+        raise UsageError(f"--margin {args.margin:g}: must be at least 0 (in the metric's units, 0.02 = 2 points)")
+
+
+def _check_baseline(args: argparse.Namespace, cmp: Comparison) -> int:
+    """Print every metric's change against the baseline in words; 1 when --fail-if-worse finds a regression."""
+    from .core.change import describe_change
+    from .gate import baseline_changes
+
+    gated = getattr(args, "fail_if_worse", None)
+    if getattr(args, "human_labels", None) is not None:
+        from .core.judge_correction import correct_judged
+
+        print()
+        for agent in cmp.agents:
+            if cmp.baseline is not None and agent == cmp.baseline.name:
+                continue
+            for correction in correct_judged(cmp.results[agent], args.human_labels).values():
+                print(f"{agent}: {correction.describe()}")
+    if cmp.baseline is None:
+        if gated:
+            raise UsageError("--fail-if-worse needs --baseline DIR (the saved run to compare against)")
+        return 0
+    changes = baseline_changes(cmp, gated or None, margin=args.margin, alpha=args.alpha)
+    print()
+    print(cmp.baseline.describe())
+    label = f"Against {cmp.baseline.name}" + (" (gated metrics, Holm-adjusted p):" if gated else " (Holm-adjusted p):")
+    print(label)
+    for c in changes:
+        print(f"  {c.metric} ({c.agent}): {describe_change(c)}")
+    failed = [c for c in changes if c.regression]
+    if gated and failed:
+        for c in failed:
+            print(f"levelfield: --fail-if-worse: {c.metric} ({c.agent}): {describe_change(c)}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _eval(args: argparse.Namespace) -> int:
     if getattr(args, "config", None):
         return _eval_gated(args)
     dataset, metrics, agents = _load_inputs(args, [(args.name, args.agent)])
+    if args.human_labels:
+        from .core.judge_correction import check_label_cases, read_human_labels
+
+        args.human_labels = read_human_labels(args.human_labels)  # read and checked before any agent runs
+        check_label_cases(args.human_labels, dataset)
     cmp = _run(args, dataset, metrics, agents)
     return _finish(args, cmp, f"levelfield eval: {agents[0].name} on {len(dataset)} cases of {dataset.source}")
 
@@ -259,6 +340,9 @@ def _eval_gated(args: argparse.Namespace) -> int:
 
     if args.metrics or args.fail_under:
         raise UsageError("--config sets the metrics and thresholds; leave out --metric and --fail-under")
+    if args.baseline or args.fail_if_worse or args.human_labels:
+        raise UsageError("--config judges each case by its criteria; --baseline, --fail-if-worse and --human-labels "
+                         "work without --config")
     report = check_eval(args.dataset, load_agent_spec(args.agent), criteria=args.config, name=args.name,
                         config=_run_config(args))
     ds = report.result.dataset
@@ -337,6 +421,49 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- plan --------------------------------------------------------------------------------------
+
+
+def _add_plan_command(sub: Any) -> None:
+    plan = sub.add_parser("plan", help="how many cases an evaluation needs to detect a change")
+    kind = plan.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--p0", type=float, help="a 0/1 metric: its current rate (e.g. 0.80)")
+    kind.add_argument("--sd", type=float,
+                      help="a continuous metric: SD of the per-case differences (paired) or of the metric (--unpaired)")
+    plan.add_argument("--mde", type=float, required=True, help="the change to detect, in the metric's units (0.05 = 5 points)")
+    plan.add_argument("--power", type=float, default=0.8, help="chance of detecting it (default 0.8)")
+    plan.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    plan.add_argument("--one-sided", action="store_true", help="only a drop matters (default: two-sided)")
+    plan.add_argument("--unpaired", action="store_true", help="the agents run on different cases (default: the same cases)")
+    plan.add_argument("--discordance", type=float,
+                      help="paired 0/1: share of cases where the two agents disagree (default: as if independent)")
+    plan.add_argument("--trials", type=_positive_int, default=1, help="runs of every case (default 1)")
+    plan.add_argument("--icc", type=float, default=0.5,
+                      help="with --trials: intra-case correlation of a case's trials, 0..1 (default 0.5)")
+    plan.set_defaults(func=_plan)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from .core.planning import minimum_detectable_effect, sample_size
+
+    options = dict(p0=args.p0, sd=args.sd, paired=not args.unpaired, discordance=args.discordance, alpha=args.alpha,
+                   power=args.power, alternative="one-sided" if args.one_sided else "two-sided", trials=args.trials,
+                   icc=args.icc)
+    plan = sample_size(mde=args.mde, **options)
+    per = " per agent" if args.unpaired else ""
+    what = (f"a change of {args.mde * 100:g} points from {args.p0 * 100:g}%" if args.p0 is not None
+            else f"a change of {args.mde:g} (SD {args.sd:g})")
+    print(f"levelfield plan: {plan.cases} cases{per} ({plan.runs} runs per agent) to detect {what} "
+          f"with {args.power:.0%} power at alpha {args.alpha:g} ({plan.alternative}); {plan.design}.")
+    if plan.assumptions:
+        print(f"Assumes: {plan.assumptions}.")
+    grid = sorted({max(2, plan.cases // 2), plan.cases, plan.cases * 2})
+    scale, unit = (100, " points") if args.p0 is not None else (1, "")
+    print("Smallest change detectable at other sizes: " + ", ".join(
+        f"{n} cases: {minimum_detectable_effect(n, **options) * scale:.3g}{unit}" for n in grid))
+    return 0
+
+
 # -- entry point -------------------------------------------------------------------------------
 
 
@@ -358,6 +485,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--config", metavar="TEST_CONFIG",
                     help="an ADK test_config.json: judge each case by its criteria, exit 1 when a case fails")
     _add_run_options(ev)
+    _add_gate_options(ev)
+    ev.add_argument("--human-labels", metavar="FILE",
+                    help="a CSV/JSONL of case_id,human_label: correct each judged 0/1 metric for the judge's errors")
     ev.set_defaults(func=_eval)
 
     cmp = sub.add_parser("compare", help="run several agents on the same dataset and compare them")
@@ -365,12 +495,15 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--agent", "-a", required=True, action="append", dest="agents", metavar="NAME=SPEC",
                      help="an agent to compare, named (repeat for each agent)")
     _add_run_options(cmp)
+    _add_gate_options(cmp)
     cmp.set_defaults(func=_compare)
 
     rep = sub.add_parser("report", help="re-render the HTML report of a saved run")
     rep.add_argument("directory", help="the --out directory of eval or compare")
     rep.add_argument("--out", "-o", metavar="FILE", help="where to write the report (default: DIR/report.html)")
     rep.set_defaults(func=_report)
+
+    _add_plan_command(sub)
 
     from .adapters.a2a_server import add_serve_command  # light: imports a2a only when serving
 

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .core import stats
+from .core.change import detectable_difference
 from .core.config import RunConfig
 from .core.dataset import EvalCase, EvalDataset
 from .core.diff import MarkedCall, mark_trajectory
@@ -126,6 +127,10 @@ class Comparison:
         self.missing_runs: list[tuple[str, str, int]] = []
         """Runs the plan had that the record lacks (an interrupted journal read back)."""
         self.complete = True
+        self.baseline: Any = None
+        """Set by ``compare(baseline=...)``: the ``levelfield.baseline.Baseline`` that joined as an agent."""
+        self.saved_baseline: str | None = None
+        """When loaded from a folder: the agent that was the baseline of the run that saved it."""
 
     # -- shape -----------------------------------------------------------------------------
 
@@ -262,7 +267,8 @@ class Comparison:
         Columns: ``agent_a``, ``agent_b``, ``n`` (paired cases), ``difference`` (mean of A − B),
         ``ci_low``/``ci_high`` (paired bootstrap), ``p_value``, ``p_holm``, ``test``, ``wins``/
         ``ties``/``losses`` (cases A scored higher/equal/lower), ``significant`` (``p_holm`` below
-        1 − confidence).
+        1 − confidence), ``mde`` (the smallest difference these cases could detect with 80% power,
+        to read next to a non-significant result; see ``levelfield.core.change.detectable_difference``).
         """
         test = test or self.test
         key = (metric, test)
@@ -273,13 +279,14 @@ class Comparison:
             for a, b in itertools.combinations(self.agents, 2):
                 t = stats.paired_test(scores[a].to_numpy(), scores[b].to_numpy(), test=test,
                                       confidence=self.confidence, seed=self.seed)
+                mde = detectable_difference(scores[a].to_numpy(), scores[b].to_numpy(), t, alpha=1 - self.confidence)
                 rows.append(
                     {"agent_a": a, "agent_b": b, "n": t.n, "difference": t.difference, "ci_low": t.low,
                      "ci_high": t.high, "p_value": t.p_value, "test": t.test,
-                     "wins": t.wins, "ties": t.ties, "losses": t.losses}
+                     "wins": t.wins, "ties": t.ties, "losses": t.losses, "mde": mde}
                 )
             columns = ["agent_a", "agent_b", "n", "difference", "ci_low", "ci_high", "p_value", "p_holm",
-                       "test", "wins", "ties", "losses", "significant"]
+                       "test", "wins", "ties", "losses", "significant", "mde"]
             table = pd.DataFrame(rows, columns=[c for c in columns if c not in ("p_holm", "significant")])
             table.insert(7, "p_holm", stats.holm(table["p_value"].to_numpy()) if rows else [])
             table["significant"] = table["p_holm"] < (1 - self.confidence)
@@ -363,8 +370,11 @@ class Comparison:
 
     def settings(self) -> dict[str, Any]:
         """The statistics settings of this comparison (saved in its run record)."""
-        return {"failed_runs": self.failed_runs, "confidence": self.confidence, "test": self.test,
-                "seed": self.seed, "reducer": self.reducer}
+        settings = {"failed_runs": self.failed_runs, "confidence": self.confidence, "test": self.test,
+                    "seed": self.seed, "reducer": self.reducer}
+        if self.baseline is not None:
+            settings["baseline"] = self.baseline.name
+        return settings
 
     def summary_dict(self) -> dict[str, Any]:
         """Everything ``summary.json`` holds: settings, the summary rows and every pairwise table."""
@@ -444,6 +454,7 @@ class Comparison:
             )
         except ConfigError as exc:
             raise RecordError(f"{record.path}: bad settings in the header ({exc})") from None
+        cmp.saved_baseline = settings.get("baseline")
         cmp.missing_runs = record.missing()
         cmp.complete = record.complete
         return cmp

@@ -14,6 +14,8 @@ from typing import Any
 
 from typing_extensions import Unpack
 
+from .baseline import prepare_baseline
+
 from .adapters.auto import as_agent
 from .adapters.spec import load_agent_spec
 from .comparison import Comparison, FailedRuns
@@ -21,6 +23,7 @@ from .core import stats
 from .core.config import RunConfig, RunOptions, run_config
 from .core.errors import ConfigError, ConfigTypeError
 from .core.evaluation import run_and_score, score_saved
+from .core.judge_correction import check_label_cases, correct_judged, judged_binary_metrics, read_human_labels
 from .core.metrics.base import Metric
 from .core.metrics.registry import resolve_metrics
 from .core.protocol import AgentRunnable
@@ -38,12 +41,16 @@ async def aevaluate(
     *,
     name: str | None = None,
     config: RunConfig | None = None,
+    human_labels: Any = None,
     **options: Unpack[RunOptions],
 ) -> EvalResult:
     """Async twin of :func:`evaluate`."""
     cfg = run_config(config, **options)
     ds = load_dataset(dataset)
     resolved = resolve_metrics(metrics)
+    labels = read_human_labels(human_labels) if human_labels is not None else None
+    if labels is not None:
+        check_label_cases(labels, ds)  # bad labels fail before any agent runs
     if agent is None:
         result = await score_saved(ds, resolved, cfg)
     else:
@@ -51,6 +58,11 @@ async def aevaluate(
             agent = load_agent_spec(agent)
         runnable: AgentRunnable = as_agent(agent, name=name)
         result = (await run_and_score(ds, [runnable], resolved, cfg, kind="evaluate"))[runnable.name]
+    if labels is not None:
+        result.judge_corrections = correct_judged(result, labels)
+    elif any("human_label" in c.metadata for c in ds) and judged_binary_metrics(result):
+        # A 'human_label' column in the dataset corrects the judged metrics without being asked.
+        result.judge_corrections = correct_judged(result)
     if cfg.out_dir is not None:
         result.save(cfg.out_dir)
     return result
@@ -63,6 +75,7 @@ def evaluate(
     *,
     name: str | None = None,
     config: RunConfig | None = None,
+    human_labels: Any = None,
     **options: Unpack[RunOptions],
 ) -> EvalResult:
     """Run ``agent`` on every case of ``dataset`` and score it; without an agent, score saved predictions.
@@ -75,8 +88,15 @@ def evaluate(
     ``backoff``; ``trials`` runs every case that many times; ``out="dir"`` journals every run as it
     finishes and writes the results there; ``resume=True`` runs only what that journal lacks.
     A run that fails is recorded as a failed row; the evaluation always completes.
+    ``human_labels``: pass/fail labels by humans on some cases (a CSV/JSONL file with ``case_id``
+    and ``human_label``, a DataFrame or ``{case_id: label}``); each judged 0/1 metric then gets a
+    judge-corrected rate in ``result.judge_corrections`` and ``<metric>/corrected_mean`` in the
+    summary (``levelfield.core.judge_correction``). A ``human_label`` column in the dataset does
+    the same without this option.
     """
-    return run_coroutine(aevaluate(dataset, agent, metrics, name=name, config=config, **options))
+    return run_coroutine(
+        aevaluate(dataset, agent, metrics, name=name, config=config, human_labels=human_labels, **options)
+    )
 
 
 class EvalTask:
@@ -140,6 +160,10 @@ async def acompare(
     test: stats.PairedTestName = "auto",
     seed: int = 0,
     reducer: stats.Reducer = "mean",
+    baseline: Any = None,
+    fail_if_worse: str | Sequence[str] | None = None,
+    margin: float = 0.0,
+    alpha: float = 0.05,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Async twin of :func:`compare`."""
@@ -153,10 +177,23 @@ async def acompare(
     settings = {"failed_runs": failed_runs, "confidence": confidence, "test": test, "seed": seed, "reducer": reducer}
     # Check the statistics settings before any agent runs.
     Comparison(ds, {}, resolved, trials=cfg.trials, **settings)
+    joined = None
+    if baseline is not None:
+        # Loaded before any agent runs, so a bad baseline fails fast.
+        joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables])
     results = await run_and_score(ds, runnables, resolved, cfg, kind="compare", settings=settings)
+    if joined is not None:
+        results[joined.name] = joined.result
     cmp = Comparison(ds, results, resolved, trials=cfg.trials, config=cfg, **settings)
+    cmp.baseline = joined
     if cfg.out_dir is not None:
         cmp.save(cfg.out_dir)
+    if fail_if_worse:
+        from .gate import RegressionError, check_regressions
+
+        gate = check_regressions(cmp, fail_if_worse, margin=margin, alpha=alpha)
+        if gate.failed:
+            raise RegressionError(gate, cmp)
     return cmp
 
 
@@ -171,6 +208,10 @@ def compare(
     test: stats.PairedTestName = "auto",
     seed: int = 0,
     reducer: stats.Reducer = "mean",
+    baseline: Any = None,
+    fail_if_worse: str | Sequence[str] | None = None,
+    margin: float = 0.0,
+    alpha: float = 0.05,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Run every agent on every case of ``dataset`` and score them with the same metrics.
@@ -184,10 +225,17 @@ def compare(
     or ``"exclude"`` (left out); see ``levelfield.comparison``. ``test``: the paired test,
     ``auto`` = exact McNemar for 0/1 metrics, Wilcoxon signed-rank otherwise. ``out``/``resume``:
     the run journal, as in :func:`evaluate`; the report is written there too.
+    ``baseline``: saved runs that join as one more agent without running again: the ``--out``
+    folder of an earlier eval/compare (named after the folder), an ``EvalResult``, or
+    ``{"main": folder}``; paired by case id and trial, cases on one side only listed in
+    ``cmp.baseline``. ``fail_if_worse=["metric", ...]`` raises ``RegressionError`` when an agent
+    is worse than the baseline with Holm-adjusted p < ``alpha`` (worse by more than ``margin``,
+    in the metric's units, when one is given); see ``levelfield.gate``.
     """
     return run_coroutine(
         acompare(
             dataset, agents, metrics, config=config, failed_runs=failed_runs, confidence=confidence,
-            test=test, seed=seed, reducer=reducer, **options,
+            test=test, seed=seed, reducer=reducer, baseline=baseline, fail_if_worse=fail_if_worse,
+            margin=margin, alpha=alpha, **options,
         )
     )

@@ -128,6 +128,8 @@ class EvalResult:
         """``{case_id: reason}`` for cases that were not run (e.g. conversation scenarios)."""
         self._table: pd.DataFrame | None = None
         self._summary: dict[str, Any] | None = None
+        self.judge_corrections: dict[str, Any] = {}
+        """Metric name -> ``JudgeCorrection`` when ``evaluate(..., human_labels=...)`` corrected a judged metric."""
 
     @property
     def metric_names(self) -> list[str]:
@@ -181,7 +183,8 @@ class EvalResult:
 
     @property
     def summary_metrics(self) -> dict[str, Any]:
-        """``row_count``, ``<metric>/mean``, ``<metric>/std``, ``<metric>/nan_count``, latency, failures, tokens."""
+        """``row_count``, ``<metric>/mean``, ``<metric>/std``, ``<metric>/nan_count``, latency, failures, tokens
+        (and ``<metric>/corrected_mean``... for judge-corrected metrics)."""
         if self._summary is None:
             keys = {k for row in self.scores for k in row}
             columns = {key: [row.get(key) for row in self.scores] for key in keys}
@@ -189,6 +192,8 @@ class EvalResult:
             summary = summarize(columns, self.metric_names)
             summary.update(run_costs(self.runs))
             self._summary = summary
+        if self.judge_corrections:
+            return {**self._summary, **{k: v for c in self.judge_corrections.values() for k, v in c.summary_items().items()}}
         return self._summary
 
     @property

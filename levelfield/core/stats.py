@@ -33,6 +33,7 @@ __all__ = [
     "mean_interval",
     "paired_test",
     "holm",
+    "noninferiority_p",
     "pass_at_k",
     "pass_hat_k",
     "flaky_cases",
@@ -194,12 +195,14 @@ def paired_test(
     test: PairedTestName = "auto",
     confidence: float = 0.95,
     seed: int = 0,
+    interval: bool = True,
 ) -> PairedTest:
     """Compare two agents case by case (``a[i]`` and ``b[i]`` are the same case).
 
     Cases where either value is NaN are left out. ``auto`` picks the exact McNemar test (a
     two-sided binomial test on the discordant cases) when both are 0/1, else the Wilcoxon
-    signed-rank test. The interval of the mean difference is a paired bootstrap.
+    signed-rank test. The interval of the mean difference is a paired bootstrap
+    (``interval=False`` skips it, leaving NaN, where only the p-value is needed).
     """
     from scipy import stats
 
@@ -239,8 +242,54 @@ def paired_test(
     else:
         raise ConfigError(f"unknown paired test {test!r}; use auto, mcnemar, wilcoxon or permutation")
     diff = float(d.mean())
-    low, high = _bootstrap(d, confidence, seed) if d.size >= 2 else (math.nan, math.nan)
+    low, high = _bootstrap(d, confidence, seed) if d.size >= 2 and interval else (math.nan, math.nan)
     return PairedTest(diff, low, high, min(p, 1.0), test, int(d.size), wins, ties, losses)
+
+
+def noninferiority_p(
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
+    margin: float,
+    *,
+    test: PairedTestName = "auto",
+) -> float:
+    """p-value that A is worse than B by more than ``margin`` (H1: mean of A − B < −margin), paired by case.
+
+    Two-sided scale: twice the one-sided p, so ``p < alpha`` exactly when the 1 − alpha interval of
+    the difference lies wholly below −margin. Continuous values: the Wilcoxon signed-rank test of
+    the differences shifted by the margin. 0/1 values (McNemar's setting, where a shifted
+    difference is no longer 0/1): the Wald z-test of the mean paired difference, as in Liu et al.
+    (2002), "Tests for equivalence or non-inferiority for paired binary data", Stat. Med. 21:231-245.
+    NaN pairs are left out; NaN when nothing is left.
+    """
+    from scipy import stats
+
+    margin = float(margin)
+    if not (margin >= 0 and math.isfinite(margin)):
+        raise ConfigError(f"margin={margin!r}: must be a number of at least 0")
+    x, y = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+    if x.shape != y.shape:
+        raise ConfigError(f"noninferiority_p needs equal lengths, got {x.size} and {y.size}")
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep], y[keep]
+    d = x - y + margin
+    if d.size == 0:
+        return math.nan
+    if test == "auto":
+        test = "mcnemar" if is_binary(x) and is_binary(y) else "wilcoxon"
+    if test == "mcnemar" or test == "permutation":
+        if d.size < 2:
+            return math.nan
+        se = float(np.std(x - y, ddof=1)) / math.sqrt(d.size)
+        if se == 0:
+            one_sided = 0.0 if d.mean() < 0 else 1.0
+        else:
+            one_sided = float(stats.norm.cdf(d.mean() / se))
+    elif test == "wilcoxon":
+        one_sided = 1.0 if not np.any(d) else float(stats.wilcoxon(d, alternative="less").pvalue)
+    else:
+        raise ConfigError(f"unknown paired test {test!r}; use auto, mcnemar, wilcoxon or permutation")
+    return min(1.0, 2 * one_sided)
 
 
 def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:

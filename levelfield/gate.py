@@ -1,0 +1,161 @@
+"""The regression gate: fail only when an agent is significantly worse than its baseline.
+
+For each gated metric and each agent, the comparison's paired test (exact McNemar for 0/1
+metrics, Wilcoxon signed-rank otherwise) compares the agent with the baseline case by case;
+Holm's correction runs across every (metric, agent) tested, and the gate fails when an adjusted
+p is below ``alpha`` with the agent on the worse side. With a ``margin`` the question becomes
+"worse by more than the margin?" (a non-inferiority test, :func:`levelfield.core.stats.noninferiority_p`),
+so a drop smaller than the margin never fails the gate. Run-to-run noise therefore fails it in at
+most ``alpha`` of runs, and a real drop of the planned size in at least the planned power.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from .core.change import Change, adjust, describe_change, measure_change
+from .core.errors import ConfigError, LevelfieldError, MetricError
+
+if TYPE_CHECKING:
+    from .comparison import Comparison
+
+__all__ = ["GateResult", "RegressionError", "baseline_changes", "check_regressions", "changes_table"]
+
+
+class RegressionError(LevelfieldError):
+    """``fail_if_worse``: an agent is significantly worse than its baseline; ``.gate`` and ``.comparison`` say how."""
+
+    def __init__(self, gate: GateResult, comparison: Comparison) -> None:
+        super().__init__(gate.message())
+        self.gate = gate
+        self.comparison = comparison
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The gate's verdict: every tested change, and whether any is a regression."""
+
+    changes: list[Change]
+
+    @property
+    def failed(self) -> bool:
+        return any(c.regression for c in self.changes)
+
+    @property
+    def regressions(self) -> list[Change]:
+        return [c for c in self.changes if c.regression]
+
+    def lines(self) -> list[str]:
+        """One line per tested change: ``metric (agent): worse than main by ... — regression``."""
+        return [f"{c.metric} ({c.agent}): {describe_change(c)}" for c in self.changes]
+
+    def message(self) -> str:
+        """What failed (or that nothing did), in words."""
+        if not self.failed:
+            return "no significant regression: " + "; ".join(self.lines())
+        return "; ".join(f"{c.metric} ({c.agent}): {describe_change(c)}" for c in self.regressions)
+
+
+def _baseline_name(cmp: Comparison, baseline: str | None) -> str:
+    if baseline is None:
+        joined = getattr(cmp, "baseline", None)
+        if joined is not None:
+            return str(joined.name)
+        if len(cmp.agents) == 2:
+            raise ConfigError(
+                f"which agent is the baseline, {cmp.agents[0]!r} or {cmp.agents[1]!r}? pass baseline='name' "
+                "(or run compare(..., baseline=folder))"
+            )
+        raise ConfigError("no baseline: run compare(..., baseline=folder) or pass baseline='agent name'")
+    if baseline not in cmp.agents:
+        raise ConfigError(f"baseline {baseline!r} is not an agent of this comparison ({', '.join(cmp.agents)})")
+    return baseline
+
+
+def _metric_list(cmp: Comparison, metrics: str | Sequence[str] | None, option: str) -> list[str]:
+    if metrics is None:
+        return list(cmp.metric_names)
+    names = [m.strip() for m in metrics.split(",")] if isinstance(metrics, str) else [str(m) for m in metrics]
+    names = [n for n in names if n]
+    unknown = [n for n in names if n not in cmp.metric_names]
+    if unknown or not names:
+        raise MetricError(
+            f"{option}: {', '.join(unknown) or '(none given)'} is not a metric of this comparison; "
+            f"it has: {', '.join(cmp.metric_names)}"
+        )
+    return names
+
+
+def baseline_changes(
+    cmp: Comparison,
+    metrics: str | Sequence[str] | None = None,
+    *,
+    baseline: str | None = None,
+    margin: float = 0.0,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> list[Change]:
+    """Every other agent against the baseline on each metric (default: all), Holm-adjusted across them all.
+
+    ``baseline``: the baseline agent's name (default: the one ``compare(..., baseline=...)`` joined).
+    ``margin``: in the metric's units (0.02 = 2 points of a 0/1 metric). Each change carries its
+    minimum detectable effect at ``power``.
+    """
+    base = _baseline_name(cmp, baseline)
+    names = _metric_list(cmp, metrics, "fail_if_worse" if metrics is not None else "metrics")
+    if not 0 < alpha < 1:
+        raise ConfigError(f"alpha={alpha!r}: must be between 0 and 1")
+    if not margin >= 0:
+        raise ConfigError(f"margin={margin!r}: must be at least 0 (in the metric's units, 0.02 = 2 points)")
+    changes = []
+    for metric in names:
+        scores = cmp.case_scores(metric)
+        for agent in cmp.agents:
+            if agent == base:
+                continue
+            changes.append(
+                measure_change(
+                    scores[agent].to_numpy(),
+                    scores[base].to_numpy(),
+                    metric=metric,
+                    agent=agent,
+                    baseline=base,
+                    test=cmp.test,
+                    alpha=alpha,
+                    margin=margin,
+                    power=power,
+                    seed=cmp.seed,
+                )
+            )
+    return adjust(changes)
+
+
+def check_regressions(
+    cmp: Comparison,
+    fail_if_worse: str | Sequence[str],
+    *,
+    baseline: str | None = None,
+    margin: float = 0.0,
+    alpha: float = 0.05,
+) -> GateResult:
+    """The regression gate over the metrics in ``fail_if_worse`` (a list, or ``"m1,m2"``); see the module docs."""
+    return GateResult(baseline_changes(cmp, fail_if_worse, baseline=baseline, margin=margin, alpha=alpha))
+
+
+def changes_table(changes: Sequence[Change]) -> pd.DataFrame:
+    """The changes as a table (one row each, with the words), for reports and notebooks."""
+    rows: list[dict[str, Any]] = []
+    for c in changes:
+        rows.append(
+            {
+                "metric": c.metric, "agent": c.agent, "baseline": c.baseline, "n": c.n,
+                "difference": c.difference, "ci_low": c.low, "ci_high": c.high, "p_value": c.p_value,
+                "p_holm": c.p_adjusted, "test": c.test, "margin": c.margin, "mde": c.mde,
+                "verdict": c.verdict, "words": describe_change(c),
+            }
+        )
+    return pd.DataFrame(rows)

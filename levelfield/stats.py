@@ -1,0 +1,28 @@
+"""``lf.stats``: the statistics levelfield reports, for use on your own numbers.
+
+Intervals and paired tests (:mod:`levelfield.core.stats`), sample-size planning
+(:mod:`levelfield.core.planning`), judge-error correction (:mod:`levelfield.core.judge_correction`)
+and the words for a change against a baseline (:mod:`levelfield.core.change`)::
+
+    lf.stats.sample_size(p0=0.8, mde=0.05, power=0.8, paired=True, discordance=0.15).cases   # 469
+"""
+
+from .core.change import Change, describe_change, measure_change
+from .core.judge_correction import JudgeCorrection, cohen_kappa, correct_rate
+from .core.planning import SampleSize, design_effect, minimum_detectable_effect, sample_size
+from .core.stats import *  # noqa: F403
+from .core.stats import __all__ as _stats_all
+
+__all__ = [
+    *_stats_all,
+    "SampleSize",
+    "sample_size",
+    "minimum_detectable_effect",
+    "design_effect",
+    "JudgeCorrection",
+    "correct_rate",
+    "cohen_kappa",
+    "Change",
+    "measure_change",
+    "describe_change",
+]
