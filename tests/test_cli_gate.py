@@ -104,3 +104,12 @@ def test_plan_with_trials_states_the_intra_case_correlation(capsys):
 def test_an_impossible_plan_exits_2_with_the_reason(capsys):
     code, _, err = run(capsys, "plan", "--p0", "0.8", "--mde", "0.05", "--discordance", "0.02")
     assert code == 2 and "differ by at most" in err
+
+
+def test_the_out_folder_of_a_gated_run_can_be_the_next_baseline(main_folder, tmp_path, capsys):
+    # results/new holds the new runs and the baseline's; as the next baseline it stands for the new agent.
+    new = tmp_path / "new"
+    run(capsys, "eval", SAMPLE, "--agent", HASTY, "--baseline", str(main_folder), "--out", str(new), "-q")
+    code, out, _ = run(capsys, "eval", SAMPLE, "--agent", HASTY, "--baseline", str(new), "--fail-if-worse", EXACT, "-q")
+    assert code == 0
+    assert f"{EXACT} (hasty_agent): no change: same score as new on all 18 paired cases" in out
