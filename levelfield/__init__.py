@@ -6,7 +6,7 @@
     result.summary_metrics
 """
 
-from . import metrics, stats, testing  # testing loads its names lazily: no LangChain import here
+from . import gate, metrics, stats, testing  # testing loads its names lazily: no LangChain import here
 from .adapters.auto import as_agent
 from .core.dataset import EvalCase, EvalDataset
 from .formats import load_dataset, to_adk_evalset
@@ -26,6 +26,7 @@ from .core.errors import (
 from .comparison import Comparison
 from .core.config import RunConfig
 from .evaluation import EvalTask, acompare, aevaluate, compare, evaluate
+from .gate import RegressionError
 from .core.matching import ToolCallMatcher
 from .core.protocol import AgentRequest, AgentRunnable
 from .core.results import EvalResult
@@ -36,6 +37,8 @@ __version__ = "0.1.0"
 __all__ = [
     "metrics",
     "stats",
+    "gate",
+    "RegressionError",
     "testing",
     "as_agent",
     "evaluate",

@@ -103,3 +103,19 @@ def test_a_folder_with_several_agents_asks_which_one(tmp_path):
 def test_a_baseline_of_the_wrong_kind_is_a_type_error():
     with pytest.raises(ConfigTypeError, match="got int"):
         lf.compare(CASES, {"new": new_agent}, METRICS, baseline=42, progress=False)
+
+
+def test_the_report_section_states_each_change_in_words(saved):
+    from levelfield.report.changes import baseline_section
+
+    cmp = lf.compare(CASES, {"新しい": new_agent}, METRICS, baseline=saved, progress=False)
+    section = baseline_section(cmp)
+    assert section.startswith('<section id="baseline"><h2>Against the baseline</h2>')
+    assert "<b>trajectory_exact_match</b> (新しい): no significant change (worse than main by 100.0 points" in section
+    assert "no run for 1 case(s): c" in section
+
+
+def test_the_report_section_is_empty_without_a_baseline():
+    from levelfield.report.changes import baseline_section
+
+    assert baseline_section(lf.compare(CASES, {"new": new_agent}, METRICS, progress=False)) == ""
