@@ -10,7 +10,9 @@ Four designs, each a normal-approximation formula (SciPy gives the normal quanti
   Methods for Rates and Proportions* (3rd ed., 2003), eq. 4.14 without continuity correction:
   ``n = (z_a·√(2·p̄q̄) + z_b·√(p0·q0 + p1·q1))² / Δ²`` cases per agent.
 - a continuous metric, **paired**: ``n = ((z_a + z_b)·σ_d / Δ)²`` with σ_d the SD of the
-  per-case differences; **unpaired**: ``n = 2·((z_a + z_b)·σ / Δ)²`` per agent.
+  per-case differences; **unpaired**: ``n = 2·((z_a + z_b)·σ / Δ)²`` per agent; both plus
+  Guenther's correction for an estimated SD (``z_a²/2`` paired, ``z_a²/4`` per group): Guenther
+  (1981), "Sample size formulas for normal theory t tests", Am. Stat. 35(4):243-244.
 
 ``z_a`` is the normal quantile of 1 − α/2 (two-sided) or 1 − α (one-sided), ``z_b`` that of the
 power. **Trials**: averaging k trials per case shrinks the variance of a case's score by the
@@ -174,6 +176,11 @@ def _exact_paired_n(start: float, psi: float, delta: float, alpha: float, power:
     return high
 
 
+def _guenther(z_a: float, paired: bool) -> float:
+    """Guenther's (1981) correction of a normal-formula n for a t-test's estimated SD."""
+    return z_a**2 / 2 if paired else z_a**2 / 4
+
+
 def _independent_discordance(p0: float, delta: float) -> float:
     """ψ when the two agents' passes are independent: the largest discordance for these rates (conservative)."""
     p1 = _other_rate(p0, delta)
@@ -251,7 +258,8 @@ def sample_size(
         # test's exact power (Connor's normal approximation overstates it by a few points).
         psi = discordance if discordance is not None else _independent_discordance(p0, mde)
         n = _exact_paired_n(n, psi, mde, alpha, power, alternative)
-    cases = max(2, math.ceil(f * n - 1e-9))
+    # Guenther's term counts cases (the t-test's degrees of freedom), so it comes after the design effect.
+    cases = max(2, math.ceil(f * n + (_guenther(z_a, paired) if sd is not None else 0.0) - 1e-9))
     kind = "0/1" if p0 is not None else "continuous"
     design = f"{'paired' if paired else 'unpaired'} {kind}" + (" (McNemar)" if paired and p0 is not None else "")
     return SampleSize(
@@ -299,7 +307,9 @@ def minimum_detectable_effect(
     z_a, z_b = _z(alpha, power, alternative)
     f = design_effect(trials, icc)
     if sd is not None:
-        return (z_a + z_b) * sd * math.sqrt(f * (1 if paired else 2) / n)
+        # The continuous formula with Guenther's correction, solved for Δ.
+        room = (n - _guenther(z_a, paired)) / f
+        return (z_a + z_b) * sd * math.sqrt((1 if paired else 2) / room) if room > 0 else math.nan
     assert p0 is not None
     upper = discordance if (paired and discordance is not None) else (p0 if p0 >= 0.5 else 1 - p0)
 
