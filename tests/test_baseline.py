@@ -119,3 +119,27 @@ def test_the_report_section_is_empty_without_a_baseline():
     from levelfield.report.changes import baseline_section
 
     assert baseline_section(lf.compare(CASES, {"new": new_agent}, METRICS, progress=False)) == ""
+
+
+def test_a_judged_metric_keeps_the_baselines_saved_scores_without_asking_the_judge_again(tmp_path, monkeypatch):
+    from levelfield.testing import ScriptedChatModel
+
+    monkeypatch.setenv("LEVELFIELD_CACHE_DIR", str(tmp_path / "cache"))
+    asked = []
+
+    def judge(messages):
+        asked.append(1)
+        return "score: 1"
+
+    template = lf.metrics.PointwiseMetricPromptTemplate(
+        criteria={"Done": "Did the agent finish?"}, rating_rubric={"1": "yes", "0": "no"}, input_variables=["prompt"])
+
+    def metric():
+        return lf.metrics.PointwiseMetric("done", template, ScriptedChatModel(judge), cache=False,
+                                          structured_output=False, backoff=0.0)
+
+    lf.compare(CASES, {"old": old_agent}, [metric()], progress=False).save(tmp_path / "main")
+    asked.clear()
+    cmp = lf.compare(CASES, {"new": new_agent}, [metric()], baseline=tmp_path / "main", progress=False)
+    assert len(asked) == len(CASES)  # the new agent's runs only
+    assert cmp.case_scores("done")["main"].tolist() == [1.0, 1.0, 1.0]

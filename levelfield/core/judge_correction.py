@@ -254,6 +254,8 @@ def correct_judged(
     column. Labels pair with runs by ``case_id`` (and ``trial`` when given); a ``metric`` column
     says which metric a label is for, otherwise labels apply to every judged 0/1 metric
     (``metrics`` picks them by name instead). Failed runs have no judged score and are left out.
+    Each run is a row: with several trials, a case's runs count as separate rows, so the interval
+    is somewhat too narrow when trials of a case agree.
     """
     table = _labels_from_dataset(result) if labels is None else read_human_labels(labels)
     if table is None:
