@@ -123,3 +123,17 @@ def test_paired_plan_without_discordance_assumes_independent_passes():
 def test_bad_plans_raise_a_config_error_naming_the_option(options, words):
     with pytest.raises(ConfigError, match=words):
         lf.stats.sample_size(**options)
+
+
+def test_trials_of_a_0_1_metric_plan_has_the_planned_power_with_wilcoxon_on_case_means():
+    # Cases differ in difficulty (pass chance 0.2..1.0), the new agent is 10 points worse on each,
+    # so the difference does not vary between cases (icc 0) and three trials cut the cases to a third.
+    rng = np.random.default_rng(16)
+    a = rng.uniform(0.2, 1.0, 200_000)
+    discordance = float(np.mean(a * (1.1 - a) + (a - 0.1) * (1 - a)))  # P(one trial passes, the other fails)
+    plan = lf.stats.sample_size(p0=0.6, mde=0.1, discordance=discordance, trials=3, icc=0.0)
+    pass_a = rng.uniform(0.2, 1.0, size=(2000, plan.cases, 1))
+    new = (rng.random((2000, plan.cases, 3)) < pass_a - 0.1).mean(axis=2)
+    old = (rng.random((2000, plan.cases, 3)) < pass_a).mean(axis=2)
+    p = sps.wilcoxon(new, old, axis=1).pvalue  # case means are not 0/1: compare runs Wilcoxon
+    assert abs((p < 0.05).mean() - 0.8) <= 0.05
