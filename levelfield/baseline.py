@@ -41,6 +41,8 @@ class Baseline:
     """Cases the baseline ran that the dataset no longer has (left out)."""
     trials: int = 1
     """Trials per case the baseline ran."""
+    compared_trials: int = 1
+    """Trials per case of the comparison it joined (baseline trials beyond these are left out)."""
 
     def describe(self) -> str:
         """One line on how the baseline pairs with the dataset: what is missing and what is extra."""
@@ -51,6 +53,10 @@ class Baseline:
             parts.append(f"{len(self.extra_cases)} case(s) not in the dataset, left out: {_few(self.extra_cases)}")
         if not self.missing_cases and not self.extra_cases:
             parts.append("every case paired")
+        if self.trials > self.compared_trials:
+            parts.append(f"it ran {self.trials} trials per case; the first {self.compared_trials} are compared")
+        elif self.trials < self.compared_trials:
+            parts.append(f"it ran {self.trials} trial(s) per case against {self.compared_trials}; cases pair on their means")
         return "; ".join(parts)
 
 
@@ -99,11 +105,12 @@ def load_baseline(source: Any, *, name: str | None = None) -> tuple[str, EvalRes
 
 
 async def prepare_baseline(
-    source: Any, dataset: EvalDataset, metrics: Sequence[Metric], *, taken: Sequence[str] = ()
+    source: Any, dataset: EvalDataset, metrics: Sequence[Metric], *, taken: Sequence[str] = (), trials: int = 1
 ) -> Baseline:
     """Load a baseline, keep its runs of the dataset's cases and score them with ``metrics``.
 
     ``taken``: names of the agents it joins; the baseline's name must differ from them.
+    ``trials``: trials per case of the comparison it joins.
     """
     name, saved, where = load_baseline(source)
     if name in taken:
@@ -128,5 +135,5 @@ async def prepare_baseline(
     rows = [{m.name: (new[m.name] if m.name in new else old[m.name]) for m in metrics if m.name in new or m.name in old}
             for old, new in zip(saved_scores, fresh)]
     result = EvalResult(dataset, runs, rows, metrics, agent_name=name)
-    trials = max((r.trial for r in runs), default=0) + 1
-    return Baseline(name, result, where, missing, extra, trials)
+    ran = max((r.trial for r in runs), default=0) + 1
+    return Baseline(name, result, where, missing, extra, ran, trials)

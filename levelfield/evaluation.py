@@ -180,7 +180,7 @@ async def acompare(
     joined = None
     if baseline is not None:
         # Loaded before any agent runs, so a bad baseline fails fast.
-        joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables])
+        joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials)
     results = await run_and_score(ds, runnables, resolved, cfg, kind="compare", settings=settings)
     if joined is not None:
         results[joined.name] = joined.result

@@ -143,3 +143,9 @@ def test_a_judged_metric_keeps_the_baselines_saved_scores_without_asking_the_jud
     cmp = lf.compare(CASES, {"new": new_agent}, [metric()], baseline=tmp_path / "main", progress=False)
     assert len(asked) == len(CASES)  # the new agent's runs only
     assert cmp.case_scores("done")["main"].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_baseline_with_more_trials_says_which_are_compared():
+    result = lf.evaluate(CASES, old_agent, METRICS, trials=3, progress=False)
+    cmp = lf.compare(CASES, {"new": new_agent}, METRICS, baseline={"v1": result}, progress=False)
+    assert "it ran 3 trials per case; the first 1 are compared" in cmp.baseline.describe()
