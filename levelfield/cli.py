@@ -430,6 +430,10 @@ def _add_plan_command(sub: Any) -> None:
     kind.add_argument("--p0", type=float, help="a 0/1 metric: its current rate (e.g. 0.80)")
     kind.add_argument("--sd", type=float,
                       help="a continuous metric: SD of the per-case differences (paired) or of the metric (--unpaired)")
+    kind.add_argument("--from", dest="from_dir", metavar="DIR",
+                      help="measure p0, the discordance or SD, and the intra-case correlation from a saved comparison "
+                           "(two agents, or a run and its baseline); with --metric")
+    plan.add_argument("--metric", "-m", help="with --from: the metric to plan for")
     plan.add_argument("--mde", type=float, required=True, help="the change to detect, in the metric's units (0.05 = 5 points)")
     plan.add_argument("--power", type=float, default=0.8, help="chance of detecting it (default 0.8)")
     plan.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
@@ -446,6 +450,9 @@ def _add_plan_command(sub: Any) -> None:
 def _plan(args: argparse.Namespace) -> int:
     from .core.planning import minimum_detectable_effect, sample_size
 
+    if args.from_dir:
+        return _plan_from(args)
+
     options = dict(p0=args.p0, sd=args.sd, paired=not args.unpaired, discordance=args.discordance, alpha=args.alpha,
                    power=args.power, alternative="one-sided" if args.one_sided else "two-sided", trials=args.trials,
                    icc=args.icc)
@@ -461,6 +468,32 @@ def _plan(args: argparse.Namespace) -> int:
     scale, unit = (100, " points") if args.p0 is not None else (1, "")
     print("Smallest change detectable at other sizes: " + ", ".join(
         f"{n} cases: {minimum_detectable_effect(n, **options) * scale:.3g}{unit}" for n in grid))
+    return 0
+
+
+def _plan_from(args: argparse.Namespace) -> int:
+    """``plan --from DIR --metric M``: the next run's size from what a saved comparison measured."""
+    from .comparison import Comparison
+    from .gate import plan_from
+
+    if not args.metric:
+        raise UsageError("plan --from DIR needs --metric (the metric to plan for)")
+    if args.unpaired or args.discordance is not None:
+        raise UsageError("plan --from measures a paired design; leave out --unpaired and --discordance")
+    directory = Path(args.from_dir)
+    if not directory.is_dir():
+        raise UsageError(f"{directory}: no such directory (expected the --out folder of eval or compare)")
+    cmp = Comparison.load(directory)
+    trials = args.trials if args.trials > 1 else None
+    plan, measured = plan_from(cmp, args.metric, mde=args.mde, power=args.power, alpha=args.alpha,
+                               alternative="one-sided" if args.one_sided else "two-sided", trials=trials)
+    found = (f"p0 {measured.p0:.2f}, discordance {measured.discordance:.2f}" if measured.binary
+             else f"SD of differences {measured.sd:.3g}")
+    icc = f", intra-case correlation {measured.icc:.2f}" if measured.icc is not None else ""
+    print(f"Measured in {directory} ({measured.cases} cases, {measured.trials} trial(s)): {found}{icc}.")
+    unit = f"{args.mde * 100:g} points" if measured.binary else f"{args.mde:g}"
+    print(f"levelfield plan: {plan.cases} cases ({plan.runs} runs per agent) to detect a change of {unit} on "
+          f"{args.metric} with {args.power:.0%} power at alpha {args.alpha:g} ({plan.alternative}); {plan.design}.")
     return 0
 
 

@@ -19,11 +19,12 @@ import pandas as pd
 
 from .core.change import Change, adjust, describe_change, measure_change
 from .core.errors import ConfigError, LevelfieldError, MetricError
+from .core.planning import Alternative, MeasuredDesign, SampleSize, measure_design, sample_size
 
 if TYPE_CHECKING:
     from .comparison import Comparison
 
-__all__ = ["GateResult", "RegressionError", "baseline_changes", "check_regressions", "changes_table"]
+__all__ = ["GateResult", "RegressionError", "baseline_changes", "check_regressions", "changes_table", "plan_from"]
 
 
 class RegressionError(LevelfieldError):
@@ -65,6 +66,9 @@ def _baseline_name(cmp: Comparison, baseline: str | None) -> str:
         joined = getattr(cmp, "baseline", None)
         if joined is not None:
             return str(joined.name)
+        saved = getattr(cmp, "saved_baseline", None)
+        if saved in cmp.agents:  # a comparison loaded from a folder that was saved with a baseline
+            return str(saved)
         if len(cmp.agents) == 2:
             raise ConfigError(
                 f"which agent is the baseline, {cmp.agents[0]!r} or {cmp.agents[1]!r}? pass baseline='name' "
@@ -159,3 +163,37 @@ def changes_table(changes: Sequence[Change]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def plan_from(
+    cmp: Comparison,
+    metric: str,
+    *,
+    mde: float,
+    baseline: str | None = None,
+    agent: str | None = None,
+    power: float = 0.8,
+    alpha: float = 0.05,
+    alternative: Alternative = "two-sided",
+    trials: int | None = None,
+) -> tuple[SampleSize, MeasuredDesign]:
+    """Plan the next comparison from this one: the cases needed to detect ``mde`` on ``metric``,
+    with p0, the discordance (or SD) and the intra-case correlation measured between ``agent``
+    and the baseline. ``trials``: of the planned run (default: this comparison's)."""
+    known = baseline is not None or cmp.baseline is not None or cmp.saved_baseline in cmp.agents
+    # Between two agents and no baseline, either may stand for it: only p0 differs, and little.
+    base = _baseline_name(cmp, baseline) if known or len(cmp.agents) != 2 else cmp.agents[1]
+    others = [a for a in cmp.agents if a != base]
+    if agent is None:
+        if len(others) != 1:
+            raise ConfigError(f"which agent to plan against {base!r}? pass agent= one of: {', '.join(others)}")
+        agent = others[0]
+    elif agent not in others:
+        raise ConfigError(f"agent {agent!r} is not one of this comparison's other agents ({', '.join(others)})")
+    _metric_list(cmp, [metric], "metric")
+    measured = measure_design(cmp.trial_scores(metric, agent), cmp.trial_scores(metric, base))
+    plan = sample_size(
+        mde=mde, paired=True, alpha=alpha, power=power, alternative=alternative,
+        trials=trials or cmp.trials, **measured.options(),
+    )
+    return plan, measured

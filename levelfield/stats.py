@@ -9,7 +9,15 @@ and the words for a change against a baseline (:mod:`levelfield.core.change`)::
 
 from .core.change import Change, describe_change, measure_change
 from .core.judge_correction import JudgeCorrection, cohen_kappa, correct_rate
-from .core.planning import SampleSize, design_effect, minimum_detectable_effect, sample_size
+from .core.planning import (
+    MeasuredDesign,
+    SampleSize,
+    design_effect,
+    mcnemar_power,
+    measure_design,
+    minimum_detectable_effect,
+    sample_size,
+)
 from .core.stats import *  # noqa: F403
 from .core.stats import __all__ as _stats_all
 
@@ -19,6 +27,9 @@ __all__ = [
     "sample_size",
     "minimum_detectable_effect",
     "design_effect",
+    "mcnemar_power",
+    "MeasuredDesign",
+    "measure_design",
     "JudgeCorrection",
     "correct_rate",
     "cohen_kappa",

@@ -113,3 +113,13 @@ def test_the_out_folder_of_a_gated_run_can_be_the_next_baseline(main_folder, tmp
     code, out, _ = run(capsys, "eval", SAMPLE, "--agent", HASTY, "--baseline", str(new), "--fail-if-worse", EXACT, "-q")
     assert code == 0
     assert f"{EXACT} (hasty_agent): no change: same score as new on all 18 paired cases" in out
+
+
+def test_plan_from_a_saved_run_and_its_baseline_prints_what_it_measured(main_folder, tmp_path, capsys):
+    new = tmp_path / "new"
+    run(capsys, "eval", SAMPLE, "--agent", HASTY, "--baseline", str(main_folder), "--out", str(new), "-q")
+    code, out, _ = run(capsys, "plan", "--from", str(new), "--metric", EXACT, "--mde", "0.05")
+    assert code == 0
+    # hasty and careful disagree on 8 of the 18 cases.
+    assert f"Measured in {new} (18 cases, 1 trial(s)): p0 1.00, discordance 0.44." in out
+    assert "levelfield plan: " in out and f"on {EXACT} with 80% power" in out

@@ -137,3 +137,29 @@ def test_trials_of_a_0_1_metric_plan_has_the_planned_power_with_wilcoxon_on_case
     old = (rng.random((2000, plan.cases, 3)) < pass_a).mean(axis=2)
     p = sps.wilcoxon(new, old, axis=1).pvalue  # case means are not 0/1: compare runs Wilcoxon
     assert abs((p < 0.05).mean() - 0.8) <= 0.05
+
+
+def test_measure_design_reads_discordance_and_p0_from_paired_runs():
+    base = np.array([[1.0], [1.0], [0.0], [1.0], [0.0]])
+    new = np.array([[1.0], [0.0], [1.0], [1.0], [0.0]])
+    measured = lf.stats.measure_design(new, base)
+    assert (measured.binary, measured.discordance, measured.p0, measured.icc) == (True, 0.4, 0.6, None)
+
+
+def test_measure_design_estimates_the_intra_case_correlation_by_one_way_anova():
+    # Differences per case over 2 trials: case means 0, 1, 0.5 and within-case variances 0, 0, 0.5.
+    new = np.array([[0.5, 0.5], [1.0, 1.0], [1.0, 0.0]])
+    base = np.zeros((3, 2))
+    msb, msw = 2 * np.var([0.5, 1.0, 0.5], ddof=1), np.mean([0.0, 0.0, 0.5])
+    measured = lf.stats.measure_design(new, base)
+    assert measured.icc == pytest.approx((msb - msw) / (msb + msw))
+    assert measured.sd == pytest.approx(np.std([0.5, 0.5, 1, 1, 1, 0], ddof=1))
+
+
+def test_plan_from_a_comparison_uses_what_it_measured():
+    cases = [{"case_id": f"c{i}", "prompt": f"case {i}", "reference": "yes"} for i in range(20)]
+    cmp = lf.compare(cases, {"a": lambda p: "yes", "b": lambda p: "no" if int(p.split()[1]) < 4 else "yes"},
+                     ["exact_match"], progress=False)
+    plan, measured = lf.gate.plan_from(cmp, "exact_match", mde=0.1)
+    assert measured.discordance == 0.2  # 4 of 20 cases
+    assert plan.cases == lf.stats.sample_size(p0=0.8, mde=0.1, discordance=0.2).cases

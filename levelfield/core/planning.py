@@ -33,9 +33,20 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from .errors import ConfigError
 
-__all__ = ["SampleSize", "Alternative", "sample_size", "minimum_detectable_effect", "design_effect", "mcnemar_power"]
+__all__ = [
+    "SampleSize",
+    "Alternative",
+    "MeasuredDesign",
+    "sample_size",
+    "minimum_detectable_effect",
+    "design_effect",
+    "mcnemar_power",
+    "measure_design",
+]
 
 Alternative = Literal["two-sided", "one-sided"]
 
@@ -136,7 +147,6 @@ def mcnemar_power(
     Binomial(m, (ψ + Δ)/(2ψ)), and the test rejects when the binomial tail at ½ is below α/2 on
     either side (two-sided) or α on the worse side (one-sided). Summed exactly over m.
     """
-    import numpy as np
     from scipy.stats import binom
 
     psi, delta = float(discordance), float(mde)
@@ -323,3 +333,67 @@ def minimum_detectable_effect(
     if gap(low) <= 0:
         return low
     return float(brentq(gap, low, top, xtol=1e-10))
+
+
+@dataclass(frozen=True)
+class MeasuredDesign:
+    """What two agents' saved runs say about the inputs of :func:`sample_size`."""
+
+    binary: bool
+    """Both agents' scores are 0/1."""
+    p0: float
+    """The baseline's mean over its runs."""
+    discordance: float | None
+    """0/1 scores: share of paired runs (same case, same trial) on which the agents disagree."""
+    sd: float | None
+    """Continuous scores: SD of the paired run-level differences."""
+    icc: float | None
+    """Share of the differences' variance that lies between cases (one-way ANOVA over trials); None with one trial."""
+    cases: int
+    trials: int
+
+    def options(self) -> dict[str, float | None]:
+        """The keywords of :func:`sample_size` these measurements give (``icc`` only when measured)."""
+        out: dict[str, float | None] = (
+            {"p0": min(max(self.p0, 0.01), 0.99), "discordance": self.discordance} if self.binary else {"sd": self.sd}
+        )
+        if self.icc is not None:
+            out["icc"] = self.icc
+        return out
+
+
+def measure_design(new: np.ndarray, base: np.ndarray) -> MeasuredDesign:
+    """Measure p0, the discordance (0/1) or SD (continuous) and the intra-case correlation from
+    two (cases × trials) score matrices of the same cases; NaN runs are left out.
+
+    The intra-case correlation is the one-way ANOVA estimator (MSB − MSW) / (MSB + (k − 1)·MSW)
+    over the cases with every trial scored, clipped to [0, 1] (Shrout & Fleiss 1979, ICC(1)).
+    """
+    a, b = np.atleast_2d(np.asarray(new, dtype=float)), np.atleast_2d(np.asarray(base, dtype=float))
+    if a.shape != b.shape:
+        raise ConfigError(f"measure_design needs two matrices of one shape, got {a.shape} and {b.shape}")
+    a, b = (a.T, b.T) if a.shape[0] == 1 else (a, b)
+    both = ~(np.isnan(a) | np.isnan(b))
+    if both.sum() < 2:
+        raise ConfigError("measure_design needs at least two runs scored on both sides")
+    d = (a - b)[both]
+    values = np.concatenate([a[both], b[both]])
+    binary = bool(np.isin(values, (0.0, 1.0)).all())
+    k = a.shape[1]
+    icc = None
+    full = both.all(axis=1)
+    if k > 1 and full.sum() >= 2:
+        diffs = (a - b)[full]
+        msb = k * float(np.var(diffs.mean(axis=1), ddof=1))
+        msw = float(np.mean(np.var(diffs, axis=1, ddof=1)))
+        denominator = msb + (k - 1) * msw
+        icc = min(1.0, max(0.0, (msb - msw) / denominator)) if denominator > 0 else None
+    return MeasuredDesign(
+        binary=binary,
+        p0=float(np.nanmean(b[both])),
+        discordance=float(np.mean(d != 0)) if binary else None,
+        sd=None if binary else float(np.std(d, ddof=1)),
+        icc=icc,
+        cases=int(both.any(axis=1).sum()),
+        trials=k,
+    )
