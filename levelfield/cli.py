@@ -289,7 +289,7 @@ def _check_gate_options(args: argparse.Namespace, metrics: Sequence[Any]) -> Non
 def _check_baseline(args: argparse.Namespace, cmp: Comparison) -> int:
     """Print every metric's change against the baseline in words; 1 when --fail-if-worse finds a regression."""
     from .core.change import describe_change
-    from .gate import baseline_changes
+    from .gate import baseline_changes, check_regressions
 
     gated = getattr(args, "fail_if_worse", None)
     if getattr(args, "human_labels", None) is not None:
@@ -305,7 +305,10 @@ def _check_baseline(args: argparse.Namespace, cmp: Comparison) -> int:
         if gated:
             raise UsageError("--fail-if-worse needs --baseline DIR (the saved run to compare against)")
         return 0
-    changes = baseline_changes(cmp, gated or None, margin=args.margin, alpha=args.alpha)
+    if gated:  # the gate refuses (exit 2) when a gated metric has no case on both sides
+        changes = check_regressions(cmp, gated, margin=args.margin, alpha=args.alpha).changes
+    else:
+        changes = baseline_changes(cmp, margin=args.margin, alpha=args.alpha)
     print()
     print(cmp.baseline.describe())
     label = f"Against {cmp.baseline.name}" + (" (gated metrics, Holm-adjusted p):" if gated else " (Holm-adjusted p):")

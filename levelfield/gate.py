@@ -146,8 +146,20 @@ def check_regressions(
     margin: float = 0.0,
     alpha: float = 0.05,
 ) -> GateResult:
-    """The regression gate over the metrics in ``fail_if_worse`` (a list, or ``"m1,m2"``); see the module docs."""
-    return GateResult(baseline_changes(cmp, fail_if_worse, baseline=baseline, margin=margin, alpha=alpha))
+    """The regression gate over the metrics in ``fail_if_worse`` (a list, or ``"m1,m2"``); see the module docs.
+
+    A gated metric with no case scored on both sides raises ``ConfigError``: a gate that compared
+    nothing must not pass.
+    """
+    changes = baseline_changes(cmp, fail_if_worse, baseline=baseline, margin=margin, alpha=alpha)
+    untested = [c for c in changes if c.verdict == "not testable"]
+    if untested:
+        c = untested[0]
+        raise ConfigError(
+            f"fail_if_worse {c.metric}: no case has a score for both {c.agent!r} and {c.baseline!r}, so the gate "
+            "cannot decide; check that the baseline ran the same cases and that the metric applies to them"
+        )
+    return GateResult(changes)
 
 
 def changes_table(changes: Sequence[Change]) -> pd.DataFrame:

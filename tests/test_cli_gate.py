@@ -123,3 +123,12 @@ def test_plan_from_a_saved_run_and_its_baseline_prints_what_it_measured(main_fol
     # hasty and careful disagree on 8 of the 18 cases.
     assert f"Measured in {new} (18 cases, 1 trial(s)): p0 1.00, discordance 0.44." in out
     assert "levelfield plan: " in out and f"on {EXACT} with 80% power" in out
+
+
+def test_a_gate_with_no_case_in_common_with_the_baseline_exits_2(main_folder, tmp_path, capsys):
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"case_id": "elsewhere", "prompt": "Turn on device_9.", "reference_trajectory": []}\n',
+                     encoding="utf-8")
+    code, _, err = run(capsys, "eval", str(other), "--agent", CAREFUL, "--baseline", str(main_folder),
+                       "--fail-if-worse", EXACT, "-q")
+    assert code == 2 and "the gate cannot decide" in err

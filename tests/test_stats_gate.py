@@ -155,3 +155,11 @@ def test_pairwise_tables_report_the_minimum_detectable_effect():
     # a vs c: 20 of 40 cases discordant; Connor's formula at ψ = 0.5 and n = 40, solved for Δ.
     assert table.loc[("a", "c"), "mde"] == pytest.approx(
         lf.stats.minimum_detectable_effect(40, p0=0.5, discordance=0.5), rel=1e-6)
+
+
+def test_a_gate_that_compared_no_case_refuses_to_pass(saved_main):
+    # The baseline ran other cases than these: nothing is paired, so nothing can pass the gate.
+    others = [{"case_id": f"new{i}", "prompt": f"case {i}", "reference": "yes"} for i in range(5)]
+    with pytest.raises(ConfigError, match="no case has a score for both 'new' and 'main'"):
+        lf.compare(others, {"new": always_right}, ["exact_match"], baseline={"main": saved_main},
+                   fail_if_worse="exact_match", progress=False)

@@ -258,7 +258,8 @@ def noninferiority_p(
     Two-sided scale: twice the one-sided p, so ``p < alpha`` exactly when the 1 − alpha interval of
     the difference lies wholly below −margin. Continuous values: the Wilcoxon signed-rank test of
     the differences shifted by the margin. 0/1 values (McNemar's setting, where a shifted
-    difference is no longer 0/1): the Wald z-test of the mean paired difference, as in Liu et al.
+    difference is no longer 0/1) and ``test="permutation"``: the Wald z-test of the mean paired
+    difference, as in Liu et al.
     (2002), "Tests for equivalence or non-inferiority for paired binary data", Stat. Med. 21:231-245.
     NaN pairs are left out; NaN when nothing is left.
     """
