@@ -149,3 +149,12 @@ def test_a_baseline_with_more_trials_says_which_are_compared():
     result = lf.evaluate(CASES, old_agent, METRICS, trials=3, progress=False)
     cmp = lf.compare(CASES, {"new": new_agent}, METRICS, baseline={"v1": result}, progress=False)
     assert "it ran 3 trials per case; the first 1 are compared" in cmp.baseline.describe()
+
+
+def test_a_run_with_a_baseline_resumes_from_its_out_folder(tmp_path):
+    result = lf.evaluate(CASES, old_agent, METRICS, progress=False)
+    first = lf.compare(CASES, {"new": new_agent}, METRICS, baseline={"v1": result}, out=tmp_path / "new", progress=False)
+    again = lf.compare(CASES, {"new": new_agent}, METRICS, baseline={"v1": result}, out=tmp_path / "new", resume=True,
+                       progress=False)
+    assert again.agents == first.agents == ["new", "v1"]
+    assert len(again.results["new"].runs) == len(CASES)

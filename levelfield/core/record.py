@@ -464,7 +464,9 @@ def check_resumable(record: Record, *, fingerprints: Mapping[str, str], agents: 
     """Raise a RecordError naming what differs when ``record`` cannot be resumed with these inputs."""
     where = f"the journal {record.path}"
     problems = []
-    saved_agents, new_agents = record.agents, list(agents)
+    # A baseline joined the saved comparison from an earlier folder: its runs were loaded, not run here.
+    baseline = (record.header.get("settings") or {}).get("baseline")
+    saved_agents, new_agents = [a for a in record.agents if a != baseline], list(agents)
     if sorted(saved_agents) != sorted(new_agents):
         gone = [a for a in saved_agents if a not in new_agents]
         new = [a for a in new_agents if a not in saved_agents]
