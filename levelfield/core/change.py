@@ -46,7 +46,7 @@ class Change:
     alpha: float
     margin: float
     mde: float
-    """The smallest change these cases could detect with ``power`` (NaN when nothing varies)."""
+    """The smallest change these cases could detect with ``power`` at ``alpha`` (before Holm; NaN when nothing varies)."""
     power: float
     points: bool
     """True when the metric lies in [0, 1], so differences read as points (× 100)."""

@@ -35,7 +35,15 @@ from .errors import ConfigError, DatasetError, MetricError
 if TYPE_CHECKING:
     from .results import EvalResult
 
-__all__ = ["JudgeCorrection", "correct_rate", "cohen_kappa", "read_human_labels", "correct_judged", "judged_binary_metrics", "check_label_cases"]
+__all__ = [
+    "JudgeCorrection",
+    "correct_rate",
+    "cohen_kappa",
+    "read_human_labels",
+    "correct_judged",
+    "judged_binary_metrics",
+    "check_label_cases",
+]
 
 _TRUE = {"1", "1.0", "true", "yes", "pass", "passed", "y"}
 _FALSE = {"0", "0.0", "false", "no", "fail", "failed", "n"}
@@ -72,8 +80,8 @@ class JudgeCorrection:
         """The correction in words: judged, corrected with its interval, and how far to trust the judge."""
         pct = lambda v: "-" if math.isnan(v) else f"{v * 100:.1f}%"  # noqa: E731
         if math.isnan(self.corrected):
-            head = (f"{self.metric}: judged {pct(self.judged_rate)}; no correction: the judge is no better than chance "
-                    f"against {self.labeled} human labels (sensitivity {self.sensitivity:.2f}, specificity {self.specificity:.2f})")
+            head = (f"{self.metric}: judged {pct(self.judged_rate)}; no correction: the judge is no better than "
+                    f"chance against {self.labeled} human labels")
         else:
             head = (f"{self.metric}: judged {pct(self.judged_rate)}, corrected {pct(self.corrected)} "
                     f"[{pct(self.low)}, {pct(self.high)}] using {self.labeled} human labels")
@@ -81,7 +89,8 @@ class JudgeCorrection:
                 f"kappa {self.kappa:.2f}")
 
     def summary_items(self) -> dict[str, float | int]:
-        """The ``<metric>/corrected_mean``, ``/corrected_ci_low|high``, ``/judge_sensitivity|specificity|kappa``, ``/human_labels`` keys."""
+        """Summary keys: ``<metric>/corrected_mean``, ``/corrected_ci_low|high``,
+        ``/judge_sensitivity|specificity|kappa`` and ``/human_labels``."""
         m = self.metric
         return {
             f"{m}/corrected_mean": self.corrected,
