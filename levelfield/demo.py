@@ -10,19 +10,12 @@ from typing import Any
 
 from .adapters.auto import as_agent
 from .core.errors import MissingExtraError
+from .core.metrics.registry import DEFAULT_METRICS
 
 __all__ = ["DEMO_METRICS", "demo_agents"]
 
-DEMO_METRICS = [
-    "trajectory_exact_match",
-    "trajectory_in_order_match",
-    "trajectory_any_order_match",
-    "trajectory_precision",
-    "trajectory_recall",
-    "rouge_l_sum",
-    "bleu",
-    "exact_match",
-]
+DEMO_METRICS = [*DEFAULT_METRICS, "bleu", "exact_match"]
+"""The default metrics, plus BLEU and exact match on the response."""
 
 
 def demo_agents(stack: contextlib.ExitStack, notes: list[str]) -> dict[str, Any]:
