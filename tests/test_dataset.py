@@ -126,12 +126,12 @@ def test_missing_prompt_column_fails_before_any_agent_runs():
 
 
 def test_empty_prompt_in_one_row_names_that_row():
-    with pytest.raises(lf.DatasetError, match=r"field 'prompt' is empty at dataset row 2"):
+    with pytest.raises(lf.DatasetError, match=r"field 'prompt' is missing or empty at dataset row 2"):
         lf.evaluate([{"prompt": "a"}, {"prompt": None}], lambda p: "x", progress=False)
 
 
 def test_duplicate_case_ids_are_an_error():
-    with pytest.raises(lf.DatasetError, match="case ids must be unique; repeated: x"):
+    with pytest.raises(lf.DatasetError, match="case ids must be unique; repeated: 'x' at dataset row 1, dataset row 2"):
         lf.load_dataset([{"case_id": "x", "prompt": "a"}, {"case_id": "x", "prompt": "b"}])
 
 
@@ -165,5 +165,5 @@ def test_multi_turn_case_runs_turns_in_order_with_history():
 
 
 def test_bad_turn_names_the_turn():
-    with pytest.raises(lf.DatasetError, match=r"row 1, field 'turns', turn 2: no 'prompt'"):
+    with pytest.raises(lf.DatasetError, match=r"row 1, field 'turns', turn 2: 'prompt' is missing or empty"):
         lf.load_dataset([{"turns": [{"prompt": "a"}, {"reference": "b"}]}])

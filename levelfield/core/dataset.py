@@ -89,11 +89,8 @@ class EvalDataset:
     """An ordered collection of cases and the columns they came with."""
 
     def __init__(self, cases: Sequence[EvalCase], *, source: str = "dataset", columns: Sequence[str] = ()):
-        ids = [c.case_id for c in cases]
-        if len(set(ids)) != len(ids):
-            dup = sorted({i for i in ids if ids.count(i) > 1})
-            raise DatasetError(f"{source}: case ids must be unique; repeated: {', '.join(dup[:10])}")
         self.cases = list(cases)
+        _check_unique_ids(self.cases, source)
         self.source = source
         self.columns = list(columns)
 
@@ -134,19 +131,54 @@ class EvalDataset:
         return EvalDataset(kept, source=self.source, columns=self.columns), skipped
 
     def require_prompts(self) -> None:
-        """Raise unless every case has a prompt (needed to run an agent)."""
-        missing = [c for c in self.cases if c.prompt is None]
+        """Raise unless every case (and every turn) has a prompt with some text (needed to run an agent)."""
+        missing = [(i, c) for i, c in enumerate(self.cases) if _blank(c.prompt) or any(_blank(t.prompt) for t in c.turns)]
         if not missing:
             return
-        if len(missing) == len(self.cases):
+        if len(missing) == len(self.cases) and all(c.prompt is None and "prompt" not in c.columns for _, c in missing):
             cols = ", ".join(self.columns) or "none"
             raise DatasetError(
                 f"{self.source}: no 'prompt' column (also read as: {', '.join(ALIASES['prompt'][1:])}); "
                 f"an agent needs one. Columns found: {cols}"
             )
-        where = "; ".join(c.location for c in missing[:5])
+        where = "; ".join(_where(c, i, self.source) for i, c in missing[:5])
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-        raise DatasetError(f"field 'prompt' is empty at {where}{more}: an agent needs a prompt for every case")
+        raise DatasetError(
+            f"field 'prompt' is missing or empty at {where}{more}: an agent needs a prompt with some text for "
+            "every case; fill it in or drop the row"
+        )
+
+
+def _blank(prompt: str | None) -> bool:
+    """A prompt an agent cannot be asked: absent, empty, or only whitespace."""
+    return prompt is None or not prompt.strip()
+
+
+def _where(case: EvalCase, index: int, source: str) -> str:
+    return case.location or f"{source} row {index + 1}"
+
+
+def _check_unique_ids(cases: Sequence[EvalCase], source: str) -> None:
+    """Raise if two cases share an id, naming each repeated id and where its rows are (one pass)."""
+    first: dict[str, int] = {}
+    repeats: dict[str, list[int]] = {}
+    for index, case in enumerate(cases):
+        seen = first.setdefault(case.case_id, index)
+        if seen != index:
+            repeats.setdefault(case.case_id, [seen]).append(index)
+    if not repeats:
+        return
+    shown = list(repeats.items())[:10]
+    details = "; ".join(
+        f"{case_id!r} at {', '.join(_where(cases[i], i, source) for i in rows[:5])}"
+        + (f" and {len(rows) - 5} more" if len(rows) > 5 else "")
+        for case_id, rows in shown
+    )
+    more = f" (and {len(repeats) - 10} more repeated ids)" if len(repeats) > 10 else ""
+    raise DatasetError(
+        f"{source}: case ids must be unique; repeated: {details}{more}. Give each row its own id, or drop the id "
+        "column to number the rows"
+    )
 
 
 def _is_missing(value: Any) -> bool:
@@ -318,8 +350,8 @@ def _parse_turns(value: Any, where: str) -> list[Turn]:
         if not isinstance(item, dict):
             raise DatasetError(f"{at}: expected an object, got {type(item).__name__}")
         case = case_from_row(item, i, at)
-        if case.prompt is None:
-            raise DatasetError(f"{at}: no 'prompt'")
+        if _blank(case.prompt):
+            raise DatasetError(f"{at}: 'prompt' is missing or empty; every turn needs a prompt with some text")
         turns.append(
             Turn(
                 prompt=case.prompt,

@@ -1,61 +1,254 @@
-"""Any value an agent returns, as JSON that says what it was: saving a run never fails on agent data."""
+"""Turn whatever an agent returned into JSON-safe data, faithfully and without ever raising.
+
+Agents put anything in their answers and tool calls: dates, sets, bytes, NumPy scalars, pydantic
+models, open sockets, NaN, structures that contain themselves. Saving a run must never fail on
+them, so every writer of agent data passes it through :func:`to_jsonable` first. The rules:
+
+=============================================  ==========================================================
+value                                          written as
+=============================================  ==========================================================
+``None``, ``bool``, ``int``, ``str``, finite   itself (subclasses as their plain base type)
+``float``
+NaN, +inf, -inf (float, NumPy, Decimal)        the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``
+                                               (the tokens Python's ``json`` and JavaScript read back)
+``Enum`` member                                its ``value``, converted by these rules
+dict / any ``Mapping``                         an object; a key that is not a string is converted by
+                                               these rules and, if still not a string, written as its
+                                               JSON text (``1`` -> ``"1"``, ``None`` -> ``"null"``,
+                                               ``(1, 2)`` -> ``"[1, 2]"``); a key that collides with
+                                               one already written gets `` (2)``, `` (3)``... appended
+list, tuple, deque                             an array, in order
+set, frozenset                                 an array, sorted by each item's JSON text (stable output)
+bytes, bytearray, memoryview                   the text if it is valid UTF-8, else ``"base64:<base64>"``
+datetime, date, time                           ISO 8601 text (``isoformat()``)
+timedelta                                      ISO 8601 duration text (``"P1DT2H"``), as pydantic writes it
+Decimal                                        its exact decimal text (``"0.1000"``)
+NumPy scalar / array, pandas Series            the Python value / nested list (``tolist()``), then these rules
+pandas ``NA``                                  ``null`` (``NaT`` is a datetime: ``"NaT"``)
+pydantic model                                 its ``model_dump()`` (fields one by one if that fails)
+dataclass instance                             an object of its fields
+UUID, Path, IP address, regex pattern...       the text pydantic gives them
+anything else                                  its ``repr()`` (``"<unrepresentable Foo>"`` if that raises)
+a container already being written (a cycle)    ``"<cycle: list>"`` (naming the type)
+nesting deeper than 100 levels                 ``"<nested too deep: list>"``
+=============================================  ==========================================================
+
+The result holds only ``dict`` (string keys), ``list``, ``str``, ``int``, finite ``float``,
+``bool`` and ``None``: ``json.dumps(to_jsonable(x), allow_nan=False)`` always succeeds, and
+``to_jsonable`` of its own result gives that result back.
+"""
 
 from __future__ import annotations
 
+import base64
+import collections
+import dataclasses
+import datetime as _dt
+import enum
 import json
 import math
+import sys
+from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
-__all__ = ["to_jsonable", "dumps", "model_json"]
+__all__ = ["to_jsonable", "dumps", "model_json", "MAX_DEPTH"]
+
+MAX_DEPTH = 100
+"""Containers nested deeper than this are written as a marker (JSON encoders recurse too)."""
+
+_NATIVE = (str, int, bool, type(None))
+_SEQUENCES = (list, tuple, collections.deque)
 
 
-def to_jsonable(value: Any, _seen: frozenset[int] = frozenset()) -> Any:
-    """``value`` with everything JSON cannot hold replaced by a faithful form; never raises.
-
-    NaN and infinities become None (JSON has no such numbers); dict keys become strings; tuples
-    and sets become lists; pydantic models and NumPy values their plain Python form; anything
-    else its ``str()`` (or its type name when even that fails).
-    """
-    if value is None or isinstance(value, (bool, str, int)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if id(value) in _seen:
-        return f"<cycle: {type(value).__name__}>"
-    seen = _seen | {id(value)}
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v, seen) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
-        return [to_jsonable(v, seen) for v in items]
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        try:
-            return to_jsonable(dump(), seen)
-        except Exception:
-            pass
-    item = getattr(value, "item", None)  # NumPy scalars
-    if callable(item) and type(value).__module__ == "numpy":
-        try:
-            return to_jsonable(item(), seen)
-        except Exception:
-            pass
-    tolist = getattr(value, "tolist", None)  # NumPy arrays
-    if callable(tolist) and type(value).__module__ == "numpy":
-        try:
-            return to_jsonable(tolist(), seen)
-        except Exception:
-            pass
-    iso = getattr(value, "isoformat", None)  # dates, times
-    if callable(iso):
-        try:
-            return iso()
-        except Exception:
-            pass
+def to_jsonable(value: Any) -> Any:
+    """``value`` as JSON-safe data by the module's rules; never raises (KeyboardInterrupt excepted)."""
     try:
-        return str(value)
+        return _walk(value, 0, set())
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # a last resort: the rules below already catch per value
+        return _marker("unrepresentable", value)
+
+
+def _marker(what: str, value: Any) -> str:
+    try:
+        name = type(value).__name__
+    except BaseException:  # noqa: BLE001 - a type whose name cannot be read
+        name = "object"
+    return f"<{what} {name}>" if what == "unrepresentable" else f"<{what}: {name}>"
+
+
+def _float(value: float) -> float | str:
+    if math.isfinite(value):
+        return value
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def _walk(value: Any, depth: int, path: set[int]) -> Any:
+    kind = type(value)
+    if kind in _NATIVE:
+        return value
+    if kind is float:
+        return _float(value)
+    try:
+        return _convert(value, depth, path)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # noqa: BLE001 - a hostile __repr__/__iter__/__eq__ must not sink a save
+        return _marker("unrepresentable", value)
+
+
+def _container(value: Any, depth: int, path: set[int], items: Any) -> Any:
+    """Walk a container's children with cycle and depth guards; ``items`` builds the result."""
+    if depth >= MAX_DEPTH:
+        return _marker("nested too deep", value)
+    ident = id(value)
+    if ident in path:
+        return _marker("cycle", value)
+    path.add(ident)
+    try:
+        return items()
+    finally:
+        path.discard(ident)
+
+
+def _key(key: Any, depth: int, path: set[int]) -> str:
+    if type(key) is str:
+        return key
+    converted = _walk(key, depth + 1, path)
+    if isinstance(converted, str):
+        return converted
+    return json.dumps(converted, sort_keys=True, ensure_ascii=False)
+
+
+def _mapping(value: Mapping, depth: int, path: set[int]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in list(value.items()):
+        name = _key(key, depth, path)
+        if name in out:
+            n = 2
+            while f"{name} ({n})" in out:
+                n += 1
+            name = f"{name} ({n})"
+        out[name] = _walk(item, depth + 1, path)
+    return out
+
+
+def _sorted_set(value: Any, depth: int, path: set[int]) -> list[Any]:
+    items = [_walk(v, depth + 1, path) for v in list(value)]
+    return sorted(items, key=lambda v: json.dumps(v, sort_keys=True, ensure_ascii=False))
+
+
+def _bytes(value: Any) -> str:
+    data = bytes(value)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "base64:" + base64.b64encode(data).decode("ascii")
+
+
+def _convert(value: Any, depth: int, path: set[int]) -> Any:
+    # Enum before int/str: an IntEnum member is an int too, but its value is what it means.
+    if isinstance(value, enum.Enum):
+        return _walk(value.value, depth + 1, path)
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int.__int__(value)  # a subclass may override __int__/__str__; take the number itself
+    if isinstance(value, float):
+        return _float(float.__float__(value))
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, Mapping):
+        return _container(value, depth, path, lambda: _mapping(value, depth, path))
+    if isinstance(value, _SEQUENCES):
+        return _container(value, depth, path, lambda: [_walk(v, depth + 1, path) for v in list(value)])
+    if isinstance(value, (set, frozenset)):
+        return _container(value, depth, path, lambda: _sorted_set(value, depth, path))
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _bytes(value)
+    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        if value.is_finite():
+            return str(value)
+        return "NaN" if value.is_nan() else ("-Infinity" if value.is_signed() else "Infinity")
+    module = (getattr(type(value), "__module__", "") or "").split(".")[0]
+    if module in ("numpy", "pandas"):
+        return _array_like(value, depth, path)
+    model_dump = getattr(type(value), "model_dump", None)
+    if model_dump is not None and hasattr(type(value), "model_fields"):
+        return _container(value, depth, path, lambda: _model(value, depth, path))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _container(
+            value,
+            depth,
+            path,
+            lambda: {f.name: _walk(getattr(value, f.name, None), depth + 1, path) for f in dataclasses.fields(value)},
+        )
+    known = _pydantic_leaf(value)
+    if known is not None:
+        return known
+    return _repr(value)
+
+
+def _array_like(value: Any, depth: int, path: set[int]) -> Any:
+    if _is_pandas_missing(value):
+        return None
+    if isinstance(value, (_dt.datetime, _dt.timedelta)):  # pandas Timestamp / Timedelta
+        return value.isoformat()
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):
+        converted = tolist()
+        if converted is value:
+            return _repr(value)
+        return _container(value, depth, path, lambda: _walk(converted, depth + 1, path))
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):  # a DataFrame: one object per row, as pandas' "records"
+        return _container(value, depth, path, lambda: _walk(to_dict(orient="records"), depth + 1, path))
+    return _repr(value)
+
+
+def _is_pandas_missing(value: Any) -> bool:
+    pandas = sys.modules.get("pandas")  # loaded already: the value came from it
+    return pandas is not None and value is getattr(pandas, "NA", None)
+
+
+def _model(value: Any, depth: int, path: set[int]) -> Any:
+    try:
+        dumped = value.model_dump()
+    except Exception:  # a cycle or a failing serializer inside: read the fields one by one
+        fields = getattr(type(value), "model_fields", {})
+        return {
+            name: _walk(getattr(value, name, None), depth + 1, path)
+            for name, info in fields.items()
+            if not getattr(info, "exclude", False)
+        }
+    return _walk(dumped, depth + 1, path)
+
+
+def _pydantic_leaf(value: Any) -> Any:
+    """The JSON text pydantic gives a known scalar type (UUID, Path, timedelta, IP...), else None."""
+    from pydantic_core import to_jsonable_python
+
+    try:
+        converted = to_jsonable_python(value)
     except Exception:
-        return f"<{type(value).__name__}>"
+        return None
+    return converted if isinstance(converted, (str, int, float, bool)) else None
+
+
+def _repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # noqa: BLE001
+        return _marker("unrepresentable", value)
+    return str.__str__(text) if isinstance(text, str) else _marker("unrepresentable", value)
 
 
 def dumps(value: Any) -> str:
