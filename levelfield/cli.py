@@ -174,6 +174,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--failed-runs", choices=("zero", "exclude"), default="zero",
                    help="a failed run scores 0 (default) or is left out of the statistics")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.add_argument("--isolation", choices=("none", "process"), default="none",
+                   help="'process': run agents in worker processes, so a crash fails that run only (default none)")
 
 
 def _run_config(args: argparse.Namespace) -> Any:
@@ -191,13 +193,13 @@ def _run_config(args: argparse.Namespace) -> Any:
         out=args.out,
         resume=args.resume,
         overwrite=args.overwrite,
+        isolation=getattr(args, "isolation", "none"),
     )
 
 
 def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str]]) -> tuple[Any, list[Any], list[Any]]:
     """Dataset, metrics and agents, all checked before any agent runs."""
-    from .adapters.auto import as_agent
-    from .adapters.spec import load_agent_spec
+    from .adapters.spec import agent_from_spec
     from .formats import load_dataset
     from .core.metrics.registry import resolve_metrics
 
@@ -210,7 +212,7 @@ def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str
     agents = []
     for name, spec in specs:
         try:
-            agents.append(as_agent(load_agent_spec(spec), name=name))
+            agents.append(agent_from_spec(spec, name=name, isolation=getattr(args, "isolation", "none")))
         except TypeError as exc:
             raise UsageError(f"agent {spec!r}: {exc}") from None
     seen = [a.name for a in agents]

@@ -17,7 +17,7 @@ from typing_extensions import Unpack
 from .baseline import prepare_baseline
 
 from .adapters.auto import as_agent
-from .adapters.spec import load_agent_spec
+from .adapters.spec import agent_from_spec
 from .comparison import Comparison, FailedRuns
 from .core import stats
 from .core.config import RunConfig, RunOptions, run_config
@@ -54,9 +54,7 @@ async def aevaluate(
     if agent is None:
         result = await score_saved(ds, resolved, cfg)
     else:
-        if isinstance(agent, str):
-            agent = load_agent_spec(agent)
-        runnable: AgentRunnable = as_agent(agent, name=name)
+        runnable: AgentRunnable = _agent(agent, name, cfg.isolation)
         result = (await run_and_score(ds, [runnable], resolved, cfg, kind="evaluate"))[runnable.name]
     if labels is not None:
         result.judge_corrections = correct_judged(result, labels)
@@ -93,6 +91,8 @@ def evaluate(
     judge-corrected rate in ``result.judge_corrections`` and ``<metric>/corrected_mean`` in the
     summary (``levelfield.core.judge_correction``). A ``human_label`` column in the dataset does
     the same without this option.
+    ``isolation="process"`` runs the agent in worker processes, so a crash (a segfault,
+    ``os._exit``) fails that run only; the agent must then be picklable or a ``"pkg.mod:attr"`` spec.
     """
     return run_coroutine(
         aevaluate(dataset, agent, metrics, name=name, config=config, human_labels=human_labels, **options)
@@ -128,7 +128,15 @@ class EvalTask:
         return evaluate(self.dataset, runnable, self.metrics, config=run_config(config or self.config, **options))
 
 
-def _resolve_agents(agents: Any) -> list[Any]:
+def _agent(agent: Any, name: str | None, isolation: str) -> AgentRunnable:
+    # A spec string ("pkg.mod:attr", a URL) is loaded here; for process isolation it stays a spec,
+    # so a worker process imports the agent itself.
+    if isinstance(agent, str):
+        return agent_from_spec(agent, name=name, isolation=isolation)
+    return as_agent(agent, name=name)
+
+
+def _resolve_agents(agents: Any, isolation: str = "none") -> list[Any]:
     if isinstance(agents, Mapping):
         items = list(agents.items())
     elif isinstance(agents, Sequence) and not isinstance(agents, str):
@@ -139,9 +147,7 @@ def _resolve_agents(agents: Any) -> list[Any]:
         raise ConfigError("compare() needs at least one agent")
     runnables = []
     for name, agent in items:
-        if isinstance(agent, str):
-            agent = load_agent_spec(agent)
-        runnables.append(as_agent(agent, name=name))
+        runnables.append(_agent(agent, name, isolation))
     names = [r.name for r in runnables]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
@@ -170,7 +176,7 @@ async def acompare(
     cfg = run_config(config, **options)
     ds = load_dataset(dataset)
     resolved = resolve_metrics(metrics)
-    runnables = _resolve_agents(agents)
+    runnables = _resolve_agents(agents, cfg.isolation)
     unknown = sorted(set(cfg.agent_concurrency) - {r.name for r in runnables})
     if unknown:
         raise ConfigError(f"agent_concurrency names unknown agents: {', '.join(unknown)}")

@@ -9,8 +9,10 @@ import sys
 from typing import Any
 
 from ..core.errors import AgentSpecError
+from ..core.protocol import AgentRequest, AgentRunnable
+from ..core.types import AgentOutput
 
-__all__ = ["load_agent_spec", "AgentSpecError"]
+__all__ = ["load_agent_spec", "agent_from_spec", "SpecAgent", "AgentSpecError"]
 
 
 def load_agent_spec(spec: str) -> Any:
@@ -42,3 +44,52 @@ def load_agent_spec(spec: str) -> Any:
     if callable(obj) and getattr(obj, "__name__", "").startswith(("make_", "build_", "create_")):
         obj = obj()
     return obj
+
+
+def agent_from_spec(spec: str, *, name: str | None = None, isolation: str | None = "none") -> AgentRunnable:
+    """The agent a spec names, wrapped by ``as_agent``; for ``isolation="process"`` a :class:`SpecAgent`."""
+    if isolation == "process":
+        return SpecAgent(spec, name=name)
+    from .auto import as_agent
+
+    return as_agent(load_agent_spec(spec), name=name)
+
+
+class SpecAgent:
+    """An agent known by its spec string, so it can be sent to a worker process as that string.
+
+    It is loaded at once (so a bad spec fails before any run), and pickles as ``(spec, name)``: a
+    worker process imports the agent itself (``isolation="process"``), whatever the agent's
+    own picklability.
+    """
+
+    def __init__(self, spec: str, *, name: str | None = None) -> None:
+        self.spec = spec
+        self._agent: AgentRunnable | None = self._load(name)
+        self.name = self._agent.name
+
+    def _load(self, name: str | None) -> AgentRunnable:
+        from .auto import as_agent
+
+        return as_agent(load_agent_spec(self.spec), name=name)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"spec": self.spec, "name": self.name}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.spec = state["spec"]
+        self.name = state["name"]
+        self._agent = None  # loaded on the first run, in the process that runs it
+
+    async def arun(self, request: AgentRequest) -> AgentOutput:
+        if self._agent is None:
+            self._agent = self._load(self.name)
+        return await self._agent.arun(request)
+
+    def partial_output(self, request: AgentRequest) -> AgentOutput | None:
+        """What the loaded agent can say about a run cut short, if it tracks that."""
+        partial = getattr(self._agent, "partial_output", None)
+        return partial(request) if callable(partial) else None
+
+    def __repr__(self) -> str:
+        return f"SpecAgent({self.spec!r}, name={self.name!r})"

@@ -17,7 +17,11 @@ from typing import Any, TypedDict
 
 from .errors import ConfigError
 
-__all__ = ["RunConfig", "RunOptions", "run_config"]
+__all__ = ["RunConfig", "RunOptions", "run_config", "ISOLATION_MODES"]
+
+ISOLATION_MODES = ("none", "process")
+"""Where agents run: ``"none"`` in this process (async agents on the event loop, sync ones on
+daemon threads), ``"process"`` in worker processes (see ``levelfield.core.isolation``)."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,9 @@ class RunConfig:
     """Run only what the journal in ``out`` lacks, then write every output as an uninterrupted run would."""
     overwrite: bool = False
     """Replace a run record already in ``out`` (otherwise that is an error: nothing is lost by accident)."""
+    isolation: str = "none"
+    """``"process"``: agents run in worker processes, so a crash (a segfault, ``os._exit``) fails
+    that run only; agents must then be picklable or ``"pkg.mod:attr"`` spec strings."""
 
     def __post_init__(self) -> None:
         def bad(option: str, value: Any, rule: str) -> ConfigError:
@@ -65,6 +72,9 @@ class RunConfig:
             if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
                 raise bad("agent_concurrency", {name: cap}, "each cap must be a whole number >= 1")
         object.__setattr__(self, "agent_concurrency", caps)
+        if self.isolation not in ISOLATION_MODES:
+            raise bad("isolation", self.isolation, "must be 'none' (agents run in this process) or 'process' (each run "
+                      "in a worker process, so a crash kills the worker, not the evaluation)")
         if self.resume and self.out is None:
             raise ConfigError("resume=True needs out=...: the folder whose runs.jsonl journal to resume")
         if self.resume and self.overwrite:
@@ -100,6 +110,7 @@ class RunOptions(TypedDict, total=False):
     out: str | Path | None
     resume: bool
     overwrite: bool
+    isolation: str
 
 
 _NAMES = tuple(f.name for f in fields(RunConfig))

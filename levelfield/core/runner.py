@@ -2,84 +2,54 @@
 
 Runs are async with a bounded number in flight; each attempt has a timeout; errors an adapter
 marks transient are retried with exponential backoff; every case and trial yields an
-``AgentRun``, whatever the agent did. Sync agents run in a thread pool as large as the
-concurrency limit (see ``run_sync``).
+``AgentRun``, whatever the agent did: an agent that raises anything (``SystemExit``, its own
+``CancelledError``, an exception whose message cannot be read...), hangs or answers nonsense is a
+failed run, and the other runs go on. Only the user's Ctrl-C (or a cancellation of the evaluation
+itself) stops it.
+
+Sync agents run in daemon worker threads (``levelfield.core.threads.run_sync``): a call that outlives its timeout is
+left behind, so it neither holds one of the ``concurrency`` slots nor keeps the process from
+exiting. With ``RunConfig(isolation="process")`` agents run in worker processes instead
+(``levelfield.core.isolation``), so a crash in native code or ``os._exit`` kills a worker, not the
+evaluation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import gc
 import random
-import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import warnings
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .config import RunConfig
 from .dataset import EvalCase, EvalDataset
-from .errors import AdapterError, AgentOutputError
+from .errors import AgentOutputError
+from .failures import attribute, describe_error, is_transient
+from .isolation import ProcessIsolation
 from .protocol import AgentRequest, AgentRunnable
+from .threads import run_coroutine, run_sync
 from .types import AgentOutput, AgentRun, Message
 
-__all__ = ["RunConfig", "run_agents", "run_sync", "run_coroutine", "describe_error", "is_transient"]
+__all__ = [
+    "RunConfig",
+    "run_agents",
+    "run_sync",
+    "run_coroutine",
+    "describe_error",
+    "is_transient",
+    "BlockingAgentWarning",
+]
 
 T = TypeVar("T")
 _timeout_scope = getattr(asyncio, "timeout", None)  # Python 3.11+
 
-_executor: contextvars.ContextVar[ThreadPoolExecutor | None] = contextvars.ContextVar(
-    "levelfield_executor", default=None
-)
-
-
-async def run_sync(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run a blocking call in the runner's worker threads (as many as its concurrency)."""
-    loop = asyncio.get_running_loop()
-    ctx = contextvars.copy_context()
-    call = functools.partial(ctx.run, fn, *args, **kwargs)
-    return await loop.run_in_executor(_executor.get(), call)
-
-
-def run_coroutine(coro: Awaitable[T]) -> T:
-    """Run a coroutine to completion from sync code, also inside a running loop (Jupyter)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)  # type: ignore[arg-type]
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = asyncio.run(coro)  # type: ignore[arg-type]
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="levelfield-run")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Errors worth retrying: those an adapter marks transient."""
-    return bool(getattr(exc, "transient", False)) or getattr(exc, "error_type", None) == "transient"
-
-
-def describe_error(exc: BaseException) -> tuple[str, str]:
-    """(error text, error type) for a failed run."""
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not str(exc):
-        return "timed out", "timeout"
-    error_type = getattr(exc, "error_type", None) or type(exc).__name__
-    text = str(exc) or type(exc).__name__
-    if not isinstance(exc, AdapterError):
-        text = f"{type(exc).__name__}: {text}"
-    return text, error_type
+class BlockingAgentWarning(RuntimeWarning):
+    """An async agent held the event loop: no other run progressed, and its timeout could not stop it."""
 
 
 class _Progress:
@@ -104,20 +74,102 @@ class _Progress:
             self.bar.close()
 
 
+# -- one attempt ------------------------------------------------------------------------------
+
+# Agents already named in a BlockingAgentWarning during this evaluation (set by run_agents).
+_warned_blocking: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("levelfield_warned_blocking", default=None)
+_BLOCKING_SECONDS = 1.0  # a step longer than this (or than the timeout) is named in a warning
+
+
+class _Watched:
+    """Awaits an agent's coroutine step by step, timing each step: a step that blocks the event
+    loop for long cannot be preempted by any timeout, so the agent is named in a warning."""
+
+    __slots__ = ("_awaitable", "_agent", "_case", "_timeout")
+
+    def __init__(self, awaitable: Awaitable[Any], agent: str, case_id: str, timeout: float | None) -> None:
+        self._awaitable = awaitable
+        self._agent = agent
+        self._case = case_id
+        self._timeout = timeout
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        steps = self._awaitable.__await__()
+        clock = time.perf_counter
+        longest = 0.0
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            while True:
+                start = clock()
+                try:
+                    signal = steps.send(value) if error is None else steps.throw(error)
+                except StopIteration as stop:
+                    return stop.value
+                finally:
+                    longest = max(longest, clock() - start)
+                value, error = None, None
+                try:
+                    value = yield signal
+                except BaseException as exc:  # noqa: BLE001 - passed on to the agent, as await would
+                    error = exc
+        finally:
+            limit = _BLOCKING_SECONDS if self._timeout is None else min(_BLOCKING_SECONDS, self._timeout)
+            if longest >= limit:
+                self._warn(longest)
+
+    def _warn(self, seconds: float) -> None:
+        warned = _warned_blocking.get()
+        if warned is None or self._agent in warned:
+            return
+        warned.add(self._agent)
+        limit = "" if self._timeout is None else f" and its timeout ({self._timeout:g} s) could not stop it"
+        warnings.warn(
+            f"agent {self._agent!r} blocked the event loop for {seconds:.1f} s in one step (case {self._case!r}): "
+            f"no other run progressed meanwhile{limit}. An async agent must not make blocking calls: make it a "
+            "sync function (levelfield runs those in threads) or wrap the blocking call in asyncio.to_thread()",
+            BlockingAgentWarning,
+            stacklevel=2,
+        )
+
+
+async def _guarded(awaitable: Awaitable[T]) -> tuple[bool, Any]:
+    # Python 3.10's wait_for runs the agent in a task of its own, whose SystemExit would escape
+    # to the event loop: catch everything but cancellation inside that task.
+    try:
+        return True, await awaitable
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        return False, exc
+
+
 async def _attempt(agent: AgentRunnable, request: AgentRequest, timeout: float | None) -> AgentOutput:
+    watched = _Watched(agent.arun(request), agent.name, request.case_id, timeout)
     if timeout is None:
-        output = await agent.arun(request)
+        output = await watched
     elif _timeout_scope is not None:
         # asyncio.timeout cancels in place; wait_for would wrap every run in one more task.
         async with _timeout_scope(timeout):
-            output = await agent.arun(request)
-    else:
-        output = await asyncio.wait_for(agent.arun(request), timeout)
+            output = await watched
+    else:  # pragma: no cover - Python 3.10
+        ok, output = await asyncio.wait_for(_guarded(watched), timeout)
+        if not ok:
+            raise output
     if not isinstance(output, AgentOutput):
         raise AgentOutputError(
             f"agent {agent.name!r} returned {type(output).__name__} from arun(); an adapter must return AgentOutput"
         )
     return output
+
+
+def _cancelled_from_outside() -> bool:
+    """Whether a CancelledError comes from cancelling the evaluation (not raised by the agent itself)."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    # Python 3.10 cannot tell the two apart: the agent's own is assumed (cancelling the evaluation
+    # also cancels the runs waiting for a slot, which stops it).
+    return bool(cancelling is not None and cancelling())
 
 
 async def _run_turn(
@@ -130,15 +182,20 @@ async def _run_turn(
         try:
             output = await _attempt(agent, request, config.timeout)
             return output, None, time.perf_counter() - start, attempt
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # every failure is recorded, never raised
-            latency = time.perf_counter() - start
-            if attempt <= config.retries and is_transient(exc):
-                delay = config.backoff * (2 ** (attempt - 1))
-                await asyncio.sleep(delay * (0.5 + random.random()))
-                continue
-            return None, exc, latency, attempt
+        except asyncio.CancelledError as exc:
+            if _cancelled_from_outside():
+                raise
+            error: BaseException = exc
+        except KeyboardInterrupt:
+            raise  # the user's Ctrl-C on this thread: stop the evaluation
+        except BaseException as exc:  # noqa: BLE001 - every other failure is recorded, never raised
+            error = exc
+        latency = time.perf_counter() - start
+        if attempt <= config.retries and is_transient(error):
+            delay = config.backoff * (2 ** (attempt - 1))
+            await asyncio.sleep(delay * (0.5 + random.random()))
+            continue
+        return None, error, latency, attempt
 
 
 async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: RunConfig, run_id: str) -> AgentRun:
@@ -166,12 +223,14 @@ async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: Run
             text, error_type = describe_error(error)
             if len(prompts) > 1:
                 text = f"turn {index + 1} of {len(prompts)}: {text}"
-            partial = getattr(error, "partial", None)
+            partial = attribute(error, "partial")
             if partial is None and hasattr(agent, "partial_output"):
                 # Adapters that track progress (e.g. a timed-out graph) can say what they had.
                 try:
                     partial = agent.partial_output(request)
-                except Exception:
+                except KeyboardInterrupt:
+                    raise
+                except BaseException:  # noqa: BLE001 - what a failed run had is a bonus, never a crash
                     partial = None
             return AgentRun(
                 case_id=case.case_id,
@@ -217,6 +276,11 @@ async def run_agents(
     """
     dataset.require_prompts()
     done = done or {}
+    isolation = None
+    if config.isolation == "process":
+        # Every agent is checked here (it must be picklable), before any run starts.
+        isolation = ProcessIsolation(agents)
+        agents = [isolation.wrap(a) for a in agents]
     run_id = uuid.uuid4().hex[:8]
     limit = asyncio.Semaphore(config.concurrency)
     per_agent = {
@@ -235,7 +299,11 @@ async def run_agents(
             await own.acquire()
         try:
             async with limit:
-                run = await run_case(agent, case, trial, config, run_id)
+                if isolation is None:
+                    run = await run_case(agent, case, trial, config, run_id)
+                else:
+                    async with isolation.lease():  # one worker for all the turns of a case
+                        run = await run_case(agent, case, trial, config, run_id)
         finally:
             if own is not None:
                 own.release()
@@ -244,8 +312,7 @@ async def run_agents(
         progress.update(run)
         return run
 
-    executor = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="levelfield")
-    token = _executor.set(executor)
+    warned = _warned_blocking.set(set())
     # Objects that exist before the runs start outlive them: keep the garbage collector from
     # re-scanning that whole heap mid-run (a full collection holds the GIL for tens of ms,
     # stalling every run in flight). They return to the collector when the runs end.
@@ -254,10 +321,10 @@ async def run_agents(
         fresh = iter(await asyncio.gather(*(one(*job) for job in jobs)))
     finally:
         gc.unfreeze()
-        _executor.reset(token)
+        _warned_blocking.reset(warned)
         progress.close()
-        # Threads of sync agents that timed out may still be running: don't wait for them.
-        executor.shutdown(wait=False, cancel_futures=True)
+        if isolation is not None:
+            await isolation.aclose()
     out: dict[str, list[AgentRun]] = {a.name: [] for a in agents}
     for agent, case, trial in plan:
         kept = done.get((agent.name, case.case_id, trial))

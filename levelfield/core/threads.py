@@ -1,0 +1,166 @@
+"""Blocking calls off the event loop, on daemon threads that a hung call cannot pin down.
+
+``run_sync`` is how adapters call sync frameworks; ``run_coroutine`` is how the sync entry points
+(``evaluate``, ``compare``) run the async engine, on a loop whose default executor is the same
+daemon threads (LangChain runs sync tools there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
+import itertools
+import queue
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from .errors import AdapterError
+from .failures import message_of
+
+__all__ = ["run_sync", "run_coroutine"]
+
+T = TypeVar("T")
+
+
+class _DaemonThreads:
+    """Daemon threads that run blocking calls, one call per thread at a time.
+
+    A thread is started whenever no idle one is waiting, so a call that hangs (its run timed out
+    and was abandoned) never makes another call wait for a thread: the runner's semaphore, not
+    this pool, bounds the calls in flight. Idle threads end after ``idle_seconds``. The threads
+    are daemons and nobody joins them, unlike ``concurrent.futures`` (whose exit hook waits for
+    every worker), so a hung call cannot keep the interpreter from exiting.
+    """
+
+    def __init__(self, idle_seconds: float = 30.0) -> None:
+        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._idle = 0  # threads waiting on the queue, minus the work items put there for them
+        self._idle_seconds = idle_seconds
+        self._names = itertools.count(1)
+
+    def submit(self, work: Callable[[], None]) -> None:
+        """Run ``work()`` (which reports its own outcome and must not raise) on an idle or new thread."""
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+                self._queue.put(work)
+                return
+        name = f"levelfield-sync-{next(self._names)}"
+        threading.Thread(target=self._serve, args=(work,), name=name, daemon=True).start()
+
+    def _serve(self, work: Callable[[], None] | None) -> None:
+        while work is not None:
+            try:
+                work()
+            except BaseException:  # noqa: BLE001 - work items deliver their own outcome
+                pass
+            work = None
+            with self._lock:
+                self._idle += 1
+            while work is None:
+                try:
+                    work = self._queue.get(timeout=self._idle_seconds)
+                except queue.Empty:
+                    with self._lock:
+                        if self._queue.empty():  # nothing was put for this thread: retire it
+                            self._idle -= 1
+                            return
+
+
+_threads = _DaemonThreads()
+
+
+def _settle(future: asyncio.Future, outcome: tuple[bool, Any]) -> None:
+    if not future.done():  # cancelled: the run timed out and went on without this call
+        future.set_result(outcome)
+
+
+async def run_sync(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run a blocking call in a daemon worker thread and await its result.
+
+    If the awaiting run is cancelled (its timeout), the call is abandoned: its thread finishes
+    whenever the call returns, holding no slot of the runner meanwhile.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future = loop.create_future()
+    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+
+    def work() -> None:
+        try:
+            outcome: tuple[bool, Any] = (True, call())
+        except BaseException as exc:  # noqa: BLE001 - SystemExit & co. become the run's failure
+            outcome = (False, exc)
+        try:
+            loop.call_soon_threadsafe(_settle, future, outcome)
+        except RuntimeError:  # the loop is closed: nobody waits for this call any more
+            pass
+
+    _threads.submit(work)
+    # The outcome travels boxed: an asyncio future refuses StopIteration as an exception.
+    ok, value = await future
+    if ok:
+        return value
+    if isinstance(value, KeyboardInterrupt):
+        # Raised by the agent's own code (signals reach the main thread, not this one): a fault of
+        # the run, not the user's Ctrl-C, so it must not stop the evaluation.
+        raise AdapterError(f"KeyboardInterrupt: {message_of(value) or 'raised by the agent in its worker thread'}", error_type="KeyboardInterrupt") from value
+    raise value
+
+
+class _DaemonExecutor(concurrent.futures.ThreadPoolExecutor):
+    """The default executor of the loops levelfield creates (``loop.run_in_executor(None, ...)``,
+    which LangChain uses for sync tools): calls go to the daemon threads, and shutting it down
+    never waits for a call that hangs."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)  # the base class starts no thread until its own submit
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future:  # type: ignore[override]
+        future: concurrent.futures.Future = concurrent.futures.Future()
+
+        def work() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:  # noqa: BLE001
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+        _threads.submit(work)
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Nothing to wait for: abandoned calls finish (or not) on their own daemon threads."""
+
+
+async def _on_daemon_executor(coro: Awaitable[T]) -> T:
+    asyncio.get_running_loop().set_default_executor(_DaemonExecutor())
+    return await coro
+
+
+def run_coroutine(coro: Awaitable[T]) -> T:
+    """Run a coroutine to completion from sync code, also inside a running loop (Jupyter)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_on_daemon_executor(coro))
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(_on_daemon_executor(coro))
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="levelfield-run")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
