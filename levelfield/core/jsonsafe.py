@@ -25,9 +25,10 @@ timedelta                                      ISO 8601 duration text (``"P1DT2H
 Decimal                                        its exact decimal text (``"0.1000"``)
 NumPy scalar / array, pandas Series            the Python value / nested list (``tolist()``), then these rules
 pandas ``NA``                                  ``null`` (``NaT`` is a datetime: ``"NaT"``)
-pydantic model                                 its ``model_dump()`` (fields one by one if that fails)
+pydantic model                                 an object of its fields (``exclude``d fields left out)
 dataclass instance                             an object of its fields
-UUID, Path, IP address, regex pattern...       the text pydantic gives them
+a path (``os.PathLike``)                       its text (``os.fspath``)
+UUID, IP address, regex pattern...             the text pydantic gives them
 anything else                                  its ``repr()`` (``"<unrepresentable Foo>"`` if that raises)
 a container already being written (a cycle)    ``"<cycle: list>"`` (naming the type)
 nesting deeper than 100 levels                 ``"<nested too deep: list>"``
@@ -47,6 +48,7 @@ import datetime as _dt
 import enum
 import json
 import math
+import os
 import sys
 from collections.abc import Mapping
 from decimal import Decimal
@@ -172,6 +174,9 @@ def _convert(value: Any, depth: int, path: set[int]) -> Any:
         return _bytes(value)
     if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
         return value.isoformat()
+    if isinstance(value, os.PathLike):
+        path = os.fspath(value)
+        return path if isinstance(path, str) else _bytes(path)
     if isinstance(value, Decimal):
         if value.is_finite():
             return str(value)
@@ -179,8 +184,7 @@ def _convert(value: Any, depth: int, path: set[int]) -> Any:
     module = (getattr(type(value), "__module__", "") or "").split(".")[0]
     if module in ("numpy", "pandas"):
         return _array_like(value, depth, path)
-    model_dump = getattr(type(value), "model_dump", None)
-    if model_dump is not None and hasattr(type(value), "model_fields"):
+    if hasattr(type(value), "model_fields") and hasattr(type(value), "model_dump"):
         return _container(value, depth, path, lambda: _model(value, depth, path))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _container(
@@ -217,17 +221,17 @@ def _is_pandas_missing(value: Any) -> bool:
     return pandas is not None and value is getattr(pandas, "NA", None)
 
 
-def _model(value: Any, depth: int, path: set[int]) -> Any:
-    try:
-        dumped = value.model_dump()
-    except Exception:  # a cycle or a failing serializer inside: read the fields one by one
-        fields = getattr(type(value), "model_fields", {})
-        return {
-            name: _walk(getattr(value, name, None), depth + 1, path)
-            for name, info in fields.items()
-            if not getattr(info, "exclude", False)
-        }
-    return _walk(dumped, depth + 1, path)
+def _model(value: Any, depth: int, path: set[int]) -> dict[str, Any]:
+    # Field by field rather than model_dump(): the same rules (and cycle guard) all the way down.
+    out = {
+        name: _walk(getattr(value, name, None), depth + 1, path)
+        for name, info in type(value).model_fields.items()
+        if not getattr(info, "exclude", False)
+    }
+    extra = getattr(value, "__pydantic_extra__", None) or {}
+    for name, item in extra.items():
+        out.setdefault(str(name), _walk(item, depth + 1, path))
+    return out
 
 
 def _pydantic_leaf(value: Any) -> Any:

@@ -20,6 +20,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.jsonsafe import to_jsonable
+
 if TYPE_CHECKING:
     from ..comparison import AgentCase, Comparison
     from ..core.diff import MarkedCall
@@ -238,7 +240,8 @@ def _pairwise_section(cmp: Comparison) -> str:
 
 
 def _call_text(call: Any) -> str:
-    args = json.dumps(call.tool_input, sort_keys=True, ensure_ascii=False, default=str)
+    # Agent data may hold anything (sets, objects, cycles): written by to_jsonable's rules, never raising.
+    args = json.dumps(to_jsonable(call.tool_input), sort_keys=True, ensure_ascii=False)
     return f"{call.tool_name}({args})"
 
 
