@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from .errors import AdapterError
 from .failures import message_of
 
-__all__ = ["run_sync", "run_coroutine"]
+__all__ = ["run_sync", "run_coroutine", "RaisedInThread", "contained"]
 
 T = TypeVar("T")
 
@@ -104,11 +104,32 @@ async def run_sync(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     ok, value = await future
     if ok:
         return value
-    if isinstance(value, KeyboardInterrupt):
-        # Raised by the agent's own code (signals reach the main thread, not this one): a fault of
-        # the run, not the user's Ctrl-C, so it must not stop the evaluation.
-        raise AdapterError(f"KeyboardInterrupt: {message_of(value) or 'raised by the agent in its worker thread'}", error_type="KeyboardInterrupt") from value
-    raise value
+    raise contained(value)
+
+
+class RaisedInThread(AdapterError):
+    """A ``BaseException`` (SystemExit, KeyboardInterrupt, GeneratorExit...) or a ``StopIteration``
+    raised by an agent's code in a worker thread, carried as an ordinary exception.
+
+    Left as it was, it would escape whatever task awaits it (asyncio re-raises SystemExit and
+    KeyboardInterrupt out of the event loop; a future refuses StopIteration) and sink the
+    evaluation. A KeyboardInterrupt in a worker thread is never the user's Ctrl-C (signals reach
+    the main thread): it is the agent's. The run records the original type and message.
+    """
+
+    def __init__(self, original: BaseException) -> None:
+        name = type(original).__name__
+        super().__init__(f"{name}: {message_of(original) or name}", error_type=name)
+        self.original = original
+
+
+def contained(exc: BaseException) -> BaseException:
+    """``exc``, or a :class:`RaisedInThread` carrying it if it is not safe to raise into a task."""
+    if isinstance(exc, Exception) and not isinstance(exc, (StopIteration, StopAsyncIteration)):
+        return exc
+    wrapper = RaisedInThread(exc)
+    wrapper.__cause__ = exc
+    return wrapper
 
 
 class _DaemonExecutor(concurrent.futures.ThreadPoolExecutor):
@@ -128,7 +149,7 @@ class _DaemonExecutor(concurrent.futures.ThreadPoolExecutor):
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:  # noqa: BLE001
-                future.set_exception(exc)
+                future.set_exception(contained(exc))
             else:
                 future.set_result(result)
 
