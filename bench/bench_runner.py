@@ -1,8 +1,8 @@
 """Runner overhead: 2,000 cases, an agent that sleeps 50 ms, concurrency 100.
 
 Ideal wall time = cases / concurrency x 50 ms = 1.0 s. Prints the whole ``evaluate`` (runs and
-scoring) over the ideal, for an async agent and a sync one (sync functions run in worker
-threads, as many as ``concurrency``). Target <= 1.15. For scale: Vertex's EvalTask takes about
+scoring) over the ideal, for an async agent and a sync one (sync functions run on daemon
+threads, one per call in flight, reused). Target <= 1.15. For scale: Vertex's EvalTask takes about
 1.65x the ideal on this workload with its 100 threads.
 
 Then the journal's cost: the same workload with ``out=`` (every run appended to runs.jsonl as it
