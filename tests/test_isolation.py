@@ -134,7 +134,7 @@ def test_compare_isolates_every_agent():
 
 
 def test_unknown_isolation_mode_is_a_config_error():
-    with pytest.raises(lf.ConfigError, match=r"isolation must be 'none' .* or 'process'.*got 'thread'"):
+    with pytest.raises(lf.ConfigError, match=r"isolation='thread': must be 'none' .* or 'process'"):
         lf.evaluate([{"prompt": "a"}], crashing_agent, isolation="thread", progress=False)
 
 

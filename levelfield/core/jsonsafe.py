@@ -9,8 +9,8 @@ value                                          written as
 =============================================  ==========================================================
 ``None``, ``bool``, ``int``, ``str``, finite   itself (subclasses as their plain base type)
 ``float``
-NaN, +inf, -inf (float, NumPy, Decimal)        the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``
-                                               (the tokens Python's ``json`` and JavaScript read back)
+NaN, +inf, -inf (float, NumPy, Decimal)        ``null``: JSON has no such numbers, and null is how pandas,
+                                               Vertex and the run record write a number that is not one
 ``Enum`` member                                its ``value``, converted by these rules
 dict / any ``Mapping``                         an object; a key that is not a string is converted by
                                                these rules and, if still not a string, written as its
@@ -81,12 +81,8 @@ def _marker(what: str, value: Any) -> str:
     return f"<{what} {name}>" if what == "unrepresentable" else f"<{what}: {name}>"
 
 
-def _float(value: float) -> float | str:
-    if math.isfinite(value):
-        return value
-    if math.isnan(value):
-        return "NaN"
-    return "Infinity" if value > 0 else "-Infinity"
+def _float(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def _walk(value: Any, depth: int, path: set[int]) -> Any:
@@ -178,9 +174,7 @@ def _convert(value: Any, depth: int, path: set[int]) -> Any:
         path = os.fspath(value)
         return path if isinstance(path, str) else _bytes(path)
     if isinstance(value, Decimal):
-        if value.is_finite():
-            return str(value)
-        return "NaN" if value.is_nan() else ("-Infinity" if value.is_signed() else "Infinity")
+        return str(value) if value.is_finite() else None
     module = (getattr(type(value), "__module__", "") or "").split(".")[0]
     if module in ("numpy", "pandas"):
         return _array_like(value, depth, path)
