@@ -191,6 +191,7 @@ class ProcessIsolation:
         self._context = _context(any(from_main for _, from_main in pickled.values()))
         self._idle: list[_Worker] = []
         self._workers: set[_Worker] = set()
+        self._start_error = "it exited while starting"
 
     def wrap(self, agent: AgentRunnable) -> AgentRunnable:
         """The runnable the runner uses in place of ``agent``."""
@@ -214,7 +215,11 @@ class ProcessIsolation:
         """An idle worker, or a new one once it has started; None if it died starting."""
         if self._idle:
             return self._idle.pop()
-        return await run_sync(self._start_worker)
+        try:
+            return await run_sync(self._start_worker)
+        except Exception as exc:  # noqa: BLE001 - no process could be made: the runs fail, saying why
+            self._start_error = f"{type(exc).__name__}: {exc}"
+            return None
 
     def _start_worker(self) -> _Worker | None:
         # Blocking (in a thread): the first start also waits for the fork server to import levelfield.
@@ -240,7 +245,8 @@ class ProcessIsolation:
                 lease.worker = await self._acquire()
             if lease.worker is None:
                 raise AdapterError(
-                    f"agent {name!r} on case {request.case_id!r}: a worker process could not be started",
+                    f"agent {name!r} on case {request.case_id!r}: a worker process could not be started "
+                    f"({self._start_error})",
                     error_type="worker_died",
                 )
             worker = lease.worker

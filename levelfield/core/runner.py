@@ -7,9 +7,9 @@ marks transient are retried with exponential backoff; every case and trial yield
 failed run, and the other runs go on. Only the user's Ctrl-C (or a cancellation of the evaluation
 itself) stops it.
 
-Sync agents run in daemon worker threads (``levelfield.core.threads.run_sync``): a call that outlives its timeout is
-left behind, so it neither holds one of the ``concurrency`` slots nor keeps the process from
-exiting. With ``RunConfig(isolation="process")`` agents run in worker processes instead
+Sync agents run on daemon threads (``levelfield.core.threads.run_sync``): a call that outlives
+its timeout is left behind, so it neither holds one of the ``concurrency`` slots nor keeps the
+process from exiting. With ``RunConfig(isolation="process")`` agents run in worker processes instead
 (``levelfield.core.isolation``), so a crash in native code or ``os._exit`` kills a worker, not the
 evaluation.
 """
@@ -47,6 +47,7 @@ __all__ = [
 
 T = TypeVar("T")
 _timeout_scope = getattr(asyncio, "timeout", None)  # Python 3.11+
+
 
 class BlockingAgentWarning(RuntimeWarning):
     """An async agent held the event loop: no other run progressed, and its timeout could not stop it."""
