@@ -147,3 +147,15 @@ def test_well_behaved_async_agents_raise_no_blocking_warning(recwarn):
 
     lf.evaluate([{"prompt": "a"}], polite, metrics=[], progress=False, timeout=5)
     assert not [w for w in recwarn if issubclass(w.category, BlockingAgentWarning)]
+
+
+def test_sync_calls_reuse_idle_threads_instead_of_starting_one_each():
+    names = set()
+
+    def agent(prompt):
+        names.add(threading.current_thread().name)
+        return "ok"
+
+    lf.evaluate([{"prompt": f"p{i}"} for i in range(40)], agent, metrics=[], progress=False, concurrency=2)
+    assert 1 <= len(names) <= 4  # two in flight at a time; idle threads take the next call
+    assert all(name.startswith("levelfield-sync-") for name in names)

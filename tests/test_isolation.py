@@ -2,7 +2,12 @@
 
 import ctypes
 import os
+import signal
+import subprocess
+import sys
 import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -146,3 +151,36 @@ def test_cli_runs_agents_in_worker_processes_with_isolation_process(tmp_path, ca
     assert code == 0
     runs = (tmp_path / "out" / "runs.jsonl").read_text()
     assert '"error_type": "worker_died"' in runs and "answer from" in runs
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_ctrl_c_with_worker_processes_exits_130_and_leaves_no_process_behind(tmp_path):
+    data = tmp_path / "cases.jsonl"
+    data.write_text("".join(f'{{"case_id": "c{i}", "prompt": "case {i}"}}\n' for i in range(40)))
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, LF_TEST_CALLS=str(tmp_path / "calls.txt"), LF_TEST_SLEEP="0.2",
+               PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, "-m", "levelfield", "eval", str(data), "--agent", "tests.fixture.counting_agent:agent",
+           "--isolation", "process", "--concurrency", "2", "--out", str(tmp_path / "out"), "--quiet"]
+    # A session of its own, so the SIGINT goes to the whole group as a terminal's Ctrl-C does.
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    calls = tmp_path / "calls.txt"
+    deadline = time.monotonic() + 90
+    while not (calls.exists() and len(calls.read_text().splitlines()) >= 3):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    deadline = time.monotonic() + 30
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _group_alive(proc.pid)  # no worker (or fork server) outlives the command
