@@ -150,12 +150,27 @@ def test_well_behaved_async_agents_raise_no_blocking_warning(recwarn):
 
 
 def test_sync_calls_reuse_idle_threads_instead_of_starting_one_each():
-    names = set()
+    from levelfield.core.threads import _DaemonThreads
 
-    def agent(prompt):
-        names.add(threading.current_thread().name)
-        return "ok"
+    pool = _DaemonThreads(idle_seconds=5)  # a pool of its own: other tests' idle threads do not count
+    names = []
+    for _ in range(20):  # one call after another: the thread of the last call is idle for the next
+        done = threading.Event()
+        pool.submit(lambda: (names.append(threading.current_thread().name), done.set()))
+        assert done.wait(5)
+        time.sleep(0.01)
+    assert len(set(names)) == 1
 
-    lf.evaluate([{"prompt": f"p{i}"} for i in range(40)], agent, metrics=[], progress=False, concurrency=2)
-    assert 1 <= len(names) <= 4  # two in flight at a time; idle threads take the next call
-    assert all(name.startswith("levelfield-sync-") for name in names)
+
+def test_a_hung_call_makes_the_pool_start_another_thread_for_the_next():
+    from levelfield.core.threads import _DaemonThreads
+
+    pool = _DaemonThreads(idle_seconds=5)
+    stuck, release, done = threading.Event(), threading.Event(), threading.Event()
+    pool.submit(lambda: (stuck.set(), release.wait(10)))
+    assert stuck.wait(5)
+    pool.submit(done.set)
+    try:
+        assert done.wait(5)  # not queued behind the hung call
+    finally:
+        release.set()
