@@ -184,3 +184,11 @@ def test_ctrl_c_with_worker_processes_exits_130_and_leaves_no_process_behind(tmp
     while _group_alive(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _group_alive(proc.pid)  # no worker (or fork server) outlives the command
+
+
+def test_an_unpicklable_agent_leaves_no_journal_behind(tmp_path):
+    with pytest.raises(lf.ConfigError, match="cannot be sent to a worker process"):
+        lf.evaluate([{"prompt": "a"}], lambda p: "x", isolation="process", out=tmp_path / "out", progress=False)
+    assert not (tmp_path / "out" / "runs.jsonl").exists()
+    result = lf.evaluate([{"prompt": "a"}], crashing_agent, out=tmp_path / "out", progress=False)  # no --overwrite needed
+    assert not result.runs[0].failure

@@ -22,6 +22,7 @@ from .metrics.base import Metric
 from .protocol import AgentRunnable
 from .record import RUNS_FILE, Journal, RunKey, check_resumable, fingerprints_of, make_header, read_record
 from .results import SAVED_AGENT, EvalResult
+from .isolation import check_picklable
 from .runner import run_agents
 from .scoring import RunScorer, context_for, score_rows
 from .types import AgentOutput, AgentRun
@@ -145,6 +146,8 @@ async def run_and_score(
     """Every agent on every case and trial, each run scored (and journaled) as it finishes; one result per agent."""
     dataset, skipped = _skip_scenarios(dataset)
     dataset.require_prompts()
+    if config.isolation == "process":
+        check_picklable(agents)  # before the journal exists: a bad agent must leave nothing behind
     scorer = RunScorer(dataset, metrics)
     journal, done = open_journal(dataset, [a.name for a in agents], metrics, config, kind=kind, settings=settings)
 

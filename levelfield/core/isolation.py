@@ -42,7 +42,7 @@ from .failures import describe_error, is_transient
 from .threads import run_sync
 from .types import AgentOutput
 
-__all__ = ["ProcessIsolation", "WorkerError"]
+__all__ = ["ProcessIsolation", "WorkerError", "check_picklable"]
 
 
 class WorkerError(AdapterError):
@@ -157,6 +157,12 @@ def _pickle_agent(agent: AgentRunnable) -> tuple[bytes, bool]:
             f"which a worker process cannot import. {advice}"
         )
     return buffer.getvalue(), bool(pickler.from_main)
+
+
+def check_picklable(agents: Sequence[AgentRunnable]) -> None:
+    """Raise a ConfigError naming the first agent that cannot be sent to a worker process."""
+    for agent in agents:
+        _pickle_agent(agent)
 
 
 def _context(from_main: bool) -> Any:
