@@ -1,6 +1,7 @@
 """isolation="process": agents run in worker processes; a crash there fails one run, not the evaluation."""
 
 import ctypes
+import json
 import os
 import signal
 import subprocess
@@ -149,8 +150,10 @@ def test_cli_runs_agents_in_worker_processes_with_isolation_process(tmp_path, ca
     code = cli_main(["eval", str(data), "--agent", "test_isolation:crashing_agent", "--isolation", "process", "-q",
                      "--metric", "exact_match", "--retries", "0", "--out", str(tmp_path / "out")])
     assert code == 0
-    runs = (tmp_path / "out" / "runs.jsonl").read_text()
-    assert '"error_type": "worker_died"' in runs and "answer from" in runs
+    lines = [json.loads(line) for line in (tmp_path / "out" / "runs.jsonl").read_text().splitlines() if line.strip()]
+    runs = {r["case_id"]: r["run"] for r in lines if r.get("kind") == "run"}
+    assert runs["exit"]["error_type"] == "worker_died"
+    assert runs["ok"]["output"]["response"].startswith("answer from")
 
 
 def _group_alive(pgid: int) -> bool:
