@@ -149,6 +149,11 @@ def _bytes(value: Any) -> str:
 
 
 def _convert(value: Any, depth: int, path: set[int]) -> Any:
+    kind = type(value)
+    if kind is dict:  # the common containers first: no ABC checks on the hot path
+        return _container(value, depth, path, lambda: _mapping(value, depth, path))
+    if kind is list:
+        return _container(value, depth, path, lambda: [_walk(v, depth + 1, path) for v in list(value)])
     # Enum before int/str: an IntEnum member is an int too, but its value is what it means.
     if isinstance(value, enum.Enum):
         return _walk(value.value, depth + 1, path)
