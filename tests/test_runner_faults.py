@@ -168,6 +168,29 @@ def test_langgraph_tool_raising_system_exit_is_a_failed_run_of_that_case():
     assert runs["boom"].failure and runs["boom"].error_type == "SystemExit"
 
 
+def test_langgraph_async_tool_raising_system_exit_in_its_own_task_is_a_failed_run():
+    # LangGraph runs async tools in tasks of its own: asyncio would re-raise the SystemExit out of
+    # the event loop, ending the whole evaluation.
+    @tool
+    async def shutdown(device: str) -> str:
+        """Shut a device down."""
+        if device == "bad":
+            raise SystemExit("async tool pulled the plug")
+        return "off"
+
+    def policy(messages):
+        if not tool_outputs_by_turn(messages)[-1:] or not tool_outputs_by_turn(messages)[-1]:
+            return [("shutdown", {"device": "bad" if "bad" in messages[-1].content else "lamp"})]
+        return "done"
+
+    graph = create_agent(ScriptedChatModel(policy), tools=[shutdown])
+    result = lf.evaluate([{"case_id": "ok", "prompt": "turn off lamp"}, {"case_id": "boom", "prompt": "turn off bad"}],
+                         graph, metrics=[], progress=False, retries=0)
+    runs = {r.case_id: r for r in result.runs}
+    assert not runs["ok"].failure and runs["ok"].output.response == "done"
+    assert runs["boom"].failure and "SystemExit: async tool pulled the plug" in runs["boom"].error
+
+
 def test_other_runs_finish_while_a_fault_is_recorded_concurrently():
     gate = threading.Barrier(2, timeout=5)
 

@@ -2,7 +2,8 @@
 
 ``run_sync`` is how adapters call sync frameworks; ``run_coroutine`` is how the sync entry points
 (``evaluate``, ``compare``) run the async engine, on a loop whose default executor is the same
-daemon threads (LangChain runs sync tools there).
+daemon threads (LangChain runs sync tools there) and whose tasks cannot let a ``SystemExit``
+escape the loop.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any, TypeVar
 from .errors import AdapterError
 from .failures import message_of
 
-__all__ = ["run_sync", "run_coroutine", "RaisedInThread", "contained"]
+__all__ = ["run_sync", "run_coroutine", "ContainedBaseException", "contained"]
 
 T = TypeVar("T")
 
@@ -107,9 +108,10 @@ async def run_sync(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     raise contained(value)
 
 
-class RaisedInThread(AdapterError):
+class ContainedBaseException(AdapterError):
     """A ``BaseException`` (SystemExit, KeyboardInterrupt, GeneratorExit...) or a ``StopIteration``
-    raised by an agent's code in a worker thread, carried as an ordinary exception.
+    raised by an agent's code in a worker thread (or a SystemExit in a framework's own task),
+    carried as an ordinary exception.
 
     Left as it was, it would escape whatever task awaits it (asyncio re-raises SystemExit and
     KeyboardInterrupt out of the event loop; a future refuses StopIteration) and sink the
@@ -124,10 +126,10 @@ class RaisedInThread(AdapterError):
 
 
 def contained(exc: BaseException) -> BaseException:
-    """``exc``, or a :class:`RaisedInThread` carrying it if it is not safe to raise into a task."""
+    """``exc``, or a :class:`ContainedBaseException` carrying it if it is not safe to raise into a task."""
     if isinstance(exc, Exception) and not isinstance(exc, (StopIteration, StopAsyncIteration)):
         return exc
-    wrapper = RaisedInThread(exc)
+    wrapper = ContainedBaseException(exc)
     wrapper.__cause__ = exc
     return wrapper
 
@@ -160,8 +162,25 @@ class _DaemonExecutor(concurrent.futures.ThreadPoolExecutor):
         """Nothing to wait for: abandoned calls finish (or not) on their own daemon threads."""
 
 
+async def _contain_exit(coro: Any) -> Any:
+    try:
+        return await coro
+    except SystemExit as exc:
+        raise ContainedBaseException(exc) from exc
+
+
+def _containing_task_factory(loop: asyncio.AbstractEventLoop, coro: Any, **options: Any) -> asyncio.Task:
+    # asyncio re-raises a SystemExit out of the event loop from any task, ending every run at once.
+    # Frameworks run agent code in tasks of their own (LangGraph's async tools): in those, it
+    # becomes an ordinary exception, so it fails that run only.
+    return asyncio.Task(_contain_exit(coro), loop=loop, **options)
+
+
 async def _on_daemon_executor(coro: Awaitable[T]) -> T:
-    asyncio.get_running_loop().set_default_executor(_DaemonExecutor())
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(_DaemonExecutor())
+    if loop.get_task_factory() is None:
+        loop.set_task_factory(_containing_task_factory)
     return await coro
 
 
