@@ -207,3 +207,16 @@ def test_an_unknown_reducer_is_a_config_error_before_any_run():
 
     with pytest.raises(lf.ConfigError, match="reducer='best'"):
         lf.compare(CASES, {"x": never}, ["exact_match"], reducer="best", progress=False)
+
+
+def test_arguments_that_contain_themselves_score_no_match_and_save(tmp_path):
+    def loops(prompt):
+        args = {"on": True}
+        args["again"] = args
+        return {"response": "done", "predicted_trajectory": [{"tool_name": "switch", "tool_input": args}]}
+
+    cmp = lf.compare(CASES[:1], {"loops": loops}, ["trajectory_exact_match", "trajectory_recall"], progress=False,
+                     out=tmp_path)
+    assert cmp.summary.loc["loops", "trajectory_recall/mean"] == 0.0
+    call = Comparison.load(tmp_path).results["loops"].runs[0].output.trajectory[0]
+    assert call.tool_input["on"] is True and "cycle" in json.dumps(call.tool_input)

@@ -139,13 +139,17 @@ class ToolCallMatcher:
 
         Only defined for equivalence matchers (``is_equivalence``)."""
         rule = self.tools.get(call.tool_name, self.args) if self.tools else self.args
-        if rule == "exact":
-            return (call.tool_name, self._canon(call.tool_input))
-        if rule == "ignore":
-            return (call.tool_name,)
-        if isinstance(rule, tuple):
-            args = call.tool_input
-            return (call.tool_name, tuple(self._canon(args.get(k, _MISSING)) for k in rule))
+        try:
+            if rule == "exact":
+                return (call.tool_name, self._canon(call.tool_input))
+            if rule == "ignore":
+                return (call.tool_name,)
+            if isinstance(rule, tuple):
+                args = call.tool_input
+                return (call.tool_name, tuple(self._canon(args.get(k, _MISSING)) for k in rule))
+        except RecursionError:
+            # Arguments that contain themselves equal no other call's; they must not crash scoring.
+            return (call.tool_name, "<arguments that contain themselves>", id(call))
         raise TypeError(f"{self!r} is not an equivalence; use matches()")
 
     # -- pairwise decision (any matcher) --------------------------------------------------
