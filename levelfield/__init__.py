@@ -31,6 +31,7 @@ from .core.matching import ToolCallMatcher
 from .core.protocol import AgentRequest, AgentRunnable
 from .core.results import EvalResult
 from .core.types import AgentOutput, AgentRun, Message, ToolCall, Usage
+from .simulation import TaskSuccess, UserSimulator, UserTurn
 
 __version__ = "0.1.0"
 
@@ -61,6 +62,9 @@ __all__ = [
     "Message",
     "ToolCall",
     "Usage",
+    "UserSimulator",
+    "UserTurn",
+    "TaskSuccess",
     "LevelfieldError",
     "DatasetError",
     "MetricError",

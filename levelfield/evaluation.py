@@ -30,6 +30,7 @@ from .core.protocol import AgentRunnable
 from .core.results import EvalResult
 from .core.runner import run_coroutine
 from .formats import load_dataset
+from .simulation import as_simulator
 
 __all__ = ["evaluate", "aevaluate", "EvalTask", "compare", "acompare"]
 
@@ -42,6 +43,7 @@ async def aevaluate(
     name: str | None = None,
     config: RunConfig | None = None,
     human_labels: Any = None,
+    simulator: Any = None,
     **options: Unpack[RunOptions],
 ) -> EvalResult:
     """Async twin of :func:`evaluate`."""
@@ -55,7 +57,8 @@ async def aevaluate(
         result = await score_saved(ds, resolved, cfg)
     else:
         runnable: AgentRunnable = _agent(agent, name, cfg.isolation)
-        result = (await run_and_score(ds, [runnable], resolved, cfg, kind="evaluate"))[runnable.name]
+        result = (await run_and_score(ds, [runnable], resolved, cfg, kind="evaluate",
+                                      simulator=as_simulator(simulator)))[runnable.name]
     if labels is not None:
         result.judge_corrections = correct_judged(result, labels)
     elif any("human_label" in c.metadata for c in ds) and judged_binary_metrics(result):
@@ -74,6 +77,7 @@ def evaluate(
     name: str | None = None,
     config: RunConfig | None = None,
     human_labels: Any = None,
+    simulator: Any = None,
     **options: Unpack[RunOptions],
 ) -> EvalResult:
     """Run ``agent`` on every case of ``dataset`` and score it; without an agent, score saved predictions.
@@ -93,9 +97,12 @@ def evaluate(
     the same without this option.
     ``isolation="process"`` runs the agent in worker processes, so a crash (a segfault,
     ``os._exit``) fails that run only; the agent must then be picklable or a ``"pkg.mod:attr"`` spec.
+    ``simulator``: a user simulator (``lf.UserSimulator(model)``, ``lf.testing.ScriptedUser(...)``)
+    that plays the dataset's conversation-scenario cases; without one they are skipped.
     """
     return run_coroutine(
-        aevaluate(dataset, agent, metrics, name=name, config=config, human_labels=human_labels, **options)
+        aevaluate(dataset, agent, metrics, name=name, config=config, human_labels=human_labels,
+                  simulator=simulator, **options)
     )
 
 
@@ -170,6 +177,7 @@ async def acompare(
     fail_if_worse: str | Sequence[str] | None = None,
     margin: float = 0.0,
     alpha: float = 0.05,
+    simulator: Any = None,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Async twin of :func:`compare`."""
@@ -187,7 +195,8 @@ async def acompare(
     if baseline is not None:
         # Loaded before any agent runs, so a bad baseline fails fast.
         joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials)
-    results = await run_and_score(ds, runnables, resolved, cfg, kind="compare", settings=settings)
+    results = await run_and_score(ds, runnables, resolved, cfg, kind="compare", settings=settings,
+                                  simulator=as_simulator(simulator))
     if joined is not None:
         results[joined.name] = joined.result
     cmp = Comparison(ds, results, resolved, trials=cfg.trials, config=cfg, **settings)
@@ -218,6 +227,7 @@ def compare(
     fail_if_worse: str | Sequence[str] | None = None,
     margin: float = 0.0,
     alpha: float = 0.05,
+    simulator: Any = None,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Run every agent on every case of ``dataset`` and score them with the same metrics.
@@ -236,12 +246,14 @@ def compare(
     ``{"main": folder}``; paired by case id and trial, cases on one side only listed in
     ``cmp.baseline``. ``fail_if_worse=["metric", ...]`` raises ``RegressionError`` when an agent
     is worse than the baseline with Holm-adjusted p < ``alpha`` (worse by more than ``margin``,
-    in the metric's units, when one is given); see ``levelfield.gate``.
+    in the metric's units, when one is given); see ``levelfield.gate``. ``simulator`` plays the
+    conversation-scenario cases: the first agent on each case and trial meets the live simulated
+    user, every other agent gets that user's turns verbatim (the same user for all).
     """
     return run_coroutine(
         acompare(
             dataset, agents, metrics, config=config, failed_runs=failed_runs, confidence=confidence,
             test=test, seed=seed, reducer=reducer, baseline=baseline, fail_if_worse=fail_if_worse,
-            margin=margin, alpha=alpha, **options,
+            margin=margin, alpha=alpha, simulator=simulator, **options,
         )
     )

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_snake
 
 from .errors import DatasetError
 from .types import Message, ToolCall
 
-__all__ = ["EvalCase", "EvalDataset", "Turn", "case_from_row", "dataset_from_rows", "dataset_from_located", "ALIASES"]
+__all__ = ["EvalCase", "EvalDataset", "Turn", "Scenario", "parse_scenario", "case_from_row", "dataset_from_rows", "dataset_from_located", "ALIASES"]
 
 # Canonical field -> accepted column names, first wins.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -54,6 +55,73 @@ class Turn(BaseModel):
         return self.response is not None or self.predicted_trajectory is not None
 
 
+class Scenario(BaseModel):
+    """A conversation a simulated user plays out (ADK's ``conversation_scenario`` field names)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    starting_prompt: str
+    """The user's first message, sent as is (no simulator call)."""
+    conversation_plan: str = ""
+    """What the user wants and how to go about it; the simulator follows it, the judge of
+    ``task_success`` checks the conversation against it."""
+    user_persona: Any = None
+    """Who the user is: a description, an ADK persona object, or an ADK persona id."""
+
+    @property
+    def persona_text(self) -> str:
+        """The persona as text for a prompt ("" when none)."""
+        persona = self.user_persona
+        if persona is None:
+            return ""
+        if isinstance(persona, Mapping):
+            parts = [str(persona.get("description") or persona.get("id") or "")]
+            for behavior in persona.get("behaviors") or []:
+                if isinstance(behavior, Mapping):
+                    parts.append(f"- {behavior.get('name', '')}: {behavior.get('description', '')}".rstrip(": "))
+            return "\n".join(p for p in parts if p)
+        return str(persona)
+
+
+def parse_scenario(value: Any, where: str, column: str, prompt: str | None = None) -> dict[str, Any] | None:
+    """A scenario cell: ADK's ``{starting_prompt, conversation_plan, user_persona}`` (or a JSON string
+    of it), or a plain string taken as the plan, the row's ``prompt`` then being the starting prompt.
+
+    Returns the scenario as a dict (validated); errors name ``where`` and the field.
+    """
+    if _is_missing(value) or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("{"):
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{where}, field '{column}': not valid JSON ({exc.msg})") from None
+        else:
+            value = {"conversation_plan": text}
+    if not isinstance(value, Mapping):
+        raise DatasetError(
+            f"{where}, field '{column}': expected {{\"starting_prompt\", \"conversation_plan\"[, \"user_persona\"]}} "
+            f"or a plan as text, got {type(value).__name__}"
+        )
+    data = {to_snake(str(k)): v for k, v in value.items()}
+    if not data.get("starting_prompt") and prompt:
+        data["starting_prompt"] = prompt
+    if not isinstance(data.get("starting_prompt"), str) or not data["starting_prompt"].strip():
+        raise DatasetError(
+            f"{where}, field '{column}': the scenario has no 'starting_prompt'; give the user's first message "
+            "there (or in the row's 'prompt')"
+        )
+    try:
+        Scenario.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        raise DatasetError(f"{where}, field '{column}.{loc}': {first['msg']}") from None
+    return data
+
+
 class EvalCase(BaseModel):
     """One row of a dataset: what to ask, what is expected, and optionally a saved answer."""
 
@@ -73,8 +141,8 @@ class EvalCase(BaseModel):
     state: dict[str, Any] = Field(default_factory=dict)
     """The initial session state (ADK ``session_input.state``, a ``state`` column); agents receive it."""
     conversation_scenario: dict[str, Any] | None = None
-    """An ADK conversation scenario (a simulated user) instead of scripted turns. Such a case runs
-    only with a user simulator; otherwise it is reported as skipped."""
+    """A conversation scenario (a simulated user; ADK's field names) instead of scripted turns. Such
+    a case runs only with a user simulator; otherwise it is reported as skipped. See :attr:`scenario`."""
     file: str | None = None
     """The file the case was read from, when it came from one (criteria are resolved per file)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -83,6 +151,13 @@ class EvalCase(BaseModel):
     """Where the row came from, for error messages: ``"data.jsonl line 4"``."""
     columns: dict[str, str] = Field(default_factory=dict, exclude=True)
     """Canonical field -> the column name the row used."""
+
+    @property
+    def scenario(self) -> Scenario | None:
+        """``conversation_scenario`` as a :class:`Scenario`, or None for a scripted case."""
+        if self.conversation_scenario is None:
+            return None
+        return Scenario.model_validate(self.conversation_scenario)
 
 
 class EvalDataset:
@@ -131,8 +206,13 @@ class EvalDataset:
         return EvalDataset(kept, source=self.source, columns=self.columns), skipped
 
     def require_prompts(self) -> None:
-        """Raise unless every case (and every turn) has a prompt with some text (needed to run an agent)."""
-        missing = [(i, c) for i, c in enumerate(self.cases) if _blank(c.prompt) or any(_blank(t.prompt) for t in c.turns)]
+        """Raise unless every case (and every turn) has a prompt with some text (needed to run an agent).
+
+        A scenario case's first message is its scenario's starting prompt, so it needs none here."""
+        missing = [
+            (i, c) for i, c in enumerate(self.cases)
+            if c.conversation_scenario is None and (_blank(c.prompt) or any(_blank(t.prompt) for t in c.turns))
+        ]
         if not missing:
             return
         if len(missing) == len(self.cases) and all(c.prompt is None and "prompt" not in c.columns for _, c in missing):
@@ -314,6 +394,17 @@ def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
             fields["response"] = turns[-1].response
         if fields["predicted_trajectory"] is None:
             fields["predicted_trajectory"] = turns[-1].predicted_trajectory
+    for column in ("scenario", "conversation_scenario"):
+        if column in row and not _is_missing(row[column]):
+            if fields.get("turns"):
+                raise DatasetError(f"{where}: give either 'turns' (a scripted conversation) or '{column}' (a simulated user), not both")
+            scenario = parse_scenario(row[column], where, column, fields["prompt"])
+            if scenario is not None:
+                # The starting prompt lives in the scenario; the case has no scripted prompt of its own.
+                fields["conversation_scenario"] = scenario
+                fields["prompt"] = None
+            taken.add(column)
+            break
     fields["metadata"] = {k: v for k, v in row.items() if k not in taken}
     return EvalCase(**fields)
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .config import RunConfig
+from .conversation import Conversations, SimulatedUser
 from .dataset import EvalDataset
 from .errors import DatasetError, RecordError
 from .metrics.base import Metric
@@ -142,14 +143,22 @@ async def run_and_score(
     *,
     kind: str = "evaluate",
     settings: Mapping[str, Any] | None = None,
+    simulator: SimulatedUser | None = None,
 ) -> dict[str, EvalResult]:
-    """Every agent on every case and trial, each run scored (and journaled) as it finishes; one result per agent."""
-    dataset, skipped = _skip_scenarios(dataset)
+    """Every agent on every case and trial, each run scored (and journaled) as it finishes; one result per agent.
+
+    With a ``simulator``, conversation-scenario cases are played out with it (and replayed to the
+    other agents); without one they are skipped with the reason.
+    """
+    skipped: dict[str, str] = {}
+    if simulator is None:
+        dataset, skipped = _skip_scenarios(dataset)
     dataset.require_prompts()
     if config.isolation == "process":
         check_picklable(agents)  # before the journal exists: a bad agent must leave nothing behind
     scorer = RunScorer(dataset, metrics)
     journal, done = open_journal(dataset, [a.name for a in agents], metrics, config, kind=kind, settings=settings)
+    conversations = Conversations(simulator, done) if simulator is not None else None
 
     def finished(run: AgentRun) -> None:
         scores = scorer(run)
@@ -157,7 +166,7 @@ async def run_and_score(
             journal.write(run, scores)
 
     try:
-        runs_by_agent = await run_agents(dataset, agents, config, on_run=finished, done=done)
+        runs_by_agent = await run_agents(dataset, agents, config, on_run=finished, done=done, run_scenario=conversations)
     finally:
         if journal is not None:
             journal.close()

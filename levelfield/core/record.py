@@ -93,6 +93,8 @@ def case_fingerprint(case: EvalCase) -> str:
     state = getattr(case, "state", None)
     if state:
         asked["state"] = state
+    if case.conversation_scenario is not None:
+        asked["scenario"] = case.conversation_scenario
     session = case.metadata.get("session_input")
     if session:
         asked["session_input"] = session

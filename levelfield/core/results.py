@@ -81,13 +81,27 @@ def run_costs(runs: Sequence[AgentRun]) -> dict[str, Any]:
     out["failure/mean"] = _mean(fail)
     out["failure/std"] = _std(fail)
     out["failure/count"] = int(fail.sum())
-    usages = [(r.output or r.partial_output).usage if (r.output or r.partial_output) else None for r in runs]
+    usages = [_agent_usage(r) for r in runs]
     if any(u is not None for u in usages):
         for key in ("input_tokens", "output_tokens", "total_tokens"):
             tokens = np.array([getattr(u, key) if u is not None else np.nan for u in usages], dtype=float)
             out[f"{key}/mean"] = _mean(tokens)
             out[f"{key}/sum"] = float(np.nansum(tokens))
+    conversations = [r.conversation for r in runs if r.conversation is not None]
+    if conversations:
+        # Simulator faults are not agent failures: counted apart, their runs left out of the scores.
+        out["simulator_failure/count"] = sum(c.simulator_failure for c in conversations)
+        sim = [c.simulator_usage.total_tokens for c in conversations if c.simulator_usage is not None]
+        if sim:
+            out["simulator_total_tokens/sum"] = float(sum(sim))
     return out
+
+
+def _agent_usage(run: AgentRun) -> Any:
+    if run.conversation is not None:
+        return run.conversation.agent_usage  # every turn of the conversation, not just the last
+    out = run.output or run.partial_output
+    return out.usage if out is not None else None
 
 
 def _num(x: Any) -> float:
@@ -160,6 +174,18 @@ class EvalResult:
         row["error"] = run.error
         row["error_type"] = run.error_type
         usage = out.usage if out is not None else None
+        conv = run.conversation
+        if conv is not None:
+            # A simulated conversation: the user's turns, how it ended, and each side's cost apart.
+            row["prompt"] = conv.user_turns[0] if conv.user_turns else row["prompt"]
+            row["user_turns"] = list(conv.user_turns)
+            row["turns_used"] = len(run.turns)
+            row["conversation_status"] = conv.status
+            row["simulator_failure"] = int(conv.simulator_failure)
+            row["simulator_error"] = conv.error
+            row["replayed_from"] = conv.replayed_from
+            row["simulator_total_tokens"] = conv.simulator_usage.total_tokens if conv.simulator_usage else None
+            usage = conv.agent_usage
         row["input_tokens"] = usage.input_tokens if usage else None
         row["output_tokens"] = usage.output_tokens if usage else None
         row["total_tokens"] = usage.total_tokens if usage else None
@@ -173,7 +199,8 @@ class EvalResult:
             by_id = {c.case_id: c for c in self.dataset}
             rows = [self._row(by_id[r.case_id], r, s) for r, s in zip(self.runs, self.scores)]
             table = pd.DataFrame(rows)
-            for key in ("input_tokens", "output_tokens", "total_tokens", "error", "error_type"):
+            for key in ("input_tokens", "output_tokens", "total_tokens", "error", "error_type",
+                        "simulator_error", "replayed_from", "simulator_total_tokens"):
                 if key in table and table[key].isna().all():
                     table = table.drop(columns=key)
             if "trial" in table and table["trial"].nunique() <= 1:

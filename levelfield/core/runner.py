@@ -268,12 +268,14 @@ async def run_agents(
     *,
     on_run: Callable[[AgentRun], None] | None = None,
     done: Mapping[tuple[str, str, int], AgentRun] | None = None,
+    run_scenario: Callable[[AgentRunnable, EvalCase, int, RunConfig, str], Awaitable[AgentRun]] | None = None,
 ) -> dict[str, list[AgentRun]]:
     """Every agent on every case and trial; runs per agent in dataset order, then trial order.
 
     ``on_run(run)`` is called as each run finishes (e.g. to score it while others are in flight).
     ``done`` maps (agent name, case id, trial) to runs finished earlier (a resumed journal): they
     are returned as they are, not run again, and ``on_run`` is not called for them.
+    ``run_scenario`` plays the conversation-scenario cases (a simulated user; see ``conversation``).
     """
     dataset.require_prompts()
     done = done or {}
@@ -300,11 +302,14 @@ async def run_agents(
             await own.acquire()
         try:
             async with limit:
+                play = run_case
+                if run_scenario is not None and case.conversation_scenario is not None:
+                    play = run_scenario
                 if isolation is None:
-                    run = await run_case(agent, case, trial, config, run_id)
+                    run = await play(agent, case, trial, config, run_id)
                 else:
                     async with isolation.lease():  # one worker for all the turns of a case
-                        run = await run_case(agent, case, trial, config, run_id)
+                        run = await play(agent, case, trial, config, run_id)
         finally:
             if own is not None:
                 own.release()

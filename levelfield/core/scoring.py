@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Sequence
 
+from .conversation import transcript_text
 from .dataset import EvalCase
 from .metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
 from .types import AgentRun
 
-__all__ = ["context_for", "score_rows", "score_sync", "order_like", "RunScorer"]
+__all__ = ["context_for", "conversation_context", "score_rows", "score_sync", "order_like", "RunScorer"]
 
 
 def _saved_turns(case: EvalCase) -> list[TurnContext]:
@@ -57,6 +58,8 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
     A multi-turn case gets one :class:`TurnContext` per turn, from the run's per-turn outputs or
     from the answers saved on each turn, so saved and live multi-turn cases score alike.
     """
+    if run is not None and run.conversation is not None and case.conversation_scenario is not None:
+        return conversation_context(case, run)
     if run is None:
         response, trajectory, failure = case.response, case.predicted_trajectory or [], bool(
             case.metadata.get("failure") in (True, 1, "1", "true", "True")
@@ -80,6 +83,40 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
         failure=failure,
         turns=turns,
         reference_thoughts=case.reference_thoughts,
+    )
+
+
+def conversation_context(case: EvalCase, run: AgentRun) -> ScoringContext:
+    """The scoring context of a simulated conversation: the whole conversation is one row.
+
+    ``predicted_trajectory`` is every call of every turn (a scenario's reference trajectory, when it
+    gives one, is what the whole conversation should call); ``response`` is the agent's last
+    answer; judges can read ``{conversation}``, ``{conversation_plan}``, ``{starting_prompt}``,
+    ``{user_persona}`` and ``{turns_used}``. A simulator failure is not scored (NaN), like a failed run.
+    """
+    conv = run.conversation
+    scenario = case.scenario
+    assert conv is not None and scenario is not None
+    outputs = run.turns or ([run.output] if run.output is not None else [])
+    metadata = dict(case.metadata)
+    metadata.update(
+        conversation=transcript_text(conv.user_turns, outputs),
+        conversation_plan=scenario.conversation_plan,
+        starting_prompt=scenario.starting_prompt,
+        user_persona=scenario.persona_text,
+        turns_used=len(outputs),
+    )
+    out = run.output
+    return ScoringContext(
+        case_id=case.case_id,
+        prompt=scenario.starting_prompt,
+        response=out.response if out is not None else None,
+        predicted_trajectory=[call for o in outputs for call in o.trajectory],
+        reference=case.reference,
+        reference_trajectory=case.reference_trajectory,
+        history=list(case.history),
+        metadata=metadata,
+        failure=run.failure or conv.simulator_failure,
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["ToolCall", "Usage", "AgentOutput", "AgentRun", "Message", "content_text"]
+__all__ = ["ToolCall", "Usage", "AgentOutput", "AgentRun", "Conversation", "Message", "content_text"]
 
 
 def content_text(content: Any) -> str:
@@ -149,3 +149,33 @@ class AgentRun(BaseModel):
     """What a failed run had produced before it failed, when the adapter could tell."""
     turns: list[AgentOutput] = Field(default_factory=list)
     """Per-turn outputs of a multi-turn case (the last one is also ``output``)."""
+    conversation: Conversation | None = None
+    """The simulated user's side of a conversation-scenario run; None for scripted cases."""
+
+
+ConversationStatus = Literal["finished", "max_turns", "replayed", "agent_failure", "simulator_failure"]
+
+
+class Conversation(BaseModel):
+    """What a simulated user said in one run, how the conversation ended, and what each side spent.
+
+    ``user_turns[i]`` is the message the agent answered in ``AgentRun.turns[i]`` (the first is the
+    scenario's starting prompt), so the two lists together are the whole transcript.
+    """
+
+    user_turns: list[str] = Field(default_factory=list)
+    """The user's messages, in order, as the agent received them."""
+    status: ConversationStatus = "finished"
+    """How it ended: the user said it was done (``finished``), the turn limit (``max_turns``), the
+    recorded user ran out of turns (``replayed``), the agent failed, or the simulator failed."""
+    simulator_failure: bool = False
+    """The simulator failed (raised, said nothing, or ended before its plan was complete): not the
+    agent's fault, so the run is left out of the agent's scores and counted apart."""
+    error: str | None = None
+    """What went wrong with the simulator, when ``simulator_failure``."""
+    replayed_from: str | None = None
+    """The agent whose conversation's user turns were replayed verbatim to this one (None: a live user)."""
+    agent_usage: Usage | None = None
+    """Tokens the agent spent over the whole conversation, when the adapter reported them."""
+    simulator_usage: Usage | None = None
+    """Tokens the simulated user spent (None for a scripted or replayed user)."""

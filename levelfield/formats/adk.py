@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
-from ..core.dataset import EvalCase, EvalDataset, Turn
+from ..core.dataset import EvalCase, EvalDataset, Turn, parse_scenario
 from ..core.errors import DatasetError
 from ..core.results import EvalResult
 from ..core.types import AgentOutput, AgentRun, ToolCall
@@ -184,11 +184,11 @@ def cases_from_evalset(data: dict[str, Any], source: str, *, file: str | None = 
             if not case.conversation_scenario:
                 raise DatasetError(f"{label}: has no 'conversation'; give its invocations (or a 'conversation_scenario')")
             # A simulated user: kept, so the file's scripted cases still load; it runs only with a simulator.
-            scenario = case.conversation_scenario
+            scenario = parse_scenario(case.conversation_scenario, label, "conversation_scenario")
             cases.append(
                 EvalCase(
                     case_id=case.eval_id,
-                    conversation_scenario=scenario if isinstance(scenario, dict) else {"scenario": scenario},
+                    conversation_scenario=scenario,
                     state=state,
                     metadata=metadata,
                     location=label,

@@ -1,4 +1,4 @@
-"""Helpers for users' own offline tests: a scripted chat model, and pytest gating on eval sets.
+"""Helpers for users' own offline tests: a scripted chat model, a scripted user, and pytest gating on eval sets.
 
 Names load lazily so that importing ``levelfield.testing`` does not import LangChain.
 """
@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ScriptedChatModel", "assert_eval", "check_eval", "eval_test"]
+__all__ = ["ScriptedChatModel", "ScriptedUser", "assert_eval", "check_eval", "eval_test"]
 
 _LAZY = {
     "ScriptedChatModel": ".chat_model",
+    "ScriptedUser": "..simulation.scripted",
     "assert_eval": ".gating",
     "check_eval": ".gating",
     "eval_test": ".gating",

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 
 from ..errors import MetricError
 from .base import Metric
+from .conversation import TurnsUsed
 from .response import Bleu, ExactMatch, ResponseMatchScore, Rouge
 from .trajectory import (
     ToolTrajectoryAvgScore,
@@ -34,6 +35,7 @@ _REGISTRY: dict[str, Callable[[], Metric]] = {
     "rouge_l": lambda: Rouge("rougeL"),
     "rouge_l_sum": lambda: Rouge("rougeLsum"),
     "response_match_score": ResponseMatchScore,
+    "turns_used": TurnsUsed,
 }
 
 # Names that exist but need arguments: say how to build them.
@@ -45,6 +47,7 @@ _NEEDS_ARGS = {
     "tool_use_quality": "lf.metrics.judged.tool_use_quality(judge=...)",
     "final_response_quality": "lf.metrics.judged.final_response_quality(judge=...)",
     "safety": "lf.metrics.judged.safety(judge=...)",
+    "task_success": "lf.TaskSuccess(judge=...) (a judged metric of simulated conversations)",
 }
 
 DEFAULT_METRICS = (
