@@ -176,6 +176,23 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument("--isolation", choices=("none", "process"), default="none",
                    help="'process': run agents in worker processes, so a crash fails that run only (default none)")
+    p.add_argument("--simulator", metavar="PROVIDER:MODEL",
+                   help="a chat model that plays the user of conversation-scenario cases (otherwise they are skipped)")
+    p.add_argument("--max-turns", type=_positive_int, default=None, metavar="N",
+                   help="with --simulator: agent turns per conversation at most")
+
+
+def _simulator(args: argparse.Namespace) -> Any:
+    """The user simulator the command line asks for, or None (built before any agent runs)."""
+    if not getattr(args, "simulator", None):
+        if getattr(args, "max_turns", None) is not None:
+            raise UsageError("--max-turns needs --simulator PROVIDER:MODEL")
+        return None
+    from .simulation import UserSimulator
+
+    if args.max_turns is None:
+        return UserSimulator(args.simulator)
+    return UserSimulator(args.simulator, max_turns=args.max_turns)
 
 
 def _run_config(args: argparse.Namespace) -> Any:
@@ -203,6 +220,7 @@ def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str
     from .formats import load_dataset
     from .core.metrics.registry import resolve_metrics
 
+    args.user_simulator = _simulator(args)
     dataset = load_dataset(args.dataset)
     metrics = resolve_metrics(args.metrics)
     names = {m.name for m in metrics}
@@ -227,7 +245,7 @@ def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: lis
 
     _check_gate_options(args, metrics)
     return compare(dataset, {a.name: a for a in agents}, metrics, config=_run_config(args), failed_runs=args.failed_runs,
-                   baseline=getattr(args, "baseline", None))
+                   baseline=getattr(args, "baseline", None), simulator=getattr(args, "user_simulator", None))
 
 
 def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
@@ -348,6 +366,8 @@ def _eval_gated(args: argparse.Namespace) -> int:
     if args.baseline or args.fail_if_worse or args.human_labels:
         raise UsageError("--config judges each case by its criteria; --baseline, --fail-if-worse and --human-labels "
                          "work without --config")
+    if args.simulator:
+        raise UsageError("--simulator does not combine with --config yet; run the scenario cases without --config")
     report = check_eval(args.dataset, load_agent_spec(args.agent), criteria=args.config, name=args.name,
                         config=_run_config(args))
     ds = report.result.dataset

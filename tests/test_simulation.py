@@ -436,3 +436,37 @@ def test_agent_engine_adk_template_keeps_one_session_per_conversation():
     full = asyncio.run(app.async_get_session(user_id="levelfield", session_id=sessions[0].id))
     said = [e.content.parts[0].text for e in full.events if e.author == "user" and e.content.parts[0].text]
     assert said == ["What is the status of device_3?", "Turn on device_1."]
+
+
+def test_resuming_a_comparison_replays_the_recorded_user_without_asking_the_simulator(tmp_path):
+    out = tmp_path / "out"
+    lf.compare(scenario_rows(), {"a": travel_agent, "b": travel_agent}, [], simulator=TRAVELLER, out=out, **FAST)
+    journal = out / "runs.jsonl"
+    lines = journal.read_text(encoding="utf-8").splitlines()
+    kept = [line for line in lines if json.loads(line).get("kind") != "run" or json.loads(line)["run"]["conversation"].get("replayed_from") is None]
+    assert len(kept) == len(lines) - 1  # the replayed run is gone, as if interrupted before it finished
+    journal.write_text("\n".join(kept) + "\n", encoding="utf-8")
+
+    asked = []
+    counting = ScriptedUser(lambda message, scenario, transcript: asked.append(message))
+    cmp = lf.compare(scenario_rows(), {"a": travel_agent, "b": travel_agent}, [], simulator=counting, out=out, resume=True, **FAST)
+
+    assert asked == []
+    users = [cmp.results[name].runs[0].conversation.user_turns for name in ("a", "b")]
+    assert users[0] == users[1] == ["I need a flight.", "Paris, please."]
+
+
+def test_cli_max_turns_without_a_simulator_is_a_usage_error(capsys):
+    from levelfield.cli import main
+
+    code = main(["eval", "data.jsonl", "--agent", "x:y", "--max-turns", "3"])
+    assert code == 2 and "--max-turns needs --simulator" in capsys.readouterr().err
+
+
+def test_export_to_an_adk_evalset_writes_a_simulated_conversation_as_the_turns_it_had(tmp_path):
+    result = lf.evaluate(scenario_rows(), travel_agent, [], simulator=TRAVELLER, **FAST)
+    path = lf.to_adk_evalset(result, tmp_path / "recorded.evalset.json")
+    case = lf.load_dataset(path)[0]
+
+    assert [t.prompt for t in case.turns] == ["I need a flight.", "Paris, please."]
+    assert [t.reference_trajectory[0].tool_name if t.reference_trajectory else None for t in case.turns] == [None, "book_flight"]

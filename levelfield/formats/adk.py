@@ -412,7 +412,9 @@ def evalset_from_runs(
 
     Each successful run becomes one eval case: its turns become invocations with the agent's
     response as ``final_response`` and its tool calls as ``intermediate_data.tool_uses``. Failed
-    runs are left out (a crash is no reference). With several trials, ids get ``_trial<n>``.
+    runs are left out (a crash is no reference), and so are conversations whose simulated user
+    failed; a simulated conversation is written with the user turns it had. With several trials,
+    ids get ``_trial<n>``.
     """
     by_id = {c.case_id: c for c in cases}
     trials = {r.case_id: 0 for r in runs}
@@ -421,11 +423,15 @@ def evalset_from_runs(
     stamp = time.time()
     eval_cases = []
     for run in runs:
-        if run.failure or run.output is None:
+        if run.failure or run.output is None or (run.conversation is not None and run.conversation.simulator_failure):
             continue
         case = by_id[run.case_id]
-        prompts = [t.prompt for t in case.turns] if case.turns else [case.prompt or ""]
-        outputs = run.turns if len(run.turns) == len(prompts) else [run.output]
+        if run.conversation is not None:
+            # A simulated conversation becomes a scripted one: the user's turns as they were said.
+            prompts, outputs = list(run.conversation.user_turns), list(run.turns)
+        else:
+            prompts = [t.prompt for t in case.turns] if case.turns else [case.prompt or ""]
+            outputs = run.turns if len(run.turns) == len(prompts) else [run.output]
         eval_id = case.case_id if trials[run.case_id] == 1 else f"{case.case_id}_trial{run.trial + 1}"
         eval_case: dict[str, Any] = {
             "eval_id": eval_id,
