@@ -222,7 +222,7 @@ class Broken:
 
 @pytest.mark.parametrize(
     ("fault", "says"),
-    [("raises", "simulator raised RuntimeError: simulator model unreachable"), ("empty", "empty message"),
+    [("raises", "the simulated user failed: RuntimeError: simulator model unreachable"), ("empty", "empty message"),
      ("early", "before its plan was complete")],
 )
 def test_a_simulator_fault_is_not_an_agent_failure_and_is_left_out_of_the_score(fault, says):
@@ -247,6 +247,36 @@ def test_simulator_faults_are_counted_apart_from_agent_failures_in_a_comparison(
     assert summary.loc["crash", "failures"] == 2 and summary.loc["crash", "simulator_failure/count"] == 0
     assert summary.loc["ok", "failures"] == 0 and summary.loc["ok", "simulator_failure/count"] == 2
     assert summary.loc["ok", "turns_used/n"] == 0  # not zeroed as failures are: left out
+
+
+def test_a_hanging_simulator_times_out_as_a_simulator_failure():
+    class Hanging:
+        max_turns = 5
+
+        async def next_turn(self, scenario, transcript):
+            await asyncio.sleep(30)
+
+    run = lf.evaluate(scenario_rows(), travel_agent, [], simulator=Hanging(), timeout=0.2, **FAST).runs[0]
+    assert run.conversation.simulator_failure and "timed out" in run.conversation.error and not run.failure
+
+
+def test_a_rate_limited_simulator_is_retried():
+    class RateLimitError(Exception):
+        status_code = 429
+
+    class Flaky:
+        max_turns = 5
+        calls = 0
+
+        async def next_turn(self, scenario, transcript):
+            self.calls += 1
+            if self.calls == 1:
+                raise RateLimitError("slow down")
+            return UserTurn("Paris, please." if len(transcript) == 1 else None)
+
+    user = Flaky()
+    run = lf.evaluate(scenario_rows(), travel_agent, [], simulator=user, progress=False, retries=1, backoff=0).runs[0]
+    assert run.conversation.user_turns == ["I need a flight.", "Paris, please."] and user.calls == 3
 
 
 # -- replay across a comparison -----------------------------------------------------------------

@@ -21,14 +21,16 @@ not an agent failure, is left out of the agent's scores (NaN) and is counted apa
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from .config import RunConfig
 from .dataset import EvalCase, Scenario
+from .errors import ConfigTypeError
 from .protocol import AgentRequest, AgentRunnable
-from .runner import _run_turn, describe_error
+from .runner import _run_turn, describe_error, is_transient
 from .types import AgentOutput, AgentRun, Conversation, Message, Usage
 
 __all__ = [
@@ -107,6 +109,31 @@ def transcript_text(user_turns: Sequence[str], agent_turns: Sequence[AgentOutput
     return "\n".join(lines)
 
 
+async def _ask(user: SimulatedUser, scenario: Scenario, transcript: Sequence[Exchange], config: RunConfig) -> UserTurn:
+    """The user's next turn, under the run's timeout, transient errors retried as an agent's are."""
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            call = user.next_turn(scenario, list(transcript))
+            return await (call if config.timeout is None else asyncio.wait_for(call, config.timeout))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if attempt > config.retries or not (is_transient(exc) or is_transient_model_error(exc)):
+                raise
+            await asyncio.sleep(config.backoff * (2 ** (attempt - 1)) * (0.5 + random.random()))
+
+
+def is_transient_model_error(exc: BaseException) -> bool:
+    """A chat model's "try again later" (HTTP 408/429/5xx, or a rate-limit / timeout error class)."""
+    status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(status, int) and (status in (408, 429) or 500 <= status < 600):
+        return True
+    names = ("RateLimitError", "APITimeoutError", "APIConnectionError", "ServiceUnavailable", "ResourceExhausted")
+    return any(cls.__name__ in names for cls in type(exc).__mro__)
+
+
 def _add(total: Usage | None, more: Usage | None) -> Usage | None:
     if more is None:
         return total
@@ -166,12 +193,12 @@ async def run_conversation(
         if index > 0:
             # The simulator's time is not the agent's latency; its faults are not the agent's.
             try:
-                turn = await user.next_turn(scenario, list(transcript))
+                turn = await _ask(user, scenario, transcript, config)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 text, _ = describe_error(exc)
-                return finished(record("simulator_failure", simulator_failure=True, error=f"turn {index + 1}: simulator raised {text}"))
+                return finished(record("simulator_failure", simulator_failure=True, error=f"turn {index + 1}: the simulated user failed: {text}"))
             if not isinstance(turn, UserTurn):
                 return finished(record(
                     "simulator_failure", simulator_failure=True,
@@ -208,6 +235,12 @@ async def run_conversation(
         if error is not None:
             text, error_type = describe_error(error)
             partial = getattr(error, "partial", None)
+            if partial is None and hasattr(agent, "partial_output"):
+                # As for scripted cases: an adapter that tracks progress can say what it had.
+                try:
+                    partial = agent.partial_output(request)
+                except Exception:
+                    partial = None
             return AgentRun(
                 case_id=case.case_id,
                 agent_name=agent.name,
@@ -242,8 +275,6 @@ class Conversations:
 
     def __init__(self, simulator: SimulatedUser, done: Mapping[tuple[str, str, int], AgentRun] | None = None) -> None:
         if not isinstance(simulator, SimulatedUser):
-            from .errors import ConfigTypeError
-
             raise ConfigTypeError(
                 f"simulator={simulator!r}: expected a user simulator with max_turns and async next_turn(scenario, "
                 "transcript), such as lf.UserSimulator(model) or lf.testing.ScriptedUser(rules)"
