@@ -356,6 +356,28 @@ def test_task_success_judge_sees_the_plan_and_the_transcript_and_fixed_cases_are
     assert "user: Paris, please." in seen[0] and "agent called tool book_flight" in seen[0]
 
 
+def test_task_success_judge_reads_a_non_latin_conversation_verbatim():
+    from levelfield.testing import ScriptedChatModel
+
+    seen: list[str] = []
+
+    def judge(messages):
+        seen.append("\n".join(m.content for m in messages))
+        return "score: 0"
+
+    def agent(prompt: str) -> str:
+        return "Welche Stadt? どの都市ですか？" if "航班" in prompt else "Reserviert nach São Paulo."
+
+    rows = [{"case_id": "zh", "scenario": {"starting_prompt": "我需要一个航班。", "conversation_plan": "Einen Flug nach São Paulo buchen."}}]
+    user = ScriptedUser([("Stadt", "去圣保罗，谢谢。"), ("Reserviert", None)])
+    metric = lf.TaskSuccess(judge=ScriptedChatModel(judge, model_name="judge"), cache=False)
+    result = lf.evaluate(rows, agent, [metric], simulator=user, **FAST)
+
+    assert result.scores[0]["task_success/score"] == 0.0
+    assert "Einen Flug nach São Paulo buchen." in seen[0]
+    assert "user: 去圣保罗，谢谢。" in seen[0] and "agent: Welche Stadt? どの都市ですか？" in seen[0]
+
+
 def test_task_success_as_a_bare_name_says_how_to_give_a_judge():
     with pytest.raises(lf.MetricError, match=r"TaskSuccess\(judge=...\)"):
         lf.evaluate(scenario_rows(), travel_agent, ["task_success"], simulator=TRAVELLER, **FAST)
