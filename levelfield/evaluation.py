@@ -53,6 +53,8 @@ async def aevaluate(
     labels = read_human_labels(human_labels) if human_labels is not None else None
     if labels is not None:
         check_label_cases(labels, ds)  # bad labels fail before any agent runs
+    if agent is None and simulator is not None:
+        raise ConfigError("simulator=... plays the user of a conversation with an agent: pass agent=... too")
     if agent is None:
         result = await score_saved(ds, resolved, cfg)
     else:

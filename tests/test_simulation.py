@@ -146,6 +146,11 @@ def test_scenario_cases_are_skipped_with_the_reason_without_a_simulator():
     assert [r.case_id for r in result.runs] == ["fixed"] and list(result.skipped) == ["s0"]
 
 
+def test_a_simulator_without_an_agent_is_refused():
+    with pytest.raises(lf.ConfigError, match="pass agent=... too"):
+        lf.evaluate(scenario_rows(), None, [], simulator=TRAVELLER, **FAST)
+
+
 def test_non_latin_conversation_is_recorded_verbatim():
     def agent(prompt: str) -> str:
         return "どの都市ですか？" if "航班" in prompt else "Gebucht: Zürich → São Paulo."
