@@ -9,8 +9,10 @@ resume, overwrite) are the fields of :class:`~levelfield.core.config.RunConfig`,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+import os
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from typing_extensions import Unpack
 
@@ -21,7 +23,7 @@ from .adapters.spec import agent_from_spec
 from .comparison import Comparison, FailedRuns
 from .core import stats
 from .core.config import RunConfig, RunOptions, run_config
-from .core.errors import ConfigError, ConfigTypeError
+from .core.errors import ConfigError, ConfigTypeError, LevelfieldError
 from .core.evaluation import run_and_score, score_saved
 from .core.judge_correction import check_label_cases, correct_judged, judged_binary_metrics, read_human_labels
 from .core.metrics.base import Metric
@@ -29,10 +31,62 @@ from .core.metrics.registry import resolve_metrics
 from .core.protocol import AgentRunnable
 from .core.results import EvalResult
 from .core.runner import run_coroutine
+from .failures import AllRunsFailedWarning, agents_that_always_failed, failure_groups
 from .formats import load_dataset
 from .simulation import as_simulator
 
 __all__ = ["evaluate", "aevaluate", "EvalTask", "compare", "acompare"]
+
+T = TypeVar("T")
+
+
+def _short_errors(call: Callable[[], T]) -> T:
+    """Run an entry point's body; a levelfield error surfaces from the entry point itself.
+
+    Without this, a bad dataset row or agent spec ends in thirty lines of asyncio frames
+    above a message that already says what and where. ``LEVELFIELD_DEBUG=1`` keeps them.
+    """
+    try:
+        return call()
+    except LevelfieldError as exc:
+        if os.environ.get("LEVELFIELD_DEBUG"):
+            raise
+        raise exc.with_traceback(None) from None
+
+
+def _warn_if_always_failed(runs_by_agent: Mapping[str, Sequence[Any]]) -> None:
+    # The runs are kept (an evaluation never loses one), but a silent all-NaN table misleads.
+    for agent in agents_that_always_failed(runs_by_agent):
+        group = failure_groups({agent: runs_by_agent[agent]})[0]
+        warnings.warn(
+            AllRunsFailedWarning(
+                f"every run of agent {agent!r} failed ({len(runs_by_agent[agent])} runs); most often "
+                f"{group.error_type} x{group.count}, e.g. case {group.case_id}: {group.example}"
+            ),
+            stacklevel=5,  # the user's call of evaluate/compare (through body and _short_errors)
+        )
+
+
+def _require_experiment_logging(experiment: str | None) -> None:
+    # Checked before any agent runs, so a missing extra does not cost a whole evaluation.
+    if experiment is not None:
+        from .experiment import check_experiment_name, require_mlflow
+
+        check_experiment_name(experiment)
+        require_mlflow()
+
+
+def _log_experiment(log: Callable[[], Any], experiment: str) -> None:
+    # The evaluation is done and paid for: a tracking store that refuses it must not lose it.
+    try:
+        log()
+    except Exception as exc:  # noqa: BLE001 - any store or network failure
+        warnings.warn(
+            f"could not log to MLflow experiment {experiment!r} ({type(exc).__name__}: {exc}); "
+            "the result is returned as usual",
+            RuntimeWarning,
+            stacklevel=5,
+        )
 
 
 async def aevaluate(
@@ -80,6 +134,7 @@ def evaluate(
     config: RunConfig | None = None,
     human_labels: Any = None,
     simulator: Any = None,
+    experiment: str | None = None,
     **options: Unpack[RunOptions],
 ) -> EvalResult:
     """Run ``agent`` on every case of ``dataset`` and score it; without an agent, score saved predictions.
@@ -101,15 +156,33 @@ def evaluate(
     ``os._exit``) fails that run only; the agent must then be picklable or a ``"pkg.mod:attr"`` spec.
     ``simulator``: a user simulator (``lf.UserSimulator(model)``, ``lf.testing.ScriptedUser(...)``)
     that plays the dataset's conversation-scenario cases; without one they are skipped.
+    A failed run never stops the evaluation (a warning says so when every run failed); bad input
+    (dataset, metric, agent spec, option) raises a ``LevelfieldError`` from here, before any agent
+    runs. ``experiment="name"`` logs the result to MLflow tracking (see :mod:`levelfield.experiment`).
     """
-    return run_coroutine(
-        aevaluate(dataset, agent, metrics, name=name, config=config, human_labels=human_labels,
-                  simulator=simulator, **options)
-    )
+
+    def body() -> EvalResult:
+        _require_experiment_logging(experiment)
+        cfg = run_config(config, **options)
+        ds = load_dataset(dataset)
+        resolved = resolve_metrics(metrics)
+        runnable = None if agent is None else _agent(agent, name, cfg.isolation)
+        result = run_coroutine(
+            aevaluate(ds, runnable, resolved, config=config, human_labels=human_labels, simulator=simulator, **options)
+        )
+        if runnable is not None:
+            _warn_if_always_failed({runnable.name: result.runs})
+        if experiment is not None:
+            from .experiment import log_evaluation
+
+            _log_experiment(lambda: log_evaluation(result, experiment), experiment)
+        return result
+
+    return _short_errors(body)
 
 
 class EvalTask:
-    """Vertex AI's entry point: ``EvalTask(dataset, metrics).evaluate(runnable=agent)``."""
+    """Vertex AI's entry point: ``EvalTask(dataset, metrics, experiment=...).evaluate(runnable=agent)``."""
 
     def __init__(
         self,
@@ -133,8 +206,19 @@ class EvalTask:
         config: RunConfig | None = None,
         **options: Unpack[RunOptions],
     ) -> EvalResult:
-        """Run ``runnable`` (any agent ``as_agent`` accepts) on the dataset, or score saved predictions."""
-        return evaluate(self.dataset, runnable, self.metrics, config=run_config(config or self.config, **options))
+        """Run ``runnable`` (any agent ``as_agent`` accepts) on the dataset, or score saved predictions.
+
+        With ``experiment`` set on the task, the result is logged to that MLflow experiment, in a
+        run named ``experiment_run_name`` (default: the agent's name).
+        """
+        experiment = self.experiment
+        _short_errors(lambda: _require_experiment_logging(experiment))
+        result = evaluate(self.dataset, runnable, self.metrics, config=run_config(config or self.config, **options))
+        if experiment is not None:
+            from .experiment import log_evaluation
+
+            _log_experiment(lambda: log_evaluation(result, experiment, run_name=experiment_run_name), experiment)
+        return result
 
 
 def _agent(agent: Any, name: str | None, isolation: str) -> AgentRunnable:
@@ -230,6 +314,7 @@ def compare(
     margin: float = 0.0,
     alpha: float = 0.05,
     simulator: Any = None,
+    experiment: str | None = None,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Run every agent on every case of ``dataset`` and score them with the same metrics.
@@ -251,11 +336,28 @@ def compare(
     in the metric's units, when one is given); see ``levelfield.gate``. ``simulator`` plays the
     conversation-scenario cases: the first agent on each case and trial meets the live simulated
     user, every other agent gets that user's turns verbatim (the same user for all).
+    ``experiment="name"`` logs each agent's run to that MLflow experiment (see
+    :mod:`levelfield.experiment`).
     """
-    return run_coroutine(
-        acompare(
-            dataset, agents, metrics, config=config, failed_runs=failed_runs, confidence=confidence,
-            test=test, seed=seed, reducer=reducer, baseline=baseline, fail_if_worse=fail_if_worse,
-            margin=margin, alpha=alpha, simulator=simulator, **options,
+
+    def body() -> Comparison:
+        _require_experiment_logging(experiment)
+        cfg = run_config(config, **options)
+        ds = load_dataset(dataset)
+        resolved = resolve_metrics(metrics)
+        runnables = _resolve_agents(agents, cfg.isolation)
+        cmp = run_coroutine(
+            acompare(
+                ds, {r.name: r for r in runnables}, resolved, config=config, failed_runs=failed_runs,
+                confidence=confidence, test=test, seed=seed, reducer=reducer, baseline=baseline,
+                fail_if_worse=fail_if_worse, margin=margin, alpha=alpha, simulator=simulator, **options,
+            )
         )
-    )
+        _warn_if_always_failed({a: r.runs for a, r in cmp.results.items()})
+        if experiment is not None:
+            from .experiment import log_comparison
+
+            _log_experiment(lambda: log_comparison(cmp, experiment), experiment)
+        return cmp
+
+    return _short_errors(body)

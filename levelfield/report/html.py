@@ -4,7 +4,10 @@ Everything is rendered here, in Python, into static markup; the small inline scr
 filters and expands cases. Every string that came from an agent, a dataset or a user (names,
 prompts, responses, tool calls, errors) goes through ``html.escape``, and a Content-Security-
 Policy allows no network and no script but the report's own (by hash), so a response that
-holds ``<script>`` shows as text and could not run even if it slipped through.
+holds ``<script>`` shows as text and could not run even if it slipped through. Bidirectional
+override characters are shown as visible ``[U+202E]`` marks, so an agent cannot make its output
+(or a name) read as something else. Texts longer than ``TEXT_LIMIT`` characters are shortened,
+with their full length shown: a 10 MB response must not make a 10 MB page.
 """
 
 from __future__ import annotations
@@ -15,24 +18,53 @@ import hashlib
 import html
 import json
 import math
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.jsonsafe import to_jsonable
+from ..failures import failure_groups
+from .glossary import describe_metric
+from .verdict import headline, verdicts
 
 if TYPE_CHECKING:
     from ..comparison import AgentCase, Comparison
     from ..core.diff import MarkedCall
 
-__all__ = ["render_report", "write_report"]
+__all__ = ["render_report", "write_report", "TEXT_LIMIT"]
+
+TEXT_LIMIT = 20_000
+"""Characters of a prompt, response or error shown before it is shortened."""
+
+# Bidi embeddings, overrides and isolates (and the Arabic letter mark): they reorder what follows.
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 _PALETTE = ("#3b6fb6", "#e07b39", "#3a9a5b", "#9b59b6", "#c0392b", "#16a2b8", "#7f8c8d", "#b7950b")
 
 
 def _esc(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    text = "" if value is None else str(value)
+    text = _BIDI.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
+    return html.escape(text, quote=True)
+
+
+def _long(value: Any, limit: int = TEXT_LIMIT) -> str:
+    """Escaped text, shortened past ``limit`` characters with a note giving its full length."""
+    text = "" if value is None else str(value)
+    if len(text) <= limit:
+        return _esc(text)
+    return (
+        f'{_esc(text[:limit])}<span class="cut">… shortened: {len(text):,} characters in full '
+        "(see runs.jsonl)</span>"
+    )
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    """A one-line preview, for summaries and search attributes."""
+    text = "" if value is None else str(value)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _isnan(x: Any) -> bool:
@@ -76,7 +108,14 @@ def _table(headers: Iterable[tuple[str, bool]], rows: Iterable[Iterable[str]], c
             f'<td{" class=num" if headers[i][1] else ""}>{cell}</td>' for i, cell in enumerate(row)
         )
         body.append(f"<tr>{cells}</tr>")
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return (
+        f'<div class="tablewrap"><table class="{cls}"><thead><tr>{head}</tr></thead>'
+        f'<tbody>{"".join(body)}</tbody></table></div>'
+    )
+
+
+def _metric_link(metric: str) -> str:
+    return f'<a class="metric" href="#glossary-{_esc(metric)}" title="what this metric means">{_esc(metric)}</a>'
 
 
 # -- sections ------------------------------------------------------------------------------
@@ -102,7 +141,7 @@ def _summary_section(cmp: Comparison) -> str:
     k = cmp.trials
     rows = []
     for m in cmp.metric_names:
-        cells = [f"<b>{_esc(m)}</b>"]
+        cells = [f"<b>{_metric_link(m)}</b>"]
         for agent in cmp.agents:
             r = s.loc[agent]
             cells.append(
@@ -124,20 +163,21 @@ def _summary_section(cmp: Comparison) -> str:
     body = "".join(
         "<tr>" + "".join(f'<td{" class=num" if i else ""}>{c}</td>' for i, c in enumerate(r)) + "</tr>" for r in rows
     )
-    table = f'<table class="summary"><thead><tr><th></th>{head_cells}</tr></thead><tbody>{body}</tbody></table>'
+    table = (
+        f'<div class="tablewrap"><table class="summary"><thead><tr><th></th>{head_cells}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
     out = [f'<section id="summary"><h2>Summary</h2><p class="muted">Mean [{int(cmp.confidence * 100)}% interval] over {len(cmp.dataset)} cases.</p>', table]
     reliability = [m for m in cmp.metric_names if f"{m}/pass@{k}" in s] or cmp.metric_names[:1]
     if k > 1 and reliability:
-        rh: list[tuple[str, bool]] = [("agent", False)]
-        for m in reliability:
-            rh += [(f"{m} pass@{k}", True), (f"pass^{k}", True), ("flaky cases", True)]
+        # Agents as columns, like the summary: three columns per metric overflowed with a few metrics.
+        rh: list[tuple[str, bool]] = [("", False), *((a, True) for a in cmp.agents)]
         rrows = []
-        for agent in cmp.agents:
-            r = s.loc[agent]
-            cells = [_esc(agent)]
-            for m in reliability:
-                cells += [_fmt(r.get(f"{m}/pass@{k}")), _fmt(r.get(f"{m}/pass^{k}")), _fmt(r.get(f"{m}/flaky"), 0)]
-            rrows.append(cells)
+        for m in reliability:
+            for label, key, digits in ((f"pass@{k}", f"{m}/pass@{k}", 3), (f"pass^{k}", f"{m}/pass^{k}", 3),
+                                       ("flaky cases", f"{m}/flaky", 0)):
+                head = f"<b>{_metric_link(m)}</b> {label}" if label == f"pass@{k}" else f'<span class="sub">{label}</span>'
+                rrows.append([head, *(_fmt(s.loc[a].get(key), digits) for a in cmp.agents)])
         out.append(
             f"<h3>Reliability over {k} trials</h3><p class=muted>pass@{k}: the share of cases solved in at least one "
             f"of {k} trials; pass^{k}: in all {k}; flaky: cases whose trials disagree.</p>"
@@ -226,7 +266,7 @@ def _pairwise_section(cmp: Comparison) -> str:
                 _esc(r.agent_a), _esc(r.agent_b), _esc(r.n), _fmt(r.difference),
                 f'<span class="ci">[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]</span>', _fmt_p(r.p_value),
                 _fmt_p(r.p_holm), _esc(r.test), f"{r.wins} / {r.ties} / {r.losses}",
-                '<span class="sig">significant</span>' if r.significant else "",
+                '<span class="sig">significant</span>' if r.significant else '<span class="ns">not significant</span>',
             ])
         first = metric == cmp.metric_names[0]
         n_sig = int(table["significant"].sum())
@@ -245,11 +285,28 @@ def _call_text(call: Any) -> str:
     return f"{call.tool_name}({args})"
 
 
+def _in_reference_order(marked: Sequence[MarkedCall]) -> list[MarkedCall]:
+    """The calls as made, with each missing reference call put where the reference has it.
+
+    A missing call goes before the first call the agent made for a later reference call, or
+    after everything when no later one was made, so the gap shows where it happened.
+    """
+    placed = [m for m in marked if m.status != "missing"]
+    for miss in sorted((m for m in marked if m.status == "missing"), key=lambda m: m.reference_index or 0):
+        j = miss.reference_index or 0
+        at = next(
+            (i for i, m in enumerate(placed) if m.reference_index is not None and m.reference_index > j),
+            len(placed),
+        )
+        placed.insert(at, miss)
+    return placed
+
+
 def _calls(marked: list[MarkedCall]) -> str:
     if not marked:
         return '<p class="muted">no tool calls</p>'
     items = []
-    for m in marked:
+    for m in _in_reference_order(marked):
         main = m.predicted if m.predicted is not None else m.reference
         label = {"match": "match", "mismatch": "args differ", "extra": "extra", "missing": "missing"}[m.status]
         extra = ""
@@ -257,7 +314,7 @@ def _calls(marked: list[MarkedCall]) -> str:
             extra = f'<span class="expected">expected {_esc(_call_text(m.reference))}</span>'
         if m.predicted is not None and m.predicted.error:
             extra += f'<span class="expected fail">error: {_esc(m.predicted.error)}</span>'
-        items.append(f'<li class="{m.status}"><span class="tag">{label}</span>{_esc(_call_text(main))}{extra}</li>')
+        items.append(f'<li class="{m.status}"><span class="tag">{label}</span>{_long(_call_text(main), 2000)}{extra}</li>')
     return f'<ol class="calls">{"".join(items)}</ol>'
 
 
@@ -267,22 +324,33 @@ def _agent_column(cmp: Comparison, agent: str, runs: list[AgentCase]) -> str:
         if cmp.trials > 1:
             parts.append(f'<div class="muted">trial {run.trial + 1}</div>')
         if run.failure:
-            parts.append(f'<p class="fail">failed ({_esc(run.error_type or "error")}): {_esc(run.error)}</p>')
+            parts.append(
+                f'<p class="fail">failed: <span class="etype">{_esc(run.error_type or "error")}</span> '
+                f'<span class="emsg">{_long(run.error, 4000)}</span></p>'
+            )
             if run.partial:
                 parts.append('<p class="muted">What it had produced before failing:</p>')
         if run.response is not None:
-            parts.append(f'<pre class="text response">{_esc(run.response)}</pre>')
+            parts.append(f'<pre class="text response">{_long(run.response)}</pre>')
         if not run.failure or run.partial:
             parts.append(_calls(run.calls))
-        scores = " ".join(f"{_esc(m)} {_chip(v, m)}" for m, v in run.scores.items())
-        parts.append(f'<div class="scores">{scores}</div>')
-        parts.append(f'<div class="muted">latency {_fmt(run.latency_in_seconds, 2)} s</div>')
+        # One badge per metric in the legend's order (the name on hover): a named list per trial took a screen.
+        scores = "".join(_chip(v, m) for m, v in run.scores.items())
+        parts.append(
+            f'<div class="scores">{scores} <span class="muted">latency {_fmt(run.latency_in_seconds, 2)} s</span></div>'
+        )
     parts.append("</div>")
     return "".join(parts)
 
 
+def _grid_columns(agents: int) -> int:
+    """Columns of agents in the drill-down: at most four a row, rows as even as the count allows."""
+    rows = max(1, math.ceil(agents / 4))
+    return max(1, math.ceil(agents / rows))
+
+
 def _cases_section(cmp: Comparison) -> str:
-    first = cmp.metric_names[0] if cmp.metric_names else None
+    columns = _grid_columns(len(cmp.agents))
     # Plain arrays, not DataFrame lookups: this loop runs once per case.
     scores = {(m, a): cmp.case_scores(m)[a].to_numpy() for m in cmp.metric_names for a in cmp.agents}
     out = [
@@ -295,7 +363,10 @@ def _cases_section(cmp: Comparison) -> str:
         '<button type="button" id="collapse-all">collapse all</button>'
         '<span id="case-count" class="muted"></span></div>',
         '<p class="legend muted">Calls: <span>✔ match</span><span>args differ: right tool, other arguments</span>'
-        "<span>extra: not in the reference</span><span>missing: in the reference, not made</span></p>",
+        "<span>extra: not in the reference</span><span>missing: in the reference, not made (shown at its place "
+        "in the reference order)</span></p>",
+        '<p class="legend muted">Badges per agent, one per metric in this order: '
+        + ", ".join(_metric_link(m) for m in cmp.metric_names) + "</p>",
     ]
     for i, case in enumerate(cmp.dataset):
         view = cmp.case_view(case.case_id)
@@ -305,35 +376,103 @@ def _cases_section(cmp: Comparison) -> str:
             for m in cmp.metric_names
         )
         failed = any(r.failure for runs in view.runs.values() for r in runs)
-        chips = " ".join(
-            f'<span class="muted">{_esc(a)}</span> {_chip(row[(first, a)], first)}' for a in cmp.agents
-        ) if first else ""
+        chips = '<span class="casechips">' + "".join(
+            f'<span class="agentchips"><span class="muted">{_esc(a)}</span>'
+            + "".join(_chip(row[(m, a)], f"{a} · {m}") for m in cmp.metric_names)
+            + "</span>"
+            for a in cmp.agents
+        )
         if failed:
             chips += ' <span class="fail">failed run</span>'
-        search = f"{case.case_id} {case.prompt or ''}".lower()
-        body = [f'<div class="casebody"><h3>Prompt</h3><pre class="text">{_esc(case.prompt)}</pre>']
+        chips += "</span>"
+        search = f"{case.case_id} {_short(case.prompt, 1000)}".lower()
+        body = [f'<div class="casebody"><h3>Prompt</h3><pre class="text">{_long(case.prompt)}</pre>']
         if case.history:
             hist = "\n".join(f"{m.role}: {m.content}" for m in case.history)
-            body.append(f'<h3>History</h3><pre class="text">{_esc(hist)}</pre>')
-        body.append('<div class="grid"><div class="col"><h4>reference</h4>')
+            body.append(f'<h3>History</h3><pre class="text">{_long(hist)}</pre>')
+        # The reference is shared by every agent: a strip above them, not a column that leaves a gap.
+        body.append('<div class="col reference"><h4>reference</h4><div class="refgrid"><div>')
         if case.reference is not None:
-            body.append(f'<pre class="text">{_esc(case.reference)}</pre>')
+            body.append(f'<pre class="text">{_long(case.reference)}</pre>')
+        else:
+            body.append('<p class="muted">no reference response</p>')
+        body.append("</div><div>")
         if case.reference_trajectory is not None:
             refs = "".join(f'<li class="match">{_esc(_call_text(c))}</li>' for c in case.reference_trajectory)
             body.append(f'<ol class="calls">{refs}</ol>' if refs else '<p class="muted">no tool calls expected</p>')
         else:
             body.append('<p class="muted">no reference trajectory</p>')
-        body.append("</div>")
+        body.append("</div></div></div>")
+        body.append(f'<div class="grid" style="grid-template-columns:repeat({columns},minmax(0,1fr))">')
         body.extend(_agent_column(cmp, a, view.runs.get(a, [])) for a in cmp.agents)
         body.append("</div></div>")
         out.append(
             f'<details class="case" id="case-{_esc(case.case_id)}" data-search="{_esc(search)}" '
             f'data-differs="{int(differs)}" data-failed="{int(failed)}"><summary><span class="cid">'
-            f'{_esc(case.case_id)}</span><span class="prompt">{_esc(case.prompt)}</span>{chips}</summary>'
+            f'{_esc(case.case_id)}</span><span class="prompt">{_esc(_short(case.prompt))}</span>{chips}</summary>'
             f'{"".join(body)}</details>'
         )
     out.append("</section>")
     return "".join(out)
+
+
+def _verdict_section(cmp: Comparison) -> str:
+    found = verdicts(cmp)
+    if not found:
+        return ""
+    items = []
+    for v in found:
+        if not v.best:
+            items.append(f"<li>{_metric_link(v.metric)}: no agent could be scored.</li>")
+            continue
+        names = " and ".join(f"<b>{_esc(a)}</b>" for a in v.best)
+        lead = f"{names} tie for best" if len(v.best) > 1 else f"{names} is best"
+        detail = []
+        for x in v.versus:
+            p = "no paired cases" if _isnan(x.p_holm) else f"Holm p{_fmt_p(x.p_holm) if x.p_holm < 0.001 else '=' + _fmt_p(x.p_holm)}"
+            if x.significant:
+                detail.append(f'<span class="sig">significantly better than {_esc(x.other)}</span> <span class="ci">({p})</span>')
+            else:
+                detail.append(f'<span class="ns">not significantly better than {_esc(x.other)}</span> <span class="ci">({p})</span>')
+        items.append(
+            f'<li>{_metric_link(v.metric)}: {lead} <span class="ci">({_fmt(v.mean)})</span>'
+            + (f"; {'; '.join(detail)}" if detail else "") + ".</li>"
+        )
+    level = int(round(cmp.confidence * 100))
+    return (
+        f'<section id="verdict"><h2>Verdict</h2><p class="headline">{_esc(headline(cmp, found))}</p>'
+        f'<ul class="verdict">{"".join(items)}</ul><p class="muted">Best = highest mean. Significant: paired test '
+        f"on the same cases, Holm-adjusted across the pairs of each metric, below {1 - cmp.confidence:.2g} "
+        f"({level}% level). Details under <a href=\"#pairwise\">Pairwise</a>.</p></section>"
+    )
+
+
+def _failures_section(cmp: Comparison) -> str:
+    groups = failure_groups({a: r.runs for a, r in cmp.results.items()})
+    if not groups:
+        return ""
+    headers = [("agent", False), ("error type", False), ("runs", True), ("example case", False), ("example message", False)]
+    rows = [
+        [f'<span style="color:{_color(cmp, g.agent)}">■</span> {_esc(g.agent)}', f'<span class="etype">{_esc(g.error_type)}</span>',
+         _esc(g.count), f'<a href="#case-{_esc(g.case_id)}">{_esc(g.case_id)}</a>', f'<span class="emsg">{_esc(g.example)}</span>']
+        for g in groups
+    ]
+    return (
+        '<section id="failures"><h2>Failures</h2><p class="muted">Failed runs by agent and error type, with the first '
+        "message of each type. Every failed run's own message is in its case below.</p>"
+        + _table(headers, rows, "failures") + "</section>"
+    )
+
+
+def _glossary_section(cmp: Comparison) -> str:
+    items = "".join(
+        f'<dt id="glossary-{_esc(m.name)}">{_esc(m.name)}</dt><dd>{_esc(describe_metric(m))}</dd>' for m in cmp.metrics
+    )
+    return (
+        '<section id="glossary"><h2>Metric glossary</h2><p class="muted">Every score lies in [0, 1]; higher is better. '
+        "pass@k: share of cases solved in at least one of k trials; pass^k: in all k; flaky: cases whose trials "
+        f'disagree.</p><dl class="glossary">{items}</dl></section>'
+    )
 
 
 def render_report(cmp: Comparison, *, title: str | None = None) -> str:
@@ -348,15 +487,23 @@ def render_report(cmp: Comparison, *, title: str | None = None) -> str:
         f"{_esc(cmp.dataset.source)} · {len(cmp.dataset)} cases · agents: {agents} · "
         f"{cmp.trials} trial{'s' if cmp.trials != 1 else ''} per case · generated {generated}"
     )
+    failures = _failures_section(cmp)
     body = [
+        _verdict_section(cmp),
         _summary_section(cmp),
         _charts_section(cmp),
         _pairwise_section(cmp),
+        failures,
         _cases_section(cmp),
+        _glossary_section(cmp),
     ]
-    nav = '<nav><a href="#summary">Summary</a><a href="#charts">Metrics</a>' + (
-        '<a href="#pairwise">Pairwise</a>' if len(cmp.agents) > 1 else ""
-    ) + '<a href="#cases">Cases</a></nav>'
+    multi = len(cmp.agents) > 1
+    nav = (
+        "<nav>" + ('<a href="#verdict">Verdict</a>' if multi else "") + '<a href="#summary">Summary</a>'
+        '<a href="#charts">Metrics</a>' + ('<a href="#pairwise">Pairwise</a>' if multi else "")
+        + ('<a href="#failures">Failures</a>' if failures else "")
+        + '<a href="#cases">Cases</a><a href="#glossary">Glossary</a></nav>'
+    )
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
