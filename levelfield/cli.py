@@ -1,8 +1,9 @@
 """The ``levelfield`` command: demo, eval, compare, report, plan (and serve, from the A2A adapter).
 
-Exit codes: 0 done; 1 a ``--fail-under`` threshold was missed or ``--fail-if-worse`` found a
-significant regression against ``--baseline``; 2 bad input (agent spec, dataset, metric,
-option, saved run), reported as one line on stderr.
+Exit codes: 0 done; 1 a ``--fail-under`` threshold was missed, ``--fail-if-worse`` found a
+significant regression against ``--baseline``, or every run of an agent failed (unless
+``--allow-failures``); 2 bad input (agent spec, dataset, metric, option, saved run), reported
+as one line on stderr.
 """
 
 from __future__ import annotations
@@ -78,6 +79,11 @@ def format_comparison(cmp: Comparison, *, pairwise_metric: str | None = None) ->
     lines += ["  ".join([label.ljust(label_w), *(c.rjust(w) for c, w in zip(cells, col_w))]) for label, cells in rows]
     policy = "a failed run scores 0" if cmp.failed_runs == "zero" else "failed runs left out"
     lines.append(f"(mean [{int(cmp.confidence * 100)}% interval] over {len(cmp.dataset)} cases; {policy})")
+    from .cli_output import verdict_text
+
+    verdict = verdict_text(cmp)
+    if verdict:
+        lines += ["", verdict]
     metric = pairwise_metric or (cmp.metric_names[0] if cmp.metric_names else None)
     if metric and len(cmp.agents) > 1:
         lines.append("")
@@ -87,11 +93,11 @@ def format_comparison(cmp: Comparison, *, pairwise_metric: str | None = None) ->
         b_w = max(len(b) for b in table["agent_b"])
         for r in table.itertuples(index=False):
             diff = "-" if math.isnan(r.difference) else f"{r.difference:+.3f}"
-            p = "-" if math.isnan(r.p_holm) else ("<0.001" if r.p_holm < 0.001 else f"{r.p_holm:.3f}")
-            mark = "  significant" if r.significant else _could_detect(r.mde)
+            p = "=-" if math.isnan(r.p_holm) else ("<0.001" if r.p_holm < 0.001 else f"={r.p_holm:.3f}")
+            mark = "  significant" if r.significant else "  not significant" + _could_detect(r.mde)
             lines.append(
                 f"  {r.agent_a.ljust(a_w)} vs {r.agent_b.ljust(b_w)}  {diff} [{_num(r.ci_low, 2)}, {_num(r.ci_high, 2)}]"
-                f"  p={p}  {r.wins}/{r.ties}/{r.losses}{mark}"
+                f"  p{p}  {r.wins}/{r.ties}/{r.losses}{mark}"
             )
     return "\n".join(lines)
 
@@ -173,6 +179,10 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="exit 1 when an agent's mean of METRIC is under VALUE (repeatable)")
     p.add_argument("--failed-runs", choices=("zero", "exclude"), default="zero",
                    help="a failed run scores 0 (default) or is left out of the statistics")
+    p.add_argument("--allow-failures", action="store_true",
+                   help="exit 0 even when every run of an agent failed (default: exit 1)")
+    p.add_argument("--experiment", metavar="NAME",
+                   help="log each agent's run to this MLflow experiment (MLFLOW_TRACKING_URI, else ./mlflow.db)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument("--isolation", choices=("none", "process"), default="none",
                    help="'process': run agents in worker processes, so a crash fails that run only (default none)")
@@ -216,6 +226,9 @@ def _run_config(args: argparse.Namespace) -> Any:
 
 def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str]]) -> tuple[Any, list[Any], list[Any]]:
     """Dataset, metrics and agents, all checked before any agent runs."""
+    from .cli_output import status
+
+    status(f"loading {args.dataset} and {len(specs)} agent{'s' if len(specs) != 1 else ''}...", quiet=args.quiet)
     from .adapters.spec import agent_from_spec
     from .formats import load_dataset
     from .core.metrics.registry import resolve_metrics
@@ -241,24 +254,33 @@ def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str
 
 
 def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: list[Any]) -> Comparison:
+    import warnings
+
     from .evaluation import compare
+    from .failures import AllRunsFailedWarning
 
     _check_gate_options(args, metrics)
-    return compare(dataset, {a.name: a for a in agents}, metrics, config=_run_config(args), failed_runs=args.failed_runs,
-                   baseline=getattr(args, "baseline", None), simulator=getattr(args, "user_simulator", None))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AllRunsFailedWarning)  # the CLI prints its own failure summary
+        return compare(dataset, {a.name: a for a in agents}, metrics, config=_run_config(args),
+                       failed_runs=args.failed_runs, baseline=getattr(args, "baseline", None),
+                       simulator=getattr(args, "user_simulator", None), experiment=getattr(args, "experiment", None))
 
 
 def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
+    from .cli_output import report_failures
+
     print(header)
     print()
     print(format_comparison(cmp))
+    failed = report_failures(cmp, command=args.command, allow_failures=getattr(args, "allow_failures", False))
     if args.out:
         out = Path(args.out)
         print()
         print(f"Report: {out / 'report.html'}")
         print(f"Also written: runs.jsonl, metrics_table.csv, summary.json in {out}")
     code = _check_thresholds(cmp, args.fail_under)
-    return max(code, _check_baseline(args, cmp))
+    return max(code, _check_baseline(args, cmp), failed)
 
 
 def _check_thresholds(cmp: Comparison, thresholds: Sequence[tuple[str, float]]) -> int:
@@ -425,6 +447,10 @@ def _demo(args: argparse.Namespace) -> int:
     from .evaluation import compare
     from .formats import load_dataset
 
+    from .cli_output import status
+
+    status("starting the sample agents (importing LangGraph, the Vertex AI SDK and a2a-sdk takes a few seconds)...",
+           quiet=args.quiet)
     dataset = load_dataset(DATASET)
     notes: list[str] = []
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="levelfield-demo-"))

@@ -37,12 +37,19 @@ def output_from_value(value: Any, agent: str) -> AgentOutput:
             raise AgentOutputError(
                 f"agent {agent!r} returned 'predicted_trajectory' of type {type(raw_calls).__name__}; expected a list of tool calls"
             )
-        try:
-            calls = [c if isinstance(c, ToolCall) else ToolCall.model_validate(c) for c in raw_calls]
-        except ValidationError as exc:
-            raise AgentOutputError(
-                f"agent {agent!r} returned a malformed tool call in 'predicted_trajectory': {exc.errors()[0]['msg']}"
-            ) from None
+        calls = []
+        for i, c in enumerate(raw_calls):
+            try:
+                calls.append(c if isinstance(c, ToolCall) else ToolCall.model_validate(c))
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                field = ".".join(str(part) for part in err.get("loc", ()))
+                got = type(err.get("input")).__name__
+                raise AgentOutputError(
+                    f"agent {agent!r} returned a malformed tool call #{i + 1} in 'predicted_trajectory'"
+                    f"{f', field {field!r}' if field else ''}: {err['msg']} (got {got}); "
+                    "expected {'tool_name': str, 'tool_input': dict}"
+                ) from None
         return AgentOutput(response=response, trajectory=calls, raw=value)
     raise AgentOutputError(f"agent {agent!r} returned {type(value).__name__}; expected {_EXPECTED}")
 

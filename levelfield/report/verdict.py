@@ -56,7 +56,7 @@ class MetricVerdict:
         else:
             lead = f"{self.best[0]} is best ({self.mean:.3f})"
         better = [f"{v.other} ({_p(v.p_holm)})" for v in self.versus if v.significant]
-        not_better = [f"{v.other} ({_p(v.p_holm)}, not significant)" for v in self.versus if not v.significant]
+        not_better = [f"{v.other} ({_p(v.p_holm)})" for v in self.versus if not v.significant]
         parts = []
         if better:
             parts.append(f"significantly better than {', '.join(better)}")
