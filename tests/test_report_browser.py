@@ -25,7 +25,10 @@ pytestmark = pytest.mark.skipif(
 websockets = pytest.importorskip("websockets", reason="the browser test talks to Chromium with websockets")
 
 PAYLOAD = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
-METRICS = ["trajectory_exact_match", "trajectory_recall", "rouge_l_sum"]
+METRICS = ["trajectory_exact_match", "trajectory_in_order_match", "trajectory_any_order_match", "trajectory_precision",
+           "trajectory_recall", "rouge_l_sum", "bleu", "exact_match"]
+AGENTS = 4  # polite, hostile and two more with long names: the layout must hold at 1400 px
+WIDTH = 1400
 CASES = [
     {"case_id": "lights_on", "prompt": "turn on the light", "reference": "done",
      "reference_trajectory": [{"tool_name": "switch", "tool_input": {"on": True}}]},
@@ -58,6 +61,15 @@ CHECKS = {
     "summary_agents": "document.querySelectorAll('#summary table.summary thead th').length - 1",
     "cases": "document.querySelectorAll('details.case').length",
 }
+# Every element that is wider than its box (a table cut off, a column pushed out), and the page itself.
+OVERFLOW = """(() => {
+  const bad = [];
+  if (document.documentElement.scrollWidth > document.documentElement.clientWidth) bad.push('page');
+  document.querySelectorAll('.tablewrap, .col, pre, .chart, details.case, section, .grid').forEach(e => {
+    if (e.scrollWidth > e.clientWidth + 1) bad.push((e.className || e.tagName) + ':' + e.scrollWidth + '>' + e.clientWidth);
+  });
+  return bad.join(', ');
+})()"""
 FILTER = """(() => {
   const box = document.getElementById('case-search');
   box.value = 'greet';
@@ -105,7 +117,7 @@ async def _inspect(ws_url, page_url):
         for domain in ("Runtime", "Log", "Page"):
             await cdp.send(f"{domain}.enable", session=session)
         await cdp.send("Emulation.setDeviceMetricsOverride",
-                       {"width": 1280, "height": 1800, "deviceScaleFactor": 1, "mobile": False}, session)
+                       {"width": WIDTH, "height": 1800, "deviceScaleFactor": 1, "mobile": False}, session)
         await cdp.send("Page.navigate", {"url": page_url}, session)
         await asyncio.wait_for(cdp.wait_for("Page.loadEventFired"), 30)
         found = {name: await cdp.evaluate(expr, session) for name, expr in CHECKS.items()}
@@ -113,6 +125,7 @@ async def _inspect(ws_url, page_url):
         await cdp.evaluate("document.getElementById('case-search').value='';"
                            "document.getElementById('case-search').dispatchEvent(new Event('input'));"
                            "document.getElementById('expand-all').click()", session)
+        found["overflow"] = await cdp.evaluate(OVERFLOW, session)
         shot = await cdp.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session)
         found["screenshot"] = base64.b64decode(shot["data"])
         found["errors"] = [
@@ -127,7 +140,9 @@ async def _inspect(ws_url, page_url):
 @pytest.fixture(scope="module")
 def browser_view(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("browser")
-    cmp = lf.compare(CASES, {"polite": polite, "hostile": hostile}, METRICS, progress=False)
+    agents = {"polite": polite, "hostile": hostile, "polite-as-well-with-a-long-name": polite,
+              "another-polite-agent-named-at-length": polite}
+    cmp = lf.compare(CASES, agents, METRICS, trials=2, progress=False)
     report = cmp.to_html(tmp / "report.html")
     profile = tmp / "profile"
     proc = subprocess.Popen(
@@ -158,12 +173,12 @@ def browser_view(tmp_path_factory):
 
 def test_report_renders_and_its_script_runs(browser_view):
     assert browser_view["ready"] == "1"
-    assert browser_view["summary_agents"] == 2 and browser_view["cases"] == 3
+    assert browser_view["summary_agents"] == AGENTS and browser_view["cases"] == 3
 
 
 def test_report_has_a_drawn_chart_per_metric(browser_view):
     assert browser_view["charts"] == len(METRICS)
-    assert browser_view["bars"] == 2 * len(METRICS)
+    assert browser_view["bars"] == AGENTS * len(METRICS)
     assert browser_view["chart_width"] > 100
 
 
@@ -179,6 +194,10 @@ def test_agent_response_with_script_shows_as_text_and_does_not_run(browser_view)
 
 def test_case_filter_hides_cases_that_do_not_match(browser_view):
     assert browser_view["filtered"] == "case-greet"
+
+
+def test_nothing_overflows_at_1400_px_with_four_agents_and_trials_expanded(browser_view):
+    assert browser_view["overflow"] == ""
 
 
 def test_screenshot_is_a_png(browser_view):

@@ -123,9 +123,12 @@ def headline(cmp: Comparison, found: list[MetricVerdict] | None = None) -> str:
     if alone[winner] + shared[winner] == 0:
         return "No agent could be scored on any metric."
     wins = [v for v in found if v.beats_all and v.best[0] == winner]
-    sentence = f"{winner} is best on {alone[winner]} of {len(found)} metrics"
-    if shared[winner]:
-        sentence += f" and ties for best on {shared[winner]} more"
+    if alone[winner] == 0:
+        sentence = f"{winner} ties for best on {shared[winner]} of {len(found)} metrics"
+    else:
+        sentence = f"{winner} is best on {alone[winner]} of {len(found)} metrics"
+        if shared[winner]:
+            sentence += f" and ties for best on {shared[winner]} more"
     if wins:
         sentence += f" and is significantly better than every other agent on {len(wins)} ({', '.join(v.metric for v in wins)})."
     elif any(x.significant for v in found for x in v.versus):

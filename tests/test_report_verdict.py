@@ -1,0 +1,110 @@
+"""The verdict: per metric the best agent and, against each other agent, significant or not (Holm), in words."""
+
+import math
+
+import pytest
+
+import levelfield as lf
+from levelfield.cli import format_comparison
+from levelfield.report import render_report
+from levelfield.report.verdict import headline, verdict_lines, verdicts
+
+# Twelve cases in four languages; "right" always answers the reference, "wrong" never does, and
+# "almost" misses two cases: right vs wrong is significant, right vs almost is not.
+TEXTS = ["灯已打开", "電気をつけました", "Das Licht ist an", "A luz está acesa"] * 3
+CASES = [{"case_id": f"c{i}", "prompt": f"question {i}", "reference": t} for i, t in enumerate(TEXTS)]
+ANSWERS = {f"question {i}": t for i, t in enumerate(TEXTS)}
+
+
+def right(prompt):
+    return ANSWERS[prompt]
+
+
+def wrong(prompt):
+    return "no idea"
+
+
+def almost(prompt):
+    return "no idea" if prompt in ("question 0", "question 1") else ANSWERS[prompt]
+
+
+@pytest.fixture(scope="module")
+def cmp():
+    return lf.compare(CASES, {"right": right, "wrong": wrong, "almost": almost}, ["exact_match"], progress=False)
+
+
+def test_best_agent_is_the_one_with_the_highest_mean(cmp):
+    (v,) = verdicts(cmp)
+    assert v.best == ("right",) and v.mean == 1.0
+
+
+def test_a_clear_lead_is_called_significant_with_its_holm_p(cmp):
+    (v,) = verdicts(cmp)
+    vs_wrong = next(x for x in v.versus if x.other == "wrong")
+    assert vs_wrong.significant and vs_wrong.difference == 1.0 and vs_wrong.p_holm < 0.05
+
+
+def test_a_small_lead_is_called_not_significant(cmp):
+    (v,) = verdicts(cmp)
+    vs_almost = next(x for x in v.versus if x.other == "almost")
+    assert not vs_almost.significant
+    assert "not significantly better than almost (Holm p=" in v.sentence()
+
+
+def test_sentence_names_the_winner_and_whom_it_beats(cmp):
+    sentence = verdicts(cmp)[0].sentence()
+    assert sentence.startswith("exact_match: right is best (1.000); significantly better than wrong (Holm p=")
+
+
+def test_headline_says_who_leads_and_whether_significantly(cmp):
+    assert headline(cmp).startswith("right is best on 1 of 1 metrics, but is not significantly better than every other")
+
+
+def test_tied_leaders_are_named_together():
+    cmp = lf.compare(CASES, {"right": right, "copy": right, "wrong": wrong}, ["exact_match"], progress=False)
+    (v,) = verdicts(cmp)
+    assert v.best == ("right", "copy")
+    assert v.sentence().startswith("exact_match: right and copy tie for best (1.000)")
+    assert [x.other for x in v.versus] == ["wrong"]
+
+
+def test_a_single_agent_has_no_verdict():
+    cmp = lf.compare(CASES, {"right": right}, ["exact_match"], progress=False)
+    assert verdict_lines(cmp) == []
+    assert 'id="verdict"' not in render_report(cmp)
+
+
+def test_metric_nobody_could_score_says_so():
+    cases = [{"case_id": "x", "prompt": "question 0"}]  # no reference: exact_match is NaN for all
+    cmp = lf.compare(cases, {"right": right, "wrong": wrong}, ["exact_match"], progress=False)
+    (v,) = verdicts(cmp)
+    assert v.best == () and math.isnan(v.mean)
+    assert v.sentence() == "exact_match: no agent could be scored."
+
+
+def test_cli_prints_the_verdict_in_words(cmp):
+    text = format_comparison(cmp)
+    assert "Verdict: right is best on 1 of 1 metrics" in text
+    assert "  exact_match: right is best (1.000); significantly better than wrong" in text
+
+
+def test_cli_pairwise_lines_say_not_significant(cmp):
+    line = next(l for l in format_comparison(cmp).splitlines() if " vs " in l and "right" in l and "almost" in l)
+    assert line.endswith("not significant")
+
+
+def test_report_opens_with_the_verdict(cmp):
+    page = render_report(cmp)
+    assert page.index('id="verdict"') < page.index('id="summary"')
+    assert "significantly better than wrong" in page and "not significantly better than almost" in page
+
+
+def test_report_shows_non_latin_responses_verbatim(cmp):
+    page = render_report(cmp)
+    for text in ("灯已打开", "電気をつけました", "Das Licht ist an", "A luz está acesa"):
+        assert text in page
+
+
+def test_headline_of_agents_that_tie_everywhere_says_they_tie():
+    cmp = lf.compare(CASES, {"right": right, "copy": right}, ["exact_match"], progress=False)
+    assert headline(cmp).startswith("right ties for best on 1 of 1 metrics")
