@@ -1,0 +1,133 @@
+"""experiment=: each agent's run logged to MLflow tracking, read back with MLflow's own API from a local store."""
+
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+import levelfield as lf
+from levelfield.cli import main
+
+mlflow = pytest.importorskip("mlflow", reason="experiment logging needs the mlflow extra: pip install 'levelfield[mlflow]'")
+
+SAMPLE = "samples/home_automation/dataset.jsonl"
+CAREFUL = "samples.home_automation.agents.function_agents:careful_agent"
+HASTY = "samples.home_automation.agents.function_agents:hasty_agent"
+METRICS = ["trajectory_exact_match", "rouge_l_sum"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def store(tmp_path_factory):
+    """One local SQLite tracking store for the module, chosen the way users do: MLFLOW_TRACKING_URI."""
+    path = tmp_path_factory.mktemp("mlflow") / "mlflow.db"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{path}")
+        yield path
+
+
+def runs_of(experiment):
+    client = mlflow.MlflowClient()
+    exp = client.get_experiment_by_name(experiment)
+    assert exp is not None, f"no experiment {experiment!r} was created"
+    return client.search_runs([exp.experiment_id], order_by=["attributes.run_name"])
+
+
+def artifact_names(run):
+    return sorted(a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id))
+
+
+@pytest.fixture(scope="module")
+def evaluated():
+    lf.evaluate(SAMPLE, CAREFUL, metrics=METRICS, progress=False, experiment="lf-evaluate")
+    (run,) = runs_of("lf-evaluate")
+    return run
+
+
+def test_evaluate_logs_params_naming_agent_dataset_metrics_and_trials(evaluated):
+    p = evaluated.data.params
+    assert p["agent"] == "careful_agent" and p["dataset"].endswith("dataset.jsonl")
+    assert p["metrics"] == ",".join(METRICS) and p["trials"] == "1" and p["cases"] == "18"
+
+
+def test_evaluate_logs_means_and_intervals(evaluated):
+    m = evaluated.data.metrics
+    assert m["trajectory_exact_match/mean"] == 1.0
+    assert 0.7 < m["trajectory_exact_match/ci_low"] < 1.0 and m["trajectory_exact_match/ci_high"] == 1.0
+    assert m["failures"] == 0 and "rouge_l_sum/std" in m
+
+
+def test_evaluate_logs_the_metrics_table_and_the_report_as_artifacts(evaluated):
+    assert artifact_names(evaluated) == ["metrics_table.csv", "report.html"]
+    local = mlflow.artifacts.download_artifacts(run_id=evaluated.info.run_id, artifact_path="metrics_table.csv")
+    with open(local, encoding="utf-8") as f:
+        assert sum(1 for _ in f) == 19  # header + 18 cases
+
+
+def test_evaluate_run_is_finished_and_named_after_the_agent(evaluated):
+    assert evaluated.info.status == "FINISHED" and evaluated.info.run_name == "careful_agent"
+
+
+def test_compare_logs_one_run_per_agent_of_one_comparison():
+    lf.compare(SAMPLE, {"careful": CAREFUL, "hasty": HASTY}, METRICS, trials=2, progress=False, experiment="lf-compare")
+    runs = runs_of("lf-compare")
+    assert [r.info.run_name for r in runs] == ["careful", "hasty"]
+    assert len({r.data.tags["levelfield.comparison"] for r in runs}) == 1
+    hasty = runs[1].data.metrics
+    assert hasty["trajectory_exact_match/pass_at_2"] == pytest.approx(10 / 18)
+    assert "significantly better than hasty" in runs[0].data.tags["mlflow.note.content"]
+
+
+def test_eval_task_logs_to_its_experiment_under_the_run_name():
+    task = lf.EvalTask(dataset=SAMPLE, metrics=["trajectory_exact_match"], experiment="lf-evaltask")
+    task.evaluate(runnable=CAREFUL, experiment_run_name="run-1", progress=False)
+    (run,) = runs_of("lf-evaltask")
+    assert run.info.run_name == "run-1" and run.data.metrics["trajectory_exact_match/mean"] == 1.0
+
+
+def test_cli_experiment_option_logs_each_agent(capsys):
+    code = main(["compare", SAMPLE, "--agent", f"careful={CAREFUL}", "--agent", f"hasty={HASTY}",
+                 "-m", "trajectory_exact_match", "-q", "--experiment", "lf-cli"])
+    capsys.readouterr()
+    assert code == 0
+    assert [r.info.run_name for r in runs_of("lf-cli")] == ["careful", "hasty"]
+
+
+def test_missing_mlflow_fails_before_any_agent_runs(monkeypatch):
+    calls = []
+    monkeypatch.setitem(sys.modules, "mlflow", None)  # what an uninstalled package looks like to import
+    with pytest.raises(lf.MissingExtraError, match=r"levelfield\[mlflow\]"):
+        lf.evaluate(SAMPLE, lambda p: calls.append(p) or "x", metrics=["exact_match"], progress=False, experiment="x")
+    assert calls == []
+
+
+def test_empty_experiment_name_is_a_config_error():
+    with pytest.raises(lf.ConfigError, match="experiment=''"):
+        lf.evaluate(SAMPLE, CAREFUL, metrics=["exact_match"], progress=False, experiment="")
+
+
+def test_a_store_that_refuses_the_run_warns_and_the_result_is_kept(monkeypatch, tmp_path):
+    (tmp_path / "a_file").write_text("not a directory")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/a_file/mlflow.db")
+    with pytest.warns(RuntimeWarning, match="could not log to MLflow experiment 'lf-refused'"):
+        result = lf.evaluate(SAMPLE, CAREFUL, metrics=["exact_match"], progress=False, experiment="lf-refused")
+    assert len(result.runs) == 18
+
+
+def test_without_a_tracking_uri_runs_go_to_the_local_store_in_the_current_directory(tmp_path):
+    # A fresh interpreter: MLflow caches stores by URI, and the default URI is relative.
+    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")])
+    code = (
+        "import levelfield as lf, mlflow\n"
+        f"lf.evaluate({os.path.abspath(SAMPLE)!r}, lambda p: 'ok', metrics=['exact_match'], progress=False, experiment='local')\n"
+        "exp = mlflow.MlflowClient().get_experiment_by_name('local')\n"
+        "print(len(mlflow.MlflowClient().search_runs([exp.experiment_id])))\n"
+    )
+    with warnings.catch_warnings():
+        out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "1"
+    assert (tmp_path / "mlflow.db").exists()
