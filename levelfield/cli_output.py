@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from .failures import agents_that_always_failed, format_failures
 
 if TYPE_CHECKING:
-    from .core.comparison import Comparison
+    from .comparison import Comparison
 
 __all__ = ["status", "report_failures", "verdict_text"]
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .core.errors import ConfigError, MissingExtraError
 
 if TYPE_CHECKING:
-    from .core.comparison import Comparison
+    from .comparison import Comparison
     from .core.results import EvalResult
 
 __all__ = ["require_mlflow", "check_experiment_name", "log_evaluation", "log_comparison"]
@@ -145,7 +145,7 @@ def log_evaluation(result: EvalResult, experiment: str, *, run_name: str | None 
     The numbers are the same a one-agent comparison shows (failed runs left out, as in
     ``evaluate``), plus Vertex's ``<metric>/std`` and ``<metric>/nan_count``.
     """
-    from .core.comparison import Comparison
+    from .comparison import Comparison
 
     require_mlflow()
     agent = result.agent_name or "saved predictions"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..core.comparison import Comparison
+    from ..comparison import Comparison
 
 __all__ = ["Versus", "MetricVerdict", "verdicts", "verdict_lines", "headline"]
 
