@@ -108,3 +108,14 @@ def test_report_shows_non_latin_responses_verbatim(cmp):
 def test_headline_of_agents_that_tie_everywhere_says_they_tie():
     cmp = lf.compare(CASES, {"right": right, "copy": right}, ["exact_match"], progress=False)
     assert headline(cmp).startswith("right ties for best on 1 of 1 metrics")
+
+
+def test_headline_names_the_metrics_where_the_leader_beats_everyone_significantly():
+    cmp = lf.compare(CASES, {"right": right, "wrong": wrong}, ["exact_match"], progress=False)
+    assert headline(cmp) == ("right is best on 1 of 1 metrics; it is significantly better than every other agent "
+                             "on 1 (exact_match).")
+
+
+def test_headline_of_tied_leaders_that_beat_the_rest_says_so():
+    cmp = lf.compare(CASES, {"right": right, "copy": right, "wrong": wrong}, ["exact_match"], progress=False)
+    assert headline(cmp).endswith("significantly better than every agent it does not tie with on 1 (exact_match).")

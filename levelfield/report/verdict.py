@@ -44,8 +44,8 @@ class MetricVerdict:
 
     @property
     def beats_all(self) -> bool:
-        """True when a single leader is significantly better than every other agent."""
-        return len(self.best) == 1 and bool(self.versus) and all(v.significant for v in self.versus)
+        """True when the leader is significantly better than every agent it does not tie with."""
+        return bool(self.best) and bool(self.versus) and all(v.significant for v in self.versus)
 
     def sentence(self) -> str:
         """The verdict as one plain sentence."""
@@ -122,7 +122,7 @@ def headline(cmp: Comparison, found: list[MetricVerdict] | None = None) -> str:
     winner = max(cmp.agents, key=lambda a: (alone[a] + shared[a], alone[a], -cmp.agents.index(a)))
     if alone[winner] + shared[winner] == 0:
         return "No agent could be scored on any metric."
-    wins = [v for v in found if v.beats_all and v.best[0] == winner]
+    wins = [v for v in found if v.beats_all and winner in v.best]
     if alone[winner] == 0:
         sentence = f"{winner} ties for best on {shared[winner]} of {len(found)} metrics"
     else:
@@ -130,7 +130,8 @@ def headline(cmp: Comparison, found: list[MetricVerdict] | None = None) -> str:
         if shared[winner]:
             sentence += f" and ties for best on {shared[winner]} more"
     if wins:
-        sentence += f" and is significantly better than every other agent on {len(wins)} ({', '.join(v.metric for v in wins)})."
+        others = "every agent it does not tie with" if any(len(v.best) > 1 for v in wins) else "every other agent"
+        sentence += f"; it is significantly better than {others} on {len(wins)} ({', '.join(v.metric for v in wins)})."
     elif any(x.significant for v in found for x in v.versus):
         sentence += f", but is not significantly better than every other agent on any of them at the {level} level."
     else:

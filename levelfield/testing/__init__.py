@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ScriptedChatModel", "ScriptedUser", "assert_eval", "check_eval", "eval_test"]
+__all__ = ["ScriptedChatModel", "ScriptedUser", "tool_outputs_by_turn", "last_human_text", "assert_eval", "check_eval",
+           "eval_test"]
 
 _LAZY = {
     "ScriptedChatModel": ".chat_model",
     "ScriptedUser": "..simulation.scripted",
+    "tool_outputs_by_turn": ".chat_model",
+    "last_human_text": ".chat_model",
     "assert_eval": ".gating",
     "check_eval": ".gating",
     "eval_test": ".gating",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import MissingExtraError
 from ..core.criteria import (
     CaseVerdict,
     Criterion,
@@ -257,9 +258,12 @@ def eval_test(
 
     The evaluation runs once, when the first item runs; every item then asserts its own case.
     ``--lf-trials N`` and ``--lf-criteria PATH`` (from levelfield's pytest plugin) override
-    ``trials`` and ``criteria`` from the command line.
+    ``trials`` and ``criteria`` from the command line. Needs pytest (``levelfield[pytest]``).
     """
-    import pytest
+    try:
+        import pytest
+    except ImportError:
+        raise MissingExtraError("pytest", "pytest", "lf.testing.eval_test") from None
 
     dataset = load_dataset(source)  # a bad file fails at collection, naming the file and field
     ids = [c.case_id for c in dataset]
