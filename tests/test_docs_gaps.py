@@ -1,0 +1,30 @@
+"""The README's promises that were not kept: names importable where the docs say, extras named when missing."""
+
+import sys
+
+import pytest
+
+import levelfield as lf
+
+
+def test_tool_outputs_by_turn_is_importable_from_levelfield_testing():
+    pytest.importorskip("langchain_core")
+    from levelfield.testing import ScriptedChatModel, tool_outputs_by_turn
+
+    assert "tool_outputs_by_turn" in (ScriptedChatModel.__doc__ or "")
+    assert tool_outputs_by_turn([]) == []
+
+
+def test_eval_test_without_pytest_names_the_extra_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pytest", None)  # how an uninstalled package looks to import
+    with pytest.raises(lf.MissingExtraError, match=r"pip install 'levelfield\[pytest\]'"):
+        lf.testing.eval_test("tests/fixture/", lambda prompt: "hi")
+
+
+def test_readme_config_example_names_files_that_exist():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    line = next(l for l in readme.splitlines() if "--config" in l and l.lstrip().startswith("--config"))
+    config = line.split("--config", 1)[1].split()[0]
+    assert (Path(__file__).resolve().parents[1] / config).is_file()
