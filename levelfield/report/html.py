@@ -377,13 +377,14 @@ def _cases_section(cmp: Comparison) -> str:
         )
         failed = any(r.failure for runs in view.runs.values() for r in runs)
         chips = '<span class="casechips">' + "".join(
-            f'<span class="agentchips"><span class="muted">{_esc(a)}</span>'
+            f'<span class="agentchips"><span class="muted" title="{_esc(a)}">{_esc(a)}</span>'
             + "".join(_chip(row[(m, a)], f"{a} · {m}") for m in cmp.metric_names)
             + "</span>"
             for a in cmp.agents
         )
         if failed:
-            chips += ' <span class="fail">failed run</span>'
+            who = ", ".join(a for a, runs in view.runs.items() if any(r.failure for r in runs))
+            chips += f' <span class="fail">failed run: {_esc(who)}</span>'
         chips += "</span>"
         search = f"{case.case_id} {_short(case.prompt, 1000)}".lower()
         body = [f'<div class="casebody"><h3>Prompt</h3><pre class="text">{_long(case.prompt)}</pre>']
