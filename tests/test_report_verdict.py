@@ -57,7 +57,7 @@ def test_sentence_names_the_winner_and_whom_it_beats(cmp):
 
 
 def test_headline_says_who_leads_and_whether_significantly(cmp):
-    assert headline(cmp).startswith("right is best on 1 of 1 metrics, but is not significantly better than every other")
+    assert headline(cmp).startswith("right is best on 1 of 1 metrics, but it is not significantly better than every other")
 
 
 def test_tied_leaders_are_named_together():
@@ -107,7 +107,7 @@ def test_report_shows_non_latin_responses_verbatim(cmp):
 
 def test_headline_of_agents_that_tie_everywhere_says_they_tie():
     cmp = lf.compare(CASES, {"right": right, "copy": right}, ["exact_match"], progress=False)
-    assert headline(cmp).startswith("right ties for best on 1 of 1 metrics")
+    assert headline(cmp).startswith("right and copy tie for best on 1 of 1 metrics")
 
 
 def test_headline_names_the_metrics_where_the_leader_beats_everyone_significantly():
@@ -118,4 +118,11 @@ def test_headline_names_the_metrics_where_the_leader_beats_everyone_significantl
 
 def test_headline_of_tied_leaders_that_beat_the_rest_says_so():
     cmp = lf.compare(CASES, {"right": right, "copy": right, "wrong": wrong}, ["exact_match"], progress=False)
-    assert headline(cmp).endswith("significantly better than every agent it does not tie with on 1 (exact_match).")
+    assert headline(cmp) == ("right and copy tie for best on 1 of 1 metrics; they are significantly better than every "
+                             "other agent on 1 (exact_match).")
+
+
+def test_three_tied_leaders_are_listed_with_commas():
+    cmp = lf.compare(CASES, {"right": right, "copy": right, "again": right, "wrong": wrong}, ["exact_match"],
+                     progress=False)
+    assert verdicts(cmp)[0].sentence().startswith("exact_match: right, copy and again tie for best (1.000)")

@@ -426,7 +426,8 @@ def _verdict_section(cmp: Comparison) -> str:
         if not v.best:
             items.append(f"<li>{_metric_link(v.metric)}: no agent could be scored.</li>")
             continue
-        names = " and ".join(f"<b>{_esc(a)}</b>" for a in v.best)
+        bold = [f"<b>{_esc(a)}</b>" for a in v.best]
+        names = bold[0] if len(bold) == 1 else f"{', '.join(bold[:-1])} and {bold[-1]}"
         lead = f"{names} tie for best" if len(v.best) > 1 else f"{names} is best"
         detail = []
         for x in v.versus:

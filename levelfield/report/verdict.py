@@ -52,7 +52,7 @@ class MetricVerdict:
         if not self.best:
             return f"{self.metric}: no agent could be scored."
         if len(self.best) > 1:
-            lead = f"{' and '.join(self.best)} tie for best ({self.mean:.3f})"
+            lead = f"{_and(self.best)} tie for best ({self.mean:.3f})"
         else:
             lead = f"{self.best[0]} is best ({self.mean:.3f})"
         better = [f"{v.other} ({_p(v.p_holm)})" for v in self.versus if v.significant]
@@ -64,6 +64,12 @@ class MetricVerdict:
             parts.append(f"not significantly better than {', '.join(not_better)}")
         tail = "; ".join(parts)
         return f"{self.metric}: {lead}" + (f"; {tail}." if tail else ".")
+
+
+def _and(names: "tuple[str, ...] | list[str]") -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _p(p: float) -> str:
@@ -123,17 +129,24 @@ def headline(cmp: Comparison, found: list[MetricVerdict] | None = None) -> str:
     if alone[winner] + shared[winner] == 0:
         return "No agent could be scored on any metric."
     wins = [v for v in found if v.beats_all and winner in v.best]
-    if alone[winner] == 0:
+    partners = {v.best for v in found if winner in v.best}
+    if alone[winner] == 0 and len(partners) == 1:
+        # The same agents tie on every metric: name them all rather than pick one.
+        sentence = f"{_and(next(iter(partners)))} tie for best on {shared[winner]} of {len(found)} metrics"
+    elif alone[winner] == 0:
         sentence = f"{winner} ties for best on {shared[winner]} of {len(found)} metrics"
     else:
         sentence = f"{winner} is best on {alone[winner]} of {len(found)} metrics"
         if shared[winner]:
             sentence += f" and ties for best on {shared[winner]} more"
+    group = alone[winner] == 0 and len(partners) == 1
+    subject = "they are" if group else "it is"
     if wins:
-        others = "every agent it does not tie with" if any(len(v.best) > 1 for v in wins) else "every other agent"
-        sentence += f"; it is significantly better than {others} on {len(wins)} ({', '.join(v.metric for v in wins)})."
+        tied = not group and any(len(v.best) > 1 for v in wins)
+        others = "every agent it does not tie with" if tied else "every other agent"
+        sentence += f"; {subject} significantly better than {others} on {len(wins)} ({', '.join(v.metric for v in wins)})."
     elif any(x.significant for v in found for x in v.versus):
-        sentence += f", but is not significantly better than every other agent on any of them at the {level} level."
+        sentence += f", but {subject} not significantly better than every other agent on any of them at the {level} level."
     else:
         sentence += f"; no difference between agents is significant at the {level} level (Holm-adjusted)."
     return sentence
