@@ -390,6 +390,8 @@ def _eval_gated(args: argparse.Namespace) -> int:
                          "work without --config")
     if args.simulator:
         raise UsageError("--simulator does not combine with --config yet; run the scenario cases without --config")
+    if args.experiment:
+        raise UsageError("--experiment is not available with --config (a gate run); run eval without --config to log it")
     report = check_eval(args.dataset, load_agent_spec(args.agent), criteria=args.config, name=args.name,
                         config=_run_config(args))
     ds = report.result.dataset

@@ -19,6 +19,7 @@ that local store; ``mlflow-tracing`` alone cannot record locally.
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import tempfile
 import uuid
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 
 __all__ = ["require_mlflow", "check_experiment_name", "log_evaluation", "log_comparison"]
 
+# MLflow stores at most 6000 characters of a param value.
+_PARAM_CHARS = 6000
 # MLflow accepts letters, digits, _ - . / space and colon in metric names; pass@k and pass^k need words.
 _MLFLOW_NAME = re.compile(r"[^\w\-./ :]")
 
@@ -111,7 +114,7 @@ def log_comparison(
             metrics = [
                 Metric(_metric_name(str(k)), float(v), now, 0)
                 for k, v in cmp.summary.loc[agent].items()
-                if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
+                if isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v))
             ]
             metrics += [
                 Metric(_metric_name(k), float(v), now, 0)
@@ -121,7 +124,7 @@ def log_comparison(
             client.log_batch(
                 run_id,
                 metrics=metrics,
-                params=[Param(k, str(v)) for k, v in params.items()],
+                params=[Param(k, str(v)[:_PARAM_CHARS]) for k, v in params.items()],
                 tags=[RunTag("levelfield.kind", "compare" if len(cmp.agents) > 1 else "evaluate")],
             )
             with tempfile.TemporaryDirectory(prefix="levelfield-mlflow-") as tmp:
@@ -154,7 +157,7 @@ def log_evaluation(result: EvalResult, experiment: str, *, run_name: str | None 
     vertex = {
         k: float(v)
         for k, v in result.summary_metrics.items()
-        if k.endswith(("/std", "/nan_count")) and isinstance(v, (int, float))
+        if k.endswith(("/std", "/nan_count")) and isinstance(v, numbers.Real) and not isinstance(v, bool)
     }
     return log_comparison(cmp, experiment, run_name=run_name, extra_metrics={agent: vertex})[agent]
 

@@ -146,3 +146,9 @@ def test_format_failures_is_empty_without_failures():
 def test_agents_that_always_failed_ignores_agents_with_one_success():
     runs = {"dead": [_run("c1", "timeout", "t")], "alive": [_run("c1", "timeout", "t"), _run("c2")]}
     assert agents_that_always_failed(runs) == ["dead"]
+
+
+def test_experiment_with_a_gate_run_is_a_usage_error(capsys):
+    code, _, err = run(capsys, "eval", "tests/fixture/home.evalset.json", "--agent", CAREFUL,
+                       "--config", "tests/fixture/test_config.json", "--experiment", "x", "-q")
+    assert code == 2 and "--experiment is not available with --config" in err
