@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+from pathlib import Path
 import sys
 import warnings
 
@@ -12,7 +13,8 @@ from levelfield.cli import main
 
 mlflow = pytest.importorskip("mlflow", reason="experiment logging needs the mlflow extra: pip install 'levelfield[mlflow]'")
 
-SAMPLE = "samples/home_automation/dataset.jsonl"
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = str(ROOT / "samples" / "home_automation" / "dataset.jsonl")
 CAREFUL = "samples.home_automation.agents.function_agents:careful_agent"
 HASTY = "samples.home_automation.agents.function_agents:hasty_agent"
 METRICS = ["trajectory_exact_match", "rouge_l_sum"]
@@ -21,10 +23,13 @@ METRICS = ["trajectory_exact_match", "rouge_l_sum"]
 @pytest.fixture(scope="module", autouse=True)
 def store(tmp_path_factory):
     """One local SQLite tracking store for the module, chosen the way users do: MLFLOW_TRACKING_URI."""
-    path = tmp_path_factory.mktemp("mlflow") / "mlflow.db"
+    folder = tmp_path_factory.mktemp("mlflow")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{path}")
-        yield path
+        mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{folder / 'mlflow.db'}")
+        # MLflow puts artifacts in ./mlruns of the directory the store was opened in: not the repository.
+        mp.chdir(folder)
+        mp.syspath_prepend(str(ROOT))
+        yield folder
 
 
 def runs_of(experiment):
@@ -118,10 +123,10 @@ def test_a_store_that_refuses_the_run_warns_and_the_result_is_kept(monkeypatch, 
 def test_without_a_tracking_uri_runs_go_to_the_local_store_in_the_current_directory(tmp_path):
     # A fresh interpreter: MLflow caches stores by URI, and the default URI is relative.
     env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
-    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     code = (
         "import levelfield as lf, mlflow\n"
-        f"lf.evaluate({os.path.abspath(SAMPLE)!r}, lambda p: 'ok', metrics=['exact_match'], progress=False, experiment='local')\n"
+        f"lf.evaluate({SAMPLE!r}, lambda p: 'ok', metrics=['exact_match'], progress=False, experiment='local')\n"
         "exp = mlflow.MlflowClient().get_experiment_by_name('local')\n"
         "print(len(mlflow.MlflowClient().search_runs([exp.experiment_id])))\n"
     )
@@ -130,4 +135,4 @@ def test_without_a_tracking_uri_runs_go_to_the_local_store_in_the_current_direct
                              text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "1"
-    assert (tmp_path / "mlflow.db").exists()
+    assert (tmp_path / "mlflow.db").exists() and (tmp_path / "mlruns").is_dir()
