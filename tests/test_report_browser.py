@@ -27,7 +27,7 @@ websockets = pytest.importorskip("websockets", reason="the browser test talks to
 PAYLOAD = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
 METRICS = ["trajectory_exact_match", "trajectory_in_order_match", "trajectory_any_order_match", "trajectory_precision",
            "trajectory_recall", "rouge_l_sum", "bleu", "exact_match"]
-AGENTS = 4  # polite, hostile and two more with long names: the layout must hold at 1400 px
+AGENTS = 8  # polite, hostile and six more with long names: the widest layout must hold at 1400 px
 WIDTH = 1400
 CASES = [
     {"case_id": "lights_on", "prompt": "turn on the light", "reference": "done",
@@ -69,6 +69,15 @@ OVERFLOW = """(() => {
     if (e.scrollWidth > e.clientWidth + 1) bad.push((e.className || e.tagName) + ':' + e.scrollWidth + '>' + e.clientWidth);
   });
   return bad.join(', ');
+})()"""
+# Agent cards of the first case per row of the drill-down, top to bottom.
+DRILL_ROWS = """(() => {
+  const rows = {};
+  document.querySelectorAll('details.case')[0].querySelectorAll('.grid > .col').forEach(e => {
+    const top = Math.round(e.getBoundingClientRect().top);
+    rows[top] = (rows[top] || 0) + 1;
+  });
+  return Object.keys(rows).map(Number).sort((a, b) => a - b).map(k => rows[k]).join(',');
 })()"""
 FILTER = """(() => {
   const box = document.getElementById('case-search');
@@ -126,6 +135,7 @@ async def _inspect(ws_url, page_url):
                            "document.getElementById('case-search').dispatchEvent(new Event('input'));"
                            "document.getElementById('expand-all').click()", session)
         found["overflow"] = await cdp.evaluate(OVERFLOW, session)
+        found["drill_rows"] = await cdp.evaluate(DRILL_ROWS, session)
         shot = await cdp.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session)
         found["screenshot"] = base64.b64decode(shot["data"])
         found["errors"] = [
@@ -141,7 +151,8 @@ async def _inspect(ws_url, page_url):
 def browser_view(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("browser")
     agents = {"polite": polite, "hostile": hostile, "polite-as-well-with-a-long-name": polite,
-              "another-polite-agent-named-at-length": polite}
+              "another-polite-agent-named-at-length": polite,
+              **{f"polite-copy-number-{i}-with-a-long-name": polite for i in range(AGENTS - 4)}}
     cmp = lf.compare(CASES, agents, METRICS, trials=2, progress=False)
     report = cmp.to_html(tmp / "report.html")
     profile = tmp / "profile"
@@ -196,8 +207,12 @@ def test_case_filter_hides_cases_that_do_not_match(browser_view):
     assert browser_view["filtered"] == "case-greet"
 
 
-def test_nothing_overflows_at_1400_px_with_four_agents_and_trials_expanded(browser_view):
+def test_nothing_overflows_at_1400_px_with_eight_agents_and_trials_expanded(browser_view):
     assert browser_view["overflow"] == ""
+
+
+def test_drill_down_lays_eight_agents_in_two_full_rows(browser_view):
+    assert browser_view["drill_rows"] == "4,4"
 
 
 def test_screenshot_is_a_png(browser_view):
