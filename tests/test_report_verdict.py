@@ -90,7 +90,7 @@ def test_cli_prints_the_verdict_in_words(cmp):
 
 def test_cli_pairwise_lines_say_not_significant(cmp):
     line = next(l for l in format_comparison(cmp).splitlines() if " vs " in l and "right" in l and "almost" in l)
-    assert line.endswith("not significant")
+    assert "not significant" in line
 
 
 def test_report_opens_with_the_verdict(cmp):
