@@ -257,7 +257,7 @@ def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: lis
     import warnings
 
     from .evaluation import compare
-    from .failures import AllRunsFailedWarning
+    from .failure_summary import AllRunsFailedWarning
 
     _check_gate_options(args, metrics)
     with warnings.catch_warnings():

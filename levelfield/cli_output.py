@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from .failures import agents_that_always_failed, format_failures
+from .failure_summary import agents_that_always_failed, format_failures
 
 if TYPE_CHECKING:
     from .comparison import Comparison

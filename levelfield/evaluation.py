@@ -31,7 +31,7 @@ from .core.metrics.registry import resolve_metrics
 from .core.protocol import AgentRunnable
 from .core.results import EvalResult
 from .core.runner import run_coroutine
-from .failures import AllRunsFailedWarning, agents_that_always_failed, failure_groups
+from .failure_summary import AllRunsFailedWarning, agents_that_always_failed, failure_groups
 from .formats import load_dataset
 from .simulation import as_simulator
 

@@ -10,7 +10,7 @@ import pytest
 import levelfield as lf
 from levelfield.cli import main
 from levelfield.core.types import AgentRun
-from levelfield.failures import AllRunsFailedWarning, agents_that_always_failed, failure_groups, format_failures
+from levelfield.failure_summary import AllRunsFailedWarning, agents_that_always_failed, failure_groups, format_failures
 
 SAMPLE = "samples/home_automation/dataset.jsonl"
 CAREFUL = "samples.home_automation.agents.function_agents:careful_agent"

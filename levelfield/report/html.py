@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.jsonsafe import to_jsonable
-from ..failures import failure_groups
+from ..failure_summary import failure_groups
 from .glossary import describe_metric
 from .verdict import headline, verdicts
 
