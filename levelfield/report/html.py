@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.jsonsafe import to_jsonable
 from ..failure_summary import failure_groups
+from .changes import baseline_section
 from .glossary import describe_metric
 from .verdict import headline, verdicts
 
@@ -490,8 +491,10 @@ def render_report(cmp: Comparison, *, title: str | None = None) -> str:
         f"{cmp.trials} trial{'s' if cmp.trials != 1 else ''} per case · generated {generated}"
     )
     failures = _failures_section(cmp)
+    against = baseline_section(cmp)
     body = [
         _verdict_section(cmp),
+        against,
         _summary_section(cmp),
         _charts_section(cmp),
         _pairwise_section(cmp),
@@ -501,7 +504,8 @@ def render_report(cmp: Comparison, *, title: str | None = None) -> str:
     ]
     multi = len(cmp.agents) > 1
     nav = (
-        "<nav>" + ('<a href="#verdict">Verdict</a>' if multi else "") + '<a href="#summary">Summary</a>'
+        "<nav>" + ('<a href="#verdict">Verdict</a>' if multi else "")
+        + ('<a href="#baseline">Baseline</a>' if against else "") + '<a href="#summary">Summary</a>'
         '<a href="#charts">Metrics</a>' + ('<a href="#pairwise">Pairwise</a>' if multi else "")
         + ('<a href="#failures">Failures</a>' if failures else "")
         + '<a href="#cases">Cases</a><a href="#glossary">Glossary</a></nav>'
