@@ -9,7 +9,7 @@
 from . import gate, metrics, stats, testing  # testing loads its names lazily: no LangChain import here
 from .adapters.auto import as_agent
 from .core.dataset import EvalCase, EvalDataset
-from .formats import load_dataset, to_adk_evalset
+from .formats import export_scores, load_dataset, load_traces, to_adk_evalset
 from .core.errors import (
     AdapterError,
     AgentOutputError,
@@ -52,6 +52,8 @@ __all__ = [
     "EvalResult",
     "load_dataset",
     "to_adk_evalset",
+    "load_traces",
+    "export_scores",
     "EvalCase",
     "EvalDataset",
     "ToolCallMatcher",

@@ -11,12 +11,13 @@ from typing import Any
 from .auto import as_agent, register_adapter
 from .function import FunctionAgent
 
-__all__ = ["as_agent", "register_adapter", "FunctionAgent", "LangChainAgent", "A2AAgent", "AgentEngineAgent"]
+__all__ = ["as_agent", "register_adapter", "FunctionAgent", "LangChainAgent", "A2AAgent", "AgentEngineAgent", "TracedAgent"]
 
 _LAZY = {
     "LangChainAgent": ".langchain",
     "A2AAgent": ".a2a",
     "AgentEngineAgent": ".agent_engine",
+    "TracedAgent": ".traced",
 }
 
 

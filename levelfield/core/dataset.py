@@ -20,7 +20,7 @@ __all__ = ["EvalCase", "EvalDataset", "Turn", "Scenario", "parse_scenario", "cas
 
 # Canonical field -> accepted column names, first wins.
 ALIASES: dict[str, tuple[str, ...]] = {
-    "case_id": ("case_id", "eval_id", "id"),
+    "case_id": ("case_id", "eval_id", "id", "request_id"),
     "prompt": ("prompt", "request", "query", "input"),
     "reference": ("reference", "expected_response", "final_response"),
     "reference_trajectory": ("reference_trajectory", "expected_tool_use", "tool_uses"),
@@ -28,7 +28,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "predicted_trajectory": ("predicted_trajectory",),
     "history": ("history",),
     "state": ("state", "session_state"),
+    "retrieved_context": ("retrieved_context",),
+    "expected_retrieved_context": ("expected_retrieved_context",),
 }
+_DOCUMENT_FIELDS = ("retrieved_context", "expected_retrieved_context")
 _TRAJECTORY_FIELDS = ("reference_trajectory", "predicted_trajectory")
 
 
@@ -136,6 +139,10 @@ class EvalCase(BaseModel):
     predicted_trajectory: list[ToolCall] | None = None
     reference_thoughts: str | None = None
     """Thought text of the expected answer (ADK files); see :attr:`Turn.reference_thoughts`."""
+    retrieved_context: list[dict[str, Any]] | None = None
+    """Saved documents the agent's last retrieval step returned, as ``{content, doc_uri}`` (Databricks)."""
+    expected_retrieved_context: list[dict[str, Any]] | None = None
+    """The documents a good retrieval returns, as ``{content, doc_uri}`` (Databricks ground truth)."""
     turns: list[Turn] = Field(default_factory=list)
     """For multi-turn cases: every turn, in order (the first one is also ``prompt``)."""
     state: dict[str, Any] = Field(default_factory=dict)
@@ -301,6 +308,33 @@ def _parse_trajectory(value: Any, where: str, column: str) -> list[ToolCall] | N
     return calls
 
 
+def _parse_documents(value: Any, where: str, column: str) -> list[dict[str, Any]] | None:
+    """A Databricks ``retrieved_context`` cell: a list of ``{content, doc_uri}`` (or JSON of one)."""
+    if _is_missing(value):
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else None
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{where}, field '{column}': not valid JSON ({exc.msg})") from None
+        if value is None:
+            return None
+    if hasattr(value, "tolist") and not isinstance(value, (list, dict)):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        raise DatasetError(
+            f"{where}, field '{column}': expected a list of {{\"content\": ..., \"doc_uri\": ...}}, got {type(value).__name__}"
+        )
+    docs = []
+    for i, item in enumerate(value):
+        if isinstance(item, str):
+            item = {"content": item}
+        if not isinstance(item, dict):
+            raise DatasetError(f"{where}, field '{column}', item {i}: expected an object {{content, doc_uri}}, got {str(item)[:80]!r}")
+        docs.append({"content": item.get("content"), "doc_uri": item.get("doc_uri"), **{k: v for k, v in item.items() if k not in ("content", "doc_uri")}})
+    return docs
+
+
 def _parse_request(value: Any, where: str, column: str) -> tuple[str | None, list[Message]]:
     """A request may be a string, {"messages": [...]}, or {"query", "history"} (MLflow/LangChain shapes)."""
     if _is_missing(value):
@@ -378,6 +412,8 @@ def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
     }
     for field in _TRAJECTORY_FIELDS:
         fields[field] = _parse_trajectory(get(field), where, used.get(field, field))
+    for field in _DOCUMENT_FIELDS:
+        fields[field] = _parse_documents(get(field), where, used.get(field, field))
     taken = set(used.values())
     if not _is_missing(row.get("turns")):
         turns = _parse_turns(row["turns"], where)

@@ -26,9 +26,19 @@ from .results import SAVED_AGENT, EvalResult
 from .isolation import check_picklable
 from .runner import run_agents
 from .scoring import RunScorer, context_for, score_rows
-from .types import AgentOutput, AgentRun
+from .types import AgentOutput, AgentRun, Usage
 
 __all__ = ["score_saved", "run_and_score", "open_journal"]
+
+
+def _usage(value: Any) -> Usage | None:
+    """A saved ``usage`` cell (``{input_tokens, output_tokens, total_tokens}``) as Usage; anything else None."""
+    if not isinstance(value, Mapping):
+        return None
+    try:
+        return Usage.model_validate(dict(value))
+    except ValueError:
+        return None
 
 
 def _saved_runs(dataset: EvalDataset) -> list[AgentRun]:
@@ -48,11 +58,18 @@ def _saved_runs(dataset: EvalDataset) -> list[AgentRun]:
         output = None
         turns: list[AgentOutput] = []
         if not failed:
-            output = AgentOutput(response=case.response or "", trajectory=case.predicted_trajectory or [])
+            usage = case.metadata.get("usage")
+            output = AgentOutput(
+                response=case.response or "",
+                trajectory=case.predicted_trajectory or [],
+                retrieved_context=case.retrieved_context,
+                usage=_usage(usage),
+            )
             if any(t.has_prediction for t in case.turns):
                 # Saved per-turn answers become the run's turns, as a live multi-turn run records them.
                 turns = [AgentOutput(response=t.response or "", trajectory=t.predicted_trajectory or []) for t in case.turns]
                 output = turns[-1]
+        error = case.metadata.get("error")
         runs.append(
             AgentRun(
                 case_id=case.case_id,
@@ -61,6 +78,7 @@ def _saved_runs(dataset: EvalDataset) -> list[AgentRun]:
                 latency_in_seconds=latency,
                 failure=failed,
                 turns=turns,
+                error=str(error) if failed and error is not None else None,
             )
         )
     return runs

@@ -65,12 +65,14 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
             case.metadata.get("failure") in (True, 1, "1", "true", "True")
         )
         turns = _saved_turns(case)
+        retrieved = case.retrieved_context
     else:
         out = run.output
         response = out.response if out is not None else None
         trajectory = out.trajectory if out is not None else []
         failure = run.failure
         turns = _run_turns(case, run)
+        retrieved = out.retrieved_context if out is not None else None
     return ScoringContext(
         case_id=case.case_id,
         prompt=case.prompt,
@@ -83,6 +85,8 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
         failure=failure,
         turns=turns,
         reference_thoughts=case.reference_thoughts,
+        retrieved_context=retrieved,
+        expected_retrieved_context=case.expected_retrieved_context,
     )
 
 

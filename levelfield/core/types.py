@@ -126,6 +126,8 @@ class AgentOutput(BaseModel):
     """Texts the agent produced before the final one."""
     usage: Usage | None = None
     """Tokens spent by the agent's model calls, when known."""
+    retrieved_context: list[dict[str, Any]] | None = None
+    """Documents the agent's last retrieval step returned, as ``{content, doc_uri}``, when known."""
     raw: Any = Field(default=None, exclude=True)
     """The framework's own output, for debugging; not serialized."""
 

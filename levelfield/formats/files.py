@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.dataset import EvalCase, EvalDataset, dataset_from_located, dataset_from_rows
 from ..core.errors import DatasetError
-from . import adk
+from . import adk, databricks
 
 __all__ = ["load_dataset", "read_rows", "split_selection", "select_cases"]
 
@@ -59,6 +59,8 @@ def read_rows(path: Path) -> list[tuple[Any, str]]:
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{path} line {exc.lineno}: not valid JSON ({exc.msg})") from None
             return [(r, f"{name} row {i + 1}") for i, r in enumerate(_rows_from_json(path, data))]
+        if name.endswith(".parquet"):
+            return [(r, f"{name} row {i + 1}") for i, r in enumerate(_parquet_records(path))]
         if name.endswith(".csv"):
             records = _csv_records(path)
             # Header is line 1, so data row i sits on line i + 2.
@@ -68,7 +70,23 @@ def read_rows(path: Path) -> list[tuple[Any, str]]:
             ]
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{path}: cannot be read ({exc})") from None
-    raise DatasetError(f"{path}: unsupported file type; use .jsonl, .json, .csv, .evalset.json or .test.json")
+    raise DatasetError(f"{path}: unsupported file type; use .jsonl, .json, .csv, .parquet, .evalset.json or .test.json")
+
+
+def _parquet_records(path: Path) -> list[dict[str, Any]]:
+    import pandas as pd
+
+    try:
+        frame = pd.read_parquet(path)
+    except ImportError:
+        from ..core.errors import MissingExtraError
+
+        raise MissingExtraError(f"{path}: reading Parquet needs pyarrow: pip install 'levelfield[traces]'") from None
+    except Exception as exc:  # pyarrow's errors for a file that is not Parquet
+        raise DatasetError(f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc})") from None
+    # Parquet list cells arrive as numpy arrays; rows hold plain lists like the other formats.
+    return [{k: (v.tolist() if hasattr(v, "tolist") and not isinstance(v, (str, bytes)) else v) for k, v in r.items()}
+            for r in frame.to_dict("records")]
 
 
 def _csv_records(path: Path) -> list[dict[str, Any]]:
@@ -139,6 +157,9 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
     the file, row and field.
     """
     if not isinstance(data, (str, Path)):
+        traced = databricks.traced_rows(data, source)  # a Databricks 'trace' column fills what rows leave out
+        if traced is not None:
+            return dataset_from_located(*traced)
         return dataset_from_rows(data, source=source)
     path = Path(data)
     if isinstance(data, str) and not path.exists() and ":" in data:
@@ -147,7 +168,7 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
             return select_cases(load_dataset(path, source=source), selected)
     if path.is_dir():
         return adk.load_folder(path)
-    dataset = dataset_from_located(read_rows(path), source or str(path))
+    dataset = dataset_from_located(databricks.fill_located(read_rows(path)), source or str(path))
     for case in dataset:
         if case.file is None:
             case.file = str(path)  # criteria are resolved beside the file a case came from

@@ -9,6 +9,7 @@ from .pairwise import PairwiseMetric
 from .pointwise import PointwiseMetric
 from .registry import metric_names, register_metric, resolve_metrics
 from .response import Bleu, ExactMatch, ResponseMatchScore, Rouge
+from .retrieval import DocumentPrecision, DocumentRecall
 from .trajectory import (
     ToolTrajectoryAvgScore,
     TrajectoryAnyOrderMatch,
@@ -38,6 +39,8 @@ __all__ = [
     "ExactMatch",
     "ResponseMatchScore",
     "Rouge",
+    "DocumentPrecision",
+    "DocumentRecall",
     "ToolTrajectoryAvgScore",
     "TrajectoryAnyOrderMatch",
     "TrajectoryExactMatch",

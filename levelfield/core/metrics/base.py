@@ -102,6 +102,10 @@ class ScoringContext:
     """Every turn of a multi-turn case; empty for a single-turn case (see :meth:`conversation`)."""
     reference_thoughts: str | None = None
     """Thought text of the expected final answer (ADK files)."""
+    retrieved_context: list[dict[str, Any]] | None = None
+    """Documents the agent's last retrieval step returned (``{content, doc_uri}``); None when unknown."""
+    expected_retrieved_context: list[dict[str, Any]] | None = None
+    """The documents the dataset expects to be retrieved; None when it gives none."""
     _alignments: dict[int, Alignment] = field(default_factory=dict, repr=False)
 
     def alignment(self, matcher: ToolCallMatcher) -> Alignment:

@@ -8,6 +8,7 @@ from ..errors import MetricError
 from .base import Metric
 from .conversation import TurnsUsed
 from .response import Bleu, ExactMatch, ResponseMatchScore, Rouge
+from .retrieval import DocumentPrecision, DocumentRecall
 from .trajectory import (
     ToolTrajectoryAvgScore,
     TrajectoryAnyOrderMatch,
@@ -36,6 +37,8 @@ _REGISTRY: dict[str, Callable[[], Metric]] = {
     "rouge_l_sum": lambda: Rouge("rougeLsum"),
     "response_match_score": ResponseMatchScore,
     "turns_used": TurnsUsed,
+    "document_recall": DocumentRecall,
+    "document_precision": DocumentPrecision,
 }
 
 # Names that exist but need arguments: say how to build them.

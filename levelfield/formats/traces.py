@@ -1,0 +1,165 @@
+"""``load_traces``: traces of any supported kind (MLflow, OTLP JSON, OpenTelemetry SDK spans,
+OpenInference, LangSmith run trees) as a dataset of saved answers, one case per trace.
+
+A trace that cannot be read becomes a failed row naming the trace and the span, never a crash of
+the whole load.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..core.dataset import EvalDataset, load_dataset as _rows_to_dataset
+from ..core.errors import DatasetError
+from . import langsmith, mlflow, otel
+from .spans import TraceError, failed_row, parse_json
+
+__all__ = ["load_traces", "trace_rows"]
+
+
+def _detect(item: Any) -> str:
+    """Which reader a trace (or a file's parsed JSON) needs: ``mlflow``, ``otlp``, ``otel_sdk``, ``langsmith``."""
+    if hasattr(item, "get_span_context") or type(item).__name__ in ("ReadableSpan", "_Span", "Span") and hasattr(item, "context"):
+        return "otel_sdk"
+    if hasattr(item, "to_dict") and hasattr(item, "info") and hasattr(item, "data"):
+        return "mlflow"
+    if hasattr(item, "child_runs") and hasattr(item, "run_type"):
+        return "langsmith"
+    if isinstance(item, (str, bytes)):
+        text = item.decode("utf-8", "replace") if isinstance(item, bytes) else item
+        try:
+            item = json.loads(text)
+        except json.JSONDecodeError:
+            return "broken"
+    if isinstance(item, Mapping):
+        if "resourceSpans" in item or "resource_spans" in item:
+            return "otlp"
+        if "info" in item and "data" in item:
+            return "mlflow"
+        if "run_type" in item:
+            return "langsmith"
+        if "traceId" in item and "spanId" in item:
+            return "otlp_span"
+    raise DatasetError(
+        f"cannot tell what kind of trace this is ({type(item).__name__}: {str(item)[:80]!r}); "
+        "expected an MLflow Trace (or its JSON), an OTLP JSON export ({\"resourceSpans\": ...}), "
+        "OpenTelemetry SDK spans, or a LangSmith run tree"
+    )
+
+
+def trace_rows(traces: Any) -> list[dict[str, Any]]:
+    """Rows (one per trace) from MLflow traces, OTLP JSON, OpenTelemetry SDK spans or LangSmith runs."""
+    items = list(traces) if not isinstance(traces, (Mapping, str)) else [traces]
+    if not items:
+        return []
+    kinds = [_detect(item) for item in items]
+    rows: list[dict[str, Any]] = []
+    if all(k in ("otel_sdk", "otlp_span") for k in kinds):
+        return otel.rows_from_spans(items)
+    if all(k == "langsmith" for k in kinds) and any(_flat_run(item) for item in items):
+        return langsmith.rows_from_flat(items)
+    for i, (item, kind) in enumerate(zip(items, kinds)):
+        if kind == "broken":
+            text = item.decode("utf-8", "replace") if isinstance(item, bytes) else item
+            try:
+                json.loads(text)
+            except json.JSONDecodeError as exc:
+                tid = re.search(r'"(?:trace_id|request_id|traceId)"\s*:\s*"([^"]+)"', text)
+                rows.append(failed_row(tid.group(1) if tid else None, TraceError(
+                    f"trace {tid.group(1) if tid else i + 1}: not valid JSON ({exc.msg} at character {exc.pos}); "
+                    "the trace may be cut short"), i))
+        elif kind == "mlflow":
+            rows.append(mlflow.row_from_trace(item, i))
+        elif kind == "langsmith":
+            rows.append(langsmith.row_from_run(item, i))
+        elif kind == "otlp":
+            rows.extend(otel.rows_from_otlp(parse_json(item)))
+        else:
+            rows.extend(otel.rows_from_spans([item]))
+    return rows
+
+
+def _flat_run(item: Any) -> bool:
+    get = item.get if isinstance(item, Mapping) else lambda k: getattr(item, k, None)
+    return bool(get("parent_run_id")) and not get("child_runs")
+
+
+def _read_file(path: Path) -> list[Any]:
+    """The traces a file holds: a JSON document (one trace, a list, an OTLP export) or JSON Lines."""
+    if not path.exists():
+        raise DatasetError(f"{path}: no such file")
+    if path.suffix == ".parquet":
+        import pandas as pd
+
+        return [_frame_traces(pd.read_parquet(path), str(path))]
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = None
+    if data is not None:
+        return data if isinstance(data, list) else [data]
+    items = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                items.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{path} line {n}: not valid JSON ({exc.msg}); expected one trace per line") from None
+    return items
+
+
+class _Frame(list):
+    """Rows already built from a DataFrame (``mlflow.search_traces`` output) by :func:`_frame_traces`."""
+
+
+def _frame_traces(frame: Any, source: str) -> _Frame:
+    if "trace" not in frame.columns:
+        raise DatasetError(
+            f"{source}: no 'trace' column; give mlflow.search_traces(...) output or a table with a 'trace' column"
+        )
+    from .databricks import fill_from_trace
+
+    out = _Frame()
+    for i, row in enumerate(frame.to_dict("records")):
+        keep = {k: v for k, v in row.items() if k in ("request_id", "trace_id", "expected_response", "expected_facts",
+                                                      "guidelines", "expected_retrieved_context", "trace")}
+        out.append(fill_from_trace(keep, i, f"{source} row {i + 1}"))
+    return out
+
+
+def load_traces(traces: Any, *, source: str | None = None) -> EvalDataset:
+    """Load traces as a dataset of saved answers, ready to score without running any agent.
+
+    ``traces`` may be a path (an OTLP JSON export, MLflow trace JSON, JSON Lines of either, a
+    Parquet table with a ``trace`` column), ``mlflow.search_traces(...)`` output, a list of MLflow
+    ``Trace`` objects, OpenTelemetry SDK spans (e.g. ``InMemorySpanExporter().get_finished_spans()``)
+    or LangSmith run trees. One case per trace, its id the trace id.
+    """
+    label = source
+    if isinstance(traces, (str, Path)):
+        path = Path(traces)
+        label = label or str(path)
+        items = _read_file(path)
+    else:
+        items = traces
+        label = label or "traces"
+    if hasattr(items, "columns") and hasattr(items, "to_dict"):
+        rows = list(_frame_traces(items, label))
+    elif isinstance(items, list) and len(items) == 1 and isinstance(items[0], _Frame):
+        rows = list(items[0])
+    else:
+        rows = trace_rows(items)
+    if not rows:
+        raise DatasetError(f"{label}: holds no traces")
+    seen: dict[str, int] = {}
+    for row in rows:  # a trace logged twice stays two rows, told apart by a suffix
+        rid = str(row.get("request_id"))
+        seen[rid] = seen.get(rid, 0) + 1
+        if seen[rid] > 1:
+            row["request_id"] = f"{rid}#{seen[rid]}"
+    return _rows_to_dataset(rows, source=label)
