@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core.dataset import EvalDataset, load_dataset as _rows_to_dataset
+from ..core.dataset import EvalDataset, dataset_from_rows
 from ..core.errors import DatasetError
 from . import langsmith, mlflow, otel
 from .spans import TraceError, failed_row, parse_json
@@ -162,4 +162,4 @@ def load_traces(traces: Any, *, source: str | None = None) -> EvalDataset:
         seen[rid] = seen.get(rid, 0) + 1
         if seen[rid] > 1:
             row["request_id"] = f"{rid}#{seen[rid]}"
-    return _rows_to_dataset(rows, source=label)
+    return dataset_from_rows(rows, source=label)
