@@ -61,7 +61,12 @@ def test_pydantic_ai_agent_trajectory_is_what_its_tools_received(provider):
     result = lf.evaluate([{"prompt": "Wie warm ist es in der Küche?"}], TracedAgent(run, tracer_provider=provider), metrics=["exact_match"])
     output = result.runs[0].output
     assert not result.runs[0].failure
-    assert [(c.tool_name, c.tool_input) for c in output.trajectory] == called and called
+    # TestModel asks for both tools in one model turn and pydantic-ai runs them concurrently,
+    # so their relative order is not fixed: compare the calls, not their order.
+    assert sorted((c.tool_name, sorted(c.tool_input.items())) for c in output.trajectory) == sorted(
+        (name, sorted(args.items())) for name, args in called
+    )
+    assert len(called) == 2
     assert {c.agent for c in output.trajectory} == {"hausmeister"}
     assert output.usage is not None and output.usage.total_tokens > 0
 

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .spans import AGENT, LLM, OTHER, RETRIEVER, TOOL, Span, TraceError, documents_of, failed_row, hex_id, row_from_spans
+from .spans import AGENT, LLM, OTHER, RETRIEVER, TOOL, Span, TraceError, documents_of, failed_row, hex_id, json_loads, row_from_spans
 
 __all__ = ["spans_from_trace", "row_from_trace", "trace_dict"]
 
@@ -33,7 +33,7 @@ def trace_dict(trace: Any) -> dict[str, Any]:
         return trace.to_dict()
     if isinstance(trace, (str, bytes)):
         try:
-            trace = json.loads(trace)
+            trace = json_loads(trace)
         except json.JSONDecodeError as exc:
             raise TraceError(f"MLflow trace: not valid JSON ({exc.msg}) at character {exc.pos}") from None
     if not isinstance(trace, Mapping):
@@ -47,7 +47,7 @@ def _attr(attributes: Mapping[str, Any], key: str, where: str) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
+        return json_loads(value)
     except json.JSONDecodeError as exc:
         raise TraceError(f"{where}: attribute {key!r} is not valid JSON ({exc.msg}): {value[:60]!r}") from None
 

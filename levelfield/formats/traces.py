@@ -16,7 +16,7 @@ from typing import Any
 from ..core.dataset import EvalDataset, dataset_from_rows
 from ..core.errors import DatasetError
 from . import langsmith, mlflow, otel
-from .spans import TraceError, failed_row, parse_json
+from .spans import TraceError, failed_row, json_loads, parse_json
 
 __all__ = ["load_traces", "trace_rows"]
 
@@ -32,7 +32,7 @@ def _detect(item: Any) -> str:
     if isinstance(item, (str, bytes)):
         text = item.decode("utf-8", "replace") if isinstance(item, bytes) else item
         try:
-            item = json.loads(text)
+            item = json_loads(text)
         except json.JSONDecodeError:
             return "broken"
     if isinstance(item, Mapping):
@@ -88,29 +88,42 @@ def _flat_run(item: Any) -> bool:
     return bool(get("parent_run_id")) and not get("child_runs")
 
 
-def _read_file(path: Path) -> list[Any]:
-    """The traces a file holds: a JSON document (one trace, a list, an OTLP export) or JSON Lines."""
+def _file_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a trace file: Parquet with a ``trace`` column, one JSON document (a trace, a list,
+    an OTLP export), or JSON Lines read line by line so a large log never sits in memory whole."""
     if not path.exists():
         raise DatasetError(f"{path}: no such file")
     if path.suffix == ".parquet":
         import pandas as pd
 
-        return [_frame_traces(pd.read_parquet(path), str(path))]
-    text = path.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        data = None
-    if data is not None:
-        return data if isinstance(data, list) else [data]
-    items = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if line.strip():
+        return list(_frame_traces(pd.read_parquet(path), str(path)))
+    if path.suffix != ".jsonl":
+        text = path.read_text(encoding="utf-8")
+        try:
+            data = json_loads(text)
+        except json.JSONDecodeError:
+            data = None  # not one document: JSON Lines
+        if data is not None:
+            return trace_rows(data if isinstance(data, list) else [data])
+        del text
+    rows: list[dict[str, Any]] = []
+    loose_spans: list[Any] = []  # single spans per line: grouped by trace at the end
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
             try:
-                items.append(json.loads(line))
+                item = json_loads(line)
             except json.JSONDecodeError as exc:
-                raise DatasetError(f"{path} line {n}: not valid JSON ({exc.msg}); expected one trace per line") from None
-    return items
+                rows.append(failed_row(None, TraceError(f"{path.name} line {n}: not valid JSON ({exc.msg}); expected one trace per line"), n))
+                continue
+            if isinstance(item, Mapping) and "traceId" in item and "spanId" in item:
+                loose_spans.append(item)
+            else:
+                rows.extend(trace_rows([item]))
+    if loose_spans:
+        rows.extend(otel.rows_from_spans(loose_spans))
+    return rows
 
 
 class _Frame(list):
@@ -144,16 +157,13 @@ def load_traces(traces: Any, *, source: str | None = None) -> EvalDataset:
     if isinstance(traces, (str, Path)):
         path = Path(traces)
         label = label or str(path)
-        items = _read_file(path)
-    else:
-        items = traces
+        rows = _file_rows(path)
+    elif hasattr(traces, "columns") and hasattr(traces, "to_dict"):
         label = label or "traces"
-    if hasattr(items, "columns") and hasattr(items, "to_dict"):
-        rows = list(_frame_traces(items, label))
-    elif isinstance(items, list) and len(items) == 1 and isinstance(items[0], _Frame):
-        rows = list(items[0])
+        rows = list(_frame_traces(traces, label))
     else:
-        rows = trace_rows(items)
+        label = label or "traces"
+        rows = trace_rows(traces)
     if not rows:
         raise DatasetError(f"{label}: holds no traces")
     seen: dict[str, int] = {}
