@@ -3,5 +3,6 @@
 from .core.matching import ToolCallMatcher
 from .core.metrics import *  # noqa: F403
 from .core.metrics import __all__ as _core_all
+from .judge import databricks  # Databricks' judged metrics: correctness, groundedness, ...
 
-__all__ = [*_core_all, "ToolCallMatcher"]
+__all__ = [*_core_all, "ToolCallMatcher", "databricks"]
