@@ -25,30 +25,26 @@ _LLM_OPERATIONS = {"chat", "text_completion", "generate_content", "completion"}
 _RETRIEVAL_OPERATIONS = {"retrieval", "retrieve", "search"}
 
 
+_SCALARS = {
+    "stringValue": str, "string_value": str, "intValue": int, "int_value": int,
+    "doubleValue": float, "double_value": float, "boolValue": bool, "bool_value": bool,
+}
+
+
 def _any_value(value: Any) -> Any:
     """An OTLP JSON ``AnyValue`` ({"stringValue": ...}, {"intValue": "3"}, arrays, kvlists) as Python."""
-    if not isinstance(value, Mapping):
-        return value
-    for key in ("stringValue", "string_value"):
-        if key in value:
-            return value[key]
-    for key in ("intValue", "int_value"):
-        if key in value:
-            return int(value[key])
-    for key in ("doubleValue", "double_value"):
-        if key in value:
-            return float(value[key])
-    for key in ("boolValue", "bool_value"):
-        if key in value:
-            return bool(value[key])
-    for key in ("arrayValue", "array_value"):
-        if key in value:
-            return [_any_value(v) for v in (value[key] or {}).get("values", [])]
-    for key in ("kvlistValue", "kvlist_value"):
-        if key in value:
-            return _attributes((value[key] or {}).get("values", []))
-    if "bytesValue" in value:
-        return value["bytesValue"]
+    if type(value) is not dict or len(value) != 1:
+        return value if not isinstance(value, Mapping) else None
+    ((key, inner),) = value.items()
+    cast = _SCALARS.get(key)
+    if cast is not None:
+        return cast(inner)
+    if key in ("arrayValue", "array_value"):
+        return [_any_value(v) for v in (inner or {}).get("values", [])]
+    if key in ("kvlistValue", "kvlist_value"):
+        return _attributes((inner or {}).get("values", []))
+    if key in ("bytesValue", "bytes_value"):
+        return inner
     return None
 
 
@@ -56,8 +52,8 @@ def _attributes(items: Any) -> dict[str, Any]:
     if isinstance(items, Mapping):
         return dict(items)
     out = {}
-    for item in items or []:
-        if isinstance(item, Mapping) and "key" in item:
+    for item in items or ():
+        if type(item) is dict and "key" in item:
             out[item["key"]] = _any_value(item.get("value"))
     return out
 

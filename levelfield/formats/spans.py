@@ -75,6 +75,12 @@ class Span:
 
 def hex_id(value: Any, width: int) -> str | None:
     """A trace or span id as lowercase hex: from an int, hex text (OTLP JSON) or base64 (protobuf JSON)."""
+    if type(value) is str and len(value) == width:  # the common case: already hex
+        try:
+            int(value, 16)
+            return value.lower()
+        except ValueError:
+            pass
     if value is None or value == "" or value == 0:
         return None
     if isinstance(value, int):
