@@ -216,3 +216,16 @@ def test_search_traces_frame_loads_one_case_per_trace(tracing):
     ds = lf.load_traces(frame)
     assert sorted(c.case_id for c in ds) == sorted([first.info.trace_id, second.info.trace_id])
     assert {c.prompt for c in ds} == {"eins", "二"}
+
+
+def test_scores_of_an_mlflow_trace_go_back_to_that_trace_and_its_root_span(recorded):
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    _, trace = recorded
+    result = lf.evaluate(lf.load_traces([trace]), metrics=["exact_match"])
+    sink = InMemorySpanExporter()
+    lf.export_scores(result, sink)
+    (span,) = sink.get_finished_spans()
+    root = next(s for s in trace.data.spans if s.parent_id is None)
+    assert f"tr-{span.context.trace_id:032x}" == trace.info.trace_id
+    assert span.parent.span_id == int(root.span_id, 16)
