@@ -258,3 +258,26 @@ def test_langsmith_run_dicts_with_a_broken_time_fail_their_row_only():
     assert ds[0].metadata["failure"] is True and "end_time" in ds[0].metadata["error"]
     assert str(runs[0]["trace_id"]) in ds[0].metadata["error"]
     assert not ds[1].metadata.get("failure")
+
+
+def test_langsmith_flat_run_lists_are_grouped_by_trace():
+    from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
+
+    from samples.home_automation.agents.langgraph_agent import agent as graph
+
+    collector = RunCollectorCallbackHandler()
+    expected = []
+    for row in _sample_rows(2):
+        state = graph.invoke({"messages": [("user", row["prompt"])]}, config={"callbacks": [collector]})
+        expected.append(_called(state["messages"]))
+
+    def flat(run):  # as LangSmith's list_runs returns them: one record per run, linked by parent_run_id
+        yield {**run.model_dump(), "child_runs": []}
+        for child in run.child_runs:
+            yield from flat(child)
+
+    runs = [r for tree in collector.traced_runs for r in flat(tree)]
+    random_order = runs[1:] + runs[:1]
+    ds = lf.load_traces(random_order)
+    by_prompt = {c.prompt: [(t.tool_name, t.tool_input) for t in c.predicted_trajectory] for c in ds}
+    assert [by_prompt[r["prompt"]] for r in _sample_rows(2)] == expected
