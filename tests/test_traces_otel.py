@@ -281,3 +281,16 @@ def test_langsmith_flat_run_lists_are_grouped_by_trace():
     ds = lf.load_traces(random_order)
     by_prompt = {c.prompt: [(t.tool_name, t.tool_input) for t in c.predicted_trajectory] for c in ds}
     assert [by_prompt[r["prompt"]] for r in _sample_rows(2)] == expected
+
+
+def test_an_item_that_is_no_trace_among_traces_is_a_failed_row(exporter):
+    provider, exp = exporter
+    genai_agent(provider.get_tracer("t"), "one", CALLS)
+    ds = lf.load_traces([_otlp_json(exp.get_finished_spans()), 42])
+    assert [bool(c.metadata.get("failure")) for c in ds] == [False, True]
+    assert "trace 2: cannot tell what kind of trace" in ds[1].metadata["error"]
+
+
+def test_something_that_is_not_traces_at_all_says_what_is_expected():
+    with pytest.raises(lf.DatasetError, match="expected an MLflow Trace"):
+        lf.load_traces([1, 2, 3])

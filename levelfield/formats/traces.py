@@ -23,7 +23,7 @@ __all__ = ["load_traces", "trace_rows"]
 
 def _detect(item: Any) -> str:
     """Which reader a trace (or a file's parsed JSON) needs: ``mlflow``, ``otlp``, ``otel_sdk``, ``langsmith``."""
-    if hasattr(item, "get_span_context") or type(item).__name__ in ("ReadableSpan", "_Span", "Span") and hasattr(item, "context"):
+    if hasattr(item, "get_span_context") or (type(item).__name__ in ("ReadableSpan", "_Span", "Span") and hasattr(item, "context")):
         return "otel_sdk"
     if hasattr(item, "to_dict") and hasattr(item, "info") and hasattr(item, "data"):
         return "mlflow"
@@ -44,7 +44,11 @@ def _detect(item: Any) -> str:
             return "langsmith"
         if "traceId" in item and "spanId" in item:
             return "otlp_span"
-    raise DatasetError(
+    return "unknown"
+
+
+def _unknown(item: Any) -> str:
+    return (
         f"cannot tell what kind of trace this is ({type(item).__name__}: {str(item)[:80]!r}); "
         "expected an MLflow Trace (or its JSON), an OTLP JSON export ({\"resourceSpans\": ...}), "
         "OpenTelemetry SDK spans, or a LangSmith run tree"
@@ -57,13 +61,17 @@ def trace_rows(traces: Any) -> list[dict[str, Any]]:
     if not items:
         return []
     kinds = [_detect(item) for item in items]
+    if all(k == "unknown" for k in kinds):
+        raise DatasetError(_unknown(items[0]))  # not traces at all: say what is expected
     rows: list[dict[str, Any]] = []
     if all(k in ("otel_sdk", "otlp_span") for k in kinds):
         return otel.rows_from_spans(items)
     if all(k == "langsmith" for k in kinds) and any(_flat_run(item) for item in items):
         return langsmith.rows_from_flat(items)
     for i, (item, kind) in enumerate(zip(items, kinds)):
-        if kind == "broken":
+        if kind == "unknown":
+            rows.append(failed_row(None, TraceError(f"trace {i + 1}: {_unknown(item)}"), i))
+        elif kind == "broken":
             text = item.decode("utf-8", "replace") if isinstance(item, bytes) else item
             try:
                 json.loads(text)
