@@ -129,3 +129,8 @@ def test_judged_metrics_score_traces_loaded_from_otlp():
     judge = Judge(lambda p: section(p, "response") in section(p, "retrieved_context"))
     table = lf.evaluate(lf.load_traces(exp.get_finished_spans()), metrics=[dbx.groundedness(judge.model, structured_output=False)]).metrics_table
     assert table.iloc[0]["groundedness/score"] == 1.0
+
+
+def test_a_judged_databricks_name_as_a_string_says_how_to_build_it():
+    with pytest.raises(lf.MetricError, match=r"lf\.metrics\.databricks\.groundedness\(judge=\.\.\.\)"):
+        lf.evaluate([ROW], metrics=["groundedness"])

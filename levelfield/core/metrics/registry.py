@@ -51,6 +51,10 @@ _NEEDS_ARGS = {
     "final_response_quality": "lf.metrics.judged.final_response_quality(judge=...)",
     "safety": "lf.metrics.judged.safety(judge=...)",
     "task_success": "lf.TaskSuccess(judge=...) (a judged metric of simulated conversations)",
+    **{
+        name: f"lf.metrics.databricks.{name}(judge=...)"
+        for name in ("correctness", "groundedness", "relevance_to_query", "chunk_relevance", "guideline_adherence")
+    },
 }
 
 DEFAULT_METRICS = (
