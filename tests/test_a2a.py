@@ -100,7 +100,8 @@ def test_served_agent_trajectory_and_response_arrive_over_each_transport(careful
         ("get_user_preferences", {"user_id": "user_y"}),
         ("set_temperature", {"location": "Living Room", "temperature": 23}),
     ]
-    assert run.output.trajectory[0].tool_output.startswith('{"user_id": "user_y"')
+    # The served tool returned JSON text: it travels, and comes back, as the structured value.
+    assert run.output.trajectory[0].tool_output == {"user_id": "user_y", "preferred_temperature": 23, "wake_time": "06:30"}
     assert run.output.response == "The Living Room temperature is now set to your preferred 23 degrees."
 
 
@@ -110,9 +111,9 @@ def test_whole_numbers_in_tool_inputs_come_back_as_ints(careful_server):
     assert temperature == 19 and type(temperature) is int
 
 
-def test_a_url_string_is_wrapped_as_an_a2a_agent(careful_server):
+def test_a_url_string_is_wrapped_as_an_a2a_agent_named_after_its_card(careful_server):
     result = lf.evaluate(_case(), careful_server, metrics=[], **FAST)
-    assert result.runs[0].agent_name == careful_server
+    assert result.runs[0].agent_name == "careful_agent"
     assert result.runs[0].output.response == "device_1 in the Living Room is now on."
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import uuid
 from collections.abc import Iterator
@@ -30,9 +31,19 @@ def _one(prompt: str = "Turn on device_1 in the Living Room.") -> EvalDataset:
     return EvalDataset([EvalCase(case_id="c1", prompt=prompt)])
 
 
+def _structured(value: Any) -> Any:
+    # Tool outputs that are JSON text travel as the structured value they encode.
+    if isinstance(value, str) and value[:1] in "{[":
+        return json.loads(value)
+    return value
+
+
 def _seen(run: lf.AgentRun) -> tuple[str, list[dict[str, Any]]]:
     # Everything levelfield scores on, plus tool errors; ids are the framework's, not compared.
-    calls = [{k: v for k, v in c.to_vertex().items() if k != "id"} for c in run.output.trajectory]
+    calls = [
+        {k: (_structured(v) if k == "tool_output" else v) for k, v in c.to_vertex().items() if k != "id"}
+        for c in run.output.trajectory
+    ]
     return run.output.response, calls
 
 

@@ -3,15 +3,24 @@
 ``A2AAgent(url_or_card)`` resolves the agent card, picks a transport the card offers (JSON-RPC
 or HTTP+JSON), sends one message per turn and reads the event stream (or the final task when
 streaming is off). Tool calls are read from data parts marked the way ADK marks them
-(``metadata["adk_type"]`` = ``function_call`` / ``function_response``); servers that mark them
-differently plug in their own ``trajectory_extractor``.
+(``metadata["adk_type"]`` = ``function_call`` / ``function_response``), each attributed to the
+(sub-)agent the server names as the author; servers that mark calls differently plug in their
+own ``trajectory_extractor``.
+
+Credentials (header values, ``user:pass@`` and query values of the URL) are sent but never
+recorded: they are redacted from the agent's name, errors and recorded outputs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
+import itertools
 import json
 import re
+import sys
+import time
+import urllib.parse
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -34,6 +43,7 @@ __all__ = [
     "FUNCTION_CALL",
     "FUNCTION_RESPONSE",
     "LEVELFIELD_KEY",
+    "AUTHOR_KEYS",
 ]
 
 ADK_TYPE_KEY = "adk_type"
@@ -50,12 +60,19 @@ ERROR_TYPE_KEY = "levelfield_error_type"
 """Status-message metadata key with the error type of a failed run (``levelfield serve``)."""
 USAGE_KEY = "adk_usage_metadata"
 """Metadata key ADK uses for token counts."""
+AUTHOR_KEYS = ("adk_author", "levelfield_agent", "agent_name", "author", "agent")
+"""Metadata keys that name the (sub-)agent behind a part, message or artifact, most specific first:
+ADK's ``adk_author``, levelfield's own, then the spellings other servers use."""
 
 TrajectoryExtractor = Callable[[list[dict[str, Any]]], list[ToolCall]]
 """``fn(parts) -> trajectory``: every agent part of one turn, in order, as JSON dicts
 (``{"text": ...}`` or ``{"data": ..., "metadata": {...}}``), whole floats already restored to ints."""
 
 _POLL_SECONDS = 0.25
+_MAX_SERVER_RETRIES = 5
+"""How many times one run follows a server's ``Retry-After`` before giving the failure to the runner."""
+_REDACTED = "***"
+_timeout_scope = getattr(asyncio, "timeout", None)  # Python 3.11+
 
 
 def _require_a2a() -> None:
@@ -112,7 +129,7 @@ def adk_trajectory(parts: list[dict[str, Any]]) -> list[ToolCall]:
                 tool_name=data["name"],
                 tool_input=args if isinstance(args, dict) else {},
                 id=call_id,
-                agent=meta.get("levelfield_agent"),
+                agent=_author(meta),
             )
             calls.append(call)
             if call_id:
@@ -136,6 +153,14 @@ def adk_trajectory(parts: list[dict[str, Any]]) -> list[ToolCall]:
         if meta.get(TOOL_ERROR_KEY):
             target.error = str(meta[TOOL_ERROR_KEY])
     return calls
+
+
+def _author(meta: Mapping[str, Any]) -> str | None:
+    for key in AUTHOR_KEYS:
+        value = meta.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def _usage_from(meta: Mapping[str, Any] | None) -> Usage | None:
@@ -169,6 +194,8 @@ class _Turn:
         self.status_meta: dict[str, Any] = {}
         self.task_id: str | None = None
         self.message_only = False
+        self.answered = False
+        """Whether the answer had a text part or a data part that is not a tool call (set by output())."""
         self._anon = 0
 
     # -- reading events -------------------------------------------------------------------
@@ -225,16 +252,17 @@ class _Turn:
             return
         key = self._key("message", message.message_id)
         if key not in self.items:
-            self.items[key] = [_parts(message.parts)]
+            self.items[key] = [_parts(message.parts, _author(_struct(message, "metadata")))]
 
     def _add_artifact(self, artifact: Any, *, append: bool) -> None:
         key = self._key("artifact", artifact.artifact_id)
-        chunk = _parts(artifact.parts)
+        meta = _struct(artifact, "metadata")
+        chunk = _parts(artifact.parts, _author(meta))
         if append and key in self.items:
             self.items[key].append(chunk)
         else:
             self.items[key] = [chunk]
-        usage = _usage_from(_struct(artifact, "metadata"))
+        usage = _usage_from(meta)
         if usage is not None:
             self.artifact_usage[key[1]] = usage
 
@@ -244,14 +272,26 @@ class _Turn:
         trajectory = self.extractor(parts)
         message_texts: list[str] = []
         artifact_texts: list[str] = []
+        data: dict[str, Any] = {}  # kind -> the last data part that is not a tool call
+        self.answered = False
         for (kind, _), chunks in self.items.items():
             text = "".join(_text(chunk) for chunk in chunks)
             if text:
                 (artifact_texts if kind == "artifact" else message_texts).append(text)
+            for part in (p for chunk in chunks for p in chunk):
+                if "text" in part:
+                    self.answered = True
+                elif "data" in part and (part.get("metadata") or {}).get(ADK_TYPE_KEY) not in _TOOL_KINDS:
+                    data[kind] = part["data"]
         if artifact_texts:
             response, intermediate = artifact_texts[-1], message_texts + artifact_texts[:-1]
         elif message_texts:
             response, intermediate = message_texts[-1], message_texts[:-1]
+        elif data:
+            # A reply with only structured data: its JSON is the answer.
+            self.answered = True
+            answer = data.get("artifact", data.get("message"))
+            response, intermediate = json.dumps(answer, ensure_ascii=False, sort_keys=True), []
         else:
             response, intermediate = "", []
         if intermediate and intermediate[-1] == response:
@@ -274,10 +314,17 @@ def _struct(message: Any, field: str) -> dict[str, Any]:
     return restore_ints(MessageToDict(getattr(message, field))) if message.HasField(field) else {}
 
 
-def _parts(parts: Any) -> list[dict[str, Any]]:
+def _parts(parts: Any, author: str | None = None) -> list[dict[str, Any]]:
+    """The parts as JSON dicts; the author of their message or artifact, if any, put on each."""
     from google.protobuf.json_format import MessageToDict
 
-    return [restore_ints(MessageToDict(p)) for p in parts]
+    out = [restore_ints(MessageToDict(p)) for p in parts]
+    if author:
+        for part in out:
+            meta = part.setdefault("metadata", {})
+            if _author(meta) is None:
+                meta[AUTHOR_KEYS[0]] = author
+    return out
 
 
 def _text(parts: list[dict[str, Any]]) -> str:
@@ -323,13 +370,124 @@ def _transient(message: str, error_type: str, partial: AgentOutput | None) -> Tr
     return exc
 
 
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_UNSAFE_VALUE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """``headers`` as a dict, each checked; an error names the header, never its value."""
+    checked: dict[str, str] = {}
+    for key, value in (headers or {}).items():
+        if not isinstance(key, str) or not _HEADER_NAME.fullmatch(key):
+            raise ConfigError(f"A2AAgent(headers=...): {key!r} is not a valid HTTP header name")
+        if not isinstance(value, str):
+            raise ConfigTypeError(
+                f"A2AAgent(headers=...): the value of {key!r} is a {type(value).__name__}, expected a string"
+            )
+        if _UNSAFE_VALUE.search(value) or value != value.strip():
+            # A token read from a file often ends in a newline; saying so beats sending it.
+            raise ConfigError(
+                f"A2AAgent(headers=...): the value of {key!r} has a line break, a control character or "
+                "surrounding whitespace (value not shown); strip it, e.g. token.strip()"
+            )
+        checked[key] = value
+    return checked
+
+
+def _split_credentials(url: str) -> tuple[str, tuple[str, str] | None, list[tuple[str, str]]]:
+    """(the URL without credentials or query, basic-auth user and password, query parameters)."""
+    parts = urllib.parse.urlsplit(url)
+    auth = None
+    if parts.username is not None or parts.password is not None:
+        auth = (urllib.parse.unquote(parts.username or ""), urllib.parse.unquote(parts.password or ""))
+    params = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    clean = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", "")).rstrip("/")
+    return clean, auth, params
+
+
+def _redact_url(url: str) -> str:
+    """``url`` as it may be shown: no ``user:pass@``, query values replaced by ``***``."""
+    clean, _, params = _split_credentials(url)
+    if not params:
+        return clean
+    return f"{clean}?{'&'.join(f'{k}={_REDACTED}' for k, _ in params)}"
+
+
+def _secrets(
+    headers: Mapping[str, str], auth: tuple[str, str] | None, params: list[tuple[str, str]]
+) -> tuple[str, ...]:
+    """Every credential string to redact, longest first (so a token inside a value goes too)."""
+    found: set[str] = set()
+    for value in [*headers.values(), *(auth or ()), *(v for _, v in params)]:
+        found.add(value)
+        found.update(value.split())  # "Bearer s3cret": a server may echo the token alone
+        found.add(urllib.parse.quote(value, safe=""))  # as it appears inside a URL
+    # Very short strings would blank out ordinary words; such values are not secrets anyway.
+    return tuple(sorted((s for s in found if len(s) >= 4), key=len, reverse=True))
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds a 429/503 answer asked the client to wait (``Retry-After``), if it did."""
+    import httpx
+
+    for e in _chain(exc):
+        if isinstance(e, httpx.HTTPStatusError) and e.response.status_code in (429, 503):
+            value = e.response.headers.get("retry-after", "").strip()
+            if not value:
+                return None
+            if value.isdigit():
+                return float(value)
+            try:
+                when = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                return None
+            return max(0.0, when.timestamp() - time.time())
+    return None
+
+
+def _progress(turn: _Turn) -> str:
+    calls = sum(
+        1
+        for chunks in turn.items.values()
+        for chunk in chunks
+        for p in chunk
+        if (p.get("metadata") or {}).get(ADK_TYPE_KEY) == FUNCTION_CALL
+    )
+    if not turn.items:
+        return ""
+    state = f", task {turn.state.removeprefix('TASK_STATE_').lower()}" if turn.state else ""
+    return f" (after {len(turn.items)} message(s) or artifact(s), {calls} tool call(s){state})"
+
+
+def _innermost(chain: list[BaseException]) -> str:
+    last = chain[-1]
+    return f"{type(last).__name__}: {last}" if str(last) else type(last).__name__
+
+
+def _raised_in_sdk(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised inside a2a-sdk or protobuf code (reading an answer), not ours."""
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    return last is not None and any(f"{sep}{pkg}{sep}" in last for pkg in ("a2a", "protobuf") for sep in "/\\")
+
+
 class A2AAgent:
     """A remote agent that speaks A2A, evaluated like a local one.
 
     ``url_or_card`` is the agent's base URL (its card is read from
-    ``/.well-known/agent-card.json``), an a2a ``AgentCard``, or a card as a JSON dict.
-    ``headers`` go with every request (e.g. ``{"Authorization": "Bearer ..."}``); ``timeout``
-    bounds each HTTP request and each wait between streamed events; ``streaming=False`` asks
+    ``/.well-known/agent-card.json``), an a2a ``AgentCard``, or a card as a JSON dict. The agent
+    is named after its card (read once, when the name is first needed) unless ``name`` is given.
+    ``headers`` go with every request (e.g. ``{"Authorization": "Bearer ..."}``); credentials in
+    the URL (``user:pass@host``, ``?token=...``) go with every request too. ``timeout`` bounds
+    the whole run of one turn: the request, every wait between streamed events, polling a task
+    still working, and waits a server asks for with ``Retry-After``. ``streaming=False`` asks
     for the final task only. ``transport`` (``"JSONRPC"`` or ``"HTTP+JSON"``) forces one
     binding; by default the card's preference among those two is used.
     """
@@ -348,18 +506,25 @@ class A2AAgent:
         _require_a2a()
         from a2a.utils.constants import TransportProtocol
 
+        self.headers = _checked_headers(headers)
+        self._auth: tuple[str, str] | None = None
+        self._params: list[tuple[str, str]] = []
         self._card: AgentCard | None = None
         if isinstance(url_or_card, str):
             if not url_or_card.startswith(("http://", "https://")):
-                raise ConfigError(f"A2AAgent needs an http(s):// URL or an AgentCard, got {url_or_card!r}")
-            self.url = url_or_card.rstrip("/")
+                raise ConfigError(
+                    f"A2AAgent needs an http(s):// URL or an AgentCard, got {_redact_url(url_or_card)!r}"
+                )
+            self.url, self._auth, self._params = _split_credentials(url_or_card)
         else:
             self._card = self._parse_card(url_or_card)
             interfaces = list(self._card.supported_interfaces)
-            self.url = interfaces[0].url if interfaces else ""
-        self.name = name or (self._card.name if self._card is not None and self._card.name else self.url)
-        self.headers = dict(headers or {})
+            self.url = _split_credentials(interfaces[0].url)[0] if interfaces else ""
+        self._secrets = _secrets(self.headers, self._auth, self._params)
+        self._name: str | None = name or (self._card.name if self._card is not None and self._card.name else None)
         self.streaming = streaming
+        if timeout is not None and timeout <= 0:
+            raise ConfigError("A2AAgent(timeout=...) must be > 0 seconds, or None for no limit")
         self.timeout = timeout
         self.trajectory_extractor: TrajectoryExtractor = trajectory_extractor or adk_trajectory
         known = {p.value.lower(): p.value for p in TransportProtocol} | {"rest": TransportProtocol.HTTP_JSON.value}
@@ -372,6 +537,46 @@ class A2AAgent:
             weakref.WeakKeyDictionary()
         )
         self._partials: dict[tuple[str | None, str, int], _Turn] = {}
+
+    @property
+    def name(self) -> str:
+        """The agent's name: ``name=`` if given, else its card's name, else its URL (credentials removed).
+
+        Read once and then fixed, so every run of an evaluation carries the same name. Reading it
+        the first time fetches the card (and keeps it for the connection) when none was given.
+        """
+        if self._name is None:
+            self._name = self._card_name() or self.url
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._name = value
+
+    def _card_name(self) -> str | None:
+        if self._card is None:
+            import httpx
+            from a2a.client.card_resolver import parse_agent_card
+            from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
+
+            try:
+                with httpx.Client(**self._http_options(min(self.timeout or 10.0, 10.0))) as http:
+                    response = http.get(f"{self.url}{AGENT_CARD_WELL_KNOWN_PATH}")
+                    response.raise_for_status()
+                    self._card = parse_agent_card(response.json())
+            except Exception:  # the runs will say what is wrong with the server; the URL names it
+                return None
+        return self._card.name or None
+
+    def _http_options(self, timeout: float | None) -> dict[str, Any]:
+        import httpx
+
+        return {
+            "headers": self.headers,
+            "params": self._params,
+            "auth": httpx.BasicAuth(*self._auth) if self._auth else None,
+            "timeout": httpx.Timeout(timeout),
+        }
 
     @staticmethod
     def _parse_card(card: Any) -> AgentCard:
@@ -389,7 +594,14 @@ class A2AAgent:
         raise ConfigTypeError(f"A2AAgent needs an http(s):// URL or an AgentCard, got {type(card).__name__}")
 
     def __repr__(self) -> str:
-        return f"A2AAgent({self.url!r}, name={self.name!r})"
+        return f"A2AAgent({self.url!r}, name={self._name!r})"
+
+    def redact(self, text: str) -> str:
+        """``text`` with every header value and URL credential of this agent replaced by ``***``."""
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, _REDACTED)
+        return text
 
     # -- clients ------------------------------------------------------------------------------
     async def _client(self) -> Client:
@@ -412,8 +624,7 @@ class A2AAgent:
         from a2a.utils.constants import TransportProtocol
 
         http = httpx.AsyncClient(
-            headers=self.headers,
-            timeout=httpx.Timeout(self.timeout),
+            **self._http_options(self.timeout),
             # As many connections as the runner may have runs in flight.
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
         )
@@ -466,49 +677,115 @@ class A2AAgent:
             # A2A has no field for prior messages; levelfield's server reads them from here,
             # other servers ignore the metadata.
             extra["history"] = [m.model_dump() for m in request.history]
+        state = getattr(request, "state", None)  # the case's initial session state, when the core has it
+        if state:
+            extra["state"] = state
         message.metadata.update({LEVELFIELD_KEY: extra})
         return message
 
     async def arun(self, request: AgentRequest) -> AgentOutput:
         """Send the turn's prompt (one ``context_id`` per case and trial) and read the answer."""
-        from a2a.types.a2a_pb2 import GetTaskRequest, SendMessageRequest
-
         turn = _Turn(self.trajectory_extractor)
         key = (request.session_id, request.case_id, request.turn)
         try:
-            client = await self._client()
-            async for event in client.send_message(SendMessageRequest(message=self._message(request))):
-                turn.add(event)
-            # A server that answers before the task is done: poll it until it is.
-            while turn.state in _RUNNING and turn.task_id and not turn.message_only:
-                await asyncio.sleep(_POLL_SECONDS)
-                turn.add_task(await client.get_task(GetTaskRequest(id=turn.task_id)))
+            if self.timeout is None:
+                await self._attempts(request, turn, None)
+            elif _timeout_scope is not None:
+                # asyncio.timeout bounds the whole turn in place: a stream of keep-alives or a
+                # task left working cannot outlast it. (wait_for would add a task per run.)
+                async with _timeout_scope(self.timeout):
+                    await self._attempts(request, turn, time.monotonic() + self.timeout)
+            else:  # Python 3.10
+                await asyncio.wait_for(self._attempts(request, turn, time.monotonic() + self.timeout), self.timeout)
         except asyncio.CancelledError:
             self._partials[key] = turn  # the runner timed out: partial_output() will ask
             raise
-        except AdapterError:
-            raise
-        except Exception as exc:
-            raise self._error(exc, turn) from exc
+        except (asyncio.TimeoutError, TimeoutError):
+            raise AdapterError(
+                self.redact(f"agent {self.name!r} at {self.url}: no complete answer within {self.timeout} s"
+                            f"{_progress(turn)} (A2AAgent(timeout=...) bounds the whole turn)"),
+                error_type="timeout",
+                partial=self._output(turn) if turn.items else None,
+            ) from None
         return self._finish(turn)
+
+    async def _attempts(self, request: AgentRequest, turn: _Turn, deadline: float | None) -> None:
+        """One exchange; a 429/503 with ``Retry-After`` is waited out and tried again, within the deadline."""
+        for attempt in itertools.count(1):
+            try:
+                await self._exchange(request, turn)
+                return
+            except (AdapterError, asyncio.CancelledError):
+                raise
+            except Exception as exc:
+                wait = _retry_after(exc)
+                left = None if deadline is None else deadline - time.monotonic()
+                if wait is not None and attempt <= _MAX_SERVER_RETRIES and (left is None or wait < left):
+                    await asyncio.sleep(wait)
+                    continue
+                raise self._error(exc, turn, wait, left) from exc
+
+    async def _exchange(self, request: AgentRequest, turn: _Turn) -> None:
+        from a2a.types.a2a_pb2 import GetTaskRequest, SendMessageRequest
+
+        client = await self._client()
+        async for event in client.send_message(SendMessageRequest(message=self._message(request))):
+            turn.add(event)
+        # A server that answers before the task is done: poll it until it is (the turn's
+        # timeout bounds this).
+        while turn.state in _RUNNING and turn.task_id and not turn.message_only:
+            await asyncio.sleep(_POLL_SECONDS)
+            turn.add_task(await client.get_task(GetTaskRequest(id=turn.task_id)))
 
     def partial_output(self, request: AgentRequest) -> AgentOutput | None:
         """What a run cut short by the runner's timeout had received (tool calls, texts)."""
         turn = self._partials.pop((request.session_id, request.case_id, request.turn), None)
-        return turn.output() if turn is not None else None
+        return self._output(turn) if turn is not None else None
+
+    def _output(self, turn: _Turn) -> AgentOutput:
+        output = turn.output()
+        if not self._secrets:
+            return output
+        # A server that echoes a credential into its answer must not get it recorded.
+        return AgentOutput(
+            response=self.redact(output.response),
+            trajectory=[
+                c.model_copy(update={"tool_input": self._redact_value(c.tool_input), "tool_output": self._redact_value(c.tool_output)})
+                for c in output.trajectory
+            ],
+            intermediate_responses=[self.redact(t) for t in output.intermediate_responses],
+            usage=output.usage,
+            raw=output.raw,
+        )
+
+    def _redact_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, dict):
+            return {k: self._redact_value(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._redact_value(v) for v in value]
+        return value
 
     def _finish(self, turn: _Turn) -> AgentOutput:
         state = turn.state
+        output = self._output(turn)
         if turn.message_only or state == "TASK_STATE_COMPLETED":
-            return turn.output()
-        partial = turn.output()
-        said = f": {turn.status_text}" if turn.status_text else ""
+            if not turn.answered:
+                raise AdapterError(
+                    f"agent {self.name!r}: the answer has no text and no data part"
+                    f"{_progress(turn)}; nothing to score as the response",
+                    error_type="empty_response",
+                    partial=output,
+                )
+            return output
+        said = f": {self.redact(turn.status_text)}" if turn.status_text else ""
         if state in ("TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"):
             what = "input" if state == "TASK_STATE_INPUT_REQUIRED" else "authentication"
             raise AdapterError(
                 f"agent {self.name!r} asked for {what} instead of finishing the task{said}",
                 error_type="input_required" if what == "input" else "auth_required",
-                partial=partial,
+                partial=output,
             )
         if state in ("TASK_STATE_FAILED", "TASK_STATE_REJECTED", "TASK_STATE_CANCELED"):
             word = {"TASK_STATE_FAILED": "failed", "TASK_STATE_REJECTED": "rejected", "TASK_STATE_CANCELED": "canceled"}[state]
@@ -516,21 +793,27 @@ class A2AAgent:
             raise AdapterError(
                 f"agent {self.name!r}: the task {word}{said}",
                 error_type=str(remote_type) if remote_type else f"task_{word}",
-                partial=partial,
+                partial=output,
             )
         raise AdapterError(
             f"agent {self.name!r}: the answer ended while the task was {state or 'not started'}",
             error_type="incomplete",
-            partial=partial,
+            partial=output,
         )
 
-    def _error(self, exc: Exception, turn: _Turn) -> AdapterError:
-        """The AdapterError a failed exchange is recorded as; connection and overload errors are transient."""
+    def _error(self, exc: Exception, turn: _Turn, retry_after: float | None = None, left: float | None = None) -> AdapterError:
+        """The AdapterError a failed exchange is recorded as (credentials redacted); connection and
+        overload errors are transient."""
+        error = self._classify(exc, turn, retry_after, left)
+        error.args = (self.redact(str(error)),)
+        return error
+
+    def _classify(self, exc: Exception, turn: _Turn, retry_after: float | None, left: float | None) -> AdapterError:
         import httpx
         from a2a.client.errors import A2AClientTimeoutError, AgentCardResolutionError
         from a2a.utils.errors import A2AError
 
-        partial = turn.output() if turn.items else None
+        partial = self._output(turn) if turn.items else None
         chain = _chain(exc)
         where = f"agent {self.name!r} at {self.url}"
         status = getattr(exc, "status_code", None)
@@ -544,11 +827,28 @@ class A2AAgent:
                     body = ""
         detail = f": {body}" if body else ""
         if any(isinstance(e, (A2AClientTimeoutError, httpx.TimeoutException)) for e in chain):
-            return AdapterError(f"{where}: no answer within {self.timeout} s", error_type="timeout", partial=partial)
-        if any(isinstance(e, (httpx.ConnectError, httpx.RemoteProtocolError, httpx.NetworkError)) for e in chain):
-            return _transient(f"{where}: cannot connect ({exc})", "connection_error", partial)
+            return AdapterError(
+                f"{where}: no answer within {self.timeout} s{_progress(turn)}", error_type="timeout", partial=partial
+            )
+        if any(isinstance(e, httpx.ConnectError) for e in chain):
+            return _transient(f"{where}: cannot connect ({_innermost(chain)})", "connection_error", partial)
+        if any(isinstance(e, (httpx.RemoteProtocolError, httpx.NetworkError)) for e in chain):
+            return _transient(
+                f"{where}: the connection broke before the answer was complete{_progress(turn)} ({_innermost(chain)})",
+                "connection_lost",
+                partial,
+            )
         if status in (429, 502, 503, 504):
-            return _transient(f"{where}: HTTP {status}, the server is busy or unavailable{detail}", f"http_{status}", partial)
+            asked = ""
+            if retry_after is not None:
+                asked = f"; it asked to retry after {retry_after:g} s"
+                if left is not None and retry_after >= left:
+                    asked += f", more than the {max(left, 0):.1f} s left of A2AAgent(timeout={self.timeout})"
+                else:
+                    asked += f" and was still busy after {_MAX_SERVER_RETRIES} retries"
+            return _transient(
+                f"{where}: HTTP {status}, the server is busy or unavailable{asked}{detail}", f"http_{status}", partial
+            )
         if status in (401, 403):
             return AdapterError(
                 f"{where}: HTTP {status}, the server refused the request; pass credentials with "
@@ -578,10 +878,19 @@ class A2AAgent:
                 error_type=_snake(name),
                 partial=partial,
             )
+        if _raised_in_sdk(exc):
+            # The SDK could not read the answer: e.g. a JSON-RPC reply whose "result" is null.
+            return AdapterError(
+                f"{where}: the answer is not a valid A2A response (a null or malformed result"
+                f"{_progress(turn)}): {type(exc).__name__}: {exc}",
+                error_type="bad_response",
+                partial=partial,
+            )
         return AdapterError(f"{where}: {type(exc).__name__}: {exc}", error_type=type(exc).__name__, partial=partial)
 
 
 _RUNNING = ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+_TOOL_KINDS = (FUNCTION_CALL, FUNCTION_RESPONSE)
 
 
 class _LoopClient:

@@ -12,6 +12,7 @@ import argparse
 import collections
 import contextlib
 import functools
+import json
 import socket
 import sys
 import threading
@@ -31,6 +32,7 @@ from .a2a import (
     LEVELFIELD_KEY,
     TOOL_ERROR_KEY,
     USAGE_KEY,
+    restore_ints,
 )
 
 if TYPE_CHECKING:
@@ -60,7 +62,11 @@ def _require() -> None:
 
 
 def build_agent_card(name: str, url: str, *, description: str | None = None, streaming: bool = True) -> AgentCard:
-    """The card of a served agent: JSON-RPC and HTTP+JSON at ``url``, text in and out."""
+    """The card of a served agent: JSON-RPC and HTTP+JSON at ``url`` in A2A 1.0 and 0.3, text in and out.
+
+    The 0.3 interfaces make the served card carry the 0.3 fields (``url``, ``preferredTransport``)
+    that 0.3 clients need to parse it; 1.x clients pick the 1.0 interfaces.
+    """
     _require()
     from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 
@@ -75,6 +81,8 @@ def build_agent_card(name: str, url: str, *, description: str | None = None, str
         supported_interfaces=[
             AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
             AgentInterface(url=url, protocol_binding="HTTP+JSON", protocol_version="1.0"),
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3"),
+            AgentInterface(url=url, protocol_binding="HTTP+JSON", protocol_version="0.3"),
         ],
         skills=[AgentSkill(id="run", name=name, description=description, tags=["levelfield"])],
     )
@@ -94,6 +102,16 @@ def _data_part(data: dict[str, Any], metadata: dict[str, Any]) -> Any:
     return part
 
 
+def _structured(value: Any) -> Any:
+    """``value``, or what it encodes when it is the JSON text of an object or an array."""
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
 def _tool_call_parts(call: ToolCall) -> tuple[Any, Any]:
     """The ADK-convention ``function_call`` and ``function_response`` parts of one tool call.
 
@@ -105,8 +123,11 @@ def _tool_call_parts(call: ToolCall) -> tuple[Any, Any]:
         meta["levelfield_agent"] = call.agent
     ident = {"id": call.id} if call.id else {}
     request = _data_part({"name": call.tool_name, "args": call.tool_input, **ident}, {ADK_TYPE_KEY: FUNCTION_CALL, **meta})
-    # ADK wraps a tool's non-dict result as {"result": value}; do the same so ADK clients read it.
-    output = call.tool_output if isinstance(call.tool_output, dict) else {"result": call.tool_output}
+    # Send the structured value: a tool output that is JSON text (LangChain tools return text)
+    # goes out parsed. ADK wraps a non-dict result as {"result": value}; do the same so ADK
+    # clients read it.
+    value = _structured(call.tool_output)
+    output = value if isinstance(value, dict) else {"result": value}
     response_meta = {ADK_TYPE_KEY: FUNCTION_RESPONSE, **meta}
     if call.error:
         response_meta[TOOL_ERROR_KEY] = call.error
@@ -138,12 +159,17 @@ def _executor_class() -> type:
             if history is None:
                 history = [Message.model_validate(m) for m in extra.get("history") or []]
             turn = extra.get("turn")
+            fields: dict[str, Any] = {}
+            state = extra.get("state")
+            if isinstance(state, dict) and state and "state" in AgentRequest.model_fields:
+                fields["state"] = restore_ints(state)  # the case's initial session state, from A2AAgent
             return AgentRequest(
                 prompt=context.get_user_input(),
                 history=list(history),
                 case_id=str(extra.get("case_id") or ""),
                 session_id=context_id or None,
                 turn=int(turn) if isinstance(turn, (int, float)) else len(history) // 2,
+                **fields,
             )
 
         def _remember(self, request: AgentRequest, response: str) -> None:
@@ -203,7 +229,11 @@ def _executor_class() -> type:
                         "totalTokenCount": usage.total_tokens,
                     }
                 }
-            await updater.add_artifact([new_text_part(output.response)], name="response", metadata=metadata)
+            # last_chunk: the answer is whole. ADK's RemoteA2aAgent treats an artifact without it
+            # as a partial event and its session then has no final response.
+            await updater.add_artifact(
+                [new_text_part(output.response)], name="response", metadata=metadata, last_chunk=True
+            )
             self._remember(request, output.response)
             await updater.complete()
 
@@ -241,7 +271,13 @@ def build_app(agent: Any, *, url: str, name: str | None = None, description: str
         await handler.aclose()
 
     # The card route goes first: the REST routes mount a catch-all "/{tenant}" prefix.
-    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/"), *create_rest_routes(handler)]
+    # 0.3 compatibility: the same JSON-RPC endpoint answers message/send and message/stream,
+    # REST 0.3 lives under /v1/ (what ADK's own server and 0.3 clients expect).
+    routes = [
+        *create_agent_card_routes(card),
+        *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True),
+        *create_rest_routes(handler, enable_v0_3_compat=True),
+    ]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.agent_card = card
     return app
