@@ -457,10 +457,10 @@ def _progress(turn: _Turn) -> str:
         for p in chunk
         if (p.get("metadata") or {}).get(ADK_TYPE_KEY) == FUNCTION_CALL
     )
+    state = f"task {turn.state.removeprefix('TASK_STATE_').lower()}" if turn.state else ""
     if not turn.items:
-        return ""
-    state = f", task {turn.state.removeprefix('TASK_STATE_').lower()}" if turn.state else ""
-    return f" (after {len(turn.items)} message(s) or artifact(s), {calls} tool call(s){state})"
+        return f" ({state})" if state else ""
+    return f" (after {len(turn.items)} message(s) or artifact(s), {calls} tool call(s){', ' + state if state else ''})"
 
 
 def _innermost(chain: list[BaseException]) -> str:
@@ -822,7 +822,8 @@ class A2AAgent:
             if isinstance(e, httpx.HTTPStatusError):
                 status = e.response.status_code
                 try:
-                    body = e.response.text.strip()[:200]
+                    # Redact before cutting: a cut could leave half a secret no longer matched.
+                    body = self.redact(e.response.text.strip())[:300]
                 except Exception:  # a streamed body that was never read
                     body = ""
         detail = f": {body}" if body else ""

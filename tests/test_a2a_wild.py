@@ -1,0 +1,407 @@
+"""A2AAgent against servers that misbehave the way real ones do, and the credentials it must never record.
+
+The faulty servers are written on raw sockets (asyncio streams on 127.0.0.1, port 0): they serve
+a real levelfield agent card, then answer each POST the way a test asks (429 with Retry-After,
+a body cut off, keep-alives only, a task left working, a null result, an echo of the headers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("a2a.server.request_handlers")
+pytest.importorskip("uvicorn")
+
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict  # noqa: E402
+
+import levelfield as lf  # noqa: E402
+from levelfield.adapters.a2a import A2AAgent  # noqa: E402
+from levelfield.adapters.a2a_server import build_agent_card, start_server  # noqa: E402
+from levelfield.core.errors import ConfigError, LevelfieldError  # noqa: E402
+from levelfield.core.protocol import AgentRequest  # noqa: E402
+from levelfield.core.types import AgentOutput  # noqa: E402
+
+FAST = {"progress": False, "retries": 0, "timeout": 30}
+TOKEN = "s3cret-token-9f8e"
+
+
+class Request:
+    """One HTTP request the raw server read."""
+
+    def __init__(self, method: str, target: str, headers: dict[str, str], body: bytes, at: float) -> None:
+        self.method, self.target, self.headers, self.body, self.at = method, target, headers, body, at
+        self.json: Any = json.loads(body) if body else None
+
+    @property
+    def rpc_method(self) -> str | None:
+        return self.json.get("method") if isinstance(self.json, dict) else None
+
+
+Handler = Callable[[Request, asyncio.StreamWriter], Awaitable[None]]
+
+
+class RawServer:
+    """An HTTP/1.1 server on raw sockets: the agent card on GET, ``handler`` for everything else."""
+
+    def __init__(self, handler: Handler, *, streaming: bool = True) -> None:
+        self.handler = handler
+        self.streaming = streaming
+        self.requests: list[Request] = []
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.url = ""
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+        self._ready.set()
+        self._loop.run_forever()
+
+    def __enter__(self) -> RawServer:
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        async def stop() -> None:
+            self._server.close()
+            for task in asyncio.all_tasks():
+                if task is not asyncio.current_task():
+                    task.cancel()
+
+        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                line = await reader.readline()
+                if not line:
+                    return
+                method, target, _ = line.decode().split(" ", 2)
+                headers: dict[str, str] = {}
+                while (raw := await reader.readline()) not in (b"\r\n", b"\n", b""):
+                    key, value = raw.decode().split(":", 1)
+                    headers[key.strip().lower()] = value.strip()
+                body = await reader.readexactly(int(headers.get("content-length", 0)))
+                request = Request(method, target, headers, body, time.monotonic())
+                if method == "GET" and target.split("?")[0] == "/.well-known/agent-card.json":
+                    card = agent_card_to_dict(build_agent_card("raw-agent", self.url, streaming=self.streaming))
+                    await send_json(writer, card)
+                    continue
+                self.requests.append(request)
+                await self.handler(request, writer)
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
+
+
+async def send_json(writer: asyncio.StreamWriter, payload: Any, *, status: str = "200 OK", headers: dict[str, str] | None = None) -> None:
+    body = json.dumps(payload).encode()
+    head = {"Content-Type": "application/json", "Content-Length": str(len(body)), **(headers or {})}
+    writer.write(f"HTTP/1.1 {status}\r\n".encode() + "".join(f"{k}: {v}\r\n" for k, v in head.items()).encode() + b"\r\n" + body)
+    await writer.drain()
+
+
+def rpc(request: Request, result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request.json["id"], "result": result}
+
+
+def completed_task(text: str = "All lights are off.") -> dict[str, Any]:
+    return {
+        "task": {
+            "id": "t1",
+            "contextId": "c1",
+            "status": {"state": "TASK_STATE_COMPLETED"},
+            "artifacts": [{"artifactId": "a1", "parts": [{"text": text}]}],
+        }
+    }
+
+
+def agent_message(*parts: dict[str, Any]) -> dict[str, Any]:
+    return {"message": {"messageId": "m1", "role": "ROLE_AGENT", "parts": list(parts)}}
+
+
+def _run(agent: Any, **kwargs: Any) -> lf.AgentRun:
+    dataset = lf.load_dataset([{"case_id": "c1", "prompt": "Schalte alle Lichter aus."}])
+    return lf.evaluate(dataset, agent, metrics=[], **{**FAST, **kwargs}).runs[0]
+
+
+@pytest.fixture
+def raw_server() -> Iterator[Callable[..., RawServer]]:
+    servers: list[RawServer] = []
+
+    def start(handler: Handler, **kwargs: Any) -> RawServer:
+        server = RawServer(handler, **kwargs).__enter__()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.__exit__()
+
+
+# -- 429 / 503 with Retry-After -------------------------------------------------------------------
+
+
+def test_429_with_retry_after_is_waited_out_and_the_run_succeeds(raw_server):
+    async def busy_once(request: Request, writer: asyncio.StreamWriter) -> None:
+        if len(server.requests) == 1:
+            await send_json(writer, {"error": "slow down"}, status="429 Too Many Requests", headers={"Retry-After": "1"})
+        else:
+            await send_json(writer, rpc(request, completed_task()))
+
+    server = raw_server(busy_once, streaming=False)
+    run = _run(A2AAgent(server.url, timeout=10))
+    assert not run.failure, run.error
+    assert run.output.response == "All lights are off."
+    first, second = server.requests
+    assert second.at - first.at >= 0.9  # the client waited the second the server asked for
+
+
+def test_retry_after_longer_than_the_timeout_fails_at_once_saying_so(raw_server):
+    async def busy(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, {"error": "come back later"}, status="503 Service Unavailable", headers={"Retry-After": "120"})
+
+    server = raw_server(busy, streaming=False)
+    run = _run(A2AAgent(server.url, timeout=5))
+    assert run.failure and run.error_type == "http_503"
+    assert "retry after 120 s" in run.error and "timeout=5" in run.error
+    assert len(server.requests) == 1
+
+
+def test_retry_after_as_an_http_date_is_understood(raw_server):
+    async def busy_once(request: Request, writer: asyncio.StreamWriter) -> None:
+        if len(server.requests) == 1:
+            from email.utils import formatdate
+
+            when = formatdate(time.time() + 3600, usegmt=True)  # an hour: more than the run may wait
+            await send_json(writer, {}, status="429 Too Many Requests", headers={"Retry-After": when})
+        else:
+            await send_json(writer, rpc(request, completed_task()))
+
+    server = raw_server(busy_once, streaming=False)
+    run = _run(A2AAgent(server.url, timeout=5))
+    assert run.failure and run.error_type == "http_429" and "retry after 3" in run.error
+
+
+# -- broken connections ------------------------------------------------------------------------
+
+
+def test_a_body_cut_off_mid_way_is_a_lost_connection_not_a_failure_to_connect(raw_server):
+    async def cut(request: Request, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n{\"jsonrpc\": \"2.0\", ")
+        await writer.drain()
+        writer.close()
+
+    server = raw_server(cut, streaming=False)
+    run = _run(A2AAgent(server.url))
+    assert run.failure and run.error_type == "connection_lost"
+    assert "broke before the answer was complete" in run.error and "cannot connect" not in run.error
+
+
+# -- the timeout bounds the whole turn -----------------------------------------------------------
+
+
+def test_a_stream_of_keep_alives_only_ends_at_the_agent_timeout(raw_server):
+    async def keep_alive(request: Request, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        while True:  # an SSE comment every 50 ms: each resets a per-read timeout, never the turn's
+            writer.write(b"e\r\n: keep-alive\n\n\r\n")
+            await writer.drain()
+            await asyncio.sleep(0.05)
+
+    server = raw_server(keep_alive)
+    run = _run(A2AAgent(server.url, timeout=0.5))
+    assert run.failure and run.error_type == "timeout"
+    assert "whole turn" in run.error and run.latency_in_seconds < 10
+
+
+def test_a_task_left_working_is_polled_until_the_agent_timeout(raw_server):
+    working = {"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_WORKING"}}
+
+    async def stuck(request: Request, writer: asyncio.StreamWriter) -> None:
+        if request.rpc_method == "SendMessage":
+            await send_json(writer, rpc(request, {"task": working}))
+        else:
+            await send_json(writer, rpc(request, working))
+
+    server = raw_server(stuck, streaming=False)
+    run = _run(A2AAgent(server.url, timeout=1))
+    assert run.failure and run.error_type == "timeout" and "task working" in run.error
+    polls = [r for r in server.requests if r.rpc_method == "GetTask"]
+    assert len(polls) >= 2
+
+
+# -- answers that are not what a client expects -------------------------------------------------
+
+
+def test_a_null_result_is_a_bad_response_failure_not_a_type_error(raw_server):
+    async def null(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, rpc(request, None))
+
+    run = _run(A2AAgent(raw_server(null, streaming=False).url))
+    assert run.failure and run.error_type == "bad_response"
+    assert "not a valid A2A response" in run.error
+
+
+def test_a_reply_with_only_a_data_part_has_its_json_as_the_response(raw_server):
+    async def data(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, rpc(request, agent_message({"data": {"温度": 21, "unit": "°C"}})))
+
+    run = _run(A2AAgent(raw_server(data, streaming=False).url))
+    assert not run.failure, run.error
+    assert json.loads(run.output.response) == {"温度": 21, "unit": "°C"}
+    assert "温度" in run.output.response  # kept readable, not \u-escaped
+
+
+def test_a_reply_with_neither_text_nor_data_is_an_empty_response_failure(raw_server):
+    call = {"data": {"name": "lights_off", "args": {}}, "metadata": {"adk_type": "function_call"}}
+
+    async def nothing(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, rpc(request, agent_message(call)))
+
+    run = _run(A2AAgent(raw_server(nothing, streaming=False).url))
+    assert run.failure and run.error_type == "empty_response"
+    assert [c.tool_name for c in run.partial_output.trajectory] == ["lights_off"]
+
+
+def test_an_empty_text_answer_is_an_answer_not_a_failure():
+    with start_server(lambda prompt: "") as server:
+        run = _run(A2AAgent(server.url))
+    assert not run.failure, run.error
+    assert run.output.response == ""
+
+
+# -- credentials ---------------------------------------------------------------------------------
+
+
+def test_a_header_value_with_a_trailing_newline_is_refused_without_showing_it():
+    with pytest.raises(ConfigError) as caught:
+        A2AAgent("http://127.0.0.1:1", headers={"Authorization": f"Bearer {TOKEN}\n"})
+    assert "'Authorization'" in str(caught.value) and TOKEN not in str(caught.value)
+    assert isinstance(caught.value, LevelfieldError)
+
+
+def test_a_non_string_header_value_is_a_type_error_naming_the_header():
+    with pytest.raises(TypeError, match="X-Api-Key"):
+        A2AAgent("http://127.0.0.1:1", headers={"X-Api-Key": 12345})
+
+
+def test_a_server_echoing_the_headers_in_a_500_is_recorded_redacted(raw_server, tmp_path):
+    async def echo(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, {"error": "boom", "your_headers": request.headers}, status="500 Internal Server Error")
+
+    server = raw_server(echo, streaming=False)
+    run = _run(A2AAgent(server.url, headers={"Authorization": f"Bearer {TOKEN}"}))
+    assert server.requests[0].headers["authorization"] == f"Bearer {TOKEN}"  # it was sent
+    assert run.failure and run.error_type == "http_error" and "HTTP 500" in run.error
+    assert TOKEN not in run.error and "***" in run.error
+
+
+def test_a_server_echoing_a_credential_into_its_answer_is_recorded_redacted(raw_server):
+    async def echo(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, rpc(request, completed_task(f"you sent {request.headers['x-api-key']}")))
+
+    run = _run(A2AAgent(raw_server(echo, streaming=False).url, headers={"X-Api-Key": TOKEN}))
+    assert run.output.response == "you sent ***"
+
+
+def test_credentials_in_the_url_are_sent_but_never_name_the_agent(raw_server):
+    async def echo(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, {"saw": request.target, "auth": request.headers.get("authorization")}, status="500 Oops")
+
+    server = raw_server(echo, streaming=False)
+    port = server.url.rsplit(":", 1)[1]
+    agent = A2AAgent(f"http://alice:pa55-w0rd@127.0.0.1:{port}/?token=t0ken-abc", name=None)
+    run = _run(agent)
+    sent = server.requests[0]
+    assert "token=t0ken-abc" in sent.target and sent.headers["authorization"].startswith("Basic ")
+    assert agent.url == server.url and "pa55-w0rd" not in repr(agent)
+    for text in (run.error, run.agent_name):
+        assert "pa55-w0rd" not in text and "t0ken-abc" not in text and "alice" not in text
+
+
+def test_an_unreachable_agent_with_url_credentials_is_named_by_the_bare_url():
+    agent = A2AAgent("http://bob:hunter22@127.0.0.1:1/?api_key=k3y-value")
+    assert agent.name == "http://127.0.0.1:1"
+
+
+# -- names ------------------------------------------------------------------------------------------
+
+
+def test_the_agent_is_named_after_its_card(raw_server):
+    async def ok(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, rpc(request, completed_task()))
+
+    server = raw_server(ok, streaming=False)
+    assert A2AAgent(server.url).name == "raw-agent"
+    assert A2AAgent(server.url, name="mine").name == "mine"
+    assert server.requests == []  # reading the card sends no message
+
+
+def test_the_name_stays_the_same_for_every_run_of_an_evaluation(raw_server):
+    async def ok(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, rpc(request, completed_task()))
+
+    server = raw_server(ok, streaming=False)
+    dataset = lf.load_dataset([{"case_id": f"c{i}", "prompt": f"第{i}个问题"} for i in range(4)])
+    result = lf.evaluate(dataset, A2AAgent(server.url), metrics=[], **FAST)
+    assert {r.agent_name for r in result.runs} == {"raw-agent"}
+
+
+# -- the case's session state ----------------------------------------------------------------------
+
+
+class _StatefulRequest(AgentRequest):
+    """An AgentRequest with the case's initial session state, however the core spells it today."""
+
+    state: dict[str, Any] = {}
+
+
+def test_case_state_goes_as_message_metadata(raw_server):
+    async def ok(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, rpc(request, completed_task()))
+
+    server = raw_server(ok, streaming=False)
+    request = _StatefulRequest(prompt="Wie warm ist es?", case_id="c1", state={"user": "jürgen", "unit": "C"})
+    asyncio.run(A2AAgent(server.url).arun(request))
+    metadata = server.requests[0].json["params"]["message"]["metadata"]["levelfield"]
+    assert metadata["state"] == {"user": "jürgen", "unit": "C"}
+
+
+def test_empty_state_is_not_sent(raw_server):
+    async def ok(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, rpc(request, completed_task()))
+
+    server = raw_server(ok, streaming=False)
+    asyncio.run(A2AAgent(server.url).arun(_StatefulRequest(prompt="hi", state={})))
+    assert "state" not in server.requests[0].json["params"]["message"]["metadata"]["levelfield"]
+
+
+@pytest.mark.skipif("state" not in AgentRequest.model_fields, reason="AgentRequest.state is not in the core yet")
+def test_a_served_agent_receives_the_case_state():
+    seen: list[dict[str, Any]] = []
+
+    class Stateful:
+        name = "stateful"
+
+        async def arun(self, request: AgentRequest) -> AgentOutput:
+            seen.append(dict(request.state))
+            return AgentOutput(response="ok")
+
+    with start_server(Stateful()) as server:
+        request = AgentRequest(prompt="hi", case_id="c1", state={"user": "jürgen", "visits": 3})
+        asyncio.run(A2AAgent(server.url).arun(request))
+    assert seen == [{"user": "jürgen", "visits": 3}]
