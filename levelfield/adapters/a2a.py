@@ -210,8 +210,10 @@ class _Turn:
         elif event.HasField("status_update"):
             update = event.status_update
             self.task_id = update.task_id or self.task_id
-            self._set_status(update.status)
-            usage = _usage_from(MessageToDict(update.metadata)) if update.HasField("metadata") else None
+            meta = MessageToDict(update.metadata) if update.HasField("metadata") else {}
+            # ADK names the author on the event, not on its message.
+            self._set_status(update.status, _author(meta))
+            usage = _usage_from(meta) if meta else None
             if usage is not None:
                 self.event_usage = usage + self.event_usage
         elif event.HasField("artifact_update"):
@@ -227,12 +229,12 @@ class _Turn:
             self._add_artifact(artifact, append=False)
         self._set_status(task.status)
 
-    def _set_status(self, status: Any) -> None:
+    def _set_status(self, status: Any, author: str | None = None) -> None:
         from a2a.types.a2a_pb2 import TaskState
 
         self.state = TaskState.Name(status.state)
         if status.HasField("message"):
-            self._add_message(status.message)
+            self._add_message(status.message, author)
             parts = _parts(status.message.parts)
             self.status_text = _text(parts)
             self.status_meta = _struct(status.message, "metadata")
@@ -245,14 +247,14 @@ class _Turn:
         self._anon += 1
         return kind, f"#{self._anon}"
 
-    def _add_message(self, message: Any) -> None:
+    def _add_message(self, message: Any, author: str | None = None) -> None:
         from a2a.types.a2a_pb2 import Role
 
         if message.role == Role.ROLE_USER:
             return
         key = self._key("message", message.message_id)
         if key not in self.items:
-            self.items[key] = [_parts(message.parts, _author(_struct(message, "metadata")))]
+            self.items[key] = [_parts(message.parts, _author(_struct(message, "metadata")) or author)]
 
     def _add_artifact(self, artifact: Any, *, append: bool) -> None:
         key = self._key("artifact", artifact.artifact_id)
