@@ -1,14 +1,15 @@
 """Benchmark: levelfield's A2A adapter against a plain a2a-sdk client loop on the same server.
 
 A local A2A server (``levelfield serve``, in its own process) runs an agent that sleeps 20 ms.
-Both sides send the same number of requests with the same concurrency and streaming on:
+Both sides send the same number of requests with the same concurrency, once with streaming on and
+once with it off:
 
 - plain: an a2a-sdk 1.x client and an ``asyncio.Semaphore``, reading every event of each answer;
-- levelfield: ``lf.evaluate(dataset, A2AAgent(url), concurrency=...)`` (runner, retries, output
-  normalization, the results table).
+- levelfield: ``lf.evaluate(dataset, A2AAgent(url, streaming=...), concurrency=...)`` (runner,
+  retries, the turn's total timeout, output normalization, the results table).
 
-Prints each side's wall time (median of the rounds), levelfield/plain (target <= 1.2) and
-requests per second. Run from the repository root: ``python bench/bench_a2a.py``.
+Prints each side's wall time (median of the rounds), levelfield/plain (target <= 1.05) and
+requests per second, per streaming mode. Run from the repository root: ``python bench/bench_a2a.py``.
 """
 
 from __future__ import annotations
@@ -60,14 +61,14 @@ def _wait_for(url: str, proc: subprocess.Popen, seconds: float = 60) -> None:
     raise RuntimeError(f"no A2A server at {url} after {seconds} s")
 
 
-async def _plain(url: str, requests: int, concurrency: int) -> float:
+async def _plain(url: str, requests: int, concurrency: int, streaming: bool) -> tuple[float, float]:
     import httpx
     from a2a.client import ClientConfig, ClientFactory
     from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest
 
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
     async with httpx.AsyncClient(timeout=60, limits=limits) as http:
-        client = await ClientFactory(ClientConfig(httpx_client=http)).create_from_url(url)
+        client = await ClientFactory(ClientConfig(httpx_client=http, streaming=streaming)).create_from_url(url)
         gate = asyncio.Semaphore(concurrency)
 
         async def one(i: int) -> None:
@@ -78,28 +79,29 @@ async def _plain(url: str, requests: int, concurrency: int) -> float:
                 async for _ in client.send_message(SendMessageRequest(message=message)):
                     pass
 
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         outcomes = await asyncio.gather(*(one(i) for i in range(requests)), return_exceptions=True)
-        elapsed = time.perf_counter() - start
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         errors = [o for o in outcomes if isinstance(o, BaseException)]
         if errors:
             print(f"  (plain loop: {len(errors)} of {requests} requests failed, e.g. {errors[0]!r})")
-        return elapsed
+        return elapsed, cpu
 
 
-def _levelfield(url: str, requests: int, concurrency: int) -> float:
+def _levelfield(url: str, requests: int, concurrency: int, streaming: bool) -> tuple[float, float]:
     import levelfield as lf
     from levelfield.adapters.a2a import A2AAgent
     from levelfield.core.dataset import EvalCase, EvalDataset
 
     dataset = EvalDataset([EvalCase(case_id=f"c{i}", prompt=f"case {i}") for i in range(requests)])
-    start = time.perf_counter()
-    result = lf.evaluate(dataset, A2AAgent(url), metrics=[], concurrency=concurrency, progress=False)
-    elapsed = time.perf_counter() - start
+    agent = A2AAgent(url, streaming=streaming, name="bench")
+    start, cpu = time.perf_counter(), time.process_time()
+    result = lf.evaluate(dataset, agent, metrics=[], concurrency=concurrency, progress=False)
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     failures = sum(r.failure for r in result.runs)
     if failures:
         raise RuntimeError(f"{failures} levelfield runs failed, e.g. {next(r.error for r in result.runs if r.failure)}")
-    return elapsed
+    return elapsed, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,25 +115,33 @@ def main(argv: list[str] | None = None) -> int:
 
     url = f"http://127.0.0.1:{args.port}"
     proc = _start_server(args.port)
+    figures: dict[bool, tuple[list[tuple[float, float]], list[tuple[float, float]]]] = {}
     try:
         _wait_for(url, proc)
-        asyncio.run(_plain(url, args.concurrency, args.concurrency))  # warm up both paths
-        _levelfield(url, args.concurrency, args.concurrency)
-        plain, ours = [], []
-        for _ in range(args.rounds):  # interleaved, so drift on the machine hits both alike
-            plain.append(asyncio.run(_plain(url, args.requests, args.concurrency)))
-            ours.append(_levelfield(url, args.requests, args.concurrency))
+        for streaming in (True, False):
+            asyncio.run(_plain(url, args.concurrency, args.concurrency, streaming))  # warm up both paths
+            _levelfield(url, args.concurrency, args.concurrency, streaming)
+            plain, ours = [], []
+            for _ in range(args.rounds):  # interleaved, so drift on the machine hits both alike
+                plain.append(asyncio.run(_plain(url, args.requests, args.concurrency, streaming)))
+                ours.append(_levelfield(url, args.requests, args.concurrency, streaming))
+            figures[streaming] = (plain, ours)
     finally:
         proc.terminate()
         proc.wait(10)
 
-    p, o = statistics.median(plain), statistics.median(ours)
     floor = args.requests / args.concurrency * SLEEP_SECONDS
     print(f"A2A benchmark: {args.requests} requests, concurrency {args.concurrency}, agent sleeps {SLEEP_SECONDS * 1000:.0f} ms")
-    print(f"  (floor if the server were free: {floor:.2f} s); median of {args.rounds} rounds, streaming, JSON-RPC")
-    print(f"  plain a2a-sdk client loop : {p:6.2f} s  {args.requests / p:7.1f} req/s   rounds: {', '.join(f'{x:.2f}' for x in plain)}")
-    print(f"  levelfield lf.evaluate    : {o:6.2f} s  {args.requests / o:7.1f} req/s   rounds: {', '.join(f'{x:.2f}' for x in ours)}")
-    print(f"  levelfield / plain        : {o / p:6.3f}   (target <= 1.2)")
+    print(f"  (floor if the server were free: {floor:.2f} s); median of {args.rounds} rounds, JSON-RPC")
+    print("  client CPU: this process's CPU time per request, what each client costs whatever the machine's load")
+    for streaming, (plain, ours) in figures.items():
+        p, o = statistics.median(w for w, _ in plain), statistics.median(w for w, _ in ours)
+        pc, oc = statistics.median(c for _, c in plain), statistics.median(c for _, c in ours)
+        per = 1000 / args.requests
+        print(f"  streaming {'on ' if streaming else 'off'}")
+        print(f"    plain a2a-sdk client loop : {p:6.2f} s  {args.requests / p:7.1f} req/s  client CPU {pc * per:5.2f} ms/req   rounds: {', '.join(f'{w:.2f}' for w, _ in plain)}")
+        print(f"    levelfield lf.evaluate    : {o:6.2f} s  {args.requests / o:7.1f} req/s  client CPU {oc * per:5.2f} ms/req   rounds: {', '.join(f'{w:.2f}' for w, _ in ours)}")
+        print(f"    levelfield / plain        : {o / p:6.3f} wall (target <= 1.05), {oc / pc:5.2f} client CPU")
     return 0
 
 
