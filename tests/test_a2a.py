@@ -304,6 +304,30 @@ def test_custom_trajectory_extractor_reads_calls_marked_another_way(scripted_ser
     assert [(c.tool_name, c.tool_input) for c in run.output.trajectory] == [("list_devices", {"room": "Kitchen"})]
 
 
+@pytest.mark.parametrize("key", ["adk_author", "agent_name", "author"])
+def test_the_author_a_server_names_on_a_message_attributes_its_tool_calls(scripted_server, key):
+    async def planner(updater, context, queue):
+        message = updater.new_agent_message([_call_part("plan_route", {"to": "Köln"}, "p1")], metadata={key: "planner"})
+        await updater.update_status(lf_state("WORKING"), message=message)
+        await updater.add_artifact([new_text_part("Route geplant.")], last_chunk=True)
+        await updater.complete()
+
+    run = _run(A2AAgent(scripted_server(planner)))
+    assert [(c.tool_name, c.agent) for c in run.output.trajectory] == [("plan_route", "planner")]
+
+
+def test_an_author_on_the_part_itself_wins_over_its_message(scripted_server):
+    async def two(updater, context, queue):
+        part = _data_part({"name": "lookup", "args": {}, "id": "l1"}, {"adk_type": "function_call", "adk_author": "searcher"})
+        message = updater.new_agent_message([part], metadata={"adk_author": "root"})
+        await updater.update_status(lf_state("WORKING"), message=message)
+        await updater.add_artifact([new_text_part("ok")])
+        await updater.complete()
+
+    run = _run(A2AAgent(scripted_server(two)))
+    assert [c.agent for c in run.output.trajectory] == ["searcher"]
+
+
 # -- auth ---------------------------------------------------------------------------------
 
 
@@ -404,6 +428,12 @@ def test_restore_ints_turns_whole_floats_into_ints_only():
 def test_a2a_agent_rejects_a_string_that_is_not_a_url():
     with pytest.raises(ValueError, match="http"):
         A2AAgent("localhost:9999")
+
+
+def test_a_non_url_string_that_may_hold_a_credential_is_not_echoed():
+    with pytest.raises(ValueError) as caught:
+        A2AAgent("admin:hunter22@agents.example")
+    assert "hunter22" not in str(caught.value) and "http(s)://" in str(caught.value)
 
 
 def test_a2a_agent_rejects_an_unknown_transport():

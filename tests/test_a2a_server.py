@@ -126,6 +126,21 @@ def test_tool_call_ids_usage_and_intermediate_texts_round_trip():
     assert out.usage == lf.Usage(input_tokens=10, output_tokens=5, total_tokens=15)
 
 
+def test_sub_agent_attribution_round_trips():
+    async def team(prompt: str) -> lf.AgentOutput:
+        return lf.AgentOutput(
+            response="fertig",
+            trajectory=[
+                lf.ToolCall(tool_name="delegate", tool_input={"to": "researcher"}, agent="lead"),
+                lf.ToolCall(tool_name="search", tool_input={"q": "Zürich"}, agent="researcher"),
+            ],
+        )
+
+    with start_server(team) as server:
+        out = lf.evaluate(_one(), A2AAgent(server.url), metrics=[], **FAST).runs[0].output
+    assert [(c.tool_name, c.agent) for c in out.trajectory] == [("delegate", "lead"), ("search", "researcher")]
+
+
 def test_served_agent_that_raises_is_a_failed_run_with_its_error():
     def broken(prompt: str) -> str:
         raise ValueError("thermostat offline")

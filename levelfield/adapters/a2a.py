@@ -411,14 +411,6 @@ def _split_credentials(url: str) -> tuple[str, tuple[str, str] | None, list[tupl
     return clean, auth, params
 
 
-def _redact_url(url: str) -> str:
-    """``url`` as it may be shown: no ``user:pass@``, query values replaced by ``***``."""
-    clean, _, params = _split_credentials(url)
-    if not params:
-        return clean
-    return f"{clean}?{'&'.join(f'{k}={_REDACTED}' for k, _ in params)}"
-
-
 def _secrets(
     headers: Mapping[str, str], auth: tuple[str, str] | None, params: list[tuple[str, str]]
 ) -> tuple[str, ...]:
@@ -514,9 +506,9 @@ class A2AAgent:
         self._card: AgentCard | None = None
         if isinstance(url_or_card, str):
             if not url_or_card.startswith(("http://", "https://")):
-                raise ConfigError(
-                    f"A2AAgent needs an http(s):// URL or an AgentCard, got {_redact_url(url_or_card)!r}"
-                )
+                # Shown only when it cannot hold a credential (user:pass@..., ?token=...).
+                shown = repr(url_or_card) if not re.search(r"[@?]", url_or_card) else "a string (not shown: it may hold a credential)"
+                raise ConfigError(f"A2AAgent needs an http(s):// URL or an AgentCard, got {shown}")
             self.url, self._auth, self._params = _split_credentials(url_or_card)
         else:
             self._card = self._parse_card(url_or_card)
