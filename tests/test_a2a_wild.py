@@ -8,6 +8,7 @@ a body cut off, keep-alives only, a task left working, a null result, an echo of
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import threading
 import time
@@ -331,6 +332,27 @@ def test_credentials_in_the_url_are_sent_but_never_name_the_agent(raw_server):
     assert agent.url == server.url and "pa55-w0rd" not in repr(agent)
     for text in (run.error, run.agent_name):
         assert "pa55-w0rd" not in text and "t0ken-abc" not in text and "alice" not in text
+
+
+def test_no_credential_reaches_any_file_an_evaluation_writes(raw_server, tmp_path):
+    async def echo_then_answer(request: Request, writer: asyncio.StreamWriter) -> None:
+        if request.json["params"]["message"]["metadata"]["levelfield"]["case_id"] == "bad":
+            await send_json(writer, {"echo": request.headers, "url": request.target}, status="500 Internal Server Error")
+        else:
+            await send_json(writer, rpc(request, completed_task(f"echo {request.headers['authorization']}")))
+
+    server = raw_server(echo_then_answer, streaming=False)
+    port = server.url.rsplit(":", 1)[1]
+    agent = A2AAgent(f"http://carol:pa55-w0rd@127.0.0.1:{port}/?token=t0ken-abc", headers={"X-Api-Key": TOKEN})
+    dataset = lf.load_dataset([{"case_id": "bad", "prompt": "坏"}, {"case_id": "good", "prompt": "好"}])
+    result = lf.evaluate(dataset, agent, metrics=["exact_match"], out=str(tmp_path), **FAST)
+    result.metrics_table.to_csv(tmp_path / "table.csv")
+    assert [r.failure for r in result.runs] == [True, False]
+    written = "".join(f.read_text(encoding="utf-8") for f in tmp_path.rglob("*") if f.is_file())
+    assert "bad" in written and "***" in written
+    basic = base64.b64encode(b"carol:pa55-w0rd").decode()  # the Authorization the URL's user:pass became
+    for secret in (TOKEN, "pa55-w0rd", "t0ken-abc", basic):
+        assert secret not in written
 
 
 def test_an_unreachable_agent_with_url_credentials_is_named_by_the_bare_url():

@@ -14,6 +14,7 @@ recorded: they are redacted from the agent's name, errors and recorded outputs.
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import itertools
 import json
@@ -416,7 +417,8 @@ def _secrets(
 ) -> tuple[str, ...]:
     """Every credential string to redact, longest first (so a token inside a value goes too)."""
     found: set[str] = set()
-    for value in [*headers.values(), *(auth or ()), *(v for _, v in params)]:
+    basic = [base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()] if auth else []  # as sent
+    for value in [*headers.values(), *(auth or ()), *basic, *(v for _, v in params)]:
         found.add(value)
         found.update(value.split())  # "Bearer s3cret": a server may echo the token alone
         found.add(urllib.parse.quote(value, safe=""))  # as it appears inside a URL
