@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 import warnings
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
@@ -39,7 +39,6 @@ FAST = {"progress": False, "retries": 0, "timeout": 60}
 # ADK marks its A2A code experimental and says so on every call.
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
-Step = "str | list[tuple[str, dict[str, Any]]] | Callable[[list[types.Content]], str]"
 
 
 def _is_prompt(content: types.Content) -> bool:

@@ -19,7 +19,6 @@ import email.utils
 import itertools
 import json
 import re
-import sys
 import time
 import urllib.parse
 import uuid
