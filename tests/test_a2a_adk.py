@@ -298,3 +298,11 @@ def test_a_raw_0_3_message_stream_ends_with_a_final_completed_status(careful_url
     assert artifact["lastChunk"] is True
     assert events[-1]["kind"] == "status-update" and events[-1]["final"] is True
     assert events[-1]["status"]["state"] == "completed"
+
+
+def test_a_raw_0_3_rest_message_send_is_answered_under_v1(careful_url):
+    # A2A 0.3's REST binding: proto JSON, the message under "request", its parts under "content".
+    body = {"request": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "content": [{"text": "Turn on device_1 in the Living Room."}]}}
+    task = httpx.post(f"{careful_url}/v1/message:send", json=body, timeout=30).json()["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert task["artifacts"][0]["parts"] == [{"text": "device_1 in the Living Room is now on."}]
