@@ -156,9 +156,14 @@ def _weather_team() -> LlmAgent:
     )
 
 
-def test_multi_agent_transfer_attributes_each_call_to_the_agent_that_made_it():
+@pytest.fixture(scope="module")
+def team_url():
     with _adk_server(_weather_team()) as server:
-        run = lf.evaluate(_one("東京の天気は？"), A2AAgent(server.url), metrics=[], **FAST).runs[0]
+        yield server.url
+
+
+def test_multi_agent_transfer_attributes_each_call_to_the_agent_that_made_it(team_url):
+    run = lf.evaluate(_one("東京の天気は？"), A2AAgent(team_url), metrics=[], **FAST).runs[0]
     assert not run.failure, run.error
     assert [(name, agent) for name, _, _, agent in _calls(run)] == [
         ("transfer_to_agent", "root_agent"),
@@ -168,9 +173,8 @@ def test_multi_agent_transfer_attributes_each_call_to_the_agent_that_made_it():
     assert run.output.response == "東京は晴れ、21度、12時です。"
 
 
-def test_parallel_calls_keep_their_order_and_each_gets_its_own_output():
-    with _adk_server(_weather_team()) as server:
-        run = lf.evaluate(_one("東京の天気は？"), A2AAgent(server.url), metrics=[], **FAST).runs[0]
+def test_parallel_calls_keep_their_order_and_each_gets_its_own_output(team_url):
+    run = lf.evaluate(_one("東京の天気は？"), A2AAgent(team_url), metrics=[], **FAST).runs[0]
     assert not run.failure, run.error
     assert _calls(run)[1:] == [
         ("get_weather", {"city": "東京"}, {"city": "東京", "temperature": 21, "sky": "晴れ"}, "weather_agent"),
@@ -179,15 +183,14 @@ def test_parallel_calls_keep_their_order_and_each_gets_its_own_output():
     assert len({c.id for c in run.output.trajectory}) == 3  # ADK's call ids, each call once
 
 
-def test_adk_trajectory_scores_like_the_reference_with_sub_agent_calls():
+def test_adk_trajectory_scores_like_the_reference_with_sub_agent_calls(team_url):
     reference = [
         {"tool_name": "transfer_to_agent", "tool_input": {"agent_name": "weather_agent"}},
         {"tool_name": "get_weather", "tool_input": {"city": "東京"}},
         {"tool_name": "get_time", "tool_input": {"city": "東京"}},
     ]
     dataset = lf.load_dataset([{"case_id": "c1", "prompt": "東京の天気は？", "reference_trajectory": reference}])
-    with _adk_server(_weather_team()) as server:
-        result = lf.evaluate(dataset, A2AAgent(server.url), metrics=["trajectory_exact_match"], **FAST)
+    result = lf.evaluate(dataset, A2AAgent(team_url), metrics=["trajectory_exact_match"], **FAST)
     assert result.summary_metrics["trajectory_exact_match/mean"] == 1.0
 
 
