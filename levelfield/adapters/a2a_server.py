@@ -2,8 +2,10 @@
 
 Each tool call and tool response of the agent's trajectory goes out as a data part marked the
 way ADK marks them (``metadata["adk_type"]`` = ``function_call`` / ``function_response``) and
-the final response as an artifact, so ``A2AAgent`` — or any client that reads ADK's
-convention — gets the trajectory back exactly. ``levelfield serve module:agent`` runs it.
+the final response as one complete artifact (``lastChunk``), so ``A2AAgent`` — or any client
+that reads ADK's convention, ADK's ``RemoteA2aAgent`` included — gets the trajectory and the
+answer back exactly. A2A 1.0 and 0.3 clients are both answered (JSON-RPC at ``/``, REST at ``/``
+and ``/v1/``). ``levelfield serve module:agent`` runs it.
 """
 
 from __future__ import annotations
