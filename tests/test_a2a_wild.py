@@ -369,8 +369,11 @@ def test_the_agent_is_named_after_its_card(raw_server):
 
     server = raw_server(ok, streaming=False)
     assert A2AAgent(server.url).name == "raw-agent"
-    assert A2AAgent(server.url, name="mine").name == "mine"
     assert server.requests == []  # reading the card sends no message
+
+
+def test_an_explicit_name_wins_over_the_card():
+    assert A2AAgent("http://127.0.0.1:1", name="mine").name == "mine"
 
 
 def test_the_name_stays_the_same_for_every_run_of_an_evaluation(raw_server):
