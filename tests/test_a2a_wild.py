@@ -389,18 +389,12 @@ def test_the_name_stays_the_same_for_every_run_of_an_evaluation(raw_server):
 # -- the case's session state ----------------------------------------------------------------------
 
 
-class _StatefulRequest(AgentRequest):
-    """An AgentRequest with the case's initial session state, however the core spells it today."""
-
-    state: dict[str, Any] = {}
-
-
 def test_case_state_goes_as_message_metadata(raw_server):
     async def ok(request: Request, writer: asyncio.StreamWriter) -> None:
         await send_json(writer, rpc(request, completed_task()))
 
     server = raw_server(ok, streaming=False)
-    request = _StatefulRequest(prompt="Wie warm ist es?", case_id="c1", state={"user": "jürgen", "unit": "C"})
+    request = AgentRequest(prompt="Wie warm ist es?", case_id="c1", state={"user": "jürgen", "unit": "C"})
     asyncio.run(A2AAgent(server.url).arun(request))
     metadata = server.requests[0].json["params"]["message"]["metadata"]["levelfield"]
     assert metadata["state"] == {"user": "jürgen", "unit": "C"}
@@ -411,11 +405,10 @@ def test_empty_state_is_not_sent(raw_server):
         await send_json(writer, rpc(request, completed_task()))
 
     server = raw_server(ok, streaming=False)
-    asyncio.run(A2AAgent(server.url).arun(_StatefulRequest(prompt="hi", state={})))
+    asyncio.run(A2AAgent(server.url).arun(AgentRequest(prompt="hi", state={})))
     assert "state" not in server.requests[0].json["params"]["message"]["metadata"]["levelfield"]
 
 
-@pytest.mark.skipif("state" not in AgentRequest.model_fields, reason="AgentRequest.state is not in the core yet")
 def test_a_served_agent_receives_the_case_state():
     seen: list[dict[str, Any]] = []
 
@@ -430,3 +423,20 @@ def test_a_served_agent_receives_the_case_state():
         request = AgentRequest(prompt="hi", case_id="c1", state={"user": "jürgen", "visits": 3})
         asyncio.run(A2AAgent(server.url).arun(request))
     assert seen == [{"user": "jürgen", "visits": 3}]
+
+
+def test_a_state_column_reaches_the_served_agent_on_every_turn():
+    seen: list[tuple[int, dict[str, Any]]] = []
+
+    class Stateful:
+        name = "stateful"
+
+        async def arun(self, request: AgentRequest) -> AgentOutput:
+            seen.append((request.turn, dict(request.state)))
+            return AgentOutput(response="ok")
+
+    row = {"case_id": "s", "turns": [{"prompt": "Olá"}, {"prompt": "E agora?"}], "state": {"cliente": "João", "nível": 2}}
+    with start_server(Stateful()) as server:
+        run = lf.evaluate(lf.load_dataset([row]), A2AAgent(server.url), metrics=[], **FAST).runs[0]
+    assert not run.failure, run.error
+    assert seen == [(0, {"cliente": "João", "nível": 2}), (1, {"cliente": "João", "nível": 2})]

@@ -672,7 +672,7 @@ class A2AAgent:
             # A2A has no field for prior messages; levelfield's server reads them from here,
             # other servers ignore the metadata.
             extra["history"] = [m.model_dump() for m in request.history]
-        state = getattr(request, "state", None)  # the case's initial session state, when the core has it
+        state = request.state  # the case's initial session state
         if state:
             extra["state"] = state
         message.metadata.update({LEVELFIELD_KEY: extra})

@@ -161,17 +161,14 @@ def _executor_class() -> type:
             if history is None:
                 history = [Message.model_validate(m) for m in extra.get("history") or []]
             turn = extra.get("turn")
-            fields: dict[str, Any] = {}
-            state = extra.get("state")
-            if isinstance(state, dict) and state and "state" in AgentRequest.model_fields:
-                fields["state"] = restore_ints(state)  # the case's initial session state, from A2AAgent
+            state = extra.get("state")  # the case's initial session state, from A2AAgent
             return AgentRequest(
                 prompt=context.get_user_input(),
                 history=list(history),
                 case_id=str(extra.get("case_id") or ""),
                 session_id=context_id or None,
                 turn=int(turn) if isinstance(turn, (int, float)) else len(history) // 2,
-                **fields,
+                state=restore_ints(state) if isinstance(state, dict) else {},
             )
 
         def _remember(self, request: AgentRequest, response: str) -> None:
