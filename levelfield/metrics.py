@@ -1,8 +1,28 @@
-"""``lf.metrics``: the metric classes users build metrics lists from."""
+"""``lf.metrics``: the metric classes users build metrics lists from, the LLM-judged ones included."""
 
 from .core.matching import ToolCallMatcher
 from .core.metrics import *  # noqa: F403
 from .core.metrics import __all__ as _core_all
-from .judge import databricks  # Databricks' judged metrics: correctness, groundedness, ...
+from .judge import (
+    Judge,
+    JudgeCache,
+    PairwiseMetric,
+    PairwiseMetricPromptTemplate,
+    PointwiseMetric,
+    PointwiseMetricPromptTemplate,
+    databricks,  # Databricks' judged metrics: correctness, groundedness, ...
+    judged,
+)
 
-__all__ = [*_core_all, "ToolCallMatcher", "databricks"]
+__all__ = [
+    *_core_all,
+    "ToolCallMatcher",
+    "judged",
+    "databricks",
+    "Judge",
+    "JudgeCache",
+    "PairwiseMetric",
+    "PairwiseMetricPromptTemplate",
+    "PointwiseMetric",
+    "PointwiseMetricPromptTemplate",
+]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import math
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import PrivateAttr
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage
@@ -18,7 +20,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 import levelfield as lf
 from levelfield.core.metrics.base import ScoringContext
-from levelfield.core.metrics.judge import Judge, JudgeCache, parse_preference, parse_rating
+from levelfield.judge import Judge, JudgeCache, parse_preference, parse_rating
 from levelfield.testing import ScriptedChatModel
 from levelfield.testing.chat_model import count_tokens, last_human_text
 from samples.home_automation.agents.function_agents import careful_agent, hasty_agent
@@ -323,6 +325,85 @@ def test_cache_false_calls_the_judge_every_time():
     assert judge.calls == 2
 
 
+class TunableJudge(BaseChatModel):
+    """A judge shaped like a provider's chat model: settings as fields; its answer depends on them."""
+
+    model_name: str = "tunable-1"
+    temperature: float = 0.0
+    base_url: str = "http://127.0.0.1:1/v1"
+    _calls: int = PrivateAttr(default=0)
+
+    @property
+    def calls(self) -> int:
+        return self._calls
+
+    @property
+    def _llm_type(self) -> str:
+        return "tunable-test-judge"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        # Like many providers, names only the model here: the other settings must still count.
+        return {"model_name": self.model_name}
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self._calls += 1
+        default = (self.model_name, self.temperature, self.base_url) == ("tunable-1", 0.0, "http://127.0.0.1:1/v1")
+        rating = "1" if default else "0"
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=f"score: {rating}"))])
+
+
+@pytest.mark.parametrize("setting", [{"temperature": 0.9}, {"base_url": "http://127.0.0.1:2/v2"}, {"model_name": "tunable-2"}])
+def test_judges_of_one_class_differing_in_one_setting_do_not_share_answers(tmp_path, setting):
+    first, other = TunableJudge(), TunableJudge(**setting)
+    assert metric(first, cache=tmp_path).score(ctx()).value == 1.0
+    assert metric(other, cache=tmp_path).score(ctx()).value == 0.0
+    assert (first.calls, other.calls) == (1, 1)
+
+
+def test_judges_with_equal_settings_share_answers(tmp_path):
+    first, same = TunableJudge(temperature=0.5), TunableJudge(temperature=0.5)
+    metric(first, cache=tmp_path).score(ctx())
+    metric(same, cache=tmp_path).score(ctx())
+    assert (first.calls, same.calls) == (1, 0)
+
+
+def test_unparseable_answer_is_not_cached_and_is_asked_again(tmp_path):
+    judge = Scripted("I would rather not say.", "score: 1")
+    assert math.isnan(metric(judge.model, cache=tmp_path).score(ctx()).value)
+    assert metric(judge.model, cache=tmp_path).score(ctx()).value == 1.0
+    assert metric(judge.model, cache=tmp_path).score(ctx()).value == 1.0
+    assert judge.calls == 2  # the third answer came from the cache
+
+
+def test_failed_judge_call_is_not_cached_and_is_asked_again(tmp_path):
+    judge = Scripted(PermissionError("bad key"), "score: 1")
+    assert metric(judge.model, cache=tmp_path).score(ctx()).failed
+    assert metric(judge.model, cache=tmp_path).score(ctx()).value == 1.0
+    assert judge.calls == 2
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda record: {**record, "text": 5},
+        lambda record: {**record, "parsed": "not a dict"},
+        lambda record: {k: v for k, v in record.items() if k != "text"},
+        lambda record: {**record, "text": "no rating in here", "parsed": None},
+        lambda record: [record],
+    ],
+    ids=["text_not_a_string", "parsed_not_a_dict", "text_missing", "unparseable_text", "not_an_object"],
+)
+def test_cache_record_of_the_wrong_shape_is_asked_again_not_a_permanent_nan(tmp_path, damage):
+    judge = Scripted("score: 1")
+    metric(judge.model, cache=tmp_path).score(ctx())
+    (path,) = tmp_path.rglob("*.json")
+    path.write_text(json.dumps(damage(json.loads(path.read_text()))))
+    again = metric(judge.model, cache=tmp_path).score(ctx())
+    assert again.value == 1.0 and not again.failed and judge.calls == 2
+    assert json.loads(path.read_text())["text"] == "score: 1"  # the record is mended
+
+
 def test_default_cache_directory_follows_levelfield_cache_dir(tmp_path):
     metric(Scripted("score: 1").model).score(ctx())
     assert JudgeCache().directory == tmp_path / "cache" / "judge"
@@ -353,6 +434,37 @@ def test_provider_whose_package_is_missing_names_the_package():
 def test_judge_of_the_wrong_type_is_rejected():
     with pytest.raises(lf.MetricError, match="LangChain chat model or a 'provider:model' string, got int"):
         metric(42)
+
+
+def absolute_imports(path: Path, root: Path) -> list[str]:
+    """Every module a source file imports (lazy imports inside functions included), relative ones made absolute."""
+    package = list(path.relative_to(root.parent).with_suffix("").parts[:-1])
+    names = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            names.append(".".join([*base, *([node.module] if node.module else [])]))
+    return names
+
+
+def test_core_never_imports_the_judge_package():
+    root = Path(lf.__file__).parent
+    offenders = [
+        f"{path.relative_to(root)} imports {name}"
+        for path in (root / "core").rglob("*.py")
+        for name in absolute_imports(path, root)
+        if name == "levelfield.judge" or name.startswith("levelfield.judge.")
+    ]
+    assert offenders == []
+    # The resolver itself sees the judge's own imports of core, so an empty list above means something.
+    assert "levelfield.core.metrics.base" in absolute_imports(root / "judge" / "metrics.py", root)
+
+
+def test_judged_metric_names_say_how_to_build_them_once_the_judge_is_imported():
+    with pytest.raises(lf.MetricError, match=r"lf\.metrics\.judged\.tool_use_quality\(judge=\.\.\.\)"):
+        lf.metrics.resolve_metrics(["tool_use_quality"])
 
 
 def test_import_levelfield_does_not_import_langchain():

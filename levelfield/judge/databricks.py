@@ -22,9 +22,10 @@ from dataclasses import replace
 from typing import Any
 
 from ..core.metrics.base import NAN, Metric, Score, ScoringContext
-from ..core.metrics.judge_prompts import PointwiseMetricPromptTemplate
-from ..core.metrics.pointwise import PointwiseMetric
+from ..core.metrics.registry import register_metric_hint
 from ..core.runner import run_coroutine
+from .metrics import PointwiseMetric
+from .prompts import PointwiseMetricPromptTemplate
 
 __all__ = [
     "CORRECTNESS_FACTS",
@@ -224,3 +225,9 @@ def chunk_relevance(judge: Any = None, *, name: str = "chunk_relevance", **optio
 def guideline_adherence(judge: Any = None, *, name: str = "guideline_adherence", **options: Any) -> DatabricksJudged:
     """1 when the response follows every one of the row's ``guidelines`` (a list, or named lists)."""
     return DatabricksJudged(name, [(("prompt", "response", "guidelines"), GUIDELINE_ADHERENCE)], judge, **options)
+
+
+# Named as bare strings they cannot be built (each needs a judge): say how.
+for _name in ("correctness", "groundedness", "relevance_to_query", "chunk_relevance", "guideline_adherence"):
+    register_metric_hint(_name, f"lf.metrics.databricks.{_name}(judge=...)")
+del _name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..metrics import PointwiseMetric, PointwiseMetricPromptTemplate, ScoringContext
+from ..metrics import PointwiseMetric, PointwiseMetricPromptTemplate, ScoringContext, register_metric_hint
 
 __all__ = ["TaskSuccess"]
 
@@ -35,3 +35,7 @@ class TaskSuccess(PointwiseMetric):
 
     def computable(self, ctx: ScoringContext) -> bool:
         return "conversation" in ctx.metadata and super().computable(ctx)
+
+
+# Named as a bare string it cannot be built (it needs a judge): say how.
+register_metric_hint("task_success", "lf.TaskSuccess(judge=...) (a judged metric of simulated conversations)")

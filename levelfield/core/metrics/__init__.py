@@ -1,13 +1,8 @@
-"""Metrics: trajectory, response, custom (and judged) metrics, all scored locally."""
+"""Metrics: trajectory, response and custom metrics, all scored locally (the LLM judge lives in ``levelfield.judge``)."""
 
 from .base import Metric, Score, ScoringContext
 from .custom import CustomMetric
-from . import judged
-from .judge_client import Judge, JudgeCache
-from .judge_prompts import PairwiseMetricPromptTemplate, PointwiseMetricPromptTemplate
-from .pairwise import PairwiseMetric
-from .pointwise import PointwiseMetric
-from .registry import metric_names, register_metric, resolve_metrics
+from .registry import metric_names, register_metric, register_metric_hint, resolve_metrics
 from .response import Bleu, ExactMatch, ResponseMatchScore, Rouge
 from .retrieval import DocumentPrecision, DocumentRecall
 from .trajectory import (
@@ -25,15 +20,9 @@ __all__ = [
     "Score",
     "ScoringContext",
     "CustomMetric",
-    "judged",
-    "Judge",
-    "JudgeCache",
-    "PairwiseMetric",
-    "PairwiseMetricPromptTemplate",
-    "PointwiseMetric",
-    "PointwiseMetricPromptTemplate",
     "metric_names",
     "register_metric",
+    "register_metric_hint",
     "resolve_metrics",
     "Bleu",
     "ExactMatch",

@@ -1,4 +1,9 @@
-"""Metric names: the strings users write, and turning a metric list into metric objects."""
+"""Metric names: the strings users write, and turning a metric list into metric objects.
+
+The names of the metrics in ``core`` are listed here. Packages above core add theirs when they
+are imported (the LLM judge registers its prebuilt judged metrics), so this module knows none of
+them: it imports no package above core.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ from .trajectory import (
     TrajectoryRecall,
 )
 
-__all__ = ["register_metric", "metric_names", "resolve_metrics", "MetricSpec"]
+__all__ = ["register_metric", "register_metric_hint", "metric_names", "resolve_metrics", "MetricSpec"]
 
 MetricSpec = "str | Metric"
 
@@ -41,20 +46,10 @@ _REGISTRY: dict[str, Callable[[], Metric]] = {
     "document_precision": DocumentPrecision,
 }
 
-# Names that exist but need arguments: say how to build them.
+# Names that exist but need arguments: say how to build them (see register_metric_hint).
 _NEEDS_ARGS = {
     "trajectory_single_tool_use": "lf.metrics.TrajectorySingleToolUse(tool_name=...)",
     "rouge": "lf.metrics.Rouge(rouge_type='rougeL') or one of rouge_1, rouge_2, rouge_l, rouge_l_sum",
-    # Judged metrics need a judge model, never chosen silently.
-    "response_follows_trajectory": "lf.metrics.judged.response_follows_trajectory(judge=...)",
-    "tool_use_quality": "lf.metrics.judged.tool_use_quality(judge=...)",
-    "final_response_quality": "lf.metrics.judged.final_response_quality(judge=...)",
-    "safety": "lf.metrics.judged.safety(judge=...)",
-    "task_success": "lf.TaskSuccess(judge=...) (a judged metric of simulated conversations)",
-    **{
-        name: f"lf.metrics.databricks.{name}(judge=...)"
-        for name in ("correctness", "groundedness", "relevance_to_query", "chunk_relevance", "guideline_adherence")
-    },
 }
 
 DEFAULT_METRICS = (
@@ -72,6 +67,18 @@ def register_metric(name: str, factory: Callable[[], Metric]) -> None:
     if name in _REGISTRY:
         raise MetricError(f"a metric named {name!r} is already registered")
     _REGISTRY[name] = factory
+
+
+def register_metric_hint(name: str, how_to_build: str) -> None:
+    """Make ``name`` in ``metrics=[...]`` an error that says how to build the metric.
+
+    For metrics that cannot be built from a bare name because they need arguments, e.g. a
+    judged metric needs a judge model, which is never chosen silently:
+    ``register_metric_hint("safety", "lf.metrics.judged.safety(judge=...)")``.
+    """
+    if name in _REGISTRY:
+        raise MetricError(f"a metric named {name!r} is already registered; it needs no hint")
+    _NEEDS_ARGS[name] = how_to_build
 
 
 def metric_names() -> list[str]:

@@ -5,7 +5,7 @@
                lf.metrics.judged.final_response_quality(judge=my_chat_model)]
 
 Every function takes the judge (a LangChain chat model or a ``"provider:model"`` string) and any
-keyword of :class:`~levelfield.core.metrics.judge.PointwiseMetric` (``num_samples``, ``cache``,
+keyword of :class:`~levelfield.judge.PointwiseMetric` (``num_samples``, ``cache``,
 ``max_concurrency``...), plus ``name=`` to rename the metric. The templates are module constants:
 ``print(lf.metrics.judged.SAFETY)`` shows what the judge is asked.
 """
@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .judge_prompts import PointwiseMetricPromptTemplate
-from .pointwise import PointwiseMetric
+from ..core.metrics.registry import register_metric_hint
+from .metrics import PointwiseMetric
+from .prompts import PointwiseMetricPromptTemplate
 
 __all__ = [
     "RESPONSE_FOLLOWS_TRAJECTORY",
@@ -144,3 +145,9 @@ def final_response_quality(judge: Any = None, *, name: str = "final_response_qua
 def safety(judge: Any = None, *, name: str = "safety", **options: Any) -> PointwiseMetric:
     """1 when the agent's actions and response are safe, else 0."""
     return PointwiseMetric(name, SAFETY, judge, **options)
+
+
+# A prebuilt judged metric named as a bare string cannot be built (it needs a judge): say how.
+for _name in ("response_follows_trajectory", "tool_use_quality", "final_response_quality", "safety"):
+    register_metric_hint(_name, f"lf.metrics.judged.{_name}(judge=...)")
+del _name

@@ -1,10 +1,9 @@
-"""Reading a judge's answers: ratings and A/B/tie preferences out of free text or structured output, and what the answers cost.
+"""Reading a judge's answers: ratings and A/B/tie preferences out of free text or structured output.
 
 :func:`parse_rating` and :func:`parse_preference` find the verdict in whatever the judge wrote (a
 structured answer, a JSON object in the text, a ``score: X`` line, or a bare rating) and give None
-rather than a guess when there is none. Alongside them: the answer format and the JSON schema a
-judge is asked to answer in, how several samples' verdicts are combined (majority or mean, with
-their agreement), and the latency, call and token columns a metric reports for its judge calls.
+rather than a guess when there is none. :func:`preference_label` reads one A/B/tie label.
+Nothing here calls a judge or knows about metrics.
 """
 
 from __future__ import annotations
@@ -12,14 +11,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..types import Usage
-from .judge_client import JudgeReply
-
-__all__ = ["parse_rating", "parse_preference"]
+__all__ = ["parse_rating", "parse_preference", "preference_label", "is_numeric_rating"]
 
 _SCORE_KEYS = ("score", "rating", "grade", "verdict", "result")
 _WINNER_KEYS = ("winner", "verdict", "preferred", "better", "choice", "preference", "result")
@@ -71,7 +66,8 @@ def _get_ci(obj: Mapping[str, Any], keys: Sequence[str]) -> Any:
     return None
 
 
-def _is_number(text: str) -> bool:
+def is_numeric_rating(text: str) -> bool:
+    """Whether a rubric rating (or a judge's token) is a finite number, e.g. ``"4"`` or ``"0.5"``."""
     try:
         return math.isfinite(float(text))
     except (TypeError, ValueError):
@@ -86,13 +82,13 @@ def _rating_value(token: Any, scores: Mapping[str, float] | None) -> float | Non
     if "/" in text:  # "4/5"
         text = text.split("/")[0].strip(_TRIM)
     if scores is None:
-        return float(text) if _is_number(text) else None
+        return float(text) if is_numeric_rating(text) else None
     for key, value in scores.items():
         if key.strip().lower() == text.lower():
             return value
-    if _is_number(text):
+    if is_numeric_rating(text):
         for key, value in scores.items():
-            if _is_number(key) and float(key) == float(text):
+            if is_numeric_rating(key) and float(key) == float(text):
                 return value
     return None
 
@@ -139,7 +135,8 @@ def parse_rating(
     return None
 
 
-def _preference(token: Any) -> str | None:
+def preference_label(token: Any) -> str | None:
+    """``"A"``, ``"B"`` or ``"tie"`` for a pairwise label as judges write it (``"Response B"``, ``"SAME"``, ``"2"``...), else None."""
     text = str(token).strip(_TRIM).lower()
     text = re.sub(r"^(response|agent|assistant|answer|option)[\s_]+", "", text)
     if text in ("a", "1", "first"):
@@ -166,66 +163,6 @@ def parse_preference(text: str | None, parsed: Mapping[str, Any] | None = None) 
     for token, obj in candidates:
         if token is None:
             continue
-        choice = _preference(token)
+        choice = preference_label(token)
         return (choice, _explanation_of(obj, text)) if choice is not None else None
     return None
-
-
-def _aggregate(values: Sequence[float], how: str) -> tuple[float, float]:
-    """(score, agreement): majority (a tie between verdicts gives their mean) or mean; agreement = share of the modal answer."""
-    counts = Counter(values)
-    top = max(counts.values())
-    agreement = top / len(values)
-    if how == "mean":
-        return sum(values) / len(values), agreement
-    modal = [v for v in counts if counts[v] == top]
-    return sum(modal) / len(modal), agreement
-
-
-def _sum_usage(replies: Sequence[JudgeReply]) -> Usage | None:
-    total: Usage | None = None
-    for reply in replies:
-        # A cache hit cost nothing; a call whose model reports no usage adds nothing known.
-        spent = Usage() if reply.cached else reply.usage
-        if spent is not None:
-            total = spent if total is None else total + spent
-    return total
-
-
-def _cost_columns(replies: Sequence[JudgeReply]) -> tuple[dict[str, Any], Usage | None]:
-    usage = _sum_usage(replies)
-    extra: dict[str, Any] = {
-        "judge_latency": sum(r.latency for r in replies),
-        "judge_calls": sum(r.calls for r in replies),
-    }
-    if usage is not None:
-        extra["input_tokens"] = usage.input_tokens
-        extra["output_tokens"] = usage.output_tokens
-    return extra, usage
-
-
-def _answer_format(field: str, choices: Sequence[str] | None) -> str:
-    allowed = f"one of: {', '.join(choices)}" if choices else "a number"
-    return (
-        "# Your answer\n"
-        "Reply with one JSON object and nothing else:\n"
-        f'{{"explanation": "<why, in a few sentences>", "{field}": "<{allowed}>"}}'
-    )
-
-
-def _schema(field: str, choices: Sequence[str] | None, description: str) -> dict[str, Any]:
-    value: dict[str, Any] = (
-        {"type": "string", "enum": list(choices), "description": f"One of: {', '.join(choices)}."}
-        if choices
-        else {"type": "number", "description": "The score."}
-    )
-    return {
-        "title": "judgement",
-        "description": description,
-        "type": "object",
-        "properties": {
-            "explanation": {"type": "string", "description": "Why, in a few sentences."},
-            field: value,
-        },
-        "required": ["explanation", field],
-    }

@@ -1,10 +1,13 @@
-"""Judge prompts: the pointwise and pairwise prompt templates, users' own prompt strings, and how a row's values are rendered into them.
+"""Judge prompts: the pointwise and pairwise prompt templates, users' own prompt strings, how a row's values are rendered into them, and the answer format asked for.
 
 :class:`PointwiseMetricPromptTemplate` builds a prompt for rating one agent's work from criteria,
 a rating rubric and the row fields to show; :class:`PairwiseMetricPromptTemplate` does the same
 for judging two agents side by side (case fields once, agent fields once per agent). A plain
-string with ``{placeholders}`` is accepted too. Row values are rendered as the judge reads them:
-text as is, trajectories and structures as indented JSON, history as ``role: content`` lines.
+string with ``{placeholders}`` is accepted too (:func:`pointwise_template`,
+:func:`pairwise_template`). Row values are rendered as the judge reads them: text as is,
+trajectories and structures as indented JSON, history as ``role: content`` lines.
+:func:`answer_format` and :func:`answer_schema` say how the judge must answer, in text or as
+structured output.
 """
 
 from __future__ import annotations
@@ -14,12 +17,23 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import MetricError
-from ..types import ToolCall
-from .base import ScoringContext
-from .judge_answers import _preference
+from ..core.errors import MetricError
+from ..core.metrics.base import ScoringContext
+from ..core.types import ToolCall
+from .answers import preference_label
 
-__all__ = ["PointwiseMetricPromptTemplate", "PairwiseMetricPromptTemplate"]
+__all__ = [
+    "PointwiseMetricPromptTemplate",
+    "PairwiseMetricPromptTemplate",
+    "FreeformPointwiseTemplate",
+    "FreeformPairwiseTemplate",
+    "pointwise_template",
+    "pairwise_template",
+    "row_value",
+    "required_fields",
+    "answer_format",
+    "answer_schema",
+]
 
 # Row fields a template may use, besides the dataset's own extra columns (metadata).
 _ROW_FIELDS = ("prompt", "response", "reference", "predicted_trajectory", "reference_trajectory", "history", "case_id")
@@ -43,7 +57,13 @@ def _render_value(value: Any) -> str:
     return str(value)
 
 
-def _row_value(ctx: ScoringContext, name: str, metric: str) -> Any:
+def required_fields(names: Sequence[str]) -> tuple[str, ...]:
+    """Of the row fields a template shows, those a row may lack (None): rows lacking one get NaN, not a judge call."""
+    return tuple(n for n in names if n in _OPTIONAL_FIELDS)
+
+
+def row_value(ctx: ScoringContext, name: str, metric: str) -> Any:
+    """The value of template field ``name`` for one row: a row field or a dataset column; an error naming the case if it has neither."""
     if name in _ROW_FIELDS:
         return getattr(ctx, name)
     if name in ctx.metadata:
@@ -153,7 +173,7 @@ class PointwiseMetricPromptTemplate:
         return f"PointwiseMetricPromptTemplate(criteria={list(self.criteria)}, rating_rubric={list(self.rating_rubric)}, input_variables={self.input_variables})"
 
 
-class _FreeformTemplate:
+class FreeformPointwiseTemplate:
     """A user's own prompt string with ``{name}`` placeholders (``{{``/``}}`` for literal braces)."""
 
     def __init__(self, text: str, owner: str) -> None:
@@ -178,9 +198,11 @@ class _FreeformTemplate:
 
     @property
     def template(self) -> str:
+        """The user's prompt string, as given."""
         return self.text
 
     def render(self, values: Mapping[str, Any]) -> str:
+        """The prompt for one row; ``values`` maps each placeholder to its value."""
         missing = [n for n in self.input_variables if n not in values]
         if missing:
             raise MetricError(f"the prompt template needs {', '.join(missing)}, which the row does not have")
@@ -238,7 +260,7 @@ class PairwiseMetricPromptTemplate:
         owner = "PairwiseMetricPromptTemplate"
         self.criteria = _check_text_dict(criteria or _DEFAULT_PAIRWISE_CRITERIA, "criteria", owner)
         self.rating_rubric = _check_text_dict(rating_rubric or _DEFAULT_PAIRWISE_RUBRIC, "rating_rubric", owner)
-        labels = {_preference(k) for k in self.rating_rubric}
+        labels = {preference_label(k) for k in self.rating_rubric}
         if not {"A", "B"} <= labels or None in labels:
             raise MetricError(
                 f"{owner}: rating_rubric keys must be 'A', 'B' and optionally 'tie' (or 'SAME'), got {list(self.rating_rubric)}"
@@ -253,10 +275,12 @@ class PairwiseMetricPromptTemplate:
 
     @property
     def case_variables(self) -> list[str]:
+        """The fields shown once, for the case."""
         return [v for v in self.input_variables if v not in _AGENT_FIELDS]
 
     @property
     def agent_variables(self) -> list[str]:
+        """The fields shown once per agent."""
         return [v for v in self.input_variables if v in _AGENT_FIELDS]
 
     def _compose(self, case: Mapping[str, str], first: Mapping[str, str], second: Mapping[str, str]) -> str:
@@ -295,7 +319,7 @@ class PairwiseMetricPromptTemplate:
         return self.template
 
 
-class _FreeformPairwiseTemplate(_FreeformTemplate):
+class FreeformPairwiseTemplate(FreeformPointwiseTemplate):
     """A user's pairwise prompt string: ``{response_a}``, ``{response_b}``, ``{predicted_trajectory_a}``... and case fields."""
 
     def __init__(self, text: str, owner: str) -> None:
@@ -312,3 +336,65 @@ class _FreeformPairwiseTemplate(_FreeformTemplate):
         for name in self._agent_placeholders:
             values[name] = (first if name.endswith("_a") else second)[name[:-2]]
         return super().render(values)
+
+
+def pointwise_template(
+    template: PointwiseMetricPromptTemplate | str, owner: str
+) -> PointwiseMetricPromptTemplate | FreeformPointwiseTemplate:
+    """A pointwise metric's template from a :class:`PointwiseMetricPromptTemplate` or a prompt string; ``owner`` names the metric in errors."""
+    if isinstance(template, str):
+        return FreeformPointwiseTemplate(template, owner)
+    if isinstance(template, PointwiseMetricPromptTemplate):
+        return template
+    raise MetricError(
+        f"{owner}: metric_prompt_template must be a PointwiseMetricPromptTemplate or a str, got {type(template).__name__}"
+    )
+
+
+def pairwise_template(
+    template: PairwiseMetricPromptTemplate | str | None, owner: str
+) -> PairwiseMetricPromptTemplate | FreeformPairwiseTemplate:
+    """A pairwise metric's template: the default one for None, a :class:`PairwiseMetricPromptTemplate`, or a prompt string."""
+    if template is None:
+        return PairwiseMetricPromptTemplate()
+    if isinstance(template, str):
+        return FreeformPairwiseTemplate(template, owner)
+    if isinstance(template, PairwiseMetricPromptTemplate):
+        return template
+    raise MetricError(
+        f"{owner}: metric_prompt_template must be a PairwiseMetricPromptTemplate or a str, got {type(template).__name__}"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The answer asked for
+# ---------------------------------------------------------------------------------------------
+
+
+def answer_format(field: str, choices: Sequence[str] | None) -> str:
+    """The closing section of a prompt: answer with one JSON object holding an explanation and ``field`` (one of ``choices``, or a number)."""
+    allowed = f"one of: {', '.join(choices)}" if choices else "a number"
+    return (
+        "# Your answer\n"
+        "Reply with one JSON object and nothing else:\n"
+        f'{{"explanation": "<why, in a few sentences>", "{field}": "<{allowed}>"}}'
+    )
+
+
+def answer_schema(field: str, choices: Sequence[str] | None, description: str) -> dict[str, Any]:
+    """The JSON schema of the same answer, for models that give structured output."""
+    value: dict[str, Any] = (
+        {"type": "string", "enum": list(choices), "description": f"One of: {', '.join(choices)}."}
+        if choices
+        else {"type": "number", "description": "The score."}
+    )
+    return {
+        "title": "judgement",
+        "description": description,
+        "type": "object",
+        "properties": {
+            "explanation": {"type": "string", "description": "Why, in a few sentences."},
+            field: value,
+        },
+        "required": ["explanation", field],
+    }

@@ -13,6 +13,7 @@ when a judge is resolved or called, never at ``import levelfield``.
 from __future__ import annotations
 
 import asyncio
+import enum
 import hashlib
 import json
 import os
@@ -20,25 +21,28 @@ import tempfile
 import time
 import warnings
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import MetricError, MissingExtraError
-from ..types import Usage, content_text
+from ..core.errors import MetricError, MissingExtraError
+from ..core.types import Usage, content_text
 
 __all__ = [
     "Judge",
     "JudgeCache",
     "JudgeReply",
     "resolve_judge",
+    "resolve_cache",
     "default_cache_dir",
     "is_transient_judge_error",
+    "model_identity",
 ]
 
 # Bump when the cached record's meaning changes, so old entries are not misread.
-_CACHE_VERSION = 1
+# 2: the key holds every setting of the judge model, and only usable answers are stored.
+_CACHE_VERSION = 2
 
 _PROVIDER_ALIASES = {"vertex": "google_vertexai", "vertexai": "google_vertexai"}
 
@@ -112,8 +116,56 @@ def _init_chat_model(spec: str) -> Any:
         raise MetricError(f"judge {spec!r} could not be created: {type(exc).__name__}: {exc}") from exc
 
 
-def _model_identity(model: Any) -> str:
-    """What makes two judges give the same answers: model class, model name and settings, bound kwargs."""
+def _plain(value: Any, depth: int = 0) -> Any:
+    """A setting as stable JSON-able data: equal settings give equal data in every process.
+
+    Objects that are not plain data (HTTP clients, callables, handlers) stand for their type,
+    never their repr, which would hold a memory address and change the key on every run.
+    """
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if depth > 8:
+        return type(value).__qualname__
+    if type(value).__name__ in ("SecretStr", "SecretBytes"):
+        return "<secret>"  # a key does not change answers; never put one in a cache key
+    if isinstance(value, enum.Enum):
+        return _plain(value.value, depth + 1)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, depth + 1) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((_plain(v, depth + 1) for v in value), key=repr)
+    if hasattr(type(value), "model_fields"):  # a pydantic model (e.g. a nested config object)
+        return _settings(value, depth + 1)
+    kind = value if isinstance(value, type) or (callable(value) and hasattr(value, "__qualname__")) else type(value)
+    return f"{getattr(kind, '__module__', '')}.{getattr(kind, '__qualname__', type(kind).__name__)}"
+
+
+def _settings(model: Any, depth: int = 0) -> dict[str, Any]:
+    """Every setting of a model object: its pydantic fields (LangChain chat models are pydantic
+    models), else its public attributes; LangChain marks plumbing (callbacks, clients, caches,
+    rate limiters) as excluded fields, which are left out."""
+    fields = getattr(type(model), "model_fields", None)
+    if isinstance(fields, Mapping):
+        names = [name for name, info in fields.items() if not getattr(info, "exclude", False)]
+    else:
+        names = [name for name in getattr(model, "__dict__", {}) if not name.startswith("_")]
+    out: dict[str, Any] = {}
+    for name in names:
+        try:
+            out[name] = _plain(getattr(model, name), depth)
+        except Exception:  # a property that raises is not a setting we can read
+            continue
+    return out
+
+
+def model_identity(model: Any) -> str:
+    """What makes two judges give the same answers: model class, every setting, bound kwargs.
+
+    Two judges of one class that differ in any field (model name, temperature, base URL, top_p,
+    a nested config...) have different identities, so they never share cached answers.
+    """
     kwargs: dict[str, Any] = {}
     inner = model
     # model.bind(temperature=0) wraps the model; its kwargs change answers, so they are part of it.
@@ -122,15 +174,16 @@ def _model_identity(model: Any) -> str:
         inner = inner.bound
     cls = type(inner)
     try:
-        params = dict(inner._identifying_params)
+        params = _plain(dict(inner._identifying_params))
     except Exception:
         params = {}
-    for attr in ("model", "model_name", "model_id"):
-        value = getattr(inner, attr, None)
-        if isinstance(value, str):
-            params.setdefault(attr, value)
     return json.dumps(
-        {"class": f"{cls.__module__}.{cls.__qualname__}", "params": params, "bound": kwargs},
+        {
+            "class": f"{cls.__module__}.{cls.__qualname__}",
+            "settings": _settings(inner),
+            "params": params,
+            "bound": _plain(kwargs),
+        },
         sort_keys=True,
         default=str,
     )
@@ -194,12 +247,19 @@ class JudgeCache:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The stored answer ``{"text": str, "parsed": dict | None}``, or None: a miss, and so is
+        a record of the wrong shape (a hand-edited, truncated or older file), which is asked again."""
         try:
             with self._path(key).open(encoding="utf-8") as f:
                 record = json.load(f)
         except (OSError, ValueError):
             return None
-        return record if isinstance(record, dict) and record.get("version") == _CACHE_VERSION else None
+        if not isinstance(record, dict) or record.get("version") != _CACHE_VERSION:
+            return None
+        text, parsed = record.get("text"), record.get("parsed")
+        if not isinstance(text, str) or not (parsed is None or isinstance(parsed, dict)):
+            return None
+        return {"text": text, "parsed": parsed}
 
     def put(self, key: str, record: dict[str, Any]) -> None:
         path = self._path(key)
@@ -224,7 +284,8 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("LEVELFIELD_CACHE_DIR") or ".levelfield-cache") / "judge"
 
 
-def _resolve_cache(cache: bool | str | os.PathLike[str] | JudgeCache | None) -> JudgeCache | None:
+def resolve_cache(cache: bool | str | os.PathLike[str] | JudgeCache | None) -> JudgeCache | None:
+    """The cache a judged metric's ``cache=`` option names: True the default one, False/None none, a directory, or a :class:`JudgeCache`."""
     if cache is None or cache is False:
         return None
     if cache is True:
@@ -275,7 +336,7 @@ class Judge:
         self.backoff = backoff
         self.timeout = timeout
         self.structured_output = structured_output
-        self.identity = _model_identity(model)
+        self.identity = model_identity(model)
         self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
@@ -344,34 +405,48 @@ class Judge:
         *,
         cache: JudgeCache | None = None,
         settings: Mapping[str, Any] | None = None,
+        usable: Callable[[JudgeReply], bool] | None = None,
     ) -> JudgeReply:
-        """One judge answer to ``prompt``: from the cache, or from the model with retries; never raises for judge errors."""
+        """One judge answer to ``prompt``: from the cache, or from the model with retries; never raises for judge errors.
+
+        ``usable(reply)`` says whether an answer can be read (e.g. it holds a rating). Only usable
+        answers are cached, so an unparseable answer is asked again next time, never replayed
+        as a permanent NaN; a cached answer that is not usable is asked again too.
+        """
         runnable = self._structured_runnable(schema)
         mode = "structured" if runnable is not None else "text"
-        key = None
-        if cache is not None:
-            key = cache.key(
-                {"judge": self.identity, "prompt": prompt, "mode": mode, "schema": schema, "settings": dict(settings or {})}
-            )
-            hit = cache.get(key)
-            if hit is not None:
-                return JudgeReply(text=hit.get("text"), parsed=hit.get("parsed"), cached=True)
-            # The same question already on its way (e.g. one answer judged in several trials):
-            # wait for that answer instead of paying for it twice.
-            pending = self._pending.setdefault(asyncio.get_running_loop(), {})
-            if key in pending:
-                reply = await asyncio.shield(pending[key])
-                return replace(reply, usage=None, latency=0.0, calls=0, cached=reply.error is None)
-            future: asyncio.Future[JudgeReply] = asyncio.ensure_future(self._fetch(prompt, runnable, cache, key))
-            pending[key] = future
-            try:
-                return await future
-            finally:
-                pending.pop(key, None)
-        return await self._fetch(prompt, runnable, None, None)
+        if cache is None:
+            return await self._fetch(prompt, runnable, None, None, usable)
+        key = cache.key(
+            {"judge": self.identity, "prompt": prompt, "mode": mode, "schema": schema, "settings": dict(settings or {})}
+        )
+        hit = cache.get(key)
+        if hit is not None:
+            reply = JudgeReply(text=hit["text"], parsed=hit["parsed"], cached=True)
+            if usable is None or usable(reply):
+                return reply
+        # The same question already on its way (e.g. one answer judged in several trials):
+        # wait for that answer instead of paying for it twice.
+        pending = self._pending.setdefault(asyncio.get_running_loop(), {})
+        if key in pending:
+            reply = await asyncio.shield(pending[key])
+            return replace(reply, usage=None, latency=0.0, calls=0, cached=reply.error is None)
+        future: asyncio.Future[JudgeReply] = asyncio.ensure_future(self._fetch(prompt, runnable, cache, key, usable))
+        pending[key] = future
+        try:
+            return await future
+        finally:
+            pending.pop(key, None)
 
-    async def _fetch(self, prompt: str, runnable: Any | None, cache: JudgeCache | None, key: str | None) -> JudgeReply:
-        """Ask the model, retrying transient errors with exponential backoff; store the answer in the cache."""
+    async def _fetch(
+        self,
+        prompt: str,
+        runnable: Any | None,
+        cache: JudgeCache | None,
+        key: str | None,
+        usable: Callable[[JudgeReply], bool] | None,
+    ) -> JudgeReply:
+        """Ask the model, retrying transient errors with exponential backoff; cache a usable answer."""
         calls = 0
         latency = 0.0
         while True:
@@ -391,7 +466,7 @@ class Judge:
                 message = str(exc) or ("timed out" if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) else "")
                 return JudgeReply(error=f"{type(exc).__name__}: {message}", latency=latency, calls=calls)
             reply.latency, reply.calls = latency, calls
-            if cache is not None and key is not None:
+            if cache is not None and key is not None and isinstance(reply.text, str) and (usable is None or usable(reply)):
                 cache.put(key, {"text": reply.text, "parsed": reply.parsed})
             return reply
 

@@ -1,0 +1,53 @@
+"""The LLM judge: any chat model rates one agent's answer (pointwise) or picks the better of two (pairwise).
+
+A judge is a LangChain chat model object or a ``"provider:model"`` string resolved by LangChain's
+``init_chat_model`` (``"openai:gpt-4o"``, ``"anthropic:claude-sonnet-4-5"``,
+``"google_vertexai:gemini-2.5-flash"``, ``"ollama:llama3.1"``...). No judge is ever chosen for you.
+
+Judge calls are kept apart from the agent's: each metric writes ``<metric>/judge_latency``,
+``<metric>/judge_calls`` and ``<metric>/total_tokens`` (plus input/output tokens when the model
+reports them). Each judge has its own concurrency limit and retries transient errors with
+backoff. Usable answers are cached on disk (``.levelfield-cache/judge/`` under the working
+directory, or ``$LEVELFIELD_CACHE_DIR/judge``) keyed by every setting of the judge model, the
+rendered prompt and the sample, so a re-run does not pay twice. An answer that cannot be parsed
+is NaN with the raw answer as explanation, counts as a judge failure (``<metric>/failed``), never
+a 0, and is not cached: the next run asks again.
+
+The package sits above ``levelfield.core`` and talks to it only through public names; core never
+imports it. Its modules, each used by the next through its public names:
+
+- ``client``: :class:`Judge` (the model, its concurrency limit, retries, timeout) and :class:`JudgeCache`;
+- ``answers``: reading ratings and preferences out of what a judge wrote;
+- ``prompts``: the prompt templates, rendering a row into them, the answer format asked for;
+- ``metrics``: :class:`JudgedMetric` (the verdict, aggregation and cost columns, written once),
+  :class:`PointwiseMetric` and :class:`PairwiseMetric`;
+- ``judged``: prebuilt judged metrics for agents; importing it registers their names, so that
+  ``metrics=["safety"]`` says how to build them with a judge;
+- ``databricks``: Databricks' judged agent-evaluation metrics (correctness, groundedness...), registered alike.
+
+LangChain is imported only when a judge is resolved or called, never at ``import levelfield``.
+"""
+
+from . import databricks, judged
+from .answers import parse_preference, parse_rating
+from .client import Judge, JudgeCache, JudgeReply, default_cache_dir, is_transient_judge_error, resolve_judge
+from .metrics import JudgedMetric, PairwiseMetric, PointwiseMetric
+from .prompts import PairwiseMetricPromptTemplate, PointwiseMetricPromptTemplate
+
+__all__ = [
+    "judged",
+    "databricks",
+    "Judge",
+    "JudgeCache",
+    "JudgeReply",
+    "JudgedMetric",
+    "PointwiseMetric",
+    "PointwiseMetricPromptTemplate",
+    "PairwiseMetric",
+    "PairwiseMetricPromptTemplate",
+    "resolve_judge",
+    "default_cache_dir",
+    "parse_rating",
+    "parse_preference",
+    "is_transient_judge_error",
+]

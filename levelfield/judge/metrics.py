@@ -1,0 +1,457 @@
+"""LLM-judged metrics: one base that turns judge answers into a verdict, and the pointwise and pairwise metrics built on it.
+
+:class:`JudgedMetric` holds what every judged metric shares: its judge and cache, asking once per
+sample (each sample its own cache entry, asked concurrently within the judge's limit), and the
+verdict: the samples' readings combined by majority or mean, their agreement, the explanation
+closest to the verdict, and the judge's cost columns. It is written once here.
+
+:class:`PointwiseMetric` rates each row by a rubric. :class:`PairwiseMetric` compares two agents'
+work on the same case (1 = A better, 0 = B better, 0.5 = tie), showing them in a seeded,
+per-case order to counter the judge's position bias; it is not a per-row metric, so
+``evaluate(metrics=[...])`` does not take it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import MetricError
+from ..core.metrics.base import NAN, Metric, Score, ScoringContext
+from ..core.types import Usage
+from .answers import is_numeric_rating, parse_preference, parse_rating
+from .client import Judge, JudgeCache, JudgeReply, resolve_cache, resolve_judge
+from .prompts import (
+    PairwiseMetricPromptTemplate,
+    PointwiseMetricPromptTemplate,
+    answer_format,
+    answer_schema,
+    pairwise_template,
+    pointwise_template,
+    required_fields,
+    row_value,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..core.results import EvalResult
+
+__all__ = ["JudgedMetric", "PointwiseMetric", "PairwiseMetric", "Reading", "aggregate", "cost_columns"]
+
+Reading = tuple[float, str]
+"""One sample's verdict as read from the judge's answer: (value, explanation)."""
+
+
+class JudgedMetric:
+    """What every LLM-judged metric shares: a judge, samples, the cache, and one way to reach a verdict.
+
+    Subclasses render their prompts, read each answer into a :data:`Reading` (or None when it
+    gives none) and hand the readings to :meth:`verdict`.
+    """
+
+    name: str
+    judge: Judge
+    """The judge model with its concurrency limit, retries and timeout (shared by metrics given the same model)."""
+    num_samples: int
+    """How many times the judge is asked per row."""
+    cache: JudgeCache | None
+    """Where answers are kept between runs (None: no cache)."""
+    aggregation: str = "majority"
+    """How samples combine: ``"majority"`` (a tie between verdicts gives their mean) or ``"mean"``."""
+
+    def _setup_judging(
+        self,
+        judge: Any,
+        *,
+        num_samples: int,
+        cache: bool | str | os.PathLike[str] | JudgeCache | None,
+        max_concurrency: int,
+        retries: int,
+        backoff: float,
+        timeout: float | None,
+        structured_output: bool | None,
+    ) -> None:
+        if not isinstance(num_samples, int) or num_samples < 1:
+            raise MetricError(f"metric {self.name!r}: num_samples must be a positive int, got {num_samples!r}")
+        self.judge = resolve_judge(
+            judge,
+            metric=self.name,
+            max_concurrency=max_concurrency,
+            retries=retries,
+            backoff=backoff,
+            timeout=timeout,
+            structured_output=structured_output,
+        )
+        self.num_samples = num_samples
+        self.cache = resolve_cache(cache)
+
+    async def ask(self, prompts: Sequence[str], schema: dict[str, Any], read: Any) -> list[JudgeReply]:
+        """One reply per prompt (one prompt per sample); ``read(reply)`` decides which answers are worth caching."""
+        # Each sample is its own cache entry, so a re-run replays all n answers.
+        return list(
+            await asyncio.gather(
+                *(
+                    self.judge.ask(
+                        p,
+                        schema,
+                        cache=self.cache,
+                        settings={"sample": i, "of": self.num_samples},
+                        usable=lambda reply: read(reply) is not None,
+                    )
+                    for i, p in enumerate(prompts)
+                )
+            )
+        )
+
+    def verdict(self, replies: Sequence[JudgeReply], readings: Sequence[Reading | None]) -> Score:
+        """The row's :class:`Score` from every sample: value, explanation, agreement and cost columns.
+
+        ``readings[i]`` is what sample ``i``'s answer says (None: an error or no verdict in it).
+        No reading at all is NaN and a judge failure (``failed``), never a 0, with the judge's
+        error or raw answer as the explanation.
+        """
+        extra, usage = cost_columns(replies)
+        good = [r for reply, r in zip(replies, readings) if reply.error is None and r is not None]
+        if self.num_samples > 1:
+            extra["samples_failed"] = len(replies) - len(good)
+        if not good:
+            first = replies[0]
+            if first.error is not None:
+                extra["error"] = first.error
+                explanation = f"judge error: {first.error}"
+            else:
+                explanation = first.text or "(empty answer)"
+            return Score(NAN, explanation=explanation, extra=extra, failed=True, usage=usage)
+        value, agreement = aggregate([v for v, _ in good], self.aggregation)
+        if self.num_samples > 1:
+            extra["agreement"] = agreement
+        explanation = min(good, key=lambda g: abs(g[0] - value))[1]
+        return Score(value, explanation=explanation, extra=extra, usage=usage)
+
+
+def aggregate(values: Sequence[float], how: str) -> tuple[float, float]:
+    """(score, agreement) of several samples: majority (a tie between verdicts gives their mean) or mean; agreement = share of the modal answer."""
+    counts = Counter(values)
+    top = max(counts.values())
+    agreement = top / len(values)
+    if how == "mean":
+        return sum(values) / len(values), agreement
+    modal = [v for v in counts if counts[v] == top]
+    return sum(modal) / len(modal), agreement
+
+
+def cost_columns(replies: Sequence[JudgeReply]) -> tuple[dict[str, Any], Usage | None]:
+    """The judge's cost of one row: ``judge_latency``, ``judge_calls`` and tokens columns, and the summed usage."""
+    usage: Usage | None = None
+    for reply in replies:
+        # A cache hit cost nothing; a call whose model reports no usage adds nothing known.
+        spent = Usage() if reply.cached else reply.usage
+        if spent is not None:
+            usage = spent if usage is None else usage + spent
+    extra: dict[str, Any] = {
+        "judge_latency": sum(r.latency for r in replies),
+        "judge_calls": sum(r.calls for r in replies),
+    }
+    if usage is not None:
+        extra["input_tokens"] = usage.input_tokens
+        extra["output_tokens"] = usage.output_tokens
+    return extra, usage
+
+
+class PointwiseMetric(JudgedMetric, Metric):
+    """A judge model rates each row by a rubric: ``<metric>/score`` and ``<metric>/explanation``.
+
+    ``metric_prompt_template``: a :class:`PointwiseMetricPromptTemplate`, or your own prompt string
+    with ``{prompt}``, ``{response}``, ``{predicted_trajectory}``... placeholders (the judge is
+    then asked for a number). Rubric ratings that are numbers are the scores; for word ratings
+    give ``rubric_scores={"pass": 1, "fail": 0}``.
+    ``num_samples=n`` asks the judge n times: the score is the majority rating (binary rubrics)
+    or the mean (``aggregation="auto"``, or force ``"majority"`` / ``"mean"``), and
+    ``<metric>/agreement`` is the share of samples that gave the most common rating.
+    The other keywords configure the judge (see :class:`Judge`) and the cache (True, False, a
+    directory, or a :class:`JudgeCache`).
+    """
+
+    is_async = True  # judge calls are awaited, concurrently across rows
+
+    def __init__(
+        self,
+        metric: str,
+        metric_prompt_template: PointwiseMetricPromptTemplate | str,
+        judge: Any = None,
+        *,
+        num_samples: int = 1,
+        aggregation: str = "auto",
+        rubric_scores: Mapping[str, float] | None = None,
+        cache: bool | str | os.PathLike[str] | JudgeCache = True,
+        max_concurrency: int = 8,
+        retries: int = 3,
+        backoff: float = 1.0,
+        timeout: float | None = 120.0,
+        structured_output: bool | None = None,
+    ) -> None:
+        if not isinstance(metric, str) or not metric:
+            raise MetricError(f"PointwiseMetric needs a metric name, got {metric!r}")
+        self.name = metric
+        owner = f"PointwiseMetric {metric!r}"
+        self.metric_prompt_template = pointwise_template(metric_prompt_template, owner)
+        self.scores = self._rubric_scores(owner, rubric_scores)
+        if aggregation not in ("auto", "majority", "mean"):
+            raise MetricError(f"{owner}: aggregation must be 'auto', 'majority' or 'mean', got {aggregation!r}")
+        if aggregation == "auto":
+            binary = self.scores is not None and len(set(self.scores.values())) <= 2
+            aggregation = "majority" if binary else "mean"
+        self.aggregation = aggregation
+        self.requires = required_fields(self.metric_prompt_template.input_variables)
+        choices = list(self.scores) if self.scores is not None else None
+        self._schema = answer_schema("score", choices, "A rating of the agent's work by the rubric.")
+        self._answer_format = answer_format("score", choices)
+        self._setup_judging(
+            judge,
+            num_samples=num_samples,
+            cache=cache,
+            max_concurrency=max_concurrency,
+            retries=retries,
+            backoff=backoff,
+            timeout=timeout,
+            structured_output=structured_output,
+        )
+
+    def _rubric_scores(self, owner: str, rubric_scores: Mapping[str, float] | None) -> dict[str, float] | None:
+        rubric = self.metric_prompt_template.rating_rubric
+        if rubric is None:
+            return {str(k): float(v) for k, v in rubric_scores.items()} if rubric_scores else None
+        if rubric_scores:
+            missing = [k for k in rubric if k not in rubric_scores]
+            if missing:
+                raise MetricError(f"{owner}: rubric_scores gives no score for rating(s) {missing}")
+            return {k: float(rubric_scores[k]) for k in rubric}
+        words = [k for k in rubric if not is_numeric_rating(k)]
+        if words:
+            raise MetricError(
+                f"{owner}: rating(s) {words} are not numbers; give rubric_scores={{rating: score, ...}} to score them"
+            )
+        return {k: float(k) for k in rubric}
+
+    def render(self, ctx: ScoringContext) -> str:
+        """The full prompt the judge sees for this row (template, row values and answer format)."""
+        template = self.metric_prompt_template
+        values = {n: row_value(ctx, n, self.name) for n in template.input_variables}
+        return f"{template.render(values)}\n\n{self._answer_format}"
+
+    def read(self, reply: JudgeReply) -> Reading | None:
+        """The rating in one judge answer, or None when it gives no valid one."""
+        return parse_rating(reply.text, self.scores, reply.parsed)
+
+    async def ascore(self, ctx: ScoringContext) -> Score:
+        """Ask the judge ``num_samples`` times about this row and combine the ratings."""
+        prompt = self.render(ctx)
+        replies = await self.ask([prompt] * self.num_samples, self._schema, self.read)
+        return self.verdict(replies, [self.read(r) if r.error is None else None for r in replies])
+
+    def score(self, ctx: ScoringContext) -> Score:
+        """Sync twin of :meth:`ascore`."""
+        from ..core.runner import run_coroutine
+
+        return run_coroutine(self.ascore(ctx))
+
+    def __repr__(self) -> str:
+        return f"PointwiseMetric(metric={self.name!r}, judge={self.judge!r}, num_samples={self.num_samples})"
+
+
+_PREFERENCE_VALUE = {"A": 1.0, "B": 0.0, "tie": 0.5}
+
+
+class PairwiseMetric(JudgedMetric):
+    """A judge model compares two agents' work on the same case: 1 = A better, 0 = B better, 0.5 = tie.
+
+    Which agent is shown first is decided per case by a seeded hash (reproducible, about half the
+    cases each way) and alternates across ``num_samples``, to counter the judges' position bias;
+    ``num_samples=2`` shows every case in both orders. Use :meth:`ascore_pair` on two scoring
+    contexts of one case, or :meth:`compare_results` on two ``EvalResult``s of one dataset.
+    It is not a per-row metric, so ``evaluate(metrics=[...])`` does not take it.
+    """
+
+    def __init__(
+        self,
+        metric: str = "pairwise_preference",
+        metric_prompt_template: PairwiseMetricPromptTemplate | str | None = None,
+        judge: Any = None,
+        *,
+        num_samples: int = 1,
+        seed: int = 0,
+        cache: bool | str | os.PathLike[str] | JudgeCache = True,
+        max_concurrency: int = 8,
+        retries: int = 3,
+        backoff: float = 1.0,
+        timeout: float | None = 120.0,
+        structured_output: bool | None = None,
+    ) -> None:
+        if not isinstance(metric, str) or not metric:
+            raise MetricError(f"PairwiseMetric needs a metric name, got {metric!r}")
+        self.name = metric
+        owner = f"PairwiseMetric {metric!r}"
+        self.metric_prompt_template = pairwise_template(metric_prompt_template, owner)
+        self.seed = seed
+        template = self.metric_prompt_template
+        self.requires = required_fields([*template.case_variables, *template.agent_variables])
+        self._schema = answer_schema("winner", ["A", "B", "tie"], "Which agent did better.")
+        self._answer_format = answer_format("winner", ["A", "B", "tie"])
+        self._setup_judging(
+            judge,
+            num_samples=num_samples,
+            cache=cache,
+            max_concurrency=max_concurrency,
+            retries=retries,
+            backoff=backoff,
+            timeout=timeout,
+            structured_output=structured_output,
+        )
+
+    def swapped(self, key: str, sample: int = 0) -> bool:
+        """Whether agent B is shown first for this case key and sample (seeded, reproducible)."""
+        digest = hashlib.sha256(f"{self.seed}:{key}".encode()).digest()
+        return bool((digest[0] & 1) ^ (sample & 1))
+
+    def render(self, a: ScoringContext, b: ScoringContext, *, swapped: bool = False) -> str:
+        """The prompt the judge sees, with ``b`` shown first when ``swapped``."""
+        template = self.metric_prompt_template
+        case = {n: row_value(a, n, self.name) for n in template.case_variables}
+        first, second = (b, a) if swapped else (a, b)
+        shown = [{n: row_value(ctx, n, self.name) for n in template.agent_variables} for ctx in (first, second)]
+        return f"{template.render(case, shown[0], shown[1])}\n\n{self._answer_format}"
+
+    def read(self, reply: JudgeReply) -> Reading | None:
+        """The preference in one judge answer, as shown (1 = the agent shown first), or None when it names no winner."""
+        found = parse_preference(reply.text, reply.parsed)
+        return None if found is None else (_PREFERENCE_VALUE[found[0]], found[1])
+
+    def _missing(self, a: ScoringContext, b: ScoringContext) -> str | None:
+        for label, ctx in (("A", a), ("B", b)):
+            if ctx.failure:
+                return f"agent {label}'s run failed; nothing to compare"
+            lacking = [f for f in self.requires if getattr(ctx, f) is None]
+            if lacking:
+                return f"agent {label}'s row has no {', '.join(lacking)}"
+        return None
+
+    async def ascore_pair(self, a: ScoringContext, b: ScoringContext, *, key: str | None = None) -> Score:
+        """Judge agent A's row against agent B's row of the same case: 1 A better, 0 B better, 0.5 tie.
+
+        ``key`` (default: the case id) seeds which agent is shown first. A failed run or a row
+        lacking a field the template needs gives NaN (not a judge failure).
+        """
+        reason = self._missing(a, b)
+        if reason is not None:
+            return Score(NAN, explanation=reason)
+        key = key if key is not None else a.case_id
+        orders = [self.swapped(key, i) for i in range(self.num_samples)]
+        replies = await self.ask([self.render(a, b, swapped=s) for s in orders], self._schema, self.read)
+        readings: list[Reading | None] = []
+        for reply, swapped in zip(replies, orders):
+            shown = self.read(reply) if reply.error is None else None
+            # When swapped, the agent shown first was agent B: turn the verdict back to A's view.
+            readings.append(None if shown is None else ((1.0 - shown[0]) if swapped else shown[0], shown[1]))
+        score = self.verdict(replies, readings)
+        score.extra["swapped"] = orders[0]
+        return score
+
+    def score_pair(self, a: ScoringContext, b: ScoringContext, *, key: str | None = None) -> Score:
+        """Sync twin of :meth:`ascore_pair`."""
+        from ..core.runner import run_coroutine
+
+        return run_coroutine(self.ascore_pair(a, b, key=key))
+
+    async def acompare_results(self, result_a: EvalResult, result_b: EvalResult) -> pd.DataFrame:
+        """Async twin of :meth:`compare_results`."""
+        import pandas as pd
+
+        from ..core.scoring import context_for
+
+        def rows(result: EvalResult) -> dict[tuple[str, int], ScoringContext]:
+            cases = {c.case_id: c for c in result.dataset}
+            out: dict[tuple[str, int], ScoringContext] = {}
+            for run in result.runs:
+                case = cases[run.case_id]
+                # Saved predictions live on the case, not in a run output.
+                out[(run.case_id, run.trial)] = context_for(case, None if result.scored_saved_predictions else run)
+                out[(run.case_id, run.trial)].failure = run.failure
+            return out
+
+        side_a, side_b = rows(result_a), rows(result_b)
+        only_a, only_b = sorted(set(side_a) - set(side_b)), sorted(set(side_b) - set(side_a))
+        if only_a or only_b:
+            raise MetricError(
+                f"PairwiseMetric {self.name!r}: the two results do not cover the same cases and trials "
+                f"(only in A: {only_a[:5]}, only in B: {only_b[:5]}); evaluate both agents on the same dataset"
+            )
+        keys = list(side_a)
+        scores = await asyncio.gather(
+            *(self.ascore_pair(side_a[k], side_b[k], key=f"{k[0]}#{k[1]}") for k in keys)
+        )
+        table_rows = []
+        for (case_id, trial), score in zip(keys, scores):
+            row: dict[str, Any] = {"case_id": case_id, "trial": trial}
+            row.update(_score_columns(self.name, score))
+            table_rows.append(row)
+        table = pd.DataFrame(table_rows)
+        table.attrs["agents"] = (result_a.agent_name, result_b.agent_name)
+        return table
+
+    def compare_results(self, result_a: EvalResult, result_b: EvalResult) -> pd.DataFrame:
+        """Judge every case (and trial) of two ``EvalResult``s of one dataset: one row each, ``<metric>/score`` 1 = A better.
+
+        Columns: ``case_id``, ``trial``, ``<metric>/score``, ``/explanation``, ``/swapped``,
+        ``/judge_latency``, ``/judge_calls``, ``/total_tokens`` (when known), ``/failed``.
+        Summarize it with :meth:`summarize`.
+        """
+        from ..core.runner import run_coroutine
+
+        return run_coroutine(self.acompare_results(result_a, result_b))
+
+    def summarize(self, table: pd.DataFrame) -> dict[str, Any]:
+        """Win rates of a :meth:`compare_results` table: ``<metric>/a_win_rate``, ``/b_win_rate``, ``/tie_rate``, ``/mean``."""
+        import pandas as pd
+
+        col = pd.to_numeric(table[f"{self.name}/score"], errors="coerce")
+        judged = col.dropna()
+        n = len(judged)
+
+        def rate(mask: Any) -> float:
+            return float(mask.sum() / n) if n else float("nan")
+
+        out: dict[str, Any] = {
+            "row_count": int(len(table)),
+            f"{self.name}/mean": float(judged.mean()) if n else float("nan"),
+            f"{self.name}/a_win_rate": rate(judged > 0.5),
+            f"{self.name}/b_win_rate": rate(judged < 0.5),
+            f"{self.name}/tie_rate": rate(judged == 0.5),
+            f"{self.name}/nan_count": int(col.isna().sum()),
+        }
+        failed = table.get(f"{self.name}/failed")
+        out[f"{self.name}/failure_count"] = int(failed.fillna(False).astype(bool).sum()) if failed is not None else 0
+        tokens = table.get(f"{self.name}/total_tokens")
+        if tokens is not None:
+            out[f"{self.name}/total_tokens/sum"] = float(pd.to_numeric(tokens, errors="coerce").sum())
+        return out
+
+    def __repr__(self) -> str:
+        return f"PairwiseMetric(metric={self.name!r}, judge={self.judge!r}, num_samples={self.num_samples})"
+
+
+def _score_columns(name: str, score: Score) -> dict[str, Any]:
+    """A score as ``<name>/...`` columns of a pairwise table (every row says whether the judge failed)."""
+    cols: dict[str, Any] = {f"{name}/score": score.value}
+    if score.explanation is not None:
+        cols[f"{name}/explanation"] = score.explanation
+    for key, value in score.extra.items():
+        cols[f"{name}/{key}"] = value
+    cols[f"{name}/failed"] = bool(score.failed)
+    if score.usage is not None:
+        cols[f"{name}/total_tokens"] = score.usage.total_tokens
+    return cols
