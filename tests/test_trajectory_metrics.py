@@ -30,7 +30,8 @@ METRICS = [
 def scores(predicted, reference, metrics=METRICS):
     ctx = ScoringContext(case_id="c", prompt="p", response="r", predicted_trajectory=predicted,
                          reference_trajectory=reference)
-    return [m.score(ctx) for m in metrics]
+    # Trajectory metrics return a Score (value and explanation); compare values.
+    return [getattr(s, "value", s) for s in (m.score(ctx) for m in metrics)]
 
 
 TABLE = [

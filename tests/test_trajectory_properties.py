@@ -44,7 +44,7 @@ def test_scores_are_in_unit_interval(predicted, reference):
     for name in ["trajectory_exact_match", "trajectory_in_order_match", "trajectory_any_order_match",
                  "trajectory_precision", "trajectory_recall"]:
         (metric,) = lf.metrics.resolve_metrics([name])
-        assert 0.0 <= metric.score(ctx) <= 1.0
+        assert 0.0 <= metric.score(ctx).value <= 1.0
 
 
 @settings(max_examples=150, deadline=None)

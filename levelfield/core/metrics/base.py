@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
@@ -109,11 +110,12 @@ class ScoringContext:
     _alignments: dict[int, Alignment] = field(default_factory=dict, repr=False)
 
     def alignment(self, matcher: ToolCallMatcher) -> Alignment:
-        """The alignment of predicted against reference trajectory, computed once per matcher."""
+        """The alignment of predicted against reference trajectory, with its matched pairs, computed once per matcher."""
         key = id(matcher)
         cached = self._alignments.get(key)
         if cached is None:
-            cached = align(self.predicted_trajectory, self.reference_trajectory or [], matcher)
+            # With pairs, so that metrics can say which calls were missing or extra.
+            cached = align(self.predicted_trajectory, self.reference_trajectory or [], matcher, pairs=True)
             self._alignments[key] = cached
         return cached
 
@@ -149,24 +151,60 @@ class ScoringContext:
         return row
 
 
-class Metric:
-    """Base of every metric: a unique ``name`` and ``score(ctx)`` for one row.
+class Metric(ABC):
+    """Base of every metric: a unique ``name`` and ``score(ctx)``, which scores one row.
 
-    ``requires`` names the context fields that must be present (not None) for the metric to be
-    computable; rows lacking one get NaN. Metrics are never called for failed runs.
+    ``score`` gets one :class:`ScoringContext` (the case and the agent's answer to it) and returns
+    a float, or a :class:`Score` when it has more to say: its ``explanation`` becomes the
+    ``<name>/explanation`` column, its ``extra`` items ``<name>/<key>`` columns. ``requires``
+    names the context fields that must be present (not None) for the metric to be computable;
+    rows lacking one get NaN, and metrics are never called for failed runs. A metric that calls
+    out (a model, a service) sets ``is_async = True`` and overrides ``ascore``.
+
+    An example: a metric that says whether the answer is short enough, and why.
+
+    >>> from levelfield.core.metrics import Metric, Score, ScoringContext
+    >>> class ConciseAnswer(Metric):
+    ...     '''1 when the response has at most ``max_words`` words.'''
+    ...
+    ...     requires = ("response",)
+    ...
+    ...     def __init__(self, max_words: int = 20, *, name: str = "concise_answer") -> None:
+    ...         self.max_words = max_words
+    ...         self.name = name
+    ...
+    ...     def score(self, ctx: ScoringContext) -> Score:
+    ...         words = len(ctx.response.split())
+    ...         return Score(float(words <= self.max_words), explanation=f"{words} words; at most {self.max_words} allowed")
+    >>> row = ScoringContext(case_id="c1", prompt="Is the light on?", response="Yes, it is on.", predicted_trajectory=[])
+    >>> ConciseAnswer(max_words=3).score(row)
+    Score(value=0.0, explanation='4 words; at most 3 allowed', extra={}, failed=False, usage=None)
+
+    Use it like any other metric: ``lf.evaluate(data, agent, metrics=[ConciseAnswer(), "trajectory_recall"])``.
+    A metric that forgets ``score`` cannot be created:
+
+    >>> class Unfinished(Metric):
+    ...     name = "unfinished"
+    >>> Unfinished()  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: Can't instantiate abstract class Unfinished ...score...
     """
 
     name: str
     requires: ClassVar[tuple[str, ...]] = ()
     is_async: ClassVar[bool] = False
 
+    @abstractmethod
     def score(self, ctx: ScoringContext) -> float | Score:
-        raise NotImplementedError
+        """The metric's verdict on one row: a float (NaN when it cannot say) or a :class:`Score`."""
 
     async def ascore(self, ctx: ScoringContext) -> float | Score:
+        """Async twin of :meth:`score`; metrics that wait on I/O override it."""
         return self.score(ctx)
 
     def computable(self, ctx: ScoringContext) -> bool:
+        """Whether this row can be scored: the run did not fail and every field in ``requires`` is present."""
         return not ctx.failure and all(getattr(ctx, f) is not None for f in self.requires)
 
     def __repr__(self) -> str:

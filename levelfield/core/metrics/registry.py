@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from typing import Any
+
 from ..errors import MetricError
-from .base import Metric
+from .base import Metric, Score, ScoringContext
 from .conversation import TurnsUsed
 from .response import Bleu, ExactMatch, ResponseMatchScore, Rouge
 from .retrieval import DocumentPrecision, DocumentRecall
@@ -86,6 +88,36 @@ def metric_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+class _ObjectMetric(Metric):
+    """A metric object that is not a :class:`Metric` subclass but has a ``name`` and ``score(ctx)``:
+    given the rest of the interface (``requires``, ``computable``, ``ascore``) so the engine can
+    score it like any other; its own versions are used where it has them."""
+
+    def __init__(self, obj: Any) -> None:
+        self.wrapped = obj
+        self.name = obj.name
+        self.requires = tuple(getattr(obj, "requires", ()))  # type: ignore[misc]
+        self.is_async = bool(getattr(obj, "is_async", False))  # type: ignore[misc]
+
+    def score(self, ctx: ScoringContext) -> float | Score:
+        return self.wrapped.score(ctx)
+
+    async def ascore(self, ctx: ScoringContext) -> float | Score:
+        own = getattr(self.wrapped, "ascore", None)
+        return await own(ctx) if own is not None else self.wrapped.score(ctx)
+
+    def computable(self, ctx: ScoringContext) -> bool:
+        own = getattr(self.wrapped, "computable", None)
+        return bool(own(ctx)) if own is not None else super().computable(ctx)
+
+    def __getattr__(self, attr: str) -> Any:
+        # Only reached for attributes this adapter lacks: the user's object answers for itself.
+        return getattr(self.__dict__["wrapped"], attr)
+
+    def __repr__(self) -> str:
+        return repr(self.wrapped)
+
+
 def resolve_metrics(metrics: Sequence[str | Metric] | None) -> list[Metric]:
     """Turn names and metric objects into metric objects; unknown or duplicate names are errors."""
     if metrics is None:
@@ -101,8 +133,10 @@ def resolve_metrics(metrics: Sequence[str | Metric] | None) -> list[Metric]:
             if factory is None:
                 raise MetricError(f"unknown metric {spec!r}; known names: {', '.join(metric_names())}")
             out.append(factory())
-        elif isinstance(spec, Metric) or (hasattr(spec, "name") and hasattr(spec, "score")):
+        elif isinstance(spec, Metric):
             out.append(spec)
+        elif isinstance(getattr(spec, "name", None), str) and callable(getattr(spec, "score", None)):
+            out.append(_ObjectMetric(spec))
         else:
             raise MetricError(f"{spec!r} is not a metric name or a Metric object")
     seen: dict[str, Metric] = {}

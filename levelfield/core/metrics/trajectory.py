@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..matching import DEFAULT_MATCHER, ToolCallMatcher, align
+from ..matching import DEFAULT_MATCHER, Alignment, ToolCallMatcher, align
 from ..types import ToolCall
 from .base import Metric, Score, ScoringContext
 
@@ -22,6 +22,61 @@ __all__ = [
 ]
 
 
+# Longer lists of calls are cut in explanations, with a count of the rest.
+_SHOWN_CALLS = 5
+
+
+def _calls_text(calls: Sequence[ToolCall], indices: Sequence[int], other_names: set[str]) -> str:
+    """Tool names of ``calls[indices]``; a name the other side also left unmatched was called with other arguments."""
+    names = [
+        f"{calls[i].tool_name} (args differ)" if calls[i].tool_name in other_names else calls[i].tool_name
+        for i in indices[:_SHOWN_CALLS]
+    ]
+    more = len(indices) - _SHOWN_CALLS
+    return ", ".join(names) + (f" and {more} more" if more > 0 else "")
+
+
+def _calls(n: int, what: str = "call") -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+class _Gaps:
+    """Where a prediction departs from the reference: unmatched reference calls (missing), unmatched
+    predicted calls (extra), and the first matched call made out of the reference's order."""
+
+    __slots__ = ("alignment", "predicted", "reference", "missing", "extra")
+
+    def __init__(self, ctx: ScoringContext, alignment: Alignment, matcher: ToolCallMatcher) -> None:
+        self.predicted = ctx.predicted_trajectory
+        self.reference = ctx.reference_trajectory or []
+        if alignment.matched_pairs is None:  # an alignment made without its pairs
+            alignment = align(self.predicted, self.reference, matcher, pairs=True)
+        self.alignment = alignment
+        pairs = alignment.matched_pairs or ()
+        matched_p = {i for i, _ in pairs}
+        matched_r = {j for _, j in pairs}
+        self.missing = [j for j in range(alignment.n_reference) if j not in matched_r]
+        self.extra = [i for i in range(alignment.n_predicted) if i not in matched_p]
+
+    def missing_text(self) -> str:
+        other = {self.predicted[i].tool_name for i in self.extra}
+        return "missing " + _calls_text(self.reference, self.missing, other)
+
+    def extra_text(self) -> str:
+        other = {self.reference[j].tool_name for j in self.missing}
+        return "extra " + _calls_text(self.predicted, self.extra, other)
+
+    def order_text(self) -> str:
+        """Which matched call came after one that the reference puts later."""
+        latest = -1
+        for _, j in sorted(self.alignment.matched_pairs or ()):
+            if j < latest:
+                first, later = self.reference[j].tool_name, self.reference[latest].tool_name
+                return f"out of order: reference call #{j + 1} {first} came after #{latest + 1} {later}"
+            latest = j
+        return "out of order"
+
+
 class _TrajectoryMetric(Metric):
     requires = ("reference_trajectory",)
     default_name: str = ""
@@ -36,8 +91,21 @@ class TrajectoryExactMatch(_TrajectoryMetric):
 
     default_name = "trajectory_exact_match"
 
-    def score(self, ctx: ScoringContext) -> float:
-        return float(ctx.alignment(self.matcher).exact)
+    def score(self, ctx: ScoringContext) -> Score:
+        a = ctx.alignment(self.matcher)
+        if a.exact:
+            if a.n_reference == 0:
+                return Score(1.0, "no calls, as in the reference")
+            return Score(1.0, f"calls match the reference one for one, in order ({_calls(a.n_reference)})")
+        gaps = _Gaps(ctx, a, self.matcher)
+        parts = [] if a.n_predicted == a.n_reference else [f"{_calls(a.n_predicted)} made, the reference has {_calls(a.n_reference)}"]
+        if gaps.missing:
+            parts.append(gaps.missing_text())
+        if gaps.extra:
+            parts.append(gaps.extra_text())
+        if not gaps.missing and not gaps.extra:
+            parts.append(gaps.order_text())
+        return Score(0.0, "; ".join(parts))
 
 
 class TrajectoryInOrderMatch(_TrajectoryMetric):
@@ -45,8 +113,17 @@ class TrajectoryInOrderMatch(_TrajectoryMetric):
 
     default_name = "trajectory_in_order_match"
 
-    def score(self, ctx: ScoringContext) -> float:
-        return float(ctx.alignment(self.matcher).in_order)
+    def score(self, ctx: ScoringContext) -> Score:
+        a = ctx.alignment(self.matcher)
+        if a.n_reference == 0:
+            return Score(1.0, "the reference has no calls")
+        gaps = _Gaps(ctx, a, self.matcher)
+        if a.in_order:
+            text = f"{_calls(a.n_reference, 'reference call')} made in order"
+            return Score(1.0, f"{text}; {gaps.extra_text()}" if gaps.extra else text)
+        if gaps.missing:
+            return Score(0.0, f"matched {a.matched}/{a.n_reference} reference calls; {gaps.missing_text()}")
+        return Score(0.0, f"{_calls(a.n_reference, 'reference call')} made, but {gaps.order_text()}")
 
 
 class TrajectoryAnyOrderMatch(_TrajectoryMetric):
@@ -54,8 +131,13 @@ class TrajectoryAnyOrderMatch(_TrajectoryMetric):
 
     default_name = "trajectory_any_order_match"
 
-    def score(self, ctx: ScoringContext) -> float:
-        return float(ctx.alignment(self.matcher).any_order)
+    def score(self, ctx: ScoringContext) -> Score:
+        a = ctx.alignment(self.matcher)
+        if a.n_reference == 0:
+            return Score(1.0, "the reference has no calls")
+        if a.any_order:
+            return Score(1.0, f"matched {a.matched}/{a.n_reference} reference calls")
+        return Score(0.0, f"matched {a.matched}/{a.n_reference} reference calls; {_Gaps(ctx, a, self.matcher).missing_text()}")
 
 
 class TrajectoryPrecision(_TrajectoryMetric):
@@ -63,11 +145,16 @@ class TrajectoryPrecision(_TrajectoryMetric):
 
     default_name = "trajectory_precision"
 
-    def score(self, ctx: ScoringContext) -> float:
+    def score(self, ctx: ScoringContext) -> Score:
         a = ctx.alignment(self.matcher)
         if a.n_predicted == 0:
-            return 1.0 if a.n_reference == 0 else 0.0
-        return a.matched / a.n_predicted
+            if a.n_reference == 0:
+                return Score(1.0, "no calls made, none expected")
+            return Score(0.0, f"no calls made; the reference has {_calls(a.n_reference)}")
+        text = f"matched {a.matched}/{a.n_predicted} predicted calls"
+        if a.matched < a.n_predicted:
+            text = f"{text}; {_Gaps(ctx, a, self.matcher).extra_text()}"
+        return Score(a.matched / a.n_predicted, text)
 
 
 class TrajectoryRecall(_TrajectoryMetric):
@@ -75,9 +162,14 @@ class TrajectoryRecall(_TrajectoryMetric):
 
     default_name = "trajectory_recall"
 
-    def score(self, ctx: ScoringContext) -> float:
+    def score(self, ctx: ScoringContext) -> Score:
         a = ctx.alignment(self.matcher)
-        return 1.0 if a.n_reference == 0 else a.matched / a.n_reference
+        if a.n_reference == 0:
+            return Score(1.0, "the reference has no calls")
+        text = f"matched {a.matched}/{a.n_reference} reference calls"
+        if a.matched < a.n_reference:
+            text = f"{text}; {_Gaps(ctx, a, self.matcher).missing_text()}"
+        return Score(a.matched / a.n_reference, text)
 
 
 class TrajectorySingleToolUse(Metric):
