@@ -211,9 +211,29 @@ class Alignment:
         return self.matched == self.n_reference
 
 
-def _align_keys(pk: list[Hashable], rk: list[Hashable]) -> Alignment:
+def _align_keys(pk: list[Hashable], rk: list[Hashable], pairs: bool = False) -> Alignment:
+    n = len(rk)
+    if pk == rk:  # the common case of a perfect trajectory: every call matches its own position
+        return Alignment(n, n, n, True, True, tuple(zip(range(n), range(n))) if pairs else None)
     it = iter(pk)
     in_order = all(k in it for k in rk)
+    if pairs:
+        # The same multiset matching as below, keeping which predicted call each reference call
+        # took (the earliest free one with its key), in one pass.
+        free: dict[Hashable, list[int]] = {}
+        for i, k in enumerate(pk):
+            slot = free.get(k)
+            if slot is None:
+                free[k] = [i]
+            else:
+                slot.append(i)
+        matched_pairs = []
+        for j, k in enumerate(rk):
+            slot = free.get(k)
+            if slot:
+                matched_pairs.append((slot.pop(0), j))
+        matched_pairs.sort()
+        return Alignment(len(pk), len(rk), len(matched_pairs), pk == rk, in_order, tuple(matched_pairs))
     counts: dict[Hashable, int] = {}
     for k in pk:
         counts[k] = counts.get(k, 0) + 1
@@ -224,18 +244,6 @@ def _align_keys(pk: list[Hashable], rk: list[Hashable]) -> Alignment:
             counts[k] = c - 1
             matched += 1
     return Alignment(len(pk), len(rk), matched, pk == rk, in_order)
-
-
-def _pairs_by_key(pk: list[Hashable], rk: list[Hashable]) -> tuple[tuple[int, int], ...]:
-    free: dict[Hashable, list[int]] = {}
-    for i, k in enumerate(pk):
-        free.setdefault(k, []).append(i)
-    pairs = []
-    for j, k in enumerate(rk):
-        slots = free.get(k)
-        if slots:
-            pairs.append((slots.pop(0), j))
-    return tuple(sorted(pairs))
 
 
 def _align_general(
@@ -287,8 +295,5 @@ def align(
     if matcher.is_equivalence:
         pk = [matcher.key(c) for c in predicted]
         rk = [matcher.key(c) for c in reference]
-        alignment = _align_keys(pk, rk)
-        if pairs:
-            alignment = Alignment(**{**alignment.__dict__, "matched_pairs": _pairs_by_key(pk, rk)})
-        return alignment
+        return _align_keys(pk, rk, pairs)
     return _align_general(predicted, reference, matcher, pairs)

@@ -17,7 +17,7 @@ import asyncio
 import hashlib
 import os
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import MetricError
@@ -90,7 +90,9 @@ class JudgedMetric:
         self.num_samples = num_samples
         self.cache = resolve_cache(cache)
 
-    async def ask(self, prompts: Sequence[str], schema: dict[str, Any], read: Any) -> list[JudgeReply]:
+    async def ask(
+        self, prompts: Sequence[str], schema: dict[str, Any], read: Callable[[JudgeReply], Reading | None]
+    ) -> list[JudgeReply]:
         """One reply per prompt (one prompt per sample); ``read(reply)`` decides which answers are worth caching."""
         # Each sample is its own cache entry, so a re-run replays all n answers.
         return list(

@@ -16,7 +16,7 @@ __all__ = ["Metric", "Score", "ScoringContext", "TurnContext", "NAN", "score_col
 NAN = float("nan")
 
 
-@dataclass
+@dataclass(slots=True)  # slots: metrics create one per row, and many rows are scored
 class Score:
     """A metric's verdict on one row, when it has more to say than a number."""
 

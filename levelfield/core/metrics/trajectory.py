@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from ..matching import DEFAULT_MATCHER, Alignment, ToolCallMatcher, align
@@ -36,45 +37,90 @@ def _calls_text(calls: Sequence[ToolCall], indices: Sequence[int], other_names: 
     return ", ".join(names) + (f" and {more} more" if more > 0 else "")
 
 
-def _calls(n: int, what: str = "call") -> str:
+# The texts that only depend on counts are made once per count: most rows share them, and
+# building a string per row and metric costs as much as the metric itself.
+@lru_cache(maxsize=4096)
+def _counted(n: int, what: str) -> str:
     return f"{n} {what}" if n == 1 else f"{n} {what}s"
 
 
+@lru_cache(maxsize=4096)
+def _matched(m: int, n: int, what: str) -> str:
+    return f"matched {m}/{n} {what} calls"
+
+
 class _Gaps:
-    """Where a prediction departs from the reference: unmatched reference calls (missing), unmatched
-    predicted calls (extra), and the first matched call made out of the reference's order."""
+    """Where one row's prediction departs from the reference, as text: the unmatched reference
+    calls (missing), the unmatched predicted calls (extra), the first matched call out of the
+    reference's order. Each text is built once, when a metric first asks for it."""
 
-    __slots__ = ("alignment", "predicted", "reference", "missing", "extra")
+    __slots__ = ("row", "_pairs", "_predicted", "_reference", "_missing", "_extra", "_missing_text", "_extra_text")
 
-    def __init__(self, ctx: ScoringContext, alignment: Alignment, matcher: ToolCallMatcher) -> None:
-        self.predicted = ctx.predicted_trajectory
-        self.reference = ctx.reference_trajectory or []
-        if alignment.matched_pairs is None:  # an alignment made without its pairs
-            alignment = align(self.predicted, self.reference, matcher, pairs=True)
-        self.alignment = alignment
-        pairs = alignment.matched_pairs or ()
-        matched_p = {i for i, _ in pairs}
-        matched_r = {j for _, j in pairs}
-        self.missing = [j for j in range(alignment.n_reference) if j not in matched_r]
-        self.extra = [i for i in range(alignment.n_predicted) if i not in matched_p]
+    def __init__(self, ctx: ScoringContext, row: Alignment, pairs: tuple[tuple[int, int], ...]) -> None:
+        self.row = row
+        """The row's cached alignment: which row these gaps belong to."""
+        self._pairs = pairs
+        self._predicted = ctx.predicted_trajectory
+        self._reference = ctx.reference_trajectory or []
+        n_p, n_r, n = row.n_predicted, row.n_reference, len(pairs)
+        self._missing: list[int] = []
+        if n < n_r:
+            taken = {j for _, j in pairs}
+            self._missing = [j for j in range(n_r) if j not in taken]
+        self._extra: list[int] = []
+        if n < n_p:
+            taken = {i for i, _ in pairs}
+            self._extra = [i for i in range(n_p) if i not in taken]
+        self._missing_text: str | None = None
+        self._extra_text: str | None = None
 
-    def missing_text(self) -> str:
-        other = {self.predicted[i].tool_name for i in self.extra}
-        return "missing " + _calls_text(self.reference, self.missing, other)
+    @property
+    def any_missing(self) -> bool:
+        return bool(self._missing)
 
-    def extra_text(self) -> str:
-        other = {self.reference[j].tool_name for j in self.missing}
-        return "extra " + _calls_text(self.predicted, self.extra, other)
+    @property
+    def any_extra(self) -> bool:
+        return bool(self._extra)
 
-    def order_text(self) -> str:
+    def missing(self) -> str:
+        if self._missing_text is None:
+            other = {self._predicted[i].tool_name for i in self._extra}
+            self._missing_text = "missing " + _calls_text(self._reference, self._missing, other)
+        return self._missing_text
+
+    def extra(self) -> str:
+        if self._extra_text is None:
+            other = {self._reference[j].tool_name for j in self._missing}
+            self._extra_text = "extra " + _calls_text(self._predicted, self._extra, other)
+        return self._extra_text
+
+    def order(self) -> str:
         """Which matched call came after one that the reference puts later."""
         latest = -1
-        for _, j in sorted(self.alignment.matched_pairs or ()):
+        for _, j in self._pairs:  # in predicted order
             if j < latest:
-                first, later = self.reference[j].tool_name, self.reference[latest].tool_name
+                first, later = self._reference[j].tool_name, self._reference[latest].tool_name
                 return f"out of order: reference call #{j + 1} {first} came after #{latest + 1} {later}"
             latest = j
         return "out of order"
+
+
+# The gaps of the row scored last. The metrics below score one row one after the other
+# (score_sync), so they share one _Gaps instead of each finding the same unmatched calls again;
+# the alignment object (cached per row and matcher) identifies the row.
+_last_gaps: _Gaps | None = None
+
+
+def _gaps(ctx: ScoringContext, alignment: Alignment, matcher: ToolCallMatcher) -> _Gaps:
+    global _last_gaps
+    last = _last_gaps
+    if last is not None and last.row is alignment:
+        return last
+    pairs = alignment.matched_pairs
+    if pairs is None:  # an alignment made without its pairs
+        pairs = align(ctx.predicted_trajectory, ctx.reference_trajectory or [], matcher, pairs=True).matched_pairs
+    gaps = _last_gaps = _Gaps(ctx, alignment, tuple(sorted(pairs or ())))
+    return gaps
 
 
 class _TrajectoryMetric(Metric):
@@ -96,15 +142,17 @@ class TrajectoryExactMatch(_TrajectoryMetric):
         if a.exact:
             if a.n_reference == 0:
                 return Score(1.0, "no calls, as in the reference")
-            return Score(1.0, f"calls match the reference one for one, in order ({_calls(a.n_reference)})")
-        gaps = _Gaps(ctx, a, self.matcher)
-        parts = [] if a.n_predicted == a.n_reference else [f"{_calls(a.n_predicted)} made, the reference has {_calls(a.n_reference)}"]
-        if gaps.missing:
-            parts.append(gaps.missing_text())
-        if gaps.extra:
-            parts.append(gaps.extra_text())
-        if not gaps.missing and not gaps.extra:
-            parts.append(gaps.order_text())
+            return Score(1.0, f"calls match the reference one for one, in order ({_counted(a.n_reference, 'call')})")
+        gaps = _gaps(ctx, a, self.matcher)
+        parts = []
+        if a.n_predicted != a.n_reference:
+            parts.append(f"{_counted(a.n_predicted, 'call')} made, the reference has {_counted(a.n_reference, 'call')}")
+        if gaps.any_missing:
+            parts.append(gaps.missing())
+        if gaps.any_extra:
+            parts.append(gaps.extra())
+        if not parts:
+            parts.append(gaps.order())
         return Score(0.0, "; ".join(parts))
 
 
@@ -117,13 +165,15 @@ class TrajectoryInOrderMatch(_TrajectoryMetric):
         a = ctx.alignment(self.matcher)
         if a.n_reference == 0:
             return Score(1.0, "the reference has no calls")
-        gaps = _Gaps(ctx, a, self.matcher)
         if a.in_order:
-            text = f"{_calls(a.n_reference, 'reference call')} made in order"
-            return Score(1.0, f"{text}; {gaps.extra_text()}" if gaps.extra else text)
-        if gaps.missing:
-            return Score(0.0, f"matched {a.matched}/{a.n_reference} reference calls; {gaps.missing_text()}")
-        return Score(0.0, f"{_calls(a.n_reference, 'reference call')} made, but {gaps.order_text()}")
+            text = f"{_counted(a.n_reference, 'reference call')} made in order"
+            # Every reference call is matched, so any further predicted call is an extra one.
+            if a.n_predicted > a.n_reference:
+                text = f"{text}; {_gaps(ctx, a, self.matcher).extra()}"
+            return Score(1.0, text)
+        if a.matched < a.n_reference:
+            return Score(0.0, f"{_matched(a.matched, a.n_reference, 'reference')}; {_gaps(ctx, a, self.matcher).missing()}")
+        return Score(0.0, f"{_counted(a.n_reference, 'reference call')} made, but {_gaps(ctx, a, self.matcher).order()}")
 
 
 class TrajectoryAnyOrderMatch(_TrajectoryMetric):
@@ -135,9 +185,10 @@ class TrajectoryAnyOrderMatch(_TrajectoryMetric):
         a = ctx.alignment(self.matcher)
         if a.n_reference == 0:
             return Score(1.0, "the reference has no calls")
+        text = _matched(a.matched, a.n_reference, "reference")
         if a.any_order:
-            return Score(1.0, f"matched {a.matched}/{a.n_reference} reference calls")
-        return Score(0.0, f"matched {a.matched}/{a.n_reference} reference calls; {_Gaps(ctx, a, self.matcher).missing_text()}")
+            return Score(1.0, text)
+        return Score(0.0, f"{text}; {_gaps(ctx, a, self.matcher).missing()}")
 
 
 class TrajectoryPrecision(_TrajectoryMetric):
@@ -150,10 +201,10 @@ class TrajectoryPrecision(_TrajectoryMetric):
         if a.n_predicted == 0:
             if a.n_reference == 0:
                 return Score(1.0, "no calls made, none expected")
-            return Score(0.0, f"no calls made; the reference has {_calls(a.n_reference)}")
-        text = f"matched {a.matched}/{a.n_predicted} predicted calls"
+            return Score(0.0, f"no calls made; the reference has {_counted(a.n_reference, 'call')}")
+        text = _matched(a.matched, a.n_predicted, "predicted")
         if a.matched < a.n_predicted:
-            text = f"{text}; {_Gaps(ctx, a, self.matcher).extra_text()}"
+            text = f"{text}; {_gaps(ctx, a, self.matcher).extra()}"
         return Score(a.matched / a.n_predicted, text)
 
 
@@ -166,9 +217,9 @@ class TrajectoryRecall(_TrajectoryMetric):
         a = ctx.alignment(self.matcher)
         if a.n_reference == 0:
             return Score(1.0, "the reference has no calls")
-        text = f"matched {a.matched}/{a.n_reference} reference calls"
+        text = _matched(a.matched, a.n_reference, "reference")
         if a.matched < a.n_reference:
-            text = f"{text}; {_Gaps(ctx, a, self.matcher).missing_text()}"
+            text = f"{text}; {_gaps(ctx, a, self.matcher).missing()}"
         return Score(a.matched / a.n_reference, text)
 
 
