@@ -399,7 +399,7 @@ class PairwiseMetric(JudgedMetric):
         table_rows = []
         for (case_id, trial), score in zip(keys, scores):
             row: dict[str, Any] = {"case_id": case_id, "trial": trial}
-            row.update(_score_columns(self.name, score))
+            row.update(score.columns(self.name))
             table_rows.append(row)
         table = pd.DataFrame(table_rows)
         table.attrs["agents"] = (result_a.agent_name, result_b.agent_name)
@@ -409,7 +409,8 @@ class PairwiseMetric(JudgedMetric):
         """Judge every case (and trial) of two ``EvalResult``s of one dataset: one row each, ``<metric>/score`` 1 = A better.
 
         Columns: ``case_id``, ``trial``, ``<metric>/score``, ``/explanation``, ``/swapped``,
-        ``/judge_latency``, ``/judge_calls``, ``/total_tokens`` (when known), ``/failed``.
+        ``/judge_latency``, ``/judge_calls``, ``/total_tokens`` (when known), ``/failed`` (when the
+        judge failed on a row), written by :meth:`Score.columns` as every results table is.
         Summarize it with :meth:`summarize`.
         """
         from ..core.runner import run_coroutine
@@ -444,16 +445,3 @@ class PairwiseMetric(JudgedMetric):
 
     def __repr__(self) -> str:
         return f"PairwiseMetric(metric={self.name!r}, judge={self.judge!r}, num_samples={self.num_samples})"
-
-
-def _score_columns(name: str, score: Score) -> dict[str, Any]:
-    """A score as ``<name>/...`` columns of a pairwise table (every row says whether the judge failed)."""
-    cols: dict[str, Any] = {f"{name}/score": score.value}
-    if score.explanation is not None:
-        cols[f"{name}/explanation"] = score.explanation
-    for key, value in score.extra.items():
-        cols[f"{name}/{key}"] = value
-    cols[f"{name}/failed"] = bool(score.failed)
-    if score.usage is not None:
-        cols[f"{name}/total_tokens"] = score.usage.total_tokens
-    return cols

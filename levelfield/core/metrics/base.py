@@ -177,8 +177,9 @@ class Metric(ABC):
     ...         words = len(ctx.response.split())
     ...         return Score(float(words <= self.max_words), explanation=f"{words} words; at most {self.max_words} allowed")
     >>> row = ScoringContext(case_id="c1", prompt="Is the light on?", response="Yes, it is on.", predicted_trajectory=[])
-    >>> ConciseAnswer(max_words=3).score(row)
-    Score(value=0.0, explanation='4 words; at most 3 allowed', extra={}, failed=False, usage=None)
+    >>> score = ConciseAnswer(max_words=3).score(row)
+    >>> score.value, score.explanation
+    (0.0, '4 words; at most 3 allowed')
 
     Use it like any other metric: ``lf.evaluate(data, agent, metrics=[ConciseAnswer(), "trajectory_recall"])``.
     A metric that forgets ``score`` cannot be created:
