@@ -136,7 +136,7 @@ def test_our_own_matcher_keeps_true_apart_from_1():
     ctx = ScoringContext(case_id="c", prompt="p", response="",
                          predicted_trajectory=[lf.ToolCall(tool_name="t", tool_input={"on": True})],
                          reference_trajectory=[lf.ToolCall(tool_name="t", tool_input={"on": 1})])
-    assert lf.metrics.TrajectoryExactMatch().score(ctx) == 0.0
+    assert lf.metrics.TrajectoryExactMatch().score(ctx).value == 0.0
     assert ToolTrajectoryAvgScore(matcher=lf.ToolCallMatcher()).score(ctx) == 0.0
     assert ToolTrajectoryAvgScore().score(ctx) == 1.0
 
@@ -148,4 +148,4 @@ def test_expected_call_without_args_fails_against_an_agents_empty_args_as_in_adk
     # levelfield's own matcher reads a missing args as {}.
     ctx = ScoringContext(case_id="c", prompt="p", response="", predicted_trajectory=turns[0][0],
                          reference_trajectory=turns[0][1])
-    assert lf.metrics.TrajectoryExactMatch().score(ctx) == 1.0
+    assert lf.metrics.TrajectoryExactMatch().score(ctx).value == 1.0

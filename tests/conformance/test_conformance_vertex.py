@@ -43,7 +43,7 @@ def test_trajectory_metric_gives_the_hand_worked_value(row):
     case, predicted, reference, *expected = row
     ctx = ScoringContext(case_id=case, prompt="p", response="", predicted_trajectory=predicted,
                          reference_trajectory=reference)
-    got = [metric.score(ctx) for metric in lf.metrics.resolve_metrics(NAMES)]
+    got = [metric.score(ctx).value for metric in lf.metrics.resolve_metrics(NAMES)]  # each explains itself too
     assert got == pytest.approx(list(expected))
 
 
