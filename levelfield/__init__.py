@@ -30,7 +30,8 @@ from .gate import RegressionError
 from .core.matching import ToolCallMatcher
 from .core.protocol import AgentRequest, AgentRunnable
 from .core.results import EvalResult
-from .core.types import AgentOutput, AgentRun, Message, ToolCall, Usage
+from .core.types import AgentOutput, Message, ToolCall, Usage
+from .core.record import AgentRun
 from .simulation import TaskSuccess, UserSimulator, UserTurn
 
 __version__ = "0.1.0"

@@ -37,7 +37,7 @@ from .core.matching import DEFAULT_MATCHER, ToolCallMatcher
 from .core.metrics.base import Metric
 from .core.record import RUNS_FILE, fingerprints_of, make_header, read_record, write_record
 from .core.results import EvalResult, results_from_record, run_costs, table_to_csv
-from .core.types import AgentRun
+from .core.record import AgentRun
 
 __all__ = [
     "Comparison",

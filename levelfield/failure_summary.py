@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .core.types import AgentRun
+from .core.record import AgentRun
 
 __all__ = [
     "ErrorGroup",

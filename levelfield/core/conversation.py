@@ -31,7 +31,8 @@ from .dataset import EvalCase, Scenario
 from .errors import ConfigTypeError
 from .protocol import AgentRequest, AgentRunnable
 from .runner import _run_turn, describe_error, is_transient
-from .types import AgentOutput, AgentRun, Conversation, Message, Usage
+from .types import AgentOutput, Conversation, Message, Usage
+from .record import AgentRun
 
 __all__ = [
     "UserTurn",

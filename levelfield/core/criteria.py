@@ -24,7 +24,7 @@ from .metrics.base import Metric
 
 if TYPE_CHECKING:
     from .results import EvalResult
-    from .types import AgentRun
+    from .record import AgentRun
 
 __all__ = [
     "Criterion",

@@ -26,7 +26,8 @@ from .results import SAVED_AGENT, EvalResult
 from .isolation import check_picklable
 from .runner import run_agents
 from .scoring import RunScorer, context_for, score_rows
-from .types import AgentOutput, AgentRun, Usage
+from .types import AgentOutput, Usage
+from .record import AgentRun
 
 __all__ = ["score_saved", "run_and_score", "open_journal"]
 

@@ -32,15 +32,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from .dataset import EvalCase
 from .errors import MetricError, RecordError
 from .jsonsafe import dumps, model_json, to_jsonable
 from .metrics.base import Metric, Score, ScoringContext
-from .types import AgentRun, Usage
+from .types import AgentOutput, Conversation, Usage
 
 __all__ = [
+    "AgentRun",
     "FORMAT",
     "VERSION",
     "RUNS_FILE",
@@ -66,6 +67,32 @@ RUNS_FILE = "runs.jsonl"
 
 RunKey = tuple[str, str, int]
 """(agent name, case id, trial): what identifies one run."""
+
+
+# -- one run -----------------------------------------------------------------------------------
+
+
+class AgentRun(BaseModel):
+    """What the runner records for one case, agent and trial, whatever the agent did."""
+
+    case_id: str
+    agent_name: str
+    trial: int = 0
+    output: AgentOutput | None = None
+    """The agent's output; None when the run failed."""
+    latency_in_seconds: float = float("nan")
+    """Wall time of the last attempt."""
+    failure: bool = False
+    error: str | None = None
+    error_type: str | None = None
+    attempts: int = 1
+    """How many attempts the run took (retries of transient errors included)."""
+    partial_output: AgentOutput | None = None
+    """What a failed run had produced before it failed, when the adapter could tell."""
+    turns: list[AgentOutput] = Field(default_factory=list)
+    """Per-turn outputs of a multi-turn case (the last one is also ``output``)."""
+    conversation: Conversation | None = None
+    """The simulated user's side of a conversation-scenario run; None for scripted cases."""
 
 
 # -- fingerprints --------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from .errors import RecordError
 from .jsonsafe import dumps, to_jsonable
 from .metrics.base import Metric, Score, score_columns
 from .record import RUNS_FILE, Record, fingerprints_of, make_header, metrics_from_specs, read_record, write_record
-from .types import AgentRun
+from .record import AgentRun
 
 __all__ = ["EvalResult", "summarize", "run_costs", "results_from_record", "table_to_csv", "SAVED_AGENT"]
 

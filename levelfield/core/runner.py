@@ -33,7 +33,8 @@ from .failures import attribute, describe_error, is_transient
 from .isolation import ProcessIsolation
 from .protocol import AgentRequest, AgentRunnable
 from .threads import run_coroutine, run_sync
-from .types import AgentOutput, AgentRun, Message
+from .types import AgentOutput, Message
+from .record import AgentRun
 
 __all__ = [
     "RunConfig",

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from .conversation import transcript_text
 from .dataset import EvalCase
 from .metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
-from .types import AgentRun
+from .record import AgentRun
 
 __all__ = ["context_for", "conversation_context", "score_rows", "score_sync", "order_like", "RunScorer"]
 

@@ -1,4 +1,6 @@
-"""The normalized data every adapter emits and the runner records."""
+"""The normalized data every adapter emits: tool calls, outputs, messages, usage, conversations.
+
+What the runner records for each run (``AgentRun``) is in ``levelfield.core.record``."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["ToolCall", "Usage", "AgentOutput", "AgentRun", "Conversation", "Message", "content_text"]
+__all__ = ["ToolCall", "Usage", "AgentOutput", "Conversation", "Message", "content_text"]
 
 
 def content_text(content: Any) -> str:
@@ -130,29 +132,6 @@ class AgentOutput(BaseModel):
     """Documents the agent's last retrieval step returned, as ``{content, doc_uri}``, when known."""
     raw: Any = Field(default=None, exclude=True)
     """The framework's own output, for debugging; not serialized."""
-
-
-class AgentRun(BaseModel):
-    """What the runner records for one case, agent and trial, whatever the agent did."""
-
-    case_id: str
-    agent_name: str
-    trial: int = 0
-    output: AgentOutput | None = None
-    """The agent's output; None when the run failed."""
-    latency_in_seconds: float = float("nan")
-    """Wall time of the last attempt."""
-    failure: bool = False
-    error: str | None = None
-    error_type: str | None = None
-    attempts: int = 1
-    """How many attempts the run took (retries of transient errors included)."""
-    partial_output: AgentOutput | None = None
-    """What a failed run had produced before it failed, when the adapter could tell."""
-    turns: list[AgentOutput] = Field(default_factory=list)
-    """Per-turn outputs of a multi-turn case (the last one is also ``output``)."""
-    conversation: Conversation | None = None
-    """The simulated user's side of a conversation-scenario run; None for scripted cases."""
 
 
 ConversationStatus = Literal["finished", "max_turns", "replayed", "agent_failure", "simulator_failure"]

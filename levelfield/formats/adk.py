@@ -30,7 +30,8 @@ from pydantic.alias_generators import to_camel, to_snake
 from ..core.dataset import EvalCase, EvalDataset, Turn, parse_scenario
 from ..core.errors import DatasetError
 from ..core.results import EvalResult
-from ..core.types import AgentOutput, AgentRun, ToolCall
+from ..core.types import AgentOutput, ToolCall
+from ..core.record import AgentRun
 
 __all__ = [
     "is_evalset",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,8 @@ from ..core.config import RunConfig, RunOptions, run_config
 from ..core.dataset import EvalCase, EvalDataset, Turn
 from ..formats import load_dataset
 from ..core.results import EvalResult
-from ..core.types import AgentOutput, AgentRun, ToolCall
+from ..core.types import AgentOutput, ToolCall
+from ..core.record import AgentRun
 
 __all__ = ["GateReport", "check_eval", "assert_eval", "eval_test", "resolve_criteria"]
 
