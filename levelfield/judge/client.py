@@ -40,6 +40,16 @@ __all__ = [
     "model_identity",
 ]
 
+# A judge's call settings, defined once: every judged metric and Judge() default to these.
+JUDGE_MAX_CONCURRENCY = 8
+"""Judge calls in flight at once, per judge model."""
+JUDGE_RETRIES = 3
+"""Retries of a judge call that hit a rate limit or a server error."""
+JUDGE_BACKOFF = 1.0
+"""First retry delay in seconds; doubles with each retry."""
+JUDGE_TIMEOUT = 120.0
+"""Seconds per judge call."""
+
 # Bump when the cached record's meaning changes, so old entries are not misread.
 # 2: the key holds every setting of the judge model, and only usable answers are stored.
 _CACHE_VERSION = 2
@@ -310,10 +320,10 @@ class Judge:
         self,
         model: Any,
         *,
-        max_concurrency: int = 8,
-        retries: int = 3,
-        backoff: float = 1.0,
-        timeout: float | None = 120.0,
+        max_concurrency: int = JUDGE_MAX_CONCURRENCY,
+        retries: int = JUDGE_RETRIES,
+        backoff: float = JUDGE_BACKOFF,
+        timeout: float | None = JUDGE_TIMEOUT,
         structured_output: bool | None = None,
     ) -> None:
         if model is None:

@@ -24,7 +24,17 @@ from ..core.errors import MetricError
 from ..core.metrics.base import NAN, Metric, Score, ScoringContext
 from ..core.types import Usage
 from .answers import is_numeric_rating, parse_preference, parse_rating
-from .client import Judge, JudgeCache, JudgeReply, resolve_cache, resolve_judge
+from .client import (
+    JUDGE_BACKOFF,
+    JUDGE_MAX_CONCURRENCY,
+    JUDGE_RETRIES,
+    JUDGE_TIMEOUT,
+    Judge,
+    JudgeCache,
+    JudgeReply,
+    resolve_cache,
+    resolve_judge,
+)
 from .prompts import (
     PairwiseMetricPromptTemplate,
     PointwiseMetricPromptTemplate,
@@ -191,10 +201,10 @@ class PointwiseMetric(JudgedMetric, Metric):
         aggregation: str = "auto",
         rubric_scores: Mapping[str, float] | None = None,
         cache: bool | str | os.PathLike[str] | JudgeCache = True,
-        max_concurrency: int = 8,
-        retries: int = 3,
-        backoff: float = 1.0,
-        timeout: float | None = 120.0,
+        max_concurrency: int = JUDGE_MAX_CONCURRENCY,
+        retries: int = JUDGE_RETRIES,
+        backoff: float = JUDGE_BACKOFF,
+        timeout: float | None = JUDGE_TIMEOUT,
         structured_output: bool | None = None,
     ) -> None:
         if not isinstance(metric, str) or not metric:
@@ -288,10 +298,10 @@ class PairwiseMetric(JudgedMetric):
         num_samples: int = 1,
         seed: int = 0,
         cache: bool | str | os.PathLike[str] | JudgeCache = True,
-        max_concurrency: int = 8,
-        retries: int = 3,
-        backoff: float = 1.0,
-        timeout: float | None = 120.0,
+        max_concurrency: int = JUDGE_MAX_CONCURRENCY,
+        retries: int = JUDGE_RETRIES,
+        backoff: float = JUDGE_BACKOFF,
+        timeout: float | None = JUDGE_TIMEOUT,
         structured_output: bool | None = None,
     ) -> None:
         if not isinstance(metric, str) or not metric:
