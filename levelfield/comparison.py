@@ -268,8 +268,9 @@ class Comparison:
         Columns: ``agent_a``, ``agent_b``, ``n`` (paired cases), ``difference`` (mean of A − B),
         ``ci_low``/``ci_high`` (paired bootstrap), ``p_value``, ``p_holm``, ``test``, ``wins``/
         ``ties``/``losses`` (cases A scored higher/equal/lower), ``significant`` (``p_holm`` below
-        1 − confidence), ``mde`` (the smallest difference these cases could detect with 80% power,
-        to read next to a non-significant result; see ``levelfield.core.change.detectable_difference``).
+        1 − confidence), ``mde`` (the smallest difference these cases could detect with 80% power
+        at the multiplicity-adjusted level, 1 − confidence divided by the number of pairs, to read
+        next to a non-significant result; see ``levelfield.core.change.detectable_difference``).
         """
         test = test or self.test
         key = (metric, test)
@@ -277,10 +278,14 @@ class Comparison:
             self._metric(metric)
             scores = self.case_scores(metric)
             rows = []
-            for a, b in itertools.combinations(self.agents, 2):
+            pairs = list(itertools.combinations(self.agents, 2))
+            # The level Holm's strictest step tests at, so a difference at least this large would be
+            # found significant after the adjustment, as the words next to it promise.
+            level = (1 - self.confidence) / max(len(pairs), 1)
+            for a, b in pairs:
                 t = stats.paired_test(scores[a].to_numpy(), scores[b].to_numpy(), test=test,
                                       confidence=self.confidence, seed=self.seed)
-                mde = detectable_difference(scores[a].to_numpy(), scores[b].to_numpy(), t, alpha=1 - self.confidence)
+                mde = detectable_difference(scores[a].to_numpy(), scores[b].to_numpy(), t, alpha=level)
                 rows.append(
                     {"agent_a": a, "agent_b": b, "n": t.n, "difference": t.difference, "ci_low": t.low,
                      "ci_high": t.high, "p_value": t.p_value, "test": t.test,

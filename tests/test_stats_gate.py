@@ -152,9 +152,20 @@ def test_pairwise_tables_report_the_minimum_detectable_effect():
                      progress=False)
     table = cmp.pairwise("exact_match").set_index(["agent_a", "agent_b"])
     assert np.isnan(table.loc[("a", "b"), "mde"])  # identical answers: nothing varies, nothing to size
-    # a vs c: 20 of 40 cases discordant; Connor's formula at ψ = 0.5 and n = 40, solved for Δ.
+    # a vs c: 20 of 40 cases discordant; Connor's formula at ψ = 0.5 and n = 40, solved for Δ, at
+    # the level Holm's strictest step uses for 3 pairs (0.05 / 3).
     assert table.loc[("a", "c"), "mde"] == pytest.approx(
-        lf.stats.minimum_detectable_effect(40, p0=0.5, discordance=0.5), rel=1e-6)
+        lf.stats.minimum_detectable_effect(40, p0=0.5, discordance=0.5, alpha=0.05 / 3), rel=1e-6)
+
+
+def test_a_difference_at_least_the_mde_would_be_significant_after_holm():
+    # The words "not significant; could detect >= X" must not sit next to a difference above X.
+    cmp = lf.compare(CASES, {"a": always_right, "b": always_right, "c": wrong_on_half}, ["exact_match"],
+                     progress=False)
+    table = cmp.pairwise("exact_match")
+    for row in table.itertuples():
+        if not np.isnan(row.mde) and abs(row.difference) >= row.mde:
+            assert row.significant, row
 
 
 def test_a_gate_that_compared_no_case_refuses_to_pass(saved_main):
