@@ -311,11 +311,12 @@ async def run_agents(
                 else:
                     async with isolation.lease():  # one worker for all the turns of a case
                         run = await play(agent, case, trial, config, run_id)
+                if on_run is not None:
+                    # Before the slot is freed, so the run is recorded before the next one starts.
+                    on_run(run)
         finally:
             if own is not None:
                 own.release()
-        if on_run is not None:
-            on_run(run)
         progress.update(run)
         return run
 
