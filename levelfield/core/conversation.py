@@ -30,7 +30,7 @@ from .config import RunConfig
 from .dataset import EvalCase, Scenario
 from .errors import ConfigTypeError
 from .protocol import AgentRequest, AgentRunnable
-from .runner import _run_turn, describe_error, is_transient
+from .runner import _run_turn, describe_error, is_transient, partial_output_of
 from .types import AgentOutput, Conversation, Message, Usage
 from .record import AgentRun
 
@@ -235,13 +235,7 @@ async def run_conversation(
         attempts = max(attempts, turn_attempts)
         if error is not None:
             text, error_type = describe_error(error)
-            partial = getattr(error, "partial", None)
-            if partial is None and hasattr(agent, "partial_output"):
-                # As for scripted cases: an adapter that tracks progress can say what it had.
-                try:
-                    partial = agent.partial_output(request)
-                except Exception:
-                    partial = None
+            partial = partial_output_of(agent, request, error)
             return AgentRun(
                 case_id=case.case_id,
                 agent_name=agent.name,
@@ -252,7 +246,7 @@ async def run_conversation(
                 error=f"conversation turn {index + 1}: {text}",
                 error_type=error_type,
                 attempts=attempts,
-                partial_output=partial if isinstance(partial, AgentOutput) else None,
+                partial_output=partial,
                 turns=list(outputs),
                 conversation=record("agent_failure"),
             )

@@ -200,6 +200,20 @@ async def _run_turn(
         return None, error, latency, attempt
 
 
+def partial_output_of(agent: AgentRunnable, request: AgentRequest, error: BaseException) -> AgentOutput | None:
+    """What a failed turn had produced: the error's ``partial``, or the adapter's own account
+    (``agent.partial_output(request)``, e.g. a timed-out graph's calls so far); never raises."""
+    partial = attribute(error, "partial")
+    if partial is None and hasattr(agent, "partial_output"):
+        try:
+            partial = agent.partial_output(request)
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # noqa: BLE001 - what a failed run had is a bonus, never a crash
+            partial = None
+    return partial if isinstance(partial, AgentOutput) else None
+
+
 async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: RunConfig, run_id: str) -> AgentRun:
     """Run one case (all its turns) once; always returns an AgentRun."""
     session_id = f"lf-{run_id}-{case.case_id}-{trial}"
@@ -225,15 +239,7 @@ async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: Run
             text, error_type = describe_error(error)
             if len(prompts) > 1:
                 text = f"turn {index + 1} of {len(prompts)}: {text}"
-            partial = attribute(error, "partial")
-            if partial is None and hasattr(agent, "partial_output"):
-                # Adapters that track progress (e.g. a timed-out graph) can say what they had.
-                try:
-                    partial = agent.partial_output(request)
-                except KeyboardInterrupt:
-                    raise
-                except BaseException:  # noqa: BLE001 - what a failed run had is a bonus, never a crash
-                    partial = None
+            partial = partial_output_of(agent, request, error)
             return AgentRun(
                 case_id=case.case_id,
                 agent_name=agent.name,
@@ -244,7 +250,7 @@ async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: Run
                 error=text,
                 error_type=error_type,
                 attempts=attempts,
-                partial_output=partial if isinstance(partial, AgentOutput) else None,
+                partial_output=partial,
                 turns=turns,
             )
         turns.append(output)
