@@ -220,3 +220,9 @@ def test_arguments_that_contain_themselves_score_no_match_and_save(tmp_path):
     assert cmp.summary.loc["loops", "trajectory_recall/mean"] == 0.0
     call = Comparison.load(tmp_path).results["loops"].runs[0].output.trajectory[0]
     assert call.tool_input["on"] is True and "cycle" in json.dumps(call.tool_input)
+
+
+def test_the_report_states_the_trial_reducer(tmp_path):
+    cmp = lf.compare(CASES[:2], {"x": right}, ["trajectory_exact_match"], trials=2, reducer="max", progress=False)
+    page = cmp.to_html(tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "trials are reduced by their max per case first" in page

@@ -129,9 +129,11 @@ def _policy_note(cmp: Comparison) -> str:
     else:
         rule = "Failed runs are <b>left out</b>: means are over completed runs, paired tests over cases both agents completed."
     count = f'<span class="{"fail" if failures else ""}">{failures} failed run{"s" if failures != 1 else ""}</span>'
+    reducer = getattr(cmp, "reducer", "mean")
+    trials = "averaged" if reducer == "mean" else f"reduced by their {_esc(reducer)}"
     return (
         f'<p class="policy">{count} in total. {rule} Intervals are {int(cmp.confidence * 100)}%: Wilson for 0/1 '
-        "case scores, bootstrap (BCa) otherwise; trials are averaged per case first. Paired tests: exact McNemar "
+        f"case scores, bootstrap (BCa) otherwise; trials are {trials} per case first. Paired tests: exact McNemar "
         "for 0/1 scores, Wilcoxon signed-rank otherwise, Holm-adjusted across the pairs of each metric.</p>"
     )
 
