@@ -30,7 +30,7 @@ from .config import RunConfig
 from .dataset import EvalCase, Scenario
 from .errors import ConfigTypeError
 from .protocol import AgentRequest, AgentRunnable
-from .runner import _run_turn, describe_error, is_transient, partial_output_of
+from .runner import _run_turn, describe_error, failed_turn_run, is_transient
 from .types import AgentOutput, Conversation, Message, Usage
 from .record import AgentRun
 
@@ -234,22 +234,9 @@ async def run_conversation(
         latency += turn_latency
         attempts = max(attempts, turn_attempts)
         if error is not None:
-            text, error_type = describe_error(error)
-            partial = partial_output_of(agent, request, error)
-            return AgentRun(
-                case_id=case.case_id,
-                agent_name=agent.name,
-                trial=trial,
-                output=None,
-                latency_in_seconds=latency,
-                failure=True,
-                error=f"conversation turn {index + 1}: {text}",
-                error_type=error_type,
-                attempts=attempts,
-                partial_output=partial,
-                turns=list(outputs),
-                conversation=record("agent_failure"),
-            )
+            return failed_turn_run(agent, case, trial, request, error, where=f"conversation turn {index + 1}: ",
+                                   latency=latency, attempts=attempts, turns=list(outputs),
+                                   conversation=record("agent_failure"))
         outputs.append(output)
         agent_usage = _add(agent_usage, output.usage)
         transcript.append(Exchange(prompt, output))

@@ -200,9 +200,23 @@ async def _run_turn(
         return None, error, latency, attempt
 
 
-def partial_output_of(agent: AgentRunnable, request: AgentRequest, error: BaseException) -> AgentOutput | None:
-    """What a failed turn had produced: the error's ``partial``, or the adapter's own account
-    (``agent.partial_output(request)``, e.g. a timed-out graph's calls so far); never raises."""
+def failed_turn_run(
+    agent: AgentRunnable,
+    case: EvalCase,
+    trial: int,
+    request: AgentRequest,
+    error: BaseException,
+    *,
+    where: str,
+    latency: float,
+    attempts: int,
+    turns: list[AgentOutput],
+    **fields: Any,
+) -> AgentRun:
+    """The failed run of a turn that failed: its error (prefixed by ``where``, e.g. "turn 2 of 3: ")
+    and type, and what it had produced — the error's ``partial`` or the adapter's own account
+    (``agent.partial_output(request)``, e.g. a timed-out graph's calls so far). Never raises."""
+    text, error_type = describe_error(error)
     partial = attribute(error, "partial")
     if partial is None and hasattr(agent, "partial_output"):
         try:
@@ -211,7 +225,20 @@ def partial_output_of(agent: AgentRunnable, request: AgentRequest, error: BaseEx
             raise
         except BaseException:  # noqa: BLE001 - what a failed run had is a bonus, never a crash
             partial = None
-    return partial if isinstance(partial, AgentOutput) else None
+    return AgentRun(
+        case_id=case.case_id,
+        agent_name=agent.name,
+        trial=trial,
+        output=None,
+        latency_in_seconds=latency,
+        failure=True,
+        error=f"{where}{text}",
+        error_type=error_type,
+        attempts=attempts,
+        partial_output=partial if isinstance(partial, AgentOutput) else None,
+        turns=turns,
+        **fields,
+    )
 
 
 async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: RunConfig, run_id: str) -> AgentRun:
@@ -236,23 +263,9 @@ async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: Run
         latency += turn_latency
         attempts = max(attempts, turn_attempts)
         if error is not None:
-            text, error_type = describe_error(error)
-            if len(prompts) > 1:
-                text = f"turn {index + 1} of {len(prompts)}: {text}"
-            partial = partial_output_of(agent, request, error)
-            return AgentRun(
-                case_id=case.case_id,
-                agent_name=agent.name,
-                trial=trial,
-                output=None,
-                latency_in_seconds=latency,
-                failure=True,
-                error=text,
-                error_type=error_type,
-                attempts=attempts,
-                partial_output=partial,
-                turns=turns,
-            )
+            where = f"turn {index + 1} of {len(prompts)}: " if len(prompts) > 1 else ""
+            return failed_turn_run(agent, case, trial, request, error, where=where, latency=latency,
+                                   attempts=attempts, turns=turns)
         turns.append(output)
         if index + 1 < len(prompts):
             history += [Message(role="user", content=prompt), Message(role="assistant", content=output.response)]
