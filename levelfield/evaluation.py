@@ -33,6 +33,7 @@ from .core.results import EvalResult
 from .core.runner import run_coroutine
 from .failure_summary import AllRunsFailedWarning, agents_that_always_failed, failure_groups
 from .formats import load_dataset
+from .saved import score_saved_rows, takes_columnar_path
 from .simulation import as_simulator
 
 __all__ = ["evaluate", "aevaluate", "EvalTask", "compare", "acompare"]
@@ -102,8 +103,10 @@ async def aevaluate(
 ) -> EvalResult:
     """Async twin of :func:`evaluate`."""
     cfg = run_config(config, **options)
-    ds = load_dataset(dataset)
     resolved = resolve_metrics(metrics)
+    if agent is None and simulator is None and human_labels is None and takes_columnar_path(dataset, resolved, cfg):
+        return score_saved_rows(dataset, resolved, cfg)
+    ds = load_dataset(dataset)
     labels = read_human_labels(human_labels) if human_labels is not None else None
     if labels is not None:
         check_label_cases(labels, ds)  # bad labels fail before any agent runs
@@ -164,8 +167,16 @@ def evaluate(
     def body() -> EvalResult:
         _require_experiment_logging(experiment)
         cfg = run_config(config, **options)
-        ds = load_dataset(dataset)
         resolved = resolve_metrics(metrics)
+        if agent is None and simulator is None and human_labels is None and takes_columnar_path(dataset, resolved, cfg):
+            # Saved predictions in a file or in memory: scored batch by batch, in bounded memory.
+            result = score_saved_rows(dataset, resolved, cfg)
+            if experiment is not None:
+                from .experiment import log_evaluation
+
+                _log_experiment(lambda: log_evaluation(result, experiment), experiment)
+            return result
+        ds = load_dataset(dataset)
         runnable = None if agent is None else _agent(agent, name, cfg.isolation)
         result = run_coroutine(
             aevaluate(ds, runnable, resolved, config=config, human_labels=human_labels, simulator=simulator, **options)

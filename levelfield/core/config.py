@@ -52,6 +52,9 @@ class RunConfig:
     isolation: str = "none"
     """``"process"``: agents run in worker processes, so a crash (a segfault, ``os._exit``) fails
     that run only; agents must then be picklable or ``"pkg.mod:attr"`` spec strings."""
+    workers: int = 1
+    """Processes that score saved predictions (``-1``: one per core); batches are scored in
+    parallel, in bounded memory (see ``levelfield.core.columnar``)."""
 
     def __post_init__(self) -> None:
         def bad(option: str, value: Any, rule: str) -> ConfigError:
@@ -75,10 +78,21 @@ class RunConfig:
         if self.isolation not in ISOLATION_MODES:
             raise bad("isolation", self.isolation, "must be 'none' (agents run in this process) or 'process' (each run "
                       "in a worker process, so a crash kills the worker, not the evaluation)")
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or (self.workers < 1 and self.workers != -1):
+            raise bad("workers", self.workers, "must be a whole number >= 1, or -1 for one per core")
         if self.resume and self.out is None:
             raise ConfigError("resume=True needs out=...: the folder whose runs.jsonl journal to resume")
         if self.resume and self.overwrite:
             raise ConfigError("resume=True and overwrite=True contradict each other: pick one")
+
+    @property
+    def worker_count(self) -> int:
+        """``workers`` as a number of processes (``-1``: the cores this process may use)."""
+        if self.workers != -1:
+            return self.workers
+        import os
+
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
     @property
     def out_dir(self) -> Path | None:
@@ -111,6 +125,7 @@ class RunOptions(TypedDict, total=False):
     resume: bool
     overwrite: bool
     isolation: str
+    workers: int
 
 
 _NAMES = tuple(f.name for f in fields(RunConfig))

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal, NamedTuple, Union
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -191,9 +190,10 @@ class ToolCallMatcher:
 DEFAULT_MATCHER = ToolCallMatcher()
 
 
-@dataclass(frozen=True)
-class Alignment:
-    """How a predicted trajectory lines up with a reference one, under one matcher."""
+class Alignment(NamedTuple):
+    """How a predicted trajectory lines up with a reference one, under one matcher.
+
+    A named tuple, not a dataclass: one is made per row and matcher, and a tuple is made in C."""
 
     n_predicted: int
     n_reference: int

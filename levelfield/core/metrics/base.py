@@ -195,6 +195,12 @@ class Metric(ABC):
     name: str
     requires: ClassVar[tuple[str, ...]] = ()
     is_async: ClassVar[bool] = False
+    reads: ClassVar[tuple[str, ...] | None] = None
+    """The context fields ``score`` reads, when the metric knows them (None: it may read any).
+
+    Saved predictions scored batch by batch (``levelfield.core.columnar``) give a metric that
+    names them a context holding only those fields (tool calls as light objects with
+    ``tool_name`` and ``tool_input``), instead of building the whole case first."""
 
     @abstractmethod
     def score(self, ctx: ScoringContext) -> float | Score:

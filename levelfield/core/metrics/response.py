@@ -23,6 +23,7 @@ class ExactMatch(Metric):
     """1 if the response equals the reference (surrounding whitespace ignored), else 0."""
 
     requires = ("reference", "response")
+    reads = ("reference", "response")
 
     def __init__(self, *, name: str = "exact_match") -> None:
         self.name = name
@@ -42,6 +43,7 @@ class Bleu(Metric):
     """
 
     requires = ("reference", "response")
+    reads = ("reference", "response")
 
     def __init__(self, *, use_effective_order: bool = True, tokenize: str = "auto", name: str = "bleu") -> None:
         from sacrebleu.metrics import BLEU
@@ -80,6 +82,7 @@ class Rouge(Metric):
     """
 
     requires = ("reference", "response")
+    reads = ("reference", "response")
     _names = {"rouge1": "rouge_1", "rouge2": "rouge_2", "rougeL": "rouge_l", "rougeLsum": "rouge_l_sum"}
 
     def __init__(
@@ -117,6 +120,8 @@ class ResponseMatchScore(Rouge):
     the empty string (0), a turn without an answer likewise; thought parts of the expected
     answer count as its text. A case is computable when at least one turn has an expected answer.
     """
+
+    reads = None  # every turn, and the expected answer's thoughts
 
     def __init__(self, *, name: str = "response_match_score") -> None:
         super().__init__("rouge1", use_stemmer=True, name=name)

@@ -125,7 +125,15 @@ def _gaps(ctx: ScoringContext, alignment: Alignment, matcher: ToolCallMatcher) -
 
 class _TrajectoryMetric(Metric):
     requires = ("reference_trajectory",)
+    reads = ("predicted_trajectory", "reference_trajectory")
     default_name: str = ""
+
+    def value(self, a: Alignment) -> float:
+        """The score of a row from its alignment alone (the number ``score`` gives, without the why).
+
+        Saved predictions scored batch by batch (``levelfield.core.columnar``) use it, so both
+        paths give the same number from the same code."""
+        raise NotImplementedError
 
     def __init__(self, *, matcher: ToolCallMatcher | None = None, name: str | None = None) -> None:
         self.matcher = matcher or DEFAULT_MATCHER
@@ -137,9 +145,12 @@ class TrajectoryExactMatch(_TrajectoryMetric):
 
     default_name = "trajectory_exact_match"
 
+    def value(self, a: Alignment) -> float:
+        return 1.0 if a.exact else 0.0
+
     def score(self, ctx: ScoringContext) -> Score:
         a = ctx.alignment(self.matcher)
-        if a.exact:
+        if self.value(a):
             if a.n_reference == 0:
                 return Score(1.0, "no calls, as in the reference")
             return Score(1.0, f"calls match the reference one for one, in order ({_counted(a.n_reference, 'call')})")
@@ -161,11 +172,14 @@ class TrajectoryInOrderMatch(_TrajectoryMetric):
 
     default_name = "trajectory_in_order_match"
 
+    def value(self, a: Alignment) -> float:
+        return 1.0 if a.n_reference == 0 or a.in_order else 0.0
+
     def score(self, ctx: ScoringContext) -> Score:
         a = ctx.alignment(self.matcher)
         if a.n_reference == 0:
-            return Score(1.0, "the reference has no calls")
-        if a.in_order:
+            return Score(self.value(a), "the reference has no calls")
+        if self.value(a):
             text = f"{_counted(a.n_reference, 'reference call')} made in order"
             # Every reference call is matched, so any further predicted call is an extra one.
             if a.n_predicted > a.n_reference:
@@ -181,12 +195,15 @@ class TrajectoryAnyOrderMatch(_TrajectoryMetric):
 
     default_name = "trajectory_any_order_match"
 
+    def value(self, a: Alignment) -> float:
+        return 1.0 if a.n_reference == 0 or a.any_order else 0.0
+
     def score(self, ctx: ScoringContext) -> Score:
         a = ctx.alignment(self.matcher)
         if a.n_reference == 0:
-            return Score(1.0, "the reference has no calls")
+            return Score(self.value(a), "the reference has no calls")
         text = _matched(a.matched, a.n_reference, "reference")
-        if a.any_order:
+        if self.value(a):
             return Score(1.0, text)
         return Score(0.0, f"{text}; {_gaps(ctx, a, self.matcher).missing()}")
 
@@ -196,16 +213,21 @@ class TrajectoryPrecision(_TrajectoryMetric):
 
     default_name = "trajectory_precision"
 
+    def value(self, a: Alignment) -> float:
+        if a.n_predicted == 0:
+            return 1.0 if a.n_reference == 0 else 0.0
+        return a.matched / a.n_predicted
+
     def score(self, ctx: ScoringContext) -> Score:
         a = ctx.alignment(self.matcher)
         if a.n_predicted == 0:
             if a.n_reference == 0:
-                return Score(1.0, "no calls made, none expected")
-            return Score(0.0, f"no calls made; the reference has {_counted(a.n_reference, 'call')}")
+                return Score(self.value(a), "no calls made, none expected")
+            return Score(self.value(a), f"no calls made; the reference has {_counted(a.n_reference, 'call')}")
         text = _matched(a.matched, a.n_predicted, "predicted")
         if a.matched < a.n_predicted:
             text = f"{text}; {_gaps(ctx, a, self.matcher).extra()}"
-        return Score(a.matched / a.n_predicted, text)
+        return Score(self.value(a), text)
 
 
 class TrajectoryRecall(_TrajectoryMetric):
@@ -213,18 +235,23 @@ class TrajectoryRecall(_TrajectoryMetric):
 
     default_name = "trajectory_recall"
 
+    def value(self, a: Alignment) -> float:
+        return 1.0 if a.n_reference == 0 else a.matched / a.n_reference
+
     def score(self, ctx: ScoringContext) -> Score:
         a = ctx.alignment(self.matcher)
         if a.n_reference == 0:
-            return Score(1.0, "the reference has no calls")
+            return Score(self.value(a), "the reference has no calls")
         text = _matched(a.matched, a.n_reference, "reference")
         if a.matched < a.n_reference:
             text = f"{text}; {_gaps(ctx, a, self.matcher).missing()}"
-        return Score(a.matched / a.n_reference, text)
+        return Score(self.value(a), text)
 
 
 class TrajectorySingleToolUse(Metric):
     """1 if the agent called ``tool_name`` at least once; needs no reference."""
+
+    reads = ("predicted_trajectory",)
 
     def __init__(self, tool_name: str, *, name: str | None = None) -> None:
         self.tool_name = tool_name

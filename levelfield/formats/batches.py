@@ -1,0 +1,357 @@
+"""Saved predictions read and written in batches: files larger than memory, row groups at a time.
+
+Readers yield batches that are cheap to send to another process (a byte range of a JSON Lines
+file, the row groups of a Parquet file, a slice of rows in memory); a batch is parsed where it
+is scored (``levelfield.core.columnar``). Writers take scored batches and stream the metrics
+table out (Parquet, JSON Lines or CSV), into a temporary file renamed only when complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.columnar import FIXED_COLUMNS, ScoredBatch, batches_of
+from ..core.errors import DatasetError, MissingExtraError
+
+__all__ = [
+    "BatchSource",
+    "batch_source",
+    "columnar_readable",
+    "TableWriter",
+    "table_writer",
+    "BATCH_ROWS",
+]
+
+BATCH_ROWS = 20_000
+"""Rows a batch holds: large enough that a batch costs little to hand over, small enough that a
+few in flight stay well under a few hundred MB."""
+
+_SUFFIXES = (".jsonl", ".parquet", ".arrow", ".feather", ".ipc", ".csv")
+
+
+def _pyarrow(what: str):
+    try:
+        import pyarrow  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        raise MissingExtraError(f"{what} needs pyarrow: pip install 'levelfield[parquet]'") from None
+    return pyarrow
+
+
+def _loads():
+    try:
+        import orjson
+
+        return orjson.loads
+    except ImportError:  # pragma: no cover - orjson ships with the parquet extra
+        return json.loads
+
+
+# --- batches --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _JsonlBatch:
+    """Lines of a JSON Lines file, as bytes, and the number of the first line."""
+
+    path: str
+    data: bytes
+    first_line: int
+    start: int
+
+    def rows(self) -> list[tuple[Mapping[str, Any], str]]:
+        loads = _loads()
+        name = os.path.basename(self.path)
+        out = []
+        for n, line in enumerate(self.data.split(b"\n"), self.first_line):
+            if not line.strip():
+                continue
+            try:
+                row = loads(line)
+            except ValueError as exc:
+                raise DatasetError(f"{self.path} line {n}: not valid JSON ({exc})") from None
+            out.append((row, f"{name} line {n}"))
+        return out
+
+
+@dataclass
+class _ParquetBatch:
+    """Row groups of a Parquet file (or record batches of an Arrow IPC file)."""
+
+    path: str
+    groups: list[int]
+    start: int
+    kind: str = "parquet"
+
+    def _table(self):
+        pa = _pyarrow(f"{self.path}: reading {self.kind}")
+        if self.kind == "parquet":
+            import pyarrow.parquet as pq
+
+            return pq.ParquetFile(self.path).read_row_groups(self.groups)
+        import pyarrow.ipc as ipc
+
+        with pa.memory_map(self.path) as source:
+            reader = ipc.open_file(source)
+            return pa.Table.from_batches([reader.get_batch(i) for i in self.groups])
+
+    def rows(self) -> list[tuple[Mapping[str, Any], str]]:
+        name = os.path.basename(self.path)
+        return [(row, f"{name} row {self.start + i + 1}") for i, row in enumerate(self._table().to_pylist())]
+
+
+@dataclass
+class _CsvBatch:
+    rows_: list[dict[str, Any]]
+    path: str
+    start: int
+
+    def rows(self) -> list[tuple[Mapping[str, Any], str]]:
+        name = os.path.basename(self.path)
+        # Header is line 1, so data row i sits on line i + 2 (cells without line breaks).
+        return [
+            ({k: (None if v == "" else v) for k, v in r.items()}, f"{name} row {self.start + i + 1} (line {self.start + i + 2})")
+            for i, r in enumerate(self.rows_)
+        ]
+
+
+@dataclass
+class BatchSource:
+    """Where saved rows come from: the batches, how many rows there are (None when unknown),
+    the name errors use, and the rows' own columns for an in-memory table (else None)."""
+
+    batches: Iterator[Any]
+    total: int | None
+    source: str
+    frame: Any = None
+
+
+def columnar_readable(data: Any) -> bool:
+    """Whether ``data`` is saved rows this module reads in batches: a ``.jsonl``/``.parquet``/
+    ``.arrow``/``.feather``/``.csv`` path, a DataFrame, a pyarrow Table or a list of dicts."""
+    if isinstance(data, (str, Path)):
+        path = Path(data)
+        return path.is_file() and path.name.lower().endswith(_SUFFIXES)
+    import pandas as pd
+
+    if isinstance(data, pd.DataFrame):
+        return True
+    if type(data).__module__.startswith("pyarrow") and type(data).__name__ == "Table":
+        return True
+    return isinstance(data, list) and bool(data) and all(type(r) is dict for r in data[:100])
+
+
+def _jsonl_batches(path: Path, batch_rows: int) -> Iterator[_JsonlBatch]:
+    # Cut the file at line ends into pieces of about batch_rows lines, estimated from the first.
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        head = f.read(1 << 20)
+        lines_in_head = head.count(b"\n") or 1
+        chunk = max(1 << 16, int(len(head) / lines_in_head * batch_rows))
+        f.seek(0)
+        line, start, rest = 1, 0, b""
+        while True:
+            block = f.read(chunk)
+            if not block:
+                break
+            data = rest + block
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                rest = data
+                continue
+            piece, rest = data[: cut + 1], data[cut + 1 :]
+            yield _JsonlBatch(str(path), piece, line, start)
+            line += piece.count(b"\n")
+            start += sum(1 for x in piece.split(b"\n") if x.strip())
+        if rest.strip():
+            yield _JsonlBatch(str(path), rest, line, start)
+    del size
+
+
+def _arrow_batches(path: Path, kind: str, batch_rows: int) -> tuple[Iterator[_ParquetBatch], int]:
+    pa = _pyarrow(f"{path}: reading {kind}")
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            meta = pq.ParquetFile(path).metadata
+        except Exception as exc:  # pyarrow's errors for a file that is not Parquet
+            raise DatasetError(f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc})") from None
+        sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    else:
+        import pyarrow.ipc as ipc
+
+        try:
+            with pa.memory_map(str(path)) as source:
+                reader = ipc.open_file(source)
+                sizes = [reader.get_batch(i).num_rows for i in range(reader.num_record_batches)]
+        except Exception as exc:
+            raise DatasetError(f"{path}: not a readable Arrow IPC file ({type(exc).__name__}: {exc})") from None
+
+    def batches() -> Iterator[_ParquetBatch]:
+        groups: list[int] = []
+        rows = start = 0
+        for i, n in enumerate(sizes):
+            groups.append(i)
+            rows += n
+            if rows >= batch_rows:
+                yield _ParquetBatch(str(path), groups, start, kind)
+                start += rows
+                groups, rows = [], 0
+        if groups:
+            yield _ParquetBatch(str(path), groups, start, kind)
+
+    return batches(), sum(sizes)
+
+
+def _csv_batches(path: Path, batch_rows: int) -> Iterator[_CsvBatch]:
+    import pandas as pd
+
+    from .files import _csv_problem
+
+    start = 0
+    try:
+        for frame in pd.read_csv(path, dtype=str, keep_default_na=False, chunksize=batch_rows):
+            yield _CsvBatch(frame.to_dict("records"), str(path), start)
+            start += len(frame)
+    except pd.errors.EmptyDataError:
+        raise DatasetError(f"{path}: the file is empty; a CSV dataset needs a header line (prompt,reference,...)") from None
+    except pd.errors.ParserError as exc:
+        raise DatasetError(_csv_problem(path, str(exc))) from None
+
+
+def batch_source(data: Any, *, batch_rows: int = BATCH_ROWS, source: str | None = None) -> BatchSource:
+    """The batches of saved rows in ``data`` (see :func:`columnar_readable`)."""
+    if isinstance(data, (str, Path)):
+        path = Path(data)
+        name = path.name.lower()
+        label = source or str(path)
+        if name.endswith(".jsonl"):
+            return BatchSource(_jsonl_batches(path, batch_rows), None, label)
+        if name.endswith(".parquet"):
+            batches, total = _arrow_batches(path, "parquet", batch_rows)
+            return BatchSource(batches, total, label)
+        if name.endswith((".arrow", ".feather", ".ipc")):
+            batches, total = _arrow_batches(path, "Arrow IPC", batch_rows)
+            return BatchSource(batches, total, label)
+        if name.endswith(".csv"):
+            return BatchSource(_csv_batches(path, batch_rows), None, label)
+        raise DatasetError(f"{path}: saved predictions are read from {', '.join(_SUFFIXES)} files")
+    import pandas as pd
+
+    if type(data).__module__.startswith("pyarrow"):
+        data = data.to_pandas()
+    if isinstance(data, pd.DataFrame):
+        label = source or "DataFrame"
+        rows: Sequence[Mapping[str, Any]] = data.to_dict("records")
+        frame = data
+    else:
+        label = source or "dataset"
+        rows = data
+        frame = None
+    located = [(r, f"{label} row {i + 1}") for i, r in enumerate(rows)]
+    return BatchSource(batches_of(located, batch_rows), len(located), label, frame=frame if frame is not None else rows)
+
+
+# --- writers --------------------------------------------------------------------------------------
+
+
+class TableWriter:
+    """Streams scored batches into one table file; the file appears only when :meth:`close` completes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._tmp = path.with_name(f".{path.name}.partial")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: Any = None
+
+    def write(self, batch: ScoredBatch) -> None:
+        raise NotImplementedError
+
+    def _close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+    def close(self) -> Path:
+        self._close()
+        if not self._tmp.exists():  # no rows: an empty table file still says so
+            self._tmp.touch()
+        os.replace(self._tmp, self.path)
+        return self.path
+
+    def abort(self) -> None:
+        try:
+            self._close()
+        finally:
+            self._tmp.unlink(missing_ok=True)
+
+
+class _ParquetWriter(TableWriter):
+    def write(self, batch: ScoredBatch) -> None:
+        pa = _pyarrow("writing the metrics table as Parquet")
+        import pyarrow.parquet as pq
+
+        cols = batch.columns
+        arrays = {
+            "case_id": pa.array(cols["case_id"], type=pa.string()),
+            "failure": pa.array(cols["failure"], type=pa.int8()),
+            "latency_in_seconds": pa.array(cols["latency_in_seconds"], type=pa.float64()),
+        }
+        for name, column in cols.items():
+            if name not in FIXED_COLUMNS:
+                arrays[name] = pa.array(column, type=pa.float64())
+        table = pa.table(arrays)
+        if self._file is None:
+            self._file = pq.ParquetWriter(self._tmp, table.schema)
+        self._file.write_table(table)
+
+
+class _JsonlWriter(TableWriter):
+    def write(self, batch: ScoredBatch) -> None:
+        if self._file is None:
+            self._file = self._tmp.open("wb")
+        cols = batch.columns
+        names = list(cols)
+        dumps = _dumps()
+        lists = [c.tolist() if hasattr(c, "tolist") else c for c in cols.values()]
+        self._file.write(b"".join(dumps(dict(zip(names, values))) + b"\n" for values in zip(*lists)))
+
+
+class _CsvWriter(TableWriter):
+    def write(self, batch: ScoredBatch) -> None:
+        import pandas as pd
+
+        first = self._file is None
+        if first:
+            self._file = self._tmp.open("w", encoding="utf-8", newline="")
+        pd.DataFrame(batch.columns).to_csv(self._file, index=False, header=first)
+
+
+def _dumps():
+    try:
+        import orjson
+
+        return lambda row: orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY)
+    except ImportError:  # pragma: no cover
+        return lambda row: json.dumps(row, ensure_ascii=False).encode("utf-8")
+
+
+def table_writer(path: str | Path) -> TableWriter:
+    """A writer for ``path`` by its suffix: ``.parquet`` (needs pyarrow), ``.jsonl`` or ``.csv``."""
+    path = Path(path)
+    name = path.name.lower()
+    if name.endswith(".parquet"):
+        _pyarrow("writing the metrics table as Parquet")
+        return _ParquetWriter(path)
+    if name.endswith(".jsonl"):
+        return _JsonlWriter(path)
+    if name.endswith(".csv"):
+        return _CsvWriter(path)
+    from ..core.errors import ConfigError
+
+    raise ConfigError(f"{path}: a metrics table is written as .parquet, .jsonl or .csv")
