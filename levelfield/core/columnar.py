@@ -22,11 +22,13 @@ out is the per-row ``explanation`` text; the summary comes from running aggregat
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import math
+import operator
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -207,26 +209,68 @@ class _CallKeys:
             return None if calls is None else [self._id(*c) for c in calls]
         if _orjson is None:  # pragma: no cover - without orjson every call is read and keyed
             return [self._id(*c) for c in _calls(cell) or ()]
-        by_text = self._by_text
+        get = self._by_text.get
         dumps, sort = _orjson.dumps, _orjson.OPT_SORT_KEYS
-        out = []
-        for item in cell:
-            try:
-                text = dumps(item, option=sort)
-            except TypeError:  # not JSON (an object from a DataFrame): read and keyed, not cached
-                out.extend(self._id(*c) for c in _calls([item]) or ())
-                continue
-            cached = by_text.get(text)
-            if cached is None:
-                (call,) = _calls([item]) or ()
-                cached = self._id(*call)
-                # JSON writes NaN and None alike: such calls are read and keyed every time.
-                if b"null" not in text:
-                    if len(by_text) >= self._LIMIT:
-                        by_text.clear()
-                    by_text[text] = cached
-            out.append(cached)
+        try:
+            out = [get(dumps(item, option=sort)) for item in cell]
+        except TypeError:  # not JSON (an object from a DataFrame): each call read and keyed, not cached
+            return [self._id(*c) for c in _calls(cell) or ()]
+        if None in out:
+            for j, found in enumerate(out):
+                if found is None:
+                    out[j] = self._miss(cell[j], dumps(cell[j], option=sort))
         return out
+
+    def _miss(self, item: Any, text: bytes) -> int:
+        """The key of a call whose text is not cached yet: read by ``ToolCall``'s rules, then cached."""
+        (call,) = _calls([item]) or ()
+        found = self._id(*call)
+        # JSON writes NaN and None alike: such calls are read and keyed every time, never cached.
+        if b"null" not in text:
+            if len(self._by_text) >= self._LIMIT:
+                self._by_text.clear()
+            self._by_text[text] = found
+        return found
+
+
+class _Layout(NamedTuple):
+    """Where one shape of row keeps each field (None: not there)."""
+
+    case_id: str | None
+    prompt: str | None
+    response: str | None
+    reference: str | None
+    predicted_trajectory: str | None
+    reference_trajectory: str | None
+    flat: bool
+    has_predictions: bool
+
+
+def align_batch(predicted: Sequence[list[int]], reference: Sequence[list[int]]) -> Alignment:
+    """The alignments of many rows at once, each field an array with one entry a row, from the
+    rows' call keys (small ints): what ``align`` gives row by row, for an equivalence matcher."""
+    m = len(reference)
+    n_p = np.fromiter(map(len, predicted), dtype=np.int64, count=m)
+    n_r = np.fromiter(map(len, reference), dtype=np.int64, count=m)
+    exact = np.fromiter(map(operator.eq, predicted, reference), dtype=bool, count=m)
+    # Matched calls: the size of the multiset intersection of each row's keys, for all rows
+    # together: count each (row, key) on both sides, and add up the smaller counts by row.
+    flat_p = np.fromiter(itertools.chain.from_iterable(predicted), dtype=np.int64, count=int(n_p.sum()))
+    flat_r = np.fromiter(itertools.chain.from_iterable(reference), dtype=np.int64, count=int(n_r.sum()))
+    width = int(max(flat_p.max(initial=0), flat_r.max(initial=0))) + 1
+    codes_p = np.repeat(np.arange(m, dtype=np.int64), n_p) * width + flat_p
+    codes_r = np.repeat(np.arange(m, dtype=np.int64), n_r) * width + flat_r
+    keys_p, counts_p = np.unique(codes_p, return_counts=True)
+    keys_r, counts_r = np.unique(codes_r, return_counts=True)
+    common, at_p, at_r = np.intersect1d(keys_p, keys_r, assume_unique=True, return_indices=True)
+    matched = np.bincount(common // width, weights=np.minimum(counts_p[at_p], counts_r[at_r]), minlength=m).astype(np.int64)
+    # In order: the reference is a subsequence of the prediction. Only rows where every reference
+    # call is matched but not one for one can go either way; the rest are decided already.
+    in_order = exact | (n_r == 0)
+    for i in np.flatnonzero(~in_order & (matched == n_r)).tolist():
+        it = iter(predicted[i])
+        in_order[i] = all(k in it for k in reference[i])
+    return Alignment(n_p, n_r, matched, exact, in_order)
 
 
 def _trusted_reads(metric: Metric) -> tuple[str, ...] | None:
@@ -290,13 +334,13 @@ class BatchScorer:
                 self._light.append((m, reads))
             else:
                 self._whole.append(m)
-        self._layouts: dict[tuple[str, ...], tuple[dict[str, str], bool]] = {}
+        self._layouts: dict[tuple[str, ...], _Layout] = {}
 
     @property
     def metric_names(self) -> list[str]:
         return [m.name for m in self.metrics]
 
-    def _layout(self, row: Mapping[str, Any]) -> tuple[dict[str, str], bool]:
+    def _layout(self, row: Mapping[str, Any]) -> _Layout:
         """Which column holds each field for rows with these columns, and whether such rows are flat."""
         names = tuple(row)
         layout = self._layouts.get(names)
@@ -307,7 +351,11 @@ class BatchScorer:
                 if f is not None and (f not in used or ALIASES[f].index(name) < ALIASES[f].index(used[f])):
                     used[f] = name
             flat = not any(n in _NOT_FLAT for n in names) and "history" not in used and "state" not in used
-            layout = self._layouts[names] = (used, flat)
+            layout = self._layouts[names] = _Layout(
+                used.get("case_id"), used.get("prompt"), used.get("response"), used.get("reference"),
+                used.get("predicted_trajectory"), used.get("reference_trajectory"), flat,
+                "response" in used or "predicted_trajectory" in used or "turns" in names,
+            )
         return layout
 
     def score(self, batch: RowBatch) -> ScoredBatch:
@@ -332,10 +380,10 @@ class BatchScorer:
         failed: dict[str, int] = {}
         skipped: list[int] = []
         with_predictions = 0
-        by_keyer: dict[int, tuple[_CallKeys, list[tuple[np.ndarray, Callable[[Alignment], float]]]]] = {}
+        groups: dict[int, tuple[_CallKeys, list[Metric]]] = {}
         for m, k in self._kernels:
-            by_keyer.setdefault(id(k), (k, []))[1].append((values[m.name], m.value))  # type: ignore[attr-defined]
-        kernels = list(by_keyer.values())
+            groups.setdefault(id(k), (k, []))[1].append(m)
+        kernels = [(keyer, [], [], []) for keyer, _ in groups.values()]  # keyer, rows, predicted keys, reference keys
         light = [(values[m.name], m) for m, _ in self._light]
         light_calls = any({"predicted_trajectory", "reference_trajectory"} & set(r) for _, r in self._light)
         ctx = ScoringContext(case_id="", prompt=None, response=None, predicted_trajectory=[])
@@ -344,14 +392,15 @@ class BatchScorer:
         for i, (row, where) in enumerate(located):
             if type(row) is not dict:
                 raise DatasetError(f"{where}: expected an object with named fields, got {type(row).__name__}")
-            layout, fast = self._layout(row)
-            if "response" in layout or "predicted_trajectory" in layout or "turns" in row:
-                with_predictions += 1
-            case_id = row.get(layout["case_id"]) if "case_id" in layout else None
+            layout = self._layout(row)
+            fast = layout.flat
+            get = row.get
+            with_predictions += layout.has_predictions
+            case_id = get(layout.case_id) if layout.case_id is not None else None
             ids[i] = str(start + i) if _missing(case_id) else str(case_id)
-            is_failed = row.get("failure") in _FAILED
+            is_failed = get("failure") in _FAILED
             failure[i] = is_failed
-            lat = row.get("latency_in_seconds")
+            lat = get("latency_in_seconds")
             if lat is not None:
                 try:
                     latency[i] = float(lat)
@@ -359,19 +408,20 @@ class BatchScorer:
                     pass
             if fast:
                 try:
-                    get = row.get
-                    response = _text(get(layout["response"])) if "response" in layout else None
-                    reference = _text(get(layout["reference"])) if "reference" in layout else None
-                    prompt = get(layout["prompt"]) if "prompt" in layout else None
-                    if not (prompt is None or type(prompt) is str):
+                    response = _text(get(layout.response)) if layout.response is not None else None
+                    reference = _text(get(layout.reference)) if layout.reference is not None else None
+                    prompt = get(layout.prompt) if layout.prompt is not None else None
+                    if type(prompt) is not str and prompt is not None:
                         if not _missing(prompt):
                             raise _Irregular  # a request given as messages: the row path reads it
                         prompt = None
                     if prompt is not None and prompt.lstrip().startswith("{"):
                         raise _Irregular  # may be {"messages": ...} as JSON
-                    predicted_cell = get(layout["predicted_trajectory"]) if "predicted_trajectory" in layout else None
-                    reference_cell = get(layout["reference_trajectory"]) if "reference_trajectory" in layout else None
-                    keyed = [(group, keyer.keys(predicted_cell) or [], keyer.keys(reference_cell)) for keyer, group in kernels]
+                    predicted_cell = get(layout.predicted_trajectory) if layout.predicted_trajectory is not None else None
+                    reference_cell = get(layout.reference_trajectory) if layout.reference_trajectory is not None else None
+                    keyed = [keyer.keys(reference_cell) for keyer, *_ in kernels]
+                    if keyed and keyed[0] is not None:
+                        keyed_p = [keyer.keys(predicted_cell) or [] for keyer, *_ in kernels]
                     if light_calls:
                         predicted, reference_calls = _calls(predicted_cell), _calls(reference_cell)
                 except _Irregular:
@@ -384,11 +434,11 @@ class BatchScorer:
                 continue
             if is_failed:
                 continue  # a failed run is not scored: NaN, as on the row path
-            for group, pk, rk in keyed:
-                if rk is not None:
-                    a = _align_keys(pk, rk)
-                    for column, value in group:
-                        column[i] = value(a)
+            if kernels and keyed[0] is not None:
+                for (_, rows_of, p_of, r_of), pk, rk in zip(kernels, keyed_p, keyed):
+                    rows_of.append(i)
+                    p_of.append(pk)
+                    r_of.append(rk)
             if light:
                 ctx.case_id, ctx.prompt, ctx.response, ctx.reference = ids[i], prompt, response, reference
                 if light_calls:
@@ -407,6 +457,11 @@ class BatchScorer:
                         failed[metric.name] = failed.get(metric.name, 0) + 1
             if whole:
                 self._score_row(row, start + i, i, where, is_failed, values, failed, whole)
+        for (keyer, rows_of, p_of, r_of), (_, group) in zip(kernels, groups.values()):
+            if rows_of:
+                a = align_batch(p_of, r_of)
+                for metric in group:
+                    values[metric.name][rows_of] = metric.value(a)  # type: ignore[attr-defined]
         columns: dict[str, Any] = {"case_id": ids, "failure": failure, "latency_in_seconds": latency}
         for name, column in values.items():
             columns[f"{name}/score"] = column
@@ -628,25 +683,40 @@ def score_batches(
 
 def _score_in_pool(batches: Iterable[RowBatch], scorer: BatchScorer, workers: int, take: Callable[[ScoredBatch], None]) -> None:
     import multiprocessing
+    import threading
     from collections import deque
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
-    # forkserver: workers start clean (no copy of the caller's threads or memory), once.
-    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    # fork starts workers at once and needs no importable __main__; only safe while this process
+    # runs no other thread (a lock held by one would stay held in the child). Else forkserver.
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        method = "fork"
+    else:
+        method = "forkserver" if "forkserver" in methods else "spawn"
     context = multiprocessing.get_context(method)
     pending: deque = deque()
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(scorer,)) as pool:
-        try:
-            for batch in batches:
-                pending.append(pool.submit(_score_in_worker, batch))
-                if len(pending) >= 2 * workers:
+    try:
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(scorer,)) as pool:
+            try:
+                for batch in batches:
+                    pending.append(pool.submit(_score_in_worker, batch))
+                    if len(pending) >= 2 * workers:
+                        take(pending.popleft().result())
+                while pending:
                     take(pending.popleft().result())
-            while pending:
-                take(pending.popleft().result())
-        except BaseException:
-            for future in pending:
-                future.cancel()
-            raise
+            except BaseException:
+                for future in pending:
+                    future.cancel()
+                raise
+    except BrokenProcessPool as exc:
+        from .errors import ConfigError
+
+        raise ConfigError(
+            f"a scoring worker process ended abruptly ({exc}); with workers > 1 from a script, put the call under "
+            "if __name__ == '__main__': (worker processes import the script), or score with workers=1"
+        ) from None
 
 
 def batches_of(rows: Sequence[tuple[Mapping[str, Any], str]], size: int) -> Iterator[RowBatch]:

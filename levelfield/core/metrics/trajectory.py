@@ -128,11 +128,12 @@ class _TrajectoryMetric(Metric):
     reads = ("predicted_trajectory", "reference_trajectory")
     default_name: str = ""
 
-    def value(self, a: Alignment) -> float:
-        """The score of a row from its alignment alone (the number ``score`` gives, without the why).
+    def value(self, a: Alignment) -> Any:
+        """The score from an alignment alone: the number ``score`` gives, without the why.
 
-        Saved predictions scored batch by batch (``levelfield.core.columnar``) use it, so both
-        paths give the same number from the same code."""
+        Written with operators only, so that it takes one row's alignment (a float comes back) or
+        a batch's alignments held as arrays (an array comes back): saved predictions scored batch
+        by batch (``levelfield.core.columnar``) use the same code as ``score``."""
         raise NotImplementedError
 
     def __init__(self, *, matcher: ToolCallMatcher | None = None, name: str | None = None) -> None:
@@ -145,8 +146,8 @@ class TrajectoryExactMatch(_TrajectoryMetric):
 
     default_name = "trajectory_exact_match"
 
-    def value(self, a: Alignment) -> float:
-        return 1.0 if a.exact else 0.0
+    def value(self, a: Alignment) -> Any:
+        return a.exact * 1.0
 
     def score(self, ctx: ScoringContext) -> Score:
         a = ctx.alignment(self.matcher)
@@ -172,8 +173,8 @@ class TrajectoryInOrderMatch(_TrajectoryMetric):
 
     default_name = "trajectory_in_order_match"
 
-    def value(self, a: Alignment) -> float:
-        return 1.0 if a.n_reference == 0 or a.in_order else 0.0
+    def value(self, a: Alignment) -> Any:
+        return ((a.n_reference == 0) | a.in_order) * 1.0
 
     def score(self, ctx: ScoringContext) -> Score:
         a = ctx.alignment(self.matcher)
@@ -195,8 +196,8 @@ class TrajectoryAnyOrderMatch(_TrajectoryMetric):
 
     default_name = "trajectory_any_order_match"
 
-    def value(self, a: Alignment) -> float:
-        return 1.0 if a.n_reference == 0 or a.any_order else 0.0
+    def value(self, a: Alignment) -> Any:
+        return ((a.n_reference == 0) | a.any_order) * 1.0
 
     def score(self, ctx: ScoringContext) -> Score:
         a = ctx.alignment(self.matcher)
@@ -213,10 +214,10 @@ class TrajectoryPrecision(_TrajectoryMetric):
 
     default_name = "trajectory_precision"
 
-    def value(self, a: Alignment) -> float:
-        if a.n_predicted == 0:
-            return 1.0 if a.n_reference == 0 else 0.0
-        return a.matched / a.n_predicted
+    def value(self, a: Alignment) -> Any:
+        # matched / n_predicted; with no call made, 1 if none was expected, else 0.
+        none_made = a.n_predicted == 0
+        return (a.matched + none_made * (a.n_reference == 0)) / (a.n_predicted + none_made)
 
     def score(self, ctx: ScoringContext) -> Score:
         a = ctx.alignment(self.matcher)
@@ -235,8 +236,10 @@ class TrajectoryRecall(_TrajectoryMetric):
 
     default_name = "trajectory_recall"
 
-    def value(self, a: Alignment) -> float:
-        return 1.0 if a.n_reference == 0 else a.matched / a.n_reference
+    def value(self, a: Alignment) -> Any:
+        # matched / n_reference; 1 when the reference has no calls (then nothing is matched).
+        none_expected = a.n_reference == 0
+        return (a.matched + none_expected) / (a.n_reference + none_expected)
 
     def score(self, ctx: ScoringContext) -> Score:
         a = ctx.alignment(self.matcher)
