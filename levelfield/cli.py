@@ -156,6 +156,16 @@ def _named_spec(text: str) -> tuple[str | None, str]:
 # -- running -----------------------------------------------------------------------------------
 
 
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1 and value != -1:
+        raise argparse.ArgumentTypeError(f"{value}: give 1 or more processes, or -1 for one per core")
+    return value
+
+
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     from .core.config import RunConfig
 
@@ -368,6 +378,8 @@ def _check_baseline(args: argparse.Namespace, cmp: Comparison) -> int:
 def _eval(args: argparse.Namespace) -> int:
     if getattr(args, "config", None):
         return _eval_gated(args)
+    if args.agent is None:
+        return _eval_saved(args)
     dataset, metrics, agents = _load_inputs(args, [(args.name, args.agent)])
     if args.human_labels:
         from .core.judge_correction import check_label_cases, read_human_labels
@@ -376,6 +388,58 @@ def _eval(args: argparse.Namespace) -> int:
         check_label_cases(args.human_labels, dataset)
     cmp = _run(args, dataset, metrics, agents)
     return _finish(args, cmp, f"levelfield eval: {agents[0].name} on {len(dataset)} cases of {dataset.source}")
+
+
+def _eval_saved(args: argparse.Namespace) -> int:
+    """``eval data --metric ...`` without ``--agent``: score the predictions the file already holds.
+
+    Large files are read and scored a batch at a time (``--workers`` processes), the metrics table
+    streamed to ``--out`` as Parquet, so a file larger than memory scores in bounded memory."""
+    import time
+
+    from .core.metrics.registry import resolve_metrics
+    from .evaluation import evaluate
+
+    unused = [flag for flag, given in (
+        ("--simulator", args.simulator), ("--baseline", args.baseline), ("--fail-if-worse", args.fail_if_worse),
+        ("--name", args.name), ("--resume", args.resume), ("--isolation", args.isolation != "none"),
+    ) if given]
+    if unused:
+        raise UsageError(f"{', '.join(unused)}: only with --agent (without one, eval scores the saved predictions in the file)")
+    metrics = resolve_metrics(args.metrics)
+    names = {m.name for m in metrics}
+    for metric, _ in args.fail_under:
+        if metric not in names:
+            raise UsageError(f"--fail-under {metric}: not one of the metrics of this run ({', '.join(sorted(names))})")
+    start = time.perf_counter()
+    result = evaluate(args.dataset, metrics=metrics, out=args.out, overwrite=args.overwrite, workers=args.workers,
+                      progress=not args.quiet, experiment=args.experiment,
+                      human_labels=getattr(args, "human_labels", None))
+    seconds = time.perf_counter() - start
+    summary = result.summary_metrics
+    rows = summary["row_count"]
+    print(f"levelfield eval: saved predictions in {args.dataset}: {rows:,} rows scored in {seconds:.1f} s "
+          f"({rows / seconds:,.0f} rows/s)")
+    print()
+    width = max(len(n) for n in names) if names else 6
+    print(f"{'metric':<{width}}  {'mean':>7}  {'std':>7}  {'scored':>9}")
+    for m in metrics:
+        mean, std = summary.get(f"{m.name}/mean", math.nan), summary.get(f"{m.name}/std", math.nan)
+        scored = rows - summary.get(f"{m.name}/nan_count", 0)
+        print(f"{m.name:<{width}}  {_num(mean):>7}  {_num(std):>7}  {scored:>9,}")
+    if summary.get("failure/count"):
+        print(f"\n{summary['failure/count']:,} rows are saved failures (not scored)")
+    if args.out:
+        written = sorted(p.name for p in Path(args.out).iterdir() if p.is_file() and not p.name.startswith("."))
+        print(f"\nWritten: {', '.join(written)} in {Path(args.out)}")
+    missed = []
+    for metric, floor in args.fail_under:
+        mean = summary.get(f"{metric}/mean", math.nan)
+        if math.isnan(mean) or mean < floor:
+            missed.append(f"{metric} mean {_num(mean)} is under {floor:g}")
+    for line in missed:
+        print(f"levelfield: --fail-under: {line}", file=sys.stderr)
+    return 1 if missed else 0
 
 
 def _eval_gated(args: argparse.Namespace) -> int:
@@ -563,10 +627,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     demo.set_defaults(func=_demo)
 
-    ev = sub.add_parser("eval", help="run one agent on a dataset and score it")
-    ev.add_argument("dataset", help="a .jsonl, .json, .csv, .evalset.json or .test.json file")
-    ev.add_argument("--agent", "-a", required=True, metavar="SPEC",
-                    help="module:attr, an http(s):// A2A URL, or projects/P/locations/L/reasoningEngines/ID")
+    ev = sub.add_parser("eval", help="run one agent on a dataset and score it, or score the saved predictions it holds")
+    ev.add_argument("dataset", help="a .jsonl, .json, .csv, .parquet, .arrow, .evalset.json or .test.json file")
+    ev.add_argument("--agent", "-a", metavar="SPEC",
+                    help="module:attr, an http(s):// A2A URL, or projects/P/locations/L/reasoningEngines/ID; "
+                         "without one, the file's saved response/predicted_trajectory columns are scored")
+    ev.add_argument("--workers", type=_workers, default=1, metavar="N",
+                    help="without --agent: processes that score saved predictions (-1: one per core; default 1)")
     ev.add_argument("--name", help="the agent's name in the results")
     ev.add_argument("--config", metavar="TEST_CONFIG",
                     help="an ADK test_config.json: judge each case by its criteria, exit 1 when a case fails")

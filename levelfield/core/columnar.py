@@ -110,7 +110,10 @@ def _missing(value: Any) -> bool:
 
 def _loads(text: str) -> Any:
     if _orjson is not None:
-        return _orjson.loads(text)
+        try:
+            return _orjson.loads(text)
+        except ValueError:
+            pass  # NaN and Infinity: Python's json reads them, as the row path does
     return json.loads(text)
 
 
@@ -204,6 +207,8 @@ class _CallKeys:
         so only a call never seen before is read by ``ToolCall``'s rules (and checked)."""
         if _missing(cell):
             return None
+        if not isinstance(cell, list) and hasattr(cell, "tolist") and not isinstance(cell, (str, dict)):
+            cell = cell.tolist()  # a list cell of a DataFrame read from Parquet
         if not isinstance(cell, list):
             calls = _calls(cell)
             return None if calls is None else [self._id(*c) for c in calls]
@@ -419,10 +424,10 @@ class BatchScorer:
                         raise _Irregular  # may be {"messages": ...} as JSON
                     predicted_cell = get(layout.predicted_trajectory) if layout.predicted_trajectory is not None else None
                     reference_cell = get(layout.reference_trajectory) if layout.reference_trajectory is not None else None
+                    # Reading the calls checks them, as the row path does, whether or not a metric needs them.
                     keyed = [keyer.keys(reference_cell) for keyer, *_ in kernels]
-                    if keyed and keyed[0] is not None:
-                        keyed_p = [keyer.keys(predicted_cell) or [] for keyer, *_ in kernels]
-                    if light_calls:
+                    keyed_p = [keyer.keys(predicted_cell) or [] for keyer, *_ in kernels]
+                    if light_calls or not kernels:
                         predicted, reference_calls = _calls(predicted_cell), _calls(reference_cell)
                 except _Irregular:
                     fast = False

@@ -39,7 +39,7 @@ def _pyarrow(what: str):
         import pyarrow  # noqa: F401
         import pyarrow.parquet  # noqa: F401
     except ImportError:
-        raise MissingExtraError(f"{what} needs pyarrow: pip install 'levelfield[parquet]'") from None
+        raise MissingExtraError("parquet", "pyarrow", what) from None
     return pyarrow
 
 
@@ -73,8 +73,11 @@ class _JsonlBatch:
                 continue
             try:
                 row = loads(line)
-            except ValueError as exc:
-                raise DatasetError(f"{self.path} line {n}: not valid JSON ({exc})") from None
+            except ValueError:
+                try:  # what orjson refuses and Python's json reads (NaN, Infinity), the row path reads too
+                    row = json.loads(line)
+                except ValueError as exc:
+                    raise DatasetError(f"{self.path} line {n}: not valid JSON ({exc})") from None
             out.append((row, f"{name} line {n}"))
         return out
 
