@@ -204,10 +204,20 @@ class EvalTask:
         config: RunConfig | None = None,
         **options: Unpack[RunOptions],
     ) -> None:
-        self.dataset = load_dataset(dataset)
         self.metrics = resolve_metrics(metrics)
         self.experiment = experiment
         self.config = run_config(config, **options)
+        self._data = dataset
+        self._dataset = None
+        if not takes_columnar_path(dataset, self.metrics, self.config):
+            self._dataset = load_dataset(dataset)  # bad input fails here, before any agent runs
+
+    @property
+    def dataset(self) -> Any:
+        """The task's cases (loaded on first use when the saved rows are scored batch by batch)."""
+        if self._dataset is None:
+            self._dataset = load_dataset(self._data)
+        return self._dataset
 
     def evaluate(
         self,
@@ -224,7 +234,9 @@ class EvalTask:
         """
         experiment = self.experiment
         _short_errors(lambda: _require_experiment_logging(experiment))
-        result = evaluate(self.dataset, runnable, self.metrics, config=run_config(config or self.config, **options))
+        cfg = run_config(config or self.config, **options)
+        saved = self._data if runnable is None and self._dataset is None else self.dataset
+        result = evaluate(saved, runnable, self.metrics, config=cfg)
         if experiment is not None:
             from .experiment import log_evaluation
 

@@ -417,3 +417,12 @@ def test_cli_refuses_agent_options_without_an_agent(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "--resume: only with --agent" in proc.stderr
+
+
+def test_eval_task_scores_large_saved_predictions_batch_by_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(saved_module, "COLUMNAR_ROWS", 20)
+    frame = pd.DataFrame(_flat_rows(30, 6))
+    result = lf.EvalTask(dataset=frame, metrics=["trajectory_recall"], progress=False).evaluate()
+    assert isinstance(result, ColumnarResult)
+    expected = row_path(frame.to_dict("records"), resolve_metrics(["trajectory_recall"])).metrics_table
+    assert result.metrics_table["trajectory_recall/score"].tolist() == expected["trajectory_recall/score"].tolist()

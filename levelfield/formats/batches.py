@@ -27,7 +27,7 @@ __all__ = [
     "BATCH_ROWS",
 ]
 
-BATCH_ROWS = 20_000
+BATCH_ROWS = 5_000
 """Rows a batch holds: large enough that a batch costs little to hand over, small enough that a
 few in flight stay well under a few hundred MB."""
 
