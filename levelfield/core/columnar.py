@@ -662,6 +662,7 @@ def score_batches(
 
     def take(scored: ScoredBatch) -> None:
         ids.add(scored)
+        scored.where = []  # only needed to name a repeated id; a kept batch need not hold it
         summary.add(scored)
         skipped.update(scored.skipped)
         if on_batch is not None:
