@@ -483,6 +483,13 @@ def _report(args: argparse.Namespace) -> int:
     directory = Path(args.directory)
     if not directory.is_dir():
         raise UsageError(f"{directory}: no such directory (expected the --out directory of eval or compare)")
+    tables = [n for n in ("metrics_table.parquet", "metrics_table.jsonl") if (directory / n).exists()]
+    if tables and not (directory / "runs.jsonl").exists():
+        raise UsageError(
+            f"{directory}: holds saved predictions scored batch by batch ({tables[0]}, summary.json), "
+            "which keep scores but no runs to report on; read the table with pandas, or score fewer than "
+            "20,000 rows (row by row) for a report"
+        )
     cmp = Comparison.load(directory)
     if cmp.missing_runs:
         print(_missing_note(directory, cmp.missing_runs, cmp), file=sys.stderr)

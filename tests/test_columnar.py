@@ -426,3 +426,11 @@ def test_eval_task_scores_large_saved_predictions_batch_by_batch(monkeypatch: py
     assert isinstance(result, ColumnarResult)
     expected = row_path(frame.to_dict("records"), resolve_metrics(["trajectory_recall"])).metrics_table
     assert result.metrics_table["trajectory_recall/score"].tolist() == expected["trajectory_recall/score"].tolist()
+
+
+def test_report_on_a_batch_scored_folder_says_what_it_holds(tmp_path: Path) -> None:
+    score_saved_rows(_flat_rows(5, 1), resolve_metrics(["trajectory_recall"]), lf.RunConfig(progress=False, out=tmp_path / "out"))
+    proc = subprocess.run([sys.executable, "-m", "levelfield", "report", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "scored batch by batch (metrics_table.parquet, summary.json)" in proc.stderr
