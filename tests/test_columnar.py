@@ -115,9 +115,8 @@ def row_path(rows: list[dict], metrics: list, source: str = "rows") -> lf.EvalRe
 
 
 def columnar(rows: list[dict], metrics: list, size: int = 97):
-    located = [(r, f"rows row {i + 1}") for i, r in enumerate(rows)]
     batches = []
-    summary, _ = score_batches(batches_of(located, size), metrics, source="rows", on_batch=batches.append)
+    summary, _ = score_batches(batches_of(rows, size, "rows"), metrics, source="rows", on_batch=batches.append)
     return batches, summary.summary()
 
 
@@ -269,7 +268,7 @@ def test_a_repeated_id_names_both_rows(tmp_path: Path) -> None:
     rows[35]["case_id"] = "c3"
     path = tmp_path / "saved.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    with pytest.raises(DatasetError, match=r"'c3' is at row 4 and again at saved.jsonl line 36"):
+    with pytest.raises(DatasetError, match=r"saved.jsonl: case ids must be unique; 'c3' is at row 4 and again at row 36"):
         score_saved_rows(path, resolve_metrics(["trajectory_recall"]), lf.RunConfig(progress=False))
 
 
@@ -381,8 +380,8 @@ def test_the_batch_scorer_pickles_with_its_metrics() -> None:
     scorer = BatchScorer(resolve_metrics([*TRAJECTORY, "rouge_l_sum", "bleu"]))
     again = pickle.loads(pickle.dumps(scorer))
     rows = _flat_rows(5, 3)
-    a = scorer.score(_ListBatch([(r, "x") for r in rows]))
-    b = again.score(_ListBatch([(r, "x") for r in rows]))
+    a = scorer.score(_ListBatch(rows))
+    b = again.score(_ListBatch(rows))
     assert all(np.array_equal(a.columns[k], b.columns[k], equal_nan=True) for k in a.columns if k != "case_id")
 
 
@@ -434,3 +433,22 @@ def test_report_on_a_batch_scored_folder_says_what_it_holds(tmp_path: Path) -> N
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "scored batch by batch (metrics_table.parquet, summary.json)" in proc.stderr
+
+
+def test_blank_lines_keep_rows_numbered_across_batches(tmp_path: Path) -> None:
+    rows = _flat_rows(23, 7)
+    for r in rows:
+        r.pop("case_id")  # rows without an id are numbered by their place in the file
+    text = "".join(json.dumps(r) + ("\n\n" if i % 5 == 0 else "\n") for i, r in enumerate(rows))
+    path = tmp_path / "blank.jsonl"
+    path.write_text("\n" + text, encoding="utf-8")
+    from levelfield.formats.batches import batch_source
+
+    source = batch_source(path, batch_rows=4)
+    batches = list(source.batches)
+    assert len(batches) > 3
+    located = [(b.start + i, b.where(i)) for b in batches for i, _ in enumerate(b.rows())]
+    assert [i for i, _ in located] == list(range(23))
+    assert located[1][1] == "blank.jsonl line 4"  # line 1 is blank, row 0 on line 2, a blank line after it
+    table = score_saved_rows(path, resolve_metrics(["trajectory_recall"]), lf.RunConfig(progress=False)).metrics_table
+    assert table["case_id"].tolist() == [str(i) for i in range(23)]

@@ -71,8 +71,12 @@ class RowBatch(Protocol):
     start: int
     """Index of the batch's first row in the whole dataset (rows without an id are numbered by it)."""
 
-    def rows(self) -> list[tuple[Mapping[str, Any], str]]:
-        """The rows, each with where it comes from (``"file.jsonl line 7"``), for error messages."""
+    def rows(self) -> list[Mapping[str, Any]]:
+        """The rows (read from the file when first asked, in the process that scores them)."""
+        ...
+
+    def where(self, i: int) -> str:
+        """Where row ``i`` of the batch comes from (``"file.jsonl line 7"``), for error messages."""
         ...
 
 
@@ -80,11 +84,15 @@ class RowBatch(Protocol):
 class _ListBatch:
     """Rows already in memory."""
 
-    located: list[tuple[Mapping[str, Any], str]]
+    rows_: list[Mapping[str, Any]]
     start: int = 0
+    label: str = "dataset"
 
-    def rows(self) -> list[tuple[Mapping[str, Any], str]]:
-        return self.located
+    def rows(self) -> list[Mapping[str, Any]]:
+        return self.rows_
+
+    def where(self, i: int) -> str:
+        return f"{self.label} row {self.start + i + 1}"
 
 
 class _Call:
@@ -301,8 +309,6 @@ class ScoredBatch:
 
     columns: dict[str, Any]
     failed: dict[str, int] = field(default_factory=dict)
-    where: list[str] = field(default_factory=list)
-    """Each row's location, to name duplicate ids."""
     skipped: dict[str, str] = field(default_factory=dict)
     """Rows left out, by case id, with the reason (conversation scenarios need a user simulator)."""
     with_predictions: int = 0
@@ -376,8 +382,8 @@ class BatchScorer:
                 gc.enable()
 
     def _score(self, batch: RowBatch) -> ScoredBatch:
-        located = batch.rows()
-        n = len(located)
+        rows = batch.rows()
+        n = len(rows)
         ids: list[str] = [""] * n
         failure = np.zeros(n, dtype=np.int8)
         latency = np.full(n, _NAN)
@@ -394,9 +400,9 @@ class BatchScorer:
         ctx = ScoringContext(case_id="", prompt=None, response=None, predicted_trajectory=[])
         whole = self._whole
         start = batch.start
-        for i, (row, where) in enumerate(located):
+        for i, row in enumerate(rows):
             if type(row) is not dict:
-                raise DatasetError(f"{where}: expected an object with named fields, got {type(row).__name__}")
+                raise DatasetError(f"{batch.where(i)}: expected an object with named fields, got {type(row).__name__}")
             layout = self._layout(row)
             fast = layout.flat
             get = row.get
@@ -435,7 +441,7 @@ class BatchScorer:
                 if any(not _missing(row.get(c)) for c in _SCENARIO):
                     skipped.append(i)  # needs a user simulator; the caller says so
                     continue
-                self._score_row(row, start + i, i, where, is_failed, values, failed, self.metrics)
+                self._score_row(row, start + i, i, batch.where(i), is_failed, values, failed, self.metrics)
                 continue
             if is_failed:
                 continue  # a failed run is not scored: NaN, as on the row path
@@ -461,7 +467,7 @@ class BatchScorer:
                     except Exception:  # a metric bug must not lose the row: NaN, counted as the metric's failure
                         failed[metric.name] = failed.get(metric.name, 0) + 1
             if whole:
-                self._score_row(row, start + i, i, where, is_failed, values, failed, whole)
+                self._score_row(row, start + i, i, batch.where(i), is_failed, values, failed, whole)
         for (keyer, rows_of, p_of, r_of), (_, group) in zip(kernels, groups.values()):
             if rows_of:
                 a = align_batch(p_of, r_of)
@@ -470,15 +476,13 @@ class BatchScorer:
         columns: dict[str, Any] = {"case_id": ids, "failure": failure, "latency_in_seconds": latency}
         for name, column in values.items():
             columns[f"{name}/score"] = column
-        wheres = [where for _, where in located]
         skipped_ids = {}
         if skipped:
             keep = np.ones(n, dtype=bool)
             keep[skipped] = False
             skipped_ids = {ids[i]: "a conversation_scenario case needs a user simulator" for i in skipped}
             columns = {k: (v[keep] if isinstance(v, np.ndarray) else [x for x, k_ in zip(v, keep) if k_]) for k, v in columns.items()}
-            wheres = [w for w, k_ in zip(wheres, keep) if k_]
-        return ScoredBatch(columns, failed, wheres, skipped_ids, with_predictions)
+        return ScoredBatch(columns, failed, skipped_ids, with_predictions)
 
     def _score_row(
         self,
@@ -604,8 +608,8 @@ class _UniqueIds:
             seen = first.setdefault(case_id, base + i)
             if seen != base + i:
                 raise DatasetError(
-                    f"{self.source}: case ids must be unique; {case_id!r} is at row {seen + 1} and again at "
-                    f"{batch.where[i]}. Give each row its own id, or drop the id column to number the rows"
+                    f"{self.source}: case ids must be unique; {case_id!r} is at row {seen + 1} and again at row "
+                    f"{base + i + 1}. Give each row its own id, or drop the id column to number the rows"
                 )
         self._rows += len(batch)
 
@@ -662,7 +666,6 @@ def score_batches(
 
     def take(scored: ScoredBatch) -> None:
         ids.add(scored)
-        scored.where = []  # only needed to name a repeated id; a kept batch need not hold it
         summary.add(scored)
         skipped.update(scored.skipped)
         if on_batch is not None:
@@ -725,10 +728,10 @@ def _score_in_pool(batches: Iterable[RowBatch], scorer: BatchScorer, workers: in
         ) from None
 
 
-def batches_of(rows: Sequence[tuple[Mapping[str, Any], str]], size: int) -> Iterator[RowBatch]:
-    """In-memory ``(row, location)`` pairs as batches of ``size``."""
+def batches_of(rows: Sequence[Mapping[str, Any]], size: int, label: str = "dataset") -> Iterator[RowBatch]:
+    """In-memory rows as batches of ``size``; ``label`` names them in errors (``"<label> row 7"``)."""
     for start in range(0, len(rows), size):
-        yield _ListBatch(list(rows[start : start + size]), start)
+        yield _ListBatch(list(rows[start : start + size]), start, label)
 
 
 class ColumnarResult(EvalResult):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,23 +64,32 @@ class _JsonlBatch:
     data: bytes
     first_line: int
     start: int
+    _lines: list[int] | None = None
 
-    def rows(self) -> list[tuple[Mapping[str, Any], str]]:
+    def rows(self) -> list[Mapping[str, Any]]:
         loads = _loads()
-        name = os.path.basename(self.path)
         out = []
+        lines: list[int] | None = None
         for n, line in enumerate(self.data.split(b"\n"), self.first_line):
             if not line.strip():
+                if lines is None:  # a blank line: from here on, rows and lines part ways
+                    lines = list(range(self.first_line, self.first_line + len(out)))
                 continue
             try:
-                row = loads(line)
+                out.append(loads(line))
             except ValueError:
                 try:  # what orjson refuses and Python's json reads (NaN, Infinity), the row path reads too
-                    row = json.loads(line)
+                    out.append(json.loads(line))
                 except ValueError as exc:
                     raise DatasetError(f"{self.path} line {n}: not valid JSON ({exc})") from None
-            out.append((row, f"{name} line {n}"))
+            if lines is not None:
+                lines.append(n)
+        self._lines = lines
         return out
+
+    def where(self, i: int) -> str:
+        line = self._lines[i] if self._lines is not None else self.first_line + i
+        return f"{os.path.basename(self.path)} line {line}"
 
 
 @dataclass
@@ -103,9 +113,11 @@ class _ParquetBatch:
             reader = ipc.open_file(source)
             return pa.Table.from_batches([reader.get_batch(i) for i in self.groups])
 
-    def rows(self) -> list[tuple[Mapping[str, Any], str]]:
-        name = os.path.basename(self.path)
-        return [(row, f"{name} row {self.start + i + 1}") for i, row in enumerate(self._table().to_pylist())]
+    def rows(self) -> list[Mapping[str, Any]]:
+        return self._table().to_pylist()
+
+    def where(self, i: int) -> str:
+        return f"{os.path.basename(self.path)} row {self.start + i + 1}"
 
 
 @dataclass
@@ -114,13 +126,13 @@ class _CsvBatch:
     path: str
     start: int
 
-    def rows(self) -> list[tuple[Mapping[str, Any], str]]:
-        name = os.path.basename(self.path)
+    def rows(self) -> list[Mapping[str, Any]]:
+        return [{k: (None if v == "" else v) for k, v in r.items()} for r in self.rows_]
+
+    def where(self, i: int) -> str:
         # Header is line 1, so data row i sits on line i + 2 (cells without line breaks).
-        return [
-            ({k: (None if v == "" else v) for k, v in r.items()}, f"{name} row {self.start + i + 1} (line {self.start + i + 2})")
-            for i, r in enumerate(self.rows_)
-        ]
+        n = self.start + i + 1
+        return f"{os.path.basename(self.path)} row {n} (line {n + 1})"
 
 
 @dataclass
@@ -149,13 +161,23 @@ def columnar_readable(data: Any) -> bool:
     return isinstance(data, list) and bool(data) and all(type(r) is dict for r in data[:100])
 
 
+_BLANK_LINE = re.compile(rb"(?:^|\n)[ \t\r]*(?:\n|$)")
+
+
+def _rows_in(piece: bytes) -> int:
+    """The non-blank lines of a piece that ends at a line end (counted in C when none is blank)."""
+    if _BLANK_LINE.search(piece) is None:
+        return piece.count(b"\n")
+    return sum(1 for line in piece.split(b"\n") if line.strip())
+
+
 def _jsonl_batches(path: Path, batch_rows: int) -> Iterator[_JsonlBatch]:
     # Cut the file at line ends into pieces of about batch_rows lines, estimated from the first.
     size = path.stat().st_size
     with path.open("rb") as f:
         head = f.read(1 << 20)
         lines_in_head = head.count(b"\n") or 1
-        chunk = max(1 << 16, int(len(head) / lines_in_head * batch_rows))
+        chunk = max(1 << 10, int(len(head) / lines_in_head * batch_rows))
         f.seek(0)
         line, start, rest = 1, 0, b""
         while True:
@@ -170,7 +192,7 @@ def _jsonl_batches(path: Path, batch_rows: int) -> Iterator[_JsonlBatch]:
             piece, rest = data[: cut + 1], data[cut + 1 :]
             yield _JsonlBatch(str(path), piece, line, start)
             line += piece.count(b"\n")
-            start += sum(1 for x in piece.split(b"\n") if x.strip())
+            start += _rows_in(piece)
         if rest.strip():
             yield _JsonlBatch(str(path), rest, line, start)
     del size
@@ -257,8 +279,7 @@ def batch_source(data: Any, *, batch_rows: int = BATCH_ROWS, source: str | None 
         label = source or "dataset"
         rows = data
         frame = None
-    located = [(r, f"{label} row {i + 1}") for i, r in enumerate(rows)]
-    return BatchSource(batches_of(located, batch_rows), len(located), label, frame=frame if frame is not None else rows)
+    return BatchSource(batches_of(rows, batch_rows, label), len(rows), label, frame=frame if frame is not None else rows)
 
 
 # --- writers --------------------------------------------------------------------------------------
