@@ -62,6 +62,9 @@ _FAILED = (True, 1, "1", "true", "True")
 _NOT_FLAT = ("turns", "scenario", "conversation_scenario", "trace")
 """Columns that make a row more than one flat turn: such rows take the row path."""
 _SCENARIO = ("scenario", "conversation_scenario")
+_INF = (float("inf"), float("-inf"))
+_FIELD_AT = {"prompt": 0, "response": 1, "reference": 2, "reference_trajectory": 3, "predicted_trajectory": 4}
+"""Where a light context's fields sit in the tuple the batch path checks ``requires`` against."""
 _FIELDS = {name: field for field, names in ALIASES.items() for name in names}
 
 
@@ -223,15 +226,17 @@ class _CallKeys:
         if _orjson is None:  # pragma: no cover - without orjson every call is read and keyed
             return [self._id(*c) for c in _calls(cell) or ()]
         get = self._by_text.get
-        dumps, sort = _orjson.dumps, _orjson.OPT_SORT_KEYS
+        # The text as written (keys unsorted): a call whose keys come in another order is just
+        # another entry, read once, with the same key.
+        dumps = _orjson.dumps
         try:
-            out = [get(dumps(item, option=sort)) for item in cell]
+            out = [get(dumps(item)) for item in cell]
         except TypeError:  # not JSON (an object from a DataFrame): each call read and keyed, not cached
             return [self._id(*c) for c in _calls(cell) or ()]
         if None in out:
             for j, found in enumerate(out):
                 if found is None:
-                    out[j] = self._miss(cell[j], dumps(cell[j], option=sort))
+                    out[j] = self._miss(cell[j], dumps(cell[j]))
         return out
 
     def _miss(self, item: Any, text: bytes) -> int:
@@ -341,7 +346,13 @@ class BatchScorer:
                 self._kernels.append((m, keys.setdefault(id(matcher), _CallKeys(matcher))))
                 continue
             reads = _trusted_reads(m)
-            if reads is not None and _plain_computable(m) and not getattr(m, "is_async", False):
+            if (
+                reads is not None
+                and set(reads) <= set(_FIELD_AT)
+                and set(m.requires) <= set(_FIELD_AT)
+                and _plain_computable(m)
+                and not getattr(m, "is_async", False)
+            ):
                 self._light.append((m, reads))
             else:
                 self._whole.append(m)
@@ -384,8 +395,8 @@ class BatchScorer:
     def _score(self, batch: RowBatch) -> ScoredBatch:
         rows = batch.rows()
         n = len(rows)
-        ids: list[str] = [""] * n
-        failure = np.zeros(n, dtype=np.int8)
+        ids: list[str] = []
+        failure: list[bool] = []
         latency = np.full(n, _NAN)
         values = {m.name: np.full(n, _NAN) for m in self.metrics}
         failed: dict[str, int] = {}
@@ -395,11 +406,16 @@ class BatchScorer:
         for m, k in self._kernels:
             groups.setdefault(id(k), (k, []))[1].append(m)
         kernels = [(keyer, [], [], []) for keyer, _ in groups.values()]  # keyer, rows, predicted keys, reference keys
-        light = [(values[m.name], m) for m, _ in self._light]
-        light_calls = any({"predicted_trajectory", "reference_trajectory"} & set(r) for _, r in self._light)
+        # One matcher (the usual case) is read without a loop over matchers.
+        single = kernels[0] if len(kernels) == 1 else None
+        light = [(values[m.name], m, tuple(_FIELD_AT[f] for f in m.requires)) for m, _ in self._light]
+        light_reads = {f for _, r in self._light for f in r}
+        light_calls = bool({"predicted_trajectory", "reference_trajectory"} & light_reads)
+        read_prompt = "prompt" in light_reads
         ctx = ScoringContext(case_id="", prompt=None, response=None, predicted_trajectory=[])
         whole = self._whole
         start = batch.start
+        prompt = predicted = reference_calls = None
         for i, row in enumerate(rows):
             if type(row) is not dict:
                 raise DatasetError(f"{batch.where(i)}: expected an object with named fields, got {type(row).__name__}")
@@ -408,9 +424,10 @@ class BatchScorer:
             get = row.get
             with_predictions += layout.has_predictions
             case_id = get(layout.case_id) if layout.case_id is not None else None
-            ids[i] = str(start + i) if _missing(case_id) else str(case_id)
-            is_failed = get("failure") in _FAILED
-            failure[i] = is_failed
+            ids.append(case_id if type(case_id) is str else str(start + i) if _missing(case_id) else str(case_id))
+            flag = get("failure")
+            is_failed = flag is not None and flag in _FAILED
+            failure.append(is_failed)
             lat = get("latency_in_seconds")
             if lat is not None:
                 try:
@@ -419,51 +436,69 @@ class BatchScorer:
                     pass
             if fast:
                 try:
-                    response = _text(get(layout.response)) if layout.response is not None else None
-                    reference = _text(get(layout.reference)) if layout.reference is not None else None
-                    prompt = get(layout.prompt) if layout.prompt is not None else None
-                    if type(prompt) is not str and prompt is not None:
-                        if not _missing(prompt):
-                            raise _Irregular  # a request given as messages: the row path reads it
-                        prompt = None
-                    if prompt is not None and prompt.lstrip().startswith("{"):
-                        raise _Irregular  # may be {"messages": ...} as JSON
+                    response = get(layout.response) if layout.response is not None else None
+                    if type(response) is not str and response is not None:
+                        response = _text(response)
+                    reference = get(layout.reference) if layout.reference is not None else None
+                    if type(reference) is not str and reference is not None:
+                        reference = _text(reference)
+                    if read_prompt:
+                        prompt = get(layout.prompt) if layout.prompt is not None else None
+                        if type(prompt) is not str and prompt is not None:
+                            if not _missing(prompt):
+                                raise _Irregular  # a request given as messages: the row path reads it
+                            prompt = None
+                        if prompt is not None and prompt.lstrip().startswith("{"):
+                            raise _Irregular  # may be {"messages": ...} as JSON
                     predicted_cell = get(layout.predicted_trajectory) if layout.predicted_trajectory is not None else None
                     reference_cell = get(layout.reference_trajectory) if layout.reference_trajectory is not None else None
                     # Reading the calls checks them, as the row path does, whether or not a metric needs them.
-                    keyed = [keyer.keys(reference_cell) for keyer, *_ in kernels]
-                    keyed_p = [keyer.keys(predicted_cell) or [] for keyer, *_ in kernels]
+                    if single is not None:
+                        keyer = single[0]
+                        rk = keyer.keys(reference_cell)
+                        pk = keyer.keys(predicted_cell) or []
+                    elif kernels:
+                        keyed = [k[0].keys(reference_cell) for k in kernels]
+                        keyed_p = [k[0].keys(predicted_cell) or [] for k in kernels]
                     if light_calls or not kernels:
                         predicted, reference_calls = _calls(predicted_cell), _calls(reference_cell)
                 except _Irregular:
                     fast = False
             if not fast:
-                if any(not _missing(row.get(c)) for c in _SCENARIO):
+                if any(not _missing(get(c)) for c in _SCENARIO):
                     skipped.append(i)  # needs a user simulator; the caller says so
                     continue
                 self._score_row(row, start + i, i, batch.where(i), is_failed, values, failed, self.metrics)
                 continue
             if is_failed:
                 continue  # a failed run is not scored: NaN, as on the row path
-            if kernels and keyed[0] is not None:
-                for (_, rows_of, p_of, r_of), pk, rk in zip(kernels, keyed_p, keyed):
+            if single is not None:
+                if rk is not None:
+                    single[1].append(i)
+                    single[2].append(pk)
+                    single[3].append(rk)
+            elif kernels and keyed[0] is not None:
+                for (_, rows_of, p_of, r_of), pk_, rk_ in zip(kernels, keyed_p, keyed):
                     rows_of.append(i)
-                    p_of.append(pk)
-                    r_of.append(rk)
+                    p_of.append(pk_)
+                    r_of.append(rk_)
             if light:
-                ctx.case_id, ctx.prompt, ctx.response, ctx.reference = ids[i], prompt, response, reference
                 if light_calls:
-                    ctx.predicted_trajectory = _light_calls(predicted) or []  # type: ignore[assignment]
-                    ctx.reference_trajectory = _light_calls(reference_calls)  # type: ignore[assignment]
+                    predicted_light = _light_calls(predicted) or []
+                    reference_light = _light_calls(reference_calls)
                 else:
                     # Only for ``requires``: no light metric here reads the calls.
-                    ctx.reference_trajectory = None if _calls_absent(reference_cell) else []  # type: ignore[assignment]
+                    predicted_light, reference_light = [], (None if _calls_absent(reference_cell) else [])
+                present = (prompt, response, reference, reference_light, predicted_light)
+                ctx.case_id, ctx.prompt, ctx.response, ctx.reference = ids[i], prompt, response, reference
+                ctx.predicted_trajectory, ctx.reference_trajectory = predicted_light, reference_light  # type: ignore[assignment]
                 ctx._alignments.clear()
-                for column, metric in light:
-                    if not metric.computable(ctx):
-                        continue
+                for column, metric, needs in light:
+                    if any(present[at] is None for at in needs):
+                        continue  # not computable: NaN, as ``Metric.computable`` says
                     try:
-                        column[i] = Score.of(metric.score(ctx)).value
+                        got = metric.score(ctx)
+                        column[i] = got if type(got) is float and got not in _INF else Score.of(got).value
                     except Exception:  # a metric bug must not lose the row: NaN, counted as the metric's failure
                         failed[metric.name] = failed.get(metric.name, 0) + 1
             if whole:
@@ -473,7 +508,7 @@ class BatchScorer:
                 a = align_batch(p_of, r_of)
                 for metric in group:
                     values[metric.name][rows_of] = metric.value(a)  # type: ignore[attr-defined]
-        columns: dict[str, Any] = {"case_id": ids, "failure": failure, "latency_in_seconds": latency}
+        columns: dict[str, Any] = {"case_id": ids, "failure": np.array(failure, dtype=np.int8), "latency_in_seconds": latency}
         for name, column in values.items():
             columns[f"{name}/score"] = column
         skipped_ids = {}
