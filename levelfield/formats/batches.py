@@ -161,12 +161,13 @@ def columnar_readable(data: Any) -> bool:
     return isinstance(data, list) and bool(data) and all(type(r) is dict for r in data[:100])
 
 
-_BLANK_LINE = re.compile(rb"(?:^|\n)[ \t\r]*(?:\n|$)")
+_BLANK_INSIDE = re.compile(rb"\n[ \t\r]*\n")
+_BLANK_FIRST = re.compile(rb"[ \t\r]*\n")
 
 
 def _rows_in(piece: bytes) -> int:
     """The non-blank lines of a piece that ends at a line end (counted in C when none is blank)."""
-    if _BLANK_LINE.search(piece) is None:
+    if _BLANK_INSIDE.search(piece) is None and _BLANK_FIRST.match(piece) is None:
         return piece.count(b"\n")
     return sum(1 for line in piece.split(b"\n") if line.strip())
 
