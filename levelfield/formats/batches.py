@@ -136,6 +136,21 @@ class _CsvBatch:
 
 
 @dataclass
+class _FrameBatch:
+    """A slice of a DataFrame."""
+
+    frame: Any
+    start: int
+    label: str
+
+    def rows(self) -> list[Mapping[str, Any]]:
+        return self.frame.to_dict("records")
+
+    def where(self, i: int) -> str:
+        return f"{self.label} row {self.start + i + 1}"
+
+
+@dataclass
 class BatchSource:
     """Where saved rows come from: the batches, how many rows there are (None when unknown),
     the name errors use, and the rows' own columns for an in-memory table (else None)."""
@@ -274,13 +289,11 @@ def batch_source(data: Any, *, batch_rows: int = BATCH_ROWS, source: str | None 
         data = data.to_pandas()
     if isinstance(data, pd.DataFrame):
         label = source or "DataFrame"
-        rows: Sequence[Mapping[str, Any]] = data.to_dict("records")
-        frame = data
-    else:
-        label = source or "dataset"
-        rows = data
-        frame = None
-    return BatchSource(batches_of(rows, batch_rows, label), len(rows), label, frame=frame if frame is not None else rows)
+        # A slice at a time: the frame's rows never all exist as dicts at once.
+        frames = (_FrameBatch(data.iloc[s : s + batch_rows], s, label) for s in range(0, len(data), batch_rows))
+        return BatchSource(frames, len(data), label, frame=data)
+    label = source or "dataset"
+    return BatchSource(batches_of(data, batch_rows, label), len(data), label, frame=data)
 
 
 # --- writers --------------------------------------------------------------------------------------
