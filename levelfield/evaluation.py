@@ -3,8 +3,9 @@
 them to the adapter-free engine in ``levelfield.core``.
 
 Run options (concurrency, timeout, retries, backoff, trials, progress, agent_concurrency, out,
-resume, overwrite) are the fields of :class:`~levelfield.core.config.RunConfig`, given as
-``config=RunConfig(...)`` and/or as keywords; their defaults are defined there, once.
+resume, overwrite, isolation, executor) are the fields of
+:class:`~levelfield.core.config.RunConfig`, given as ``config=RunConfig(...)`` and/or as
+keywords; their defaults are defined there, once.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing_extensions import Unpack
 from .baseline import prepare_baseline
 
 from .adapters.auto import as_agent
-from .adapters.spec import agent_from_spec
+from .adapters.spec import SpecAgent, agent_from_spec
 from .comparison import Comparison, FailedRuns
 from .core import stats
 from .core.config import RunConfig, RunOptions, run_config
@@ -30,7 +31,8 @@ from .core.metrics.base import Metric
 from .core.metrics.registry import resolve_metrics
 from .core.protocol import AgentRunnable
 from .core.results import EvalResult
-from .core.runner import run_coroutine
+from .core.runner import Executor, run_coroutine
+from .executors import resolve_executor, ships_agents
 from .failure_summary import AllRunsFailedWarning, agents_that_always_failed, failure_groups
 from .formats import load_dataset
 from .saved import score_saved_rows, takes_columnar_path
@@ -112,12 +114,13 @@ async def aevaluate(
         check_label_cases(labels, ds)  # bad labels fail before any agent runs
     if agent is None and simulator is not None:
         raise ConfigError("simulator=... plays the user of a conversation with an agent: pass agent=... too")
+    executor = _executor(cfg, simulator)
     if agent is None:
         result = await score_saved(ds, resolved, cfg)
     else:
-        runnable: AgentRunnable = _agent(agent, name, cfg.isolation)
+        runnable: AgentRunnable = _agent(agent, name, cfg)
         result = (await run_and_score(ds, [runnable], resolved, cfg, kind="evaluate",
-                                      simulator=as_simulator(simulator)))[runnable.name]
+                                      simulator=as_simulator(simulator), executor=executor))[runnable.name]
     if labels is not None:
         result.judge_corrections = correct_judged(result, labels)
     elif any("human_label" in c.metadata for c in ds) and judged_binary_metrics(result):
@@ -157,6 +160,9 @@ def evaluate(
     the same without this option.
     ``isolation="process"`` runs the agent in worker processes, so a crash (a segfault,
     ``os._exit``) fails that run only; the agent must then be picklable or a ``"pkg.mod:attr"`` spec.
+    ``executor="ray"`` (or ``lf.RayExecutor(address=..., num_workers=...)``) runs the agent on a
+    Ray cluster (see :mod:`levelfield.executors.ray`); journal, scores and results stay here and
+    are the same as a local run's.
     ``simulator``: a user simulator (``lf.UserSimulator(model)``, ``lf.testing.ScriptedUser(...)``)
     that plays the dataset's conversation-scenario cases; without one they are skipped.
     A failed run never stops the evaluation (a warning says so when every run failed); bad input
@@ -177,7 +183,7 @@ def evaluate(
                 _log_experiment(lambda: log_evaluation(result, experiment), experiment)
             return result
         ds = load_dataset(dataset)
-        runnable = None if agent is None else _agent(agent, name, cfg.isolation)
+        runnable = None if agent is None else _agent(agent, name, cfg)
         result = run_coroutine(
             aevaluate(ds, runnable, resolved, config=config, human_labels=human_labels, simulator=simulator, **options)
         )
@@ -244,15 +250,27 @@ class EvalTask:
         return result
 
 
-def _agent(agent: Any, name: str | None, isolation: str) -> AgentRunnable:
-    # A spec string ("pkg.mod:attr", a URL) is loaded here; for process isolation it stays a spec,
-    # so a worker process imports the agent itself.
+def _agent(agent: Any, name: str | None, config: RunConfig) -> AgentRunnable:
+    # A spec string ("pkg.mod:attr", a URL) is loaded here; when agents run in other processes
+    # (process isolation, Ray) it stays a spec, so each worker builds the agent itself.
     if isinstance(agent, str):
-        return agent_from_spec(agent, name=name, isolation=isolation)
+        if ships_agents(config.executor):
+            return SpecAgent(agent, name=name)
+        return agent_from_spec(agent, name=name, isolation=config.isolation)
     return as_agent(agent, name=name)
 
 
-def _resolve_agents(agents: Any, isolation: str = "none") -> list[Any]:
+def _executor(config: RunConfig, simulator: Any) -> Executor | None:
+    """Where the runs execute; None: this process (the local runner)."""
+    if not ships_agents(config.executor):
+        return None
+    if simulator is not None:
+        raise ConfigError(f"simulator=... plays conversations in this process; it does not combine with "
+                          f"executor={config.executor!r} yet: run the scenario cases locally")
+    return resolve_executor(config.executor)
+
+
+def _resolve_agents(agents: Any, config: RunConfig) -> list[Any]:
     if isinstance(agents, Mapping):
         items = list(agents.items())
     elif isinstance(agents, Sequence) and not isinstance(agents, str):
@@ -263,7 +281,7 @@ def _resolve_agents(agents: Any, isolation: str = "none") -> list[Any]:
         raise ConfigError("compare() needs at least one agent")
     runnables = []
     for name, agent in items:
-        runnables.append(_agent(agent, name, isolation))
+        runnables.append(_agent(agent, name, config))
     names = [r.name for r in runnables]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
@@ -293,7 +311,8 @@ async def acompare(
     cfg = run_config(config, **options)
     ds = load_dataset(dataset)
     resolved = resolve_metrics(metrics)
-    runnables = _resolve_agents(agents, cfg.isolation)
+    runnables = _resolve_agents(agents, cfg)
+    executor = _executor(cfg, simulator)
     unknown = sorted(set(cfg.agent_concurrency) - {r.name for r in runnables})
     if unknown:
         raise ConfigError(f"agent_concurrency names unknown agents: {', '.join(unknown)}")
@@ -305,7 +324,7 @@ async def acompare(
         # Loaded before any agent runs, so a bad baseline fails fast.
         joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials)
     results = await run_and_score(ds, runnables, resolved, cfg, kind="compare", settings=settings,
-                                  simulator=as_simulator(simulator))
+                                  simulator=as_simulator(simulator), executor=executor)
     if joined is not None:
         results[joined.name] = joined.result
     cmp = Comparison(ds, results, resolved, trials=cfg.trials, config=cfg, **settings)
@@ -360,7 +379,8 @@ def compare(
     conversation-scenario cases: the first agent on each case and trial meets the live simulated
     user, every other agent gets that user's turns verbatim (the same user for all).
     ``experiment="name"`` logs each agent's run to that MLflow experiment (see
-    :mod:`levelfield.experiment`).
+    :mod:`levelfield.experiment`). ``executor="ray"`` runs the agents on a Ray cluster, with the
+    same results (see :func:`evaluate`).
     """
 
     def body() -> Comparison:
@@ -368,7 +388,7 @@ def compare(
         cfg = run_config(config, **options)
         ds = load_dataset(dataset)
         resolved = resolve_metrics(metrics)
-        runnables = _resolve_agents(agents, cfg.isolation)
+        runnables = _resolve_agents(agents, cfg)
         cmp = run_coroutine(
             acompare(
                 ds, {r.name: r for r in runnables}, resolved, config=config, failed_runs=failed_runs,

@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypedDict
 
 from .errors import ConfigError
 
-__all__ = ["RunConfig", "RunOptions", "run_config", "ISOLATION_MODES"]
+__all__ = ["RunConfig", "RunOptions", "run_config", "ISOLATION_MODES", "EXECUTORS"]
 
 ISOLATION_MODES = ("none", "process")
 """Where agents run: ``"none"`` in this process (async agents on the event loop, sync ones on
 daemon threads), ``"process"`` in worker processes (see ``levelfield.core.isolation``)."""
+
+EXECUTORS = ("local", "ray")
+"""Where runs execute, by name: ``"local"`` (this machine) or ``"ray"`` (a Ray cluster; see
+``levelfield.executors``). An executor object (``lf.RayExecutor(...)``) says where with its settings."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,10 @@ class RunConfig:
     workers: int = 1
     """Processes that score saved predictions (``-1``: one per core); batches are scored in
     parallel, in bounded memory (see ``levelfield.core.columnar``)."""
+    executor: Any = "local"
+    """Where runs execute: ``"local"`` (this process, the default), ``"ray"`` (a Ray cluster at
+    ``RAY_ADDRESS``, else a local Ray), or an executor object such as
+    ``lf.RayExecutor(address="auto", num_workers=4)``. The results are the same."""
 
     def __post_init__(self) -> None:
         def bad(option: str, value: Any, rule: str) -> ConfigError:
@@ -80,6 +88,13 @@ class RunConfig:
                       "in a worker process, so a crash kills the worker, not the evaluation)")
         if isinstance(self.workers, bool) or not isinstance(self.workers, int) or (self.workers < 1 and self.workers != -1):
             raise bad("workers", self.workers, "must be a whole number >= 1, or -1 for one per core")
+        if isinstance(self.executor, str):
+            if self.executor not in EXECUTORS:
+                raise bad("executor", self.executor, "must be 'local' (this machine), 'ray' (a Ray cluster) or an "
+                          "executor object such as lf.RayExecutor(address=...)")
+        elif not (callable(getattr(self.executor, "run_agents", None)) and callable(getattr(self.executor, "check", None))):
+            raise bad("executor", self.executor, "must be 'local', 'ray' or an executor object such as "
+                      "lf.RayExecutor(...) (one with check() and run_agents())")
         if self.resume and self.out is None:
             raise ConfigError("resume=True needs out=...: the folder whose runs.jsonl journal to resume")
         if self.resume and self.overwrite:
@@ -105,9 +120,11 @@ class RunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """The options as JSON-ready values (for the run record)."""
-        out = asdict(self)
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["agent_concurrency"] = dict(self.agent_concurrency)
         out["out"] = None if self.out is None else str(self.out)
+        # An executor object is recorded as what it says it is (its settings), not as its state.
+        out["executor"] = self.executor if isinstance(self.executor, str) else repr(self.executor)
         return out
 
 
@@ -126,6 +143,7 @@ class RunOptions(TypedDict, total=False):
     overwrite: bool
     isolation: str
     workers: int
+    executor: Any
 
 
 _NAMES = tuple(f.name for f in fields(RunConfig))

@@ -24,7 +24,7 @@ from .protocol import AgentRunnable
 from .record import RUNS_FILE, Journal, RunKey, check_resumable, fingerprints_of, make_header, read_record
 from .results import SAVED_AGENT, EvalResult
 from .isolation import check_picklable
-from .runner import run_agents
+from .runner import Executor, run_agents
 from .scoring import RunScorer, context_for, score_rows
 from .types import AgentOutput, Usage
 from .record import AgentRun
@@ -163,11 +163,14 @@ async def run_and_score(
     kind: str = "evaluate",
     settings: Mapping[str, Any] | None = None,
     simulator: SimulatedUser | None = None,
+    executor: Executor | None = None,
 ) -> dict[str, EvalResult]:
     """Every agent on every case and trial, each run scored (and journaled) as it finishes; one result per agent.
 
     With a ``simulator``, conversation-scenario cases are played out with it (and replayed to the
-    other agents); without one they are skipped with the reason.
+    other agents); without one they are skipped with the reason. ``executor`` runs the agents
+    elsewhere (a Ray cluster, see ``levelfield.executors``); journal, scoring and results stay
+    here, so they are the same as with the local runner (the default).
     """
     skipped: dict[str, str] = {}
     if simulator is None:
@@ -175,6 +178,8 @@ async def run_and_score(
     dataset.require_prompts()
     if config.isolation == "process":
         check_picklable(agents)  # before the journal exists: a bad agent must leave nothing behind
+    if executor is not None:
+        executor.check(agents)  # likewise: an agent the executor cannot ship fails before any run
     scorer = RunScorer(dataset, metrics)
     journal, done = open_journal(dataset, [a.name for a in agents], metrics, config, kind=kind, settings=settings)
     conversations = Conversations(simulator, done) if simulator is not None else None
@@ -185,7 +190,8 @@ async def run_and_score(
             journal.write(run, scores)
 
     try:
-        runs_by_agent = await run_agents(dataset, agents, config, on_run=finished, done=done, run_scenario=conversations)
+        execute = run_agents if executor is None else executor.run_agents
+        runs_by_agent = await execute(dataset, agents, config, on_run=finished, done=done, run_scenario=conversations)
     finally:
         if journal is not None:
             journal.close()

@@ -23,8 +23,8 @@ import random
 import time
 import uuid
 import warnings
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Collection, Generator, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from .config import RunConfig
 from .dataset import EvalCase, EvalDataset
@@ -44,6 +44,7 @@ __all__ = [
     "describe_error",
     "is_transient",
     "BlockingAgentWarning",
+    "Executor",
 ]
 
 T = TypeVar("T")
@@ -289,6 +290,8 @@ async def run_agents(
     on_run: Callable[[AgentRun], None] | None = None,
     done: Mapping[tuple[str, str, int], AgentRun] | None = None,
     run_scenario: Callable[[AgentRunnable, EvalCase, int, RunConfig, str], Awaitable[AgentRun]] | None = None,
+    only: Collection[tuple[str, str, int]] | None = None,
+    slots: asyncio.Semaphore | None = None,
 ) -> dict[str, list[AgentRun]]:
     """Every agent on every case and trial; runs per agent in dataset order, then trial order.
 
@@ -296,6 +299,9 @@ async def run_agents(
     ``done`` maps (agent name, case id, trial) to runs finished earlier (a resumed journal): they
     are returned as they are, not run again, and ``on_run`` is not called for them.
     ``run_scenario`` plays the conversation-scenario cases (a simulated user; see ``conversation``).
+    ``only`` (agent name, case id, trial) keys: run just these, and return just their runs (one
+    batch of a remote executor's worker). ``slots``: the bound on runs in flight, shared with other
+    calls (a worker running several batches at once); by default one of ``config.concurrency``.
     """
     dataset.require_prompts()
     done = done or {}
@@ -305,13 +311,16 @@ async def run_agents(
         isolation = ProcessIsolation(agents)
         agents = [isolation.wrap(a) for a in agents]
     run_id = uuid.uuid4().hex[:8]
-    limit = asyncio.Semaphore(config.concurrency)
+    limit = slots if slots is not None else asyncio.Semaphore(config.concurrency)
     per_agent = {
         a.name: asyncio.Semaphore(config.agent_concurrency[a.name])
         for a in agents
         if a.name in config.agent_concurrency
     }
     plan = [(a, case, trial) for a in agents for case in dataset for trial in range(config.trials)]
+    if only is not None:
+        wanted = set(only)
+        plan = [job for job in plan if (job[0].name, job[1].case_id, job[2]) in wanted]
     jobs = [job for job in plan if (job[0].name, job[1].case_id, job[2]) not in done]
     desc = agents[0].name if len(agents) == 1 else f"{len(agents)} agents"
     progress = _Progress(len(jobs), config.progress, desc)
@@ -357,3 +366,23 @@ async def run_agents(
         kept = done.get((agent.name, case.case_id, trial))
         out[agent.name].append(kept if kept is not None else next(fresh))
     return out
+
+
+class Executor(Protocol):
+    """Where agent runs execute (``RunConfig.executor``): the local runner above or a cluster's
+    (``levelfield.executors``). The results are the same whichever runs them."""
+
+    def check(self, agents: Sequence[AgentRunnable]) -> None:
+        """Raise a ConfigError naming an agent this executor cannot run, before any run starts."""
+
+    async def run_agents(
+        self,
+        dataset: EvalDataset,
+        agents: Sequence[AgentRunnable],
+        config: RunConfig,
+        *,
+        on_run: Callable[[AgentRun], None] | None = None,
+        done: Mapping[tuple[str, str, int], AgentRun] | None = None,
+        run_scenario: Callable[[AgentRunnable, EvalCase, int, RunConfig, str], Awaitable[AgentRun]] | None = None,
+    ) -> dict[str, list[AgentRun]]:
+        """As :func:`run_agents`: every run once, ``on_run`` called once per fresh run as it finishes."""

@@ -1,0 +1,38 @@
+"""The local executor: agents run in this process with the async runner (the default)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+from ..core.config import RunConfig
+from ..core.dataset import EvalCase, EvalDataset
+from ..core.protocol import AgentRunnable
+from ..core.record import AgentRun
+from ..core.runner import run_agents
+
+__all__ = ["LocalExecutor"]
+
+
+class LocalExecutor:
+    """Runs every agent in this process with ``levelfield.core.runner`` (concurrency, timeouts, retries, trials)."""
+
+    name = "local"
+
+    def check(self, agents: Sequence[AgentRunnable]) -> None:
+        """Nothing to check: the agents never leave this process."""
+
+    async def run_agents(
+        self,
+        dataset: EvalDataset,
+        agents: Sequence[AgentRunnable],
+        config: RunConfig,
+        *,
+        on_run: Callable[[AgentRun], None] | None = None,
+        done: Mapping[tuple[str, str, int], AgentRun] | None = None,
+        run_scenario: Callable[[AgentRunnable, EvalCase, int, RunConfig, str], Awaitable[AgentRun]] | None = None,
+    ) -> dict[str, list[AgentRun]]:
+        """Every agent on every case and trial, as :func:`levelfield.core.runner.run_agents`."""
+        return await run_agents(dataset, agents, config, on_run=on_run, done=done, run_scenario=run_scenario)
+
+    def __repr__(self) -> str:
+        return "LocalExecutor()"

@@ -1,0 +1,352 @@
+"""The Ray executor: agent runs fan out to a Ray cluster; journal, scoring and results stay here.
+
+``RayExecutor`` starts one Ray actor per worker. Each actor receives the dataset (once, through
+Ray's object store) and the agents, builds every agent once, and runs small batches of
+(agent, case, trial) with the local async runner, so timeouts, retries and trials behave as they
+do locally. Finished batches stream back to the driver as they complete; each run is handed to
+the same ``on_run`` callback as locally (scored, journaled to ``out/runs.jsonl``), so ``resume``
+works as it does on one machine.
+
+Agents travel by cloudpickle. An agent given as a spec string (``"pkg.mod:attr"``, an A2A URL,
+an Agent Engine resource name) travels as that string and is built on the worker, which suits
+agents that do not pickle (a compiled graph holding locks, a client holding a connection). An
+agent that can be neither is a :class:`ConfigError` before any run starts.
+
+A worker that dies (``os._exit``, a segfault, a lost node) is restarted by Ray, which runs the
+batch again (``max_retries`` times); a batch that still fails is split and each of its runs tried
+on its own, so one crashing run costs only itself: it is recorded as a failed run
+(``error_type "worker_died"``). Every run is recorded once, keyed by (agent, case, trial).
+
+``ray`` is imported only here, when a Ray run starts: ``pip install 'levelfield[ray]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..adapters.auto import as_agent
+from ..adapters.spec import SpecAgent, load_agent_spec
+from ..core.config import RunConfig
+from ..core.dataset import EvalCase, EvalDataset
+from ..core.errors import AdapterError, ConfigError, MissingExtraError
+from ..core.protocol import AgentRequest, AgentRunnable
+from ..core.record import AgentRun
+from ..core.runner import run_agents as run_locally
+from ..core.types import AgentOutput
+
+__all__ = ["RayExecutor"]
+
+RunKey = tuple[str, str, int]
+_DEPTH = 2  # batches queued per worker, so it starts the next one while the driver reads the last
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise MissingExtraError("ray", "ray", "executor='ray'") from None
+    return ray
+
+
+@dataclass(frozen=True)
+class RayExecutor:
+    """Runs agents on a Ray cluster: ``lf.evaluate(ds, agent, executor=lf.RayExecutor(address="auto"))``."""
+
+    address: str | None = None
+    """The cluster (``"auto"``, ``"ray://host:10001"``); None: ``RAY_ADDRESS``, else a Ray started
+    on this machine. Ignored when this process is already connected (``ray.init`` was called)."""
+    num_workers: int | None = None
+    """Actors running agents; None: one per CPU of the cluster."""
+    concurrency_per_worker: int = 8
+    """Runs in flight in each worker; with Ray, ``num_workers * concurrency_per_worker`` runs are in flight."""
+    runtime_env: Mapping[str, Any] | None = None
+    """Ray's runtime environment for the workers (``{"pip": [...], "working_dir": "."}``, env vars)."""
+    max_retries: int = 2
+    """Times Ray runs a batch again after its worker died."""
+
+    def __post_init__(self) -> None:
+        if self.num_workers is not None and (
+            isinstance(self.num_workers, bool) or not isinstance(self.num_workers, int) or self.num_workers < 1
+        ):
+            raise ConfigError(f"RayExecutor(num_workers={self.num_workers!r}): must be a whole number >= 1, or None")
+        if (
+            isinstance(self.concurrency_per_worker, bool)
+            or not isinstance(self.concurrency_per_worker, int)
+            or self.concurrency_per_worker < 1
+        ):
+            raise ConfigError(
+                f"RayExecutor(concurrency_per_worker={self.concurrency_per_worker!r}): must be a whole number >= 1"
+            )
+        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0:
+            raise ConfigError(f"RayExecutor(max_retries={self.max_retries!r}): must be a whole number >= 0")
+        if self.address is not None and not isinstance(self.address, str):
+            raise ConfigError(f"RayExecutor(address={self.address!r}): expected a string such as 'auto'")
+
+    name = "ray"
+
+    def check(self, agents: Sequence[AgentRunnable]) -> None:
+        """Raise a ConfigError naming the first agent that cannot be sent to Ray workers."""
+        _ray()
+        for agent in agents:
+            _pickled(agent)
+
+    async def run_agents(
+        self,
+        dataset: EvalDataset,
+        agents: Sequence[AgentRunnable],
+        config: RunConfig,
+        *,
+        on_run: Callable[[AgentRun], None] | None = None,
+        done: Mapping[RunKey, AgentRun] | None = None,
+        run_scenario: Callable[[AgentRunnable, EvalCase, int, RunConfig, str], Awaitable[AgentRun]] | None = None,
+    ) -> dict[str, list[AgentRun]]:
+        """Every agent on every case and trial, run on Ray; per agent in dataset order, then trial order.
+
+        As the local runner: ``on_run`` is called once for each fresh run as it arrives, runs in
+        ``done`` are returned as they are.
+        """
+        if run_scenario is not None and any(c.conversation_scenario is not None for c in dataset):
+            raise ConfigError("executor='ray' does not play conversation scenarios (simulator=...); run them locally")
+        dataset.require_prompts()
+        done = done or {}
+        plan = [(a.name, c.case_id, t) for a in agents for c in dataset for t in range(config.trials)]
+        todo = [key for key in plan if key not in done]
+        finished: dict[RunKey, AgentRun] = {}
+        if todo:
+            ray = _ray()
+            self._connect(ray)
+            await self._run(ray, dataset, agents, config, todo, finished, on_run)
+        out: dict[str, list[AgentRun]] = {a.name: [] for a in agents}
+        for key in plan:
+            kept = done.get(key)
+            out[key[0]].append(kept if kept is not None else finished[key])
+        return out
+
+    def _connect(self, ray: Any) -> None:
+        if not ray.is_initialized():
+            ray.init(address=self.address, ignore_reinit_error=True)
+
+    def _workers(self, ray: Any, todo: int) -> tuple[int, float]:
+        """How many actors to start, and the CPUs each reserves (never more than the cluster has)."""
+        cpus = float(ray.cluster_resources().get("CPU", 1.0)) or 1.0
+        wanted = self.num_workers or max(1, int(cpus))
+        count = max(1, min(wanted, math.ceil(todo / self.concurrency_per_worker)))
+        # More workers than CPUs share them, rather than wait for CPUs that never free up.
+        return count, min(1.0, cpus / count)
+
+    async def _run(
+        self,
+        ray: Any,
+        dataset: EvalDataset,
+        agents: Sequence[AgentRunnable],
+        config: RunConfig,
+        todo: list[RunKey],
+        finished: dict[RunKey, AgentRun],
+        on_run: Callable[[AgentRun], None] | None,
+    ) -> None:
+        count, cpus = self._workers(ray, len(todo))
+        caps = {name: max(1, cap // count) for name, cap in config.agent_concurrency.items()}
+        worker_config = config.replace(
+            concurrency=self.concurrency_per_worker, agent_concurrency=caps, progress=False,
+            out=None, resume=False, overwrite=False, executor="local",
+        )
+        options: dict[str, Any] = {
+            "num_cpus": cpus,
+            "max_restarts": -1,  # a worker that dies comes back; max_task_retries bounds each batch
+            "max_task_retries": self.max_retries,
+        }
+        if self.runtime_env:
+            options["runtime_env"] = dict(self.runtime_env)
+        actor_class = ray.remote(_Worker).options(**options)
+        blobs = [(agent.name, _pickled(agent)) for agent in agents]
+        actors = [actor_class.remote(dataset, blobs, worker_config) for _ in range(count)]
+        size = self.concurrency_per_worker
+        queue: deque[list[RunKey]] = deque(todo[i : i + size] for i in range(0, len(todo), size))
+        inflight: dict[asyncio.Future[Any], tuple[int, list[RunKey]]] = {}
+        progress = _Progress(len(todo), config.progress, agents, count)
+
+        def submit(worker: int) -> None:
+            if queue:
+                batch = queue.popleft()
+                ref = actors[worker].run.remote(batch)
+                inflight[asyncio.wrap_future(ref.future())] = (worker, batch)
+
+        def record(run: AgentRun) -> None:
+            key = (run.agent_name, run.case_id, run.trial)
+            if key in finished:
+                return  # a batch run again after its worker died: the run is already recorded
+            finished[key] = run
+            if on_run is not None:
+                on_run(run)
+            progress.update(run)
+
+        try:
+            for worker in range(count):
+                for _ in range(_DEPTH):
+                    submit(worker)
+            while inflight:
+                ready, _ = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
+                for future in ready:
+                    worker, batch = inflight.pop(future)
+                    try:
+                        runs = _loads(future.result())
+                    except Exception as exc:  # noqa: BLE001 - the worker died even after Ray's retries
+                        lost = [key for key in batch if key not in finished]
+                        if len(lost) > 1:
+                            queue.extendleft([key] for key in reversed(lost))  # each on its own: find the culprit
+                        elif lost:
+                            record(_lost_run(lost[0], f"its Ray worker died and running it again failed "
+                                             f"{self.max_retries} time(s) ({_describe(exc)})"))
+                        runs = []
+                    for run in runs:
+                        record(run)
+                    submit(worker)
+            for key in todo:
+                if key not in finished:  # never expected: a worker answered without one of its runs
+                    record(_lost_run(key, "its Ray worker answered its batch without this run"))
+        finally:
+            progress.close()
+            for future in inflight:
+                future.cancel()
+            for actor in actors:
+                try:
+                    ray.kill(actor)
+                except Exception:  # noqa: BLE001 - already gone
+                    pass
+
+    def __repr__(self) -> str:
+        settings = [f"{name}={getattr(self, name)!r}" for name in ("address", "num_workers", "runtime_env")
+                    if getattr(self, name) is not None]
+        settings.append(f"concurrency_per_worker={self.concurrency_per_worker}")
+        return f"RayExecutor({', '.join(settings)})"
+
+
+def _pickled(agent: AgentRunnable) -> bytes:
+    """The agent as cloudpickle bytes (a spec agent as its spec), or a ConfigError saying what to do."""
+    from ray import cloudpickle
+
+    try:
+        return cloudpickle.dumps(agent)
+    except Exception as exc:  # noqa: BLE001 - pickling raises TypeError, PicklingError, AttributeError...
+        raise ConfigError(
+            f"executor='ray': agent {agent.name!r} ({type(agent).__name__}) cannot be sent to Ray workers "
+            f"({type(exc).__name__}: {exc}). Give it as a spec string, which each worker builds itself: "
+            "'package.module:attr' (an agent, or a make_*/build_*/create_* factory), an http(s):// A2A URL, "
+            "or an Agent Engine resource name"
+        ) from None
+
+
+def _describe(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
+def _lost_run(key: RunKey, error: str) -> AgentRun:
+    """The failed run of a run Ray could not bring back (it is recorded: an evaluation never loses a run)."""
+    return AgentRun(agent_name=key[0], case_id=key[1], trial=key[2], failure=True, error=error, error_type="worker_died")
+
+
+def _dumps(runs: list[AgentRun]) -> bytes:
+    """The runs for the trip back; a run whose framework objects (``raw``) do not pickle goes without them."""
+    from ray import cloudpickle
+
+    try:
+        return cloudpickle.dumps(runs)
+    except Exception:  # noqa: BLE001
+        pass
+    sendable = []
+    for run in runs:
+        try:
+            cloudpickle.dumps(run)
+        except Exception:  # noqa: BLE001
+            bare = (lambda o: None if o is None else o.model_copy(update={"raw": None}))
+            run = run.model_copy(update={
+                "output": bare(run.output), "partial_output": bare(run.partial_output),
+                "turns": [bare(t) for t in run.turns],
+            })
+        sendable.append(run)
+    return cloudpickle.dumps(sendable)
+
+
+def _loads(blob: bytes) -> list[AgentRun]:
+    from ray import cloudpickle
+
+    return cloudpickle.loads(blob)
+
+
+class _Unbuildable:
+    """Stands for an agent that could not be built on a worker: each of its runs fails saying why."""
+
+    def __init__(self, name: str, message: str) -> None:
+        self.name = name
+        self._message = message
+
+    async def arun(self, request: AgentRequest) -> AgentOutput:
+        raise AdapterError(self._message, error_type="worker_setup")
+
+
+class _Worker:
+    """A Ray actor: the dataset and the agents (each built once here), running batches with the local runner."""
+
+    def __init__(self, dataset: EvalDataset, agents: list[tuple[str, bytes]], config: RunConfig) -> None:
+        from ray import cloudpickle
+
+        self._cases = {case.case_id: case for case in dataset}
+        self._source = dataset.source
+        self._config = config
+        self._agents: list[Any] = []
+        for name, blob in agents:
+            try:
+                agent = cloudpickle.loads(blob)
+                if isinstance(agent, SpecAgent):
+                    # Built now, once per worker, rather than in its first run (where the import would
+                    # count in that run's time and hold the worker's event loop).
+                    agent = as_agent(load_agent_spec(agent.spec), name=agent.name)
+                self._agents.append(agent)
+            except Exception as exc:  # noqa: BLE001 - e.g. its module is not installed on this worker
+                self._agents.append(_Unbuildable(name, (
+                    f"agent {name!r} could not be built on a Ray worker ({type(exc).__name__}: {exc}); give it as a "
+                    "spec string and make its module importable there (RayExecutor(runtime_env=...))")))
+        self._slots: asyncio.Semaphore | None = None
+
+    async def run(self, batch: list[RunKey]) -> bytes:
+        """Run one batch of (agent, case, trial) and return its runs, pickled."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self._config.concurrency)  # shared by the batches in flight here
+        ids = list(dict.fromkeys(key[1] for key in batch))
+        cases = EvalDataset([self._cases[i] for i in ids], source=self._source)
+        names = {key[0] for key in batch}
+        agents = [a for a in self._agents if a.name in names]
+        runs = await run_locally(cases, agents, self._config, only=batch, slots=self._slots)
+        return _dumps([run for agent_runs in runs.values() for run in agent_runs])
+
+
+class _Progress:
+    """The driver's progress bar: runs finished across the cluster, with runs/s and failures."""
+
+    def __init__(self, total: int, enabled: bool, agents: Sequence[AgentRunnable], workers: int) -> None:
+        self.failures = 0
+        self.bar = None
+        if enabled:
+            from tqdm import tqdm
+
+            what = agents[0].name if len(agents) == 1 else f"{len(agents)} agents"
+            self.bar = tqdm(total=total, desc=f"{what} on Ray ({workers} workers)", unit="run", leave=False,
+                            dynamic_ncols=True)
+
+    def update(self, run: AgentRun) -> None:
+        if run.failure:
+            self.failures += 1
+            if self.bar is not None:
+                self.bar.set_postfix(failures=self.failures, refresh=False)
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
