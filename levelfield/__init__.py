@@ -26,6 +26,7 @@ from .core.errors import (
 from .comparison import Comparison
 from .core.config import RunConfig
 from .evaluation import EvalTask, acompare, aevaluate, compare, evaluate
+from .executors import RayExecutor
 from .gate import RegressionError
 from .core.matching import ToolCallMatcher
 from .core.protocol import AgentRequest, AgentRunnable
@@ -49,6 +50,7 @@ __all__ = [
     "acompare",
     "Comparison",
     "RunConfig",
+    "RayExecutor",
     "EvalTask",
     "EvalResult",
     "load_dataset",

@@ -196,6 +196,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument("--isolation", choices=("none", "process"), default="none",
                    help="'process': run agents in worker processes, so a crash fails that run only (default none)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="where agents run: 'local' (this process, default) or 'ray' (a Ray cluster; "
+                        "needs levelfield[ray]); the results are the same")
+    p.add_argument("--ray-address", metavar="ADDRESS",
+                   help="with --executor ray: the cluster ('auto', 'ray://host:10001'; default RAY_ADDRESS, "
+                        "else a Ray started on this machine)")
     p.add_argument("--simulator", metavar="PROVIDER:MODEL",
                    help="a chat model that plays the user of conversation-scenario cases (otherwise they are skipped)")
     p.add_argument("--max-turns", type=_positive_int, default=None, metavar="N",
@@ -222,6 +228,7 @@ def _run_config(args: argparse.Namespace) -> Any:
     if (args.resume or args.overwrite) and not args.out:
         raise UsageError("--resume and --overwrite need --out DIR (the folder of the run record)")
     return RunConfig(
+        executor=_executor(args),
         concurrency=args.concurrency,
         timeout=args.timeout,
         retries=args.retries,
@@ -234,12 +241,25 @@ def _run_config(args: argparse.Namespace) -> Any:
     )
 
 
+def _executor(args: argparse.Namespace) -> Any:
+    """``--executor`` and ``--ray-address`` as a RunConfig executor."""
+    executor = getattr(args, "executor", "local")
+    address = getattr(args, "ray_address", None)
+    if address and executor != "ray":
+        raise UsageError("--ray-address needs --executor ray")
+    if address:
+        from .executors import RayExecutor
+
+        return RayExecutor(address=address)
+    return executor
+
+
 def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str]]) -> tuple[Any, list[Any], list[Any]]:
     """Dataset, metrics and agents, all checked before any agent runs."""
     from .cli_output import status
 
     status(f"loading {args.dataset} and {len(specs)} agent{'s' if len(specs) != 1 else ''}...", quiet=args.quiet)
-    from .adapters.spec import agent_from_spec
+    from .adapters.spec import SpecAgent, agent_from_spec
     from .formats import load_dataset
     from .core.metrics.registry import resolve_metrics
 
@@ -251,9 +271,13 @@ def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str
         if metric not in names:
             raise UsageError(f"--fail-under {metric}: not one of the metrics of this run ({', '.join(sorted(names))})")
     agents = []
+    ship = getattr(args, "executor", "local") != "local"
     for name, spec in specs:
         try:
-            agents.append(agent_from_spec(spec, name=name, isolation=getattr(args, "isolation", "none")))
+            if ship:  # the spec travels to the Ray workers as a string; each builds the agent itself
+                agents.append(SpecAgent(spec, name=name))
+            else:
+                agents.append(agent_from_spec(spec, name=name, isolation=getattr(args, "isolation", "none")))
         except TypeError as exc:
             raise UsageError(f"agent {spec!r}: {exc}") from None
     seen = [a.name for a in agents]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "levelfield"
 # Module prefixes of the frameworks (not the bare "google" namespace, which .pth files create at start-up).
-FRAMEWORKS = ("langchain", "langgraph", "a2a", "vertexai", "google.adk", "google.cloud.aiplatform", "google.genai")
+FRAMEWORKS = ("langchain", "langgraph", "a2a", "vertexai", "google.adk", "google.cloud.aiplatform", "google.genai", "ray")
 
 
 def module_name(path: Path) -> str:
@@ -80,7 +80,7 @@ def test_formats_and_adapters_never_import_the_entry_points_report_or_cli():
     offenders = [
         f"{name} imports {target}"
         for name, targets in GRAPH.items()
-        if name.startswith(("levelfield.formats", "levelfield.adapters", "levelfield.judge"))
+        if name.startswith(("levelfield.formats", "levelfield.adapters", "levelfield.judge", "levelfield.executors"))
         for target in targets
         if target.startswith(upper)
     ]

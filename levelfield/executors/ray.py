@@ -43,6 +43,7 @@ __all__ = ["RayExecutor"]
 
 RunKey = tuple[str, str, int]
 _DEPTH = 2  # batches queued per worker, so it starts the next one while the driver reads the last
+_REVIVE_SECONDS = 300.0  # how long a dead worker may take to come back before its work goes elsewhere
 
 
 def _ray() -> Any:
@@ -167,14 +168,47 @@ class RayExecutor:
         actors = [actor_class.remote(dataset, blobs, worker_config) for _ in range(count)]
         size = self.concurrency_per_worker
         queue: deque[list[RunKey]] = deque(todo[i : i + size] for i in range(0, len(todo), size))
-        inflight: dict[asyncio.Future[Any], tuple[int, list[RunKey]]] = {}
+        # Runs of a batch whose worker died (after Ray's retries): each runs again alone on a worker,
+        # so a second death names the run that causes it, and the others in its batch are not blamed.
+        suspects: deque[RunKey] = deque()
+        inflight: dict[asyncio.Future[Any], tuple[int, list[RunKey], bool]] = {}
+        busy = [0] * count
+        alone = [False] * count
+        # A worker whose batch failed is fed again only once it answers (Ray restarts it): a task
+        # sent while it restarts fails too, and would be blamed for a death it did not cause.
+        reviving: dict[asyncio.Task[None], int] = {}
+        dead: set[int] = set()
+
+        async def revive(worker: int) -> None:
+            deadline = asyncio.get_running_loop().time() + _REVIVE_SECONDS
+            while True:
+                try:
+                    await asyncio.wrap_future(actors[worker].ping.remote().future())
+                    return
+                except Exception:  # noqa: BLE001 - still restarting
+                    if asyncio.get_running_loop().time() > deadline:
+                        dead.add(worker)  # its runs go to the other workers
+                        return
+                    await asyncio.sleep(0.2)
         progress = _Progress(len(todo), config.progress, agents, count)
 
-        def submit(worker: int) -> None:
-            if queue:
-                batch = queue.popleft()
-                ref = actors[worker].run.remote(batch)
-                inflight[asyncio.wrap_future(ref.future())] = (worker, batch)
+        def start(worker: int, batch: list[RunKey], by_itself: bool) -> None:
+            ref = actors[worker].run.remote(batch)
+            inflight[asyncio.wrap_future(ref.future())] = (worker, batch, by_itself)
+            busy[worker] += 1
+            alone[worker] = by_itself
+
+        def feed(worker: int) -> None:
+            if worker in dead or worker in reviving.values():
+                return
+            while not alone[worker]:
+                if suspects:
+                    if not busy[worker]:  # otherwise let the worker drain first
+                        start(worker, [suspects.popleft()], True)
+                    return
+                if not queue or busy[worker] >= _DEPTH:
+                    return
+                start(worker, queue.popleft(), False)
 
         def record(run: AgentRun) -> None:
             key = (run.agent_name, run.case_id, run.trial)
@@ -187,31 +221,39 @@ class RayExecutor:
 
         try:
             for worker in range(count):
-                for _ in range(_DEPTH):
-                    submit(worker)
-            while inflight:
-                ready, _ = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
+                feed(worker)
+            while inflight or reviving:
+                ready, _ = await asyncio.wait([*inflight, *reviving], return_when=asyncio.FIRST_COMPLETED)
                 for future in ready:
-                    worker, batch = inflight.pop(future)
+                    if future in reviving:
+                        reviving.pop(future)  # type: ignore[call-overload]
+                        continue
+                    worker, batch, by_itself = inflight.pop(future)
+                    busy[worker] -= 1
+                    alone[worker] = False
                     try:
                         runs = _loads(future.result())
-                    except Exception as exc:  # noqa: BLE001 - the worker died even after Ray's retries
+                    except Exception as exc:  # noqa: BLE001 - the worker died, even after Ray's retries
                         lost = [key for key in batch if key not in finished]
-                        if len(lost) > 1:
-                            queue.extendleft([key] for key in reversed(lost))  # each on its own: find the culprit
-                        elif lost:
-                            record(_lost_run(lost[0], f"its Ray worker died and running it again failed "
-                                             f"{self.max_retries} time(s) ({_describe(exc)})"))
+                        if by_itself:
+                            for key in lost:
+                                record(_lost_run(key, f"its Ray worker died, also when it ran alone and when Ray "
+                                                      f"ran it again ({self.max_retries} retries): {_describe(exc)}"))
+                        else:
+                            suspects.extend(lost)
+                        if worker not in reviving.values():
+                            reviving[asyncio.ensure_future(revive(worker))] = worker
                         runs = []
                     for run in runs:
                         record(run)
-                    submit(worker)
+                for worker in range(count):
+                    feed(worker)
             for key in todo:
-                if key not in finished:  # never expected: a worker answered without one of its runs
-                    record(_lost_run(key, "its Ray worker answered its batch without this run"))
+                if key not in finished:  # every worker is gone, or one answered without this run
+                    record(_lost_run(key, "no Ray worker could run it (each died and did not come back)"))
         finally:
             progress.close()
-            for future in inflight:
+            for future in [*inflight, *reviving]:
                 future.cancel()
             for actor in actors:
                 try:
@@ -313,6 +355,9 @@ class _Worker:
                     f"agent {name!r} could not be built on a Ray worker ({type(exc).__name__}: {exc}); give it as a "
                     "spec string and make its module importable there (RayExecutor(runtime_env=...))")))
         self._slots: asyncio.Semaphore | None = None
+
+    async def ping(self) -> None:
+        """Answer once the worker is up (after a restart)."""
 
     async def run(self, batch: list[RunKey]) -> bytes:
         """Run one batch of (agent, case, trial) and return its runs, pickled."""

@@ -1,0 +1,235 @@
+"""executor="ray": the same runs and numbers as locally, on a local Ray cluster started by this module.
+
+Function, LangGraph (driven by ScriptedChatModel) and A2A agents (a real a2a-sdk server on
+127.0.0.1) run on two Ray workers; their metrics tables, summaries and comparison statistics
+equal a local run's. Also: spec strings built on the workers, an agent that cannot be shipped,
+a worker killed mid-run, a driver killed mid-run and resumed, Ray not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+ray = pytest.importorskip("ray")
+
+import levelfield as lf  # noqa: E402
+from levelfield.adapters.a2a_server import start_server  # noqa: E402
+from samples.home_automation.agents.function_agents import careful_agent, hasty_agent  # noqa: E402
+
+pytestmark = pytest.mark.ray
+
+ROOT = Path(__file__).resolve().parents[1]
+DATASET = str(ROOT / "samples" / "home_automation" / "dataset.jsonl")
+GRAPH = "samples.home_automation.agents.langgraph_agent:make_graph"
+QUIET = {"progress": False}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """One local Ray for the module; its workers import levelfield, the samples and this file."""
+    before = os.environ.get("PYTHONPATH")
+    # The raylet, and so every worker (this module's and a CLI driver's), inherits this path.
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(Path(__file__).parent)] + ([before] if before else []))
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    finally:
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def a2a_url() -> Iterator[str]:
+    with start_server(careful_agent) as server:
+        yield server.url
+
+
+# -- agents the workers import from this module ------------------------------------------------
+
+
+def make_pid_agent() -> Any:
+    """A factory (built on each worker from the spec "test_ray:make_pid_agent"): says where it was built and ran."""
+    built = os.getpid()
+
+    def pid_agent(prompt: str) -> str:
+        return f"built {built} ran {os.getpid()}"
+
+    return pid_agent
+
+
+class ExitOnce:
+    """careful_agent, except that on one case it kills its worker process, once (a marker file says it did)."""
+
+    def __init__(self, marker: str, case_text: str = "device_2") -> None:
+        self.marker = marker
+        self.case_text = case_text
+
+    def __call__(self, prompt: str) -> dict[str, Any]:
+        if self.case_text in prompt and not os.path.exists(self.marker):
+            Path(self.marker).touch()
+            os._exit(1)
+        return careful_agent(prompt)
+
+
+class ExitAlways:
+    """careful_agent, except that on one case it kills its worker process every time."""
+
+    def __call__(self, prompt: str) -> dict[str, Any]:
+        if prompt == "Turn off device_2 in the Bedroom.":
+            os._exit(1)
+        return careful_agent(prompt)
+
+
+def slow_careful_agent(prompt: str) -> dict[str, Any]:
+    time.sleep(0.4)
+    return careful_agent(prompt)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def _without_latency(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.drop(columns=[c for c in frame.columns if "latency" in c])
+
+
+def _summary(result: lf.EvalResult) -> pd.Series:
+    return pd.Series({k: v for k, v in result.summary_metrics.items() if "latency" not in k}, dtype=object)
+
+
+def _journal_runs(out: Path) -> list[dict[str, Any]]:
+    lines = (out / "runs.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()]
+    return [r for r in rows if r.get("kind") == "run"]
+
+
+def _journal_keys(out: Path) -> list[tuple[str, str, int]]:
+    return [(r["agent"], r["case_id"], r["trial"]) for r in _journal_runs(out)]
+
+
+# -- same numbers as locally -------------------------------------------------------------------
+
+
+def test_evaluate_on_ray_gives_the_local_metrics_table_and_summary(cluster):
+    local = lf.evaluate(DATASET, hasty_agent, trials=2, **QUIET)
+    remote = lf.evaluate(DATASET, hasty_agent, trials=2, executor="ray", **QUIET)
+    pd.testing.assert_frame_equal(_without_latency(remote.metrics_table), _without_latency(local.metrics_table))
+    pd.testing.assert_series_equal(_summary(remote), _summary(local))
+
+
+def test_compare_of_function_langgraph_and_a2a_agents_on_ray_equals_local(cluster, a2a_url):
+    agents = {"function": hasty_agent, "langgraph": GRAPH, "a2a": a2a_url}
+    local = lf.compare(DATASET, agents, trials=2, **QUIET)
+    remote = lf.compare(DATASET, agents, trials=2, executor=lf.RayExecutor(num_workers=2), **QUIET)
+    for name in agents:
+        table = _without_latency(remote.results[name].metrics_table)
+        pd.testing.assert_frame_equal(table, _without_latency(local.results[name].metrics_table))
+        assert not remote.results[name].metrics_table["failure"].any(), name
+    pd.testing.assert_frame_equal(_without_latency(remote.summary), _without_latency(local.summary))
+    for metric in ("trajectory_exact_match", "rouge_l_sum"):
+        pd.testing.assert_frame_equal(remote.pairwise(metric), local.pairwise(metric))
+
+
+def test_eval_task_takes_a_ray_executor_in_its_config(cluster):
+    task = lf.EvalTask(DATASET, ["trajectory_exact_match"], config=lf.RunConfig(executor=lf.RayExecutor(num_workers=1)))
+    remote = task.evaluate(runnable=careful_agent, progress=False)
+    assert remote.summary_metrics["trajectory_exact_match/mean"] == 1.0
+    assert remote.config.executor == lf.RayExecutor(num_workers=1)
+
+
+def test_a_spec_string_agent_is_built_on_the_workers(cluster):
+    result = lf.evaluate(DATASET, "test_ray:make_pid_agent", metrics=[], executor="ray", **QUIET)
+    answers = [run.output.response.split() for run in result.runs]
+    built = {int(words[1]) for words in answers}
+    ran = {int(words[3]) for words in answers}
+    assert built == ran  # each worker built its own agent and ran it
+    assert os.getpid() not in ran
+
+
+# -- what cannot run, and what dies ------------------------------------------------------------
+
+
+def test_an_agent_that_cannot_be_shipped_fails_before_any_run_and_leaves_no_journal(cluster, tmp_path):
+    lock = threading.Lock()
+
+    def locked_agent(prompt: str) -> str:
+        with lock:
+            return "ok"
+
+    with pytest.raises(lf.ConfigError, match=r"agent 'locked_agent'.*cannot be sent to Ray workers.*spec string"):
+        lf.evaluate(DATASET, locked_agent, executor="ray", out=tmp_path / "out", **QUIET)
+    assert not (tmp_path / "out" / "runs.jsonl").exists()
+
+
+def test_executor_ray_without_ray_installed_names_the_extra(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
+    with pytest.raises(lf.MissingExtraError, match=r"levelfield\[ray\]"):
+        lf.evaluate(DATASET, careful_agent, executor="ray", out=tmp_path / "out", **QUIET)
+    assert not (tmp_path / "out" / "runs.jsonl").exists()
+
+
+def test_an_unknown_executor_name_is_a_config_error():
+    with pytest.raises(lf.ConfigError, match=r"executor='spark'.*'local'.*'ray'"):
+        lf.RunConfig(executor="spark")
+
+
+def test_a_worker_killed_mid_run_has_its_runs_rerun_and_none_counted_twice(cluster, tmp_path):
+    marker = tmp_path / "exited"
+    out = tmp_path / "out"
+    result = lf.evaluate(DATASET, ExitOnce(str(marker)), executor="ray", out=out, **QUIET)
+    assert marker.exists()  # a worker did die mid-run
+    keys = _journal_keys(out)
+    assert len(keys) == len(set(keys)) == 18
+    assert not result.metrics_table["failure"].any()
+    local = lf.evaluate(DATASET, careful_agent, name=result.agent_name, **QUIET)
+    pd.testing.assert_frame_equal(_without_latency(result.metrics_table), _without_latency(local.metrics_table))
+
+
+def test_a_run_that_kills_its_worker_every_time_is_one_failed_run(cluster):
+    result = lf.evaluate(DATASET, ExitAlways(), executor=lf.RayExecutor(max_retries=0), **QUIET)
+    failed = result.metrics_table[result.metrics_table["failure"].astype(bool)]
+    assert list(failed["case_id"]) == ["turn_off_device_2"]
+    assert [r.error_type for r in result.runs if r.failure] == ["worker_died"]
+
+
+def test_resume_after_the_driver_is_killed_runs_only_what_the_journal_lacks(cluster, tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(Path(__file__).parent)])}
+    command = [sys.executable, "-m", "levelfield", "eval", DATASET, "--agent", "test_ray:slow_careful_agent",
+               "--name", "slow", "--trials", "3", "--executor", "ray", "--ray-address", cluster, "--out", str(out), "-q"]
+    driver = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and driver.poll() is None:
+            if (out / "runs.jsonl").exists() and len(_journal_keys(out)) >= 8:
+                break
+            time.sleep(0.05)
+        assert driver.poll() is None, "the driver finished before it could be killed"
+        driver.send_signal(signal.SIGKILL)
+    finally:
+        driver.wait(30)
+    before = {(r["agent"], r["case_id"], r["trial"]): r for r in _journal_runs(out)}
+    assert 8 <= len(before) < 54
+    resumed = subprocess.run(command + ["--resume"], env=env, capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    after = _journal_runs(out)
+    keys = [(r["agent"], r["case_id"], r["trial"]) for r in after]
+    assert len(keys) == len(set(keys)) == 54
+    kept = {key: run for key, run in zip(keys, after) if key in before}
+    assert kept == before  # the journaled runs were kept as they were (their latencies too), not run again
+    table = pd.read_csv(out / "metrics_table.csv")
+    assert len(table) == 54 and table["trajectory_exact_match/score"].eq(1.0).all()
