@@ -32,7 +32,8 @@ from .core.metrics.registry import resolve_metrics
 from .core.protocol import AgentRunnable
 from .core.results import EvalResult
 from .core.runner import Executor, run_coroutine
-from .executors import resolve_executor, ships_agents
+from .executors import RayExecutor, resolve_executor, ships_agents
+from .executors.ray import score_saved_on_ray, scores_on_ray_data
 from .failure_summary import AllRunsFailedWarning, agents_that_always_failed, failure_groups
 from .formats import load_dataset
 from .saved import score_saved_rows, takes_columnar_path
@@ -174,9 +175,18 @@ def evaluate(
         _require_experiment_logging(experiment)
         cfg = run_config(config, **options)
         resolved = resolve_metrics(metrics)
-        if agent is None and simulator is None and human_labels is None and takes_columnar_path(dataset, resolved, cfg):
+        saved = agent is None and simulator is None and human_labels is None
+        executor = resolve_executor(cfg.executor) if saved and ships_agents(cfg.executor) else None
+        if (isinstance(executor, RayExecutor) and scores_on_ray_data(dataset)
+                and takes_columnar_path(dataset, resolved, cfg.replace(workers=2))):  # at any size: Ray was asked for
+            # A saved-predictions file scored on Ray Data, with the same columnar scorer.
+            result = score_saved_on_ray(executor, dataset, resolved, cfg)
+        elif saved and takes_columnar_path(dataset, resolved, cfg):
             # Saved predictions in a file or in memory: scored batch by batch, in bounded memory.
             result = score_saved_rows(dataset, resolved, cfg)
+        else:
+            result = None
+        if result is not None:
             if experiment is not None:
                 from .experiment import log_evaluation
 

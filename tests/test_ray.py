@@ -233,3 +233,72 @@ def test_resume_after_the_driver_is_killed_runs_only_what_the_journal_lacks(clus
     assert kept == before  # the journaled runs were kept as they were (their latencies too), not run again
     table = pd.read_csv(out / "metrics_table.csv")
     assert len(table) == 54 and table["trajectory_exact_match/score"].eq(1.0).all()
+
+
+# -- saved predictions on Ray Data -------------------------------------------------------------
+
+SAVED_METRICS = ["trajectory_exact_match", "trajectory_recall", "rouge_l_sum", "bleu", "exact_match"]
+
+
+def _saved_rows() -> list[dict[str, Any]]:
+    """hasty_agent's answers to the sample dataset, one failed run, and non-Latin rows without an id."""
+    run = lf.evaluate(DATASET, hasty_agent, metrics=[], **QUIET)
+    rows = []
+    for case, agent_run in zip(run.dataset, run.runs):
+        calls = lambda cs: [{"tool_name": c.tool_name, "tool_input": c.tool_input} for c in cs or []]  # noqa: E731
+        rows.append({"case_id": case.case_id, "prompt": case.prompt, "reference": case.reference,
+                     "reference_trajectory": calls(case.reference_trajectory), "response": agent_run.output.response,
+                     "predicted_trajectory": calls(agent_run.output.trajectory), "failure": False})
+    rows[3]["failure"] = True
+    rows += [
+        {"prompt": "北京的天气怎么样？", "reference": "北京今天晴天。", "response": "北京今天晴天，很暖和。"},
+        {"prompt": "Wie spät ist es?", "reference": "Es ist fünf Uhr.", "response": "Es ist fünf Uhr."},
+        {"prompt": "Que horas são?", "reference": "São cinco horas.", "response": "São seis horas."},
+    ]
+    return rows
+
+
+@pytest.fixture(scope="module")
+def saved_files(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("saved")
+    rows = _saved_rows()
+    jsonl = folder / "saved.jsonl"
+    jsonl.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    parquet = folder / "saved.parquet"
+    frame = pd.DataFrame(rows)
+    for column in ("reference_trajectory", "predicted_trajectory"):  # cells as JSON text, as Vertex saves them
+        frame[column] = frame[column].map(lambda calls: json.dumps(calls) if isinstance(calls, list) else None)
+    frame.to_parquet(parquet, index=False)
+    return {"jsonl": jsonl, "parquet": parquet}
+
+
+def _scored_locally(path: Path) -> lf.EvalResult:
+    from levelfield.core.metrics.registry import resolve_metrics
+    from levelfield.saved import score_saved_rows
+
+    return score_saved_rows(path, resolve_metrics(SAVED_METRICS), lf.RunConfig(progress=False))
+
+
+def test_a_saved_jsonl_file_scored_on_ray_data_equals_the_local_columnar_path(cluster, saved_files):
+    remote = lf.evaluate(saved_files["jsonl"], metrics=SAVED_METRICS, executor="ray", **QUIET)
+    local = _scored_locally(saved_files["jsonl"])
+    pd.testing.assert_frame_equal(remote.metrics_table, local.metrics_table)
+    assert remote.metrics_table["case_id"].tolist()[-3:] == ["18", "19", "20"]  # rows without an id: numbered by position
+    pd.testing.assert_series_equal(pd.Series(remote.summary_metrics), pd.Series(local.summary_metrics))
+
+
+def test_a_saved_parquet_file_scored_on_ray_data_writes_the_local_table_and_summary(cluster, saved_files, tmp_path):
+    remote = lf.evaluate(saved_files["parquet"], metrics=SAVED_METRICS, executor="ray", out=tmp_path / "out", **QUIET)
+    local = _scored_locally(saved_files["parquet"])
+    written = pd.read_parquet(tmp_path / "out" / "metrics_table.parquet")
+    pd.testing.assert_frame_equal(written, local.metrics_table)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["row_count"] == 21 and summary["failure/count"] == 1
+    pd.testing.assert_series_equal(pd.Series(remote.summary_metrics), pd.Series(local.summary_metrics))
+
+
+def test_a_bad_row_on_ray_data_raises_the_dataset_error_naming_it(cluster, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"response": "ok", "predicted_trajectory": "not calls"}\n', encoding="utf-8")
+    with pytest.raises(lf.DatasetError, match=r"bad.jsonl.*predicted_trajectory"):
+        lf.evaluate(bad, metrics=["trajectory_exact_match"], executor="ray", **QUIET)

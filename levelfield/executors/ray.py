@@ -23,23 +23,30 @@ on its own, so one crashing run costs only itself: it is recorded as a failed ru
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..adapters.auto import as_agent
 from ..adapters.spec import SpecAgent, load_agent_spec
+from ..core import errors
+from ..core.columnar import ColumnarResult, RunningSummary, ScoredBatch, BatchScorer, write_summary
 from ..core.config import RunConfig
-from ..core.dataset import EvalCase, EvalDataset
-from ..core.errors import AdapterError, ConfigError, MissingExtraError
+from ..core.dataset import ALIASES, EvalCase, EvalDataset
+from ..core.errors import AdapterError, ConfigError, DatasetError, LevelfieldError, MissingExtraError, RecordError
+from ..core.metrics.base import Metric
 from ..core.protocol import AgentRequest, AgentRunnable
 from ..core.record import AgentRun
 from ..core.runner import run_agents as run_locally
 from ..core.types import AgentOutput
+from ..formats.batches import BATCH_ROWS, table_writer
+from ..saved import TABLE_NAMES
 
-__all__ = ["RayExecutor"]
+__all__ = ["RayExecutor", "score_saved_on_ray", "scores_on_ray_data"]
 
 RunKey = tuple[str, str, int]
 _DEPTH = 2  # batches queued per worker, so it starts the next one while the driver reads the last
@@ -395,3 +402,247 @@ class _Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+# -- saved predictions on Ray Data ---------------------------------------------------------------
+
+_SAVED_SUFFIXES = (".parquet", ".jsonl")
+_CASE_ID_COLUMNS = ALIASES["case_id"]
+
+
+def scores_on_ray_data(data: Any) -> bool:
+    """Whether ``data`` is a saved-predictions file Ray Data reads (``.parquet``, ``.jsonl``)."""
+    return isinstance(data, (str, Path)) and str(data).lower().endswith(_SAVED_SUFFIXES)
+
+
+class _RayDataScorer:
+    """A Ray Data map_batches class: scores one batch of saved rows with the columnar scorer.
+
+    Every input row comes back as one output row, in input order, scenario rows included
+    (``_skipped``), so the driver numbers rows without an id (``_given`` false) by position,
+    exactly as the local path does.
+    """
+
+    def __init__(self, metrics: Sequence[Metric], source: str, kind: str) -> None:
+        self._scorer = BatchScorer(metrics)
+        self._names = [m.name for m in metrics]
+        self._source = source
+        self._kind = kind
+
+    def _rows(self, table: Any) -> list[Mapping[str, Any]]:
+        if self._kind == "parquet":
+            return table.to_pylist()
+        rows = []
+        for line in table.column("text").to_pylist():
+            if not line.strip():
+                continue
+            try:
+                rows.append(_json_loads(line))
+            except ValueError as exc:
+                raise DatasetError(f"{self._source}: a line is not valid JSON ({exc}): {line[:80]!r}") from None
+        return rows
+
+    def __call__(self, table: Any) -> dict[str, Any]:
+        try:
+            return self._score(table)
+        except LevelfieldError as exc:
+            # Ray Data would pass on only its text, wrapped in its own error: the driver raises it again.
+            return self._failed(exc)
+
+    def _failed(self, exc: LevelfieldError) -> dict[str, Any]:
+        import numpy as np
+
+        out: dict[str, Any] = {"case_id": np.array([""], dtype=object), "failure": np.zeros(1, dtype=np.int8)}
+        for name in ("latency_in_seconds", *(f"{m}/score" for m in self._names)):
+            out[name] = np.full(1, math.nan)
+        out["_skipped"] = np.ones(1, dtype=bool)
+        out["_given"] = np.ones(1, dtype=bool)
+        out["_with_predictions"] = np.zeros(1, dtype=np.int64)
+        for name in self._names:
+            out[f"_failed/{name}"] = np.zeros(1, dtype=np.int64)
+        out["_error"] = np.array([f"{type(exc).__name__}\n{exc}"], dtype=object)
+        return out
+
+    def _score(self, table: Any) -> dict[str, Any]:
+        import numpy as np
+
+        rows = self._rows(table)
+        where = [f"{self._source} (row {i + 1} of a Ray Data batch)" for i in range(len(rows))]
+        scored = self._scorer.score(_Rows([(row, w) for row, w in zip(rows, where)]))
+        position = {w: i for i, w in enumerate(where)}
+        kept = [position[w] for w in scored.where]
+        gone = sorted(set(range(len(rows))) - set(kept))
+        cols = scored.columns
+        n = len(rows)
+        at = np.array(kept, dtype=np.int64)
+        ids = np.empty(n, dtype=object)
+        ids[at] = list(cols["case_id"])
+        ids[gone] = list(scored.skipped)
+        out: dict[str, Any] = {"case_id": ids, "failure": np.zeros(n, dtype=np.int8)}
+        out["failure"][at] = np.asarray(cols["failure"], dtype=np.int8)
+        for name in ("latency_in_seconds", *(f"{m}/score" for m in self._names)):
+            out[name] = np.full(n, math.nan)
+            out[name][at] = np.asarray(cols[name], dtype=float)
+        out["_skipped"] = np.zeros(n, dtype=bool)
+        out["_skipped"][gone] = True
+        out["_given"] = np.array([any(not _absent(row.get(c)) for c in _CASE_ID_COLUMNS) for row in rows], dtype=bool)
+        # Counts of the whole batch ride on its first row.
+        first = np.zeros(len(rows), dtype=np.int64)
+        out["_with_predictions"] = first.copy()
+        if len(rows):
+            out["_with_predictions"][0] = scored.with_predictions
+        for name in self._names:
+            out[f"_failed/{name}"] = first.copy()
+            if len(rows) and scored.failed.get(name):
+                out[f"_failed/{name}"][0] = scored.failed[name]
+        out["_error"] = np.array([""] * len(rows), dtype=object)
+        return out
+
+
+@dataclass
+class _Rows:
+    """Rows in memory, as the columnar scorer reads a batch."""
+
+    located: list[tuple[Mapping[str, Any], str]]
+    start: int = 0
+
+    def rows(self) -> list[tuple[Mapping[str, Any], str]]:
+        return self.located
+
+
+def _absent(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _json_loads(line: str) -> Any:
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - orjson comes with pyarrow's extras
+        return json.loads(line)
+    return orjson.loads(line)
+
+
+def score_saved_on_ray(executor: RayExecutor, data: str | Path, metrics: Sequence[Metric], config: RunConfig) -> ColumnarResult:
+    """Score the saved predictions in a ``.parquet``/``.jsonl`` file on Ray Data.
+
+    ``read_parquet`` / ``read_text`` → ``map_batches`` with the columnar scorer on ``num_workers``
+    actors → the scored batches stream back in order and are summed up (and, with ``out=``,
+    written to ``out/metrics_table.parquet`` and ``summary.json``) here, as the local columnar
+    path does: the same scores and summary.
+    """
+    import numpy as np
+    import pandas as pd
+
+    ray = _ray()
+    executor._connect(ray)
+    path = str(data)
+    source = path
+    kind = "parquet" if path.lower().endswith(".parquet") else "jsonl"
+    for metric in metrics:
+        try:
+            _cloudpickle(ray).dumps(metric)
+        except Exception as exc:  # noqa: BLE001
+            raise ConfigError(
+                f"executor='ray' scores on Ray workers, and metric {metric.name!r} cannot be sent there "
+                f"({type(exc).__name__}: {exc}); define it at module level in an importable module"
+            ) from None
+    out = config.out_dir
+    if out is not None:
+        held = [n for n in (*TABLE_NAMES, "summary.json", "runs.jsonl") if (out / n).exists()]
+        if held and not (config.overwrite or config.resume):
+            raise RecordError(f"{out} already holds results ({', '.join(held)}); replace them with overwrite=True "
+                              "(--overwrite), or choose another out folder")
+    dataset = ray.data.read_parquet(path) if kind == "parquet" else ray.data.read_text(path)
+    workers = executor.num_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    options: dict[str, Any] = {}
+    if executor.runtime_env:
+        options["runtime_env"] = dict(executor.runtime_env)
+    scored = dataset.map_batches(
+        _RayDataScorer, fn_constructor_args=(list(metrics), source, kind), batch_format="pyarrow",
+        batch_size=BATCH_ROWS, **options,
+        # From one actor up: a fixed pool as large as the cluster would hold every CPU and starve the reads.
+        compute=ray.data.ActorPoolStrategy(min_size=1, max_size=workers),
+    )
+    context = ray.data.DataContext.get_current()
+    ordered, bars = context.execution_options.preserve_order, context.enable_progress_bars
+    context.execution_options.preserve_order = True  # rows without an id are numbered by position
+    context.enable_progress_bars = config.progress
+    names = [m.name for m in metrics]
+    summary = RunningSummary(names)
+    writer = table_writer(out / TABLE_NAMES[0]) if out is not None else None
+    kept: list[pd.DataFrame] = []
+    skipped: dict[str, str] = {}
+    first_row: dict[str, int] = {}
+    offset = 0
+    try:
+        for block in scored.iter_batches(batch_size=None, batch_format="numpy"):
+            for text in block["_error"]:
+                if text:
+                    kind, _, message = str(text).partition("\n")
+                    error = getattr(errors, kind, None)
+                    raise (error if isinstance(error, type) and issubclass(error, LevelfieldError) else DatasetError)(message)
+            n = len(block["case_id"])
+            ids = [str(c) if given else str(offset + i) for i, (c, given) in enumerate(zip(block["case_id"], block["_given"]))]
+            live = ~np.asarray(block["_skipped"], dtype=bool)
+            for case_id, keep in zip(ids, live):
+                if not keep:
+                    skipped[case_id] = "a conversation_scenario case needs a user simulator"
+            columns: dict[str, Any] = {"case_id": [c for c, keep in zip(ids, live) if keep]}
+            for name in ("failure", "latency_in_seconds", *(f"{m}/score" for m in names)):
+                columns[name] = np.asarray(block[name])[live]
+            for case_id, row in zip(columns["case_id"], (offset + np.flatnonzero(live) + 1).tolist()):
+                seen = first_row.setdefault(case_id, row)
+                if seen != row:
+                    raise DatasetError(f"{source}: case ids must be unique; {case_id!r} is at row {seen} and again "
+                                       f"at row {row}. Give each row its own id, or drop the id column to number the rows")
+            batch = ScoredBatch(
+                columns,
+                failed={m: int(block[f"_failed/{m}"].sum()) for m in names if block[f"_failed/{m}"].sum()},
+                with_predictions=int(block["_with_predictions"].sum()),
+            )
+            summary.add(batch)
+            if writer is not None:
+                writer.write(batch)
+            else:
+                kept.append(pd.DataFrame(columns))
+            offset += n
+    except BaseException as exc:
+        if writer is not None:
+            writer.abort()
+        own = _levelfield_error(exc)
+        if own is not None:
+            raise own from None  # a bad row or metric, named as locally, not wrapped in Ray's task error
+        raise
+    finally:
+        context.execution_options.preserve_order, context.enable_progress_bars = ordered, bars
+    if not summary.rows and not skipped:
+        raise DatasetError(f"{source}: the dataset has no rows")
+    if not summary.with_predictions and not skipped:
+        raise DatasetError(f"{source}: no agent was given and no row has a 'response' or 'predicted_trajectory' "
+                           "to score; pass an agent, or a dataset with saved predictions")
+    totals = summary.summary()
+    if writer is not None:
+        assert out is not None
+        table_path = writer.close()
+        write_summary(out / "summary.json", totals)
+        return ColumnarResult(metrics, totals, source=source, config=config, table_path=table_path, skipped=skipped)
+    table = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
+    return ColumnarResult(metrics, totals, source=source, config=config, table=table, skipped=skipped)
+
+
+def _levelfield_error(exc: BaseException) -> LevelfieldError | None:
+    """The levelfield error a Ray task error carries (a bad row, a metric), if it carries one."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, LevelfieldError):
+            return current
+        seen.add(id(current))
+        current = getattr(current, "cause", None) or current.__cause__
+    return None
+
+
+def _cloudpickle(ray: Any) -> Any:
+    from ray import cloudpickle
+
+    return cloudpickle
