@@ -25,8 +25,9 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import warnings
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -416,7 +417,7 @@ def scores_on_ray_data(data: Any) -> bool:
 
 
 class _RayDataScorer:
-    """A Ray Data map_batches class: scores one batch of saved rows with the columnar scorer.
+    """Scores one Ray Data batch of saved rows with the columnar scorer.
 
     Every input row comes back as one output row, in input order, scenario rows included
     (``_skipped``), so the driver numbers rows without an id (``_given`` false) by position,
@@ -499,6 +500,11 @@ class _RayDataScorer:
         return out
 
 
+def _score_block(table: Any, metrics: Sequence[Metric], source: str, kind: str) -> dict[str, Any]:
+    """One Ray Data batch of saved rows, scored (a Ray task; the scorer is cheap to build)."""
+    return _RayDataScorer(metrics, source, kind)(table)
+
+
 @dataclass
 class _Rows:
     """Rows in memory, as the columnar scorer reads a batch."""
@@ -557,11 +563,10 @@ def score_saved_on_ray(executor: RayExecutor, data: str | Path, metrics: Sequenc
     options: dict[str, Any] = {}
     if executor.runtime_env:
         options["runtime_env"] = dict(executor.runtime_env)
+    # Ray tasks (pooled worker processes, freed between batches), at most one per worker at once.
     scored = dataset.map_batches(
-        _RayDataScorer, fn_constructor_args=(list(metrics), source, kind), batch_format="pyarrow",
-        batch_size=BATCH_ROWS, **options,
-        # From one actor up: a fixed pool as large as the cluster would hold every CPU and starve the reads.
-        compute=ray.data.ActorPoolStrategy(min_size=1, max_size=workers),
+        _score_block, fn_args=(list(metrics), source, kind), batch_format="pyarrow",
+        batch_size=BATCH_ROWS, compute=ray.data.TaskPoolStrategy(size=workers), **options,
     )
     context = ray.data.DataContext.get_current()
     ordered, bars = context.execution_options.preserve_order, context.enable_progress_bars
@@ -575,7 +580,7 @@ def score_saved_on_ray(executor: RayExecutor, data: str | Path, metrics: Sequenc
     first_row: dict[str, int] = {}
     offset = 0
     try:
-        for block in scored.iter_batches(batch_size=None, batch_format="numpy"):
+        for block in _blocks(scored):
             for text in block["_error"]:
                 if text:
                     kind, _, message = str(text).partition("\n")
@@ -628,6 +633,15 @@ def score_saved_on_ray(executor: RayExecutor, data: str | Path, metrics: Sequenc
         return ColumnarResult(metrics, totals, source=source, config=config, table_path=table_path, skipped=skipped)
     table = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
     return ColumnarResult(metrics, totals, source=source, config=config, table=table, skipped=skipped)
+
+
+def _blocks(scored: Any) -> Iterator[dict[str, Any]]:
+    """The scored blocks in order, streamed (a block is in memory only while the driver reads it)."""
+    with warnings.catch_warnings():
+        # A file smaller than a batch is one block: Ray Data's note that fewer tasks than allowed
+        # could start is no news to the user.
+        warnings.filterwarnings("ignore", message="The maximum number of concurrent tasks")
+        yield from scored.iter_batches(batch_size=None, batch_format="numpy")
 
 
 def _levelfield_error(exc: BaseException) -> LevelfieldError | None:
