@@ -409,6 +409,7 @@ class _Progress:
 
 _SAVED_SUFFIXES = (".parquet", ".jsonl")
 _CASE_ID_COLUMNS = ALIASES["case_id"]
+_SCENARIO_COLUMNS = ("scenario", "conversation_scenario")
 
 
 def scores_on_ray_data(data: Any) -> bool:
@@ -468,12 +469,14 @@ class _RayDataScorer:
         import numpy as np
 
         rows = self._rows(table)
-        where = [f"{self._source} (row {i + 1} of a Ray Data batch)" for i in range(len(rows))]
-        scored = self._scorer.score(_Rows([(row, w) for row, w in zip(rows, where)]))
-        position = {w: i for i, w in enumerate(where)}
-        kept = [position[w] for w in scored.where]
-        gone = sorted(set(range(len(rows))) - set(kept))
+        scored = self._scorer.score(_Rows(rows, self._source))
+        # The scorer leaves out conversation-scenario rows (they need a user simulator); which
+        # rows those are is read here the way the scorer reads it, so the others keep their places.
+        gone = [i for i, row in enumerate(rows) if any(not _absent(row.get(c)) for c in _SCENARIO_COLUMNS)]
+        kept = sorted(set(range(len(rows))) - set(gone))
         cols = scored.columns
+        if len(kept) != len(cols["case_id"]):  # pragma: no cover - the scorer's rule for skipping changed
+            raise RuntimeError("the columnar scorer skipped other rows than conversation scenarios")
         n = len(rows)
         at = np.array(kept, dtype=np.int64)
         ids = np.empty(n, dtype=object)
@@ -507,13 +510,17 @@ def _score_block(table: Any, metrics: Sequence[Metric], source: str, kind: str) 
 
 @dataclass
 class _Rows:
-    """Rows in memory, as the columnar scorer reads a batch."""
+    """Rows in memory, as the columnar scorer reads a batch (its place in the file is not known here)."""
 
-    located: list[tuple[Mapping[str, Any], str]]
+    rows_: list[Mapping[str, Any]]
+    source: str
     start: int = 0
 
-    def rows(self) -> list[tuple[Mapping[str, Any], str]]:
-        return self.located
+    def rows(self) -> list[Mapping[str, Any]]:
+        return self.rows_
+
+    def where(self, i: int) -> str:
+        return f"{self.source} (row {i + 1} of a Ray Data batch)"
 
 
 def _absent(value: Any) -> bool:
