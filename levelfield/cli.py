@@ -437,7 +437,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
             raise UsageError(f"--fail-under {metric}: not one of the metrics of this run ({', '.join(sorted(names))})")
     start = time.perf_counter()
     result = evaluate(args.dataset, metrics=metrics, out=args.out, overwrite=args.overwrite, workers=args.workers,
-                      progress=not args.quiet, experiment=args.experiment,
+                      executor=_executor(args), progress=not args.quiet, experiment=args.experiment,
                       human_labels=getattr(args, "human_labels", None))
     seconds = time.perf_counter() - start
     summary = result.summary_metrics
