@@ -571,9 +571,12 @@ def score_saved_on_ray(executor: RayExecutor, data: str | Path, metrics: Sequenc
     if executor.runtime_env:
         options["runtime_env"] = dict(executor.runtime_env)
     # Ray tasks (pooled worker processes, freed between batches), at most one per worker at once.
+    try:
+        options["compute"] = ray.data.TaskPoolStrategy(size=workers)
+    except TypeError:  # an older Ray, where the cap on tasks is map_batches(concurrency=)
+        options["concurrency"] = workers
     scored = dataset.map_batches(
-        _score_block, fn_args=(list(metrics), source, kind), batch_format="pyarrow",
-        batch_size=BATCH_ROWS, compute=ray.data.TaskPoolStrategy(size=workers), **options,
+        _score_block, fn_args=(list(metrics), source, kind), batch_format="pyarrow", batch_size=BATCH_ROWS, **options,
     )
     context = ray.data.DataContext.get_current()
     ordered, bars = context.execution_options.preserve_order, context.enable_progress_bars
