@@ -185,7 +185,7 @@ class RayExecutor:
         # A worker whose batch failed is fed again only once it answers (Ray restarts it): a task
         # sent while it restarts fails too, and would be blamed for a death it did not cause.
         reviving: dict[asyncio.Task[None], int] = {}
-        dead: set[int] = set()
+        dead: dict[int, str] = {}  # workers that will not come back, and why; their work goes to the others
 
         async def revive(worker: int) -> None:
             deadline = asyncio.get_running_loop().time() + _REVIVE_SECONDS
@@ -193,9 +193,12 @@ class RayExecutor:
                 try:
                     await asyncio.wrap_future(actors[worker].ping.remote().future())
                     return
-                except Exception:  # noqa: BLE001 - still restarting
+                except ray.exceptions.ActorDiedError as exc:  # for good (e.g. it cannot even start)
+                    dead[worker] = _why_dead(exc)
+                    return
+                except Exception as exc:  # noqa: BLE001 - still restarting
                     if asyncio.get_running_loop().time() > deadline:
-                        dead.add(worker)  # its runs go to the other workers
+                        dead[worker] = f"not back after {_REVIVE_SECONDS:.0f} s ({_describe(exc)})"
                         return
                     await asyncio.sleep(0.2)
         progress = _Progress(len(todo), config.progress, agents, count)
@@ -256,9 +259,10 @@ class RayExecutor:
                         record(run)
                 for worker in range(count):
                     feed(worker)
+            why = "; ".join(sorted(set(dead.values()))) or "a worker answered its batch without it"
             for key in todo:
-                if key not in finished:  # every worker is gone, or one answered without this run
-                    record(_lost_run(key, "no Ray worker could run it (each died and did not come back)"))
+                if key not in finished:  # every worker is gone (or, never expected, one skipped a run)
+                    record(_lost_run(key, f"no Ray worker could run it: {why}"))
         finally:
             progress.close()
             for future in [*inflight, *reviving]:
@@ -294,6 +298,16 @@ def _pickled(agent: AgentRunnable) -> bytes:
 def _describe(error: BaseException) -> str:
     lines = str(error).strip().splitlines()
     return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
+def _why_dead(error: BaseException) -> str:
+    """Why a worker is gone for good, with the root cause Ray's message buries (an import that failed)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    causes = [line for line in lines if line.startswith(("ModuleNotFoundError", "ImportError"))]
+    if causes:
+        return (f"its Ray worker could not start: {causes[-1]}; install levelfield (and the agent's package) "
+                "on the workers, or ship them with RayExecutor(runtime_env={'pip': [...]} or {'working_dir': ...})")
+    return _describe(error)
 
 
 def _lost_run(key: RunKey, error: str) -> AgentRun:
