@@ -173,7 +173,11 @@ class RayExecutor:
             options["runtime_env"] = dict(self.runtime_env)
         actor_class = ray.remote(_Worker).options(**options)
         blobs = [(agent.name, _pickled(agent)) for agent in agents]
-        actors = [actor_class.remote(dataset, blobs, worker_config) for _ in range(count)]
+        # Put in the object store once, for every worker (and every restart). Wrapped in a list, so
+        # Ray hands each worker the reference (it fetches the object itself) rather than warning that
+        # a restart needs constructor arguments that live in the object store.
+        shared = [ray.put((dataset, blobs))]
+        actors = [actor_class.remote(shared, worker_config) for _ in range(count)]
         size = self.concurrency_per_worker
         queue: deque[list[RunKey]] = deque(todo[i : i + size] for i in range(0, len(todo), size))
         # Runs of a batch whose worker died (after Ray's retries): each runs again alone on a worker,
@@ -357,8 +361,11 @@ class _Unbuildable:
 class _Worker:
     """A Ray actor: the dataset and the agents (each built once here), running batches with the local runner."""
 
-    def __init__(self, dataset: EvalDataset, agents: list[tuple[str, bytes]], config: RunConfig) -> None:
+    def __init__(self, shared: list[Any], config: RunConfig) -> None:
+        import ray
         from ray import cloudpickle
+
+        dataset, agents = ray.get(shared[0])
 
         self._cases = {case.case_id: case for case in dataset}
         self._source = dataset.source
