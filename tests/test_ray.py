@@ -187,6 +187,14 @@ def test_an_unknown_executor_name_is_a_config_error():
         lf.RunConfig(executor="spark")
 
 
+def test_cli_ray_address_without_executor_ray_is_a_usage_error(capsys):
+    from levelfield.cli import main
+
+    code = main(["eval", DATASET, "--agent", "samples.home_automation.agents.function_agents:careful_agent",
+                 "--ray-address", "auto", "-q"])
+    assert code == 2 and "--ray-address needs --executor ray" in capsys.readouterr().err
+
+
 def test_a_worker_killed_mid_run_has_its_runs_rerun_and_none_counted_twice(cluster, tmp_path):
     marker = tmp_path / "exited"
     out = tmp_path / "out"
