@@ -277,7 +277,7 @@ def export_scores(result: Any, exporter: Any, *, service_name: str = "levelfield
     except ImportError:
         from ..core.errors import MissingExtraError
 
-        raise MissingExtraError("export_scores needs the OpenTelemetry SDK: pip install 'levelfield[traces]'") from None
+        raise MissingExtraError("traces", "opentelemetry-sdk", "lf.export_scores") from None
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("levelfield")
