@@ -17,6 +17,7 @@ evaluation.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import gc
 import random
@@ -147,18 +148,104 @@ async def _guarded(awaitable: Awaitable[T]) -> tuple[bool, Any]:
         return False, exc
 
 
+class _Deadline:
+    """One attempt's deadline in a :class:`_Deadlines` queue."""
+
+    __slots__ = ("when", "task", "cancelling", "expired")
+
+    def __init__(self, when: float, task: asyncio.Task, cancelling: int) -> None:
+        self.when = when
+        self.task: asyncio.Task | None = task  # None once the attempt is over
+        self.cancelling = cancelling  # the task's cancel requests at the start (not ours)
+        self.expired = False
+
+
+class _Deadlines:
+    """The timeouts of one length on one event loop (Python 3.11+), as one timer and a queue.
+
+    Deadlines of one length come due in the order they were set, so the queue is sorted by
+    construction: one timer armed for its head serves every attempt, where ``asyncio.timeout``
+    pushes a timer handle per attempt onto the loop's heap and cancels it (a large share of the
+    runner's own cost per run). An attempt past its deadline is cancelled in place and turned
+    into a TimeoutError, as ``asyncio.timeout`` does.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, seconds: float) -> None:
+        self._loop = loop
+        self._seconds = seconds
+        self._queue: collections.deque[_Deadline] = collections.deque()
+        self._timer: asyncio.TimerHandle | None = None
+
+    def start(self, task: asyncio.Task) -> _Deadline:
+        queue = self._queue
+        while queue and queue[0].task is None:  # attempts already over
+            queue.popleft()
+        entry = _Deadline(self._loop.time() + self._seconds, task, task.cancelling())
+        queue.append(entry)
+        if self._timer is None:
+            self._timer = self._loop.call_at(entry.when, self._expire, entry.when)
+        return entry
+
+    def _expire(self, due: float) -> None:
+        self._timer = None
+        queue = self._queue
+        while queue:
+            entry = queue[0]
+            if entry.task is None:
+                queue.popleft()
+            elif entry.when <= due:
+                queue.popleft()
+                entry.expired = True
+                entry.task.cancel()
+            else:
+                self._timer = self._loop.call_at(entry.when, self._expire, entry.when)
+                return
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._queue.clear()
+
+
+# Deadline queues of the current evaluation, by timeout length (set by run_agents).
+_deadline_queues: contextvars.ContextVar[dict[float, _Deadlines] | None] = contextvars.ContextVar(
+    "levelfield_deadlines", default=None
+)
+
+
+async def _within(watched: _Watched, timeout: float) -> Any:
+    queues = _deadline_queues.get()
+    task = asyncio.current_task()
+    if queues is None or task is None or not hasattr(task, "uncancel"):
+        if _timeout_scope is not None:
+            async with _timeout_scope(timeout):
+                return await watched
+        ok, output = await asyncio.wait_for(_guarded(watched), timeout)  # pragma: no cover - Python 3.10
+        if not ok:  # pragma: no cover
+            raise output
+        return output  # pragma: no cover
+    deadlines = queues.get(timeout)
+    if deadlines is None:
+        deadlines = queues[timeout] = _Deadlines(asyncio.get_running_loop(), timeout)
+    entry = deadlines.start(task)
+    try:
+        return await watched
+    except asyncio.CancelledError as exc:
+        if entry.expired:
+            entry.expired = False
+            if task.uncancel() <= entry.cancelling:  # no other cancel request: ours, a timeout
+                raise TimeoutError from exc
+        raise
+    finally:
+        entry.task = None
+        if entry.expired:  # the agent swallowed our cancellation and returned anyway
+            task.uncancel()
+
+
 async def _attempt(agent: AgentRunnable, request: AgentRequest, timeout: float | None) -> AgentOutput:
     watched = _Watched(agent.arun(request), agent.name, request.case_id, timeout)
-    if timeout is None:
-        output = await watched
-    elif _timeout_scope is not None:
-        # asyncio.timeout cancels in place; wait_for would wrap every run in one more task.
-        async with _timeout_scope(timeout):
-            output = await watched
-    else:  # pragma: no cover - Python 3.10
-        ok, output = await asyncio.wait_for(_guarded(watched), timeout)
-        if not ok:
-            raise output
+    output = await (watched if timeout is None else _within(watched, timeout))
     if not isinstance(output, AgentOutput):
         raise AgentOutputError(
             f"agent {agent.name!r} returned {type(output).__name__} from arun(); an adapter must return AgentOutput"
@@ -251,8 +338,8 @@ async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: Run
     latency = 0.0
     attempts = 0
     for index, prompt in enumerate(prompts):
-        # The fields are already validated (they come from an EvalCase): skip re-validation.
-        request = AgentRequest.model_construct(
+        # Validated: pydantic's compiled validator is faster than model_construct's Python loop.
+        request = AgentRequest(
             prompt=prompt,
             history=list(history),
             case_id=case.case_id,
@@ -280,6 +367,52 @@ async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: Run
         attempts=attempts,
         turns=turns if len(turns) > 1 else [],
     )
+
+
+_WAIT = object()  # what _JobQueue.take() gives when every job left belongs to an agent at its own limit
+
+
+class _JobQueue:
+    """The jobs of an evaluation, handed to the runner's slots in plan order; an agent with its own
+    limit (``agent_concurrency``) never has more in flight, and its waiting jobs let other agents'
+    jobs go first."""
+
+    def __init__(self, jobs: Sequence[tuple[AgentRunnable, EvalCase, int]], limits: Mapping[str, int]) -> None:
+        self._limits = dict(limits)
+        self._busy = dict.fromkeys(self._limits, 0)
+        self._queues: dict[str, collections.deque[tuple[int, tuple[AgentRunnable, EvalCase, int]]]] = {}
+        for index, job in enumerate(jobs):
+            self._queues.setdefault(job[0].name, collections.deque()).append((index, job))
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def take(self) -> Any:
+        """The next (index, job) a slot may run, ``_WAIT`` when only agents at their limit have jobs left, or None."""
+        waiting = False
+        for name, jobs in self._queues.items():
+            if not jobs:
+                continue
+            limit = self._limits.get(name)
+            if limit is None:
+                return jobs.popleft()
+            if self._busy[name] < limit:
+                self._busy[name] += 1
+                return jobs.popleft()
+            waiting = True
+        return _WAIT if waiting else None
+
+    def release(self, agent: str) -> None:
+        """A job of ``agent`` finished: a slot waiting for that agent's limit may take its next job."""
+        if agent in self._busy:
+            self._busy[agent] -= 1
+            waiters, self._waiters = self._waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    async def wait(self) -> None:
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        await waiter
 
 
 async def run_agents(
@@ -311,12 +444,6 @@ async def run_agents(
         isolation = ProcessIsolation(agents)
         agents = [isolation.wrap(a) for a in agents]
     run_id = uuid.uuid4().hex[:8]
-    limit = slots if slots is not None else asyncio.Semaphore(config.concurrency)
-    per_agent = {
-        a.name: asyncio.Semaphore(config.agent_concurrency[a.name])
-        for a in agents
-        if a.name in config.agent_concurrency
-    }
     plan = [(a, case, trial) for a in agents for case in dataset for trial in range(config.trials)]
     if only is not None:
         wanted = set(only)
@@ -324,47 +451,69 @@ async def run_agents(
     jobs = [job for job in plan if (job[0].name, job[1].case_id, job[2]) not in done]
     desc = agents[0].name if len(agents) == 1 else f"{len(agents)} agents"
     progress = _Progress(len(jobs), config.progress, desc)
+    queue = _JobQueue(jobs, {a.name: config.agent_concurrency[a.name] for a in agents if a.name in config.agent_concurrency})
+    fresh: list[AgentRun | None] = [None] * len(jobs)
 
     async def one(agent: AgentRunnable, case: EvalCase, trial: int) -> AgentRun:
-        own = per_agent.get(agent.name)
-        if own is not None:
-            await own.acquire()
-        try:
-            async with limit:
-                play = run_case
-                if run_scenario is not None and case.conversation_scenario is not None:
-                    play = run_scenario
-                if isolation is None:
-                    run = await play(agent, case, trial, config, run_id)
-                else:
-                    async with isolation.lease():  # one worker for all the turns of a case
-                        run = await play(agent, case, trial, config, run_id)
-                if on_run is not None:
-                    # Before the slot is freed, so the run is recorded before the next one starts.
-                    on_run(run)
-        finally:
-            if own is not None:
-                own.release()
+        play = run_case
+        if run_scenario is not None and case.conversation_scenario is not None:
+            play = run_scenario
+        if isolation is None:
+            run = await play(agent, case, trial, config, run_id)
+        else:
+            async with isolation.lease():  # one worker for all the turns of a case
+                run = await play(agent, case, trial, config, run_id)
+        if on_run is not None:
+            on_run(run)
         progress.update(run)
         return run
 
+    async def slot() -> None:
+        # One of ``concurrency`` slots: runs jobs one after another until none is left. A fixed set
+        # of slots costs far less per run than a task per job queued on a semaphore.
+        while True:
+            taken = queue.take()
+            if taken is None:
+                return
+            if taken is _WAIT:
+                await queue.wait()
+                continue
+            index, (agent, case, trial) = taken
+            try:
+                fresh[index] = await one(agent, case, trial)
+            finally:
+                queue.release(agent.name)
+            if on_run is not None:
+                # Let what ``on_run`` scheduled for this turn of the loop (the journal's one write
+                # for the runs that just finished) happen before this slot's next run starts.
+                await asyncio.sleep(0)
+
     warned = _warned_blocking.set(set())
+    deadline_queues: dict[float, _Deadlines] = {}
+    deadlines_token = _deadline_queues.set(deadline_queues)
     # Objects that exist before the runs start outlive them: keep the garbage collector from
     # re-scanning that whole heap mid-run (a full collection holds the GIL for tens of ms,
     # stalling every run in flight). They return to the collector when the runs end.
     gc.freeze()
+    slots = [asyncio.ensure_future(slot()) for _ in range(min(config.concurrency, len(jobs)))]
     try:
-        fresh = iter(await asyncio.gather(*(one(*job) for job in jobs)))
+        await asyncio.gather(*slots)
     finally:
+        for task in slots:
+            task.cancel()  # a slot that failed (e.g. on_run raised) stops the others too
         gc.unfreeze()
         _warned_blocking.reset(warned)
+        _deadline_queues.reset(deadlines_token)
+        for queue in deadline_queues.values():
+            queue.close()
         progress.close()
         if isolation is not None:
             await isolation.aclose()
     out: dict[str, list[AgentRun]] = {a.name: [] for a in agents}
+    runs = iter(fresh)
     for agent, case, trial in plan:
         kept = done.get((agent.name, case.case_id, trial))
-        out[agent.name].append(kept if kept is not None else next(fresh))
+        out[agent.name].append(kept if kept is not None else next(runs))  # type: ignore[arg-type]
     return out
 
 
