@@ -36,7 +36,7 @@ from .core.jsonsafe import to_jsonable
 from .core.matching import DEFAULT_MATCHER, ToolCallMatcher
 from .core.metrics.base import Metric
 from .core.record import RUNS_FILE, fingerprints_of, make_header, read_record, write_record
-from .core.results import EvalResult, results_from_record, run_costs, table_to_csv
+from .core.results import EvalResult, parquet_available, results_from_record, run_costs, table_to_csv, table_to_parquet
 from .core.record import AgentRun
 
 __all__ = [
@@ -408,8 +408,30 @@ class Comparison:
             settings=self.settings(),
         )
 
+    @property
+    def metrics_table(self) -> pd.DataFrame:
+        """One row per agent, case and trial: ``agent``, ``trial``, then each agent's ``EvalResult.metrics_table`` columns."""
+        tables = []
+        for agent, result in self.results.items():
+            table = result.metrics_table.copy()
+            if "trial" not in table:
+                table.insert(1, "trial", [r.trial for r in result.runs])
+            table.insert(0, "agent", agent)
+            tables.append(table)
+        return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+
+    def to_parquet(self, path: str | Path, *, table: Literal["runs", "summary"] = "runs") -> Path:
+        """Write the per-run table (``table="runs"``, :attr:`metrics_table`) or the per-agent
+        ``summary`` (``table="summary"``, agent as a column) as Parquet; needs ``levelfield[parquet]``."""
+        if table == "runs":
+            return table_to_parquet(self.metrics_table, path)
+        if table == "summary":
+            return table_to_parquet(self.summary.reset_index(), path)
+        raise ConfigError(f"to_parquet(table={table!r}): use 'runs' (one row per run) or 'summary' (one row per agent)")
+
     def save(self, directory: str | Path) -> dict[str, Path]:
-        """Write ``runs.jsonl`` (the run record), ``metrics_table.csv``, ``summary.json`` and ``report.html``."""
+        """Write ``runs.jsonl`` (the run record), ``metrics_table.csv``, ``summary.json`` and ``report.html``;
+        with pyarrow installed, ``metrics_table.parquet`` and ``summary.parquet`` too."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         paths = {
@@ -420,14 +442,11 @@ class Comparison:
         }
         entries = [(run, row) for result in self.results.values() for run, row in zip(result.runs, result.row_scores)]
         write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset), entries)
-        tables = []
-        for agent, result in self.results.items():
-            table = result.metrics_table.copy()
-            if "trial" not in table:
-                table.insert(1, "trial", [r.trial for r in result.runs])
-            table.insert(0, "agent", agent)
-            tables.append(table)
-        table_to_csv(pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(), paths["metrics_table"])
+        table = self.metrics_table
+        table_to_csv(table, paths["metrics_table"])
+        if parquet_available():
+            paths["metrics_table_parquet"] = table_to_parquet(table, out / "metrics_table.parquet")
+            paths["summary_parquet"] = self.to_parquet(out / "summary.parquet", table="summary")
         paths["summary"].write_text(json.dumps(self.summary_dict(), indent=2, ensure_ascii=False), encoding="utf-8")
         self.to_html(paths["report"])
         return paths

@@ -13,13 +13,13 @@ import pandas as pd
 
 from .config import RunConfig
 from .dataset import EvalCase, EvalDataset
-from .errors import RecordError
+from .errors import MissingExtraError, RecordError
 from .jsonsafe import dumps, to_jsonable
 from .metrics.base import Metric, Score, score_columns
 from .record import RUNS_FILE, Record, fingerprints_of, make_header, metrics_from_specs, read_record, write_record
 from .record import AgentRun
 
-__all__ = ["EvalResult", "summarize", "run_costs", "results_from_record", "table_to_csv", "SAVED_AGENT"]
+__all__ = ["EvalResult", "summarize", "run_costs", "results_from_record", "table_to_csv", "table_to_parquet", "parquet_available", "SAVED_AGENT"]
 
 _CASE_FIELDS = ("prompt", "reference", "reference_trajectory")
 
@@ -247,12 +247,15 @@ class EvalResult:
         )
 
     def save(self, directory: str | Path) -> dict[str, Path]:
-        """Write ``runs.jsonl`` (the run record), ``metrics_table.csv`` and ``summary.json`` into ``directory``."""
+        """Write ``runs.jsonl`` (the run record), ``metrics_table.csv`` and ``summary.json`` into ``directory``,
+        and ``metrics_table.parquet`` too when pyarrow is installed."""
         out = Path(directory)
         paths = {"runs": out / RUNS_FILE, "metrics_table": out / "metrics_table.csv", "summary": out / "summary.json"}
         write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset),
                      zip(self.runs, self.row_scores))
         self.to_csv(paths["metrics_table"])
+        if parquet_available():
+            paths["metrics_table_parquet"] = self.to_parquet(out / "metrics_table.parquet")
         paths["summary"].write_text(
             json.dumps(to_jsonable(self.summary_metrics), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
@@ -299,6 +302,11 @@ class EvalResult:
         table_to_csv(self.metrics_table, path)
         return path
 
+    def to_parquet(self, path: str | Path) -> Path:
+        """Write the metrics table as Parquet (needs ``levelfield[parquet]``); trajectory and other
+        list or dict cells as JSON text, so ``load_dataset`` reads them back exactly."""
+        return table_to_parquet(self.metrics_table, path)
+
 
 
 SAVED_AGENT = "saved predictions"
@@ -312,6 +320,47 @@ def table_to_csv(table: pd.DataFrame, path: Path) -> None:
         if table[col].map(lambda v: isinstance(v, (list, dict))).any():
             table[col] = table[col].map(lambda v: dumps(v) if isinstance(v, (list, dict)) else v)
     table.to_csv(path, index=False)
+
+
+def parquet_available() -> bool:
+    """Whether pyarrow is installed (``save`` then writes the tables as Parquet too)."""
+    import importlib.util
+
+    return importlib.util.find_spec("pyarrow") is not None
+
+
+def table_to_parquet(table: pd.DataFrame, path: str | Path) -> Path:
+    """Write a results table as Parquet (needs pyarrow), list and dict cells as JSON text.
+
+    JSON text rather than Arrow structs: Arrow would give every row of a column one struct
+    type, the union of all rows' keys (with nulls for the missing ones), and refuse a key whose
+    value is a number in one row and text in another; JSON keeps each cell as it was.
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise MissingExtraError("parquet", "pyarrow", "writing Parquet") from None
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = [_arrow_column(pa, table[name].tolist()) for name in table.columns]
+    pq.write_table(pa.Table.from_arrays(arrays, names=[str(name) for name in table.columns]), path)
+    return path
+
+
+def _arrow_column(pa: Any, values: list[Any]) -> Any:
+    if any(isinstance(v, (list, dict, tuple)) for v in values):
+        values = [dumps(v) if isinstance(v, (list, dict, tuple)) else v for v in values]
+    try:
+        return pa.array(values, from_pandas=True)  # NaN -> null, as pandas writes object columns
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        # Mixed kinds in one column (a metadata field that is a number in one row and text in
+        # the next) are kept as text rather than refused.
+        return pa.array([None if _missing(v) else v if isinstance(v, str) else dumps(v) for v in values], pa.string())
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def results_from_record(record: Record) -> dict[str, EvalResult]:

@@ -1,8 +1,8 @@
 """Reading datasets from disk: one entry point for files, folders and ``file:case`` selections.
 
-``load_dataset`` decides what a path holds (JSON Lines, a JSON list or columns, CSV, an ADK eval
-set or legacy ``.test.json``, a folder of ADK files) and hands the rows to the core data model,
-which knows nothing about files.
+``load_dataset`` decides what a path holds (JSON Lines, a JSON list or columns, CSV, Parquet,
+Arrow IPC / Feather, an ADK eval set or legacy ``.test.json``, a folder of ADK files) and hands
+the rows to the core data model, which knows nothing about files.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from ..core.dataset import EvalDataset, dataset_from_located, dataset_from_rows
 from ..core.errors import DatasetError
 from . import adk, databricks
+from .arrow import ARROW_SUFFIXES, is_arrow_table, read_arrow_rows, table_rows
 
 __all__ = ["load_dataset", "read_rows", "split_selection", "select_cases"]
 
@@ -59,8 +60,8 @@ def read_rows(path: Path) -> list[tuple[Any, str]]:
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{path} line {exc.lineno}: not valid JSON ({exc.msg})") from None
             return [(r, f"{name} row {i + 1}") for i, r in enumerate(_rows_from_json(path, data))]
-        if name.endswith(".parquet"):
-            return [(r, f"{name} row {i + 1}") for i, r in enumerate(_parquet_records(path))]
+        if path.suffix in ARROW_SUFFIXES:
+            return [(r, f"{name} row {i + 1}") for i, r in enumerate(read_arrow_rows(path))]
         if name.endswith(".csv"):
             records = _csv_records(path)
             # Header is line 1, so data row i sits on line i + 2.
@@ -70,23 +71,9 @@ def read_rows(path: Path) -> list[tuple[Any, str]]:
             ]
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{path}: cannot be read ({exc})") from None
-    raise DatasetError(f"{path}: unsupported file type; use .jsonl, .json, .csv, .parquet, .evalset.json or .test.json")
-
-
-def _parquet_records(path: Path) -> list[dict[str, Any]]:
-    import pandas as pd
-
-    try:
-        frame = pd.read_parquet(path)
-    except ImportError:
-        from ..core.errors import MissingExtraError
-
-        raise MissingExtraError(f"{path}: reading Parquet needs pyarrow: pip install 'levelfield[traces]'") from None
-    except Exception as exc:  # pyarrow's errors for a file that is not Parquet
-        raise DatasetError(f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc})") from None
-    # Parquet list cells arrive as numpy arrays; rows hold plain lists like the other formats.
-    return [{k: (v.tolist() if hasattr(v, "tolist") and not isinstance(v, (str, bytes)) else v) for k, v in r.items()}
-            for r in frame.to_dict("records")]
+    raise DatasetError(
+        f"{path}: unsupported file type; use .jsonl, .json, .csv, .parquet, .arrow/.feather, .evalset.json or .test.json"
+    )
 
 
 def _csv_records(path: Path) -> list[dict[str, Any]]:
@@ -146,9 +133,10 @@ def select_cases(dataset: EvalDataset, ids: Sequence[str]) -> EvalDataset:
 
 
 def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
-    """Load cases from a DataFrame, a list of dicts, an EvalDataset, or a path.
+    """Load cases from a DataFrame, a pyarrow Table, a list of dicts, an EvalDataset, or a path.
 
-    A path may be a ``.jsonl``/``.json``/``.csv`` file, an ADK ``.evalset.json`` / ``.test.json``,
+    A path may be a ``.jsonl``/``.json``/``.csv``/``.parquet``/``.arrow``/``.feather`` file (Parquet
+    and Arrow need ``levelfield[parquet]``), an ADK ``.evalset.json`` / ``.test.json``,
     a folder of ADK files, or ``file.json:case_1,case_2`` to select cases. Column aliases:
     ``request``/``query`` -> prompt, ``expected_response``/``final_response`` -> reference,
     ``expected_tool_use``/``tool_uses`` -> reference_trajectory (ADK's ``{name, args}`` calls
@@ -156,6 +144,10 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
     ``{"query", "history"}``. Every row is checked here, before any agent runs; an error names
     the file, row and field.
     """
+    if is_arrow_table(data):
+        label = source or "Arrow table"
+        located = [(r, f"{label} row {i + 1}") for i, r in enumerate(table_rows(data))]
+        return dataset_from_located(databricks.fill_located(located), label)
     if not isinstance(data, (str, Path)):
         traced = databricks.traced_rows(data, source)  # a Databricks 'trace' column fills what rows leave out
         if traced is not None:
