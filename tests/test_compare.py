@@ -184,7 +184,8 @@ def test_case_view_shows_every_agents_response_and_marked_calls():
 def test_saved_comparison_loads_back_with_the_same_summary(tmp_path):
     cmp = compare({"right": right, "flaky": crashes_on_off}, trials=2)
     paths = cmp.save(tmp_path)
-    assert {p.name for p in paths.values()} == {"runs.jsonl", "metrics_table.csv", "summary.json", "report.html"}
+    assert {p.name for p in paths.values()} == {"runs.jsonl", "metrics_table.csv", "summary.json", "report.html",
+                                                "metrics_table.parquet", "summary.parquet"}  # Parquet: pyarrow is installed
     loaded = Comparison.load(tmp_path)
     assert loaded.agents == cmp.agents and loaded.trials == 2
     np.testing.assert_allclose(

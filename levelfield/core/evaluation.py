@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from .config import RunConfig
@@ -184,10 +184,11 @@ async def run_and_score(
     journal, done = open_journal(dataset, [a.name for a in agents], metrics, config, kind=kind, settings=settings)
     conversations = Conversations(simulator, done) if simulator is not None else None
 
-    def finished(run: AgentRun) -> None:
-        scores = scorer(run)
-        if journal is not None:
-            journal.write(run, scores)
+    def finished(run: AgentRun) -> Awaitable[None] | None:
+        if journal is None:
+            scorer.defer(run)
+            return None
+        return journal.write(run, scorer(run))  # the slot's next run waits until this one is on disk
 
     try:
         execute = run_agents if executor is None else executor.run_agents

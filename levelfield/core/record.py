@@ -351,7 +351,7 @@ class Journal:
         self._f = handle
         self._fingerprints = dict(fingerprints)
         self._pending: list[str] = []
-        self._flush_scheduled = False
+        self._flushed: asyncio.Future[None] | None = None
         self.written = 0
 
     @classmethod
@@ -372,30 +372,42 @@ class Journal:
             _drop_last_partial_line(record.path)
         return cls(record.path, record.path.open("a", encoding="utf-8"), record.fingerprints)
 
-    def write(self, run: AgentRun, scores: Mapping[str, Score] | None = None) -> None:
-        """Append one finished run (and its scores so far); it is flushed to the OS before the event
-        loop moves on to anything else (runs that finish together share one write)."""
+    def write(self, run: AgentRun, scores: Mapping[str, Score] | None = None) -> "asyncio.Future[None] | None":
+        """Append one finished run (and its scores so far).
+
+        Inside an event loop the line is flushed to the OS once the loop has run what is ready
+        (runs that finish together share one write); the future returned is done then, so a
+        caller can wait for its run to be on disk. Outside a loop it is written at once (None).
+        """
         self._pending.append(_run_line(run, scores, self._fingerprints.get(run.case_id)))
         self.written += 1
-        if self._flush_scheduled:
-            return
+        if self._flushed is not None:
+            return self._flushed
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self.flush()
-            return
+            return None
         # One write system call per turn of the event loop rather than per run: a call releases
         # the GIL, and winning it back from a hundred agent threads costs more than the write.
-        self._flush_scheduled = True
+        self._flushed = loop.create_future()
         loop.call_soon(self.flush)
+        return self._flushed
 
     def flush(self) -> None:
         """Write and flush every pending line."""
-        self._flush_scheduled = False
-        if self._pending and not self._f.closed:
-            lines, self._pending = self._pending, []
-            self._f.write("\n".join(lines) + "\n")
-            self._f.flush()
+        flushed, self._flushed = self._flushed, None
+        try:
+            if self._pending and not self._f.closed:
+                lines, self._pending = self._pending, []
+                self._f.write("\n".join(lines) + "\n")
+                self._f.flush()
+        except OSError as exc:  # a full disk: the runs waiting on this write fail loudly, not silently
+            if flushed is not None and not flushed.done():
+                flushed.set_exception(RecordError(f"{self.path}: cannot write the journal ({exc})"))
+            raise
+        if flushed is not None and not flushed.done():
+            flushed.set_result(None)
 
     def close(self) -> None:
         if not self._f.closed:

@@ -228,8 +228,10 @@ class EvalResult:
         return [r for r in self.runs if r.failure]
 
     def __repr__(self) -> str:
-        s = self.summary_metrics
-        return f"EvalResult(agent={self.agent_name!r}, rows={s['row_count']}, failures={s.get('failure/count', 0)})"
+        # Counted from the runs, not the summary: asyncio.run reprs the task holding the result
+        # when it restores the SIGINT handler, and a repr must not compute a whole summary.
+        failures = sum(1 for r in self.runs if r.failure)
+        return f"EvalResult(agent={self.agent_name!r}, rows={len(self.runs)}, failures={failures})"
 
     # -- saving and loading ------------------------------------------------------------------
 

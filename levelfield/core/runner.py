@@ -420,7 +420,7 @@ async def run_agents(
     agents: Sequence[AgentRunnable],
     config: RunConfig,
     *,
-    on_run: Callable[[AgentRun], None] | None = None,
+    on_run: Callable[[AgentRun], Awaitable[Any] | None] | None = None,
     done: Mapping[tuple[str, str, int], AgentRun] | None = None,
     run_scenario: Callable[[AgentRunnable, EvalCase, int, RunConfig, str], Awaitable[AgentRun]] | None = None,
     only: Collection[tuple[str, str, int]] | None = None,
@@ -428,7 +428,8 @@ async def run_agents(
 ) -> dict[str, list[AgentRun]]:
     """Every agent on every case and trial; runs per agent in dataset order, then trial order.
 
-    ``on_run(run)`` is called as each run finishes (e.g. to score it while others are in flight).
+    ``on_run(run)`` is called as each run finishes (e.g. to score it while others are in flight);
+    when it returns an awaitable (a journal write), the slot's next run waits for it.
     ``done`` maps (agent name, case id, trial) to runs finished earlier (a resumed journal): they
     are returned as they are, not run again, and ``on_run`` is not called for them.
     ``run_scenario`` plays the conversation-scenario cases (a simulated user; see ``conversation``).
@@ -464,7 +465,10 @@ async def run_agents(
             async with isolation.lease():  # one worker for all the turns of a case
                 run = await play(agent, case, trial, config, run_id)
         if on_run is not None:
-            on_run(run)
+            recorded = on_run(run)
+            if recorded is not None:
+                # The run is recorded (e.g. its journal line flushed) before this slot's next run starts.
+                await recorded
         progress.update(run)
         return run
 
@@ -483,10 +487,6 @@ async def run_agents(
                 fresh[index] = await one(agent, case, trial)
             finally:
                 queue.release(agent.name)
-            if on_run is not None:
-                # Let what ``on_run`` scheduled for this turn of the loop (the journal's one write
-                # for the runs that just finished) happen before this slot's next run starts.
-                await asyncio.sleep(0)
 
     warned = _warned_blocking.set(set())
     deadline_queues: dict[float, _Deadlines] = {}

@@ -203,6 +203,7 @@ class RunScorer:
         self._sync, self._async = _split(metrics)
         self._concurrency = concurrency
         self._done: dict[tuple[str, str, int], tuple[ScoringContext, dict[str, Score]]] = {}
+        self._deferred: list[AgentRun] = []
 
     def _score(self, run: AgentRun) -> tuple[ScoringContext, dict[str, Score]]:
         ctx = context_for(self._cases[run.case_id], run)
@@ -214,8 +215,24 @@ class RunScorer:
         self._done[(run.agent_name, run.case_id, run.trial)] = scored
         return scored[1]
 
+    def defer(self, run: AgentRun) -> None:
+        """Score ``run`` once the event loop has run what is ready now (the next runs started):
+        scoring then fills the loop's idle time instead of delaying the runs that finished with it."""
+        self._deferred.append(run)
+        if len(self._deferred) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self._score_deferred)
+            except RuntimeError:  # no loop: score now
+                self._score_deferred()
+
+    def _score_deferred(self) -> None:
+        runs, self._deferred = self._deferred, []
+        for run in runs:
+            self(run)
+
     async def scores(self, runs: Sequence[AgentRun]) -> list[dict[str, Score]]:
         """Every metric's score of ``runs``, in their order."""
+        self._score_deferred()
         scored = [self._done.pop((r.agent_name, r.case_id, r.trial), None) or self._score(r) for r in runs]
         rows = [row for _, row in scored]
         if self._async:

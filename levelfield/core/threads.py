@@ -15,6 +15,7 @@ import functools
 import itertools
 import queue
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -75,9 +76,57 @@ class _DaemonThreads:
 _threads = _DaemonThreads()
 
 
-def _settle(future: asyncio.Future, outcome: tuple[bool, Any]) -> None:
-    if not future.done():  # cancelled: the run timed out and went on without this call
-        future.set_result(outcome)
+class _Inbox:
+    """Outcomes of blocking calls on their way back to one event loop, delivered in batches.
+
+    ``call_soon_threadsafe`` per finished call writes a byte to the loop's self-pipe each time (a
+    system call that releases the GIL, which then has to be won back from the other agent
+    threads). Calls that finish while a delivery is pending join it instead: one wake-up of the
+    loop for all of them.
+    """
+
+    __slots__ = ("_loop", "_lock", "_items", "_scheduled", "__weakref__")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = weakref.ref(loop)  # the registry below must not keep a finished loop alive
+        self._lock = threading.Lock()
+        self._items: list[tuple[asyncio.Future, tuple[bool, Any]]] = []
+        self._scheduled = False
+
+    def put(self, future: asyncio.Future, outcome: tuple[bool, Any]) -> None:
+        """Deliver ``outcome`` to ``future`` on its loop (called from a worker thread)."""
+        with self._lock:
+            self._items.append((future, outcome))
+            if self._scheduled:
+                return
+            self._scheduled = True
+        loop = self._loop()
+        try:
+            if loop is None:
+                raise RuntimeError("the loop is gone")
+            loop.call_soon_threadsafe(self._deliver)
+        except RuntimeError:  # the loop is closed: nobody waits for these calls any more
+            with self._lock:
+                self._items.clear()
+                self._scheduled = False
+
+    def _deliver(self) -> None:
+        with self._lock:
+            items, self._items = self._items, []
+            self._scheduled = False
+        for future, outcome in items:
+            if not future.done():  # cancelled: the run timed out and went on without this call
+                future.set_result(outcome)
+
+
+_inboxes: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox]" = weakref.WeakKeyDictionary()
+
+
+def _inbox(loop: asyncio.AbstractEventLoop) -> _Inbox:
+    inbox = _inboxes.get(loop)
+    if inbox is None:
+        inbox = _inboxes[loop] = _Inbox(loop)
+    return inbox
 
 
 async def run_sync(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -89,16 +138,14 @@ async def run_sync(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     loop = asyncio.get_running_loop()
     future: asyncio.Future = loop.create_future()
     call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+    inbox = _inbox(loop)
 
     def work() -> None:
         try:
             outcome: tuple[bool, Any] = (True, call())
         except BaseException as exc:  # noqa: BLE001 - SystemExit & co. become the run's failure
             outcome = (False, exc)
-        try:
-            loop.call_soon_threadsafe(_settle, future, outcome)
-        except RuntimeError:  # the loop is closed: nobody waits for this call any more
-            pass
+        inbox.put(future, outcome)
 
     _threads.submit(work)
     # The outcome travels boxed: an asyncio future refuses StopIteration as an exception.
