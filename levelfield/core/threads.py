@@ -220,7 +220,13 @@ def _containing_task_factory(loop: asyncio.AbstractEventLoop, coro: Any, **optio
     # asyncio re-raises a SystemExit out of the event loop from any task, ending every run at once.
     # Frameworks run agent code in tasks of their own (LangGraph's async tools): in those, it
     # becomes an ordinary exception, so it fails that run only.
-    return asyncio.Task(_contain_exit(coro), loop=loop, **options)
+    task = asyncio.Task(_contain_exit(coro), loop=loop, **options)
+    close = getattr(coro, "close", None)
+    if close is not None:
+        # A task cancelled before its first step (the loop stopped by Ctrl-C) never starts the
+        # wrapper, so ``coro`` would be reported as never awaited: close it (a no-op once it ran).
+        task.add_done_callback(lambda _: close())
+    return task
 
 
 async def _on_daemon_executor(coro: Awaitable[T]) -> T:

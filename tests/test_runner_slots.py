@@ -1,0 +1,122 @@
+"""The runner's slots, deadline queue and batched hand-offs (issue #16's faster runner) keep the
+behaviour the slower one had: timeouts per attempt, caps per agent, cancellation from outside,
+every run's own answer, and a journal that never loses a run silently."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import threading
+import time
+
+import pytest
+
+import levelfield as lf
+from levelfield.core.record import Journal
+
+
+def _cases(n: int) -> list[dict]:
+    return [{"prompt": f"p{i}", "reference": f"p{i}"} for i in range(n)]
+
+
+def test_hung_attempts_time_out_in_place_while_the_others_in_the_queue_answer():
+    async def agent(prompt):
+        # Every third run hangs; the deadlines queued around it belong to runs that finish.
+        await asyncio.sleep(30 if int(prompt[1:]) % 3 == 0 else 0.01)
+        return prompt
+
+    result = lf.evaluate(_cases(30), agent, ["exact_match"], concurrency=10, timeout=0.3, retries=0, progress=False)
+    timed_out = [r.case_id for r in result.runs if r.failure]
+    assert [r.error for r in result.runs if r.failure] == ["timed out"] * 10
+    assert len(timed_out) == 10 and all(r.output.response == f"p{i}" for i, r in enumerate(result.runs) if not r.failure)
+
+
+def test_a_retried_attempt_gets_a_fresh_deadline():
+    calls: list[float] = []
+
+    async def agent(prompt):
+        calls.append(time.perf_counter())
+        if len(calls) == 1:
+            raise lf.TransientAgentError("busy")
+        await asyncio.sleep(0.2)  # shorter than the timeout, though the first attempt started earlier
+        return prompt
+
+    result = lf.evaluate(_cases(1), agent, ["exact_match"], timeout=0.3, retries=1, backoff=0.15, progress=False)
+    assert not result.runs[0].failure and result.runs[0].attempts == 2
+
+
+def test_two_timeout_lengths_on_one_loop_each_keep_their_own():
+    async def slow(prompt):
+        await asyncio.sleep(0.4)
+        return prompt
+
+    async def both():
+        short = lf.aevaluate(_cases(3), slow, ["exact_match"], timeout=0.1, retries=0, progress=False)
+        long = lf.aevaluate(_cases(3), slow, ["exact_match"], timeout=5, retries=0, progress=False)
+        return await asyncio.gather(short, long)
+
+    short, long = asyncio.run(both())
+    assert all(r.failure for r in short.runs) and not any(r.failure for r in long.runs)
+
+
+async def test_cancelling_the_evaluation_under_a_timeout_cancels_it_rather_than_timing_runs_out():
+    started = asyncio.Event()
+
+    async def agent(prompt):
+        started.set()
+        await asyncio.sleep(30)
+        return "ok"
+
+    task = asyncio.create_task(lf.aevaluate(_cases(4), agent, metrics=[], progress=False, timeout=10, concurrency=2))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+def test_every_sync_run_gets_its_own_answer_when_many_finish_together():
+    gate = threading.Barrier(20, timeout=10)
+
+    def agent(prompt):
+        if int(prompt[1:]) < 20:
+            gate.wait()  # the first twenty finish at the same moment: one batched hand-off
+        return prompt
+
+    result = lf.evaluate(_cases(200), agent, ["exact_match"], concurrency=50, progress=False)
+    assert [r.output.response for r in result.runs] == [f"p{i}" for i in range(200)]
+    assert result.summary_metrics["exact_match/mean"] == 1.0
+
+
+def test_a_capped_agent_waits_for_its_own_slot_while_the_other_agent_uses_the_rest():
+    in_flight = {"capped": 0, "free": 0}
+    peak = {"capped": 0, "free": 0}
+
+    def tracked(name):
+        async def agent(prompt):
+            in_flight[name] += 1
+            peak[name] = max(peak[name], in_flight[name])
+            await asyncio.sleep(0.02)
+            in_flight[name] -= 1
+            return prompt
+        return agent
+
+    cmp = lf.compare(_cases(12), {"capped": tracked("capped"), "free": tracked("free")}, ["exact_match"],
+                     concurrency=6, agent_concurrency={"capped": 2}, progress=False)
+    assert peak == {"capped": 2, "free": 4}  # the capped agent's queued jobs never held a shared slot
+    assert all(len(r.runs) == 12 and not r.failures for r in cmp.results.values())
+
+
+def test_a_journal_that_cannot_be_written_fails_the_evaluation_naming_the_file(tmp_path, monkeypatch):
+    class FullDisk(io.StringIO):
+        def write(self, text):
+            raise OSError(28, "No space left on device")
+
+    opened = Journal.__init__
+
+    def init(self, path, handle, fingerprints):
+        handle.close()  # header and cases are written; every run line after them fails
+        opened(self, path, FullDisk(), fingerprints)
+
+    monkeypatch.setattr(Journal, "__init__", init)
+    with pytest.raises(lf.RecordError, match=r"runs.jsonl: cannot write the journal .*No space left"):
+        lf.evaluate(_cases(3), lambda p: p, ["exact_match"], progress=False, out=tmp_path)
