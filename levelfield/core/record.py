@@ -251,19 +251,35 @@ def _score_from_json(data: Any) -> Score:
     )
 
 
+_text = json.encoder.encode_basestring  # a str as JSON, as the shared encoder writes it (C, UTF-8 kept)
+
+
+def _scores_json(scores: Mapping[str, Score]) -> str:
+    # A bare number (the common score) is spelled here; anything richer goes through the encoder.
+    parts = []
+    for name, score in scores.items():
+        value = score.value
+        if (type(value) is float and score.explanation is None and not score.extra and not score.failed
+                and score.error is None and score.usage is None):
+            parts.append(f'{_text(str(name))}:{{"value":{repr(value) if math.isfinite(value) else "null"}}}')
+        else:
+            parts.append(f"{_text(str(name))}:{dumps(_score_to_json(score))}")
+    return "{" + ",".join(parts) + "}"
+
+
 def _run_line(run: AgentRun, scores: Mapping[str, Score] | None, fingerprint: str | None) -> str:
-    # Built by hand around pydantic's JSON of the run: one encoder pass per run, no re-parsing.
-    head = dumps({"kind": "run", "agent": run.agent_name, "case_id": run.case_id, "trial": run.trial,
-                  "fingerprint": fingerprint})
-    body = f',"run":{model_json(run, exclude_none=True)}'
+    # Built by hand around pydantic's JSON of the run: one encoder pass per run, no re-parsing
+    # (the journal writes one per finished run while other runs wait on the loop).
+    line = (f'{{"kind":"run","agent":{_text(run.agent_name)},"case_id":{_text(run.case_id)},"trial":{int(run.trial)},'
+            f'"fingerprint":{"null" if fingerprint is None else _text(fingerprint)},'
+            f'"run":{model_json(run, exclude_none=True)}')
     if scores is not None:
-        body += f',"scores":{dumps({name: _score_to_json(s) for name, s in scores.items()})}'
-    return head[:-1] + body + "}"
+        line += f',"scores":{_scores_json(scores)}'
+    return line + "}"
 
 
 def _case_line(case: EvalCase, fingerprint: str) -> str:
-    head = dumps({"kind": "case", "fingerprint": fingerprint})
-    return head[:-1] + f',"case":{model_json(case, exclude={"columns"})}}}'
+    return f'{{"kind":"case","fingerprint":{_text(fingerprint)},"case":{model_json(case, exclude={"columns"})}}}'
 
 
 # -- the record ----------------------------------------------------------------------------------
