@@ -202,7 +202,7 @@ class RunScorer:
         self._metrics = list(metrics)
         self._sync, self._async = _split(metrics)
         self._concurrency = concurrency
-        self._done: dict[tuple[str, str, int], tuple[ScoringContext, dict[str, Score]]] = {}
+        self._done: dict[tuple[str, str, int], tuple[ScoringContext | None, dict[str, Score]]] = {}
         self._deferred: list[AgentRun] = []
 
     def _score(self, run: AgentRun) -> tuple[ScoringContext, dict[str, Score]]:
@@ -211,9 +211,11 @@ class RunScorer:
 
     def __call__(self, run: AgentRun) -> dict[str, Score]:
         """Score ``run``'s sync metrics now; returns them (judged metrics come in :meth:`scores`)."""
-        scored = self._score(run)
-        self._done[(run.agent_name, run.case_id, run.trial)] = scored
-        return scored[1]
+        ctx, row = self._score(run)
+        # The context is kept only for the judged metrics scored at the end: a run's context
+        # kept for nothing is garbage the collector scans again and again while runs are in flight.
+        self._done[(run.agent_name, run.case_id, run.trial)] = (ctx if self._async else None, row)
+        return row
 
     def defer(self, run: AgentRun) -> None:
         """Score ``run`` once the event loop has run what is ready now (the next runs started):
