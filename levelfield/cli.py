@@ -312,7 +312,9 @@ def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
         out = Path(args.out)
         print()
         print(f"Report: {out / 'report.html'}")
-        print(f"Also written: runs.jsonl, metrics_table.csv, summary.json in {out}")
+        written = ["runs.jsonl", "metrics_table.csv", "summary.json"]
+        written += [name for name in ("metrics_table.parquet", "summary.parquet") if (out / name).exists()]
+        print(f"Also written: {', '.join(written)} in {out}")
     code = _check_thresholds(cmp, args.fail_under)
     return max(code, _check_baseline(args, cmp), failed)
 
