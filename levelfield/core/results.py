@@ -104,6 +104,37 @@ def _agent_usage(run: AgentRun) -> Any:
     return out.usage if out is not None else None
 
 
+_COST_KEYS = ("total_tokens", "input_tokens", "output_tokens", "judge_calls", "judge_latency")
+
+
+def _summary_columns(rows: Sequence[Mapping[str, Score]], names: Sequence[str]) -> dict[str, list[Any]]:
+    """The columns :func:`summarize` reads (``/score``, ``/failed``, judge costs), straight from the
+    Score objects: the same values ``Score.columns`` writes, without building every row's columns."""
+    out: dict[str, list[Any]] = {}
+    for name in names:
+        scores = [row.get(name) for row in rows]
+        if all(score is None for score in scores):
+            continue
+        out[f"{name}/score"] = [None if score is None else score.value for score in scores]
+        if any(score is not None and score.failed for score in scores):
+            out[f"{name}/failed"] = [True if score is not None and score.failed else None for score in scores]
+        if not any(score is not None and (score.extra or score.usage is not None) for score in scores):
+            continue  # no judge costs (the common case): nothing more to read
+        for key in _COST_KEYS:
+            costs = [_cost(score, key) for score in scores]
+            if any(cost is not None for cost in costs):
+                out[f"{name}/{key}"] = costs
+    return out
+
+
+def _cost(score: Score | None, key: str) -> Any:
+    if score is None:
+        return None
+    if key == "total_tokens" and score.usage is not None:
+        return score.usage.total_tokens  # Score.columns writes usage after the extras
+    return score.extra.get(key) if score.extra else None
+
+
 def _num(x: Any) -> float:
     try:
         return float(x)
@@ -213,8 +244,7 @@ class EvalResult:
         """``row_count``, ``<metric>/mean``, ``<metric>/std``, ``<metric>/nan_count``, latency, failures, tokens
         (and ``<metric>/corrected_mean``... for judge-corrected metrics)."""
         if self._summary is None:
-            keys = {k for row in self.scores for k in row}
-            columns = {key: [row.get(key) for row in self.scores] for key in keys}
+            columns = _summary_columns(self.row_scores, self.metric_names)
             columns["failure"] = [int(r.failure) for r in self.runs]  # row_count when there are no metrics
             summary = summarize(columns, self.metric_names)
             summary.update(run_costs(self.runs))
