@@ -122,11 +122,19 @@ class _Inbox:
 _inboxes: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox]" = weakref.WeakKeyDictionary()
 
 
-def _inbox(loop: asyncio.AbstractEventLoop) -> _Inbox:
-    inbox = _inboxes.get(loop)
-    if inbox is None:
-        inbox = _inboxes[loop] = _Inbox(loop)
+def _inbox(loop: asyncio.AbstractEventLoop) -> _Inbox | None:
+    try:
+        inbox = _inboxes.get(loop)
+        if inbox is None:
+            inbox = _inboxes[loop] = _Inbox(loop)
+    except TypeError:  # a loop that cannot be weakly referenced (a C-implemented one): no batching
+        return None
     return inbox
+
+
+def _settle(future: asyncio.Future, outcome: tuple[bool, Any]) -> None:
+    if not future.done():  # cancelled: the run timed out and went on without this call
+        future.set_result(outcome)
 
 
 async def run_sync(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -145,7 +153,13 @@ async def run_sync(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
             outcome: tuple[bool, Any] = (True, call())
         except BaseException as exc:  # noqa: BLE001 - SystemExit & co. become the run's failure
             outcome = (False, exc)
-        inbox.put(future, outcome)
+        if inbox is not None:
+            inbox.put(future, outcome)
+            return
+        try:
+            loop.call_soon_threadsafe(_settle, future, outcome)
+        except RuntimeError:  # the loop is closed: nobody waits for this call any more
+            pass
 
     _threads.submit(work)
     # The outcome travels boxed: an asyncio future refuses StopIteration as an exception.
