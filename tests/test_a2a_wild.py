@@ -334,6 +334,15 @@ def test_credentials_in_the_url_are_sent_but_never_name_the_agent(raw_server):
         assert "pa55-w0rd" not in text and "t0ken-abc" not in text and "alice" not in text
 
 
+def _written_text(path):
+    """A written file's text; a Parquet table's cells as text (its bytes are compressed)."""
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return str(pq.read_table(path).to_pylist())
+    return path.read_text(encoding="utf-8")
+
+
 def test_no_credential_reaches_any_file_an_evaluation_writes(raw_server, tmp_path):
     async def echo_then_answer(request: Request, writer: asyncio.StreamWriter) -> None:
         if request.json["params"]["message"]["metadata"]["levelfield"]["case_id"] == "bad":
@@ -348,7 +357,7 @@ def test_no_credential_reaches_any_file_an_evaluation_writes(raw_server, tmp_pat
     result = lf.evaluate(dataset, agent, metrics=["exact_match"], out=str(tmp_path), **FAST)
     result.metrics_table.to_csv(tmp_path / "table.csv")
     assert [r.failure for r in result.runs] == [True, False]
-    written = "".join(f.read_text(encoding="utf-8") for f in tmp_path.rglob("*") if f.is_file())
+    written = "".join(_written_text(f) for f in tmp_path.rglob("*") if f.is_file())
     assert "bad" in written and "***" in written
     basic = base64.b64encode(b"carol:pa55-w0rd").decode()  # the Authorization the URL's user:pass became
     for secret in (TOKEN, "pa55-w0rd", "t0ken-abc", basic):
