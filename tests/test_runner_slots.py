@@ -14,7 +14,6 @@ import pytest
 
 import levelfield as lf
 from levelfield.core.record import Journal
-from levelfield.core.runner import _FreezeSurvivors
 
 
 def _cases(n: int) -> list[dict]:
@@ -128,18 +127,3 @@ def test_an_evaluation_leaves_no_gc_hook_and_nothing_frozen_behind():
     hooks = list(gc.callbacks)
     lf.evaluate(_cases(50), lambda p: p, ["exact_match"], concurrency=5, progress=False)
     assert gc.callbacks == hooks and gc.get_freeze_count() == 0
-
-
-def test_survivors_are_no_longer_set_aside_once_a_run_has_failed():
-    failures = [0]
-    hook = _FreezeSurvivors(lambda: failures[0])
-    try:
-        hook("stop", {"generation": 0, "collected": 0})
-        assert gc.get_freeze_count() > 0  # a healthy young collection: its survivors set aside
-        gc.unfreeze()
-        failures[0] = 1
-        hook("stop", {"generation": 0, "collected": 0})
-        hook("stop", {"generation": 0, "collected": 0})
-        assert not hook.active and gc.get_freeze_count() == 0  # failed runs make cycles: collector's job
-    finally:
-        gc.unfreeze()

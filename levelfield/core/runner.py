@@ -415,32 +415,6 @@ class _JobQueue:
         await waiter
 
 
-class _FreezeSurvivors:
-    """A ``gc.callbacks`` hook for the runs: sets aside what survived a young collection.
-
-    A young collection's survivors are then mostly what runs keep (their AgentRun, output,
-    scores), which the middle generation's collections would scan again, each scan stalling
-    every run in flight (tens of ms of an evaluation's wall time). Set-aside objects return to
-    the collector when the runs end. Garbage cycles must not pile up meanwhile, so this stops
-    for good once a run has failed or a collection finds garbage (runs are making cycles: an
-    exception and its traceback, often still alive at a young collection), or after
-    ``limit`` objects.
-    """
-
-    def __init__(self, failures: Callable[[], int], limit: int = 500_000) -> None:
-        self._failures = failures
-        self._limit = gc.get_freeze_count() + limit
-        self.active = True
-
-    def __call__(self, phase: str, info: Mapping[str, Any]) -> None:
-        if phase != "stop" or info.get("generation") != 0 or not self.active:
-            return
-        if info.get("collected") or self._failures() or gc.get_freeze_count() > self._limit:
-            self.active = False
-        else:
-            gc.freeze()
-
-
 async def run_agents(
     dataset: EvalDataset,
     agents: Sequence[AgentRunnable],
@@ -521,15 +495,12 @@ async def run_agents(
     # re-scanning that whole heap mid-run (a full collection holds the GIL for tens of ms,
     # stalling every run in flight). They return to the collector when the runs end.
     gc.freeze()
-    freeze_survivors = _FreezeSurvivors(lambda: progress.failures)
-    gc.callbacks.append(freeze_survivors)
     slots = [asyncio.ensure_future(slot()) for _ in range(min(config.concurrency, len(jobs)))]
     try:
         await asyncio.gather(*slots)
     finally:
         for task in slots:
             task.cancel()  # a slot that failed (e.g. on_run raised) stops the others too
-        gc.callbacks.remove(freeze_survivors)
         gc.unfreeze()
         _warned_blocking.reset(warned)
         _deadline_queues.reset(deadlines_token)
