@@ -484,7 +484,11 @@ async def run_agents(
                 continue
             index, (agent, case, trial) = taken
             try:
-                fresh[index] = await one(agent, case, trial)
+                if slots is None:
+                    fresh[index] = await one(agent, case, trial)
+                else:
+                    async with slots:  # shared with other calls: the bound is theirs and ours together
+                        fresh[index] = await one(agent, case, trial)
             finally:
                 queue.release(agent.name)
 
@@ -495,11 +499,11 @@ async def run_agents(
     # re-scanning that whole heap mid-run (a full collection holds the GIL for tens of ms,
     # stalling every run in flight). They return to the collector when the runs end.
     gc.freeze()
-    slots = [asyncio.ensure_future(slot()) for _ in range(min(config.concurrency, len(jobs)))]
+    slot_tasks = [asyncio.ensure_future(slot()) for _ in range(min(config.concurrency, len(jobs)))]
     try:
-        await asyncio.gather(*slots)
+        await asyncio.gather(*slot_tasks)
     finally:
-        for task in slots:
+        for task in slot_tasks:
             task.cancel()  # a slot that failed (e.g. on_run raised) stops the others too
         gc.unfreeze()
         _warned_blocking.reset(warned)
@@ -530,8 +534,9 @@ class Executor(Protocol):
         agents: Sequence[AgentRunnable],
         config: RunConfig,
         *,
-        on_run: Callable[[AgentRun], None] | None = None,
+        on_run: Callable[[AgentRun], Awaitable[Any] | None] | None = None,
         done: Mapping[tuple[str, str, int], AgentRun] | None = None,
         run_scenario: Callable[[AgentRunnable, EvalCase, int, RunConfig, str], Awaitable[AgentRun]] | None = None,
     ) -> dict[str, list[AgentRun]]:
-        """As :func:`run_agents`: every run once, ``on_run`` called once per fresh run as it finishes."""
+        """As :func:`run_agents`: every run once, ``on_run`` called once per fresh run as it finishes
+        (what it returns, when not None, is awaited before that slot's next run: a journal write)."""
