@@ -452,3 +452,23 @@ def test_blank_lines_keep_rows_numbered_across_batches(tmp_path: Path) -> None:
     assert located[1][1] == "blank.jsonl line 4"  # line 1 is blank, row 0 on line 2, a blank line after it
     table = score_saved_rows(path, resolve_metrics(["trajectory_recall"]), lf.RunConfig(progress=False)).metrics_table
     assert table["case_id"].tolist() == [str(i) for i in range(23)]
+
+
+def test_parquet_struct_columns_read_as_load_dataset_reads_them(tmp_path: Path) -> None:
+    # A DataFrame with trajectories as lists of dicts: Parquet stores the union of every call's
+    # argument keys and fills the missing ones with null; both paths must drop them alike.
+    rows = [
+        {"case_id": "a", "response": "ok", "predicted_trajectory": [{"tool_name": "lamp", "tool_input": {"device": "hall"}}],
+         "reference_trajectory": [{"tool_name": "lamp", "tool_input": {"device": "hall"}}]},
+        {"case_id": "b", "response": "ok", "predicted_trajectory": [{"tool_name": "heat", "tool_input": {"room": "客厅"}}],
+         "reference_trajectory": [{"tool_name": "heat", "tool_input": {"room": "客厅"}}]},
+    ] * 3
+    rows = [dict(r, case_id=f"{r['case_id']}{i}") for i, r in enumerate(rows)]
+    path = tmp_path / "structs.parquet"
+    pd.DataFrame(rows).to_parquet(path)
+    metrics = resolve_metrics(["trajectory_exact_match"])
+    expected = row_path(load_dataset(path), metrics).metrics_table["trajectory_exact_match/score"].tolist()
+    got = score_saved_rows(path, metrics, lf.RunConfig(progress=False)).metrics_table["trajectory_exact_match/score"].tolist()
+    table = score_saved_rows(pa.Table.from_pandas(pd.DataFrame(rows)), metrics, lf.RunConfig(progress=False)).metrics_table
+    assert got == expected == [1.0] * 6
+    assert table["trajectory_exact_match/score"].tolist() == [1.0] * 6

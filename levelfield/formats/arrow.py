@@ -63,7 +63,7 @@ def table_rows(table: Any) -> list[dict[str, Any]]:
     columns = []
     for name, column in zip(table.column_names, table.columns):
         values = column.to_pylist()
-        if _has_nested(column.type):
+        if _has_nested(column.type) and _needs_plain(column, column.type):
             values = [_plain(v, column.type) for v in values]
         columns.append((name, values))
     return [dict(zip((name for name, _ in columns), row)) for row in zip(*(values for _, values in columns))] if columns else []
@@ -73,6 +73,24 @@ def _has_nested(kind: Any) -> bool:
     import pyarrow.types as t
 
     return t.is_struct(kind) or t.is_map(kind) or t.is_list(kind) or t.is_large_list(kind) or t.is_fixed_size_list(kind)
+
+
+def _needs_plain(array: Any, kind: Any) -> bool:
+    """Whether a nested column holds a map or a null inside a struct (else ``to_pylist`` is already plain)."""
+    import pyarrow.types as t
+
+    for chunk in getattr(array, "chunks", [array]):
+        if t.is_map(kind):
+            return True
+        if t.is_struct(kind):
+            for i in range(kind.num_fields):
+                child = chunk.field(i)
+                if child.null_count or _needs_plain(child, kind.field(i).type):
+                    return True
+        elif t.is_list(kind) or t.is_large_list(kind) or t.is_fixed_size_list(kind):
+            if _needs_plain(chunk.flatten(), kind.value_type):
+                return True
+    return False
 
 
 def _plain(value: Any, kind: Any) -> Any:

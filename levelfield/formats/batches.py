@@ -114,7 +114,9 @@ class _ParquetBatch:
             return pa.Table.from_batches([reader.get_batch(i) for i in self.groups])
 
     def rows(self) -> list[Mapping[str, Any]]:
-        return self._table().to_pylist()
+        from .arrow import table_rows
+
+        return table_rows(self._table())  # as load_dataset reads them: no null-filled struct keys
 
     def where(self, i: int) -> str:
         return f"{os.path.basename(self.path)} row {self.start + i + 1}"
@@ -133,6 +135,23 @@ class _CsvBatch:
         # Header is line 1, so data row i sits on line i + 2 (cells without line breaks).
         n = self.start + i + 1
         return f"{os.path.basename(self.path)} row {n} (line {n + 1})"
+
+
+@dataclass
+class _ArrowTableBatch:
+    """A slice of a pyarrow Table."""
+
+    table: Any
+    start: int
+    label: str
+
+    def rows(self) -> list[Mapping[str, Any]]:
+        from .arrow import table_rows
+
+        return table_rows(self.table)
+
+    def where(self, i: int) -> str:
+        return f"{self.label} row {self.start + i + 1}"
 
 
 @dataclass
@@ -286,7 +305,9 @@ def batch_source(data: Any, *, batch_rows: int = BATCH_ROWS, source: str | None 
     import pandas as pd
 
     if type(data).__module__.startswith("pyarrow"):
-        data = data.to_pandas()
+        label = source or "Arrow table"
+        tables = (_ArrowTableBatch(data.slice(s, batch_rows), s, label) for s in range(0, data.num_rows, batch_rows))
+        return BatchSource(tables, data.num_rows, label, frame=None)
     if isinstance(data, pd.DataFrame):
         label = source or "DataFrame"
         # A slice at a time: the frame's rows never all exist as dicts at once.
