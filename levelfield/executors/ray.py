@@ -206,6 +206,7 @@ class RayExecutor:
                         return
                     await asyncio.sleep(0.2)
         progress = _Progress(len(todo), config.progress, agents, count)
+        writes: list[Any] = []
 
         def start(worker: int, batch: list[RunKey], by_itself: bool) -> None:
             ref = actors[worker].run.remote(batch)
@@ -231,7 +232,9 @@ class RayExecutor:
                 return  # a batch run again after its worker died: the run is already recorded
             finished[key] = run
             if on_run is not None:
-                on_run(run)
+                written = on_run(run)
+                if written is not None:
+                    writes.append(written)  # the journal's flush of this run's line
             progress.update(run)
 
         try:
@@ -263,10 +266,17 @@ class RayExecutor:
                         record(run)
                 for worker in range(count):
                     feed(worker)
+                if writes:
+                    # As locally: the batch's runs are on disk before more results are taken, and a
+                    # journal that cannot be written stops the evaluation loudly.
+                    pending, writes[:] = list(writes), []
+                    await asyncio.gather(*pending)
             why = "; ".join(sorted(set(dead.values()))) or "a worker answered its batch without it"
             for key in todo:
                 if key not in finished:  # every worker is gone (or, never expected, one skipped a run)
                     record(_lost_run(key, f"no Ray worker could run it: {why}"))
+            if writes:
+                await asyncio.gather(*writes)
         finally:
             progress.close()
             for future in [*inflight, *reviving]:
