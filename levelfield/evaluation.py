@@ -93,6 +93,20 @@ def _log_experiment(log: Callable[[], Any], experiment: str) -> None:
         )
 
 
+def _saved_batch_by_batch(dataset: Any, metrics: Sequence[Metric], cfg: RunConfig) -> EvalResult | None:
+    """Saved predictions scored batch by batch (on Ray Data with ``executor="ray"``); None when
+    they are scored row by row (small inputs, judged metrics; see ``levelfield.saved``)."""
+    executor = resolve_executor(cfg.executor) if ships_agents(cfg.executor) else None
+    if (isinstance(executor, RayExecutor) and scores_on_ray_data(dataset)
+            and takes_columnar_path(dataset, metrics, cfg.replace(workers=2))):  # at any size: Ray was asked for
+        # A saved-predictions file scored on Ray Data, with the same columnar scorer.
+        return score_saved_on_ray(executor, dataset, metrics, cfg)
+    if takes_columnar_path(dataset, metrics, cfg):
+        # Saved predictions in a file or in memory: scored batch by batch, in bounded memory.
+        return score_saved_rows(dataset, metrics, cfg)
+    return None
+
+
 async def aevaluate(
     dataset: Any,
     agent: Any = None,
@@ -107,8 +121,10 @@ async def aevaluate(
     """Async twin of :func:`evaluate`."""
     cfg = run_config(config, **options)
     resolved = resolve_metrics(metrics)
-    if agent is None and simulator is None and human_labels is None and takes_columnar_path(dataset, resolved, cfg):
-        return score_saved_rows(dataset, resolved, cfg)
+    if agent is None and simulator is None and human_labels is None:
+        fast = _saved_batch_by_batch(dataset, resolved, cfg)
+        if fast is not None:
+            return fast
     ds = load_dataset(dataset)
     labels = read_human_labels(human_labels) if human_labels is not None else None
     if labels is not None:
@@ -176,16 +192,7 @@ def evaluate(
         cfg = run_config(config, **options)
         resolved = resolve_metrics(metrics)
         saved = agent is None and simulator is None and human_labels is None
-        executor = resolve_executor(cfg.executor) if saved and ships_agents(cfg.executor) else None
-        if (isinstance(executor, RayExecutor) and scores_on_ray_data(dataset)
-                and takes_columnar_path(dataset, resolved, cfg.replace(workers=2))):  # at any size: Ray was asked for
-            # A saved-predictions file scored on Ray Data, with the same columnar scorer.
-            result = score_saved_on_ray(executor, dataset, resolved, cfg)
-        elif saved and takes_columnar_path(dataset, resolved, cfg):
-            # Saved predictions in a file or in memory: scored batch by batch, in bounded memory.
-            result = score_saved_rows(dataset, resolved, cfg)
-        else:
-            result = None
+        result = _saved_batch_by_batch(dataset, resolved, cfg) if saved else None
         if result is not None:
             if experiment is not None:
                 from .experiment import log_evaluation

@@ -295,6 +295,14 @@ def test_a_saved_jsonl_file_scored_on_ray_data_equals_the_local_columnar_path(cl
     pd.testing.assert_series_equal(pd.Series(remote.summary_metrics), pd.Series(local.summary_metrics))
 
 
+def test_aevaluate_scores_a_saved_file_on_ray_data_too(cluster, saved_files):
+    import asyncio
+
+    remote = asyncio.run(lf.aevaluate(saved_files["jsonl"], metrics=SAVED_METRICS, executor="ray", **QUIET))
+    local = _scored_locally(saved_files["jsonl"])
+    pd.testing.assert_frame_equal(remote.metrics_table, local.metrics_table)
+
+
 def test_a_saved_parquet_file_scored_on_ray_data_writes_the_local_table_and_summary(cluster, saved_files, tmp_path):
     remote = lf.evaluate(saved_files["parquet"], metrics=SAVED_METRICS, executor="ray", out=tmp_path / "out", **QUIET)
     local = _scored_locally(saved_files["parquet"])
