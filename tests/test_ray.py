@@ -320,21 +320,6 @@ def test_a_bad_row_on_ray_data_raises_the_dataset_error_naming_it(cluster, tmp_p
         lf.evaluate(bad, metrics=["trajectory_exact_match"], executor="ray", **QUIET)
 
 
-def test_a_journal_that_cannot_be_written_stops_a_ray_evaluation_naming_the_file(cluster, tmp_path, monkeypatch):
-    import io
-
-    from levelfield.core.record import Journal
-
-    class FullDisk(io.StringIO):
-        def write(self, text):
-            raise OSError(28, "No space left on device")
-
-    opened = Journal.__init__
-
-    def init(self, path, handle, fingerprints):
-        handle.close()  # header and cases are written; every run line after them fails
-        opened(self, path, FullDisk(), fingerprints)
-
-    monkeypatch.setattr(Journal, "__init__", init)
+def test_a_journal_that_cannot_be_written_stops_a_ray_evaluation_naming_the_file(cluster, tmp_path, unwritable_journal):
     with pytest.raises(lf.RecordError, match=r"runs.jsonl: cannot write the journal .*No space left"):
         lf.evaluate(DATASET, hasty_agent, executor="ray", out=tmp_path, **QUIET)

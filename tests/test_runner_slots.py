@@ -107,18 +107,7 @@ def test_a_capped_agent_waits_for_its_own_slot_while_the_other_agent_uses_the_re
     assert all(len(r.runs) == 12 and not r.failures for r in cmp.results.values())
 
 
-def test_a_journal_that_cannot_be_written_fails_the_evaluation_naming_the_file(tmp_path, monkeypatch):
-    class FullDisk(io.StringIO):
-        def write(self, text):
-            raise OSError(28, "No space left on device")
-
-    opened = Journal.__init__
-
-    def init(self, path, handle, fingerprints):
-        handle.close()  # header and cases are written; every run line after them fails
-        opened(self, path, FullDisk(), fingerprints)
-
-    monkeypatch.setattr(Journal, "__init__", init)
+def test_a_journal_that_cannot_be_written_fails_the_evaluation_naming_the_file(tmp_path, unwritable_journal):
     with pytest.raises(lf.RecordError, match=r"runs.jsonl: cannot write the journal .*No space left"):
         lf.evaluate(_cases(3), lambda p: p, ["exact_match"], progress=False, out=tmp_path)
 
