@@ -32,7 +32,7 @@ def _otel() -> Any:
         from opentelemetry import trace
         from opentelemetry.sdk import trace as sdk_trace
     except ImportError:
-        raise MissingExtraError("TracedAgent needs the OpenTelemetry SDK: pip install 'levelfield[traces]'") from None
+        raise MissingExtraError("traces", "opentelemetry-sdk", "lf.adapters.TracedAgent") from None
     return trace, sdk_trace
 
 
