@@ -193,19 +193,14 @@ def evaluate(
         resolved = resolve_metrics(metrics)
         saved = agent is None and simulator is None and human_labels is None
         result = _saved_batch_by_batch(dataset, resolved, cfg) if saved else None
-        if result is not None:
-            if experiment is not None:
-                from .experiment import log_evaluation
-
-                _log_experiment(lambda: log_evaluation(result, experiment), experiment)
-            return result
-        ds = load_dataset(dataset)
-        runnable = None if agent is None else _agent(agent, name, cfg)
-        result = run_coroutine(
-            aevaluate(ds, runnable, resolved, config=config, human_labels=human_labels, simulator=simulator, **options)
-        )
-        if runnable is not None:
-            _warn_if_always_failed({runnable.name: result.runs})
+        if result is None:
+            ds = load_dataset(dataset)
+            runnable = None if agent is None else _agent(agent, name, cfg)
+            result = run_coroutine(
+                aevaluate(ds, runnable, resolved, config=config, human_labels=human_labels, simulator=simulator, **options)
+            )
+            if runnable is not None:
+                _warn_if_always_failed({runnable.name: result.runs})
         if experiment is not None:
             from .experiment import log_evaluation
 

@@ -14,13 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .core.columnar import ColumnarResult, ScoredBatch, score_batches, write_summary
+from .core.columnar import ColumnarResult, ScoredBatch, score_batches
+from .core.results import parquet_available, write_summary
 from .core.config import RunConfig
 from .core.errors import RecordError
 from .core.metrics.base import Metric
 from .formats.batches import batch_source, columnar_readable, table_writer
 
-__all__ = ["takes_columnar_path", "score_saved_rows", "TABLE_NAMES"]
+__all__ = ["takes_columnar_path", "score_saved_rows", "check_out", "TABLE_NAMES"]
 
 TABLE_NAMES = ("metrics_table.parquet", "metrics_table.jsonl")
 
@@ -91,15 +92,8 @@ def takes_columnar_path(data: Any, metrics: Sequence[Metric], config: RunConfig)
         return False
 
 
-def _pyarrow_available() -> bool:
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _check_out(out: Path, config: RunConfig) -> None:
+def check_out(out: Path, config: RunConfig) -> None:
+    """Refuse an ``out`` folder that already holds results, unless ``overwrite`` (or ``resume``)."""
     held = [p.name for p in (out / n for n in (*TABLE_NAMES, "summary.json", "runs.jsonl")) if p.exists()]
     if held and not (config.overwrite or config.resume):
         raise RecordError(
@@ -134,8 +128,8 @@ def score_saved_rows(data: Any, metrics: Sequence[Metric], config: RunConfig, *,
     writer = None
     kept: list[ScoredBatch] = []
     if out is not None:
-        _check_out(out, config)
-        writer = table_writer(out / TABLE_NAMES[0 if _pyarrow_available() else 1])
+        check_out(out, config)
+        writer = table_writer(out / TABLE_NAMES[0 if parquet_available() else 1])
     progress = _Progress(src.total, config.progress)
     try:
         summary, skipped = score_batches(

@@ -37,10 +37,9 @@ from pathlib import Path
 from .config import RunConfig
 from .dataset import ALIASES, EvalCase, EvalDataset, case_from_row
 from .errors import DatasetError
-from .jsonsafe import to_jsonable
 from .record import AgentRun
-from .results import SAVED_AGENT, EvalResult
-from .matching import Alignment, ToolCallMatcher, _align_keys
+from .results import SAVED_AGENT, EvalResult, parquet_available, write_summary
+from .matching import Alignment, ToolCallMatcher
 from .metrics.base import Metric, Score, ScoringContext
 from .scoring import context_for, score_sync
 
@@ -51,7 +50,7 @@ except ImportError:  # pragma: no cover - orjson ships with the 'parquet' and 't
 
 __all__ = [
     "RowBatch", "BatchScorer", "ScoredBatch", "RunningSummary", "score_batches", "batches_of",
-    "check_workers_can_score", "FIXED_COLUMNS", "ColumnarResult", "write_summary", "read_table",
+    "check_workers_can_score", "FIXED_COLUMNS", "ColumnarResult", "read_table",
 ]
 
 FIXED_COLUMNS = ("case_id", "failure", "latency_in_seconds")
@@ -844,33 +843,15 @@ class ColumnarResult(EvalResult):
         """Write ``metrics_table.parquet`` (``.csv`` without pyarrow) and ``summary.json`` into ``directory``."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
-        paths: dict[str, Path] = {}
-        try:
-            import pyarrow  # noqa: F401
-
-            paths["metrics_table"] = out / "metrics_table.parquet"
-            self.metrics_table.to_parquet(paths["metrics_table"], index=False)
-        except ImportError:
-            paths["metrics_table"] = self.to_csv(out / "metrics_table.csv")
-        paths["summary"] = write_summary(out / "summary.json", self.summary_metrics)
-        return paths
-
-    def to_parquet(self, path: str | Path) -> Path:
-        """Write the metrics table as Parquet (needs pyarrow: ``levelfield[parquet]``)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.metrics_table.to_parquet(path, index=False)
-        return path
+        if parquet_available():
+            table = self.to_parquet(out / "metrics_table.parquet")
+        else:
+            table = self.to_csv(out / "metrics_table.csv")
+        return {"metrics_table": table, "summary": write_summary(out / "summary.json", self.summary_metrics)}
 
     def __repr__(self) -> str:
         s = self._summary
         return f"EvalResult(saved predictions, rows={s['row_count']}, failures={s.get('failure/count', 0)})"
-
-
-def write_summary(path: Path, summary: Mapping[str, Any]) -> Path:
-    """``summary.json``: the summary as JSON (NaN as null)."""
-    path.write_text(json.dumps(to_jsonable(dict(summary)), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path
 
 
 def read_table(path: Path) -> Any:

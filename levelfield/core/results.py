@@ -19,7 +19,7 @@ from .metrics.base import Metric, Score, score_columns
 from .record import RUNS_FILE, Record, fingerprints_of, make_header, metrics_from_specs, read_record, write_record
 from .record import AgentRun
 
-__all__ = ["EvalResult", "summarize", "run_costs", "results_from_record", "table_to_csv", "table_to_parquet", "parquet_available", "SAVED_AGENT"]
+__all__ = ["EvalResult", "summarize", "run_costs", "results_from_record", "table_to_csv", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT"]
 
 _CASE_FIELDS = ("prompt", "reference", "reference_trajectory")
 
@@ -288,9 +288,7 @@ class EvalResult:
         self.to_csv(paths["metrics_table"])
         if parquet_available():
             paths["metrics_table_parquet"] = self.to_parquet(out / "metrics_table.parquet")
-        paths["summary"].write_text(
-            json.dumps(to_jsonable(self.summary_metrics), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
+        write_summary(paths["summary"], self.summary_metrics)
         return paths
 
     @classmethod
@@ -352,6 +350,12 @@ def table_to_csv(table: pd.DataFrame, path: Path) -> None:
         if table[col].map(lambda v: isinstance(v, (list, dict))).any():
             table[col] = table[col].map(lambda v: dumps(v) if isinstance(v, (list, dict)) else v)
     table.to_csv(path, index=False)
+
+
+def write_summary(path: Path, summary: Mapping[str, Any]) -> Path:
+    """``summary.json``: a result's summary as JSON (NaN as null)."""
+    path.write_text(json.dumps(to_jsonable(dict(summary)), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
 
 
 def parquet_available() -> bool:

@@ -415,14 +415,21 @@ class _JobQueue:
         await waiter
 
 
+OnRun = Callable[[AgentRun], Awaitable[Any] | None]
+"""Called with each fresh run as it finishes; what it returns, when not None, is awaited before
+that slot's next run (a journal write)."""
+PlayScenario = Callable[[AgentRunnable, EvalCase, int, RunConfig, str], Awaitable[AgentRun]]
+"""Plays one conversation-scenario case (agent, case, trial, config, run id) to its run."""
+
+
 async def run_agents(
     dataset: EvalDataset,
     agents: Sequence[AgentRunnable],
     config: RunConfig,
     *,
-    on_run: Callable[[AgentRun], Awaitable[Any] | None] | None = None,
+    on_run: OnRun | None = None,
     done: Mapping[tuple[str, str, int], AgentRun] | None = None,
-    run_scenario: Callable[[AgentRunnable, EvalCase, int, RunConfig, str], Awaitable[AgentRun]] | None = None,
+    run_scenario: PlayScenario | None = None,
     only: Collection[tuple[str, str, int]] | None = None,
     slots: asyncio.Semaphore | None = None,
 ) -> dict[str, list[AgentRun]]:
@@ -534,9 +541,9 @@ class Executor(Protocol):
         agents: Sequence[AgentRunnable],
         config: RunConfig,
         *,
-        on_run: Callable[[AgentRun], Awaitable[Any] | None] | None = None,
+        on_run: OnRun | None = None,
         done: Mapping[tuple[str, str, int], AgentRun] | None = None,
-        run_scenario: Callable[[AgentRunnable, EvalCase, int, RunConfig, str], Awaitable[AgentRun]] | None = None,
+        run_scenario: PlayScenario | None = None,
     ) -> dict[str, list[AgentRun]]:
         """As :func:`run_agents`: every run once, ``on_run`` called once per fresh run as it finishes
         (what it returns, when not None, is awaited before that slot's next run: a journal write)."""

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from ..core.config import RunConfig
-from ..core.dataset import EvalCase, EvalDataset
+from ..core.dataset import EvalDataset
 from ..core.protocol import AgentRunnable
 from ..core.record import AgentRun
-from ..core.runner import run_agents
+from ..core.runner import OnRun, PlayScenario, run_agents
 
 __all__ = ["LocalExecutor"]
 
@@ -27,9 +27,9 @@ class LocalExecutor:
         agents: Sequence[AgentRunnable],
         config: RunConfig,
         *,
-        on_run: Callable[[AgentRun], None] | None = None,
+        on_run: OnRun | None = None,
         done: Mapping[tuple[str, str, int], AgentRun] | None = None,
-        run_scenario: Callable[[AgentRunnable, EvalCase, int, RunConfig, str], Awaitable[AgentRun]] | None = None,
+        run_scenario: PlayScenario | None = None,
     ) -> dict[str, list[AgentRun]]:
         """Every agent on every case and trial, as :func:`levelfield.core.runner.run_agents`."""
         return await run_agents(dataset, agents, config, on_run=on_run, done=done, run_scenario=run_scenario)

@@ -27,7 +27,7 @@ import json
 import math
 import warnings
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,17 +35,18 @@ from typing import Any
 from ..adapters.auto import as_agent
 from ..adapters.spec import SpecAgent, load_agent_spec
 from ..core import errors
-from ..core.columnar import ColumnarResult, RunningSummary, ScoredBatch, BatchScorer, write_summary
+from ..core.columnar import ColumnarResult, RunningSummary, ScoredBatch, BatchScorer
+from ..core.results import write_summary
 from ..core.config import RunConfig
-from ..core.dataset import ALIASES, EvalCase, EvalDataset
-from ..core.errors import AdapterError, ConfigError, DatasetError, LevelfieldError, MissingExtraError, RecordError
+from ..core.dataset import ALIASES, EvalDataset
+from ..core.errors import AdapterError, ConfigError, DatasetError, LevelfieldError, MissingExtraError
 from ..core.metrics.base import Metric
 from ..core.protocol import AgentRequest, AgentRunnable
 from ..core.record import AgentRun
-from ..core.runner import run_agents as run_locally
+from ..core.runner import OnRun, PlayScenario, run_agents as run_locally
 from ..core.types import AgentOutput
 from ..formats.batches import BATCH_ROWS, table_writer
-from ..saved import TABLE_NAMES
+from ..saved import TABLE_NAMES, check_out
 
 __all__ = ["RayExecutor", "score_saved_on_ray", "scores_on_ray_data"]
 
@@ -110,9 +111,9 @@ class RayExecutor:
         agents: Sequence[AgentRunnable],
         config: RunConfig,
         *,
-        on_run: Callable[[AgentRun], None] | None = None,
+        on_run: OnRun | None = None,
         done: Mapping[RunKey, AgentRun] | None = None,
-        run_scenario: Callable[[AgentRunnable, EvalCase, int, RunConfig, str], Awaitable[AgentRun]] | None = None,
+        run_scenario: PlayScenario | None = None,
     ) -> dict[str, list[AgentRun]]:
         """Every agent on every case and trial, run on Ray; per agent in dataset order, then trial order.
 
@@ -156,7 +157,7 @@ class RayExecutor:
         config: RunConfig,
         todo: list[RunKey],
         finished: dict[RunKey, AgentRun],
-        on_run: Callable[[AgentRun], None] | None,
+        on_run: OnRun | None,
     ) -> None:
         count, cpus = self._workers(ray, len(todo))
         caps = {name: max(1, cap // count) for name, cap in config.agent_concurrency.items()}
@@ -592,10 +593,7 @@ def score_saved_on_ray(executor: RayExecutor, data: str | Path, metrics: Sequenc
             ) from None
     out = config.out_dir
     if out is not None:
-        held = [n for n in (*TABLE_NAMES, "summary.json", "runs.jsonl") if (out / n).exists()]
-        if held and not (config.overwrite or config.resume):
-            raise RecordError(f"{out} already holds results ({', '.join(held)}); replace them with overwrite=True "
-                              "(--overwrite), or choose another out folder")
+        check_out(out, config)
     dataset = ray.data.read_parquet(path) if kind == "parquet" else ray.data.read_text(path)
     workers = executor.num_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
     options: dict[str, Any] = {}
