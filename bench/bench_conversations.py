@@ -18,7 +18,7 @@ import asyncio
 import time
 
 import levelfield as lf
-from levelfield.core.conversation import UserTurn
+from levelfield.core.run.conversation import UserTurn
 
 
 class SleepyUser:

@@ -14,7 +14,7 @@ import argparse
 import random
 import time
 
-from levelfield.core.metrics.base import ScoringContext
+from levelfield.core.score.metrics.base import ScoringContext
 from levelfield.metrics import Bleu, ResponseMatchScore, Rouge
 
 SENTENCES = [

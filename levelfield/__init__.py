@@ -8,7 +8,7 @@
 
 from . import gate, metrics, stats, testing  # testing loads its names lazily: no LangChain import here
 from .adapters.auto import as_agent
-from .core.dataset import EvalCase, EvalDataset
+from .core.data.dataset import EvalCase, EvalDataset
 from .formats import export_scores, load_dataset, load_traces, to_adk_evalset
 from .core.errors import (
     AdapterError,
@@ -24,15 +24,15 @@ from .core.errors import (
     TransientAgentError,
 )
 from .comparison import Comparison
-from .core.config import RunConfig
+from .core.data.config import RunConfig
 from .evaluation import EvalTask, acompare, aevaluate, compare, evaluate
 from .executors import RayExecutor
 from .gate import RegressionError
-from .core.matching import ToolCallMatcher
-from .core.protocol import AgentRequest, AgentRunnable
-from .core.results import EvalResult
-from .core.types import AgentOutput, Message, ToolCall, Usage
-from .core.record import AgentRun
+from .core.score.matching import ToolCallMatcher
+from .core.data.protocol import AgentRequest, AgentRunnable
+from .core.results.result import EvalResult
+from .core.data.types import AgentOutput, Message, ToolCall, Usage
+from .core.data.types import AgentRun
 from .simulation import TaskSuccess, UserSimulator, UserTurn
 
 __version__ = "0.1.0"

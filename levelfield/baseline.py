@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from .comparison import Comparison
-from .core.dataset import EvalDataset
+from .core.data.dataset import EvalDataset
 from .core.errors import ConfigError, ConfigTypeError, LevelfieldError, RecordError
-from .core.metrics.base import Metric
-from .core.results import EvalResult
-from .core.scoring import RunScorer
+from .core.score.metrics.base import Metric
+from .core.results.result import EvalResult
+from .core.score.scoring import RunScorer
 
 __all__ = ["Baseline", "load_baseline", "prepare_baseline"]
 

@@ -26,18 +26,18 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from .core import stats
-from .core.change import detectable_difference
-from .core.config import RunConfig
-from .core.dataset import EvalCase, EvalDataset
-from .core.diff import MarkedCall, mark_trajectory
+from .core.stats import inference as stats
+from .core.stats.change import detectable_difference
+from .core.data.config import RunConfig
+from .core.data.dataset import EvalCase, EvalDataset
+from .core.score.diff import MarkedCall, mark_trajectory
 from .core.errors import ConfigError, MetricError, RecordError
-from .core.jsonsafe import to_jsonable
-from .core.matching import DEFAULT_MATCHER, ToolCallMatcher
-from .core.metrics.base import Metric
-from .core.record import RUNS_FILE, fingerprints_of, make_header, read_record, write_record
-from .core.results import EvalResult, parquet_available, results_from_record, run_costs, table_to_csv, table_to_parquet
-from .core.record import AgentRun
+from .core.data.jsonsafe import to_jsonable
+from .core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
+from .core.score.metrics.base import Metric
+from .core.results.record import RUNS_FILE, fingerprints_of, make_header, read_record, write_record
+from .core.results.result import EvalResult, parquet_available, results_from_record, run_costs, table_to_csv, table_to_parquet
+from .core.data.types import AgentRun
 
 __all__ = [
     "Comparison",
@@ -270,7 +270,7 @@ class Comparison:
         ``ties``/``losses`` (cases A scored higher/equal/lower), ``significant`` (``p_holm`` below
         1 − confidence), ``mde`` (the smallest difference these cases could detect with 80% power
         at the multiplicity-adjusted level, 1 − confidence divided by the number of pairs, to read
-        next to a non-significant result; see ``levelfield.core.change.detectable_difference``).
+        next to a non-significant result; see ``levelfield.core.stats.change.detectable_difference``).
         """
         test = test or self.test
         key = (metric, test)
@@ -396,7 +396,7 @@ class Comparison:
         })
 
     def record_header(self, *, status: str = "complete") -> dict[str, Any]:
-        """The run-record header of this comparison (see ``levelfield.core.record``)."""
+        """The run-record header of this comparison (see ``levelfield.core.results.record``)."""
         return make_header(
             source=self.dataset.source,
             fingerprints=fingerprints_of(self.dataset),

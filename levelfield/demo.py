@@ -10,7 +10,7 @@ from typing import Any
 
 from .adapters.auto import as_agent
 from .core.errors import MissingExtraError
-from .core.metrics.registry import DEFAULT_METRICS
+from .core.score.metrics.registry import DEFAULT_METRICS
 
 __all__ = ["DEMO_METRICS", "demo_agents"]
 

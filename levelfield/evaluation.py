@@ -4,7 +4,7 @@ them to the adapter-free engine in ``levelfield.core``.
 
 Run options (concurrency, timeout, retries, backoff, trials, progress, agent_concurrency, out,
 resume, overwrite, isolation, executor) are the fields of
-:class:`~levelfield.core.config.RunConfig`, given as ``config=RunConfig(...)`` and/or as
+:class:`~levelfield.core.data.config.RunConfig`, given as ``config=RunConfig(...)`` and/or as
 keywords; their defaults are defined there, once.
 """
 
@@ -22,16 +22,16 @@ from .baseline import prepare_baseline
 from .adapters.auto import as_agent
 from .adapters.spec import SpecAgent, agent_from_spec
 from .comparison import Comparison, FailedRuns
-from .core import stats
-from .core.config import RunConfig, RunOptions, run_config
+from .core.stats import inference as stats
+from .core.data.config import RunConfig, RunOptions, run_config
 from .core.errors import ConfigError, ConfigTypeError, LevelfieldError
-from .core.evaluation import run_and_score, score_saved
-from .core.judge_correction import check_label_cases, correct_judged, judged_binary_metrics, read_human_labels
-from .core.metrics.base import Metric
-from .core.metrics.registry import resolve_metrics
-from .core.protocol import AgentRunnable
-from .core.results import EvalResult
-from .core.runner import Executor, run_coroutine
+from .core.run.engine import run_and_score, score_saved
+from .core.stats.judge_correction import check_label_cases, correct_judged, judged_binary_metrics, read_human_labels
+from .core.score.metrics.base import Metric
+from .core.score.metrics.registry import resolve_metrics
+from .core.data.protocol import AgentRunnable
+from .core.results.result import EvalResult
+from .core.run.runner import Executor, run_coroutine
 from .executors import RayExecutor, resolve_executor, ships_agents
 from .executors.ray import score_saved_on_ray, scores_on_ray_data
 from .failure_summary import AllRunsFailedWarning, agents_that_always_failed, failure_groups
@@ -173,7 +173,7 @@ def evaluate(
     ``human_labels``: pass/fail labels by humans on some cases (a CSV/JSONL file with ``case_id``
     and ``human_label``, a DataFrame or ``{case_id: label}``); each judged 0/1 metric then gets a
     judge-corrected rate in ``result.judge_corrections`` and ``<metric>/corrected_mean`` in the
-    summary (``levelfield.core.judge_correction``). A ``human_label`` column in the dataset does
+    summary (``levelfield.core.stats.judge_correction``). A ``human_label`` column in the dataset does
     the same without this option.
     ``isolation="process"`` runs the agent in worker processes, so a crash (a segfault,
     ``os._exit``) fails that run only; the agent must then be picklable or a ``"pkg.mod:attr"`` spec.

@@ -31,7 +31,7 @@ from .core.errors import ConfigError, MissingExtraError
 
 if TYPE_CHECKING:
     from .comparison import Comparison
-    from .core.results import EvalResult
+    from .core.results.result import EvalResult
 
 __all__ = ["require_mlflow", "check_experiment_name", "log_evaluation", "log_comparison"]
 

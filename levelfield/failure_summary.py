@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .core.record import AgentRun
+from .core.data.types import AgentRun
 
 __all__ = [
     "ErrorGroup",

@@ -4,7 +4,7 @@ For each gated metric and each agent, the comparison's paired test (exact McNema
 metrics, Wilcoxon signed-rank otherwise) compares the agent with the baseline case by case;
 Holm's correction runs across every (metric, agent) tested, and the gate fails when an adjusted
 p is below ``alpha`` with the agent on the worse side. With a ``margin`` the question becomes
-"worse by more than the margin?" (a non-inferiority test, :func:`levelfield.core.stats.noninferiority_p`),
+"worse by more than the margin?" (a non-inferiority test, :func:`levelfield.core.stats.inference.noninferiority_p`),
 so a drop smaller than the margin never fails the gate. Run-to-run noise therefore fails it in at
 most ``alpha`` of runs, and a real drop of the planned size in at least the planned power.
 """
@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .core.change import Change, adjust, describe_change, measure_change
+from .core.stats.change import Change, adjust, describe_change, measure_change
 from .core.errors import ConfigError, LevelfieldError, MetricError
-from .core.planning import Alternative, MeasuredDesign, SampleSize, measure_design, sample_size
+from .core.stats.planning import Alternative, MeasuredDesign, SampleSize, measure_design, sample_size
 
 if TYPE_CHECKING:
     from .comparison import Comparison

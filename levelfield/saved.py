@@ -4,7 +4,7 @@
 ``.jsonl``/``.parquet``/``.arrow``/``.csv`` file, a DataFrame, a pyarrow Table or a list of dicts):
 the rows are read and scored a batch at a time (``workers=`` processes at once) and, with
 ``out=``, the metrics table is streamed to ``out/metrics_table.parquet`` beside ``summary.json``,
-so a file larger than memory scores in bounded memory. See ``levelfield.core.columnar``.
+so a file larger than memory scores in bounded memory. See ``levelfield.core.score.batch``.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .core.columnar import ColumnarResult, ScoredBatch, score_batches
-from .core.results import parquet_available, write_summary
-from .core.config import RunConfig
+from .core.results.result import ColumnarResult
+from .core.score.batch import ScoredBatch, score_batches
+from .core.results.result import parquet_available, write_summary
+from .core.data.config import RunConfig
 from .core.errors import RecordError
-from .core.metrics.base import Metric
+from .core.score.metrics.base import Metric
 from .formats.batches import batch_source, columnar_readable, table_writer
 
 __all__ = ["takes_columnar_path", "score_saved_rows", "check_out", "TABLE_NAMES"]

@@ -1,15 +1,15 @@
 """``lf.stats``: the statistics levelfield reports, for use on your own numbers.
 
-Intervals and paired tests (:mod:`levelfield.core.stats`), sample-size planning
-(:mod:`levelfield.core.planning`), judge-error correction (:mod:`levelfield.core.judge_correction`)
-and the words for a change against a baseline (:mod:`levelfield.core.change`)::
+Intervals and paired tests (:mod:`levelfield.core.stats.inference`), sample-size planning
+(:mod:`levelfield.core.stats.planning`), judge-error correction (:mod:`levelfield.core.stats.judge_correction`)
+and the words for a change against a baseline (:mod:`levelfield.core.stats.change`)::
 
     lf.stats.sample_size(p0=0.8, mde=0.05, power=0.8, paired=True, discordance=0.15).cases   # 469
 """
 
-from .core.change import Change, describe_change, measure_change
-from .core.judge_correction import JudgeCorrection, cohen_kappa, correct_rate
-from .core.planning import (
+from .core.stats.change import Change, describe_change, measure_change
+from .core.stats.judge_correction import JudgeCorrection, cohen_kappa, correct_rate
+from .core.stats.planning import (
     MeasuredDesign,
     SampleSize,
     design_effect,
@@ -18,8 +18,8 @@ from .core.planning import (
     minimum_detectable_effect,
     sample_size,
 )
-from .core.stats import *  # noqa: F403
-from .core.stats import __all__ as _stats_all
+from .core.stats.inference import *  # noqa: F403
+from .core.stats.inference import __all__ as _stats_all
 
 __all__ = [
     *_stats_all,

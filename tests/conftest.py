@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from levelfield.core.record import Journal
+from levelfield.core.results.record import Journal
 
 
 @pytest.fixture

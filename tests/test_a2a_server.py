@@ -19,7 +19,7 @@ import httpx  # noqa: E402
 import levelfield as lf  # noqa: E402
 from levelfield.adapters.a2a import A2AAgent  # noqa: E402
 from levelfield.adapters.a2a_server import add_serve_command, start_server  # noqa: E402
-from levelfield.core.dataset import EvalCase, EvalDataset  # noqa: E402
+from levelfield.core.data.dataset import EvalCase, EvalDataset  # noqa: E402
 from levelfield.core.errors import AdapterError  # noqa: E402
 from samples.home_automation import DATASET  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent  # noqa: E402
@@ -210,7 +210,7 @@ def test_serve_command_on_a_busy_port_exits_1_naming_the_port(capsys):
 
 
 def test_levelfield_cli_has_the_serve_command():
-    from levelfield.cli import build_parser
+    from levelfield.cli.main import build_parser
 
     args = build_parser().parse_args(["serve", "pkg.mod:agent", "--port", "8123", "--name", "remote"])
     assert (args.command, args.port, args.name) == ("serve", 8123, "remote")

@@ -26,8 +26,8 @@ import levelfield as lf  # noqa: E402
 from levelfield.adapters.a2a import A2AAgent  # noqa: E402
 from levelfield.adapters.a2a_server import build_agent_card, start_server  # noqa: E402
 from levelfield.core.errors import ConfigError, LevelfieldError  # noqa: E402
-from levelfield.core.protocol import AgentRequest  # noqa: E402
-from levelfield.core.types import AgentOutput  # noqa: E402
+from levelfield.core.data.protocol import AgentRequest  # noqa: E402
+from levelfield.core.data.types import AgentOutput  # noqa: E402
 
 FAST = {"progress": False, "retries": 0, "timeout": 30}
 TOKEN = "s3cret-token-9f8e"

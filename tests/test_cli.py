@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from levelfield.cli import main
+from levelfield.cli.main import main
 
 SAMPLE = "samples/home_automation/dataset.jsonl"
 CAREFUL = "samples.home_automation.agents.function_agents:careful_agent"

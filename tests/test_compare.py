@@ -8,7 +8,7 @@ import pytest
 
 import levelfield as lf
 from levelfield.comparison import Comparison
-from levelfield.core.diff import mark_trajectory
+from levelfield.core.score.diff import mark_trajectory
 from samples.home_automation.agents.function_agents import careful_agent, hasty_agent
 
 SAMPLE = "samples/home_automation/dataset.jsonl"
@@ -91,7 +91,7 @@ def test_pairwise_holm_adjusts_across_every_pair():
     cmp = compare({"right": right, "wrong": wrong, "also_right": right})
     table = cmp.pairwise(EXACT)
     assert len(table) == 3
-    expected = lf.core.stats.holm(table["p_value"].to_numpy())
+    expected = lf.core.stats.inference.holm(table["p_value"].to_numpy())
     assert table["p_holm"].to_numpy() == pytest.approx(expected, nan_ok=True)
 
 

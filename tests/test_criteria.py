@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import levelfield as lf
-from levelfield.core.criteria import (
+from levelfield.core.results.criteria import (
     DEFAULT_CRITERIA,
     Criterion,
     criteria_metrics,
@@ -223,7 +223,7 @@ def test_table_shows_each_case_its_scores_and_the_verdict():
 
 
 def test_files_asking_the_same_metric_with_other_options_get_their_own_score_column(tmp_path):
-    from levelfield.core.criteria import criteria_by_file
+    from levelfield.core.results.criteria import criteria_by_file
 
     for name, match_type in (("a", "EXACT"), ("b", "IN_ORDER")):
         folder = tmp_path / name

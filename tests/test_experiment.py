@@ -9,7 +9,7 @@ import warnings
 import pytest
 
 import levelfield as lf
-from levelfield.cli import main
+from levelfield.cli.main import main
 
 mlflow = pytest.importorskip("mlflow", reason="experiment logging needs the mlflow extra: pip install 'levelfield[mlflow]'")
 

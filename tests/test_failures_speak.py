@@ -8,8 +8,8 @@ import warnings
 import pytest
 
 import levelfield as lf
-from levelfield.cli import main
-from levelfield.core.record import AgentRun
+from levelfield.cli.main import main
+from levelfield.core.data.types import AgentRun
 from levelfield.failure_summary import AllRunsFailedWarning, agents_that_always_failed, failure_groups, format_failures
 
 SAMPLE = "samples/home_automation/dataset.jsonl"

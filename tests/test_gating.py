@@ -173,7 +173,7 @@ def test_lf_criteria_option_replaces_the_criteria(quiet_pytester, tmp_path):
 
 
 def test_cli_eval_with_config_prints_the_case_table_and_exits_1_on_a_failing_case(capsys):
-    from levelfield.cli import main
+    from levelfield.cli.main import main
 
     code = main(["eval", f"{EVALSET}:greeting,warmer_room", "--agent", "fixture.agents:hasty_follow_up",
                  "--config", str(FIXTURE / "test_config.json"), "--quiet"])
@@ -185,7 +185,7 @@ def test_cli_eval_with_config_prints_the_case_table_and_exits_1_on_a_failing_cas
 
 
 def test_cli_eval_with_config_exits_0_when_every_case_passes(capsys):
-    from levelfield.cli import main
+    from levelfield.cli.main import main
 
     code = main(["eval", str(FIXTURE), "--agent", "fixture.agents:careful_follow_up",
                  "--config", str(FIXTURE / "test_config.json"), "--quiet"])

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import levelfield as lf
-from levelfield.cli import main as cli_main
+from levelfield.cli.main import main as cli_main
 
 # Agents live at module level: a worker process imports them from this module.
 

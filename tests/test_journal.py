@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import levelfield as lf
-from levelfield.core.record import read_record
+from levelfield.core.results.record import read_record
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 30
@@ -174,7 +174,7 @@ def test_report_of_an_interrupted_journal_names_the_missing_runs(tmp_path, capsy
     path = tmp_path / "runs.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines()
     path.write_text("\n".join(lines[:-2]) + "\n", encoding="utf-8")
-    from levelfield.cli import main
+    from levelfield.cli.main import main
 
     assert main(["report", str(tmp_path)]) == 0
     err = capsys.readouterr().err

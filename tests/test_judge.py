@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 import levelfield as lf
-from levelfield.core.metrics.base import ScoringContext
+from levelfield.core.score.metrics.base import ScoringContext
 from levelfield.judge import Judge, JudgeCache, parse_preference, parse_rating
 from levelfield.testing import ScriptedChatModel
 from levelfield.testing.chat_model import count_tokens, last_human_text

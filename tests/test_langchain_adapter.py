@@ -17,7 +17,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 import levelfield as lf
-from levelfield.core.dataset import EvalCase, EvalDataset, Turn
+from levelfield.core.data.dataset import EvalCase, EvalDataset, Turn
 from levelfield.adapters import LangChainAgent, as_agent
 from levelfield.adapters.langchain import TrajectoryRecorder
 from levelfield.testing import ScriptedChatModel

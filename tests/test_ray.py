@@ -188,7 +188,7 @@ def test_an_unknown_executor_name_is_a_config_error():
 
 
 def test_cli_ray_address_without_executor_ray_is_a_usage_error(capsys):
-    from levelfield.cli import main
+    from levelfield.cli.main import main
 
     code = main(["eval", DATASET, "--agent", "samples.home_automation.agents.function_agents:careful_agent",
                  "--ray-address", "auto", "-q"])
@@ -281,7 +281,7 @@ def saved_files(tmp_path_factory) -> dict[str, Path]:
 
 
 def _scored_locally(path: Path) -> lf.EvalResult:
-    from levelfield.core.metrics.registry import resolve_metrics
+    from levelfield.core.score.metrics.registry import resolve_metrics
     from levelfield.saved import score_saved_rows
 
     return score_saved_rows(path, resolve_metrics(SAVED_METRICS), lf.RunConfig(progress=False))

@@ -5,7 +5,7 @@ import math
 import pytest
 
 import levelfield as lf
-from levelfield.cli import format_comparison
+from levelfield.cli.main import format_comparison
 from levelfield.report import render_report
 from levelfield.report.verdict import headline, verdict_lines, verdicts
 

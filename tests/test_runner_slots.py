@@ -13,7 +13,7 @@ import time
 import pytest
 
 import levelfield as lf
-from levelfield.core.record import Journal
+from levelfield.core.results.record import Journal
 
 
 def _cases(n: int) -> list[dict]:

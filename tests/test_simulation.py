@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import levelfield as lf
-from levelfield.core.conversation import Exchange, ReplayedUser, UserTurn
-from levelfield.core.dataset import Scenario
-from levelfield.core.types import AgentOutput
+from levelfield.core.run.conversation import Exchange, ReplayedUser, UserTurn
+from levelfield.core.data.dataset import Scenario
+from levelfield.core.data.types import AgentOutput
 from levelfield.testing import ScriptedUser
 
 FAST = {"progress": False, "retries": 0}
@@ -514,7 +514,7 @@ def test_resuming_a_comparison_replays_the_recorded_user_without_asking_the_simu
 
 
 def test_cli_max_turns_without_a_simulator_is_a_usage_error(capsys):
-    from levelfield.cli import main
+    from levelfield.cli.main import main
 
     code = main(["eval", "data.jsonl", "--agent", "x:y", "--max-turns", "3"])
     assert code == 2 and "--max-turns needs --simulator" in capsys.readouterr().err

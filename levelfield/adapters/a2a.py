@@ -27,8 +27,8 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import AdapterError, ConfigError, ConfigTypeError, MissingExtraError, TransientAgentError
-from ..core.protocol import AgentRequest
-from ..core.types import AgentOutput, ToolCall, Usage
+from ..core.data.protocol import AgentRequest
+from ..core.data.types import AgentOutput, ToolCall, Usage
 
 if TYPE_CHECKING:
     from a2a.client import Client

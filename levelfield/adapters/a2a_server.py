@@ -23,9 +23,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import MissingExtraError
-from ..core.protocol import AgentRequest, AgentRunnable
-from ..core.runner import describe_error
-from ..core.types import AgentOutput, Message, ToolCall
+from ..core.data.protocol import AgentRequest, AgentRunnable
+from ..core.run.runner import describe_error
+from ..core.data.types import AgentOutput, Message, ToolCall
 from .a2a import (
     ADK_TYPE_KEY,
     ERROR_TYPE_KEY,

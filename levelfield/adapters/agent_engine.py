@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.errors import AdapterError, AgentOutputError, ConfigError, ConfigTypeError, MissingExtraError, TransientAgentError
-from ..core.protocol import AgentRequest
-from ..core.runner import run_sync
-from ..core.types import AgentOutput, ToolCall, Usage, content_text
+from ..core.data.protocol import AgentRequest
+from ..core.run.runner import run_sync
+from ..core.data.types import AgentOutput, ToolCall, Usage, content_text
 from .function import output_from_value
 
 __all__ = ["AgentEngineAgent", "parse_agent_engine_output", "OPERATIONS"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..core.protocol import AgentRunnable
+from ..core.data.protocol import AgentRunnable
 from ..core.errors import ConfigTypeError
 
 __all__ = ["as_agent", "register_adapter"]

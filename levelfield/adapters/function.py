@@ -9,9 +9,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..core.errors import AgentOutputError, ConfigTypeError
-from ..core.protocol import AgentRequest
-from ..core.runner import run_sync
-from ..core.types import AgentOutput, ToolCall
+from ..core.data.protocol import AgentRequest
+from ..core.run.runner import run_sync
+from ..core.data.types import AgentOutput, ToolCall
 
 __all__ = ["FunctionAgent", "output_from_value"]
 

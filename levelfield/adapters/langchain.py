@@ -23,8 +23,8 @@ from typing import Any
 from uuid import UUID
 
 from ..core.errors import AdapterError, AgentOutputError, ConfigError, ConfigTypeError, MissingExtraError
-from ..core.protocol import AgentRequest
-from ..core.types import AgentOutput, Message, ToolCall, Usage, content_text
+from ..core.data.protocol import AgentRequest
+from ..core.data.types import AgentOutput, Message, ToolCall, Usage, content_text
 
 try:
     from langchain_core.callbacks import BaseCallbackHandler

@@ -9,8 +9,8 @@ import sys
 from typing import Any
 
 from ..core.errors import AgentSpecError
-from ..core.protocol import AgentRequest, AgentRunnable
-from ..core.types import AgentOutput
+from ..core.data.protocol import AgentRequest, AgentRunnable
+from ..core.data.types import AgentOutput
 
 __all__ = ["load_agent_spec", "agent_from_spec", "SpecAgent", "AgentSpecError"]
 

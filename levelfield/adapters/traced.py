@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.errors import AgentOutputError, MissingExtraError
-from ..core.protocol import AgentRequest
-from ..core.types import AgentOutput, Usage
+from ..core.data.protocol import AgentRequest
+from ..core.data.types import AgentOutput, Usage
 from .function import FunctionAgent, output_from_value
 
 __all__ = ["TracedAgent", "SpanRouter"]
@@ -172,7 +172,7 @@ class TracedAgent:
         # async natively, history/session_id keywords); only its reading of the value is skipped.
         import inspect
 
-        from ..core.runner import run_sync
+        from ..core.run.runner import run_sync
 
         call = self._call
         kwargs = call._kwargs(request)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..core.runner import Executor
+from ..core.run.runner import Executor
 from .local import LocalExecutor
 from .ray import RayExecutor
 

@@ -35,16 +35,17 @@ from typing import Any
 from ..adapters.auto import as_agent
 from ..adapters.spec import SpecAgent, load_agent_spec
 from ..core import errors
-from ..core.columnar import ColumnarResult, RunningSummary, ScoredBatch, BatchScorer
-from ..core.results import write_summary
-from ..core.config import RunConfig
-from ..core.dataset import ALIASES, EvalDataset
+from ..core.results.result import ColumnarResult
+from ..core.score.batch import RunningSummary, ScoredBatch, BatchScorer
+from ..core.results.result import write_summary
+from ..core.data.config import RunConfig
+from ..core.data.dataset import ALIASES, EvalDataset
 from ..core.errors import AdapterError, ConfigError, DatasetError, LevelfieldError, MissingExtraError
-from ..core.metrics.base import Metric
-from ..core.protocol import AgentRequest, AgentRunnable
-from ..core.record import AgentRun
-from ..core.runner import OnRun, PlayScenario, run_agents as run_locally
-from ..core.types import AgentOutput
+from ..core.score.metrics.base import Metric
+from ..core.data.protocol import AgentRequest, AgentRunnable
+from ..core.data.types import AgentRun
+from ..core.run.runner import OnRun, PlayScenario, run_agents as run_locally
+from ..core.data.types import AgentOutput
 from ..formats.batches import BATCH_ROWS, table_writer
 from ..saved import TABLE_NAMES, check_out
 

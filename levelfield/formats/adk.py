@@ -27,11 +27,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
-from ..core.dataset import EvalCase, EvalDataset, Turn, parse_scenario
+from ..core.data.dataset import EvalCase, EvalDataset, Turn, parse_scenario
 from ..core.errors import DatasetError
-from ..core.results import EvalResult
-from ..core.types import AgentOutput, ToolCall
-from ..core.record import AgentRun
+from ..core.results.result import EvalResult
+from ..core.data.types import AgentOutput, ToolCall
+from ..core.data.types import AgentRun
 
 __all__ = [
     "is_evalset",

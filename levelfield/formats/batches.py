@@ -2,7 +2,7 @@
 
 Readers yield batches that are cheap to send to another process (a byte range of a JSON Lines
 file, the row groups of a Parquet file, a slice of rows in memory); a batch is parsed where it
-is scored (``levelfield.core.columnar``). Writers take scored batches and stream the metrics
+is scored (``levelfield.core.score.batch``). Writers take scored batches and stream the metrics
 table out (Parquet, JSON Lines or CSV), into a temporary file renamed only when complete.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.columnar import FIXED_COLUMNS, ScoredBatch, batches_of
+from ..core.score.batch import FIXED_COLUMNS, ScoredBatch, batches_of
 from ..core.errors import DatasetError, MissingExtraError
 
 __all__ = [

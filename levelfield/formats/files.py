@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.dataset import EvalDataset, dataset_from_located, dataset_from_rows
+from ..core.data.dataset import EvalDataset, dataset_from_located, dataset_from_rows
 from ..core.errors import DatasetError
 from . import adk, databricks
 from .arrow import ARROW_SUFFIXES, is_arrow_table, read_arrow_rows, table_rows

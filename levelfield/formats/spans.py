@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import DatasetError
-from ..core.types import ToolCall, content_text
+from ..core.data.types import ToolCall, content_text
 
 __all__ = [
     "Span",

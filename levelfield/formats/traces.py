@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core.dataset import EvalDataset, dataset_from_rows
+from ..core.data.dataset import EvalDataset, dataset_from_rows
 from ..core.errors import DatasetError
 from . import langsmith, mlflow, otel
 from .spans import TraceError, failed_row, json_loads, parse_json

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import MetricError, MissingExtraError
-from ..core.types import Usage, content_text
+from ..core.data.types import Usage, content_text
 
 __all__ = [
     "Judge",

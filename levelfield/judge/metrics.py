@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import MetricError
-from ..core.metrics.base import NAN, Metric, Score, ScoringContext
-from ..core.types import Usage
+from ..core.score.metrics.base import NAN, Metric, Score, ScoringContext
+from ..core.data.types import Usage
 from .answers import is_numeric_rating, parse_preference, parse_rating
 from .client import (
     JUDGE_BACKOFF,
@@ -49,7 +49,7 @@ from .prompts import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..core.results import EvalResult
+    from ..core.results.result import EvalResult
 
 __all__ = ["JudgedMetric", "PointwiseMetric", "PairwiseMetric", "Reading", "aggregate", "cost_columns"]
 
@@ -268,7 +268,7 @@ class PointwiseMetric(JudgedMetric, Metric):
 
     def score(self, ctx: ScoringContext) -> Score:
         """Sync twin of :meth:`ascore`."""
-        from ..core.runner import run_coroutine
+        from ..core.run.runner import run_coroutine
 
         return run_coroutine(self.ascore(ctx))
 
@@ -375,7 +375,7 @@ class PairwiseMetric(JudgedMetric):
 
     def score_pair(self, a: ScoringContext, b: ScoringContext, *, key: str | None = None) -> Score:
         """Sync twin of :meth:`ascore_pair`."""
-        from ..core.runner import run_coroutine
+        from ..core.run.runner import run_coroutine
 
         return run_coroutine(self.ascore_pair(a, b, key=key))
 
@@ -383,7 +383,7 @@ class PairwiseMetric(JudgedMetric):
         """Async twin of :meth:`compare_results`."""
         import pandas as pd
 
-        from ..core.scoring import context_for
+        from ..core.score.scoring import context_for
 
         def rows(result: EvalResult) -> dict[tuple[str, int], ScoringContext]:
             cases = {c.case_id: c for c in result.dataset}
@@ -423,7 +423,7 @@ class PairwiseMetric(JudgedMetric):
         judge failed on a row), written by :meth:`Score.columns` as every results table is.
         Summarize it with :meth:`summarize`.
         """
-        from ..core.runner import run_coroutine
+        from ..core.run.runner import run_coroutine
 
         return run_coroutine(self.acompare_results(result_a, result_b))
 

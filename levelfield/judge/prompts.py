@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.errors import MetricError
-from ..core.metrics.base import ScoringContext
-from ..core.types import ToolCall
+from ..core.score.metrics.base import ScoringContext
+from ..core.data.types import ToolCall
 from .answers import preference_label
 
 __all__ = [

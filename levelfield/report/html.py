@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.jsonsafe import to_jsonable
+from ..core.data.jsonsafe import to_jsonable
 from ..failure_summary import failure_groups
 from .changes import baseline_section
 from .glossary import describe_metric
@@ -32,7 +32,7 @@ from .verdict import headline, verdicts
 
 if TYPE_CHECKING:
     from ..comparison import AgentCase, Comparison
-    from ..core.diff import MarkedCall
+    from ..core.score.diff import MarkedCall
 
 __all__ = ["render_report", "write_report", "TEXT_LIMIT"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.conversation import DEFAULT_MAX_TURNS, Exchange, UserTurn
-from ..core.dataset import Scenario
+from ..core.run.conversation import DEFAULT_MAX_TURNS, Exchange, UserTurn
+from ..core.data.dataset import Scenario
 from ..core.errors import ConfigError, ConfigTypeError, MissingExtraError
-from ..core.types import Usage, content_text
+from ..core.data.types import Usage, content_text
 
 __all__ = ["UserSimulator", "DEFAULT_STOP_PHRASE"]
 

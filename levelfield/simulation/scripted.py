@@ -6,8 +6,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Union
 
-from ..core.conversation import DEFAULT_MAX_TURNS, Exchange, UserTurn
-from ..core.dataset import Scenario
+from ..core.run.conversation import DEFAULT_MAX_TURNS, Exchange, UserTurn
+from ..core.data.dataset import Scenario
 from ..core.errors import ConfigError, ConfigTypeError
 
 __all__ = ["ScriptedUser", "Rule", "Reply"]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import MissingExtraError
-from ..core.criteria import (
+from ..core.results.criteria import (
     CaseVerdict,
     Criterion,
     apply_criteria,
@@ -29,12 +29,12 @@ from ..core.criteria import (
 )
 from typing_extensions import Unpack
 
-from ..core.config import RunConfig, RunOptions, run_config
-from ..core.dataset import EvalCase, EvalDataset, Turn
+from ..core.data.config import RunConfig, RunOptions, run_config
+from ..core.data.dataset import EvalCase, EvalDataset, Turn
 from ..formats import load_dataset
-from ..core.results import EvalResult
-from ..core.types import AgentOutput, ToolCall
-from ..core.record import AgentRun
+from ..core.results.result import EvalResult
+from ..core.data.types import AgentOutput, ToolCall
+from ..core.data.types import AgentRun
 
 __all__ = ["GateReport", "check_eval", "assert_eval", "eval_test", "resolve_criteria"]
 

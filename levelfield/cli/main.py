@@ -1,0 +1,739 @@
+"""The ``levelfield`` command: demo, eval, compare, report, plan (and serve, from the A2A adapter).
+
+Exit codes: 0 done; 1 a ``--fail-under`` threshold was missed, ``--fail-if-worse`` found a
+significant regression against ``--baseline``, or every run of an agent failed (unless
+``--allow-failures``); 2 bad input (agent spec, dataset, metric, option, saved run), reported
+as one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import re
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..comparison import Comparison
+
+__all__ = ["main", "format_summary", "format_comparison"]
+
+
+
+class UsageError(Exception):
+    """Bad input on the command line: printed as one line, exit code 2."""
+
+
+def format_summary(rows: dict[str, dict], metric_names: Sequence[str]) -> str:
+    """A plain-text table: one row per agent, mean of each metric, failures and mean latency."""
+    import pandas as pd
+
+    table = pd.DataFrame(
+        {
+            name: {
+                **{m: s.get(f"{m}/mean") for m in metric_names},
+                "failures": s.get("failure/count", 0),
+                "latency_s": s.get("latency_in_seconds/mean"),
+            }
+            for name, s in rows.items()
+        }
+    ).T
+    return table.to_string(float_format=lambda v: f"{v:.3f}")
+
+
+def _num(x: Any, digits: int = 3) -> str:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return "-"
+    return "-" if math.isnan(x) else f"{x:.{digits}f}"
+
+
+def format_comparison(cmp: Comparison, *, pairwise_metric: str | None = None) -> str:
+    """The comparison as terminal text: metrics × agents with intervals, failures, latency, then pairs."""
+    s = cmp.summary
+    rows: list[tuple[str, list[str]]] = []
+    for m in cmp.metric_names:
+        rows.append((m, [f"{_num(s.loc[a, f'{m}/mean'])} [{_num(s.loc[a, f'{m}/ci_low'], 2)}, "
+                         f"{_num(s.loc[a, f'{m}/ci_high'], 2)}]" for a in cmp.agents]))
+    k = cmp.trials
+    if k > 1:
+        for m in cmp.metric_names:
+            if f"{m}/pass@{k}" in s:
+                rows.append((f"{m} pass@{k}", [_num(s.loc[a, f"{m}/pass@{k}"]) for a in cmp.agents]))
+                rows.append((f"{m} pass^{k}", [_num(s.loc[a, f"{m}/pass^{k}"]) for a in cmp.agents]))
+        first = cmp.metric_names[0]
+        rows.append((f"flaky cases ({first})", [str(int(s.loc[a, f"{first}/flaky"])) for a in cmp.agents]))
+    rows.append(("failed runs", [f"{int(s.loc[a, 'failures'])}/{int(s.loc[a, 'runs'])}" for a in cmp.agents]))
+    rows.append(("latency p50 (s)", [_num(s.loc[a, "latency_in_seconds/p50"]) for a in cmp.agents]))
+    if "total_tokens/mean" in s:
+        rows.append(("tokens per run", [_num(s.loc[a, "total_tokens/mean"], 0) for a in cmp.agents]))
+    label_w = max(len(r[0]) for r in rows)
+    col_w = [max(len(a), *(len(r[1][i]) for r in rows)) for i, a in enumerate(cmp.agents)]
+    lines = ["  ".join([" " * label_w, *(a.rjust(w) for a, w in zip(cmp.agents, col_w))])]
+    lines += ["  ".join([label.ljust(label_w), *(c.rjust(w) for c, w in zip(cells, col_w))]) for label, cells in rows]
+    policy = "a failed run scores 0" if cmp.failed_runs == "zero" else "failed runs left out"
+    lines.append(f"(mean [{int(cmp.confidence * 100)}% interval] over {len(cmp.dataset)} cases; {policy})")
+    from .output import verdict_text
+
+    verdict = verdict_text(cmp)
+    if verdict:
+        lines += ["", verdict]
+    metric = pairwise_metric or (cmp.metric_names[0] if cmp.metric_names else None)
+    if metric and len(cmp.agents) > 1:
+        lines.append("")
+        lines.append(f"Pairwise on {metric} (Holm-adjusted p; wins/ties/losses of A over B):")
+        table = cmp.pairwise(metric)
+        a_w = max(len(a) for a in table["agent_a"])
+        b_w = max(len(b) for b in table["agent_b"])
+        for r in table.itertuples(index=False):
+            diff = "-" if math.isnan(r.difference) else f"{r.difference:+.3f}"
+            p = "=-" if math.isnan(r.p_holm) else ("<0.001" if r.p_holm < 0.001 else f"={r.p_holm:.3f}")
+            mark = "  significant" if r.significant else "  not significant" + _could_detect(r.mde)
+            lines.append(
+                f"  {r.agent_a.ljust(a_w)} vs {r.agent_b.ljust(b_w)}  {diff} [{_num(r.ci_low, 2)}, {_num(r.ci_high, 2)}]"
+                f"  p{p}  {r.wins}/{r.ties}/{r.losses}{mark}"
+            )
+    return "\n".join(lines)
+
+
+def _could_detect(mde: float) -> str:
+    """``  could detect ≥ 0.080`` next to a non-significant pair (nothing when no MDE is known)."""
+    return "" if mde is None or math.isnan(mde) else f"  could detect ≥ {mde:.3f}"
+
+
+# -- argument types ----------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _timeout(text: str) -> float | None:
+    if text.lower() in ("none", "0"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds (or 'none'), got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0 seconds, got {value}")
+    return value
+
+
+def _threshold(text: str) -> tuple[str, float]:
+    metric, sep, value = text.partition("=")
+    try:
+        if not sep or not metric:
+            raise ValueError
+        return metric.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected METRIC=VALUE (e.g. trajectory_exact_match=0.8), got {text!r}") from None
+
+
+_NAME = re.compile(r"^[\w .()\-]+$")
+
+
+def _named_spec(text: str) -> tuple[str | None, str]:
+    """``name=SPEC`` -> (name, spec); a bare SPEC (no name) -> (None, spec)."""
+    name, sep, spec = text.partition("=")
+    if sep and name and _NAME.match(name) and spec:
+        return name.strip(), spec
+    return None, text
+
+
+# -- running -----------------------------------------------------------------------------------
+
+
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1 and value != -1:
+        raise argparse.ArgumentTypeError(f"{value}: give 1 or more processes, or -1 for one per core")
+    return value
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    from ..core.data.config import RunConfig
+
+    d = RunConfig()
+    p.add_argument("--metric", "-m", action="append", dest="metrics", metavar="NAME",
+                   help="a metric name (repeatable; default: the trajectory metrics and rouge_l_sum)")
+    p.add_argument("--out", "-o", metavar="DIR",
+                   help="journal every run to DIR/runs.jsonl as it finishes; write metrics_table.csv, "
+                        "summary.json and report.html there at the end")
+    p.add_argument("--resume", action="store_true",
+                   help="with --out: run only what DIR/runs.jsonl lacks (after an interruption), then write everything")
+    p.add_argument("--overwrite", action="store_true", help="with --out: replace a run record already in DIR")
+    p.add_argument("--concurrency", type=_positive_int, default=d.concurrency,
+                   help=f"runs in flight, all agents together (default {d.concurrency})")
+    p.add_argument("--timeout", type=_timeout, default=d.timeout,
+                   help=f"seconds per attempt, or 'none' (default {d.timeout:g})")
+    p.add_argument("--retries", type=int, default=d.retries,
+                   help=f"retries of errors an adapter marks transient (default {d.retries})")
+    p.add_argument("--trials", type=_positive_int, default=d.trials, help=f"runs of every case per agent (default {d.trials})")
+    p.add_argument("--fail-under", type=_threshold, action="append", default=[], metavar="METRIC=VALUE",
+                   help="exit 1 when an agent's mean of METRIC is under VALUE (repeatable)")
+    p.add_argument("--failed-runs", choices=("zero", "exclude"), default="zero",
+                   help="a failed run scores 0 (default) or is left out of the statistics")
+    p.add_argument("--allow-failures", action="store_true",
+                   help="exit 0 even when every run of an agent failed (default: exit 1)")
+    p.add_argument("--experiment", metavar="NAME",
+                   help="log each agent's run to this MLflow experiment (MLFLOW_TRACKING_URI, else ./mlflow.db)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.add_argument("--isolation", choices=("none", "process"), default="none",
+                   help="'process': run agents in worker processes, so a crash fails that run only (default none)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="where agents run: 'local' (this process, default) or 'ray' (a Ray cluster; "
+                        "needs levelfield[ray]); the results are the same")
+    p.add_argument("--ray-address", metavar="ADDRESS",
+                   help="with --executor ray: the cluster ('auto', 'ray://host:10001'; default RAY_ADDRESS, "
+                        "else a Ray started on this machine)")
+    p.add_argument("--simulator", metavar="PROVIDER:MODEL",
+                   help="a chat model that plays the user of conversation-scenario cases (otherwise they are skipped)")
+    p.add_argument("--max-turns", type=_positive_int, default=None, metavar="N",
+                   help="with --simulator: agent turns per conversation at most")
+
+
+def _simulator(args: argparse.Namespace) -> Any:
+    """The user simulator the command line asks for, or None (built before any agent runs)."""
+    if not getattr(args, "simulator", None):
+        if getattr(args, "max_turns", None) is not None:
+            raise UsageError("--max-turns needs --simulator PROVIDER:MODEL")
+        return None
+    from ..simulation import UserSimulator
+
+    if args.max_turns is None:
+        return UserSimulator(args.simulator)
+    return UserSimulator(args.simulator, max_turns=args.max_turns)
+
+
+def _run_config(args: argparse.Namespace) -> Any:
+    """The RunConfig the command line asks for (checked before any agent runs)."""
+    from ..core.data.config import RunConfig
+
+    if (args.resume or args.overwrite) and not args.out:
+        raise UsageError("--resume and --overwrite need --out DIR (the folder of the run record)")
+    return RunConfig(
+        executor=_executor(args),
+        concurrency=args.concurrency,
+        timeout=args.timeout,
+        retries=args.retries,
+        trials=args.trials,
+        progress=not args.quiet,
+        out=args.out,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        isolation=getattr(args, "isolation", "none"),
+    )
+
+
+def _executor(args: argparse.Namespace) -> Any:
+    """``--executor`` and ``--ray-address`` as a RunConfig executor."""
+    executor = getattr(args, "executor", "local")
+    address = getattr(args, "ray_address", None)
+    if address and executor != "ray":
+        raise UsageError("--ray-address needs --executor ray")
+    if address:
+        from ..executors import RayExecutor
+
+        return RayExecutor(address=address)
+    return executor
+
+
+def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str]]) -> tuple[Any, list[Any], list[Any]]:
+    """Dataset, metrics and agents, all checked before any agent runs."""
+    from .output import status
+
+    status(f"loading {args.dataset} and {len(specs)} agent{'s' if len(specs) != 1 else ''}...", quiet=args.quiet)
+    from ..adapters.spec import SpecAgent, agent_from_spec
+    from ..formats import load_dataset
+    from ..core.score.metrics.registry import resolve_metrics
+
+    args.user_simulator = _simulator(args)
+    dataset = load_dataset(args.dataset)
+    metrics = resolve_metrics(args.metrics)
+    names = {m.name for m in metrics}
+    for metric, _ in args.fail_under:
+        if metric not in names:
+            raise UsageError(f"--fail-under {metric}: not one of the metrics of this run ({', '.join(sorted(names))})")
+    agents = []
+    ship = getattr(args, "executor", "local") != "local"
+    for name, spec in specs:
+        try:
+            if ship:  # the spec travels to the Ray workers as a string; each builds the agent itself
+                agents.append(SpecAgent(spec, name=name))
+            else:
+                agents.append(agent_from_spec(spec, name=name, isolation=getattr(args, "isolation", "none")))
+        except TypeError as exc:
+            raise UsageError(f"agent {spec!r}: {exc}") from None
+    seen = [a.name for a in agents]
+    repeated = sorted({n for n in seen if seen.count(n) > 1})
+    if repeated:
+        raise UsageError(f"two agents are named {repeated[0]!r}: name them with --agent NAME=SPEC")
+    return dataset, metrics, agents
+
+
+def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: list[Any]) -> Comparison:
+    import warnings
+
+    from ..evaluation import compare
+    from ..failure_summary import AllRunsFailedWarning
+
+    _check_gate_options(args, metrics)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AllRunsFailedWarning)  # the CLI prints its own failure summary
+        return compare(dataset, {a.name: a for a in agents}, metrics, config=_run_config(args),
+                       failed_runs=args.failed_runs, baseline=getattr(args, "baseline", None),
+                       simulator=getattr(args, "user_simulator", None), experiment=getattr(args, "experiment", None))
+
+
+def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
+    from .output import report_failures
+
+    print(header)
+    print()
+    print(format_comparison(cmp))
+    failed = report_failures(cmp, command=args.command, allow_failures=getattr(args, "allow_failures", False))
+    if args.out:
+        out = Path(args.out)
+        print()
+        print(f"Report: {out / 'report.html'}")
+        written = ["runs.jsonl", "metrics_table.csv", "summary.json"]
+        written += [name for name in ("metrics_table.parquet", "summary.parquet") if (out / name).exists()]
+        print(f"Also written: {', '.join(written)} in {out}")
+    code = _check_thresholds(cmp, args.fail_under)
+    return max(code, _check_baseline(args, cmp), failed)
+
+
+def _check_thresholds(cmp: Comparison, thresholds: Sequence[tuple[str, float]]) -> int:
+    missed = []
+    for metric, floor in thresholds:
+        for agent in cmp.agents:
+            mean = float(cmp.summary.loc[agent, f"{metric}/mean"])
+            if math.isnan(mean) or mean < floor:
+                missed.append(f"{agent}: {metric} mean {_num(mean)} is under {floor:g}")
+    for line in missed:
+        print(f"levelfield: --fail-under: {line}", file=sys.stderr)
+    return 1 if missed else 0
+
+
+# -- baseline, regression gate, judge correction -----------------------------------------------
+
+
+def _add_gate_options(p: argparse.ArgumentParser) -> None:
+    """``--baseline``, ``--fail-if-worse``, ``--margin``, ``--alpha`` (and ``--human-labels`` on eval)."""
+    p.add_argument("--baseline", metavar="DIR",
+                   help="the --out folder of an earlier run: its runs join as an agent named after the folder, not re-run")
+    p.add_argument("--fail-if-worse", metavar="METRIC[,METRIC...]",
+                   help="exit 1 when an agent is significantly worse than --baseline on one of these metrics "
+                        "(paired test, Holm-adjusted p < --alpha)")
+    p.add_argument("--margin", type=float, default=0.0,
+                   help="with --fail-if-worse: fail only when worse by more than this, in the metric's units "
+                        "(0.02 = 2 points; default 0)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level of --fail-if-worse (default 0.05)")
+
+
+def _check_gate_options(args: argparse.Namespace, metrics: Sequence[Any]) -> None:
+    """Refuse bad gate options before any agent runs."""
+    gated = getattr(args, "fail_if_worse", None)
+    if gated is None:
+        return
+    if not args.baseline:
+        raise UsageError("--fail-if-worse needs --baseline DIR (the saved run to compare against)")
+    names = {m.name for m in metrics}
+    unknown = [m for m in (x.strip() for x in gated.split(",")) if m and m not in names]
+    if unknown:
+        raise UsageError(f"--fail-if-worse {', '.join(unknown)}: not one of the metrics of this run ({', '.join(sorted(names))})")
+    if not 0 < args.alpha < 1:
+        raise UsageError(f"--alpha {args.alpha:g}: must be between 0 and 1")
+    if args.margin < 0:
+        raise UsageError(f"--margin {args.margin:g}: must be at least 0 (in the metric's units, 0.02 = 2 points)")
+
+
+def _check_baseline(args: argparse.Namespace, cmp: Comparison) -> int:
+    """Print every metric's change against the baseline in words; 1 when --fail-if-worse finds a regression."""
+    from ..core.stats.change import describe_change
+    from ..gate import baseline_changes, check_regressions
+
+    gated = getattr(args, "fail_if_worse", None)
+    if getattr(args, "human_labels", None) is not None:
+        from ..core.stats.judge_correction import correct_judged
+
+        print()
+        for agent in cmp.agents:
+            if cmp.baseline is not None and agent == cmp.baseline.name:
+                continue
+            for correction in correct_judged(cmp.results[agent], args.human_labels).values():
+                print(f"{agent}: {correction.describe()}")
+    if cmp.baseline is None:
+        if gated:
+            raise UsageError("--fail-if-worse needs --baseline DIR (the saved run to compare against)")
+        return 0
+    if gated:  # the gate refuses (exit 2) when a gated metric has no case on both sides
+        changes = check_regressions(cmp, gated, margin=args.margin, alpha=args.alpha).changes
+    else:
+        changes = baseline_changes(cmp, margin=args.margin, alpha=args.alpha)
+    print()
+    print(cmp.baseline.describe())
+    label = f"Against {cmp.baseline.name}" + (" (gated metrics, Holm-adjusted p):" if gated else " (Holm-adjusted p):")
+    print(label)
+    for c in changes:
+        print(f"  {c.metric} ({c.agent}): {describe_change(c)}")
+    failed = [c for c in changes if c.regression]
+    if gated and failed:
+        for c in failed:
+            print(f"levelfield: --fail-if-worse: {c.metric} ({c.agent}): {describe_change(c)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    if getattr(args, "config", None):
+        return _eval_gated(args)
+    if args.agent is None:
+        return _eval_saved(args)
+    dataset, metrics, agents = _load_inputs(args, [(args.name, args.agent)])
+    if args.human_labels:
+        from ..core.stats.judge_correction import check_label_cases, read_human_labels
+
+        args.human_labels = read_human_labels(args.human_labels)  # read and checked before any agent runs
+        check_label_cases(args.human_labels, dataset)
+    cmp = _run(args, dataset, metrics, agents)
+    return _finish(args, cmp, f"levelfield eval: {agents[0].name} on {len(dataset)} cases of {dataset.source}")
+
+
+def _eval_saved(args: argparse.Namespace) -> int:
+    """``eval data --metric ...`` without ``--agent``: score the predictions the file already holds.
+
+    Large files are read and scored a batch at a time (``--workers`` processes), the metrics table
+    streamed to ``--out`` as Parquet, so a file larger than memory scores in bounded memory."""
+    import time
+
+    from ..core.score.metrics.registry import resolve_metrics
+    from ..evaluation import evaluate
+
+    unused = [flag for flag, given in (
+        ("--simulator", args.simulator), ("--baseline", args.baseline), ("--fail-if-worse", args.fail_if_worse),
+        ("--name", args.name), ("--resume", args.resume), ("--isolation", args.isolation != "none"),
+    ) if given]
+    if unused:
+        raise UsageError(f"{', '.join(unused)}: only with --agent (without one, eval scores the saved predictions in the file)")
+    metrics = resolve_metrics(args.metrics)
+    names = {m.name for m in metrics}
+    for metric, _ in args.fail_under:
+        if metric not in names:
+            raise UsageError(f"--fail-under {metric}: not one of the metrics of this run ({', '.join(sorted(names))})")
+    start = time.perf_counter()
+    result = evaluate(args.dataset, metrics=metrics, out=args.out, overwrite=args.overwrite, workers=args.workers,
+                      executor=_executor(args), progress=not args.quiet, experiment=args.experiment,
+                      human_labels=getattr(args, "human_labels", None))
+    seconds = time.perf_counter() - start
+    summary = result.summary_metrics
+    rows = summary["row_count"]
+    print(f"levelfield eval: saved predictions in {args.dataset}: {rows:,} rows scored in {seconds:.1f} s "
+          f"({rows / seconds:,.0f} rows/s)")
+    print()
+    width = max(len(n) for n in names) if names else 6
+    print(f"{'metric':<{width}}  {'mean':>7}  {'std':>7}  {'scored':>9}")
+    for m in metrics:
+        mean, std = summary.get(f"{m.name}/mean", math.nan), summary.get(f"{m.name}/std", math.nan)
+        scored = rows - summary.get(f"{m.name}/nan_count", 0)
+        print(f"{m.name:<{width}}  {_num(mean):>7}  {_num(std):>7}  {scored:>9,}")
+    if summary.get("failure/count"):
+        print(f"\n{summary['failure/count']:,} rows are saved failures (not scored)")
+    if args.out:
+        written = sorted(p.name for p in Path(args.out).iterdir() if p.is_file() and not p.name.startswith("."))
+        print(f"\nWritten: {', '.join(written)} in {Path(args.out)}")
+    missed = []
+    for metric, floor in args.fail_under:
+        mean = summary.get(f"{metric}/mean", math.nan)
+        if math.isnan(mean) or mean < floor:
+            missed.append(f"{metric} mean {_num(mean)} is under {floor:g}")
+    for line in missed:
+        print(f"levelfield: --fail-under: {line}", file=sys.stderr)
+    return 1 if missed else 0
+
+
+def _eval_gated(args: argparse.Namespace) -> int:
+    """``eval --config test_config.json``: judge every case by ADK criteria; exit 1 when one fails."""
+    from ..adapters.spec import load_agent_spec
+    from ..testing.gating import check_eval
+
+    if args.metrics or args.fail_under:
+        raise UsageError("--config sets the metrics and thresholds; leave out --metric and --fail-under")
+    if args.baseline or args.fail_if_worse or args.human_labels:
+        raise UsageError("--config judges each case by its criteria; --baseline, --fail-if-worse and --human-labels "
+                         "work without --config")
+    if args.simulator:
+        raise UsageError("--simulator does not combine with --config yet; run the scenario cases without --config")
+    if args.experiment:
+        raise UsageError("--experiment is not available with --config (a gate run); run eval without --config to log it")
+    report = check_eval(args.dataset, load_agent_spec(args.agent), criteria=args.config, name=args.name,
+                        config=_run_config(args))
+    ds = report.result.dataset
+    print(f"levelfield eval: {report.result.agent_name} on {len(ds)} cases of {ds.source}, criteria from {args.config}")
+    print()
+    print(report.table())
+    if args.out:
+        print(f"Written: runs.jsonl, metrics_table.csv, summary.json in {Path(args.out)}")
+    if report.passed:
+        return 0
+    print()
+    print(report.message())
+    return 1
+
+
+def _compare(args: argparse.Namespace) -> int:
+    dataset, metrics, agents = _load_inputs(args, [_named_spec(s) for s in args.agents])
+    cmp = _run(args, dataset, metrics, agents)
+    return _finish(args, cmp, f"levelfield compare: {len(agents)} agents on {len(dataset)} cases of {dataset.source}")
+
+
+def _report(args: argparse.Namespace) -> int:
+    from ..comparison import Comparison
+
+    directory = Path(args.directory)
+    if not directory.is_dir():
+        raise UsageError(f"{directory}: no such directory (expected the --out directory of eval or compare)")
+    tables = [n for n in ("metrics_table.parquet", "metrics_table.jsonl") if (directory / n).exists()]
+    if tables and not (directory / "runs.jsonl").exists():
+        raise UsageError(
+            f"{directory}: holds saved predictions scored batch by batch ({tables[0]}, summary.json), "
+            "which keep scores but no runs to report on; read the table with pandas, or score fewer than "
+            "20,000 rows (row by row) for a report"
+        )
+    cmp = Comparison.load(directory)
+    if cmp.missing_runs:
+        print(_missing_note(directory, cmp.missing_runs, cmp), file=sys.stderr)
+    path = cmp.to_html(args.out or directory / "report.html")
+    print(format_comparison(cmp))
+    print()
+    print(f"Report: {path}")
+    return 0
+
+
+def _missing_note(directory: Path, missing: Sequence[tuple[str, str, int]], cmp: Comparison) -> str:
+    shown = "; ".join(f"{a} on case {c!r}" + (f" trial {t + 1}" if cmp.trials > 1 else "") for a, c, t in missing[:5])
+    more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+    total = len(cmp.agents) * len(cmp.dataset) * cmp.trials
+    return (
+        f"levelfield report: {directory / 'runs.jsonl'} lacks {len(missing)} of {total} runs ({shown}{more}); "
+        "the run was interrupted: finish it with the same command and --resume. The report shows the runs it has."
+    )
+
+
+# -- demo --------------------------------------------------------------------------------------
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from samples.home_automation import DATASET
+
+    from ..demo import DEMO_METRICS, demo_agents
+    from ..evaluation import compare
+    from ..formats import load_dataset
+
+    from .output import status
+
+    status("starting the sample agents (importing LangGraph, the Vertex AI SDK and a2a-sdk takes a few seconds)...",
+           quiet=args.quiet)
+    dataset = load_dataset(DATASET)
+    notes: list[str] = []
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="levelfield-demo-"))
+    with contextlib.ExitStack() as stack:
+        agents = demo_agents(stack, notes)
+        cmp = compare(dataset, agents, DEMO_METRICS, progress=not args.quiet, timeout=30.0)
+    paths = cmp.save(out)
+    frameworks = [a for a in agents if a != "function-hasty"]
+    print(f"levelfield demo: {len(dataset)} home-automation cases, the same careful agent built with "
+          f"{len(frameworks)} framework{'s' if len(frameworks) != 1 else ''} ({', '.join(frameworks)}), "
+          "and a hasty function agent for contrast.")
+    for note in notes:
+        print(f"  note: {note}")
+    print()
+    print(format_comparison(cmp))
+    print()
+    print(f"Report: {paths['report']}")
+    print(f"Runs, metrics table and summary: {out}")
+    return 0
+
+
+# -- plan --------------------------------------------------------------------------------------
+
+
+def _add_plan_command(sub: Any) -> None:
+    plan = sub.add_parser("plan", help="how many cases an evaluation needs to detect a change")
+    kind = plan.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--p0", type=float, help="a 0/1 metric: its current rate (e.g. 0.80)")
+    kind.add_argument("--sd", type=float,
+                      help="a continuous metric: SD of the per-case differences (paired) or of the metric (--unpaired)")
+    kind.add_argument("--from", dest="from_dir", metavar="DIR",
+                      help="measure p0, the discordance or SD, and the intra-case correlation from a saved comparison "
+                           "(two agents, or a run and its baseline); with --metric")
+    plan.add_argument("--metric", "-m", help="with --from: the metric to plan for")
+    plan.add_argument("--mde", type=float, required=True, help="the change to detect, in the metric's units (0.05 = 5 points)")
+    plan.add_argument("--power", type=float, default=0.8, help="chance of detecting it (default 0.8)")
+    plan.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    plan.add_argument("--one-sided", action="store_true", help="only a drop matters (default: two-sided)")
+    plan.add_argument("--unpaired", action="store_true", help="the agents run on different cases (default: the same cases)")
+    plan.add_argument("--discordance", type=float,
+                      help="paired 0/1: share of cases where the two agents disagree (default: as if independent)")
+    plan.add_argument("--trials", type=_positive_int, default=1, help="runs of every case (default 1)")
+    plan.add_argument("--icc", type=float, default=0.5,
+                      help="with --trials: intra-case correlation of a case's trials, 0..1 (default 0.5)")
+    plan.set_defaults(func=_plan)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from ..core.stats.planning import minimum_detectable_effect, sample_size
+
+    if args.from_dir:
+        return _plan_from(args)
+
+    options = dict(p0=args.p0, sd=args.sd, paired=not args.unpaired, discordance=args.discordance, alpha=args.alpha,
+                   power=args.power, alternative="one-sided" if args.one_sided else "two-sided", trials=args.trials,
+                   icc=args.icc)
+    plan = sample_size(mde=args.mde, **options)
+    per = " per agent" if args.unpaired else ""
+    what = (f"a change of {args.mde * 100:g} points from {args.p0 * 100:g}%" if args.p0 is not None
+            else f"a change of {args.mde:g} (SD {args.sd:g})")
+    print(f"levelfield plan: {plan.cases} cases{per} ({plan.runs} runs per agent) to detect {what} "
+          f"with {args.power:.0%} power at alpha {args.alpha:g} ({plan.alternative}); {plan.design}.")
+    if plan.assumptions:
+        print(f"Assumes: {plan.assumptions}.")
+    grid = sorted({max(2, plan.cases // 2), plan.cases, plan.cases * 2})
+    scale, unit = (100, " points") if args.p0 is not None else (1, "")
+    print("Smallest change detectable at other sizes: " + ", ".join(
+        f"{n} cases: {minimum_detectable_effect(n, **options) * scale:.3g}{unit}" for n in grid))
+    return 0
+
+
+def _plan_from(args: argparse.Namespace) -> int:
+    """``plan --from DIR --metric M``: the next run's size from what a saved comparison measured."""
+    from ..comparison import Comparison
+    from ..gate import plan_from
+
+    if not args.metric:
+        raise UsageError("plan --from DIR needs --metric (the metric to plan for)")
+    if args.unpaired or args.discordance is not None:
+        raise UsageError("plan --from measures a paired design; leave out --unpaired and --discordance")
+    directory = Path(args.from_dir)
+    if not directory.is_dir():
+        raise UsageError(f"{directory}: no such directory (expected the --out folder of eval or compare)")
+    cmp = Comparison.load(directory)
+    trials = args.trials if args.trials > 1 else None
+    plan, measured = plan_from(cmp, args.metric, mde=args.mde, power=args.power, alpha=args.alpha,
+                               alternative="one-sided" if args.one_sided else "two-sided", trials=trials)
+    found = (f"p0 {measured.p0:.2f}, discordance {measured.discordance:.2f}" if measured.binary
+             else f"SD of differences {measured.sd:.3g}")
+    icc = f", intra-case correlation {measured.icc:.2f}" if measured.icc is not None else ""
+    print(f"Measured in {directory} ({measured.cases} cases, {measured.trials} trial(s)): {found}{icc}.")
+    unit = f"{args.mde * 100:g} points" if measured.binary else f"{args.mde:g}"
+    print(f"levelfield plan: {plan.cases} cases ({plan.runs} runs per agent) to detect a change of {unit} on "
+          f"{args.metric} with {args.power:.0%} power at alpha {args.alpha:g} ({plan.alternative}); {plan.design}.")
+    return 0
+
+
+# -- entry point -------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(prog="levelfield", description="Evaluate AI agents on a level field.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="compare the sample agents (one per framework) on the embedded dataset")
+    demo.add_argument("--out", "-o", metavar="DIR", help="where to write the report (default: a new temporary directory)")
+    demo.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    demo.set_defaults(func=_demo)
+
+    ev = sub.add_parser("eval", help="run one agent on a dataset and score it, or score the saved predictions it holds")
+    ev.add_argument("dataset", help="a .jsonl, .json, .csv, .parquet, .arrow, .evalset.json or .test.json file")
+    ev.add_argument("--agent", "-a", metavar="SPEC",
+                    help="module:attr, an http(s):// A2A URL, or projects/P/locations/L/reasoningEngines/ID; "
+                         "without one, the file's saved response/predicted_trajectory columns are scored")
+    ev.add_argument("--workers", type=_workers, default=1, metavar="N",
+                    help="without --agent: processes that score saved predictions (-1: one per core; default 1)")
+    ev.add_argument("--name", help="the agent's name in the results")
+    ev.add_argument("--config", metavar="TEST_CONFIG",
+                    help="an ADK test_config.json: judge each case by its criteria, exit 1 when a case fails")
+    _add_run_options(ev)
+    _add_gate_options(ev)
+    ev.add_argument("--human-labels", metavar="FILE",
+                    help="a CSV/JSONL of case_id,human_label: correct each judged 0/1 metric for the judge's errors")
+    ev.set_defaults(func=_eval)
+
+    cmp = sub.add_parser("compare", help="run several agents on the same dataset and compare them")
+    cmp.add_argument("dataset", help="a .jsonl, .json, .csv, .evalset.json or .test.json file")
+    cmp.add_argument("--agent", "-a", required=True, action="append", dest="agents", metavar="NAME=SPEC",
+                     help="an agent to compare, named (repeat for each agent)")
+    _add_run_options(cmp)
+    _add_gate_options(cmp)
+    cmp.set_defaults(func=_compare)
+
+    rep = sub.add_parser("report", help="re-render the HTML report of a saved run")
+    rep.add_argument("directory", help="the --out directory of eval or compare")
+    rep.add_argument("--out", "-o", metavar="FILE", help="where to write the report (default: DIR/report.html)")
+    rep.set_defaults(func=_report)
+
+    _add_plan_command(sub)
+
+    from ..adapters.a2a_server import add_serve_command  # light: imports a2a only when serving
+
+    add_serve_command(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    from ..core.errors import LevelfieldError
+
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (UsageError, LevelfieldError) as exc:
+        print(f"levelfield {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(_interrupted_note(args, argv), file=sys.stderr)
+        return 130
+
+
+def _interrupted_note(args: argparse.Namespace, argv: Sequence[str]) -> str:
+    """What Ctrl-C left: the runs kept in the journal, and the command that resumes."""
+    import shlex
+
+    out = getattr(args, "out", None)
+    if not out or args.command == "demo":
+        return f"levelfield {args.command}: interrupted; nothing was saved (give --out DIR to journal runs as they finish)"
+    from ..core.errors import LevelfieldError
+    from ..core.results.record import read_record
+
+    try:
+        record = read_record(out)
+        kept = f"{len(record.runs)} of {len(record.expected_keys())} runs are saved in {record.path}"
+    except LevelfieldError:
+        kept = f"no run had finished; nothing is saved in {out}"
+    again = [a for a in argv if a != "--overwrite"]
+    if "--resume" not in again:
+        again.append("--resume")
+    return f"levelfield {args.command}: interrupted; {kept}. Resume with:\n  levelfield {shlex.join(again)}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""What the ``levelfield`` command says besides its tables: progress notes, failures, the verdict.
+
+Kept apart from ``cli.py`` so the command's wiring and its wording change independently.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from ..failure_summary import agents_that_always_failed, format_failures
+
+if TYPE_CHECKING:
+    from ..comparison import Comparison
+
+__all__ = ["status", "report_failures", "verdict_text"]
+
+
+def status(message: str, *, quiet: bool = False) -> None:
+    """A progress note on stderr (the first seconds go to imports; say so rather than stay silent)."""
+    if not quiet:
+        print(f"levelfield: {message}", file=sys.stderr, flush=True)
+
+
+def report_failures(cmp: Comparison, *, command: str, allow_failures: bool = False) -> int:
+    """Print the failures of ``cmp`` (if any); 1 when every run of some agent failed, unless allowed."""
+    runs = {a: r.runs for a, r in cmp.results.items()}
+    text = format_failures(runs)
+    if text:
+        print()
+        print(text)
+    dead = agents_that_always_failed(runs)
+    if not dead:
+        return 0
+    names = ", ".join(dead)
+    if allow_failures:
+        print(f"levelfield {command}: every run of {names} failed (tolerated: --allow-failures)", file=sys.stderr)
+        return 0
+    print(
+        f"levelfield {command}: every run of {names} failed; fix the agent (see the errors above) "
+        "or pass --allow-failures to exit 0 anyway",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def verdict_text(cmp: Comparison) -> str:
+    """The comparison's verdict in sentences (empty with one agent)."""
+    from ..report.verdict import verdict_lines
+
+    lines = verdict_lines(cmp)
+    if not lines:
+        return ""
+    return "\n".join(["Verdict: " + lines[0], *(f"  {line}" for line in lines[1:])])

@@ -1,0 +1,165 @@
+"""How runs execute: one ``RunConfig`` whose defaults are defined here, and nowhere else.
+
+Every entry point (``evaluate``, ``compare``, their async twins, ``EvalTask``, ``check_eval``,
+``assert_eval``, the CLI) takes ``config=RunConfig(...)`` and/or the same names as keywords::
+
+    lf.evaluate(ds, agent, concurrency=16, timeout=60, out="results/")
+    lf.evaluate(ds, agent, config=lf.RunConfig(concurrency=16), trials=3)   # keywords win
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, TypedDict
+
+from ..errors import ConfigError
+
+__all__ = ["RunConfig", "RunOptions", "run_config", "ISOLATION_MODES", "EXECUTORS"]
+
+ISOLATION_MODES = ("none", "process")
+"""Where agents run: ``"none"`` in this process (async agents on the event loop, sync ones on
+daemon threads), ``"process"`` in worker processes (see ``levelfield.core.run.isolation``)."""
+
+EXECUTORS = ("local", "ray")
+"""Where runs execute, by name: ``"local"`` (this machine) or ``"ray"`` (a Ray cluster; see
+``levelfield.executors``). An executor object (``lf.RayExecutor(...)``) says where with its settings."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """How every run of an evaluation or comparison executes; the same for every agent."""
+
+    concurrency: int = 8
+    """Runs in flight at once, all agents together."""
+    timeout: float | None = 120.0
+    """Seconds per attempt of one turn; None for no timeout."""
+    retries: int = 2
+    """Retries of errors an adapter marks transient (connection refused, HTTP 429/503)."""
+    backoff: float = 0.5
+    """First retry delay in seconds; doubles with each retry (with jitter)."""
+    trials: int = 1
+    """Runs of every case per agent."""
+    progress: bool = True
+    """Show a progress bar."""
+    agent_concurrency: Mapping[str, int] = field(default_factory=dict)
+    """Per-agent caps on runs in flight, ``{"agent name": n}`` (a rate-limited endpoint)."""
+    out: str | Path | None = None
+    """A folder: every finished run is journaled to ``out/runs.jsonl`` as it finishes, and the
+    results (metrics table, summary, report) are written there at the end."""
+    resume: bool = False
+    """Run only what the journal in ``out`` lacks, then write every output as an uninterrupted run would."""
+    overwrite: bool = False
+    """Replace a run record already in ``out`` (otherwise that is an error: nothing is lost by accident)."""
+    isolation: str = "none"
+    """``"process"``: agents run in worker processes, so a crash (a segfault, ``os._exit``) fails
+    that run only; agents must then be picklable or ``"pkg.mod:attr"`` spec strings."""
+    workers: int = 1
+    """Processes that score saved predictions (``-1``: one per core); batches are scored in
+    parallel, in bounded memory (see ``levelfield.core.score.batch``)."""
+    executor: Any = "local"
+    """Where runs execute: ``"local"`` (this process, the default), ``"ray"`` (a Ray cluster at
+    ``RAY_ADDRESS``, else a local Ray), or an executor object such as
+    ``lf.RayExecutor(address="auto", num_workers=4)``. The results are the same."""
+
+    def __post_init__(self) -> None:
+        def bad(option: str, value: Any, rule: str) -> ConfigError:
+            return ConfigError(f"{option}={value!r}: {rule}")
+
+        if isinstance(self.concurrency, bool) or not isinstance(self.concurrency, int) or self.concurrency < 1:
+            raise bad("concurrency", self.concurrency, "must be a whole number >= 1")
+        if isinstance(self.trials, bool) or not isinstance(self.trials, int) or self.trials < 1:
+            raise bad("trials", self.trials, "must be a whole number >= 1")
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
+            raise bad("retries", self.retries, "must be a whole number >= 0")
+        if self.timeout is not None and (isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or self.timeout <= 0):
+            raise bad("timeout", self.timeout, "must be > 0 seconds, or None for no timeout")
+        if isinstance(self.backoff, bool) or not isinstance(self.backoff, (int, float)) or self.backoff < 0:
+            raise bad("backoff", self.backoff, "must be >= 0 seconds")
+        caps = dict(self.agent_concurrency or {})
+        for name, cap in caps.items():
+            if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+                raise bad("agent_concurrency", {name: cap}, "each cap must be a whole number >= 1")
+        object.__setattr__(self, "agent_concurrency", caps)
+        if self.isolation not in ISOLATION_MODES:
+            raise bad("isolation", self.isolation, "must be 'none' (agents run in this process) or 'process' (each run "
+                      "in a worker process, so a crash kills the worker, not the evaluation)")
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or (self.workers < 1 and self.workers != -1):
+            raise bad("workers", self.workers, "must be a whole number >= 1, or -1 for one per core")
+        if isinstance(self.executor, str):
+            if self.executor not in EXECUTORS:
+                raise bad("executor", self.executor, "must be 'local' (this machine), 'ray' (a Ray cluster) or an "
+                          "executor object such as lf.RayExecutor(address=...)")
+        elif not (callable(getattr(self.executor, "run_agents", None)) and callable(getattr(self.executor, "check", None))):
+            raise bad("executor", self.executor, "must be 'local', 'ray' or an executor object such as "
+                      "lf.RayExecutor(...) (one with check() and run_agents())")
+        if self.resume and self.out is None:
+            raise ConfigError("resume=True needs out=...: the folder whose runs.jsonl journal to resume")
+        if self.resume and self.overwrite:
+            raise ConfigError("resume=True and overwrite=True contradict each other: pick one")
+
+    @property
+    def worker_count(self) -> int:
+        """``workers`` as a number of processes (``-1``: the cores this process may use)."""
+        if self.workers != -1:
+            return self.workers
+        import os
+
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+    @property
+    def out_dir(self) -> Path | None:
+        """``out`` as a Path, or None."""
+        return None if self.out is None else Path(self.out)
+
+    def replace(self, **options: Any) -> "RunConfig":
+        """A copy with some options changed (names checked)."""
+        return run_config(self, **options)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options as JSON-ready values (for the run record)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["agent_concurrency"] = dict(self.agent_concurrency)
+        out["out"] = None if self.out is None else str(self.out)
+        # An executor object is recorded as what it says it is (its settings), not as its state.
+        out["executor"] = self.executor if isinstance(self.executor, str) else repr(self.executor)
+        return out
+
+
+class RunOptions(TypedDict, total=False):
+    """The keywords every entry point accepts; see :class:`RunConfig` for what each means."""
+
+    concurrency: int
+    timeout: float | None
+    retries: int
+    backoff: float
+    trials: int
+    progress: bool
+    agent_concurrency: Mapping[str, int]
+    out: str | Path | None
+    resume: bool
+    overwrite: bool
+    isolation: str
+    workers: int
+    executor: Any
+
+
+_NAMES = tuple(f.name for f in fields(RunConfig))
+
+
+def run_config(config: RunConfig | None = None, /, **options: Any) -> RunConfig:
+    """``config`` (or the defaults) with ``options`` applied; an unknown option is a clear error."""
+    if config is not None and not isinstance(config, RunConfig):
+        raise ConfigError(f"config={config!r}: expected an lf.RunConfig(...)")
+    unknown = [k for k in options if k not in _NAMES]
+    if unknown:
+        hints = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, _NAMES, n=1)
+            hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise ConfigError(f"unknown run option {', '.join(hints)}; the options are: {', '.join(_NAMES)}")
+    base = config if config is not None else RunConfig()
+    return replace(base, **options) if options else base
+

@@ -1,0 +1,196 @@
+"""The normalized data every adapter emits: tool calls, outputs, messages, usage, conversations.
+
+and what the runner records for each run (``AgentRun``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = ["ToolCall", "Usage", "AgentOutput", "AgentRun", "Conversation", "Message", "content_text", "transcript_text"]
+
+
+def content_text(content: Any) -> str:
+    """A message content as plain text: a string as is, a list of content blocks flattened
+    (text blocks kept, images and other blocks dropped), None as ""."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, Mapping) and block.get("type", "text") == "text":
+                parts.append(str(block.get("text", "")))
+        return "".join(parts)
+    return "" if content is None else str(content)
+
+
+class ToolCall(BaseModel):
+    """One tool call of a trajectory; field names match Vertex AI's evaluation columns."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    tool_name: str
+    """Name of the tool that was called."""
+    tool_input: dict[str, Any] = Field(default_factory=dict)
+    """Arguments of the call. A JSON-object string is parsed."""
+    tool_output: Any = None
+    """What the tool returned, when the adapter saw it."""
+    id: str | None = None
+    """The framework's call id, when it has one."""
+    agent: str | None = None
+    """The (sub-)agent that made the call, when known."""
+    error: str | None = None
+    """The error the tool raised, when the agent handled it and went on."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_aliases(cls, data: Any) -> Any:
+        # ADK and OpenAI-style calls spell the fields {name, args} / {name, arguments}.
+        if isinstance(data, dict) and "tool_name" not in data and "name" in data:
+            data = dict(data)
+            data["tool_name"] = data.pop("name")
+            for key in ("args", "arguments", "input"):
+                if key in data and "tool_input" not in data:
+                    data["tool_input"] = data.pop(key)
+        return data
+
+    @field_validator("tool_input", mode="before")
+    @classmethod
+    def _parse_json_input(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if isinstance(value, str):
+            try:
+                parsed = json.loads(value) if value.strip() else {}
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"tool_input is a string that is not a JSON object: {value!r}") from exc
+            if not isinstance(parsed, dict):
+                raise ValueError(f"tool_input must be a JSON object, got {value!r}")
+            return parsed
+        return value
+
+    def to_vertex(self) -> dict[str, Any]:
+        """The call as Vertex AI writes it: ``{"tool_name", "tool_input"}`` plus what is known."""
+        out: dict[str, Any] = {"tool_name": self.tool_name, "tool_input": self.tool_input}
+        for key in ("tool_output", "id", "agent", "error"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+class Usage(BaseModel):
+    """Token counts of a run (or of judge calls), when the framework reports them."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: "Usage | None") -> "Usage":
+        if other is None:
+            return self
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+class Message(BaseModel):
+    """One prior message of a conversation."""
+
+    role: Literal["user", "assistant", "system", "tool"] = "user"
+    content: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_common_roles(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            role = data.get("role") or data.get("type") or "user"
+            role = {"human": "user", "ai": "assistant", "model": "assistant", "agent": "assistant"}.get(role, role)
+            return {"role": role, "content": content_text(data.get("content", data.get("text", "")))}
+        return data
+
+
+class AgentOutput(BaseModel):
+    """What an adapter returns for one turn: the final response and the trajectory."""
+
+    response: str
+    """The agent's final text answer."""
+    trajectory: list[ToolCall] = Field(default_factory=list)
+    """The tool calls the agent made, in order."""
+    intermediate_responses: list[str] = Field(default_factory=list)
+    """Texts the agent produced before the final one."""
+    usage: Usage | None = None
+    """Tokens spent by the agent's model calls, when known."""
+    retrieved_context: list[dict[str, Any]] | None = None
+    """Documents the agent's last retrieval step returned, as ``{content, doc_uri}``, when known."""
+    raw: Any = Field(default=None, exclude=True)
+    """The framework's own output, for debugging; not serialized."""
+
+
+ConversationStatus = Literal["finished", "max_turns", "replayed", "agent_failure", "simulator_failure"]
+
+
+class Conversation(BaseModel):
+    """What a simulated user said in one run, how the conversation ended, and what each side spent.
+
+    ``user_turns[i]`` is the message the agent answered in ``AgentRun.turns[i]`` (the first is the
+    scenario's starting prompt), so the two lists together are the whole transcript.
+    """
+
+    user_turns: list[str] = Field(default_factory=list)
+    """The user's messages, in order, as the agent received them."""
+    status: ConversationStatus = "finished"
+    """How it ended: the user said it was done (``finished``), the turn limit (``max_turns``), the
+    recorded user ran out of turns (``replayed``), the agent failed, or the simulator failed."""
+    simulator_failure: bool = False
+    """The simulator failed (raised, said nothing, or ended before its plan was complete): not the
+    agent's fault, so the run is left out of the agent's scores and counted apart."""
+    error: str | None = None
+    """What went wrong with the simulator, when ``simulator_failure``."""
+    replayed_from: str | None = None
+    """The agent whose conversation's user turns were replayed verbatim to this one (None: a live user)."""
+    agent_usage: Usage | None = None
+    """Tokens the agent spent over the whole conversation, when the adapter reported them."""
+    simulator_usage: Usage | None = None
+    """Tokens the simulated user spent (None for a scripted or replayed user)."""
+
+
+class AgentRun(BaseModel):
+    """What the runner records for one case, agent and trial, whatever the agent did."""
+
+    case_id: str
+    agent_name: str
+    trial: int = 0
+    output: AgentOutput | None = None
+    """The agent's output; None when the run failed."""
+    latency_in_seconds: float = float("nan")
+    """Wall time of the last attempt."""
+    failure: bool = False
+    error: str | None = None
+    error_type: str | None = None
+    attempts: int = 1
+    """How many attempts the run took (retries of transient errors included)."""
+    partial_output: AgentOutput | None = None
+    """What a failed run had produced before it failed, when the adapter could tell."""
+    turns: list[AgentOutput] = Field(default_factory=list)
+    """Per-turn outputs of a multi-turn case (the last one is also ``output``)."""
+    conversation: Conversation | None = None
+    """The simulated user's side of a conversation-scenario run; None for scripted cases."""
+
+
+def transcript_text(user_turns: Sequence[str], agent_turns: Sequence[AgentOutput]) -> str:
+    """A conversation as a judge reads it: ``user:`` and ``agent:`` lines, tool calls in between."""
+    lines = []
+    for user, agent in zip(user_turns, agent_turns):
+        lines.append(f"user: {user}")
+        for call in agent.trajectory:
+            lines.append(f"agent called tool {call.tool_name} with {call.tool_input}")
+        lines.append(f"agent: {agent.response}")
+    return "\n".join(lines)

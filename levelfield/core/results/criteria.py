@@ -1,0 +1,342 @@
+"""Pass/fail criteria as ADK writes them in ``test_config.json``, and the verdict on every case.
+
+``{"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}}``: a case passes
+when each metric's score meets its threshold. ADK's defaults (exactly those two thresholds) apply
+when no criteria are given. A criterion may also be an object, as newer ADK writes it:
+``{"threshold": 1.0, "match_type": "IN_ORDER", "ignore_args": true}``. Any other levelfield
+metric name (``"trajectory_recall": 0.9``) works too.
+
+Scores over trials are pooled as ADK pools them: every turn of every trial counts once, and the
+mean is compared with the threshold. A run that failed (raised, timed out) fails its case.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import MetricError
+from ..score.metrics.base import Metric
+
+if TYPE_CHECKING:
+    from .result import EvalResult
+    from ..data.types import AgentRun
+
+__all__ = [
+    "Criterion",
+    "MetricVerdict",
+    "CaseVerdict",
+    "DEFAULT_CRITERIA",
+    "CONFIG_NAME",
+    "find_config",
+    "load_criteria",
+    "criteria_metrics",
+    "criteria_by_file",
+    "apply_criteria",
+    "format_verdicts",
+]
+
+CONFIG_NAME = "test_config.json"
+DEFAULT_CRITERIA: dict[str, float] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
+"""ADK's defaults when no ``test_config.json`` is found."""
+
+# ADK metrics that need a judge model or Vertex AI: not computed from a test_config.json here.
+_JUDGED = {
+    "response_evaluation_score",
+    "final_response_match_v2",
+    "safety_v1",
+    "hallucinations_v1",
+    "rubric_based_final_response_quality_v1",
+    "rubric_based_tool_use_quality_v1",
+    "per_turn_user_simulator_quality_v1",
+}
+_MATCH_TYPES = ("EXACT", "IN_ORDER", "ANY_ORDER")
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One metric and the score a case needs on it to pass."""
+
+    metric: str
+    """The metric's name: ``tool_trajectory_avg_score``, ``response_match_score`` or any levelfield metric."""
+    threshold: float
+    """The case passes on this metric when its pooled score is >= threshold."""
+    match_type: str = "EXACT"
+    """For ``tool_trajectory_avg_score``: ``EXACT`` (ADK's default), ``IN_ORDER`` or ``ANY_ORDER``."""
+    ignore_args: bool = False
+    """For ``tool_trajectory_avg_score``: compare tool names only."""
+    column: str | None = None
+    """The name its scores are written under, when not ``metric`` (two files asking for the same
+    metric with different options, e.g. EXACT here and IN_ORDER there)."""
+
+    @property
+    def score_name(self) -> str:
+        """The metric name the result holds this criterion's scores under."""
+        return self.column or self.metric
+
+    def build_metric(self) -> Metric:
+        """The metric object that computes this criterion's score."""
+        if self.metric == "tool_trajectory_avg_score":
+            from ..score.metrics.trajectory import ToolTrajectoryAvgScore
+
+            return ToolTrajectoryAvgScore(self.match_type, ignore_args=self.ignore_args, name=self.score_name)
+        from ..score.metrics.registry import resolve_metrics
+
+        metric = resolve_metrics([self.metric])[0]
+        if self.column:
+            metric.name = self.column
+        return metric
+
+    def describe(self) -> str:
+        """``tool_trajectory_avg_score >= 1.0 (IN_ORDER)``."""
+        options = []
+        if self.match_type != "EXACT":
+            options.append(self.match_type)
+        if self.ignore_args:
+            options.append("ignore_args")
+        return f"{self.metric} >= {self.threshold:g}" + (f" ({', '.join(options)})" if options else "")
+
+
+def find_config(path: str | Path) -> Path | None:
+    """The ``test_config.json`` ADK would use for ``path``: in the folder, or beside the file.
+
+    As ADK's ``AgentEvaluator`` does, only that folder is looked in, not its parents: a file in
+    a sub-folder without its own ``test_config.json`` gets ADK's defaults.
+    """
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    config = folder / CONFIG_NAME
+    return config if config.is_file() else None
+
+
+def _criterion(name: Any, value: Any, where: str) -> Criterion:
+    if not isinstance(name, str) or not name:
+        raise MetricError(f"{where}: criterion names must be metric names, got {name!r}")
+    if name in _JUDGED:
+        raise MetricError(
+            f"{where}: criterion {name!r} needs a judge model; levelfield computes tool_trajectory_avg_score, "
+            "response_match_score and its own metrics from test_config.json. Remove it, or score it with a "
+            "judged metric in lf.evaluate(metrics=[...])"
+        )
+    if isinstance(value, bool) or not isinstance(value, (int, float, Mapping)):
+        raise MetricError(f"{where}: criterion {name!r} must be a threshold number or an object with 'threshold'")
+    options: dict[str, Any] = {}
+    if isinstance(value, Mapping):
+        if "threshold" not in value or isinstance(value["threshold"], bool) or not isinstance(value["threshold"], (int, float)):
+            raise MetricError(f"{where}: criterion {name!r} needs a numeric 'threshold'")
+        match_type = value.get("match_type", value.get("matchType", "EXACT"))
+        if isinstance(match_type, int) and not isinstance(match_type, bool) and 0 <= match_type < len(_MATCH_TYPES):
+            match_type = _MATCH_TYPES[match_type]  # ADK's enum values
+        if not isinstance(match_type, str) or match_type.strip().upper().replace("-", "_").replace(" ", "_") not in _MATCH_TYPES:
+            raise MetricError(f"{where}: criterion {name!r} match_type={match_type!r} is not one of {', '.join(_MATCH_TYPES)}")
+        ignore_args = value.get("ignore_args", value.get("ignoreArgs", False))
+        if not isinstance(ignore_args, bool):
+            raise MetricError(f"{where}: criterion {name!r} ignore_args must be true or false")
+        if name != "tool_trajectory_avg_score" and (match_type.upper() != "EXACT" or ignore_args):
+            raise MetricError(f"{where}: match_type and ignore_args apply to tool_trajectory_avg_score only, not {name!r}")
+        options = {"match_type": match_type.strip().upper().replace("-", "_").replace(" ", "_"), "ignore_args": ignore_args}
+        value = value["threshold"]
+    criterion = Criterion(metric=name, threshold=float(value), **options)
+    try:
+        criterion.build_metric()
+    except MetricError as exc:
+        raise MetricError(f"{where}: {exc}") from None
+    return criterion
+
+
+def load_criteria(spec: str | Path | Mapping[str, Any] | None = None) -> list[Criterion]:
+    """Criteria from a ``test_config.json`` path, its parsed content, or a ``{metric: threshold}`` dict.
+
+    ``None`` gives ADK's defaults. A folder means its ``test_config.json`` (defaults when absent).
+    Errors name the file and the criterion.
+    """
+    where = "criteria"
+    if spec is None:
+        return [Criterion(name, threshold) for name, threshold in DEFAULT_CRITERIA.items()]
+    if isinstance(spec, (str, Path)):
+        path = Path(spec)
+        if path.is_dir():
+            found = find_config(path)
+            return load_criteria(found) if found is not None else load_criteria(None)
+        if not path.is_file():
+            raise MetricError(f"{path}: no such criteria file (expected a test_config.json)")
+        where = str(path)
+        try:
+            spec = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise MetricError(f"{path} line {exc.lineno}: not valid JSON ({exc.msg})") from None
+        if not isinstance(spec, Mapping) or not isinstance(spec.get("criteria"), Mapping):
+            raise MetricError(f"{path}: expected {{\"criteria\": {{\"metric_name\": threshold, ...}}}}")
+    if not isinstance(spec, Mapping):
+        raise MetricError(f"criteria must be a test_config.json path or a dict, got {type(spec).__name__}")
+    criteria = spec["criteria"] if isinstance(spec.get("criteria"), Mapping) else spec
+    if not criteria:
+        raise MetricError(f"{where}: no criteria given; name at least one metric and its threshold")
+    return [_criterion(name, value, where) for name, value in criteria.items()]
+
+
+def criteria_metrics(criteria: Sequence[Criterion] | Mapping[str, Sequence[Criterion]]) -> list[Metric]:
+    """The metric objects that compute ``criteria``'s scores, one per distinct score name.
+
+    ``criteria`` is one list for every case, or ``{case_id: [Criterion, ...]}`` (see
+    :func:`criteria_by_file`).
+    """
+    every = _every(criteria)
+    return [c.build_metric() for c in {c.score_name: c for c in every}.values()]
+
+
+def _every(criteria: Sequence[Criterion] | Mapping[str, Sequence[Criterion]]) -> list[Criterion]:
+    if isinstance(criteria, Mapping):
+        return [c for group in criteria.values() for c in group]
+    return list(criteria)
+
+
+def criteria_by_file(files: Mapping[str, str | Path | None], default: str | Path | None = None) -> dict[str, list[Criterion]]:
+    """Each case's criteria from the ``test_config.json`` beside its file, as ADK resolves them.
+
+    ``files`` maps case ids to the file each case came from (None: use ``default``, a file or
+    folder whose ``test_config.json`` applies, else ADK's defaults). Where two files ask for the
+    same metric with different options, the second one's scores get their own column,
+    ``tool_trajectory_avg_score[IN_ORDER]``.
+    """
+    configs: dict[str, Path | None] = {}
+    for case_id, file in files.items():
+        where = file if file is not None else default
+        configs[case_id] = find_config(where) if where is not None and Path(where).exists() else None
+    loaded = {config: load_criteria(config) for config in dict.fromkeys(configs.values())}
+    # One score column per metric and options; the first spelling met keeps the plain name.
+    names: dict[tuple[str, str, bool], str] = {}
+    for c in (c for group in loaded.values() for c in group):
+        key = (c.metric, c.match_type, c.ignore_args)
+        if key not in names:
+            plain = c.metric not in names.values()
+            names[key] = c.metric if plain else f"{c.metric}[{c.match_type}{',ignore_args' if c.ignore_args else ''}]"
+
+    def named(c: Criterion) -> Criterion:
+        name = names[(c.metric, c.match_type, c.ignore_args)]
+        return c if name == c.metric else replace(c, column=name)
+
+    renamed = {config: [named(c) for c in group] for config, group in loaded.items()}
+    return {case_id: renamed[config] for case_id, config in configs.items()}
+
+
+@dataclass
+class MetricVerdict:
+    """How one case did on one criterion, over all its trials."""
+
+    criterion: Criterion
+    score: float
+    """Mean over every scored turn of every successful trial; NaN when nothing could be scored."""
+    per_trial: list[float] = field(default_factory=list)
+    """The metric's score in each trial (NaN for a failed run)."""
+
+    @property
+    def evaluated(self) -> bool:
+        return not math.isnan(self.score)
+
+    @property
+    def passed(self) -> bool:
+        # Unscorable counts as failing: a gate that cannot check something must not pass it.
+        return self.evaluated and self.score >= self.criterion.threshold
+
+
+@dataclass
+class CaseVerdict:
+    """Whether one case passed every criterion, and why not."""
+
+    case_id: str
+    metrics: dict[str, MetricVerdict]
+    runs: list[AgentRun]
+    scores: list[dict[str, Any]]
+    """The score columns of each run, in the order of ``runs``."""
+
+    @property
+    def failed_runs(self) -> list[AgentRun]:
+        return [r for r in self.runs if r.failure]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failed_runs and all(v.passed for v in self.metrics.values())
+
+    @property
+    def reasons(self) -> list[str]:
+        """One line per reason the case failed."""
+        out = [f"trial {r.trial + 1} failed ({r.error_type}): {r.error}" for r in self.failed_runs]
+        for name, v in self.metrics.items():
+            if not v.evaluated:
+                if len(self.failed_runs) < len(self.runs):
+                    out.append(f"{name} could not be computed (no reference for it in this case)")
+            elif not v.passed:
+                out.append(f"{name} {v.score:.3f} < {v.criterion.threshold:g}")
+        return out
+
+
+def _pooled(column: dict[str, Any], name: str) -> list[float]:
+    per_turn = column.get(f"{name}/per_turn")
+    values = per_turn if isinstance(per_turn, list) else [column.get(f"{name}/score")]
+    return [float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+
+
+def apply_criteria(
+    result: EvalResult, criteria: Sequence[Criterion] | Mapping[str, Sequence[Criterion]]
+) -> list[CaseVerdict]:
+    """Every case's pass/fail verdict under its thresholds, in dataset order.
+
+    ``criteria`` is one list for every case, or ``{case_id: [Criterion, ...]}`` when cases are
+    held to different criteria (one ``test_config.json`` per folder). ``result`` must hold the
+    criteria's scores (evaluate with :func:`criteria_metrics`).
+    """
+    missing = sorted({c.score_name for c in _every(criteria) if c.score_name not in result.metric_names})
+    if missing:
+        raise MetricError(f"the result has no scores for {', '.join(missing)}; evaluate with criteria_metrics(criteria)")
+    grouped: dict[str, list[tuple[AgentRun, dict[str, Any]]]] = {c.case_id: [] for c in result.dataset}
+    for run, scores in zip(result.runs, result.scores):
+        grouped.setdefault(run.case_id, []).append((run, scores))
+    verdicts = []
+    for case_id, pairs in grouped.items():
+        metrics = {}
+        for criterion in criteria.get(case_id, []) if isinstance(criteria, Mapping) else criteria:
+            pooled: list[float] = []
+            per_trial = []
+            for run, scores in pairs:
+                value = scores.get(f"{criterion.score_name}/score")
+                per_trial.append(float(value) if value is not None else math.nan)
+                if not run.failure:
+                    pooled.extend(_pooled(scores, criterion.score_name))
+            score = sum(pooled) / len(pooled) if pooled else math.nan
+            metrics[criterion.metric] = MetricVerdict(criterion, score, per_trial)
+        verdicts.append(
+            CaseVerdict(case_id, metrics, [r for r, _ in pairs], [s for _, s in pairs])
+        )
+    return verdicts
+
+
+def format_verdicts(verdicts: Sequence[CaseVerdict], criteria: Sequence[Criterion]) -> str:
+    """A plain-text table: one row per case, each criterion's pooled score, failed runs and PASS/FAIL.
+
+    With per-file criteria, give every distinct criterion; a case shows ``-`` under the ones it
+    is not held to.
+    """
+    header = ["case", *[f"{c.metric}{'' if c.column is None else ' ' + c.column[len(c.metric):]} (>= {c.threshold:g})"
+                        for c in criteria], "failed runs", "result"]
+    rows = []
+    for v in verdicts:
+        cells = [v.case_id]
+        for c in criteria:
+            m = v.metrics.get(c.metric)
+            if m is None or m.criterion != c:
+                cells.append("-")  # this case is held to another criterion (another test_config.json)
+                continue
+            cells.append(f"{m.score:.3f}" if m.evaluated else "n/a")
+        cells.append(f"{len(v.failed_runs)}/{len(v.runs)}")
+        cells.append("PASS" if v.passed else "FAIL")
+        rows.append(cells)
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    passed = sum(v.passed for v in verdicts)
+    lines.append(f"\n{passed} of {len(verdicts)} cases passed")
+    return "\n".join(lines)

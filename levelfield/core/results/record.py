@@ -1,0 +1,556 @@
+"""The run record: one versioned file that journals every run as it finishes and keeps results.
+
+``runs.jsonl`` in an out folder holds, one JSON object a line:
+
+1. a **header** (``"kind": "header"``): the format name and version, the status (``running``
+   while a journal is being written, ``complete`` once every run is in and scored), the dataset's
+   source and fingerprint, the agents, each metric's spec (class, arguments, ``requires``) and
+   the run options;
+2. one line per **case** (``"kind": "case"``): the case as it was run, and its fingerprint (a hash
+   of what the agent was asked), so a saved run can be read back without the dataset file;
+3. one line per finished **run** (``"kind": "run"``), keyed by (agent, case id, trial): the
+   ``AgentRun`` and, when scored, its scores (metric name -> ``Score``).
+
+One writer (:class:`Journal` appends runs as they finish and flushes each line;
+:func:`write_record` rewrites the whole file atomically at the end) and one reader
+(:func:`read_record`) serve ``EvalResult.save/load``, ``Comparison.save/load`` and resuming
+(``out=..., resume=True``). Summaries are never stored as the truth: they are recomputed from the
+stored scores, so save -> load -> summary gives the same numbers. A truncated last line (a
+process killed mid-write) is ignored; any other unreadable line is an error naming the line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import hashlib
+import inspect
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, ClassVar
+
+from pydantic import BaseModel, Field, ValidationError
+
+from ..data.dataset import EvalCase
+from ..errors import MetricError, RecordError
+from ..data.jsonsafe import dumps, model_json, to_jsonable
+from ..score.metrics.base import Metric, Score, ScoringContext
+from ..data.types import AgentOutput, AgentRun, Conversation, Usage
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "RUNS_FILE",
+    "RunKey",
+    "Record",
+    "Journal",
+    "SavedMetric",
+    "case_fingerprint",
+    "dataset_fingerprint",
+    "fingerprints_of",
+    "metric_spec",
+    "metrics_from_specs",
+    "make_header",
+    "write_record",
+    "read_record",
+    "find_record",
+    "check_resumable",
+]
+
+FORMAT = "levelfield.run-record"
+VERSION = 1
+RUNS_FILE = "runs.jsonl"
+
+RunKey = tuple[str, str, int]
+"""(agent name, case id, trial): what identifies one run."""
+
+
+# -- fingerprints --------------------------------------------------------------------------------
+
+
+def _digest(obj: Any) -> str:
+    try:
+        text = json.dumps(obj, sort_keys=True, ensure_ascii=False, allow_nan=False, default=to_jsonable, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        text = json.dumps(to_jsonable(obj), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def case_fingerprint(case: EvalCase) -> str:
+    """A hash of what an agent is asked in ``case``: prompts, history and initial state.
+
+    References are left out on purpose: changing an expectation does not invalidate a run
+    (runs are re-scored when resumed), changing the question does.
+    """
+    asked: dict[str, Any] = {
+        "prompt": case.prompt,
+        "history": [m.model_dump() for m in case.history],
+        "turns": [t.prompt for t in case.turns],
+    }
+    state = getattr(case, "state", None)
+    if state:
+        asked["state"] = state
+    if case.conversation_scenario is not None:
+        asked["scenario"] = case.conversation_scenario
+    session = case.metadata.get("session_input")
+    if session:
+        asked["session_input"] = session
+    return _digest(asked)
+
+
+def fingerprints_of(cases: Iterable[EvalCase]) -> dict[str, str]:
+    """Case id -> :func:`case_fingerprint` for a dataset (computed once per dataset object)."""
+    cached = getattr(cases, "_lf_fingerprints", None)
+    if cached is not None:
+        return cached
+    out = {c.case_id: case_fingerprint(c) for c in cases}
+    try:
+        setattr(cases, "_lf_fingerprints", out)
+    except AttributeError:  # a list or tuple of cases: nothing to cache on
+        pass
+    return out
+
+
+def dataset_fingerprint(fingerprints: Mapping[str, str]) -> str:
+    """A hash of a dataset's case ids and case fingerprints, in order."""
+    return _digest(list(fingerprints.items()))
+
+
+# -- metric specs --------------------------------------------------------------------------------
+
+
+def metric_spec(metric: Metric) -> dict[str, Any]:
+    """What is known of a metric, to save beside its scores: name, class, ``requires``, arguments."""
+    cls = type(metric)
+    args: dict[str, Any] = {}
+    try:
+        params = inspect.signature(cls.__init__).parameters
+    except (TypeError, ValueError):
+        params = {}
+    for pname, param in params.items():
+        if pname == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        for attr in (pname, f"_{pname}"):
+            if hasattr(metric, attr):
+                value = getattr(metric, attr)
+                if not callable(value) or isinstance(value, type):
+                    args[pname] = to_jsonable(value)
+                break
+    return {
+        "name": metric.name,
+        "class": f"{cls.__module__}.{cls.__qualname__}",
+        "requires": list(getattr(metric, "requires", ())),
+        "is_async": bool(getattr(metric, "is_async", False)),
+        "args": args,
+    }
+
+
+class SavedMetric(Metric):
+    """A metric read back from a run record: its name and ``requires``, and its stored scores.
+
+    It cannot score new rows (the original code is not in the record); results loaded with it
+    are complete, since every score they need is stored.
+    """
+
+    requires: tuple[str, ...] = ()  # type: ignore[misc]
+    saved: ClassVar[bool] = True
+
+    def __init__(self, name: str, requires: Sequence[str] = (), spec: Mapping[str, Any] | None = None) -> None:
+        self.name = name
+        self.requires = tuple(requires)
+        self.spec = dict(spec or {})
+
+    def score(self, ctx: ScoringContext) -> float:
+        raise MetricError(
+            f"metric {self.name!r} was read back from a saved run and cannot score new rows; "
+            "pass the original metric object to re-score"
+        )
+
+
+def metrics_from_specs(specs: Iterable[Mapping[str, Any]]) -> list[Metric]:
+    """Metric objects for saved specs: the registry's own metric when the spec is one, else a SavedMetric."""
+    from ..score.metrics.registry import resolve_metrics
+
+    out: list[Metric] = []
+    for spec in specs:
+        name = str(spec.get("name"))
+        metric: Metric | None = None
+        try:
+            candidate = resolve_metrics([name])[0]
+        except MetricError:
+            candidate = None
+        if candidate is not None:
+            own = metric_spec(candidate)
+            if own["class"] == spec.get("class", own["class"]) and own["args"] == spec.get("args", own["args"]):
+                metric = candidate
+        out.append(metric or SavedMetric(name, spec.get("requires") or (), spec))
+    return out
+
+
+# -- scores and runs as JSON ---------------------------------------------------------------------
+
+
+def _score_to_json(score: Score) -> dict[str, Any]:
+    out: dict[str, Any] = {"value": None if math.isnan(score.value) else score.value}
+    if score.explanation is not None:
+        out["explanation"] = score.explanation
+    if score.extra:
+        out["extra"] = to_jsonable(score.extra)
+    if score.failed:
+        out["failed"] = True
+    if score.error is not None:
+        out["error"] = score.error
+    if score.usage is not None:
+        out["usage"] = score.usage.model_dump()
+    return out
+
+
+def _score_from_json(data: Any) -> Score:
+    if not isinstance(data, Mapping):
+        raise ValueError(f"a score must be an object, got {type(data).__name__}")
+    value = data.get("value")
+    usage = data.get("usage")
+    return Score(
+        value=math.nan if value is None else float(value),
+        explanation=data.get("explanation"),
+        extra=dict(data.get("extra") or {}),
+        failed=bool(data.get("failed", False)),
+        usage=Usage.model_validate(usage) if usage else None,
+        error=data.get("error"),
+    )
+
+
+_text = json.encoder.encode_basestring  # a str as JSON, as the shared encoder writes it (C, UTF-8 kept)
+
+
+def _scores_json(scores: Mapping[str, Score]) -> str:
+    # A bare number (the common score) is spelled here; anything richer goes through the encoder.
+    parts = []
+    for name, score in scores.items():
+        value = score.value
+        if (type(value) is float and score.explanation is None and not score.extra and not score.failed
+                and score.error is None and score.usage is None):
+            parts.append(f'{_text(str(name))}:{{"value":{repr(value) if math.isfinite(value) else "null"}}}')
+        else:
+            parts.append(f"{_text(str(name))}:{dumps(_score_to_json(score))}")
+    return "{" + ",".join(parts) + "}"
+
+
+def _run_line(run: AgentRun, scores: Mapping[str, Score] | None, fingerprint: str | None) -> str:
+    # Built by hand around pydantic's JSON of the run: one encoder pass per run, no re-parsing
+    # (the journal writes one per finished run while other runs wait on the loop).
+    line = (f'{{"kind":"run","agent":{_text(run.agent_name)},"case_id":{_text(run.case_id)},"trial":{int(run.trial)},'
+            f'"fingerprint":{"null" if fingerprint is None else _text(fingerprint)},'
+            f'"run":{model_json(run, exclude_none=True)}')
+    if scores is not None:
+        line += f',"scores":{_scores_json(scores)}'
+    return line + "}"
+
+
+def _case_line(case: EvalCase, fingerprint: str) -> str:
+    return f'{{"kind":"case","fingerprint":{_text(fingerprint)},"case":{model_json(case, exclude={"columns"})}}}'
+
+
+# -- the record ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Record:
+    """A run record read back: its header, its cases and its runs (with scores when stored)."""
+
+    path: Path
+    header: dict[str, Any]
+    cases: list[EvalCase]
+    fingerprints: dict[str, str]
+    """Case id -> case fingerprint, as recorded."""
+    runs: dict[RunKey, tuple[AgentRun, dict[str, Score] | None]] = field(default_factory=dict)
+    """(agent, case id, trial) -> the run and its scores (None when the journal had none yet)."""
+    truncated: bool = False
+    """The last line was cut off mid-write (a killed process); it was ignored."""
+
+    @property
+    def complete(self) -> bool:
+        return self.header.get("status") == "complete"
+
+    @property
+    def agents(self) -> list[str]:
+        return list(self.header.get("agents") or [])
+
+    @property
+    def trials(self) -> int:
+        return int((self.header.get("options") or {}).get("trials", 1))
+
+    def expected_keys(self) -> list[RunKey]:
+        """Every run the header plans: each agent on each case and trial."""
+        return [(a, c.case_id, t) for a in self.agents for c in self.cases for t in range(self.trials)]
+
+    def missing(self) -> list[RunKey]:
+        """Planned runs the record lacks (an interrupted journal)."""
+        return [k for k in self.expected_keys() if k not in self.runs]
+
+
+def make_header(
+    *,
+    source: str,
+    fingerprints: Mapping[str, str],
+    agents: Sequence[str],
+    metrics: Sequence[Metric],
+    options: Mapping[str, Any],
+    kind: str,
+    status: str = "running",
+    settings: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The header line of a record. ``kind`` is ``evaluate`` or ``compare``; ``settings`` holds
+    the statistics settings of a comparison (failed-run policy, confidence, test, seed, reducer)."""
+    return {
+        "kind": "header",
+        "format": FORMAT,
+        "version": VERSION,
+        "status": status,
+        "run_kind": kind,
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "levelfield_version": _version(),
+        "dataset": {"source": source, "fingerprint": dataset_fingerprint(fingerprints), "cases": len(fingerprints)},
+        "agents": list(agents),
+        "metrics": [metric_spec(m) for m in metrics],
+        "options": to_jsonable(dict(options)),
+        "settings": to_jsonable(dict(settings or {})),
+    }
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("levelfield")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class Journal:
+    """Appends each finished run to ``runs.jsonl`` and flushes it, so a killed process loses only
+    the runs in flight. Open it with :meth:`create` (a new record) or :meth:`reopen` (resume)."""
+
+    def __init__(self, path: Path, handle: IO[str], fingerprints: Mapping[str, str]) -> None:
+        self.path = path
+        self._f = handle
+        self._fingerprints = dict(fingerprints)
+        self._pending: list[str] = []
+        self._flushed: asyncio.Future[None] | None = None
+        self.written = 0
+
+    @classmethod
+    def create(cls, path: Path, header: Mapping[str, Any], cases: Sequence[EvalCase], fingerprints: Mapping[str, str]) -> "Journal":
+        """Start a new record at ``path``: header and cases now, runs as they finish."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = path.open("w", encoding="utf-8")
+        handle.write(dumps(dict(header)) + "\n")
+        for case in cases:
+            handle.write(_case_line(case, fingerprints[case.case_id]) + "\n")
+        handle.flush()
+        return cls(path, handle, fingerprints)
+
+    @classmethod
+    def reopen(cls, record: Record) -> "Journal":
+        """Append to an existing record (resume). A cut-off last line is dropped first."""
+        if record.truncated:
+            _drop_last_partial_line(record.path)
+        return cls(record.path, record.path.open("a", encoding="utf-8"), record.fingerprints)
+
+    def write(self, run: AgentRun, scores: Mapping[str, Score] | None = None) -> "asyncio.Future[None] | None":
+        """Append one finished run (and its scores so far).
+
+        Inside an event loop the line is flushed to the OS once the loop has run what is ready
+        (runs that finish together share one write); the future returned is done then, so a
+        caller can wait for its run to be on disk. Outside a loop it is written at once (None).
+        """
+        self._pending.append(_run_line(run, scores, self._fingerprints.get(run.case_id)))
+        self.written += 1
+        if self._flushed is not None:
+            return self._flushed
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return None
+        # One write system call per turn of the event loop rather than per run: a call releases
+        # the GIL, and winning it back from a hundred agent threads costs more than the write.
+        self._flushed = loop.create_future()
+        loop.call_soon(self.flush)
+        return self._flushed
+
+    def flush(self) -> None:
+        """Write and flush every pending line."""
+        flushed, self._flushed = self._flushed, None
+        try:
+            if self._pending and not self._f.closed:
+                lines, self._pending = self._pending, []
+                self._f.write("\n".join(lines) + "\n")
+                self._f.flush()
+        except OSError as exc:  # a full disk: the runs waiting on this write fail loudly, not silently
+            if flushed is not None and not flushed.done():
+                flushed.set_exception(RecordError(f"{self.path}: cannot write the journal ({exc})"))
+            raise
+        if flushed is not None and not flushed.done():
+            flushed.set_result(None)
+
+    def close(self) -> None:
+        if not self._f.closed:
+            self.flush()
+            self._f.close()
+
+    def __enter__(self) -> "Journal":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _drop_last_partial_line(path: Path) -> None:
+    data = path.read_bytes()
+    cut = data.rfind(b"\n") + 1
+    with path.open("r+b") as f:
+        f.truncate(cut)
+
+
+def write_record(
+    path: Path,
+    header: Mapping[str, Any],
+    cases: Sequence[EvalCase],
+    fingerprints: Mapping[str, str],
+    runs: Iterable[tuple[AgentRun, Mapping[str, Score] | None]],
+) -> Path:
+    """Write a whole record at once (atomically: a temporary file renamed over ``path``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as f:
+            f.write(dumps(dict(header)) + "\n")
+            for case in cases:
+                f.write(_case_line(case, fingerprints[case.case_id]) + "\n")
+            for run, scores in runs:
+                f.write(_run_line(run, scores, fingerprints.get(run.case_id)) + "\n")
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def find_record(location: str | Path) -> Path:
+    """``runs.jsonl`` itself, or the one in a folder; a clear error when there is none."""
+    path = Path(location)
+    if path.is_dir():
+        path = path / RUNS_FILE
+    if not path.is_file():
+        raise RecordError(f"{location}: no saved levelfield run here (expected {RUNS_FILE} written with out=... or --out)")
+    return path
+
+
+def read_record(location: str | Path) -> Record:
+    """Read a record (a folder or its ``runs.jsonl``). Errors name the file and line."""
+    path = find_record(location)
+    header: dict[str, Any] | None = None
+    cases: list[EvalCase] = []
+    fingerprints: dict[str, str] = {}
+    runs: dict[RunKey, tuple[AgentRun, dict[str, Score] | None]] = {}
+    truncated = False
+    with path.open(encoding="utf-8") as f:
+        lines = f.readlines()
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if n == len(lines) and not line.endswith("\n"):
+                truncated = True  # killed mid-write: the run in that line is simply not there
+                break
+            raise RecordError(f"{path} line {n}: not valid JSON ({exc.msg})") from None
+        where = f"{path} line {n}"
+        if not isinstance(data, dict):
+            raise RecordError(f"{where}: expected a JSON object")
+        kind = data.get("kind")
+        if header is None:
+            if kind != "header" or data.get("format") != FORMAT:
+                raise RecordError(
+                    f"{where}: not a levelfield run record (no header line); it may come from an older version. "
+                    "Re-run with out=... to write one"
+                )
+            version = data.get("version")
+            if not isinstance(version, int) or version > VERSION:
+                raise RecordError(
+                    f"{where}: record format version {version!r} is newer than this levelfield reads ({VERSION}); upgrade levelfield"
+                )
+            header = data
+            continue
+        try:
+            if kind == "case":
+                case = EvalCase.model_validate(data["case"])
+                cases.append(case)
+                fingerprints[case.case_id] = str(data.get("fingerprint") or case_fingerprint(case))
+            elif kind == "run":
+                run_data = dict(data["run"])
+                if run_data.get("latency_in_seconds") is None:
+                    run_data["latency_in_seconds"] = math.nan
+                run = AgentRun.model_validate(run_data)
+                raw_scores = data.get("scores")
+                scores = None if raw_scores is None else {k: _score_from_json(v) for k, v in raw_scores.items()}
+                runs[(run.agent_name, run.case_id, run.trial)] = (run, scores)
+            else:
+                raise ValueError(f"unknown line kind {kind!r}")
+        except (KeyError, TypeError, ValueError, ValidationError) as exc:
+            text = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+            raise RecordError(f"{where}: cannot read this {kind or 'line'} ({text})") from None
+    if header is None:
+        raise RecordError(f"{path}: empty; no run was recorded")
+    return Record(path, header, cases, fingerprints, runs, truncated)
+
+
+def check_resumable(record: Record, *, fingerprints: Mapping[str, str], agents: Sequence[str], trials: int) -> None:
+    """Raise a RecordError naming what differs when ``record`` cannot be resumed with these inputs."""
+    where = f"the journal {record.path}"
+    problems = []
+    # A baseline joined the saved comparison from an earlier folder: its runs were loaded, not run here.
+    baseline = (record.header.get("settings") or {}).get("baseline")
+    saved_agents, new_agents = [a for a in record.agents if a != baseline], list(agents)
+    if sorted(saved_agents) != sorted(new_agents):
+        gone = [a for a in saved_agents if a not in new_agents]
+        new = [a for a in new_agents if a not in saved_agents]
+        parts = []
+        if gone:
+            parts.append(f"{', '.join(map(repr, gone))} not given now")
+        if new:
+            parts.append(f"{', '.join(map(repr, new))} not in the journal")
+        problems.append(f"agents differ ({'; '.join(parts)})")
+    saved = record.fingerprints
+    only_saved = [c for c in saved if c not in fingerprints]
+    only_new = [c for c in fingerprints if c not in saved]
+    changed = [c for c in saved if c in fingerprints and saved[c] != fingerprints[c]]
+    if only_saved or only_new or changed:
+        parts = []
+        if only_saved:
+            parts.append(f"{len(only_saved)} case(s) not in this dataset ({_few(only_saved)})")
+        if only_new:
+            parts.append(f"{len(only_new)} case(s) not in the journal ({_few(only_new)})")
+        if changed:
+            parts.append(f"{len(changed)} case(s) with another prompt, history or state ({_few(changed)})")
+        problems.append(f"the dataset differs: {'; '.join(parts)}")
+    if trials < record.trials:
+        problems.append(f"trials={trials} but the journal ran {record.trials}; resume with trials>={record.trials}")
+    if problems:
+        raise RecordError(
+            f"cannot resume {where}: " + "; ".join(problems)
+            + ". Resume with the same dataset and agents, or write to another out folder"
+        )
+
+
+def _few(ids: Sequence[str], n: int = 5) -> str:
+    shown = ", ".join(repr(i) for i in ids[:n])
+    return shown + (f" and {len(ids) - n} more" if len(ids) > n else "")
+

@@ -1,0 +1,520 @@
+"""Results of an evaluation: the per-row table, the summary, the runs, and their export."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..data.config import RunConfig
+from ..data.dataset import EvalCase, EvalDataset
+from ..errors import MissingExtraError, RecordError
+from ..data.jsonsafe import dumps, to_jsonable
+from ..score.metrics.base import Metric, Score, score_columns
+from .record import RUNS_FILE, Record, fingerprints_of, make_header, metrics_from_specs, read_record, write_record
+from ..data.types import AgentRun
+
+__all__ = ["EvalResult", "summarize", "run_costs", "results_from_record", "table_to_csv", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "ColumnarResult", "read_table"]
+
+_CASE_FIELDS = ("prompt", "reference", "reference_trajectory")
+
+
+def _trajectory(calls) -> list[dict[str, Any]] | None:
+    return None if calls is None else [c.to_vertex() for c in calls]
+
+
+def _floats(values: Any) -> np.ndarray:
+    return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype=float)
+
+
+def _std(x: np.ndarray) -> float:
+    x = x[~np.isnan(x)]
+    return float(np.std(x, ddof=1)) if len(x) > 1 else float("nan")
+
+
+def _mean(x: np.ndarray) -> float:
+    return float(np.nanmean(x)) if np.any(~np.isnan(x)) else float("nan")
+
+
+def summarize(table: Mapping[str, Any], metric_names: Sequence[str]) -> dict[str, Any]:
+    """Vertex-style metric summary: ``row_count``, ``<metric>/mean|std|nan_count``, judge costs.
+
+    ``table`` maps column names to columns: a DataFrame, or a dict of lists. What the runs cost
+    (latency, failures, tokens) comes from :func:`run_costs`.
+    """
+    summary: dict[str, Any] = {"row_count": len(next(iter(table.values()), [])) if not isinstance(table, pd.DataFrame) else len(table)}
+    for name in metric_names:
+        if f"{name}/score" not in table:
+            continue
+        col = _floats(table[f"{name}/score"])
+        summary[f"{name}/mean"] = _mean(col)
+        summary[f"{name}/std"] = _std(col)
+        summary[f"{name}/nan_count"] = int(np.isnan(col).sum())
+        if f"{name}/failed" in table:
+            summary[f"{name}/failure_count"] = int(sum(v is True or v == 1 for v in table[f"{name}/failed"]))
+        # Judged metrics: the judge's own cost, kept apart from the agent's tokens and latency.
+        for key in ("total_tokens", "input_tokens", "output_tokens", "judge_calls", "judge_latency"):
+            if f"{name}/{key}" in table:
+                cost = _floats(table[f"{name}/{key}"])
+                if np.any(~np.isnan(cost)):
+                    summary[f"{name}/{key}/sum"] = float(np.nansum(cost))
+    return summary
+
+
+def run_costs(runs: Sequence[AgentRun]) -> dict[str, Any]:
+    """What runs cost, the one place it is computed: latency (mean, std, p50, p95), failures
+    (mean, std, count) and, when the adapter reported usage, tokens (mean, sum over runs that
+    reported it; a failed run's partial usage counts, since those tokens were spent)."""
+    out: dict[str, Any] = {}
+    lat = np.array([r.latency_in_seconds for r in runs], dtype=float)
+    out["latency_in_seconds/mean"] = _mean(lat)
+    out["latency_in_seconds/std"] = _std(lat)
+    known = lat[~np.isnan(lat)]
+    out["latency_in_seconds/p50"] = float(np.quantile(known, 0.5)) if len(known) else float("nan")
+    out["latency_in_seconds/p95"] = float(np.quantile(known, 0.95)) if len(known) else float("nan")
+    fail = np.array([float(r.failure) for r in runs], dtype=float)
+    out["failure/mean"] = _mean(fail)
+    out["failure/std"] = _std(fail)
+    out["failure/count"] = int(fail.sum())
+    usages = [_agent_usage(r) for r in runs]
+    if any(u is not None for u in usages):
+        for key in ("input_tokens", "output_tokens", "total_tokens"):
+            tokens = np.array([getattr(u, key) if u is not None else np.nan for u in usages], dtype=float)
+            out[f"{key}/mean"] = _mean(tokens)
+            out[f"{key}/sum"] = float(np.nansum(tokens))
+    conversations = [r.conversation for r in runs if r.conversation is not None]
+    if conversations:
+        # Simulator faults are not agent failures: counted apart, their runs left out of the scores.
+        out["simulator_failure/count"] = sum(c.simulator_failure for c in conversations)
+        sim = [c.simulator_usage.total_tokens for c in conversations if c.simulator_usage is not None]
+        if sim:
+            out["simulator_total_tokens/sum"] = float(sum(sim))
+    return out
+
+
+def _agent_usage(run: AgentRun) -> Any:
+    if run.conversation is not None:
+        return run.conversation.agent_usage  # every turn of the conversation, not just the last
+    out = run.output or run.partial_output
+    return out.usage if out is not None else None
+
+
+_COST_KEYS = ("total_tokens", "input_tokens", "output_tokens", "judge_calls", "judge_latency")
+
+
+def _summary_columns(rows: Sequence[Mapping[str, Score]], names: Sequence[str]) -> dict[str, list[Any]]:
+    """The columns :func:`summarize` reads (``/score``, ``/failed``, judge costs), straight from the
+    Score objects: the same values ``Score.columns`` writes, without building every row's columns."""
+    out: dict[str, list[Any]] = {}
+    for name in names:
+        scores = [row.get(name) for row in rows]
+        if all(score is None for score in scores):
+            continue
+        out[f"{name}/score"] = [None if score is None else score.value for score in scores]
+        if any(score is not None and score.failed for score in scores):
+            out[f"{name}/failed"] = [True if score is not None and score.failed else None for score in scores]
+        if not any(score is not None and (score.extra or score.usage is not None) for score in scores):
+            continue  # no judge costs (the common case): nothing more to read
+        for key in _COST_KEYS:
+            costs = [_cost(score, key) for score in scores]
+            if any(cost is not None for cost in costs):
+                out[f"{name}/{key}"] = costs
+    return out
+
+
+def _cost(score: Score | None, key: str) -> Any:
+    if score is None:
+        return None
+    if key == "total_tokens" and score.usage is not None:
+        return score.usage.total_tokens  # Score.columns writes usage after the extras
+    return score.extra.get(key) if score.extra else None
+
+
+def _num(x: Any) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+class EvalResult:
+    """The outcome of ``evaluate``: one row per case and trial, in dataset order.
+
+    ``scores[i]`` holds run ``i``'s scores as ``<metric>/...`` columns; the ``Score`` objects
+    behind them are ``row_scores[i]`` (metric name -> Score). ``save(dir)`` writes the run record
+    and tables, ``EvalResult.load(dir)`` reads them back with the same summary.
+    """
+
+    def __init__(
+        self,
+        dataset: EvalDataset,
+        runs: Sequence[AgentRun],
+        scores: Sequence[Mapping[str, Score]],
+        metrics: Sequence[Metric],
+        *,
+        agent_name: str | None = None,
+        scored_saved_predictions: bool = False,
+        config: RunConfig | None = None,
+    ) -> None:
+        self.dataset = dataset
+        self.runs = list(runs)
+        self.row_scores: list[dict[str, Score]] = [dict(row) for row in scores]
+        self.metrics = list(metrics)
+        self.agent_name = agent_name
+        self.scored_saved_predictions = scored_saved_predictions
+        self.config = config or RunConfig()
+        self._scores: list[dict[str, Any]] | None = None
+        self.skipped: dict[str, str] = {}
+        """``{case_id: reason}`` for cases that were not run (e.g. conversation scenarios)."""
+        self._table: pd.DataFrame | None = None
+        self._summary: dict[str, Any] | None = None
+        self.judge_corrections: dict[str, Any] = {}
+        """Metric name -> ``JudgeCorrection`` when ``evaluate(..., human_labels=...)`` corrected a judged metric."""
+
+    @property
+    def metric_names(self) -> list[str]:
+        return [m.name for m in self.metrics]
+
+    @property
+    def scores(self) -> list[dict[str, Any]]:
+        """Each run's scores as ``<metric>/score``, ``/explanation``, ... columns (see ``Score.columns``)."""
+        if self._scores is None:
+            self._scores = [score_columns(row) for row in self.row_scores]
+        return self._scores
+
+    def _row(self, case: EvalCase, run: AgentRun, scores: dict[str, Any]) -> dict[str, Any]:
+        row: dict[str, Any] = {"case_id": case.case_id, "trial": run.trial}
+        row["prompt"] = case.prompt
+        if case.history:
+            row["history"] = [m.model_dump() for m in case.history]
+        row["reference"] = case.reference
+        row["reference_trajectory"] = _trajectory(case.reference_trajectory)
+        for key, value in case.metadata.items():
+            if key not in ("latency_in_seconds", "failure"):
+                row.setdefault(key, value)
+        out = run.output or run.partial_output
+        row["response"] = out.response if out is not None else (case.response if self.scored_saved_predictions else None)
+        row["predicted_trajectory"] = _trajectory(out.trajectory) if out is not None else None
+        row["latency_in_seconds"] = run.latency_in_seconds
+        row["failure"] = int(run.failure)
+        row["error"] = run.error
+        row["error_type"] = run.error_type
+        usage = out.usage if out is not None else None
+        conv = run.conversation
+        if conv is not None:
+            # A simulated conversation: the user's turns, how it ended, and each side's cost apart.
+            row["prompt"] = conv.user_turns[0] if conv.user_turns else row["prompt"]
+            row["user_turns"] = list(conv.user_turns)
+            row["turns_used"] = len(run.turns)
+            row["conversation_status"] = conv.status
+            row["simulator_failure"] = int(conv.simulator_failure)
+            row["simulator_error"] = conv.error
+            row["replayed_from"] = conv.replayed_from
+            row["simulator_total_tokens"] = conv.simulator_usage.total_tokens if conv.simulator_usage else None
+            usage = conv.agent_usage
+        row["input_tokens"] = usage.input_tokens if usage else None
+        row["output_tokens"] = usage.output_tokens if usage else None
+        row["total_tokens"] = usage.total_tokens if usage else None
+        row.update(scores)
+        return row
+
+    @property
+    def metrics_table(self) -> pd.DataFrame:
+        """One row per case and trial: dataset columns, the agent's answer, latency, failure, scores."""
+        if self._table is None:
+            by_id = {c.case_id: c for c in self.dataset}
+            rows = [self._row(by_id[r.case_id], r, s) for r, s in zip(self.runs, self.scores)]
+            table = pd.DataFrame(rows)
+            for key in ("input_tokens", "output_tokens", "total_tokens", "error", "error_type",
+                        "simulator_error", "replayed_from", "simulator_total_tokens"):
+                if key in table and table[key].isna().all():
+                    table = table.drop(columns=key)
+            if "trial" in table and table["trial"].nunique() <= 1:
+                table = table.drop(columns="trial")
+            self._table = table
+        return self._table
+
+    @property
+    def summary_metrics(self) -> dict[str, Any]:
+        """``row_count``, ``<metric>/mean``, ``<metric>/std``, ``<metric>/nan_count``, latency, failures, tokens
+        (and ``<metric>/corrected_mean``... for judge-corrected metrics)."""
+        if self._summary is None:
+            columns = _summary_columns(self.row_scores, self.metric_names)
+            columns["failure"] = [int(r.failure) for r in self.runs]  # row_count when there are no metrics
+            summary = summarize(columns, self.metric_names)
+            summary.update(run_costs(self.runs))
+            self._summary = summary
+        if self.judge_corrections:
+            return {**self._summary, **{k: v for c in self.judge_corrections.values() for k, v in c.summary_items().items()}}
+        return self._summary
+
+    @property
+    def failures(self) -> list[AgentRun]:
+        return [r for r in self.runs if r.failure]
+
+    def __repr__(self) -> str:
+        # Counted from the runs, not the summary: asyncio.run reprs the task holding the result
+        # when it restores the SIGINT handler, and a repr must not compute a whole summary.
+        failures = sum(1 for r in self.runs if r.failure)
+        return f"EvalResult(agent={self.agent_name!r}, rows={len(self.runs)}, failures={failures})"
+
+    # -- saving and loading ------------------------------------------------------------------
+
+    def record_header(self, *, status: str = "complete") -> dict[str, Any]:
+        """The run-record header of this result (see ``levelfield.core.results.record``)."""
+        return make_header(
+            source=self.dataset.source,
+            fingerprints=fingerprints_of(self.dataset),
+            agents=[self.agent_name or SAVED_AGENT],
+            metrics=self.metrics,
+            options=self.config.to_dict(),
+            kind="evaluate",
+            status=status,
+            settings={"scored_saved_predictions": self.scored_saved_predictions},
+        )
+
+    def save(self, directory: str | Path) -> dict[str, Path]:
+        """Write ``runs.jsonl`` (the run record), ``metrics_table.csv`` and ``summary.json`` into ``directory``,
+        and ``metrics_table.parquet`` too when pyarrow is installed."""
+        out = Path(directory)
+        paths = {"runs": out / RUNS_FILE, "metrics_table": out / "metrics_table.csv", "summary": out / "summary.json"}
+        write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset),
+                     zip(self.runs, self.row_scores))
+        self.to_csv(paths["metrics_table"])
+        if parquet_available():
+            paths["metrics_table_parquet"] = self.to_parquet(out / "metrics_table.parquet")
+        write_summary(paths["summary"], self.summary_metrics)
+        return paths
+
+    @classmethod
+    def load(cls, location: str | Path, *, agent: str | None = None) -> "EvalResult":
+        """Read a result back from a saved folder (or its ``runs.jsonl``); the summary is recomputed
+        from the stored scores. A record of several agents needs ``agent=`` (or ``Comparison.load``)."""
+        record = read_record(location)
+        agents = record.agents
+        if agent is None:
+            if len(agents) != 1:
+                raise RecordError(
+                    f"{record.path}: holds {len(agents)} agents ({', '.join(agents)}); pick one with agent=... "
+                    "or read them all with lf.Comparison.load"
+                )
+            agent = agents[0]
+        elif agent not in agents:
+            raise RecordError(f"{record.path}: no agent {agent!r}; it has: {', '.join(agents)}")
+        return results_from_record(record)[agent]
+
+    def _records(self) -> list[dict[str, Any]]:
+        records = []
+        for run, scores in zip(self.runs, self.scores):
+            record = run.model_dump(mode="python")
+            record["scores"] = scores
+            records.append(to_jsonable(record))
+        return records
+
+    def to_jsonl(self, path: str | Path) -> Path:
+        """Write every run (output, trajectory, latency, failure, scores), one JSON object a line."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8") as f:
+            for record in self._records():
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        return path
+
+    def to_csv(self, path: str | Path) -> Path:
+        """Write the metrics table; trajectory cells as JSON so ``load_dataset`` reads them back."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        table_to_csv(self.metrics_table, path)
+        return path
+
+    def to_parquet(self, path: str | Path) -> Path:
+        """Write the metrics table as Parquet (needs ``levelfield[parquet]``); trajectory and other
+        list or dict cells as JSON text, so ``load_dataset`` reads them back exactly."""
+        return table_to_parquet(self.metrics_table, path)
+
+
+
+SAVED_AGENT = "saved predictions"
+"""The agent name of scored saved predictions (no agent ran)."""
+
+
+def table_to_csv(table: pd.DataFrame, path: Path) -> None:
+    """Write a results table as CSV, list and dict cells as JSON (so ``load_dataset`` reads them back)."""
+    table = table.copy()
+    for col in table.columns:
+        if table[col].map(lambda v: isinstance(v, (list, dict))).any():
+            table[col] = table[col].map(lambda v: dumps(v) if isinstance(v, (list, dict)) else v)
+    table.to_csv(path, index=False)
+
+
+def write_summary(path: Path, summary: Mapping[str, Any]) -> Path:
+    """``summary.json``: a result's summary as JSON (NaN as null)."""
+    path.write_text(json.dumps(to_jsonable(dict(summary)), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def parquet_available() -> bool:
+    """Whether pyarrow is installed (``save`` then writes the tables as Parquet too)."""
+    import importlib.util
+
+    return importlib.util.find_spec("pyarrow") is not None
+
+
+def table_to_parquet(table: pd.DataFrame, path: str | Path) -> Path:
+    """Write a results table as Parquet (needs pyarrow), list and dict cells as JSON text.
+
+    JSON text rather than Arrow structs: Arrow would give every row of a column one struct
+    type, the union of all rows' keys (with nulls for the missing ones), and refuse a key whose
+    value is a number in one row and text in another; JSON keeps each cell as it was.
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise MissingExtraError("parquet", "pyarrow", "writing Parquet") from None
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = [_arrow_column(pa, table[name].tolist()) for name in table.columns]
+    pq.write_table(pa.Table.from_arrays(arrays, names=[str(name) for name in table.columns]), path)
+    return path
+
+
+def _arrow_column(pa: Any, values: list[Any]) -> Any:
+    if any(isinstance(v, (list, dict, tuple)) for v in values):
+        values = [dumps(v) if isinstance(v, (list, dict, tuple)) else v for v in values]
+    try:
+        return pa.array(values, from_pandas=True)  # NaN -> null, as pandas writes object columns
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        # Mixed kinds in one column (a metadata field that is a number in one row and text in
+        # the next) are kept as text rather than refused.
+        return pa.array([None if _missing(v) else v if isinstance(v, str) else dumps(v) for v in values], pa.string())
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def results_from_record(record: Record) -> dict[str, EvalResult]:
+    """One EvalResult per agent of a record, runs in dataset order then trial order; the metrics
+    rebuilt from their specs (``requires`` kept), the scores as stored."""
+    dataset = EvalDataset(record.cases, source=(record.header.get("dataset") or {}).get("source", str(record.path)))
+    metrics = metrics_from_specs(record.header.get("metrics") or [])
+    options = dict(record.header.get("options") or {})
+    config = RunConfig(**{k: v for k, v in options.items() if k in RunConfig.__dataclass_fields__ and k not in ("resume", "overwrite")})
+    saved = bool((record.header.get("settings") or {}).get("scored_saved_predictions"))
+    order = {c.case_id: i for i, c in enumerate(record.cases)}
+    results: dict[str, EvalResult] = {}
+    for agent in record.agents:
+        entries = sorted(
+            ((run, scores) for (a, _, _), (run, scores) in record.runs.items() if a == agent),
+            key=lambda e: (order.get(e[0].case_id, len(order)), e[0].trial),
+        )
+        rows = [scores if scores is not None else {m.name: Score(math.nan) for m in metrics} for _, scores in entries]
+        results[agent] = EvalResult(
+            dataset, [run for run, _ in entries], rows, metrics,
+            agent_name=None if saved else agent, scored_saved_predictions=saved, config=config,
+        )
+    return results
+
+
+class ColumnarResult(EvalResult):
+    """The result of scoring saved predictions batch by batch: a table of scores (in memory or
+    in a file), and the summary from running aggregates.
+
+    It is an :class:`EvalResult`: ``metrics_table``, ``summary_metrics``, ``to_csv``/``to_parquet``
+    work as ever. The table holds the dataset's own columns when they were in memory (a DataFrame
+    or rows), else ``case_id``, ``failure``, ``latency_in_seconds``; then ``<metric>/score``. There
+    are no per-row explanations. ``runs`` and ``row_scores`` are built from the table when asked.
+    """
+
+    def __init__(
+        self,
+        metrics: Sequence[Metric],
+        summary: Mapping[str, Any],
+        *,
+        source: str,
+        config: RunConfig | None = None,
+        table: Any = None,
+        table_path: Path | None = None,
+        skipped: Mapping[str, str] | None = None,
+    ) -> None:
+        self.metrics = list(metrics)
+        self.agent_name = None
+        self.scored_saved_predictions = True
+        self.config = config or RunConfig()
+        self.skipped = dict(skipped or {})
+        self.judge_corrections = {}
+        self.source = source
+        self.table_path = table_path
+        """Where the metrics table was written (``out=``), when it was."""
+        self._summary = dict(summary)
+        self._table = table
+        self._scores = None
+        self._runs: list[AgentRun] | None = None
+        self._row_scores: list[dict[str, Score]] | None = None
+
+    @property
+    def metrics_table(self) -> Any:
+        if self._table is None:
+            self._table = read_table(self.table_path) if self.table_path is not None else None
+        return self._table
+
+    @property
+    def summary_metrics(self) -> dict[str, Any]:
+        return dict(self._summary)
+
+    @property
+    def row_scores(self) -> list[dict[str, Score]]:  # type: ignore[override]
+        if self._row_scores is None:
+            table = self.metrics_table
+            columns = [(m.name, table[f"{m.name}/score"].to_numpy(dtype=float)) for m in self.metrics]
+            self._row_scores = [{name: Score(float(col[i])) for name, col in columns} for i in range(len(table))]
+        return self._row_scores
+
+    @property
+    def runs(self) -> list[AgentRun]:  # type: ignore[override]
+        if self._runs is None:
+            table = self.metrics_table
+            ids = table["case_id"].astype(str).tolist() if "case_id" in table else [str(i) for i in range(len(table))]
+            failures = table["failure"].tolist() if "failure" in table else [0] * len(table)
+            latency = table["latency_in_seconds"].tolist() if "latency_in_seconds" in table else [float("nan")] * len(table)
+            self._runs = [
+                AgentRun(case_id=c, agent_name=SAVED_AGENT, output=None, latency_in_seconds=float(lat), failure=bool(f))
+                for c, f, lat in zip(ids, failures, latency)
+            ]
+        return self._runs
+
+    @property
+    def dataset(self) -> EvalDataset:  # type: ignore[override]
+        return EvalDataset([EvalCase(case_id=r.case_id, prompt=None) for r in self.runs], source=self.source)
+
+    def save(self, directory: str | Path) -> dict[str, Path]:
+        """Write ``metrics_table.parquet`` (``.csv`` without pyarrow) and ``summary.json`` into ``directory``."""
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        if parquet_available():
+            table = self.to_parquet(out / "metrics_table.parquet")
+        else:
+            table = self.to_csv(out / "metrics_table.csv")
+        return {"metrics_table": table, "summary": write_summary(out / "summary.json", self.summary_metrics)}
+
+    def __repr__(self) -> str:
+        s = self._summary
+        return f"EvalResult(saved predictions, rows={s['row_count']}, failures={s.get('failure/count', 0)})"
+
+
+def read_table(path: Path) -> Any:
+    """A metrics table written by a table writer, by its suffix."""
+    import pandas as pd
+
+    name = path.name.lower()
+    if name.endswith(".parquet"):
+        return pd.read_parquet(path)
+    if name.endswith(".jsonl"):
+        return pd.read_json(path, lines=True, dtype={"case_id": str})
+    return pd.read_csv(path, dtype={"case_id": str})

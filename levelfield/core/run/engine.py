@@ -1,0 +1,210 @@
+"""The evaluation engine: run agents on a dataset and score every run; adapter-free.
+
+The public entry points (``lf.evaluate``, ``lf.compare``, ``EvalTask``) live in
+``levelfield.evaluation``: they turn whatever the user passed into ``AgentRunnable``s and call
+this engine, so ``core`` never imports an adapter.
+
+With ``config.out`` every finished run is journaled to ``out/runs.jsonl`` (see ``record``) as it
+finishes; with ``config.resume`` the runs already in that journal are kept, not run again.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any
+
+from ..data.config import RunConfig
+from .conversation import Conversations, SimulatedUser
+from ..data.dataset import EvalDataset
+from ..errors import DatasetError, RecordError
+from ..score.metrics.base import Metric
+from ..data.protocol import AgentRunnable
+from ..results.record import RUNS_FILE, Journal, RunKey, check_resumable, fingerprints_of, make_header, read_record
+from ..results.result import SAVED_AGENT, EvalResult
+from .isolation import check_picklable
+from .runner import Executor, run_agents
+from ..score.scoring import RunScorer, context_for, score_rows
+from ..data.types import AgentOutput, Usage
+from ..data.types import AgentRun
+
+__all__ = ["score_saved", "run_and_score", "open_journal"]
+
+
+def _usage(value: Any) -> Usage | None:
+    """A saved ``usage`` cell (``{input_tokens, output_tokens, total_tokens}``) as Usage; anything else None."""
+    if not isinstance(value, Mapping):
+        return None
+    try:
+        return Usage.model_validate(dict(value))
+    except ValueError:
+        return None
+
+
+def _saved_runs(dataset: EvalDataset) -> list[AgentRun]:
+    if not dataset.has_predictions:
+        raise DatasetError(
+            f"{dataset.source}: no agent was given and no row has a 'response' or 'predicted_trajectory' "
+            "to score; pass an agent, or a dataset with saved predictions"
+        )
+    runs = []
+    for case in dataset:
+        latency = case.metadata.get("latency_in_seconds")
+        try:
+            latency = float(latency) if latency is not None else math.nan
+        except (TypeError, ValueError):
+            latency = math.nan
+        failed = case.metadata.get("failure") in (True, 1, "1", "true", "True")
+        output = None
+        turns: list[AgentOutput] = []
+        if not failed:
+            usage = case.metadata.get("usage")
+            output = AgentOutput(
+                response=case.response or "",
+                trajectory=case.predicted_trajectory or [],
+                retrieved_context=case.retrieved_context,
+                usage=_usage(usage),
+            )
+            if any(t.has_prediction for t in case.turns):
+                # Saved per-turn answers become the run's turns, as a live multi-turn run records them.
+                turns = [AgentOutput(response=t.response or "", trajectory=t.predicted_trajectory or []) for t in case.turns]
+                output = turns[-1]
+        error = case.metadata.get("error")
+        runs.append(
+            AgentRun(
+                case_id=case.case_id,
+                agent_name=SAVED_AGENT,
+                output=output,
+                latency_in_seconds=latency,
+                failure=failed,
+                turns=turns,
+                error=str(error) if failed and error is not None else None,
+            )
+        )
+    return runs
+
+
+def _skip_scenarios(dataset: EvalDataset) -> tuple[EvalDataset, dict[str, str]]:
+    kept, skipped = dataset.without_scenarios()
+    if skipped:
+        warnings.warn(
+            f"{dataset.source}: skipped {len(skipped)} conversation_scenario case(s) ({', '.join(list(skipped)[:5])}): "
+            "they need a user simulator",
+            stacklevel=3,
+        )
+        if not len(kept):
+            raise DatasetError(f"{dataset.source}: every case is a conversation_scenario; they need a user simulator")
+    return kept, skipped
+
+
+async def score_saved(dataset: EvalDataset, metrics: Sequence[Metric], config: RunConfig | None = None) -> EvalResult:
+    """Score the predictions a dataset already holds (``response``, ``predicted_trajectory``)."""
+    dataset, skipped = _skip_scenarios(dataset)
+    runs = _saved_runs(dataset)
+    contexts = [context_for(case, None) for case in dataset]
+    # Saved rows count as runs, so saved failures score NaN like live ones.
+    for ctx, run in zip(contexts, runs):
+        ctx.failure = run.failure
+    scores = await score_rows(contexts, metrics)
+    result = EvalResult(dataset, runs, scores, metrics, agent_name=None, scored_saved_predictions=True, config=config)
+    result.skipped = skipped
+    return result
+
+
+def open_journal(
+    dataset: EvalDataset,
+    agent_names: Sequence[str],
+    metrics: Sequence[Metric],
+    config: RunConfig,
+    *,
+    kind: str,
+    settings: Mapping[str, Any] | None = None,
+) -> tuple[Journal | None, dict[RunKey, AgentRun]]:
+    """The journal for ``config.out`` (None without one) and the runs it already holds when resuming.
+
+    A record already in ``out`` is an error unless ``resume`` (continue it) or ``overwrite``
+    (replace it): a finished run is never thrown away by accident.
+    """
+    out = config.out_dir
+    if out is None:
+        return None, {}
+    path = out / RUNS_FILE
+    fingerprints = fingerprints_of(dataset)
+    if path.exists() and path.stat().st_size > 0:
+        if config.resume:
+            record = read_record(path)
+            check_resumable(record, fingerprints=fingerprints, agents=agent_names, trials=config.trials)
+            done = {key: run for key, (run, _) in record.runs.items() if key[2] < config.trials}
+            return Journal.reopen(record), done
+        if not config.overwrite:
+            raise RecordError(
+                f"{out} already holds a run record ({path.name}); resume it with resume=True (--resume), "
+                "replace it with overwrite=True (--overwrite), or choose another out folder"
+            )
+    header = make_header(
+        source=dataset.source,
+        fingerprints=fingerprints,
+        agents=agent_names,
+        metrics=metrics,
+        options=config.to_dict(),
+        kind=kind,
+        settings=settings,
+    )
+    return Journal.create(path, header, list(dataset), fingerprints), {}
+
+
+async def run_and_score(
+    dataset: EvalDataset,
+    agents: Sequence[AgentRunnable],
+    metrics: Sequence[Metric],
+    config: RunConfig,
+    *,
+    kind: str = "evaluate",
+    settings: Mapping[str, Any] | None = None,
+    simulator: SimulatedUser | None = None,
+    executor: Executor | None = None,
+) -> dict[str, EvalResult]:
+    """Every agent on every case and trial, each run scored (and journaled) as it finishes; one result per agent.
+
+    With a ``simulator``, conversation-scenario cases are played out with it (and replayed to the
+    other agents); without one they are skipped with the reason. ``executor`` runs the agents
+    elsewhere (a Ray cluster, see ``levelfield.executors``); journal, scoring and results stay
+    here, so they are the same as with the local runner (the default).
+    """
+    skipped: dict[str, str] = {}
+    if simulator is None:
+        dataset, skipped = _skip_scenarios(dataset)
+    dataset.require_prompts()
+    if config.isolation == "process":
+        check_picklable(agents)  # before the journal exists: a bad agent must leave nothing behind
+    if executor is not None:
+        executor.check(agents)  # likewise: an agent the executor cannot ship fails before any run
+    scorer = RunScorer(dataset, metrics)
+    journal, done = open_journal(dataset, [a.name for a in agents], metrics, config, kind=kind, settings=settings)
+    conversations = Conversations(simulator, done) if simulator is not None else None
+
+    def finished(run: AgentRun) -> Awaitable[None] | None:
+        if journal is None:
+            scorer.defer(run)
+            return None
+        return journal.write(run, scorer(run))  # the slot's next run waits until this one is on disk
+
+    try:
+        execute = run_agents if executor is None else executor.run_agents
+        runs_by_agent = await execute(dataset, agents, config, on_run=finished, done=done, run_scenario=conversations)
+    finally:
+        if journal is not None:
+            journal.close()
+    every_run = [run for a in agents for run in runs_by_agent[a.name]]
+    scores = await scorer.scores(every_run)
+    results: dict[str, EvalResult] = {}
+    start = 0
+    for agent in agents:
+        runs = runs_by_agent[agent.name]
+        results[agent.name] = EvalResult(
+            dataset, runs, scores[start : start + len(runs)], metrics, agent_name=agent.name, config=config
+        )
+        results[agent.name].skipped = skipped
+        start += len(runs)
+    return results

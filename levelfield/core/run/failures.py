@@ -1,0 +1,77 @@
+"""Describing a failed run: its error text and type, whatever the agent raised.
+
+An agent may raise anything: a ``BaseException`` subclass, an exception whose ``__str__`` or
+``__getattr__`` raises, a ``StopIteration`` that Python turned into ``RuntimeError``. These
+helpers read what can be read and never raise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ..errors import AdapterError
+
+__all__ = ["describe_error", "is_transient", "message_of", "attribute"]
+
+
+def _type_name(exc: BaseException) -> str:
+    try:
+        return type(exc).__name__
+    except BaseException:  # noqa: BLE001
+        return "BaseException"
+
+
+def message_of(exc: BaseException) -> str:
+    """``str(exc)``, or a note saying it could not be read (a ``__str__`` that raises)."""
+    try:
+        text = str(exc)
+        if isinstance(text, str):
+            return text
+    except KeyboardInterrupt:
+        raise
+    except BaseException as inner:  # noqa: BLE001
+        return f"(its message could not be read: str() raised {_type_name(inner)})"
+    return "(its message could not be read)"
+
+
+def attribute(exc: BaseException, name: str) -> Any:
+    """``getattr(exc, name, None)``, None if reading it raises."""
+    try:
+        return getattr(exc, name, None)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # noqa: BLE001 - an exception with a hostile __getattr__
+        return None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Errors worth retrying: those an adapter marks transient."""
+    try:
+        return bool(attribute(exc, "transient")) or attribute(exc, "error_type") == "transient"
+    except Exception:  # noqa: BLE001 - a truth value that raises
+        return False
+
+
+def _origin(exc: BaseException) -> BaseException:
+    # PEP 479 turns a StopIteration leaving a coroutine into RuntimeError; report what was raised.
+    cause = exc.__cause__
+    if type(exc) is RuntimeError and isinstance(cause, (StopIteration, StopAsyncIteration)):
+        return cause
+    return exc
+
+
+def describe_error(exc: BaseException) -> tuple[str, str]:
+    """(error text, error type) for a failed run; never raises, whatever ``exc`` is."""
+    exc = _origin(exc)
+    text = message_of(exc)
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not text:
+        return "timed out", "timeout"
+    name = _type_name(exc)
+    error_type = attribute(exc, "error_type")
+    if not isinstance(error_type, str) or not error_type:
+        error_type = name
+    text = text or name
+    if not isinstance(exc, AdapterError):
+        text = f"{name}: {text}"
+    return text, error_type

@@ -1,0 +1,549 @@
+"""The execution engine: every case of a dataset through one or more agents, nothing lost.
+
+Runs are async with a bounded number in flight; each attempt has a timeout; errors an adapter
+marks transient are retried with exponential backoff; every case and trial yields an
+``AgentRun``, whatever the agent did: an agent that raises anything (``SystemExit``, its own
+``CancelledError``, an exception whose message cannot be read...), hangs or answers nonsense is a
+failed run, and the other runs go on. Only the user's Ctrl-C (or a cancellation of the evaluation
+itself) stops it.
+
+Sync agents run on daemon threads (``levelfield.core.run.threads.run_sync``): a call that outlives
+its timeout is left behind, so it neither holds one of the ``concurrency`` slots nor keeps the
+process from exiting. With ``RunConfig(isolation="process")`` agents run in worker processes instead
+(``levelfield.core.run.isolation``), so a crash in native code or ``os._exit`` kills a worker, not the
+evaluation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextvars
+import gc
+import random
+import time
+import uuid
+import warnings
+from collections.abc import Awaitable, Callable, Collection, Generator, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
+
+from ..data.config import RunConfig
+from ..data.dataset import EvalCase, EvalDataset
+from ..errors import AgentOutputError
+from .failures import attribute, describe_error, is_transient
+from .isolation import ProcessIsolation
+from ..data.protocol import AgentRequest, AgentRunnable
+from .threads import run_coroutine, run_sync
+from ..data.types import AgentOutput, Message
+from ..data.types import AgentRun
+
+__all__ = [
+    "RunConfig",
+    "run_agents",
+    "run_sync",
+    "run_coroutine",
+    "describe_error",
+    "is_transient",
+    "BlockingAgentWarning",
+    "Executor",
+]
+
+T = TypeVar("T")
+_timeout_scope = getattr(asyncio, "timeout", None)  # Python 3.11+
+
+
+class BlockingAgentWarning(RuntimeWarning):
+    """An async agent held the event loop: no other run progressed, and its timeout could not stop it."""
+
+
+class _Progress:
+    def __init__(self, total: int, enabled: bool, desc: str) -> None:
+        self.failures = 0
+        self.bar = None
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=desc, unit="run", leave=False, dynamic_ncols=True)
+
+    def update(self, run: AgentRun) -> None:
+        if run.failure:
+            self.failures += 1
+        if self.bar is not None:
+            if run.failure:
+                self.bar.set_postfix(failures=self.failures, refresh=False)
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+# -- one attempt ------------------------------------------------------------------------------
+
+# Agents already named in a BlockingAgentWarning during this evaluation (set by run_agents).
+_warned_blocking: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("levelfield_warned_blocking", default=None)
+_BLOCKING_SECONDS = 1.0  # a step longer than this (or than the timeout) is named in a warning
+
+
+class _Watched:
+    """Awaits an agent's coroutine step by step, timing each step: a step that blocks the event
+    loop for long cannot be preempted by any timeout, so the agent is named in a warning."""
+
+    __slots__ = ("_awaitable", "_agent", "_case", "_timeout")
+
+    def __init__(self, awaitable: Awaitable[Any], agent: str, case_id: str, timeout: float | None) -> None:
+        self._awaitable = awaitable
+        self._agent = agent
+        self._case = case_id
+        self._timeout = timeout
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        steps = self._awaitable.__await__()
+        clock = time.perf_counter
+        longest = 0.0
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            while True:
+                start = clock()
+                try:
+                    signal = steps.send(value) if error is None else steps.throw(error)
+                except StopIteration as stop:
+                    return stop.value
+                finally:
+                    longest = max(longest, clock() - start)
+                value, error = None, None
+                try:
+                    value = yield signal
+                except BaseException as exc:  # noqa: BLE001 - passed on to the agent, as await would
+                    error = exc
+        finally:
+            limit = _BLOCKING_SECONDS if self._timeout is None else min(_BLOCKING_SECONDS, self._timeout)
+            if longest >= limit:
+                self._warn(longest)
+
+    def _warn(self, seconds: float) -> None:
+        warned = _warned_blocking.get()
+        if warned is None or self._agent in warned:
+            return
+        warned.add(self._agent)
+        limit = "" if self._timeout is None else f" and its timeout ({self._timeout:g} s) could not stop it"
+        warnings.warn(
+            f"agent {self._agent!r} blocked the event loop for {seconds:.1f} s in one step (case {self._case!r}): "
+            f"no other run progressed meanwhile{limit}. An async agent must not make blocking calls: make it a "
+            "sync function (levelfield runs those in threads) or wrap the blocking call in asyncio.to_thread()",
+            BlockingAgentWarning,
+            stacklevel=2,
+        )
+
+
+async def _guarded(awaitable: Awaitable[T]) -> tuple[bool, Any]:
+    # Python 3.10's wait_for runs the agent in a task of its own, whose SystemExit would escape
+    # to the event loop: catch everything but cancellation inside that task.
+    try:
+        return True, await awaitable
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        return False, exc
+
+
+class _Deadline:
+    """One attempt's deadline in a :class:`_Deadlines` queue."""
+
+    __slots__ = ("when", "task", "cancelling", "expired")
+
+    def __init__(self, when: float, task: asyncio.Task, cancelling: int) -> None:
+        self.when = when
+        self.task: asyncio.Task | None = task  # None once the attempt is over
+        self.cancelling = cancelling  # the task's cancel requests at the start (not ours)
+        self.expired = False
+
+
+class _Deadlines:
+    """The timeouts of one length on one event loop (Python 3.11+), as one timer and a queue.
+
+    Deadlines of one length come due in the order they were set, so the queue is sorted by
+    construction: one timer armed for its head serves every attempt, where ``asyncio.timeout``
+    pushes a timer handle per attempt onto the loop's heap and cancels it (measured: ~10 us an
+    attempt against ~4 us here). An attempt past its deadline is cancelled in place and turned
+    into a TimeoutError, as ``asyncio.timeout`` does.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, seconds: float) -> None:
+        self._loop = loop
+        self._seconds = seconds
+        self._queue: collections.deque[_Deadline] = collections.deque()
+        self._timer: asyncio.TimerHandle | None = None
+
+    def start(self, task: asyncio.Task) -> _Deadline:
+        queue = self._queue
+        while queue and queue[0].task is None:  # attempts already over
+            queue.popleft()
+        entry = _Deadline(self._loop.time() + self._seconds, task, task.cancelling())
+        queue.append(entry)
+        if self._timer is None:
+            self._timer = self._loop.call_at(entry.when, self._expire, entry.when)
+        return entry
+
+    def _expire(self, due: float) -> None:
+        self._timer = None
+        queue = self._queue
+        while queue:
+            entry = queue[0]
+            if entry.task is None:
+                queue.popleft()
+            elif entry.when <= due:
+                queue.popleft()
+                entry.expired = True
+                entry.task.cancel()
+            else:
+                self._timer = self._loop.call_at(entry.when, self._expire, entry.when)
+                return
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._queue.clear()
+
+
+# Deadline queues of the current evaluation, by timeout length (set by run_agents).
+_deadline_queues: contextvars.ContextVar[dict[float, _Deadlines] | None] = contextvars.ContextVar(
+    "levelfield_deadlines", default=None
+)
+
+
+async def _within(watched: _Watched, timeout: float) -> Any:
+    queues = _deadline_queues.get()
+    task = asyncio.current_task()
+    if queues is None or task is None or not hasattr(task, "uncancel"):
+        if _timeout_scope is not None:
+            async with _timeout_scope(timeout):
+                return await watched
+        ok, output = await asyncio.wait_for(_guarded(watched), timeout)  # pragma: no cover - Python 3.10
+        if not ok:  # pragma: no cover
+            raise output
+        return output  # pragma: no cover
+    deadlines = queues.get(timeout)
+    if deadlines is None:
+        deadlines = queues[timeout] = _Deadlines(asyncio.get_running_loop(), timeout)
+    entry = deadlines.start(task)
+    try:
+        return await watched
+    except asyncio.CancelledError as exc:
+        if entry.expired:
+            entry.expired = False
+            if task.uncancel() <= entry.cancelling:  # no other cancel request: ours, a timeout
+                raise TimeoutError from exc
+        raise
+    finally:
+        entry.task = None
+        if entry.expired:  # the agent swallowed our cancellation and returned anyway
+            task.uncancel()
+
+
+async def _attempt(agent: AgentRunnable, request: AgentRequest, timeout: float | None) -> AgentOutput:
+    watched = _Watched(agent.arun(request), agent.name, request.case_id, timeout)
+    output = await (watched if timeout is None else _within(watched, timeout))
+    if not isinstance(output, AgentOutput):
+        raise AgentOutputError(
+            f"agent {agent.name!r} returned {type(output).__name__} from arun(); an adapter must return AgentOutput"
+        )
+    return output
+
+
+def _cancelled_from_outside() -> bool:
+    """Whether a CancelledError comes from cancelling the evaluation (not raised by the agent itself)."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    # Python 3.10 cannot tell the two apart: the agent's own is assumed (cancelling the evaluation
+    # also cancels the runs waiting for a slot, which stops it).
+    return bool(cancelling is not None and cancelling())
+
+
+async def _run_turn(
+    agent: AgentRunnable, request: AgentRequest, config: RunConfig
+) -> tuple[AgentOutput | None, BaseException | None, float, int]:
+    attempt = 0
+    while True:
+        attempt += 1
+        start = time.perf_counter()
+        try:
+            output = await _attempt(agent, request, config.timeout)
+            return output, None, time.perf_counter() - start, attempt
+        except asyncio.CancelledError as exc:
+            if _cancelled_from_outside():
+                raise
+            error: BaseException = exc
+        except KeyboardInterrupt:
+            raise  # the user's Ctrl-C on this thread: stop the evaluation
+        except BaseException as exc:  # noqa: BLE001 - every other failure is recorded, never raised
+            error = exc
+        latency = time.perf_counter() - start
+        if attempt <= config.retries and is_transient(error):
+            delay = config.backoff * (2 ** (attempt - 1))
+            await asyncio.sleep(delay * (0.5 + random.random()))
+            continue
+        return None, error, latency, attempt
+
+
+def failed_turn_run(
+    agent: AgentRunnable,
+    case: EvalCase,
+    trial: int,
+    request: AgentRequest,
+    error: BaseException,
+    *,
+    where: str,
+    latency: float,
+    attempts: int,
+    turns: list[AgentOutput],
+    **fields: Any,
+) -> AgentRun:
+    """The failed run of a turn that failed: its error (prefixed by ``where``, e.g. "turn 2 of 3: ")
+    and type, and what it had produced — the error's ``partial`` or the adapter's own account
+    (``agent.partial_output(request)``, e.g. a timed-out graph's calls so far). Never raises."""
+    text, error_type = describe_error(error)
+    partial = attribute(error, "partial")
+    if partial is None and hasattr(agent, "partial_output"):
+        try:
+            partial = agent.partial_output(request)
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # noqa: BLE001 - what a failed run had is a bonus, never a crash
+            partial = None
+    return AgentRun(
+        case_id=case.case_id,
+        agent_name=agent.name,
+        trial=trial,
+        output=None,
+        latency_in_seconds=latency,
+        failure=True,
+        error=f"{where}{text}",
+        error_type=error_type,
+        attempts=attempts,
+        partial_output=partial if isinstance(partial, AgentOutput) else None,
+        turns=turns,
+        **fields,
+    )
+
+
+async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: RunConfig, run_id: str) -> AgentRun:
+    """Run one case (all its turns) once; always returns an AgentRun."""
+    session_id = f"lf-{run_id}-{case.case_id}-{trial}"
+    prompts = [t.prompt for t in case.turns] if case.turns else [case.prompt or ""]
+    history: list[Message] = list(case.history)
+    turns: list[AgentOutput] = []
+    latency = 0.0
+    attempts = 0
+    for index, prompt in enumerate(prompts):
+        # Validated: pydantic's compiled validator is faster than model_construct's Python loop.
+        request = AgentRequest(
+            prompt=prompt,
+            history=list(history),
+            case_id=case.case_id,
+            session_id=session_id,
+            turn=index,
+            state=dict(case.state),
+        )
+        output, error, turn_latency, turn_attempts = await _run_turn(agent, request, config)
+        latency += turn_latency
+        attempts = max(attempts, turn_attempts)
+        if error is not None:
+            where = f"turn {index + 1} of {len(prompts)}: " if len(prompts) > 1 else ""
+            return failed_turn_run(agent, case, trial, request, error, where=where, latency=latency,
+                                   attempts=attempts, turns=turns)
+        turns.append(output)
+        if index + 1 < len(prompts):
+            history += [Message(role="user", content=prompt), Message(role="assistant", content=output.response)]
+    return AgentRun(
+        case_id=case.case_id,
+        agent_name=agent.name,
+        trial=trial,
+        output=turns[-1],
+        latency_in_seconds=latency,
+        failure=False,
+        attempts=attempts,
+        turns=turns if len(turns) > 1 else [],
+    )
+
+
+_WAIT = object()  # what _JobQueue.take() gives when every job left belongs to an agent at its own limit
+
+
+class _JobQueue:
+    """The jobs of an evaluation, handed to the runner's slots in plan order; an agent with its own
+    limit (``agent_concurrency``) never has more in flight, and its waiting jobs let other agents'
+    jobs go first."""
+
+    def __init__(self, jobs: Sequence[tuple[AgentRunnable, EvalCase, int]], limits: Mapping[str, int]) -> None:
+        self._limits = dict(limits)
+        self._busy = dict.fromkeys(self._limits, 0)
+        self._queues: dict[str, collections.deque[tuple[int, tuple[AgentRunnable, EvalCase, int]]]] = {}
+        for index, job in enumerate(jobs):
+            self._queues.setdefault(job[0].name, collections.deque()).append((index, job))
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def take(self) -> Any:
+        """The next (index, job) a slot may run, ``_WAIT`` when only agents at their limit have jobs left, or None."""
+        waiting = False
+        for name, jobs in self._queues.items():
+            if not jobs:
+                continue
+            limit = self._limits.get(name)
+            if limit is None:
+                return jobs.popleft()
+            if self._busy[name] < limit:
+                self._busy[name] += 1
+                return jobs.popleft()
+            waiting = True
+        return _WAIT if waiting else None
+
+    def release(self, agent: str) -> None:
+        """A job of ``agent`` finished: a slot waiting for that agent's limit may take its next job."""
+        if agent in self._busy:
+            self._busy[agent] -= 1
+            waiters, self._waiters = self._waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    async def wait(self) -> None:
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        await waiter
+
+
+OnRun = Callable[[AgentRun], Awaitable[Any] | None]
+"""Called with each fresh run as it finishes; what it returns, when not None, is awaited before
+that slot's next run (a journal write)."""
+PlayScenario = Callable[[AgentRunnable, EvalCase, int, RunConfig, str], Awaitable[AgentRun]]
+"""Plays one conversation-scenario case (agent, case, trial, config, run id) to its run."""
+
+
+async def run_agents(
+    dataset: EvalDataset,
+    agents: Sequence[AgentRunnable],
+    config: RunConfig,
+    *,
+    on_run: OnRun | None = None,
+    done: Mapping[tuple[str, str, int], AgentRun] | None = None,
+    run_scenario: PlayScenario | None = None,
+    only: Collection[tuple[str, str, int]] | None = None,
+    slots: asyncio.Semaphore | None = None,
+) -> dict[str, list[AgentRun]]:
+    """Every agent on every case and trial; runs per agent in dataset order, then trial order.
+
+    ``on_run(run)`` is called as each run finishes (e.g. to score it while others are in flight);
+    when it returns an awaitable (a journal write), the slot's next run waits for it.
+    ``done`` maps (agent name, case id, trial) to runs finished earlier (a resumed journal): they
+    are returned as they are, not run again, and ``on_run`` is not called for them.
+    ``run_scenario`` plays the conversation-scenario cases (a simulated user; see ``conversation``).
+    ``only`` (agent name, case id, trial) keys: run just these, and return just their runs (one
+    batch of a remote executor's worker). ``slots``: the bound on runs in flight, shared with other
+    calls (a worker running several batches at once); by default one of ``config.concurrency``.
+    """
+    dataset.require_prompts()
+    done = done or {}
+    isolation = None
+    if config.isolation == "process":
+        # Every agent is checked here (it must be picklable), before any run starts.
+        isolation = ProcessIsolation(agents)
+        agents = [isolation.wrap(a) for a in agents]
+    run_id = uuid.uuid4().hex[:8]
+    plan = [(a, case, trial) for a in agents for case in dataset for trial in range(config.trials)]
+    if only is not None:
+        wanted = set(only)
+        plan = [job for job in plan if (job[0].name, job[1].case_id, job[2]) in wanted]
+    jobs = [job for job in plan if (job[0].name, job[1].case_id, job[2]) not in done]
+    desc = agents[0].name if len(agents) == 1 else f"{len(agents)} agents"
+    progress = _Progress(len(jobs), config.progress, desc)
+    queue = _JobQueue(jobs, {a.name: config.agent_concurrency[a.name] for a in agents if a.name in config.agent_concurrency})
+    fresh: list[AgentRun | None] = [None] * len(jobs)
+
+    async def one(agent: AgentRunnable, case: EvalCase, trial: int) -> AgentRun:
+        play = run_case
+        if run_scenario is not None and case.conversation_scenario is not None:
+            play = run_scenario
+        if isolation is None:
+            run = await play(agent, case, trial, config, run_id)
+        else:
+            async with isolation.lease():  # one worker for all the turns of a case
+                run = await play(agent, case, trial, config, run_id)
+        if on_run is not None:
+            recorded = on_run(run)
+            if recorded is not None:
+                # The run is recorded (e.g. its journal line flushed) before this slot's next run starts.
+                await recorded
+        progress.update(run)
+        return run
+
+    async def slot() -> None:
+        # One of ``concurrency`` slots: runs jobs one after another until none is left. A fixed set
+        # of slots costs far less per run than a task per job queued on a semaphore.
+        while True:
+            taken = queue.take()
+            if taken is None:
+                return
+            if taken is _WAIT:
+                await queue.wait()
+                continue
+            index, (agent, case, trial) = taken
+            try:
+                if slots is None:
+                    fresh[index] = await one(agent, case, trial)
+                else:
+                    async with slots:  # shared with other calls: the bound is theirs and ours together
+                        fresh[index] = await one(agent, case, trial)
+            finally:
+                queue.release(agent.name)
+
+    warned = _warned_blocking.set(set())
+    deadline_queues: dict[float, _Deadlines] = {}
+    deadlines_token = _deadline_queues.set(deadline_queues)
+    # Objects that exist before the runs start outlive them: keep the garbage collector from
+    # re-scanning that whole heap mid-run (a full collection holds the GIL for tens of ms,
+    # stalling every run in flight). They return to the collector when the runs end.
+    gc.freeze()
+    slot_tasks = [asyncio.ensure_future(slot()) for _ in range(min(config.concurrency, len(jobs)))]
+    try:
+        await asyncio.gather(*slot_tasks)
+    finally:
+        for task in slot_tasks:
+            task.cancel()  # a slot that failed (e.g. on_run raised) stops the others too
+        gc.unfreeze()
+        _warned_blocking.reset(warned)
+        _deadline_queues.reset(deadlines_token)
+        for deadlines in deadline_queues.values():
+            deadlines.close()
+        progress.close()
+        if isolation is not None:
+            await isolation.aclose()
+    out: dict[str, list[AgentRun]] = {a.name: [] for a in agents}
+    runs = iter(fresh)
+    for agent, case, trial in plan:
+        kept = done.get((agent.name, case.case_id, trial))
+        out[agent.name].append(kept if kept is not None else next(runs))  # type: ignore[arg-type]
+    return out
+
+
+class Executor(Protocol):
+    """Where agent runs execute (``RunConfig.executor``): the local runner above or a cluster's
+    (``levelfield.executors``). The results are the same whichever runs them."""
+
+    def check(self, agents: Sequence[AgentRunnable]) -> None:
+        """Raise a ConfigError naming an agent this executor cannot run, before any run starts."""
+
+    async def run_agents(
+        self,
+        dataset: EvalDataset,
+        agents: Sequence[AgentRunnable],
+        config: RunConfig,
+        *,
+        on_run: OnRun | None = None,
+        done: Mapping[tuple[str, str, int], AgentRun] | None = None,
+        run_scenario: PlayScenario | None = None,
+    ) -> dict[str, list[AgentRun]]:
+        """As :func:`run_agents`: every run once, ``on_run`` called once per fresh run as it finishes
+        (what it returns, when not None, is awaited before that slot's next run: a journal write)."""

@@ -1,0 +1,273 @@
+"""Blocking calls off the event loop, on daemon threads that a hung call cannot pin down.
+
+``run_sync`` is how adapters call sync frameworks; ``run_coroutine`` is how the sync entry points
+(``evaluate``, ``compare``) run the async engine, on a loop whose default executor is the same
+daemon threads (LangChain runs sync tools there) and whose tasks cannot let a ``SystemExit``
+escape the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
+import itertools
+import queue
+import threading
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from ..errors import AdapterError
+from .failures import message_of
+
+__all__ = ["run_sync", "run_coroutine", "ContainedBaseException", "contained"]
+
+T = TypeVar("T")
+
+
+class _DaemonThreads:
+    """Daemon threads that run blocking calls, one call per thread at a time.
+
+    A thread is started whenever no idle one is waiting, so a call that hangs (its run timed out
+    and was abandoned) never makes another call wait for a thread: the runner's semaphore, not
+    this pool, bounds the calls in flight. Idle threads end after ``idle_seconds``. The threads
+    are daemons and nobody joins them, unlike ``concurrent.futures`` (whose exit hook waits for
+    every worker), so a hung call cannot keep the interpreter from exiting.
+    """
+
+    def __init__(self, idle_seconds: float = 30.0) -> None:
+        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._idle = 0  # threads waiting on the queue, minus the work items put there for them
+        self._idle_seconds = idle_seconds
+        self._names = itertools.count(1)
+
+    def submit(self, work: Callable[[], None]) -> None:
+        """Run ``work()`` (which reports its own outcome and must not raise) on an idle or new thread."""
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+                self._queue.put(work)
+                return
+        name = f"levelfield-sync-{next(self._names)}"
+        threading.Thread(target=self._serve, args=(work,), name=name, daemon=True).start()
+
+    def _serve(self, work: Callable[[], None] | None) -> None:
+        while work is not None:
+            try:
+                work()
+            except BaseException:  # noqa: BLE001 - work items deliver their own outcome
+                pass
+            work = None
+            with self._lock:
+                self._idle += 1
+            while work is None:
+                try:
+                    work = self._queue.get(timeout=self._idle_seconds)
+                except queue.Empty:
+                    with self._lock:
+                        if self._queue.empty():  # nothing was put for this thread: retire it
+                            self._idle -= 1
+                            return
+
+
+_threads = _DaemonThreads()
+
+
+class _Inbox:
+    """Outcomes of blocking calls on their way back to one event loop, delivered in batches.
+
+    ``call_soon_threadsafe`` per finished call writes a byte to the loop's self-pipe each time (a
+    system call that releases the GIL, which then has to be won back from the other agent
+    threads). Calls that finish while a delivery is pending join it instead: one wake-up of the
+    loop for all of them.
+    """
+
+    __slots__ = ("_loop", "_lock", "_items", "_scheduled", "__weakref__")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = weakref.ref(loop)  # the registry below must not keep a finished loop alive
+        self._lock = threading.Lock()
+        self._items: list[tuple[asyncio.Future, tuple[bool, Any]]] = []
+        self._scheduled = False
+
+    def put(self, future: asyncio.Future, outcome: tuple[bool, Any]) -> None:
+        """Deliver ``outcome`` to ``future`` on its loop (called from a worker thread)."""
+        with self._lock:
+            self._items.append((future, outcome))
+            if self._scheduled:
+                return
+            self._scheduled = True
+        loop = self._loop()
+        try:
+            if loop is None:
+                raise RuntimeError("the loop is gone")
+            loop.call_soon_threadsafe(self._deliver)
+        except RuntimeError:  # the loop is closed: nobody waits for these calls any more
+            with self._lock:
+                self._items.clear()
+                self._scheduled = False
+
+    def _deliver(self) -> None:
+        with self._lock:
+            items, self._items = self._items, []
+            self._scheduled = False
+        for future, outcome in items:
+            if not future.done():  # cancelled: the run timed out and went on without this call
+                future.set_result(outcome)
+
+
+_inboxes: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox]" = weakref.WeakKeyDictionary()
+
+
+def _inbox(loop: asyncio.AbstractEventLoop) -> _Inbox | None:
+    try:
+        inbox = _inboxes.get(loop)
+        if inbox is None:
+            inbox = _inboxes[loop] = _Inbox(loop)
+    except TypeError:  # a loop that cannot be weakly referenced (a C-implemented one): no batching
+        return None
+    return inbox
+
+
+def _settle(future: asyncio.Future, outcome: tuple[bool, Any]) -> None:
+    if not future.done():  # cancelled: the run timed out and went on without this call
+        future.set_result(outcome)
+
+
+async def run_sync(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run a blocking call in a daemon worker thread and await its result.
+
+    If the awaiting run is cancelled (its timeout), the call is abandoned: its thread finishes
+    whenever the call returns, holding no slot of the runner meanwhile.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future = loop.create_future()
+    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+    inbox = _inbox(loop)
+
+    def work() -> None:
+        try:
+            outcome: tuple[bool, Any] = (True, call())
+        except BaseException as exc:  # noqa: BLE001 - SystemExit & co. become the run's failure
+            outcome = (False, exc)
+        if inbox is not None:
+            inbox.put(future, outcome)
+            return
+        try:
+            loop.call_soon_threadsafe(_settle, future, outcome)
+        except RuntimeError:  # the loop is closed: nobody waits for this call any more
+            pass
+
+    _threads.submit(work)
+    # The outcome travels boxed: an asyncio future refuses StopIteration as an exception.
+    ok, value = await future
+    if ok:
+        return value
+    raise contained(value)
+
+
+class ContainedBaseException(AdapterError):
+    """A ``BaseException`` (SystemExit, KeyboardInterrupt, GeneratorExit...) or a ``StopIteration``
+    raised by an agent's code in a worker thread (or a SystemExit in a framework's own task),
+    carried as an ordinary exception.
+
+    Left as it was, it would escape whatever task awaits it (asyncio re-raises SystemExit and
+    KeyboardInterrupt out of the event loop; a future refuses StopIteration) and sink the
+    evaluation. A KeyboardInterrupt in a worker thread is never the user's Ctrl-C (signals reach
+    the main thread): it is the agent's. The run records the original type and message.
+    """
+
+    def __init__(self, original: BaseException) -> None:
+        name = type(original).__name__
+        super().__init__(f"{name}: {message_of(original) or name}", error_type=name)
+        self.original = original
+
+
+def contained(exc: BaseException) -> BaseException:
+    """``exc``, or a :class:`ContainedBaseException` carrying it if it is not safe to raise into a task."""
+    if isinstance(exc, Exception) and not isinstance(exc, (StopIteration, StopAsyncIteration)):
+        return exc
+    wrapper = ContainedBaseException(exc)
+    wrapper.__cause__ = exc
+    return wrapper
+
+
+class _DaemonExecutor(concurrent.futures.ThreadPoolExecutor):
+    """The default executor of the loops levelfield creates (``loop.run_in_executor(None, ...)``,
+    which LangChain uses for sync tools): calls go to the daemon threads, and shutting it down
+    never waits for a call that hangs."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)  # the base class starts no thread until its own submit
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future:  # type: ignore[override]
+        future: concurrent.futures.Future = concurrent.futures.Future()
+
+        def work() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:  # noqa: BLE001
+                future.set_exception(contained(exc))
+            else:
+                future.set_result(result)
+
+        _threads.submit(work)
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Nothing to wait for: abandoned calls finish (or not) on their own daemon threads."""
+
+
+async def _contain_exit(coro: Any) -> Any:
+    try:
+        return await coro
+    except SystemExit as exc:
+        raise ContainedBaseException(exc) from exc
+
+
+def _containing_task_factory(loop: asyncio.AbstractEventLoop, coro: Any, **options: Any) -> asyncio.Task:
+    # asyncio re-raises a SystemExit out of the event loop from any task, ending every run at once.
+    # Frameworks run agent code in tasks of their own (LangGraph's async tools): in those, it
+    # becomes an ordinary exception, so it fails that run only.
+    task = asyncio.Task(_contain_exit(coro), loop=loop, **options)
+    close = getattr(coro, "close", None)
+    if close is not None:
+        # A task cancelled before its first step (the loop stopped by Ctrl-C) never starts the
+        # wrapper, so ``coro`` would be reported as never awaited: close it (a no-op once it ran).
+        task.add_done_callback(lambda _: close())
+    return task
+
+
+async def _on_daemon_executor(coro: Awaitable[T]) -> T:
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(_DaemonExecutor())
+    if loop.get_task_factory() is None:
+        loop.set_task_factory(_containing_task_factory)
+    return await coro
+
+
+def run_coroutine(coro: Awaitable[T]) -> T:
+    """Run a coroutine to completion from sync code, also inside a running loop (Jupyter)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_on_daemon_executor(coro))
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(_on_daemon_executor(coro))
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="levelfield-run")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

@@ -1,0 +1,228 @@
+"""What a metric is: a name and a way to score one row, given one scoring context."""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
+
+from ..matching import Alignment, ToolCallMatcher, align
+from ...data.types import ToolCall, Usage
+
+__all__ = ["Metric", "Score", "ScoringContext", "TurnContext", "NAN", "score_columns"]
+
+NAN = float("nan")
+
+
+@dataclass(slots=True)  # slots: metrics create one per row, and many rows are scored
+class Score:
+    """A metric's verdict on one row, when it has more to say than a number."""
+
+    value: float
+    explanation: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    """More columns, written as ``<metric>/<key>``."""
+    failed: bool = False
+    """The metric itself failed on this row (a judge that could not answer, a function that raised)."""
+    usage: Usage | None = None
+    """Tokens the metric spent (judged metrics)."""
+    error: str | None = None
+    """Why the metric failed on this row, when ``failed``."""
+
+    def columns(self, name: str) -> dict[str, Any]:
+        """This score as the ``<name>/...`` columns of a results table; the one place they are spelled.
+
+        ``/score`` always; ``/explanation``, ``/<extra key>``, ``/error`` and ``/total_tokens`` when
+        known; ``/failed`` (True) only when the metric itself failed on the row.
+        """
+        cols: dict[str, Any] = {f"{name}/score": self.value}
+        if self.explanation is not None:
+            cols[f"{name}/explanation"] = self.explanation
+        for key, value in self.extra.items():
+            cols[f"{name}/{key}"] = value
+        if self.error is not None:
+            cols[f"{name}/error"] = self.error
+        if self.failed:
+            cols[f"{name}/failed"] = True
+        if self.usage is not None:
+            cols[f"{name}/total_tokens"] = self.usage.total_tokens
+        return cols
+
+    @classmethod
+    def of(cls, result: "float | Score | None") -> "Score":
+        """What a metric's ``score`` returned, as a Score (a bare number becomes its value; inf and junk NaN)."""
+        if isinstance(result, Score):
+            value = as_float(result.value)
+            return result if value is result.value else replace(result, value=value)
+        return cls(as_float(result))
+
+
+def score_columns(scores: "Mapping[str, Score]") -> dict[str, Any]:
+    """One row's scores (metric name -> Score) as table columns, in metric order."""
+    row: dict[str, Any] = {}
+    for name, score in scores.items():
+        row.update(score.columns(name))
+    return row
+
+
+@dataclass
+class TurnContext:
+    """One turn of a case as metrics see it: what was asked and expected, and what the agent did."""
+
+    prompt: str
+    """The user's message for this turn."""
+    reference: str | None = None
+    """The expected answer; None when the turn gives none."""
+    reference_trajectory: list[ToolCall] | None = None
+    """The expected tool calls; None when the turn gives none."""
+    response: str | None = None
+    """The agent's answer (live or saved); None when there is none."""
+    predicted_trajectory: list[ToolCall] = field(default_factory=list)
+    """The tool calls the agent made in this turn."""
+    reference_thoughts: str | None = None
+    """Thought text of the expected answer (ADK files), read only by ADK's response_match_score."""
+
+
+@dataclass
+class ScoringContext:
+    """Everything a metric may look at for one row: the case, and the agent's answer to it."""
+
+    case_id: str
+    prompt: str | None
+    response: str | None
+    predicted_trajectory: list[ToolCall]
+    reference: str | None = None
+    reference_trajectory: list[ToolCall] | None = None
+    """None when the dataset gives no reference trajectory for this row (not the same as [])."""
+    history: list[Any] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    failure: bool = False
+    turns: list[TurnContext] = field(default_factory=list)
+    """Every turn of a multi-turn case; empty for a single-turn case (see :meth:`conversation`)."""
+    reference_thoughts: str | None = None
+    """Thought text of the expected final answer (ADK files)."""
+    retrieved_context: list[dict[str, Any]] | None = None
+    """Documents the agent's last retrieval step returned (``{content, doc_uri}``); None when unknown."""
+    expected_retrieved_context: list[dict[str, Any]] | None = None
+    """The documents the dataset expects to be retrieved; None when it gives none."""
+    _alignments: dict[int, Alignment] = field(default_factory=dict, repr=False)
+
+    def alignment(self, matcher: ToolCallMatcher) -> Alignment:
+        """The alignment of predicted against reference trajectory, with its matched pairs, computed once per matcher."""
+        key = id(matcher)
+        cached = self._alignments.get(key)
+        if cached is None:
+            # With pairs, so that metrics can say which calls were missing or extra.
+            cached = align(self.predicted_trajectory, self.reference_trajectory or [], matcher, pairs=True)
+            self._alignments[key] = cached
+        return cached
+
+    def conversation(self) -> list[TurnContext]:
+        """The turns to score turn by turn: ``turns``, or the row itself as one turn."""
+        if self.turns:
+            return self.turns
+        return [
+            TurnContext(
+                prompt=self.prompt or "",
+                reference=self.reference,
+                reference_trajectory=self.reference_trajectory,
+                response=self.response,
+                predicted_trajectory=self.predicted_trajectory,
+                reference_thoughts=self.reference_thoughts,
+            )
+        ]
+
+    def instance(self) -> dict[str, Any]:
+        """The row as Vertex AI hands it to a custom metric function."""
+        row = dict(self.metadata)
+        row.update(
+            prompt=self.prompt,
+            response=self.response,
+            reference=self.reference,
+            predicted_trajectory=[c.to_vertex() for c in self.predicted_trajectory],
+            reference_trajectory=(
+                None
+                if self.reference_trajectory is None
+                else [c.to_vertex() for c in self.reference_trajectory]
+            ),
+        )
+        return row
+
+
+class Metric(ABC):
+    """Base of every metric: a unique ``name`` and ``score(ctx)``, which scores one row.
+
+    ``score`` gets one :class:`ScoringContext` (the case and the agent's answer to it) and returns
+    a float, or a :class:`Score` when it has more to say: its ``explanation`` becomes the
+    ``<name>/explanation`` column, its ``extra`` items ``<name>/<key>`` columns. ``requires``
+    names the context fields that must be present (not None) for the metric to be computable;
+    rows lacking one get NaN, and metrics are never called for failed runs. A metric that calls
+    out (a model, a service) sets ``is_async = True`` and overrides ``ascore``.
+
+    An example: a metric that says whether the answer is short enough, and why.
+
+    >>> from levelfield.core.score.metrics import Metric, Score, ScoringContext
+    >>> class ConciseAnswer(Metric):
+    ...     '''1 when the response has at most ``max_words`` words.'''
+    ...
+    ...     requires = ("response",)
+    ...
+    ...     def __init__(self, max_words: int = 20, *, name: str = "concise_answer") -> None:
+    ...         self.max_words = max_words
+    ...         self.name = name
+    ...
+    ...     def score(self, ctx: ScoringContext) -> Score:
+    ...         words = len(ctx.response.split())
+    ...         return Score(float(words <= self.max_words), explanation=f"{words} words; at most {self.max_words} allowed")
+    >>> row = ScoringContext(case_id="c1", prompt="Is the light on?", response="Yes, it is on.", predicted_trajectory=[])
+    >>> score = ConciseAnswer(max_words=3).score(row)
+    >>> score.value, score.explanation
+    (0.0, '4 words; at most 3 allowed')
+
+    Use it like any other metric: ``lf.evaluate(data, agent, metrics=[ConciseAnswer(), "trajectory_recall"])``.
+    A metric that forgets ``score`` cannot be created:
+
+    >>> class Unfinished(Metric):
+    ...     name = "unfinished"
+    >>> Unfinished()  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: Can't instantiate abstract class Unfinished ...score...
+    """
+
+    name: str
+    requires: ClassVar[tuple[str, ...]] = ()
+    is_async: ClassVar[bool] = False
+    reads: ClassVar[tuple[str, ...] | None] = None
+    """The context fields ``score`` reads, when the metric knows them (None: it may read any).
+
+    Saved predictions scored batch by batch (``levelfield.core.score.batch``) give a metric that
+    names them a context holding only those fields (tool calls as light objects with
+    ``tool_name`` and ``tool_input``), instead of building the whole case first."""
+
+    @abstractmethod
+    def score(self, ctx: ScoringContext) -> float | Score:
+        """The metric's verdict on one row: a float (NaN when it cannot say) or a :class:`Score`."""
+
+    async def ascore(self, ctx: ScoringContext) -> float | Score:
+        """Async twin of :meth:`score`; metrics that wait on I/O override it."""
+        return self.score(ctx)
+
+    def computable(self, ctx: ScoringContext) -> bool:
+        """Whether this row can be scored: the run did not fail and every field in ``requires`` is present."""
+        return not ctx.failure and all(getattr(ctx, f) is not None for f in self.requires)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+def as_float(value: Any) -> float:
+    if value is None:
+        return NAN
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return NAN
+    return out if not math.isinf(out) else NAN

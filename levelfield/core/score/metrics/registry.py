@@ -1,0 +1,150 @@
+"""Metric names: the strings users write, and turning a metric list into metric objects.
+
+The names of the metrics in ``core`` are listed here. Packages above core add theirs when they
+are imported (the LLM judge registers its prebuilt judged metrics), so this module knows none of
+them: it imports no package above core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from typing import Any
+
+from ...errors import MetricError
+from .base import Metric, Score, ScoringContext
+from .conversation import TurnsUsed
+from .response import Bleu, ExactMatch, ResponseMatchScore, Rouge
+from .retrieval import DocumentPrecision, DocumentRecall
+from .trajectory import (
+    ToolTrajectoryAvgScore,
+    TrajectoryAnyOrderMatch,
+    TrajectoryExactMatch,
+    TrajectoryInOrderMatch,
+    TrajectoryPrecision,
+    TrajectoryRecall,
+)
+
+__all__ = ["register_metric", "register_metric_hint", "metric_names", "resolve_metrics", "MetricSpec"]
+
+MetricSpec = "str | Metric"
+
+_REGISTRY: dict[str, Callable[[], Metric]] = {
+    "trajectory_exact_match": TrajectoryExactMatch,
+    "trajectory_in_order_match": TrajectoryInOrderMatch,
+    "trajectory_any_order_match": TrajectoryAnyOrderMatch,
+    "trajectory_precision": TrajectoryPrecision,
+    "trajectory_recall": TrajectoryRecall,
+    "tool_trajectory_avg_score": ToolTrajectoryAvgScore,
+    "exact_match": ExactMatch,
+    "bleu": Bleu,
+    "rouge_1": lambda: Rouge("rouge1"),
+    "rouge_2": lambda: Rouge("rouge2"),
+    "rouge_l": lambda: Rouge("rougeL"),
+    "rouge_l_sum": lambda: Rouge("rougeLsum"),
+    "response_match_score": ResponseMatchScore,
+    "turns_used": TurnsUsed,
+    "document_recall": DocumentRecall,
+    "document_precision": DocumentPrecision,
+}
+
+# Names that exist but need arguments: say how to build them (see register_metric_hint).
+_NEEDS_ARGS = {
+    "trajectory_single_tool_use": "lf.metrics.TrajectorySingleToolUse(tool_name=...)",
+    "rouge": "lf.metrics.Rouge(rouge_type='rougeL') or one of rouge_1, rouge_2, rouge_l, rouge_l_sum",
+}
+
+DEFAULT_METRICS = (
+    "trajectory_exact_match",
+    "trajectory_in_order_match",
+    "trajectory_any_order_match",
+    "trajectory_precision",
+    "trajectory_recall",
+    "rouge_l_sum",
+)
+
+
+def register_metric(name: str, factory: Callable[[], Metric]) -> None:
+    """Make ``name`` usable as a string in ``metrics=[...]``."""
+    if name in _REGISTRY:
+        raise MetricError(f"a metric named {name!r} is already registered")
+    _REGISTRY[name] = factory
+
+
+def register_metric_hint(name: str, how_to_build: str) -> None:
+    """Make ``name`` in ``metrics=[...]`` an error that says how to build the metric.
+
+    For metrics that cannot be built from a bare name because they need arguments, e.g. a
+    judged metric needs a judge model, which is never chosen silently:
+    ``register_metric_hint("safety", "lf.metrics.judged.safety(judge=...)")``.
+    """
+    if name in _REGISTRY:
+        raise MetricError(f"a metric named {name!r} is already registered; it needs no hint")
+    _NEEDS_ARGS[name] = how_to_build
+
+
+def metric_names() -> list[str]:
+    """Every metric name usable as a string."""
+    return sorted(_REGISTRY)
+
+
+class _ObjectMetric(Metric):
+    """A metric object that is not a :class:`Metric` subclass but has a ``name`` and ``score(ctx)``:
+    given the rest of the interface (``requires``, ``computable``, ``ascore``) so the engine can
+    score it like any other; its own versions are used where it has them."""
+
+    def __init__(self, obj: Any) -> None:
+        self.wrapped = obj
+        self.name = obj.name
+        self.requires = tuple(getattr(obj, "requires", ()))  # type: ignore[misc]
+        self.is_async = bool(getattr(obj, "is_async", False))  # type: ignore[misc]
+
+    def score(self, ctx: ScoringContext) -> float | Score:
+        return self.wrapped.score(ctx)
+
+    async def ascore(self, ctx: ScoringContext) -> float | Score:
+        own = getattr(self.wrapped, "ascore", None)
+        return await own(ctx) if own is not None else self.wrapped.score(ctx)
+
+    def computable(self, ctx: ScoringContext) -> bool:
+        own = getattr(self.wrapped, "computable", None)
+        return bool(own(ctx)) if own is not None else super().computable(ctx)
+
+    def __getattr__(self, attr: str) -> Any:
+        # Only reached for attributes this adapter lacks: the user's object answers for itself.
+        return getattr(self.__dict__["wrapped"], attr)
+
+    def __repr__(self) -> str:
+        return repr(self.wrapped)
+
+
+def resolve_metrics(metrics: Sequence[str | Metric] | None) -> list[Metric]:
+    """Turn names and metric objects into metric objects; unknown or duplicate names are errors."""
+    if metrics is None:
+        metrics = DEFAULT_METRICS
+    if isinstance(metrics, (str, Metric)):
+        metrics = [metrics]
+    out: list[Metric] = []
+    for spec in metrics:
+        if isinstance(spec, str):
+            if spec in _NEEDS_ARGS:
+                raise MetricError(f"metric {spec!r} needs arguments: use {_NEEDS_ARGS[spec]}")
+            factory = _REGISTRY.get(spec)
+            if factory is None:
+                raise MetricError(f"unknown metric {spec!r}; known names: {', '.join(metric_names())}")
+            out.append(factory())
+        elif isinstance(spec, Metric):
+            out.append(spec)
+        elif isinstance(getattr(spec, "name", None), str) and callable(getattr(spec, "score", None)):
+            out.append(_ObjectMetric(spec))
+        else:
+            raise MetricError(f"{spec!r} is not a metric name or a Metric object")
+    seen: dict[str, Metric] = {}
+    for metric in out:
+        if metric.name in seen:
+            raise MetricError(
+                f"two metrics are named {metric.name!r} ({seen[metric.name]!r} and {metric!r}); "
+                "give one a different name=..."
+            )
+        seen[metric.name] = metric
+    return out

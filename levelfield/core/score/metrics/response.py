@@ -1,0 +1,145 @@
+"""Response metrics: the agent's final text against the reference text (sacrebleu, rouge-score).
+
+Every text metric tokenizes Unicode-aware (see :mod:`.tokenizer`), so identical Chinese or
+Arabic text scores 1.0, and every score is clipped to [0, 1] (floating-point BLEU can land a
+hair above 1). The Vertex-named metrics (``exact_match``, ``bleu``, ``rouge_*``) score the
+row's final answer against its reference: for a multi-turn case, the last turn; a row without
+a reference or a response gives NaN. ``response_match_score`` follows ADK turn by turn.
+"""
+
+from __future__ import annotations
+
+from .base import Metric, Score, ScoringContext
+from .tokenizer import UnicodeTokenizer, bleu_tokenize_name
+
+__all__ = ["ExactMatch", "Bleu", "Rouge", "ResponseMatchScore"]
+
+
+def _unit(value: float) -> float:
+    return min(1.0, max(0.0, value))
+
+
+class ExactMatch(Metric):
+    """1 if the response equals the reference (surrounding whitespace ignored), else 0."""
+
+    requires = ("reference", "response")
+    reads = ("reference", "response")
+
+    def __init__(self, *, name: str = "exact_match") -> None:
+        self.name = name
+
+    def score(self, ctx: ScoringContext) -> float:
+        return float(ctx.response.strip() == ctx.reference.strip())
+
+
+class Bleu(Metric):
+    """Sentence BLEU of the response against the reference, from sacrebleu, scaled to [0, 1].
+
+    ``use_effective_order`` defaults to True, as sacrebleu's ``sentence_bleu`` does: without it
+    any answer shorter than four words scores 0. ``tokenize="auto"`` picks sacrebleu's tokenizer
+    by script (``13a`` for Latin text, ``zh`` for Chinese, ``char`` for Japanese and Thai,
+    ``intl`` for other scripts; see :func:`.tokenizer.bleu_tokenize_name`); any sacrebleu
+    tokenizer name fixes it.
+    """
+
+    requires = ("reference", "response")
+    reads = ("reference", "response")
+
+    def __init__(self, *, use_effective_order: bool = True, tokenize: str = "auto", name: str = "bleu") -> None:
+        from sacrebleu.metrics import BLEU
+
+        known = list(BLEU.TOKENIZERS)
+        if tokenize != "auto" and tokenize not in known:
+            from ...errors import MetricError
+
+            raise MetricError(f"Bleu tokenize={tokenize!r} is not 'auto' or one of sacrebleu's: {', '.join(known)}")
+        self.name = name
+        self.tokenize = tokenize
+        self._effective_order = use_effective_order
+        self._make = BLEU
+        self._by_tokenizer: dict[str, object] = {}
+
+    def _bleu(self, tokenize: str):
+        bleu = self._by_tokenizer.get(tokenize)
+        if bleu is None:
+            bleu = self._by_tokenizer[tokenize] = self._make(effective_order=self._effective_order, tokenize=tokenize)
+        return bleu
+
+    def score(self, ctx: ScoringContext) -> float:
+        tokenize = bleu_tokenize_name(ctx.reference, ctx.response) if self.tokenize == "auto" else self.tokenize
+        bleu = self._bleu(tokenize)
+        # The base class's sentence_score: BLEU's own logs a warning on every call when
+        # effective order is off, which the user chose knowingly.
+        return _unit(super(type(bleu), bleu).sentence_score(ctx.response, [ctx.reference]).score / 100.0)
+
+
+class Rouge(Metric):
+    """ROUGE F-measure of the response against the reference, from rouge-score.
+
+    ``rouge_type`` is one of rouge-score's types: ``rouge1``, ``rouge2``, ``rougeL``, ``rougeLsum``.
+    Tokens are Unicode-aware (:class:`.tokenizer.UnicodeTokenizer`); on ASCII text they are
+    rouge-score's own.
+    """
+
+    requires = ("reference", "response")
+    reads = ("reference", "response")
+    _names = {"rouge1": "rouge_1", "rouge2": "rouge_2", "rougeL": "rouge_l", "rougeLsum": "rouge_l_sum"}
+
+    def __init__(
+        self,
+        rouge_type: str = "rougeL",
+        *,
+        use_stemmer: bool = False,
+        split_summaries: bool = False,
+        name: str | None = None,
+    ) -> None:
+        from rouge_score.rouge_scorer import RougeScorer
+
+        if rouge_type not in self._names:
+            from ...errors import MetricError
+
+            raise MetricError(f"Rouge rouge_type={rouge_type!r} is not one of {', '.join(self._names)}")
+        self.rouge_type = rouge_type
+        self.name = name or self._names[rouge_type]
+        self._scorer = RougeScorer(
+            [rouge_type], split_summaries=split_summaries, tokenizer=UnicodeTokenizer(use_stemmer=use_stemmer)
+        )
+
+    def _f(self, reference: str, response: str) -> float:
+        # rouge-score's argument order is (target, prediction).
+        return _unit(self._scorer.score(reference, response)[self.rouge_type].fmeasure)
+
+    def score(self, ctx: ScoringContext) -> float:
+        return self._f(ctx.reference, ctx.response)
+
+
+class ResponseMatchScore(Rouge):
+    """ADK's ``response_match_score``: ROUGE-1 F-measure with stemming, averaged over turns.
+
+    As ADK scores it: every turn counts; a turn without an expected answer is scored against
+    the empty string (0), a turn without an answer likewise; thought parts of the expected
+    answer count as its text. A case is computable when at least one turn has an expected answer.
+    """
+
+    reads = None  # every turn, and the expected answer's thoughts
+
+    def __init__(self, *, name: str = "response_match_score") -> None:
+        super().__init__("rouge1", use_stemmer=True, name=name)
+
+    def computable(self, ctx: ScoringContext) -> bool:
+        if ctx.failure or (not ctx.turns and ctx.response is None):  # a saved row with no answer at all
+            return False
+        return any(t.reference is not None for t in ctx.conversation())
+
+    def score(self, ctx: ScoringContext) -> float | Score:
+        scores = []
+        for turn in ctx.conversation():
+            reference = turn.reference or ""
+            if turn.reference_thoughts:
+                # ROUGE-1 counts unigrams, so where the thoughts stand in the text does not matter.
+                reference = f"{turn.reference_thoughts}\n{reference}"
+            scores.append(self._f(reference, turn.response or ""))
+        if not ctx.turns:
+            return scores[0]
+        # Per-turn scores let criteria pool turns over trials, as ADK does.
+        return Score(sum(scores) / len(scores), extra={"per_turn": scores})

@@ -1,0 +1,243 @@
+"""Scoring one row with every metric; a metric that cannot score a row gives NaN, never a crash."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+
+from ..data.types import transcript_text
+from ..data.dataset import EvalCase
+from .metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
+from ..data.types import AgentRun
+
+__all__ = ["context_for", "conversation_context", "score_rows", "score_sync", "order_like", "RunScorer"]
+
+
+def _saved_turns(case: EvalCase) -> list[TurnContext]:
+    turns = [
+        TurnContext(
+            prompt=t.prompt,
+            reference=t.reference,
+            reference_trajectory=t.reference_trajectory,
+            response=t.response,
+            predicted_trajectory=list(t.predicted_trajectory or []),
+            reference_thoughts=t.reference_thoughts,
+        )
+        for t in case.turns
+    ]
+    if turns and not any(t.has_prediction for t in case.turns) and (
+        case.response is not None or case.predicted_trajectory is not None
+    ):
+        # Only a case-level answer was saved: it is the last turn's, as a live run's output is.
+        turns[-1].response = case.response
+        turns[-1].predicted_trajectory = list(case.predicted_trajectory or [])
+    return turns
+
+
+def _run_turns(case: EvalCase, run: AgentRun) -> list[TurnContext]:
+    outputs = run.turns or ([run.output] if len(case.turns) == 1 else [])
+    turns = []
+    for i, t in enumerate(case.turns):
+        got = outputs[i] if i < len(outputs) else None
+        turns.append(
+            TurnContext(
+                prompt=t.prompt,
+                reference=t.reference,
+                reference_trajectory=t.reference_trajectory,
+                response=got.response if got is not None else None,
+                predicted_trajectory=list(got.trajectory) if got is not None else [],
+                reference_thoughts=t.reference_thoughts,
+            )
+        )
+    return turns
+
+
+def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
+    """The scoring context of one case: the saved prediction when ``run`` is None, else the run's output.
+
+    A multi-turn case gets one :class:`TurnContext` per turn, from the run's per-turn outputs or
+    from the answers saved on each turn, so saved and live multi-turn cases score alike.
+    """
+    if run is not None and run.conversation is not None and case.conversation_scenario is not None:
+        return conversation_context(case, run)
+    if run is None:
+        response, trajectory, failure = case.response, case.predicted_trajectory or [], bool(
+            case.metadata.get("failure") in (True, 1, "1", "true", "True")
+        )
+        turns = _saved_turns(case)
+        retrieved = case.retrieved_context
+    else:
+        out = run.output
+        response = out.response if out is not None else None
+        trajectory = out.trajectory if out is not None else []
+        failure = run.failure
+        turns = _run_turns(case, run)
+        retrieved = out.retrieved_context if out is not None else None
+    return ScoringContext(
+        case_id=case.case_id,
+        prompt=case.prompt,
+        response=response,
+        predicted_trajectory=list(trajectory),
+        reference=case.reference,
+        reference_trajectory=case.reference_trajectory,
+        history=list(case.history),
+        metadata=case.metadata,
+        failure=failure,
+        turns=turns,
+        reference_thoughts=case.reference_thoughts,
+        retrieved_context=retrieved,
+        expected_retrieved_context=case.expected_retrieved_context,
+    )
+
+
+def conversation_context(case: EvalCase, run: AgentRun) -> ScoringContext:
+    """The scoring context of a simulated conversation: the whole conversation is one row.
+
+    ``predicted_trajectory`` is every call of every turn (a scenario's reference trajectory, when it
+    gives one, is what the whole conversation should call); ``response`` is the agent's last
+    answer; judges can read ``{conversation}``, ``{conversation_plan}``, ``{starting_prompt}``,
+    ``{user_persona}`` and ``{turns_used}``. A simulator failure is not scored (NaN), like a failed run.
+    """
+    conv = run.conversation
+    scenario = case.scenario
+    assert conv is not None and scenario is not None
+    outputs = run.turns or ([run.output] if run.output is not None else [])
+    metadata = dict(case.metadata)
+    metadata.update(
+        conversation=transcript_text(conv.user_turns, outputs),
+        conversation_plan=scenario.conversation_plan,
+        starting_prompt=scenario.starting_prompt,
+        user_persona=scenario.persona_text,
+        turns_used=len(outputs),
+    )
+    out = run.output
+    return ScoringContext(
+        case_id=case.case_id,
+        prompt=scenario.starting_prompt,
+        response=out.response if out is not None else None,
+        predicted_trajectory=[call for o in outputs for call in o.trajectory],
+        reference=case.reference,
+        reference_trajectory=case.reference_trajectory,
+        history=list(case.history),
+        metadata=metadata,
+        failure=run.failure or conv.simulator_failure,
+    )
+
+
+def _failed(exc: BaseException) -> Score:
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except Exception:  # an exception whose __str__ raises must not lose the row
+        text = type(exc).__name__
+    return Score(NAN, failed=True, error=text)
+
+
+_UNSCORED = Score(NAN)
+"""The score of a metric that does not apply to a row (no reference, failed run)."""
+
+
+def score_sync(ctx: ScoringContext, metrics: Sequence[Metric]) -> dict[str, Score]:
+    """The scores of the sync metrics for one row, by metric name."""
+    row: dict[str, Score] = {}
+    for metric in metrics:
+        if not metric.computable(ctx):
+            row[metric.name] = _UNSCORED
+            continue
+        try:
+            row[metric.name] = Score.of(metric.score(ctx))
+        except Exception as exc:  # a metric bug must not lose the run
+            row[metric.name] = _failed(exc)
+    return row
+
+
+async def _score_async(
+    rows: Sequence[dict[str, Score]], contexts: Sequence[ScoringContext], metrics: Sequence[Metric], concurrency: int
+) -> None:
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(metric: Metric, row: dict[str, Score], ctx: ScoringContext) -> None:
+        if not metric.computable(ctx):
+            row[metric.name] = _UNSCORED
+            return
+        async with limit:
+            try:
+                row[metric.name] = Score.of(await metric.ascore(ctx))
+            except Exception as exc:
+                row[metric.name] = _failed(exc)
+
+    await asyncio.gather(*(one(m, r, c) for m in metrics for r, c in zip(rows, contexts)))
+
+
+def order_like(row: dict[str, Score], metrics: Sequence[Metric]) -> dict[str, Score]:
+    """``row`` with its metrics in the order of ``metrics`` (sync and async ones are scored apart)."""
+    return {m.name: row[m.name] for m in metrics if m.name in row}
+
+
+def _split(metrics: Sequence[Metric]) -> tuple[list[Metric], list[Metric]]:
+    sync = [m for m in metrics if not getattr(m, "is_async", False)]
+    return sync, [m for m in metrics if getattr(m, "is_async", False)]
+
+
+async def score_rows(
+    contexts: Sequence[ScoringContext], metrics: Sequence[Metric], *, concurrency: int = 16
+) -> list[dict[str, Score]]:
+    """One dict of metric name -> Score per context, in order."""
+    sync_metrics, async_metrics = _split(metrics)
+    rows = [score_sync(ctx, sync_metrics) for ctx in contexts]
+    if async_metrics:
+        await _score_async(rows, contexts, async_metrics, concurrency)
+        rows = [order_like(row, metrics) for row in rows]
+    return rows
+
+
+class RunScorer:
+    """Scores runs as they finish: sync metrics at once, while other runs are still in flight
+    (so scoring costs no wall time), async (judged) metrics together at the end.
+
+    Pass it as ``run_agents(..., on_run=scorer)``, then ``await scorer.scores(runs)``.
+    """
+
+    def __init__(self, dataset: Iterable[EvalCase], metrics: Sequence[Metric], *, concurrency: int = 16) -> None:
+        self._cases = {c.case_id: c for c in dataset}
+        self._metrics = list(metrics)
+        self._sync, self._async = _split(metrics)
+        self._concurrency = concurrency
+        self._done: dict[tuple[str, str, int], tuple[ScoringContext | None, dict[str, Score]]] = {}
+        self._deferred: list[AgentRun] = []
+
+    def _score(self, run: AgentRun) -> tuple[ScoringContext, dict[str, Score]]:
+        ctx = context_for(self._cases[run.case_id], run)
+        return ctx, score_sync(ctx, self._sync)
+
+    def __call__(self, run: AgentRun) -> dict[str, Score]:
+        """Score ``run``'s sync metrics now; returns them (judged metrics come in :meth:`scores`)."""
+        ctx, row = self._score(run)
+        # The context is kept only for the judged metrics scored at the end: a run's context
+        # kept for nothing is garbage the collector scans again and again while runs are in flight.
+        self._done[(run.agent_name, run.case_id, run.trial)] = (ctx if self._async else None, row)
+        return row
+
+    def defer(self, run: AgentRun) -> None:
+        """Score ``run`` once the event loop has run what is ready now (the next runs started):
+        scoring then fills the loop's idle time instead of delaying the runs that finished with it."""
+        self._deferred.append(run)
+        if len(self._deferred) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self._score_deferred)
+            except RuntimeError:  # no loop: score now
+                self._score_deferred()
+
+    def _score_deferred(self) -> None:
+        runs, self._deferred = self._deferred, []
+        for run in runs:
+            self(run)
+
+    async def scores(self, runs: Sequence[AgentRun]) -> list[dict[str, Score]]:
+        """Every metric's score of ``runs``, in their order."""
+        self._score_deferred()
+        scored = [self._done.pop((r.agent_name, r.case_id, r.trial), None) or self._score(r) for r in runs]
+        rows = [row for _, row in scored]
+        if self._async:
+            await _score_async(rows, [ctx for ctx, _ in scored], self._async, self._concurrency)
+            rows = [order_like(row, self._metrics) for row in rows]
+        return rows

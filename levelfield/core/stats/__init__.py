@@ -1,0 +1,3 @@
+"""Statistics: intervals, paired tests, sample-size planning, change detection, judge correction.
+
+Imports ``core.errors``, ``core.data`` and ``core.results`` (for types only)."""

@@ -1,0 +1,196 @@
+"""Did a change make an agent better or worse? One metric's change against a baseline, and the words for it.
+
+:func:`measure_change` tests one metric of a new agent against a baseline on paired cases;
+:func:`adjust` applies Holm's correction across a family of such changes and gives each its
+verdict; :func:`describe_change` is the one place the verdict is put into words, for the CLI, the
+report and error messages alike ("worse than main by 6.1 points [2.0, 10.2], p=0.004 — regression").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+
+from . import inference as stats
+from ..errors import ConfigError
+from .planning import minimum_detectable_effect
+
+__all__ = ["Change", "Verdict", "measure_change", "adjust", "describe_change", "detectable_difference"]
+
+Verdict = Literal["regression", "improvement", "no significant change", "within margin", "not testable"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One metric of one agent against a baseline, on the cases both have a score for."""
+
+    metric: str
+    agent: str
+    baseline: str
+    n: int
+    """Paired cases."""
+    difference: float
+    """Mean of agent − baseline over paired cases."""
+    low: float
+    high: float
+    """Interval of the difference (paired bootstrap, confidence 1 − alpha)."""
+    p_value: float
+    """The paired test's two-sided p; with a margin, the non-inferiority p (:func:`stats.noninferiority_p`)."""
+    p_adjusted: float
+    """``p_value`` after Holm's correction across the family (equal to it until :func:`adjust`)."""
+    test: str
+    alpha: float
+    margin: float
+    mde: float
+    """The smallest change these cases could detect with ``power`` at ``alpha`` (before Holm; NaN when nothing varies)."""
+    power: float
+    points: bool
+    """True when the metric lies in [0, 1], so differences read as points (× 100)."""
+    verdict: Verdict = "not testable"
+
+    @property
+    def significant(self) -> bool:
+        return self.p_adjusted < self.alpha
+
+    @property
+    def regression(self) -> bool:
+        return self.verdict == "regression"
+
+
+def measure_change(
+    new: Sequence[float] | np.ndarray,
+    base: Sequence[float] | np.ndarray,
+    *,
+    metric: str,
+    agent: str,
+    baseline: str,
+    test: stats.PairedTestName = "auto",
+    alpha: float = 0.05,
+    margin: float = 0.0,
+    power: float = 0.8,
+    seed: int = 0,
+    interval: bool = True,
+) -> Change:
+    """Test per-case scores ``new[i]`` against ``base[i]`` (same case); verdict from its own p until :func:`adjust`.
+
+    ``interval=False`` skips the bootstrap interval (NaN) when only the verdict is needed.
+    """
+    if not 0 < alpha < 1:
+        raise ConfigError(f"alpha={alpha!r}: must be between 0 and 1")
+    x, y = np.asarray(new, dtype=float), np.asarray(base, dtype=float)
+    t = stats.paired_test(x, y, test=test, confidence=1 - alpha, seed=seed, interval=interval)
+    p = stats.noninferiority_p(x, y, margin, test=test) if margin > 0 else t.p_value
+    values = np.concatenate([x[~np.isnan(x)], y[~np.isnan(y)]])
+    points = values.size > 0 and bool(((values >= 0) & (values <= 1)).all())
+    change = Change(
+        metric=metric,
+        agent=agent,
+        baseline=baseline,
+        n=t.n,
+        difference=t.difference,
+        low=t.low,
+        high=t.high,
+        p_value=p,
+        p_adjusted=p,
+        test=t.test,
+        alpha=alpha,
+        margin=float(margin),
+        mde=detectable_difference(x, y, t, alpha=alpha, power=power),
+        power=power,
+        points=points,
+    )
+    return replace(change, verdict=_verdict(change))
+
+
+def detectable_difference(
+    a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, t: stats.PairedTest, *, alpha: float = 0.05,
+    power: float = 0.8,
+) -> float:
+    """The smallest difference the paired cases of ``a`` and ``b`` could detect with ``power`` (NaN if none vary).
+
+    ``t`` is their :func:`stats.paired_test`. McNemar: Connor's formula at the observed discordance;
+    otherwise the normal formula at the observed SD of the differences (:mod:`levelfield.core.stats.planning`).
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if t.n < 2:
+        return math.nan
+    keep = ~(np.isnan(x) | np.isnan(y))
+    if t.test == "mcnemar":
+        discordance = (t.wins + t.losses) / t.n
+        if discordance == 0:
+            return math.nan
+        # Connor's paired formula depends on the discordance only; p0 is required by the API, not used.
+        return minimum_detectable_effect(t.n, p0=0.5, discordance=min(discordance, 1 - 1e-9), alpha=alpha, power=power)
+    sd = float(np.std(x[keep] - y[keep], ddof=1))
+    return minimum_detectable_effect(t.n, sd=sd, alpha=alpha, power=power) if sd > 0 else math.nan
+
+
+def _verdict(c: Change) -> Verdict:
+    if c.n == 0 or math.isnan(c.p_adjusted):
+        return "not testable"
+    if c.margin > 0:
+        if c.p_adjusted < c.alpha:
+            return "regression"
+        return "within margin" if c.difference < 0 else "no significant change"
+    if c.p_adjusted < c.alpha and c.difference != 0:
+        return "regression" if c.difference < 0 else "improvement"
+    return "no significant change"
+
+
+def adjust(changes: Sequence[Change]) -> list[Change]:
+    """The changes with Holm-adjusted p-values across all of them, and verdicts from the adjusted p."""
+    adjusted = stats.holm([c.p_value for c in changes])
+    out = []
+    for c, p in zip(changes, adjusted):
+        c = replace(c, p_adjusted=float(p))
+        out.append(replace(c, verdict=_verdict(c)))
+    return out
+
+
+def _amount(value: float, points: bool) -> str:
+    return f"{value * 100:.1f}" if points else f"{value:.3g}"
+
+
+def _p(p: float) -> str:
+    return "p<0.001" if p < 0.001 else f"p={p:.3f}"
+
+
+def describe_change(change: Change) -> str:
+    """The change in words: "worse than main by 6.1 points [2.0, 10.2], p=0.004 — regression".
+
+    A non-significant change says what these cases could have detected: "no significant change
+    (−1.2 points [−4.0, 1.6], p=0.412); could detect ≥ 8.0 points at this n". p is Holm-adjusted.
+    """
+    c = change
+    unit = " points" if c.points else ""
+    base = c.baseline
+    if c.verdict == "not testable":
+        return f"not testable against {base}: no case has a score on both sides"
+    if c.difference == 0 and c.low == 0 and c.high == 0:
+        return f"no change: same score as {base} on all {c.n} paired cases"
+    size = abs(c.difference)
+    if c.difference < 0:
+        low, high = -c.high, -c.low
+        direction = f"worse than {base} by {_amount(size, c.points)}{unit}"
+    elif c.difference > 0:
+        low, high = c.low, c.high
+        direction = f"better than {base} by {_amount(size, c.points)}{unit}"
+    else:
+        low, high = c.low, c.high
+        direction = f"same as {base}"
+    interval = "" if math.isnan(low) else f" [{_amount(low, c.points)}, {_amount(high, c.points)}]"
+    measured = f"{direction}{interval}, {_p(c.p_adjusted)}"
+    margin = f"{_amount(c.margin, c.points)}{' point' if c.points else ''}"
+    if c.verdict == "regression":
+        beyond = f", beyond the {margin} margin" if c.margin > 0 else ""
+        return f"{measured}{beyond} — regression"
+    if c.verdict == "improvement":
+        return f"{measured} — improvement"
+    if c.verdict == "within margin":
+        return f"{measured}; not shown to exceed the {margin} margin — no regression"
+    detect = "" if math.isnan(c.mde) else f"; could detect ≥ {_amount(c.mde, c.points)}{unit} at this n"
+    return f"no significant change ({measured}){detect}"

@@ -1,0 +1,348 @@
+"""Statistics for comparing agents: intervals over cases, paired tests, Holm correction, pass@k.
+
+Everything here works on per-case values: when a case ran several trials, its trials are
+averaged first, so a case counts once and two agents stay paired case by case. The tests come
+from SciPy (Wilson intervals via ``binomtest``, ``bootstrap``, ``wilcoxon``, ``permutation_test``);
+only Holm's step-down adjustment and the pass@k estimators, which SciPy does not have, are
+written here. SciPy is imported when a statistic is first computed, so ``import levelfield``
+stays light.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from ..errors import ConfigError
+
+__all__ = [
+    "Interval",
+    "PairedTest",
+    "PairedTestName",
+    "is_binary",
+    "case_means",
+    "reduce_trials",
+    "REDUCERS",
+    "Reducer",
+    "wilson_interval",
+    "bootstrap_interval",
+    "mean_interval",
+    "paired_test",
+    "holm",
+    "noninferiority_p",
+    "pass_at_k",
+    "pass_hat_k",
+    "flaky_cases",
+]
+
+PairedTestName = Literal["auto", "mcnemar", "wilcoxon", "permutation"]
+
+_RESAMPLES = 9999
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mean over cases and its confidence interval."""
+
+    estimate: float
+    low: float
+    high: float
+    n: int
+    """Cases the estimate is over (NaN cases left out)."""
+    method: str
+    """``wilson``, ``bootstrap`` or ``none`` (too few cases for an interval)."""
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """How agent A differs from agent B on the cases both have a value for."""
+
+    difference: float
+    """Mean of A − B over paired cases."""
+    low: float
+    high: float
+    p_value: float
+    test: str
+    """``mcnemar`` (exact), ``wilcoxon``, ``permutation`` or ``none`` (nothing to test)."""
+    n: int
+    """Paired cases."""
+    wins: int
+    """Cases where A scored higher."""
+    ties: int
+    losses: int
+    """Cases where B scored higher."""
+
+
+def _finite(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    arr = np.asarray(values, dtype=float).ravel()
+    return arr[~np.isnan(arr)]
+
+
+def is_binary(values: Sequence[float] | np.ndarray) -> bool:
+    """True when every non-NaN value is 0 or 1 (and there is at least one)."""
+    arr = _finite(values)
+    return arr.size > 0 and bool(np.isin(arr, (0.0, 1.0)).all())
+
+
+def case_means(trials: np.ndarray) -> np.ndarray:
+    """Average a (cases × trials) matrix over trials, ignoring NaN trials; all-NaN cases stay NaN."""
+    arr = np.asarray(trials, dtype=float)
+    if arr.ndim == 1:
+        return arr.copy()
+    counts = (~np.isnan(arr)).sum(axis=1)
+    sums = np.nansum(arr, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
+def _reduce(arr: np.ndarray, fn) -> np.ndarray:
+    arr = np.asarray(arr, dtype=float)
+    if arr.ndim == 1:
+        return arr.copy()
+    out = np.full(arr.shape[0], np.nan)
+    scored = (~np.isnan(arr)).any(axis=1)
+    if scored.any():
+        out[scored] = fn(arr[scored], axis=1)
+    return out
+
+
+REDUCERS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "mean": case_means,
+    "max": lambda arr: _reduce(arr, np.nanmax),
+    "min": lambda arr: _reduce(arr, np.nanmin),
+    "median": lambda arr: _reduce(arr, np.nanmedian),
+}
+"""Named trial reducers: how a case's trials become one value. ``mean`` (the default) weighs
+every trial; ``max`` counts a case as solved when any trial solved it (pass@k-style); ``min``
+when every trial did (pass^k-style); ``median`` resists one odd trial."""
+
+Reducer = Literal["mean", "max", "min", "median"]
+
+
+def reduce_trials(trials: np.ndarray, reducer: str = "mean") -> np.ndarray:
+    """A (cases × trials) matrix reduced over trials by a named reducer, NaN trials ignored."""
+    fn = REDUCERS.get(reducer)
+    if fn is None:
+        raise ConfigError(f"reducer={reducer!r}: use one of {', '.join(REDUCERS)}")
+    return fn(trials)
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval:
+    """Wilson score interval of a proportion (SciPy's ``binomtest(...).proportion_ci``)."""
+    from scipy import stats
+
+    if n == 0:
+        return Interval(math.nan, math.nan, math.nan, 0, "none")
+    ci = stats.binomtest(int(successes), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
+    return Interval(successes / n, float(ci.low), float(ci.high), int(n), "wilson")
+
+
+def _bootstrap(values: np.ndarray, confidence: float, seed: int) -> tuple[float, float]:
+    from scipy import stats
+
+    if np.all(values == values[0]):
+        # No spread: every resample has the same mean (BCa would warn and return NaN).
+        return float(values[0]), float(values[0])
+    rng = np.random.default_rng(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = stats.bootstrap(
+            (values,), np.mean, confidence_level=confidence, n_resamples=_RESAMPLES, method="BCa", rng=rng
+        )
+        low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        if math.isnan(low) or math.isnan(high):
+            # BCa is undefined for some lopsided samples; the percentile interval still is.
+            res = stats.bootstrap(
+                (values,),
+                np.mean,
+                confidence_level=confidence,
+                n_resamples=_RESAMPLES,
+                method="percentile",
+                rng=np.random.default_rng(seed),
+            )
+            low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return low, high
+
+
+def bootstrap_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95, seed: int = 0) -> Interval:
+    """Mean of the non-NaN values with a BCa bootstrap interval (SciPy), reproducible by ``seed``."""
+    arr = _finite(values)
+    if arr.size == 0:
+        return Interval(math.nan, math.nan, math.nan, 0, "none")
+    mean = float(arr.mean())
+    if arr.size < 2:
+        return Interval(mean, math.nan, math.nan, 1, "none")
+    low, high = _bootstrap(arr, confidence, seed)
+    return Interval(mean, low, high, int(arr.size), "bootstrap")
+
+
+def mean_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95, seed: int = 0) -> Interval:
+    """Mean over cases with a 95% (by default) interval: Wilson for 0/1 values, bootstrap otherwise."""
+    arr = _finite(values)
+    if is_binary(arr):
+        return wilson_interval(int(arr.sum()), int(arr.size), confidence)
+    return bootstrap_interval(arr, confidence, seed)
+
+
+def paired_test(
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
+    *,
+    test: PairedTestName = "auto",
+    confidence: float = 0.95,
+    seed: int = 0,
+    interval: bool = True,
+) -> PairedTest:
+    """Compare two agents case by case (``a[i]`` and ``b[i]`` are the same case).
+
+    Cases where either value is NaN are left out. ``auto`` picks the exact McNemar test (a
+    two-sided binomial test on the discordant cases) when both are 0/1, else the Wilcoxon
+    signed-rank test. The interval of the mean difference is a paired bootstrap
+    (``interval=False`` skips it, leaving NaN, where only the p-value is needed).
+    """
+    from scipy import stats
+
+    x, y = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+    if x.shape != y.shape:
+        raise ConfigError(f"paired_test needs equal lengths, got {x.size} and {y.size}")
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep], y[keep]
+    d = x - y
+    wins, losses = int((d > 0).sum()), int((d < 0).sum())
+    ties = int(d.size - wins - losses)
+    if d.size == 0:
+        return PairedTest(math.nan, math.nan, math.nan, math.nan, "none", 0, 0, 0, 0)
+    if test == "auto":
+        test = "mcnemar" if is_binary(x) and is_binary(y) else "wilcoxon"
+    if test == "mcnemar":
+        if not (is_binary(x) and is_binary(y)):
+            raise ConfigError("the McNemar test needs 0/1 values")
+        discordant = wins + losses
+        p = 1.0 if discordant == 0 else float(stats.binomtest(wins, discordant, 0.5).pvalue)
+    elif test == "wilcoxon":
+        # All-zero differences carry no evidence either way; SciPy would raise.
+        p = 1.0 if not np.any(d) else float(stats.wilcoxon(x, y).pvalue)
+    elif test == "permutation":
+        if not np.any(d):
+            p = 1.0
+        else:
+            res = stats.permutation_test(
+                (x, y),
+                lambda u, v, axis=-1: np.mean(u - v, axis=axis),
+                permutation_type="samples",
+                vectorized=True,
+                n_resamples=_RESAMPLES,
+                rng=np.random.default_rng(seed),
+            )
+            p = float(res.pvalue)
+    else:
+        raise ConfigError(f"unknown paired test {test!r}; use auto, mcnemar, wilcoxon or permutation")
+    diff = float(d.mean())
+    low, high = _bootstrap(d, confidence, seed) if d.size >= 2 and interval else (math.nan, math.nan)
+    return PairedTest(diff, low, high, min(p, 1.0), test, int(d.size), wins, ties, losses)
+
+
+def noninferiority_p(
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
+    margin: float,
+    *,
+    test: PairedTestName = "auto",
+) -> float:
+    """p-value that A is worse than B by more than ``margin`` (H1: mean of A − B < −margin), paired by case.
+
+    Two-sided scale: twice the one-sided p, so ``p < alpha`` exactly when the 1 − alpha interval of
+    the difference lies wholly below −margin. Continuous values: the Wilcoxon signed-rank test of
+    the differences shifted by the margin. 0/1 values (McNemar's setting, where a shifted
+    difference is no longer 0/1) and ``test="permutation"``: the Wald z-test of the mean paired
+    difference, as in Liu et al.
+    (2002), "Tests for equivalence or non-inferiority for paired binary data", Stat. Med. 21:231-245.
+    NaN pairs are left out; NaN when nothing is left.
+    """
+    from scipy import stats
+
+    margin = float(margin)
+    if not (margin >= 0 and math.isfinite(margin)):
+        raise ConfigError(f"margin={margin!r}: must be a number of at least 0")
+    x, y = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+    if x.shape != y.shape:
+        raise ConfigError(f"noninferiority_p needs equal lengths, got {x.size} and {y.size}")
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep], y[keep]
+    d = x - y + margin
+    if d.size == 0:
+        return math.nan
+    if test == "auto":
+        test = "mcnemar" if is_binary(x) and is_binary(y) else "wilcoxon"
+    if test == "mcnemar" or test == "permutation":
+        if d.size < 2:
+            return math.nan
+        se = float(np.std(x - y, ddof=1)) / math.sqrt(d.size)
+        if se == 0:
+            one_sided = 0.0 if d.mean() < 0 else 1.0
+        else:
+            one_sided = float(stats.norm.cdf(d.mean() / se))
+    elif test == "wilcoxon":
+        one_sided = 1.0 if not np.any(d) else float(stats.wilcoxon(d, alternative="less").pvalue)
+    else:
+        raise ConfigError(f"unknown paired test {test!r}; use auto, mcnemar, wilcoxon or permutation")
+    return min(1.0, 2 * one_sided)
+
+
+def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm's step-down adjustment of a family of p-values (NaN stays NaN and is not counted).
+
+    The i-th smallest of m p-values is multiplied by (m − i + 1); adjusted values are made
+    non-decreasing in that order and capped at 1. Controls the family-wise error rate.
+    """
+    p = np.asarray(p_values, dtype=float)
+    out = np.full(p.shape, np.nan)
+    valid = np.flatnonzero(~np.isnan(p))
+    m = valid.size
+    if m == 0:
+        return out
+    order = valid[np.argsort(p[valid], kind="stable")]
+    scaled = p[order] * (m - np.arange(m))
+    out[order] = np.minimum(np.maximum.accumulate(scaled), 1.0)
+    return out
+
+
+def pass_at_k(n: int | np.ndarray, c: int | np.ndarray, k: int) -> float | np.ndarray:
+    """Chance that at least one of k trials passes, estimated from n trials with c passes.
+
+    The unbiased estimator 1 − C(n−c, k) / C(n, k); with n = k it is 1 when any trial passed.
+    NaN where n < k.
+    """
+    from scipy.special import comb
+
+    n_, c_ = np.asarray(n, dtype=float), np.asarray(c, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = 1.0 - comb(n_ - c_, k) / comb(n_, k)
+    value = np.where(n_ >= k, value, np.nan)
+    return float(value) if value.ndim == 0 else value
+
+
+def pass_hat_k(n: int | np.ndarray, c: int | np.ndarray, k: int) -> float | np.ndarray:
+    """pass^k: chance that all of k trials pass, C(c, k) / C(n, k); with n = k, 1 only if every trial passed."""
+    from scipy.special import comb
+
+    n_, c_ = np.asarray(n, dtype=float), np.asarray(c, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = comb(c_, k) / comb(n_, k)
+    value = np.where(n_ >= k, value, np.nan)
+    return float(value) if value.ndim == 0 else value
+
+
+def flaky_cases(trials: np.ndarray) -> np.ndarray:
+    """For a (cases × trials) matrix: True where a case's non-NaN trials disagree."""
+    arr = np.asarray(trials, dtype=float)
+    if arr.ndim == 1 or arr.shape[1] < 2:
+        return np.zeros(arr.shape[0], dtype=bool)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows
+        spread = np.nanmax(arr, axis=1) - np.nanmin(arr, axis=1)
+    return np.nan_to_num(spread, nan=0.0) > 0

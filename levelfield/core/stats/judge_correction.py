@@ -1,0 +1,309 @@
+"""Judge-corrected pass rates: a judged 0/1 metric's rate, corrected for the judge's own errors.
+
+A judge model that passes some bad answers and fails some good ones biases a pass rate, however
+many rows are judged. With human labels on a random subset of rows, the judge's sensitivity
+(Se: share of human passes it passes) and specificity (Sp: share of human fails it fails) are
+estimated, and the judged rate q is corrected by Rogan & Gladen (1978), "Estimating prevalence
+from the results of a screening test", Am. J. Epidemiol. 107(1):71-76::
+
+    p = (q + Sp − 1) / (Se + Sp − 1)
+
+The interval is the delta-method interval of Greenland (1988), "Variance estimation for
+epidemiologic effect estimates under misclassification", Stat. Med. 7(7):745-757, which adds the
+uncertainty of Se and Sp (from the labelled rows) to that of q (from all judged rows)::
+
+    Var(p) = [Var(q) + p²·Var(Se) + (1 − p)²·Var(Sp)] / (Se + Sp − 1)²
+
+Agreement between judge and humans is Cohen's kappa (Cohen 1960, Educ. Psychol. Meas. 20:37-46).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from . import inference as stats
+from ..errors import ConfigError, DatasetError, MetricError
+
+if TYPE_CHECKING:
+    from ..results.result import EvalResult
+
+__all__ = [
+    "JudgeCorrection",
+    "correct_rate",
+    "cohen_kappa",
+    "read_human_labels",
+    "correct_judged",
+    "judged_binary_metrics",
+    "check_label_cases",
+]
+
+_TRUE = {"1", "1.0", "true", "yes", "pass", "passed", "y"}
+_FALSE = {"0", "0.0", "false", "no", "fail", "failed", "n"}
+
+
+@dataclass(frozen=True)
+class JudgeCorrection:
+    """A judged 0/1 metric's rate, as judged and as corrected for the judge's errors."""
+
+    metric: str
+    rows: int
+    """Rows the judge scored."""
+    labeled: int
+    """Of those, rows with a human label."""
+    judged_rate: float
+    """The judge's pass rate over all rows (what the summary's mean shows)."""
+    judged_low: float
+    judged_high: float
+    """Wilson interval of the judged rate: sampling error only, centred on a biased value."""
+    corrected: float
+    """Rogan–Gladen rate, clipped to [0, 1]; NaN when the judge is no better than chance."""
+    low: float
+    high: float
+    """Delta-method interval including the uncertainty of Se and Sp, clipped to [0, 1]."""
+    sensitivity: float
+    specificity: float
+    kappa: float
+    """Cohen's kappa between judge and humans on the labelled rows."""
+    human_rate: float
+    """The pass rate of the labelled rows by the humans alone."""
+    confidence: float
+
+    def describe(self) -> str:
+        """The correction in words: judged, corrected with its interval, and how far to trust the judge."""
+        pct = lambda v: "-" if math.isnan(v) else f"{v * 100:.1f}%"  # noqa: E731
+        if math.isnan(self.corrected):
+            head = (f"{self.metric}: judged {pct(self.judged_rate)}; no correction: the judge is no better than "
+                    f"chance against {self.labeled} human labels")
+        else:
+            head = (f"{self.metric}: judged {pct(self.judged_rate)}, corrected {pct(self.corrected)} "
+                    f"[{pct(self.low)}, {pct(self.high)}] using {self.labeled} human labels")
+        return (f"{head}; judge sensitivity {self.sensitivity:.2f}, specificity {self.specificity:.2f}, "
+                f"kappa {self.kappa:.2f}")
+
+    def summary_items(self) -> dict[str, float | int]:
+        """Summary keys: ``<metric>/corrected_mean``, ``/corrected_ci_low|high``,
+        ``/judge_sensitivity|specificity|kappa`` and ``/human_labels``."""
+        m = self.metric
+        return {
+            f"{m}/corrected_mean": self.corrected,
+            f"{m}/corrected_ci_low": self.low,
+            f"{m}/corrected_ci_high": self.high,
+            f"{m}/judge_sensitivity": self.sensitivity,
+            f"{m}/judge_specificity": self.specificity,
+            f"{m}/judge_kappa": self.kappa,
+            f"{m}/human_labels": self.labeled,
+        }
+
+
+def cohen_kappa(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
+    """Cohen's kappa of two 0/1 raters over the items both rated (NaN = not rated): (po − pe)/(1 − pe)."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep], y[keep]
+    if x.size == 0:
+        return math.nan
+    observed = float(np.mean(x == y))
+    px, py = float(x.mean()), float(y.mean())
+    expected = px * py + (1 - px) * (1 - py)
+    if expected == 1:
+        return math.nan  # both raters gave one single label: agreement beyond chance is undefined
+    return (observed - expected) / (1 - expected)
+
+
+def correct_rate(
+    judged: Sequence[float] | np.ndarray,
+    human: Sequence[float] | np.ndarray,
+    *,
+    metric: str = "metric",
+    confidence: float = 0.95,
+) -> JudgeCorrection:
+    """Correct the judge's 0/1 verdicts ``judged`` (one per row, NaN = not scored) with ``human``
+    labels on some rows (NaN = unlabelled); see the module docs for the estimator and interval."""
+    from scipy.stats import norm
+
+    j, h = np.asarray(judged, dtype=float).ravel(), np.asarray(human, dtype=float).ravel()
+    if j.shape != h.shape:
+        raise ConfigError(f"{metric}: {j.size} judge verdicts but {h.size} human labels; give one of each per row")
+    if not (stats.is_binary(j) or np.isnan(j).all()):
+        raise MetricError(f"{metric}: the judge correction needs 0/1 scores; this metric has other values")
+    if not (stats.is_binary(h) or np.isnan(h).all()):
+        raise ConfigError(f"{metric}: human labels must be 0/1 (pass/fail)")
+    scored = ~np.isnan(j)
+    both = scored & ~np.isnan(h)
+    rows, labeled = int(scored.sum()), int(both.sum())
+    positives, negatives = h[both] == 1, h[both] == 0
+    if positives.sum() == 0 or negatives.sum() == 0:
+        raise ConfigError(
+            f"{metric}: the human labels need both passes and fails to measure the judge "
+            f"(got {int(positives.sum())} passes and {int(negatives.sum())} fails on {labeled} judged rows)"
+        )
+    q = float(j[scored].mean())
+    judged_interval = stats.wilson_interval(int(j[scored].sum()), rows, confidence)
+    se_n, sp_n = int(positives.sum()), int(negatives.sum())
+    sens = float(j[both][positives].mean())
+    spec = float(1 - j[both][negatives].mean())
+    youden = sens + spec - 1
+    z = float(norm.ppf(0.5 + confidence / 2))
+    if youden <= 0:
+        corrected = low = high = math.nan
+    else:
+        p = (q + spec - 1) / youden
+        var = (q * (1 - q) / rows + p**2 * sens * (1 - sens) / se_n + (1 - p) ** 2 * spec * (1 - spec) / sp_n) / youden**2
+        half = z * math.sqrt(var)
+        corrected = min(1.0, max(0.0, p))
+        low, high = max(0.0, p - half), min(1.0, p + half)
+    return JudgeCorrection(
+        metric=metric,
+        rows=rows,
+        labeled=labeled,
+        judged_rate=q,
+        judged_low=judged_interval.low,
+        judged_high=judged_interval.high,
+        corrected=corrected,
+        low=low,
+        high=high,
+        sensitivity=sens,
+        specificity=spec,
+        kappa=cohen_kappa(j[both], h[both]),
+        human_rate=float(h[both].mean()),
+        confidence=confidence,
+    )
+
+
+def _label(value: Any, where: str) -> float:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return math.nan
+    if isinstance(value, (bool, np.bool_)):
+        return float(value)
+    if isinstance(value, (int, float, np.integer, np.floating)) and float(value) in (0.0, 1.0):
+        return float(value)
+    text = str(value).strip().lower()
+    if text == "" or text == "nan":
+        return math.nan
+    if text in _TRUE:
+        return 1.0
+    if text in _FALSE:
+        return 0.0
+    raise DatasetError(f"{where}: human_label {value!r} is not a pass/fail label; use 1/0, true/false or pass/fail")
+
+
+def read_human_labels(source: Any) -> pd.DataFrame:
+    """Human labels as a table of ``case_id``, ``human_label`` (1.0/0.0) and, when given, ``trial`` and ``metric``.
+
+    ``source``: a CSV, JSONL or JSON file, a DataFrame, a list of row dicts, or ``{case_id: label}``.
+    """
+    where = "human labels"
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        where = str(path)
+        if not path.is_file():
+            raise DatasetError(f"{path}: no such labels file (expected a CSV or JSONL with case_id and human_label columns)")
+        try:
+            if path.suffix.lower() == ".csv":
+                table = pd.read_csv(path, dtype={"case_id": str})
+            elif path.suffix.lower() in (".jsonl", ".ndjson"):
+                table = pd.read_json(path, lines=True, dtype={"case_id": str})
+            elif path.suffix.lower() == ".json":
+                table = pd.read_json(path, dtype={"case_id": str})
+            else:
+                raise DatasetError(f"{path}: labels must be a .csv, .jsonl or .json file")
+        except (ValueError, OSError) as exc:
+            if isinstance(exc, DatasetError):
+                raise
+            raise DatasetError(f"{path}: cannot read the labels ({exc})") from None
+    elif isinstance(source, pd.DataFrame):
+        table = source.copy()
+    elif isinstance(source, Mapping):
+        table = pd.DataFrame({"case_id": [str(k) for k in source], "human_label": list(source.values())})
+    elif isinstance(source, Sequence) and not isinstance(source, (str, bytes)):
+        table = pd.DataFrame(list(source))
+    else:
+        raise ConfigError(f"human_labels: expected a file, a DataFrame, rows or {{case_id: label}}, got {type(source).__name__}")
+    missing = [c for c in ("case_id", "human_label") if c not in table]
+    if missing:
+        raise DatasetError(f"{where}: needs columns case_id and human_label; missing {', '.join(missing)}")
+    table = table.assign(case_id=table["case_id"].astype(str))
+    # Rows are numbered as a spreadsheet shows them: header is row 1.
+    table["human_label"] = [_label(v, f"{where} row {i + 2}") for i, v in enumerate(table["human_label"])]
+    columns = [c for c in ("case_id", "trial", "metric", "human_label") if c in table]
+    return table[columns]
+
+
+def check_label_cases(table: pd.DataFrame, dataset: Iterable[Any]) -> None:
+    """Raise when labels name cases the dataset does not have (checked before any agent runs)."""
+    known = {c.case_id for c in dataset}
+    unknown = sorted(set(table["case_id"]) - known)
+    if unknown:
+        raise DatasetError(f"human labels name {len(unknown)} case(s) not in the dataset: {', '.join(unknown[:5])}")
+
+
+def _labels_from_dataset(result: EvalResult) -> pd.DataFrame | None:
+    rows = [
+        {"case_id": c.case_id, "human_label": c.metadata["human_label"]}
+        for c in result.dataset
+        if c.metadata.get("human_label") is not None
+    ]
+    return read_human_labels(rows) if rows else None
+
+
+def correct_judged(
+    result: EvalResult, labels: Any = None, *, metrics: Sequence[str] | None = None, confidence: float = 0.95
+) -> dict[str, JudgeCorrection]:
+    """Judge corrections of a result's judged 0/1 metrics from human labels, one per metric.
+
+    ``labels``: anything :func:`read_human_labels` reads; None = the dataset's ``human_label``
+    column. Labels pair with runs by ``case_id`` (and ``trial`` when given); a ``metric`` column
+    says which metric a label is for, otherwise labels apply to every judged 0/1 metric
+    (``metrics`` picks them by name instead). Failed runs have no judged score and are left out.
+    Each run is a row: with several trials, a case's runs count as separate rows, so the interval
+    is somewhat too narrow when trials of a case agree.
+    """
+    table = _labels_from_dataset(result) if labels is None else read_human_labels(labels)
+    if table is None:
+        raise ConfigError("no human labels: give human_labels=file, or a 'human_label' column in the dataset")
+    check_label_cases(table, result.dataset)
+    if metrics is None:
+        named = sorted(set(table["metric"].dropna())) if "metric" in table else None
+        metrics = named or judged_binary_metrics(result)
+        if not metrics:
+            raise MetricError(
+                "human labels were given but no judged 0/1 metric was scored; name the metric in a 'metric' column "
+                "of the labels, or judge with a pass/fail rubric"
+            )
+    corrections = {}
+    for name in metrics:
+        if name not in result.metric_names:
+            raise MetricError(f"human labels are for {name!r}, which is not a metric of this evaluation")
+        rows = table if "metric" not in table else table[table["metric"].isna() | (table["metric"] == name)]
+        by_key: dict[tuple[str, int | None], float] = {}
+        for r in rows.itertuples(index=False):
+            trial = getattr(r, "trial", None)
+            trial = None if trial is None or (isinstance(trial, float) and math.isnan(trial)) else int(trial)
+            by_key[(r.case_id, trial)] = r.human_label
+        judged = [_score(s.get(f"{name}/score")) for s in result.scores]
+        human = [by_key.get((run.case_id, run.trial), by_key.get((run.case_id, None), math.nan)) for run in result.runs]
+        corrections[name] = correct_rate(judged, human, metric=name, confidence=confidence)
+    return corrections
+
+
+def _score(value: Any) -> float:
+    try:
+        return math.nan if value is None else float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def judged_binary_metrics(result: EvalResult) -> list[str]:
+    """Names of the result's metrics scored by a judge model whose scores are all 0/1."""
+    return [
+        m.name for m in result.metrics
+        if hasattr(m, "judge") and stats.is_binary([_score(s.get(f"{m.name}/score")) for s in result.scores])
+    ]
