@@ -26,6 +26,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from .comparison_text import comparison_text
 from .core.stats import inference as stats
 from .core.stats.change import detectable_difference
 from .core.data.config import RunConfig
@@ -36,8 +37,10 @@ from .core.data.jsonsafe import to_jsonable
 from .core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
 from .core.score.metrics.base import Metric
 from .core.results.record import RUNS_FILE, fingerprints_of, make_header, read_record, write_record
-from .core.results.result import EvalResult, parquet_available, results_from_record, run_costs, table_to_csv, table_to_parquet
+from .core.results.result import (FAILED_AS_ZERO, FAILED_LEFT_OUT, EvalResult, parquet_available, results_from_record,
+                                  run_costs, table_to_csv, table_to_parquet)
 from .core.data.types import AgentRun
+from .verdict import Verdict, verdict
 
 __all__ = [
     "Comparison",
@@ -50,8 +53,8 @@ __all__ = [
 
 FailedRuns = Literal["zero", "exclude"]
 
-# Context fields an agent produces; every other field a metric requires comes from the case.
-_AGENT_FIELDS = frozenset({"response", "predicted_trajectory", "turns", "failure"})
+OTHER_MEAN = {"zero": FAILED_LEFT_OUT, "exclude": FAILED_AS_ZERO}
+"""Summary key suffix of the mean by the rule a comparison does not use: ``<metric>/<suffix>``."""
 
 
 @dataclass
@@ -86,7 +89,8 @@ class Comparison:
 
     ``results[name]`` is each agent's ``EvalResult``; ``summary`` one row per agent;
     ``pairwise(metric)`` every pair of agents; ``per_case`` the case × agent score matrix;
-    ``case_view(case_id)`` every agent's answer to one case; ``to_html(path)`` the report.
+    ``case_view(case_id)`` every agent's answer to one case; ``verdict()`` who is best, who is
+    worst and why, in words; ``print(cmp)`` the verdict and summary; ``to_html(path)`` the report.
     """
 
     def __init__(
@@ -119,7 +123,7 @@ class Comparison:
         self.seed = seed
         self.reducer: stats.Reducer = reducer
         self.config = config or RunConfig(trials=trials)
-        self._trial_scores: dict[tuple[str, str], np.ndarray] = {}
+        self._trial_scores: dict[tuple[str, str, str], np.ndarray] = {}
         self._summary: pd.DataFrame | None = None
         self._pairwise: dict[tuple[str, str], pd.DataFrame] = {}
         self._runs_by_case: dict[tuple[str, str], list[AgentRun]] | None = None
@@ -168,26 +172,24 @@ class Comparison:
 
     # -- scores ----------------------------------------------------------------------------
 
-    def _applies(self, metric: Metric, case: EvalCase) -> bool:
-        return all(getattr(case, f, None) is not None for f in metric.requires if f not in _AGENT_FIELDS)
-
-    def trial_scores(self, metric: str, agent: str) -> np.ndarray:
-        """A (cases × trials) matrix of one agent's scores, dataset order, failures per the policy."""
-        key = (metric, agent)
+    def trial_scores(self, metric: str, agent: str, *, failed_runs: FailedRuns | None = None) -> np.ndarray:
+        """A (cases × trials) matrix of one agent's scores, dataset order, failures per the policy
+        (``failed_runs`` overrides this comparison's, for the summary's other mean)."""
+        policy = failed_runs or self.failed_runs
+        key = (metric, agent, policy)
         if key not in self._trial_scores:
             m = self._metric(metric)
             result = self._agent(agent)
             index = {cid: i for i, cid in enumerate(self.case_ids)}
             matrix = np.full((len(index), self.trials), np.nan)
             column = f"{metric}/score"
-            for run, scores in zip(result.runs, result.scores):
+            values = np.array([_float(scores.get(column)) for scores in result.scores], dtype=float)
+            if policy == "zero":
+                values = result.failed_as_zero(m, values)
+            for run, value in zip(result.runs, values):
                 i = index.get(run.case_id)
-                if i is None or run.trial >= self.trials:
-                    continue
-                value = scores.get(column, math.nan)
-                if run.failure and self.failed_runs == "zero" and self._applies(m, self.dataset[i]):
-                    value = 0.0
-                matrix[i, run.trial] = math.nan if value is None else float(value)
+                if i is not None and run.trial < self.trials:
+                    matrix[i, run.trial] = value
             self._trial_scores[key] = matrix
         return self._trial_scores[key]
 
@@ -211,7 +213,9 @@ class Comparison:
         """One row per agent: each metric's mean and interval, pass@k with trials, failures, latency, tokens.
 
         Columns: ``<metric>/mean``, ``/ci_low``, ``/ci_high`` (Wilson for 0/1 case values, BCa
-        bootstrap otherwise), ``/n`` (cases counted); with ``trials=k>1``, ``/flaky`` (cases whose
+        bootstrap otherwise), ``/n`` (cases counted), all by this comparison's ``failed_runs`` rule;
+        the mean by the other rule, ``/mean_failed_left_out`` (with ``"zero"``) or
+        ``/mean_failed_as_zero`` (with ``"exclude"``); with ``trials=k>1``, ``/flaky`` (cases whose
         trials disagree) and, for a metric that is 0/1 for every agent, ``/pass@k`` (share of cases
         passed in at least one of k trials) and ``/pass^k`` (in all k); then ``runs``,
         ``failures``, ``failure_rate``, latency mean/p50/p95 and token means when known.
@@ -242,6 +246,9 @@ class Comparison:
             row[f"{metric}/ci_low"] = interval.low
             row[f"{metric}/ci_high"] = interval.high
             row[f"{metric}/n"] = interval.n
+            other: FailedRuns = "exclude" if self.failed_runs == "zero" else "zero"
+            other_cases = stats.reduce_trials(self.trial_scores(metric, agent, failed_runs=other), self.reducer)
+            row[f"{metric}/{OTHER_MEAN[self.failed_runs]}"] = _nanmean(other_cases)
             if k > 1 and self._is_pass_fail(metric):
                 valid = ~np.isnan(matrix)
                 n, c = valid.sum(axis=1), np.nansum(matrix, axis=1)
@@ -263,41 +270,52 @@ class Comparison:
         return row
 
     def pairwise(self, metric: str, *, test: stats.PairedTestName | None = None) -> pd.DataFrame:
-        """Every pair of agents on one metric, tested on paired cases, Holm-adjusted across the pairs.
+        """Every pair of agents on one metric, tested on paired cases, adjusted for the pairs that can differ.
 
         Columns: ``agent_a``, ``agent_b``, ``n`` (paired cases), ``difference`` (mean of A − B),
-        ``ci_low``/``ci_high`` (paired bootstrap), ``p_value``, ``p_holm``, ``test``, ``wins``/
-        ``ties``/``losses`` (cases A scored higher/equal/lower), ``significant`` (``p_holm`` below
-        1 − confidence), ``mde`` (the smallest difference these cases could detect with 80% power
-        at the multiplicity-adjusted level, 1 − confidence divided by the number of pairs, to read
-        next to a non-significant result; see ``levelfield.core.stats.change.detectable_difference``).
+        ``ci_low``/``ci_high``, ``p_value``, ``p_holm``, ``test``, ``wins``/``ties``/``losses``
+        (cases A scored higher/equal/lower), ``significant`` (``p_holm`` below 1 − confidence),
+        ``p_min``, ``in_family`` and ``mde``.
+
+        The family of comparisons is Tarone's (Biometrics 1990; :func:`levelfield.core.stats.inference.tarone_family`):
+        a pair whose smallest achievable p-value (``p_min``: every differing case going one way)
+        could not reach significance is left out (``in_family`` False, ``p_holm`` NaN) — two
+        identical agents never count against the others. Holm's step-down runs over the pairs left
+        in. The intervals are paired bootstraps adjusted the same way: each at 1 − (1 − confidence)/K
+        for the K pairs in the family (Bonferroni), so together they hold at ``confidence``
+        (``attrs["interval_confidence"]`` gives the level of each). ``mde``: the smallest difference
+        these cases could detect with 80% power at that adjusted level, to read next to a
+        non-significant result (see ``levelfield.core.stats.change.detectable_difference``).
         """
         test = test or self.test
         key = (metric, test)
         if key not in self._pairwise:
             self._metric(metric)
             scores = self.case_scores(metric)
-            rows = []
+            alpha = 1 - self.confidence
             pairs = list(itertools.combinations(self.agents, 2))
-            # The level Holm's strictest step tests at, so a difference at least this large would be
-            # found significant after the adjustment, as the words next to it promise.
-            level = (1 - self.confidence) / max(len(pairs), 1)
-            for a, b in pairs:
-                t = stats.paired_test(scores[a].to_numpy(), scores[b].to_numpy(), test=test,
-                                      confidence=self.confidence, seed=self.seed)
-                mde = detectable_difference(scores[a].to_numpy(), scores[b].to_numpy(), t, alpha=level)
+            tests = [stats.paired_test(scores[a].to_numpy(), scores[b].to_numpy(), test=test, interval=False,
+                                       seed=self.seed) for a, b in pairs]
+            p_holm, family = stats.family_adjusted([t.p_value for t in tests], [t.p_min for t in tests], alpha)
+            # Bonferroni over the family: the level at which Holm's strictest step tests, too.
+            level = alpha / max(int(family.sum()), 1)
+            rows = []
+            for (a, b), t, p, member in zip(pairs, tests, p_holm, family):
+                x, y = scores[a].to_numpy(), scores[b].to_numpy()
+                low, high = stats.difference_interval(x, y, 1 - level, self.seed)
                 rows.append(
-                    {"agent_a": a, "agent_b": b, "n": t.n, "difference": t.difference, "ci_low": t.low,
-                     "ci_high": t.high, "p_value": t.p_value, "test": t.test,
-                     "wins": t.wins, "ties": t.ties, "losses": t.losses, "mde": mde}
+                    {"agent_a": a, "agent_b": b, "n": t.n, "difference": t.difference, "ci_low": low,
+                     "ci_high": high, "p_value": t.p_value, "p_holm": p, "test": t.test,
+                     "wins": t.wins, "ties": t.ties, "losses": t.losses, "significant": bool(p < alpha),
+                     "p_min": t.p_min, "in_family": bool(member),
+                     "mde": detectable_difference(x, y, t, alpha=level)}
                 )
             columns = ["agent_a", "agent_b", "n", "difference", "ci_low", "ci_high", "p_value", "p_holm",
-                       "test", "wins", "ties", "losses", "significant", "mde"]
-            table = pd.DataFrame(rows, columns=[c for c in columns if c not in ("p_holm", "significant")])
-            table.insert(7, "p_holm", stats.holm(table["p_value"].to_numpy()) if rows else [])
-            table["significant"] = table["p_holm"] < (1 - self.confidence)
-            table.attrs.update(metric=metric, failed_runs=self.failed_runs, confidence=self.confidence)
-            self._pairwise[key] = table[columns]
+                       "test", "wins", "ties", "losses", "significant", "p_min", "in_family", "mde"]
+            table = pd.DataFrame(rows, columns=columns)
+            table.attrs.update(metric=metric, failed_runs=self.failed_runs, confidence=self.confidence,
+                               interval_confidence=1 - level, family=int(family.sum()))
+            self._pairwise[key] = table
         return self._pairwise[key]
 
     # -- one case --------------------------------------------------------------------------
@@ -362,11 +380,19 @@ class Comparison:
 
     # -- output ----------------------------------------------------------------------------
 
+    def verdict(self) -> Verdict:
+        """Who is best, who is worst and why, and where the lead is significant, in words (``str()`` it)."""
+        return verdict(self)
+
     def __repr__(self) -> str:
         return (
             f"Comparison(agents={self.agents}, cases={len(self.dataset)}, trials={self.trials}, "
             f"metrics={self.metric_names})"
         )
+
+    def __str__(self) -> str:
+        """The verdict and the summary table, to read in one screen: ``print(cmp)``."""
+        return comparison_text(self)
 
     def to_html(self, path: str | Path) -> Path:
         """Write the self-contained HTML report (no network needed to view it)."""
@@ -483,6 +509,13 @@ class Comparison:
         cmp.missing_runs = record.missing()
         cmp.complete = record.complete
         return cmp
+
+
+def _float(value: Any) -> float:
+    try:
+        return math.nan if value is None else float(value)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def _nanmean(values: Any) -> float:

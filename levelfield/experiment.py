@@ -84,7 +84,7 @@ def log_comparison(
     from mlflow.entities import Metric, Param, RunTag
 
     from .report import render_report
-    from .report.verdict import verdict_lines
+    from .verdict import verdict_lines
 
     mlflow = require_mlflow()
     client = mlflow.MlflowClient()

@@ -67,11 +67,11 @@ def test_fail_under_exits_zero_when_every_mean_reaches_it(capsys):
     assert code == 0
 
 
-def test_failed_runs_count_as_zero_and_are_shown(agents_module, capsys):
+def test_failed_runs_are_left_out_by_eval_as_by_evaluate_and_shown(agents_module, capsys):
     code, out, _ = run(capsys, "eval", SAMPLE, "--agent", f"{agents_module}:broken", "-m", "trajectory_recall", "-q",
                        "--allow-failures")
     assert code == 0
-    assert "18/18" in out and "a failed run scores 0" in out
+    assert "18/18" in out and "failed runs are left out: 18 of 18 runs failed" in out
 
 
 def assert_one_line_error(code, out, err, *needles):

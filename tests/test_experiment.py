@@ -63,6 +63,24 @@ def test_evaluate_logs_means_and_intervals(evaluated):
     assert m["failures"] == 0 and "rouge_l_sum/std" in m
 
 
+def crashes_on_the_bedroom(prompt):
+    if "Bedroom" in prompt:
+        raise RuntimeError("Schlafzimmer nicht erreichbar")
+    from samples.home_automation.agents.function_agents import careful_agent
+
+    return careful_agent(prompt)
+
+
+def test_evaluate_logs_both_means_of_its_rule_for_failed_runs():
+    result = lf.evaluate(SAMPLE, crashes_on_the_bedroom, metrics=METRICS, progress=False, experiment="lf-failed")
+    (run,) = runs_of("lf-failed")
+    logged, summary = run.data.metrics, result.summary_metrics
+    assert run.data.params["failed_runs"] == "exclude" and logged["failures"] == 4
+    assert logged["trajectory_exact_match/mean"] == summary["trajectory_exact_match/mean"] == 1.0
+    assert logged["trajectory_exact_match/mean_failed_as_zero"] == pytest.approx(
+        summary["trajectory_exact_match/mean_failed_as_zero"]) == pytest.approx(14 / 18)
+
+
 def test_evaluate_logs_the_metrics_table_and_the_report_as_artifacts(evaluated):
     assert artifact_names(evaluated) == ["metrics_table.csv", "report.html"]
     local = mlflow.artifacts.download_artifacts(run_id=evaluated.info.run_id, artifact_path="metrics_table.csv")

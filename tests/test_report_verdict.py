@@ -1,11 +1,12 @@
-"""The verdict: per metric the best agent and, against each other agent, significant or not (Holm), in words."""
+"""The verdict: best and worst with the reason, per metric the best agent and, against each other agent,
+significant or not (adjusted across the pairs that can differ), in words."""
 
 import math
 
 import pytest
 
 import levelfield as lf
-from levelfield.cli.main import format_comparison
+from levelfield.comparison_text import format_comparison
 from levelfield.report import render_report
 from levelfield.report.verdict import headline, verdict_lines, verdicts
 
@@ -38,26 +39,30 @@ def test_best_agent_is_the_one_with_the_highest_mean(cmp):
     assert v.best == ("right",) and v.mean == 1.0
 
 
-def test_a_clear_lead_is_called_significant_with_its_holm_p(cmp):
+def test_a_clear_lead_is_called_significant_with_its_adjusted_p(cmp):
     (v,) = verdicts(cmp)
     vs_wrong = next(x for x in v.versus if x.other == "wrong")
     assert vs_wrong.significant and vs_wrong.difference == 1.0 and vs_wrong.p_holm < 0.05
 
 
-def test_a_small_lead_is_called_not_significant(cmp):
+def test_a_lead_too_small_to_ever_be_significant_says_so(cmp):
     (v,) = verdicts(cmp)
     vs_almost = next(x for x in v.versus if x.other == "almost")
-    assert not vs_almost.significant
-    assert "not significantly better than almost (Holm p=" in v.sentence()
+    assert not vs_almost.significant and not vs_almost.in_family
+    # Two discordant cases: the exact McNemar p can never go under 2 · 0.5² = 0.5.
+    assert ("not significantly better than almost (p=0.500 before adjustment; too few cases differ (2) to be "
+            "significant)") in v.sentence()
 
 
 def test_sentence_names_the_winner_and_whom_it_beats(cmp):
     sentence = verdicts(cmp)[0].sentence()
-    assert sentence.startswith("exact_match: right is best (1.000); significantly better than wrong (Holm p=")
+    assert sentence.startswith("exact_match: right is best (1.000); significantly better than wrong (adjusted p<0.001)")
 
 
-def test_headline_says_who_leads_and_whether_significantly(cmp):
-    assert headline(cmp).startswith("right is best on 1 of 1 metrics, but it is not significantly better than every other")
+def test_headline_says_who_leads_who_trails_and_whether_significantly(cmp):
+    assert headline(cmp) == ("right is best on 1 of 1 metrics; wrong is worst (lowest on 1 of 1): its largest gap is "
+                             "on exact_match (0.000 against 1.000). The lead is significant over some agents but, on "
+                             "no metric, over all of them at the 95% level.")
 
 
 def test_tied_leaders_are_named_together():
@@ -84,13 +89,13 @@ def test_metric_nobody_could_score_says_so():
 
 def test_cli_prints_the_verdict_in_words(cmp):
     text = format_comparison(cmp)
-    assert "Verdict: right is best on 1 of 1 metrics" in text
+    assert "Verdict: right is best on 1 of 1 metrics; wrong is worst" in text
     assert "  exact_match: right is best (1.000); significantly better than wrong" in text
 
 
 def test_cli_pairwise_lines_say_not_significant(cmp):
     line = next(l for l in format_comparison(cmp).splitlines() if " vs " in l and "right" in l and "almost" in l)
-    assert "not significant" in line
+    assert "cannot be significant: too few cases differ" in line
 
 
 def test_report_opens_with_the_verdict(cmp):
@@ -107,19 +112,18 @@ def test_report_shows_non_latin_responses_verbatim(cmp):
 
 def test_headline_of_agents_that_tie_everywhere_says_they_tie():
     cmp = lf.compare(CASES, {"right": right, "copy": right}, ["exact_match"], progress=False)
-    assert headline(cmp).startswith("right and copy tie for best on 1 of 1 metrics")
+    assert headline(cmp) == "right and copy tie for best on 1 of 1 metrics. No difference between agents is significant at the 95% level."
 
 
 def test_headline_names_the_metrics_where_the_leader_beats_everyone_significantly():
     cmp = lf.compare(CASES, {"right": right, "wrong": wrong}, ["exact_match"], progress=False)
-    assert headline(cmp) == ("right is best on 1 of 1 metrics; it is significantly better than every other agent "
-                             "on 1 (exact_match).")
+    assert headline(cmp).endswith("The lead over every other agent is significant on 1 of 1 metrics (exact_match).")
 
 
 def test_headline_of_tied_leaders_that_beat_the_rest_says_so():
     cmp = lf.compare(CASES, {"right": right, "copy": right, "wrong": wrong}, ["exact_match"], progress=False)
-    assert headline(cmp) == ("right and copy tie for best on 1 of 1 metrics; they are significantly better than every "
-                             "other agent on 1 (exact_match).")
+    assert headline(cmp).startswith("right and copy tie for best on 1 of 1 metrics; wrong is worst")
+    assert headline(cmp).endswith("The lead over every other agent is significant on 1 of 1 metrics (exact_match).")
 
 
 def test_three_tied_leaders_are_listed_with_commas():

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..comparison_text import format_comparison
+
 if TYPE_CHECKING:
     from ..comparison import Comparison
 
@@ -52,59 +54,6 @@ def _num(x: Any, digits: int = 3) -> str:
     except (TypeError, ValueError):
         return "-"
     return "-" if math.isnan(x) else f"{x:.{digits}f}"
-
-
-def format_comparison(cmp: Comparison, *, pairwise_metric: str | None = None) -> str:
-    """The comparison as terminal text: metrics × agents with intervals, failures, latency, then pairs."""
-    s = cmp.summary
-    rows: list[tuple[str, list[str]]] = []
-    for m in cmp.metric_names:
-        rows.append((m, [f"{_num(s.loc[a, f'{m}/mean'])} [{_num(s.loc[a, f'{m}/ci_low'], 2)}, "
-                         f"{_num(s.loc[a, f'{m}/ci_high'], 2)}]" for a in cmp.agents]))
-    k = cmp.trials
-    if k > 1:
-        for m in cmp.metric_names:
-            if f"{m}/pass@{k}" in s:
-                rows.append((f"{m} pass@{k}", [_num(s.loc[a, f"{m}/pass@{k}"]) for a in cmp.agents]))
-                rows.append((f"{m} pass^{k}", [_num(s.loc[a, f"{m}/pass^{k}"]) for a in cmp.agents]))
-        first = cmp.metric_names[0]
-        rows.append((f"flaky cases ({first})", [str(int(s.loc[a, f"{first}/flaky"])) for a in cmp.agents]))
-    rows.append(("failed runs", [f"{int(s.loc[a, 'failures'])}/{int(s.loc[a, 'runs'])}" for a in cmp.agents]))
-    rows.append(("latency p50 (s)", [_num(s.loc[a, "latency_in_seconds/p50"]) for a in cmp.agents]))
-    if "total_tokens/mean" in s:
-        rows.append(("tokens per run", [_num(s.loc[a, "total_tokens/mean"], 0) for a in cmp.agents]))
-    label_w = max(len(r[0]) for r in rows)
-    col_w = [max(len(a), *(len(r[1][i]) for r in rows)) for i, a in enumerate(cmp.agents)]
-    lines = ["  ".join([" " * label_w, *(a.rjust(w) for a, w in zip(cmp.agents, col_w))])]
-    lines += ["  ".join([label.ljust(label_w), *(c.rjust(w) for c, w in zip(cells, col_w))]) for label, cells in rows]
-    policy = "a failed run scores 0" if cmp.failed_runs == "zero" else "failed runs left out"
-    lines.append(f"(mean [{int(cmp.confidence * 100)}% interval] over {len(cmp.dataset)} cases; {policy})")
-    from .output import verdict_text
-
-    verdict = verdict_text(cmp)
-    if verdict:
-        lines += ["", verdict]
-    metric = pairwise_metric or (cmp.metric_names[0] if cmp.metric_names else None)
-    if metric and len(cmp.agents) > 1:
-        lines.append("")
-        lines.append(f"Pairwise on {metric} (Holm-adjusted p; wins/ties/losses of A over B):")
-        table = cmp.pairwise(metric)
-        a_w = max(len(a) for a in table["agent_a"])
-        b_w = max(len(b) for b in table["agent_b"])
-        for r in table.itertuples(index=False):
-            diff = "-" if math.isnan(r.difference) else f"{r.difference:+.3f}"
-            p = "=-" if math.isnan(r.p_holm) else ("<0.001" if r.p_holm < 0.001 else f"={r.p_holm:.3f}")
-            mark = "  significant" if r.significant else "  not significant" + _could_detect(r.mde)
-            lines.append(
-                f"  {r.agent_a.ljust(a_w)} vs {r.agent_b.ljust(b_w)}  {diff} [{_num(r.ci_low, 2)}, {_num(r.ci_high, 2)}]"
-                f"  p{p}  {r.wins}/{r.ties}/{r.losses}{mark}"
-            )
-    return "\n".join(lines)
-
-
-def _could_detect(mde: float) -> str:
-    """``  could detect ≥ 0.080`` next to a non-significant pair (nothing when no MDE is known)."""
-    return "" if mde is None or math.isnan(mde) else f"  could detect ≥ {mde:.3f}"
 
 
 # -- argument types ----------------------------------------------------------------------------
@@ -166,7 +115,8 @@ def _workers(text: str) -> int:
     return value
 
 
-def _add_run_options(p: argparse.ArgumentParser) -> None:
+def _add_run_options(p: argparse.ArgumentParser, *, failed_runs: str = "zero") -> None:
+    """The options of a run; ``failed_runs`` is the default rule, the one its Python twin uses."""
     from ..core.data.config import RunConfig
 
     d = RunConfig()
@@ -187,8 +137,10 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trials", type=_positive_int, default=d.trials, help=f"runs of every case per agent (default {d.trials})")
     p.add_argument("--fail-under", type=_threshold, action="append", default=[], metavar="METRIC=VALUE",
                    help="exit 1 when an agent's mean of METRIC is under VALUE (repeatable)")
-    p.add_argument("--failed-runs", choices=("zero", "exclude"), default="zero",
-                   help="a failed run scores 0 (default) or is left out of the statistics")
+    twin = "lf.compare" if failed_runs == "zero" else "lf.evaluate"
+    p.add_argument("--failed-runs", choices=("zero", "exclude"), default=failed_runs,
+                   help=f"a failed run scores 0 ('zero') or is left out of the means ('exclude'); default "
+                        f"{failed_runs!r}, as in {twin}; when a run failed, the means by the other rule are printed too")
     p.add_argument("--allow-failures", action="store_true",
                    help="exit 0 even when every run of an agent failed (default: exit 1)")
     p.add_argument("--experiment", metavar="NAME",
@@ -670,7 +622,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--name", help="the agent's name in the results")
     ev.add_argument("--config", metavar="TEST_CONFIG",
                     help="an ADK test_config.json: judge each case by its criteria, exit 1 when a case fails")
-    _add_run_options(ev)
+    _add_run_options(ev, failed_runs="exclude")
     _add_gate_options(ev)
     ev.add_argument("--human-labels", metavar="FILE",
                     help="a CSV/JSONL of case_id,human_label: correct each judged 0/1 metric for the judge's errors")

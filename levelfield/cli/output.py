@@ -1,4 +1,4 @@
-"""What the ``levelfield`` command says besides its tables: progress notes, failures, the verdict.
+"""What the ``levelfield`` command says besides its tables and verdict: progress notes and failures.
 
 Kept apart from ``cli.py`` so the command's wiring and its wording change independently.
 """
@@ -13,7 +13,7 @@ from ..failure_summary import agents_that_always_failed, format_failures
 if TYPE_CHECKING:
     from ..comparison import Comparison
 
-__all__ = ["status", "report_failures", "verdict_text"]
+__all__ = ["status", "report_failures"]
 
 
 def status(message: str, *, quiet: bool = False) -> None:
@@ -42,13 +42,3 @@ def report_failures(cmp: Comparison, *, command: str, allow_failures: bool = Fal
         file=sys.stderr,
     )
     return 1
-
-
-def verdict_text(cmp: Comparison) -> str:
-    """The comparison's verdict in sentences (empty with one agent)."""
-    from ..report.verdict import verdict_lines
-
-    lines = verdict_lines(cmp)
-    if not lines:
-        return ""
-    return "\n".join(["Verdict: " + lines[0], *(f"  {line}" for line in lines[1:])])

@@ -28,7 +28,8 @@ from ..core.data.jsonsafe import to_jsonable
 from ..failure_summary import failure_groups
 from .changes import baseline_section
 from .glossary import describe_metric
-from .verdict import headline, verdicts
+from ..core.results.result import FAILED_AS_ZERO, FAILED_LEFT_OUT
+from ..verdict import failure_rule, other_rule, verdict
 
 if TYPE_CHECKING:
     from ..comparison import AgentCase, Comparison
@@ -123,18 +124,31 @@ def _metric_link(metric: str) -> str:
 
 
 def _policy_note(cmp: Comparison) -> str:
+    """How to read the numbers, in plain words first; how they are computed behind a click."""
     failures = int(cmp.summary["failures"].sum()) if len(cmp.summary) else 0
-    if cmp.failed_runs == "zero":
-        rule = "A failed run (error, timeout, unreadable answer) scores <b>0</b> on every metric that applies to its case."
-    else:
-        rule = "Failed runs are <b>left out</b>: means are over completed runs, paired tests over cases both agents completed."
+    level = int(round(cmp.confidence * 100))
     count = f'<span class="{"fail" if failures else ""}">{failures} failed run{"s" if failures != 1 else ""}</span>'
+    if cmp.failed_runs == "zero":
+        rule = ("a run that crashed, timed out or gave an unreadable answer scores <b>0</b>, so an agent "
+                "cannot rank higher by failing on hard cases")
+    else:
+        rule = "a run that crashed, timed out or gave an unreadable answer is <b>left out</b> of the scores"
     reducer = getattr(cmp, "reducer", "mean")
     trials = "averaged" if reducer == "mean" else f"reduced by their {_esc(reducer)}"
     return (
-        f'<p class="policy">{count} in total. {rule} Intervals are {int(cmp.confidence * 100)}%: Wilson for 0/1 '
-        f"case scores, bootstrap (BCa) otherwise; trials are {trials} per case first. Paired tests: exact McNemar "
-        "for 0/1 scores, Wilcoxon signed-rank otherwise, Holm-adjusted across the pairs of each metric.</p>"
+        f'<div class="policy"><p><b>How to read this.</b> Each score is an average over the cases, from 0 to 1; '
+        f"higher is better. The range in brackets is where the agent's true score most likely lies "
+        f"({level}% of the time). A difference is called <b>significant</b> when it is too large to be luck. "
+        f"{count} in total: {_esc(failure_rule(cmp.failed_runs))} — {rule}.</p>"
+        '<details><summary>How the numbers are computed</summary><p>'
+        f"Ranges: Wilson intervals for pass/fail scores, bootstrap (BCa) otherwise; trials are {trials} per case "
+        "first. Two agents are compared case by case: exact McNemar test for pass/fail scores, Wilcoxon "
+        "signed-rank otherwise. With several agents, a pair that could not be significant whatever its scores "
+        "(for instance two agents with the same score on every case) is left out of the multiple-comparison "
+        "adjustment (Tarone, Biometrics 1990); Holm's adjustment runs over the pairs that are left, and the "
+        "pairwise ranges are widened to match (Bonferroni over the same pairs). "
+        f"When a run failed, the summary also gives each mean with {_esc(other_rule(cmp.failed_runs))}.</p>"
+        "</details></div>"
     )
 
 
@@ -143,6 +157,8 @@ def _summary_section(cmp: Comparison) -> str:
     s = cmp.summary
     k = cmp.trials
     rows = []
+    other = FAILED_LEFT_OUT if cmp.failed_runs == "zero" else FAILED_AS_ZERO
+    any_failed = int(s["failures"].sum()) > 0
     for m in cmp.metric_names:
         cells = [f"<b>{_metric_link(m)}</b>"]
         for agent in cmp.agents:
@@ -151,6 +167,9 @@ def _summary_section(cmp: Comparison) -> str:
                 f'{_fmt(r[f"{m}/mean"])} <span class="ci">[{_fmt(r[f"{m}/ci_low"])}, {_fmt(r[f"{m}/ci_high"])}]</span>'
             )
         rows.append(cells)
+        if any_failed and f"{m}/{other}" in s:
+            rows.append([f'<span class="sub">{_esc(other_rule(cmp.failed_runs))}</span>',
+                         *(f'<span class="ci">{_fmt(s.loc[a, f"{m}/{other}"])}</span>' for a in cmp.agents)])
     fails = ["failed runs"]
     for agent in cmp.agents:
         n = int(s.loc[agent, "failures"])
@@ -170,7 +189,8 @@ def _summary_section(cmp: Comparison) -> str:
         f'<div class="tablewrap"><table class="summary"><thead><tr><th></th>{head_cells}</tr></thead>'
         f"<tbody>{body}</tbody></table></div>"
     )
-    out = [f'<section id="summary"><h2>Summary</h2><p class="muted">Mean [{int(cmp.confidence * 100)}% interval] over {len(cmp.dataset)} cases.</p>', table]
+    out = [f'<section id="summary"><h2>Summary</h2><p class="muted">Mean [{int(cmp.confidence * 100)}% interval] over '
+           f'{len(cmp.dataset)} cases; {_esc(failure_rule(cmp.failed_runs))}.</p>', table]
     reliability = [m for m in cmp.metric_names if f"{m}/pass@{k}" in s] or cmp.metric_names[:1]
     if k > 1 and reliability:
         # Agents as columns, like the summary: three columns per metric overflowed with a few metrics.
@@ -257,19 +277,27 @@ def _pairwise_section(cmp: Comparison) -> str:
     if len(cmp.agents) < 2:
         return ""
     out = ['<section id="pairwise"><h2>Pairwise</h2><p class="muted">Difference = mean of A − B over paired cases; '
-           "wins/ties/losses count cases where A scored higher/the same/lower. Significant: Holm-adjusted p below "
-           f"{1 - cmp.confidence:.2g}.</p>"]
-    headers = [("A", False), ("B", False), ("cases", True), ("A − B", True), ("interval", True), ("p", True),
-               ("p (Holm)", True), ("test", False), ("W / T / L", True), ("", False)]
+           "wins/ties/losses count cases where A scored higher/the same/lower. p and the range are adjusted for the "
+           "number of pairs that could differ significantly (pairs that cannot are left out); significant: adjusted "
+           f"p below {1 - cmp.confidence:.2g}.</p>"]
     for metric in cmp.metric_names:
         table = cmp.pairwise(metric)
+        level = float(table.attrs.get("interval_confidence", cmp.confidence))
+        headers = [("A", False), ("B", False), ("cases", True), ("A − B", True), (f"range ({level * 100:.4g}%)", True),
+                   ("p", True), ("p adjusted", True), ("test", False), ("W / T / L", True), ("", False)]
         rows = []
         for r in table.itertuples(index=False):
+            if r.significant:
+                mark = '<span class="sig">significant</span>'
+            elif not r.in_family:
+                why = "identical on every case" if r.wins + r.losses == 0 else "too few cases differ"
+                mark = f'<span class="ns">cannot be significant: {why}</span>'
+            else:
+                mark = '<span class="ns">not significant</span>'
             rows.append([
                 _esc(r.agent_a), _esc(r.agent_b), _esc(r.n), _fmt(r.difference),
                 f'<span class="ci">[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]</span>', _fmt_p(r.p_value),
-                _fmt_p(r.p_holm), _esc(r.test), f"{r.wins} / {r.ties} / {r.losses}",
-                '<span class="sig">significant</span>' if r.significant else '<span class="ns">not significant</span>',
+                _fmt_p(r.p_holm), _esc(r.test), f"{r.wins} / {r.ties} / {r.losses}", mark,
             ])
         first = metric == cmp.metric_names[0]
         n_sig = int(table["significant"].sum())
@@ -421,11 +449,11 @@ def _cases_section(cmp: Comparison) -> str:
 
 
 def _verdict_section(cmp: Comparison) -> str:
-    found = verdicts(cmp)
-    if not found:
+    found = verdict(cmp)
+    if not found.metrics:
         return ""
     items = []
-    for v in found:
+    for v in found.metrics:
         if not v.best:
             items.append(f"<li>{_metric_link(v.metric)}: no agent could be scored.</li>")
             continue
@@ -434,21 +462,17 @@ def _verdict_section(cmp: Comparison) -> str:
         lead = f"{names} tie for best" if len(v.best) > 1 else f"{names} is best"
         detail = []
         for x in v.versus:
-            p = "no paired cases" if _isnan(x.p_holm) else f"Holm p{_fmt_p(x.p_holm) if x.p_holm < 0.001 else '=' + _fmt_p(x.p_holm)}"
-            if x.significant:
-                detail.append(f'<span class="sig">significantly better than {_esc(x.other)}</span> <span class="ci">({p})</span>')
-            else:
-                detail.append(f'<span class="ns">not significantly better than {_esc(x.other)}</span> <span class="ci">({p})</span>')
+            words, cls = ("significantly better", "sig") if x.significant else ("not significantly better", "ns")
+            detail.append(f'<span class="{cls}">{words} than {_esc(x.other)}</span> <span class="ci">({_esc(x.evidence())})</span>')
         items.append(
             f'<li>{_metric_link(v.metric)}: {lead} <span class="ci">({_fmt(v.mean)})</span>'
             + (f"; {'; '.join(detail)}" if detail else "") + ".</li>"
         )
-    level = int(round(cmp.confidence * 100))
     return (
-        f'<section id="verdict"><h2>Verdict</h2><p class="headline">{_esc(headline(cmp, found))}</p>'
-        f'<ul class="verdict">{"".join(items)}</ul><p class="muted">Best = highest mean. Significant: paired test '
-        f"on the same cases, Holm-adjusted across the pairs of each metric, below {1 - cmp.confidence:.2g} "
-        f"({level}% level). Details under <a href=\"#pairwise\">Pairwise</a>.</p></section>"
+        f'<section id="verdict"><h2>Verdict</h2><p class="headline">{_esc(found.headline)}</p>'
+        f'<ul class="verdict">{"".join(items)}</ul><p class="muted">Best = highest mean. Significant: too large a '
+        f"difference, on the same cases, to be luck ({int(round(cmp.confidence * 100))}% level, adjusted for the "
+        'number of pairs compared). Details under <a href="#pairwise">Pairwise</a>.</p></section>'
     )
 
 
@@ -496,6 +520,7 @@ def render_report(cmp: Comparison, *, title: str | None = None) -> str:
     against = baseline_section(cmp)
     body = [
         _verdict_section(cmp),
+        _policy_note(cmp),
         against,
         _summary_section(cmp),
         _charts_section(cmp),
@@ -518,7 +543,7 @@ def render_report(cmp: Comparison, *, title: str | None = None) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<link rel="icon" href="data:,">'
         f"<title>{_esc(title)}</title><style>{_asset('style.css')}</style></head><body>"
-        f'<header><h1>{_esc(title)}</h1><p class="meta">{meta}</p>{_policy_note(cmp)}{nav}</header>'
+        f'<header><h1>{_esc(title)}</h1><p class="meta">{meta}</p>{nav}</header>'
         f'<main>{"".join(body)}</main>'
         '<footer>Written by levelfield. Self-contained: no network needed to view.</footer>'
         f"<script>{script}</script></body></html>\n"

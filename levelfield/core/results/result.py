@@ -19,9 +19,23 @@ from ..score.metrics.base import Metric, Score, score_columns
 from .record import RUNS_FILE, Record, fingerprints_of, make_header, metrics_from_specs, read_record, write_record
 from ..data.types import AgentRun
 
-__all__ = ["EvalResult", "summarize", "run_costs", "results_from_record", "table_to_csv", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "ColumnarResult", "read_table"]
+__all__ = ["EvalResult", "summarize", "metric_applies", "FAILED_AS_ZERO", "FAILED_LEFT_OUT", "run_costs", "results_from_record", "table_to_csv", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "ColumnarResult", "read_table"]
 
 _CASE_FIELDS = ("prompt", "reference", "reference_trajectory")
+
+# Context fields an agent produces; every other field a metric requires comes from the case.
+_AGENT_FIELDS = frozenset({"response", "predicted_trajectory", "turns", "failure"})
+
+FAILED_AS_ZERO = "mean_failed_as_zero"
+"""Summary key suffix of a metric's mean when failed runs count as 0 (``<metric>/mean_failed_as_zero``)."""
+FAILED_LEFT_OUT = "mean_failed_left_out"
+"""Summary key suffix of a metric's mean when failed runs are left out (``<metric>/mean_failed_left_out``)."""
+
+
+def metric_applies(metric: Metric, case: EvalCase) -> bool:
+    """Whether ``metric`` can score ``case`` at all: the case holds every field the metric needs
+    from it (a reference, a reference trajectory...). A failed run counts as 0 only where it does."""
+    return all(getattr(case, f, None) is not None for f in metric.requires if f not in _AGENT_FIELDS)
 
 
 def _trajectory(calls) -> list[dict[str, Any]] | None:
@@ -242,11 +256,20 @@ class EvalResult:
     @property
     def summary_metrics(self) -> dict[str, Any]:
         """``row_count``, ``<metric>/mean``, ``<metric>/std``, ``<metric>/nan_count``, latency, failures, tokens
-        (and ``<metric>/corrected_mean``... for judge-corrected metrics)."""
+        (and ``<metric>/corrected_mean``... for judge-corrected metrics).
+
+        A failed run is NaN and counted in ``nan_count``: ``<metric>/mean`` leaves it out.
+        ``<metric>/mean_failed_as_zero`` is the mean with every failed run scoring 0 where the
+        metric applies to its case (the rule ``compare`` uses by default), so both are at hand.
+        """
         if self._summary is None:
             columns = _summary_columns(self.row_scores, self.metric_names)
             columns["failure"] = [int(r.failure) for r in self.runs]  # row_count when there are no metrics
             summary = summarize(columns, self.metric_names)
+            for metric in self.metrics:
+                if f"{metric.name}/score" in columns:
+                    summary[f"{metric.name}/{FAILED_AS_ZERO}"] = _mean(
+                        self.failed_as_zero(metric, _floats(columns[f"{metric.name}/score"])))
             summary.update(run_costs(self.runs))
             self._summary = summary
         if self.judge_corrections:
@@ -256,6 +279,15 @@ class EvalResult:
     @property
     def failures(self) -> list[AgentRun]:
         return [r for r in self.runs if r.failure]
+
+    def failed_as_zero(self, metric: Metric, values: np.ndarray) -> np.ndarray:
+        """``values`` (one per run, in run order) with each failed run's score set to 0 where ``metric`` applies."""
+        by_id = {c.case_id: c for c in self.dataset}
+        out = np.array(values, dtype=float)
+        for i, run in enumerate(self.runs):
+            if run.failure and run.case_id in by_id and metric_applies(metric, by_id[run.case_id]):
+                out[i] = 0.0
+        return out
 
     def __repr__(self) -> str:
         # Counted from the runs, not the summary: asyncio.run reprs the task holding the result

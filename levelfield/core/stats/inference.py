@@ -1,11 +1,11 @@
-"""Statistics for comparing agents: intervals over cases, paired tests, Holm correction, pass@k.
+"""Statistics for comparing agents: intervals over cases, paired tests, multiplicity, pass@k.
 
 Everything here works on per-case values: when a case ran several trials, its trials are
 averaged first, so a case counts once and two agents stay paired case by case. The tests come
 from SciPy (Wilson intervals via ``binomtest``, ``bootstrap``, ``wilcoxon``, ``permutation_test``);
-only Holm's step-down adjustment and the pass@k estimators, which SciPy does not have, are
-written here. SciPy is imported when a statistic is first computed, so ``import levelfield``
-stays light.
+only Holm's step-down adjustment, Tarone's choice of the family of testable pairs and the pass@k
+estimators, which SciPy does not have, are written here. SciPy is imported when a statistic is
+first computed, so ``import levelfield`` stays light.
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ __all__ = [
     "mean_interval",
     "paired_test",
     "holm",
+    "tarone_family",
+    "family_adjusted",
+    "difference_interval",
     "noninferiority_p",
     "pass_at_k",
     "pass_hat_k",
@@ -75,6 +78,10 @@ class PairedTest:
     ties: int
     losses: int
     """Cases where B scored higher."""
+    p_min: float = math.nan
+    """The smallest p-value this test could give on these cases: the p it would give if every case
+    that differs went A's way (for McNemar, 2 · 0.5^discordant). Above the significance level,
+    the pair can never be significant, whatever its scores (Tarone 1990)."""
 
 
 def _finite(values: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -202,10 +209,9 @@ def paired_test(
     Cases where either value is NaN are left out. ``auto`` picks the exact McNemar test (a
     two-sided binomial test on the discordant cases) when both are 0/1, else the Wilcoxon
     signed-rank test. The interval of the mean difference is a paired bootstrap
-    (``interval=False`` skips it, leaving NaN, where only the p-value is needed).
+    (``interval=False`` skips it, leaving NaN, where only the p-value is needed). ``p_min`` is
+    the p the same test would give if every differing case went A's way (see :func:`tarone_family`).
     """
-    from scipy import stats
-
     x, y = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
     if x.shape != y.shape:
         raise ConfigError(f"paired_test needs equal lengths, got {x.size} and {y.size}")
@@ -218,32 +224,49 @@ def paired_test(
         return PairedTest(math.nan, math.nan, math.nan, math.nan, "none", 0, 0, 0, 0)
     if test == "auto":
         test = "mcnemar" if is_binary(x) and is_binary(y) else "wilcoxon"
-    if test == "mcnemar":
-        if not (is_binary(x) and is_binary(y)):
-            raise ConfigError("the McNemar test needs 0/1 values")
-        discordant = wins + losses
-        p = 1.0 if discordant == 0 else float(stats.binomtest(wins, discordant, 0.5).pvalue)
-    elif test == "wilcoxon":
-        # All-zero differences carry no evidence either way; SciPy would raise.
-        p = 1.0 if not np.any(d) else float(stats.wilcoxon(x, y).pvalue)
-    elif test == "permutation":
-        if not np.any(d):
-            p = 1.0
-        else:
-            res = stats.permutation_test(
-                (x, y),
-                lambda u, v, axis=-1: np.mean(u - v, axis=axis),
-                permutation_type="samples",
-                vectorized=True,
-                n_resamples=_RESAMPLES,
-                rng=np.random.default_rng(seed),
-            )
-            p = float(res.pvalue)
-    else:
+    if test == "mcnemar" and not (is_binary(x) and is_binary(y)):
+        raise ConfigError("the McNemar test needs 0/1 values")
+    if test not in ("mcnemar", "wilcoxon", "permutation"):
         raise ConfigError(f"unknown paired test {test!r}; use auto, mcnemar, wilcoxon or permutation")
+    p = _paired_p(x, y, test, seed)
+    # Given which cases differ and by how much, the most extreme outcome is every one going A's way.
+    p_min = _paired_p(np.abs(d), np.zeros_like(d), test, seed)
     diff = float(d.mean())
     low, high = _bootstrap(d, confidence, seed) if d.size >= 2 and interval else (math.nan, math.nan)
-    return PairedTest(diff, low, high, min(p, 1.0), test, int(d.size), wins, ties, losses)
+    return PairedTest(diff, low, high, min(p, 1.0), test, int(d.size), wins, ties, losses, min(p_min, 1.0))
+
+
+def _paired_p(x: np.ndarray, y: np.ndarray, test: str, seed: int) -> float:
+    """Two-sided p-value of a paired test of ``x`` against ``y`` (NaN-free, equal lengths)."""
+    from scipy import stats
+
+    d = x - y
+    if not np.any(d):
+        return 1.0  # all-zero differences carry no evidence either way (SciPy would raise)
+    if test == "mcnemar":
+        wins, losses = int((d > 0).sum()), int((d < 0).sum())
+        return float(stats.binomtest(wins, wins + losses, 0.5).pvalue)
+    if test == "wilcoxon":
+        return float(stats.wilcoxon(x, y).pvalue)
+    res = stats.permutation_test(
+        (x, y),
+        lambda u, v, axis=-1: np.mean(u - v, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=_RESAMPLES,
+        rng=np.random.default_rng(seed),
+    )
+    return float(res.pvalue)
+
+
+def difference_interval(
+    a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """Paired bootstrap interval of the mean of A − B over the cases both have (NaN with fewer than two)."""
+    x, y = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+    keep = ~(np.isnan(x) | np.isnan(y))
+    d = x[keep] - y[keep]
+    return _bootstrap(d, confidence, seed) if d.size >= 2 else (math.nan, math.nan)
 
 
 def noninferiority_p(
@@ -309,6 +332,40 @@ def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
     scaled = p[order] * (m - np.arange(m))
     out[order] = np.minimum(np.maximum.accumulate(scaled), 1.0)
     return out
+
+
+def tarone_family(p_min: Sequence[float] | np.ndarray, alpha: float) -> np.ndarray:
+    """Which tests of a family of discrete tests belong in the multiplicity correction (a mask).
+
+    Tarone, R. E. (1990), "A modified Bonferroni method for discrete data", Biometrics 46(2):
+    515-522. A discrete test has a smallest achievable p-value (``PairedTest.p_min``); a test
+    that could not reach significance even at that p cannot make a false discovery, so it need
+    not be paid for. With K(m) the number of tests whose ``p_min`` is under ``alpha / m``, the
+    family is those K(m) tests for the smallest m with K(m) ≤ m. Two identical agents (no case
+    where they differ, ``p_min`` = 1) are never in it. NaN ``p_min`` (nothing to test) is left out.
+    """
+    p = np.asarray(p_min, dtype=float)
+    testable = ~np.isnan(p)
+    for m in range(1, int(testable.sum()) + 1):
+        family = testable & (p * m < alpha)
+        if family.sum() <= m:
+            return family
+    return np.zeros(p.shape, dtype=bool)
+
+
+def family_adjusted(
+    p_values: Sequence[float] | np.ndarray, p_min: Sequence[float] | np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Holm-adjusted p-values within Tarone's family: ``(adjusted, in_family)``.
+
+    The family is :func:`tarone_family` of the ``p_min``; Holm's step-down runs over it alone.
+    A test outside it gets NaN (it was not tested: it could never be significant). The family
+    depends only on which cases differ, not on which way, so choosing it spends no error rate:
+    the family-wise error rate stays at most ``alpha``.
+    """
+    family = tarone_family(p_min, alpha)
+    p = np.asarray(p_values, dtype=float)
+    return holm(np.where(family, p, np.nan)), family
 
 
 def pass_at_k(n: int | np.ndarray, c: int | np.ndarray, k: int) -> float | np.ndarray:

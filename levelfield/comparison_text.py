@@ -1,0 +1,123 @@
+"""A comparison as terminal text: the summary table, the rule for failed runs, the verdict, the pairs.
+
+``print(cmp)`` shows :func:`comparison_text` (verdict and summary in a screen); the ``levelfield``
+command prints :func:`format_comparison` (the same, then one metric's pairs). Below the
+comparison: it reads one through :class:`levelfield.verdict.Compared`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .core.results.result import FAILED_AS_ZERO, FAILED_LEFT_OUT
+from .verdict import Compared, failure_rule, other_rule, verdict
+
+__all__ = ["summary_lines", "rule_line", "verdict_text", "pairwise_lines", "comparison_text", "format_comparison"]
+
+
+def _num(x: Any, digits: int = 3) -> str:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return "-"
+    return "-" if math.isnan(x) else f"{x:.{digits}f}"
+
+
+def rule_line(cmp: Compared) -> str:
+    """The one line that says what the means are over and how failed runs entered them."""
+    s = cmp.summary
+    failures, runs = int(s["failures"].sum()), int(s["runs"].sum())
+    failed = f"{failures} of {runs} runs failed" if failures else "no run failed"
+    return (f"(mean [{int(cmp.confidence * 100)}% interval] over {len(cmp.case_ids)} cases; "
+            f"{failure_rule(cmp.failed_runs)}: {failed})")
+
+
+def summary_lines(cmp: Compared) -> list[str]:
+    """Metrics × agents with intervals (and each metric's mean by the other rule when a run failed),
+    failed runs, latency and tokens, then the rule line."""
+    s = cmp.summary
+    other = FAILED_LEFT_OUT if cmp.failed_runs == "zero" else FAILED_AS_ZERO
+    any_failed = int(s["failures"].sum()) > 0
+    rows: list[tuple[str, list[str]]] = []
+    for m in cmp.metric_names:
+        rows.append((m, [f"{_num(s.loc[a, f'{m}/mean'])} [{_num(s.loc[a, f'{m}/ci_low'], 2)}, "
+                         f"{_num(s.loc[a, f'{m}/ci_high'], 2)}]" for a in cmp.agents]))
+        if any_failed and f"{m}/{other}" in s:
+            rows.append((f"  {other_rule(cmp.failed_runs)}", [_num(s.loc[a, f"{m}/{other}"]) for a in cmp.agents]))
+    k = cmp.trials
+    if k > 1:
+        for m in cmp.metric_names:
+            if f"{m}/pass@{k}" in s:
+                rows.append((f"{m} pass@{k}", [_num(s.loc[a, f"{m}/pass@{k}"]) for a in cmp.agents]))
+                rows.append((f"{m} pass^{k}", [_num(s.loc[a, f"{m}/pass^{k}"]) for a in cmp.agents]))
+        first = cmp.metric_names[0]
+        rows.append((f"flaky cases ({first})", [str(int(s.loc[a, f"{first}/flaky"])) for a in cmp.agents]))
+    rows.append(("failed runs", [f"{int(s.loc[a, 'failures'])}/{int(s.loc[a, 'runs'])}" for a in cmp.agents]))
+    rows.append(("latency p50 (s)", [_num(s.loc[a, "latency_in_seconds/p50"]) for a in cmp.agents]))
+    if "total_tokens/mean" in s:
+        rows.append(("tokens per run", [_num(s.loc[a, "total_tokens/mean"], 0) for a in cmp.agents]))
+    label_w = max(len(r[0]) for r in rows)
+    col_w = [max(len(a), *(len(r[1][i]) for r in rows)) for i, a in enumerate(cmp.agents)]
+    lines = ["  ".join([" " * label_w, *(a.rjust(w) for a, w in zip(cmp.agents, col_w))])]
+    lines += ["  ".join([label.ljust(label_w), *(c.rjust(w) for c, w in zip(cells, col_w))]) for label, cells in rows]
+    lines.append(rule_line(cmp))
+    return lines
+
+
+def verdict_text(cmp: Compared) -> str:
+    """The verdict in sentences, "Verdict: " before its first line (empty with one agent)."""
+    lines = verdict(cmp).lines()
+    if not lines:
+        return ""
+    return "\n".join(["Verdict: " + lines[0], *(f"  {line}" for line in lines[1:])])
+
+
+def _could_detect(mde: float) -> str:
+    """``  could detect ≥ 0.080`` next to a non-significant pair (nothing when no MDE is known)."""
+    return "" if mde is None or math.isnan(mde) else f"  could detect ≥ {mde:.3f}"
+
+
+def pairwise_lines(cmp: Compared, metric: str) -> list[str]:
+    """Every pair on one metric: difference, adjusted interval, adjusted p, wins/ties/losses, significant or not."""
+    table = cmp.pairwise(metric)
+    level = table.attrs.get("interval_confidence", cmp.confidence)
+    lines = [f"Pairwise on {metric} (A − B [{level * 100:.4g}% interval], adjusted p; wins/ties/losses of A over B;",
+             f"  adjusted across the {table.attrs.get('family', len(table))} pairs that could differ significantly, "
+             "Tarone-Holm):"]
+    a_w = max(len(a) for a in table["agent_a"])
+    b_w = max(len(b) for b in table["agent_b"])
+    for r in table.itertuples(index=False):
+        diff = "-" if math.isnan(r.difference) else f"{r.difference:+.3f}"
+        if r.significant:
+            mark = "  significant"
+        elif not r.in_family:
+            mark = "  cannot be significant: " + ("identical on every case" if r.wins + r.losses == 0
+                                                  else "too few cases differ")
+        else:
+            mark = "  not significant" + _could_detect(r.mde)
+        p = "p=-" if math.isnan(r.p_holm) else ("p<0.001" if r.p_holm < 0.001 else f"p={r.p_holm:.3f}")
+        lines.append(
+            f"  {r.agent_a.ljust(a_w)} vs {r.agent_b.ljust(b_w)}  {diff} [{_num(r.ci_low, 2)}, {_num(r.ci_high, 2)}]"
+            f"  {p}  {r.wins}/{r.ties}/{r.losses}{mark}"
+        )
+    return lines
+
+
+def comparison_text(cmp: Compared) -> str:
+    """The verdict and the summary, to read in one screen (what ``print(cmp)`` shows)."""
+    lines = summary_lines(cmp)
+    text = verdict_text(cmp)
+    return "\n".join([text, "", *lines] if text else lines)
+
+
+def format_comparison(cmp: Compared, *, pairwise_metric: str | None = None) -> str:
+    """The comparison as the CLI prints it: the summary, the verdict, then one metric's pairs."""
+    lines = summary_lines(cmp)
+    text = verdict_text(cmp)
+    if text:
+        lines += ["", text]
+    metric = pairwise_metric or (cmp.metric_names[0] if cmp.metric_names else None)
+    if metric and len(cmp.agents) > 1:
+        lines += ["", *pairwise_lines(cmp, metric)]
+    return "\n".join(lines)

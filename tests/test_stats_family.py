@@ -1,0 +1,149 @@
+"""The family of pairwise comparisons: Tarone's exclusion of pairs that can never be significant,
+Holm within what is left, intervals adjusted the same way. Expected values are worked out here
+from the binomial distribution and the procedures' definitions, not with levelfield's functions."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+import levelfield as lf
+from levelfield.core.stats import inference as stats
+
+ALPHA = 0.05
+EXACT = "trajectory_exact_match"
+# Twelve cases in four languages; every reference is one call naming the room.
+ROOMS = ["客厅", "寝室", "Wohnzimmer", "cozinha"] * 3
+CASES = [
+    {"case_id": f"c{i}", "prompt": f"{i} {room}", "reference_trajectory": [{"tool_name": "lights", "tool_input": {"room": room}}]}
+    for i, room in enumerate(ROOMS)
+]
+
+
+def _answer(prompt, wrong_below):
+    i, room = prompt.split(" ", 1)
+    room = "nowhere" if int(i) < wrong_below else room
+    return {"response": "ok", "predicted_trajectory": [{"tool_name": "lights", "tool_input": {"room": room}}]}
+
+
+def right(prompt):
+    return _answer(prompt, 0)
+
+
+def wrong_nine(prompt):
+    return _answer(prompt, 9)  # wrong on c0..c8
+
+
+def wrong_two(prompt):
+    return _answer(prompt, 2)  # wrong on c0, c1
+
+
+def exact_mcnemar_p(wins, losses):
+    """Two-sided exact binomial test of the discordant cases at 1/2, from the binomial sum."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(wins, losses) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def test_mcnemar_smallest_p_is_twice_half_to_the_number_of_discordant_cases():
+    t = stats.paired_test([1, 1, 1, 0, 0, 1], [1, 0, 1, 0, 1, 1])  # one win, one loss
+    assert t.p_value == pytest.approx(exact_mcnemar_p(1, 1)) == 1.0
+    assert t.p_min == pytest.approx(2 * 0.5**2)
+
+
+def test_identical_scores_can_never_be_significant():
+    assert stats.paired_test([1, 0, 1], [1, 0, 1]).p_min == 1.0
+    assert stats.paired_test([0.2, 0.5], [0.2, 0.5]).p_min == 1.0
+
+
+def test_wilcoxon_smallest_p_is_the_p_when_every_difference_goes_one_way():
+    a, b = np.array([0.9, 0.4, 0.7, 0.6, 0.8]), np.array([0.1, 0.5, 0.3, 0.2, 0.5])
+    t = stats.paired_test(a, b, test="wilcoxon")
+    # Five non-zero differences, all of one sign: the exact signed-rank p is 2 / 2^5.
+    assert t.p_min == pytest.approx(2 / 2**5)
+    assert t.p_value > t.p_min
+
+
+def test_tarone_leaves_out_the_pairs_that_cannot_reach_the_level_they_would_be_tested_at():
+    # Four pairs with 8 discordant cases (smallest p 2/2^8 = 0.0078) and six identical pairs (1).
+    # m=1..3: all four have p_min < 0.05/m, K(m)=4 > m; m=4: 4 · 0.0078 = 0.031 < 0.05, K(4)=4 ≤ 4.
+    p_min = [2 * 0.5**8] * 4 + [1.0] * 6
+    assert stats.tarone_family(p_min, ALPHA).tolist() == [True] * 4 + [False] * 6
+
+
+def test_tarone_family_can_be_empty_when_no_test_can_pass_its_adjusted_level():
+    # Four pairs with 7 discordant cases (smallest p 2/2^7 = 0.0156): m=3 still counts all four
+    # (3 · 0.0156 = 0.047 < 0.05), and at m=4, 4 · 0.0156 = 0.0625: none could pass.
+    assert stats.tarone_family([2 * 0.5**7] * 4, ALPHA).tolist() == [False] * 4
+
+
+def test_holm_runs_within_the_family_only():
+    p = [0.0078125, 0.02, 0.04, 0.3]
+    p_min = [0.0078125, 0.001, 0.001, 0.3]
+    adjusted, family = stats.family_adjusted(p, p_min, ALPHA)
+    # Family: m=1 counts three p_min under 0.05, m=2 three under 0.025, m=3 three under 0.0167: K(3)=3.
+    assert family.tolist() == [True, True, True, False]
+    # Holm over three: 3 · 0.0078 = 0.0234, 2 · 0.02 = 0.04, 1 · 0.04 = 0.04 (already non-decreasing).
+    assert adjusted[:3] == pytest.approx([3 * 0.0078125, 2 * 0.02, 0.04])
+    assert math.isnan(adjusted[3])
+
+
+@pytest.fixture(scope="module")
+def four():
+    agents = {"right": right, "copy": right, "wrong_nine": wrong_nine, "wrong_two": wrong_two}
+    return lf.compare(CASES, agents, [EXACT], progress=False)
+
+
+def test_pairwise_p_values_follow_tarone_then_holm(four):
+    table = four.pairwise(EXACT).set_index(["agent_a", "agent_b"])
+    # Discordant cases of each pair (wins of A, losses of A), read off the agents above.
+    discordant = {("right", "copy"): (0, 0), ("right", "wrong_nine"): (9, 0), ("right", "wrong_two"): (2, 0),
+                  ("copy", "wrong_nine"): (9, 0), ("copy", "wrong_two"): (2, 0), ("wrong_nine", "wrong_two"): (0, 7)}
+    for pair, (w, l) in discordant.items():
+        assert table.loc[pair, "p_value"] == pytest.approx(exact_mcnemar_p(w, l))
+        assert table.loc[pair, "p_min"] == pytest.approx(exact_mcnemar_p(w + l, 0))
+    # p_min: 1, 2/2^9, 0.5, 2/2^9, 0.5, 2/2^7. K(1)=3 > 1, K(2)=3 > 2 (all three under 0.025),
+    # K(3)=3 ≤ 3 (2/2^7 = 0.0156 < 0.0167): the family is the three pairs with 9 or 7 discordant cases.
+    in_family = {("right", "wrong_nine"), ("copy", "wrong_nine"), ("wrong_nine", "wrong_two")}
+    assert {pair for pair in discordant if table.loc[pair, "in_family"]} == in_family
+    # Holm over three: 3 · 2/2^9, then 2 · 2/2^9 raised to the step before, then 1 · 2/2^7.
+    first = 3 * 2 / 2**9
+    expected = {("right", "wrong_nine"): first, ("copy", "wrong_nine"): first, ("wrong_nine", "wrong_two"): 2 / 2**7}
+    for pair in discordant:
+        if pair in expected:
+            assert table.loc[pair, "p_holm"] == pytest.approx(expected[pair]) and table.loc[pair, "significant"]
+        else:
+            assert math.isnan(table.loc[pair, "p_holm"]) and not table.loc[pair, "significant"]
+    # Plain Holm over all six pairs would have missed wrong_two over wrong_nine: 4 · 2/2^7 = 0.0625.
+    assert 4 * 2 / 2**7 > ALPHA
+
+
+def test_pairwise_intervals_are_widened_for_the_family(four):
+    table = four.pairwise(EXACT)
+    level = 1 - ALPHA / 3
+    assert table.attrs["interval_confidence"] == pytest.approx(level) and table.attrs["family"] == 3
+    row = table.set_index(["agent_a", "agent_b"]).loc[("wrong_nine", "wrong_two")]
+    d = four.per_case[EXACT]["wrong_nine"].to_numpy() - four.per_case[EXACT]["wrong_two"].to_numpy()
+    res = scipy_stats.bootstrap((d,), np.mean, confidence_level=level, n_resamples=9999, method="BCa",
+                                rng=np.random.default_rng(0))
+    assert (row.ci_low, row.ci_high) == pytest.approx((res.confidence_interval.low, res.confidence_interval.high))
+    narrow = scipy_stats.bootstrap((d,), np.mean, confidence_level=0.95, n_resamples=9999, method="BCa",
+                                   rng=np.random.default_rng(0))
+    assert row.ci_low < narrow.confidence_interval.low
+
+
+def test_the_demo_pairs_of_careful_and_hasty_are_significant_once_identical_agents_are_left_out():
+    from samples.home_automation.agents.function_agents import careful_agent, hasty_agent
+
+    agents = {"function": careful_agent, "copy-1": careful_agent, "copy-2": careful_agent, "copy-3": careful_agent,
+              "function-hasty": hasty_agent}
+    cmp = lf.compare("samples/home_automation/dataset.jsonl", agents, [EXACT], progress=False)
+    row = cmp.pairwise(EXACT).set_index(["agent_a", "agent_b"]).loc[("function", "function-hasty")]
+    assert (row.wins, row.ties, row.losses) == (8, 10, 0)
+    # Four careful-vs-hasty pairs in the family (6 identical pairs out): Holm's first step is 4 · 2/2^8.
+    assert row.p_holm == pytest.approx(4 * 2 / 2**8) and row.significant
+    assert cmp.verdict().headline.startswith("function, copy-1, copy-2 and copy-3 tie for best on 1 of 1 metrics; "
+                                             "function-hasty is worst")
