@@ -153,9 +153,9 @@ def test_pairwise_tables_report_the_minimum_detectable_effect():
     table = cmp.pairwise("exact_match").set_index(["agent_a", "agent_b"])
     assert np.isnan(table.loc[("a", "b"), "mde"])  # identical answers: nothing varies, nothing to size
     # a vs c: 20 of 40 cases discordant; Connor's formula at ψ = 0.5 and n = 40, solved for Δ, at
-    # the level Holm's strictest step uses for 3 pairs (0.05 / 3).
+    # the level Holm's strictest step uses for the 2 pairs that can differ (a and b never do): 0.05 / 2.
     assert table.loc[("a", "c"), "mde"] == pytest.approx(
-        lf.stats.minimum_detectable_effect(40, p0=0.5, discordance=0.5, alpha=0.05 / 3), rel=1e-6)
+        lf.stats.minimum_detectable_effect(40, p0=0.5, discordance=0.5, alpha=0.05 / 2), rel=1e-6)
 
 
 def test_a_difference_at_least_the_mde_would_be_significant_after_holm():
