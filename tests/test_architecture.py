@@ -140,3 +140,14 @@ def test_import_levelfield_loads_no_framework():
             f"print(sorted(m for m in sys.modules if m.startswith({FRAMEWORKS!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_verdict_and_the_text_of_a_comparison_sit_below_it():
+    """They read a comparison through a protocol: not even a type-checking import of it (or the report, or the CLI)."""
+    offenders = []
+    for name in ("levelfield.verdict", "levelfield.comparison_text"):
+        tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("comparison", "report", "cli")):
+                offenders.append(f"{name} imports .{node.module}")
+    assert offenders == []

@@ -1,6 +1,7 @@
 """``levelfield demo`` end to end: every framework that runs here, the comparison printed, the report written."""
 
 import contextlib
+import html
 import io
 import socket
 import sys
@@ -68,3 +69,16 @@ def test_a_framework_whose_extra_is_missing_is_skipped_with_a_note(monkeypatch):
         agents = demo_agents(stack, notes)
     assert "langgraph" not in agents and "function" in agents
     assert any(n.startswith("langgraph: skipped") and "levelfield[langchain]" in n for n in notes)
+
+
+def test_demo_report_opens_by_naming_the_worse_agent_and_why(demo):
+    page = (demo["dir"] / "report.html").read_text(encoding="utf-8")
+    first = page.split('<p class="headline">', 1)[1].split("</p>", 1)[0]
+    assert page.index('<p class="headline">') < page.index('id="summary"')
+    assert "function-hasty is worst (lowest on 8 of 8): it skips a reference call in 6 of 18 cases" in first
+    verdict = next(line for line in demo["out"].splitlines() if line.startswith("Verdict: "))
+    assert verdict[len("Verdict: "):] == html.unescape(first)
+
+
+def test_demo_finds_the_careful_agents_significantly_better_than_the_hasty_one(demo):
+    assert "significantly better than function-hasty (adjusted p=0.031)" in demo["out"]

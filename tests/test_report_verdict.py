@@ -130,3 +130,67 @@ def test_three_tied_leaders_are_listed_with_commas():
     cmp = lf.compare(CASES, {"right": right, "copy": right, "again": right, "wrong": wrong}, ["exact_match"],
                      progress=False)
     assert verdicts(cmp)[0].sentence().startswith("exact_match: right, copy and again tie for best (1.000)")
+
+
+def test_verdict_of_a_comparison_is_a_method_and_prints_as_its_lines(cmp):
+    found = cmp.verdict()
+    assert found.best == ("right",) and found.worst == "wrong"
+    assert str(found).splitlines() == [found.headline, *(v.sentence() for v in found.metrics)]
+
+
+def crashes_on_japanese(prompt):
+    if prompt in ("question 1", "question 5", "question 9"):
+        raise TimeoutError("応答がありません")
+    return ANSWERS[prompt]
+
+
+def test_worst_agent_whose_runs_fail_is_named_with_its_most_common_error():
+    cmp = lf.compare(CASES, {"right": right, "crashy": crashes_on_japanese}, ["exact_match"], progress=False)
+    assert cmp.verdict().reason == "its runs fail with TimeoutError in 3 of 12 cases"
+    assert "crashy is worst (lowest on 1 of 1): its runs fail with TimeoutError in 3 of 12 cases." in cmp.verdict().headline
+
+
+TRAJECTORY_CASES = [
+    {"case_id": f"t{i}", "prompt": city,
+     "reference_trajectory": [{"tool_name": "lookup", "tool_input": {"city": city}},
+                              {"tool_name": "book", "tool_input": {"city": city}}]}
+    for i, city in enumerate(["北京", "東京", "München", "São Paulo"] * 2)
+]
+
+
+def careful(prompt):
+    calls = [{"tool_name": "lookup", "tool_input": {"city": prompt}}, {"tool_name": "book", "tool_input": {"city": prompt}}]
+    return {"response": "ok", "predicted_trajectory": calls}
+
+
+def hasty(prompt):
+    # Skips the look-up everywhere but in München; books the wrong city for São Paulo.
+    calls = careful(prompt)["predicted_trajectory"]
+    if prompt != "München":
+        calls = calls[1:]
+    if prompt == "São Paulo":
+        calls[-1] = {"tool_name": "book", "tool_input": {"city": "Sao Paulo"}}
+    return {"response": "ok", "predicted_trajectory": calls}
+
+
+def test_worst_agent_is_named_with_the_reference_call_it_skips_most():
+    cmp = lf.compare(TRAJECTORY_CASES, {"careful": careful, "hasty": hasty}, ["trajectory_exact_match"], progress=False)
+    assert cmp.verdict().reason == "it skips the reference call lookup in 6 of 8 cases"
+    assert cmp.verdict().headline.startswith(
+        "careful is best on 1 of 1 metrics; hasty is worst (lowest on 1 of 1): it skips the reference call lookup "
+        "in 6 of 8 cases.")
+
+
+def test_reason_counts_runs_when_there_are_trials():
+    cmp = lf.compare(TRAJECTORY_CASES, {"careful": careful, "hasty": hasty}, ["trajectory_exact_match"], trials=2,
+                     progress=False)
+    assert cmp.verdict().reason == "it skips the reference call lookup in 12 of 16 runs"
+
+
+def test_print_of_a_comparison_shows_verdict_then_summary_in_one_screen(cmp, capsys):
+    print(cmp)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) <= 30
+    assert lines[0].startswith("Verdict: right is best on 1 of 1 metrics; wrong is worst")
+    assert any(line.startswith("exact_match ") and "1.000 [" in line for line in lines)
+    assert lines[-1] == "(mean [95% interval] over 12 cases; failed runs count as 0: no run failed)"
