@@ -27,8 +27,9 @@ websockets = pytest.importorskip("websockets", reason="the browser test talks to
 PAYLOAD = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
 METRICS = ["trajectory_exact_match", "trajectory_in_order_match", "trajectory_any_order_match", "trajectory_precision",
            "trajectory_recall", "rouge_l_sum", "bleu", "exact_match"]
-AGENTS = 8  # polite, hostile and six more with long names: the widest layout must hold at 1400 px
+AGENTS = 8  # polite, hostile and six more with long names: the widest layout must hold at 1400 px and at 900 px
 WIDTH = 1400
+NARROW = 900
 CASES = [
     {"case_id": "lights_on", "prompt": "turn on the light", "reference": "done",
      "reference_trajectory": [{"tool_name": "switch", "tool_input": {"on": True}}]},
@@ -79,6 +80,27 @@ DRILL_ROWS = """(() => {
   });
   return Object.keys(rows).map(Number).sort((a, b) => a - b).map(k => rows[k]).join(',');
 })()"""
+# Words (split at spaces, hyphens, underscores, dots and slashes) that a line break cuts in two, after
+# every case is expanded. Code-like text (responses, tool calls, error messages) may wrap anywhere.
+MID_WORD = r"""(() => {
+  const bad = [];
+  const walker = document.createTreeWalker(document.querySelector('main'), NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  let node;
+  while ((node = walker.nextNode())) {
+    const el = node.parentElement;
+    if (!el || el.closest('pre, ol.calls, .emsg, svg') || !el.getClientRects().length) continue;
+    const words = /[^\s\-_./]+[\-_./]?/g;
+    let m;
+    while ((m = words.exec(node.textContent))) {
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      const lines = new Set(Array.from(range.getClientRects()).filter(r => r.width > 0).map(r => Math.round(r.top)));
+      if (lines.size > 1) bad.push(m[0]);
+    }
+  }
+  return Array.from(new Set(bad)).join(' | ');
+})()"""
 FILTER = """(() => {
   const box = document.getElementById('case-search');
   box.value = 'greet';
@@ -118,7 +140,7 @@ class _Cdp:
         return result["result"].get("value")
 
 
-async def _inspect(ws_url, page_url):
+async def _inspect(ws_url, page_url, width=WIDTH):
     async with websockets.connect(ws_url, max_size=None) as ws:
         cdp = _Cdp(ws)
         target = await cdp.send("Target.createTarget", {"url": "about:blank"})
@@ -126,7 +148,7 @@ async def _inspect(ws_url, page_url):
         for domain in ("Runtime", "Log", "Page"):
             await cdp.send(f"{domain}.enable", session=session)
         await cdp.send("Emulation.setDeviceMetricsOverride",
-                       {"width": WIDTH, "height": 1800, "deviceScaleFactor": 1, "mobile": False}, session)
+                       {"width": width, "height": 1800, "deviceScaleFactor": 1, "mobile": False}, session)
         await cdp.send("Page.navigate", {"url": page_url}, session)
         await asyncio.wait_for(cdp.wait_for("Page.loadEventFired"), 30)
         found = {name: await cdp.evaluate(expr, session) for name, expr in CHECKS.items()}
@@ -135,6 +157,7 @@ async def _inspect(ws_url, page_url):
                            "document.getElementById('case-search').dispatchEvent(new Event('input'));"
                            "document.getElementById('expand-all').click()", session)
         found["overflow"] = await cdp.evaluate(OVERFLOW, session)
+        found["mid_word"] = await cdp.evaluate(MID_WORD, session)
         found["drill_rows"] = await cdp.evaluate(DRILL_ROWS, session)
         shot = await cdp.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session)
         found["screenshot"] = base64.b64decode(shot["data"])
@@ -171,6 +194,7 @@ def browser_view(tmp_path_factory):
             time.sleep(0.05)
         port, path = port_file.read_text().split()[:2]
         found = asyncio.run(_inspect(f"ws://127.0.0.1:{port}{path}", report.as_uri()))
+        found["narrow"] = asyncio.run(_inspect(f"ws://127.0.0.1:{port}{path}", report.as_uri(), NARROW))
     finally:
         proc.terminate()
         try:
@@ -209,6 +233,18 @@ def test_case_filter_hides_cases_that_do_not_match(browser_view):
 
 def test_nothing_overflows_at_1400_px_with_eight_agents_and_trials_expanded(browser_view):
     assert browser_view["overflow"] == ""
+
+
+def test_nothing_overflows_at_900_px_with_eight_agents_and_trials_expanded(browser_view):
+    assert browser_view["narrow"]["overflow"] == ""
+
+
+def test_no_word_breaks_inside_at_900_px(browser_view):
+    assert browser_view["narrow"]["mid_word"] == ""
+
+
+def test_no_word_breaks_inside_at_1400_px(browser_view):
+    assert browser_view["mid_word"] == ""
 
 
 def test_drill_down_lays_eight_agents_in_two_full_rows(browser_view):

@@ -103,7 +103,7 @@ def _chip(value: float, label: str = "") -> str:
 def _table(headers: Iterable[tuple[str, bool]], rows: Iterable[Iterable[str]], cls: str = "") -> str:
     """``headers``: (label, numeric); ``rows``: cells already escaped."""
     headers = list(headers)
-    head = "".join(f'<th{" class=num" if num else ""}>{_esc(h)}</th>' for h, num in headers)
+    head = "".join(f'<th{" class=num" if num else ""}>{_breakable(h)}</th>' for h, num in headers)
     body = []
     for row in rows:
         cells = "".join(
@@ -116,8 +116,13 @@ def _table(headers: Iterable[tuple[str, bool]], rows: Iterable[Iterable[str]], c
     )
 
 
+def _breakable(name: Any) -> str:
+    """An escaped name a narrow column may wrap after ``_``, ``.`` or ``/`` (as after a hyphen), never inside a word."""
+    return re.sub(r"([_./])", r"\1<wbr>", _esc(name))
+
+
 def _metric_link(metric: str) -> str:
-    return f'<a class="metric" href="#glossary-{_esc(metric)}" title="what this metric means">{_esc(metric)}</a>'
+    return f'<a class="metric" href="#glossary-{_esc(metric)}" title="what this metric means">{_breakable(metric)}</a>'
 
 
 # -- sections ------------------------------------------------------------------------------
@@ -180,7 +185,7 @@ def _summary_section(cmp: Comparison) -> str:
     if "total_tokens/mean" in s:
         rows.append(["tokens per run", *(_fmt(s.loc[a, "total_tokens/mean"], 0) for a in cmp.agents)])
     head_cells = "".join(
-        f'<th class=num><span style="color:{_color(cmp, a)}">■</span> {_esc(a)}</th>' for a in cmp.agents
+        f'<th class=num><span style="color:{_color(cmp, a)}">■</span> {_breakable(a)}</th>' for a in cmp.agents
     )
     body = "".join(
         "<tr>" + "".join(f'<td{" class=num" if i else ""}>{c}</td>' for i, c in enumerate(r)) + "</tr>" for r in rows
@@ -295,7 +300,7 @@ def _pairwise_section(cmp: Comparison) -> str:
             else:
                 mark = '<span class="ns">not significant</span>'
             rows.append([
-                _esc(r.agent_a), _esc(r.agent_b), _esc(r.n), _fmt(r.difference),
+                _breakable(r.agent_a), _breakable(r.agent_b), _esc(r.n), _fmt(r.difference),
                 f'<span class="ci">[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]</span>', _fmt_p(r.p_value),
                 _fmt_p(r.p_holm), _esc(r.test), f"{r.wins} / {r.ties} / {r.losses}", mark,
             ])
