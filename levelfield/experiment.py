@@ -6,7 +6,8 @@ one MLflow run in that experiment with:
 
 - params: ``agent``, ``dataset``, ``cases``, ``metrics``, ``trials``, ``failed_runs``;
 - metrics: each metric's ``<metric>/mean``, ``/ci_low``, ``/ci_high`` (the comparison's
-  intervals), pass@k as ``/pass_at_k``, pass^k as ``/pass_hat_k``, ``failures``,
+  intervals, by the ``failed_runs`` rule in the params), the mean by the other rule
+  (``/mean_failed_as_zero`` for an evaluation, ``/mean_failed_left_out`` for a comparison), pass@k as ``/pass_at_k``, pass^k as ``/pass_hat_k``, ``failures``,
   ``failure_rate`` and latency; NaN values are left out rather than logged;
 - artifacts: ``metrics_table.csv`` (that agent's rows) and ``report.html`` (the whole report).
 
