@@ -15,27 +15,14 @@ from ..data.config import RunConfig
 from ..data.dataset import EvalCase, EvalDataset
 from ..errors import MissingExtraError, RecordError
 from ..data.jsonsafe import dumps, to_jsonable
-from ..score.metrics.base import Metric, Score, score_columns
+from ..score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT, Metric, Score, score_columns
 from .record import RUNS_FILE, Record, fingerprints_of, make_header, metrics_from_specs, read_record, write_record
 from ..data.types import AgentRun
 
-__all__ = ["EvalResult", "summarize", "metric_applies", "FAILED_AS_ZERO", "FAILED_LEFT_OUT", "run_costs", "results_from_record", "table_to_csv", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "ColumnarResult", "read_table"]
+__all__ = ["EvalResult", "summarize", "FAILED_AS_ZERO", "FAILED_LEFT_OUT", "run_costs", "results_from_record", "table_to_csv", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "ColumnarResult", "read_table"]
 
 _CASE_FIELDS = ("prompt", "reference", "reference_trajectory")
 
-# Context fields an agent produces; every other field a metric requires comes from the case.
-_AGENT_FIELDS = frozenset({"response", "predicted_trajectory", "turns", "failure"})
-
-FAILED_AS_ZERO = "mean_failed_as_zero"
-"""Summary key suffix of a metric's mean when failed runs count as 0 (``<metric>/mean_failed_as_zero``)."""
-FAILED_LEFT_OUT = "mean_failed_left_out"
-"""Summary key suffix of a metric's mean when failed runs are left out (``<metric>/mean_failed_left_out``)."""
-
-
-def metric_applies(metric: Metric, case: EvalCase) -> bool:
-    """Whether ``metric`` can score ``case`` at all: the case holds every field the metric needs
-    from it (a reference, a reference trajectory...). A failed run counts as 0 only where it does."""
-    return all(getattr(case, f, None) is not None for f in metric.requires if f not in _AGENT_FIELDS)
 
 
 def _trajectory(calls) -> list[dict[str, Any]] | None:
@@ -285,7 +272,7 @@ class EvalResult:
         by_id = {c.case_id: c for c in self.dataset}
         out = np.array(values, dtype=float)
         for i, run in enumerate(self.runs):
-            if run.failure and run.case_id in by_id and metric_applies(metric, by_id[run.case_id]):
+            if run.failure and run.case_id in by_id and metric.applies_to(by_id[run.case_id]):
                 out[i] = 0.0
         return out
 

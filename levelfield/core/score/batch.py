@@ -37,7 +37,7 @@ from pathlib import Path
 from ..data.dataset import ALIASES, case_from_row
 from ..errors import DatasetError
 from .matching import Alignment, ToolCallMatcher
-from .metrics.base import Metric, Score, ScoringContext
+from .metrics.base import FAILED_AS_ZERO, Metric, Score, ScoringContext
 from .scoring import context_for, score_sync
 
 try:  # the fastest JSON we have; the standard library otherwise
@@ -314,6 +314,8 @@ class ScoredBatch:
     """Rows left out, by case id, with the reason (conversation scenarios need a user simulator)."""
     with_predictions: int = 0
     """Rows that have a ``response`` or ``predicted_trajectory`` column (saved predictions to score)."""
+    failed_applies: dict[str, int] = field(default_factory=dict)
+    """Per metric, failed rows whose case the metric applies to: they count as 0 in ``mean_failed_as_zero``."""
 
     def __len__(self) -> int:
         return len(self.columns["case_id"])
@@ -396,6 +398,7 @@ class BatchScorer:
         latency = np.full(n, _NAN)
         values = {m.name: np.full(n, _NAN) for m in self.metrics}
         failed: dict[str, int] = {}
+        failed_applies: dict[str, int] = {}
         skipped: list[int] = []
         with_predictions = 0
         groups: dict[int, tuple[_CallKeys, list[Metric]]] = {}
@@ -460,6 +463,8 @@ class BatchScorer:
                         predicted, reference_calls = _calls(predicted_cell), _calls(reference_cell)
                 except _Irregular:
                     fast = False
+            if is_failed and not any(not _missing(get(c)) for c in _SCENARIO):
+                self._count_applies(row, start + i, batch.where(i), failed_applies)
             if not fast:
                 if any(not _missing(get(c)) for c in _SCENARIO):
                     skipped.append(i)  # needs a user simulator; the caller says so
@@ -513,7 +518,14 @@ class BatchScorer:
             keep[skipped] = False
             skipped_ids = {ids[i]: "a conversation_scenario case needs a user simulator" for i in skipped}
             columns = {k: (v[keep] if isinstance(v, np.ndarray) else [x for x, k_ in zip(v, keep) if k_]) for k, v in columns.items()}
-        return ScoredBatch(columns, failed, skipped_ids, with_predictions)
+        return ScoredBatch(columns, failed, skipped_ids, with_predictions, failed_applies)
+
+    def _count_applies(self, row: Any, index: int, where: str, counts: dict[str, int]) -> None:
+        """Count a failed row for each metric that applies to its case (failed rows are few: read as the row path does)."""
+        case = case_from_row(dict(row), index, where)
+        for metric in self.metrics:
+            if metric.applies_to(case):
+                counts[metric.name] = counts.get(metric.name, 0) + 1
 
     def _score_row(
         self,
@@ -583,6 +595,7 @@ class RunningSummary:
         self.with_predictions = 0
         self._scores = {name: _Moments() for name in self.metric_names}
         self._failed = {name: 0 for name in self.metric_names}
+        self._failed_applies = {name: 0 for name in self.metric_names}
         self._latency = _Moments()
         self._latencies: list[np.ndarray] = []
         self._failure = _Moments()
@@ -596,6 +609,8 @@ class RunningSummary:
             moments.add(np.asarray(cols[f"{name}/score"], dtype=float))
         for name, count in batch.failed.items():
             self._failed[name] = self._failed.get(name, 0) + count
+        for name, count in batch.failed_applies.items():
+            self._failed_applies[name] = self._failed_applies.get(name, 0) + count
         latency = np.asarray(cols["latency_in_seconds"], dtype=float)
         self._latency.add(latency)
         known = latency[~np.isnan(latency)]
@@ -613,6 +628,9 @@ class RunningSummary:
             out[f"{name}/nan_count"] = m.nan
             if self._failed.get(name):
                 out[f"{name}/failure_count"] = self._failed[name]
+            # Failed rows add zeros: the mean over the scored rows and them.
+            zeros = self._failed_applies.get(name, 0)
+            out[f"{name}/{FAILED_AS_ZERO}"] = m.mean * m.n / (m.n + zeros) if m.n + zeros else _NAN
         out["latency_in_seconds/mean"] = self._latency.mean_or_nan()
         out["latency_in_seconds/std"] = self._latency.std()
         known = np.concatenate(self._latencies) if self._latencies else np.array([])

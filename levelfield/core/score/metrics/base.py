@@ -11,7 +11,15 @@ from typing import Any, ClassVar
 from ..matching import Alignment, ToolCallMatcher, align
 from ...data.types import ToolCall, Usage
 
-__all__ = ["Metric", "Score", "ScoringContext", "TurnContext", "NAN", "score_columns"]
+__all__ = ["Metric", "Score", "ScoringContext", "TurnContext", "NAN", "score_columns", "FAILED_AS_ZERO", "FAILED_LEFT_OUT"]
+
+FAILED_AS_ZERO = "mean_failed_as_zero"
+"""Summary key suffix of a metric's mean when failed runs count as 0 (``<metric>/mean_failed_as_zero``)."""
+FAILED_LEFT_OUT = "mean_failed_left_out"
+"""Summary key suffix of a metric's mean when failed runs are left out (``<metric>/mean_failed_left_out``)."""
+
+# Context fields an agent produces; every other field a metric requires comes from the case.
+_AGENT_FIELDS = frozenset({"response", "predicted_trajectory", "turns", "failure"})
 
 NAN = float("nan")
 
@@ -213,6 +221,11 @@ class Metric(ABC):
     def computable(self, ctx: ScoringContext) -> bool:
         """Whether this row can be scored: the run did not fail and every field in ``requires`` is present."""
         return not ctx.failure and all(getattr(ctx, f) is not None for f in self.requires)
+
+    def applies_to(self, case: Any) -> bool:
+        """Whether this metric can score ``case`` at all: the case holds every field the metric needs
+        from it (a reference, a reference trajectory...). A failed run counts as 0 only where it does."""
+        return all(getattr(case, f, None) is not None for f in self.requires if f not in _AGENT_FIELDS)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
