@@ -495,6 +495,7 @@ class _RayDataScorer:
         out["_with_predictions"] = np.zeros(1, dtype=np.int64)
         for name in self._names:
             out[f"_failed/{name}"] = np.zeros(1, dtype=np.int64)
+            out[f"_failed_applies/{name}"] = np.zeros(1, dtype=np.int64)
         out["_error"] = np.array([f"{type(exc).__name__}\n{exc}"], dtype=object)
         return out
 
@@ -529,9 +530,10 @@ class _RayDataScorer:
         if len(rows):
             out["_with_predictions"][0] = scored.with_predictions
         for name in self._names:
-            out[f"_failed/{name}"] = first.copy()
-            if len(rows) and scored.failed.get(name):
-                out[f"_failed/{name}"][0] = scored.failed[name]
+            for key, counts in (("_failed", scored.failed), ("_failed_applies", scored.failed_applies)):
+                out[f"{key}/{name}"] = first.copy()
+                if len(rows) and counts.get(name):
+                    out[f"{key}/{name}"][0] = counts[name]
         out["_error"] = np.array([""] * len(rows), dtype=object)
         return out
 
@@ -644,6 +646,7 @@ def score_saved_on_ray(executor: RayExecutor, data: str | Path, metrics: Sequenc
                 columns,
                 failed={m: int(block[f"_failed/{m}"].sum()) for m in names if block[f"_failed/{m}"].sum()},
                 with_predictions=int(block["_with_predictions"].sum()),
+                failed_applies={m: int(block[f"_failed_applies/{m}"].sum()) for m in names},
             )
             summary.add(batch)
             if writer is not None:
