@@ -19,6 +19,8 @@ was passed, ``TypeError``), so code written against the built-in exceptions keep
 
 from __future__ import annotations
 
+import os
+
 __all__ = [
     "LevelfieldError",
     "ConfigError",
@@ -31,6 +33,10 @@ __all__ = [
     "AgentOutputError",
     "TransientAgentError",
     "MissingExtraError",
+    "exception_text",
+    "message_of",
+    "raised_where",
+    "type_name",
 ]
 
 
@@ -102,3 +108,53 @@ class MissingExtraError(LevelfieldError, ImportError):
         )
         self.extra = extra
         self.package = package
+
+
+# -- describing any exception (never raises: agents raise anything) --------------------------------
+
+
+def type_name(exc: BaseException) -> str:
+    """``type(exc).__name__``, never raising."""
+    try:
+        return type(exc).__name__
+    except BaseException:  # noqa: BLE001
+        return "BaseException"
+
+
+def message_of(exc: BaseException) -> str:
+    """``str(exc)``, or a note saying it could not be read (a ``__str__`` that raises)."""
+    try:
+        text = str(exc)
+        if isinstance(text, str):
+            return text
+    except KeyboardInterrupt:
+        raise
+    except BaseException as inner:  # noqa: BLE001
+        return f"(its message could not be read: str() raised {type_name(inner)})"
+    return "(its message could not be read)"
+
+
+def raised_where(exc: BaseException) -> str | None:
+    """``"raised in bind_tools, chat_models.py:1234"``: the innermost frame of ``exc``'s traceback
+    (where it was raised), or None without a traceback. Never raises."""
+    try:
+        tb = exc.__traceback__
+        if tb is None:
+            return None
+        while tb.tb_next is not None:
+            tb = tb.tb_next
+        code = tb.tb_frame.f_code
+        return f"raised in {code.co_name}, {os.path.basename(code.co_filename)}:{tb.tb_lineno}"
+    except Exception:  # noqa: BLE001 - a description is a bonus, never a crash
+        return None
+
+
+def exception_text(exc: BaseException) -> str:
+    """``Type: message``; for an exception without a message, its type and where it was raised:
+    ``NotImplementedError (raised in bind_tools, chat_models.py:1234)``. Never raises."""
+    name = type_name(exc)
+    text = message_of(exc)
+    if text.strip():
+        return f"{name}: {text}"
+    where = raised_where(exc)
+    return f"{name} ({where})" if where else name
