@@ -36,7 +36,7 @@ from .executors import RayExecutor, resolve_executor, ships_agents
 from .executors.ray import score_saved_on_ray, scores_on_ray_data
 from .failure_summary import AllRunsFailedWarning, agents_that_always_failed, failure_groups
 from .formats import load_dataset
-from .saved import score_saved_rows, takes_columnar_path
+from .saved import check_out, score_saved_rows, takes_columnar_path
 from .simulation import as_simulator
 
 __all__ = ["evaluate", "aevaluate", "EvalTask", "compare", "acompare"]
@@ -133,6 +133,8 @@ async def aevaluate(
         raise ConfigError("simulator=... plays the user of a conversation with an agent: pass agent=... too")
     executor = _executor(cfg, simulator)
     if agent is None:
+        if cfg.out_dir is not None:
+            check_out(cfg.out_dir, cfg)  # before scoring: a folder of other files or results is not replaced unasked
         result = await score_saved(ds, resolved, cfg)
     else:
         runnable: AgentRunnable = _agent(agent, name, cfg)

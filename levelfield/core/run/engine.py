@@ -21,7 +21,8 @@ from ..data.dataset import EvalDataset
 from ..errors import DatasetError, RecordError
 from ..score.metrics.base import Metric
 from ..data.protocol import AgentRunnable
-from ..results.record import RUNS_FILE, Journal, RunKey, check_resumable, fingerprints_of, make_header, read_record
+from ..results.record import (RUNS_FILE, Journal, RunKey, check_out_folder, check_resumable, fingerprints_of,
+                              make_header, read_record)
 from ..results.result import SAVED_AGENT, EvalResult
 from .isolation import check_picklable
 from .runner import Executor, run_agents
@@ -131,6 +132,7 @@ def open_journal(
         return None, {}
     path = out / RUNS_FILE
     fingerprints = fingerprints_of(dataset)
+    check_out_folder(out, overwrite=config.overwrite)
     if path.exists() and path.stat().st_size > 0:
         if config.resume:
             record = read_record(path)
