@@ -30,6 +30,7 @@ from .core.stats.judge_correction import check_label_cases, correct_judged, judg
 from .core.score.metrics.base import Metric
 from .core.score.metrics.registry import resolve_metrics
 from .core.data.protocol import AgentRunnable
+from .core.run.notices import MissingReferenceWarning, unscored_metrics
 from .core.results.result import EvalResult
 from .core.run.runner import Executor, run_coroutine
 from .executors import RayExecutor, resolve_executor, ships_agents
@@ -100,11 +101,15 @@ def _saved_batch_by_batch(dataset: Any, metrics: Sequence[Metric], cfg: RunConfi
     if (isinstance(executor, RayExecutor) and scores_on_ray_data(dataset)
             and takes_columnar_path(dataset, metrics, cfg.replace(workers=2))):  # at any size: Ray was asked for
         # A saved-predictions file scored on Ray Data, with the same columnar scorer.
-        return score_saved_on_ray(executor, dataset, metrics, cfg)
-    if takes_columnar_path(dataset, metrics, cfg):
+        result = score_saved_on_ray(executor, dataset, metrics, cfg)
+    elif takes_columnar_path(dataset, metrics, cfg):
         # Saved predictions in a file or in memory: scored batch by batch, in bounded memory.
-        return score_saved_rows(dataset, metrics, cfg)
-    return None
+        result = score_saved_rows(dataset, metrics, cfg)
+    else:
+        return None
+    for text in unscored_metrics(result.summary_metrics, metrics, result.source):
+        warnings.warn(MissingReferenceWarning(text), stacklevel=4)
+    return result
 
 
 async def aevaluate(

@@ -303,6 +303,7 @@ def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str
     args.user_simulator = _simulator(args)
     dataset = _some_cases(args, load_dataset(args.dataset))
     metrics = resolve_metrics(args.metrics)
+    _refuse_unscorable(args, dataset, metrics)
     names = {m.name for m in metrics}
     for metric, _ in args.fail_under:
         if metric not in names:
@@ -324,14 +325,27 @@ def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str
     return dataset, metrics, agents
 
 
+def _refuse_unscorable(args: argparse.Namespace, dataset: Any, metrics: Sequence[Any]) -> None:
+    """A metric asked for with --metric whose reference column no case has could score no row: refused
+    before any agent runs (a default metric is run, and the warning says why it shows '-')."""
+    if not args.metrics:
+        return
+    from ..core.run.notices import missing_references
+
+    for missing in missing_references(list(dataset), metrics):
+        if missing.everywhere:
+            raise UsageError(missing.message(dataset.source, fix="Add the column, or leave out that --metric"))
+
+
 def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: list[Any]) -> Comparison:
     import warnings
 
+    from .output import warnings_as_lines
     from ..evaluation import compare
     from ..failure_summary import AllRunsFailedWarning
 
     _check_gate_options(args, metrics)
-    with warnings.catch_warnings():
+    with warnings_as_lines(args.command):
         warnings.simplefilter("ignore", AllRunsFailedWarning)  # the CLI prints its own failure summary
         return compare(dataset, {a.name: a for a in agents}, metrics, config=_run_config(args),
                        failed_runs=args.failed_runs, baseline=getattr(args, "baseline", None),
@@ -460,6 +474,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
     streamed to ``--out`` as Parquet, so a file larger than memory scores in bounded memory."""
     import time
 
+    from .output import warnings_as_lines
     from ..core.score.metrics.registry import resolve_metrics
     from ..evaluation import evaluate
 
@@ -480,9 +495,10 @@ def _eval_saved(args: argparse.Namespace) -> int:
 
         data = _some_cases(args, load_dataset(args.dataset))
     start = time.perf_counter()
-    result = evaluate(data, metrics=metrics, out=args.out, overwrite=args.overwrite, workers=args.workers,
-                      executor=_executor(args), progress=not args.quiet, experiment=args.experiment,
-                      human_labels=getattr(args, "human_labels", None))
+    with warnings_as_lines(args.command):
+        result = evaluate(data, metrics=metrics, out=args.out, overwrite=args.overwrite, workers=args.workers,
+                          executor=_executor(args), progress=not args.quiet, experiment=args.experiment,
+                          human_labels=getattr(args, "human_labels", None))
     seconds = time.perf_counter() - start
     summary = result.summary_metrics
     rows = summary["row_count"]
