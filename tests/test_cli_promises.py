@@ -5,7 +5,7 @@ import json
 import pytest
 
 import levelfield as lf
-from levelfield.cli import build_parser, main
+from levelfield.cli.main import build_parser, main
 from levelfield.core.results.record import read_record
 
 SAMPLE = "samples/home_automation/dataset.jsonl"
