@@ -2,8 +2,11 @@
 
 Exit codes: 0 done; 1 a ``--fail-under`` threshold was missed, ``--fail-if-worse`` found a
 significant regression against ``--baseline``, or every run of an agent failed (unless
-``--allow-failures``); 2 bad input (agent spec, dataset, metric, option, saved run), reported
-as one line on stderr.
+``--allow-failures``); 2 bad input (agent spec, dataset, metric, option, saved run, an ``--out``
+folder of other files, a ``--metric`` whose reference column no case has), reported as one line
+on stderr, before any agent runs. Warnings (a reference some cases lack, an agent that never
+called a tool, a resumed journal whose references or metrics changed) print as
+``levelfield CMD: warning: ...`` lines and do not change the exit code.
 """
 
 from __future__ import annotations
