@@ -37,16 +37,7 @@ from .threads import run_coroutine, run_sync
 from ..data.types import AgentOutput, Message
 from ..data.types import AgentRun
 
-__all__ = [
-    "RunConfig",
-    "run_agents",
-    "run_sync",
-    "run_coroutine",
-    "describe_error",
-    "is_transient",
-    "BlockingAgentWarning",
-    "Executor",
-]
+__all__ = ["run_agents", "BlockingAgentWarning", "Executor", "OnRun", "PlayScenario"]
 
 T = TypeVar("T")
 _timeout_scope = getattr(asyncio, "timeout", None)  # Python 3.11+
