@@ -27,7 +27,7 @@ from typing import Any
 from ..core.errors import (AdapterError, AgentOutputError, ConfigError, ConfigTypeError, MissingExtraError,
                            TransientAgentError, exception_text)
 from ..core.data.protocol import AgentRequest
-from ..core.run.runner import run_sync
+from ..core.run.threads import run_sync
 from ..core.data.types import AgentOutput, ToolCall, Usage, content_text
 from .function import output_from_value
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..comparison import Comparison
+    from ..core.stats.config import StatsConfig
 
 __all__ = ["main", "format_summary", "format_comparison"]
 
@@ -351,8 +352,16 @@ def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: lis
     with warnings_as_lines(args.command):
         warnings.simplefilter("ignore", AllRunsFailedWarning)  # the CLI prints its own failure summary
         return compare(dataset, {a.name: a for a in agents}, metrics, config=_run_config(args),
-                       failed_runs=args.failed_runs, baseline=getattr(args, "baseline", None),
+                       stats=_stats_config(args), baseline=getattr(args, "baseline", None),
                        simulator=getattr(args, "user_simulator", None), experiment=getattr(args, "experiment", None))
+
+
+def _stats_config(args: argparse.Namespace) -> StatsConfig:
+    """The statistics options the command line gives (the rest keep ``StatsConfig``'s defaults)."""
+    from ..core.stats.config import StatsConfig
+
+    given = {name: getattr(args, name) for name in ("failed_runs", "alpha", "margin") if getattr(args, name, None) is not None}
+    return StatsConfig(**given)
 
 
 def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
@@ -438,9 +447,9 @@ def _check_baseline(args: argparse.Namespace, cmp: Comparison) -> int:
             raise UsageError("--fail-if-worse needs --baseline DIR (the saved run to compare against)")
         return 0
     if gated:  # the gate refuses (exit 2) when a gated metric has no case on both sides
-        changes = check_regressions(cmp, gated, margin=args.margin, alpha=args.alpha).changes
+        changes = check_regressions(cmp, gated).changes  # alpha and margin: cmp.stats, from --alpha/--margin
     else:
-        changes = baseline_changes(cmp, margin=args.margin, alpha=args.alpha)
+        changes = baseline_changes(cmp)
     print()
     print(cmp.baseline.describe())
     label = f"Against {cmp.baseline.name}" + (" (gated metrics, Holm-adjusted p):" if gated else " (Holm-adjusted p):")
@@ -568,6 +577,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from .. import report
     from ..comparison import Comparison
 
     directory = Path(args.directory)
@@ -583,7 +593,7 @@ def _report(args: argparse.Namespace) -> int:
     cmp = Comparison.load(directory)
     if cmp.missing_runs:
         print(_missing_note(directory, cmp.missing_runs, cmp), file=sys.stderr)
-    path = cmp.to_html(args.out or directory / "report.html")
+    path = report.write(cmp, args.out or directory / "report.html")
     print(format_comparison(cmp))
     print()
     print(f"Report: {path}")
@@ -606,6 +616,7 @@ def _missing_note(directory: Path, missing: Sequence[tuple[str, str, int]], cmp:
 def _demo(args: argparse.Namespace) -> int:
     from samples.home_automation import DATASET
 
+    from .. import report
     from ..demo import DEMO_METRICS, demo_agents
     from ..evaluation import compare
     from ..formats import load_dataset
@@ -620,7 +631,7 @@ def _demo(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         agents = demo_agents(stack, notes)
         cmp = compare(dataset, agents, DEMO_METRICS, progress=not args.quiet, timeout=30.0)
-    paths = cmp.save(out)
+    paths = report.save(cmp, out)
     frameworks = [a for a in agents if a != "function-hasty"]
     print(f"levelfield demo: {len(dataset)} home-automation cases, the same careful agent built with "
           f"{len(frameworks)} framework{'s' if len(frameworks) != 1 else ''} ({', '.join(frameworks)}), "

@@ -47,7 +47,7 @@ from ..core.data.types import AgentRun
 from ..core.run.runner import OnRun, PlayScenario, interleaved_plan, run_agents as run_locally
 from ..core.data.types import AgentOutput
 from ..formats.batches import BATCH_ROWS, table_writer
-from ..saved import TABLE_NAMES, check_out
+from .saved import TABLE_NAMES, check_out
 
 __all__ = ["RayExecutor", "score_saved_on_ray", "scores_on_ray_data"]
 

@@ -129,7 +129,7 @@ def _policy_note(cmp: Comparison) -> str:
     else:
         rule = "Failed runs are <b>left out</b>: means are over completed runs, paired tests over cases both agents completed."
     count = f'<span class="{"fail" if failures else ""}">{failures} failed run{"s" if failures != 1 else ""}</span>'
-    reducer = getattr(cmp, "reducer", "mean")
+    reducer = cmp.reducer
     trials = "averaged" if reducer == "mean" else f"reduced by their {_esc(reducer)}"
     return (
         f'<p class="policy">{count} in total. {rule} Intervals are {int(cmp.confidence * 100)}%: Wilson for 0/1 '

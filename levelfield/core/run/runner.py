@@ -37,17 +37,7 @@ from .threads import run_coroutine, run_sync
 from ..data.types import AgentOutput, Message
 from ..data.types import AgentRun
 
-__all__ = [
-    "RunConfig",
-    "run_agents",
-    "run_sync",
-    "run_coroutine",
-    "describe_error",
-    "is_transient",
-    "BlockingAgentWarning",
-    "Executor",
-    "interleaved_plan",
-]
+__all__ = ["run_agents", "interleaved_plan", "BlockingAgentWarning", "Executor", "OnRun", "PlayScenario"]
 
 T = TypeVar("T")
 _timeout_scope = getattr(asyncio, "timeout", None)  # Python 3.11+

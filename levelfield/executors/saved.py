@@ -14,14 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .core.results.result import ColumnarResult
-from .core.score.batch import ScoredBatch, score_batches
-from .core.results.result import parquet_available, write_summary
-from .core.data.config import RunConfig
-from .core.errors import RecordError
-from .core.score.metrics.base import Metric
-from .core.results.record import check_out_folder
-from .formats.batches import batch_source, columnar_readable, table_writer
+from ..core.data.config import RunConfig
+from ..core.errors import RecordError
+from ..core.results.record import check_out_folder
+from ..core.results.result import ColumnarResult, parquet_available, write_summary
+from ..core.score.batch import ScoredBatch, score_batches
+from ..core.score.metrics.base import Metric
+from ..formats.batches import batch_source, columnar_readable, table_writer
 
 __all__ = ["takes_columnar_path", "score_saved_rows", "check_out", "TABLE_NAMES"]
 
