@@ -6,7 +6,7 @@
     result.summary_metrics
 """
 
-from . import gate, metrics, stats, testing  # testing loads its names lazily: no LangChain import here
+from . import gate, metrics, report, stats, testing  # testing loads its names lazily: no LangChain import here
 from .adapters.auto import as_agent
 from .core.data.dataset import EvalCase, EvalDataset
 from .formats import export_scores, load_dataset, load_traces, to_adk_evalset
@@ -21,13 +21,15 @@ from .core.errors import (
     MetricError,
     MissingExtraError,
     RecordError,
+    RegressionError,
+    TraceError,
     TransientAgentError,
 )
 from .comparison import Comparison
 from .core.data.config import RunConfig
+from .core.stats.config import StatsConfig
 from .evaluation import EvalTask, acompare, aevaluate, compare, evaluate
 from .executors import RayExecutor
-from .gate import RegressionError
 from .core.score.matching import ToolCallMatcher
 from .core.data.protocol import AgentRequest, AgentRunnable
 from .core.results.result import EvalResult
@@ -50,6 +52,8 @@ __all__ = [
     "acompare",
     "Comparison",
     "RunConfig",
+    "StatsConfig",
+    "report",
     "RayExecutor",
     "EvalTask",
     "EvalResult",
@@ -81,4 +85,5 @@ __all__ = [
     "ConfigTypeError",
     "AgentSpecError",
     "RecordError",
+    "TraceError",
 ]

@@ -29,6 +29,7 @@ import pandas as pd
 from .comparison_text import comparison_text
 from .core.stats import inference as stats
 from .core.stats.change import detectable_difference
+from .core.stats.config import FailedRuns, StatsConfig, stats_config
 from .core.data.config import RunConfig
 from .core.data.dataset import EvalCase, EvalDataset
 from .core.score.diff import MarkedCall, mark_trajectory
@@ -51,10 +52,11 @@ __all__ = [
     "FailedRuns",
 ]
 
-FailedRuns = Literal["zero", "exclude"]
-
 OTHER_MEAN = {"zero": FAILED_LEFT_OUT, "exclude": FAILED_AS_ZERO}
 """Summary key suffix of the mean by the rule a comparison does not use: ``<metric>/<suffix>``."""
+
+# Context fields an agent produces; every other field a metric requires comes from the case.
+_AGENT_FIELDS = frozenset({"response", "predicted_trajectory", "turns", "failure"})
 
 
 @dataclass
@@ -90,7 +92,8 @@ class Comparison:
     ``results[name]`` is each agent's ``EvalResult``; ``summary`` one row per agent;
     ``pairwise(metric)`` every pair of agents; ``per_case`` the case × agent score matrix;
     ``case_view(case_id)`` every agent's answer to one case; ``verdict()`` who is best, who is
-    worst and why, in words; ``print(cmp)`` the verdict and summary; ``to_html(path)`` the report.
+    worst and why, in words; ``print(cmp)`` the verdict and summary. The HTML report reads a
+    comparison, ``lf.report.write(cmp, path)``; the comparison knows nothing of it.
     """
 
     def __init__(
@@ -100,28 +103,16 @@ class Comparison:
         metrics: Sequence[Metric],
         *,
         trials: int = 1,
-        failed_runs: FailedRuns = "zero",
-        confidence: float = 0.95,
-        test: stats.PairedTestName = "auto",
-        seed: int = 0,
-        reducer: stats.Reducer = "mean",
+        stats: StatsConfig | None = None,
         config: RunConfig | None = None,
+        **stats_options: Any,
     ) -> None:
-        if reducer not in stats.REDUCERS:
-            raise ConfigError(f"reducer={reducer!r}: use one of {', '.join(stats.REDUCERS)}")
-        if failed_runs not in ("zero", "exclude"):
-            raise ConfigError(f"failed_runs={failed_runs!r}: use 'zero' or 'exclude'")
-        if not 0 < confidence < 1:
-            raise ConfigError(f"confidence={confidence!r}: must be between 0 and 1")
+        self.stats = stats_config(stats, **stats_options)
+        """The statistics options (``lf.StatsConfig``): failed-run rule, confidence, test, seed, reducer, alpha, margin."""
         self.dataset = dataset
         self.results: dict[str, EvalResult] = dict(results)
         self.metrics = list(metrics)
         self.trials = trials
-        self.failed_runs: FailedRuns = failed_runs
-        self.confidence = confidence
-        self.test: stats.PairedTestName = test
-        self.seed = seed
-        self.reducer: stats.Reducer = reducer
         self.config = config or RunConfig(trials=trials)
         self._trial_scores: dict[tuple[str, str, str], np.ndarray] = {}
         self._summary: pd.DataFrame | None = None
@@ -137,6 +128,26 @@ class Comparison:
         """When loaded from a folder: the agent that was the baseline of the run that saved it."""
 
     # -- shape -----------------------------------------------------------------------------
+
+    @property
+    def failed_runs(self) -> FailedRuns:
+        return self.stats.failed_runs
+
+    @property
+    def confidence(self) -> float:
+        return self.stats.confidence
+
+    @property
+    def test(self) -> stats.PairedTestName:
+        return self.stats.test
+
+    @property
+    def seed(self) -> int:
+        return self.stats.seed
+
+    @property
+    def reducer(self) -> stats.Reducer:
+        return self.stats.reducer
 
     @property
     def agents(self) -> list[str]:
@@ -394,16 +405,9 @@ class Comparison:
         """The verdict and the summary table, to read in one screen: ``print(cmp)``."""
         return comparison_text(self)
 
-    def to_html(self, path: str | Path) -> Path:
-        """Write the self-contained HTML report (no network needed to view it)."""
-        from .report import write_report
-
-        return write_report(self, path)
-
     def settings(self) -> dict[str, Any]:
         """The statistics settings of this comparison (saved in its run record)."""
-        settings = {"failed_runs": self.failed_runs, "confidence": self.confidence, "test": self.test,
-                    "seed": self.seed, "reducer": self.reducer}
+        settings = self.stats.to_dict()
         if self.baseline is not None:
             settings["baseline"] = self.baseline.name
         return settings
@@ -456,15 +460,15 @@ class Comparison:
         raise ConfigError(f"to_parquet(table={table!r}): use 'runs' (one row per run) or 'summary' (one row per agent)")
 
     def save(self, directory: str | Path) -> dict[str, Path]:
-        """Write ``runs.jsonl`` (the run record), ``metrics_table.csv``, ``summary.json`` and ``report.html``;
-        with pyarrow installed, ``metrics_table.parquet`` and ``summary.parquet`` too."""
+        """Write ``runs.jsonl`` (the run record), ``metrics_table.csv`` and ``summary.json``; with pyarrow
+        installed, ``metrics_table.parquet`` and ``summary.parquet`` too. The HTML report is the report
+        package's job: ``lf.report.write(cmp, path)``."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         paths = {
             "runs": out / RUNS_FILE,
             "metrics_table": out / "metrics_table.csv",
             "summary": out / "summary.json",
-            "report": out / "report.html",
         }
         entries = [(run, row) for result in self.results.values() for run, row in zip(result.runs, result.row_scores)]
         write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset), entries)
@@ -474,7 +478,6 @@ class Comparison:
             paths["metrics_table_parquet"] = table_to_parquet(table, out / "metrics_table.parquet")
             paths["summary_parquet"] = self.to_parquet(out / "summary.parquet", table="summary")
         paths["summary"].write_text(json.dumps(self.summary_dict(), indent=2, ensure_ascii=False), encoding="utf-8")
-        self.to_html(paths["report"])
         return paths
 
     @classmethod
@@ -496,11 +499,7 @@ class Comparison:
                 results,
                 first.metrics,
                 trials=record.trials,
-                failed_runs=settings.get("failed_runs", "zero"),
-                confidence=float(settings.get("confidence", 0.95)),
-                test=settings.get("test", "auto"),
-                seed=int(settings.get("seed", 0)),
-                reducer=settings.get("reducer", "mean"),
+                stats=StatsConfig.from_dict(settings),
                 config=first.config,
             )
         except ConfigError as exc:

@@ -5,14 +5,19 @@ them to the adapter-free engine in ``levelfield.core``.
 Run options (concurrency, timeout, retries, backoff, trials, progress, agent_concurrency, out,
 resume, overwrite, isolation, executor) are the fields of
 :class:`~levelfield.core.data.config.RunConfig`, given as ``config=RunConfig(...)`` and/or as
-keywords; their defaults are defined there, once.
+keywords; their defaults are defined there, once. A comparison's statistics options are the fields
+of :class:`~levelfield.core.stats.config.StatsConfig`, given as ``stats=StatsConfig(...)``.
+
+Each sync entry point is its async twin run to completion: one implementation.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import fields
 from typing import Any, TypeVar
 
 from typing_extensions import Unpack
@@ -21,22 +26,24 @@ from .baseline import prepare_baseline
 
 from .adapters.auto import as_agent
 from .adapters.spec import SpecAgent, agent_from_spec
-from .comparison import Comparison, FailedRuns
-from .core.stats import inference as stats
+from .comparison import Comparison
 from .core.data.config import RunConfig, RunOptions, run_config
+from .core.stats.config import STATS_OPTIONS, StatsConfig, stats_config
 from .core.errors import ConfigError, ConfigTypeError, LevelfieldError
 from .core.run.engine import run_and_score, score_saved
 from .core.stats.judge_correction import check_label_cases, correct_judged, judged_binary_metrics, read_human_labels
 from .core.score.metrics.base import Metric
 from .core.score.metrics.registry import resolve_metrics
 from .core.data.protocol import AgentRunnable
+from .core.run.notices import MissingReferenceWarning, unscored_metrics
 from .core.results.result import EvalResult
-from .core.run.runner import Executor, run_coroutine
+from .core.run.runner import Executor
+from .core.run.threads import run_coroutine
 from .executors import RayExecutor, resolve_executor, ships_agents
 from .executors.ray import score_saved_on_ray, scores_on_ray_data
 from .failure_summary import AllRunsFailedWarning, agents_that_always_failed, failure_groups
 from .formats import load_dataset
-from .saved import score_saved_rows, takes_columnar_path
+from .executors.saved import check_out, score_saved_rows, takes_columnar_path
 from .simulation import as_simulator
 
 __all__ = ["evaluate", "aevaluate", "EvalTask", "compare", "acompare"]
@@ -58,16 +65,37 @@ def _short_errors(call: Callable[[], T]) -> T:
         raise exc.with_traceback(None) from None
 
 
+async def _short_errors_async(call: Awaitable[T]) -> T:
+    """:func:`_short_errors` for the async entry points."""
+    try:
+        return await call
+    except LevelfieldError as exc:
+        if os.environ.get("LEVELFIELD_DEBUG"):
+            raise
+        raise exc.with_traceback(None) from None
+
+
+_INNER = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(warnings.__file__)))
+
+
+def _warn(message: Warning | str, category: type[Warning] = UserWarning) -> None:
+    """Warn at the user's line: the first frame outside levelfield and the standard library
+    (the sync twins reach the body through asyncio, so a fixed stacklevel cannot say where)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_INNER):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
 def _warn_if_always_failed(runs_by_agent: Mapping[str, Sequence[Any]]) -> None:
     # The runs are kept (an evaluation never loses one), but a silent all-NaN table misleads.
     for agent in agents_that_always_failed(runs_by_agent):
         group = failure_groups({agent: runs_by_agent[agent]})[0]
-        warnings.warn(
+        _warn(
             AllRunsFailedWarning(
                 f"every run of agent {agent!r} failed ({len(runs_by_agent[agent])} runs); most often "
                 f"{group.error_type} x{group.count}, e.g. case {group.case_id}: {group.example}"
-            ),
-            stacklevel=5,  # the user's call of evaluate/compare (through body and _short_errors)
+            )
         )
 
 
@@ -85,26 +113,26 @@ def _log_experiment(log: Callable[[], Any], experiment: str) -> None:
     try:
         log()
     except Exception as exc:  # noqa: BLE001 - any store or network failure
-        warnings.warn(
-            f"could not log to MLflow experiment {experiment!r} ({type(exc).__name__}: {exc}); "
-            "the result is returned as usual",
-            RuntimeWarning,
-            stacklevel=5,
-        )
+        _warn(f"could not log to MLflow experiment {experiment!r} ({type(exc).__name__}: {exc}); "
+              "the result is returned as usual", RuntimeWarning)
 
 
 def _saved_batch_by_batch(dataset: Any, metrics: Sequence[Metric], cfg: RunConfig) -> EvalResult | None:
     """Saved predictions scored batch by batch (on Ray Data with ``executor="ray"``); None when
-    they are scored row by row (small inputs, judged metrics; see ``levelfield.saved``)."""
+    they are scored row by row (small inputs, judged metrics; see ``levelfield.executors.saved``)."""
     executor = resolve_executor(cfg.executor) if ships_agents(cfg.executor) else None
     if (isinstance(executor, RayExecutor) and scores_on_ray_data(dataset)
             and takes_columnar_path(dataset, metrics, cfg.replace(workers=2))):  # at any size: Ray was asked for
         # A saved-predictions file scored on Ray Data, with the same columnar scorer.
-        return score_saved_on_ray(executor, dataset, metrics, cfg)
-    if takes_columnar_path(dataset, metrics, cfg):
+        result = score_saved_on_ray(executor, dataset, metrics, cfg)
+    elif takes_columnar_path(dataset, metrics, cfg):
         # Saved predictions in a file or in memory: scored batch by batch, in bounded memory.
-        return score_saved_rows(dataset, metrics, cfg)
-    return None
+        result = score_saved_rows(dataset, metrics, cfg)
+    else:
+        return None
+    for text in unscored_metrics(result.summary_metrics, metrics, result.source):
+        _warn(MissingReferenceWarning(text))
+    return result
 
 
 async def aevaluate(
@@ -116,36 +144,12 @@ async def aevaluate(
     config: RunConfig | None = None,
     human_labels: Any = None,
     simulator: Any = None,
+    experiment: str | None = None,
     **options: Unpack[RunOptions],
 ) -> EvalResult:
-    """Async twin of :func:`evaluate`."""
-    cfg = run_config(config, **options)
-    resolved = resolve_metrics(metrics)
-    if agent is None and simulator is None and human_labels is None:
-        fast = _saved_batch_by_batch(dataset, resolved, cfg)
-        if fast is not None:
-            return fast
-    ds = load_dataset(dataset)
-    labels = read_human_labels(human_labels) if human_labels is not None else None
-    if labels is not None:
-        check_label_cases(labels, ds)  # bad labels fail before any agent runs
-    if agent is None and simulator is not None:
-        raise ConfigError("simulator=... plays the user of a conversation with an agent: pass agent=... too")
-    executor = _executor(cfg, simulator)
-    if agent is None:
-        result = await score_saved(ds, resolved, cfg)
-    else:
-        runnable: AgentRunnable = _agent(agent, name, cfg)
-        result = (await run_and_score(ds, [runnable], resolved, cfg, kind="evaluate",
-                                      simulator=as_simulator(simulator), executor=executor))[runnable.name]
-    if labels is not None:
-        result.judge_corrections = correct_judged(result, labels)
-    elif any("human_label" in c.metadata for c in ds) and judged_binary_metrics(result):
-        # A 'human_label' column in the dataset corrects the judged metrics without being asked.
-        result.judge_corrections = correct_judged(result)
-    if cfg.out_dir is not None:
-        result.save(cfg.out_dir)
-    return result
+    """Async twin of :func:`evaluate` (the same arguments, the same result)."""
+    return await _short_errors_async(_evaluate(dataset, agent, metrics, name=name, config=config, human_labels=human_labels,
+                                               simulator=simulator, experiment=experiment, options=dict(options)))
 
 
 def evaluate(
@@ -186,28 +190,70 @@ def evaluate(
     (dataset, metric, agent spec, option) raises a ``LevelfieldError`` from here, before any agent
     runs. ``experiment="name"`` logs the result to MLflow tracking (see :mod:`levelfield.experiment`).
     """
+    return _short_errors(lambda: run_coroutine(aevaluate(
+        dataset, agent, metrics, name=name, config=config, human_labels=human_labels, simulator=simulator,
+        experiment=experiment, **options)))
 
-    def body() -> EvalResult:
-        _require_experiment_logging(experiment)
-        cfg = run_config(config, **options)
-        resolved = resolve_metrics(metrics)
-        saved = agent is None and simulator is None and human_labels is None
-        result = _saved_batch_by_batch(dataset, resolved, cfg) if saved else None
-        if result is None:
-            ds = load_dataset(dataset)
-            runnable = None if agent is None else _agent(agent, name, cfg)
-            result = run_coroutine(
-                aevaluate(ds, runnable, resolved, config=config, human_labels=human_labels, simulator=simulator, **options)
-            )
-            if runnable is not None:
-                _warn_if_always_failed({runnable.name: result.runs})
-        if experiment is not None:
-            from .experiment import log_evaluation
 
-            _log_experiment(lambda: log_evaluation(result, experiment), experiment)
-        return result
+async def _evaluate(
+    dataset: Any,
+    agent: Any,
+    metrics: Sequence[str | Metric] | None,
+    *,
+    name: str | None,
+    config: RunConfig | None,
+    human_labels: Any,
+    simulator: Any,
+    experiment: str | None,
+    options: dict[str, Any],
+) -> EvalResult:
+    """The one implementation of ``evaluate`` and ``aevaluate``."""
+    _require_experiment_logging(experiment)
+    cfg = run_config(config, **options)
+    resolved = resolve_metrics(metrics)
+    result = None
+    if agent is None and simulator is None and human_labels is None:
+        result = _saved_batch_by_batch(dataset, resolved, cfg)
+    if result is None:
+        result = await _run_evaluation(dataset, agent, resolved, name=name, cfg=cfg, human_labels=human_labels,
+                                       simulator=simulator)
+    if experiment is not None:
+        from .experiment import log_evaluation
 
-    return _short_errors(body)
+        _log_experiment(lambda: log_evaluation(result, experiment), experiment)
+    return result
+
+
+async def _run_evaluation(
+    dataset: Any, agent: Any, metrics: list[Metric], *, name: str | None, cfg: RunConfig, human_labels: Any, simulator: Any,
+) -> EvalResult:
+    ds = load_dataset(dataset)
+    labels = read_human_labels(human_labels) if human_labels is not None else None
+    if labels is not None:
+        check_label_cases(labels, ds)  # bad labels fail before any agent runs
+    if agent is None and simulator is not None:
+        raise ConfigError("simulator=... plays the user of a conversation with an agent: pass agent=... too")
+    if agent is None and cfg.agent_concurrency:
+        raise ConfigError("agent_concurrency caps agents' runs; scoring saved predictions runs no agent")
+    executor = _executor(cfg, simulator)
+    if agent is None:
+        if cfg.out_dir is not None:
+            check_out(cfg.out_dir, cfg)  # before scoring: a folder of other files or results is not replaced unasked
+        result = await score_saved(ds, metrics, cfg)
+    else:
+        runnable: AgentRunnable = _agent(agent, name, cfg)
+        _check_agent_concurrency(cfg, [runnable])
+        result = (await run_and_score(ds, [runnable], metrics, cfg, kind="evaluate",
+                                      simulator=as_simulator(simulator), executor=executor))[runnable.name]
+        _warn_if_always_failed({runnable.name: result.runs})
+    if labels is not None:
+        result.judge_corrections = correct_judged(result, labels)
+    elif any("human_label" in c.metadata for c in ds) and judged_binary_metrics(result):
+        # A 'human_label' column in the dataset corrects the judged metrics without being asked.
+        result.judge_corrections = correct_judged(result)
+    if cfg.out_dir is not None:
+        result.save(cfg.out_dir)
+    return result
 
 
 class EvalTask:
@@ -252,7 +298,7 @@ class EvalTask:
         """
         experiment = self.experiment
         _short_errors(lambda: _require_experiment_logging(experiment))
-        cfg = run_config(config or self.config, **options)
+        cfg = run_config(_overlay(self.config, config), **options)
         saved = self._data if runnable is None and self._dataset is None else self.dataset
         result = evaluate(saved, runnable, self.metrics, config=cfg)
         if experiment is not None:
@@ -260,6 +306,15 @@ class EvalTask:
 
             _log_experiment(lambda: log_evaluation(result, experiment, run_name=experiment_run_name), experiment)
         return result
+
+
+def _overlay(base: RunConfig, given: RunConfig | None) -> RunConfig:
+    """``base`` with the options ``given`` sets away from their defaults (a task's own config is kept)."""
+    if given is None:
+        return base
+    default = RunConfig()
+    changed = {f.name: getattr(given, f.name) for f in fields(RunConfig) if getattr(given, f.name) != getattr(default, f.name)}
+    return base.replace(**changed)
 
 
 def _agent(agent: Any, name: str | None, config: RunConfig) -> AgentRunnable:
@@ -280,6 +335,23 @@ def _executor(config: RunConfig, simulator: Any) -> Executor | None:
         raise ConfigError(f"simulator=... plays conversations in this process; it does not combine with "
                           f"executor={config.executor!r} yet: run the scenario cases locally")
     return resolve_executor(config.executor)
+
+
+def _check_agent_concurrency(cfg: RunConfig, runnables: Sequence[AgentRunnable]) -> None:
+    unknown = sorted(set(cfg.agent_concurrency) - {r.name for r in runnables})
+    if unknown:
+        raise ConfigError(f"agent_concurrency names unknown agents: {', '.join(unknown)} "
+                          f"(the agents are: {', '.join(r.name for r in runnables)})")
+
+
+def _stats_from(stats: StatsConfig | None, options: dict[str, Any], where: str) -> StatsConfig:
+    """``stats`` with the statistics options still given as keywords (deprecated) moved out of ``options``."""
+    legacy = {k: options.pop(k) for k in list(options) if k in STATS_OPTIONS}
+    if legacy:
+        given = ", ".join(f"{k}={v!r}" for k, v in legacy.items())
+        _warn(f"{where}({given}): statistics options as keywords are deprecated and will be removed in the next "
+              f"release; pass stats=lf.StatsConfig({given})", DeprecationWarning)
+    return stats_config(stats, **legacy)
 
 
 def _resolve_agents(agents: Any, config: RunConfig) -> list[Any]:
@@ -307,49 +379,17 @@ async def acompare(
     metrics: Sequence[str | Metric] | None = None,
     *,
     config: RunConfig | None = None,
-    failed_runs: FailedRuns = "zero",
-    confidence: float = 0.95,
-    test: stats.PairedTestName = "auto",
-    seed: int = 0,
-    reducer: stats.Reducer = "mean",
+    stats: StatsConfig | None = None,
     baseline: Any = None,
     fail_if_worse: str | Sequence[str] | None = None,
-    margin: float = 0.0,
-    alpha: float = 0.05,
     simulator: Any = None,
+    experiment: str | None = None,
     **options: Unpack[RunOptions],
 ) -> Comparison:
-    """Async twin of :func:`compare`."""
-    cfg = run_config(config, **options)
-    ds = load_dataset(dataset)
-    resolved = resolve_metrics(metrics)
-    runnables = _resolve_agents(agents, cfg)
-    executor = _executor(cfg, simulator)
-    unknown = sorted(set(cfg.agent_concurrency) - {r.name for r in runnables})
-    if unknown:
-        raise ConfigError(f"agent_concurrency names unknown agents: {', '.join(unknown)}")
-    settings = {"failed_runs": failed_runs, "confidence": confidence, "test": test, "seed": seed, "reducer": reducer}
-    # Check the statistics settings before any agent runs.
-    Comparison(ds, {}, resolved, trials=cfg.trials, **settings)
-    joined = None
-    if baseline is not None:
-        # Loaded before any agent runs, so a bad baseline fails fast.
-        joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials)
-    results = await run_and_score(ds, runnables, resolved, cfg, kind="compare", settings=settings,
-                                  simulator=as_simulator(simulator), executor=executor)
-    if joined is not None:
-        results[joined.name] = joined.result
-    cmp = Comparison(ds, results, resolved, trials=cfg.trials, config=cfg, **settings)
-    cmp.baseline = joined
-    if cfg.out_dir is not None:
-        cmp.save(cfg.out_dir)
-    if fail_if_worse:
-        from .gate import RegressionError, check_regressions
-
-        gate = check_regressions(cmp, fail_if_worse, margin=margin, alpha=alpha)
-        if gate.failed:
-            raise RegressionError(gate, cmp)
-    return cmp
+    """Async twin of :func:`compare` (the same arguments, the same result)."""
+    return await _short_errors_async(_compare(dataset, agents, metrics, config=config, stats=stats, baseline=baseline,
+                                              fail_if_worse=fail_if_worse, simulator=simulator, experiment=experiment,
+                                              options=dict(options)))
 
 
 def compare(
@@ -358,61 +398,80 @@ def compare(
     metrics: Sequence[str | Metric] | None = None,
     *,
     config: RunConfig | None = None,
-    failed_runs: FailedRuns = "zero",
-    confidence: float = 0.95,
-    test: stats.PairedTestName = "auto",
-    seed: int = 0,
-    reducer: stats.Reducer = "mean",
+    stats: StatsConfig | None = None,
     baseline: Any = None,
     fail_if_worse: str | Sequence[str] | None = None,
-    margin: float = 0.0,
-    alpha: float = 0.05,
     simulator: Any = None,
     experiment: str | None = None,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Run every agent on every case of ``dataset`` and score them with the same metrics.
 
-    ``agents``: ``{"name": agent}`` where an agent is anything ``as_agent`` accepts or a spec
-    string (``"module:attr"``, an ``http(s)://`` A2A URL, an Agent Engine resource name).
-    All runs share one budget of ``concurrency`` runs in flight; ``agent_concurrency={"name": n}``
-    caps one agent further (a rate-limited endpoint). ``trials=k`` runs every case k times and
-    adds pass@k, pass^k and flaky counts; ``reducer`` says how a case's trials become one value
-    (``mean``, ``max``, ``min``, ``median``). ``failed_runs``: ``"zero"`` (a failed run scores 0)
-    or ``"exclude"`` (left out); see ``levelfield.comparison``. ``test``: the paired test,
-    ``auto`` = exact McNemar for 0/1 metrics, Wilcoxon signed-rank otherwise. ``out``/``resume``:
-    the run journal, as in :func:`evaluate`; the report is written there too.
-    ``baseline``: saved runs that join as one more agent without running again: the ``--out``
-    folder of an earlier eval/compare (named after the folder), an ``EvalResult``, or
-    ``{"main": folder}``; paired by case id and trial, cases on one side only listed in
-    ``cmp.baseline``. ``fail_if_worse=["metric", ...]`` raises ``RegressionError`` when an agent
-    is worse than the baseline with Holm-adjusted p < ``alpha`` (worse by more than ``margin``,
-    in the metric's units, when one is given); see ``levelfield.gate``. ``simulator`` plays the
-    conversation-scenario cases: the first agent on each case and trial meets the live simulated
-    user, every other agent gets that user's turns verbatim (the same user for all).
-    ``experiment="name"`` logs each agent's run to that MLflow experiment (see
-    :mod:`levelfield.experiment`). ``executor="ray"`` runs the agents on a Ray cluster, with the
-    same results (see :func:`evaluate`).
+    ``agents``: ``{"name": agent}``, each anything ``as_agent`` accepts or a spec string
+    (``"module:attr"``, an ``http(s)://`` A2A URL, an Agent Engine resource name).
+    ``config`` / keywords: run options (``lf.RunConfig``: concurrency, timeout, retries, trials,
+    out, resume, executor, ...); ``agent_concurrency={"name": n}`` caps one agent further.
+    ``stats``: statistics options (``lf.StatsConfig``: failed_runs, confidence, test, seed, reducer,
+    alpha, margin); by default a failed run scores 0 and the paired test is exact McNemar for 0/1
+    metrics, Wilcoxon otherwise.
+    ``baseline``: saved runs that join as one more agent without running again (an earlier ``out``
+    folder, an ``EvalResult`` or ``{"main": folder}``), paired by case id and trial.
+    ``fail_if_worse=["metric", ...]`` raises ``RegressionError`` when an agent is significantly worse
+    than the baseline (Holm-adjusted p < ``stats.alpha``, by more than ``stats.margin``).
+    ``simulator`` plays the conversation-scenario cases (every agent meets the same user).
+    ``experiment="name"`` logs each agent's run to MLflow. ``out=`` writes the run record, tables,
+    summary and ``report.html``.
     """
+    return _short_errors(lambda: run_coroutine(acompare(
+        dataset, agents, metrics, config=config, stats=stats, baseline=baseline, fail_if_worse=fail_if_worse,
+        simulator=simulator, experiment=experiment, **options)))
 
-    def body() -> Comparison:
-        _require_experiment_logging(experiment)
-        cfg = run_config(config, **options)
-        ds = load_dataset(dataset)
-        resolved = resolve_metrics(metrics)
-        runnables = _resolve_agents(agents, cfg)
-        cmp = run_coroutine(
-            acompare(
-                ds, {r.name: r for r in runnables}, resolved, config=config, failed_runs=failed_runs,
-                confidence=confidence, test=test, seed=seed, reducer=reducer, baseline=baseline,
-                fail_if_worse=fail_if_worse, margin=margin, alpha=alpha, simulator=simulator, **options,
-            )
-        )
-        _warn_if_always_failed({a: r.runs for a, r in cmp.results.items()})
-        if experiment is not None:
-            from .experiment import log_comparison
 
-            _log_experiment(lambda: log_comparison(cmp, experiment), experiment)
-        return cmp
+async def _compare(
+    dataset: Any,
+    agents: Mapping[str, Any] | Sequence[Any],
+    metrics: Sequence[str | Metric] | None,
+    *,
+    config: RunConfig | None,
+    stats: StatsConfig | None,
+    baseline: Any,
+    fail_if_worse: str | Sequence[str] | None,
+    simulator: Any,
+    experiment: str | None,
+    options: dict[str, Any],
+) -> Comparison:
+    """The one implementation of ``compare`` and ``acompare``."""
+    _require_experiment_logging(experiment)
+    settings = _stats_from(stats, options, "compare")
+    cfg = run_config(config, **options)
+    ds = load_dataset(dataset)
+    resolved = resolve_metrics(metrics)
+    runnables = _resolve_agents(agents, cfg)
+    executor = _executor(cfg, simulator)
+    _check_agent_concurrency(cfg, runnables)
+    joined = None
+    if baseline is not None:
+        # Loaded before any agent runs, so a bad baseline fails fast.
+        joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials)
+    results = await run_and_score(ds, runnables, resolved, cfg, kind="compare", settings=settings.to_dict(),
+                                  simulator=as_simulator(simulator), executor=executor)
+    if joined is not None:
+        results[joined.name] = joined.result
+    cmp = Comparison(ds, results, resolved, trials=cfg.trials, config=cfg, stats=settings)
+    cmp.baseline = joined
+    if cfg.out_dir is not None:
+        from . import report
 
-    return _short_errors(body)
+        report.save(cmp, cfg.out_dir)
+    _warn_if_always_failed({a: r.runs for a, r in cmp.results.items()})
+    if experiment is not None:
+        from .experiment import log_comparison
+
+        _log_experiment(lambda: log_comparison(cmp, experiment), experiment)
+    if fail_if_worse:
+        from .gate import RegressionError, check_regressions
+
+        gate = check_regressions(cmp, fail_if_worse)
+        if gate.failed:
+            raise RegressionError(gate, cmp)
+    return cmp

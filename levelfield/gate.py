@@ -18,22 +18,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .core.stats.change import Change, adjust, describe_change, measure_change
-from .core.errors import ConfigError, LevelfieldError, MetricError
+from .core.errors import ConfigError, MetricError, RegressionError
 from .core.stats.planning import Alternative, MeasuredDesign, SampleSize, measure_design, sample_size
 
 if TYPE_CHECKING:
     from .comparison import Comparison
 
 __all__ = ["GateResult", "RegressionError", "baseline_changes", "check_regressions", "changes_table", "plan_from"]
-
-
-class RegressionError(LevelfieldError):
-    """``fail_if_worse``: an agent is significantly worse than its baseline; ``.gate`` and ``.comparison`` say how."""
-
-    def __init__(self, gate: GateResult, comparison: Comparison) -> None:
-        super().__init__(gate.message())
-        self.gate = gate
-        self.comparison = comparison
 
 
 @dataclass(frozen=True)
@@ -63,10 +54,10 @@ class GateResult:
 
 def _baseline_name(cmp: Comparison, baseline: str | None) -> str:
     if baseline is None:
-        joined = getattr(cmp, "baseline", None)
+        joined = cmp.baseline
         if joined is not None:
             return str(joined.name)
-        saved = getattr(cmp, "saved_baseline", None)
+        saved = cmp.saved_baseline
         if saved in cmp.agents:  # a comparison loaded from a folder that was saved with a baseline
             return str(saved)
         if len(cmp.agents) == 2:
@@ -99,22 +90,20 @@ def baseline_changes(
     metrics: str | Sequence[str] | None = None,
     *,
     baseline: str | None = None,
-    margin: float = 0.0,
-    alpha: float = 0.05,
+    margin: float | None = None,
+    alpha: float | None = None,
     power: float = 0.8,
 ) -> list[Change]:
     """Every other agent against the baseline on each metric (default: all), Holm-adjusted across them all.
 
     ``baseline``: the baseline agent's name (default: the one ``compare(..., baseline=...)`` joined).
-    ``margin``: in the metric's units (0.02 = 2 points of a 0/1 metric). Each change carries its
-    minimum detectable effect at ``power``.
+    ``margin``: in the metric's units (0.02 = 2 points of a 0/1 metric). ``margin`` and ``alpha``
+    default to the comparison's ``stats``. Each change carries its minimum detectable effect at ``power``.
     """
     base = _baseline_name(cmp, baseline)
     names = _metric_list(cmp, metrics, "fail_if_worse" if metrics is not None else "metrics")
-    if not 0 < alpha < 1:
-        raise ConfigError(f"alpha={alpha!r}: must be between 0 and 1")
-    if not margin >= 0:
-        raise ConfigError(f"margin={margin!r}: must be at least 0 (in the metric's units, 0.02 = 2 points)")
+    settings = cmp.stats.replace(**{k: v for k, v in (("margin", margin), ("alpha", alpha)) if v is not None})
+    margin, alpha = settings.margin, settings.alpha
     changes = []
     for metric in names:
         scores = cmp.case_scores(metric)
@@ -143,8 +132,8 @@ def check_regressions(
     fail_if_worse: str | Sequence[str],
     *,
     baseline: str | None = None,
-    margin: float = 0.0,
-    alpha: float = 0.05,
+    margin: float | None = None,
+    alpha: float | None = None,
 ) -> GateResult:
     """The regression gate over the metrics in ``fail_if_worse`` (a list, or ``"m1,m2"``); see the module docs.
 

@@ -1,6 +1,6 @@
-"""The layering DESIGN.md fixes: arrows only run down (core at the bottom), no import circle,
-and `import levelfield` stays light. Every import counts, lazy ones inside functions included;
-imports under ``if TYPE_CHECKING:`` do not (they never run)."""
+"""The layering DESIGN.md fixes: arrows only run down (core at the bottom, its rooms in order), no
+import circle, and `import levelfield` stays light. Every import counts: lazy ones inside functions
+and those under ``if TYPE_CHECKING:`` too (a type-only arrow is still a dependency a reader follows)."""
 
 import ast
 import subprocess
@@ -10,6 +10,11 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "levelfield"
 # Module prefixes of the frameworks (not the bare "google" namespace, which .pth files create at start-up).
 FRAMEWORKS = ("langchain", "langgraph", "a2a", "vertexai", "google.adk", "google.cloud.aiplatform", "google.genai", "ray")
+# The rooms of core, lowest first: each may import core.errors and the rooms before it, never one after it.
+CORE_ROOMS = ("data", "score", "results", "stats", "run")
+# Packages above core, and what sits above them: formats, adapters, judges and executors never reach up here.
+UPPER = ("levelfield.cli", "levelfield.evaluation", "levelfield.report", "levelfield.demo", "levelfield.comparison",
+         "levelfield.gate", "levelfield.baseline", "levelfield.experiment")
 
 
 def module_name(path: Path) -> str:
@@ -22,25 +27,12 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
-def _runtime_nodes(tree: ast.AST):
-    """Every node, leaving out the bodies of ``if TYPE_CHECKING:`` blocks."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                stack.extend(child.orelse)
-                continue
-            stack.append(child)
-
-
 def imports_of(name: str) -> set[str]:
     """The levelfield modules ``name`` imports (a ``from pkg import sub`` names the submodule)."""
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -64,6 +56,30 @@ def imports_of(name: str) -> set[str]:
 GRAPH = {name: imports_of(name) for name in MODULES}
 
 
+def room_of(name: str) -> str | None:
+    """The core room a module lives in (``"data"``, ...), ``"errors"`` for core.errors, None outside core."""
+    parts = name.split(".")
+    if parts[:2] != ["levelfield", "core"] or len(parts) < 3:
+        return None
+    return parts[2]
+
+
+def test_every_core_module_lives_in_a_room():
+    loose = [n for n in MODULES if room_of(n) is not None and room_of(n) not in CORE_ROOMS + ("errors",)]
+    assert loose == []
+
+
+def test_core_rooms_import_only_the_rooms_below_them():
+    offenders = []
+    for name, targets in GRAPH.items():
+        room = room_of(name)
+        if room not in CORE_ROOMS:
+            continue
+        allowed = set(CORE_ROOMS[: CORE_ROOMS.index(room) + 1]) | {"errors"}
+        offenders += [f"{name} imports {t}" for t in targets if room_of(t) not in allowed and t != "levelfield.core"]
+    assert offenders == []
+
+
 def test_core_imports_nothing_above_it():
     offenders = [
         f"{name} imports {target}"
@@ -75,16 +91,20 @@ def test_core_imports_nothing_above_it():
     assert offenders == []
 
 
-def test_formats_and_adapters_never_import_the_entry_points_report_or_cli():
-    upper = ("levelfield.cli", "levelfield.evaluation", "levelfield.report", "levelfield.demo")
+def test_formats_adapters_judges_and_executors_never_import_what_sits_above_them():
     offenders = [
         f"{name} imports {target}"
         for name, targets in GRAPH.items()
-        if name.startswith(("levelfield.formats", "levelfield.adapters", "levelfield.judge", "levelfield.executors"))
+        if name.startswith(("levelfield.formats", "levelfield.adapters", "levelfield.judge", "levelfield.executors",
+                            "levelfield.simulation"))
         for target in targets
-        if target.startswith(upper)
+        if target.startswith(UPPER)
     ]
     assert offenders == []
+
+
+def test_the_comparison_knows_nothing_of_its_report_or_gate():
+    assert {t for t in GRAPH["levelfield.comparison"] if t.startswith(("levelfield.report", "levelfield.gate"))} == set()
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -123,6 +143,10 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         if v not in index:
             visit(v)
     return out
+
+
+def test_cycle_finder_finds_a_planted_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
 def test_no_import_circle_between_modules():

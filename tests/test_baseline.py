@@ -162,7 +162,7 @@ def test_a_run_with_a_baseline_resumes_from_its_out_folder(tmp_path):
 
 def test_the_html_report_shows_the_baseline_section_and_links_it(saved, tmp_path):
     cmp = lf.compare(CASES, {"new": new_agent}, METRICS, baseline=saved, progress=False)
-    page = cmp.to_html(tmp_path / "report.html").read_text(encoding="utf-8")
+    page = lf.report.write(cmp, tmp_path / "report.html").read_text(encoding="utf-8")
     assert '<section id="baseline"><h2>Against the baseline</h2>' in page
     assert '<a href="#baseline">Baseline</a>' in page
     assert page.index('id="baseline"') < page.index('id="summary"')

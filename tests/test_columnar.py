@@ -16,14 +16,14 @@ import pandas as pd
 import pytest
 
 import levelfield as lf
-import levelfield.saved as saved_module
+import levelfield.executors.saved as saved_module
 from levelfield.core.results.result import ColumnarResult
 from levelfield.core.score.batch import BatchScorer, _ListBatch, batches_of, score_batches
 from levelfield.core.errors import ConfigError, DatasetError, MissingExtraError, RecordError
 from levelfield.core.run.engine import score_saved
 from levelfield.core.score.metrics.registry import resolve_metrics
 from levelfield.formats import load_dataset
-from levelfield.saved import score_saved_rows
+from levelfield.executors.saved import score_saved_rows
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")

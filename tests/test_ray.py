@@ -282,7 +282,7 @@ def saved_files(tmp_path_factory) -> dict[str, Path]:
 
 def _scored_locally(path: Path) -> lf.EvalResult:
     from levelfield.core.score.metrics.registry import resolve_metrics
-    from levelfield.saved import score_saved_rows
+    from levelfield.executors.saved import score_saved_rows
 
     return score_saved_rows(path, resolve_metrics(SAVED_METRICS), lf.RunConfig(progress=False))
 

@@ -196,7 +196,7 @@ def test_max_reducer_counts_a_case_solved_when_any_trial_solved_it():
     mean = lf.compare(cases, {"x": every_other}, ["trajectory_exact_match"], trials=2, concurrency=1, progress=False)
     calls["n"] = 0
     best = lf.compare(cases, {"x": every_other}, ["trajectory_exact_match"], trials=2, concurrency=1,
-                      progress=False, reducer="max")
+                      progress=False, stats=lf.StatsConfig(reducer="max"))
     assert mean.summary.loc["x", "trajectory_exact_match/mean"] == 0.5
     assert best.summary.loc["x", "trajectory_exact_match/mean"] == 1.0
 
@@ -206,7 +206,7 @@ def test_an_unknown_reducer_is_a_config_error_before_any_run():
         raise AssertionError("must not run")
 
     with pytest.raises(lf.ConfigError, match="reducer='best'"):
-        lf.compare(CASES, {"x": never}, ["exact_match"], reducer="best", progress=False)
+        lf.compare(CASES, {"x": never}, ["exact_match"], stats=lf.StatsConfig(reducer="best"), progress=False)
 
 
 def test_arguments_that_contain_themselves_score_no_match_and_save(tmp_path):
@@ -223,6 +223,6 @@ def test_arguments_that_contain_themselves_score_no_match_and_save(tmp_path):
 
 
 def test_the_report_states_the_trial_reducer(tmp_path):
-    cmp = lf.compare(CASES[:2], {"x": right}, ["trajectory_exact_match"], trials=2, reducer="max", progress=False)
-    page = cmp.to_html(tmp_path / "r.html").read_text(encoding="utf-8")
+    cmp = lf.compare(CASES[:2], {"x": right}, ["trajectory_exact_match"], trials=2, stats=lf.StatsConfig(reducer="max"), progress=False)
+    page = lf.report.write(cmp, tmp_path / "r.html").read_text(encoding="utf-8")
     assert "trials are reduced by their max per case first" in page

@@ -66,5 +66,5 @@ def test_single_agent_report_has_no_pairwise_section():
 
 def test_to_html_writes_the_file(tmp_path):
     cmp = lf.compare(CASES, {"polite": polite}, METRICS, progress=False)
-    path = cmp.to_html(tmp_path / "sub" / "r.html")
+    path = lf.report.write(cmp, tmp_path / "sub" / "r.html")
     assert path.read_text(encoding="utf-8").startswith("<!doctype html>")

@@ -177,7 +177,7 @@ def browser_view(tmp_path_factory):
               "another-polite-agent-named-at-length": polite,
               **{f"polite-copy-number-{i}-with-a-long-name": polite for i in range(AGENTS - 4)}}
     cmp = lf.compare(CASES, agents, METRICS, trials=2, progress=False)
-    report = cmp.to_html(tmp / "report.html")
+    report = lf.report.write(cmp, tmp / "report.html")
     profile = tmp / "profile"
     proc = subprocess.Popen(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

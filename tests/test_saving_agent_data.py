@@ -61,7 +61,7 @@ def test_eval_result_csv_holds_odd_agent_data(tmp_path):
 
 def test_comparison_save_and_load_survive_odd_agent_data(tmp_path):
     cmp = lf.compare(CASES, {"odd": odd_agent, "plain": lambda p: "答え"}, metrics=["exact_match"], progress=False)
-    paths = cmp.save(tmp_path / "out")
+    paths = lf.report.save(cmp, tmp_path / "out")
     assert [r["agent"] for r in run_lines(paths["runs"])] == ["odd", "plain"]
     assert "2024-05-06" in paths["report"].read_text(encoding="utf-8")  # the call's arguments, shown
     back = lf.Comparison.load(tmp_path / "out")

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import MissingExtraError
 from ..core.data.protocol import AgentRequest, AgentRunnable
-from ..core.run.runner import describe_error
+from ..core.run.failures import describe_error
 from ..core.data.types import AgentOutput, Message, ToolCall
 from .a2a import (
     ADK_TYPE_KEY,

@@ -24,9 +24,10 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.errors import AdapterError, AgentOutputError, ConfigError, ConfigTypeError, MissingExtraError, TransientAgentError
+from ..core.errors import (AdapterError, AgentOutputError, ConfigError, ConfigTypeError, MissingExtraError,
+                           TransientAgentError, exception_text)
 from ..core.data.protocol import AgentRequest
-from ..core.run.runner import run_sync
+from ..core.run.threads import run_sync
 from ..core.data.types import AgentOutput, ToolCall, Usage, content_text
 from .function import output_from_value
 
@@ -319,7 +320,7 @@ def _is_transient(exc: BaseException) -> bool:
 def _failure(exc: Exception, agent: str, operation: str, partial: AgentOutput | None) -> AdapterError:
     if isinstance(exc, AdapterError):
         return exc
-    text = f"agent {agent!r} failed in {operation}(): {type(exc).__name__}: {exc}"
+    text = f"agent {agent!r} failed in {operation}(): {exception_text(exc)}"
     if _is_transient(exc):
         return TransientAgentError(text, partial=partial)
     return AdapterError(text, error_type=type(exc).__name__, partial=partial)
@@ -424,7 +425,7 @@ class AgentEngineAgent:
             await run_sync(self._resolve)
         except Exception as exc:
             what = f"could not get Agent Engine {self.resource_name!r}" if self.agent is None else f"could not set up agent {self.name!r}"
-            text = f"{what}: {type(exc).__name__}: {exc}"
+            text = f"{what}: {exception_text(exc)}"
             if _is_transient(exc):
                 raise TransientAgentError(text) from exc
             raise AdapterError(text, error_type="setup_error") from exc

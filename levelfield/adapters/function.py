@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from ..core.errors import AgentOutputError, ConfigTypeError
 from ..core.data.protocol import AgentRequest
-from ..core.run.runner import run_sync
+from ..core.run.threads import run_sync
 from ..core.data.types import AgentOutput, ToolCall
 
 __all__ = ["FunctionAgent", "output_from_value"]

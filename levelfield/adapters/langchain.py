@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from ..core.errors import AdapterError, AgentOutputError, ConfigError, ConfigTypeError, MissingExtraError
+from ..core.errors import AdapterError, AgentOutputError, ConfigError, ConfigTypeError, MissingExtraError, exception_text
 from ..core.data.protocol import AgentRequest
 from ..core.data.types import AgentOutput, Message, ToolCall, Usage, content_text
 
@@ -507,7 +507,7 @@ class LangChainAgent:
                 "tool_error": "a tool raised and the agent did not handle it",
             }.get(error_type, "raised")
             raise AdapterError(
-                f"agent {self.name!r} on case {request.case_id!r}: {what}: {type(exc).__name__}: {exc}",
+                f"agent {self.name!r} on case {request.case_id!r}: {what}: {exception_text(exc)}",
                 error_type=error_type,
                 partial=self._partial(recorder),
             ) from exc

@@ -172,7 +172,7 @@ class TracedAgent:
         # async natively, history/session_id keywords); only its reading of the value is skipped.
         import inspect
 
-        from ..core.run.runner import run_sync
+        from ..core.run.threads import run_sync
 
         call = self._call
         kwargs = call._kwargs(request)

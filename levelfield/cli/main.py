@@ -2,8 +2,11 @@
 
 Exit codes: 0 done; 1 a ``--fail-under`` threshold was missed, ``--fail-if-worse`` found a
 significant regression against ``--baseline``, or every run of an agent failed (unless
-``--allow-failures``); 2 bad input (agent spec, dataset, metric, option, saved run), reported
-as one line on stderr.
+``--allow-failures``); 2 bad input (agent spec, dataset, metric, option, saved run, an ``--out``
+folder of other files, a ``--metric`` whose reference column no case has), reported as one line
+on stderr, before any agent runs. Warnings (a reference some cases lack, an agent that never
+called a tool, a resumed journal whose references or metrics changed) print as
+``levelfield CMD: warning: ...`` lines and do not change the exit code.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ..comparison_text import format_comparison
 
 if TYPE_CHECKING:
     from ..comparison import Comparison
+    from ..core.stats.config import StatsConfig
 
 __all__ = ["main", "format_summary", "format_comparison"]
 
@@ -115,19 +119,30 @@ def _workers(text: str) -> int:
     return value
 
 
-def _add_run_options(p: argparse.ArgumentParser, *, failed_runs: str = "zero") -> None:
+_OUT_RUNS = ("journal every run to DIR/runs.jsonl as it finishes; at the end write metrics_table.csv, "
+             "summary.json and report.html there (with pyarrow also metrics_table.parquet and summary.parquet)")
+_OUT_SAVED = ("without --agent (saved predictions): runs.jsonl, metrics_table.csv (and .parquet with pyarrow) and "
+              "summary.json, no report.html (render one with 'levelfield report DIR'); from 20,000 rows or with "
+              "--workers > 1, scored batch by batch: metrics_table.parquet (metrics_table.jsonl without pyarrow) and "
+              "summary.json only")
+_OUT_REFUSED = "; a DIR that holds other files but no run record is refused unless --overwrite"
+
+
+def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_runs: str = "zero") -> None:
     """The options of a run; ``failed_runs`` is the default rule, the one its Python twin uses."""
     from ..core.data.config import RunConfig
 
     d = RunConfig()
     p.add_argument("--metric", "-m", action="append", dest="metrics", metavar="NAME",
-                   help="a metric name (repeatable; default: the trajectory metrics and rouge_l_sum)")
+                   help="a metric name (repeatable; default: the trajectory metrics and rouge_l_sum). A metric "
+                        "given here whose reference column (e.g. reference_trajectory) no case has is refused "
+                        "before any agent runs (exit 2); a default one runs with a warning")
     p.add_argument("--out", "-o", metavar="DIR",
-                   help="journal every run to DIR/runs.jsonl as it finishes; write metrics_table.csv, "
-                        "summary.json and report.html there at the end")
+                   help=("with --agent: " + _OUT_RUNS + "; " + _OUT_SAVED if saved else _OUT_RUNS) + _OUT_REFUSED)
     p.add_argument("--resume", action="store_true",
                    help="with --out: run only what DIR/runs.jsonl lacks (after an interruption), then write everything")
-    p.add_argument("--overwrite", action="store_true", help="with --out: replace a run record already in DIR")
+    p.add_argument("--overwrite", action="store_true",
+                   help="with --out: replace a run record already in DIR, or write into a DIR holding other files")
     p.add_argument("--concurrency", type=_positive_int, default=d.concurrency,
                    help=f"runs in flight, all agents together (default {d.concurrency})")
     p.add_argument("--timeout", type=_timeout, default=d.timeout,
@@ -158,6 +173,32 @@ def _add_run_options(p: argparse.ArgumentParser, *, failed_runs: str = "zero") -
                    help="a chat model that plays the user of conversation-scenario cases (otherwise they are skipped)")
     p.add_argument("--max-turns", type=_positive_int, default=None, metavar="N",
                    help="with --simulator: agent turns per conversation at most")
+
+
+def _add_case_options(p: argparse.ArgumentParser) -> None:
+    """``--limit``, ``--sample`` and ``--seed``: run on part of the dataset."""
+    p.add_argument("--limit", type=_positive_int, metavar="N", help="only the first N cases of the dataset")
+    p.add_argument("--sample", type=_positive_int, metavar="N",
+                   help="N cases drawn at random (the same ones for the same --seed), kept in dataset order")
+    p.add_argument("--seed", type=int, metavar="S", help="with --sample: the random seed (default 0)")
+
+
+def _some_cases(args: argparse.Namespace, dataset: Any) -> Any:
+    """The dataset, or the part ``--limit`` / ``--sample`` asks for; ``args.cases_note`` says which."""
+    limit, sample, seed = getattr(args, "limit", None), getattr(args, "sample", None), getattr(args, "seed", None)
+    args.cases_note = ""
+    if limit is not None and sample is not None:
+        raise UsageError("--limit and --sample both pick cases: give one")
+    if seed is not None and sample is None:
+        raise UsageError("--seed goes with --sample N (the seed of the random draw)")
+    total = len(dataset)
+    if limit is not None:
+        dataset = dataset.head(limit)
+        args.cases_note = f" (the first {len(dataset)} of {total}: --limit {limit})"
+    elif sample is not None:
+        dataset = dataset.sample(sample, seed=seed or 0)
+        args.cases_note = f" ({len(dataset)} of {total} drawn at random: --sample {sample} --seed {seed or 0})"
+    return dataset
 
 
 def _simulator(args: argparse.Namespace) -> Any:
@@ -216,8 +257,9 @@ def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str
     from ..core.score.metrics.registry import resolve_metrics
 
     args.user_simulator = _simulator(args)
-    dataset = load_dataset(args.dataset)
+    dataset = _some_cases(args, load_dataset(args.dataset))
     metrics = resolve_metrics(args.metrics)
+    _refuse_unscorable(args, dataset, metrics)
     names = {m.name for m in metrics}
     for metric, _ in args.fail_under:
         if metric not in names:
@@ -239,18 +281,39 @@ def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str
     return dataset, metrics, agents
 
 
+def _refuse_unscorable(args: argparse.Namespace, dataset: Any, metrics: Sequence[Any]) -> None:
+    """A metric asked for with --metric whose reference column no case has could score no row: refused
+    before any agent runs (a default metric is run, and the warning says why it shows '-')."""
+    if not args.metrics:
+        return
+    from ..core.run.notices import missing_references
+
+    for missing in missing_references(list(dataset), metrics):
+        if missing.everywhere:
+            raise UsageError(missing.message(dataset.source, fix="Add the column, or leave out that --metric"))
+
+
 def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: list[Any]) -> Comparison:
     import warnings
 
+    from .output import warnings_as_lines
     from ..evaluation import compare
     from ..failure_summary import AllRunsFailedWarning
 
     _check_gate_options(args, metrics)
-    with warnings.catch_warnings():
+    with warnings_as_lines(args.command):
         warnings.simplefilter("ignore", AllRunsFailedWarning)  # the CLI prints its own failure summary
         return compare(dataset, {a.name: a for a in agents}, metrics, config=_run_config(args),
-                       failed_runs=args.failed_runs, baseline=getattr(args, "baseline", None),
+                       stats=_stats_config(args), baseline=getattr(args, "baseline", None),
                        simulator=getattr(args, "user_simulator", None), experiment=getattr(args, "experiment", None))
+
+
+def _stats_config(args: argparse.Namespace) -> StatsConfig:
+    """The statistics options the command line gives (the rest keep ``StatsConfig``'s defaults)."""
+    from ..core.stats.config import StatsConfig
+
+    given = {name: getattr(args, name) for name in ("failed_runs", "alpha", "margin") if getattr(args, name, None) is not None}
+    return StatsConfig(**given)
 
 
 def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
@@ -336,9 +399,9 @@ def _check_baseline(args: argparse.Namespace, cmp: Comparison) -> int:
             raise UsageError("--fail-if-worse needs --baseline DIR (the saved run to compare against)")
         return 0
     if gated:  # the gate refuses (exit 2) when a gated metric has no case on both sides
-        changes = check_regressions(cmp, gated, margin=args.margin, alpha=args.alpha).changes
+        changes = check_regressions(cmp, gated).changes  # alpha and margin: cmp.stats, from --alpha/--margin
     else:
-        changes = baseline_changes(cmp, margin=args.margin, alpha=args.alpha)
+        changes = baseline_changes(cmp)
     print()
     print(cmp.baseline.describe())
     label = f"Against {cmp.baseline.name}" + (" (gated metrics, Holm-adjusted p):" if gated else " (Holm-adjusted p):")
@@ -365,7 +428,7 @@ def _eval(args: argparse.Namespace) -> int:
         args.human_labels = read_human_labels(args.human_labels)  # read and checked before any agent runs
         check_label_cases(args.human_labels, dataset)
     cmp = _run(args, dataset, metrics, agents)
-    return _finish(args, cmp, f"levelfield eval: {agents[0].name} on {len(dataset)} cases of {dataset.source}")
+    return _finish(args, cmp, f"levelfield eval: {agents[0].name} on {len(dataset)} cases of {dataset.source}{args.cases_note}")
 
 
 def _eval_saved(args: argparse.Namespace) -> int:
@@ -375,6 +438,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
     streamed to ``--out`` as Parquet, so a file larger than memory scores in bounded memory."""
     import time
 
+    from .output import warnings_as_lines
     from ..core.score.metrics.registry import resolve_metrics
     from ..evaluation import evaluate
 
@@ -389,10 +453,16 @@ def _eval_saved(args: argparse.Namespace) -> int:
     for metric, _ in args.fail_under:
         if metric not in names:
             raise UsageError(f"--fail-under {metric}: not one of the metrics of this run ({', '.join(sorted(names))})")
+    data: Any = args.dataset
+    if args.limit is not None or args.sample is not None or args.seed is not None:
+        from ..formats import load_dataset
+
+        data = _some_cases(args, load_dataset(args.dataset))
     start = time.perf_counter()
-    result = evaluate(args.dataset, metrics=metrics, out=args.out, overwrite=args.overwrite, workers=args.workers,
-                      executor=_executor(args), progress=not args.quiet, experiment=args.experiment,
-                      human_labels=getattr(args, "human_labels", None))
+    with warnings_as_lines(args.command):
+        result = evaluate(data, metrics=metrics, out=args.out, overwrite=args.overwrite, workers=args.workers,
+                          executor=_executor(args), progress=not args.quiet, experiment=args.experiment,
+                          human_labels=getattr(args, "human_labels", None))
     seconds = time.perf_counter() - start
     summary = result.summary_metrics
     rows = summary["row_count"]
@@ -434,6 +504,8 @@ def _eval_gated(args: argparse.Namespace) -> int:
         raise UsageError("--simulator does not combine with --config yet; run the scenario cases without --config")
     if args.experiment:
         raise UsageError("--experiment is not available with --config (a gate run); run eval without --config to log it")
+    if args.limit is not None or args.sample is not None:
+        raise UsageError("--limit and --sample do not combine with --config yet; pick the cases with FILE:case_1,case_2")
     report = check_eval(args.dataset, load_agent_spec(args.agent), criteria=args.config, name=args.name,
                         config=_run_config(args))
     ds = report.result.dataset
@@ -452,10 +524,12 @@ def _eval_gated(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     dataset, metrics, agents = _load_inputs(args, [_named_spec(s) for s in args.agents])
     cmp = _run(args, dataset, metrics, agents)
-    return _finish(args, cmp, f"levelfield compare: {len(agents)} agents on {len(dataset)} cases of {dataset.source}")
+    return _finish(args, cmp, f"levelfield compare: {len(agents)} agents on {len(dataset)} cases of {dataset.source}"
+                              f"{args.cases_note}")
 
 
 def _report(args: argparse.Namespace) -> int:
+    from .. import report
     from ..comparison import Comparison
 
     directory = Path(args.directory)
@@ -471,7 +545,7 @@ def _report(args: argparse.Namespace) -> int:
     cmp = Comparison.load(directory)
     if cmp.missing_runs:
         print(_missing_note(directory, cmp.missing_runs, cmp), file=sys.stderr)
-    path = cmp.to_html(args.out or directory / "report.html")
+    path = report.write(cmp, args.out or directory / "report.html")
     print(format_comparison(cmp))
     print()
     print(f"Report: {path}")
@@ -494,6 +568,7 @@ def _missing_note(directory: Path, missing: Sequence[tuple[str, str, int]], cmp:
 def _demo(args: argparse.Namespace) -> int:
     from samples.home_automation import DATASET
 
+    from .. import report
     from ..demo import DEMO_METRICS, demo_agents
     from ..evaluation import compare
     from ..formats import load_dataset
@@ -508,7 +583,7 @@ def _demo(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         agents = demo_agents(stack, notes)
         cmp = compare(dataset, agents, DEMO_METRICS, progress=not args.quiet, timeout=30.0)
-    paths = cmp.save(out)
+    paths = report.save(cmp, out)
     frameworks = [a for a in agents if a != "function-hasty"]
     print(f"levelfield demo: {len(dataset)} home-automation cases, the same careful agent built with "
           f"{len(frameworks)} framework{'s' if len(frameworks) != 1 else ''} ({', '.join(frameworks)}), "
@@ -536,6 +611,11 @@ def _add_plan_command(sub: Any) -> None:
                       help="measure p0, the discordance or SD, and the intra-case correlation from a saved comparison "
                            "(two agents, or a run and its baseline); with --metric")
     plan.add_argument("--metric", "-m", help="with --from: the metric to plan for")
+    plan.add_argument("--baseline", metavar="AGENT",
+                      help="with --from: the agent of the saved comparison to plan against (default: the baseline it "
+                           "was saved with; between two agents without one, the second)")
+    plan.add_argument("--agent", metavar="AGENT",
+                      help="with --from: the agent whose change is to be detected (needed with more than two agents)")
     plan.add_argument("--mde", type=float, required=True, help="the change to detect, in the metric's units (0.05 = 5 points)")
     plan.add_argument("--power", type=float, default=0.8, help="chance of detecting it (default 0.8)")
     plan.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
@@ -554,6 +634,8 @@ def _plan(args: argparse.Namespace) -> int:
 
     if args.from_dir:
         return _plan_from(args)
+    if args.baseline or args.agent:
+        raise UsageError("--baseline and --agent pick agents of a saved comparison: use them with --from DIR")
 
     options = dict(p0=args.p0, sd=args.sd, paired=not args.unpaired, discordance=args.discordance, alpha=args.alpha,
                    power=args.power, alternative="one-sided" if args.one_sided else "two-sided", trials=args.trials,
@@ -586,9 +668,11 @@ def _plan_from(args: argparse.Namespace) -> int:
     if not directory.is_dir():
         raise UsageError(f"{directory}: no such directory (expected the --out folder of eval or compare)")
     cmp = Comparison.load(directory)
+    _check_plan_agents(args, cmp, directory)
     trials = args.trials if args.trials > 1 else None
     plan, measured = plan_from(cmp, args.metric, mde=args.mde, power=args.power, alpha=args.alpha,
-                               alternative="one-sided" if args.one_sided else "two-sided", trials=trials)
+                               alternative="one-sided" if args.one_sided else "two-sided", trials=trials,
+                               baseline=args.baseline, agent=args.agent)
     found = (f"p0 {measured.p0:.2f}, discordance {measured.discordance:.2f}" if measured.binary
              else f"SD of differences {measured.sd:.3g}")
     icc = f", intra-case correlation {measured.icc:.2f}" if measured.icc is not None else ""
@@ -599,12 +683,34 @@ def _plan_from(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_plan_agents(args: argparse.Namespace, cmp: Comparison, directory: Path) -> None:
+    """``--baseline`` and ``--agent`` name agents of the saved comparison; more than two need them."""
+    agents = list(cmp.agents)
+    listed = ", ".join(agents)
+    for flag, name in (("--baseline", args.baseline), ("--agent", args.agent)):
+        if name is not None and name not in agents:
+            raise UsageError(f"{flag} {name}: not an agent of {directory} ({listed})")
+    if args.baseline is not None and args.baseline == args.agent:
+        raise UsageError(f"--baseline and --agent are both {args.baseline!r}: plan one agent against another")
+    saved = cmp.baseline.name if cmp.baseline is not None else cmp.saved_baseline if cmp.saved_baseline in agents else None
+    base = args.baseline or saved
+    if base is None and len(agents) > 2:
+        raise UsageError(f"{directory} compares {len(agents)} agents ({listed}): name the one to plan against "
+                         "with --baseline AGENT and the other with --agent AGENT")
+    others = [a for a in agents if a != base]
+    if base is not None and args.agent is None and len(others) > 1:
+        raise UsageError(f"which agent to plan against {base!r}? give --agent AGENT, one of: {', '.join(others)}")
+
+
 # -- entry point -------------------------------------------------------------------------------
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
+    from .. import __version__
+
     parser = argparse.ArgumentParser(prog="levelfield", description="Evaluate AI agents on a level field.")
+    parser.add_argument("--version", action="version", version=f"levelfield {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="compare the sample agents (one per framework) on the embedded dataset")
@@ -622,7 +728,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--name", help="the agent's name in the results")
     ev.add_argument("--config", metavar="TEST_CONFIG",
                     help="an ADK test_config.json: judge each case by its criteria, exit 1 when a case fails")
-    _add_run_options(ev, failed_runs="exclude")
+    _add_run_options(ev, saved=True, failed_runs="exclude")
+    _add_case_options(ev)
     _add_gate_options(ev)
     ev.add_argument("--human-labels", metavar="FILE",
                     help="a CSV/JSONL of case_id,human_label: correct each judged 0/1 metric for the judge's errors")
@@ -633,6 +740,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--agent", "-a", required=True, action="append", dest="agents", metavar="NAME=SPEC",
                      help="an agent to compare, named (repeat for each agent)")
     _add_run_options(cmp)
+    _add_case_options(cmp)
     _add_gate_options(cmp)
     cmp.set_defaults(func=_compare)
 

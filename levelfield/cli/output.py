@@ -5,7 +5,10 @@ Kept apart from ``cli.py`` so the command's wiring and its wording change indepe
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import warnings
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..failure_summary import agents_that_always_failed, format_failures
@@ -13,13 +16,33 @@ from ..failure_summary import agents_that_always_failed, format_failures
 if TYPE_CHECKING:
     from ..comparison import Comparison
 
-__all__ = ["status", "report_failures"]
+__all__ = ["status", "report_failures", "warnings_as_lines"]
 
 
 def status(message: str, *, quiet: bool = False) -> None:
     """A progress note on stderr (the first seconds go to imports; say so rather than stay silent)."""
     if not quiet:
         print(f"levelfield: {message}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def warnings_as_lines(command: str) -> Iterator[None]:
+    """Print levelfield's warnings (``LevelfieldWarning``) as they come, as ``levelfield CMD: warning: ...``
+    lines on stderr (each one, not once per place); other warnings print as Python prints them."""
+    from ..core.run.notices import LevelfieldWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", LevelfieldWarning)
+        shown = warnings.showwarning
+
+        def show(message: Warning | str, category: type[Warning], *args: object, **kwargs: object) -> None:
+            if issubclass(category, LevelfieldWarning):
+                print(f"levelfield {command}: warning: {message}", file=sys.stderr, flush=True)
+            else:
+                shown(message, category, *args, **kwargs)  # type: ignore[arg-type]
+
+        warnings.showwarning = show
+        yield
 
 
 def report_failures(cmp: Comparison, *, command: str, allow_failures: bool = False) -> int:

@@ -9,15 +9,22 @@ was passed, ``TypeError``), so code written against the built-in exceptions keep
     │   ├── ConfigTypeError (TypeError)   the wrong kind of object: as_agent(42), ...
     │   └── AgentSpecError                "pkg.mod:attr" that cannot be imported, a bad URL, ...
     ├── DatasetError (ValueError)         a dataset file, row or field that cannot be read
+    │   └── TraceError                    a trace whose spans are incomplete or unreadable
     ├── MetricError (ValueError)          an unknown, duplicated or misconfigured metric
     ├── RecordError                       a saved run (runs.jsonl, summary.json) that cannot be read or resumed
     ├── MissingExtraError (ImportError)   an adapter's framework is not installed; names the extra
+    ├── RegressionError                   compare(fail_if_worse=...): an agent is significantly worse than its baseline
     └── AdapterError                      recorded on a failed run, not raised to the caller
         ├── AgentOutputError              the agent answered in a shape levelfield cannot read
-        └── TransientAgentError           worth retrying (connection refused, HTTP 429/503)
+        ├── TransientAgentError           worth retrying (connection refused, HTTP 429/503)
+        ├── WorkerError                   a run that failed in a worker process (isolation="process")
+        └── ContainedBaseException        a SystemExit, KeyboardInterrupt or StopIteration from an agent's code
 """
 
 from __future__ import annotations
+
+import os
+from typing import Any
 
 __all__ = [
     "LevelfieldError",
@@ -31,6 +38,14 @@ __all__ = [
     "AgentOutputError",
     "TransientAgentError",
     "MissingExtraError",
+    "exception_text",
+    "message_of",
+    "raised_where",
+    "type_name",
+    "TraceError",
+    "RegressionError",
+    "WorkerError",
+    "ContainedBaseException",
 ]
 
 
@@ -102,3 +117,91 @@ class MissingExtraError(LevelfieldError, ImportError):
         )
         self.extra = extra
         self.package = package
+
+
+# -- describing any exception (never raises: agents raise anything) --------------------------------
+
+
+def type_name(exc: BaseException) -> str:
+    """``type(exc).__name__``, never raising."""
+    try:
+        return type(exc).__name__
+    except BaseException:  # noqa: BLE001
+        return "BaseException"
+
+
+def message_of(exc: BaseException) -> str:
+    """``str(exc)``, or a note saying it could not be read (a ``__str__`` that raises)."""
+    try:
+        text = str(exc)
+        if isinstance(text, str):
+            return text
+    except KeyboardInterrupt:
+        raise
+    except BaseException as inner:  # noqa: BLE001
+        return f"(its message could not be read: str() raised {type_name(inner)})"
+    return "(its message could not be read)"
+
+
+def raised_where(exc: BaseException) -> str | None:
+    """``"raised in bind_tools, chat_models.py:1234"``: the innermost frame of ``exc``'s traceback
+    (where it was raised), or None without a traceback. Never raises."""
+    try:
+        tb = exc.__traceback__
+        if tb is None:
+            return None
+        while tb.tb_next is not None:
+            tb = tb.tb_next
+        code = tb.tb_frame.f_code
+        return f"raised in {code.co_name}, {os.path.basename(code.co_filename)}:{tb.tb_lineno}"
+    except Exception:  # noqa: BLE001 - a description is a bonus, never a crash
+        return None
+
+
+def exception_text(exc: BaseException) -> str:
+    """``Type: message``; for an exception without a message, its type and where it was raised:
+    ``NotImplementedError (raised in bind_tools, chat_models.py:1234)``. Never raises."""
+    name = type_name(exc)
+    text = message_of(exc)
+    if text.strip():
+        return f"{name}: {text}"
+    where = raised_where(exc)
+    return f"{name} ({where})" if where else name
+class TraceError(DatasetError):
+    """A trace whose spans are incomplete or unreadable; the message names the trace and the span."""
+
+
+class RegressionError(LevelfieldError):
+    """``fail_if_worse``: an agent is significantly worse than its baseline; ``.gate`` and ``.comparison`` say how."""
+
+    def __init__(self, gate: Any, comparison: Any) -> None:
+        super().__init__(gate.message())
+        self.gate = gate
+        """The ``levelfield.gate.GateResult``: every tested change, and which are regressions."""
+        self.comparison = comparison
+        """The ``Comparison`` the gate judged."""
+
+
+class WorkerError(AdapterError):
+    """A run that failed in a worker process: the agent's own error as the worker described it."""
+
+    def __init__(self, message: str, *, error_type: str | None, partial: object = None, transient: bool = False):
+        super().__init__(message, error_type=error_type, partial=partial)
+        self.transient = transient
+
+
+class ContainedBaseException(AdapterError):
+    """A ``BaseException`` (SystemExit, KeyboardInterrupt, GeneratorExit...) or a ``StopIteration``
+    raised by an agent's code in a worker thread (or a SystemExit in a framework's own task),
+    carried as an ordinary exception.
+
+    Left as it was, it would escape whatever task awaits it (asyncio re-raises SystemExit and
+    KeyboardInterrupt out of the event loop; a future refuses StopIteration) and sink the
+    evaluation. A KeyboardInterrupt in a worker thread is never the user's Ctrl-C (signals reach
+    the main thread): it is the agent's. The run records the original type and message.
+    """
+
+    def __init__(self, original: BaseException, message: str = "") -> None:
+        name = type(original).__name__
+        super().__init__(f"{name}: {message or name}", error_type=name)
+        self.original = original

@@ -1,4 +1,5 @@
-"""Where agent runs execute: ``local`` (this process, the default) or ``ray`` (a Ray cluster).
+"""Where work executes: agent runs ``local`` (this process, the default) or on ``ray`` (a Ray
+cluster), and saved predictions scored batch by batch (``saved``: local processes, or Ray Data).
 
 ``RunConfig.executor`` names one (``"local"``, ``"ray"``) or is an executor object
 (``RayExecutor(address=..., num_workers=...)``). Whichever runs the agents, the journal, the

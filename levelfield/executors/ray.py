@@ -44,10 +44,10 @@ from ..core.errors import AdapterError, ConfigError, DatasetError, LevelfieldErr
 from ..core.score.metrics.base import Metric
 from ..core.data.protocol import AgentRequest, AgentRunnable
 from ..core.data.types import AgentRun
-from ..core.run.runner import OnRun, PlayScenario, run_agents as run_locally
+from ..core.run.runner import OnRun, PlayScenario, interleaved_plan, run_agents as run_locally
 from ..core.data.types import AgentOutput
 from ..formats.batches import BATCH_ROWS, table_writer
-from ..saved import TABLE_NAMES, check_out
+from .saved import TABLE_NAMES, check_out
 
 __all__ = ["RayExecutor", "score_saved_on_ray", "scores_on_ray_data"]
 
@@ -125,7 +125,7 @@ class RayExecutor:
             raise ConfigError("executor='ray' does not play conversation scenarios (simulator=...); run them locally")
         dataset.require_prompts()
         done = done or {}
-        plan = [(a.name, c.case_id, t) for a in agents for c in dataset for t in range(config.trials)]
+        plan = [(a.name, c.case_id, t) for a, c, t in interleaved_plan(agents, dataset, config.trials)]
         todo = [key for key in plan if key not in done]
         finished: dict[RunKey, AgentRun] = {}
         if todo:

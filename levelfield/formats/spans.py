@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import DatasetError
+from ..core.errors import TraceError
 from ..core.data.types import ToolCall, content_text
 
 __all__ = [
@@ -38,10 +38,6 @@ except ImportError:  # pragma: no cover - orjson is optional
     json_loads = json.loads
 
 TOOL, AGENT, RETRIEVER, LLM, OTHER = "tool", "agent", "retriever", "llm", "other"
-
-
-class TraceError(DatasetError):
-    """A trace whose spans are incomplete or unreadable; the message names the trace and the span."""
 
 
 @dataclass(slots=True)

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..core.score.metrics.base import NAN, Metric, Score, ScoringContext
 from ..core.score.metrics.registry import register_metric_hint
-from ..core.run.runner import run_coroutine
+from ..core.run.threads import run_coroutine
 from .metrics import PointwiseMetric
 from .prompts import PointwiseMetricPromptTemplate
 

@@ -268,7 +268,7 @@ class PointwiseMetric(JudgedMetric, Metric):
 
     def score(self, ctx: ScoringContext) -> Score:
         """Sync twin of :meth:`ascore`."""
-        from ..core.run.runner import run_coroutine
+        from ..core.run.threads import run_coroutine
 
         return run_coroutine(self.ascore(ctx))
 
@@ -375,7 +375,7 @@ class PairwiseMetric(JudgedMetric):
 
     def score_pair(self, a: ScoringContext, b: ScoringContext, *, key: str | None = None) -> Score:
         """Sync twin of :meth:`ascore_pair`."""
-        from ..core.run.runner import run_coroutine
+        from ..core.run.threads import run_coroutine
 
         return run_coroutine(self.ascore_pair(a, b, key=key))
 
@@ -423,7 +423,7 @@ class PairwiseMetric(JudgedMetric):
         judge failed on a row), written by :meth:`Score.columns` as every results table is.
         Summarize it with :meth:`summarize`.
         """
-        from ..core.run.runner import run_coroutine
+        from ..core.run.threads import run_coroutine
 
         return run_coroutine(self.acompare_results(result_a, result_b))
 

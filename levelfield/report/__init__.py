@@ -1,5 +1,27 @@
-"""The HTML report of a comparison: ``render_report(cmp)`` and ``write_report(cmp, path)``."""
+"""The HTML report: a reader of a :class:`~levelfield.comparison.Comparison`, never imported by it.
+
+``lf.report.write(cmp, "report.html")`` writes one self-contained page; ``lf.report.save(cmp, dir)``
+writes the comparison's files (``cmp.save``) and ``report.html`` beside them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .html import render_report, write_report
 
-__all__ = ["render_report", "write_report"]
+if TYPE_CHECKING:
+    from ..comparison import Comparison
+
+__all__ = ["render", "write", "save", "render_report", "write_report"]
+
+render = render_report
+write = write_report
+
+
+def save(cmp: Comparison, directory: str | Path) -> dict[str, Path]:
+    """Write the comparison's run record, tables and summary (``cmp.save``) and ``report.html`` into ``directory``."""
+    paths = cmp.save(directory)
+    paths["report"] = write(cmp, Path(directory) / "report.html")
+    return paths

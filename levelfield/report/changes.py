@@ -22,7 +22,7 @@ _CLASS = {"regression": "bad", "improvement": "good"}
 
 def baseline_section(cmp: Comparison, *, alpha: float = 0.05) -> str:
     """An HTML ``<section id="baseline">`` listing every metric's change against ``cmp.baseline`` in words."""
-    if getattr(cmp, "baseline", None) is None:
+    if cmp.baseline is None:
         return ""
     items = []
     for change in baseline_changes(cmp, alpha=alpha):

@@ -138,7 +138,7 @@ def _policy_note(cmp: Comparison) -> str:
                 "cannot rank higher by failing on hard cases")
     else:
         rule = "a run that crashed, timed out or gave an unreadable answer is <b>left out</b> of the scores"
-    reducer = getattr(cmp, "reducer", "mean")
+    reducer = cmp.reducer
     trials = "averaged" if reducer == "mean" else f"reduced by their {_esc(reducer)}"
     return (
         f'<div class="policy"><p><b>How to read this.</b> Each score is an average over the cases, from 0 to 1; '

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..metrics import PointwiseMetric, PointwiseMetricPromptTemplate, ScoringContext, register_metric_hint
+from ..core.score.metrics.base import ScoringContext
+from ..core.score.metrics.registry import register_metric_hint
+from ..judge.metrics import PointwiseMetric
+from ..judge.prompts import PointwiseMetricPromptTemplate
 
 __all__ = ["TaskSuccess"]
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_snake
 
-from ..errors import DatasetError
+from ..errors import ConfigError, DatasetError
 from .types import Message, ToolCall
 
 __all__ = ["EvalCase", "EvalDataset", "Turn", "Scenario", "parse_scenario", "case_from_row", "dataset_from_rows", "dataset_from_located", "ALIASES"]
@@ -187,6 +188,22 @@ class EvalDataset:
 
     def __repr__(self) -> str:
         return f"EvalDataset({len(self)} cases from {self.source})"
+
+    def head(self, n: int) -> EvalDataset:
+        """The first ``n`` cases (all of them when there are fewer): a quick run before the whole set."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ConfigError(f"head({n!r}): give a whole number of cases >= 1")
+        return EvalDataset(self.cases[:n], source=self.source, columns=self.columns)
+
+    def sample(self, n: int, *, seed: int = 0) -> EvalDataset:
+        """``n`` cases drawn at random, the same ones for the same ``seed``, kept in dataset order
+        (all of them when there are fewer)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ConfigError(f"sample({n!r}): give a whole number of cases >= 1")
+        if n >= len(self.cases):
+            return self
+        picked = sorted(random.Random(seed).sample(range(len(self.cases)), n))
+        return EvalDataset([self.cases[i] for i in picked], source=self.source, columns=self.columns)
 
     @property
     def has_predictions(self) -> bool:

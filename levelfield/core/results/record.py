@@ -58,6 +58,7 @@ __all__ = [
     "write_record",
     "read_record",
     "find_record",
+    "check_out_folder",
     "check_resumable",
 ]
 
@@ -440,6 +441,30 @@ def write_record(
         if tmp.exists():
             tmp.unlink()
     return path
+
+
+OUTPUT_FILES = frozenset({RUNS_FILE, "metrics_table.csv", "metrics_table.parquet", "metrics_table.jsonl",
+                          "summary.json", "summary.parquet", "report.html"})
+"""The files levelfield writes into an out folder."""
+
+
+def check_out_folder(out: Path, *, overwrite: bool) -> None:
+    """Refuse an ``out`` that is a file, or a folder holding other files but no run record, unless
+    ``overwrite``: results written there would replace files of the same name that are not ours.
+    Hidden files (``.gitkeep``, ``.DS_Store``) and levelfield's own outputs do not count (a record
+    already there is the caller's to refuse, resume or replace)."""
+    if out.exists() and not out.is_dir():
+        raise RecordError(f"out={str(out)!r} is a file, not a folder: give a folder for the run record and results")
+    if overwrite or not out.is_dir() or (out / RUNS_FILE).exists():
+        return
+    held = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir()
+                  if not p.name.startswith(".") and p.name not in OUTPUT_FILES)
+    if held:
+        raise RecordError(
+            f"{out} holds {len(held)} other file(s) ({_few(held)}) and no run record ({RUNS_FILE}); results written "
+            "there would replace files of the same name. Choose a new or empty folder, or pass overwrite=True "
+            "(--overwrite) to write into it anyway"
+        )
 
 
 def find_record(location: str | Path) -> Path:

@@ -231,7 +231,9 @@ class EvalResult:
             by_id = {c.case_id: c for c in self.dataset}
             rows = [self._row(by_id[r.case_id], r, s) for r, s in zip(self.runs, self.scores)]
             table = pd.DataFrame(rows)
-            for key in ("input_tokens", "output_tokens", "total_tokens", "error", "error_type",
+            # ``error`` and ``error_type`` stay even when no run failed: a script that reads them
+            # must not break on the day every run succeeds.
+            for key in ("input_tokens", "output_tokens", "total_tokens",
                         "simulator_error", "replayed_from", "simulator_total_tokens"):
                 if key in table and table[key].isna().all():
                     table = table.drop(columns=key)

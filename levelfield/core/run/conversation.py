@@ -30,7 +30,8 @@ from ..data.config import RunConfig
 from ..data.dataset import EvalCase, Scenario
 from ..errors import ConfigTypeError
 from ..data.protocol import AgentRequest, AgentRunnable
-from .runner import _run_turn, describe_error, failed_turn_run, is_transient
+from .failures import describe_error, is_transient
+from .runner import _run_turn, failed_turn_run
 from ..data.types import AgentOutput, Conversation, Message, Usage
 from ..data.types import AgentRun
 

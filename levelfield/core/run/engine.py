@@ -21,7 +21,10 @@ from ..data.dataset import EvalDataset
 from ..errors import DatasetError, RecordError
 from ..score.metrics.base import Metric
 from ..data.protocol import AgentRunnable
-from ..results.record import RUNS_FILE, Journal, RunKey, check_resumable, fingerprints_of, make_header, read_record
+from .notices import (MissingReferenceWarning, NoToolCallsWarning, ResumeWarning, agents_without_tool_calls,
+                      metric_changes, missing_references, reference_changes)
+from ..results.record import (RUNS_FILE, Journal, Record, RunKey, check_out_folder, check_resumable, fingerprints_of,
+                              make_header, read_record)
 from ..results.result import SAVED_AGENT, EvalResult
 from .isolation import check_picklable
 from .runner import Executor, run_agents
@@ -29,7 +32,7 @@ from ..score.scoring import RunScorer, context_for, score_rows
 from ..data.types import AgentOutput, Usage
 from ..data.types import AgentRun
 
-__all__ = ["score_saved", "run_and_score", "open_journal"]
+__all__ = ["score_saved", "run_and_score", "open_journal", "warn_missing_references"]
 
 
 def _usage(value: Any) -> Usage | None:
@@ -102,6 +105,7 @@ async def score_saved(dataset: EvalDataset, metrics: Sequence[Metric], config: R
     """Score the predictions a dataset already holds (``response``, ``predicted_trajectory``)."""
     dataset, skipped = _skip_scenarios(dataset)
     runs = _saved_runs(dataset)
+    warn_missing_references(dataset, metrics)
     contexts = [context_for(case, None) for case in dataset]
     # Saved rows count as runs, so saved failures score NaN like live ones.
     for ctx, run in zip(contexts, runs):
@@ -131,10 +135,12 @@ def open_journal(
         return None, {}
     path = out / RUNS_FILE
     fingerprints = fingerprints_of(dataset)
+    check_out_folder(out, overwrite=config.overwrite)
     if path.exists() and path.stat().st_size > 0:
         if config.resume:
             record = read_record(path)
             check_resumable(record, fingerprints=fingerprints, agents=agent_names, trials=config.trials)
+            _say_what_changed(record, dataset, metrics)
             done = {key: run for key, (run, _) in record.runs.items() if key[2] < config.trials}
             return Journal.reopen(record), done
         if not config.overwrite:
@@ -152,6 +158,34 @@ def open_journal(
         settings=settings,
     )
     return Journal.create(path, header, list(dataset), fingerprints), {}
+
+
+def _say_what_changed(record: Record, dataset: EvalDataset, metrics: Sequence[Metric]) -> None:
+    """Warn about what a resumed journal was run with that differs now: references (the saved runs
+    are kept and scored against the new ones) and metrics (every run is scored with the new list)."""
+    changed = reference_changes(record.cases, list(dataset))
+    if changed:
+        shown = "; ".join(f"{case_id!r} ({', '.join(fields)})" for case_id, fields in changed[:5])
+        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        warnings.warn(ResumeWarning(
+            f"resuming {record.path}: the references of {len(changed)} case(s) changed since their runs were "
+            f"journaled: {shown}{more}. Their saved runs are kept, not run again, and scored against the new "
+            "references (run again with overwrite=True / --overwrite to re-run them)"
+        ), stacklevel=4)
+    added, removed, renewed = metric_changes(record.header.get("metrics") or [], metrics)
+    if added or removed or renewed:
+        parts = [f"{label} {', '.join(map(repr, names))}" for label, names in
+                 (("added", added), ("removed", removed), ("with other arguments", renewed)) if names]
+        warnings.warn(ResumeWarning(
+            f"resuming {record.path}: the metrics differ from the journal's ({'; '.join(parts)}); every run, "
+            "saved or new, is scored with the metrics given now, and the record will list them"
+        ), stacklevel=4)
+
+
+def warn_missing_references(dataset: EvalDataset, metrics: Sequence[Metric]) -> None:
+    """A MissingReferenceWarning for each metric whose reference column some case lacks."""
+    for missing in missing_references(list(dataset), metrics):
+        warnings.warn(MissingReferenceWarning(missing.message(dataset.source)), stacklevel=4)
 
 
 async def run_and_score(
@@ -180,6 +214,7 @@ async def run_and_score(
         check_picklable(agents)  # before the journal exists: a bad agent must leave nothing behind
     if executor is not None:
         executor.check(agents)  # likewise: an agent the executor cannot ship fails before any run
+    warn_missing_references(dataset, metrics)
     scorer = RunScorer(dataset, metrics)
     journal, done = open_journal(dataset, [a.name for a in agents], metrics, config, kind=kind, settings=settings)
     conversations = Conversations(simulator, done) if simulator is not None else None
@@ -196,6 +231,8 @@ async def run_and_score(
     finally:
         if journal is not None:
             journal.close()
+    for text in agents_without_tool_calls(runs_by_agent, metrics, dataset):
+        warnings.warn(NoToolCallsWarning(text), stacklevel=3)
     every_run = [run for a in agents for run in runs_by_agent[a.name]]
     scores = await scorer.scores(every_run)
     results: dict[str, EvalResult] = {}

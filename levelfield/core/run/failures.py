@@ -10,29 +10,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..errors import AdapterError
+from ..errors import AdapterError, type_name, exception_text, message_of, raised_where
 
-__all__ = ["describe_error", "is_transient", "message_of", "attribute"]
-
-
-def _type_name(exc: BaseException) -> str:
-    try:
-        return type(exc).__name__
-    except BaseException:  # noqa: BLE001
-        return "BaseException"
-
-
-def message_of(exc: BaseException) -> str:
-    """``str(exc)``, or a note saying it could not be read (a ``__str__`` that raises)."""
-    try:
-        text = str(exc)
-        if isinstance(text, str):
-            return text
-    except KeyboardInterrupt:
-        raise
-    except BaseException as inner:  # noqa: BLE001
-        return f"(its message could not be read: str() raised {_type_name(inner)})"
-    return "(its message could not be read)"
+__all__ = ["describe_error", "exception_text", "raised_where", "is_transient", "message_of", "attribute"]
 
 
 def attribute(exc: BaseException, name: str) -> Any:
@@ -62,16 +42,20 @@ def _origin(exc: BaseException) -> BaseException:
 
 
 def describe_error(exc: BaseException) -> tuple[str, str]:
-    """(error text, error type) for a failed run; never raises, whatever ``exc`` is."""
+    """(error text, error type) for a failed run; never raises, whatever ``exc`` is.
+
+    An exception without a message (``raise NotImplementedError``) is described by its type and
+    where it was raised, ``NotImplementedError (raised in bind_tools, chat_models.py:1234)``:
+    the type alone does not say which call an agent's framework could not make.
+    """
     exc = _origin(exc)
     text = message_of(exc)
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not text:
         return "timed out", "timeout"
-    name = _type_name(exc)
+    name = type_name(exc)
     error_type = attribute(exc, "error_type")
     if not isinstance(error_type, str) or not error_type:
         error_type = name
-    text = text or name
-    if not isinstance(exc, AdapterError):
-        text = f"{name}: {text}"
-    return text, error_type
+    if isinstance(exc, AdapterError) and text.strip():
+        return text, error_type
+    return exception_text(exc), error_type

@@ -36,21 +36,13 @@ import types
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from ..errors import AdapterError, AgentOutputError, ConfigError
+from ..errors import AdapterError, AgentOutputError, ConfigError, WorkerError
 from ..data.protocol import AgentRequest, AgentRunnable
 from .failures import describe_error, is_transient
 from .threads import run_sync
 from ..data.types import AgentOutput
 
 __all__ = ["ProcessIsolation", "WorkerError", "check_picklable"]
-
-
-class WorkerError(AdapterError):
-    """A run that failed in a worker process: the agent's own error as the worker described it."""
-
-    def __init__(self, message: str, *, error_type: str | None, partial: object = None, transient: bool = False):
-        super().__init__(message, error_type=error_type, partial=partial)
-        self.transient = transient
 
 
 class _Lease:

@@ -24,7 +24,7 @@ import random
 import time
 import uuid
 import warnings
-from collections.abc import Awaitable, Callable, Collection, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Generator, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from ..data.config import RunConfig
@@ -37,16 +37,7 @@ from .threads import run_coroutine, run_sync
 from ..data.types import AgentOutput, Message
 from ..data.types import AgentRun
 
-__all__ = [
-    "RunConfig",
-    "run_agents",
-    "run_sync",
-    "run_coroutine",
-    "describe_error",
-    "is_transient",
-    "BlockingAgentWarning",
-    "Executor",
-]
+__all__ = ["run_agents", "interleaved_plan", "BlockingAgentWarning", "Executor", "OnRun", "PlayScenario"]
 
 T = TypeVar("T")
 _timeout_scope = getattr(asyncio, "timeout", None)  # Python 3.11+
@@ -369,6 +360,12 @@ async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: Run
     )
 
 
+def interleaved_plan(agents: Sequence[T], cases: Iterable[EvalCase], trials: int) -> list[tuple[T, EvalCase, int]]:
+    """The order runs start in: case by case, each trial, every agent (case 1 agent A, case 1 agent B,
+    case 2 agent A, ...), so an interrupted comparison holds every agent's runs on the same cases."""
+    return [(agent, case, trial) for case in cases for trial in range(trials) for agent in agents]
+
+
 _WAIT = object()  # what _JobQueue.take() gives when every job left belongs to an agent at its own limit
 
 
@@ -386,19 +383,26 @@ class _JobQueue:
         self._waiters: list[asyncio.Future[None]] = []
 
     def take(self) -> Any:
-        """The next (index, job) a slot may run, ``_WAIT`` when only agents at their limit have jobs left, or None."""
+        """The next (index, job) a slot may run, ``_WAIT`` when only agents at their limit have jobs left, or None.
+
+        The earliest job in plan order among the agents free to run one: with the plan case by
+        case, agents advance together, and an agent at its limit lets the others go on."""
         waiting = False
+        best: str | None = None
         for name, jobs in self._queues.items():
             if not jobs:
                 continue
             limit = self._limits.get(name)
-            if limit is None:
-                return jobs.popleft()
-            if self._busy[name] < limit:
-                self._busy[name] += 1
-                return jobs.popleft()
-            waiting = True
-        return _WAIT if waiting else None
+            if limit is not None and self._busy[name] >= limit:
+                waiting = True
+                continue
+            if best is None or jobs[0][0] < self._queues[best][0][0]:
+                best = name
+        if best is None:
+            return _WAIT if waiting else None
+        if best in self._busy:
+            self._busy[best] += 1
+        return self._queues[best].popleft()
 
     def release(self, agent: str) -> None:
         """A job of ``agent`` finished: a slot waiting for that agent's limit may take its next job."""
@@ -435,6 +439,9 @@ async def run_agents(
 ) -> dict[str, list[AgentRun]]:
     """Every agent on every case and trial; runs per agent in dataset order, then trial order.
 
+    Runs start case by case across agents (:func:`interleaved_plan`), within ``concurrency`` and
+    each agent's ``agent_concurrency``.
+
     ``on_run(run)`` is called as each run finishes (e.g. to score it while others are in flight);
     when it returns an awaitable (a journal write), the slot's next run waits for it.
     ``done`` maps (agent name, case id, trial) to runs finished earlier (a resumed journal): they
@@ -452,7 +459,7 @@ async def run_agents(
         isolation = ProcessIsolation(agents)
         agents = [isolation.wrap(a) for a in agents]
     run_id = uuid.uuid4().hex[:8]
-    plan = [(a, case, trial) for a in agents for case in dataset for trial in range(config.trials)]
+    plan = interleaved_plan(agents, dataset, config.trials)
     if only is not None:
         wanted = set(only)
         plan = [job for job in plan if (job[0].name, job[1].case_id, job[2]) in wanted]

@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from ..errors import AdapterError
+from ..errors import ContainedBaseException
 from .failures import message_of
 
 __all__ = ["run_sync", "run_coroutine", "ContainedBaseException", "contained"]
@@ -169,28 +169,11 @@ async def run_sync(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     raise contained(value)
 
 
-class ContainedBaseException(AdapterError):
-    """A ``BaseException`` (SystemExit, KeyboardInterrupt, GeneratorExit...) or a ``StopIteration``
-    raised by an agent's code in a worker thread (or a SystemExit in a framework's own task),
-    carried as an ordinary exception.
-
-    Left as it was, it would escape whatever task awaits it (asyncio re-raises SystemExit and
-    KeyboardInterrupt out of the event loop; a future refuses StopIteration) and sink the
-    evaluation. A KeyboardInterrupt in a worker thread is never the user's Ctrl-C (signals reach
-    the main thread): it is the agent's. The run records the original type and message.
-    """
-
-    def __init__(self, original: BaseException) -> None:
-        name = type(original).__name__
-        super().__init__(f"{name}: {message_of(original) or name}", error_type=name)
-        self.original = original
-
-
 def contained(exc: BaseException) -> BaseException:
     """``exc``, or a :class:`ContainedBaseException` carrying it if it is not safe to raise into a task."""
     if isinstance(exc, Exception) and not isinstance(exc, (StopIteration, StopAsyncIteration)):
         return exc
-    wrapper = ContainedBaseException(exc)
+    wrapper = ContainedBaseException(exc, message_of(exc))
     wrapper.__cause__ = exc
     return wrapper
 
@@ -227,7 +210,7 @@ async def _contain_exit(coro: Any) -> Any:
     try:
         return await coro
     except SystemExit as exc:
-        raise ContainedBaseException(exc) from exc
+        raise ContainedBaseException(exc, message_of(exc)) from exc
 
 
 def _containing_task_factory(loop: asyncio.AbstractEventLoop, coro: Any, **options: Any) -> asyncio.Task:

@@ -9,6 +9,7 @@ from ..data.types import transcript_text
 from ..data.dataset import EvalCase
 from .metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
 from ..data.types import AgentRun
+from ..errors import exception_text
 
 __all__ = ["context_for", "conversation_context", "score_rows", "score_sync", "order_like", "RunScorer"]
 
@@ -125,11 +126,7 @@ def conversation_context(case: EvalCase, run: AgentRun) -> ScoringContext:
 
 
 def _failed(exc: BaseException) -> Score:
-    try:
-        text = f"{type(exc).__name__}: {exc}"
-    except Exception:  # an exception whose __str__ raises must not lose the row
-        text = type(exc).__name__
-    return Score(NAN, failed=True, error=text)
+    return Score(NAN, failed=True, error=exception_text(exc))
 
 
 _UNSCORED = Score(NAN)

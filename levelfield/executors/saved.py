@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .core.results.result import ColumnarResult
-from .core.score.batch import ScoredBatch, score_batches
-from .core.results.result import parquet_available, write_summary
-from .core.data.config import RunConfig
-from .core.errors import RecordError
-from .core.score.metrics.base import Metric
-from .formats.batches import batch_source, columnar_readable, table_writer
+from ..core.data.config import RunConfig
+from ..core.errors import RecordError
+from ..core.results.record import check_out_folder
+from ..core.results.result import ColumnarResult, parquet_available, write_summary
+from ..core.score.batch import ScoredBatch, score_batches
+from ..core.score.metrics.base import Metric
+from ..formats.batches import batch_source, columnar_readable, table_writer
 
 __all__ = ["takes_columnar_path", "score_saved_rows", "check_out", "TABLE_NAMES"]
 
@@ -94,13 +94,15 @@ def takes_columnar_path(data: Any, metrics: Sequence[Metric], config: RunConfig)
 
 
 def check_out(out: Path, config: RunConfig) -> None:
-    """Refuse an ``out`` folder that already holds results, unless ``overwrite`` (or ``resume``)."""
+    """Refuse an ``out`` folder that already holds results (unless ``overwrite`` or ``resume``) or
+    other files and no run record (unless ``overwrite``)."""
     held = [p.name for p in (out / n for n in (*TABLE_NAMES, "summary.json", "runs.jsonl")) if p.exists()]
     if held and not (config.overwrite or config.resume):
         raise RecordError(
             f"{out} already holds results ({', '.join(held)}); replace them with overwrite=True (--overwrite), "
             "or choose another out folder"
         )
+    check_out_folder(out, overwrite=config.overwrite)
 
 
 class _Progress:

@@ -1,0 +1,91 @@
+"""How a comparison's numbers become a verdict: one ``StatsConfig`` whose defaults are defined here.
+
+Run options (how runs execute) are :class:`~levelfield.core.data.config.RunConfig`; these are the
+statistics options, apart from them::
+
+    lf.compare(ds, agents, stats=lf.StatsConfig(confidence=0.99, reducer="max"))
+    lf.compare(ds, agents, baseline="runs/main", fail_if_worse="trajectory_exact_match",
+               stats=lf.StatsConfig(alpha=0.01, margin=0.02))
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Literal, get_args
+
+from ..errors import ConfigError
+from .inference import REDUCERS, PairedTestName, Reducer
+
+__all__ = ["StatsConfig", "FailedRuns", "STATS_OPTIONS", "stats_config"]
+
+FailedRuns = Literal["zero", "exclude"]
+PAIRED_TESTS = get_args(PairedTestName)
+
+
+@dataclass(frozen=True)
+class StatsConfig:
+    """How scores become summaries, paired tests and a gate's verdict; the same for every agent."""
+
+    failed_runs: FailedRuns = "zero"
+    """``"zero"``: a failed run scores 0 on every metric that applies to its case; ``"exclude"``:
+    it is left out (NaN), so means are over completed runs."""
+    confidence: float = 0.95
+    """Level of every interval."""
+    test: PairedTestName = "auto"
+    """The paired test: ``auto`` = exact McNemar for 0/1 metrics, Wilcoxon signed-rank otherwise."""
+    seed: int = 0
+    """Seed of the bootstrap and permutation resampling (results are reproducible)."""
+    reducer: Reducer = "mean"
+    """How a case's trials become one value: ``mean``, ``max``, ``min`` or ``median``."""
+    alpha: float = 0.05
+    """Significance level of the regression gate (``fail_if_worse``) and of change verdicts."""
+    margin: float = 0.0
+    """A drop the gate tolerates, in the metric's units (0.02 = 2 points of a 0/1 metric)."""
+
+    def __post_init__(self) -> None:
+        if self.failed_runs not in ("zero", "exclude"):
+            raise ConfigError(f"failed_runs={self.failed_runs!r}: use 'zero' or 'exclude'")
+        if isinstance(self.confidence, bool) or not isinstance(self.confidence, (int, float)) or not 0 < self.confidence < 1:
+            raise ConfigError(f"confidence={self.confidence!r}: must be between 0 and 1")
+        if self.test not in PAIRED_TESTS:
+            raise ConfigError(f"test={self.test!r}: use one of {', '.join(PAIRED_TESTS)}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ConfigError(f"seed={self.seed!r}: must be a whole number")
+        if self.reducer not in REDUCERS:
+            raise ConfigError(f"reducer={self.reducer!r}: use one of {', '.join(REDUCERS)}")
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not 0 < self.alpha < 1:
+            raise ConfigError(f"alpha={self.alpha!r}: must be between 0 and 1")
+        if isinstance(self.margin, bool) or not isinstance(self.margin, (int, float)) or not self.margin >= 0:
+            raise ConfigError(f"margin={self.margin!r}: must be at least 0 (in the metric's units, 0.02 = 2 points)")
+
+    def replace(self, **options: Any) -> "StatsConfig":
+        """A copy with some options changed (names checked)."""
+        return stats_config(self, **options)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options as JSON-ready values (for the run record)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, saved: dict[str, Any]) -> "StatsConfig":
+        """The options saved by :meth:`to_dict` (unknown keys, such as a baseline's name, ignored)."""
+        return cls(**{k: v for k, v in saved.items() if k in STATS_OPTIONS})
+
+
+STATS_OPTIONS = tuple(f.name for f in fields(StatsConfig))
+
+
+def stats_config(config: StatsConfig | None = None, /, **options: Any) -> StatsConfig:
+    """``config`` (or the defaults) with ``options`` applied; an unknown option is a clear error."""
+    if config is not None and not isinstance(config, StatsConfig):
+        raise ConfigError(f"stats={config!r}: expected an lf.StatsConfig(...)")
+    unknown = [k for k in options if k not in STATS_OPTIONS]
+    if unknown:
+        hints = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, STATS_OPTIONS, n=1)
+            hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise ConfigError(f"unknown statistics option {', '.join(hints)}; the options are: {', '.join(STATS_OPTIONS)}")
+    base = config if config is not None else StatsConfig()
+    return replace(base, **options) if options else base
