@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
-from ..core.data.dataset import EvalCase, EvalDataset, Turn, parse_scenario
+from ..core.data.dataset import EvalCase, EvalDataset, Turn, parse_scenario, too_deep_message
 from ..core.errors import DatasetError
 from ..core.results.result import EvalResult
 from ..core.data.types import AgentOutput, ToolCall
@@ -337,6 +337,8 @@ def _read_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path} line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise DatasetError(too_deep_message(str(path))) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{path}: cannot be read ({exc})") from None
 

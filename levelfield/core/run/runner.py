@@ -35,7 +35,7 @@ from .isolation import ProcessIsolation
 from ..data.protocol import AgentRequest, AgentRunnable
 from .threads import run_coroutine, run_sync
 from ..data.types import AgentOutput, Message
-from ..data.types import AgentRun
+from ..data.types import AgentRun, clean_run
 
 __all__ = ["run_agents", "interleaved_plan", "BlockingAgentWarning", "Executor", "OnRun", "PlayScenario"]
 
@@ -478,6 +478,7 @@ async def run_agents(
         else:
             async with isolation.lease():  # one worker for all the turns of a case
                 run = await play(agent, case, trial, config, run_id)
+        run = clean_run(run)  # the one place runs enter: text every writer can encode from here on
         if on_run is not None:
             recorded = on_run(run)
             if recorded is not None:
