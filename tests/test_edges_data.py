@@ -1,6 +1,7 @@
 """Reliability at the edges, data side: text UTF-8 cannot hold, torn journals, full disks, formula
 cells in CSV, async agents that interrupt or block, malformed input files."""
 
+import asyncio
 import csv
 import errno
 import io
@@ -476,3 +477,90 @@ def test_otlp_of_the_wrong_shape_is_a_dataset_error_naming_file_and_field(tmp_pa
 def test_otlp_of_the_wrong_shape_in_memory_is_a_dataset_error_naming_the_field():
     with pytest.raises(lf.DatasetError, match="field 'resourceSpans': expected a list"):
         lf.load_traces({"resourceSpans": "x"})
+
+
+# -- 4. async agents that interrupt or block -----------------------------------------------------
+
+
+def test_an_async_agent_raising_keyboard_interrupt_loses_no_run_of_the_journal(tmp_path):
+    async def agent(prompt):
+        if prompt == "frage 3 你好":
+            raise KeyboardInterrupt("模型中断")
+        return prompt
+
+    result = lf.evaluate(cases(50), agent, ["exact_match"], progress=False, out=tmp_path, concurrency=4)
+    record = read_record(tmp_path)
+    assert len(record.runs) == 50 and record.complete
+    failed = [r for r in result.runs if r.failure]
+    assert [(r.case_id, r.error_type) for r in failed] == [("c3", "KeyboardInterrupt")]
+    assert "模型中断" in failed[0].error
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_real_sigint_still_stops_the_evaluation(tmp_path, kind):
+    import os
+    import signal
+
+    def press_ctrl_c(prompt):
+        if prompt.startswith("frage 2"):
+            os.kill(os.getpid(), signal.SIGINT)
+            import time
+
+            time.sleep(2)  # the signal is handled meanwhile
+        return prompt
+
+    async def async_press(prompt):
+        if prompt.startswith("frage 2"):
+            os.kill(os.getpid(), signal.SIGINT)
+            await asyncio.sleep(2)  # asyncio.run's handler cancels the evaluation meanwhile
+        return prompt
+
+    agent = press_ctrl_c if kind == "sync" else async_press
+    with pytest.raises(KeyboardInterrupt):
+        lf.evaluate(cases(6), agent, ["exact_match"], progress=False, out=tmp_path, concurrency=1)
+    kept = {k[1] for k in read_record(tmp_path).runs}
+    assert {"c0", "c1"} <= kept and len(kept) < 6  # what finished is kept; the rest was never run
+
+
+def test_the_sigint_handler_is_restored_after_an_evaluation():
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    lf.evaluate(cases(2), lambda p: p, ["exact_match"], progress=False)
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_an_async_agent_spinning_on_the_loop_is_stopped_at_its_timeout_and_named():
+    from levelfield.core.run.runner import BlockingAgentWarning
+
+    async def spinner(prompt):
+        if prompt.startswith("frage 1"):
+            while True:  # a busy loop: no await, the event loop is held
+                pass
+        return prompt
+
+    with pytest.warns(BlockingAgentWarning, match="agent 'spinner'"):
+        result = lf.evaluate(cases(3), spinner, ["exact_match"], progress=False, timeout=0.5)
+    assert [(r.failure, r.error_type) for r in result.runs] == [(False, None), (True, "timeout"), (False, None)]
+
+
+def test_an_async_agent_sleeping_on_the_loop_is_named_while_it_still_blocks(monkeypatch):
+    import time
+    import warnings
+
+    import levelfield.core.run.watchdog as watchdog
+
+    monkeypatch.setattr(watchdog, "STUCK_SECONDS", 0.2)
+    seen_while_blocked = []
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+
+        async def sleeper(prompt):
+            time.sleep(1.5)  # blocks the loop; the warning must come before this returns
+            seen_while_blocked.append([str(w.message) for w in caught])
+            return prompt
+
+        lf.evaluate(cases(1), sleeper, ["exact_match"], progress=False, timeout=None)
+    assert any("agent 'sleeper' has blocked the event loop" in m and "no timeout to end it" in m
+               for m in seen_while_blocked[0])
