@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_snake
 
 from ..errors import ConfigError, DatasetError
-from .jsonsafe import MAX_DEPTH, clean_strings, has_lone_surrogates, too_deep
+from .jsonsafe import MAX_DEPTH, SURROGATE, clean_strings, has_lone_surrogates, too_deep
 from .types import Message, ToolCall
 
 __all__ = ["EvalCase", "EvalDataset", "Turn", "Scenario", "parse_scenario", "case_from_row", "dataset_from_rows", "dataset_from_located", "too_deep_message", "ALIASES"]
@@ -102,7 +102,7 @@ def parse_scenario(value: Any, where: str, column: str, prompt: str | None = Non
         text = value.strip()
         if text.startswith("{"):
             try:
-                value = json.loads(text)
+                value = _loads(text)
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{where}, field '{column}': not valid JSON ({exc.msg})") from None
         else:
@@ -319,7 +319,7 @@ def _parse_trajectory(value: Any, where: str, column: str) -> list[ToolCall] | N
         if not text:
             return None
         try:
-            value = json.loads(text)
+            value = _loads(text)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{where}, field '{column}': not valid JSON ({exc.msg}): {text[:80]!r}") from None
     if hasattr(value, "tolist") and not isinstance(value, (list, dict)):
@@ -353,7 +353,7 @@ def _parse_documents(value: Any, where: str, column: str) -> list[dict[str, Any]
         return None
     if isinstance(value, str):
         try:
-            value = json.loads(value) if value.strip() else None
+            value = _loads(value) if value.strip() else None
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{where}, field '{column}': not valid JSON ({exc.msg})") from None
         if value is None:
@@ -382,7 +382,7 @@ def _parse_request(value: Any, where: str, column: str) -> tuple[str | None, lis
         text = value.strip()
         if text.startswith("{") and text.endswith("}"):
             try:
-                parsed = json.loads(text)
+                parsed = _loads(text)
             except json.JSONDecodeError:
                 return value, []
             if isinstance(parsed, dict) and ("messages" in parsed or "query" in parsed):
@@ -430,7 +430,7 @@ def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
         raw_history = get("history")
         if isinstance(raw_history, str):
             try:
-                raw_history = json.loads(raw_history)
+                raw_history = _loads(raw_history)
             except json.JSONDecodeError:
                 raise DatasetError(f"{where}, field 'history': not valid JSON") from None
         try:
@@ -504,7 +504,7 @@ def _parse_state(value: Any, where: str, column: str) -> dict[str, Any]:
         return {}
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = _loads(value)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{where}, field '{column}': not valid JSON ({exc.msg})") from None
     if not isinstance(value, dict):
@@ -519,7 +519,7 @@ def _parse_turns(value: Any, where: str) -> list[Turn]:
     optionally with a saved ``response`` and ``predicted_trajectory``."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = _loads(value)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{where}, field 'turns': not valid JSON ({exc.msg})") from None
     if not isinstance(value, list) or not value:
@@ -574,14 +574,48 @@ def too_deep_message(where: str) -> str:
             "flatten that field or store it as text")
 
 
-def _cleaned(row: Any) -> Any:
-    """A row whose text UTF-8 can hold: lone surrogates (``"\\ud800"`` escapes in a JSON file)
-    replaced by U+FFFD where the row enters, so journals and exports can write it."""
-    if not has_lone_surrogates(row):
-        return row
+def _loads(text: str) -> Any:
+    """A JSON cell parsed; :class:`_TooDeep` when it nests deeper than levelfield reads."""
+    value = json.loads(text)
+    if _may_be_deep(text) and too_deep(value):
+        raise _TooDeep
+    return value
+
+
+class _TooDeep(Exception):
+    """A cell or row nests deeper than ``MAX_DEPTH`` (turned into a DatasetError naming the row)."""
+
+
+def _may_be_deep(text: str) -> bool:
+    # Fewer brackets than the limit cannot nest that deep: the precise walk is for the rare rest.
+    return text.count("[") + text.count("{") >= MAX_DEPTH
+
+
+def _checked(row: Any) -> Any:
+    """``row`` ready to become a case: lone surrogates (``"\\ud800"`` escapes in a JSON file)
+    replaced by U+FFFD where the row enters, so journals and exports can write it; rows nested
+    deeper than the writers keep refused (:class:`_TooDeep`)."""
     if isinstance(row, EvalCase):
-        return EvalCase.model_validate({**clean_strings(row.model_dump()), "columns": row.columns})
-    return clean_strings(row)
+        if too_deep(row):
+            raise _TooDeep
+        if has_lone_surrogates(row):
+            return EvalCase.model_validate({**clean_strings(row.model_dump()), "columns": row.columns})
+        return row
+    try:
+        # One pass of the C encoder answers both questions for plain rows (the common case).
+        text = _ENCODER.encode(row)
+    except (TypeError, ValueError, RecursionError):
+        text = None
+    if text is None or _may_be_deep(text):
+        if too_deep(row):
+            raise _TooDeep
+        dirty = has_lone_surrogates(row)
+    else:
+        dirty = not text.isascii() and SURROGATE.search(text) is not None  # the encoder keeps them as they are
+    return clean_strings(row) if dirty else row
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=repr, check_circular=True)
 
 
 def dataset_from_located(located: Sequence[tuple[Any, str]], source: str) -> EvalDataset:
@@ -589,17 +623,13 @@ def dataset_from_located(located: Sequence[tuple[Any, str]], source: str) -> Eva
     columns: list[str] = []
     cases = []
     for i, (row, where) in enumerate(located):
-        row = _cleaned(row)
-        if isinstance(row, dict):
-            columns.extend(k for k in row if k not in columns)
         try:
-            case = row if isinstance(row, EvalCase) else case_from_row(row, i, where)
-            deep = too_deep(case)
-        except RecursionError:  # a JSON cell nested thousands of levels deep
-            deep = True
-        if deep:
-            raise DatasetError(too_deep_message(where))
-        cases.append(case)
+            row = _checked(row)
+            if isinstance(row, dict):
+                columns.extend(k for k in row if k not in columns)
+            cases.append(row if isinstance(row, EvalCase) else case_from_row(row, i, where))
+        except (_TooDeep, RecursionError):  # RecursionError: a JSON cell nested thousands of levels deep
+            raise DatasetError(too_deep_message(where)) from None
     if not cases:
         raise DatasetError(f"{source}: the dataset has no rows")
     return EvalDataset(cases, source=source, columns=columns)

@@ -55,7 +55,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["to_jsonable", "dumps", "model_json", "MAX_DEPTH", "clean_text", "clean_strings", "has_lone_surrogates", "too_deep"]
+__all__ = ["to_jsonable", "dumps", "model_json", "MAX_DEPTH", "clean_text", "clean_strings", "has_lone_surrogates", "too_deep", "SURROGATE"]
 
 MAX_DEPTH = 100
 """Containers nested deeper than this are written as a marker (JSON encoders recurse too)."""
@@ -278,7 +278,8 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
 
 # -- text that UTF-8 cannot hold ---------------------------------------------------------------
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate (half of a UTF-16 pair) in a str: text UTF-8 cannot encode."""
 
 
 def clean_text(text: str) -> str:
@@ -286,7 +287,7 @@ def clean_text(text: str) -> str:
     output or ``json.loads`` of an escaped half pair leaves) replaced by U+FFFD; a high and low
     half that stand together become the character they encode. Such text cannot be written as
     UTF-8 (``UnicodeEncodeError``), so it is cleaned where it enters; other text is returned as is."""
-    if text.isascii() or _SURROGATE.search(text) is None:
+    if text.isascii() or SURROGATE.search(text) is None:
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
@@ -294,25 +295,37 @@ def clean_text(text: str) -> str:
 def has_lone_surrogates(value: Any) -> bool:
     """Whether a string anywhere in ``value`` (dict keys and values, lists, tuples, pydantic
     models' fields) holds a lone surrogate; other objects are not looked into."""
-    return _dirty(value, 0, set())
-
-
-def _dirty(value: Any, depth: int, seen: set[int]) -> bool:
-    kind = type(value)
-    if kind is str:
-        return not value.isascii() and _SURROGATE.search(value) is not None
-    if value is None or kind in (int, float, bool) or depth >= MAX_DEPTH:
-        return False
-    if kind is dict or kind is list or kind is tuple or hasattr(kind, "model_fields"):
-        if id(value) in seen:
-            return False
-        seen.add(id(value))
+    # A loop over a stack rather than recursion: it runs on every run the runner records.
+    stack = [value]
+    seen: set[int] = set()
+    search = SURROGATE.search
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if not item.isascii() and search(item) is not None:
+                return True
+            continue
         if kind is dict:
-            return any(_dirty(k, depth + 1, seen) or _dirty(v, depth + 1, seen) for k, v in value.items())
-        if kind is list or kind is tuple:
-            return any(_dirty(v, depth + 1, seen) for v in value)
-        return any(_dirty(v, depth + 1, seen) for v in value.__dict__.values())
-    return isinstance(value, str) and _dirty(str.__str__(value), depth, seen)
+            children: Any = item.values()
+            stack.extend(key for key in item if type(key) is str)
+        elif kind is list or kind is tuple:
+            children = item
+        elif hasattr(kind, "model_fields"):
+            children = item.__dict__.values()
+        elif isinstance(item, str):
+            stack.append(str.__str__(item))
+            continue
+        else:
+            continue
+        if id(item) in seen:  # a structure that contains itself
+            continue
+        seen.add(id(item))
+        stack.extend(child for child in children if child is not None and type(child) not in _SCALARS)
+    return False
+
+
+_SCALARS = (int, float, bool)
 
 
 def clean_strings(value: Any) -> Any:
