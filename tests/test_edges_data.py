@@ -91,7 +91,7 @@ def test_every_export_of_a_result_with_lone_surrogates_encodes(tmp_path, export)
 
 def test_a_comparison_with_lone_surrogates_saves_its_report(tmp_path):
     cmp = lf.compare(cases(), {"a": surrogate_agent, "b": lambda p: p}, ["exact_match"], progress=False)
-    paths = cmp.save(tmp_path)
+    paths = lf.report.save(cmp, tmp_path)
     assert "Olá \ufffd 日本語" in paths["report"].read_text(encoding="utf-8")
 
 
@@ -258,7 +258,7 @@ def test_a_report_that_fails_half_way_leaves_the_previous_report_whole(tmp_path,
     import levelfield.core.results.writing as writing
 
     cmp = lf.compare(cases(3), {"a": lambda p: p, "b": lambda p: p.upper()}, ["exact_match"], progress=False)
-    report = cmp.to_html(tmp_path / "report.html")
+    report = lf.report.write(cmp, tmp_path / "report.html")
     before = report.read_bytes()
 
     def failing_replace(src, dst):
@@ -266,7 +266,7 @@ def test_a_report_that_fails_half_way_leaves_the_previous_report_whole(tmp_path,
 
     monkeypatch.setattr(writing.os, "replace", failing_replace)
     with pytest.raises(lf.WriteError, match=r"report.html: cannot write \(No space left on device\)"):
-        cmp.to_html(report)
+        lf.report.write(cmp, report)
     assert report.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temporary file left behind
 
