@@ -30,6 +30,7 @@ from pydantic.alias_generators import to_camel, to_snake
 from ..core.data.dataset import EvalCase, EvalDataset, Turn, parse_scenario, too_deep_message
 from ..core.errors import DatasetError
 from ..core.results.result import EvalResult
+from ..core.results.writing import write_text
 from ..core.data.types import AgentOutput, ToolCall
 from ..core.data.types import AgentRun
 
@@ -463,6 +464,4 @@ def write_evalset(result: EvalResult, path: str | Path, *, eval_set_id: str | No
         name = path.name
         eval_set_id = name[: -len(EVALSET_SUFFIX)] if name.endswith(EVALSET_SUFFIX) else path.stem
     data = evalset_from_runs(list(result.dataset), result.runs, eval_set_id=eval_set_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
-    return path
+    return write_text(path, json.dumps(data, indent=2, default=str) + "\n")
