@@ -33,7 +33,6 @@ from ..errors import AgentOutputError
 from .failures import attribute, describe_error, is_transient
 from .isolation import ProcessIsolation
 from ..data.protocol import AgentRequest, AgentRunnable
-from .threads import run_coroutine, run_sync
 from ..data.types import AgentOutput, Message
 from ..data.types import AgentRun
 
