@@ -34,13 +34,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
 from ..data.dataset import EvalCase
 from ..errors import MetricError, RecordError, WriteError
 from ..data.jsonsafe import dumps, model_json, to_jsonable
 from ..score.metrics.base import Metric, Score, ScoringContext
-from ..data.types import AgentOutput, AgentRun, Conversation, Usage
+from ..data.types import AgentRun, Usage
 from .writing import replacing, writing
 
 __all__ = [

@@ -35,7 +35,6 @@ from .interrupts import user_interrupted, watching as watching_interrupts
 from .isolation import ProcessIsolation
 from .watchdog import BlockingAgentWarning, LoopBlocked, LoopWatchdog
 from ..data.protocol import AgentRequest, AgentRunnable
-from .threads import run_coroutine, run_sync
 from ..data.types import AgentOutput, Message
 from ..data.types import AgentRun, clean_run
 
