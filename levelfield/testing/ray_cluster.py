@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["LocalRayCluster", "RayNode"]
+__all__ = ["LocalRayCluster", "RayNode", "token_auth_here"]
 
 _START_SECONDS = 90.0
+
 
 
 @dataclass
@@ -46,17 +47,7 @@ class RayNode:
 
     def pids(self) -> list[int]:
         """Every live process of this node: the ones in its session (raylet, workers, GCS on the head)."""
-        import psutil
-
-        session = self.process.pid
-        found = []
-        for proc in psutil.process_iter(["pid", "status"]):
-            try:
-                if proc.info["status"] != psutil.STATUS_ZOMBIE and os.getsid(proc.pid) == session:
-                    found.append(proc.pid)
-            except (ProcessLookupError, PermissionError, psutil.Error):
-                continue
-        return found
+        return _session_pids({self.process.pid})
 
 
 class LocalRayCluster:
@@ -70,6 +61,7 @@ class LocalRayCluster:
         self.extra_env = dict(env or {})
         self.nodes: list[RayNode] = []
         self.address = ""
+        self._guard: subprocess.Popen[bytes] | None = None
 
     # -- starting -----------------------------------------------------------------------------
 
@@ -118,7 +110,17 @@ class LocalRayCluster:
                                        env=self.env(), start_new_session=True)
         node = RayNode(process, log)
         self.nodes.append(node)
+        self._guarded(process.pid)
         return node
+
+    def _guarded(self, session: int) -> None:
+        """Have the guard end this node's processes should this process die without stop() (a killed test run)."""
+        if self._guard is None or self._guard.poll() is not None:
+            # This file run as a script (it imports nothing but the standard library).
+            self._guard = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE, start_new_session=True)
+        assert self._guard.stdin is not None
+        self._guard.stdin.write(f"{session}\n".encode())
+        self._guard.stdin.flush()
 
     def _read_address(self, node: RayNode) -> str:
         deadline = time.monotonic() + _START_SECONDS
@@ -158,16 +160,7 @@ class LocalRayCluster:
 
     def kill(self, node: RayNode) -> None:
         """SIGKILL every process of a node, by PID (a node lost: a spot instance taken back, a crash)."""
-        for _ in range(50):  # until none is left: a raylet may be starting a worker while it dies
-            pids = node.pids()
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.2)
+        _kill_sessions({node.process.pid})
         node.process.wait(30)
         node.killed = True
 
@@ -176,6 +169,10 @@ class LocalRayCluster:
         for node in reversed(self.nodes):
             if not node.killed:
                 self.kill(node)
+        if self._guard is not None:
+            assert self._guard.stdin is not None
+            self._guard.stdin.close()  # nothing left for it to end: it exits
+            self._guard.wait(30)
 
     def __enter__(self) -> LocalRayCluster:
         self.start()
@@ -183,6 +180,56 @@ class LocalRayCluster:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
+
+
+def token_auth_here(on: bool = True) -> None:
+    """Turn Ray's token auth on (or back to Ray's default) for this process, as ``RAY_AUTH_MODE=token`` set
+    before Python started would: a driver joining a cluster that ``ray start`` began needs it."""
+    if on:
+        os.environ["RAY_AUTH_MODE"] = "token"
+    else:
+        os.environ.pop("RAY_AUTH_MODE", None)
+    try:
+        from ray._raylet import Config
+    except ImportError:  # pragma: no cover - a Ray without token auth
+        return
+    Config.initialize("")  # Ray reads the mode once per process; read it again
+
+
+def _session_pids(sessions: set[int]) -> list[int]:
+    """The live (not zombie) processes of these sessions, read from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            state = stat[stat.rindex(")") + 2]
+            if state != "Z" and os.getsid(int(entry)) in sessions:
+                found.append(int(entry))
+        except (OSError, ValueError):  # gone meanwhile
+            continue
+    return found
+
+
+def _kill_sessions(sessions: set[int]) -> None:
+    """SIGKILL every process of these sessions, by PID, until none is left (a raylet may be forking a worker)."""
+    for _ in range(50):
+        pids = _session_pids(sessions)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.2)
+
+
+def _guard() -> None:
+    """The guard: reads the nodes' session ids from stdin; at its end (the starter gone, killed or done) ends them."""
+    sessions = {int(line) for line in sys.stdin if line.strip()}
+    _kill_sessions(sessions)
 
 
 def _free_port() -> int:
@@ -196,3 +243,7 @@ def _tail(path: Path, lines: int = 30) -> str:
         return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+if __name__ == "__main__":
+    _guard()
