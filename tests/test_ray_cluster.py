@@ -292,3 +292,46 @@ def test_a_bad_runtime_env_is_a_config_error_before_any_run(cluster, tmp_path, r
     with pytest.raises(lf.ConfigError, match=message):
         lf.evaluate(DATASET, hasty_agent, executor=executor, out=tmp_path / "out", **QUIET)
     assert not (tmp_path / "out" / "runs.jsonl").exists()
+
+
+# -- docs/ray.md, as written -------------------------------------------------------------------
+
+
+def _saved_predictions(path: Path) -> None:
+    """hasty_agent's answers to the sample dataset, saved as predictions (trajectories as JSON text, as Vertex saves them)."""
+    run = lf.evaluate(DATASET, hasty_agent, metrics=[], **QUIET)
+    calls = lambda cs: json.dumps([{"tool_name": c.tool_name, "tool_input": c.tool_input} for c in cs or []])  # noqa: E731
+    rows = [{"case_id": case.case_id, "prompt": case.prompt, "reference": case.reference,
+             "reference_trajectory": calls(case.reference_trajectory), "response": agent_run.output.response,
+             "predicted_trajectory": calls(agent_run.output.trajectory)} for case, agent_run in zip(run.dataset, run.runs)]
+    path.parent.mkdir(parents=True)
+    pd.DataFrame(rows).to_parquet(path, index=False)
+
+
+def test_every_call_of_docs_ray_md_works_as_written_on_the_cluster(cluster, tmp_path):
+    import re
+    import shlex
+    import shutil
+
+    page = (ROOT / "docs" / "ray.md").read_text(encoding="utf-8")
+    python = re.findall(r"```python\n(.*?)```", page, re.S)
+    commands = [" ".join(block.replace("\\\n", " ").split()) for block in re.findall(r"```bash\n(.*?)```", page, re.S)]
+    cli = [c for c in commands if c.startswith("levelfield ")]
+    assert len(python) >= 3 and cli
+    project = tmp_path / "project"  # the reader's folder: the samples, and saved predictions in logs/
+    shutil.copytree(ROOT / "samples", project / "samples")
+    _saved_predictions(project / "logs" / "predictions.parquet")
+    (project / "docs_ray.py").write_text("\n".join(python), encoding="utf-8")
+    # As the page says: the head's address and token auth in the environment; levelfield installed.
+    env = {**cluster.env(), "RAY_ADDRESS": cluster.address, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "docs_ray.py"], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for command in cli:
+        ran = subprocess.run([sys.executable, "-m", *shlex.split(command)], cwd=project, env=env, capture_output=True,
+                             text=True, timeout=300)
+        assert ran.returncode == 0, (command, ran.stderr[-3000:])
+    assert len(_journal_runs(project / "results" / "eval")) == 18
+    assert len(_journal_runs(project / "results" / "compare")) == 2 * 3 * 18
+    assert len(_journal_runs(project / "results" / "cli")) == 2 * 18
+    assert json.loads((project / "scores" / "summary.json").read_text(encoding="utf-8"))["row_count"] == 18

@@ -878,8 +878,10 @@ def score_saved_on_ray(executor: RayExecutor, data: str | Path, metrics: Sequenc
     import pandas as pd
 
     ray = _ray()
-    path = str(data)
-    source = path
+    source = str(data)
+    # Ray Data reads on the workers, whose working folder is not this one (a job's working_dir):
+    # a local path goes as an absolute one; a URI (s3://, gs://) as it is.
+    path = source if "://" in source else str(Path(source).resolve())
     kind = "parquet" if path.lower().endswith(".parquet") else "jsonl"
     for metric in metrics:
         try:
