@@ -207,6 +207,12 @@ class TrajectoryRecorder(BaseCallbackHandler):
         with self._lock:
             return self._usage
 
+    @property
+    def model_calls(self) -> int:
+        """Model calls the run made that finished, nested ones included."""
+        with self._lock:
+            return self._models_done
+
     def _agent_of(self, call: _Call) -> tuple[UUID | None, str | None]:
         """(enclosing tool run, sub-agent name) of a call; (None, None) for the top-level agent."""
         child: UUID | None = call.run_id
@@ -451,6 +457,7 @@ class LangChainAgent:
                 trajectory=recorder.trajectory(messages),
                 intermediate_responses=intermediate,
                 usage=recorder.usage,
+                model_calls=recorder.model_calls,
                 raw=result,
             )
         if isinstance(result, BaseMessage):
@@ -475,11 +482,13 @@ class LangChainAgent:
                 f"agent {self.name!r} returned {type(result).__name__}; expected a str, a message, "
                 "or a dict with 'messages' or 'output'"
             )
-        return AgentOutput(response=response, trajectory=recorder.trajectory(), usage=recorder.usage, raw=result)
+        return AgentOutput(
+            response=response, trajectory=recorder.trajectory(), usage=recorder.usage, model_calls=recorder.model_calls, raw=result
+        )
 
     @staticmethod
     def _partial(recorder: TrajectoryRecorder) -> AgentOutput:
-        return AgentOutput(response="", trajectory=recorder.trajectory(), usage=recorder.usage)
+        return AgentOutput(response="", trajectory=recorder.trajectory(), usage=recorder.usage, model_calls=recorder.model_calls)
 
     # -- protocol -------------------------------------------------------------------------
     @staticmethod

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..data.types import transcript_text
 from ..data.dataset import EvalCase
 from .metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
-from ..data.types import AgentRun
+from ..data.types import AgentOutput, AgentRun
 from ..errors import exception_text
 
 __all__ = ["context_for", "conversation_context", "score_rows", "score_sync", "order_like", "RunScorer"]
@@ -48,9 +49,17 @@ def _run_turns(case: EvalCase, run: AgentRun) -> list[TurnContext]:
                 response=got.response if got is not None else None,
                 predicted_trajectory=list(got.trajectory) if got is not None else [],
                 reference_thoughts=t.reference_thoughts,
+                **_costs(got),
             )
         )
     return turns
+
+
+def _costs(out: AgentOutput | None) -> dict[str, Any]:
+    """What one turn's output recorded besides its answer: tokens, model calls, texts before the answer."""
+    if out is None:
+        return {}
+    return {"usage": out.usage, "model_calls": out.model_calls, "intermediate_responses": list(out.intermediate_responses)}
 
 
 def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
@@ -88,6 +97,7 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
         reference_thoughts=case.reference_thoughts,
         retrieved_context=retrieved,
         expected_retrieved_context=case.expected_retrieved_context,
+        **(_costs(run.output) if run is not None else {}),
     )
 
 
@@ -112,7 +122,13 @@ def conversation_context(case: EvalCase, run: AgentRun) -> ScoringContext:
         turns_used=len(outputs),
     )
     out = run.output
+    dialogue = [
+        TurnContext(prompt=user, response=o.response, predicted_trajectory=list(o.trajectory), **_costs(o))
+        for user, o in zip(conv.user_turns, outputs)
+    ]
     return ScoringContext(
+        dialogue=dialogue,
+        **_costs(out),
         case_id=case.case_id,
         prompt=scenario.starting_prompt,
         response=out.response if out is not None else None,

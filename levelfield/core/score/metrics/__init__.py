@@ -2,6 +2,7 @@
 
 from .base import Metric, Score, ScoringContext
 from .custom import CustomMetric
+from .efficiency import InferenceCallCount, TokenUsageCount, ToolCallCount
 from .registry import metric_names, register_metric, register_metric_hint, resolve_metrics
 from .response import Bleu, ExactMatch, ResponseMatchScore, Rouge
 from .retrieval import DocumentPrecision, DocumentRecall
@@ -20,6 +21,9 @@ __all__ = [
     "Score",
     "ScoringContext",
     "CustomMetric",
+    "ToolCallCount",
+    "InferenceCallCount",
+    "TokenUsageCount",
     "metric_names",
     "register_metric",
     "register_metric_hint",
