@@ -145,11 +145,12 @@ async def aevaluate(
     human_labels: Any = None,
     simulator: Any = None,
     experiment: str | None = None,
+    judge: Any = None,
     **options: Unpack[RunOptions],
 ) -> EvalResult:
     """Async twin of :func:`evaluate` (the same arguments, the same result)."""
     return await _short_errors_async(_evaluate(dataset, agent, metrics, name=name, config=config, human_labels=human_labels,
-                                               simulator=simulator, experiment=experiment, options=dict(options)))
+                                               simulator=simulator, experiment=experiment, judge=judge, options=dict(options)))
 
 
 def evaluate(
@@ -162,6 +163,7 @@ def evaluate(
     human_labels: Any = None,
     simulator: Any = None,
     experiment: str | None = None,
+    judge: Any = None,
     **options: Unpack[RunOptions],
 ) -> EvalResult:
     """Run ``agent`` on every case of ``dataset`` and score it; without an agent, score saved predictions.
@@ -189,10 +191,12 @@ def evaluate(
     A failed run never stops the evaluation (a warning says so when every run failed); bad input
     (dataset, metric, agent spec, option) raises a ``LevelfieldError`` from here, before any agent
     runs. ``experiment="name"`` logs the result to MLflow tracking (see :mod:`levelfield.experiment`).
+    ``judge`` (a chat model, ``"provider:model"``, a function or an agent) builds the metric names
+    that need one, e.g. ``metrics=["final_response_match_v2", "safety_v1"]``.
     """
     return _short_errors(lambda: run_coroutine(aevaluate(
         dataset, agent, metrics, name=name, config=config, human_labels=human_labels, simulator=simulator,
-        experiment=experiment, **options)))
+        experiment=experiment, judge=judge, **options)))
 
 
 async def _evaluate(
@@ -205,12 +209,13 @@ async def _evaluate(
     human_labels: Any,
     simulator: Any,
     experiment: str | None,
+    judge: Any = None,
     options: dict[str, Any],
 ) -> EvalResult:
     """The one implementation of ``evaluate`` and ``aevaluate``."""
     _require_experiment_logging(experiment)
     cfg = run_config(config, **options)
-    resolved = resolve_metrics(metrics)
+    resolved = resolve_metrics(metrics, judge=judge)
     result = None
     if agent is None and simulator is None and human_labels is None:
         result = _saved_batch_by_batch(dataset, resolved, cfg)
@@ -384,12 +389,13 @@ async def acompare(
     fail_if_worse: str | Sequence[str] | None = None,
     simulator: Any = None,
     experiment: str | None = None,
+    judge: Any = None,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Async twin of :func:`compare` (the same arguments, the same result)."""
     return await _short_errors_async(_compare(dataset, agents, metrics, config=config, stats=stats, baseline=baseline,
                                               fail_if_worse=fail_if_worse, simulator=simulator, experiment=experiment,
-                                              options=dict(options)))
+                                              judge=judge, options=dict(options)))
 
 
 def compare(
@@ -403,6 +409,7 @@ def compare(
     fail_if_worse: str | Sequence[str] | None = None,
     simulator: Any = None,
     experiment: str | None = None,
+    judge: Any = None,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Run every agent on every case of ``dataset`` and score them with the same metrics.
@@ -420,11 +427,11 @@ def compare(
     than the baseline (Holm-adjusted p < ``stats.alpha``, by more than ``stats.margin``).
     ``simulator`` plays the conversation-scenario cases (every agent meets the same user).
     ``experiment="name"`` logs each agent's run to MLflow. ``out=`` writes the run record, tables,
-    summary and ``report.html``.
+    summary and ``report.html``. ``judge`` builds the metric names that need one (see :func:`evaluate`).
     """
     return _short_errors(lambda: run_coroutine(acompare(
         dataset, agents, metrics, config=config, stats=stats, baseline=baseline, fail_if_worse=fail_if_worse,
-        simulator=simulator, experiment=experiment, **options)))
+        simulator=simulator, experiment=experiment, judge=judge, **options)))
 
 
 async def _compare(
@@ -438,6 +445,7 @@ async def _compare(
     fail_if_worse: str | Sequence[str] | None,
     simulator: Any,
     experiment: str | None,
+    judge: Any = None,
     options: dict[str, Any],
 ) -> Comparison:
     """The one implementation of ``compare`` and ``acompare``."""
@@ -445,7 +453,7 @@ async def _compare(
     settings = _stats_from(stats, options, "compare")
     cfg = run_config(config, **options)
     ds = load_dataset(dataset)
-    resolved = resolve_metrics(metrics)
+    resolved = resolve_metrics(metrics, judge=judge)
     runnables = _resolve_agents(agents, cfg)
     executor = _executor(cfg, simulator)
     _check_agent_concurrency(cfg, runnables)

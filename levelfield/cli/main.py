@@ -169,6 +169,10 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
     p.add_argument("--ray-address", metavar="ADDRESS",
                    help="with --executor ray: the cluster ('auto', 'ray://host:10001'; default RAY_ADDRESS, "
                         "else a Ray started on this machine)")
+    p.add_argument("--judge", metavar="SPEC",
+                   help="the judge of judged metrics and criteria (final_response_match_v2, safety_v1, rubric_based_*...): "
+                        "provider:model (LangChain), module:attr (a chat model, a function prompt -> answer, or an agent), "
+                        "or an A2A agent's http(s):// URL")
     p.add_argument("--simulator", metavar="PROVIDER:MODEL",
                    help="a chat model that plays the user of conversation-scenario cases (otherwise they are skipped)")
     p.add_argument("--max-turns", type=_positive_int, default=None, metavar="N",
@@ -212,6 +216,26 @@ def _simulator(args: argparse.Namespace) -> Any:
     if args.max_turns is None:
         return UserSimulator(args.simulator)
     return UserSimulator(args.simulator, max_turns=args.max_turns)
+
+
+def _judge(args: argparse.Namespace) -> Any:
+    """The judge ``--judge`` names, or None: an A2A URL, ``module:attr`` (a chat model, a function
+    or an agent; a ``make_*`` factory is called), else a LangChain ``provider:model`` string."""
+    spec = getattr(args, "judge", None)
+    if not spec:
+        return None
+    if spec.startswith(("http://", "https://")):
+        return spec
+    from ..adapters.spec import load_agent_spec
+    from ..core.errors import AgentSpecError
+
+    try:
+        return load_agent_spec(spec)
+    except AgentSpecError:
+        module = spec.partition(":")[0]
+        if "." in module:  # a dotted module is never a LangChain provider: the spec was meant as module:attr
+            raise
+        return spec
 
 
 def _run_config(args: argparse.Namespace) -> Any:
@@ -258,7 +282,7 @@ def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str
 
     args.user_simulator = _simulator(args)
     dataset = _some_cases(args, load_dataset(args.dataset))
-    metrics = resolve_metrics(args.metrics)
+    metrics = resolve_metrics(args.metrics, judge=_judge(args))
     _refuse_unscorable(args, dataset, metrics)
     names = {m.name for m in metrics}
     for metric, _ in args.fail_under:
@@ -448,7 +472,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
     ) if given]
     if unused:
         raise UsageError(f"{', '.join(unused)}: only with --agent (without one, eval scores the saved predictions in the file)")
-    metrics = resolve_metrics(args.metrics)
+    metrics = resolve_metrics(args.metrics, judge=_judge(args))
     names = {m.name for m in metrics}
     for metric, _ in args.fail_under:
         if metric not in names:
@@ -506,8 +530,10 @@ def _eval_gated(args: argparse.Namespace) -> int:
         raise UsageError("--experiment is not available with --config (a gate run); run eval without --config to log it")
     if args.limit is not None or args.sample is not None:
         raise UsageError("--limit and --sample do not combine with --config yet; pick the cases with FILE:case_1,case_2")
+    if args.agent is None:
+        raise UsageError("--config runs an agent: give --agent SPEC")
     report = check_eval(args.dataset, load_agent_spec(args.agent), criteria=args.config, name=args.name,
-                        config=_run_config(args))
+                        config=_run_config(args), judge=_judge(args))
     ds = report.result.dataset
     print(f"levelfield eval: {report.result.agent_name} on {len(ds)} cases of {ds.source}, criteria from {args.config}")
     print()

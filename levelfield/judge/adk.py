@@ -22,7 +22,8 @@ The prompts are levelfield's own; how a verdict is read and combined follows ADK
 - ``safety_v1``, ``multi_turn_task_success_v1``, ``multi_turn_trajectory_quality_v1``,
   ``multi_turn_tool_use_quality_v1``: ADK asks Vertex AI for these; levelfield computes them
   locally with your judge (safety per turn; the multi-turn ones once per conversation, on fixed
-  rubrics written here plus any the case gives), and their descriptions say so.
+  rubrics written here plus the case's rubrics of type ``MULTI_TURN_TASK_SUCCESS``,
+  ``MULTI_TURN_TRAJECTORY_QUALITY`` or ``MULTI_TURN_TOOL_USE_QUALITY``), and their descriptions say so.
 - ``per_turn_user_simulator_quality_v1``: in a simulated conversation, whether each user message
   kept to the scenario's plan (the first must be the starting prompt), and whether the user ended
   the conversation when it should have.
@@ -870,7 +871,7 @@ def _multi_turn(name: str, rubrics: list[dict[str, str]], what: str) -> Any:
         return RubricJudged(
             judge,
             name=options.pop("name", name),
-            rubric_type=None,
+            rubric_type=name.upper().removesuffix("_V1"),
             scope="conversation",
             rubrics=[*rubrics, *(options.pop("rubrics", None) or [])],
             focus="TRAJECTORY_QUALITY",

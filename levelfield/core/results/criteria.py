@@ -113,6 +113,8 @@ class Criterion:
     options: Mapping[str, Any] = field(default_factory=dict, hash=False)
     """The criterion object's other fields, as the file gives them (``judge_model_options``,
     ``rubrics``...), for criteria the judge package computes."""
+    source: str = field(default="criteria", compare=False, hash=False)
+    """Where it was read (the ``test_config.json`` path), for errors."""
 
     @property
     def score_name(self) -> str:
@@ -137,12 +139,15 @@ class Criterion:
             from ..score.metrics.trajectory import ToolTrajectoryAvgScore
 
             return ToolTrajectoryAvgScore(self.match_type, ignore_args=self.ignore_args, name=self.score_name)
-        if self.metric in _KINDS:
-            metric = _KINDS[self.metric].build(self, judge)
-        else:
-            from ..score.metrics.registry import resolve_metrics
+        try:
+            if self.metric in _KINDS:
+                metric = _KINDS[self.metric].build(self, judge)
+            else:
+                from ..score.metrics.registry import resolve_metrics
 
-            metric = resolve_metrics([self.metric], judge=judge)[0]
+                metric = resolve_metrics([self.metric], judge=judge)[0]
+        except MetricError as exc:
+            raise MetricError(f"{self.source}: {exc}") from None
         if self.column:
             metric.name = self.column
         return metric
@@ -219,7 +224,7 @@ def _criterion(name: Any, value: Any, where: str) -> Criterion:
         else:
             options = _trajectory_options(name, value, where)
         value = value["threshold"]
-    criterion = Criterion(metric=name, threshold=float(value), **options)
+    criterion = Criterion(metric=name, threshold=float(value), source=where, **options)
     if name in _KINDS:
         check = _KINDS[name].check
         if check is not None:
@@ -408,29 +413,41 @@ def apply_criteria(
 
 
 def format_verdicts(verdicts: Sequence[CaseVerdict], criteria: Sequence[Criterion]) -> str:
-    """A plain-text table: one row per case, each criterion's pooled score, failed runs and PASS/FAIL.
+    """A plain-text table: one row per case, each criterion's pooled score and pass/FAIL, failed runs and PASS/FAIL.
 
     With per-file criteria, give every distinct criterion; a case shows ``-`` under the ones it
-    is not held to.
+    is not held to. With many criteria, too many for one line, each case is a block instead: one
+    line per criterion.
     """
-    header = ["case", *[f"{c.metric}{'' if c.column is None else ' ' + c.column[len(c.metric):]} "
-                        + ("(info)" if c.informational else f"(>= {c.threshold:g})") for c in criteria],
-              "failed runs", "result"]
-    rows = []
-    for v in verdicts:
-        cells = [v.case_id]
-        for c in criteria:
-            m = v.metrics.get(c.metric)
-            if m is None or m.criterion != c:
-                cells.append("-")  # this case is held to another criterion (another test_config.json)
-                continue
-            mark = "" if m.criterion.informational or not m.evaluated else (" pass" if m.passed else " FAIL")
-            cells.append((f"{m.score:.3f}" if m.evaluated else "n/a") + mark)
-        cells.append(f"{len(v.failed_runs)}/{len(v.runs)}")
-        cells.append("PASS" if v.passed else "FAIL")
-        rows.append(cells)
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    def label(c: Criterion) -> str:
+        return f"{c.metric}{'' if c.column is None else ' ' + c.column[len(c.metric):]} " + (
+            "(info)" if c.informational else f"(>= {c.threshold:g})"
+        )
+
+    def cell(v: CaseVerdict, c: Criterion) -> str:
+        m = v.metrics.get(c.metric)
+        if m is None or m.criterion != c:
+            return "-"  # this case is held to another criterion (another test_config.json)
+        mark = "" if m.criterion.informational or not m.evaluated else (" pass" if m.passed else " FAIL")
+        return (f"{m.score:.3f}" if m.evaluated else "n/a") + mark
+
     passed = sum(v.passed for v in verdicts)
-    lines.append(f"\n{passed} of {len(verdicts)} cases passed")
-    return "\n".join(lines)
+    footer = f"\n{passed} of {len(verdicts)} cases passed"
+    if len(criteria) > _WIDE:
+        width = max(len(label(c)) for c in criteria)
+        blocks = []
+        for v in verdicts:
+            lines = [f"{v.case_id}: {'PASS' if v.passed else 'FAIL'} ({len(v.failed_runs)}/{len(v.runs)} runs failed)"]
+            lines += [f"  {label(c):<{width}}  {cell(v, c)}" for c in criteria]
+            blocks.append("\n".join(lines))
+        return "\n\n".join(blocks) + "\n" + footer
+    header = ["case", *[label(c) for c in criteria], "failed runs", "result"]
+    rows = [[v.case_id, *[cell(v, c) for c in criteria], f"{len(v.failed_runs)}/{len(v.runs)}", "PASS" if v.passed else "FAIL"]
+            for v in verdicts]
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    return "\n".join(lines) + footer
+
+
+_WIDE = 4
+"""More criteria than this are shown a case at a time, a line per criterion, rather than one wide table."""
