@@ -14,9 +14,9 @@ from levelfield.cli.main import main
 from levelfield.core.data.dataset import EvalCase, EvalDataset, Turn
 from levelfield.testing import ScriptedChatModel, last_human_text
 
-FIXTURE = Path(__file__).parent / "fixture" / "judged"
-sys.path.insert(0, str(FIXTURE.parents[2]))
-from tests.fixture.judged.judges import judge as fixture_judge  # noqa: E402
+FIXTURE = Path(__file__).parent / "judged_fixture"
+sys.path.insert(0, str(FIXTURE.parents[1]))
+from tests.judged_fixture.judges import judge as fixture_judge  # noqa: E402
 
 EVALSET = str(FIXTURE / "home_judged.evalset.json")
 CONFIG = str(FIXTURE / "test_config.json")
@@ -43,7 +43,7 @@ def _scores(metric, *cases):
 
 
 def test_an_adk_eval_set_naming_every_criterion_runs_with_a_scripted_judge_on_the_command_line(capsys):
-    code = main(["eval", EVALSET, "--agent", LANGGRAPH, "--config", CONFIG, "--judge", "tests.fixture.judged.judges:judge", "-q"])
+    code = main(["eval", EVALSET, "--agent", LANGGRAPH, "--config", CONFIG, "--judge", "tests.judged_fixture.judges:judge", "-q"])
     out = capsys.readouterr().out
     assert code == 1  # device_3_follow_up fails; the output says which criterion and why
     blocks = out.split("\n\n")
@@ -71,7 +71,7 @@ def test_a_judged_criterion_without_judge_on_the_command_line_says_how_to_give_o
 
 def test_judged_metric_names_on_the_command_line_use_the_judge(capsys, tmp_path):
     code = main(["eval", EVALSET, "--agent", LANGGRAPH, "-m", "safety_v1", "-m", "token_usage_v1",
-                 "--judge", "tests.fixture.judged.judges:judge", "-q", "--out", str(tmp_path / "out")])
+                 "--judge", "tests.judged_fixture.judges:judge", "-q", "--out", str(tmp_path / "out")])
     out = capsys.readouterr().out
     assert code == 0 and "safety_v1" in out and "token_usage_v1" in out
 
@@ -201,3 +201,20 @@ def test_per_turn_user_simulator_quality_judges_each_user_turn_of_a_simulated_co
     row = result.scores[0]
     assert row["per_turn_user_simulator_quality_v1/score"] == 1.0
     assert row["per_turn_user_simulator_quality_v1/per_turn"] == [1.0, 1.0]
+
+
+# -- the report -----------------------------------------------------------------------------------------
+
+
+def test_the_reports_case_drill_down_shows_every_rubric_verdict_and_rationale(tmp_path):
+    answer = ("ID: temp\nProperty: The answer gives the temperature.\nRationale: nennt 21 Grad\nVerdict: yes\n\n"
+              "ID: unit\nProperty: Die Antwort nennt die Einheit.\nRationale: <keine> Einheit\nVerdict: no")
+    metric = lf.metrics.adk.rubric_based_final_response_quality_v1(judge=_judge(answer), num_samples=1, cache=False)
+    data = EvalDataset([EvalCase(case_id="paris", prompt="How warm is Paris?", metadata={"rubrics": RUBRICS})])
+    cmp = lf.compare(data, {"a": lambda p: "21", "b": lambda p: "21 Grad"}, metrics=[metric], progress=False)
+    view = cmp.case_view("paris").runs["a"][0].judged["rubric_based_final_response_quality_v1"]
+    assert [(v["id"], v["verdict"]) for v in view.verdicts] == [("temp", "yes"), ("unit", "no")]
+    html = lf.report.write(cmp, tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "the judge&#x27;s reasons" in html or "the judge's reasons" in html
+    assert "Die Antwort nennt die Einheit." in html and "nennt 21 Grad" in html
+    assert "&lt;keine&gt; Einheit" in html and "<keine>" not in html  # the judge's text is escaped
