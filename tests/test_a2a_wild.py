@@ -51,9 +51,10 @@ Handler = Callable[[Request, asyncio.StreamWriter], Awaitable[None]]
 class RawServer:
     """An HTTP/1.1 server on raw sockets: the agent card on GET, ``handler`` for everything else."""
 
-    def __init__(self, handler: Handler, *, streaming: bool = True) -> None:
+    def __init__(self, handler: Handler, *, streaming: bool = True, name: str = "raw-agent") -> None:
         self.handler = handler
         self.streaming = streaming
+        self.name = name
         self.requests: list[Request] = []
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -97,7 +98,7 @@ class RawServer:
                 body = await reader.readexactly(int(headers.get("content-length", 0)))
                 request = Request(method, target, headers, body, time.monotonic())
                 if method == "GET" and target.split("?")[0] == "/.well-known/agent-card.json":
-                    card = agent_card_to_dict(build_agent_card("raw-agent", self.url, streaming=self.streaming))
+                    card = agent_card_to_dict(build_agent_card(self.name, self.url, streaming=self.streaming))
                     await send_json(writer, card)
                     continue
                 self.requests.append(request)
@@ -177,9 +178,29 @@ def test_retry_after_longer_than_the_timeout_fails_at_once_saying_so(raw_server)
 
     server = raw_server(busy, streaming=False)
     run = _run(A2AAgent(server.url, timeout=5))
-    assert run.failure and run.error_type == "http_503"
+    assert run.failure and run.error_type == "rate_limited"
     assert "retry after 120 s" in run.error and "timeout=5" in run.error
     assert len(server.requests) == 1
+
+
+def test_a_retry_after_beyond_the_budget_is_not_retried_by_the_runner_either(raw_server):
+    async def busy(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, {"error": "quota"}, status="429 Too Many Requests", headers={"Retry-After": "3600"})
+
+    server = raw_server(busy, streaming=False)
+    run = _run(A2AAgent(server.url, timeout=5), retries=2, backoff=0.01)
+    assert run.failure and run.error_type == "rate_limited" and "3600 s" in run.error
+    assert len(server.requests) == 1 and run.attempts == 1  # not asked again a moment later
+
+
+def test_the_runners_timeout_is_the_budget_of_an_agent_without_its_own(raw_server):
+    async def busy(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, {}, status="503 Service Unavailable", headers={"Retry-After": "30"})
+
+    server = raw_server(busy, streaming=False)
+    run = _run(A2AAgent(server.url, timeout=None), timeout=3)
+    assert run.failure and run.error_type == "rate_limited"  # said at once, not a timeout 3 s later
+    assert "retry after 30 s" in run.error and len(server.requests) == 1
 
 
 def test_retry_after_as_an_http_date_is_understood(raw_server):
@@ -194,7 +215,7 @@ def test_retry_after_as_an_http_date_is_understood(raw_server):
 
     server = raw_server(busy_once, streaming=False)
     run = _run(A2AAgent(server.url, timeout=5))
-    assert run.failure and run.error_type == "http_429" and "retry after 3" in run.error
+    assert run.failure and run.error_type == "rate_limited" and "retry after 3" in run.error
 
 
 # -- broken connections ------------------------------------------------------------------------
@@ -295,6 +316,12 @@ def test_a_header_value_with_a_trailing_newline_is_refused_without_showing_it():
     assert isinstance(caught.value, LevelfieldError)
 
 
+def test_a_non_ascii_header_value_is_refused_naming_the_header_not_the_value():
+    with pytest.raises(ConfigError, match="'X-Team'.*ASCII") as caught:
+        A2AAgent("http://127.0.0.1:1", headers={"X-Team": "Größe 好"})
+    assert "Größe" not in str(caught.value)
+
+
 def test_a_non_string_header_value_is_a_type_error_naming_the_header():
     with pytest.raises(TypeError, match="X-Api-Key"):
         A2AAgent("http://127.0.0.1:1", headers={"X-Api-Key": 12345})
@@ -362,6 +389,86 @@ def test_no_credential_reaches_any_file_an_evaluation_writes(raw_server, tmp_pat
     basic = base64.b64encode(b"carol:pa55-w0rd").decode()  # the Authorization the URL's user:pass became
     for secret in (TOKEN, "pa55-w0rd", "t0ken-abc", basic):
         assert secret not in written
+
+
+def test_a_header_that_is_no_credential_never_rewrites_the_answer(raw_server):
+    async def answer(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, rpc(request, completed_task("ok thing, 好东西")))
+
+    agent = A2AAgent(raw_server(answer, streaming=False).url, headers={"X-Tag": "thing", "X-Team": "ok"})
+    dataset = lf.load_dataset([{"case_id": "c1", "prompt": "Wie geht's?", "reference": "ok thing, 好东西"}])
+    result = lf.evaluate(dataset, agent, metrics=["exact_match"], **FAST)
+    assert result.runs[0].output.response == "ok thing, 好东西"
+    assert result.summary_metrics["exact_match/mean"] == 1.0
+
+
+def test_short_url_credentials_are_redacted_where_echoed_and_nothing_else_is(raw_server):
+    async def echo(request: Request, writer: asyncio.StreamWriter) -> None:
+        said = f"saw {request.target} {request.headers['authorization']}; pw and abc, not pwd or abcdef; tenant=acme"
+        await send_json(writer, rpc(request, completed_task(said)))
+
+    server = raw_server(echo, streaming=False)
+    port = server.url.rsplit(":", 1)[1]
+    run = _run(A2AAgent(f"http://me:pw@127.0.0.1:{port}/?token=abc&tenant=acme"))
+    assert server.requests[0].target == "/?token=abc&tenant=acme"  # sent as given
+    assert run.output.response == "saw /?token=***&tenant=acme Basic ***; *** and ***, not pwd or abcdef; tenant=acme"
+
+
+def test_a_bearer_token_echoed_alone_or_inside_a_word_is_redacted(raw_server):
+    async def echo(request: Request, writer: asyncio.StreamWriter) -> None:
+        token = request.headers["authorization"].split()[1]
+        await send_json(writer, rpc(request, completed_task(f"令牌 {token}, glued:x{token}y")))
+
+    run = _run(A2AAgent(raw_server(echo, streaming=False).url, headers={"Authorization": f"Bearer {TOKEN}"}))
+    assert run.output.response == "令牌 ***, glued:x***y"
+
+
+def test_a_card_name_echoing_a_credential_does_not_name_the_agent(raw_server):
+    async def ok(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, rpc(request, completed_task()))
+
+    server = raw_server(ok, streaming=False, name="agent for k3y")
+    port = server.url.rsplit(":", 1)[1]
+    agent = A2AAgent(f"http://127.0.0.1:{port}/?api_key=k3y")
+    assert agent.name == "agent for ***"
+    assert _run(agent).agent_name == "agent for ***"
+
+
+def test_url_user_info_and_an_authorization_header_together_are_refused():
+    with pytest.raises(ConfigError, match="user:password@.*Authorization") as caught:
+        A2AAgent("http://me:pw@127.0.0.1:1", headers={"authorization": f"Bearer {TOKEN}"})
+    assert TOKEN not in str(caught.value) and "pw" not in str(caught.value)
+
+
+def test_the_ctrl_c_resume_hint_shows_no_url_credential(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    def slow(prompt: str) -> str:
+        time.sleep(0.2)
+        return prompt
+
+    data = tmp_path / "cases.jsonl"
+    data.write_text("".join(json.dumps({"case_id": f"c{i}", "prompt": f"第{i}"}) + "\n" for i in range(40)), encoding="utf-8")
+    out = tmp_path / "out"
+    with start_server(slow, name="slow") as server:
+        port = server.url.rsplit(":", 1)[1]
+        url = f"http://me:pw@127.0.0.1:{port}/?token=abc&tenant=acme"
+        cmd = [sys.executable, "-m", "levelfield", "eval", str(data), "--agent", url, "--out", str(out),
+               "--concurrency", "1", "--quiet", "-m", "exact_match"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ})
+        deadline = time.monotonic() + 60
+        while not (out / "runs.jsonl").exists() or (out / "runs.jsonl").read_text(encoding="utf-8").count('"run"') < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    command = stderr.strip().splitlines()[-1]
+    assert f"http://me:***@127.0.0.1:{port}/?token=***&tenant=acme" in command and command.endswith("--resume")
+    assert "pw@" not in stderr and "token=abc" not in stderr and "URL credentials" in stderr
 
 
 def test_an_unreachable_agent_with_url_credentials_is_named_by_the_bare_url():

@@ -789,10 +789,15 @@ def _interrupted_note(args: argparse.Namespace, argv: Sequence[str]) -> str:
         kept = f"{len(record.runs)} of {len(record.expected_keys())} runs are saved in {record.path}"
     except LevelfieldError:
         kept = f"no run had finished; nothing is saved in {out}"
+    from ..adapters.a2a import hide_url_credentials  # light: a2a-sdk is imported only by A2AAgent
+
     again = [a for a in argv if a != "--overwrite"]
     if "--resume" not in again:
         again.append("--resume")
-    return f"levelfield {args.command}: interrupted; {kept}. Resume with:\n  levelfield {shlex.join(again)}"
+    command = shlex.join(again)
+    shown = hide_url_credentials(command)
+    hidden = "" if shown == command else " (with the URL credentials shown as *** put back)"
+    return f"levelfield {args.command}: interrupted; {kept}. Resume with{hidden}:\n  levelfield {shown}"
 
 
 if __name__ == "__main__":

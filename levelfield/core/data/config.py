@@ -17,7 +17,7 @@ from typing import Any, TypedDict
 
 from ..errors import ConfigError
 
-__all__ = ["RunConfig", "RunOptions", "run_config", "ISOLATION_MODES", "EXECUTORS"]
+__all__ = ["RunConfig", "RunOptions", "run_config", "ISOLATION_MODES", "EXECUTORS", "DEFAULT_MAX_RESPONSE_BYTES"]
 
 ISOLATION_MODES = ("none", "process")
 """Where agents run: ``"none"`` in this process (async agents on the event loop, sync ones on
@@ -26,6 +26,9 @@ daemon threads), ``"process"`` in worker processes (see ``levelfield.core.run.is
 EXECUTORS = ("local", "ray")
 """Where runs execute, by name: ``"local"`` (this machine) or ``"ray"`` (a Ray cluster; see
 ``levelfield.executors``). An executor object (``lf.RayExecutor(...)``) says where with its settings."""
+
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+"""The largest answer an adapter reads from a server by default (32 MiB)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,9 @@ class RunConfig:
     """Where runs execute: ``"local"`` (this process, the default), ``"ray"`` (a Ray cluster at
     ``RAY_ADDRESS``, else a local Ray), or an executor object such as
     ``lf.RayExecutor(address="auto", num_workers=4)``. The results are the same."""
+    max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES
+    """The largest answer a remote agent (A2A) may send, in bytes, counted while it is read: a larger
+    one stops the read and fails the run as ``response_too_large``. None for no cap."""
 
     def __post_init__(self) -> None:
         def bad(option: str, value: Any, rule: str) -> ConfigError:
@@ -95,6 +101,9 @@ class RunConfig:
         elif not (callable(getattr(self.executor, "run_agents", None)) and callable(getattr(self.executor, "check", None))):
             raise bad("executor", self.executor, "must be 'local', 'ray' or an executor object such as "
                       "lf.RayExecutor(...) (one with check() and run_agents())")
+        cap = self.max_response_bytes
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise bad("max_response_bytes", cap, "must be a whole number of bytes >= 1, or None for no cap")
         if self.resume and self.out is None:
             raise ConfigError("resume=True needs out=...: the folder whose runs.jsonl journal to resume")
         if self.resume and self.overwrite:
@@ -144,6 +153,7 @@ class RunOptions(TypedDict, total=False):
     isolation: str
     workers: int
     executor: Any
+    max_response_bytes: int | None
 
 
 _NAMES = tuple(f.name for f in fields(RunConfig))
