@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import threading
 import time
@@ -233,6 +234,63 @@ def test_a_body_cut_off_mid_way_is_a_lost_connection_not_a_failure_to_connect(ra
     assert "broke before the answer was complete" in run.error and "cannot connect" not in run.error
 
 
+# -- answers larger than the cap ---------------------------------------------------------------
+
+CAP = 1 << 20  # small caps in tests: the behaviour is the same at the 32 MB default
+
+
+def test_an_answer_over_the_cap_fails_as_response_too_large_and_is_not_recorded(raw_server, tmp_path):
+    async def big(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, rpc(request, completed_task("Größe 大小 " * 300_000)))  # ~3.6 MB
+
+    server = raw_server(big, streaming=False)
+    dataset = lf.load_dataset([{"case_id": "c1", "prompt": "Wie groß?"}])
+    run = lf.evaluate(dataset, A2AAgent(server.url), metrics=[], out=str(tmp_path), max_response_bytes=CAP, **FAST).runs[0]
+    assert run.failure and run.error_type == "response_too_large"
+    assert "larger than 1 MB" in run.error and "max_response_bytes" in run.error
+    assert (tmp_path / "runs.jsonl").stat().st_size < 50_000  # the answer is not in the journal
+
+
+async def _endless_body(writer: asyncio.StreamWriter, head: bytes, chunk: bytes) -> None:
+    writer.write(b"HTTP/1.1 200 OK\r\n" + head + b"Transfer-Encoding: chunked\r\n\r\n")
+    while True:  # never ends: only a cap counted while reading stops it before the timeout
+        writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+        await writer.drain()
+
+
+def test_a_streamed_answer_over_the_cap_is_stopped_while_it_is_read(raw_server):
+    async def endless(request: Request, writer: asyncio.StreamWriter) -> None:
+        await _endless_body(writer, b"Content-Type: text/event-stream\r\n", b'data: {"x": "' + b"y" * 65536)
+
+    run = _run(A2AAgent(raw_server(endless).url, timeout=20), max_response_bytes=CAP)
+    assert run.failure and run.error_type == "response_too_large", run.error
+
+
+def test_an_unannounced_body_over_the_cap_is_stopped_while_it_is_read(raw_server):
+    async def endless(request: Request, writer: asyncio.StreamWriter) -> None:
+        await _endless_body(writer, b"Content-Type: application/json\r\n", b" " * 65536)
+
+    run = _run(A2AAgent(raw_server(endless, streaming=False).url, timeout=20), max_response_bytes=CAP)
+    assert run.failure and run.error_type == "response_too_large", run.error
+
+
+def test_an_answer_under_the_cap_is_read_whole(raw_server):
+    text = "Olá, 世界! " * 30_000  # ~0.7 MB as JSON (\\u escapes)
+
+    async def ok(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, rpc(request, completed_task(text)))
+
+    run = _run(A2AAgent(raw_server(ok, streaming=False).url), max_response_bytes=CAP)
+    assert not run.failure, run.error
+    assert run.output.response == text
+
+
+def test_max_response_bytes_must_be_a_positive_whole_number():
+    with pytest.raises(ConfigError, match="max_response_bytes"):
+        lf.RunConfig(max_response_bytes=0)
+    assert lf.RunConfig(max_response_bytes=None).max_response_bytes is None
+
+
 # -- the timeout bounds the whole turn -----------------------------------------------------------
 
 
@@ -264,6 +322,74 @@ def test_a_task_left_working_is_polled_until_the_agent_timeout(raw_server):
     polls = [r for r in server.requests if r.rpc_method == "GetTask"]
     assert polls  # it did poll (every 0.25 s), and then gave up
     assert run.failure and run.error_type == "timeout" and "task working" in run.error
+
+
+# -- connections that fail: what happened and what to check ---------------------------------------
+
+
+def test_a_server_that_accepts_and_never_answers_is_a_timeout_saying_so():
+    import socket
+
+    with socket.socket() as listener:  # the kernel accepts connections into the backlog; nobody answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        run = _run(A2AAgent(f"http://127.0.0.1:{port}", timeout=0.5))
+    assert run.failure and run.error_type == "timeout"
+    assert "answer within 0.5 s" in run.error and "did not answer" in run.error
+
+
+def test_https_to_a_plain_http_server_is_a_tls_error_saying_what_to_check():
+    import socket
+
+    def plain_http(listener: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                conn.close()
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        threading.Thread(target=plain_http, args=(listener,), daemon=True).start()
+        run = _run(A2AAgent(f"https://127.0.0.1:{listener.getsockname()[1]}", timeout=5))
+    assert run.failure and run.error_type == "tls_error", run.error
+    assert "TLS handshake failed" in run.error and "https://" in run.error and "RuntimeError" not in run.error
+
+
+def _raised(error: BaseException, cause: BaseException) -> BaseException:
+    try:
+        try:
+            raise cause
+        except BaseException as inner:
+            raise error from inner
+    except BaseException as outer:
+        return outer
+
+
+def test_a_name_that_does_not_resolve_is_a_dns_error_naming_the_host():
+    import socket
+
+    import httpx
+
+    from levelfield.adapters.a2a import _chain, _connection_error
+
+    exc = _raised(httpx.ConnectError("[Errno -2] Name or service not known"), socket.gaierror(-2, "Name or service not known"))
+    error = _connection_error("agent 'a'", "http://nonexistent.invalid", 5, _chain(exc), None)
+    assert error.error_type == "dns_error" and "'nonexistent.invalid' could not be resolved" in str(error)
+    assert getattr(error, "transient", False)
+
+
+def test_a_connection_that_times_out_is_a_connect_timeout_naming_host_and_port():
+    import httpx
+
+    from levelfield.adapters.a2a import _chain, _connection_error
+
+    exc = _raised(httpx.ConnectTimeout("timed out"), TimeoutError("timed out"))
+    error = _connection_error("agent 'a'", "https://10.255.255.1", 3, _chain(exc), None)
+    assert error.error_type == "connect_timeout" and "no connection within 3 s" in str(error)
+    assert "10.255.255.1:443 is reachable" in str(error)
 
 
 # -- answers that are not what a client expects -------------------------------------------------

@@ -924,9 +924,10 @@ class A2AAgent:
             self._partials[key] = turn  # the runner timed out: partial_output() will ask
             raise
         except (asyncio.TimeoutError, TimeoutError):
+            said = "" if turn.items else "; the server did not answer in time: is it overloaded or stuck?"
             raise AdapterError(
                 self.redact(f"agent {self.name!r} at {self.url}: no complete answer within {self.timeout} s"
-                            f"{_progress(turn)} (A2AAgent(timeout=...) bounds the whole turn)"),
+                            f"{_progress(turn)}{said} (A2AAgent(timeout=...) bounds the whole turn)"),
                 error_type="timeout",
                 partial=self._output(turn) if turn.items else None,
             ) from None
