@@ -285,6 +285,22 @@ def test_an_answer_under_the_cap_is_read_whole(raw_server):
     assert run.output.response == text
 
 
+def test_the_cli_takes_the_cap_as_max_response(raw_server, tmp_path):
+    from levelfield.cli import main
+    from levelfield.core.record import read_record
+
+    async def big(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, rpc(request, completed_task("résumé " * 200_000)))
+
+    data = tmp_path / "cases.jsonl"
+    data.write_text(json.dumps({"case_id": "c1", "prompt": "Resümee?"}) + "\n", encoding="utf-8")
+    url = raw_server(big, streaming=False).url
+    main(["eval", str(data), "--agent", url, "--out", str(tmp_path / "out"), "--max-response", "1MB", "--quiet",
+          "--retries", "0", "-m", "exact_match", "--allow-failures"])
+    [(run, _)] = read_record(tmp_path / "out").runs.values()
+    assert run.error_type == "response_too_large"
+
+
 def test_max_response_bytes_must_be_a_positive_whole_number():
     with pytest.raises(ConfigError, match="max_response_bytes"):
         lf.RunConfig(max_response_bytes=0)

@@ -85,6 +85,18 @@ def _timeout(text: str) -> float | None:
     return value
 
 
+def _max_response(text: str) -> int | None:
+    from .core.config import parse_size
+    from .core.errors import ConfigError
+
+    if text.lower() == "none":
+        return None
+    try:
+        return parse_size(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _threshold(text: str) -> tuple[str, float]:
     metric, sep, value = text.partition("=")
     try:
@@ -147,6 +159,9 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
                    help=f"runs in flight, all agents together (default {d.concurrency})")
     p.add_argument("--timeout", type=_timeout, default=d.timeout,
                    help=f"seconds per attempt, or 'none' (default {d.timeout:g})")
+    p.add_argument("--max-response", type=_max_response, default=d.max_response_bytes, metavar="SIZE",
+                   help="the largest answer a remote (A2A) agent may send, e.g. 64MB, or 'none'; a larger one "
+                        f"fails the run as response_too_large (default {d.max_response_bytes >> 20}MB)")
     p.add_argument("--retries", type=int, default=d.retries,
                    help=f"retries of errors an adapter marks transient (default {d.retries})")
     p.add_argument("--trials", type=_positive_int, default=d.trials, help=f"runs of every case per agent (default {d.trials})")
@@ -231,6 +246,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         resume=args.resume,
         overwrite=args.overwrite,
         isolation=getattr(args, "isolation", "none"),
+        max_response_bytes=args.max_response,
     )
 
 

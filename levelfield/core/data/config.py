@@ -17,7 +17,7 @@ from typing import Any, TypedDict
 
 from ..errors import ConfigError
 
-__all__ = ["RunConfig", "RunOptions", "run_config", "ISOLATION_MODES", "EXECUTORS", "DEFAULT_MAX_RESPONSE_BYTES"]
+__all__ = ["RunConfig", "RunOptions", "run_config", "ISOLATION_MODES", "EXECUTORS", "DEFAULT_MAX_RESPONSE_BYTES", "parse_size"]
 
 ISOLATION_MODES = ("none", "process")
 """Where agents run: ``"none"`` in this process (async agents on the event loop, sync ones on
@@ -29,6 +29,22 @@ EXECUTORS = ("local", "ray")
 
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 """The largest answer an adapter reads from a server by default (32 MiB)."""
+
+_UNITS = {"": 1, "B": 1, "KB": 1 << 10, "K": 1 << 10, "MB": 1 << 20, "M": 1 << 20, "GB": 1 << 30, "G": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """A size written for people (``"32MB"``, ``"512 KB"``, ``"1000000"``; KB = 1024 bytes) in bytes."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text)
+    unit = match.group(2).upper() if match else ""
+    if match is None or unit not in _UNITS:
+        raise ConfigError(f"{text!r} is not a size: write bytes or a number with KB, MB or GB (e.g. 32MB)")
+    size = int(float(match.group(1)) * _UNITS[unit])
+    if size < 1:
+        raise ConfigError(f"{text!r}: a size must be at least 1 byte")
+    return size
 
 
 @dataclass(frozen=True)
