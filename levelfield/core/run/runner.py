@@ -32,6 +32,7 @@ from ..data.config import RunConfig
 from ..data.dataset import EvalCase, EvalDataset
 from ..errors import AgentOutputError
 from .failures import attribute, describe_error, is_transient
+from .failures import cancelled_from_outside as _cancelled_from_outside
 from .interrupts import user_interrupted, watching as watching_interrupts
 from .isolation import ProcessIsolation
 from .watchdog import BlockingAgentWarning, LoopBlocked, LoopWatchdog
@@ -268,15 +269,6 @@ async def _attempt(agent: AgentRunnable, request: AgentRequest, timeout: float |
             f"agent {agent.name!r} returned {type(output).__name__} from arun(); an adapter must return AgentOutput"
         )
     return output
-
-
-def _cancelled_from_outside() -> bool:
-    """Whether a CancelledError comes from cancelling the evaluation (not raised by the agent itself)."""
-    task = asyncio.current_task()
-    cancelling = getattr(task, "cancelling", None)
-    # Python 3.10 cannot tell the two apart: the agent's own is assumed (cancelling the evaluation
-    # also cancels the runs waiting for a slot, which stops it).
-    return bool(cancelling is not None and cancelling())
 
 
 async def _run_turn(
