@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import socket
+import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -351,6 +352,8 @@ def test_serve_on_all_interfaces_warns_shows_the_real_address_and_takes_the_toke
     cmd = [sys.executable, "-m", "levelfield", "serve", f"{__name__}:echo_agent", "--host", "0.0.0.0", "--port", "0"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             cwd=os.path.dirname(__file__))
+    guard = threading.Timer(60, proc.kill)  # a banner that never comes fails the test, never hangs it
+    guard.start()
     try:
         banner = proc.stdout.readline()
         card_line = proc.stdout.readline()
@@ -360,6 +363,7 @@ def test_serve_on_all_interfaces_warns_shows_the_real_address_and_takes_the_toke
         refused = _post(url, _send("hi", id=1))
         accepted = _post(url, _send("hi", id=1), headers={"Authorization": "Bearer env-t0ken"})
     finally:
+        guard.cancel()
         proc.terminate()
         _, stderr = proc.communicate(timeout=30)
     assert f"listening on 0.0.0.0:{port} (every IPv4 interface)" in banner
