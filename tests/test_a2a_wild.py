@@ -287,13 +287,13 @@ def test_an_answer_under_the_cap_is_read_whole(raw_server):
 
 def test_the_cli_takes_the_cap_as_max_response(raw_server, tmp_path):
     from levelfield.cli import main
-    from levelfield.core.record import read_record
+    from levelfield.core.results.record import read_record
 
     async def big(request: Request, writer: asyncio.StreamWriter) -> None:
         await send_json(writer, rpc(request, completed_task("résumé " * 200_000)))
 
     data = tmp_path / "cases.jsonl"
-    data.write_text(json.dumps({"case_id": "c1", "prompt": "Resümee?"}) + "\n", encoding="utf-8")
+    data.write_text(json.dumps({"case_id": "c1", "prompt": "Resümee?", "reference": "résumé"}) + "\n", encoding="utf-8")
     url = raw_server(big, streaming=False).url
     main(["eval", str(data), "--agent", url, "--out", str(tmp_path / "out"), "--max-response", "1MB", "--quiet",
           "--retries", "0", "-m", "exact_match", "--allow-failures"])
@@ -593,7 +593,7 @@ def test_the_ctrl_c_resume_hint_shows_no_url_credential(tmp_path):
         return prompt
 
     data = tmp_path / "cases.jsonl"
-    data.write_text("".join(json.dumps({"case_id": f"c{i}", "prompt": f"第{i}"}) + "\n" for i in range(40)), encoding="utf-8")
+    data.write_text("".join(json.dumps({"case_id": f"c{i}", "prompt": f"第{i}", "reference": f"第{i}"}) + "\n" for i in range(40)), encoding="utf-8")
     out = tmp_path / "out"
     with start_server(slow, name="slow") as server:
         port = server.url.rsplit(":", 1)[1]

@@ -86,8 +86,8 @@ def _timeout(text: str) -> float | None:
 
 
 def _max_response(text: str) -> int | None:
-    from .core.config import parse_size
-    from .core.errors import ConfigError
+    from ..core.data.config import parse_size
+    from ..core.errors import ConfigError
 
     if text.lower() == "none":
         return None
