@@ -456,6 +456,7 @@ async def run_agents(
     run_scenario: PlayScenario | None = None,
     only: Collection[tuple[str, str, int]] | None = None,
     slots: asyncio.Semaphore | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> dict[str, list[AgentRun]]:
     """Every agent on every case and trial; runs per agent in dataset order, then trial order.
 
@@ -470,6 +471,8 @@ async def run_agents(
     ``only`` (agent name, case id, trial) keys: run just these, and return just their runs (one
     batch of a remote executor's worker). ``slots``: the bound on runs in flight, shared with other
     calls (a worker running several batches at once); by default one of ``config.concurrency``.
+    ``stop()``: asked before each run starts; once it says True no run starts (those in flight
+    finish), and the runs never started are left out of what is returned.
     """
     dataset.require_prompts()
     done = done or {}
@@ -511,6 +514,8 @@ async def run_agents(
         # One of ``concurrency`` slots: runs jobs one after another until none is left. A fixed set
         # of slots costs far less per run than a task per job queued on a semaphore.
         while True:
+            if stop is not None and stop():
+                return
             taken = queue.take()
             if taken is None:
                 return
@@ -559,7 +564,9 @@ async def run_agents(
     runs = iter(fresh)
     for agent, case, trial in plan:
         kept = done.get((agent.name, case.case_id, trial))
-        out[agent.name].append(kept if kept is not None else next(runs))  # type: ignore[arg-type]
+        run = kept if kept is not None else next(runs)
+        if run is not None:  # None: never started (stopped early)
+            out[agent.name].append(run)
     return out
 
 
