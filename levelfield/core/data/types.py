@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["ToolCall", "Usage", "AgentOutput", "AgentRun", "Conversation", "Message", "content_text", "transcript_text"]
+__all__ = ["ToolCall", "Usage", "Handoff", "AgentOutput", "AgentRun", "Conversation", "Message", "content_text", "transcript_text"]
 
 
 def content_text(content: Any) -> str:
@@ -101,6 +101,18 @@ class Usage(BaseModel):
         )
 
 
+class Handoff(BaseModel):
+    """Control passing from one (sub-)agent to another: an ADK transfer, a LangGraph supervisor
+    handing off to a worker (or the worker handing back), one agent node running after another."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    from_agent: str | None = None
+    """The agent that had control (None when unknown, e.g. the first agent of a stream)."""
+    to_agent: str
+    """The agent that took over."""
+
+
 class Message(BaseModel):
     """One prior message of a conversation."""
 
@@ -130,6 +142,13 @@ class AgentOutput(BaseModel):
     """Tokens spent by the agent's model calls, when known."""
     retrieved_context: list[dict[str, Any]] | None = None
     """Documents the agent's last retrieval step returned, as ``{content, doc_uri}``, when known."""
+    handoffs: list[Handoff] = Field(default_factory=list)
+    """Hand-offs between (sub-)agents, in order; empty for a single agent or when unknown."""
+    model_calls: int | None = None
+    """How many model (LLM) calls the turn made, sub-agents included, when the adapter knows."""
+    state: dict[str, Any] | None = None
+    """The session state at the end of the turn (ADK session state, LangGraph's final state, a
+    function agent's returned ``state``); None when the framework exposes none."""
     raw: Any = Field(default=None, exclude=True)
     """The framework's own output, for debugging; not serialized."""
 

@@ -8,10 +8,10 @@ from collections.abc import Iterable, Sequence
 from ..data.types import transcript_text
 from ..data.dataset import EvalCase
 from .metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
-from ..data.types import AgentRun
+from ..data.types import AgentOutput, AgentRun, Usage
 from ..errors import exception_text
 
-__all__ = ["context_for", "conversation_context", "score_rows", "score_sync", "order_like", "RunScorer"]
+__all__ = ["context_for", "conversation_context", "score_rows", "score_sync", "order_like", "RunScorer", "run_spend"]
 
 
 def _saved_turns(case: EvalCase) -> list[TurnContext]:
@@ -67,6 +67,7 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
         )
         turns = _saved_turns(case)
         retrieved = case.retrieved_context
+        handoffs, state, usage, model_calls = list(case.predicted_handoffs or []), case.final_state, None, None
     else:
         out = run.output
         response = out.response if out is not None else None
@@ -74,6 +75,9 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
         failure = run.failure
         turns = _run_turns(case, run)
         retrieved = out.retrieved_context if out is not None else None
+        handoffs = list(out.handoffs) if out is not None else []
+        state = out.state if out is not None else None
+        usage, model_calls = run_spend(run.turns or ([out] if out is not None else []))
     return ScoringContext(
         case_id=case.case_id,
         prompt=case.prompt,
@@ -88,7 +92,24 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
         reference_thoughts=case.reference_thoughts,
         retrieved_context=retrieved,
         expected_retrieved_context=case.expected_retrieved_context,
+        handoffs=handoffs,
+        reference_handoffs=case.reference_handoffs,
+        state=state,
+        usage=usage,
+        model_calls=model_calls,
     )
+
+
+def run_spend(outputs: Sequence[AgentOutput]) -> tuple[Usage | None, int | None]:
+    """Tokens and model calls of a run's turns added up; None where no turn reported them."""
+    usage: Usage | None = None
+    model_calls: int | None = None
+    for out in outputs:
+        if out.usage is not None:
+            usage = out.usage + usage
+        if out.model_calls is not None:
+            model_calls = (model_calls or 0) + out.model_calls
+    return usage, model_calls
 
 
 def conversation_context(case: EvalCase, run: AgentRun) -> ScoringContext:
@@ -112,6 +133,7 @@ def conversation_context(case: EvalCase, run: AgentRun) -> ScoringContext:
         turns_used=len(outputs),
     )
     out = run.output
+    usage, model_calls = run_spend(outputs)
     return ScoringContext(
         case_id=case.case_id,
         prompt=scenario.starting_prompt,
@@ -122,6 +144,11 @@ def conversation_context(case: EvalCase, run: AgentRun) -> ScoringContext:
         history=list(case.history),
         metadata=metadata,
         failure=run.failure or conv.simulator_failure,
+        handoffs=[h for o in outputs for h in o.handoffs],
+        reference_handoffs=case.reference_handoffs,
+        state=out.state if out is not None else None,
+        usage=usage,
+        model_calls=model_calls,
     )
 
 

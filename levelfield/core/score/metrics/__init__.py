@@ -1,10 +1,13 @@
 """Metrics: trajectory, response and custom metrics, all scored locally (the LLM judge lives in ``levelfield.judge``)."""
 
+from .agents import HandoffMatch, ToolAttribution
 from .base import Metric, Score, ScoringContext
 from .custom import CustomMetric
+from .efficiency import ModelCallCount, RepeatedToolCalls, ToolCallCount, TokenCount
 from .registry import metric_names, register_metric, register_metric_hint, resolve_metrics
 from .response import Bleu, ExactMatch, ResponseMatchScore, Rouge
 from .retrieval import DocumentPrecision, DocumentRecall
+from .state import StateCheck
 from .trajectory import (
     ToolTrajectoryAvgScore,
     TrajectoryAnyOrderMatch,
@@ -37,4 +40,11 @@ __all__ = [
     "TrajectoryPrecision",
     "TrajectoryRecall",
     "TrajectorySingleToolUse",
+    "HandoffMatch",
+    "ToolAttribution",
+    "ToolCallCount",
+    "ModelCallCount",
+    "RepeatedToolCalls",
+    "TokenCount",
+    "StateCheck",
 ]
