@@ -40,6 +40,7 @@ from .core.score.metrics.base import Metric
 from .core.results.record import RUNS_FILE, fingerprints_of, make_header, read_record, write_record
 from .core.results.result import (FAILED_AS_ZERO, FAILED_LEFT_OUT, EvalResult, parquet_available, results_from_record,
                                   run_costs, table_to_csv, table_to_parquet)
+from .core.results.writing import write_text
 from .core.data.types import AgentRun
 from .verdict import Verdict, verdict
 
@@ -463,8 +464,7 @@ class Comparison:
         """Write ``runs.jsonl`` (the run record), ``metrics_table.csv`` and ``summary.json``; with pyarrow
         installed, ``metrics_table.parquet`` and ``summary.parquet`` too. The HTML report is the report
         package's job: ``lf.report.write(cmp, path)``."""
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
+        out = Path(directory)  # each writer below makes the folder (or names why it cannot)
         paths = {
             "runs": out / RUNS_FILE,
             "metrics_table": out / "metrics_table.csv",
@@ -477,7 +477,7 @@ class Comparison:
         if parquet_available():
             paths["metrics_table_parquet"] = table_to_parquet(table, out / "metrics_table.parquet")
             paths["summary_parquet"] = self.to_parquet(out / "summary.parquet", table="summary")
-        paths["summary"].write_text(json.dumps(self.summary_dict(), indent=2, ensure_ascii=False), encoding="utf-8")
+        write_text(paths["summary"], json.dumps(self.summary_dict(), indent=2, ensure_ascii=False))
         return paths
 
     @classmethod

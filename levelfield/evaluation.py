@@ -14,8 +14,6 @@ Each sync entry point is its async twin run to completion: one implementation.
 from __future__ import annotations
 
 import os
-import sys
-import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any, TypeVar
@@ -35,7 +33,7 @@ from .core.stats.judge_correction import check_label_cases, correct_judged, judg
 from .core.score.metrics.base import Metric
 from .core.score.metrics.registry import resolve_metrics
 from .core.data.protocol import AgentRunnable
-from .core.run.notices import MissingReferenceWarning, unscored_metrics
+from .core.run.notices import MissingReferenceWarning, unscored_metrics, warn_user
 from .core.results.result import EvalResult
 from .core.run.runner import Executor
 from .core.run.threads import run_coroutine
@@ -75,23 +73,11 @@ async def _short_errors_async(call: Awaitable[T]) -> T:
         raise exc.with_traceback(None) from None
 
 
-_INNER = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(warnings.__file__)))
-
-
-def _warn(message: Warning | str, category: type[Warning] = UserWarning) -> None:
-    """Warn at the user's line: the first frame outside levelfield and the standard library
-    (the sync twins reach the body through asyncio, so a fixed stacklevel cannot say where)."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_INNER):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, category, stacklevel=level)
-
-
 def _warn_if_always_failed(runs_by_agent: Mapping[str, Sequence[Any]]) -> None:
     # The runs are kept (an evaluation never loses one), but a silent all-NaN table misleads.
     for agent in agents_that_always_failed(runs_by_agent):
         group = failure_groups({agent: runs_by_agent[agent]})[0]
-        _warn(
+        warn_user(
             AllRunsFailedWarning(
                 f"every run of agent {agent!r} failed ({len(runs_by_agent[agent])} runs); most often "
                 f"{group.error_type} x{group.count}, e.g. case {group.case_id}: {group.example}"
@@ -113,7 +99,7 @@ def _log_experiment(log: Callable[[], Any], experiment: str) -> None:
     try:
         log()
     except Exception as exc:  # noqa: BLE001 - any store or network failure
-        _warn(f"could not log to MLflow experiment {experiment!r} ({type(exc).__name__}: {exc}); "
+        warn_user(f"could not log to MLflow experiment {experiment!r} ({type(exc).__name__}: {exc}); "
               "the result is returned as usual", RuntimeWarning)
 
 
@@ -131,7 +117,7 @@ def _saved_batch_by_batch(dataset: Any, metrics: Sequence[Metric], cfg: RunConfi
     else:
         return None
     for text in unscored_metrics(result.summary_metrics, metrics, result.source):
-        _warn(MissingReferenceWarning(text))
+        warn_user(MissingReferenceWarning(text))
     return result
 
 
@@ -349,7 +335,7 @@ def _stats_from(stats: StatsConfig | None, options: dict[str, Any], where: str) 
     legacy = {k: options.pop(k) for k in list(options) if k in STATS_OPTIONS}
     if legacy:
         given = ", ".join(f"{k}={v!r}" for k, v in legacy.items())
-        _warn(f"{where}({given}): statistics options as keywords are deprecated and will be removed in the next "
+        warn_user(f"{where}({given}): statistics options as keywords are deprecated and will be removed in the next "
               f"release; pass stats=lf.StatsConfig({given})", DeprecationWarning)
     return stats_config(stats, **legacy)
 

@@ -9,7 +9,6 @@ so a file larger than memory scores in bounded memory. See ``levelfield.core.sco
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from ..core.data.config import RunConfig
 from ..core.errors import RecordError
 from ..core.results.record import check_out_folder
+from ..core.run.notices import warn_user
 from ..core.results.result import ColumnarResult, parquet_available, write_summary
 from ..core.score.batch import ScoredBatch, score_batches
 from ..core.score.metrics.base import Metric
@@ -150,11 +150,9 @@ def score_saved_rows(data: Any, metrics: Sequence[Metric], config: RunConfig, *,
     finally:
         progress.close()
     if skipped:
-        warnings.warn(
+        warn_user(
             f"{src.source}: skipped {len(skipped)} conversation_scenario case(s) ({', '.join(list(skipped)[:5])}): "
-            "they need a user simulator",
-            stacklevel=4,
-        )
+            "they need a user simulator")
     totals = summary.summary()
     if writer is not None:
         assert out is not None

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.data.jsonsafe import to_jsonable
+from ..core.results.writing import write_text
 from ..failure_summary import failure_groups
 from .changes import baseline_section
 from .glossary import describe_metric
@@ -556,8 +557,6 @@ def render_report(cmp: Comparison, *, title: str | None = None) -> str:
 
 
 def write_report(cmp: Comparison, path: str | Path, *, title: str | None = None) -> Path:
-    """Write the report to ``path`` (parent directories created) and return the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(cmp, title=title), encoding="utf-8")
-    return path
+    """Write the report to ``path`` (parent directories created) and return the path; written
+    atomically, so a full disk leaves the previous report whole rather than a cut-off one."""
+    return write_text(path, render_report(cmp, title=title))

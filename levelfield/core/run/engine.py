@@ -11,7 +11,6 @@ finishes; with ``config.resume`` the runs already in that journal are kept, not 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
@@ -21,7 +20,7 @@ from ..data.dataset import EvalDataset
 from ..errors import DatasetError, RecordError
 from ..score.metrics.base import Metric
 from ..data.protocol import AgentRunnable
-from .notices import (MissingReferenceWarning, NoToolCallsWarning, ResumeWarning, agents_without_tool_calls,
+from .notices import (MissingReferenceWarning, warn_user, NoToolCallsWarning, ResumeWarning, agents_without_tool_calls,
                       metric_changes, missing_references, reference_changes)
 from ..results.record import (RUNS_FILE, Journal, Record, RunKey, check_out_folder, check_resumable, fingerprints_of,
                               make_header, read_record)
@@ -91,11 +90,9 @@ def _saved_runs(dataset: EvalDataset) -> list[AgentRun]:
 def _skip_scenarios(dataset: EvalDataset) -> tuple[EvalDataset, dict[str, str]]:
     kept, skipped = dataset.without_scenarios()
     if skipped:
-        warnings.warn(
+        warn_user(
             f"{dataset.source}: skipped {len(skipped)} conversation_scenario case(s) ({', '.join(list(skipped)[:5])}): "
-            "they need a user simulator",
-            stacklevel=3,
-        )
+            "they need a user simulator")
         if not len(kept):
             raise DatasetError(f"{dataset.source}: every case is a conversation_scenario; they need a user simulator")
     return kept, skipped
@@ -167,25 +164,25 @@ def _say_what_changed(record: Record, dataset: EvalDataset, metrics: Sequence[Me
     if changed:
         shown = "; ".join(f"{case_id!r} ({', '.join(fields)})" for case_id, fields in changed[:5])
         more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
-        warnings.warn(ResumeWarning(
+        warn_user(ResumeWarning(
             f"resuming {record.path}: the references of {len(changed)} case(s) changed since their runs were "
             f"journaled: {shown}{more}. Their saved runs are kept, not run again, and scored against the new "
             "references (run again with overwrite=True / --overwrite to re-run them)"
-        ), stacklevel=4)
+        ))
     added, removed, renewed = metric_changes(record.header.get("metrics") or [], metrics)
     if added or removed or renewed:
         parts = [f"{label} {', '.join(map(repr, names))}" for label, names in
                  (("added", added), ("removed", removed), ("with other arguments", renewed)) if names]
-        warnings.warn(ResumeWarning(
+        warn_user(ResumeWarning(
             f"resuming {record.path}: the metrics differ from the journal's ({'; '.join(parts)}); every run, "
             "saved or new, is scored with the metrics given now, and the record will list them"
-        ), stacklevel=4)
+        ))
 
 
 def warn_missing_references(dataset: EvalDataset, metrics: Sequence[Metric]) -> None:
     """A MissingReferenceWarning for each metric whose reference column some case lacks."""
     for missing in missing_references(list(dataset), metrics):
-        warnings.warn(MissingReferenceWarning(missing.message(dataset.source)), stacklevel=4)
+        warn_user(MissingReferenceWarning(missing.message(dataset.source)))
 
 
 async def run_and_score(
@@ -232,7 +229,7 @@ async def run_and_score(
         if journal is not None:
             journal.close()
     for text in agents_without_tool_calls(runs_by_agent, metrics, dataset):
-        warnings.warn(NoToolCallsWarning(text), stacklevel=3)
+        warn_user(NoToolCallsWarning(text))
     every_run = [run for a in agents for run in runs_by_agent[a.name]]
     scores = await scorer.scores(every_run)
     results: dict[str, EvalResult] = {}

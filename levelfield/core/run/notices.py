@@ -8,7 +8,13 @@ command line prints them as ``levelfield CMD: warning: ...`` lines.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
+import os
+import sys
+import threading
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +26,7 @@ from ..results.record import metric_spec
 from ..score.metrics.base import Metric
 
 __all__ = [
+    "warn_user",
     "LevelfieldWarning",
     "MissingReferenceWarning",
     "NoToolCallsWarning",
@@ -36,6 +43,28 @@ __all__ = [
 
 class LevelfieldWarning(UserWarning):
     """Base of the warnings levelfield gives when a result could mislead."""
+
+
+def _directory(module: Any) -> str:
+    return os.path.dirname(os.path.abspath(module.__file__))
+
+
+# levelfield itself, and the standard library's machinery between the user's call and the body
+# (a sync entry point reaches its body through asyncio.run, or a thread inside a running loop).
+_INNER = tuple(_directory(m) + os.sep for m in (sys.modules["levelfield"], asyncio, concurrent.futures)) + (
+    os.path.abspath(threading.__file__), os.path.abspath(warnings.__file__))
+
+
+def warn_user(message: Warning | str, category: type[Warning] = UserWarning) -> None:
+    """Warn at the user's own line: the first frame outside levelfield and asyncio's machinery.
+
+    A fixed ``stacklevel`` cannot say where: the same body runs under ``evaluate`` (through
+    ``asyncio.run``), ``aevaluate`` (awaited by the user) and the command line.
+    """
+    frame, level = sys._getframe(1), 2  # stacklevel 2: warn_user's caller
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_INNER):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 class MissingReferenceWarning(LevelfieldWarning):

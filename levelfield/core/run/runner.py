@@ -31,20 +31,17 @@ from ..data.config import RunConfig
 from ..data.dataset import EvalCase, EvalDataset
 from ..errors import AgentOutputError
 from .failures import attribute, describe_error, is_transient
+from .interrupts import user_interrupted, watching as watching_interrupts
 from .isolation import ProcessIsolation
+from .watchdog import BlockingAgentWarning, LoopBlocked, LoopWatchdog
 from ..data.protocol import AgentRequest, AgentRunnable
-from .threads import run_coroutine, run_sync
 from ..data.types import AgentOutput, Message
-from ..data.types import AgentRun
+from ..data.types import AgentRun, clean_run
 
 __all__ = ["run_agents", "interleaved_plan", "BlockingAgentWarning", "Executor", "OnRun", "PlayScenario"]
 
 T = TypeVar("T")
 _timeout_scope = getattr(asyncio, "timeout", None)  # Python 3.11+
-
-
-class BlockingAgentWarning(RuntimeWarning):
-    """An async agent held the event loop: no other run progressed, and its timeout could not stop it."""
 
 
 class _Progress:
@@ -74,11 +71,15 @@ class _Progress:
 # Agents already named in a BlockingAgentWarning during this evaluation (set by run_agents).
 _warned_blocking: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("levelfield_warned_blocking", default=None)
 _BLOCKING_SECONDS = 1.0  # a step longer than this (or than the timeout) is named in a warning
+# The watchdog of the current evaluation's event loop (set by run_agents).
+_loop_watchdog: contextvars.ContextVar[LoopWatchdog | None] = contextvars.ContextVar("levelfield_loop_watchdog", default=None)
 
 
 class _Watched:
     """Awaits an agent's coroutine step by step, timing each step: a step that blocks the event
-    loop for long cannot be preempted by any timeout, so the agent is named in a warning."""
+    loop for long cannot be preempted by any timeout, so the agent is named in a warning. While a
+    step runs, the evaluation's watchdog (``levelfield.core.run.watchdog``) watches it: a step
+    still running past the run's timeout is ended from outside and becomes a TimeoutError."""
 
     __slots__ = ("_awaitable", "_agent", "_case", "_timeout")
 
@@ -91,18 +92,26 @@ class _Watched:
     def __await__(self) -> Generator[Any, Any, Any]:
         steps = self._awaitable.__await__()
         clock = time.perf_counter
+        watchdog = _loop_watchdog.get()
         longest = 0.0
         value: Any = None
         error: BaseException | None = None
         try:
             while True:
                 start = clock()
+                step = None if watchdog is None else watchdog.begin(self._agent, self._case, self._timeout)
                 try:
-                    signal = steps.send(value) if error is None else steps.throw(error)
+                    try:
+                        signal = steps.send(value) if error is None else steps.throw(error)
+                    finally:
+                        longest = max(longest, clock() - start)
+                        if step is not None:
+                            watchdog.end(step)  # type: ignore[union-attr]
                 except StopIteration as stop:
                     return stop.value
-                finally:
-                    longest = max(longest, clock() - start)
+                except LoopBlocked:
+                    _close(steps)
+                    raise TimeoutError from None
                 value, error = None, None
                 try:
                     value = yield signal
@@ -126,6 +135,14 @@ class _Watched:
             BlockingAgentWarning,
             stacklevel=2,
         )
+
+
+def _close(steps: Any) -> None:
+    """Close an agent's coroutine that was ended from outside; whatever it raises is its own."""
+    try:
+        steps.close()
+    except BaseException:  # noqa: BLE001 - the run is already over (timed out)
+        pass
 
 
 async def _guarded(awaitable: Awaitable[T]) -> tuple[bool, Any]:
@@ -267,8 +284,10 @@ async def _run_turn(
             if _cancelled_from_outside():
                 raise
             error: BaseException = exc
-        except KeyboardInterrupt:
-            raise  # the user's Ctrl-C on this thread: stop the evaluation
+        except KeyboardInterrupt as exc:
+            if user_interrupted():
+                raise  # the user's Ctrl-C on this thread: stop the evaluation
+            error = exc  # raised by the agent's code: one failed run
         except BaseException as exc:  # noqa: BLE001 - every other failure is recorded, never raised
             error = exc
         latency = time.perf_counter() - start
@@ -478,6 +497,7 @@ async def run_agents(
         else:
             async with isolation.lease():  # one worker for all the turns of a case
                 run = await play(agent, case, trial, config, run_id)
+        run = clean_run(run)  # the one place runs enter: text every writer can encode from here on
         if on_run is not None:
             recorded = on_run(run)
             if recorded is not None:
@@ -509,24 +529,29 @@ async def run_agents(
     warned = _warned_blocking.set(set())
     deadline_queues: dict[float, _Deadlines] = {}
     deadlines_token = _deadline_queues.set(deadline_queues)
+    watchdog = LoopWatchdog(_warned_blocking.get() or set())
+    watch_token = _loop_watchdog.set(watchdog)
     # Objects that exist before the runs start outlive them: keep the garbage collector from
     # re-scanning that whole heap mid-run (a full collection holds the GIL for tens of ms,
     # stalling every run in flight). They return to the collector when the runs end.
     gc.freeze()
-    slot_tasks = [asyncio.ensure_future(slot()) for _ in range(min(config.concurrency, len(jobs)))]
-    try:
-        await asyncio.gather(*slot_tasks)
-    finally:
-        for task in slot_tasks:
-            task.cancel()  # a slot that failed (e.g. on_run raised) stops the others too
-        gc.unfreeze()
-        _warned_blocking.reset(warned)
-        _deadline_queues.reset(deadlines_token)
-        for deadlines in deadline_queues.values():
-            deadlines.close()
-        progress.close()
-        if isolation is not None:
-            await isolation.aclose()
+    with watching_interrupts():
+        slot_tasks = [asyncio.ensure_future(slot()) for _ in range(min(config.concurrency, len(jobs)))]
+        try:
+            await asyncio.gather(*slot_tasks)
+        finally:
+            for task in slot_tasks:
+                task.cancel()  # a slot that failed (e.g. on_run raised) stops the others too
+            gc.unfreeze()
+            watchdog.stop()
+            _loop_watchdog.reset(watch_token)
+            _warned_blocking.reset(warned)
+            _deadline_queues.reset(deadlines_token)
+            for deadlines in deadline_queues.values():
+                deadlines.close()
+            progress.close()
+            if isolation is not None:
+                await isolation.aclose()
     out: dict[str, list[AgentRun]] = {a.name: [] for a in agents}
     runs = iter(fresh)
     for agent, case, trial in plan:

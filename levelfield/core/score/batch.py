@@ -32,7 +32,6 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from pathlib import Path
 
 from ..data.dataset import ALIASES, case_from_row
 from ..errors import DatasetError
