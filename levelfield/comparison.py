@@ -125,6 +125,8 @@ class Comparison:
         self.complete = True
         self.baseline: Any = None
         """Set by ``compare(baseline=...)``: the ``levelfield.baseline.Baseline`` that joined as an agent."""
+        self.stopped_early: dict[str, Any] | None = None
+        """Set by ``compare(stop_early=...)``: where the sequential test stopped, and each pair's decision."""
         self.saved_baseline: str | None = None
         """When loaded from a folder: the agent that was the baseline of the run that saved it."""
 
@@ -409,6 +411,8 @@ class Comparison:
     def settings(self) -> dict[str, Any]:
         """The statistics settings of this comparison (saved in its run record)."""
         settings = self.stats.to_dict()
+        if self.stopped_early is not None:
+            settings["stopped_early"] = self.stopped_early
         if self.baseline is not None:
             settings["baseline"] = self.baseline.name
         return settings
@@ -505,6 +509,7 @@ class Comparison:
         except ConfigError as exc:
             raise RecordError(f"{record.path}: bad settings in the header ({exc})") from None
         cmp.saved_baseline = settings.get("baseline")
+        cmp.stopped_early = settings.get("stopped_early")
         cmp.missing_runs = record.missing()
         cmp.complete = record.complete
         return cmp

@@ -85,6 +85,18 @@ def _timeout(text: str) -> float | None:
     return value
 
 
+def _max_response(text: str) -> int | None:
+    from ..core.data.config import parse_size
+    from ..core.errors import ConfigError
+
+    if text.lower() == "none":
+        return None
+    try:
+        return parse_size(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _threshold(text: str) -> tuple[str, float]:
     metric, sep, value = text.partition("=")
     try:
@@ -147,6 +159,9 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
                    help=f"runs in flight, all agents together (default {d.concurrency})")
     p.add_argument("--timeout", type=_timeout, default=d.timeout,
                    help=f"seconds per attempt, or 'none' (default {d.timeout:g})")
+    p.add_argument("--max-response", type=_max_response, default=d.max_response_bytes, metavar="SIZE",
+                   help="the largest answer a remote (A2A) agent may send, e.g. 64MB, or 'none'; a larger one "
+                        f"fails the run as response_too_large (default {d.max_response_bytes >> 20}MB)")
     p.add_argument("--retries", type=int, default=d.retries,
                    help=f"retries of errors an adapter marks transient (default {d.retries})")
     p.add_argument("--trials", type=_positive_int, default=d.trials, help=f"runs of every case per agent (default {d.trials})")
@@ -180,7 +195,8 @@ def _add_case_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=_positive_int, metavar="N", help="only the first N cases of the dataset")
     p.add_argument("--sample", type=_positive_int, metavar="N",
                    help="N cases drawn at random (the same ones for the same --seed), kept in dataset order")
-    p.add_argument("--seed", type=int, metavar="S", help="with --sample: the random seed (default 0)")
+    p.add_argument("--seed", type=int, metavar="S",
+                   help="with --sample: the random seed (default 0); with --stop-early: the seed of the case order")
 
 
 def _some_cases(args: argparse.Namespace, dataset: Any) -> Any:
@@ -189,8 +205,8 @@ def _some_cases(args: argparse.Namespace, dataset: Any) -> Any:
     args.cases_note = ""
     if limit is not None and sample is not None:
         raise UsageError("--limit and --sample both pick cases: give one")
-    if seed is not None and sample is None:
-        raise UsageError("--seed goes with --sample N (the seed of the random draw)")
+    if seed is not None and sample is None and not getattr(args, "stop_early", False):
+        raise UsageError("--seed goes with --sample N (the seed of the random draw) or --stop-early (the case order)")
     total = len(dataset)
     if limit is not None:
         dataset = dataset.head(limit)
@@ -231,6 +247,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         resume=args.resume,
         overwrite=args.overwrite,
         isolation=getattr(args, "isolation", "none"),
+        max_response_bytes=args.max_response,
     )
 
 
@@ -305,7 +322,13 @@ def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: lis
         warnings.simplefilter("ignore", AllRunsFailedWarning)  # the CLI prints its own failure summary
         return compare(dataset, {a.name: a for a in agents}, metrics, config=_run_config(args),
                        stats=_stats_config(args), baseline=getattr(args, "baseline", None),
+                       stop_early=getattr(args, "stop_early", False),
                        simulator=getattr(args, "user_simulator", None), experiment=getattr(args, "experiment", None))
+
+
+def _stop_early(value: str) -> bool | str:
+    """``--stop-early METRIC`` / ``--stop-early off``."""
+    return False if value.lower() in ("off", "no", "false") else value
 
 
 def _stats_config(args: argparse.Namespace) -> StatsConfig:
@@ -313,6 +336,8 @@ def _stats_config(args: argparse.Namespace) -> StatsConfig:
     from ..core.stats.config import StatsConfig
 
     given = {name: getattr(args, name) for name in ("failed_runs", "alpha", "margin") if getattr(args, name, None) is not None}
+    if getattr(args, "stop_early", False) and getattr(args, "seed", None) is not None:
+        given["seed"] = args.seed  # the random order of the cases
     return StatsConfig(**given)
 
 
@@ -742,6 +767,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(cmp)
     _add_case_options(cmp)
     _add_gate_options(cmp)
+    cmp.add_argument("--stop-early", nargs="?", const=True, default=False, type=_stop_early, metavar="METRIC|off",
+                     help="run the cases in a random order (--seed) and stop starting runs once every pair of agents "
+                          "is decided by an always-valid sequential test at --alpha, on METRIC (default: the first "
+                          "--metric); with --margin, pairs within the margin stop too. '--resume --stop-early off' "
+                          "runs the cases an early stop left")
     cmp.set_defaults(func=_compare)
 
     rep = sub.add_parser("report", help="re-render the HTML report of a saved run")
@@ -789,10 +819,15 @@ def _interrupted_note(args: argparse.Namespace, argv: Sequence[str]) -> str:
         kept = f"{len(record.runs)} of {len(record.expected_keys())} runs are saved in {record.path}"
     except LevelfieldError:
         kept = f"no run had finished; nothing is saved in {out}"
+    from ..adapters.a2a import hide_url_credentials  # light: a2a-sdk is imported only by A2AAgent
+
     again = [a for a in argv if a != "--overwrite"]
     if "--resume" not in again:
         again.append("--resume")
-    return f"levelfield {args.command}: interrupted; {kept}. Resume with:\n  levelfield {shlex.join(again)}"
+    command = shlex.join(again)
+    shown = hide_url_credentials(command)
+    hidden = "" if shown == command else " (with the URL credentials shown as *** put back)"
+    return f"levelfield {args.command}: interrupted; {kept}. Resume with{hidden}:\n  levelfield {shown}"
 
 
 if __name__ == "__main__":

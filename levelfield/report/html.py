@@ -30,7 +30,7 @@ from ..failure_summary import failure_groups
 from .changes import baseline_section
 from .glossary import describe_metric
 from ..core.results.result import FAILED_AS_ZERO, FAILED_LEFT_OUT
-from ..verdict import failure_rule, other_rule, verdict
+from ..verdict import early_stop_line, failure_rule, other_rule, verdict
 
 if TYPE_CHECKING:
     from ..comparison import AgentCase, Comparison
@@ -474,8 +474,11 @@ def _verdict_section(cmp: Comparison) -> str:
             f'<li>{_metric_link(v.metric)}: {lead} <span class="ci">({_fmt(v.mean)})</span>'
             + (f"; {'; '.join(detail)}" if detail else "") + ".</li>"
         )
+    stopped = early_stop_line(cmp)
+    stopped = (f'<p class="headline">{_esc(stopped)} <span class="ci">(an always-valid sequential test: stopping '
+               "when the answer is known keeps the error rate at the level stated)</span></p>") if stopped else ""
     return (
-        f'<section id="verdict"><h2>Verdict</h2><p class="headline">{_esc(found.headline)}</p>'
+        f'<section id="verdict"><h2>Verdict</h2>{stopped}<p class="headline">{_esc(found.headline)}</p>'
         f'<ul class="verdict">{"".join(items)}</ul><p class="muted">Best = highest mean. Significant: too large a '
         f"difference, on the same cases, to be luck ({int(round(cmp.confidence * 100))}% level, adjusted for the "
         'number of pairs compared). Details under <a href="#pairwise">Pairwise</a>.</p></section>'
