@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.run import budget
 from ..core.errors import AdapterError, ConfigError, ConfigTypeError, MissingExtraError, TransientAgentError
 from ..core.data.protocol import AgentRequest
-from ..core.data.types import AgentOutput, ToolCall, Usage
+from ..core.data.types import AgentOutput, Handoff, ToolCall, Usage
 
 if TYPE_CHECKING:
     from a2a.client import Client
@@ -315,8 +315,24 @@ class _Turn:
             trajectory=trajectory,
             intermediate_responses=intermediate,
             usage=usage,
+            handoffs=_handoffs(parts),
             raw=raw,
         )
+
+
+def _handoffs(parts: list[dict[str, Any]]) -> list[Handoff]:
+    """Each change of author along the parts (ADK names the author of each streamed event; a
+    non-streamed ADK task names none, so it shows no hand-offs)."""
+    out: list[Handoff] = []
+    current: str | None = None
+    for part in parts:
+        author = _author(part.get("metadata") or {})
+        if author is None or author == current:
+            continue
+        if current is not None:
+            out.append(Handoff(from_agent=current, to_agent=author))
+        current = author
+    return out
 
 
 def _struct(message: Any, field: str) -> dict[str, Any]:

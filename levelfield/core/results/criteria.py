@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import MetricError
 from ..score.metrics.base import Metric
-from ..score.metrics.efficiency import EFFICIENCY_METRICS
+from ..score.metrics.efficiency_adk import EFFICIENCY_METRICS
 
 if TYPE_CHECKING:
     from .result import EvalResult

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from ..matching import Alignment, ToolCallMatcher, align
-from ...data.types import ToolCall, Usage
+from ...data.types import Handoff, ToolCall, Usage
 
 __all__ = ["Metric", "Score", "ScoringContext", "TurnContext", "NAN", "score_columns", "FAILED_AS_ZERO", "FAILED_LEFT_OUT"]
 
@@ -121,10 +121,16 @@ class ScoringContext:
     """Documents the agent's last retrieval step returned (``{content, doc_uri}``); None when unknown."""
     expected_retrieved_context: list[dict[str, Any]] | None = None
     """The documents the dataset expects to be retrieved; None when it gives none."""
+    handoffs: list[Handoff] = field(default_factory=list)
+    """The hand-offs between agents the run made (the last turn's, as ``predicted_trajectory``)."""
+    reference_handoffs: list[Handoff] | None = None
+    """The hand-offs the case expects; None when it gives none."""
+    state: dict[str, Any] | None = None
+    """The session state at the end of the run; None when the agent exposes none."""
     usage: Usage | None = None
-    """Tokens the agent spent (its last turn's), when the adapter reported them."""
+    """Tokens the agent spent over the whole run (every turn), when known."""
     model_calls: int | None = None
-    """Model calls the agent made (in its last turn), when the adapter counted them."""
+    """Model calls the agent made over the whole run (every turn), when known."""
     intermediate_responses: list[str] = field(default_factory=list)
     """Texts the agent produced before its final answer (its last turn's)."""
     dialogue: list[TurnContext] = field(default_factory=list)

@@ -1,87 +1,108 @@
-"""What an agent's answer cost, as ADK's efficiency criteria count it: tool calls, model calls, tokens per turn.
+"""Efficiency metrics: how much work an agent did for a case (calls and tokens; fewer is cheaper).
 
-``tool_call_count_v1``, ``inference_call_count_v1`` and ``token_usage_v1`` are informational, as in
-ADK: lower is better, and as criteria they never pass or fail a case. Each is counted per turn
-(``<name>/per_turn``, None where the run did not record it) and the row's score is the average
-over turns, so it reads "per turn" whatever the number of turns. They read what the adapter
-recorded for each turn (its tool calls, ``AgentOutput.model_calls``, ``AgentOutput.usage``).
-
-The averages follow ADK's own evaluators: tool and model calls average over the turns that have
-a count; tokens average over every turn once any turn reported usage (a turn that reported
-none counts as 0, as ADK's ``token_usage_v1`` does), and the total is input plus output tokens.
+They need no reference. Counts cover the whole run: every turn of a multi-turn case, and the
+calls of every sub-agent (or, with ``agent=``, one sub-agent's tool calls only).
 """
 
 from __future__ import annotations
 
-from .base import NAN, Metric, Score, ScoringContext, TurnContext
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
 
-__all__ = ["ToolCallCount", "InferenceCallCount", "TokenUsageCount", "EFFICIENCY_METRICS"]
+from ..matching import DEFAULT_MATCHER, ToolCallMatcher
+from .base import NAN, Metric, Score, ScoringContext
 
-
-class _PerTurnCount(Metric):
-    """A count per turn, averaged over the turns that have one."""
-
-    def count(self, turn: TurnContext) -> float | None:
-        raise NotImplementedError
-
-    def score(self, ctx: ScoringContext) -> Score:
-        per_turn = [self.count(t) for t in ctx.exchanges()]
-        known = [v for v in per_turn if v is not None]
-        value = sum(known) / len(known) if known else NAN
-        return Score(value, extra={"per_turn": per_turn})
+__all__ = ["ToolCallCount", "ModelCallCount", "RepeatedToolCalls", "TokenCount"]
 
 
-class ToolCallCount(_PerTurnCount):
-    """ADK's ``tool_call_count_v1``: tool calls per turn (informational; lower is better)."""
+def _run_calls(ctx: ScoringContext, agent: str | None) -> list[Any]:
+    calls = [c for turn in ctx.conversation() for c in turn.predicted_trajectory]
+    if agent is not None:
+        calls = [c for c in calls if getattr(c, "agent", None) == agent]
+    return calls
 
-    def __init__(self, *, name: str = "tool_call_count_v1") -> None:
+
+class ToolCallCount(Metric):
+    """``tool_call_count``: how many tool calls the run made (one sub-agent's with ``agent=``)."""
+
+    reads = ("predicted_trajectory",)
+
+    def __init__(self, *, agent: str | None = None, name: str | None = None) -> None:
+        self.agent = agent
+        self.name = name or ("tool_call_count" + (f"_{agent}" if agent else ""))
+
+    def score(self, ctx: ScoringContext) -> float:
+        return float(len(_run_calls(ctx, self.agent)))
+
+
+class RepeatedToolCalls(Metric):
+    """``repeated_tool_calls``: calls that repeat an earlier call of the run with the same tool and
+    arguments (as ``matcher`` compares them); 0 when no call is made twice."""
+
+    reads = ("predicted_trajectory",)
+
+    def __init__(self, *, matcher: ToolCallMatcher | None = None, agent: str | None = None, name: str | None = None) -> None:
+        self.matcher = matcher or DEFAULT_MATCHER
+        self.agent = agent
+        self.name = name or ("repeated_tool_calls" + (f"_{agent}" if agent else ""))
+
+    def score(self, ctx: ScoringContext) -> float | Score:
+        calls = _run_calls(ctx, self.agent)
+        if not self.matcher.is_equivalence:
+            return NAN  # "the same call" needs an equivalence: a tolerance or a callable has none
+        counts = Counter(self.matcher.key(c) for c in calls)
+        repeated = sum(n - 1 for n in counts.values())
+        if not repeated:
+            return 0.0
+        names = _repeated_names(calls, counts, self.matcher)
+        return Score(float(repeated), f"repeated: {names}")
+
+
+def _repeated_names(calls: Sequence[Any], counts: Counter, matcher: ToolCallMatcher) -> str:
+    shown: dict[Any, str] = {}
+    for call in calls:
+        key = matcher.key(call)
+        if counts[key] > 1 and key not in shown:
+            shown[key] = f"{call.tool_name} x{counts[key]}"
+    return ", ".join(list(shown.values())[:5])
+
+
+class ModelCallCount(Metric):
+    """``model_call_count``: how many model (LLM) calls the run made, sub-agents included; NaN
+    when the adapter cannot tell (a remote agent that does not report them)."""
+
+    def __init__(self, *, name: str = "model_call_count") -> None:
         self.name = name
 
-    def count(self, turn: TurnContext) -> float | None:
-        return float(len(turn.predicted_trajectory))
+    def computable(self, ctx: ScoringContext) -> bool:
+        return not ctx.failure and ctx.model_calls is not None
+
+    def score(self, ctx: ScoringContext) -> float:
+        return float(ctx.model_calls) if ctx.model_calls is not None else NAN
 
 
-class InferenceCallCount(_PerTurnCount):
-    """ADK's ``inference_call_count_v1``: model calls per turn, where the adapter counted them (informational)."""
+class TokenCount(Metric):
+    """``token_count``: tokens the agent's model calls spent over the run; NaN when not reported.
 
-    def __init__(self, *, name: str = "inference_call_count_v1") -> None:
-        self.name = name
-
-    def count(self, turn: TurnContext) -> float | None:
-        return None if turn.model_calls is None else float(turn.model_calls)
-
-
-class TokenUsageCount(Metric):
-    """ADK's ``token_usage_v1``: input plus output tokens per turn (informational; lower is better).
-
-    ``<name>/input_tokens`` and ``<name>/output_tokens`` give the two parts, averaged the same way.
+    ``kind="input"`` or ``"output"`` counts only those tokens (``input_token_count``,
+    ``output_token_count``). Not named ``total_tokens``: the summary's ``total_tokens/mean`` is
+    the runs' usage (failed runs' partial usage included), which a metric must not overwrite.
     """
 
-    def __init__(self, *, name: str = "token_usage_v1") -> None:
-        self.name = name
+    _KINDS = {"total": "total_tokens", "input": "input_tokens", "output": "output_tokens"}
 
-    def score(self, ctx: ScoringContext) -> Score:
-        turns = ctx.exchanges()
-        reported = [t.usage for t in turns]
-        per_turn = [None if u is None else float(u.input_tokens + u.output_tokens) for u in reported]
-        if all(u is None for u in reported):
-            return Score(NAN, extra={"per_turn": per_turn})
+    def __init__(self, kind: str = "total", *, name: str | None = None) -> None:
+        if kind not in self._KINDS:
+            from ...errors import MetricError
 
-        def average(values: list[float | None]) -> float:
-            # A turn that reported nothing spent nothing known: it stays in the denominator.
-            return sum(v for v in values if v is not None) / len(values)
+            raise MetricError(f"token_count kind={kind!r} is not one of {', '.join(self._KINDS)}")
+        self.kind = kind
+        self.field = self._KINDS[kind]
+        self.name = name or ("token_count" if kind == "total" else f"{kind}_token_count")
 
-        extra = {
-            "per_turn": per_turn,
-            "input_tokens": average([None if u is None else float(u.input_tokens) for u in reported]),
-            "output_tokens": average([None if u is None else float(u.output_tokens) for u in reported]),
-        }
-        return Score(average(per_turn), extra=extra)
+    def computable(self, ctx: ScoringContext) -> bool:
+        return not ctx.failure and ctx.usage is not None
 
-
-EFFICIENCY_METRICS = {
-    "tool_call_count_v1": ToolCallCount,
-    "inference_call_count_v1": InferenceCallCount,
-    "token_usage_v1": TokenUsageCount,
-}
-"""ADK's informational efficiency criteria by name."""
+    def score(self, ctx: ScoringContext) -> float:
+        return float(getattr(ctx.usage, self.field)) if ctx.usage is not None else NAN

@@ -14,8 +14,10 @@ from typing import Any
 
 from ...errors import MetricError
 from .base import Metric, Score, ScoringContext
+from .agents import HandoffMatch, ToolAttribution
 from .conversation import TurnsUsed
-from .efficiency import EFFICIENCY_METRICS
+from .efficiency import ModelCallCount, RepeatedToolCalls, TokenCount, ToolCallCount
+from .efficiency_adk import EFFICIENCY_METRICS
 from .response import Bleu, ExactMatch, ResponseMatchScore, Rouge
 from .retrieval import DocumentPrecision, DocumentRecall
 from .trajectory import (
@@ -58,6 +60,14 @@ _REGISTRY: dict[str, Callable[[], Metric]] = {
     "document_recall": DocumentRecall,
     "document_precision": DocumentPrecision,
     **EFFICIENCY_METRICS,
+    "handoff_match": HandoffMatch,
+    "handoff_in_order_match": lambda: HandoffMatch("in_order"),
+    "handoff_any_order_match": lambda: HandoffMatch("any_order"),
+    "tool_attribution": ToolAttribution,
+    "tool_call_count": ToolCallCount,
+    "model_call_count": ModelCallCount,
+    "repeated_tool_calls": RepeatedToolCalls,
+    "token_count": TokenCount,
 }
 
 # Names whose metric needs a judge model: built when resolve_metrics is given one (see register_judged_metric).
@@ -67,6 +77,7 @@ _JUDGED: dict[str, Callable[[Any], Metric]] = {}
 _NEEDS_ARGS = {
     "trajectory_single_tool_use": "lf.metrics.TrajectorySingleToolUse(tool_name=...)",
     "rouge": "lf.metrics.Rouge(rouge_type='rougeL') or one of rouge_1, rouge_2, rouge_l, rouge_l_sum",
+    "state_check": "lf.metrics.StateCheck(fn, name=...), fn(state, case) returning pass/fail or a score",
 }
 
 DEFAULT_METRICS = (
