@@ -24,8 +24,8 @@ from ..score.metrics.base import Metric
 from ..data.protocol import AgentRunnable
 from .notices import (MissingReferenceWarning, warn_user, NoToolCallsWarning, ResumeWarning, agents_without_tool_calls,
                       metric_changes, missing_references, reference_changes)
-from ..results.record import (RUNS_FILE, Journal, Record, RunKey, check_out_folder, check_resumable, fingerprints_of,
-                              make_header, read_record)
+from ..results.record import (RUNS_FILE, Journal, Record, RunKey, carry_generated, check_out_folder, check_resumable,
+                              fingerprints_of, make_header, read_record)
 from ..results.result import SAVED_AGENT, EvalResult
 from .isolation import check_picklable
 from .runner import Executor, run_agents
@@ -143,6 +143,7 @@ def open_journal(
             record = read_record(path)
             check_resumable(record, fingerprints=fingerprints, agents=agent_names, trials=config.trials)
             _say_what_changed(record, dataset, metrics)
+            carry_generated(record.cases, dataset)  # e.g. generated rubrics: the saved runs are re-scored on them
             done = {key: run for key, (run, _) in record.runs.items() if key[2] < config.trials}
             return Journal.reopen(record), done
         if not config.overwrite:
