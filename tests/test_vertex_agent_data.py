@@ -15,6 +15,11 @@ evals = pytest.importorskip("vertexai._genai.types.evals")
 genai = pytest.importorskip("google.genai.types")
 
 
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("LEVELFIELD_CACHE_DIR", str(tmp_path / "cache"))
+
+
 def _event(author: str, *, text: str | None = None, call: tuple | None = None, answer: tuple | None = None):
     role = "user" if author == "user" or answer is not None else "model"
     if text is not None:
