@@ -38,8 +38,9 @@ from .core.data.jsonsafe import to_jsonable
 from .core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
 from .core.score.metrics.base import Metric
 from .core.results.record import RUNS_FILE, fingerprints_of, make_header, read_record, write_record
-from .core.results.result import (FAILED_AS_ZERO, FAILED_LEFT_OUT, EvalResult, parquet_available, results_from_record,
-                                  run_costs, table_to_csv, table_to_parquet)
+from .core.results.result import (FAILED_AS_ZERO, FAILED_LEFT_OUT, EvalResult, parquet_available, record_status,
+                                  results_from_record, run_costs, table_to_csv, table_to_parquet)
+from .core.data.prices import agent_usage, usage_cost
 from .core.data.types import AgentRun
 from .verdict import Verdict, verdict
 
@@ -126,6 +127,11 @@ class Comparison:
         """Set by ``compare(baseline=...)``: the ``levelfield.baseline.Baseline`` that joined as an agent."""
         self.saved_baseline: str | None = None
         """When loaded from a folder: the agent that was the baseline of the run that saved it."""
+        self.not_started: list[tuple[str, str, int]] = [k for r in self.results.values() for k in getattr(r, "not_started", ())]
+        """Runs a spending limit (``max_cost_usd``) kept from starting; ``resume=True`` with a larger limit runs them."""
+        if self.not_started:
+            self.missing_runs = list(self.not_started)
+            self.complete = False
 
     # -- shape -----------------------------------------------------------------------------
 
@@ -268,8 +274,9 @@ class Comparison:
                 row[f"{metric}/pass^{k}"] = _nanmean(stats.pass_hat_k(n[scored], c[scored], k))
             if k > 1:
                 row[f"{metric}/flaky"] = int(stats.flaky_cases(matrix).sum())
-        runs = self.results[agent].runs
-        costs = run_costs(runs)
+        result = self.results[agent]
+        runs = result.runs
+        costs = run_costs(runs, result.config.prices)
         row["runs"] = len(runs)
         row["failures"] = costs["failure/count"]
         row["failure_rate"] = costs["failure/mean"] if runs else math.nan
@@ -278,7 +285,34 @@ class Comparison:
                     "simulator_failure/count", "simulator_total_tokens/sum"):
             if key in costs:
                 row[key] = costs[key]
+        if "cost_usd/mean" in costs:
+            row.update(self._cost_columns(agent, costs))
+        judged = result.summary_metrics
+        for metric in self.metric_names:
+            if f"{metric}/cost_usd/sum" in judged:
+                row[f"{metric}/cost_usd/sum"] = judged[f"{metric}/cost_usd/sum"]
         return row
+
+    def _cost_columns(self, agent: str, costs: Mapping[str, Any]) -> dict[str, Any]:
+        """``cost_usd/mean`` (per run) with its interval over cases, ``/sum``, the simulator's sum, and
+        ``cost_usd/note`` naming the models without a price (their agent's cost is NaN, never 0)."""
+        result = self.results[agent]
+        index = {cid: i for i, cid in enumerate(self.case_ids)}
+        matrix = np.full((len(index), self.trials), np.nan)
+        for run in result.runs:
+            i = index.get(run.case_id)
+            if i is not None and run.trial < self.trials:
+                matrix[i, run.trial] = usage_cost(agent_usage(run), result.config.prices or {}).usd
+        out: dict[str, Any] = {"cost_usd/mean": costs["cost_usd/mean"], "cost_usd/ci_low": math.nan,
+                               "cost_usd/ci_high": math.nan, "cost_usd/sum": costs["cost_usd/sum"]}
+        if not math.isnan(costs["cost_usd/mean"]):
+            # Per case (trials averaged), like the metrics; a bootstrap, since costs are never 0/1 rates.
+            interval = stats.bootstrap_interval(stats.reduce_trials(matrix, "mean"), self.confidence, self.seed)
+            out["cost_usd/ci_low"], out["cost_usd/ci_high"] = interval.low, interval.high
+        for key in ("simulator_cost_usd/sum", "cost_usd/note"):
+            if key in costs:
+                out[key] = costs[key]
+        return out
 
     def pairwise(self, metric: str, *, test: stats.PairedTestName | None = None) -> pd.DataFrame:
         """Every pair of agents on one metric, tested on paired cases, adjusted for the pairs that can differ.
@@ -425,8 +459,9 @@ class Comparison:
             "pairwise": {m: self.pairwise(m).to_dict(orient="records") for m in self.metric_names},
         })
 
-    def record_header(self, *, status: str = "complete") -> dict[str, Any]:
-        """The run-record header of this comparison (see ``levelfield.core.results.record``)."""
+    def record_header(self, *, status: str | None = None) -> dict[str, Any]:
+        """The run-record header of this comparison (see ``levelfield.core.results.record``); its
+        status is ``complete``, or ``budget_exhausted`` when a spending limit kept runs from starting."""
         return make_header(
             source=self.dataset.source,
             fingerprints=fingerprints_of(self.dataset),
@@ -434,7 +469,7 @@ class Comparison:
             metrics=self.metrics,
             options=self.config.to_dict(),
             kind="compare",
-            status=status,
+            status=status or record_status(self.not_started),
             settings=self.settings(),
         )
 

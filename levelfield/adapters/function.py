@@ -11,11 +11,25 @@ from pydantic import ValidationError
 from ..core.errors import AgentOutputError, ConfigTypeError
 from ..core.data.protocol import AgentRequest
 from ..core.run.threads import run_sync
-from ..core.data.types import AgentOutput, ToolCall
+from ..core.data.types import AgentOutput, ToolCall, Usage
 
 __all__ = ["FunctionAgent", "output_from_value"]
 
 _EXPECTED = "a str, an AgentOutput, or a dict {'response': str, 'predicted_trajectory': [{'tool_name', 'tool_input'}, ...]}"
+
+
+def _usage_from(value: Any, agent: str) -> Usage | None:
+    """A returned ``usage`` (a Usage or ``{input_tokens, output_tokens[, total_tokens, model]}``)."""
+    if value is None or isinstance(value, Usage):
+        return value
+    try:
+        usage = Usage.model_validate(value)
+    except ValidationError as exc:
+        raise AgentOutputError(f"agent {agent!r} returned a malformed 'usage' ({exc.errors()[0]['msg']}); expected "
+                               "{'input_tokens': int, 'output_tokens': int, 'model': str}") from None
+    if not usage.total_tokens:
+        usage.total_tokens = usage.input_tokens + usage.output_tokens
+    return usage
 
 
 def output_from_value(value: Any, agent: str) -> AgentOutput:
@@ -50,7 +64,7 @@ def output_from_value(value: Any, agent: str) -> AgentOutput:
                     f"{f', field {field!r}' if field else ''}: {err['msg']} (got {got}); "
                     "expected {'tool_name': str, 'tool_input': dict}"
                 ) from None
-        return AgentOutput(response=response, trajectory=calls, raw=value)
+        return AgentOutput(response=response, trajectory=calls, usage=_usage_from(value.get("usage"), agent), raw=value)
     raise AgentOutputError(f"agent {agent!r} returned {type(value).__name__}; expected {_EXPECTED}")
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from ..errors import ConfigError
+from .prices import price_table
 
 __all__ = ["RunConfig", "RunOptions", "run_config", "ISOLATION_MODES", "EXECUTORS"]
 
@@ -63,6 +64,16 @@ class RunConfig:
     """Where runs execute: ``"local"`` (this process, the default), ``"ray"`` (a Ray cluster at
     ``RAY_ADDRESS``, else a local Ray), or an executor object such as
     ``lf.RayExecutor(address="auto", num_workers=4)``. The results are the same."""
+    prices: Mapping[str, Any] | str | Path | None = None
+    """Your own prices, ``{"model": {"input_per_mtok": ..., "output_per_mtok": ...}}`` (dollars per
+    million tokens) or a JSON file of them; they override genai-prices' (``levelfield[cost]``)."""
+    max_cost_usd: float | None = None
+    """Stop launching runs once the agents' spend (the simulator's included) would pass this many
+    dollars; runs not started are left for ``resume=True`` with a larger budget. With ``resume``
+    it is the total of the record, the journaled runs' spend included."""
+    judge_max_cost_usd: float | None = None
+    """Stop sending rows to LLM judges once their spend would pass this many dollars; the rows not
+    judged score NaN (a judge failure) and are judged again by ``resume=True`` with a larger budget."""
 
     def __post_init__(self) -> None:
         def bad(option: str, value: Any, rule: str) -> ConfigError:
@@ -95,6 +106,12 @@ class RunConfig:
         elif not (callable(getattr(self.executor, "run_agents", None)) and callable(getattr(self.executor, "check", None))):
             raise bad("executor", self.executor, "must be 'local', 'ray' or an executor object such as "
                       "lf.RayExecutor(...) (one with check() and run_agents())")
+        if self.prices is not None:
+            object.__setattr__(self, "prices", price_table(self.prices))
+        for option in ("max_cost_usd", "judge_max_cost_usd"):
+            value = getattr(self, option)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0):
+                raise bad(option, value, "must be a number of dollars >= 0, or None for no budget")
         if self.resume and self.out is None:
             raise ConfigError("resume=True needs out=...: the folder whose runs.jsonl journal to resume")
         if self.resume and self.overwrite:
@@ -144,6 +161,9 @@ class RunOptions(TypedDict, total=False):
     isolation: str
     workers: int
     executor: Any
+    prices: Mapping[str, Any] | str | Path | None
+    max_cost_usd: float | None
+    judge_max_cost_usd: float | None
 
 
 _NAMES = tuple(f.name for f in fields(RunConfig))

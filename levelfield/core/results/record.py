@@ -206,7 +206,7 @@ def _score_to_json(score: Score) -> dict[str, Any]:
     if score.error is not None:
         out["error"] = score.error
     if score.usage is not None:
-        out["usage"] = score.usage.model_dump()
+        out["usage"] = score.usage.model_dump(exclude_none=True)
     return out
 
 

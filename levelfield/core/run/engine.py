@@ -20,7 +20,7 @@ from ..data.dataset import EvalDataset
 from ..errors import DatasetError, RecordError
 from ..score.metrics.base import Metric
 from ..data.protocol import AgentRunnable
-from .notices import (MissingReferenceWarning, warn_user, NoToolCallsWarning, ResumeWarning, agents_without_tool_calls,
+from .notices import (BudgetWarning, MissingReferenceWarning, warn_user, NoToolCallsWarning, ResumeWarning, agents_without_tool_calls,
                       metric_changes, missing_references, reference_changes)
 from ..results.record import (RUNS_FILE, Journal, Record, RunKey, check_out_folder, check_resumable, fingerprints_of,
                               make_header, read_record)
@@ -230,6 +230,9 @@ async def run_and_score(
             journal.close()
     for text in agents_without_tool_calls(runs_by_agent, metrics, dataset):
         warn_user(NoToolCallsWarning(text))
+    not_started = _not_started(dataset, agents, config, runs_by_agent)
+    if not_started:
+        _warn_budget_spent(config, not_started)
     every_run = [run for a in agents for run in runs_by_agent[a.name]]
     scores = await scorer.scores(every_run)
     results: dict[str, EvalResult] = {}
@@ -240,5 +243,24 @@ async def run_and_score(
             dataset, runs, scores[start : start + len(runs)], metrics, agent_name=agent.name, config=config
         )
         results[agent.name].skipped = skipped
+        results[agent.name].not_started = [key for key in not_started if key[0] == agent.name]
         start += len(runs)
     return results
+
+
+def _not_started(dataset: EvalDataset, agents: Sequence[AgentRunnable], config: RunConfig,
+                 runs_by_agent: Mapping[str, Sequence[AgentRun]]) -> list[RunKey]:
+    """The planned runs the runner did not start (a spending limit was reached), in plan order."""
+    if config.max_cost_usd is None:
+        return []
+    ran = {(run.agent_name, run.case_id, run.trial) for runs in runs_by_agent.values() for run in runs}
+    return [(a.name, c.case_id, t) for c in dataset for t in range(config.trials) for a in agents
+            if (a.name, c.case_id, t) not in ran]
+
+
+def _warn_budget_spent(config: RunConfig, not_started: Sequence[RunKey]) -> None:
+    resume = (f"run again with out={str(config.out)!r}, resume=True (--resume) and a larger max_cost_usd (--max-cost) "
+              "to finish them" if config.out is not None else "give out=... to keep the runs and resume later")
+    warn_user(BudgetWarning(
+        f"max_cost_usd={config.max_cost_usd:g} reached: {len(not_started)} run(s) were not started and are left out "
+        f"of the results; {resume}"))
