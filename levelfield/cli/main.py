@@ -109,6 +109,16 @@ def _named_spec(text: str) -> tuple[str | None, str]:
 # -- running -----------------------------------------------------------------------------------
 
 
+def _dollars(text: str) -> float:
+    try:
+        value = float(text.lstrip("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of dollars") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text}: give 0 or more dollars")
+    return value
+
+
 def _workers(text: str) -> int:
     try:
         value = int(text)
@@ -150,6 +160,15 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
     p.add_argument("--retries", type=int, default=d.retries,
                    help=f"retries of errors an adapter marks transient (default {d.retries})")
     p.add_argument("--trials", type=_positive_int, default=d.trials, help=f"runs of every case per agent (default {d.trials})")
+    p.add_argument("--prices", metavar="FILE",
+                   help="a JSON file of your own prices, {\"model\": {\"input_per_mtok\": 0.15, \"output_per_mtok\": 0.6}} "
+                        "in dollars per million tokens; they override genai-prices' (levelfield[cost])")
+    p.add_argument("--max-cost", type=_dollars, metavar="USD",
+                   help="stop starting runs once the agents' spend would pass USD dollars; with --out, the runs not "
+                        "started are finished by --resume --max-cost MORE (the limit counts the journaled runs too)")
+    p.add_argument("--judge-max-cost", type=_dollars, metavar="USD",
+                   help="stop sending rows to LLM judges once their spend would pass USD dollars (rows not judged "
+                        "score NaN; --resume with more judges them)")
     p.add_argument("--fail-under", type=_threshold, action="append", default=[], metavar="METRIC=VALUE",
                    help="exit 1 when an agent's mean of METRIC is under VALUE (repeatable)")
     twin = "lf.compare" if failed_runs == "zero" else "lf.evaluate"
@@ -231,6 +250,9 @@ def _run_config(args: argparse.Namespace) -> Any:
         resume=args.resume,
         overwrite=args.overwrite,
         isolation=getattr(args, "isolation", "none"),
+        prices=getattr(args, "prices", None),
+        max_cost_usd=getattr(args, "max_cost", None),
+        judge_max_cost_usd=getattr(args, "judge_max_cost", None),
     )
 
 
@@ -331,7 +353,18 @@ def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
         written += [name for name in ("metrics_table.parquet", "summary.parquet") if (out / name).exists()]
         print(f"Also written: {', '.join(written)} in {out}")
     code = _check_thresholds(cmp, args.fail_under)
-    return max(code, _check_baseline(args, cmp), failed)
+    return max(code, _check_baseline(args, cmp), failed, _check_budget(args, cmp))
+
+
+def _check_budget(args: argparse.Namespace, cmp: Comparison) -> int:
+    """1 when --max-cost kept runs from starting: the results cover part of the plan only."""
+    if not cmp.not_started:
+        return 0
+    again = (f"finish them with --out {args.out} --resume --max-cost MORE" if args.out
+             else "give --out DIR to keep the runs and finish them later with --resume")
+    print(f"levelfield {args.command}: --max-cost {args.max_cost:g} reached: {len(cmp.not_started)} run(s) not started; "
+          f"{again}", file=sys.stderr)
+    return 1
 
 
 def _check_thresholds(cmp: Comparison, thresholds: Sequence[tuple[str, float]]) -> int:
@@ -445,6 +478,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
     unused = [flag for flag, given in (
         ("--simulator", args.simulator), ("--baseline", args.baseline), ("--fail-if-worse", args.fail_if_worse),
         ("--name", args.name), ("--resume", args.resume), ("--isolation", args.isolation != "none"),
+        ("--max-cost", args.max_cost is not None),
     ) if given]
     if unused:
         raise UsageError(f"{', '.join(unused)}: only with --agent (without one, eval scores the saved predictions in the file)")
@@ -462,7 +496,8 @@ def _eval_saved(args: argparse.Namespace) -> int:
     with warnings_as_lines(args.command):
         result = evaluate(data, metrics=metrics, out=args.out, overwrite=args.overwrite, workers=args.workers,
                           executor=_executor(args), progress=not args.quiet, experiment=args.experiment,
-                          human_labels=getattr(args, "human_labels", None))
+                          human_labels=getattr(args, "human_labels", None), prices=args.prices,
+                          judge_max_cost_usd=args.judge_max_cost)
     seconds = time.perf_counter() - start
     summary = result.summary_metrics
     rows = summary["row_count"]

@@ -26,6 +26,7 @@ from ..results.record import (RUNS_FILE, Journal, Record, RunKey, check_out_fold
                               make_header, read_record)
 from ..results.result import SAVED_AGENT, EvalResult
 from .isolation import check_picklable
+from ..data.budget import Budget
 from .runner import Executor, run_agents
 from ..score.scoring import RunScorer, context_for, score_rows
 from ..data.types import AgentOutput, Usage
@@ -107,7 +108,9 @@ async def score_saved(dataset: EvalDataset, metrics: Sequence[Metric], config: R
     # Saved rows count as runs, so saved failures score NaN like live ones.
     for ctx, run in zip(contexts, runs):
         ctx.failure = run.failure
-    scores = await score_rows(contexts, metrics)
+    budget = judge_budget(config)
+    scores = await score_rows(contexts, metrics, budget=budget)
+    _warn_judges_stopped(budget)
     result = EvalResult(dataset, runs, scores, metrics, agent_name=None, scored_saved_predictions=True, config=config)
     result.skipped = skipped
     return result
@@ -212,7 +215,7 @@ async def run_and_score(
     if executor is not None:
         executor.check(agents)  # likewise: an agent the executor cannot ship fails before any run
     warn_missing_references(dataset, metrics)
-    scorer = RunScorer(dataset, metrics)
+    scorer = RunScorer(dataset, metrics, budget=judge_budget(config))
     journal, done = open_journal(dataset, [a.name for a in agents], metrics, config, kind=kind, settings=settings)
     conversations = Conversations(simulator, done) if simulator is not None else None
 
@@ -235,6 +238,7 @@ async def run_and_score(
         _warn_budget_spent(config, not_started)
     every_run = [run for a in agents for run in runs_by_agent[a.name]]
     scores = await scorer.scores(every_run)
+    _warn_judges_stopped(scorer.budget)
     results: dict[str, EvalResult] = {}
     start = 0
     for agent in agents:
@@ -246,6 +250,26 @@ async def run_and_score(
         results[agent.name].not_started = [key for key in not_started if key[0] == agent.name]
         start += len(runs)
     return results
+
+
+def judge_budget(config: RunConfig | None) -> Budget | None:
+    """The judges' spending limit of ``config`` (``judge_max_cost_usd``), or None."""
+    if config is None or config.judge_max_cost_usd is None:
+        return None
+    return Budget(config.judge_max_cost_usd, config.prices or {}, shared=False)
+
+
+def _warn_judges_stopped(budget: Budget | None) -> None:
+    if budget is None:
+        return
+    if budget.refused:
+        warn_user(BudgetWarning(
+            f"judge_max_cost_usd={budget.limit:g} reached: {budget.refused} judged score(s) were not asked for and "
+            "score NaN (a judge failure); resume with a larger judge_max_cost_usd to judge them (answers already "
+            "given come from the judge cache at no cost)"))
+    for metric, why in budget.unpriced.items():
+        warn_user(BudgetWarning(f"judge_max_cost_usd: the cost of metric {metric!r}'s judge is unknown ({why}), so the "
+                                "budget could not count it; pass prices={...} to price it"))
 
 
 def _not_started(dataset: EvalDataset, agents: Sequence[AgentRunnable], config: RunConfig,

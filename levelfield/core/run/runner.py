@@ -30,7 +30,8 @@ from typing import Any, Protocol, TypeVar
 from ..data.config import RunConfig
 from ..data.dataset import EvalCase, EvalDataset
 from ..errors import AgentOutputError
-from .budget import Budget
+from ..data.budget import Budget
+from ..data.prices import run_spend
 from .failures import attribute, describe_error, is_transient
 from .isolation import ProcessIsolation
 from ..data.protocol import AgentRequest, AgentRunnable
@@ -448,7 +449,7 @@ async def run_agents(
     are returned as they are, not run again, and ``on_run`` is not called for them.
     ``run_scenario`` plays the conversation-scenario cases (a simulated user; see ``conversation``).
     ``config.max_cost_usd``: no run starts once its likely cost would take the spend past it (see
-    ``budget``); the runs not started are left out of what is returned.
+    ``levelfield.core.data.budget``); the runs not started are left out of what is returned.
     ``only`` (agent name, case id, trial) keys: run just these, and return just their runs (one
     batch of a remote executor's worker). ``slots``: the bound on runs in flight, shared with other
     calls (a worker running several batches at once); by default one of ``config.concurrency``.
@@ -471,7 +472,7 @@ async def run_agents(
     queue = _JobQueue(jobs, {a.name: config.agent_concurrency[a.name] for a in agents if a.name in config.agent_concurrency})
     fresh: list[AgentRun | None] = [None] * len(jobs)
     # A spending limit: once the next run would pass it, no run starts (they are left out, to resume).
-    budget = Budget(config.max_cost_usd, config.prices or {}, done.values()) if config.max_cost_usd is not None else None
+    budget = Budget.for_runs(config.max_cost_usd, config.prices or {}, done.values()) if config.max_cost_usd is not None else None
 
     async def one(agent: AgentRunnable, case: EvalCase, trial: int) -> AgentRun:
         play = run_case
@@ -483,7 +484,7 @@ async def run_agents(
             async with isolation.lease():  # one worker for all the turns of a case
                 run = await play(agent, case, trial, config, run_id)
         if budget is not None:
-            budget.settle(run)
+            budget.settle(run.agent_name, run_spend(run, budget.prices))
         if on_run is not None:
             recorded = on_run(run)
             if recorded is not None:
