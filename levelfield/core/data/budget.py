@@ -10,6 +10,7 @@ cannot all start on the last dollar.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 
 from .prices import Cost, PriceTable, run_spend
@@ -39,6 +40,8 @@ class Budget:
         """Kind -> why some of its calls' cost is unknown (they count as nothing spent)."""
         self._totals: dict[str, tuple[float, int]] = {}
         self._in_flight: dict[str, int] = {}
+        self._settled: asyncio.Event | None = None
+        self._finished: dict[str, int] = {}
 
     @classmethod
     def for_runs(cls, limit: float, prices: PriceTable, done: Iterable[AgentRun] = ()) -> "Budget":
@@ -46,6 +49,7 @@ class Budget:
         budget = cls(limit, prices, shared=True)
         for run in done:
             budget.spend(run.agent_name, run_spend(run, prices))
+            budget._finished[run.agent_name] = budget._finished.get(run.agent_name, 0) + 1
         return budget
 
     def spend(self, kind: str, cost: Cost) -> None:
@@ -70,6 +74,21 @@ class Budget:
         every = sum(t for t, _ in self._totals.values()), sum(n for _, n in self._totals.values())
         return every[0] / every[1] if every[1] else 0.0
 
+    def _unmeasured(self, kind: str) -> bool:
+        """Nothing is known yet of what a call of ``kind`` costs, and one is already in flight."""
+        if self.shared:
+            return not self._finished and sum(self._in_flight.values()) > 0
+        return not self._finished.get(kind) and self._in_flight.get(kind, 0) > 0
+
+    async def acquire(self, kind: str) -> bool:
+        """:meth:`admit`, after waiting for the first call of a kind to finish: until one has, nothing
+        says what the next will cost, and concurrent calls would all start on a guess of zero."""
+        while self._unmeasured(kind) and not self.stopped:
+            if self._settled is None:
+                self._settled = asyncio.Event()
+            await self._settled.wait()
+        return self.admit(kind)
+
     def admit(self, kind: str) -> bool:
         """Whether a call of ``kind`` may start now (it is then in flight until :meth:`settle`)."""
         paying = self.shared or self._totals.get(kind, (0.0, 0))[1] > 0
@@ -87,4 +106,8 @@ class Budget:
     def settle(self, kind: str, cost: Cost) -> None:
         """A call admitted earlier finished: what it cost is spent."""
         self._in_flight[kind] = max(self._in_flight.get(kind, 0) - 1, 0)
+        self._finished[kind] = self._finished.get(kind, 0) + 1
         self.spend(kind, cost)
+        if self._settled is not None:
+            settled, self._settled = self._settled, None
+            settled.set()

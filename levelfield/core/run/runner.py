@@ -34,6 +34,7 @@ from ..data.budget import Budget
 from ..data.prices import run_spend
 from .failures import attribute, describe_error, is_transient
 from .isolation import ProcessIsolation
+from .notices import BudgetWarning, warn_user
 from ..data.protocol import AgentRequest, AgentRunnable
 from ..data.types import AgentOutput, Message
 from ..data.types import AgentRun
@@ -504,7 +505,7 @@ async def run_agents(
                 await queue.wait()
                 continue
             index, (agent, case, trial) = taken
-            if budget is not None and not budget.admit(agent.name):
+            if budget is not None and not await budget.acquire(agent.name):
                 queue.release(agent.name)
                 return
             try:

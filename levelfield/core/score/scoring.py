@@ -160,7 +160,7 @@ async def _score_async(
             row[metric.name] = _UNSCORED
             return
         async with limit:
-            if budget is not None and not budget.admit(metric.name):
+            if budget is not None and not await budget.acquire(metric.name):
                 row[metric.name] = Score(NAN, failed=True, error=f"not judged: judge_max_cost_usd={budget.limit:g} "
                                          "was reached (resume with a larger one to judge it)")
                 return
