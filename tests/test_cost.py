@@ -376,3 +376,92 @@ def test_with_a_budget_runs_still_go_in_parallel_once_the_first_has_finished():
 
     result = lf.evaluate(budget_rows(), agent, [], prices=OWN, concurrency=4, max_cost_usd=1.0, **FAST)
     assert len(result.runs) == 8 and state["most"] > 1
+
+
+# -- adapters name the model ----------------------------------------------------------------------------
+
+
+def test_a2a_round_trip_keeps_the_model_of_the_usage():
+    pytest.importorskip("uvicorn")
+    from levelfield.adapters.a2a import A2AAgent
+    from levelfield.adapters.a2a_server import start_server
+
+    async def team(prompt: str) -> lf.AgentOutput:
+        usage = (lf.Usage(input_tokens=10, output_tokens=5, total_tokens=15, model="cheap-model")
+                 + lf.Usage(input_tokens=1, output_tokens=2, total_tokens=3, model="dear-model"))
+        return lf.AgentOutput(response="完成", usage=usage)
+
+    async def solo(prompt: str) -> dict:
+        return {"response": "fertig", "usage": {"input_tokens": 7, "output_tokens": 3, "model": "cheap-model"}}
+
+    with start_server(team) as server:
+        mixed = lf.evaluate(ROWS[:1], A2AAgent(server.url), [], prices=OWN, **FAST)
+    with start_server(solo) as server:
+        single = lf.evaluate(ROWS[:1], A2AAgent(server.url), [], prices=OWN, **FAST)
+    assert mixed.runs[0].output.usage == (lf.Usage(input_tokens=10, output_tokens=5, total_tokens=15, model="cheap-model")
+                                          + lf.Usage(input_tokens=1, output_tokens=2, total_tokens=3, model="dear-model"))
+    assert mixed.metrics_table["cost_usd"].iloc[0] == pytest.approx((10 + 5 * 2 + 1 * 5 + 2 * 10) / 1e6)
+    assert single.runs[0].output.usage.model == "cheap-model"
+    assert single.metrics_table["cost_usd"].iloc[0] == pytest.approx((7 + 3 * 2) / 1e6)
+
+
+def test_adk_events_name_the_model_that_spent_the_tokens():
+    pytest.importorskip("vertexai")
+    from google.genai import types
+    from google.adk.models.llm_response import LlmResponse
+    from levelfield.adapters.agent_engine import AgentEngineAgent
+    from tests.test_agent_engine import adk_app
+
+    def answer(text: str, model: str, tokens: tuple[int, int]) -> LlmResponse:
+        return LlmResponse(
+            content=types.Content(role="model", parts=[types.Part(text=text)]), model_version=model,
+            usage_metadata=types.GenerateContentResponseUsageMetadata(
+                prompt_token_count=tokens[0], candidates_token_count=tokens[1], total_token_count=sum(tokens)))
+
+    app = adk_app([answer("Die Küche hat 21 Grad.", "gemini-2.5-flash", (100, 20))])
+    result = lf.evaluate(ROWS[2:3], AgentEngineAgent(app), [], **FAST)
+    usage = result.runs[0].output.usage
+    assert usage.model == "gemini-2.5-flash" and usage.input_tokens == 100
+    assert result.metrics_table["cost_usd"].iloc[0] == pytest.approx(library_price("gemini-2.5-flash", 100, 20))
+
+
+def test_a_function_agent_with_a_malformed_usage_is_a_failed_run_saying_so():
+    result = lf.evaluate(ROWS[:1], lambda p: {"response": "ok", "usage": {"input_tokens": "many"}}, [], **FAST)
+    assert result.runs[0].failure and "usage" in result.runs[0].error
+
+
+# -- the command line -------------------------------------------------------------------------------------
+
+
+def test_cli_max_cost_stops_and_resume_with_more_finishes(tmp_path, capsys, monkeypatch):
+    from levelfield.cli.main import main
+
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in budget_rows()), encoding="utf-8")
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps(OWN), encoding="utf-8")
+    module = tmp_path / "cost_agents.py"
+    module.write_text("def dear(prompt):\n    return {'response': 'ok', 'usage': {'input_tokens': 1000, "
+                      "'output_tokens': 500, 'model': 'dear-model'}}\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "out"
+    common = ["compare", str(data), "--agent", "d=cost_agents:dear", "-m", "exact_match", "-q", "--concurrency", "1",
+              "--prices", str(prices), "--out", str(out)]
+    code = main([*common, "--max-cost", "0.025"])
+    captured = capsys.readouterr()
+    assert code == 1 and "--max-cost 0.025 reached: 6 run(s) not started" in captured.err
+    assert "--resume --max-cost MORE" in captured.err
+    code = main([*common, "--resume", "--max-cost", "1"])
+    captured = capsys.readouterr()
+    assert code == 0 and "cost per run ($)" in captured.out
+    assert len(lf.Comparison.load(out).results["d"].runs) == 8
+
+
+def test_cli_bad_price_file_exits_2_naming_the_model(tmp_path, capsys):
+    from levelfield.cli.main import main
+
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"gpt-oss": {"input_per_mtok": "free", "output_per_mtok": 0}}), encoding="utf-8")
+    code = main(["compare", "samples/home_automation/dataset.jsonl", "--agent",
+                 "samples.home_automation.agents.function_agents:careful_agent", "-q", "--prices", str(prices)])
+    assert code == 2 and "'gpt-oss'" in capsys.readouterr().err
