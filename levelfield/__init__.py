@@ -23,6 +23,7 @@ from .core.errors import (
     RecordError,
     RegressionError,
     TraceError,
+    WriteError,
     TransientAgentError,
 )
 from .comparison import Comparison
@@ -86,4 +87,5 @@ __all__ = [
     "AgentSpecError",
     "RecordError",
     "TraceError",
+    "WriteError",
 ]

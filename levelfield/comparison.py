@@ -40,6 +40,7 @@ from .core.score.metrics.base import Metric
 from .core.results.record import RUNS_FILE, fingerprints_of, make_header, read_record, write_record
 from .core.results.result import (FAILED_AS_ZERO, FAILED_LEFT_OUT, EvalResult, parquet_available, record_status,
                                   results_from_record, run_costs, table_to_csv, table_to_parquet)
+from .core.results.writing import write_text
 from .core.data.prices import agent_usage, usage_cost
 from .core.data.types import AgentRun
 from .verdict import Verdict, verdict
@@ -125,6 +126,8 @@ class Comparison:
         self.complete = True
         self.baseline: Any = None
         """Set by ``compare(baseline=...)``: the ``levelfield.baseline.Baseline`` that joined as an agent."""
+        self.stopped_early: dict[str, Any] | None = None
+        """Set by ``compare(stop_early=...)``: where the sequential test stopped, and each pair's decision."""
         self.saved_baseline: str | None = None
         """When loaded from a folder: the agent that was the baseline of the run that saved it."""
         self.not_started: list[tuple[str, str, int]] = [k for r in self.results.values() for k in getattr(r, "not_started", ())]
@@ -442,6 +445,8 @@ class Comparison:
     def settings(self) -> dict[str, Any]:
         """The statistics settings of this comparison (saved in its run record)."""
         settings = self.stats.to_dict()
+        if self.stopped_early is not None:
+            settings["stopped_early"] = self.stopped_early
         if self.baseline is not None:
             settings["baseline"] = self.baseline.name
         return settings
@@ -498,8 +503,7 @@ class Comparison:
         """Write ``runs.jsonl`` (the run record), ``metrics_table.csv`` and ``summary.json``; with pyarrow
         installed, ``metrics_table.parquet`` and ``summary.parquet`` too. The HTML report is the report
         package's job: ``lf.report.write(cmp, path)``."""
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
+        out = Path(directory)  # each writer below makes the folder (or names why it cannot)
         paths = {
             "runs": out / RUNS_FILE,
             "metrics_table": out / "metrics_table.csv",
@@ -512,7 +516,7 @@ class Comparison:
         if parquet_available():
             paths["metrics_table_parquet"] = table_to_parquet(table, out / "metrics_table.parquet")
             paths["summary_parquet"] = self.to_parquet(out / "summary.parquet", table="summary")
-        paths["summary"].write_text(json.dumps(self.summary_dict(), indent=2, ensure_ascii=False), encoding="utf-8")
+        write_text(paths["summary"], json.dumps(self.summary_dict(), indent=2, ensure_ascii=False))
         return paths
 
     @classmethod
@@ -540,6 +544,7 @@ class Comparison:
         except ConfigError as exc:
             raise RecordError(f"{record.path}: bad settings in the header ({exc})") from None
         cmp.saved_baseline = settings.get("baseline")
+        cmp.stopped_early = settings.get("stopped_early")
         cmp.missing_runs = record.missing()
         cmp.complete = record.complete
         return cmp

@@ -28,7 +28,8 @@ from .comparison import Comparison
 from .core.data.config import RunConfig, RunOptions, run_config
 from .core.stats.config import STATS_OPTIONS, StatsConfig, stats_config
 from .core.errors import ConfigError, ConfigTypeError, LevelfieldError
-from .core.run.engine import run_and_score, score_saved
+from .core.run.engine import EarlyStop, run_and_score, score_saved
+from .core.stats.sequential import StopRule
 from .core.stats.judge_correction import check_label_cases, correct_judged, judged_binary_metrics, read_human_labels
 from .core.score.metrics.base import Metric
 from .core.score.metrics.registry import resolve_metrics
@@ -346,6 +347,23 @@ def _stats_from(stats: StatsConfig | None, options: dict[str, Any], where: str) 
     return stats_config(stats, **legacy)
 
 
+def _early_stop(stop_early: bool | str, settings: StatsConfig, dataset: Any, metrics: Sequence[Metric],
+                runnables: Sequence[AgentRunnable], cfg: RunConfig, executor: Any, simulator: Any,
+                baseline: Any) -> EarlyStop | None:
+    """The early-stopping rule of ``compare(stop_early=...)``, checked before any agent runs."""
+    if stop_early is False or stop_early is None:
+        return None
+    if not isinstance(stop_early, (bool, str)):
+        raise ConfigTypeError(f"stop_early={stop_early!r}: pass True (the first metric decides) or a metric name")
+    if baseline is not None:
+        raise ConfigError("stop_early does not combine with baseline=... yet: the baseline's runs are not re-run")
+    metric = metrics[0].name if stop_early is True else stop_early
+    rule = StopRule(metric, seed=settings.seed, alpha=settings.alpha, margin=settings.margin,
+                    failed_runs=settings.failed_runs, reducer=settings.reducer)
+    return EarlyStop(rule, dataset, metrics, [r.name for r in runnables], cfg, executor=executor,
+                     simulator=as_simulator(simulator))
+
+
 def _resolve_agents(agents: Any, config: RunConfig) -> list[Any]:
     if isinstance(agents, Mapping):
         items = list(agents.items())
@@ -374,14 +392,15 @@ async def acompare(
     stats: StatsConfig | None = None,
     baseline: Any = None,
     fail_if_worse: str | Sequence[str] | None = None,
+    stop_early: bool | str = False,
     simulator: Any = None,
     experiment: str | None = None,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Async twin of :func:`compare` (the same arguments, the same result)."""
     return await _short_errors_async(_compare(dataset, agents, metrics, config=config, stats=stats, baseline=baseline,
-                                              fail_if_worse=fail_if_worse, simulator=simulator, experiment=experiment,
-                                              options=dict(options)))
+                                              fail_if_worse=fail_if_worse, stop_early=stop_early, simulator=simulator,
+                                              experiment=experiment, options=dict(options)))
 
 
 def compare(
@@ -393,6 +412,7 @@ def compare(
     stats: StatsConfig | None = None,
     baseline: Any = None,
     fail_if_worse: str | Sequence[str] | None = None,
+    stop_early: bool | str = False,
     simulator: Any = None,
     experiment: str | None = None,
     **options: Unpack[RunOptions],
@@ -410,13 +430,18 @@ def compare(
     folder, an ``EvalResult`` or ``{"main": folder}``), paired by case id and trial.
     ``fail_if_worse=["metric", ...]`` raises ``RegressionError`` when an agent is significantly worse
     than the baseline (Holm-adjusted p < ``stats.alpha``, by more than ``stats.margin``).
+    ``stop_early=True`` (or a metric name; default the first metric) runs the cases in a random order
+    fixed by ``stats.seed`` and stops starting runs once every pair of agents is decided by an
+    always-valid sequential test at ``stats.alpha`` (significant; within ``stats.margin`` when one
+    is given; or no longer reachable); ``cmp.stopped_early`` says where and why, and a later
+    ``resume=True`` without it runs the remaining cases (see ``levelfield.core.stats.sequential``).
     ``simulator`` plays the conversation-scenario cases (every agent meets the same user).
     ``experiment="name"`` logs each agent's run to MLflow. ``out=`` writes the run record, tables,
     summary and ``report.html``.
     """
     return _short_errors(lambda: run_coroutine(acompare(
         dataset, agents, metrics, config=config, stats=stats, baseline=baseline, fail_if_worse=fail_if_worse,
-        simulator=simulator, experiment=experiment, **options)))
+        stop_early=stop_early, simulator=simulator, experiment=experiment, **options)))
 
 
 async def _compare(
@@ -428,6 +453,7 @@ async def _compare(
     stats: StatsConfig | None,
     baseline: Any,
     fail_if_worse: str | Sequence[str] | None,
+    stop_early: bool | str,
     simulator: Any,
     experiment: str | None,
     options: dict[str, Any],
@@ -441,16 +467,19 @@ async def _compare(
     runnables = _resolve_agents(agents, cfg)
     executor = _executor(cfg, simulator)
     _check_agent_concurrency(cfg, runnables)
+    early = _early_stop(stop_early, settings, ds, resolved, runnables, cfg, executor, simulator, baseline)
     joined = None
     if baseline is not None:
         # Loaded before any agent runs, so a bad baseline fails fast.
         joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials)
     results = await run_and_score(ds, runnables, resolved, cfg, kind="compare", settings=settings.to_dict(),
-                                  simulator=as_simulator(simulator), executor=executor)
+                                  simulator=as_simulator(simulator), executor=executor, stop_early=early)
     if joined is not None:
         results[joined.name] = joined.result
     cmp = Comparison(ds, results, resolved, trials=cfg.trials, config=cfg, stats=settings)
     cmp.baseline = joined
+    if early is not None:
+        cmp.stopped_early = early.report()
     if cfg.out_dir is not None:
         from . import report
 

@@ -84,13 +84,16 @@ def test_keyboard_interrupt_raised_by_a_sync_agent_in_its_thread_is_a_failed_run
     assert result.runs[2].error_type == "KeyboardInterrupt"
 
 
-def test_keyboard_interrupt_on_the_event_loop_still_stops_the_evaluation():
-    # On the loop's thread a KeyboardInterrupt may be the user's Ctrl-C: it must not be swallowed.
+def test_keyboard_interrupt_raised_by_an_async_agent_is_a_failed_run():
+    # No SIGINT arrived: the KeyboardInterrupt on the loop's thread is the agent's own, not Ctrl-C.
     async def agent(prompt):
-        raise KeyboardInterrupt
+        if prompt == "p1":
+            raise KeyboardInterrupt
+        return "ok"
 
-    with pytest.raises(KeyboardInterrupt):
-        lf.evaluate(CASES, agent, metrics=[], progress=False)
+    result = lf.evaluate(CASES, agent, metrics=[], progress=False)
+    assert [r.failure for r in result.runs] == [False, True, False, False]
+    assert result.runs[1].error_type == "KeyboardInterrupt"
 
 
 async def test_cancelling_the_evaluation_itself_still_cancels_it():

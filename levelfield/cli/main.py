@@ -199,7 +199,8 @@ def _add_case_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=_positive_int, metavar="N", help="only the first N cases of the dataset")
     p.add_argument("--sample", type=_positive_int, metavar="N",
                    help="N cases drawn at random (the same ones for the same --seed), kept in dataset order")
-    p.add_argument("--seed", type=int, metavar="S", help="with --sample: the random seed (default 0)")
+    p.add_argument("--seed", type=int, metavar="S",
+                   help="with --sample: the random seed (default 0); with --stop-early: the seed of the case order")
 
 
 def _some_cases(args: argparse.Namespace, dataset: Any) -> Any:
@@ -208,8 +209,8 @@ def _some_cases(args: argparse.Namespace, dataset: Any) -> Any:
     args.cases_note = ""
     if limit is not None and sample is not None:
         raise UsageError("--limit and --sample both pick cases: give one")
-    if seed is not None and sample is None:
-        raise UsageError("--seed goes with --sample N (the seed of the random draw)")
+    if seed is not None and sample is None and not getattr(args, "stop_early", False):
+        raise UsageError("--seed goes with --sample N (the seed of the random draw) or --stop-early (the case order)")
     total = len(dataset)
     if limit is not None:
         dataset = dataset.head(limit)
@@ -327,7 +328,13 @@ def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: lis
         warnings.simplefilter("ignore", AllRunsFailedWarning)  # the CLI prints its own failure summary
         return compare(dataset, {a.name: a for a in agents}, metrics, config=_run_config(args),
                        stats=_stats_config(args), baseline=getattr(args, "baseline", None),
+                       stop_early=getattr(args, "stop_early", False),
                        simulator=getattr(args, "user_simulator", None), experiment=getattr(args, "experiment", None))
+
+
+def _stop_early(value: str) -> bool | str:
+    """``--stop-early METRIC`` / ``--stop-early off``."""
+    return False if value.lower() in ("off", "no", "false") else value
 
 
 def _stats_config(args: argparse.Namespace) -> StatsConfig:
@@ -335,6 +342,8 @@ def _stats_config(args: argparse.Namespace) -> StatsConfig:
     from ..core.stats.config import StatsConfig
 
     given = {name: getattr(args, name) for name in ("failed_runs", "alpha", "margin") if getattr(args, name, None) is not None}
+    if getattr(args, "stop_early", False) and getattr(args, "seed", None) is not None:
+        given["seed"] = args.seed  # the random order of the cases
     return StatsConfig(**given)
 
 
@@ -777,6 +786,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(cmp)
     _add_case_options(cmp)
     _add_gate_options(cmp)
+    cmp.add_argument("--stop-early", nargs="?", const=True, default=False, type=_stop_early, metavar="METRIC|off",
+                     help="run the cases in a random order (--seed) and stop starting runs once every pair of agents "
+                          "is decided by an always-valid sequential test at --alpha, on METRIC (default: the first "
+                          "--metric); with --margin, pairs within the margin stop too. '--resume --stop-early off' "
+                          "runs the cases an early stop left")
     cmp.set_defaults(func=_compare)
 
     rep = sub.add_parser("report", help="re-render the HTML report of a saved run")

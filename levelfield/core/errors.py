@@ -12,6 +12,7 @@ was passed, ``TypeError``), so code written against the built-in exceptions keep
     │   └── TraceError                    a trace whose spans are incomplete or unreadable
     ├── MetricError (ValueError)          an unknown, duplicated or misconfigured metric
     ├── RecordError                       a saved run (runs.jsonl, summary.json) that cannot be read or resumed
+    │   └── WriteError (OSError)          a file of a run (journal, table, report) that cannot be written
     ├── MissingExtraError (ImportError)   an adapter's framework is not installed; names the extra
     ├── RegressionError                   compare(fail_if_worse=...): an agent is significantly worse than its baseline
     └── AdapterError                      recorded on a failed run, not raised to the caller
@@ -34,6 +35,7 @@ __all__ = [
     "DatasetError",
     "MetricError",
     "RecordError",
+    "WriteError",
     "AdapterError",
     "AgentOutputError",
     "TransientAgentError",
@@ -75,6 +77,34 @@ class MetricError(LevelfieldError, ValueError):
 
 class RecordError(LevelfieldError):
     """A saved run record cannot be read, or does not match what it is resumed or loaded with."""
+
+
+class WriteError(RecordError, OSError):
+    """A file of a run (the journal, a table, the summary, the report) could not be written: a full
+    disk, a read-only or missing folder. Names the path and the cause; ``errno`` is the cause's."""
+
+    def __init__(self, path: object, cause: OSError, what: str = "cannot write") -> None:
+        reason = cause.strerror or str(cause) or type(cause).__name__
+        advice = ("free some space or write to another disk" if cause.errno in _FULL
+                  else "choose a folder you can write to")
+        self.message = f"{path}: {what} ({reason}); {advice}"
+        super().__init__(self.message)
+        self.errno, self.strerror, self.filename = cause.errno, cause.strerror, str(path)
+
+    def __str__(self) -> str:  # OSError's own would print "[Errno 28] ..." without what was being written
+        return self.message
+
+    def __reduce__(self) -> tuple:  # picklable (a Ray worker's error) although __init__ takes the cause
+        return (_write_error, (self.message, self.errno, self.strerror, self.filename))
+
+
+_FULL = (28, 122)  # ENOSPC, EDQUOT (Linux): the disk or the user's quota is full
+
+
+def _write_error(message: str, errno: int | None, strerror: str | None, filename: str) -> WriteError:
+    error = WriteError(filename, OSError(errno, strerror))
+    error.message = message
+    return error
 
 
 class AdapterError(LevelfieldError):

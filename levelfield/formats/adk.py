@@ -27,9 +27,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
-from ..core.data.dataset import EvalCase, EvalDataset, Turn, parse_scenario
+from ..core.data.dataset import EvalCase, EvalDataset, Turn, parse_scenario, too_deep_message
 from ..core.errors import DatasetError
 from ..core.results.result import EvalResult
+from ..core.results.writing import write_text
 from ..core.data.types import AgentOutput, ToolCall
 from ..core.data.types import AgentRun
 
@@ -337,6 +338,8 @@ def _read_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path} line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise DatasetError(too_deep_message(str(path))) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{path}: cannot be read ({exc})") from None
 
@@ -461,6 +464,4 @@ def write_evalset(result: EvalResult, path: str | Path, *, eval_set_id: str | No
         name = path.name
         eval_set_id = name[: -len(EVALSET_SUFFIX)] if name.endswith(EVALSET_SUFFIX) else path.stem
     data = evalset_from_runs(list(result.dataset), result.runs, eval_set_id=eval_set_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
-    return path
+    return write_text(path, json.dumps(data, indent=2, default=str) + "\n")

@@ -17,7 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from ..core.score.batch import FIXED_COLUMNS, ScoredBatch, batches_of
+from ..core.data.dataset import too_deep_message
 from ..core.errors import DatasetError, MissingExtraError
+from ..core.results.result import CSV_OPTIONS, spreadsheet_safe
+from ..core.results.writing import writing
 
 __all__ = [
     "BatchSource",
@@ -82,6 +85,8 @@ class _JsonlBatch:
                     out.append(json.loads(line))
                 except ValueError as exc:
                     raise DatasetError(f"{self.path} line {n}: not valid JSON ({exc})") from None
+                except RecursionError:
+                    raise DatasetError(too_deep_message(f"{self.path} line {n}")) from None
             if lines is not None:
                 lines.append(n)
         self._lines = lines
@@ -127,14 +132,14 @@ class _CsvBatch:
     rows_: list[dict[str, Any]]
     path: str
     start: int
+    lines: list[int]
+    """The line each row starts on (a quoted cell may hold line breaks)."""
 
     def rows(self) -> list[Mapping[str, Any]]:
         return [{k: (None if v == "" else v) for k, v in r.items()} for r in self.rows_]
 
     def where(self, i: int) -> str:
-        # Header is line 1, so data row i sits on line i + 2 (cells without line breaks).
-        n = self.start + i + 1
-        return f"{os.path.basename(self.path)} row {n} (line {n + 1})"
+        return f"{os.path.basename(self.path)} row {self.start + i + 1} (line {self.lines[i]})"
 
 
 @dataclass
@@ -270,19 +275,20 @@ def _arrow_batches(path: Path, kind: str, batch_rows: int) -> tuple[Iterator[_Pa
 
 
 def _csv_batches(path: Path, batch_rows: int) -> Iterator[_CsvBatch]:
-    import pandas as pd
+    from .files import csv_rows
 
-    from .files import _csv_problem
-
+    rows: list[dict[str, Any]] = []
+    lines: list[int] = []
     start = 0
-    try:
-        for frame in pd.read_csv(path, dtype=str, keep_default_na=False, chunksize=batch_rows):
-            yield _CsvBatch(frame.to_dict("records"), str(path), start)
-            start += len(frame)
-    except pd.errors.EmptyDataError:
-        raise DatasetError(f"{path}: the file is empty; a CSV dataset needs a header line (prompt,reference,...)") from None
-    except pd.errors.ParserError as exc:
-        raise DatasetError(_csv_problem(path, str(exc))) from None
+    for row, _, line in csv_rows(path):
+        rows.append(row)
+        lines.append(line)
+        if len(rows) == batch_rows:
+            yield _CsvBatch(rows, str(path), start, lines)
+            start += len(rows)
+            rows, lines = [], []
+    if rows:
+        yield _CsvBatch(rows, str(path), start, lines)
 
 
 def batch_source(data: Any, *, batch_rows: int = BATCH_ROWS, source: str | None = None) -> BatchSource:
@@ -326,10 +332,16 @@ class TableWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._tmp = path.with_name(f".{path.name}.partial")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        with writing(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
         self._file: Any = None
 
     def write(self, batch: ScoredBatch) -> None:
+        """Append one scored batch; a full disk is a WriteError naming the table."""
+        with writing(self.path):
+            self._write(batch)
+
+    def _write(self, batch: ScoredBatch) -> None:
         raise NotImplementedError
 
     def _close(self) -> None:
@@ -337,10 +349,11 @@ class TableWriter:
             self._file.close()
 
     def close(self) -> Path:
-        self._close()
-        if not self._tmp.exists():  # no rows: an empty table file still says so
-            self._tmp.touch()
-        os.replace(self._tmp, self.path)
+        with writing(self.path):
+            self._close()
+            if not self._tmp.exists():  # no rows: an empty table file still says so
+                self._tmp.touch()
+            os.replace(self._tmp, self.path)
         return self.path
 
     def abort(self) -> None:
@@ -351,7 +364,7 @@ class TableWriter:
 
 
 class _ParquetWriter(TableWriter):
-    def write(self, batch: ScoredBatch) -> None:
+    def _write(self, batch: ScoredBatch) -> None:
         pa = _pyarrow("writing the metrics table as Parquet")
         import pyarrow.parquet as pq
 
@@ -371,7 +384,7 @@ class _ParquetWriter(TableWriter):
 
 
 class _JsonlWriter(TableWriter):
-    def write(self, batch: ScoredBatch) -> None:
+    def _write(self, batch: ScoredBatch) -> None:
         if self._file is None:
             self._file = self._tmp.open("wb")
         cols = batch.columns
@@ -382,13 +395,13 @@ class _JsonlWriter(TableWriter):
 
 
 class _CsvWriter(TableWriter):
-    def write(self, batch: ScoredBatch) -> None:
+    def _write(self, batch: ScoredBatch) -> None:
         import pandas as pd
 
         first = self._file is None
         if first:
             self._file = self._tmp.open("w", encoding="utf-8", newline="")
-        pd.DataFrame(batch.columns).to_csv(self._file, index=False, header=first)
+        spreadsheet_safe(pd.DataFrame(batch.columns)).to_csv(self._file, header=first, **CSV_OPTIONS)
 
 
 def _dumps():

@@ -7,18 +7,18 @@ the rows to the core data model, which knows nothing about files.
 
 from __future__ import annotations
 
+import csv
 import json
-import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.data.dataset import EvalDataset, dataset_from_located, dataset_from_rows
+from ..core.data.dataset import EvalDataset, dataset_from_located, dataset_from_rows, too_deep_message
 from ..core.errors import DatasetError
 from . import adk, databricks
 from .arrow import ARROW_SUFFIXES, is_arrow_table, read_arrow_rows, table_rows
 
-__all__ = ["load_dataset", "read_rows", "split_selection", "select_cases"]
+__all__ = ["load_dataset", "read_rows", "csv_rows", "split_selection", "select_cases"]
 
 
 def _rows_from_json(path: Path, data: Any) -> list[Any]:
@@ -53,21 +53,23 @@ def read_rows(path: Path) -> list[tuple[Any, str]]:
                             rows.append((json.loads(line), f"{name} line {n}"))
                         except json.JSONDecodeError as exc:
                             raise DatasetError(f"{path} line {n}: not valid JSON ({exc.msg})") from None
+                        except RecursionError:
+                            raise DatasetError(too_deep_message(f"{path} line {n}")) from None
             return rows
         if name.endswith(".json"):
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{path} line {exc.lineno}: not valid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise DatasetError(too_deep_message(str(path))) from None
             return [(r, f"{name} row {i + 1}") for i, r in enumerate(_rows_from_json(path, data))]
         if path.suffix in ARROW_SUFFIXES:
             return [(r, f"{name} row {i + 1}") for i, r in enumerate(read_arrow_rows(path))]
         if name.endswith(".csv"):
-            records = _csv_records(path)
-            # Header is line 1, so data row i sits on line i + 2.
             return [
-                ({k: (None if v == "" else v) for k, v in r.items()}, f"{name} row {i + 1} (line {i + 2})")
-                for i, r in enumerate(records)
+                ({k: (None if v == "" else v) for k, v in row.items()}, f"{name} row {number} (line {line})")
+                for row, number, line in csv_rows(path)
             ]
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{path}: cannot be read ({exc})") from None
@@ -76,32 +78,75 @@ def read_rows(path: Path) -> list[tuple[Any, str]]:
     )
 
 
-def _csv_records(path: Path) -> list[dict[str, Any]]:
-    import pandas as pd
+def csv_rows(path: Path) -> Iterator[tuple[dict[str, str], int, int]]:
+    """The rows of a CSV file as ``(row, row number, line number)``, parsed strictly.
 
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except pd.errors.EmptyDataError:
-        raise DatasetError(f"{path}: the file is empty; a CSV dataset needs a header line (prompt,reference,...)") from None
-    except pd.errors.ParserError as exc:
-        raise DatasetError(_csv_problem(path, str(exc))) from None
-    return frame.to_dict("records")
+    Python's ``csv`` in strict mode, so that a quote that is never closed where it should be is
+    an error naming the line it opens on, not rows silently merged into one cell. A header that
+    names a column twice, a row with more or fewer cells than the header: errors naming the file,
+    the row and the field. Empty cells are ``""``; blank lines are skipped.
+    """
+    _allow_long_cells()
+    with path.open(encoding="utf-8-sig", newline="") as f:
+        reader = csv.reader(f, strict=True)
+        header: list[str] | None = None
+        number = 0
+        while True:
+            start = reader.line_num + 1  # a record starts on the line after the last one read
+            try:
+                cells = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                raise DatasetError(_csv_problem(path, start, reader.line_num, exc)) from None
+            if not cells:
+                continue
+            if header is None:
+                header = _checked_header(path, cells, start)
+                continue
+            number += 1
+            if len(cells) != len(header):
+                raise DatasetError(_cell_count_problem(path, header, cells, number, start))
+            yield dict(zip(header, cells)), number, start
+        if header is None:
+            raise DatasetError(f"{path}: the file is empty; a CSV dataset needs a header line (prompt,reference,...)")
 
 
-def _csv_problem(path: Path, message: str) -> str:
-    """pandas' tokenizer message as one line naming the file and the line."""
-    cells = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", message)
-    if cells:
-        want, line, got = cells.groups()
-        return (
-            f"{path} line {line}: has {got} cells but the header has {want}; "
-            "put a cell holding commas in double quotes"
-        )
-    quote = re.search(r"EOF inside string starting at row (\d+)", message)
-    if quote:
-        # pandas counts rows from 0 with the header as row 0, so row n sits on line n + 1.
-        return f"{path} line {int(quote.group(1)) + 1}: a quoted cell is never closed; add the closing double quote"
-    return f"{path}: not a valid CSV file ({' '.join(message.split())})"
+def _allow_long_cells() -> None:
+    # csv refuses a cell over 128 KiB by default; a long agent answer is a legitimate cell.
+    limit = 2**31 - 1
+    if csv.field_size_limit() < limit:
+        csv.field_size_limit(limit)
+
+
+def _checked_header(path: Path, names: list[str], line: int) -> list[str]:
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in seen:
+            raise DatasetError(
+                f"{path} line {line}: column {name!r} appears twice in the header (columns {seen[name] + 1} and {i + 1}); "
+                "rename or remove one, so that no column is lost"
+            )
+        seen[name] = i
+    return names
+
+
+def _cell_count_problem(path: Path, header: list[str], cells: list[str], number: int, line: int) -> str:
+    if len(cells) > len(header):
+        return (f"{path} line {line}: has {len(cells)} cells but the header has {len(header)}; "
+                "put a cell holding commas in double quotes")
+    return (f"{path} row {number} (line {line}), field {header[len(cells)]!r}: missing; the row has {len(cells)} cells "
+            f"but the header has {len(header)}. Add the missing cells (an empty cell is nothing between two commas)")
+
+
+def _csv_problem(path: Path, start: int, end: int, error: csv.Error) -> str:
+    """Python's csv error as one line naming the file and the line where the bad record starts."""
+    message = str(error)
+    if "expected after" in message or "unexpected end of data" in message:
+        where = "" if end <= start else f" (it runs on to line {end})"
+        return (f"{path} line {start}: a quoted cell is never closed{where}; add the closing double quote, "
+                'or write a double quote inside a quoted cell as two ("")')
+    return f"{path} line {start}: not valid CSV ({message})"
 
 
 # --- selecting cases: file.json:case_1,case_2 -----------------------------------------------------

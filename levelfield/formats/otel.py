@@ -179,9 +179,10 @@ def spans_from_otlp(data: Mapping[str, Any]) -> Iterable[Span | TraceError]:
     A span that cannot be read is yielded as the :class:`TraceError` saying why, so the rest load.
     """
     index = 0
-    for resource in data.get("resourceSpans", data.get("resource_spans")) or []:
-        for scope in resource.get("scopeSpans", resource.get("scope_spans")) or []:
-            for raw in scope.get("spans") or []:
+    for r, resource in enumerate(_items(data, ("resourceSpans", "resource_spans"), "OTLP export")):
+        where = f"resourceSpans[{r}]"
+        for s, scope in enumerate(_items(resource, ("scopeSpans", "scope_spans"), where)):
+            for raw in _items(scope, ("spans",), f"{where}.scopeSpans[{s}]"):
                 try:
                     yield _span_from_json(raw, index)
                 except TraceError as exc:
@@ -192,6 +193,22 @@ def spans_from_otlp(data: Mapping[str, Any]) -> Iterable[Span | TraceError]:
                     err.trace_id = hex_id(raw.get("traceId"), 32) if isinstance(raw, Mapping) else None
                     yield err
                 index += 1
+
+
+def _items(data: Any, keys: Sequence[str], where: str) -> list[Any]:
+    """The list under the first of ``keys`` in an OTLP JSON object; a TraceError naming the field
+    when ``data`` is not an object or the field is not a list."""
+    if not isinstance(data, Mapping):
+        raise TraceError(f"{where}: expected an object, got {type(data).__name__} {str(data)[:40]!r}")
+    for key in keys:
+        if key in data:
+            value = data[key]
+            if value is None:
+                return []
+            if not isinstance(value, list):
+                raise TraceError(f"{where}, field '{key}': expected a list, got {type(value).__name__} {str(value)[:40]!r}")
+            return value
+    return []
 
 
 def _group(spans: Iterable[Span | TraceError]) -> list[dict[str, Any]]:

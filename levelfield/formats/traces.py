@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core.data.dataset import EvalDataset, dataset_from_rows
-from ..core.errors import DatasetError
+from ..core.data.dataset import EvalDataset, dataset_from_rows, too_deep_message
+from ..core.errors import DatasetError, LevelfieldError
 from . import langsmith, mlflow, otel
 from .spans import TraceError, failed_row, json_loads, parse_json
 
@@ -109,8 +109,9 @@ def _file_rows(path: Path) -> list[dict[str, Any]]:
         text = path.read_text(encoding="utf-8")
         try:
             data = json_loads(text)
-        except json.JSONDecodeError:
-            data = None  # not one document: JSON Lines
+        except (json.JSONDecodeError, RecursionError) as exc:
+            _check_lines(path, text, exc)  # not one document: JSON Lines, unless the first line is no JSON either
+            data = None
         if data is not None:
             return trace_rows(data if isinstance(data, list) else [data])
         del text
@@ -134,6 +135,26 @@ def _file_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _check_lines(path: Path, text: str, error: Exception) -> None:
+    """Raise a DatasetError naming the file when ``text`` is neither one JSON document nor JSON Lines:
+    its first line is no JSON document of its own (a pretty-printed export cut short, most often)."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        json_loads(first)
+        return
+    except (json.JSONDecodeError, RecursionError):
+        pass
+    if isinstance(error, RecursionError) or "recursion" in str(error).lower():
+        raise DatasetError(too_deep_message(str(path))) from None
+    detail = getattr(error, "msg", None) or str(error)
+    line = getattr(error, "lineno", None)
+    at = f" at line {line}" if line else ""
+    raise DatasetError(
+        f"{path}: not valid JSON ({detail}{at}); the file may be cut short. Expected one JSON document "
+        "(a trace, a list of traces, an OTLP export) or JSON Lines (one trace per line)"
+    ) from None
+
+
 class _Frame(list):
     """Rows already built from a DataFrame (``mlflow.search_traces`` output) by :func:`_frame_traces`."""
 
@@ -153,6 +174,19 @@ def _frame_traces(frame: Any, source: str) -> _Frame:
     return out
 
 
+def _rows(traces: Any, label: str) -> list[dict[str, Any]]:
+    if isinstance(traces, (str, Path)):
+        return _file_rows(Path(traces))
+    if hasattr(traces, "columns") and hasattr(traces, "to_dict"):
+        return list(_frame_traces(traces, label))
+    return trace_rows(traces)
+
+
+def _naming(label: str, message: str) -> str:
+    """``message`` led by the file or source it is about, unless it names it already."""
+    return message if message.startswith(label) or Path(label).name in message.split(":")[0] else f"{label}: {message}"
+
+
 def load_traces(traces: Any, *, source: str | None = None) -> EvalDataset:
     """Load traces as a dataset of saved answers, ready to score without running any agent.
 
@@ -161,17 +195,19 @@ def load_traces(traces: Any, *, source: str | None = None) -> EvalDataset:
     ``Trace`` objects, OpenTelemetry SDK spans (e.g. ``InMemorySpanExporter().get_finished_spans()``)
     or LangSmith run trees. One case per trace, its id the trace id.
     """
-    label = source
-    if isinstance(traces, (str, Path)):
-        path = Path(traces)
-        label = label or str(path)
-        rows = _file_rows(path)
-    elif hasattr(traces, "columns") and hasattr(traces, "to_dict"):
-        label = label or "traces"
-        rows = list(_frame_traces(traces, label))
-    else:
-        label = label or "traces"
-        rows = trace_rows(traces)
+    label = source or (str(traces) if isinstance(traces, (str, Path)) else "traces")
+    try:
+        rows = _rows(traces, label)
+    except DatasetError as exc:
+        named = _naming(label, str(exc))
+        if named == str(exc):
+            raise
+        raise type(exc)(named) from None
+    except LevelfieldError:
+        raise
+    except (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
+        # A shape no reader foresaw: still an error naming the source, never a bare traceback.
+        raise DatasetError(f"{label}: cannot be read as traces ({type(exc).__name__}: {exc})") from None
     if not rows:
         raise DatasetError(f"{label}: holds no traces")
     seen: dict[str, int] = {}

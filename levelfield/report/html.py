@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.data.jsonsafe import to_jsonable
+from ..core.results.writing import write_text
 from ..failure_summary import failure_groups
 from .changes import baseline_section
 from .glossary import describe_metric
 from ..core.results.result import FAILED_AS_ZERO, FAILED_LEFT_OUT
-from ..verdict import failure_rule, other_rule, verdict
+from ..verdict import early_stop_line, failure_rule, other_rule, verdict
 
 if TYPE_CHECKING:
     from ..comparison import AgentCase, Comparison
@@ -569,8 +570,11 @@ def _verdict_section(cmp: Comparison) -> str:
             f'<li>{_metric_link(v.metric)}: {lead} <span class="ci">({_fmt(v.mean)})</span>'
             + (f"; {'; '.join(detail)}" if detail else "") + ".</li>"
         )
+    stopped = early_stop_line(cmp)
+    stopped = (f'<p class="headline">{_esc(stopped)} <span class="ci">(an always-valid sequential test: stopping '
+               "when the answer is known keeps the error rate at the level stated)</span></p>") if stopped else ""
     return (
-        f'<section id="verdict"><h2>Verdict</h2><p class="headline">{_esc(found.headline)}</p>'
+        f'<section id="verdict"><h2>Verdict</h2>{stopped}<p class="headline">{_esc(found.headline)}</p>'
         + (f'<p class="cost">{_esc(found.cost)}</p>' if found.cost else "") +
         f'<ul class="verdict">{"".join(items)}</ul><p class="muted">Best = highest mean. Significant: too large a '
         f"difference, on the same cases, to be luck ({int(round(cmp.confidence * 100))}% level, adjusted for the "
@@ -656,8 +660,6 @@ def render_report(cmp: Comparison, *, title: str | None = None) -> str:
 
 
 def write_report(cmp: Comparison, path: str | Path, *, title: str | None = None) -> Path:
-    """Write the report to ``path`` (parent directories created) and return the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(cmp, title=title), encoding="utf-8")
-    return path
+    """Write the report to ``path`` (parent directories created) and return the path; written
+    atomically, so a full disk leaves the previous report whole rather than a cut-off one."""
+    return write_text(path, render_report(cmp, title=title))

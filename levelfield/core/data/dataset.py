@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import random
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -15,9 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_snake
 
 from ..errors import ConfigError, DatasetError
+from .jsonsafe import MAX_DEPTH, SURROGATE, clean_strings, has_lone_surrogates, too_deep
 from .types import Message, ToolCall
 
-__all__ = ["EvalCase", "EvalDataset", "Turn", "Scenario", "parse_scenario", "case_from_row", "dataset_from_rows", "dataset_from_located", "ALIASES"]
+__all__ = ["EvalCase", "EvalDataset", "Turn", "Scenario", "parse_scenario", "case_from_row", "dataset_from_rows", "dataset_from_located", "too_deep_message", "ALIASES"]
 
 # Canonical field -> accepted column names, first wins.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -99,7 +102,7 @@ def parse_scenario(value: Any, where: str, column: str, prompt: str | None = Non
         text = value.strip()
         if text.startswith("{"):
             try:
-                value = json.loads(text)
+                value = _loads(text)
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{where}, field '{column}': not valid JSON ({exc.msg})") from None
         else:
@@ -262,11 +265,30 @@ def _where(case: EvalCase, index: int, source: str) -> str:
     return case.location or f"{source} row {index + 1}"
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _check_id(case: EvalCase, index: int, source: str) -> None:
+    """Raise unless the case id is one line of text: ids name folders' rows, journal keys, report anchors."""
+    case_id = case.case_id
+    if case_id.strip() and _CONTROL.search(case_id) is None:
+        return
+    where = f"{_where(case, index, source)}, field '{case.columns.get('case_id', 'case_id')}'"
+    if not case_id.strip():
+        raise DatasetError(f"{where}: the case id is empty; give the row an id, or drop the id column to number the rows")
+    raise DatasetError(
+        f"{where}: the case id {case_id!r} holds a control character (a line break, tab...); "
+        "a case id must be one line of text"
+    )
+
+
 def _check_unique_ids(cases: Sequence[EvalCase], source: str) -> None:
-    """Raise if two cases share an id, naming each repeated id and where its rows are (one pass)."""
+    """Raise if a case id is empty or holds a control character, or if two cases share an id,
+    naming each repeated id and where its rows are (one pass)."""
     first: dict[str, int] = {}
     repeats: dict[str, list[int]] = {}
     for index, case in enumerate(cases):
+        _check_id(case, index, source)
         seen = first.setdefault(case.case_id, index)
         if seen != index:
             repeats.setdefault(case.case_id, [seen]).append(index)
@@ -297,7 +319,7 @@ def _parse_trajectory(value: Any, where: str, column: str) -> list[ToolCall] | N
         if not text:
             return None
         try:
-            value = json.loads(text)
+            value = _loads(text)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{where}, field '{column}': not valid JSON ({exc.msg}): {text[:80]!r}") from None
     if hasattr(value, "tolist") and not isinstance(value, (list, dict)):
@@ -331,7 +353,7 @@ def _parse_documents(value: Any, where: str, column: str) -> list[dict[str, Any]
         return None
     if isinstance(value, str):
         try:
-            value = json.loads(value) if value.strip() else None
+            value = _loads(value) if value.strip() else None
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{where}, field '{column}': not valid JSON ({exc.msg})") from None
         if value is None:
@@ -360,7 +382,7 @@ def _parse_request(value: Any, where: str, column: str) -> tuple[str | None, lis
         text = value.strip()
         if text.startswith("{") and text.endswith("}"):
             try:
-                parsed = json.loads(text)
+                parsed = _loads(text)
             except json.JSONDecodeError:
                 return value, []
             if isinstance(parsed, dict) and ("messages" in parsed or "query" in parsed):
@@ -408,17 +430,17 @@ def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
         raw_history = get("history")
         if isinstance(raw_history, str):
             try:
-                raw_history = json.loads(raw_history)
+                raw_history = _loads(raw_history)
             except json.JSONDecodeError:
                 raise DatasetError(f"{where}, field 'history': not valid JSON") from None
         try:
             history = history + [Message.model_validate(m) for m in raw_history]
         except (ValidationError, TypeError):
             raise DatasetError(f"{where}, field 'history': expected a list of {{role, content}} messages") from None
-    case_id = get("case_id")
+    case_id = _case_id(get("case_id"), index, where, used.get("case_id", "case_id"))
     state = _parse_state(get("state"), where, used.get("state", "state"))
     fields = {
-        "case_id": str(case_id) if not _is_missing(case_id) else str(index),
+        "case_id": case_id,
         "prompt": prompt,
         "history": history,
         "reference": _text(get("reference"), where, used.get("reference", "reference")),
@@ -462,13 +484,27 @@ def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
     return EvalCase(**fields)
 
 
+def _case_id(value: Any, index: int, where: str, column: str) -> str:
+    """A case id cell as text: text as is, a number as its digits, nothing as the row's index."""
+    if _is_missing(value):
+        return str(index)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return str(value)
+    raise DatasetError(
+        f"{where}, field '{column}': a case id must be text or a number, got {type(value).__name__} "
+        f"{str(value)[:80]!r}; give each row a short text id"
+    )
+
+
 def _parse_state(value: Any, where: str, column: str) -> dict[str, Any]:
     """A ``state`` cell: an object (or a JSON object string) of initial session state."""
     if _is_missing(value) or (isinstance(value, str) and not value.strip()):
         return {}
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = _loads(value)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{where}, field '{column}': not valid JSON ({exc.msg})") from None
     if not isinstance(value, dict):
@@ -483,7 +519,7 @@ def _parse_turns(value: Any, where: str) -> list[Turn]:
     optionally with a saved ``response`` and ``predicted_trajectory``."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = _loads(value)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{where}, field 'turns': not valid JSON ({exc.msg})") from None
     if not isinstance(value, list) or not value:
@@ -532,14 +568,68 @@ def dataset_from_rows(data: Any, *, source: str | None = None) -> EvalDataset:
     return dataset_from_located([(r, f"{label} row {i + 1}") for i, r in enumerate(rows)], label)
 
 
+def too_deep_message(where: str) -> str:
+    """The error for data nested deeper than levelfield reads (``where``: the file and line or row)."""
+    return (f"{where}: nested deeper than {MAX_DEPTH} levels, more than levelfield reads; "
+            "flatten that field or store it as text")
+
+
+def _loads(text: str) -> Any:
+    """A JSON cell parsed; :class:`_TooDeep` when it nests deeper than levelfield reads."""
+    value = json.loads(text)
+    if _may_be_deep(text) and too_deep(value):
+        raise _TooDeep
+    return value
+
+
+class _TooDeep(Exception):
+    """A cell or row nests deeper than ``MAX_DEPTH`` (turned into a DatasetError naming the row)."""
+
+
+def _may_be_deep(text: str) -> bool:
+    # Fewer brackets than the limit cannot nest that deep: the precise walk is for the rare rest.
+    return text.count("[") + text.count("{") >= MAX_DEPTH
+
+
+def _checked(row: Any) -> Any:
+    """``row`` ready to become a case: lone surrogates (``"\\ud800"`` escapes in a JSON file)
+    replaced by U+FFFD where the row enters, so journals and exports can write it; rows nested
+    deeper than the writers keep refused (:class:`_TooDeep`)."""
+    if isinstance(row, EvalCase):
+        if too_deep(row):
+            raise _TooDeep
+        if has_lone_surrogates(row):
+            return EvalCase.model_validate({**clean_strings(row.model_dump()), "columns": row.columns})
+        return row
+    try:
+        # One pass of the C encoder answers both questions for plain rows (the common case).
+        text = _ENCODER.encode(row)
+    except (TypeError, ValueError, RecursionError):
+        text = None
+    if text is None or _may_be_deep(text):
+        if too_deep(row):
+            raise _TooDeep
+        dirty = has_lone_surrogates(row)
+    else:
+        dirty = not text.isascii() and SURROGATE.search(text) is not None  # the encoder keeps them as they are
+    return clean_strings(row) if dirty else row
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=repr, check_circular=True)
+
+
 def dataset_from_located(located: Sequence[tuple[Any, str]], source: str) -> EvalDataset:
     """Cases from ``(row, location)`` pairs; a row may already be an EvalCase. Errors name the location."""
     columns: list[str] = []
     cases = []
     for i, (row, where) in enumerate(located):
-        if isinstance(row, dict):
-            columns.extend(k for k in row if k not in columns)
-        cases.append(row if isinstance(row, EvalCase) else case_from_row(row, i, where))
+        try:
+            row = _checked(row)
+            if isinstance(row, dict):
+                columns.extend(k for k in row if k not in columns)
+            cases.append(row if isinstance(row, EvalCase) else case_from_row(row, i, where))
+        except (_TooDeep, RecursionError):  # RecursionError: a JSON cell nested thousands of levels deep
+            raise DatasetError(too_deep_message(where)) from None
     if not cases:
         raise DatasetError(f"{source}: the dataset has no rows")
     return EvalDataset(cases, source=source, columns=columns)

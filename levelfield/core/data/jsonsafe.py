@@ -49,12 +49,13 @@ import enum
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["to_jsonable", "dumps", "model_json", "MAX_DEPTH"]
+__all__ = ["to_jsonable", "dumps", "model_json", "MAX_DEPTH", "clean_text", "clean_strings", "has_lone_surrogates", "too_deep", "SURROGATE"]
 
 MAX_DEPTH = 100
 """Containers nested deeper than this are written as a marker (JSON encoders recurse too)."""
@@ -252,6 +253,99 @@ def _repr(value: Any) -> str:
     except BaseException:  # noqa: BLE001
         return _marker("unrepresentable", value)
     return str.__str__(text) if isinstance(text, str) else _marker("unrepresentable", value)
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether dicts, lists, tuples or pydantic models in ``value`` nest deeper than ``limit``
+    (without recursing itself): data read from a file must fit what the writers keep."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            children: Any = item.values()
+        elif kind is list or kind is tuple:
+            children = item
+        elif hasattr(kind, "model_fields"):
+            children = item.__dict__.values()
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if type(child) in (dict, list, tuple) or hasattr(type(child), "model_fields"))
+    return False
+
+
+# -- text that UTF-8 cannot hold ---------------------------------------------------------------
+
+SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate (half of a UTF-16 pair) in a str: text UTF-8 cannot encode."""
+
+
+def clean_text(text: str) -> str:
+    """``text`` with every lone surrogate (``"\\ud800"``: half of a UTF-16 pair, as truncated model
+    output or ``json.loads`` of an escaped half pair leaves) replaced by U+FFFD; a high and low
+    half that stand together become the character they encode. Such text cannot be written as
+    UTF-8 (``UnicodeEncodeError``), so it is cleaned where it enters; other text is returned as is."""
+    if text.isascii() or SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def has_lone_surrogates(value: Any) -> bool:
+    """Whether a string anywhere in ``value`` (dict keys and values, lists, tuples, pydantic
+    models' fields) holds a lone surrogate; other objects are not looked into."""
+    # A loop over a stack rather than recursion: it runs on every run the runner records.
+    stack = [value]
+    seen: set[int] = set()
+    search = SURROGATE.search
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if not item.isascii() and search(item) is not None:
+                return True
+            continue
+        if kind is dict:
+            children: Any = item.values()
+            stack.extend(key for key in item if type(key) is str)
+        elif kind is list or kind is tuple:
+            children = item
+        elif hasattr(kind, "model_fields"):
+            children = item.__dict__.values()
+        elif isinstance(item, str):
+            stack.append(str.__str__(item))
+            continue
+        else:
+            continue
+        if id(item) in seen:  # a structure that contains itself
+            continue
+        seen.add(id(item))
+        stack.extend(child for child in children if child is not None and type(child) not in _SCALARS)
+    return False
+
+
+_SCALARS = (int, float, bool)
+
+
+def clean_strings(value: Any) -> Any:
+    """``value`` with :func:`clean_text` applied to every string in its dicts (keys too), lists and
+    tuples; anything else (numbers, objects, models) is kept as it is. Shares what needs no change."""
+    return _clean(value, 0)
+
+
+def _clean(value: Any, depth: int) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if depth >= MAX_DEPTH:
+        return value
+    if isinstance(value, dict):
+        return {_clean(k, depth + 1): _clean(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v, depth + 1) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_clean(v, depth + 1) for v in value)
+    return value
 
 
 def dumps(value: Any) -> str:

@@ -10,7 +10,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["ToolCall", "Usage", "chat_message_usage", "AgentOutput", "AgentRun", "Conversation", "Message", "content_text", "transcript_text"]
+from .jsonsafe import clean_strings, has_lone_surrogates
+
+__all__ = ["ToolCall", "Usage", "chat_message_usage", "AgentOutput", "AgentRun", "clean_run", "Conversation", "Message", "content_text", "transcript_text"]
 
 
 def content_text(content: Any) -> str:
@@ -230,6 +232,33 @@ class AgentRun(BaseModel):
     """Per-turn outputs of a multi-turn case (the last one is also ``output``)."""
     conversation: Conversation | None = None
     """The simulated user's side of a conversation-scenario run; None for scripted cases."""
+
+
+def _unknown(value: Any) -> None:
+    return None
+
+
+def clean_run(run: AgentRun) -> AgentRun:
+    """``run`` with its text made writable: lone surrogates (truncated model output) in answers,
+    tool calls, errors and turns replaced by U+FFFD (see ``jsonsafe.clean_text``), so saving,
+    journaling and every export can encode it. The run is returned as is when it needs no change;
+    otherwise each output's ``raw`` keeps what the agent gave (its own ``raw``, or the output as
+    it was when it had none)."""
+    try:
+        # Fast path (pydantic's serializer, ~4x quicker than walking the run in Python): it
+        # encodes every string as UTF-8, so it fails on a lone surrogate. Unknown objects pass.
+        run.model_dump_json(fallback=_unknown)
+        return run
+    except Exception:  # noqa: BLE001 - a surrogate, or something else odd: look closely
+        pass
+    if not has_lone_surrogates(run):
+        return run
+    cleaned = AgentRun.model_validate(clean_strings(run.model_dump(mode="python")))
+    pairs = [(run.output, cleaned.output), (run.partial_output, cleaned.partial_output), *zip(run.turns, cleaned.turns)]
+    for original, copy in pairs:
+        if original is not None and copy is not None:
+            copy.raw = original.raw if original.raw is not None else original
+    return cleaned
 
 
 def transcript_text(user_turns: Sequence[str], agent_turns: Sequence[AgentOutput]) -> str:

@@ -22,6 +22,7 @@ process killed mid-write) is ignored; any other unreadable line is an error nami
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as _dt
 import hashlib
 import inspect
@@ -36,10 +37,11 @@ from typing import IO, Any, ClassVar
 from pydantic import ValidationError
 
 from ..data.dataset import EvalCase
-from ..errors import MetricError, RecordError
+from ..errors import MetricError, RecordError, WriteError
 from ..data.jsonsafe import dumps, model_json, to_jsonable
 from ..score.metrics.base import Metric, Score, ScoringContext
 from ..data.types import AgentRun, Usage
+from .writing import replacing, writing
 
 __all__ = [
     "FORMAT",
@@ -334,7 +336,10 @@ def _version() -> str:
 
 class Journal:
     """Appends each finished run to ``runs.jsonl`` and flushes it, so a killed process loses only
-    the runs in flight. Open it with :meth:`create` (a new record) or :meth:`reopen` (resume)."""
+    the runs in flight. Open it with :meth:`create` (a new record) or :meth:`reopen` (resume).
+
+    A line that cannot be written (a full disk) fails the runs waiting for it with a
+    :class:`WriteError` naming the file and the cause; it never leaves them waiting."""
 
     def __init__(self, path: Path, handle: IO[str], fingerprints: Mapping[str, str]) -> None:
         self.path = path
@@ -342,25 +347,33 @@ class Journal:
         self._fingerprints = dict(fingerprints)
         self._pending: list[str] = []
         self._flushed: asyncio.Future[None] | None = None
+        self._failed: RecordError | None = None
         self.written = 0
 
     @classmethod
     def create(cls, path: Path, header: Mapping[str, Any], cases: Sequence[EvalCase], fingerprints: Mapping[str, str]) -> "Journal":
         """Start a new record at ``path``: header and cases now, runs as they finish."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = path.open("w", encoding="utf-8")
-        handle.write(dumps(dict(header)) + "\n")
-        for case in cases:
-            handle.write(_case_line(case, fingerprints[case.case_id]) + "\n")
-        handle.flush()
+        with writing(path, "cannot write the journal"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle = path.open("w", encoding="utf-8")
+            try:
+                handle.write(dumps(dict(header)) + "\n")
+                for case in cases:
+                    handle.write(_case_line(case, fingerprints[case.case_id]) + "\n")
+                handle.flush()
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    handle.close()
+                raise
         return cls(path, handle, fingerprints)
 
     @classmethod
     def reopen(cls, record: Record) -> "Journal":
-        """Append to an existing record (resume). A cut-off last line is dropped first."""
-        if record.truncated:
-            _drop_last_partial_line(record.path)
-        return cls(record.path, record.path.open("a", encoding="utf-8"), record.fingerprints)
+        """Append to an existing record (resume), after repairing its end: a torn last line (a
+        process killed mid-write) is cut off, a last line without its newline gets one."""
+        with writing(record.path, "cannot repair the journal"):
+            _repair_end(record.path)
+            return cls(record.path, record.path.open("a", encoding="utf-8"), record.fingerprints)
 
     def write(self, run: AgentRun, scores: Mapping[str, Score] | None = None) -> "asyncio.Future[None] | None":
         """Append one finished run (and its scores so far).
@@ -385,24 +398,39 @@ class Journal:
         return self._flushed
 
     def flush(self) -> None:
-        """Write and flush every pending line."""
+        """Write and flush every pending line. A failure is raised here, or (inside the event
+        loop) set on the future the waiting runs hold, so that none of them waits forever."""
         flushed, self._flushed = self._flushed, None
         try:
+            if self._failed is not None:
+                raise self._failed
             if self._pending and not self._f.closed:
                 lines, self._pending = self._pending, []
                 self._f.write("\n".join(lines) + "\n")
                 self._f.flush()
-        except OSError as exc:  # a full disk: the runs waiting on this write fail loudly, not silently
-            if flushed is not None and not flushed.done():
-                flushed.set_exception(RecordError(f"{self.path}: cannot write the journal ({exc})"))
-            raise
+        except Exception as exc:  # a full disk, or a line that cannot be encoded: loud, never a hang
+            self._failed = self._failed or _journal_error(self.path, exc)
+            if flushed is None:
+                raise self._failed from exc
+            if not flushed.done():
+                flushed.set_exception(self._failed)
+            return
         if flushed is not None and not flushed.done():
             flushed.set_result(None)
 
     def close(self) -> None:
-        if not self._f.closed:
-            self.flush()
-            self._f.close()
+        """Write what is pending and close the file; after a failed write, just close it."""
+        if self._f.closed:
+            return
+        try:
+            if self._failed is None:
+                self.flush()
+        finally:
+            try:
+                self._f.close()
+            except OSError as exc:  # the last buffered bytes did not fit either
+                if self._failed is None:
+                    raise _journal_error(self.path, exc) from exc
 
     def __enter__(self) -> "Journal":
         return self
@@ -411,11 +439,49 @@ class Journal:
         self.close()
 
 
-def _drop_last_partial_line(path: Path) -> None:
-    data = path.read_bytes()
-    cut = data.rfind(b"\n") + 1
+def _journal_error(path: Path, exc: Exception) -> RecordError:
+    if isinstance(exc, RecordError):
+        return exc
+    if isinstance(exc, OSError):
+        return WriteError(path, exc, "cannot write the journal")
+    return RecordError(f"{path}: cannot write the journal ({type(exc).__name__}: {exc})")
+
+
+def _repair_end(path: Path) -> None:
+    """Make ``path`` end with a whole line: cut a torn last line off (it can be no complete
+    record: every line ends with its newline when written whole), or add a newline after a
+    complete last line that lacks one. A later append then starts a line of its own."""
     with path.open("r+b") as f:
-        f.truncate(cut)
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return
+        # Read back from the end to the last newline: the unfinished line.
+        start = size
+        while start > 0:
+            step = min(65536, start)
+            f.seek(start - step)
+            chunk = f.read(step)
+            cut = chunk.rfind(b"\n")
+            if cut >= 0:
+                start = start - step + cut + 1
+                break
+            start -= step
+        f.seek(start)
+        if _parse_line(f.read()) is None:
+            f.truncate(start)
+        else:
+            f.write(b"\n")
+
+
+def _parse_line(data: bytes) -> Any:
+    """One journal line as JSON, or None when it is torn (cut inside a character or the JSON)."""
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
 
 
 def write_record(
@@ -427,19 +493,12 @@ def write_record(
 ) -> Path:
     """Write a whole record at once (atomically: a temporary file renamed over ``path``)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as f:
-            f.write(dumps(dict(header)) + "\n")
-            for case in cases:
-                f.write(_case_line(case, fingerprints[case.case_id]) + "\n")
-            for run, scores in runs:
-                f.write(_run_line(run, scores, fingerprints.get(run.case_id)) + "\n")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with replacing(path) as tmp, tmp.open("w", encoding="utf-8") as f:
+        f.write(dumps(dict(header)) + "\n")
+        for case in cases:
+            f.write(_case_line(case, fingerprints[case.case_id]) + "\n")
+        for run, scores in runs:
+            f.write(_run_line(run, scores, fingerprints.get(run.case_id)) + "\n")
     return path
 
 
@@ -485,18 +544,22 @@ def read_record(location: str | Path) -> Record:
     fingerprints: dict[str, str] = {}
     runs: dict[RunKey, tuple[AgentRun, dict[str, Score] | None]] = {}
     truncated = False
-    with path.open(encoding="utf-8") as f:
-        lines = f.readlines()
+    try:
+        lines = path.read_bytes().split(b"\n")  # bytes: a line cut inside a character is still a line
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    last = len(lines)  # the text after the last newline ("" when the file ends with one)
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if n == len(lines) and not line.endswith("\n"):
+            data = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            if n == last:
                 truncated = True  # killed mid-write: the run in that line is simply not there
                 break
-            raise RecordError(f"{path} line {n}: not valid JSON ({exc.msg})") from None
+            what = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"not valid JSON ({exc.msg})"
+            raise RecordError(f"{path} line {n}: {what}") from None
         where = f"{path} line {n}"
         if not isinstance(data, dict):
             raise RecordError(f"{where}: expected a JSON object")
@@ -532,6 +595,11 @@ def read_record(location: str | Path) -> Record:
         except (KeyError, TypeError, ValueError, ValidationError) as exc:
             text = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
             raise RecordError(f"{where}: cannot read this {kind or 'line'} ({text})") from None
+    if header is None and truncated:
+        raise RecordError(
+            f"{path}: cut off inside its header line (the process was killed or the disk was full as the journal "
+            "was created); no run was recorded. Start again with overwrite=True (--overwrite)"
+        )
     if header is None:
         raise RecordError(f"{path}: empty; no run was recorded")
     return Record(path, header, cases, fingerprints, runs, truncated)
@@ -540,6 +608,14 @@ def read_record(location: str | Path) -> Record:
 def check_resumable(record: Record, *, fingerprints: Mapping[str, str], agents: Sequence[str], trials: int) -> None:
     """Raise a RecordError naming what differs when ``record`` cannot be resumed with these inputs."""
     where = f"the journal {record.path}"
+    planned = (record.header.get("dataset") or {}).get("cases")
+    if isinstance(planned, int) and len(record.cases) < planned and not record.runs:
+        # Runs are appended after every case line: the journal was cut off as it was created.
+        raise RecordError(
+            f"cannot resume {where}: it was cut off while it was being created ({len(record.cases)} of its {planned} "
+            "case lines were written: the disk was full or the process was killed); no run was recorded. "
+            "Start again with overwrite=True (--overwrite)"
+        )
     problems = []
     # A baseline joined the saved comparison from an earlier folder: its runs were loaded, not run here.
     baseline = (record.header.get("settings") or {}).get("baseline")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,9 @@ from ..data.prices import Cost, PriceTable, agent_usage, cost_note, total_cost, 
 from ..score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT, Metric, Score, score_columns
 from .record import RUNS_FILE, Record, fingerprints_of, make_header, metrics_from_specs, read_record, write_record
 from ..data.types import AgentRun
+from .writing import replacing, write_text
 
-__all__ = ["EvalResult", "summarize", "FAILED_AS_ZERO", "FAILED_LEFT_OUT", "run_costs", "record_status", "BUDGET_EXHAUSTED", "judge_costs", "results_from_record", "table_to_csv", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "ColumnarResult", "read_table"]
+__all__ = ["EvalResult", "summarize", "FAILED_AS_ZERO", "FAILED_LEFT_OUT", "run_costs", "record_status", "BUDGET_EXHAUSTED", "judge_costs", "results_from_record", "table_to_csv", "spreadsheet_safe", "CSV_OPTIONS", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "ColumnarResult", "read_table"]
 
 _CASE_FIELDS = ("prompt", "reference", "reference_trajectory")
 
@@ -379,8 +381,7 @@ class EvalResult:
     def to_jsonl(self, path: str | Path) -> Path:
         """Write every run (output, trajectory, latency, failure, scores), one JSON object a line."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", encoding="utf-8") as f:
+        with replacing(path) as tmp, tmp.open("w", encoding="utf-8") as f:
             for record in self._records():
                 f.write(json.dumps(record, ensure_ascii=False) + "\n")
         return path
@@ -388,7 +389,6 @@ class EvalResult:
     def to_csv(self, path: str | Path) -> Path:
         """Write the metrics table; trajectory cells as JSON so ``load_dataset`` reads them back."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         table_to_csv(self.metrics_table, path)
         return path
 
@@ -404,18 +404,45 @@ SAVED_AGENT = "saved predictions"
 
 
 def table_to_csv(table: pd.DataFrame, path: Path) -> None:
-    """Write a results table as CSV, list and dict cells as JSON (so ``load_dataset`` reads them back)."""
-    table = table.copy()
-    for col in table.columns:
-        if table[col].map(lambda v: isinstance(v, (list, dict))).any():
-            table[col] = table[col].map(lambda v: dumps(v) if isinstance(v, (list, dict)) else v)
-    table.to_csv(path, index=False)
+    """Write a results table as CSV, list and dict cells as JSON (so ``load_dataset`` reads them back),
+    text cells made safe for spreadsheets (see :func:`spreadsheet_safe`)."""
+    with replacing(path) as tmp:
+        spreadsheet_safe(table).to_csv(tmp, **CSV_OPTIONS)
+
+
+CSV_OPTIONS: dict[str, Any] = {"index": False, "lineterminator": "\r\n"}
+"""How results are written as CSV: RFC 4180's CRLF line ends, so that a cell holding a bare
+carriage return is quoted (Python's writer quotes only line-terminator characters) and cannot
+split its row."""
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def spreadsheet_cell(value: Any) -> Any:
+    """A text cell a spreadsheet will not run: one starting with ``= + - @``, a tab or a carriage
+    return (OWASP's CSV injection list) gets a leading ``'``, unless it is a plain number
+    (``-0.5``). Other values are returned as they are."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def spreadsheet_safe(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` as CSV should hold it: list and dict cells as JSON text, text cells (and column
+    names) through :func:`spreadsheet_cell`; numeric columns untouched. Parquet and JSON Lines
+    keep the raw values."""
+    table = table.rename(columns=lambda name: spreadsheet_cell(name) if isinstance(name, str) else name)
+    text = [pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype) for dtype in table.dtypes]
+    for col in table.columns[text]:
+        table[col] = table[col].map(lambda v: spreadsheet_cell(dumps(v) if isinstance(v, (list, dict)) else v))
+    return table
 
 
 def write_summary(path: Path, summary: Mapping[str, Any]) -> Path:
     """``summary.json``: a result's summary as JSON (NaN as null)."""
-    path.write_text(json.dumps(to_jsonable(dict(summary)), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path
+    return write_text(path, json.dumps(to_jsonable(dict(summary)), indent=2, ensure_ascii=False) + "\n")
 
 
 def parquet_available() -> bool:
@@ -438,9 +465,9 @@ def table_to_parquet(table: pd.DataFrame, path: str | Path) -> Path:
     except ImportError:
         raise MissingExtraError("parquet", "pyarrow", "writing Parquet") from None
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     arrays = [_arrow_column(pa, table[name].tolist()) for name in table.columns]
-    pq.write_table(pa.Table.from_arrays(arrays, names=[str(name) for name in table.columns]), path)
+    with replacing(path) as tmp:
+        pq.write_table(pa.Table.from_arrays(arrays, names=[str(name) for name in table.columns]), tmp)
     return path
 
 
@@ -567,8 +594,7 @@ class ColumnarResult(EvalResult):
 
     def save(self, directory: str | Path) -> dict[str, Path]:
         """Write ``metrics_table.parquet`` (``.csv`` without pyarrow) and ``summary.json`` into ``directory``."""
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
+        out = Path(directory)  # each writer below makes the folder (or names why it cannot)
         if parquet_available():
             table = self.to_parquet(out / "metrics_table.parquet")
         else:

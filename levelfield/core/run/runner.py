@@ -33,20 +33,18 @@ from ..errors import AgentOutputError
 from ..data.budget import Budget
 from ..data.prices import run_spend
 from .failures import attribute, describe_error, is_transient
+from .interrupts import user_interrupted, watching as watching_interrupts
 from .isolation import ProcessIsolation
 from .notices import BudgetWarning, warn_user
+from .watchdog import BlockingAgentWarning, LoopBlocked, LoopWatchdog
 from ..data.protocol import AgentRequest, AgentRunnable
 from ..data.types import AgentOutput, Message
-from ..data.types import AgentRun
+from ..data.types import AgentRun, clean_run
 
 __all__ = ["run_agents", "interleaved_plan", "BlockingAgentWarning", "Executor", "OnRun", "PlayScenario"]
 
 T = TypeVar("T")
 _timeout_scope = getattr(asyncio, "timeout", None)  # Python 3.11+
-
-
-class BlockingAgentWarning(RuntimeWarning):
-    """An async agent held the event loop: no other run progressed, and its timeout could not stop it."""
 
 
 class _Progress:
@@ -76,11 +74,15 @@ class _Progress:
 # Agents already named in a BlockingAgentWarning during this evaluation (set by run_agents).
 _warned_blocking: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("levelfield_warned_blocking", default=None)
 _BLOCKING_SECONDS = 1.0  # a step longer than this (or than the timeout) is named in a warning
+# The watchdog of the current evaluation's event loop (set by run_agents).
+_loop_watchdog: contextvars.ContextVar[LoopWatchdog | None] = contextvars.ContextVar("levelfield_loop_watchdog", default=None)
 
 
 class _Watched:
     """Awaits an agent's coroutine step by step, timing each step: a step that blocks the event
-    loop for long cannot be preempted by any timeout, so the agent is named in a warning."""
+    loop for long cannot be preempted by any timeout, so the agent is named in a warning. While a
+    step runs, the evaluation's watchdog (``levelfield.core.run.watchdog``) watches it: a step
+    still running past the run's timeout is ended from outside and becomes a TimeoutError."""
 
     __slots__ = ("_awaitable", "_agent", "_case", "_timeout")
 
@@ -93,18 +95,26 @@ class _Watched:
     def __await__(self) -> Generator[Any, Any, Any]:
         steps = self._awaitable.__await__()
         clock = time.perf_counter
+        watchdog = _loop_watchdog.get()
         longest = 0.0
         value: Any = None
         error: BaseException | None = None
         try:
             while True:
                 start = clock()
+                step = None if watchdog is None else watchdog.begin(self._agent, self._case, self._timeout)
                 try:
-                    signal = steps.send(value) if error is None else steps.throw(error)
+                    try:
+                        signal = steps.send(value) if error is None else steps.throw(error)
+                    finally:
+                        longest = max(longest, clock() - start)
+                        if step is not None:
+                            watchdog.end(step)  # type: ignore[union-attr]
                 except StopIteration as stop:
                     return stop.value
-                finally:
-                    longest = max(longest, clock() - start)
+                except LoopBlocked:
+                    _close(steps)
+                    raise TimeoutError from None
                 value, error = None, None
                 try:
                     value = yield signal
@@ -128,6 +138,14 @@ class _Watched:
             BlockingAgentWarning,
             stacklevel=2,
         )
+
+
+def _close(steps: Any) -> None:
+    """Close an agent's coroutine that was ended from outside; whatever it raises is its own."""
+    try:
+        steps.close()
+    except BaseException:  # noqa: BLE001 - the run is already over (timed out)
+        pass
 
 
 async def _guarded(awaitable: Awaitable[T]) -> tuple[bool, Any]:
@@ -269,8 +287,10 @@ async def _run_turn(
             if _cancelled_from_outside():
                 raise
             error: BaseException = exc
-        except KeyboardInterrupt:
-            raise  # the user's Ctrl-C on this thread: stop the evaluation
+        except KeyboardInterrupt as exc:
+            if user_interrupted():
+                raise  # the user's Ctrl-C on this thread: stop the evaluation
+            error = exc  # raised by the agent's code: one failed run
         except BaseException as exc:  # noqa: BLE001 - every other failure is recorded, never raised
             error = exc
         latency = time.perf_counter() - start
@@ -438,6 +458,7 @@ async def run_agents(
     run_scenario: PlayScenario | None = None,
     only: Collection[tuple[str, str, int]] | None = None,
     slots: asyncio.Semaphore | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> dict[str, list[AgentRun]]:
     """Every agent on every case and trial; runs per agent in dataset order, then trial order.
 
@@ -454,6 +475,8 @@ async def run_agents(
     ``only`` (agent name, case id, trial) keys: run just these, and return just their runs (one
     batch of a remote executor's worker). ``slots``: the bound on runs in flight, shared with other
     calls (a worker running several batches at once); by default one of ``config.concurrency``.
+    ``stop()``: asked before each run starts; once it says True no run starts (those in flight
+    finish), and the runs never started are left out of what is returned.
     """
     dataset.require_prompts()
     done = done or {}
@@ -484,6 +507,7 @@ async def run_agents(
         else:
             async with isolation.lease():  # one worker for all the turns of a case
                 run = await play(agent, case, trial, config, run_id)
+        run = clean_run(run)  # the one place runs enter: text every writer can encode from here on
         if budget is not None:
             budget.settle(run.agent_name, run_spend(run, budget.prices))
         if on_run is not None:
@@ -498,6 +522,8 @@ async def run_agents(
         # One of ``concurrency`` slots: runs jobs one after another until none is left. A fixed set
         # of slots costs far less per run than a task per job queued on a semaphore.
         while True:
+            if stop is not None and stop():
+                return
             taken = queue.take()
             if taken is None:
                 return
@@ -520,24 +546,29 @@ async def run_agents(
     warned = _warned_blocking.set(set())
     deadline_queues: dict[float, _Deadlines] = {}
     deadlines_token = _deadline_queues.set(deadline_queues)
+    watchdog = LoopWatchdog(_warned_blocking.get() or set())
+    watch_token = _loop_watchdog.set(watchdog)
     # Objects that exist before the runs start outlive them: keep the garbage collector from
     # re-scanning that whole heap mid-run (a full collection holds the GIL for tens of ms,
     # stalling every run in flight). They return to the collector when the runs end.
     gc.freeze()
-    slot_tasks = [asyncio.ensure_future(slot()) for _ in range(min(config.concurrency, len(jobs)))]
-    try:
-        await asyncio.gather(*slot_tasks)
-    finally:
-        for task in slot_tasks:
-            task.cancel()  # a slot that failed (e.g. on_run raised) stops the others too
-        gc.unfreeze()
-        _warned_blocking.reset(warned)
-        _deadline_queues.reset(deadlines_token)
-        for deadlines in deadline_queues.values():
-            deadlines.close()
-        progress.close()
-        if isolation is not None:
-            await isolation.aclose()
+    with watching_interrupts():
+        slot_tasks = [asyncio.ensure_future(slot()) for _ in range(min(config.concurrency, len(jobs)))]
+        try:
+            await asyncio.gather(*slot_tasks)
+        finally:
+            for task in slot_tasks:
+                task.cancel()  # a slot that failed (e.g. on_run raised) stops the others too
+            gc.unfreeze()
+            watchdog.stop()
+            _loop_watchdog.reset(watch_token)
+            _warned_blocking.reset(warned)
+            _deadline_queues.reset(deadlines_token)
+            for deadlines in deadline_queues.values():
+                deadlines.close()
+            progress.close()
+            if isolation is not None:
+                await isolation.aclose()
     if budget is not None:
         _warn_unpriced(budget)
     out: dict[str, list[AgentRun]] = {a.name: [] for a in agents}
@@ -545,7 +576,7 @@ async def run_agents(
     for agent, case, trial in plan:
         kept = done.get((agent.name, case.case_id, trial))
         run = kept if kept is not None else next(runs)
-        if run is not None:  # None: not started, the budget was spent
+        if run is not None:  # None: never started (a budget reached, or stopped early)
             out[agent.name].append(run)
     return out
 

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from ..errors import ContainedBaseException
 from .failures import message_of
+from .interrupts import user_interrupted
 
 __all__ = ["run_sync", "run_coroutine", "ContainedBaseException", "contained"]
 
@@ -210,6 +211,10 @@ async def _contain_exit(coro: Any) -> Any:
     try:
         return await coro
     except SystemExit as exc:
+        raise ContainedBaseException(exc, message_of(exc)) from exc
+    except KeyboardInterrupt as exc:
+        if user_interrupted():
+            raise  # the user's Ctrl-C: it stops the evaluation
         raise ContainedBaseException(exc, message_of(exc)) from exc
 
 
