@@ -132,11 +132,12 @@ async def aevaluate(
     human_labels: Any = None,
     simulator: Any = None,
     experiment: str | None = None,
+    judge: Any = None,
     **options: Unpack[RunOptions],
 ) -> EvalResult:
     """Async twin of :func:`evaluate` (the same arguments, the same result)."""
     return await _short_errors_async(_evaluate(dataset, agent, metrics, name=name, config=config, human_labels=human_labels,
-                                               simulator=simulator, experiment=experiment, options=dict(options)))
+                                               simulator=simulator, experiment=experiment, judge=judge, options=dict(options)))
 
 
 def evaluate(
@@ -149,6 +150,7 @@ def evaluate(
     human_labels: Any = None,
     simulator: Any = None,
     experiment: str | None = None,
+    judge: Any = None,
     **options: Unpack[RunOptions],
 ) -> EvalResult:
     """Run ``agent`` on every case of ``dataset`` and score it; without an agent, score saved predictions.
@@ -176,10 +178,12 @@ def evaluate(
     A failed run never stops the evaluation (a warning says so when every run failed); bad input
     (dataset, metric, agent spec, option) raises a ``LevelfieldError`` from here, before any agent
     runs. ``experiment="name"`` logs the result to MLflow tracking (see :mod:`levelfield.experiment`).
+    ``judge`` (a chat model, ``"provider:model"``, a function or an agent) builds the metric names
+    that need one, e.g. ``metrics=["final_response_match_v2", "safety_v1"]``.
     """
     return _short_errors(lambda: run_coroutine(aevaluate(
         dataset, agent, metrics, name=name, config=config, human_labels=human_labels, simulator=simulator,
-        experiment=experiment, **options)))
+        experiment=experiment, judge=judge, **options)))
 
 
 async def _evaluate(
@@ -192,12 +196,13 @@ async def _evaluate(
     human_labels: Any,
     simulator: Any,
     experiment: str | None,
+    judge: Any = None,
     options: dict[str, Any],
 ) -> EvalResult:
     """The one implementation of ``evaluate`` and ``aevaluate``."""
     _require_experiment_logging(experiment)
     cfg = run_config(config, **options)
-    resolved = resolve_metrics(metrics)
+    resolved = resolve_metrics(metrics, judge=judge)
     result = None
     if agent is None and cfg.max_cost_usd is not None:
         raise ConfigError("max_cost_usd limits agents' runs; scoring saved predictions runs no agent "
@@ -395,12 +400,13 @@ async def acompare(
     stop_early: bool | str = False,
     simulator: Any = None,
     experiment: str | None = None,
+    judge: Any = None,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Async twin of :func:`compare` (the same arguments, the same result)."""
     return await _short_errors_async(_compare(dataset, agents, metrics, config=config, stats=stats, baseline=baseline,
                                               fail_if_worse=fail_if_worse, stop_early=stop_early, simulator=simulator,
-                                              experiment=experiment, options=dict(options)))
+                                              experiment=experiment, judge=judge, options=dict(options)))
 
 
 def compare(
@@ -415,6 +421,7 @@ def compare(
     stop_early: bool | str = False,
     simulator: Any = None,
     experiment: str | None = None,
+    judge: Any = None,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Run every agent on every case of ``dataset`` and score them with the same metrics.
@@ -437,11 +444,11 @@ def compare(
     ``resume=True`` without it runs the remaining cases (see ``levelfield.core.stats.sequential``).
     ``simulator`` plays the conversation-scenario cases (every agent meets the same user).
     ``experiment="name"`` logs each agent's run to MLflow. ``out=`` writes the run record, tables,
-    summary and ``report.html``.
+    summary and ``report.html``. ``judge`` builds the metric names that need one (see :func:`evaluate`).
     """
     return _short_errors(lambda: run_coroutine(acompare(
         dataset, agents, metrics, config=config, stats=stats, baseline=baseline, fail_if_worse=fail_if_worse,
-        stop_early=stop_early, simulator=simulator, experiment=experiment, **options)))
+        stop_early=stop_early, simulator=simulator, experiment=experiment, judge=judge, **options)))
 
 
 async def _compare(
@@ -456,6 +463,7 @@ async def _compare(
     stop_early: bool | str,
     simulator: Any,
     experiment: str | None,
+    judge: Any = None,
     options: dict[str, Any],
 ) -> Comparison:
     """The one implementation of ``compare`` and ``acompare``."""
@@ -463,7 +471,7 @@ async def _compare(
     settings = _stats_from(stats, options, "compare")
     cfg = run_config(config, **options)
     ds = load_dataset(dataset)
-    resolved = resolve_metrics(metrics)
+    resolved = resolve_metrics(metrics, judge=judge)
     runnables = _resolve_agents(agents, cfg)
     executor = _executor(cfg, simulator)
     _check_agent_concurrency(cfg, runnables)

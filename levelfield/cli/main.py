@@ -85,6 +85,18 @@ def _timeout(text: str) -> float | None:
     return value
 
 
+def _max_response(text: str) -> int | None:
+    from ..core.data.config import parse_size
+    from ..core.errors import ConfigError
+
+    if text.lower() == "none":
+        return None
+    try:
+        return parse_size(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _threshold(text: str) -> tuple[str, float]:
     metric, sep, value = text.partition("=")
     try:
@@ -157,6 +169,9 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
                    help=f"runs in flight, all agents together (default {d.concurrency})")
     p.add_argument("--timeout", type=_timeout, default=d.timeout,
                    help=f"seconds per attempt, or 'none' (default {d.timeout:g})")
+    p.add_argument("--max-response", type=_max_response, default=d.max_response_bytes, metavar="SIZE",
+                   help="the largest answer a remote (A2A) agent may send, e.g. 64MB, or 'none'; a larger one "
+                        f"fails the run as response_too_large (default {d.max_response_bytes >> 20}MB)")
     p.add_argument("--retries", type=int, default=d.retries,
                    help=f"retries of errors an adapter marks transient (default {d.retries})")
     p.add_argument("--trials", type=_positive_int, default=d.trials, help=f"runs of every case per agent (default {d.trials})")
@@ -188,6 +203,10 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
     p.add_argument("--ray-address", metavar="ADDRESS",
                    help="with --executor ray: the cluster ('auto', 'ray://host:10001'; default RAY_ADDRESS, "
                         "else a Ray started on this machine)")
+    p.add_argument("--judge", metavar="SPEC",
+                   help="the judge of judged metrics and criteria (final_response_match_v2, safety_v1, rubric_based_*...): "
+                        "provider:model (LangChain), module:attr (a chat model, a function prompt -> answer, or an agent), "
+                        "or an A2A agent's http(s):// URL")
     p.add_argument("--simulator", metavar="PROVIDER:MODEL",
                    help="a chat model that plays the user of conversation-scenario cases (otherwise they are skipped)")
     p.add_argument("--max-turns", type=_positive_int, default=None, metavar="N",
@@ -234,6 +253,26 @@ def _simulator(args: argparse.Namespace) -> Any:
     return UserSimulator(args.simulator, max_turns=args.max_turns)
 
 
+def _judge(args: argparse.Namespace) -> Any:
+    """The judge ``--judge`` names, or None: an A2A URL, ``module:attr`` (a chat model, a function
+    or an agent; a ``make_*`` factory is called), else a LangChain ``provider:model`` string."""
+    spec = getattr(args, "judge", None)
+    if not spec:
+        return None
+    if spec.startswith(("http://", "https://")):
+        return spec
+    from ..adapters.spec import load_agent_spec
+    from ..core.errors import AgentSpecError
+
+    try:
+        return load_agent_spec(spec)
+    except AgentSpecError:
+        module = spec.partition(":")[0]
+        if "." in module:  # a dotted module is never a LangChain provider: the spec was meant as module:attr
+            raise
+        return spec
+
+
 def _run_config(args: argparse.Namespace) -> Any:
     """The RunConfig the command line asks for (checked before any agent runs)."""
     from ..core.data.config import RunConfig
@@ -251,6 +290,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         resume=args.resume,
         overwrite=args.overwrite,
         isolation=getattr(args, "isolation", "none"),
+        max_response_bytes=args.max_response,
         prices=getattr(args, "prices", None),
         max_cost_usd=getattr(args, "max_cost", None),
         judge_max_cost_usd=getattr(args, "judge_max_cost", None),
@@ -281,7 +321,7 @@ def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str
 
     args.user_simulator = _simulator(args)
     dataset = _some_cases(args, load_dataset(args.dataset))
-    metrics = resolve_metrics(args.metrics)
+    metrics = resolve_metrics(args.metrics, judge=_judge(args))
     _refuse_unscorable(args, dataset, metrics)
     names = {m.name for m in metrics}
     for metric, _ in args.fail_under:
@@ -491,7 +531,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
     ) if given]
     if unused:
         raise UsageError(f"{', '.join(unused)}: only with --agent (without one, eval scores the saved predictions in the file)")
-    metrics = resolve_metrics(args.metrics)
+    metrics = resolve_metrics(args.metrics, judge=_judge(args))
     names = {m.name for m in metrics}
     for metric, _ in args.fail_under:
         if metric not in names:
@@ -550,8 +590,10 @@ def _eval_gated(args: argparse.Namespace) -> int:
         raise UsageError("--experiment is not available with --config (a gate run); run eval without --config to log it")
     if args.limit is not None or args.sample is not None:
         raise UsageError("--limit and --sample do not combine with --config yet; pick the cases with FILE:case_1,case_2")
+    if args.agent is None:
+        raise UsageError("--config runs an agent: give --agent SPEC")
     report = check_eval(args.dataset, load_agent_spec(args.agent), criteria=args.config, name=args.name,
-                        config=_run_config(args))
+                        config=_run_config(args), judge=_judge(args))
     ds = report.result.dataset
     print(f"levelfield eval: {report.result.agent_name} on {len(ds)} cases of {ds.source}, criteria from {args.config}")
     print()
@@ -838,10 +880,15 @@ def _interrupted_note(args: argparse.Namespace, argv: Sequence[str]) -> str:
         kept = f"{len(record.runs)} of {len(record.expected_keys())} runs are saved in {record.path}"
     except LevelfieldError:
         kept = f"no run had finished; nothing is saved in {out}"
+    from ..adapters.a2a import hide_url_credentials  # light: a2a-sdk is imported only by A2AAgent
+
     again = [a for a in argv if a != "--overwrite"]
     if "--resume" not in again:
         again.append("--resume")
-    return f"levelfield {args.command}: interrupted; {kept}. Resume with:\n  levelfield {shlex.join(again)}"
+    command = shlex.join(again)
+    shown = hide_url_credentials(command)
+    hidden = "" if shown == command else " (with the URL credentials shown as *** put back)"
+    return f"levelfield {args.command}: interrupted; {kept}. Resume with{hidden}:\n  levelfield {shown}"
 
 
 if __name__ == "__main__":

@@ -472,8 +472,28 @@ def _agent_column(cmp: Comparison, agent: str, runs: list[AgentCase]) -> str:
         parts.append(
             f'<div class="scores">{scores} <span class="muted">latency {_fmt(run.latency_in_seconds, 2)} s</span></div>'
         )
+        parts += [_judged(metric, view) for metric, view in run.judged.items()]
     parts.append("</div>")
     return "".join(parts)
+
+
+def _judged(metric: str, view: Any) -> str:
+    """A judged metric's reasons for one run: every rubric verdict with its rationale, then the judge's explanation."""
+    rows = []
+    for v in view.verdicts:
+        met = str(v.get("verdict", "")).lower() == "yes"
+        turn = f"turn {_esc(v['turn'])} " if v.get("turn") is not None else ""
+        agreement = f' <span class="muted">({_fmt(v["agreement"], 2)} of samples)</span>' if v.get("agreement") is not None else ""
+        rows.append(
+            f'<li class="{"match" if met else "miss"}"><b>{"yes" if met else "no"}</b> {turn}[{_esc(v.get("id", ""))}] '
+            f'{_esc(v.get("property", ""))}{agreement}<br><span class="muted">{_esc(v.get("rationale", ""))}</span></li>'
+        )
+    body = f'<ul class="verdicts">{"".join(rows)}</ul>' if rows else ""
+    if view.explanation and not rows:
+        body += f'<pre class="text">{_long(view.explanation, 2000)}</pre>'
+    if not body:
+        return ""
+    return f'<details class="judged"><summary>{_breakable(metric)}: the judge\'s reasons</summary>{body}</details>'
 
 
 def _grid_columns(agents: int) -> int:

@@ -27,12 +27,14 @@ import warnings
 from collections.abc import Awaitable, Callable, Collection, Generator, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
+from . import budget
 from ..data.config import RunConfig
 from ..data.dataset import EvalCase, EvalDataset
 from ..errors import AgentOutputError
 from ..data.budget import Budget
 from ..data.prices import run_spend
 from .failures import attribute, describe_error, is_transient
+from .failures import cancelled_from_outside as _cancelled_from_outside
 from .interrupts import user_interrupted, watching as watching_interrupts
 from .isolation import ProcessIsolation
 from .notices import BudgetWarning, warn_user
@@ -256,21 +258,20 @@ async def _within(watched: _Watched, timeout: float) -> Any:
 
 async def _attempt(agent: AgentRunnable, request: AgentRequest, timeout: float | None) -> AgentOutput:
     watched = _Watched(agent.arun(request), agent.name, request.case_id, timeout)
-    output = await (watched if timeout is None else _within(watched, timeout))
+    if timeout is None:
+        output = await watched
+    else:
+        # The adapter may ask how long it has left (a server's Retry-After must fit in it).
+        token = budget.set_deadline(timeout)
+        try:
+            output = await _within(watched, timeout)
+        finally:
+            budget.reset_deadline(token)
     if not isinstance(output, AgentOutput):
         raise AgentOutputError(
             f"agent {agent.name!r} returned {type(output).__name__} from arun(); an adapter must return AgentOutput"
         )
     return output
-
-
-def _cancelled_from_outside() -> bool:
-    """Whether a CancelledError comes from cancelling the evaluation (not raised by the agent itself)."""
-    task = asyncio.current_task()
-    cancelling = getattr(task, "cancelling", None)
-    # Python 3.10 cannot tell the two apart: the agent's own is assumed (cancelling the evaluation
-    # also cancels the runs waiting for a slot, which stops it).
-    return bool(cancelling is not None and cancelling())
 
 
 async def _run_turn(
@@ -544,6 +545,7 @@ async def run_agents(
                 queue.release(agent.name)
 
     warned = _warned_blocking.set(set())
+    response_cap = budget.set_response_cap(config.max_response_bytes)
     deadline_queues: dict[float, _Deadlines] = {}
     deadlines_token = _deadline_queues.set(deadline_queues)
     watchdog = LoopWatchdog(_warned_blocking.get() or set())
@@ -563,6 +565,7 @@ async def run_agents(
             watchdog.stop()
             _loop_watchdog.reset(watch_token)
             _warned_blocking.reset(warned)
+            budget.reset_response_cap(response_cap)
             _deadline_queues.reset(deadlines_token)
             for deadlines in deadline_queues.values():
                 deadlines.close()
