@@ -28,7 +28,7 @@ from ..results.record import (RUNS_FILE, Journal, Record, RunKey, check_out_fold
                               make_header, read_record)
 from ..results.result import SAVED_AGENT, EvalResult
 from .isolation import check_picklable
-from ..data.budget import Budget
+from ..data.cost_limit import CostLimit
 from .runner import Executor, run_agents
 from ..score.scoring import RunScorer, context_for, score_rows
 from ..data.types import AgentOutput, AgentRun, Usage
@@ -275,14 +275,14 @@ async def run_and_score(
     return results
 
 
-def judge_budget(config: RunConfig | None) -> Budget | None:
+def judge_budget(config: RunConfig | None) -> CostLimit | None:
     """The judges' spending limit of ``config`` (``judge_max_cost_usd``), or None."""
     if config is None or config.judge_max_cost_usd is None:
         return None
-    return Budget(config.judge_max_cost_usd, config.prices or {}, shared=False)
+    return CostLimit(config.judge_max_cost_usd, config.prices or {}, shared=False)
 
 
-def _warn_judges_stopped(budget: Budget | None) -> None:
+def _warn_judges_stopped(budget: CostLimit | None) -> None:
     if budget is None:
         return
     if budget.refused:

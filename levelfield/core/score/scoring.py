@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..data.budget import Budget
+from ..data.cost_limit import CostLimit
 from ..data.prices import usage_cost
 from ..data.types import transcript_text
 from ..data.dataset import EvalCase
@@ -194,7 +194,7 @@ def score_sync(ctx: ScoringContext, metrics: Sequence[Metric]) -> dict[str, Scor
 
 async def _score_async(
     rows: Sequence[dict[str, Score]], contexts: Sequence[ScoringContext], metrics: Sequence[Metric], concurrency: int,
-    budget: Budget | None = None,
+    budget: CostLimit | None = None,
 ) -> None:
     limit = asyncio.Semaphore(concurrency)
 
@@ -228,7 +228,7 @@ def _split(metrics: Sequence[Metric]) -> tuple[list[Metric], list[Metric]]:
 
 
 async def score_rows(
-    contexts: Sequence[ScoringContext], metrics: Sequence[Metric], *, concurrency: int = 16, budget: Budget | None = None
+    contexts: Sequence[ScoringContext], metrics: Sequence[Metric], *, concurrency: int = 16, budget: CostLimit | None = None
 ) -> list[dict[str, Score]]:
     """One dict of metric name -> Score per context, in order; ``budget`` limits the judges' spend
     (a row refused scores NaN as a failure of that metric)."""
@@ -248,7 +248,7 @@ class RunScorer:
     """
 
     def __init__(self, dataset: Iterable[EvalCase], metrics: Sequence[Metric], *, concurrency: int = 16,
-                 budget: Budget | None = None) -> None:
+                 budget: CostLimit | None = None) -> None:
         self.budget = budget
         """The judges' spending limit (``judge_max_cost_usd``), when one was set."""
         self._cases = {c.case_id: c for c in dataset}

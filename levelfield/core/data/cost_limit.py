@@ -16,10 +16,10 @@ from collections.abc import Iterable
 from .prices import Cost, PriceTable, run_spend
 from .types import AgentRun
 
-__all__ = ["Budget"]
+__all__ = ["CostLimit"]
 
 
-class Budget:
+class CostLimit:
     """The dollars calls may spend, what they spent, and whether the next call of a kind may start.
 
     ``shared=True`` (agents): a kind with no finished call yet is guessed at every kind's mean, and
@@ -44,7 +44,7 @@ class Budget:
         self._finished: dict[str, int] = {}
 
     @classmethod
-    def for_runs(cls, limit: float, prices: PriceTable, done: Iterable[AgentRun] = ()) -> "Budget":
+    def for_runs(cls, limit: float, prices: PriceTable, done: Iterable[AgentRun] = ()) -> "CostLimit":
         """The agents' budget; ``done`` (a resumed journal's runs) counts as spent: the limit is the record's total."""
         budget = cls(limit, prices, shared=True)
         for run in done:
