@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ..core.score.diff import MarkedCall
 
 __all__ = ["render_report", "write_report", "report_sections", "asset", "TEXT_LIMIT",
-           "escape", "long_text", "score_chip", "number", "call_text", "in_reference_order", "agent_color_of"]
+           "escape", "breakable", "long_text", "score_chip", "number", "call_text", "in_reference_order", "agent_color_of"]
 
 TEXT_LIMIT = 20_000
 """Characters of a prompt, response or error shown before it is shortened."""
@@ -578,6 +578,7 @@ def write_report(cmp: Comparison, path: str | Path, *, title: str | None = None)
 # -- shared with the live view (levelfield view): the same escaping, badges and call marks ----------
 
 escape = _esc
+breakable = _breakable
 long_text = _long
 score_chip = _chip
 number = _fmt

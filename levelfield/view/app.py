@@ -273,8 +273,9 @@ async def _diff_case(catalog: Catalog, request: Any) -> Any:
         case_b, runs_b = b.index.detail(pb)
     except LevelfieldError as exc:
         return _html(pages.not_found_page(f"this case cannot be read back: {exc}"), 500)
-    runs_a = [(r, s) for r, s in runs_a if r.agent_name == a.agent]
-    runs_b = [(r, s) for r, s in runs_b if r.agent_name == b.agent]
+    # Scores as each run's statistics count them (a failed run as 0 under its rule), as the diff compared them.
+    runs_a = [(r, a.index.counted(pa, r, s)) for r, s in runs_a if r.agent_name == a.agent]
+    runs_b = [(r, b.index.counted(pb, r, s)) for r, s in runs_b if r.agent_name == b.agent]
     differs = (case_a.reference, case_a.reference_trajectory) != (case_b.reference, case_b.reference_trajectory)
     back = pages.href("/diff", a=a.run_id, b=b.run_id, agent_a=a.agent, agent_b=b.agent)
     return _html(_versioned(pages.diff_case_page(back, a, b, case_b, runs_a, runs_b, differs), catalog.version()))

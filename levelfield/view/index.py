@@ -162,6 +162,18 @@ class RunIndex:
     def _applies_to(self, case: int, metric: str) -> bool:
         return case >= len(self._applies) or metric in self._applies[case]
 
+    def counted(self, case: int, run: AgentRun, scores: dict[str, Score]) -> dict[str, Score]:
+        """A run's stored scores as its run's statistics count them: under ``failed_runs="zero"`` a failed
+        run scores 0 on each metric that applies to its case, and says so."""
+        if not run.failure or self.stats.failed_runs != "zero":
+            return dict(scores)
+        out = dict(scores)
+        for metric in self.metrics:
+            if self._applies_to(case, metric):
+                why = f"the run failed ({run.error_type or 'error'}): it counts as 0 where the metric applies"
+                out[metric] = Score(0.0, explanation=why)
+        return out
+
     def mean(self, metric: str, agent: str) -> float:
         """The agent's mean over cases on ``metric`` (NaN when no case is scored)."""
         values = self.case_scores(metric, agent)

@@ -22,7 +22,7 @@ from ..core.data.jsonsafe import to_jsonable
 from ..core.data.types import AgentRun, ToolCall
 from ..core.score.metrics.base import Score
 from ..core.stats.change import describe_change
-from ..report.html import agent_color_of, call_text, long_text, number, score_chip
+from ..report.html import agent_color_of, breakable, call_text, long_text, number, score_chip
 from ..report.html import escape as esc
 from .catalog import Baseline
 from .diff import RunDiff
@@ -68,7 +68,7 @@ def not_found_page(what: str) -> str:
 
 def _when(iso: str) -> str:
     try:
-        return dt.datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+        return dt.datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M:%S")
     except (TypeError, ValueError):
         return iso or "–"
 
@@ -136,7 +136,7 @@ def runs_page(rows: Sequence[RunRow], params: Mapping[str, str], every: Sequence
             f'aria-label="A: {esc(run_id)}"></td><td class="pick"><input type="radio" name="b" value="{esc(run_id)}" '
             f'aria-label="B: {esc(run_id)}"></td>'
             f'<td class="num">{esc(_when(index.created))}</td>'
-            f'<td><a class="runlink" href="{href("/run", run=run_id)}">{esc(run_id)}</a>{problem}</td>'
+            f'<td><a class="runlink" href="{href("/run", run=run_id)}">{breakable(run_id)}</a>{problem}</td>'
             f"<td>{esc(index.kind)}</td><td title=\"{esc(index.dataset)}\">{esc(Path(index.dataset).name or index.dataset)}</td>"
             f'<td class="num">{len(index.case_ids):,}</td><td class="scorescell">{scores}</td>'
             f'<td class="num">{_failures(index)}</td><td>{_status(index)}</td><td>{_standing(standing)}</td></tr>'
@@ -299,7 +299,9 @@ def _pager(base: str, query: CaseQuery, page: int, pages: int) -> str:
 
 
 def _args(value: Any) -> str:
-    return json.dumps(to_jsonable(value), ensure_ascii=False, indent=1, sort_keys=True, default=str)
+    short = json.dumps(to_jsonable(value), ensure_ascii=False, sort_keys=True, default=str)
+    # One line when it reads in one; indented when it is long enough to need it.
+    return short if len(short) <= 80 else json.dumps(to_jsonable(value), ensure_ascii=False, indent=1, sort_keys=True, default=str)
 
 
 def _call(step: Step) -> str:
@@ -394,8 +396,6 @@ def run_column(index: RunIndex, case: EvalCase, run: AgentRun, scores: Mapping[s
     """One run of a case: its transcript, its scores with the reasons given, its usage."""
     trial = f' <span class="muted">trial {run.trial + 1}</span>' if index.trials > 1 else ""
     policy = ""
-    if run.failure and index.stats.failed_runs == "zero":
-        policy = '<p class="muted">a failed run counts as 0 in the run\'s scores where the metric applies</p>'
     return (
         f'<div class="col runcol" data-agent="{esc(run.agent_name)}"><h4 style="color:{color}">{esc(title)}{trial}</h4>'
         f"{render_steps(transcript(case, run, index.matcher))}<h5>Scores</h5>{_score_rows(scores, index.metrics, other)}"
@@ -437,7 +437,8 @@ def case_page(run_id: str, index: RunIndex, position: int, case: EvalCase,
     """One case of a run: the reference beside every agent's transcript, step by step."""
     palette = {a: agent_color_of(i) for i, a in enumerate(index.agents)}
     columns = [reference_column(case)] + [
-        run_column(index, case, run, scores, title=run.agent_name, color=palette.get(run.agent_name, "#333"))
+        run_column(index, case, run, index.counted(position, run, dict(scores)), title=run.agent_name,
+                   color=palette.get(run.agent_name, "#333"))
         for run, scores in runs
     ]
     if not runs:

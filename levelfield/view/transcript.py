@@ -58,7 +58,8 @@ def transcript(case: EvalCase, run: AgentRun, matcher: ToolCallMatcher) -> list[
             # Nothing made: every expected call is missing, shown so the gap is plain.
             steps.extend(_call_steps(mark_trajectory([], case.reference_trajectory, matcher)))
     if run.failure:
-        steps.append(Step("error", f"{run.error_type or 'error'}: {run.error or ''}".rstrip(": ")))
+        kind, message = run.error_type or "error", run.error or ""
+        steps.append(Step("error", message if message.startswith(kind) else f"{kind}: {message}".rstrip(": ")))
     return steps
 
 
