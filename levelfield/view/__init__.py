@@ -70,10 +70,10 @@ def _server(roots: Sequence[str | Path], host: str, port: int, token: str | None
     _require()
     import uvicorn
 
-    sock = _bind(host, port)
-    url = _address(host, sock.getsockname()[1])
     # Bound to this machine: answer only its own names. Bound wider: any name it is reached by.
     app = create_app(roots, token=token, allowed_hosts=None if is_loopback(host) else ["*"])
+    sock = _bind(host, port)
+    url = _address(host, sock.getsockname()[1])
     config = uvicorn.Config(app, log_level=log_level, lifespan="off", timeout_graceful_shutdown=1)
     return uvicorn.Server(config), sock, url
 

@@ -12,6 +12,7 @@ cookie and drops the token from the address).
 from __future__ import annotations
 
 import hmac
+import re
 from functools import partial
 from collections.abc import Sequence
 from importlib import resources
@@ -19,14 +20,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from ..core.errors import LevelfieldError
+from ..core.errors import ConfigError, LevelfieldError
 from ..report.html import asset, report_sections
 from . import pages
 from .catalog import Catalog
 from .diff import Side, diff_runs, pair_agents
 from .query import CaseQuery
 
-__all__ = ["create_app", "COOKIE", "CSP"]
+__all__ = ["create_app", "check_token", "COOKIE", "CSP"]
 
 COOKIE = "levelfield_view_token"
 CSP = ("default-src 'none'; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; img-src data:; "
@@ -53,6 +54,8 @@ def create_app(roots: Sequence[str | Path], *, token: str | None = None, allowed
     from starlette.middleware.trustedhost import TrustedHostMiddleware
     from starlette.routing import Route
 
+    if token is not None:
+        check_token(token)
     catalog = Catalog(roots, rescan=rescan)
     static = {name: _static(*spec) for name, spec in _STATIC.items()}
 
@@ -81,6 +84,16 @@ def _static(package: str, name: str, media: str) -> tuple[str, str]:
 
 
 # -- guarding every request ---------------------------------------------------------------------
+
+
+def check_token(token: str) -> None:
+    """Refuse a token that cannot travel in a header and a cookie as it is."""
+    if not re.fullmatch(r"[A-Za-z0-9._~+/=!#$%&*^`|-]{8,}", token):
+        raise ConfigError(
+            "--auth-token: give at least 8 characters of letters, digits and .-_~+/= (it travels in an "
+            "Authorization header and a cookie, which carry no spaces, quotes or non-ASCII letters); "
+            "e.g. python -c 'import secrets; print(secrets.token_urlsafe())'"
+        )
 
 
 class _Guard:
