@@ -44,6 +44,7 @@ SEARCH_CHARS = 400
 # Folders never worth walking into for runs: they hold thousands of files and no run of ours.
 _SKIP = {"node_modules", "__pycache__", "site-packages", ".git", ".venv", "venv"}
 _MAX_DEPTH = 8
+_BLOCK = 8 << 20  # bytes read at a time: a 100 MB record is indexed without holding it whole
 
 
 @dataclass(slots=True)
@@ -89,6 +90,7 @@ class RunIndex:
     _positions: dict[str, int] = field(default_factory=dict)
     _applies: list[frozenset[str]] = field(default_factory=list)
     _cache: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    _case_runs: dict[int, list[tuple[str, int, int]]] = field(default_factory=dict)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -137,9 +139,8 @@ class RunIndex:
     def runs_of(self, case: int) -> list[RunEntry]:
         """Every run of the case at ``case``, agent by agent in the header's order, trial by trial."""
         order = {a: i for i, a in enumerate(self.agents)}
-        found = [r for a in self.agents for t in range(self.trials) if (r := self.runs.get((a, case, t)))]
-        extra = [r for k, r in self.runs.items() if k[1] == case and (k[0] not in order or k[2] >= self.trials)]
-        return found + sorted(extra, key=lambda r: (r.agent, r.trial))
+        found = [self.runs[k] for k in self._case_runs.get(case, ())]
+        return sorted(found, key=lambda r: (order.get(r.agent, len(order)), r.agent, r.trial))
 
     def case_scores(self, metric: str, agent: str) -> np.ndarray:
         """One agent's score per case (case order) as the report counts it: trials reduced by the run's
@@ -212,18 +213,26 @@ class RecordIndex(RunIndex):
         try:
             with self.path.open("rb") as f:
                 f.seek(self._read_to)
-                data = f.read(max(size - self._read_to, 0))
+                # Whole lines only, a block at a time: the part after the last newline is a line still being written.
+                rest = b""
+                while self._read_to + len(rest) < size:
+                    block = f.read(min(_BLOCK, size - self._read_to - len(rest)))
+                    if not block:
+                        break
+                    data = rest + block
+                    end = data.rfind(b"\n")
+                    if end < 0:
+                        rest = data
+                        continue
+                    start = self._read_to
+                    for line in data[: end + 1].split(b"\n")[:-1]:
+                        self._take(line, start)
+                        start += len(line) + 1
+                    self._read_to += end + 1
+                    rest = data[end + 1:]
         except OSError as exc:
             self.problem = f"{self.path}: cannot be read ({exc.strerror or exc})"
             return False
-        end = data.rfind(b"\n")
-        # Whole lines only: the part after the last newline is a line still being written.
-        if end >= 0:
-            start = self._read_to
-            for line in data[: end + 1].split(b"\n")[:-1]:
-                self._take(line, start)
-                start += len(line) + 1
-            self._read_to += end + 1
         self.stamp = stamp
         self._cache.clear()
         return True
@@ -307,7 +316,10 @@ class RecordIndex(RunIndex):
         output = run.get("output") or run.get("partial_output") or {}
         response = output.get("response") if isinstance(output, dict) else None
         text = f"{str(response or '')[:SEARCH_CHARS]} {str(run.get('error') or '')[:SEARCH_CHARS]}".lower()
-        self.runs[(agent, case, trial)] = RunEntry(
+        key = (agent, case, trial)
+        if key not in self.runs:
+            self._case_runs.setdefault(case, []).append(key)
+        self.runs[key] = RunEntry(
             agent=agent, case=case, trial=trial, failure=bool(run.get("failure")),
             error_type=run.get("error_type"), scores=scores, offset=offset, text=text,
         )
@@ -370,13 +382,14 @@ class TableIndex(RunIndex):
         self.metrics = [c[: -len("/score")] for c in table.columns if str(c).endswith("/score")]
         self.settings = {"failed_runs": "exclude"}  # as the batch scorer counts them (left out, NaN)
         self._rows = table.to_dict(orient="records")
-        self.case_ids, self.case_prompts, self.runs, self._positions = [], [], {}, {}
+        self.case_ids, self.case_prompts, self.runs, self._positions, self._case_runs = [], [], {}, {}, {}
         for i, row in enumerate(self._rows):
             case_id = str(row.get("case_id", i))
             self._positions.setdefault(case_id, i)
             self.case_ids.append(case_id)
             self.case_prompts.append(str(row.get("prompt") or "")[:SEARCH_CHARS])
             failure = bool(row.get("failure") or False)
+            self._case_runs[i] = [("saved", i, 0)]
             self.runs[("saved", i, 0)] = RunEntry(
                 agent="saved", case=i, trial=0, failure=failure, error_type="error" if failure else None,
                 scores={m: _number(row.get(f"{m}/score")) for m in self.metrics},
