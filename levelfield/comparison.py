@@ -48,6 +48,7 @@ __all__ = [
     "Comparison",
     "CaseView",
     "AgentCase",
+    "JudgedView",
     "MarkedCall",
     "mark_trajectory",
     "FailedRuns",
@@ -76,6 +77,28 @@ class AgentCase:
     partial: bool = False
     """True when the response and calls are what a failed run produced before failing."""
     latency_in_seconds: float = math.nan
+    judged: dict[str, JudgedView] = field(default_factory=dict)
+    """Judged metrics' reasons for this run, by metric: the judge's explanation and every rubric verdict."""
+
+
+@dataclass
+class JudgedView:
+    """Why a judge scored one run as it did: its explanation, and each rubric's verdict with its rationale."""
+
+    explanation: str | None = None
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    """``{"id", "property", "verdict", "rationale", "turn"?, "agreement"?}`` per rubric, as ``<metric>/rubrics`` holds them."""
+
+
+def _judged_views(scores: Mapping[str, Any]) -> dict[str, JudgedView]:
+    """The judged metrics' reasons in one run's scores (metrics whose Score carries rubric verdicts or a judge's cost)."""
+    out = {}
+    for name, score in scores.items():
+        extra = getattr(score, "extra", None) or {}
+        verdicts = extra.get("rubrics")
+        if isinstance(verdicts, list) or "judge_calls" in extra:
+            out[name] = JudgedView(getattr(score, "explanation", None), list(verdicts) if isinstance(verdicts, list) else [])
+    return out
 
 
 @dataclass
@@ -125,6 +148,8 @@ class Comparison:
         self.complete = True
         self.baseline: Any = None
         """Set by ``compare(baseline=...)``: the ``levelfield.baseline.Baseline`` that joined as an agent."""
+        self.stopped_early: dict[str, Any] | None = None
+        """Set by ``compare(stop_early=...)``: where the sequential test stopped, and each pair's decision."""
         self.saved_baseline: str | None = None
         """When loaded from a folder: the agent that was the baseline of the run that saved it."""
 
@@ -367,8 +392,12 @@ class Comparison:
                     self._runs_by_case[(agent, run.case_id)].append(run)
         for agent in self.results:
             entries = []
+            result = self.results[agent]
+            row_of = {id(r): i for i, r in enumerate(result.runs)}
             for run in self._runs_by_case.get((agent, case_id), []):
                 out = run.output or run.partial_output
+                row = row_of.get(id(run))
+                judged = _judged_views(result.row_scores[row]) if row is not None and row < len(result.row_scores) else {}
                 scores = {
                     m: float(self.trial_scores(m, agent)[i, run.trial]) if run.trial < self.trials else math.nan
                     for m in self.metric_names
@@ -385,6 +414,7 @@ class Comparison:
                         error_type=run.error_type,
                         partial=run.output is None and run.partial_output is not None,
                         latency_in_seconds=run.latency_in_seconds,
+                        judged=judged,
                     )
                 )
             view.runs[agent] = sorted(entries, key=lambda e: e.trial)
@@ -409,6 +439,8 @@ class Comparison:
     def settings(self) -> dict[str, Any]:
         """The statistics settings of this comparison (saved in its run record)."""
         settings = self.stats.to_dict()
+        if self.stopped_early is not None:
+            settings["stopped_early"] = self.stopped_early
         if self.baseline is not None:
             settings["baseline"] = self.baseline.name
         return settings
@@ -505,6 +537,7 @@ class Comparison:
         except ConfigError as exc:
             raise RecordError(f"{record.path}: bad settings in the header ({exc})") from None
         cmp.saved_baseline = settings.get("baseline")
+        cmp.stopped_early = settings.get("stopped_early")
         cmp.missing_runs = record.missing()
         cmp.complete = record.complete
         return cmp

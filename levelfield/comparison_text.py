@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from .core.results.result import FAILED_AS_ZERO, FAILED_LEFT_OUT
-from .verdict import Compared, failure_rule, other_rule, verdict
+from .verdict import Compared, early_stop_line, failure_rule, other_rule, verdict
 
 __all__ = ["summary_lines", "rule_line", "verdict_text", "pairwise_lines", "comparison_text", "format_comparison"]
 
@@ -29,7 +29,10 @@ def rule_line(cmp: Compared) -> str:
     s = cmp.summary
     failures, runs = int(s["failures"].sum()), int(s["runs"].sum())
     failed = f"{failures} of {runs} runs failed" if failures else "no run failed"
-    return (f"(mean [{int(cmp.confidence * 100)}% interval] over {len(cmp.case_ids)} cases; "
+    cases = f"{len(cmp.case_ids)} cases"
+    if cmp.stopped_early and cmp.stopped_early.get("stopped"):  # the means are over the cases that ran
+        cases = f"the {int(s['runs'].max()) // max(cmp.trials, 1)} of {len(cmp.case_ids)} cases run before stopping"
+    return (f"(mean [{int(cmp.confidence * 100)}% interval] over {cases}; "
             f"{failure_rule(cmp.failed_runs)}: {failed})")
 
 
@@ -107,14 +110,14 @@ def pairwise_lines(cmp: Compared, metric: str) -> list[str]:
 def comparison_text(cmp: Compared) -> str:
     """The verdict and the summary, to read in one screen (what ``print(cmp)`` shows)."""
     lines = summary_lines(cmp)
-    text = verdict_text(cmp)
+    text = "\n".join(t for t in (early_stop_line(cmp), verdict_text(cmp)) if t)
     return "\n".join([text, "", *lines] if text else lines)
 
 
 def format_comparison(cmp: Compared, *, pairwise_metric: str | None = None) -> str:
     """The comparison as the CLI prints it: the summary, the verdict, then one metric's pairs."""
     lines = summary_lines(cmp)
-    text = verdict_text(cmp)
+    text = "\n".join(t for t in (early_stop_line(cmp), verdict_text(cmp)) if t)
     if text:
         lines += ["", text]
     metric = pairwise_metric or (cmp.metric_names[0] if cmp.metric_names else None)

@@ -10,6 +10,7 @@ from .judge import (
     PairwiseMetricPromptTemplate,
     PointwiseMetric,
     PointwiseMetricPromptTemplate,
+    adk,  # ADK's judged criteria: final_response_match_v2, rubric_based_*, hallucinations_v1, ...
     databricks,  # Databricks' judged metrics: correctness, groundedness, ...
     judged,
 )
@@ -18,6 +19,7 @@ __all__ = [
     *_core_all,
     "ToolCallMatcher",
     "judged",
+    "adk",
     "databricks",
     "Judge",
     "JudgeCache",

@@ -42,6 +42,7 @@ class Compared(Protocol):
     trials: int
     failed_runs: str
     metrics: list[Any]
+    stopped_early: dict[str, Any] | None
 
     @property
     def agents(self) -> list[str]: ...
@@ -53,6 +54,18 @@ class Compared(Protocol):
     def summary(self) -> pd.DataFrame: ...
     def pairwise(self, metric: str) -> pd.DataFrame: ...
     def case_view(self, case_id: str) -> Any: ...
+
+
+def early_stop_line(cmp: Compared) -> str:
+    """Where a sequential comparison stopped and why, in one line ("" without ``stop_early``)."""
+    info = cmp.stopped_early
+    if not info:
+        return ""
+    made, planned = info["runs_made"], info["runs_planned"]
+    if info["stopped"]:
+        return (f"Stopped early after {info['cases_analysed']} of {info['cases']} cases ({made} of {planned} runs, "
+                f"{planned - made} saved): {info['verdict']}.")
+    return f"Ran all {info['cases']} cases: not every pair was decided early ({info['verdict']})."
 
 
 def failure_rule(policy: str) -> str:

@@ -431,7 +431,7 @@ def test_provider_whose_package_is_missing_names_the_package():
 
 
 def test_judge_of_the_wrong_type_is_rejected():
-    with pytest.raises(lf.MetricError, match="LangChain chat model or a 'provider:model' string, got int"):
+    with pytest.raises(lf.MetricError, match="chat model, a function, an agent or a 'provider:model' string, got int"):
         metric(42)
 
 

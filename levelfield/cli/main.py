@@ -86,6 +86,18 @@ def _timeout(text: str) -> float | None:
     return value
 
 
+def _max_response(text: str) -> int | None:
+    from ..core.data.config import parse_size
+    from ..core.errors import ConfigError
+
+    if text.lower() == "none":
+        return None
+    try:
+        return parse_size(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _threshold(text: str) -> tuple[str, float]:
     metric, sep, value = text.partition("=")
     try:
@@ -148,6 +160,9 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
                    help=f"runs in flight, all agents together (default {d.concurrency})")
     p.add_argument("--timeout", type=_timeout, default=d.timeout,
                    help=f"seconds per attempt, or 'none' (default {d.timeout:g})")
+    p.add_argument("--max-response", type=_max_response, default=d.max_response_bytes, metavar="SIZE",
+                   help="the largest answer a remote (A2A) agent may send, e.g. 64MB, or 'none'; a larger one "
+                        f"fails the run as response_too_large (default {d.max_response_bytes >> 20}MB)")
     p.add_argument("--retries", type=int, default=d.retries,
                    help=f"retries of errors an adapter marks transient (default {d.retries})")
     p.add_argument("--trials", type=_positive_int, default=d.trials, help=f"runs of every case per agent (default {d.trials})")
@@ -170,6 +185,10 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
     p.add_argument("--ray-address", metavar="ADDRESS",
                    help="with --executor ray: the cluster ('auto', 'ray://host:10001'; default RAY_ADDRESS, "
                         "else a Ray started on this machine)")
+    p.add_argument("--judge", metavar="SPEC",
+                   help="the judge of judged metrics and criteria (final_response_match_v2, safety_v1, rubric_based_*...): "
+                        "provider:model (LangChain), module:attr (a chat model, a function prompt -> answer, or an agent), "
+                        "or an A2A agent's http(s):// URL")
     p.add_argument("--simulator", metavar="PROVIDER:MODEL",
                    help="a chat model that plays the user of conversation-scenario cases (otherwise they are skipped)")
     p.add_argument("--max-turns", type=_positive_int, default=None, metavar="N",
@@ -181,7 +200,8 @@ def _add_case_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=_positive_int, metavar="N", help="only the first N cases of the dataset")
     p.add_argument("--sample", type=_positive_int, metavar="N",
                    help="N cases drawn at random (the same ones for the same --seed), kept in dataset order")
-    p.add_argument("--seed", type=int, metavar="S", help="with --sample: the random seed (default 0)")
+    p.add_argument("--seed", type=int, metavar="S",
+                   help="with --sample: the random seed (default 0); with --stop-early: the seed of the case order")
 
 
 def _some_cases(args: argparse.Namespace, dataset: Any) -> Any:
@@ -190,8 +210,8 @@ def _some_cases(args: argparse.Namespace, dataset: Any) -> Any:
     args.cases_note = ""
     if limit is not None and sample is not None:
         raise UsageError("--limit and --sample both pick cases: give one")
-    if seed is not None and sample is None:
-        raise UsageError("--seed goes with --sample N (the seed of the random draw)")
+    if seed is not None and sample is None and not getattr(args, "stop_early", False):
+        raise UsageError("--seed goes with --sample N (the seed of the random draw) or --stop-early (the case order)")
     total = len(dataset)
     if limit is not None:
         dataset = dataset.head(limit)
@@ -215,6 +235,26 @@ def _simulator(args: argparse.Namespace) -> Any:
     return UserSimulator(args.simulator, max_turns=args.max_turns)
 
 
+def _judge(args: argparse.Namespace) -> Any:
+    """The judge ``--judge`` names, or None: an A2A URL, ``module:attr`` (a chat model, a function
+    or an agent; a ``make_*`` factory is called), else a LangChain ``provider:model`` string."""
+    spec = getattr(args, "judge", None)
+    if not spec:
+        return None
+    if spec.startswith(("http://", "https://")):
+        return spec
+    from ..adapters.spec import load_agent_spec
+    from ..core.errors import AgentSpecError
+
+    try:
+        return load_agent_spec(spec)
+    except AgentSpecError:
+        module = spec.partition(":")[0]
+        if "." in module:  # a dotted module is never a LangChain provider: the spec was meant as module:attr
+            raise
+        return spec
+
+
 def _run_config(args: argparse.Namespace) -> Any:
     """The RunConfig the command line asks for (checked before any agent runs)."""
     from ..core.data.config import RunConfig
@@ -232,6 +272,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         resume=args.resume,
         overwrite=args.overwrite,
         isolation=getattr(args, "isolation", "none"),
+        max_response_bytes=args.max_response,
     )
 
 
@@ -259,7 +300,7 @@ def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str
 
     args.user_simulator = _simulator(args)
     dataset = _some_cases(args, load_dataset(args.dataset))
-    metrics = resolve_metrics(args.metrics)
+    metrics = resolve_metrics(args.metrics, judge=_judge(args))
     _refuse_unscorable(args, dataset, metrics)
     names = {m.name for m in metrics}
     for metric, _ in args.fail_under:
@@ -306,7 +347,13 @@ def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: lis
         warnings.simplefilter("ignore", AllRunsFailedWarning)  # the CLI prints its own failure summary
         return compare(dataset, {a.name: a for a in agents}, metrics, config=_run_config(args),
                        stats=_stats_config(args), baseline=getattr(args, "baseline", None),
+                       stop_early=getattr(args, "stop_early", False),
                        simulator=getattr(args, "user_simulator", None), experiment=getattr(args, "experiment", None))
+
+
+def _stop_early(value: str) -> bool | str:
+    """``--stop-early METRIC`` / ``--stop-early off``."""
+    return False if value.lower() in ("off", "no", "false") else value
 
 
 def _stats_config(args: argparse.Namespace) -> StatsConfig:
@@ -314,6 +361,8 @@ def _stats_config(args: argparse.Namespace) -> StatsConfig:
     from ..core.stats.config import StatsConfig
 
     given = {name: getattr(args, name) for name in ("failed_runs", "alpha", "margin") if getattr(args, name, None) is not None}
+    if getattr(args, "stop_early", False) and getattr(args, "seed", None) is not None:
+        given["seed"] = args.seed  # the random order of the cases
     return StatsConfig(**given)
 
 
@@ -449,7 +498,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
     ) if given]
     if unused:
         raise UsageError(f"{', '.join(unused)}: only with --agent (without one, eval scores the saved predictions in the file)")
-    metrics = resolve_metrics(args.metrics)
+    metrics = resolve_metrics(args.metrics, judge=_judge(args))
     names = {m.name for m in metrics}
     for metric, _ in args.fail_under:
         if metric not in names:
@@ -507,8 +556,10 @@ def _eval_gated(args: argparse.Namespace) -> int:
         raise UsageError("--experiment is not available with --config (a gate run); run eval without --config to log it")
     if args.limit is not None or args.sample is not None:
         raise UsageError("--limit and --sample do not combine with --config yet; pick the cases with FILE:case_1,case_2")
+    if args.agent is None:
+        raise UsageError("--config runs an agent: give --agent SPEC")
     report = check_eval(args.dataset, load_agent_spec(args.agent), criteria=args.config, name=args.name,
-                        config=_run_config(args))
+                        config=_run_config(args), judge=_judge(args))
     ds = report.result.dataset
     print(f"levelfield eval: {report.result.agent_name} on {len(ds)} cases of {ds.source}, criteria from {args.config}")
     print()
@@ -755,6 +806,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(cmp)
     _add_case_options(cmp)
     _add_gate_options(cmp)
+    cmp.add_argument("--stop-early", nargs="?", const=True, default=False, type=_stop_early, metavar="METRIC|off",
+                     help="run the cases in a random order (--seed) and stop starting runs once every pair of agents "
+                          "is decided by an always-valid sequential test at --alpha, on METRIC (default: the first "
+                          "--metric); with --margin, pairs within the margin stop too. '--resume --stop-early off' "
+                          "runs the cases an early stop left")
     cmp.set_defaults(func=_compare)
 
     rep = sub.add_parser("report", help="re-render the HTML report of a saved run")
@@ -814,10 +870,15 @@ def _interrupted_note(args: argparse.Namespace, argv: Sequence[str]) -> str:
         kept = f"{len(record.runs)} of {len(record.expected_keys())} runs are saved in {record.path}"
     except LevelfieldError:
         kept = f"no run had finished; nothing is saved in {out}"
+    from ..adapters.a2a import hide_url_credentials  # light: a2a-sdk is imported only by A2AAgent
+
     again = [a for a in argv if a != "--overwrite"]
     if "--resume" not in again:
         again.append("--resume")
-    return f"levelfield {args.command}: interrupted; {kept}. Resume with:\n  levelfield {shlex.join(again)}"
+    command = shlex.join(again)
+    shown = hide_url_credentials(command)
+    hidden = "" if shown == command else " (with the URL credentials shown as *** put back)"
+    return f"levelfield {args.command}: interrupted; {kept}. Resume with{hidden}:\n  levelfield {shown}"
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from ..failure_summary import failure_groups
 from .changes import baseline_section
 from .glossary import describe_metric
 from ..core.results.result import FAILED_AS_ZERO, FAILED_LEFT_OUT
-from ..verdict import failure_rule, other_rule, verdict
+from ..verdict import early_stop_line, failure_rule, other_rule, verdict
 
 if TYPE_CHECKING:
     from ..comparison import AgentCase, Comparison
@@ -377,8 +377,28 @@ def _agent_column(cmp: Comparison, agent: str, runs: list[AgentCase]) -> str:
         parts.append(
             f'<div class="scores">{scores} <span class="muted">latency {_fmt(run.latency_in_seconds, 2)} s</span></div>'
         )
+        parts += [_judged(metric, view) for metric, view in run.judged.items()]
     parts.append("</div>")
     return "".join(parts)
+
+
+def _judged(metric: str, view: Any) -> str:
+    """A judged metric's reasons for one run: every rubric verdict with its rationale, then the judge's explanation."""
+    rows = []
+    for v in view.verdicts:
+        met = str(v.get("verdict", "")).lower() == "yes"
+        turn = f"turn {_esc(v['turn'])} " if v.get("turn") is not None else ""
+        agreement = f' <span class="muted">({_fmt(v["agreement"], 2)} of samples)</span>' if v.get("agreement") is not None else ""
+        rows.append(
+            f'<li class="{"match" if met else "miss"}"><b>{"yes" if met else "no"}</b> {turn}[{_esc(v.get("id", ""))}] '
+            f'{_esc(v.get("property", ""))}{agreement}<br><span class="muted">{_esc(v.get("rationale", ""))}</span></li>'
+        )
+    body = f'<ul class="verdicts">{"".join(rows)}</ul>' if rows else ""
+    if view.explanation and not rows:
+        body += f'<pre class="text">{_long(view.explanation, 2000)}</pre>'
+    if not body:
+        return ""
+    return f'<details class="judged"><summary>{_breakable(metric)}: the judge\'s reasons</summary>{body}</details>'
 
 
 def _grid_columns(agents: int) -> int:
@@ -475,8 +495,11 @@ def _verdict_section(cmp: Comparison) -> str:
             f'<li>{_metric_link(v.metric)}: {lead} <span class="ci">({_fmt(v.mean)})</span>'
             + (f"; {'; '.join(detail)}" if detail else "") + ".</li>"
         )
+    stopped = early_stop_line(cmp)
+    stopped = (f'<p class="headline">{_esc(stopped)} <span class="ci">(an always-valid sequential test: stopping '
+               "when the answer is known keeps the error rate at the level stated)</span></p>") if stopped else ""
     return (
-        f'<section id="verdict"><h2>Verdict</h2><p class="headline">{_esc(found.headline)}</p>'
+        f'<section id="verdict"><h2>Verdict</h2>{stopped}<p class="headline">{_esc(found.headline)}</p>'
         f'<ul class="verdict">{"".join(items)}</ul><p class="muted">Best = highest mean. Significant: too large a '
         f"difference, on the same cases, to be luck ({int(round(cmp.confidence * 100))}% level, adjusted for the "
         'number of pairs compared). Details under <a href="#pairwise">Pairwise</a>.</p></section>'

@@ -17,7 +17,7 @@ from typing import Any, TypedDict
 
 from ..errors import ConfigError
 
-__all__ = ["RunConfig", "RunOptions", "run_config", "ISOLATION_MODES", "EXECUTORS"]
+__all__ = ["RunConfig", "RunOptions", "run_config", "ISOLATION_MODES", "EXECUTORS", "DEFAULT_MAX_RESPONSE_BYTES", "parse_size"]
 
 ISOLATION_MODES = ("none", "process")
 """Where agents run: ``"none"`` in this process (async agents on the event loop, sync ones on
@@ -26,6 +26,25 @@ daemon threads), ``"process"`` in worker processes (see ``levelfield.core.run.is
 EXECUTORS = ("local", "ray")
 """Where runs execute, by name: ``"local"`` (this machine) or ``"ray"`` (a Ray cluster; see
 ``levelfield.executors``). An executor object (``lf.RayExecutor(...)``) says where with its settings."""
+
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+"""The largest answer an adapter reads from a server by default (32 MiB)."""
+
+_UNITS = {"": 1, "B": 1, "KB": 1 << 10, "K": 1 << 10, "MB": 1 << 20, "M": 1 << 20, "GB": 1 << 30, "G": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """A size written for people (``"32MB"``, ``"512 KB"``, ``"1000000"``; KB = 1024 bytes) in bytes."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text)
+    unit = match.group(2).upper() if match else ""
+    if match is None or unit not in _UNITS:
+        raise ConfigError(f"{text!r} is not a size: write bytes or a number with KB, MB or GB (e.g. 32MB)")
+    size = int(float(match.group(1)) * _UNITS[unit])
+    if size < 1:
+        raise ConfigError(f"{text!r}: a size must be at least 1 byte")
+    return size
 
 
 @dataclass(frozen=True)
@@ -63,6 +82,9 @@ class RunConfig:
     """Where runs execute: ``"local"`` (this process, the default), ``"ray"`` (a Ray cluster at
     ``RAY_ADDRESS``, else a local Ray), or an executor object such as
     ``lf.RayExecutor(address="auto", num_workers=4)``. The results are the same."""
+    max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES
+    """The largest answer a remote agent (A2A) may send, in bytes, counted while it is read: a larger
+    one stops the read and fails the run as ``response_too_large``. None for no cap."""
 
     def __post_init__(self) -> None:
         def bad(option: str, value: Any, rule: str) -> ConfigError:
@@ -95,6 +117,9 @@ class RunConfig:
         elif not (callable(getattr(self.executor, "run_agents", None)) and callable(getattr(self.executor, "check", None))):
             raise bad("executor", self.executor, "must be 'local', 'ray' or an executor object such as "
                       "lf.RayExecutor(...) (one with check() and run_agents())")
+        cap = self.max_response_bytes
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise bad("max_response_bytes", cap, "must be a whole number of bytes >= 1, or None for no cap")
         if self.resume and self.out is None:
             raise ConfigError("resume=True needs out=...: the folder whose runs.jsonl journal to resume")
         if self.resume and self.overwrite:
@@ -144,6 +169,7 @@ class RunOptions(TypedDict, total=False):
     isolation: str
     workers: int
     executor: Any
+    max_response_bytes: int | None
 
 
 _NAMES = tuple(f.name for f in fields(RunConfig))

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .jsonsafe import clean_strings, has_lone_surrogates
 
-__all__ = ["ToolCall", "Usage", "AgentOutput", "AgentRun", "clean_run", "Conversation", "Message", "content_text", "transcript_text"]
+__all__ = ["ToolCall", "Usage", "Handoff", "AgentOutput", "AgentRun", "clean_run", "Conversation", "Message", "content_text", "transcript_text"]
 
 
 def content_text(content: Any) -> str:
@@ -103,6 +103,18 @@ class Usage(BaseModel):
         )
 
 
+class Handoff(BaseModel):
+    """Control passing from one (sub-)agent to another: an ADK transfer, a LangGraph supervisor
+    handing off to a worker (or the worker handing back), one agent node running after another."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    from_agent: str | None = None
+    """The agent that had control (None when unknown, e.g. the first agent of a stream)."""
+    to_agent: str
+    """The agent that took over."""
+
+
 class Message(BaseModel):
     """One prior message of a conversation."""
 
@@ -130,8 +142,17 @@ class AgentOutput(BaseModel):
     """Texts the agent produced before the final one."""
     usage: Usage | None = None
     """Tokens spent by the agent's model calls, when known."""
+    model_calls: int | None = None
+    """How many times the agent called its model(s) in this turn, when the adapter counted them."""
     retrieved_context: list[dict[str, Any]] | None = None
     """Documents the agent's last retrieval step returned, as ``{content, doc_uri}``, when known."""
+    handoffs: list[Handoff] = Field(default_factory=list)
+    """Hand-offs between (sub-)agents, in order; empty for a single agent or when unknown."""
+    model_calls: int | None = None
+    """How many model (LLM) calls the turn made, sub-agents included, when the adapter knows."""
+    state: dict[str, Any] | None = None
+    """The session state at the end of the turn (ADK session state, LangGraph's final state, a
+    function agent's returned ``state``); None when the framework exposes none."""
     raw: Any = Field(default=None, exclude=True)
     """The framework's own output, for debugging; not serialized."""
 

@@ -60,6 +60,10 @@ def summarize(table: Mapping[str, Any], metric_names: Sequence[str]) -> dict[str
         summary[f"{name}/nan_count"] = int(np.isnan(col).sum())
         if f"{name}/failed" in table:
             summary[f"{name}/failure_count"] = int(sum(v is True or v == 1 for v in table[f"{name}/failed"]))
+        if f"{name}/agreement" in table:
+            # The judge's consistency: how often its samples agreed, over the rows it was asked several times.
+            agreement = _floats(table[f"{name}/agreement"])
+            summary[f"{name}/agreement/mean"] = _mean(agreement)
         # Judged metrics: the judge's own cost, kept apart from the agent's tokens and latency.
         for key in ("total_tokens", "input_tokens", "output_tokens", "judge_calls", "judge_latency"):
             if f"{name}/{key}" in table:
@@ -107,7 +111,8 @@ def _agent_usage(run: AgentRun) -> Any:
     return out.usage if out is not None else None
 
 
-_COST_KEYS = ("total_tokens", "input_tokens", "output_tokens", "judge_calls", "judge_latency")
+_COST_KEYS = ("total_tokens", "input_tokens", "output_tokens", "judge_calls", "judge_latency", "agreement")
+"""Per-row columns besides the score that the summary reads: the judge's cost and its samples' agreement."""
 
 
 def _summary_columns(rows: Sequence[Mapping[str, Score]], names: Sequence[str]) -> dict[str, list[Any]]:

@@ -27,10 +27,12 @@ import warnings
 from collections.abc import Awaitable, Callable, Collection, Generator, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
+from . import budget
 from ..data.config import RunConfig
 from ..data.dataset import EvalCase, EvalDataset
 from ..errors import AgentOutputError
 from .failures import attribute, describe_error, is_transient
+from .failures import cancelled_from_outside as _cancelled_from_outside
 from .interrupts import user_interrupted, watching as watching_interrupts
 from .isolation import ProcessIsolation
 from .watchdog import BlockingAgentWarning, LoopBlocked, LoopWatchdog
@@ -253,21 +255,20 @@ async def _within(watched: _Watched, timeout: float) -> Any:
 
 async def _attempt(agent: AgentRunnable, request: AgentRequest, timeout: float | None) -> AgentOutput:
     watched = _Watched(agent.arun(request), agent.name, request.case_id, timeout)
-    output = await (watched if timeout is None else _within(watched, timeout))
+    if timeout is None:
+        output = await watched
+    else:
+        # The adapter may ask how long it has left (a server's Retry-After must fit in it).
+        token = budget.set_deadline(timeout)
+        try:
+            output = await _within(watched, timeout)
+        finally:
+            budget.reset_deadline(token)
     if not isinstance(output, AgentOutput):
         raise AgentOutputError(
             f"agent {agent.name!r} returned {type(output).__name__} from arun(); an adapter must return AgentOutput"
         )
     return output
-
-
-def _cancelled_from_outside() -> bool:
-    """Whether a CancelledError comes from cancelling the evaluation (not raised by the agent itself)."""
-    task = asyncio.current_task()
-    cancelling = getattr(task, "cancelling", None)
-    # Python 3.10 cannot tell the two apart: the agent's own is assumed (cancelling the evaluation
-    # also cancels the runs waiting for a slot, which stops it).
-    return bool(cancelling is not None and cancelling())
 
 
 async def _run_turn(
@@ -455,6 +456,7 @@ async def run_agents(
     run_scenario: PlayScenario | None = None,
     only: Collection[tuple[str, str, int]] | None = None,
     slots: asyncio.Semaphore | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> dict[str, list[AgentRun]]:
     """Every agent on every case and trial; runs per agent in dataset order, then trial order.
 
@@ -469,6 +471,8 @@ async def run_agents(
     ``only`` (agent name, case id, trial) keys: run just these, and return just their runs (one
     batch of a remote executor's worker). ``slots``: the bound on runs in flight, shared with other
     calls (a worker running several batches at once); by default one of ``config.concurrency``.
+    ``stop()``: asked before each run starts; once it says True no run starts (those in flight
+    finish), and the runs never started are left out of what is returned.
     """
     dataset.require_prompts()
     done = done or {}
@@ -510,6 +514,8 @@ async def run_agents(
         # One of ``concurrency`` slots: runs jobs one after another until none is left. A fixed set
         # of slots costs far less per run than a task per job queued on a semaphore.
         while True:
+            if stop is not None and stop():
+                return
             taken = queue.take()
             if taken is None:
                 return
@@ -527,6 +533,7 @@ async def run_agents(
                 queue.release(agent.name)
 
     warned = _warned_blocking.set(set())
+    response_cap = budget.set_response_cap(config.max_response_bytes)
     deadline_queues: dict[float, _Deadlines] = {}
     deadlines_token = _deadline_queues.set(deadline_queues)
     watchdog = LoopWatchdog(_warned_blocking.get() or set())
@@ -546,6 +553,7 @@ async def run_agents(
             watchdog.stop()
             _loop_watchdog.reset(watch_token)
             _warned_blocking.reset(warned)
+            budget.reset_response_cap(response_cap)
             _deadline_queues.reset(deadlines_token)
             for deadlines in deadline_queues.values():
                 deadlines.close()
@@ -556,7 +564,9 @@ async def run_agents(
     runs = iter(fresh)
     for agent, case, trial in plan:
         kept = done.get((agent.name, case.case_id, trial))
-        out[agent.name].append(kept if kept is not None else next(runs))  # type: ignore[arg-type]
+        run = kept if kept is not None else next(runs)
+        if run is not None:  # None: never started (stopped early)
+            out[agent.name].append(run)
     return out
 
 

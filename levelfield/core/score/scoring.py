@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..data.types import transcript_text
 from ..data.dataset import EvalCase
 from .metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
-from ..data.types import AgentRun
+from ..data.types import AgentOutput, AgentRun, Usage
 from ..errors import exception_text
 
-__all__ = ["context_for", "conversation_context", "score_rows", "score_sync", "order_like", "RunScorer"]
+__all__ = ["context_for", "conversation_context", "score_rows", "score_sync", "order_like", "RunScorer", "run_spend"]
 
 
 def _saved_turns(case: EvalCase) -> list[TurnContext]:
@@ -48,9 +49,17 @@ def _run_turns(case: EvalCase, run: AgentRun) -> list[TurnContext]:
                 response=got.response if got is not None else None,
                 predicted_trajectory=list(got.trajectory) if got is not None else [],
                 reference_thoughts=t.reference_thoughts,
+                **_costs(got),
             )
         )
     return turns
+
+
+def _costs(out: AgentOutput | None) -> dict[str, Any]:
+    """What one turn's output recorded besides its answer: tokens, model calls, texts before the answer."""
+    if out is None:
+        return {}
+    return {"usage": out.usage, "model_calls": out.model_calls, "intermediate_responses": list(out.intermediate_responses)}
 
 
 def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
@@ -67,6 +76,7 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
         )
         turns = _saved_turns(case)
         retrieved = case.retrieved_context
+        handoffs, state, usage, model_calls = list(case.predicted_handoffs or []), case.final_state, None, None
     else:
         out = run.output
         response = out.response if out is not None else None
@@ -74,6 +84,9 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
         failure = run.failure
         turns = _run_turns(case, run)
         retrieved = out.retrieved_context if out is not None else None
+        handoffs = list(out.handoffs) if out is not None else []
+        state = out.state if out is not None else None
+        usage, model_calls = run_spend(run.turns or ([out] if out is not None else []))
     return ScoringContext(
         case_id=case.case_id,
         prompt=case.prompt,
@@ -88,7 +101,25 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
         reference_thoughts=case.reference_thoughts,
         retrieved_context=retrieved,
         expected_retrieved_context=case.expected_retrieved_context,
+        handoffs=handoffs,
+        reference_handoffs=case.reference_handoffs,
+        state=state,
+        usage=usage,
+        model_calls=model_calls,
+        intermediate_responses=list(run.output.intermediate_responses) if run is not None and run.output is not None else [],
     )
+
+
+def run_spend(outputs: Sequence[AgentOutput]) -> tuple[Usage | None, int | None]:
+    """Tokens and model calls of a run's turns added up; None where no turn reported them."""
+    usage: Usage | None = None
+    model_calls: int | None = None
+    for out in outputs:
+        if out.usage is not None:
+            usage = out.usage + usage
+        if out.model_calls is not None:
+            model_calls = (model_calls or 0) + out.model_calls
+    return usage, model_calls
 
 
 def conversation_context(case: EvalCase, run: AgentRun) -> ScoringContext:
@@ -112,7 +143,14 @@ def conversation_context(case: EvalCase, run: AgentRun) -> ScoringContext:
         turns_used=len(outputs),
     )
     out = run.output
+    dialogue = [
+        TurnContext(prompt=user, response=o.response, predicted_trajectory=list(o.trajectory), **_costs(o))
+        for user, o in zip(conv.user_turns, outputs)
+    ]
+    usage, model_calls = run_spend(outputs)
     return ScoringContext(
+        dialogue=dialogue,
+        intermediate_responses=list(out.intermediate_responses) if out is not None else [],
         case_id=case.case_id,
         prompt=scenario.starting_prompt,
         response=out.response if out is not None else None,
@@ -122,6 +160,11 @@ def conversation_context(case: EvalCase, run: AgentRun) -> ScoringContext:
         history=list(case.history),
         metadata=metadata,
         failure=run.failure or conv.simulator_failure,
+        handoffs=[h for o in outputs for h in o.handoffs],
+        reference_handoffs=case.reference_handoffs,
+        state=out.state if out is not None else None,
+        usage=usage,
+        model_calls=model_calls,
     )
 
 
