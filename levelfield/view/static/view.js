@@ -24,6 +24,12 @@
       })
       .catch(function () { /* the server stopped: keep the page as it is */ });
   }
+  // Filters left empty stay out of the address, so a shared link says only what was chosen.
+  document.addEventListener("submit", function (event) {
+    Array.prototype.forEach.call(event.target.elements, function (el) {
+      if (el.name && el.value === "" && el.type !== "submit") { el.disabled = true; }
+    });
+  });
   if (url) { window.setInterval(check, 2000); }
   document.documentElement.setAttribute("data-view-ready", "1");
 })();
