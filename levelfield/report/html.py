@@ -534,6 +534,34 @@ def _glossary_section(cmp: Comparison) -> str:
     )
 
 
+def _noise_section(cmp: Comparison) -> str:
+    """Where the noise comes from, in words, when there are trials or judge samples to tell it by."""
+    if not cmp.splits_noise:
+        return ""
+    table = cmp.noise()
+    table = table[(table["trials"] > 1) | (table["samples"] > 1)]
+    if table.empty:
+        return ""
+    items = []
+    for _, row in table.iterrows():
+        if not row["advice"]:
+            continue
+        parts = []
+        for source, label in (("case", "cases"), ("trial", "trials"), ("judge", "judge samples")):
+            value = row[f"var_{source}"]
+            if isinstance(value, float) and math.isnan(value):
+                continue
+            parts.append(f"{label} {_fmt(value)} [{_fmt(row[f'var_{source}_low'])}, {_fmt(row[f'var_{source}_high'])}]")
+        items.append(f"<li><b>{_esc(row['agent'])}</b>, {_metric_link(row['metric'])}: {_esc(row['advice'])} "
+                     f'<span class="ci">(variance by source: {_esc("; ".join(parts))})</span></li>')
+    if not items:
+        return ""
+    return ('<section id="noise"><h2>Where the noise comes from</h2><ul class="verdict">' + "".join(items)
+            + '</ul><p class="muted">A score varies because cases differ, because the agent answers differently '
+            "when run again (trials), and because the judge rates differently when asked again (judge samples). "
+            "The advice weighs what each narrows against what it costs (a run and a judge call counted alike).</p></section>")
+
+
 def report_sections(
     cmp: Comparison, *, cases: str | None = None, case_link: Callable[[str], str] | None = None
 ) -> tuple[str, str]:
@@ -551,6 +579,7 @@ def report_sections(
         _summary_section(cmp),
         _charts_section(cmp),
         _pairwise_section(cmp),
+        _noise_section(cmp),
         failures,
         _cases_section(cmp) if cases is None else cases,
         _glossary_section(cmp),
