@@ -589,7 +589,7 @@ def diff_case_page(diff_link: str, a: Any, b: Any, case: EvalCase,
     body = (
         f'<h1>case {esc(case.case_id)}: A → B</h1><p class="meta"><b>A</b> {esc(a.label)} &nbsp; → &nbsp; <b>B</b> {esc(b.label)}</p>'
         + why + note + '<section id="side-by-side"><h2>Both transcripts</h2>'
-        + f'<div class="grid casegrid" style="grid-template-columns:minmax(0,0.8fr) minmax(0,1fr) minmax(0,1fr)">'
+        + '<div class="grid casegrid" style="grid-template-columns:minmax(0,0.8fr) minmax(0,1fr) minmax(0,1fr)">'
         + f'{reference_column(case)}<div class="side a">{col_a}</div><div class="side b">{col_b}</div></div></section>'
     )
     return shell(f"case {case.case_id}: A → B", body, crumbs=[("diff", diff_link)])
