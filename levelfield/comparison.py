@@ -29,6 +29,7 @@ import pandas as pd
 from .comparison_text import comparison_text
 from .core.stats import inference as stats
 from .core.stats.change import detectable_difference
+from .core.stats.components import SOURCES, split_variance
 from .core.stats.config import FailedRuns, StatsConfig, stats_config
 from .core.data.config import RunConfig
 from .core.data.dataset import EvalCase, EvalDataset
@@ -235,6 +236,56 @@ class Comparison:
                     matrix[i, run.trial] = value
             self._trial_scores[key] = matrix
         return self._trial_scores[key]
+
+    def sample_scores(self, metric: str, agent: str) -> np.ndarray:
+        """A (cases × trials × judge samples) array of one agent's scores: a judged metric asked
+        ``num_samples`` times keeps each sample; any other metric (or a failed run) has one."""
+        trials = self.trial_scores(metric, agent)
+        result = self._agent(agent)
+        index = {cid: i for i, cid in enumerate(self.case_ids)}
+        column = f"{metric}/sample_values"
+        by_run: dict[tuple[int, int], list[float]] = {}
+        for run, scores in zip(result.runs, result.scores):
+            values = scores.get(column)
+            i = index.get(run.case_id)
+            if i is not None and run.trial < self.trials and not run.failure and isinstance(values, (list, tuple)):
+                by_run[(i, run.trial)] = [_float(v) for v in values]
+        width = max([len(v) for v in by_run.values()], default=1)
+        out = np.full(trials.shape + (width,), np.nan)
+        out[:, :, 0] = trials
+        for (i, t), values in by_run.items():
+            out[i, t, :] = np.nan
+            out[i, t, : len(values)] = values
+        return out
+
+    @property
+    def splits_noise(self) -> bool:
+        """Whether there is more than the cases to tell noise by: trials, or a judge asked several times."""
+        return self.trials > 1 or any(getattr(m, "num_samples", 1) > 1 for m in self.metrics)
+
+    def noise(self, metric: str | None = None) -> pd.DataFrame:
+        """Where each agent's noise comes from, per metric: the variance between cases, between
+        trials (the agent's own nondeterminism) and between judge samples, with intervals, each
+        source's share, and in words which to increase (see ``levelfield.core.stats.components``).
+
+        A source without replicates (one trial; an unjudged metric) is NaN and its variance stays
+        inside the cases' component.
+        """
+        rows = []
+        for name in [metric] if metric else self.metric_names:
+            for agent in self.agents:
+                split = split_variance(self.sample_scores(name, agent), confidence=self.confidence, seed=self.seed)
+                row: dict[str, Any] = {"agent": agent, "metric": name, "cases": split.cases, "trials": split.trials,
+                                       "samples": split.samples}
+                shares = split.shares()
+                for source in SOURCES:
+                    row[f"var_{source}"] = split.value(source)
+                    row[f"var_{source}_low"], row[f"var_{source}_high"] = split.intervals[source]
+                    row[f"share_{source}"] = shares.get(source, math.nan)
+                row["dominant"] = split.dominant
+                row["advice"] = split.advice()
+                rows.append(row)
+        return pd.DataFrame(rows)
 
     def case_scores(self, metric: str) -> pd.DataFrame:
         """Case × agent matrix of one metric: each case's mean over trials."""
@@ -490,6 +541,7 @@ class Comparison:
             **self.settings(),
             "summary": self.summary.to_dict(orient="index"),
             "pairwise": {m: self.pairwise(m).to_dict(orient="records") for m in self.metric_names},
+            **({"noise": self.noise().to_dict(orient="records")} if self.splits_noise else {}),
         })
 
     def record_header(self, *, status: str | None = None) -> dict[str, Any]:

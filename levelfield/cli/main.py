@@ -1,4 +1,4 @@
-"""The ``levelfield`` command: demo, eval, compare, report, plan (and serve, from the A2A adapter).
+"""The ``levelfield`` command: demo, eval, compare, report, plan, view (and serve, from the A2A adapter).
 
 Exit codes: 0 done; 1 a ``--fail-under`` threshold was missed, ``--fail-if-worse`` found a
 significant regression against ``--baseline``, or every run of an agent failed (unless
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import os
 import re
 import sys
 import tempfile
@@ -638,6 +639,18 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _view(args: argparse.Namespace) -> int:
+    from ..view import serve
+
+    try:
+        serve(args.directories, host=args.host, port=args.port, token=args.auth_token)
+    except OSError as exc:
+        raise UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def _missing_note(directory: Path, missing: Sequence[tuple[str, str, int]], cmp: Comparison) -> str:
     shown = "; ".join(f"{a} on case {c!r}" + (f" trial {t + 1}" if cmp.trials > 1 else "") for a, c, t in missing[:5])
     more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
@@ -841,6 +854,18 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(func=_report)
 
     _add_plan_command(sub)
+
+    view = sub.add_parser("view", help="browse, filter and diff every run under some folders in a local web app")
+    view.add_argument("directories", nargs="*", default=["."], metavar="DIR",
+                      help="folders to find run records in (runs.jsonl of eval/compare --out, saved-prediction "
+                           "score tables), searched below too (default: the current folder)")
+    view.add_argument("--host", default="127.0.0.1",
+                      help="interface to listen on (default 127.0.0.1: this machine only; a wider one warns)")
+    view.add_argument("--port", type=int, default=0, help="port to listen on (default 0: a free one, printed)")
+    view.add_argument("--auth-token", metavar="TOKEN", default=os.environ.get("LEVELFIELD_VIEW_TOKEN") or None,
+                      help="require this token (Authorization: Bearer TOKEN, or ?token=TOKEN once, which sets a "
+                           "cookie); for --host other than 127.0.0.1 (default: $LEVELFIELD_VIEW_TOKEN)")
+    view.set_defaults(func=_view)
 
     from ..adapters.a2a_server import add_serve_command  # light: imports a2a only when serving
 

@@ -19,7 +19,7 @@ import html
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from ..comparison import AgentCase, Comparison
     from ..core.score.diff import MarkedCall
 
-__all__ = ["render_report", "write_report", "TEXT_LIMIT"]
+__all__ = ["render_report", "write_report", "report_sections", "asset", "TEXT_LIMIT",
+           "escape", "breakable", "long_text", "score_chip", "number", "call_text", "in_reference_order", "agent_color_of"]
 
 TEXT_LIMIT = 20_000
 """Characters of a prompt, response or error shown before it is shortened."""
@@ -602,14 +603,14 @@ def _verdict_section(cmp: Comparison) -> str:
     )
 
 
-def _failures_section(cmp: Comparison) -> str:
+def _failures_section(cmp: Comparison, case_link: Callable[[str], str] = lambda cid: f"#case-{cid}") -> str:
     groups = failure_groups({a: r.runs for a, r in cmp.results.items()})
     if not groups:
         return ""
     headers = [("agent", False), ("error type", False), ("runs", True), ("example case", False), ("example message", False)]
     rows = [
         [f'<span style="color:{_color(cmp, g.agent)}">■</span> {_esc(g.agent)}', f'<span class="etype">{_esc(g.error_type)}</span>',
-         _esc(g.count), f'<a href="#case-{_esc(g.case_id)}">{_esc(g.case_id)}</a>', f'<span class="emsg">{_esc(g.example)}</span>']
+         _esc(g.count), f'<a href="{_esc(case_link(g.case_id))}">{_esc(g.case_id)}</a>', f'<span class="emsg">{_esc(g.example)}</span>']
         for g in groups
     ]
     return (
@@ -630,6 +631,70 @@ def _glossary_section(cmp: Comparison) -> str:
     )
 
 
+def _noise_section(cmp: Comparison) -> str:
+    """Where the noise comes from, in words, when there are trials or judge samples to tell it by."""
+    if not cmp.splits_noise:
+        return ""
+    table = cmp.noise()
+    table = table[(table["trials"] > 1) | (table["samples"] > 1)]
+    if table.empty:
+        return ""
+    items = []
+    for _, row in table.iterrows():
+        if not row["advice"]:
+            continue
+        parts = []
+        for source, label in (("case", "cases"), ("trial", "trials"), ("judge", "judge samples")):
+            value = row[f"var_{source}"]
+            if isinstance(value, float) and math.isnan(value):
+                continue
+            parts.append(f"{label} {_fmt(value)} [{_fmt(row[f'var_{source}_low'])}, {_fmt(row[f'var_{source}_high'])}]")
+        items.append(f"<li><b>{_esc(row['agent'])}</b>, {_metric_link(row['metric'])}: {_esc(row['advice'])} "
+                     f'<span class="ci">(variance by source: {_esc("; ".join(parts))})</span></li>')
+    if not items:
+        return ""
+    return ('<section id="noise"><h2>Where the noise comes from</h2><ul class="verdict">' + "".join(items)
+            + '</ul><p class="muted">A score varies because cases differ, because the agent answers differently '
+            "when run again (trials), and because the judge rates differently when asked again (judge samples). "
+            "The advice weighs what each narrows against what it costs (a run and a judge call counted alike).</p></section>")
+
+
+def report_sections(
+    cmp: Comparison, *, cases: str | None = None, case_link: Callable[[str], str] | None = None
+) -> tuple[str, str]:
+    """The report's navigation bar and its sections, as HTML, for a page of one's own (``levelfield view``).
+
+    ``cases`` replaces the built cases section (every case expanded in place) with other markup,
+    e.g. a paged table; ``case_link(case_id)`` is where the failures table links a case.
+    """
+    failures = _failures_section(cmp, case_link) if case_link else _failures_section(cmp)
+    against = baseline_section(cmp)
+    cost = _cost_section(cmp)
+    body = [
+        _verdict_section(cmp),
+        _policy_note(cmp),
+        against,
+        _summary_section(cmp),
+        _charts_section(cmp),
+        cost,
+        _pairwise_section(cmp),
+        _noise_section(cmp),
+        failures,
+        _cases_section(cmp) if cases is None else cases,
+        _glossary_section(cmp),
+    ]
+    multi = len(cmp.agents) > 1
+    nav = (
+        "<nav>" + ('<a href="#verdict">Verdict</a>' if multi else "")
+        + ('<a href="#baseline">Baseline</a>' if against else "") + '<a href="#summary">Summary</a>'
+        '<a href="#charts">Metrics</a>' + ('<a href="#cost">Cost</a>' if cost else "")
+        + ('<a href="#pairwise">Pairwise</a>' if multi else "")
+        + ('<a href="#failures">Failures</a>' if failures else "")
+        + '<a href="#cases">Cases</a><a href="#glossary">Glossary</a></nav>'
+    )
+    return nav, "".join(body)
+
+
 def render_report(cmp: Comparison, *, title: str | None = None) -> str:
     """The report as one HTML string."""
     script = _asset("report.js")
@@ -642,30 +707,7 @@ def render_report(cmp: Comparison, *, title: str | None = None) -> str:
         f"{_esc(cmp.dataset.source)} · {len(cmp.dataset)} cases · agents: {agents} · "
         f"{cmp.trials} trial{'s' if cmp.trials != 1 else ''} per case · generated {generated}"
     )
-    failures = _failures_section(cmp)
-    against = baseline_section(cmp)
-    cost = _cost_section(cmp)
-    body = [
-        _verdict_section(cmp),
-        _policy_note(cmp),
-        against,
-        _summary_section(cmp),
-        _charts_section(cmp),
-        cost,
-        _pairwise_section(cmp),
-        failures,
-        _cases_section(cmp),
-        _glossary_section(cmp),
-    ]
-    multi = len(cmp.agents) > 1
-    nav = (
-        "<nav>" + ('<a href="#verdict">Verdict</a>' if multi else "")
-        + ('<a href="#baseline">Baseline</a>' if against else "") + '<a href="#summary">Summary</a>'
-        '<a href="#charts">Metrics</a>' + ('<a href="#cost">Cost</a>' if cost else "")
-        + ('<a href="#pairwise">Pairwise</a>' if multi else "")
-        + ('<a href="#failures">Failures</a>' if failures else "")
-        + '<a href="#cases">Cases</a><a href="#glossary">Glossary</a></nav>'
-    )
+    nav, body = report_sections(cmp)
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
@@ -673,7 +715,7 @@ def render_report(cmp: Comparison, *, title: str | None = None) -> str:
         '<link rel="icon" href="data:,">'
         f"<title>{_esc(title)}</title><style>{_asset('style.css')}</style></head><body>"
         f'<header><h1>{_esc(title)}</h1><p class="meta">{meta}</p>{nav}</header>'
-        f'<main>{"".join(body)}</main>'
+        f'<main>{body}</main>'
         '<footer>Written by levelfield. Self-contained: no network needed to view.</footer>'
         f"<script>{script}</script></body></html>\n"
     )
@@ -683,3 +725,20 @@ def write_report(cmp: Comparison, path: str | Path, *, title: str | None = None)
     """Write the report to ``path`` (parent directories created) and return the path; written
     atomically, so a full disk leaves the previous report whole rather than a cut-off one."""
     return write_text(path, render_report(cmp, title=title))
+
+
+# -- shared with the live view (levelfield view): the same escaping, badges and call marks ----------
+
+escape = _esc
+breakable = _breakable
+long_text = _long
+score_chip = _chip
+number = _fmt
+call_text = _call_text
+in_reference_order = _in_reference_order
+asset = _asset
+
+
+def agent_color_of(index: int) -> str:
+    """The report's colour for the agent at ``index``."""
+    return _PALETTE[index % len(_PALETTE)]

@@ -60,6 +60,7 @@ __all__ = [
     "write_record",
     "read_record",
     "find_record",
+    "score_from_json",
     "check_out_folder",
     "check_resumable",
 ]
@@ -226,6 +227,9 @@ def _score_from_json(data: Any) -> Score:
         error=data.get("error"),
     )
 
+
+score_from_json = _score_from_json
+"""A stored score (a record's ``scores`` entry) read back as a ``Score``; for readers of single lines."""
 
 _text = json.encoder.encode_basestring  # a str as JSON, as the shared encoder writes it (C, UTF-8 kept)
 
