@@ -234,3 +234,12 @@ def test_hallucination_is_the_share_of_supported_sentences():
     row = lf.evaluate([{"prompt": "Wie warm?", "response": "Es sind 21 °C. Morgen schneit es."}], metrics=["HALLUCINATION"],
                       judge=judge, progress=False).scores[0]
     assert row["hallucination_v2/score"] == 0.5
+
+
+def test_a_row_without_an_answer_is_not_judged_and_asks_for_no_rubrics():
+    judge = RubricJudge(GERMAN)
+    rows = [{"case_id": "paris", "prompt": "Wie warm ist es in Paris?", "response": "Es sind 21 °C."},
+            {"case_id": "rom", "prompt": "Wie warm ist es in Rom?", "predicted_trajectory": []}]
+    result = lf.evaluate(rows, metrics=["general_quality_v1"], judge=judge, progress=False)
+    assert [r["general_quality_v1/score"] for r in result.scores][0] == 1.0
+    assert math.isnan(result.scores[1]["general_quality_v1/score"]) and judge.generated == 1

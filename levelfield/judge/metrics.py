@@ -6,9 +6,9 @@ verdict: the samples' readings combined by majority or mean, their agreement, th
 closest to the verdict, and the judge's cost columns. It is written once here.
 
 :class:`PointwiseMetric` rates each row by a rubric. :class:`PairwiseMetric` compares two agents'
-work on the same case (1 = A better, 0 = B better, 0.5 = tie), showing them in a seeded,
-per-case order to counter the judge's position bias; it is not a per-row metric, so
-``evaluate(metrics=[...])`` does not take it.
+work on the same case (1 = A better, 0 = B better, 0.5 = tie), in both orders by default: a
+verdict that flips with the order is position bias, scored a tie and reported (``position_bias``);
+it is not a per-row metric, so ``evaluate(metrics=[...])`` does not take it.
 """
 
 from __future__ import annotations

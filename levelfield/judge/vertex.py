@@ -159,6 +159,8 @@ class GeneralQuality(adk.RubricJudged):
     the case, with the answer kept; one that cannot be read is NaN with the answer kept.
     """
 
+    requires = ("response",)
+
     def __init__(
         self, judge: Any = None, *, name: str = "general_quality_v1", rubric_group_name: str | None = None, **options: Any
     ) -> None:
@@ -171,7 +173,7 @@ class GeneralQuality(adk.RubricJudged):
             focus="FINAL_RESPONSE_QUALITY",
             instruction=_JUDGE_INSTRUCTION,
             description=(
-                f"Vertex {name.rsplit('_', 1)[0].upper()} computed locally with your judge (Vertex AI is not called): rubrics "
+                "Vertex GENERAL_QUALITY computed locally with your judge (Vertex AI is not called): rubrics "
                 "generated once per case from the user's request (kept in the case's rubric_groups), then a yes/no "
                 "verdict per rubric on the final answer; the score is the share met."
             ),
