@@ -585,7 +585,13 @@ def _report(args: argparse.Namespace) -> int:
 
     directory = Path(args.directory)
     if not directory.is_dir():
-        raise UsageError(f"{directory}: no such directory (expected the --out directory of eval or compare)")
+        raise UsageError(f"{directory}: no such directory (expected the --out directory of eval, compare or watch)")
+    from ..watch.summary import is_watch_folder
+
+    if is_watch_folder(directory):
+        from .watch import print_watch_report
+
+        return print_watch_report(str(directory))
     tables = [n for n in ("metrics_table.parquet", "metrics_table.jsonl") if (directory / n).exists()]
     if tables and not (directory / "runs.jsonl").exists():
         raise UsageError(
@@ -800,12 +806,17 @@ def build_parser() -> argparse.ArgumentParser:
                           "runs the cases an early stop left")
     cmp.set_defaults(func=_compare)
 
-    rep = sub.add_parser("report", help="re-render the HTML report of a saved run")
-    rep.add_argument("directory", help="the --out directory of eval or compare")
+    rep = sub.add_parser("report", help="re-render the HTML report of a saved run, or sum up a watch folder")
+    rep.add_argument("directory", help="the --out directory of eval or compare (an HTML report), or of watch (windows, "
+                                       "trends, alerts and the worst traces, printed)")
     rep.add_argument("--out", "-o", metavar="FILE", help="where to write the report (default: DIR/report.html)")
     rep.set_defaults(func=_report)
 
     _add_plan_command(sub)
+
+    from .watch import add_watch_command  # light: the watcher's packages are imported when it starts
+
+    add_watch_command(sub)
 
     from ..adapters.a2a_server import add_serve_command  # light: imports a2a only when serving
 

@@ -119,7 +119,6 @@ class Drift:
         self.checked.add(name)
         if regressions:
             words = "; ".join(f"{c.metric}: {describe_change(c)}" for c in regressions)
-            log.warning("levelfield watch: ALERT window %s: %s", Path(name).stem, words)
             print(f"levelfield watch: ALERT window {Path(name).stem}: {words}", flush=True)
             if self.exporter is not None:
                 from .exporting import export_alert

@@ -13,12 +13,9 @@ from __future__ import annotations
 import gzip
 import hmac
 import zlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core.errors import TraceError, WriteError
-
-if TYPE_CHECKING:
-    from .service import Watcher
 
 __all__ = ["make_app", "decode"]
 
@@ -56,7 +53,7 @@ def _unpack(body: bytes, encoding: str, limit: int) -> bytes:
     raise TraceError(f"Content-Encoding {encoding!r} is not supported (use gzip or none)")
 
 
-def make_app(watcher: Watcher) -> Any:
+def make_app(watcher: Any) -> Any:
     """The Starlette app serving ``/v1/traces`` for ``watcher``."""
     from starlette.applications import Starlette
     from starlette.requests import Request

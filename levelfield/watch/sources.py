@@ -14,14 +14,11 @@ import logging
 import time
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core.errors import ConfigError, DatasetError, LevelfieldError
 from ..core.results.writing import write_text
 from .windows import journaled_ids
-
-if TYPE_CHECKING:
-    from .service import Watcher
 
 __all__ = ["FolderSource", "read_trace_file"]
 
@@ -46,7 +43,7 @@ def read_trace_file(path: Path) -> list[Any]:
 class FolderSource:
     """Picks up new trace files in a folder; see the module docs."""
 
-    def __init__(self, watcher: Watcher, folder: str | Path) -> None:
+    def __init__(self, watcher: Any, folder: str | Path) -> None:
         self.watcher = watcher
         self.folder = Path(folder)
         if not self.folder.is_dir():
