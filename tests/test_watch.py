@@ -384,3 +384,42 @@ def test_a_folder_source_scores_new_trace_files_once(tmp_path):
         assert w.stats.scored_traces == 0
     ids = [tid for tid, _ in journaled(tmp_path / "out")]
     assert len(ids) == len(set(ids)) == 6
+
+
+def test_an_mlflow_experiment_is_polled_for_new_traces_incrementally(tmp_path, monkeypatch):
+    mlflow = pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
+    previous = mlflow.get_tracking_uri()
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    mlflow.set_tracking_uri(uri)
+    try:
+        experiment = mlflow.set_experiment("production")
+
+        @mlflow.trace(span_type="TOOL")
+        def set_light(room: int, on: bool) -> dict:
+            return {"ok": True}
+
+        @mlflow.trace(name="home_agent", span_type="AGENT")
+        def agent(request: str) -> str:
+            set_light(room=PROMPTS.index(request), on=False)
+            return "Erledigt."
+
+        for prompt in PROMPTS[:2]:
+            agent(prompt)
+        with Watcher(METRICS, tmp_path / "out", otlp_port=None, mlflow_experiment="production", mlflow_tracking_uri=uri,
+                     references=references(tmp_path / "refs.jsonl"), poll=0.1) as w:
+            wait_for(lambda: w.stats.scored_traces == 2)
+            for prompt in PROMPTS[2:]:
+                agent(prompt)
+            wait_for(lambda: w.stats.scored_traces == 4)
+            time.sleep(0.5)
+            assert w.stats.scored_traces == 4  # polled again and again: each trace once
+        with Watcher(METRICS, tmp_path / "out", otlp_port=None, mlflow_experiment="production", mlflow_tracking_uri=uri,
+                     poll=0.1) as w:
+            time.sleep(0.6)
+            assert w.stats.scored_traces == 0  # a restart takes up where it was
+        assert experiment.experiment_id
+    finally:
+        mlflow.set_tracking_uri(previous)
+    rows = journaled(tmp_path / "out")
+    assert len(rows) == 4 and all(s["trajectory_exact_match"] == 1.0 for _, s in rows)
