@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from ..errors import ConfigError
+from .prices import price_table
 
 __all__ = ["RunConfig", "RunOptions", "run_config", "ISOLATION_MODES", "EXECUTORS", "DEFAULT_MAX_RESPONSE_BYTES", "parse_size"]
 
@@ -85,6 +86,16 @@ class RunConfig:
     max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES
     """The largest answer a remote agent (A2A) may send, in bytes, counted while it is read: a larger
     one stops the read and fails the run as ``response_too_large``. None for no cap."""
+    prices: Mapping[str, Any] | str | Path | None = None
+    """Your own prices, ``{"model": {"input_per_mtok": ..., "output_per_mtok": ...}}`` (dollars per
+    million tokens) or a JSON file of them; they override genai-prices' (``levelfield[cost]``)."""
+    max_cost_usd: float | None = None
+    """Stop launching runs once the agents' spend (the simulator's included) would pass this many
+    dollars; runs not started are left for ``resume=True`` with a larger budget. With ``resume``
+    it is the total of the record, the journaled runs' spend included."""
+    judge_max_cost_usd: float | None = None
+    """Stop sending rows to LLM judges once their spend would pass this many dollars; the rows not
+    judged score NaN (a judge failure) and are judged again by ``resume=True`` with a larger budget."""
 
     def __post_init__(self) -> None:
         def bad(option: str, value: Any, rule: str) -> ConfigError:
@@ -120,6 +131,12 @@ class RunConfig:
         cap = self.max_response_bytes
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
             raise bad("max_response_bytes", cap, "must be a whole number of bytes >= 1, or None for no cap")
+        if self.prices is not None:
+            object.__setattr__(self, "prices", price_table(self.prices))
+        for option in ("max_cost_usd", "judge_max_cost_usd"):
+            value = getattr(self, option)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0):
+                raise bad(option, value, "must be a number of dollars >= 0, or None for no budget")
         if self.resume and self.out is None:
             raise ConfigError("resume=True needs out=...: the folder whose runs.jsonl journal to resume")
         if self.resume and self.overwrite:
@@ -170,6 +187,9 @@ class RunOptions(TypedDict, total=False):
     workers: int
     executor: Any
     max_response_bytes: int | None
+    prices: Mapping[str, Any] | str | Path | None
+    max_cost_usd: float | None
+    judge_max_cost_usd: float | None
 
 
 _NAMES = tuple(f.name for f in fields(RunConfig))
