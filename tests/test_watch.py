@@ -96,7 +96,6 @@ def test_a_burst_from_the_otel_exporter_is_scored_once_each_and_journaled(tmp_pa
                  trace_timeout=5) as w:
         provider = exporter_provider(w.port)
         tracer = provider.get_tracer("app")
-        sent = {}
         for i in range(2000):
             wrong = i % 5 == 0
             agent_trace(tracer, i, wrong=wrong)

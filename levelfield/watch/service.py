@@ -14,7 +14,6 @@ import json
 import logging
 import math
 import signal
-import sys
 import threading
 import time
 from collections import deque
@@ -487,7 +486,3 @@ def watch(metrics: Sequence[Metric | str], out: str | Path, **options: Any) -> N
     """
     watcher = Watcher(metrics, out, **options)
     asyncio.run(watcher.run())
-
-
-def _print(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
