@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..comparison_text import format_comparison
+from ..comparison_text import format_comparison, num
 
 if TYPE_CHECKING:
     from ..comparison import Comparison
@@ -51,14 +51,6 @@ def format_summary(rows: dict[str, dict], metric_names: Sequence[str]) -> str:
         }
     ).T
     return table.to_string(float_format=lambda v: f"{v:.3f}")
-
-
-def _num(x: Any, digits: int = 3) -> str:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return "-"
-    return "-" if math.isnan(x) else f"{x:.{digits}f}"
 
 
 # -- argument types ----------------------------------------------------------------------------
@@ -423,7 +415,7 @@ def _check_thresholds(cmp: Comparison, thresholds: Sequence[tuple[str, float]]) 
         for agent in cmp.agents:
             mean = float(cmp.summary.loc[agent, f"{metric}/mean"])
             if math.isnan(mean) or mean < floor:
-                missed.append(f"{agent}: {metric} mean {_num(mean)} is under {floor:g}")
+                missed.append(f"{agent}: {metric} mean {num(mean)} is under {floor:g}")
     for line in missed:
         print(f"levelfield: --fail-under: {line}", file=sys.stderr)
     return 1 if missed else 0
@@ -559,7 +551,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
     for m in metrics:
         mean, std = summary.get(f"{m.name}/mean", math.nan), summary.get(f"{m.name}/std", math.nan)
         scored = rows - summary.get(f"{m.name}/nan_count", 0)
-        print(f"{m.name:<{width}}  {_num(mean):>7}  {_num(std):>7}  {scored:>9,}")
+        print(f"{m.name:<{width}}  {num(mean):>7}  {num(std):>7}  {scored:>9,}")
     if summary.get("failure/count"):
         print(f"\n{summary['failure/count']:,} rows are saved failures (not scored)")
     if args.out:
@@ -569,7 +561,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
     for metric, floor in args.fail_under:
         mean = summary.get(f"{metric}/mean", math.nan)
         if math.isnan(mean) or mean < floor:
-            missed.append(f"{metric} mean {_num(mean)} is under {floor:g}")
+            missed.append(f"{metric} mean {num(mean)} is under {floor:g}")
     for line in missed:
         print(f"levelfield: --fail-under: {line}", file=sys.stderr)
     return 1 if missed else 0
