@@ -1,4 +1,4 @@
-"""The ``levelfield`` command: demo, eval, compare, report, plan, view (and serve, from the A2A adapter).
+"""The ``levelfield`` command: demo, eval, compare, report, plan, view, watch (and serve, from the A2A adapter).
 
 Exit codes: 0 done; 1 a ``--fail-under`` threshold was missed, ``--fail-if-worse`` found a
 significant regression against ``--baseline``, or every run of an agent failed (unless
@@ -613,7 +613,13 @@ def _report(args: argparse.Namespace) -> int:
 
     directory = Path(args.directory)
     if not directory.is_dir():
-        raise UsageError(f"{directory}: no such directory (expected the --out directory of eval or compare)")
+        raise UsageError(f"{directory}: no such directory (expected the --out directory of eval, compare or watch)")
+    from ..watch.summary import is_watch_folder
+
+    if is_watch_folder(directory):
+        from .watch import print_watch_report
+
+        return print_watch_report(str(directory))
     tables = [n for n in ("metrics_table.parquet", "metrics_table.jsonl") if (directory / n).exists()]
     if tables and not (directory / "runs.jsonl").exists():
         raise UsageError(
@@ -840,8 +846,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "runs the cases an early stop left")
     cmp.set_defaults(func=_compare)
 
-    rep = sub.add_parser("report", help="re-render the HTML report of a saved run")
-    rep.add_argument("directory", help="the --out directory of eval or compare")
+    rep = sub.add_parser("report", help="re-render the HTML report of a saved run, or sum up a watch folder")
+    rep.add_argument("directory", help="the --out directory of eval or compare (an HTML report), or of watch (windows, "
+                                       "trends, alerts and the worst traces, printed)")
     rep.add_argument("--out", "-o", metavar="FILE", help="where to write the report (default: DIR/report.html)")
     rep.set_defaults(func=_report)
 
@@ -858,6 +865,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="require this token (Authorization: Bearer TOKEN, or ?token=TOKEN once, which sets a "
                            "cookie); for --host other than 127.0.0.1 (default: $LEVELFIELD_VIEW_TOKEN)")
     view.set_defaults(func=_view)
+
+    from .watch import add_watch_command  # light: the watcher's packages are imported when it starts
+
+    add_watch_command(sub)
 
     from ..adapters.a2a_server import add_serve_command  # light: imports a2a only when serving
 

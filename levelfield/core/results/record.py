@@ -407,6 +407,21 @@ class Journal:
             _repair_end(record.path)
             return cls(record.path, record.path.open("a", encoding="utf-8"), record.fingerprints)
 
+    @classmethod
+    def append_to(cls, path: Path) -> "Journal":
+        """Append to the record at ``path`` without reading it back first (a record that grows by
+        cases as well as runs, like a watch window), after repairing its end as :meth:`reopen` does."""
+        with writing(path, "cannot repair the journal"):
+            _repair_end(path)
+            return cls(path, path.open("a", encoding="utf-8"), {})
+
+    def write_case(self, case: EvalCase, fingerprint: str | None = None) -> None:
+        """Queue a case line (a case that joined after the header: a trace that just arrived), written
+        with the next flush before any run queued after it."""
+        fingerprint = fingerprint or case_fingerprint(case)
+        self._fingerprints[case.case_id] = fingerprint
+        self._pending.append(_case_line(case, fingerprint))
+
     def write(self, run: AgentRun, scores: Mapping[str, Score] | None = None) -> "asyncio.Future[None] | None":
         """Append one finished run (and its scores so far).
 

@@ -37,7 +37,7 @@ from ..score.metrics.base import Score
 from ..stats.inference import reduce_trials
 from ..stats.sequential import SequentialMonitor, StopRule
 
-__all__ = ["score_saved", "run_and_score", "open_journal", "warn_missing_references", "EarlyStop"]
+__all__ = ["score_saved", "saved_runs", "run_and_score", "open_journal", "warn_missing_references", "EarlyStop"]
 
 
 def _usage(value: Any) -> Usage | None:
@@ -50,7 +50,8 @@ def _usage(value: Any) -> Usage | None:
         return None
 
 
-def _saved_runs(dataset: EvalDataset) -> list[AgentRun]:
+def saved_runs(dataset: EvalDataset) -> list[AgentRun]:
+    """The runs of a dataset's saved predictions (no agent ran): one per case, failed where the row says so."""
     if not dataset.has_predictions:
         raise DatasetError(
             f"{dataset.source}: no agent was given and no row has a 'response' or 'predicted_trajectory' "
@@ -107,7 +108,7 @@ def _skip_scenarios(dataset: EvalDataset) -> tuple[EvalDataset, dict[str, str]]:
 async def score_saved(dataset: EvalDataset, metrics: Sequence[Metric], config: RunConfig | None = None) -> EvalResult:
     """Score the predictions a dataset already holds (``response``, ``predicted_trajectory``)."""
     dataset, skipped = _skip_scenarios(dataset)
-    runs = _saved_runs(dataset)
+    runs = saved_runs(dataset)
     warn_missing_references(dataset, metrics)
     contexts = [context_for(case, None) for case in dataset]
     # Saved rows count as runs, so saved failures score NaN like live ones.
