@@ -35,7 +35,7 @@ from .executors import RayExecutor
 from .core.score.matching import ToolCallMatcher
 from .core.data.protocol import AgentRequest, AgentRunnable
 from .core.results.result import EvalResult
-from .core.data.types import AgentOutput, Message, ToolCall, Usage
+from .core.data.types import AgentOutput, Handoff, Message, ToolCall, Usage
 from .core.data.types import AgentRun
 from .simulation import TaskSuccess, UserSimulator, UserTurn
 
@@ -71,6 +71,7 @@ __all__ = [
     "AgentRunnable",
     "AgentOutput",
     "AgentRun",
+    "Handoff",
     "Message",
     "ToolCall",
     "Usage",

@@ -11,12 +11,13 @@ import math
 from typing import Any
 
 from .core.results.result import FAILED_AS_ZERO, FAILED_LEFT_OUT
-from .verdict import Compared, failure_rule, other_rule, verdict
+from .verdict import Compared, early_stop_line, failure_rule, other_rule, verdict
 
 __all__ = ["summary_lines", "rule_line", "verdict_text", "pairwise_lines", "comparison_text", "format_comparison"]
 
 
-def _num(x: Any, digits: int = 3) -> str:
+def num(x: Any, digits: int = 3) -> str:
+    """A number as the tables print it: 3 decimals, "-" for NaN or nothing."""
     try:
         x = float(x)
     except (TypeError, ValueError):
@@ -29,7 +30,10 @@ def rule_line(cmp: Compared) -> str:
     s = cmp.summary
     failures, runs = int(s["failures"].sum()), int(s["runs"].sum())
     failed = f"{failures} of {runs} runs failed" if failures else "no run failed"
-    return (f"(mean [{int(cmp.confidence * 100)}% interval] over {len(cmp.case_ids)} cases; "
+    cases = f"{len(cmp.case_ids)} cases"
+    if cmp.stopped_early and cmp.stopped_early.get("stopped"):  # the means are over the cases that ran
+        cases = f"the {int(s['runs'].max()) // max(cmp.trials, 1)} of {len(cmp.case_ids)} cases run before stopping"
+    return (f"(mean [{int(cmp.confidence * 100)}% interval] over {cases}; "
             f"{failure_rule(cmp.failed_runs)}: {failed})")
 
 
@@ -41,28 +45,34 @@ def summary_lines(cmp: Compared) -> list[str]:
     any_failed = int(s["failures"].sum()) > 0
     rows: list[tuple[str, list[str]]] = []
     for m in cmp.metric_names:
-        rows.append((m, [f"{_num(s.loc[a, f'{m}/mean'])} [{_num(s.loc[a, f'{m}/ci_low'], 2)}, "
-                         f"{_num(s.loc[a, f'{m}/ci_high'], 2)}]" for a in cmp.agents]))
+        rows.append((m, [f"{num(s.loc[a, f'{m}/mean'])} [{num(s.loc[a, f'{m}/ci_low'], 2)}, "
+                         f"{num(s.loc[a, f'{m}/ci_high'], 2)}]" for a in cmp.agents]))
         if any_failed and f"{m}/{other}" in s:
-            rows.append((f"  {other_rule(cmp.failed_runs)}", [_num(s.loc[a, f"{m}/{other}"]) for a in cmp.agents]))
+            rows.append((f"  {other_rule(cmp.failed_runs)}", [num(s.loc[a, f"{m}/{other}"]) for a in cmp.agents]))
     k = cmp.trials
     if k > 1:
         for m in cmp.metric_names:
             if f"{m}/pass@{k}" in s:
-                rows.append((f"{m} pass@{k}", [_num(s.loc[a, f"{m}/pass@{k}"]) for a in cmp.agents]))
-                rows.append((f"{m} pass^{k}", [_num(s.loc[a, f"{m}/pass^{k}"]) for a in cmp.agents]))
+                rows.append((f"{m} pass@{k}", [num(s.loc[a, f"{m}/pass@{k}"]) for a in cmp.agents]))
+                rows.append((f"{m} pass^{k}", [num(s.loc[a, f"{m}/pass^{k}"]) for a in cmp.agents]))
         first = cmp.metric_names[0]
         rows.append((f"flaky cases ({first})", [str(int(s.loc[a, f"{first}/flaky"])) for a in cmp.agents]))
     rows.append(("failed runs", [f"{int(s.loc[a, 'failures'])}/{int(s.loc[a, 'runs'])}" for a in cmp.agents]))
-    rows.append(("latency p50 (s)", [_num(s.loc[a, "latency_in_seconds/p50"]) for a in cmp.agents]))
+    rows.append(("latency p50 (s)", [num(s.loc[a, "latency_in_seconds/p50"]) for a in cmp.agents]))
     if "total_tokens/mean" in s:
-        rows.append(("tokens per run", [_num(s.loc[a, "total_tokens/mean"], 0) for a in cmp.agents]))
+        rows.append(("tokens per run", [num(s.loc[a, "total_tokens/mean"], 0) for a in cmp.agents]))
+    if "cost_usd/mean" in s:
+        rows.append(("cost per run ($)", [_usd(s.loc[a, "cost_usd/mean"]) for a in cmp.agents]))
     label_w = max(len(r[0]) for r in rows)
     col_w = [max(len(a), *(len(r[1][i]) for r in rows)) for i, a in enumerate(cmp.agents)]
     lines = ["  ".join([" " * label_w, *(a.rjust(w) for a, w in zip(cmp.agents, col_w))])]
     lines += ["  ".join([label.ljust(label_w), *(c.rjust(w) for c, w in zip(cells, col_w))]) for label, cells in rows]
     lines.append(rule_line(cmp))
     return lines
+
+
+def _usd(x: float) -> str:
+    return "unknown" if math.isnan(x) else f"{x:.3g}" if x < 1 else f"{x:,.2f}"
 
 
 def verdict_text(cmp: Compared) -> str:
@@ -98,7 +108,7 @@ def pairwise_lines(cmp: Compared, metric: str) -> list[str]:
             mark = "  not significant" + _could_detect(r.mde)
         p = "p=-" if math.isnan(r.p_holm) else ("p<0.001" if r.p_holm < 0.001 else f"p={r.p_holm:.3f}")
         lines.append(
-            f"  {r.agent_a.ljust(a_w)} vs {r.agent_b.ljust(b_w)}  {diff} [{_num(r.ci_low, 2)}, {_num(r.ci_high, 2)}]"
+            f"  {r.agent_a.ljust(a_w)} vs {r.agent_b.ljust(b_w)}  {diff} [{num(r.ci_low, 2)}, {num(r.ci_high, 2)}]"
             f"  {p}  {r.wins}/{r.ties}/{r.losses}{mark}"
         )
     return lines
@@ -107,14 +117,14 @@ def pairwise_lines(cmp: Compared, metric: str) -> list[str]:
 def comparison_text(cmp: Compared) -> str:
     """The verdict and the summary, to read in one screen (what ``print(cmp)`` shows)."""
     lines = summary_lines(cmp)
-    text = verdict_text(cmp)
+    text = "\n".join(t for t in (early_stop_line(cmp), verdict_text(cmp)) if t)
     return "\n".join([text, "", *lines] if text else lines)
 
 
 def format_comparison(cmp: Compared, *, pairwise_metric: str | None = None) -> str:
     """The comparison as the CLI prints it: the summary, the verdict, then one metric's pairs."""
     lines = summary_lines(cmp)
-    text = verdict_text(cmp)
+    text = "\n".join(t for t in (early_stop_line(cmp), verdict_text(cmp)) if t)
     if text:
         lines += ["", text]
     metric = pairwise_metric or (cmp.metric_names[0] if cmp.metric_names else None)

@@ -28,7 +28,8 @@ from .comparison import Comparison
 from .core.data.config import RunConfig, RunOptions, run_config
 from .core.stats.config import STATS_OPTIONS, StatsConfig, stats_config
 from .core.errors import ConfigError, ConfigTypeError, LevelfieldError
-from .core.run.engine import run_and_score, score_saved
+from .core.run.engine import EarlyStop, run_and_score, score_saved
+from .core.stats.sequential import StopRule
 from .core.stats.judge_correction import check_label_cases, correct_judged, judged_binary_metrics, read_human_labels
 from .core.score.metrics.base import Metric
 from .core.score.metrics.registry import resolve_metrics
@@ -131,11 +132,12 @@ async def aevaluate(
     human_labels: Any = None,
     simulator: Any = None,
     experiment: str | None = None,
+    judge: Any = None,
     **options: Unpack[RunOptions],
 ) -> EvalResult:
     """Async twin of :func:`evaluate` (the same arguments, the same result)."""
     return await _short_errors_async(_evaluate(dataset, agent, metrics, name=name, config=config, human_labels=human_labels,
-                                               simulator=simulator, experiment=experiment, options=dict(options)))
+                                               simulator=simulator, experiment=experiment, judge=judge, options=dict(options)))
 
 
 def evaluate(
@@ -148,6 +150,7 @@ def evaluate(
     human_labels: Any = None,
     simulator: Any = None,
     experiment: str | None = None,
+    judge: Any = None,
     **options: Unpack[RunOptions],
 ) -> EvalResult:
     """Run ``agent`` on every case of ``dataset`` and score it; without an agent, score saved predictions.
@@ -175,10 +178,12 @@ def evaluate(
     A failed run never stops the evaluation (a warning says so when every run failed); bad input
     (dataset, metric, agent spec, option) raises a ``LevelfieldError`` from here, before any agent
     runs. ``experiment="name"`` logs the result to MLflow tracking (see :mod:`levelfield.experiment`).
+    ``judge`` (a chat model, ``"provider:model"``, a function or an agent) builds the metric names
+    that need one, e.g. ``metrics=["final_response_match_v2", "safety_v1"]``.
     """
     return _short_errors(lambda: run_coroutine(aevaluate(
         dataset, agent, metrics, name=name, config=config, human_labels=human_labels, simulator=simulator,
-        experiment=experiment, **options)))
+        experiment=experiment, judge=judge, **options)))
 
 
 async def _evaluate(
@@ -191,13 +196,17 @@ async def _evaluate(
     human_labels: Any,
     simulator: Any,
     experiment: str | None,
+    judge: Any = None,
     options: dict[str, Any],
 ) -> EvalResult:
     """The one implementation of ``evaluate`` and ``aevaluate``."""
     _require_experiment_logging(experiment)
     cfg = run_config(config, **options)
-    resolved = resolve_metrics(metrics)
+    resolved = resolve_metrics(metrics, judge=judge)
     result = None
+    if agent is None and cfg.max_cost_usd is not None:
+        raise ConfigError("max_cost_usd limits agents' runs; scoring saved predictions runs no agent "
+                          "(judge_max_cost_usd limits the judges)")
     if agent is None and simulator is None and human_labels is None:
         result = _saved_batch_by_batch(dataset, resolved, cfg)
     if result is None:
@@ -317,6 +326,9 @@ def _executor(config: RunConfig, simulator: Any) -> Executor | None:
     """Where the runs execute; None: this process (the local runner)."""
     if not ships_agents(config.executor):
         return None
+    if config.max_cost_usd is not None:
+        raise ConfigError(f"max_cost_usd limits the runs this process starts; it does not combine with "
+                          f"executor={config.executor!r} yet: run with the local executor to set a budget")
     if simulator is not None:
         raise ConfigError(f"simulator=... plays conversations in this process; it does not combine with "
                           f"executor={config.executor!r} yet: run the scenario cases locally")
@@ -338,6 +350,23 @@ def _stats_from(stats: StatsConfig | None, options: dict[str, Any], where: str) 
         warn_user(f"{where}({given}): statistics options as keywords are deprecated and will be removed in the next "
               f"release; pass stats=lf.StatsConfig({given})", DeprecationWarning)
     return stats_config(stats, **legacy)
+
+
+def _early_stop(stop_early: bool | str, settings: StatsConfig, dataset: Any, metrics: Sequence[Metric],
+                runnables: Sequence[AgentRunnable], cfg: RunConfig, executor: Any, simulator: Any,
+                baseline: Any) -> EarlyStop | None:
+    """The early-stopping rule of ``compare(stop_early=...)``, checked before any agent runs."""
+    if stop_early is False or stop_early is None:
+        return None
+    if not isinstance(stop_early, (bool, str)):
+        raise ConfigTypeError(f"stop_early={stop_early!r}: pass True (the first metric decides) or a metric name")
+    if baseline is not None:
+        raise ConfigError("stop_early does not combine with baseline=... yet: the baseline's runs are not re-run")
+    metric = metrics[0].name if stop_early is True else stop_early
+    rule = StopRule(metric, seed=settings.seed, alpha=settings.alpha, margin=settings.margin,
+                    failed_runs=settings.failed_runs, reducer=settings.reducer)
+    return EarlyStop(rule, dataset, metrics, [r.name for r in runnables], cfg, executor=executor,
+                     simulator=as_simulator(simulator))
 
 
 def _resolve_agents(agents: Any, config: RunConfig) -> list[Any]:
@@ -368,14 +397,16 @@ async def acompare(
     stats: StatsConfig | None = None,
     baseline: Any = None,
     fail_if_worse: str | Sequence[str] | None = None,
+    stop_early: bool | str = False,
     simulator: Any = None,
     experiment: str | None = None,
+    judge: Any = None,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Async twin of :func:`compare` (the same arguments, the same result)."""
     return await _short_errors_async(_compare(dataset, agents, metrics, config=config, stats=stats, baseline=baseline,
-                                              fail_if_worse=fail_if_worse, simulator=simulator, experiment=experiment,
-                                              options=dict(options)))
+                                              fail_if_worse=fail_if_worse, stop_early=stop_early, simulator=simulator,
+                                              experiment=experiment, judge=judge, options=dict(options)))
 
 
 def compare(
@@ -387,8 +418,10 @@ def compare(
     stats: StatsConfig | None = None,
     baseline: Any = None,
     fail_if_worse: str | Sequence[str] | None = None,
+    stop_early: bool | str = False,
     simulator: Any = None,
     experiment: str | None = None,
+    judge: Any = None,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Run every agent on every case of ``dataset`` and score them with the same metrics.
@@ -404,13 +437,18 @@ def compare(
     folder, an ``EvalResult`` or ``{"main": folder}``), paired by case id and trial.
     ``fail_if_worse=["metric", ...]`` raises ``RegressionError`` when an agent is significantly worse
     than the baseline (Holm-adjusted p < ``stats.alpha``, by more than ``stats.margin``).
+    ``stop_early=True`` (or a metric name; default the first metric) runs the cases in a random order
+    fixed by ``stats.seed`` and stops starting runs once every pair of agents is decided by an
+    always-valid sequential test at ``stats.alpha`` (significant; within ``stats.margin`` when one
+    is given; or no longer reachable); ``cmp.stopped_early`` says where and why, and a later
+    ``resume=True`` without it runs the remaining cases (see ``levelfield.core.stats.sequential``).
     ``simulator`` plays the conversation-scenario cases (every agent meets the same user).
     ``experiment="name"`` logs each agent's run to MLflow. ``out=`` writes the run record, tables,
-    summary and ``report.html``.
+    summary and ``report.html``. ``judge`` builds the metric names that need one (see :func:`evaluate`).
     """
     return _short_errors(lambda: run_coroutine(acompare(
         dataset, agents, metrics, config=config, stats=stats, baseline=baseline, fail_if_worse=fail_if_worse,
-        simulator=simulator, experiment=experiment, **options)))
+        stop_early=stop_early, simulator=simulator, experiment=experiment, judge=judge, **options)))
 
 
 async def _compare(
@@ -422,8 +460,10 @@ async def _compare(
     stats: StatsConfig | None,
     baseline: Any,
     fail_if_worse: str | Sequence[str] | None,
+    stop_early: bool | str,
     simulator: Any,
     experiment: str | None,
+    judge: Any = None,
     options: dict[str, Any],
 ) -> Comparison:
     """The one implementation of ``compare`` and ``acompare``."""
@@ -431,20 +471,23 @@ async def _compare(
     settings = _stats_from(stats, options, "compare")
     cfg = run_config(config, **options)
     ds = load_dataset(dataset)
-    resolved = resolve_metrics(metrics)
+    resolved = resolve_metrics(metrics, judge=judge)
     runnables = _resolve_agents(agents, cfg)
     executor = _executor(cfg, simulator)
     _check_agent_concurrency(cfg, runnables)
+    early = _early_stop(stop_early, settings, ds, resolved, runnables, cfg, executor, simulator, baseline)
     joined = None
     if baseline is not None:
         # Loaded before any agent runs, so a bad baseline fails fast.
         joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials)
     results = await run_and_score(ds, runnables, resolved, cfg, kind="compare", settings=settings.to_dict(),
-                                  simulator=as_simulator(simulator), executor=executor)
+                                  simulator=as_simulator(simulator), executor=executor, stop_early=early)
     if joined is not None:
         results[joined.name] = joined.result
     cmp = Comparison(ds, results, resolved, trials=cfg.trials, config=cfg, stats=settings)
     cmp.baseline = joined
+    if early is not None:
+        cmp.stopped_early = early.report()
     if cfg.out_dir is not None:
         from . import report
 

@@ -178,7 +178,9 @@ def _free_port() -> int:
 
 def test_refused_connection_is_transient_and_retried():
     run = _run(A2AAgent(f"http://127.0.0.1:{_free_port()}"), retries=2, backoff=0.01)
-    assert run.failure and run.error_type == "connection_error"
+    assert run.failure and run.error_type == "connection_refused"
+    assert "connection refused: is the server running at http://127.0.0.1:" in run.error
+    assert "RuntimeError" not in run.error
     assert run.attempts == 3
 
 

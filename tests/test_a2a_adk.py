@@ -173,6 +173,25 @@ def test_multi_agent_transfer_attributes_each_call_to_the_agent_that_made_it(tea
     assert run.output.response == "東京は晴れ、21度、12時です。"
 
 
+def test_multi_agent_transfer_is_a_handoff_when_streaming_and_scores_by_agent(team_url):
+    dataset = lf.load_dataset([{
+        "case_id": "c1", "prompt": "東京の天気は？", "reference_handoffs": ["weather_agent"],
+        "reference_trajectory": [{"tool_name": "get_weather", "tool_input": {"city": "東京"}, "agent": "weather_agent"}],
+    }])
+    result = lf.evaluate(dataset, A2AAgent(team_url), metrics=["handoff_match", "tool_attribution"], **FAST)
+    run = result.runs[0]
+    assert [(h.from_agent, h.to_agent) for h in run.output.handoffs] == [("root_agent", "weather_agent")]
+    assert result.summary_metrics["handoff_match/mean"] == 1.0
+    assert result.summary_metrics["tool_attribution/mean"] == 1.0
+
+
+def test_a_non_streamed_adk_task_names_no_author_so_it_shows_no_handoffs(team_url):
+    # The known gap: ADK's non-streamed task history carries no author, so attribution needs streaming.
+    run = lf.evaluate(_one("東京の天気は？"), A2AAgent(team_url, streaming=False), metrics=[], **FAST).runs[0]
+    assert not run.failure, run.error
+    assert run.output.handoffs == [] and {c.agent for c in run.output.trajectory} == {None}
+
+
 def test_parallel_calls_keep_their_order_and_each_gets_its_own_output(team_url):
     run = lf.evaluate(_one("東京の天気は？"), A2AAgent(team_url), metrics=[], **FAST).runs[0]
     assert not run.failure, run.error

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
+import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -214,3 +216,175 @@ def test_levelfield_cli_has_the_serve_command():
 
     args = build_parser().parse_args(["serve", "pkg.mod:agent", "--port", "8123", "--name", "remote"])
     assert (args.command, args.port, args.name) == ("serve", 8123, "remote")
+
+
+# -- a server left running: bounded, guarded, never brought down by its agent ---------------------
+
+V1 = {"A2A-Version": "1.0"}
+
+
+def echo_agent(prompt: str) -> str:
+    """Module level: a worker process imports it from here (isolation="process")."""
+    return f"echo: {prompt}"
+
+
+def exiting_agent(prompt: str) -> str:
+    if prompt == "exit":
+        os._exit(3)  # in the server's own process this would end the server
+    return f"still here: {prompt}"
+
+
+def _send(prompt: str, **extra: Any) -> dict[str, Any]:
+    message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": prompt}]}
+    return {"jsonrpc": "2.0", "method": "SendMessage", "params": {"message": message}, **extra}
+
+
+def _post(url: str, body: Any, **kwargs: Any) -> httpx.Response:
+    content = body if isinstance(body, (bytes, Iterator)) else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json", **V1, **kwargs.pop("headers", {})}
+    return httpx.post(f"{url}/", content=content, headers=headers, timeout=30, **kwargs)
+
+
+def test_finished_tasks_beyond_max_tasks_are_evicted_oldest_first():
+    with start_server(echo_agent, max_tasks=3) as server:
+        ids = [_post(server.url, _send(f"Frage {i}", id=i)).json()["result"]["task"]["id"] for i in range(5)]
+        found = [
+            "result" in _post(server.url, {"jsonrpc": "2.0", "id": 9, "method": "GetTask", "params": {"id": t}}).json()
+            for t in ids
+        ]
+    assert found == [False, False, True, True, True]
+
+
+def test_a_body_over_max_body_is_answered_413_unread():
+    with start_server(echo_agent, max_body=1024) as server:
+        announced = _post(server.url, _send("x" * 5000, id=1))
+        unannounced = _post(server.url, iter([b'{"jsonrpc": "2.0", "id": 1, ', b" " * 4096, b"}"]))
+        fine = _post(server.url, _send("ça va, 你好", id=2))
+    for response in (announced, unannounced):
+        assert response.status_code == 413
+        assert "larger than 1024 bytes" in response.json()["error"]["message"]
+    assert fine.json()["result"]["task"]["artifacts"][0]["parts"][0]["text"] == "echo: ça va, 你好"
+
+
+@pytest.mark.parametrize("body", [b"\xff\xfe\x00", b"{not json", "{\"prompt\": \"caf\xe9\"}".encode("latin-1")])
+def test_a_body_that_is_not_json_is_a_json_rpc_parse_error(body):
+    with start_server(echo_agent) as server:
+        response = _post(server.url, body)
+    error = response.json()["error"]
+    assert error["code"] == -32700 and error["message"].startswith("Parse error")
+    assert "codec" not in error["message"]  # no Python text
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ({"jsonrpc": "2.0", "id": 1, "method": "NoSuchMethod"}, -32601),
+        ({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": 5}}, -32602),
+        ({"jsonrpc": "2.0", "id": 1}, -32600),
+        ([], -32600),
+    ],
+)
+def test_json_rpc_errors_carry_the_codes_of_the_spec(body, code):
+    with start_server(echo_agent) as server:
+        assert _post(server.url, body).json()["error"]["code"] == code
+
+
+def test_a_notification_is_not_answered_and_runs_nothing():
+    calls: list[str] = []
+
+    def counting(prompt: str) -> str:
+        calls.append(prompt)
+        return "ok"
+
+    with start_server(counting) as server:
+        response = _post(server.url, _send("Benachrichtigung"))  # no "id": a JSON-RPC notification
+        answered = _post(server.url, _send("Anfrage", id=None))  # "id": null is a request
+    assert response.status_code == 204 and response.content == b""
+    assert "result" in answered.json() and calls == ["Anfrage"]
+
+
+def test_an_auth_token_is_required_on_every_call_but_the_card():
+    with start_server(echo_agent, auth_token="t0ken-9f8e") as server:  # noqa: S106 - a test token
+        card = httpx.get(f"{server.url}/.well-known/agent-card.json").json()
+        missing = _post(server.url, _send("hi", id=1))
+        wrong = _post(server.url, _send("hi", id=1), headers={"Authorization": "Bearer t0ken-x"})
+        rest = httpx.post(f"{server.url}/message:send", json={}, headers=V1)
+        ok = lf.evaluate(_one("Olá"), A2AAgent(server.url, headers={"Authorization": "Bearer t0ken-9f8e"}), metrics=[], **FAST)
+        refused = lf.evaluate(_one("Olá"), A2AAgent(server.url), metrics=[], **FAST)
+    assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"
+    for response in (missing, wrong, rest):
+        assert response.status_code == 401 and response.headers["www-authenticate"].startswith("Bearer")
+    assert ok.runs[0].output.response == "echo: Olá"
+    assert refused.runs[0].error_type == "unauthorized"
+
+
+def test_a_served_async_agent_raising_system_exit_fails_its_task_and_the_server_goes_on():
+    class Quitter:
+        name = "quitter"
+
+        async def arun(self, request: Any) -> lf.AgentOutput:
+            if request.prompt == "quit":
+                raise SystemExit(4)
+            return lf.AgentOutput(response="weiter")
+
+    with start_server(Quitter()) as server:
+        agent = A2AAgent(server.url, timeout=20)
+        quit_run = lf.evaluate(_one("quit"), agent, metrics=[], **FAST).runs[0]
+        next_run = lf.evaluate(_one("und jetzt?"), agent, metrics=[], **FAST).runs[0]
+    assert quit_run.failure and quit_run.error_type == "SystemExit", quit_run.error
+    assert not next_run.failure and next_run.output.response == "weiter"
+
+
+def test_os_exit_in_a_process_isolated_served_agent_fails_one_task_not_the_server():
+    with start_server(exiting_agent, isolation="process") as server:
+        agent = A2AAgent(server.url, timeout=60)
+        died = lf.evaluate(_one("exit"), agent, metrics=[], **FAST).runs[0]
+        alive = lf.evaluate(_one("こんにちは"), agent, metrics=[], **FAST).runs[0]
+    assert died.failure and died.error_type == "worker_died" and "exit code 3" in died.error
+    assert not alive.failure and alive.output.response == "still here: こんにちは"
+
+
+def test_serve_on_all_interfaces_warns_shows_the_real_address_and_takes_the_token_from_the_env():
+    import subprocess
+    import sys
+
+    env = {**os.environ, "LEVELFIELD_SERVE_TOKEN": "env-t0ken"}
+    cmd = [sys.executable, "-m", "levelfield", "serve", f"{__name__}:echo_agent", "--host", "0.0.0.0", "--port", "0"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            cwd=os.path.dirname(__file__))
+    guard = threading.Timer(60, proc.kill)  # a banner that never comes fails the test, never hangs it
+    guard.start()
+    try:
+        banner = proc.stdout.readline()
+        card_line = proc.stdout.readline()
+        proc.stdout.readline()
+        port = int(banner.rsplit(":", 1)[1].split()[0])
+        url = f"http://127.0.0.1:{port}"
+        refused = _post(url, _send("hi", id=1))
+        accepted = _post(url, _send("hi", id=1), headers={"Authorization": "Bearer env-t0ken"})
+    finally:
+        guard.cancel()
+        proc.terminate()
+        _, stderr = proc.communicate(timeout=30)
+    assert f"listening on 0.0.0.0:{port} (every IPv4 interface)" in banner
+    assert f"http://127.0.0.1:{port}" in card_line
+    assert "warning: listening beyond this machine" in stderr and "--auth-token" not in stderr.split("warning")[1]
+    assert refused.status_code == 401 and accepted.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_a_token_that_no_http_client_can_send_is_refused():
+    from levelfield.adapters.a2a_server import build_app
+    from levelfield.core.errors import ConfigError
+
+    for token in ("Schlüssel", "two words", ""):
+        with pytest.raises(ConfigError, match="auth_token"):
+            build_app(echo_agent, url="http://127.0.0.1:1", auth_token=token)
+
+
+def test_serve_on_loopback_gives_no_warning_and_the_cli_knows_the_new_options():
+    from levelfield.adapters.a2a_server import _loopback
+
+    assert _loopback("127.0.0.1") and _loopback("::1") and _loopback("localhost")
+    assert not _loopback("0.0.0.0") and not _loopback("192.168.1.5") and not _loopback("my-host")
+    args = _parser().parse_args(["serve", "pkg.mod:agent", "--max-body", "512KB", "--auth-token", "t", "--isolation", "process"])
+    assert (args.max_body, args.auth_token, args.isolation) == (512 * 1024, "t", "process")

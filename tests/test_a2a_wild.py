@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import threading
 import time
@@ -51,9 +52,10 @@ Handler = Callable[[Request, asyncio.StreamWriter], Awaitable[None]]
 class RawServer:
     """An HTTP/1.1 server on raw sockets: the agent card on GET, ``handler`` for everything else."""
 
-    def __init__(self, handler: Handler, *, streaming: bool = True) -> None:
+    def __init__(self, handler: Handler, *, streaming: bool = True, name: str = "raw-agent") -> None:
         self.handler = handler
         self.streaming = streaming
+        self.name = name
         self.requests: list[Request] = []
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -97,7 +99,7 @@ class RawServer:
                 body = await reader.readexactly(int(headers.get("content-length", 0)))
                 request = Request(method, target, headers, body, time.monotonic())
                 if method == "GET" and target.split("?")[0] == "/.well-known/agent-card.json":
-                    card = agent_card_to_dict(build_agent_card("raw-agent", self.url, streaming=self.streaming))
+                    card = agent_card_to_dict(build_agent_card(self.name, self.url, streaming=self.streaming))
                     await send_json(writer, card)
                     continue
                 self.requests.append(request)
@@ -177,9 +179,29 @@ def test_retry_after_longer_than_the_timeout_fails_at_once_saying_so(raw_server)
 
     server = raw_server(busy, streaming=False)
     run = _run(A2AAgent(server.url, timeout=5))
-    assert run.failure and run.error_type == "http_503"
+    assert run.failure and run.error_type == "rate_limited"
     assert "retry after 120 s" in run.error and "timeout=5" in run.error
     assert len(server.requests) == 1
+
+
+def test_a_retry_after_beyond_the_budget_is_not_retried_by_the_runner_either(raw_server):
+    async def busy(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, {"error": "quota"}, status="429 Too Many Requests", headers={"Retry-After": "3600"})
+
+    server = raw_server(busy, streaming=False)
+    run = _run(A2AAgent(server.url, timeout=5), retries=2, backoff=0.01)
+    assert run.failure and run.error_type == "rate_limited" and "3600 s" in run.error
+    assert len(server.requests) == 1 and run.attempts == 1  # not asked again a moment later
+
+
+def test_the_runners_timeout_is_the_budget_of_an_agent_without_its_own(raw_server):
+    async def busy(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, {}, status="503 Service Unavailable", headers={"Retry-After": "30"})
+
+    server = raw_server(busy, streaming=False)
+    run = _run(A2AAgent(server.url, timeout=None), timeout=3)
+    assert run.failure and run.error_type == "rate_limited"  # said at once, not a timeout 3 s later
+    assert "retry after 30 s" in run.error and len(server.requests) == 1
 
 
 def test_retry_after_as_an_http_date_is_understood(raw_server):
@@ -194,7 +216,7 @@ def test_retry_after_as_an_http_date_is_understood(raw_server):
 
     server = raw_server(busy_once, streaming=False)
     run = _run(A2AAgent(server.url, timeout=5))
-    assert run.failure and run.error_type == "http_429" and "retry after 3" in run.error
+    assert run.failure and run.error_type == "rate_limited" and "retry after 3" in run.error
 
 
 # -- broken connections ------------------------------------------------------------------------
@@ -210,6 +232,79 @@ def test_a_body_cut_off_mid_way_is_a_lost_connection_not_a_failure_to_connect(ra
     run = _run(A2AAgent(server.url))
     assert run.failure and run.error_type == "connection_lost"
     assert "broke before the answer was complete" in run.error and "cannot connect" not in run.error
+
+
+# -- answers larger than the cap ---------------------------------------------------------------
+
+CAP = 1 << 20  # small caps in tests: the behaviour is the same at the 32 MB default
+
+
+def test_an_answer_over_the_cap_fails_as_response_too_large_and_is_not_recorded(raw_server, tmp_path):
+    async def big(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, rpc(request, completed_task("Größe 大小 " * 300_000)))  # ~3.6 MB
+
+    server = raw_server(big, streaming=False)
+    dataset = lf.load_dataset([{"case_id": "c1", "prompt": "Wie groß?"}])
+    run = lf.evaluate(dataset, A2AAgent(server.url), metrics=[], out=str(tmp_path), max_response_bytes=CAP, **FAST).runs[0]
+    assert run.failure and run.error_type == "response_too_large"
+    assert "larger than 1 MB" in run.error and "max_response_bytes" in run.error
+    assert (tmp_path / "runs.jsonl").stat().st_size < 50_000  # the answer is not in the journal
+
+
+async def _endless_body(writer: asyncio.StreamWriter, head: bytes, chunk: bytes) -> None:
+    writer.write(b"HTTP/1.1 200 OK\r\n" + head + b"Transfer-Encoding: chunked\r\n\r\n")
+    while True:  # never ends: only a cap counted while reading stops it before the timeout
+        writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+        await writer.drain()
+
+
+def test_a_streamed_answer_over_the_cap_is_stopped_while_it_is_read(raw_server):
+    async def endless(request: Request, writer: asyncio.StreamWriter) -> None:
+        await _endless_body(writer, b"Content-Type: text/event-stream\r\n", b'data: {"x": "' + b"y" * 65536)
+
+    run = _run(A2AAgent(raw_server(endless).url, timeout=20), max_response_bytes=CAP)
+    assert run.failure and run.error_type == "response_too_large", run.error
+
+
+def test_an_unannounced_body_over_the_cap_is_stopped_while_it_is_read(raw_server):
+    async def endless(request: Request, writer: asyncio.StreamWriter) -> None:
+        await _endless_body(writer, b"Content-Type: application/json\r\n", b" " * 65536)
+
+    run = _run(A2AAgent(raw_server(endless, streaming=False).url, timeout=20), max_response_bytes=CAP)
+    assert run.failure and run.error_type == "response_too_large", run.error
+
+
+def test_an_answer_under_the_cap_is_read_whole(raw_server):
+    text = "Olá, 世界! " * 30_000  # ~0.7 MB as JSON (\\u escapes)
+
+    async def ok(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, rpc(request, completed_task(text)))
+
+    run = _run(A2AAgent(raw_server(ok, streaming=False).url), max_response_bytes=CAP)
+    assert not run.failure, run.error
+    assert run.output.response == text
+
+
+def test_the_cli_takes_the_cap_as_max_response(raw_server, tmp_path):
+    from levelfield.cli import main
+    from levelfield.core.results.record import read_record
+
+    async def big(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, rpc(request, completed_task("résumé " * 200_000)))
+
+    data = tmp_path / "cases.jsonl"
+    data.write_text(json.dumps({"case_id": "c1", "prompt": "Resümee?", "reference": "résumé"}) + "\n", encoding="utf-8")
+    url = raw_server(big, streaming=False).url
+    main(["eval", str(data), "--agent", url, "--out", str(tmp_path / "out"), "--max-response", "1MB", "--quiet",
+          "--retries", "0", "-m", "exact_match", "--allow-failures"])
+    [(run, _)] = read_record(tmp_path / "out").runs.values()
+    assert run.error_type == "response_too_large"
+
+
+def test_max_response_bytes_must_be_a_positive_whole_number():
+    with pytest.raises(ConfigError, match="max_response_bytes"):
+        lf.RunConfig(max_response_bytes=0)
+    assert lf.RunConfig(max_response_bytes=None).max_response_bytes is None
 
 
 # -- the timeout bounds the whole turn -----------------------------------------------------------
@@ -243,6 +338,74 @@ def test_a_task_left_working_is_polled_until_the_agent_timeout(raw_server):
     polls = [r for r in server.requests if r.rpc_method == "GetTask"]
     assert polls  # it did poll (every 0.25 s), and then gave up
     assert run.failure and run.error_type == "timeout" and "task working" in run.error
+
+
+# -- connections that fail: what happened and what to check ---------------------------------------
+
+
+def test_a_server_that_accepts_and_never_answers_is_a_timeout_saying_so():
+    import socket
+
+    with socket.socket() as listener:  # the kernel accepts connections into the backlog; nobody answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        run = _run(A2AAgent(f"http://127.0.0.1:{port}", timeout=0.5))
+    assert run.failure and run.error_type == "timeout"
+    assert "answer within 0.5 s" in run.error and "did not answer" in run.error
+
+
+def test_https_to_a_plain_http_server_is_a_tls_error_saying_what_to_check():
+    import socket
+
+    def plain_http(listener: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                conn.close()
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        threading.Thread(target=plain_http, args=(listener,), daemon=True).start()
+        run = _run(A2AAgent(f"https://127.0.0.1:{listener.getsockname()[1]}", timeout=5))
+    assert run.failure and run.error_type == "tls_error", run.error
+    assert "TLS handshake failed" in run.error and "https://" in run.error and "RuntimeError" not in run.error
+
+
+def _raised(error: BaseException, cause: BaseException) -> BaseException:
+    try:
+        try:
+            raise cause
+        except BaseException as inner:
+            raise error from inner
+    except BaseException as outer:
+        return outer
+
+
+def test_a_name_that_does_not_resolve_is_a_dns_error_naming_the_host():
+    import socket
+
+    import httpx
+
+    from levelfield.adapters.a2a import _chain, _connection_error
+
+    exc = _raised(httpx.ConnectError("[Errno -2] Name or service not known"), socket.gaierror(-2, "Name or service not known"))
+    error = _connection_error("agent 'a'", "http://nonexistent.invalid", 5, _chain(exc), None)
+    assert error.error_type == "dns_error" and "'nonexistent.invalid' could not be resolved" in str(error)
+    assert getattr(error, "transient", False)
+
+
+def test_a_connection_that_times_out_is_a_connect_timeout_naming_host_and_port():
+    import httpx
+
+    from levelfield.adapters.a2a import _chain, _connection_error
+
+    exc = _raised(httpx.ConnectTimeout("timed out"), TimeoutError("timed out"))
+    error = _connection_error("agent 'a'", "https://10.255.255.1", 3, _chain(exc), None)
+    assert error.error_type == "connect_timeout" and "no connection within 3 s" in str(error)
+    assert "10.255.255.1:443 is reachable" in str(error)
 
 
 # -- answers that are not what a client expects -------------------------------------------------
@@ -293,6 +456,12 @@ def test_a_header_value_with_a_trailing_newline_is_refused_without_showing_it():
         A2AAgent("http://127.0.0.1:1", headers={"Authorization": f"Bearer {TOKEN}\n"})
     assert "'Authorization'" in str(caught.value) and TOKEN not in str(caught.value)
     assert isinstance(caught.value, LevelfieldError)
+
+
+def test_a_non_ascii_header_value_is_refused_naming_the_header_not_the_value():
+    with pytest.raises(ConfigError, match="'X-Team'.*ASCII") as caught:
+        A2AAgent("http://127.0.0.1:1", headers={"X-Team": "Größe 好"})
+    assert "Größe" not in str(caught.value)
 
 
 def test_a_non_string_header_value_is_a_type_error_naming_the_header():
@@ -362,6 +531,86 @@ def test_no_credential_reaches_any_file_an_evaluation_writes(raw_server, tmp_pat
     basic = base64.b64encode(b"carol:pa55-w0rd").decode()  # the Authorization the URL's user:pass became
     for secret in (TOKEN, "pa55-w0rd", "t0ken-abc", basic):
         assert secret not in written
+
+
+def test_a_header_that_is_no_credential_never_rewrites_the_answer(raw_server):
+    async def answer(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, rpc(request, completed_task("ok thing, 好东西")))
+
+    agent = A2AAgent(raw_server(answer, streaming=False).url, headers={"X-Tag": "thing", "X-Team": "ok"})
+    dataset = lf.load_dataset([{"case_id": "c1", "prompt": "Wie geht's?", "reference": "ok thing, 好东西"}])
+    result = lf.evaluate(dataset, agent, metrics=["exact_match"], **FAST)
+    assert result.runs[0].output.response == "ok thing, 好东西"
+    assert result.summary_metrics["exact_match/mean"] == 1.0
+
+
+def test_short_url_credentials_are_redacted_where_echoed_and_nothing_else_is(raw_server):
+    async def echo(request: Request, writer: asyncio.StreamWriter) -> None:
+        said = f"saw {request.target} {request.headers['authorization']}; pw and abc, not pwd or abcdef; tenant=acme"
+        await send_json(writer, rpc(request, completed_task(said)))
+
+    server = raw_server(echo, streaming=False)
+    port = server.url.rsplit(":", 1)[1]
+    run = _run(A2AAgent(f"http://me:pw@127.0.0.1:{port}/?token=abc&tenant=acme"))
+    assert server.requests[0].target == "/?token=abc&tenant=acme"  # sent as given
+    assert run.output.response == "saw /?token=***&tenant=acme Basic ***; *** and ***, not pwd or abcdef; tenant=acme"
+
+
+def test_a_bearer_token_echoed_alone_or_inside_a_word_is_redacted(raw_server):
+    async def echo(request: Request, writer: asyncio.StreamWriter) -> None:
+        token = request.headers["authorization"].split()[1]
+        await send_json(writer, rpc(request, completed_task(f"令牌 {token}, glued:x{token}y")))
+
+    run = _run(A2AAgent(raw_server(echo, streaming=False).url, headers={"Authorization": f"Bearer {TOKEN}"}))
+    assert run.output.response == "令牌 ***, glued:x***y"
+
+
+def test_a_card_name_echoing_a_credential_does_not_name_the_agent(raw_server):
+    async def ok(request: Request, writer: asyncio.StreamWriter) -> None:
+        await send_json(writer, rpc(request, completed_task()))
+
+    server = raw_server(ok, streaming=False, name="agent for k3y")
+    port = server.url.rsplit(":", 1)[1]
+    agent = A2AAgent(f"http://127.0.0.1:{port}/?api_key=k3y")
+    assert agent.name == "agent for ***"
+    assert _run(agent).agent_name == "agent for ***"
+
+
+def test_url_user_info_and_an_authorization_header_together_are_refused():
+    with pytest.raises(ConfigError, match="user:password@.*Authorization") as caught:
+        A2AAgent("http://me:pw@127.0.0.1:1", headers={"authorization": f"Bearer {TOKEN}"})
+    assert TOKEN not in str(caught.value) and "pw" not in str(caught.value)
+
+
+def test_the_ctrl_c_resume_hint_shows_no_url_credential(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    def slow(prompt: str) -> str:
+        time.sleep(0.2)
+        return prompt
+
+    data = tmp_path / "cases.jsonl"
+    data.write_text("".join(json.dumps({"case_id": f"c{i}", "prompt": f"第{i}", "reference": f"第{i}"}) + "\n" for i in range(40)), encoding="utf-8")
+    out = tmp_path / "out"
+    with start_server(slow, name="slow") as server:
+        port = server.url.rsplit(":", 1)[1]
+        url = f"http://me:pw@127.0.0.1:{port}/?token=abc&tenant=acme"
+        cmd = [sys.executable, "-m", "levelfield", "eval", str(data), "--agent", url, "--out", str(out),
+               "--concurrency", "1", "--quiet", "-m", "exact_match"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ})
+        deadline = time.monotonic() + 60
+        while not (out / "runs.jsonl").exists() or (out / "runs.jsonl").read_text(encoding="utf-8").count('"run"') < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    command = stderr.strip().splitlines()[-1]
+    assert f"http://me:***@127.0.0.1:{port}/?token=***&tenant=acme" in command and command.endswith("--resume")
+    assert "pw@" not in stderr and "token=abc" not in stderr and "URL credentials" in stderr
 
 
 def test_an_unreachable_agent_with_url_credentials_is_named_by_the_bare_url():

@@ -104,15 +104,39 @@ def test_other_levelfield_metrics_can_be_criteria():
     assert c.build_metric().name == "trajectory_recall"
 
 
-def test_judged_adk_criterion_is_refused_naming_the_file(tmp_path):
+def test_judged_adk_criterion_without_a_judge_is_refused_naming_the_file(tmp_path):
     path = tmp_path / "test_config.json"
     path.write_text(json.dumps({"criteria": {"final_response_match_v2": 0.5}}))
-    with pytest.raises(lf.MetricError, match=r"test_config.json: criterion 'final_response_match_v2' needs a judge"):
-        load_criteria(path)
+    (criterion,) = load_criteria(path)
+    with pytest.raises(lf.MetricError, match=r"test_config.json: criterion 'final_response_match_v2' needs a judge.*--judge"):
+        criteria_metrics([criterion])
+
+
+def test_judged_adk_criterion_is_built_with_the_judge_and_the_files_options(tmp_path):
+    path = tmp_path / "test_config.json"
+    path.write_text(json.dumps({"criteria": {"final_response_match_v2": {
+        "threshold": 0.5, "judgeModelOptions": {"numSamples": 3}}}}))
+    (metric,) = criteria_metrics(load_criteria(path), judge=lambda prompt: '{"verdict": "valid"}')
+    assert (metric.name, metric.num_samples) == ("final_response_match_v2", 3)
+
+
+def test_a_misspelt_criterion_suggests_the_nearest_name():
+    with pytest.raises(lf.MetricError, match=r"unknown criterion 'final_respons_match_v2'\. Did you mean 'final_response_match_v2'\?"):
+        load_criteria({"final_respons_match_v2": 0.5})
+
+
+def test_bad_judge_options_are_refused_naming_the_criterion():
+    with pytest.raises(lf.MetricError, match=r"'safety_v1' judge_model_options.num_samples must be a positive integer"):
+        load_criteria({"safety_v1": {"threshold": 1, "judge_model_options": {"num_samples": 0}}})
+
+
+def test_efficiency_criteria_are_informational():
+    (c,) = load_criteria({"tool_call_count_v1": 2})
+    assert c.informational and c.describe() == "tool_call_count_v1 (informational)"
 
 
 def test_unknown_metric_is_refused():
-    with pytest.raises(lf.MetricError, match="unknown metric 'tool_score'"):
+    with pytest.raises(lf.MetricError, match="unknown criterion 'tool_score'"):
         load_criteria({"tool_score": 1.0})
 
 
@@ -217,8 +241,9 @@ def test_table_shows_each_case_its_scores_and_the_verdict():
     lines = format_verdicts(apply_criteria(result, crit), crit).splitlines()
     assert lines[0].split() == ["case", "tool_trajectory_avg_score", "(>=", "1)", "response_match_score", "(>=",
                                 "0.8)", "failed", "runs", "result"]
-    assert lines[1].split() == ["turn_off_device_2", "1.000", "1.000", "0/1", "PASS"]
-    assert lines[2].split() == ["kitchen_all_off", "0.000", "0.444", "0/1", "FAIL"]
+    # Each criterion says whether the case met it, then the case's verdict.
+    assert lines[1].split() == ["turn_off_device_2", "1.000", "pass", "1.000", "pass", "0/1", "PASS"]
+    assert lines[2].split() == ["kitchen_all_off", "0.000", "FAIL", "0.444", "FAIL", "0/1", "FAIL"]
     assert lines[-1] == "1 of 2 cases passed"
 
 

@@ -249,11 +249,14 @@ def _sub_agent_graph():
 def test_calls_of_a_sub_agent_inside_a_tool_are_attributed_to_it_and_follow_that_tool():
     outer, _ = _sub_agent_graph()
     output = run_one(outer, "go")
+    # The top-level agent's calls name it too (the graph's name).
     assert [(c.tool_name, c.tool_input, c.agent) for c in output.trajectory] == [
-        ("ask_researcher", {"question": "what?"}, None),
+        ("ask_researcher", {"question": "what?"}, "boss"),
         ("lookup", {"key": "inner"}, "researcher"),
-        ("lookup", {"key": "outer"}, None),
+        ("lookup", {"key": "outer"}, "boss"),
     ]
+    assert [(h.from_agent, h.to_agent) for h in output.handoffs] == [("boss", "researcher"), ("researcher", "boss")]
+    assert output.model_calls == 4  # two of the boss, two of the researcher
 
 
 def test_calls_inside_a_subgraph_node_are_attributed_to_the_subgraph():

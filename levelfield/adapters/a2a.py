@@ -7,8 +7,12 @@ streaming is off). Tool calls are read from data parts marked the way ADK marks 
 (sub-)agent the server names as the author; servers that mark calls differently plug in their
 own ``trajectory_extractor``.
 
-Credentials (header values, ``user:pass@`` and query values of the URL) are sent but never
-recorded: they are redacted from the agent's name, errors and recorded outputs.
+Credentials are sent but never recorded: the values of credential-bearing headers (named like
+``Authorization``, ``X-API-Key``, ``Cookie``: see ``is_credential_name``), the URL's
+``user:password@`` and its credential query values (``?token=...``) are replaced by ``***``
+wherever a server could echo them (errors, answers, tool calls, the agent's name); other text is
+never touched. Every answer is read under ``RunConfig.max_response_bytes``: a larger one fails
+the run as ``response_too_large`` without being read whole.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import email.utils
+import functools
 import itertools
 import json
 import re
@@ -23,12 +28,13 @@ import time
 import urllib.parse
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..core.run import budget
 from ..core.errors import AdapterError, ConfigError, ConfigTypeError, MissingExtraError, TransientAgentError
 from ..core.data.protocol import AgentRequest
-from ..core.data.types import AgentOutput, ToolCall, Usage
+from ..core.data.types import AgentOutput, Handoff, ToolCall, Usage
 
 if TYPE_CHECKING:
     from a2a.client import Client
@@ -44,6 +50,9 @@ __all__ = [
     "FUNCTION_RESPONSE",
     "LEVELFIELD_KEY",
     "AUTHOR_KEYS",
+    "ResponseTooLarge",
+    "is_credential_name",
+    "hide_url_credentials",
 ]
 
 ADK_TYPE_KEY = "adk_type"
@@ -60,6 +69,8 @@ ERROR_TYPE_KEY = "levelfield_error_type"
 """Status-message metadata key with the error type of a failed run (``levelfield serve``)."""
 USAGE_KEY = "adk_usage_metadata"
 """Metadata key ADK uses for token counts."""
+MODEL_KEY = "adk_model_version"
+"""Metadata key naming the model that spent the tokens, when a server sends it."""
 AUTHOR_KEYS = ("adk_author", "levelfield_agent", "agent_name", "author", "agent")
 """Metadata keys that name the (sub-)agent behind a part, message or artifact, most specific first:
 ADK's ``adk_author``, levelfield's own, then the spellings other servers use."""
@@ -177,7 +188,16 @@ def _usage_from(meta: Mapping[str, Any] | None) -> Usage | None:
     inp = pick("promptTokenCount", "prompt_token_count", "input_tokens")
     out = pick("candidatesTokenCount", "candidates_token_count", "output_tokens")
     total = pick("totalTokenCount", "total_token_count", "total_tokens") or inp + out
-    return Usage(input_tokens=inp, output_tokens=out, total_tokens=total)
+    # The model: levelfield's server names it in the counts; ADK events carry ``model_version``.
+    model = raw.get("model") or (meta or {}).get(MODEL_KEY) or (meta or {}).get("model_version")
+    usage = Usage(input_tokens=inp, output_tokens=out, total_tokens=total, model=str(model) if model else None)
+    shares = raw.get("by_model")
+    if isinstance(shares, dict):
+        try:
+            usage.by_model = {str(k): Usage.model_validate(v) for k, v in shares.items()}
+        except ValueError:
+            pass  # an unreadable breakdown leaves the tokens unattributed (unknown cost), not a failed run
+    return usage
 
 
 class _Turn:
@@ -306,8 +326,24 @@ class _Turn:
             trajectory=trajectory,
             intermediate_responses=intermediate,
             usage=usage,
+            handoffs=_handoffs(parts),
             raw=raw,
         )
+
+
+def _handoffs(parts: list[dict[str, Any]]) -> list[Handoff]:
+    """Each change of author along the parts (ADK names the author of each streamed event; a
+    non-streamed ADK task names none, so it shows no hand-offs)."""
+    out: list[Handoff] = []
+    current: str | None = None
+    for part in parts:
+        author = _author(part.get("metadata") or {})
+        if author is None or author == current:
+            continue
+        if current is not None:
+            out.append(Handoff(from_agent=current, to_agent=author))
+        current = author
+    return out
 
 
 def _struct(message: Any, field: str) -> dict[str, Any]:
@@ -392,6 +428,12 @@ def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
                 f"A2AAgent(headers=...): the value of {key!r} has a line break, a control character or "
                 "surrounding whitespace (value not shown); strip it, e.g. token.strip()"
             )
+        if not value.isascii():
+            # httpx sends header values as ASCII: say so now rather than fail every run.
+            raise ConfigError(
+                f"A2AAgent(headers=...): the value of {key!r} has non-ASCII characters (value not shown); HTTP "
+                "header values are ASCII: percent-encode or base64-encode it"
+            )
         checked[key] = value
     return checked
 
@@ -411,18 +453,167 @@ def _split_credentials(url: str) -> tuple[str, tuple[str, str] | None, list[tupl
     return clean, auth, params
 
 
+_CREDENTIAL_NAME = re.compile(
+    r"auth|token|key|secret|passw|pwd|cookie|session|credential|signature|bearer|jwt|^sig$|^code$", re.IGNORECASE
+)
+
+
+def is_credential_name(name: str) -> bool:
+    """Whether a header or query parameter named ``name`` carries a credential (its value is redacted).
+
+    By name: ``Authorization``, ``Proxy-Authorization``, ``X-API-Key``, ``api-key``, ``Cookie``,
+    ``X-Auth-Token``, ``?token=``, ``?access_token=``, ``?sig=``... A header such as ``X-Tag`` or a
+    parameter such as ``?tenant=`` is sent as it is and never redacted.
+    """
+    return bool(_CREDENTIAL_NAME.search(name))
+
+
+def _header_secrets(name: str, value: str) -> list[str]:
+    """The secret strings in one credential header's value: the whole value and the parts a server
+    may echo alone (the token after ``Bearer``, a Basic pair decoded, each cookie's value)."""
+    found = [value]
+    scheme, _, rest = value.partition(" ")
+    if rest and " " not in rest.strip():
+        found.append(rest.strip())  # "Bearer s3cret": a server may echo the token alone
+        if scheme.lower() == "basic":
+            try:
+                pair = base64.b64decode(rest.strip(), validate=True).decode()
+            except ValueError:
+                pair = ""
+            if ":" in pair:
+                found += [pair, pair.partition(":")[2]]
+    if "cookie" in name.lower():
+        found += [v.strip() for _, _, v in (c.partition("=") for c in value.split(";"))]
+    return found
+
+
 def _secrets(
     headers: Mapping[str, str], auth: tuple[str, str] | None, params: list[tuple[str, str]]
 ) -> tuple[str, ...]:
-    """Every credential string to redact, longest first (so a token inside a value goes too)."""
-    found: set[str] = set()
-    basic = [base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()] if auth else []  # as sent
-    for value in [*headers.values(), *(auth or ()), *basic, *(v for _, v in params)]:
-        found.add(value)
-        found.update(value.split())  # "Bearer s3cret": a server may echo the token alone
-        found.add(urllib.parse.quote(value, safe=""))  # as it appears inside a URL
-    # Very short strings would blank out ordinary words; such values are not secrets anyway.
-    return tuple(sorted((s for s in found if len(s) >= 4), key=len, reverse=True))
+    """Every credential string to redact, longest first (so a token inside a value goes too).
+
+    Exact values of any length: the credential headers' values, the URL's password and
+    ``user:password`` (and the Basic header it becomes), credential query values; each also as
+    it appears percent-encoded in a URL. A user name alone is no secret and stays.
+    """
+    found: list[str] = []
+    for name, value in headers.items():
+        if is_credential_name(name):
+            found += _header_secrets(name, value)
+    if auth:
+        pair = f"{auth[0]}:{auth[1]}"
+        found += [auth[1], pair, base64.b64encode(pair.encode()).decode()]
+    found += [value for name, value in params if is_credential_name(name)]
+    every = set(found)
+    for value in found:
+        every.update((urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value, safe="")))
+    return tuple(sorted((v for v in every if v), key=len, reverse=True))
+
+
+_WHOLE_WORD = 8
+"""Secrets shorter than this are replaced only where they stand alone (not inside a longer word):
+``pw`` is redacted in "password pw", never in "pwd"; a longer one is replaced wherever it occurs."""
+
+
+def _secret_pattern(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One regex matching every secret exactly (short ones as whole words), longest first."""
+    if not secrets:
+        return None
+    alternatives = [
+        re.escape(s) if len(s) >= _WHOLE_WORD else rf"(?<![A-Za-z0-9]){re.escape(s)}(?![A-Za-z0-9])"
+        for s in secrets
+    ]
+    return re.compile("|".join(alternatives))
+
+
+def hide_url_credentials(text: str) -> str:
+    """``text`` with the password and credential query values of every http(s) URL in it shown as ``***``.
+
+    For text shown to a person (a command to run again): the user name, host, path and other
+    parameters stay, so the place the credentials go back is visible.
+    """
+
+    def hide(match: re.Match[str]) -> str:
+        parts = urllib.parse.urlsplit(match.group(0))
+        netloc = parts.netloc
+        user, at, host = netloc.rpartition("@")
+        if at and ":" in user:
+            netloc = f"{user.partition(':')[0]}:{_REDACTED}@{host}"
+        query = "&".join(
+            f"{name}={_REDACTED}" if is_credential_name(urllib.parse.unquote_plus(name)) and sep else f"{name}{sep}{value}"
+            for name, sep, value in (item.partition("=") for item in parts.query.split("&") if item)
+        )
+        return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+    return re.sub(r"https?://[^\s'\"]+", hide, text)
+
+
+class ResponseTooLarge(Exception):
+    """An answer larger than the run's ``max_response_bytes``: its read was stopped there."""
+
+    def __init__(self, cap: int, size: int | None = None) -> None:
+        self.cap = cap
+        self.size = size
+        """The size the server announced (Content-Length), when it did."""
+        said = f" (it announced {_size(size)})" if size is not None else ""
+        super().__init__(f"the answer is larger than {_size(cap)}{said}")
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} bytes"
+
+
+@functools.cache
+def _capped_stream_class() -> type:
+    import httpx
+
+    class CappedStream(httpx.SyncByteStream, httpx.AsyncByteStream):
+        """A response body that stops with ResponseTooLarge once more than ``cap`` bytes came in."""
+
+        def __init__(self, stream: Any, cap: int) -> None:
+            self._stream = stream
+            self._cap = cap
+            self._seen = 0
+
+        def _count(self, chunk: bytes) -> bytes:
+            self._seen += len(chunk)
+            if self._seen > self._cap:
+                raise ResponseTooLarge(self._cap)
+            return chunk
+
+        def __iter__(self) -> Iterator[bytes]:
+            for chunk in self._stream:
+                yield self._count(chunk)
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            async for chunk in self._stream:
+                yield self._count(chunk)
+
+        def close(self) -> None:
+            self._stream.close()
+
+        async def aclose(self) -> None:
+            await self._stream.aclose()
+
+    return CappedStream
+
+
+def _cap_response(response: Any) -> None:
+    """httpx response hook: the body is read under the run's cap (one announced larger is refused unread)."""
+    cap = budget.max_response_bytes()
+    if cap is None:
+        return
+    announced = response.headers.get("content-length", "")
+    if announced.isdigit() and int(announced) > cap:
+        raise ResponseTooLarge(cap, int(announced))
+    response.stream = _capped_stream_class()(response.stream, cap)
+
+
+async def _acap_response(response: Any) -> None:
+    _cap_response(response)
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -456,6 +647,61 @@ def _progress(turn: _Turn) -> str:
     if not turn.items:
         return f" ({state})" if state else ""
     return f" (after {len(turn.items)} message(s) or artifact(s), {calls} tool call(s){', ' + state if state else ''})"
+
+
+def _earliest(*seconds: float | None) -> float | None:
+    known = [s for s in seconds if s is not None]
+    return min(known) if known else None
+
+
+def _connection_error(
+    where: str, url: str, timeout: float | None, chain: list[BaseException], partial: AgentOutput | None
+) -> AdapterError:
+    """What a failed connection was (refused, DNS, TLS, timeout) and what to check, from the exceptions
+    below httpx's ConnectError: the innermost exception is often noise from closing the connection."""
+    import socket
+    import ssl
+
+    import httpx
+
+    parts = urllib.parse.urlsplit(url)
+    host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+
+    def find(kind: type[BaseException] | tuple[type[BaseException], ...]) -> BaseException | None:
+        return next((e for e in chain if isinstance(e, kind)), None)
+
+    if (tls := find(ssl.SSLError)) is not None:
+        reason = getattr(tls, "reason", None) or str(tls)
+        return AdapterError(
+            f"{where}: the TLS handshake failed ({reason}); check the scheme (https:// for a TLS server, http:// "
+            "otherwise) and that the server's certificate is valid and trusted (SSL_CERT_FILE)",
+            error_type="tls_error",
+            partial=partial,
+        )
+    if (dns := find(socket.gaierror)) is not None:
+        return _transient(
+            f"{where}: the host name {host!r} could not be resolved ({dns.strerror or dns}); check the URL's "
+            "spelling and this machine's network and DNS",
+            "dns_error",
+            partial,
+        )
+    if find(ConnectionRefusedError) is not None:
+        return _transient(
+            f"{where}: connection refused: is the server running at {url}? (nothing accepts connections on "
+            f"{host}:{port})",
+            "connection_refused",
+            partial,
+        )
+    if find((httpx.ConnectTimeout, TimeoutError)) is not None:
+        return _transient(
+            f"{where}: no connection within {timeout} s; check that {host}:{port} is reachable from here (the host "
+            "is up, no firewall or proxy drops the connection)",
+            "connect_timeout",
+            partial,
+        )
+    cause = next((e for e in chain if isinstance(e, OSError) and e.errno is not None), None) or find(OSError)
+    said = f"{type(cause).__name__}: {cause}" if cause is not None else _innermost(chain)
+    return _transient(f"{where}: cannot connect ({said}); check the URL and that the server is up", "connection_error", partial)
 
 
 def _innermost(chain: list[BaseException]) -> str:
@@ -515,8 +761,16 @@ class A2AAgent:
             self._card = self._parse_card(url_or_card)
             interfaces = list(self._card.supported_interfaces)
             self.url = _split_credentials(interfaces[0].url)[0] if interfaces else ""
+        if self._auth and any(k.lower() == "authorization" for k in self.headers):
+            # Both would set the one Authorization header sent: refuse rather than drop one silently.
+            raise ConfigError(
+                "A2AAgent: the URL has user:password@ and headers= has an Authorization header; both set the "
+                "Authorization sent, so give only one (the URL's becomes 'Authorization: Basic ...')"
+            )
         self._secrets = _secrets(self.headers, self._auth, self._params)
-        self._name: str | None = name or (self._card.name if self._card is not None and self._card.name else None)
+        self._secret_re = _secret_pattern(self._secrets)
+        card_name = self._card.name if self._card is not None and self._card.name else None
+        self._name: str | None = name or (self.redact(card_name) if card_name else None)
         self.streaming = streaming
         if timeout is not None and timeout <= 0:
             raise ConfigError("A2AAgent(timeout=...) must be > 0 seconds, or None for no limit")
@@ -555,19 +809,22 @@ class A2AAgent:
             from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 
             try:
-                with httpx.Client(**self._http_options(min(self.timeout or 10.0, 10.0))) as http:
+                options = self._http_options(min(self.timeout or 10.0, 10.0))
+                with httpx.Client(**options, event_hooks={"response": [_cap_response]}) as http:
                     response = http.get(f"{self.url}{AGENT_CARD_WELL_KNOWN_PATH}")
                     response.raise_for_status()
                     self._card = parse_agent_card(response.json())
             except Exception:  # the runs will say what is wrong with the server; the URL names it
                 return None
-        return self._card.name or None
+        # A card that echoes a credential must not name the agent in every record.
+        return self.redact(self._card.name) if self._card.name else None
 
     def _http_options(self, timeout: float | None) -> dict[str, Any]:
         import httpx
 
         return {
-            "headers": self.headers,
+            # Uncompressed, so the bytes counted against the response cap are the bytes parsed.
+            "headers": {"Accept-Encoding": "identity", **self.headers},
             "params": self._params,
             "auth": httpx.BasicAuth(*self._auth) if self._auth else None,
             "timeout": httpx.Timeout(timeout),
@@ -592,11 +849,8 @@ class A2AAgent:
         return f"A2AAgent({self.url!r}, name={self._name!r})"
 
     def redact(self, text: str) -> str:
-        """``text`` with every header value and URL credential of this agent replaced by ``***``."""
-        for secret in self._secrets:
-            if secret in text:
-                text = text.replace(secret, _REDACTED)
-        return text
+        """``text`` with this agent's credentials (exact values, see ``is_credential_name``) replaced by ``***``."""
+        return text if self._secret_re is None else self._secret_re.sub(_REDACTED, text)
 
     # -- clients ------------------------------------------------------------------------------
     async def _client(self) -> Client:
@@ -622,6 +876,7 @@ class A2AAgent:
             **self._http_options(self.timeout),
             # As many connections as the runner may have runs in flight.
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+            event_hooks={"response": [_acap_response]},
         )
         try:
             if self._card is None:
@@ -696,16 +951,18 @@ class A2AAgent:
             self._partials[key] = turn  # the runner timed out: partial_output() will ask
             raise
         except (asyncio.TimeoutError, TimeoutError):
+            said = "" if turn.items else "; the server did not answer in time: is it overloaded or stuck?"
             raise AdapterError(
                 self.redact(f"agent {self.name!r} at {self.url}: no complete answer within {self.timeout} s"
-                            f"{_progress(turn)} (A2AAgent(timeout=...) bounds the whole turn)"),
+                            f"{_progress(turn)}{said} (A2AAgent(timeout=...) bounds the whole turn)"),
                 error_type="timeout",
                 partial=self._output(turn) if turn.items else None,
             ) from None
         return self._finish(turn)
 
     async def _attempts(self, request: AgentRequest, turn: _Turn, deadline: float | None) -> None:
-        """One exchange; a 429/503 with ``Retry-After`` is waited out and tried again, within the deadline."""
+        """One exchange; a 429/503 with ``Retry-After`` is waited out and tried again, within the
+        run's timeout budget (this agent's and the runner's, whichever ends first)."""
         for attempt in itertools.count(1):
             try:
                 await self._exchange(request, turn)
@@ -714,7 +971,7 @@ class A2AAgent:
                 raise
             except Exception as exc:
                 wait = _retry_after(exc)
-                left = None if deadline is None else deadline - time.monotonic()
+                left = _earliest(None if deadline is None else deadline - time.monotonic(), budget.seconds_left())
                 if wait is not None and attempt <= _MAX_SERVER_RETRIES and (left is None or wait < left):
                     await asyncio.sleep(wait)
                     continue
@@ -811,6 +1068,14 @@ class A2AAgent:
         partial = self._output(turn) if turn.items else None
         chain = _chain(exc)
         where = f"agent {self.name!r} at {self.url}"
+        too_large = next((e for e in chain if isinstance(e, ResponseTooLarge)), None)
+        if too_large is not None:
+            return AdapterError(
+                f"{where}: {too_large}{_progress(turn)}; the read was stopped there. Raise the cap with "
+                "RunConfig(max_response_bytes=...) or --max-response if such answers are expected",
+                error_type="response_too_large",
+                partial=partial,
+            )
         status = getattr(exc, "status_code", None)
         body = ""
         for e in chain:
@@ -822,26 +1087,34 @@ class A2AAgent:
                 except Exception:  # a streamed body that was never read
                     body = ""
         detail = f": {body}" if body else ""
+        if any(isinstance(e, (httpx.ConnectError, httpx.ConnectTimeout)) for e in chain):
+            return _connection_error(where, self.url, self.timeout, chain, partial)
         if any(isinstance(e, (A2AClientTimeoutError, httpx.TimeoutException)) for e in chain):
             return AdapterError(
-                f"{where}: no answer within {self.timeout} s{_progress(turn)}", error_type="timeout", partial=partial
+                f"{where}: no answer within {self.timeout} s{_progress(turn)}; the server took the request but did "
+                "not answer in time: is it overloaded or stuck? (A2AAgent(timeout=...) sets the wait)",
+                error_type="timeout",
+                partial=partial,
             )
-        if any(isinstance(e, httpx.ConnectError) for e in chain):
-            return _transient(f"{where}: cannot connect ({_innermost(chain)})", "connection_error", partial)
         if any(isinstance(e, (httpx.RemoteProtocolError, httpx.NetworkError)) for e in chain):
             return _transient(
                 f"{where}: the connection broke before the answer was complete{_progress(turn)} ({_innermost(chain)})",
                 "connection_lost",
                 partial,
             )
+        if status in (429, 503) and retry_after is not None and left is not None and retry_after >= left:
+            # Not transient: a retry sooner than the server asked would only be refused again.
+            return AdapterError(
+                f"{where}: HTTP {status}, the server asked to retry after {retry_after:g} s, more than the "
+                f"{max(left, 0):.1f} s left of the run's timeout (A2AAgent(timeout={self.timeout}), "
+                f"RunConfig(timeout=...)); the run ends here{detail}",
+                error_type="rate_limited",
+                partial=partial,
+            )
         if status in (429, 502, 503, 504):
             asked = ""
             if retry_after is not None:
-                asked = f"; it asked to retry after {retry_after:g} s"
-                if left is not None and retry_after >= left:
-                    asked += f", more than the {max(left, 0):.1f} s left of A2AAgent(timeout={self.timeout})"
-                else:
-                    asked += f" and was still busy after {_MAX_SERVER_RETRIES} retries"
+                asked = f"; it asked to retry after {retry_after:g} s and was still busy after {_MAX_SERVER_RETRIES} retries"
             return _transient(
                 f"{where}: HTTP {status}, the server is busy or unavailable{asked}{detail}", f"http_{status}", partial
             )

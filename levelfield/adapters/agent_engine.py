@@ -17,6 +17,7 @@ here, and only when needed.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import re
 import threading
@@ -28,7 +29,7 @@ from ..core.errors import (AdapterError, AgentOutputError, ConfigError, ConfigTy
                            TransientAgentError, exception_text)
 from ..core.data.protocol import AgentRequest
 from ..core.run.threads import run_sync
-from ..core.data.types import AgentOutput, ToolCall, Usage, content_text
+from ..core.data.types import AgentOutput, Handoff, ToolCall, Usage, content_text
 from .function import output_from_value
 
 __all__ = ["AgentEngineAgent", "parse_agent_engine_output", "OPERATIONS"]
@@ -130,10 +131,13 @@ def _from_messages(messages: list[Any]) -> AgentOutput:
                     by_id[tool_call.id] = tool_call
             counts = fields.get("usage_metadata")
             if isinstance(counts, Mapping):
+                meta = fields.get("response_metadata") or {}
+                model = meta.get("model_name") or meta.get("model") if isinstance(meta, Mapping) else None
                 usage = Usage(
                     input_tokens=int(counts.get("input_tokens") or 0),
                     output_tokens=int(counts.get("output_tokens") or 0),
                     total_tokens=int(counts.get("total_tokens") or 0),
+                    model=str(model) if model else None,
                 ) + usage
         elif kind == "tool":
             target = by_id.get(fields.get("tool_call_id") or "")
@@ -167,6 +171,7 @@ def _from_adk_events(events: list[Any], agent: str, *, strict: bool = True) -> A
     by_id: dict[str, ToolCall] = {}
     texts: list[str] = []
     usage: Usage | None = None
+    team = _Team()
     for index, event in enumerate(events):
         if not isinstance(event, Mapping):
             if not strict:
@@ -183,6 +188,7 @@ def _from_adk_events(events: list[Any], agent: str, *, strict: bool = True) -> A
         if event.get("partial"):
             continue  # streamed fragments; the complete event follows
         author = event.get("author")
+        team.add(event)
         text = ""
         for part in (event.get("content") or {}).get("parts") or []:
             if not isinstance(part, Mapping):
@@ -212,18 +218,65 @@ def _from_adk_events(events: list[Any], agent: str, *, strict: bool = True) -> A
             texts.append(text)
         counts = event.get("usage_metadata")
         if isinstance(counts, Mapping):
+            model = event.get("model_version")  # the LlmResponse's model, on ADK's events
             usage = Usage(
                 input_tokens=int(counts.get("prompt_token_count") or 0),
                 output_tokens=int(counts.get("candidates_token_count") or 0),
                 total_tokens=int(counts.get("total_token_count") or 0),
+                model=str(model) if model else None,
             ) + usage
     return AgentOutput(
         response=texts[-1] if texts else "",
         trajectory=calls,
         intermediate_responses=texts[:-1],
         usage=usage,
+        handoffs=team.handoffs,
+        model_calls=team.model_calls,
+        state=team.state_delta,
         raw=events,
     )
+
+
+class _Team:
+    """What ADK events say about the agents of a run: who had control when, how many model
+    answers they gave, and the session state changes (``actions.state_delta``)."""
+
+    def __init__(self) -> None:
+        self.handoffs: list[Handoff] = []
+        self.model_calls = 0
+        self.state_delta: dict[str, Any] = {}
+        self._current: tuple[str, str] | None = None  # (author, branch)
+        self._had_control: set[str] = set()
+
+    def add(self, event: Mapping[str, Any]) -> None:
+        author = event.get("author")
+        if not isinstance(author, str) or not author or author == "user":
+            return
+        parts = [p for p in (event.get("content") or {}).get("parts") or [] if isinstance(p, Mapping)]
+        # One model answer is one event with text or calls (a tool's response is an event of its own).
+        if any(p.get("function_call") or p.get("text") for p in parts) or event.get("usage_metadata"):
+            self.model_calls += 1
+        actions = event.get("actions") or {}
+        delta = actions.get("state_delta") if isinstance(actions, Mapping) else None
+        if isinstance(delta, Mapping):
+            self.state_delta.update(delta)
+        self._control(author, str(event.get("branch") or ""))
+
+    def _control(self, author: str, branch: str) -> None:
+        current = self._current
+        self._current = (author, branch)
+        if current is None:
+            self._had_control.add(author)
+            return
+        if current[0] == author:
+            return
+        # Sub-agents of a ParallelAgent interleave their events (sibling branches): control
+        # passes to each once, the first time it acts, not at every interleaving.
+        siblings = branch and current[1] and not branch.startswith(current[1]) and not current[1].startswith(branch)
+        if siblings and author in self._had_control:
+            return
+        self._had_control.add(author)
+        self.handoffs.append(Handoff(from_agent=current[0], to_agent=author))
 
 
 def _is_adk_event(item: Any) -> bool:
@@ -299,6 +352,105 @@ def parse_agent_engine_output(value: Any, agent: str = "agent") -> AgentOutput:
     raise AgentOutputError(f"agent {agent!r} returned {type(value).__name__}; expected {_EXPECTED}")
 
 
+# --- calls inside AgentTools ---------------------------------------------------------------
+#
+# ADK runs an AgentTool's agent in a runner of its own and forwards none of its events (only its
+# last answer), so its tool calls never reach the event stream (adk-python #3493). A plugin on
+# the local app's runner, which ADK hands down to nested runners, sees them; a context variable
+# set around each run tells it whose run a call belongs to and which outer call encloses it.
+
+
+class _Inner:
+    """The calls made inside one run's AgentTools, by the outer call id that encloses them."""
+
+    def __init__(self, session_id: str | None) -> None:
+        self.session_id = session_id
+        self.calls: dict[str, list[ToolCall]] = {}
+        self.model_calls = 0
+
+
+_RUN: contextvars.ContextVar[_Inner | None] = contextvars.ContextVar("levelfield_adk_run", default=None)
+_ENCLOSING: contextvars.ContextVar[str | None] = contextvars.ContextVar("levelfield_adk_enclosing", default=None)
+_PLUGIN_NAME = "levelfield_inner_calls"
+
+
+def _install_inner_calls_plugin(app: Any) -> bool:
+    """Register the plugin on a local AdkApp's runners (once); False when the app has none."""
+    attrs = getattr(app, "_tmpl_attrs", None)
+    runners = [attrs.get(k) for k in ("runner", "in_memory_runner")] if isinstance(attrs, dict) else []
+    managers = [getattr(r, "plugin_manager", None) for r in runners if r is not None]
+    managers = [m for m in managers if m is not None and callable(getattr(m, "register_plugin", None))]
+    if not managers:
+        return False
+    from google.adk.plugins.base_plugin import BasePlugin
+
+    class InnerCalls(BasePlugin):
+        async def before_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any) -> None:
+            run = _RUN.get()
+            if run is None:
+                return None
+            if tool_context.session.id == run.session_id:
+                # An outer call: calls made while it runs (in this task) belong under it.
+                _ENCLOSING.set(tool_context.function_call_id)
+                return None
+            enclosing = _ENCLOSING.get()
+            if enclosing is not None:
+                call = ToolCall(tool_name=tool.name, tool_input=dict(tool_args or {}), id=tool_context.function_call_id,
+                                agent=tool_context.agent_name)
+                run.calls.setdefault(enclosing, []).append(call)
+            return None
+
+        async def after_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any, result: Any) -> None:
+            run = _RUN.get()
+            enclosing = _ENCLOSING.get()
+            if run is None or enclosing is None or tool_context.session.id == run.session_id:
+                return None
+            for call in run.calls.get(enclosing, []):
+                if call.id == tool_context.function_call_id and call.tool_output is None:
+                    call.tool_output = result.get("result", result) if isinstance(result, Mapping) and set(result) == {"result"} else result
+            return None
+
+        async def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> None:
+            run = _RUN.get()
+            if run is not None and callback_context.session.id != run.session_id and not getattr(llm_response, "partial", False):
+                run.model_calls += 1
+            return None
+
+    for manager in managers:
+        if manager.get_plugin(_PLUGIN_NAME) is None:
+            manager.register_plugin(InnerCalls(name=_PLUGIN_NAME))
+    return True
+
+
+def _with_inner_calls(output: AgentOutput, inner: _Inner) -> AgentOutput:
+    """``output`` with each AgentTool's inner calls after the call that ran it, the hand-offs to
+    and back from the AgentTool's agent where that call was made, and its model calls counted."""
+    output.model_calls = (output.model_calls or 0) + inner.model_calls
+    if not inner.calls:
+        return output
+    trajectory: list[ToolCall] = []
+    for call in output.trajectory:
+        trajectory.append(call)
+        trajectory.extend(inner.calls.get(call.id or "", []))
+    # Where each outer call was made among the hand-offs: the events read again, call by call.
+    team, at = _Team(), {}
+    for event in output.raw if isinstance(output.raw, list) else []:
+        if isinstance(event, Mapping) and not event.get("partial"):
+            team.add(event)
+            for part in (event.get("content") or {}).get("parts") or []:
+                if isinstance(part, Mapping) and isinstance(part.get("function_call"), Mapping):
+                    at.setdefault(part["function_call"].get("id"), len(team.handoffs))
+    handoffs = list(output.handoffs)
+    outer_agents = {c.id: c.agent for c in output.trajectory}
+    for call_id in sorted(inner.calls, key=lambda k: at.get(k, len(handoffs)), reverse=True):
+        outer, inside = outer_agents.get(call_id), inner.calls[call_id][0].agent
+        if outer and inside and outer != inside:
+            index = at.get(call_id, len(handoffs))
+            handoffs[index:index] = [Handoff(from_agent=outer, to_agent=inside), Handoff(from_agent=inside, to_agent=outer)]
+    output.trajectory, output.handoffs = trajectory, handoffs
+    return output
+
+
 # --- errors -------------------------------------------------------------------------------
 
 
@@ -362,6 +514,8 @@ class AgentEngineAgent:
         self.send_history = send_history
         self._lock = threading.Lock()
         self._sessions: dict[str, str] = {}
+        self._states: dict[str, dict[str, Any]] = {}
+        self._inner_calls = False
         self._progress: dict[tuple[str | None, int], list[Any]] = {}
         self._warned: set[str] = set()
         self._ready = False
@@ -416,6 +570,7 @@ class AgentEngineAgent:
                 # Set up once, before concurrent runs, so they do not race to build it.
                 if not (isinstance(attrs, dict) and (attrs.get("runnable") or attrs.get("runner"))):
                     self.agent.set_up()
+                self._inner_calls = _install_inner_calls_plugin(self.agent)
             self._ready = True
 
     async def _ensure_ready(self) -> None:
@@ -558,8 +713,12 @@ class AgentEngineAgent:
         sink: list[Any] = []
         # Kept if the run is cancelled (timeout), so partial_output() can read what arrived.
         self._progress[key] = sink
+        inner: _Inner | None = None
         try:
             kwargs = await self._kwargs(request)
+            if self._inner_calls:
+                inner = _Inner(kwargs.get("session_id"))
+                _RUN.set(inner)  # this task's context: ADK's tasks for this run copy it
             value = await self._call(kwargs, sink)
         except Exception as exc:
             self._progress.pop(key, None)
@@ -567,6 +726,10 @@ class AgentEngineAgent:
             raise _failure(exc, self.name, operation, partial) from exc
         self._progress.pop(key, None)
         output = parse_agent_engine_output(value, self.name)
+        if isinstance(value, list) and any(map(_is_adk_event, value)):
+            output.state = self._session_state(request, output.state or {})
+            if inner is not None:
+                output = _with_inner_calls(output, inner)
         if (
             isinstance(value, Mapping)
             and "output" in value
@@ -578,6 +741,17 @@ class AgentEngineAgent:
                 "build the LangchainAgent with agent_executor_kwargs={'return_intermediate_steps': True}",
             )
         return output
+
+    def _session_state(self, request: AgentRequest, delta: Mapping[str, Any]) -> dict[str, Any]:
+        """The ADK session's state after this turn: the case's initial state, then every turn's
+        changes (``temp:`` keys last one invocation in ADK, so they are not kept)."""
+        key = request.session_id
+        state = dict(self._states.get(key, request.state) if key is not None else request.state)
+        state.update(delta)
+        state = {k: v for k, v in state.items() if not str(k).startswith("temp:")}
+        if key is not None:
+            self._states[key] = state
+        return state
 
     def partial_output(self, request: AgentRequest) -> AgentOutput | None:
         """What a timed-out streaming run had produced (ADK events received so far)."""

@@ -3,19 +3,37 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
-from ..core.errors import AgentOutputError, ConfigTypeError
+from ..core.errors import AgentOutputError, ConfigTypeError, DatasetError
 from ..core.data.protocol import AgentRequest
 from ..core.run.threads import run_sync
-from ..core.data.types import AgentOutput, ToolCall
+from ..core.data.dataset import parse_handoffs
+from ..core.data.types import AgentOutput, ToolCall, Usage
 
 __all__ = ["FunctionAgent", "output_from_value"]
 
-_EXPECTED = "a str, an AgentOutput, or a dict {'response': str, 'predicted_trajectory': [{'tool_name', 'tool_input'}, ...]}"
+_EXPECTED = (
+    "a str, an AgentOutput, or a dict {'response': str, 'predicted_trajectory': [{'tool_name', 'tool_input'}, ...]} "
+    "(optionally with 'handoffs', 'state' and 'usage')"
+)
+
+
+def _usage_from(value: Any, agent: str) -> Usage | None:
+    """A returned ``usage`` (a Usage or ``{input_tokens, output_tokens[, total_tokens, model]}``)."""
+    if value is None or isinstance(value, Usage):
+        return value
+    try:
+        usage = Usage.model_validate(value)
+    except ValidationError as exc:
+        raise AgentOutputError(f"agent {agent!r} returned a malformed 'usage' ({exc.errors()[0]['msg']}); expected "
+                               "{'input_tokens': int, 'output_tokens': int, 'model': str}") from None
+    if not usage.total_tokens:
+        usage.total_tokens = usage.input_tokens + usage.output_tokens
+    return usage
 
 
 def output_from_value(value: Any, agent: str) -> AgentOutput:
@@ -50,8 +68,26 @@ def output_from_value(value: Any, agent: str) -> AgentOutput:
                     f"{f', field {field!r}' if field else ''}: {err['msg']} (got {got}); "
                     "expected {'tool_name': str, 'tool_input': dict}"
                 ) from None
-        return AgentOutput(response=response, trajectory=calls, raw=value)
+        return AgentOutput(response=response, trajectory=calls, raw=value, **_extras(value, agent))
     raise AgentOutputError(f"agent {agent!r} returned {type(value).__name__}; expected {_EXPECTED}")
+
+
+def _extras(value: dict[str, Any], agent: str) -> dict[str, Any]:
+    """The optional keys of a returned dict: ``handoffs``, ``state`` (the final session state), ``usage``."""
+    out: dict[str, Any] = {}
+    if value.get("handoffs") is not None:
+        try:
+            out["handoffs"] = parse_handoffs(value["handoffs"], f"agent {agent!r}", "handoffs")
+        except DatasetError as exc:
+            raise AgentOutputError(f"{exc}; a function agent returns 'handoffs' as agent names or {{from_agent, to_agent}}") from None
+    state = value.get("state")
+    if state is not None:
+        if not isinstance(state, Mapping):
+            raise AgentOutputError(f"agent {agent!r} returned 'state' of type {type(state).__name__}; expected a dict of the final session state")
+        out["state"] = dict(state)
+    if value.get("usage") is not None:
+        out["usage"] = _usage_from(value["usage"], agent)
+    return out
 
 
 class FunctionAgent:

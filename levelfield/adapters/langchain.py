@@ -24,7 +24,8 @@ from uuid import UUID
 
 from ..core.errors import AdapterError, AgentOutputError, ConfigError, ConfigTypeError, MissingExtraError, exception_text
 from ..core.data.protocol import AgentRequest
-from ..core.data.types import AgentOutput, Message, ToolCall, Usage, content_text
+from ..core.data.jsonsafe import to_jsonable
+from ..core.data.types import AgentOutput, Handoff, Message, ToolCall, Usage, chat_message_usage, content_text
 
 try:
     from langchain_core.callbacks import BaseCallbackHandler
@@ -75,6 +76,28 @@ class _Run:
     parent: UUID | None
     kind: str
     name: str
+    checkpoint_ns: str = ""
+    seq: int = 0
+    node: str = ""
+    """The graph node the run belongs to (LangGraph's ``langgraph_node``)."""
+    step: int = -1
+    """The graph step the run belongs to (LangGraph's ``langgraph_step``)."""
+
+
+def _ns(metadata: Mapping[str, Any] | None) -> str:
+    return str((metadata or {}).get("langgraph_checkpoint_ns") or "")
+
+
+def _segments(checkpoint_ns: str) -> list[str]:
+    """The node names of a checkpoint namespace: LangGraph nests them as ``outer:id|inner:id``."""
+    return [s.split(":")[0] for s in checkpoint_ns.split("|") if s]
+
+
+def _model_name(response: Any) -> str | None:
+    """The model an ``LLMResult`` names in ``llm_output`` (older integrations put it only there)."""
+    output = getattr(response, "llm_output", None) or {}
+    name = output.get("model_name") or output.get("model") if isinstance(output, Mapping) else None
+    return str(name) if name else None
 
 
 class TrajectoryRecorder(BaseCallbackHandler):
@@ -86,30 +109,40 @@ class TrajectoryRecorder(BaseCallbackHandler):
     run_inline = True  # called on the event loop, in event order, not in an executor
     raise_error = False
 
-    def __init__(self) -> None:
+    def __init__(self, root: str | None = None) -> None:
+        self.root = root
+        """The name given to the top-level agent (its calls' ``agent``, its side of hand-offs)."""
         self._lock = threading.Lock()
         self._seq = itertools.count()
         self._runs: dict[UUID, _Run] = {}
         self._calls: dict[UUID, _Call] = {}
         self._origin: dict[str, tuple[int, int]] = {}
+        self._asked_by: dict[str, UUID] = {}
+        """Tool call id -> the model run that asked for it."""
         self._models_done = 0
         self._usage: Usage | None = None
         self.model_errors: list[BaseException] = []
         self.tool_errors: list[BaseException] = []
 
     # -- run tree -------------------------------------------------------------------------
+    def _add_run(self, run_id: UUID, parent: UUID | None, kind: str, name: str, metadata: Mapping[str, Any] | None) -> _Run:
+        meta = metadata or {}
+        step = meta.get("langgraph_step")
+        run = _Run(parent, kind, name, _ns(meta), next(self._seq), str(meta.get("langgraph_node") or ""),
+                   step if isinstance(step, int) else -1)
+        with self._lock:
+            self._runs[run_id] = run
+        return run
+
     def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         name = kwargs.get("name") or (serialized or {}).get("name") or ""
-        with self._lock:
-            self._runs[run_id] = _Run(parent_run_id, "chain", str(name))
+        self._add_run(run_id, parent_run_id, "chain", str(name), kwargs.get("metadata"))
 
     def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
-        with self._lock:
-            self._runs[run_id] = _Run(parent_run_id, "model", "")
+        self._add_run(run_id, parent_run_id, "model", "", kwargs.get("metadata"))
 
     def on_llm_start(self, serialized: Any, prompts: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
-        with self._lock:
-            self._runs[run_id] = _Run(parent_run_id, "model", "")
+        self._add_run(run_id, parent_run_id, "model", "", kwargs.get("metadata"))
 
     # -- models ---------------------------------------------------------------------------
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
@@ -118,13 +151,9 @@ class TrajectoryRecorder(BaseCallbackHandler):
         for generations in getattr(response, "generations", None) or []:
             for generation in generations:
                 message = getattr(generation, "message", None)
-                meta = getattr(message, "usage_metadata", None)
-                if meta:
-                    usage = (usage or Usage()) + Usage(
-                        input_tokens=meta.get("input_tokens", 0) or 0,
-                        output_tokens=meta.get("output_tokens", 0) or 0,
-                        total_tokens=meta.get("total_tokens", 0) or 0,
-                    )
+                spent = chat_message_usage(message, _model_name(response))
+                if spent is not None:
+                    usage = spent + usage if usage is not None else spent
                 calls += [c.get("id") for c in getattr(message, "tool_calls", None) or []]
         if usage is None:  # older integrations report usage in llm_output only
             token_usage = (getattr(response, "llm_output", None) or {}).get("token_usage") or {}
@@ -133,12 +162,14 @@ class TrajectoryRecorder(BaseCallbackHandler):
                     input_tokens=token_usage.get("prompt_tokens", 0) or 0,
                     output_tokens=token_usage.get("completion_tokens", 0) or 0,
                     total_tokens=token_usage.get("total_tokens", 0) or 0,
+                    model=_model_name(response),
                 )
         with self._lock:
             self._models_done += 1
             for position, call_id in enumerate(calls):
                 if call_id:
                     self._origin[call_id] = (self._models_done, position)
+                    self._asked_by[call_id] = run_id
             if usage is not None:
                 self._usage = usage + self._usage if self._usage else usage
 
@@ -167,16 +198,16 @@ class TrajectoryRecorder(BaseCallbackHandler):
             except (TypeError, ValueError):
                 parsed = None
             tool_input = parsed if isinstance(parsed, dict) else {"input": input_str}
+        run = self._add_run(run_id, parent_run_id, "tool", str(name), metadata)
         with self._lock:
-            self._runs[run_id] = _Run(parent_run_id, "tool", str(name))
             self._calls[run_id] = _Call(
                 run_id=run_id,
                 parent_run_id=parent_run_id,
                 tool_name=str(name),
                 tool_input=tool_input,
                 tool_call_id=kwargs.get("tool_call_id"),
-                checkpoint_ns=str((metadata or {}).get("langgraph_checkpoint_ns") or ""),
-                start_seq=next(self._seq),
+                checkpoint_ns=run.checkpoint_ns,
+                start_seq=run.seq,
                 models_done=self._models_done,
             )
 
@@ -207,10 +238,16 @@ class TrajectoryRecorder(BaseCallbackHandler):
         with self._lock:
             return self._usage
 
-    def _agent_of(self, call: _Call) -> tuple[UUID | None, str | None]:
-        """(enclosing tool run, sub-agent name) of a call; (None, None) for the top-level agent."""
-        child: UUID | None = call.run_id
-        parent = call.parent_run_id
+    @property
+    def model_calls(self) -> int:
+        """How many model calls the run started, sub-agents' included."""
+        with self._lock:
+            return sum(1 for r in self._runs.values() if r.kind == "model")
+
+    def _scope_of(self, run_id: UUID) -> tuple[UUID | None, str | None]:
+        """(enclosing tool run, the sub-agent that tool runs) of a run; (None, None) outside any tool."""
+        child: UUID | None = run_id
+        parent = self._runs[run_id].parent if run_id in self._runs else None
         while parent is not None:
             run = self._runs.get(parent)
             if run is None:
@@ -220,11 +257,74 @@ class TrajectoryRecorder(BaseCallbackHandler):
                 # The outermost runnable the tool started is the sub-agent (its graph's name).
                 return parent, (inner.name if inner is not None and inner.kind == "chain" and inner.name else run.name)
             child, parent = parent, run.parent
-        # A subgraph used as a node: LangGraph nests checkpoint namespaces "outer:id|inner:id".
-        segments = [s.split(":")[0] for s in call.checkpoint_ns.split("|") if s]
-        if len(segments) > 1:
-            return None, segments[-2]
         return None, None
+
+    def _model_nodes(self) -> set[str]:
+        """Top-level graph nodes that call a model themselves; two or more make the graph a team of agents."""
+        nodes = {r.node for r in self._runs.values() if r.kind == "model" and len(_segments(r.checkpoint_ns)) == 1 and r.node}
+        return nodes if len(nodes) > 1 else set()
+
+    def _agent_of_run(self, run_id: UUID, model_nodes: set[str]) -> tuple[UUID | None, str | None]:
+        """(enclosing tool run, agent name) of a model or tool run; the agent is None for the top-level agent."""
+        scope, agent = self._scope_of(run_id)
+        if scope is not None:
+            return scope, agent
+        run = self._runs[run_id]
+        segments = _segments(run.checkpoint_ns)
+        if len(segments) > 1:  # inside a subgraph used as a node: that node is the agent
+            return None, segments[-2]
+        if run.kind == "tool":
+            asker = self._asked_by.get(self._calls[run_id].tool_call_id or "") if run_id in self._calls else None
+            if asker is not None and asker in self._runs:
+                return None, self._agent_of_run(asker, model_nodes)[1]
+        if segments and segments[0] in model_nodes:
+            return None, segments[0]
+        return None, None
+
+    def handoffs(self) -> list[Handoff]:
+        """Control passing between agents: each change of the agent at work, in a deterministic order.
+
+        The agent at work is the one making each model and tool call, and, in a graph of agents,
+        a node that calls neither (a router). Runs are ordered by graph step, then node name
+        (parallel nodes of one step, such as ``Send`` fan-outs, finish in any order), then start.
+        """
+        with self._lock:
+            model_nodes = self._model_nodes()
+            activity: list[tuple[tuple[int, str, int], str | None]] = []
+            busy_nodes: set[str] = set()
+            for run_id, run in self._runs.items():
+                if run.kind in ("model", "tool"):
+                    agent = self._agent_of_run(run_id, model_nodes)[1]
+                    activity.append((self._order(run), agent))
+                    segments = _segments(run.checkpoint_ns)
+                    if segments:
+                        busy_nodes.add(segments[0])
+            agents = {a for _, a in activity if a is not None}
+            if agents:
+                # A node of a team that calls no model and no tool routes: it is an agent at work too.
+                for run in self._runs.values():
+                    segments = _segments(run.checkpoint_ns)
+                    if len(segments) == 1 and run.kind == "chain" and run.name == run.node == segments[0] and segments[0] not in busy_nodes:
+                        activity.append((self._order(run), segments[0]))
+        out: list[Handoff] = []
+        current: str | None = None
+        for _, agent in sorted(activity, key=lambda item: item[0]):
+            name = agent or self.root
+            if name is None or name == current:
+                continue
+            if current is not None:
+                out.append(Handoff(from_agent=current, to_agent=name))
+            current = name
+        return out
+
+    def _order(self, run: _Run) -> tuple[int, str, int]:
+        # The step and name of the top-level node the run belongs to: its own, or its nearest ancestor's.
+        top: _Run | None = run
+        while top is not None and not (len(_segments(top.checkpoint_ns)) == 1 and top.step >= 0):
+            top = self._runs.get(top.parent) if top.parent is not None else None
+        if top is None:
+            return (-1, "", run.seq)
+        return (top.step, _segments(top.checkpoint_ns)[0], run.seq)
 
     def trajectory(self, final_messages: Sequence[Any] = ()) -> list[ToolCall]:
         """The calls so far, in a deterministic order.
@@ -237,7 +337,8 @@ class TrajectoryRecorder(BaseCallbackHandler):
         with self._lock:
             calls = list(self._calls.values())
             origin = dict(self._origin)
-            placed = [(c, *self._agent_of(c)) for c in calls]
+            model_nodes = self._model_nodes()
+            placed = [(c, *self._agent_of_run(c.run_id, model_nodes)) for c in calls]
         # Outputs of calls whose error the graph turned into a ToolMessage.
         handled = {
             m.tool_call_id: content_text(m.content) for m in final_messages if isinstance(m, ToolMessage)
@@ -266,7 +367,7 @@ class TrajectoryRecorder(BaseCallbackHandler):
                         tool_input=call.tool_input,
                         tool_output=output,
                         id=call.tool_call_id,
-                        agent=agent,
+                        agent=agent or self.root,
                         error=call.error,
                     )
                 )
@@ -451,6 +552,9 @@ class LangChainAgent:
                 trajectory=recorder.trajectory(messages),
                 intermediate_responses=intermediate,
                 usage=recorder.usage,
+                handoffs=recorder.handoffs(),
+                model_calls=recorder.model_calls,
+                state=self._final_state(result),
                 raw=result,
             )
         if isinstance(result, BaseMessage):
@@ -475,11 +579,29 @@ class LangChainAgent:
                 f"agent {self.name!r} returned {type(result).__name__}; expected a str, a message, "
                 "or a dict with 'messages' or 'output'"
             )
-        return AgentOutput(response=response, trajectory=recorder.trajectory(), usage=recorder.usage, raw=result)
+        return AgentOutput(
+            response=response,
+            trajectory=recorder.trajectory(),
+            usage=recorder.usage,
+            handoffs=recorder.handoffs(),
+            model_calls=recorder.model_calls,
+            state=self._final_state(result),
+            raw=result,
+        )
+
+    def _final_state(self, result: Any) -> dict[str, Any] | None:
+        """A graph's final state without its messages (the conversation is the response and the
+        trajectory already), as JSON-safe data; None for runnables that are not graphs."""
+        if not isinstance(result, Mapping) or not callable(getattr(self.runnable, "aget_state", None)):
+            return None
+        return {str(k): to_jsonable(v) for k, v in result.items() if k != "messages"}
 
     @staticmethod
     def _partial(recorder: TrajectoryRecorder) -> AgentOutput:
-        return AgentOutput(response="", trajectory=recorder.trajectory(), usage=recorder.usage)
+        return AgentOutput(
+            response="", trajectory=recorder.trajectory(), usage=recorder.usage,
+            handoffs=recorder.handoffs(), model_calls=recorder.model_calls,
+        )
 
     # -- protocol -------------------------------------------------------------------------
     @staticmethod
@@ -488,7 +610,7 @@ class LangChainAgent:
 
     async def arun(self, request: AgentRequest) -> AgentOutput:
         """Run one turn; failures raise AdapterError with the partial trajectory attached."""
-        recorder = TrajectoryRecorder()
+        recorder = TrajectoryRecorder(root=self.name)
         key = self._request_key(request)
         self._inflight[key] = recorder
         config = self._config(request, recorder)

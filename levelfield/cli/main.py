@@ -1,4 +1,4 @@
-"""The ``levelfield`` command: demo, eval, compare, report, plan (and serve, from the A2A adapter).
+"""The ``levelfield`` command: demo, eval, compare, report, plan, view, watch (and serve, from the A2A adapter).
 
 Exit codes: 0 done; 1 a ``--fail-under`` threshold was missed, ``--fail-if-worse`` found a
 significant regression against ``--baseline``, or every run of an agent failed (unless
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import os
 import re
 import sys
 import tempfile
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..comparison_text import format_comparison
+from ..comparison_text import format_comparison, num
 
 if TYPE_CHECKING:
     from ..comparison import Comparison
@@ -52,14 +53,6 @@ def format_summary(rows: dict[str, dict], metric_names: Sequence[str]) -> str:
     return table.to_string(float_format=lambda v: f"{v:.3f}")
 
 
-def _num(x: Any, digits: int = 3) -> str:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return "-"
-    return "-" if math.isnan(x) else f"{x:.{digits}f}"
-
-
 # -- argument types ----------------------------------------------------------------------------
 
 
@@ -85,6 +78,18 @@ def _timeout(text: str) -> float | None:
     return value
 
 
+def _max_response(text: str) -> int | None:
+    from ..core.data.config import parse_size
+    from ..core.errors import ConfigError
+
+    if text.lower() == "none":
+        return None
+    try:
+        return parse_size(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _threshold(text: str) -> tuple[str, float]:
     metric, sep, value = text.partition("=")
     try:
@@ -107,6 +112,16 @@ def _named_spec(text: str) -> tuple[str | None, str]:
 
 
 # -- running -----------------------------------------------------------------------------------
+
+
+def _dollars(text: str) -> float:
+    try:
+        value = float(text.lstrip("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of dollars") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text}: give 0 or more dollars")
+    return value
 
 
 def _workers(text: str) -> int:
@@ -147,9 +162,21 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
                    help=f"runs in flight, all agents together (default {d.concurrency})")
     p.add_argument("--timeout", type=_timeout, default=d.timeout,
                    help=f"seconds per attempt, or 'none' (default {d.timeout:g})")
+    p.add_argument("--max-response", type=_max_response, default=d.max_response_bytes, metavar="SIZE",
+                   help="the largest answer a remote (A2A) agent may send, e.g. 64MB, or 'none'; a larger one "
+                        f"fails the run as response_too_large (default {d.max_response_bytes >> 20}MB)")
     p.add_argument("--retries", type=int, default=d.retries,
                    help=f"retries of errors an adapter marks transient (default {d.retries})")
     p.add_argument("--trials", type=_positive_int, default=d.trials, help=f"runs of every case per agent (default {d.trials})")
+    p.add_argument("--prices", metavar="FILE",
+                   help="a JSON file of your own prices, {\"model\": {\"input_per_mtok\": 0.15, \"output_per_mtok\": 0.6}} "
+                        "in dollars per million tokens; they override genai-prices' (levelfield[cost])")
+    p.add_argument("--max-cost", type=_dollars, metavar="USD",
+                   help="stop starting runs once the agents' spend would pass USD dollars; with --out, the runs not "
+                        "started are finished by --resume --max-cost MORE (the limit counts the journaled runs too)")
+    p.add_argument("--judge-max-cost", type=_dollars, metavar="USD",
+                   help="stop sending rows to LLM judges once their spend would pass USD dollars (rows not judged "
+                        "score NaN; --resume with more judges them)")
     p.add_argument("--fail-under", type=_threshold, action="append", default=[], metavar="METRIC=VALUE",
                    help="exit 1 when an agent's mean of METRIC is under VALUE (repeatable)")
     twin = "lf.compare" if failed_runs == "zero" else "lf.evaluate"
@@ -169,6 +196,10 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
     p.add_argument("--ray-address", metavar="ADDRESS",
                    help="with --executor ray: the cluster ('auto', 'ray://host:10001'; default RAY_ADDRESS, "
                         "else a Ray started on this machine)")
+    p.add_argument("--judge", metavar="SPEC",
+                   help="the judge of judged metrics and criteria (final_response_match_v2, safety_v1, rubric_based_*...): "
+                        "provider:model (LangChain), module:attr (a chat model, a function prompt -> answer, or an agent), "
+                        "or an A2A agent's http(s):// URL")
     p.add_argument("--simulator", metavar="PROVIDER:MODEL",
                    help="a chat model that plays the user of conversation-scenario cases (otherwise they are skipped)")
     p.add_argument("--max-turns", type=_positive_int, default=None, metavar="N",
@@ -180,7 +211,8 @@ def _add_case_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=_positive_int, metavar="N", help="only the first N cases of the dataset")
     p.add_argument("--sample", type=_positive_int, metavar="N",
                    help="N cases drawn at random (the same ones for the same --seed), kept in dataset order")
-    p.add_argument("--seed", type=int, metavar="S", help="with --sample: the random seed (default 0)")
+    p.add_argument("--seed", type=int, metavar="S",
+                   help="with --sample: the random seed (default 0); with --stop-early: the seed of the case order")
 
 
 def _some_cases(args: argparse.Namespace, dataset: Any) -> Any:
@@ -189,8 +221,8 @@ def _some_cases(args: argparse.Namespace, dataset: Any) -> Any:
     args.cases_note = ""
     if limit is not None and sample is not None:
         raise UsageError("--limit and --sample both pick cases: give one")
-    if seed is not None and sample is None:
-        raise UsageError("--seed goes with --sample N (the seed of the random draw)")
+    if seed is not None and sample is None and not getattr(args, "stop_early", False):
+        raise UsageError("--seed goes with --sample N (the seed of the random draw) or --stop-early (the case order)")
     total = len(dataset)
     if limit is not None:
         dataset = dataset.head(limit)
@@ -214,6 +246,26 @@ def _simulator(args: argparse.Namespace) -> Any:
     return UserSimulator(args.simulator, max_turns=args.max_turns)
 
 
+def _judge(args: argparse.Namespace) -> Any:
+    """The judge ``--judge`` names, or None: an A2A URL, ``module:attr`` (a chat model, a function
+    or an agent; a ``make_*`` factory is called), else a LangChain ``provider:model`` string."""
+    spec = getattr(args, "judge", None)
+    if not spec:
+        return None
+    if spec.startswith(("http://", "https://")):
+        return spec
+    from ..adapters.spec import load_agent_spec
+    from ..core.errors import AgentSpecError
+
+    try:
+        return load_agent_spec(spec)
+    except AgentSpecError:
+        module = spec.partition(":")[0]
+        if "." in module:  # a dotted module is never a LangChain provider: the spec was meant as module:attr
+            raise
+        return spec
+
+
 def _run_config(args: argparse.Namespace) -> Any:
     """The RunConfig the command line asks for (checked before any agent runs)."""
     from ..core.data.config import RunConfig
@@ -231,6 +283,10 @@ def _run_config(args: argparse.Namespace) -> Any:
         resume=args.resume,
         overwrite=args.overwrite,
         isolation=getattr(args, "isolation", "none"),
+        max_response_bytes=args.max_response,
+        prices=getattr(args, "prices", None),
+        max_cost_usd=getattr(args, "max_cost", None),
+        judge_max_cost_usd=getattr(args, "judge_max_cost", None),
     )
 
 
@@ -258,7 +314,7 @@ def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str
 
     args.user_simulator = _simulator(args)
     dataset = _some_cases(args, load_dataset(args.dataset))
-    metrics = resolve_metrics(args.metrics)
+    metrics = resolve_metrics(args.metrics, judge=_judge(args))
     _refuse_unscorable(args, dataset, metrics)
     names = {m.name for m in metrics}
     for metric, _ in args.fail_under:
@@ -305,7 +361,13 @@ def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: lis
         warnings.simplefilter("ignore", AllRunsFailedWarning)  # the CLI prints its own failure summary
         return compare(dataset, {a.name: a for a in agents}, metrics, config=_run_config(args),
                        stats=_stats_config(args), baseline=getattr(args, "baseline", None),
+                       stop_early=getattr(args, "stop_early", False),
                        simulator=getattr(args, "user_simulator", None), experiment=getattr(args, "experiment", None))
+
+
+def _stop_early(value: str) -> bool | str:
+    """``--stop-early METRIC`` / ``--stop-early off``."""
+    return False if value.lower() in ("off", "no", "false") else value
 
 
 def _stats_config(args: argparse.Namespace) -> StatsConfig:
@@ -313,6 +375,8 @@ def _stats_config(args: argparse.Namespace) -> StatsConfig:
     from ..core.stats.config import StatsConfig
 
     given = {name: getattr(args, name) for name in ("failed_runs", "alpha", "margin") if getattr(args, name, None) is not None}
+    if getattr(args, "stop_early", False) and getattr(args, "seed", None) is not None:
+        given["seed"] = args.seed  # the random order of the cases
     return StatsConfig(**given)
 
 
@@ -331,7 +395,18 @@ def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
         written += [name for name in ("metrics_table.parquet", "summary.parquet") if (out / name).exists()]
         print(f"Also written: {', '.join(written)} in {out}")
     code = _check_thresholds(cmp, args.fail_under)
-    return max(code, _check_baseline(args, cmp), failed)
+    return max(code, _check_baseline(args, cmp), failed, _check_budget(args, cmp))
+
+
+def _check_budget(args: argparse.Namespace, cmp: Comparison) -> int:
+    """1 when --max-cost kept runs from starting: the results cover part of the plan only."""
+    if not cmp.not_started:
+        return 0
+    again = (f"finish them with --out {args.out} --resume --max-cost MORE" if args.out
+             else "give --out DIR to keep the runs and finish them later with --resume")
+    print(f"levelfield {args.command}: --max-cost {args.max_cost:g} reached: {len(cmp.not_started)} run(s) not started; "
+          f"{again}", file=sys.stderr)
+    return 1
 
 
 def _check_thresholds(cmp: Comparison, thresholds: Sequence[tuple[str, float]]) -> int:
@@ -340,7 +415,7 @@ def _check_thresholds(cmp: Comparison, thresholds: Sequence[tuple[str, float]]) 
         for agent in cmp.agents:
             mean = float(cmp.summary.loc[agent, f"{metric}/mean"])
             if math.isnan(mean) or mean < floor:
-                missed.append(f"{agent}: {metric} mean {_num(mean)} is under {floor:g}")
+                missed.append(f"{agent}: {metric} mean {num(mean)} is under {floor:g}")
     for line in missed:
         print(f"levelfield: --fail-under: {line}", file=sys.stderr)
     return 1 if missed else 0
@@ -445,10 +520,11 @@ def _eval_saved(args: argparse.Namespace) -> int:
     unused = [flag for flag, given in (
         ("--simulator", args.simulator), ("--baseline", args.baseline), ("--fail-if-worse", args.fail_if_worse),
         ("--name", args.name), ("--resume", args.resume), ("--isolation", args.isolation != "none"),
+        ("--max-cost", args.max_cost is not None),
     ) if given]
     if unused:
         raise UsageError(f"{', '.join(unused)}: only with --agent (without one, eval scores the saved predictions in the file)")
-    metrics = resolve_metrics(args.metrics)
+    metrics = resolve_metrics(args.metrics, judge=_judge(args))
     names = {m.name for m in metrics}
     for metric, _ in args.fail_under:
         if metric not in names:
@@ -462,7 +538,8 @@ def _eval_saved(args: argparse.Namespace) -> int:
     with warnings_as_lines(args.command):
         result = evaluate(data, metrics=metrics, out=args.out, overwrite=args.overwrite, workers=args.workers,
                           executor=_executor(args), progress=not args.quiet, experiment=args.experiment,
-                          human_labels=getattr(args, "human_labels", None))
+                          human_labels=getattr(args, "human_labels", None), prices=args.prices,
+                          judge_max_cost_usd=args.judge_max_cost)
     seconds = time.perf_counter() - start
     summary = result.summary_metrics
     rows = summary["row_count"]
@@ -474,7 +551,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
     for m in metrics:
         mean, std = summary.get(f"{m.name}/mean", math.nan), summary.get(f"{m.name}/std", math.nan)
         scored = rows - summary.get(f"{m.name}/nan_count", 0)
-        print(f"{m.name:<{width}}  {_num(mean):>7}  {_num(std):>7}  {scored:>9,}")
+        print(f"{m.name:<{width}}  {num(mean):>7}  {num(std):>7}  {scored:>9,}")
     if summary.get("failure/count"):
         print(f"\n{summary['failure/count']:,} rows are saved failures (not scored)")
     if args.out:
@@ -484,7 +561,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
     for metric, floor in args.fail_under:
         mean = summary.get(f"{metric}/mean", math.nan)
         if math.isnan(mean) or mean < floor:
-            missed.append(f"{metric} mean {_num(mean)} is under {floor:g}")
+            missed.append(f"{metric} mean {num(mean)} is under {floor:g}")
     for line in missed:
         print(f"levelfield: --fail-under: {line}", file=sys.stderr)
     return 1 if missed else 0
@@ -506,8 +583,10 @@ def _eval_gated(args: argparse.Namespace) -> int:
         raise UsageError("--experiment is not available with --config (a gate run); run eval without --config to log it")
     if args.limit is not None or args.sample is not None:
         raise UsageError("--limit and --sample do not combine with --config yet; pick the cases with FILE:case_1,case_2")
+    if args.agent is None:
+        raise UsageError("--config runs an agent: give --agent SPEC")
     report = check_eval(args.dataset, load_agent_spec(args.agent), criteria=args.config, name=args.name,
-                        config=_run_config(args))
+                        config=_run_config(args), judge=_judge(args))
     ds = report.result.dataset
     print(f"levelfield eval: {report.result.agent_name} on {len(ds)} cases of {ds.source}, criteria from {args.config}")
     print()
@@ -534,7 +613,13 @@ def _report(args: argparse.Namespace) -> int:
 
     directory = Path(args.directory)
     if not directory.is_dir():
-        raise UsageError(f"{directory}: no such directory (expected the --out directory of eval or compare)")
+        raise UsageError(f"{directory}: no such directory (expected the --out directory of eval, compare or watch)")
+    from ..watch.summary import is_watch_folder
+
+    if is_watch_folder(directory):
+        from .watch import print_watch_report
+
+        return print_watch_report(str(directory))
     tables = [n for n in ("metrics_table.parquet", "metrics_table.jsonl") if (directory / n).exists()]
     if tables and not (directory / "runs.jsonl").exists():
         raise UsageError(
@@ -549,6 +634,18 @@ def _report(args: argparse.Namespace) -> int:
     print(format_comparison(cmp))
     print()
     print(f"Report: {path}")
+    return 0
+
+
+def _view(args: argparse.Namespace) -> int:
+    from ..view import serve
+
+    try:
+        serve(args.directories, host=args.host, port=args.port, token=args.auth_token)
+    except OSError as exc:
+        raise UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        pass
     return 0
 
 
@@ -742,14 +839,36 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(cmp)
     _add_case_options(cmp)
     _add_gate_options(cmp)
+    cmp.add_argument("--stop-early", nargs="?", const=True, default=False, type=_stop_early, metavar="METRIC|off",
+                     help="run the cases in a random order (--seed) and stop starting runs once every pair of agents "
+                          "is decided by an always-valid sequential test at --alpha, on METRIC (default: the first "
+                          "--metric); with --margin, pairs within the margin stop too. '--resume --stop-early off' "
+                          "runs the cases an early stop left")
     cmp.set_defaults(func=_compare)
 
-    rep = sub.add_parser("report", help="re-render the HTML report of a saved run")
-    rep.add_argument("directory", help="the --out directory of eval or compare")
+    rep = sub.add_parser("report", help="re-render the HTML report of a saved run, or sum up a watch folder")
+    rep.add_argument("directory", help="the --out directory of eval or compare (an HTML report), or of watch (windows, "
+                                       "trends, alerts and the worst traces, printed)")
     rep.add_argument("--out", "-o", metavar="FILE", help="where to write the report (default: DIR/report.html)")
     rep.set_defaults(func=_report)
 
     _add_plan_command(sub)
+
+    view = sub.add_parser("view", help="browse, filter and diff every run under some folders in a local web app")
+    view.add_argument("directories", nargs="*", default=["."], metavar="DIR",
+                      help="folders to find run records in (runs.jsonl of eval/compare --out, saved-prediction "
+                           "score tables), searched below too (default: the current folder)")
+    view.add_argument("--host", default="127.0.0.1",
+                      help="interface to listen on (default 127.0.0.1: this machine only; a wider one warns)")
+    view.add_argument("--port", type=int, default=0, help="port to listen on (default 0: a free one, printed)")
+    view.add_argument("--auth-token", metavar="TOKEN", default=os.environ.get("LEVELFIELD_VIEW_TOKEN") or None,
+                      help="require this token (Authorization: Bearer TOKEN, or ?token=TOKEN once, which sets a "
+                           "cookie); for --host other than 127.0.0.1 (default: $LEVELFIELD_VIEW_TOKEN)")
+    view.set_defaults(func=_view)
+
+    from .watch import add_watch_command  # light: the watcher's packages are imported when it starts
+
+    add_watch_command(sub)
 
     from ..adapters.a2a_server import add_serve_command  # light: imports a2a only when serving
 
@@ -789,10 +908,15 @@ def _interrupted_note(args: argparse.Namespace, argv: Sequence[str]) -> str:
         kept = f"{len(record.runs)} of {len(record.expected_keys())} runs are saved in {record.path}"
     except LevelfieldError:
         kept = f"no run had finished; nothing is saved in {out}"
+    from ..adapters.a2a import hide_url_credentials  # light: a2a-sdk is imported only by A2AAgent
+
     again = [a for a in argv if a != "--overwrite"]
     if "--resume" not in again:
         again.append("--resume")
-    return f"levelfield {args.command}: interrupted; {kept}. Resume with:\n  levelfield {shlex.join(again)}"
+    command = shlex.join(again)
+    shown = hide_url_credentials(command)
+    hidden = "" if shown == command else " (with the URL credentials shown as *** put back)"
+    return f"levelfield {args.command}: interrupted; {kept}. Resume with{hidden}:\n  levelfield {shown}"
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ case is kept as such (it needs a user simulator). Thought parts of an expected r
 apart from its text, and an expected call written without ``args`` keeps that fact, because
 ADK's evaluators tell both apart.
 
+Rubrics for ADK's rubric-based criteria are kept in the case's metadata as written: the case's own
+(``rubrics``) and each invocation's (``turn_rubrics``, one list per turn).
+
 A legacy ``.test.json`` file (a list of ``{query, expected_tool_use, reference}``) is, as in ADK's
 ``AgentEvaluator``, ONE session: one multi-turn case named after the file (qualified by its path
 in a folder where two legacy files share a name). ADK's old named-case eval sets
@@ -31,7 +34,7 @@ from ..core.data.dataset import EvalCase, EvalDataset, Turn, parse_scenario, too
 from ..core.errors import DatasetError
 from ..core.results.result import EvalResult
 from ..core.results.writing import write_text
-from ..core.data.types import AgentOutput, ToolCall
+from ..core.data.types import AgentOutput, ToolCall, Usage
 from ..core.data.types import AgentRun
 
 __all__ = [
@@ -47,6 +50,11 @@ __all__ = [
     "load_folder",
     "evalset_from_runs",
     "write_evalset",
+    "outputs_from_invocations",
+    "Content",
+    "Event",
+    "content_text",
+    "tool_call",
     "TEST_SUFFIX",
     "EVALSET_SUFFIX",
 ]
@@ -69,10 +77,17 @@ class _FunctionCall(_AdkModel):
     args: dict[str, Any] | None = None
 
 
+class _FunctionResponse(_AdkModel):
+    id: str | None = None
+    name: str | None = None
+    response: Any = None
+
+
 class _Part(_AdkModel):
     text: str | None = None
     thought: bool | None = None
     function_call: _FunctionCall | None = None
+    function_response: _FunctionResponse | None = None
 
 
 class _Content(_AdkModel):
@@ -80,13 +95,23 @@ class _Content(_AdkModel):
     parts: list[_Part] | None = None
 
 
+class _Usage(_AdkModel):
+    prompt_token_count: int | None = None
+    tool_use_prompt_token_count: int | None = None
+    candidates_token_count: int | None = None
+    thoughts_token_count: int | None = None
+
+
 class _InvocationEvent(_AdkModel):
     author: str | None = None
     content: _Content | None = None
+    usage_metadata: _Usage | None = None
+    model_version: str | None = None
 
 
 class _IntermediateData(_AdkModel):
     tool_uses: list[_FunctionCall] = Field(default_factory=list)
+    tool_responses: list[_FunctionResponse] = Field(default_factory=list)
     intermediate_responses: list[Any] = Field(default_factory=list)
     invocation_events: list[_InvocationEvent] | None = None
 
@@ -96,6 +121,7 @@ class _Invocation(_AdkModel):
     user_content: _Content
     final_response: _Content | None = None
     intermediate_data: _IntermediateData | None = None
+    rubrics: list[Any] | None = None
 
 
 class _SessionInput(_AdkModel):
@@ -109,6 +135,7 @@ class _AdkEvalCase(_AdkModel):
     conversation: list[_Invocation] | None = None
     conversation_scenario: Any = None
     session_input: _SessionInput | None = None
+    rubrics: list[Any] | None = None
 
 
 def _text(content: _Content | None, *, thoughts: bool = False) -> str:
@@ -148,6 +175,66 @@ def _where(error: ValidationError) -> str:
     return f"field '{loc}': {first['msg']}" if loc else first["msg"]
 
 
+def _event_usage(events: Sequence[_InvocationEvent]) -> Usage | None:
+    """Tokens of a turn's model calls as ADK counts them: input = prompt + tool-use prompt, output = candidates + thoughts."""
+    reported = [e.usage_metadata for e in events if e.usage_metadata is not None]
+    inputs = [(u.prompt_token_count or 0) + (u.tool_use_prompt_token_count or 0) for u in reported
+              if u.prompt_token_count is not None or u.tool_use_prompt_token_count is not None]
+    outputs = [(u.candidates_token_count or 0) + (u.thoughts_token_count or 0) for u in reported
+               if u.candidates_token_count is not None or u.thoughts_token_count is not None]
+    if not inputs and not outputs:
+        return None
+    return Usage(input_tokens=sum(inputs), output_tokens=sum(outputs), total_tokens=sum(inputs) + sum(outputs))
+
+
+def outputs_from_invocations(invocations: Sequence[Any], source: str = "invocations") -> list[AgentOutput]:
+    """What an agent did in each of ADK's (actual) invocations, as levelfield's per-turn outputs.
+
+    The final response's text; tool calls with their responses (matched by call id); the texts the
+    agent wrote before its answer; and, from ``invocation_events``, the tokens its model calls
+    reported and how many model calls it made (events with usage or a model version, as ADK's
+    ``inference_call_count_v1`` counts them; None for the older ``tool_uses`` layout).
+    """
+    out = []
+    for i, raw in enumerate(invocations):
+        try:
+            inv = _Invocation.model_validate(raw)
+        except ValidationError as exc:
+            raise DatasetError(f"{source} invocation {i + 1}: {_where(exc)}") from None
+        data = inv.intermediate_data
+        events = (data.invocation_events if data is not None else None) or []
+        responses = {r.id: r.response for r in (data.tool_responses if data is not None else [])}
+        texts: list[str] = []
+        for event in events:
+            for part in (event.content.parts or []) if event.content else []:
+                if part.function_response is not None:
+                    responses[part.function_response.id] = part.function_response.response
+                elif part.text and not part.thought and event.content and event.content.role != "user":
+                    texts.append(part.text)
+        calls = [c.model_copy(update={"tool_output": responses.get(c.id)}) for c in _tool_calls(data)]
+        response = _text(inv.final_response)
+        counted = data is not None and data.invocation_events is not None
+        out.append(
+            AgentOutput(
+                response=response,
+                trajectory=calls,
+                intermediate_responses=texts[:-1] if texts and texts[-1] == response else texts,
+                usage=_event_usage(events),
+                model_calls=sum(1 for e in events if e.usage_metadata is not None or e.model_version is not None) if counted else None,
+            )
+        )
+    return out
+
+
+Content = _Content
+"""google-genai's ``Content`` (role; parts with text, thought, function_call, function_response) as ADK and
+Vertex AI write it, in either spelling (snake_case or camelCase)."""
+Event = _InvocationEvent
+"""One event of an agent's run as ADK and Vertex AI write it: its ``author`` and ``content``."""
+content_text = _text
+tool_call = _call
+
+
 # --- eval sets -----------------------------------------------------------------------------------
 
 
@@ -182,6 +269,11 @@ def cases_from_evalset(data: dict[str, Any], source: str, *, file: str | None = 
         if case.session_input is not None:
             metadata["session_input"] = case.session_input.model_dump()
             state = dict(case.session_input.state)
+        # Rubrics for judged criteria, kept as written (read, and checked, by the metric that judges them).
+        if case.rubrics:
+            metadata["rubrics"] = case.rubrics
+        if case.conversation and any(inv.rubrics for inv in case.conversation):
+            metadata["turn_rubrics"] = [inv.rubrics or [] for inv in case.conversation]
         if case.conversation is None:
             if not case.conversation_scenario:
                 raise DatasetError(f"{label}: has no 'conversation'; give its invocations (or a 'conversation_scenario')")

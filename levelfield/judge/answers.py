@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["parse_rating", "parse_preference", "preference_label", "is_numeric_rating"]
+__all__ = ["parse_rating", "parse_preference", "preference_label", "is_numeric_rating", "json_objects"]
 
 _SCORE_KEYS = ("score", "rating", "grade", "verdict", "result")
 _WINNER_KEYS = ("winner", "verdict", "preferred", "better", "choice", "preference", "result")
@@ -22,7 +22,7 @@ _EXPLANATION_KEYS = ("explanation", "rationale", "reasoning", "reason", "justifi
 _TRIM = " \t\r\n*_`'\"[](){}.,;:"
 
 
-def _json_objects(text: str) -> list[dict[str, Any]]:
+def json_objects(text: str) -> list[dict[str, Any]]:
     """Every JSON object embedded in ``text`` (fenced or not), in order."""
     decoder = json.JSONDecoder()
     found: list[dict[str, Any]] = []
@@ -101,7 +101,7 @@ def _structured_candidates(
     candidates: list[tuple[Any, Mapping[str, Any]]] = []
     if parsed is not None:
         candidates.append((_get_ci(parsed, keys), parsed))
-    for obj in reversed(_json_objects(text)):
+    for obj in reversed(json_objects(text)):
         token = _get_ci(obj, keys)
         if token is not None:
             candidates.append((token, obj))

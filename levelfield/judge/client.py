@@ -1,7 +1,9 @@
 """The judge client: a chat model asked for a verdict, with its own concurrency limit, retries, timeout and an on-disk answer cache.
 
-A judge is a LangChain chat model object or a ``"provider:model"`` string resolved by LangChain's
-``init_chat_model``. :class:`Judge` wraps one: it knows the model's identity (what the cache is
+A judge is a LangChain chat model object, a ``"provider:model"`` string resolved by LangChain's
+``init_chat_model``, a function ``prompt -> answer text`` (sync or async), or an agent that
+answers prompts (a levelfield agent, e.g. ``lf.as_agent("http://host/")`` for an A2A agent, or an
+``http(s)://`` URL of one). :class:`Judge` wraps one: it knows the model's identity (what the cache is
 keyed by), limits its concurrent calls per event loop, retries transient errors with backoff,
 asks for structured output when the model can give it, and never raises for a judge error
 (a :class:`JudgeReply` carries it instead). :class:`JudgeCache` keeps answers on disk so a re-run
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import MetricError, MissingExtraError
-from ..core.data.types import Usage, content_text
+from ..core.data.types import Usage, chat_message_usage, content_text
 
 __all__ = [
     "Judge",
@@ -38,6 +40,8 @@ __all__ = [
     "default_cache_dir",
     "is_transient_judge_error",
     "model_identity",
+    "TextJudge",
+    "as_judge_model",
 ]
 
 # A judge's call settings, defined once: every judged metric and Judge() default to these.
@@ -57,10 +61,63 @@ _CACHE_VERSION = 2
 _PROVIDER_ALIASES = {"vertex": "google_vertexai", "vertexai": "google_vertexai"}
 
 _HOW_TO_GIVE_A_JUDGE = (
-    "pass judge=<a LangChain chat model> (e.g. ChatOpenAI(model='gpt-4o')) or "
+    "pass judge=<a LangChain chat model> (e.g. ChatOpenAI(model='gpt-4o')), "
     "judge='provider:model' (e.g. 'openai:gpt-4o', 'anthropic:claude-sonnet-4-5', "
-    "'google_vertexai:gemini-2.5-flash'; each needs its LangChain package, e.g. langchain-openai)"
+    "'google_vertexai:gemini-2.5-flash'; each needs its LangChain package, e.g. langchain-openai), "
+    "a function prompt -> answer text, or an A2A agent (lf.as_agent('http://host/') or its URL); "
+    "on the command line: --judge provider:model, --judge module:attr or --judge http://host/"
 )
+
+
+class TextJudge:
+    """A judge that is not a chat model: a function ``prompt -> text`` (sync or async) or an agent, asked in plain text.
+
+    An agent (anything with ``arun(AgentRequest)``, e.g. an A2A agent) gets the prompt as the user's
+    message and its final response is the answer. Its ``target`` (the function's qualified name or
+    the agent's name and URL) is what the cache is keyed by.
+    """
+
+    def __init__(self, target: Any) -> None:
+        self._target = target
+        url = getattr(target, "url", None) or getattr(target, "card_url", None)
+        name = getattr(target, "__qualname__", None) or getattr(target, "name", None) or type(target).__qualname__
+        module = getattr(target, "__module__", None) or type(target).__module__
+        self.target = f"{module}.{name}" + (f" at {url}" if url else "")
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"target": self.target}
+
+    async def ainvoke(self, prompt: str) -> str:
+        """The judge's answer to ``prompt``, as text."""
+        if hasattr(self._target, "arun"):
+            from ..core.data.protocol import AgentRequest
+
+            out = await self._target.arun(AgentRequest(prompt=prompt, case_id="judge"))
+            return out.response
+        answer = self._target(prompt)
+        if asyncio.iscoroutine(answer) or isinstance(answer, asyncio.Future):
+            answer = await answer
+        if not isinstance(answer, str):
+            raise MetricError(f"judge function {self.target} returned {type(answer).__name__}; it must return the answer text")
+        return answer
+
+
+def as_judge_model(judge: Any) -> Any:
+    """The object :class:`Judge` calls: a chat model as is, a ``provider:model`` string resolved, an
+    ``http(s)://`` URL as an A2A agent, an agent or a function wrapped in a :class:`TextJudge`."""
+    if isinstance(judge, str):
+        if judge.startswith(("http://", "https://")):
+            from ..adapters.auto import as_agent
+
+            return TextJudge(as_agent(judge))
+        return _init_chat_model(judge)
+    if hasattr(judge, "ainvoke"):
+        return judge
+    if hasattr(judge, "arun") or callable(judge):
+        return TextJudge(judge)
+    raise MetricError(f"judge must be a chat model, a function, an agent or a 'provider:model' string, got "
+                      f"{type(judge).__name__}; " + _HOW_TO_GIVE_A_JUDGE)
 
 # Exception class names that mean "try again later" across the common provider SDKs
 # (openai, anthropic, google.api_core, httpx); matched by name so that none is imported.
@@ -204,13 +261,10 @@ def _message_text(message: Any) -> str:
     return content_text(getattr(message, "content", message))
 
 
-def _message_usage(message: Any) -> Usage | None:
-    meta = getattr(message, "usage_metadata", None)
-    if not meta:
-        return None
-    get = meta.get if isinstance(meta, Mapping) else (lambda k, d=0: getattr(meta, k, d))
-    inp, out = int(get("input_tokens", 0) or 0), int(get("output_tokens", 0) or 0)
-    return Usage(input_tokens=inp, output_tokens=out, total_tokens=int(get("total_tokens", 0) or (inp + out)))
+def _message_usage(message: Any, model: Any = None) -> Usage | None:
+    """The tokens of a judge's reply, with the model's name (the reply's own, else the chat model's)."""
+    name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    return chat_message_usage(message, name if isinstance(name, str) else None)
 
 
 @dataclass
@@ -329,13 +383,7 @@ class Judge:
         if model is None:
             raise MetricError(f"a judge is needed: {_HOW_TO_GIVE_A_JUDGE}")
         self.spec = model if isinstance(model, str) else None
-        if isinstance(model, str):
-            model = _init_chat_model(model)
-        elif not hasattr(model, "ainvoke"):
-            raise MetricError(
-                f"judge must be a LangChain chat model or a 'provider:model' string, got {type(model).__name__}; "
-                + _HOW_TO_GIVE_A_JUDGE
-            )
+        model = as_judge_model(model)
         if max_concurrency < 1:
             raise MetricError(f"judge max_concurrency must be >= 1, got {max_concurrency}")
         if retries < 0:
@@ -391,7 +439,7 @@ class Judge:
     async def _call_once(self, prompt: str, runnable: Any | None) -> JudgeReply:
         if runnable is None:
             message = await self.model.ainvoke(prompt)
-            return JudgeReply(text=_message_text(message), usage=_message_usage(message))
+            return JudgeReply(text=_message_text(message), usage=_message_usage(message, self.model))
         out = await runnable.ainvoke(prompt)
         if isinstance(out, Mapping) and "raw" in out:
             raw, parsed = out.get("raw"), out.get("parsed")
@@ -406,7 +454,7 @@ class Judge:
             text = json.dumps(dict(parsed), ensure_ascii=False, default=str)
         elif not text and raw is not None and getattr(raw, "tool_calls", None):
             text = json.dumps(raw.tool_calls, default=str)
-        return JudgeReply(text=text, parsed=dict(parsed) if parsed is not None else None, usage=_message_usage(raw))
+        return JudgeReply(text=text, parsed=dict(parsed) if parsed is not None else None, usage=_message_usage(raw, self.model))
 
     async def ask(
         self,

@@ -86,6 +86,7 @@ class GateReport:
         criteria = [m.criterion for m in verdict.metrics.values()]
         index = _shown_run(verdict, criteria)
         run, scores = verdict.runs[index], verdict.scores[index]
+        lines += _judge_reasons(verdict, scores)
         if len(verdict.runs) > 1:
             lines.append(f"  shown: trial {run.trial + 1} of {len(verdict.runs)}")
         lines += _turn_lines(case, run, scores, criteria)
@@ -113,6 +114,17 @@ def _shown_run(verdict: CaseVerdict, criteria: Sequence[Criterion]) -> int:
     return 0
 
 
+def _judge_reasons(verdict: CaseVerdict, scores: dict[str, Any]) -> list[str]:
+    """Why the judge failed a criterion: its explanation (the rubrics it found unmet, the turns it found invalid)."""
+    lines = []
+    for name, m in verdict.metrics.items():
+        explanation = scores.get(f"{m.criterion.score_name}/explanation")
+        if m.evaluated and not m.passed and m.criterion.needs_judge and isinstance(explanation, str) and explanation:
+            lines.append(f"  {name}, the judge said:")
+            lines += [f"    {line}" for line in explanation.splitlines()[:12]]
+    return lines
+
+
 def _format_calls(calls: Sequence[ToolCall] | None) -> str:
     if calls is None:
         return "(no reference given)"
@@ -130,7 +142,8 @@ def _per_turn(scores: dict[str, Any], criteria: Sequence[Criterion], turns: Sequ
         values = scores.get(f"{c.score_name}/per_turn")
         if isinstance(values, list) and len(values) == len(turns):
             for i, value in enumerate(values):
-                out[i][c.metric] = value
+                if value is not None and value == value:  # a turn a criterion did not score (judged once per conversation)
+                    out[i][c.metric] = value
     return out
 
 
@@ -200,6 +213,7 @@ def check_eval(
     criteria: Any = None,
     name: str | None = None,
     config: RunConfig | None = None,
+    judge: Any = None,
     **options: Unpack[RunOptions],
 ) -> GateReport:
     """Run ``agent`` on ``source`` and judge every case; never raises for failing cases (see ``assert_eval``).
@@ -210,7 +224,9 @@ def check_eval(
     Criterion objects; by default each case's criteria come from the ``test_config.json`` beside
     the file it was read from (as ADK resolves them in a folder), else ADK's defaults.
     Run options (``trials``, ``concurrency``, ``timeout``...) as for ``lf.evaluate``; no progress
-    bar unless ``progress=True``.
+    bar unless ``progress=True``. ``judge`` (a chat model, ``"provider:model"``, a function or an
+    agent) judges ADK's judged criteria (``final_response_match_v2``, ``rubric_based_*``...); a
+    case that a rubric-based criterion would have no rubrics for is an error before any run.
     """
     from ..evaluation import evaluate
 
@@ -222,9 +238,21 @@ def check_eval(
     else:
         resolved = resolve_criteria(criteria, source)
         per_case = {c.case_id: resolved for c in dataset}
-    result = evaluate(dataset, _resolve_agent(agent), criteria_metrics(per_case), name=name, config=cfg)
+    metrics = criteria_metrics(per_case, judge=judge)
+    _check_cases(dataset, per_case, metrics)
+    result = evaluate(dataset, _resolve_agent(agent), metrics, name=name, config=cfg)
     distinct = list(dict.fromkeys(c for group in per_case.values() for c in group))
     return GateReport(result, distinct, apply_criteria(result, per_case), cfg.trials)
+
+
+def _check_cases(dataset: EvalDataset, per_case: dict[str, list[Criterion]], metrics: Sequence[Any]) -> None:
+    """Each metric that can check a case before it runs (e.g. that it has rubrics) checks the cases held to it."""
+    by_name = {m.name: m for m in metrics}
+    for case in dataset:
+        for criterion in per_case.get(case.case_id, []):
+            check = getattr(by_name.get(criterion.score_name), "check_case", None)
+            if check is not None:
+                check(case)
 
 
 def assert_eval(
@@ -234,6 +262,7 @@ def assert_eval(
     criteria: Any = None,
     name: str | None = None,
     config: RunConfig | None = None,
+    judge: Any = None,
     **options: Unpack[RunOptions],
 ) -> GateReport:
     """Like :func:`check_eval`, but raise ``AssertionError`` listing every failing case.
@@ -241,7 +270,7 @@ def assert_eval(
     The message gives, for each failing case, the criteria it missed and each turn's expected vs
     actual trajectory and response. Returns the report when every case passes.
     """
-    report = check_eval(source, agent, criteria=criteria, name=name, config=config, **options)
+    report = check_eval(source, agent, criteria=criteria, name=name, config=config, judge=judge, **options)
     if not report.passed:
         raise AssertionError(report.message())
     return report

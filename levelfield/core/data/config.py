@@ -13,11 +13,12 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 from ..errors import ConfigError
+from .prices import price_table
 
-__all__ = ["RunConfig", "RunOptions", "run_config", "ISOLATION_MODES", "EXECUTORS"]
+__all__ = ["RunConfig", "RunOptions", "run_config", "options_applied", "ISOLATION_MODES", "EXECUTORS", "DEFAULT_MAX_RESPONSE_BYTES", "parse_size"]
 
 ISOLATION_MODES = ("none", "process")
 """Where agents run: ``"none"`` in this process (async agents on the event loop, sync ones on
@@ -26,6 +27,25 @@ daemon threads), ``"process"`` in worker processes (see ``levelfield.core.run.is
 EXECUTORS = ("local", "ray")
 """Where runs execute, by name: ``"local"`` (this machine) or ``"ray"`` (a Ray cluster; see
 ``levelfield.executors``). An executor object (``lf.RayExecutor(...)``) says where with its settings."""
+
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+"""The largest answer an adapter reads from a server by default (32 MiB)."""
+
+_UNITS = {"": 1, "B": 1, "KB": 1 << 10, "K": 1 << 10, "MB": 1 << 20, "M": 1 << 20, "GB": 1 << 30, "G": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """A size written for people (``"32MB"``, ``"512 KB"``, ``"1000000"``; KB = 1024 bytes) in bytes."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text)
+    unit = match.group(2).upper() if match else ""
+    if match is None or unit not in _UNITS:
+        raise ConfigError(f"{text!r} is not a size: write bytes or a number with KB, MB or GB (e.g. 32MB)")
+    size = int(float(match.group(1)) * _UNITS[unit])
+    if size < 1:
+        raise ConfigError(f"{text!r}: a size must be at least 1 byte")
+    return size
 
 
 @dataclass(frozen=True)
@@ -63,6 +83,19 @@ class RunConfig:
     """Where runs execute: ``"local"`` (this process, the default), ``"ray"`` (a Ray cluster at
     ``RAY_ADDRESS``, else a local Ray), or an executor object such as
     ``lf.RayExecutor(address="auto", num_workers=4)``. The results are the same."""
+    max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES
+    """The largest answer a remote agent (A2A) may send, in bytes, counted while it is read: a larger
+    one stops the read and fails the run as ``response_too_large``. None for no cap."""
+    prices: Mapping[str, Any] | str | Path | None = None
+    """Your own prices, ``{"model": {"input_per_mtok": ..., "output_per_mtok": ...}}`` (dollars per
+    million tokens) or a JSON file of them; they override genai-prices' (``levelfield[cost]``)."""
+    max_cost_usd: float | None = None
+    """Stop launching runs once the agents' spend (the simulator's included) would pass this many
+    dollars; runs not started are left for ``resume=True`` with a larger budget. With ``resume``
+    it is the total of the record, the journaled runs' spend included."""
+    judge_max_cost_usd: float | None = None
+    """Stop sending rows to LLM judges once their spend would pass this many dollars; the rows not
+    judged score NaN (a judge failure) and are judged again by ``resume=True`` with a larger budget."""
 
     def __post_init__(self) -> None:
         def bad(option: str, value: Any, rule: str) -> ConfigError:
@@ -95,6 +128,15 @@ class RunConfig:
         elif not (callable(getattr(self.executor, "run_agents", None)) and callable(getattr(self.executor, "check", None))):
             raise bad("executor", self.executor, "must be 'local', 'ray' or an executor object such as "
                       "lf.RayExecutor(...) (one with check() and run_agents())")
+        cap = self.max_response_bytes
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise bad("max_response_bytes", cap, "must be a whole number of bytes >= 1, or None for no cap")
+        if self.prices is not None:
+            object.__setattr__(self, "prices", price_table(self.prices))
+        for option in ("max_cost_usd", "judge_max_cost_usd"):
+            value = getattr(self, option)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0):
+                raise bad(option, value, "must be a number of dollars >= 0, or None for no budget")
         if self.resume and self.out is None:
             raise ConfigError("resume=True needs out=...: the folder whose runs.jsonl journal to resume")
         if self.resume and self.overwrite:
@@ -144,6 +186,10 @@ class RunOptions(TypedDict, total=False):
     isolation: str
     workers: int
     executor: Any
+    max_response_bytes: int | None
+    prices: Mapping[str, Any] | str | Path | None
+    max_cost_usd: float | None
+    judge_max_cost_usd: float | None
 
 
 _NAMES = tuple(f.name for f in fields(RunConfig))
@@ -151,15 +197,24 @@ _NAMES = tuple(f.name for f in fields(RunConfig))
 
 def run_config(config: RunConfig | None = None, /, **options: Any) -> RunConfig:
     """``config`` (or the defaults) with ``options`` applied; an unknown option is a clear error."""
-    if config is not None and not isinstance(config, RunConfig):
-        raise ConfigError(f"config={config!r}: expected an lf.RunConfig(...)")
-    unknown = [k for k in options if k not in _NAMES]
+    return options_applied(RunConfig, config, options, argument="config", kind="run option")
+
+
+T = TypeVar("T")
+
+
+def options_applied(cls: type[T], config: T | None, options: Mapping[str, Any], *, argument: str, kind: str) -> T:
+    """``config`` (or ``cls()``'s defaults) with ``options`` replaced, for a frozen dataclass of options;
+    a wrong kind of ``config`` or an unknown option name is a ``ConfigError`` naming the nearest name."""
+    if config is not None and not isinstance(config, cls):
+        raise ConfigError(f"{argument}={config!r}: expected an lf.{cls.__name__}(...)")
+    names = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+    unknown = [k for k in options if k not in names]
     if unknown:
         hints = []
         for name in unknown:
-            close = difflib.get_close_matches(name, _NAMES, n=1)
+            close = difflib.get_close_matches(name, names, n=1)
             hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-        raise ConfigError(f"unknown run option {', '.join(hints)}; the options are: {', '.join(_NAMES)}")
-    base = config if config is not None else RunConfig()
-    return replace(base, **options) if options else base
-
+        raise ConfigError(f"unknown {kind} {', '.join(hints)}; the options are: {', '.join(names)}")
+    base = config if config is not None else cls()
+    return replace(base, **options) if options else base  # type: ignore[type-var]

@@ -18,9 +18,9 @@ from pydantic.alias_generators import to_snake
 
 from ..errors import ConfigError, DatasetError
 from .jsonsafe import MAX_DEPTH, SURROGATE, clean_strings, has_lone_surrogates, too_deep
-from .types import Message, ToolCall
+from .types import Handoff, Message, ToolCall
 
-__all__ = ["EvalCase", "EvalDataset", "Turn", "Scenario", "parse_scenario", "case_from_row", "dataset_from_rows", "dataset_from_located", "too_deep_message", "ALIASES"]
+__all__ = ["EvalCase", "EvalDataset", "Turn", "Scenario", "parse_scenario", "case_from_row", "dataset_from_rows", "dataset_from_located", "too_deep_message", "ALIASES", "parse_handoffs"]
 
 # Canonical field -> accepted column names, first wins.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -34,9 +34,13 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "state": ("state", "session_state"),
     "retrieved_context": ("retrieved_context",),
     "expected_retrieved_context": ("expected_retrieved_context",),
+    "reference_handoffs": ("reference_handoffs", "expected_handoffs"),
+    "predicted_handoffs": ("predicted_handoffs", "handoffs"),
+    "final_state": ("final_state",),
 }
 _DOCUMENT_FIELDS = ("retrieved_context", "expected_retrieved_context")
 _TRAJECTORY_FIELDS = ("reference_trajectory", "predicted_trajectory")
+_HANDOFF_FIELDS = ("reference_handoffs", "predicted_handoffs")
 
 
 class Turn(BaseModel):
@@ -147,6 +151,13 @@ class EvalCase(BaseModel):
     """Saved documents the agent's last retrieval step returned, as ``{content, doc_uri}`` (Databricks)."""
     expected_retrieved_context: list[dict[str, Any]] | None = None
     """The documents a good retrieval returns, as ``{content, doc_uri}`` (Databricks ground truth)."""
+    reference_handoffs: list[Handoff] | None = None
+    """The hand-offs between agents the case expects, in order (a column of agent names, or of
+    ``{from_agent, to_agent}``); None when the row gives none, [] when it expects none."""
+    predicted_handoffs: list[Handoff] | None = None
+    """Saved hand-offs of a saved prediction."""
+    final_state: dict[str, Any] | None = None
+    """The saved final session state of a saved prediction (``state`` is the initial one)."""
     turns: list[Turn] = Field(default_factory=list)
     """For multi-turn cases: every turn, in order (the first one is also ``prompt``)."""
     state: dict[str, Any] = Field(default_factory=dict)
@@ -347,6 +358,39 @@ def _parse_trajectory(value: Any, where: str, column: str) -> list[ToolCall] | N
     return calls
 
 
+def parse_handoffs(value: Any, where: str, column: str) -> list[Handoff] | None:
+    """A hand-offs cell: a list of agent names (the agents control passes to, in order) or of
+    ``{from_agent, to_agent}`` objects, or JSON text of one; None when the cell is empty."""
+    if _is_missing(value) or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{where}, field '{column}': not valid JSON ({exc.msg}); expected a list of agent names") from None
+    if hasattr(value, "tolist") and not isinstance(value, (list, dict)):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        raise DatasetError(
+            f"{where}, field '{column}': expected a list of agent names [\"billing\", ...] or of "
+            f"{{\"from_agent\", \"to_agent\"}}, got {type(value).__name__}"
+        )
+    out = []
+    for i, item in enumerate(value):
+        if isinstance(item, Handoff):
+            out.append(item)
+        elif isinstance(item, str) and item.strip():
+            out.append(Handoff(to_agent=item))
+        elif isinstance(item, Mapping) and isinstance(item.get("to_agent", item.get("agent")), str):
+            out.append(Handoff(from_agent=item.get("from_agent"), to_agent=item.get("to_agent", item.get("agent"))))
+        else:
+            raise DatasetError(
+                f"{where}, field '{column}', item {i}: expected an agent name or {{\"from_agent\", \"to_agent\"}}, "
+                f"got {str(item)[:80]!r}"
+            )
+    return out
+
+
 def _parse_documents(value: Any, where: str, column: str) -> list[dict[str, Any]] | None:
     """A Databricks ``retrieved_context`` cell: a list of ``{content, doc_uri}`` (or JSON of one)."""
     if _is_missing(value):
@@ -453,6 +497,10 @@ def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
         fields[field] = _parse_trajectory(get(field), where, used.get(field, field))
     for field in _DOCUMENT_FIELDS:
         fields[field] = _parse_documents(get(field), where, used.get(field, field))
+    for field in _HANDOFF_FIELDS:
+        fields[field] = parse_handoffs(get(field), where, used.get(field, field))
+    if "final_state" in used and not _is_missing(get("final_state")):
+        fields["final_state"] = _parse_state(get("final_state"), where, used["final_state"])
     taken = set(used.values())
     if not _is_missing(row.get("turns")):
         turns = _parse_turns(row["turns"], where)

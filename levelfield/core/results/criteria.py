@@ -6,6 +6,13 @@ when no criteria are given. A criterion may also be an object, as newer ADK writ
 ``{"threshold": 1.0, "match_type": "IN_ORDER", "ignore_args": true}``. Any other levelfield
 metric name (``"trajectory_recall": 0.9``) works too.
 
+ADK's judged criteria (``final_response_match_v2``, the rubric-based ones, ``hallucinations_v1``,
+``safety_v1``, the ``multi_turn_*`` ones...) are registered by ``levelfield.judge`` with
+:func:`register_criterion`; they need a judge model (``criteria_metrics(criteria, judge=...)``),
+and their object form keeps ADK's options (``judge_model_options``, ``rubrics``...). ADK's
+efficiency criteria (``tool_call_count_v1``, ``inference_call_count_v1``, ``token_usage_v1``) are
+informational: reported, never a reason to pass or fail.
+
 Scores over trials are pooled as ADK pools them: every turn of every trial counts once, and the
 mean is compared with the threshold. A run that failed (raised, timed out) fails its case.
 """
@@ -14,13 +21,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MetricError
 from ..score.metrics.base import Metric
+from ..score.metrics.efficiency_adk import EFFICIENCY_METRICS
 
 if TYPE_CHECKING:
     from .result import EvalResult
@@ -28,6 +36,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Criterion",
+    "CriterionKind",
+    "register_criterion",
+    "criterion_names",
     "MetricVerdict",
     "CaseVerdict",
     "DEFAULT_CRITERIA",
@@ -44,17 +55,44 @@ CONFIG_NAME = "test_config.json"
 DEFAULT_CRITERIA: dict[str, float] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
 """ADK's defaults when no ``test_config.json`` is found."""
 
-# ADK metrics that need a judge model or Vertex AI: not computed from a test_config.json here.
-_JUDGED = {
-    "response_evaluation_score",
-    "final_response_match_v2",
-    "safety_v1",
-    "hallucinations_v1",
-    "rubric_based_final_response_quality_v1",
-    "rubric_based_tool_use_quality_v1",
-    "per_turn_user_simulator_quality_v1",
+# ADK metrics levelfield does not compute, and why.
+_UNSUPPORTED = {
+    "response_evaluation_score": "ADK's Vertex coherence score (deprecated in ADK); use final_response_match_v2 "
+    "or rubric_based_final_response_quality_v1 with a judge",
+    "invocation_duration_v1": "per-turn timing is not recorded; latency_in_seconds is in every results table",
 }
 _MATCH_TYPES = ("EXACT", "IN_ORDER", "ANY_ORDER")
+_INFORMATIONAL = frozenset(EFFICIENCY_METRICS)
+"""ADK's efficiency criteria: reported, never a reason to pass or fail (ADK refuses a threshold for them)."""
+
+
+@dataclass(frozen=True)
+class CriterionKind:
+    """A criterion the judge package computes: how its options are checked and how its metric is built."""
+
+    build: Callable[["Criterion", Any], Metric]
+    """``build(criterion, judge)``: the metric computing it, with ``judge`` (None when none was given)."""
+    check: Callable[["Criterion", str], None] | None = None
+    """``check(criterion, where)``: raises a MetricError naming ``where`` when its options are wrong."""
+    description: str = ""
+    """One line saying what it measures and how levelfield computes it."""
+
+
+_KINDS: dict[str, CriterionKind] = {}
+
+
+def register_criterion(name: str, kind: CriterionKind) -> None:
+    """Make ``name`` a criterion of ``test_config.json``, computed by ``kind`` (the judge package registers ADK's)."""
+    if name in _KINDS:
+        raise MetricError(f"a criterion named {name!r} is already registered")
+    _KINDS[name] = kind
+
+
+def criterion_names() -> list[str]:
+    """Every name a ``test_config.json`` criterion may have."""
+    from ..score.metrics.registry import metric_names
+
+    return sorted({*metric_names(), *_KINDS})
 
 
 @dataclass(frozen=True)
@@ -72,27 +110,52 @@ class Criterion:
     column: str | None = None
     """The name its scores are written under, when not ``metric`` (two files asking for the same
     metric with different options, e.g. EXACT here and IN_ORDER there)."""
+    options: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    """The criterion object's other fields, as the file gives them (``judge_model_options``,
+    ``rubrics``...), for criteria the judge package computes."""
+    source: str = field(default="criteria", compare=False, hash=False)
+    """Where it was read (the ``test_config.json`` path), for errors."""
 
     @property
     def score_name(self) -> str:
         """The metric name the result holds this criterion's scores under."""
         return self.column or self.metric
 
-    def build_metric(self) -> Metric:
-        """The metric object that computes this criterion's score."""
+    @property
+    def informational(self) -> bool:
+        """Reported but never a reason to pass or fail (ADK's efficiency criteria)."""
+        return self.metric in _INFORMATIONAL
+
+    @property
+    def needs_judge(self) -> bool:
+        """Whether computing it takes a judge model."""
+        from ..score.metrics.registry import is_judged_metric
+
+        return self.metric in _KINDS or is_judged_metric(self.metric)
+
+    def build_metric(self, judge: Any = None) -> Metric:
+        """The metric object that computes this criterion's score; ``judge`` for the criteria that need one."""
         if self.metric == "tool_trajectory_avg_score":
             from ..score.metrics.trajectory import ToolTrajectoryAvgScore
 
             return ToolTrajectoryAvgScore(self.match_type, ignore_args=self.ignore_args, name=self.score_name)
-        from ..score.metrics.registry import resolve_metrics
+        try:
+            if self.metric in _KINDS:
+                metric = _KINDS[self.metric].build(self, judge)
+            else:
+                from ..score.metrics.registry import resolve_metrics
 
-        metric = resolve_metrics([self.metric])[0]
+                metric = resolve_metrics([self.metric], judge=judge)[0]
+        except MetricError as exc:
+            raise MetricError(f"{self.source}: {exc}") from None
         if self.column:
             metric.name = self.column
         return metric
 
     def describe(self) -> str:
         """``tool_trajectory_avg_score >= 1.0 (IN_ORDER)``."""
+        if self.informational:
+            return f"{self.metric} (informational)"
         options = []
         if self.match_type != "EXACT":
             options.append(self.match_type)
@@ -113,34 +176,62 @@ def find_config(path: str | Path) -> Path | None:
     return config if config.is_file() else None
 
 
+def _unknown(name: str, where: str) -> MetricError:
+    from ..score.metrics.registry import nearest_name
+
+    if name in _UNSUPPORTED:
+        return MetricError(f"{where}: criterion {name!r} is not computed by levelfield: {_UNSUPPORTED[name]}")
+    return MetricError(
+        f"{where}: unknown criterion {name!r}.{nearest_name(name, criterion_names())} "
+        f"Known criteria: {', '.join(criterion_names())}"
+    )
+
+
+def _known(name: str) -> bool:
+    from ..score.metrics.registry import metric_names
+
+    return name in _KINDS or name in metric_names()
+
+
+def _trajectory_options(name: str, value: Mapping[str, Any], where: str) -> dict[str, Any]:
+    match_type = value.get("match_type", value.get("matchType", "EXACT"))
+    if isinstance(match_type, int) and not isinstance(match_type, bool) and 0 <= match_type < len(_MATCH_TYPES):
+        match_type = _MATCH_TYPES[match_type]  # ADK's enum values
+    if not isinstance(match_type, str) or match_type.strip().upper().replace("-", "_").replace(" ", "_") not in _MATCH_TYPES:
+        raise MetricError(f"{where}: criterion {name!r} match_type={match_type!r} is not one of {', '.join(_MATCH_TYPES)}")
+    ignore_args = value.get("ignore_args", value.get("ignoreArgs", False))
+    if not isinstance(ignore_args, bool):
+        raise MetricError(f"{where}: criterion {name!r} ignore_args must be true or false")
+    if name != "tool_trajectory_avg_score" and (match_type.upper() != "EXACT" or ignore_args):
+        raise MetricError(f"{where}: match_type and ignore_args apply to tool_trajectory_avg_score only, not {name!r}")
+    return {"match_type": match_type.strip().upper().replace("-", "_").replace(" ", "_"), "ignore_args": ignore_args}
+
+
 def _criterion(name: Any, value: Any, where: str) -> Criterion:
     if not isinstance(name, str) or not name:
         raise MetricError(f"{where}: criterion names must be metric names, got {name!r}")
-    if name in _JUDGED:
-        raise MetricError(
-            f"{where}: criterion {name!r} needs a judge model; levelfield computes tool_trajectory_avg_score, "
-            "response_match_score and its own metrics from test_config.json. Remove it, or score it with a "
-            "judged metric in lf.evaluate(metrics=[...])"
-        )
+    if not _known(name):
+        raise _unknown(name, where)
     if isinstance(value, bool) or not isinstance(value, (int, float, Mapping)):
         raise MetricError(f"{where}: criterion {name!r} must be a threshold number or an object with 'threshold'")
     options: dict[str, Any] = {}
     if isinstance(value, Mapping):
         if "threshold" not in value or isinstance(value["threshold"], bool) or not isinstance(value["threshold"], (int, float)):
             raise MetricError(f"{where}: criterion {name!r} needs a numeric 'threshold'")
-        match_type = value.get("match_type", value.get("matchType", "EXACT"))
-        if isinstance(match_type, int) and not isinstance(match_type, bool) and 0 <= match_type < len(_MATCH_TYPES):
-            match_type = _MATCH_TYPES[match_type]  # ADK's enum values
-        if not isinstance(match_type, str) or match_type.strip().upper().replace("-", "_").replace(" ", "_") not in _MATCH_TYPES:
-            raise MetricError(f"{where}: criterion {name!r} match_type={match_type!r} is not one of {', '.join(_MATCH_TYPES)}")
-        ignore_args = value.get("ignore_args", value.get("ignoreArgs", False))
-        if not isinstance(ignore_args, bool):
-            raise MetricError(f"{where}: criterion {name!r} ignore_args must be true or false")
-        if name != "tool_trajectory_avg_score" and (match_type.upper() != "EXACT" or ignore_args):
-            raise MetricError(f"{where}: match_type and ignore_args apply to tool_trajectory_avg_score only, not {name!r}")
-        options = {"match_type": match_type.strip().upper().replace("-", "_").replace(" ", "_"), "ignore_args": ignore_args}
+        if name in _KINDS:
+            # The judge package reads and checks the rest (judge_model_options, rubrics...).
+            options = {"options": {k: v for k, v in value.items() if k != "threshold"}}
+        else:
+            options = _trajectory_options(name, value, where)
         value = value["threshold"]
-    criterion = Criterion(metric=name, threshold=float(value), **options)
+    criterion = Criterion(metric=name, threshold=float(value), source=where, **options)
+    if name in _KINDS:
+        check = _KINDS[name].check
+        if check is not None:
+            check(criterion, where)
+        return criterion
+    if criterion.needs_judge:
+        return criterion  # built with the judge, by criteria_metrics
     try:
         criterion.build_metric()
     except MetricError as exc:
@@ -179,14 +270,16 @@ def load_criteria(spec: str | Path | Mapping[str, Any] | None = None) -> list[Cr
     return [_criterion(name, value, where) for name, value in criteria.items()]
 
 
-def criteria_metrics(criteria: Sequence[Criterion] | Mapping[str, Sequence[Criterion]]) -> list[Metric]:
+def criteria_metrics(criteria: Sequence[Criterion] | Mapping[str, Sequence[Criterion]], *, judge: Any = None) -> list[Metric]:
     """The metric objects that compute ``criteria``'s scores, one per distinct score name.
 
     ``criteria`` is one list for every case, or ``{case_id: [Criterion, ...]}`` (see
-    :func:`criteria_by_file`).
+    :func:`criteria_by_file`). ``judge`` (a LangChain chat model, a callable, an agent, a
+    ``"provider:model"`` string...) judges the criteria that need one; without it they are an error
+    saying how to give one.
     """
     every = _every(criteria)
-    return [c.build_metric() for c in {c.score_name: c for c in every}.values()]
+    return [c.build_metric(judge) for c in {c.score_name: c for c in every}.values()]
 
 
 def _every(criteria: Sequence[Criterion] | Mapping[str, Sequence[Criterion]]) -> list[Criterion]:
@@ -240,6 +333,8 @@ class MetricVerdict:
 
     @property
     def passed(self) -> bool:
+        if self.criterion.informational:
+            return True  # reported, never a reason to fail (as in ADK)
         # Unscorable counts as failing: a gate that cannot check something must not pass it.
         return self.evaluated and self.score >= self.criterion.threshold
 
@@ -267,6 +362,8 @@ class CaseVerdict:
         """One line per reason the case failed."""
         out = [f"trial {r.trial + 1} failed ({r.error_type}): {r.error}" for r in self.failed_runs]
         for name, v in self.metrics.items():
+            if v.criterion.informational:
+                continue
             if not v.evaluated:
                 if len(self.failed_runs) < len(self.runs):
                     out.append(f"{name} could not be computed (no reference for it in this case)")
@@ -316,27 +413,41 @@ def apply_criteria(
 
 
 def format_verdicts(verdicts: Sequence[CaseVerdict], criteria: Sequence[Criterion]) -> str:
-    """A plain-text table: one row per case, each criterion's pooled score, failed runs and PASS/FAIL.
+    """A plain-text table: one row per case, each criterion's pooled score and pass/FAIL, failed runs and PASS/FAIL.
 
     With per-file criteria, give every distinct criterion; a case shows ``-`` under the ones it
-    is not held to.
+    is not held to. With many criteria, too many for one line, each case is a block instead: one
+    line per criterion.
     """
-    header = ["case", *[f"{c.metric}{'' if c.column is None else ' ' + c.column[len(c.metric):]} (>= {c.threshold:g})"
-                        for c in criteria], "failed runs", "result"]
-    rows = []
-    for v in verdicts:
-        cells = [v.case_id]
-        for c in criteria:
-            m = v.metrics.get(c.metric)
-            if m is None or m.criterion != c:
-                cells.append("-")  # this case is held to another criterion (another test_config.json)
-                continue
-            cells.append(f"{m.score:.3f}" if m.evaluated else "n/a")
-        cells.append(f"{len(v.failed_runs)}/{len(v.runs)}")
-        cells.append("PASS" if v.passed else "FAIL")
-        rows.append(cells)
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    def label(c: Criterion) -> str:
+        return f"{c.metric}{'' if c.column is None else ' ' + c.column[len(c.metric):]} " + (
+            "(info)" if c.informational else f"(>= {c.threshold:g})"
+        )
+
+    def cell(v: CaseVerdict, c: Criterion) -> str:
+        m = v.metrics.get(c.metric)
+        if m is None or m.criterion != c:
+            return "-"  # this case is held to another criterion (another test_config.json)
+        mark = "" if m.criterion.informational or not m.evaluated else (" pass" if m.passed else " FAIL")
+        return (f"{m.score:.3f}" if m.evaluated else "n/a") + mark
+
     passed = sum(v.passed for v in verdicts)
-    lines.append(f"\n{passed} of {len(verdicts)} cases passed")
-    return "\n".join(lines)
+    footer = f"\n{passed} of {len(verdicts)} cases passed"
+    if len(criteria) > _WIDE:
+        width = max(len(label(c)) for c in criteria)
+        blocks = []
+        for v in verdicts:
+            lines = [f"{v.case_id}: {'PASS' if v.passed else 'FAIL'} ({len(v.failed_runs)}/{len(v.runs)} runs failed)"]
+            lines += [f"  {label(c):<{width}}  {cell(v, c)}" for c in criteria]
+            blocks.append("\n".join(lines))
+        return "\n\n".join(blocks) + "\n" + footer
+    header = ["case", *[label(c) for c in criteria], "failed runs", "result"]
+    rows = [[v.case_id, *[cell(v, c) for c in criteria], f"{len(v.failed_runs)}/{len(v.runs)}", "PASS" if v.passed else "FAIL"]
+            for v in verdicts]
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    return "\n".join(lines) + footer
+
+
+_WIDE = 4
+"""More criteria than this are shown a case at a time, a line per criterion, rather than one wide table."""

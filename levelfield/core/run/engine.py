@@ -11,6 +11,8 @@ finishes; with ``config.resume`` the runs already in that journal are kept, not 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
@@ -20,18 +22,22 @@ from ..data.dataset import EvalDataset
 from ..errors import DatasetError, RecordError
 from ..score.metrics.base import Metric
 from ..data.protocol import AgentRunnable
-from .notices import (MissingReferenceWarning, warn_user, NoToolCallsWarning, ResumeWarning, agents_without_tool_calls,
+from .notices import (BudgetWarning, MissingReferenceWarning, warn_user, NoToolCallsWarning, ResumeWarning, agents_without_tool_calls,
                       metric_changes, missing_references, reference_changes)
-from ..results.record import (RUNS_FILE, Journal, Record, RunKey, check_out_folder, check_resumable, fingerprints_of,
-                              make_header, read_record)
+from ..results.record import (RUNS_FILE, Journal, Record, RunKey, carry_generated, check_out_folder, check_resumable,
+                              fingerprints_of, make_header, read_record)
 from ..results.result import SAVED_AGENT, EvalResult
 from .isolation import check_picklable
+from ..data.cost_limit import CostLimit
 from .runner import Executor, run_agents
 from ..score.scoring import RunScorer, context_for, score_rows
-from ..data.types import AgentOutput, Usage
-from ..data.types import AgentRun
+from ..data.types import AgentOutput, AgentRun, Usage
+from ..errors import ConfigError
+from ..score.metrics.base import Score
+from ..stats.inference import reduce_trials
+from ..stats.sequential import SequentialMonitor, StopRule
 
-__all__ = ["score_saved", "run_and_score", "open_journal", "warn_missing_references"]
+__all__ = ["score_saved", "saved_runs", "run_and_score", "open_journal", "warn_missing_references", "EarlyStop"]
 
 
 def _usage(value: Any) -> Usage | None:
@@ -44,7 +50,8 @@ def _usage(value: Any) -> Usage | None:
         return None
 
 
-def _saved_runs(dataset: EvalDataset) -> list[AgentRun]:
+def saved_runs(dataset: EvalDataset) -> list[AgentRun]:
+    """The runs of a dataset's saved predictions (no agent ran): one per case, failed where the row says so."""
     if not dataset.has_predictions:
         raise DatasetError(
             f"{dataset.source}: no agent was given and no row has a 'response' or 'predicted_trajectory' "
@@ -101,13 +108,15 @@ def _skip_scenarios(dataset: EvalDataset) -> tuple[EvalDataset, dict[str, str]]:
 async def score_saved(dataset: EvalDataset, metrics: Sequence[Metric], config: RunConfig | None = None) -> EvalResult:
     """Score the predictions a dataset already holds (``response``, ``predicted_trajectory``)."""
     dataset, skipped = _skip_scenarios(dataset)
-    runs = _saved_runs(dataset)
+    runs = saved_runs(dataset)
     warn_missing_references(dataset, metrics)
     contexts = [context_for(case, None) for case in dataset]
     # Saved rows count as runs, so saved failures score NaN like live ones.
     for ctx, run in zip(contexts, runs):
         ctx.failure = run.failure
-    scores = await score_rows(contexts, metrics)
+    budget = judge_budget(config)
+    scores = await score_rows(contexts, metrics, budget=budget)
+    _warn_judges_stopped(budget)
     result = EvalResult(dataset, runs, scores, metrics, agent_name=None, scored_saved_predictions=True, config=config)
     result.skipped = skipped
     return result
@@ -138,6 +147,7 @@ def open_journal(
             record = read_record(path)
             check_resumable(record, fingerprints=fingerprints, agents=agent_names, trials=config.trials)
             _say_what_changed(record, dataset, metrics)
+            carry_generated(record.cases, dataset)  # e.g. generated rubrics: the saved runs are re-scored on them
             done = {key: run for key, (run, _) in record.runs.items() if key[2] < config.trials}
             return Journal.reopen(record), done
         if not config.overwrite:
@@ -195,8 +205,12 @@ async def run_and_score(
     settings: Mapping[str, Any] | None = None,
     simulator: SimulatedUser | None = None,
     executor: Executor | None = None,
+    stop_early: EarlyStop | None = None,
 ) -> dict[str, EvalResult]:
     """Every agent on every case and trial, each run scored (and journaled) as it finishes; one result per agent.
+
+    ``stop_early``: cases start in its random order and no new run starts once every pair of
+    agents is decided (see ``levelfield.core.stats.sequential``); the results hold the runs made.
 
     With a ``simulator``, conversation-scenario cases are played out with it (and replayed to the
     other agents); without one they are skipped with the reason. ``executor`` runs the agents
@@ -212,26 +226,44 @@ async def run_and_score(
     if executor is not None:
         executor.check(agents)  # likewise: an agent the executor cannot ship fails before any run
     warn_missing_references(dataset, metrics)
-    scorer = RunScorer(dataset, metrics)
+    scorer = RunScorer(dataset, metrics, budget=judge_budget(config))
     journal, done = open_journal(dataset, [a.name for a in agents], metrics, config, kind=kind, settings=settings)
     conversations = Conversations(simulator, done) if simulator is not None else None
+    if stop_early is not None:
+        for run in done.values():
+            stop_early.observe(run, scorer(run))
 
     def finished(run: AgentRun) -> Awaitable[None] | None:
+        if stop_early is not None:
+            scores = scorer(run)
+            stop_early.observe(run, scores)
+            return None if journal is None else journal.write(run, scores)
         if journal is None:
             scorer.defer(run)
             return None
         return journal.write(run, scorer(run))  # the slot's next run waits until this one is on disk
 
     try:
-        execute = run_agents if executor is None else executor.run_agents
-        runs_by_agent = await execute(dataset, agents, config, on_run=finished, done=done, run_scenario=conversations)
+        if stop_early is None:
+            execute = run_agents if executor is None else executor.run_agents
+            runs_by_agent = await execute(dataset, agents, config, on_run=finished, done=done, run_scenario=conversations)
+        else:
+            runs_by_agent = await run_agents(stop_early.run_order(dataset), agents, config, on_run=finished, done=done,
+                                             run_scenario=conversations, stop=stop_early.stop)
+            runs_by_agent = stop_early.in_dataset_order(dataset, runs_by_agent)
     finally:
         if journal is not None:
             journal.close()
     for text in agents_without_tool_calls(runs_by_agent, metrics, dataset):
         warn_user(NoToolCallsWarning(text))
+    # Runs a decided sequential test never started are its to report; the rest were the budget's.
+    stopped_early = stop_early is not None and stop_early.stop()
+    not_started = [] if stopped_early else _not_started(dataset, agents, config, runs_by_agent)
+    if not_started:
+        _warn_budget_spent(config, not_started)
     every_run = [run for a in agents for run in runs_by_agent[a.name]]
     scores = await scorer.scores(every_run)
+    _warn_judges_stopped(scorer.budget)
     results: dict[str, EvalResult] = {}
     start = 0
     for agent in agents:
@@ -240,5 +272,119 @@ async def run_and_score(
             dataset, runs, scores[start : start + len(runs)], metrics, agent_name=agent.name, config=config
         )
         results[agent.name].skipped = skipped
+        results[agent.name].not_started = [key for key in not_started if key[0] == agent.name]
         start += len(runs)
     return results
+
+
+def judge_budget(config: RunConfig | None) -> CostLimit | None:
+    """The judges' spending limit of ``config`` (``judge_max_cost_usd``), or None."""
+    if config is None or config.judge_max_cost_usd is None:
+        return None
+    return CostLimit(config.judge_max_cost_usd, config.prices or {}, shared=False)
+
+
+def _warn_judges_stopped(budget: CostLimit | None) -> None:
+    if budget is None:
+        return
+    if budget.refused:
+        warn_user(BudgetWarning(
+            f"judge_max_cost_usd={budget.limit:g} reached: {budget.refused} judged score(s) were not asked for and "
+            "score NaN (a judge failure); resume with a larger judge_max_cost_usd to judge them (answers already "
+            "given come from the judge cache at no cost)"))
+    for metric, why in budget.unpriced.items():
+        warn_user(BudgetWarning(f"judge_max_cost_usd: the cost of metric {metric!r}'s judge is unknown ({why}), so the "
+                                "budget could not count it; pass prices={...} to price it"))
+
+
+def _not_started(dataset: EvalDataset, agents: Sequence[AgentRunnable], config: RunConfig,
+                 runs_by_agent: Mapping[str, Sequence[AgentRun]]) -> list[RunKey]:
+    """The planned runs the runner did not start (a spending limit was reached), in plan order."""
+    if config.max_cost_usd is None:
+        return []
+    ran = {(run.agent_name, run.case_id, run.trial) for runs in runs_by_agent.values() for run in runs}
+    return [(a.name, c.case_id, t) for c in dataset for t in range(config.trials) for a in agents
+            if (a.name, c.case_id, t) not in ran]
+
+
+def _warn_budget_spent(config: RunConfig, not_started: Sequence[RunKey]) -> None:
+    resume = (f"run again with out={str(config.out)!r}, resume=True (--resume) and a larger max_cost_usd (--max-cost) "
+              "to finish them" if config.out is not None else "give out=... to keep the runs and resume later")
+    warn_user(BudgetWarning(
+        f"max_cost_usd={config.max_cost_usd:g} reached: {len(not_started)} run(s) were not started and are left out "
+        f"of the results; {resume}"))
+
+
+class EarlyStop:
+    """The bridge between finished runs and a :class:`SequentialMonitor`: each run's score on the
+    rule's metric, its trials reduced per case and a failed run scored by the failed-run rule, fed
+    to the monitor; ``stop()`` tells the runner when every pair is decided."""
+
+    def __init__(self, rule: StopRule, dataset: EvalDataset, metrics: Sequence[Metric], agents: Sequence[str],
+                 config: RunConfig, *, executor: Executor | None = None, simulator: SimulatedUser | None = None) -> None:
+        by_name = {m.name: m for m in metrics}
+        if rule.metric not in by_name:
+            raise ConfigError(f"stop_early={rule.metric!r}: not one of the metrics of this comparison "
+                              f"({', '.join(by_name)})")
+        self.metric = by_name[rule.metric]
+        if getattr(self.metric, "is_async", False):
+            raise ConfigError(f"stop_early={rule.metric!r}: a judged metric is scored at the end, not as runs finish; "
+                              "stop on a metric scored locally (e.g. trajectory_exact_match)")
+        if len(agents) < 2:
+            raise ConfigError("stop_early compares agents pair by pair: it needs at least two agents")
+        if executor is not None:
+            raise ConfigError("stop_early runs on the local runner; it does not combine with executor='ray' yet")
+        if simulator is not None:
+            raise ConfigError("stop_early does not combine with a simulator yet (its conversations are replayed in order)")
+        self.rule = rule
+        self.trials = config.trials
+        self.agents = list(agents)
+        # Scenario cases are skipped without a simulator (and a simulator is refused above).
+        self.cases = {c.case_id: c for c in dataset if c.conversation_scenario is None}
+        self.order = rule.order(list(self.cases))
+        self.monitor = SequentialMonitor(self.agents, self.order, alpha=rule.alpha, margin=rule.margin,
+                                         pairs=list(rule.pairs) if rule.pairs else None)
+        self._trials: dict[tuple[str, str], dict[int, float]] = {}
+        self.started_runs = 0
+
+    def run_order(self, dataset: EvalDataset) -> EvalDataset:
+        """The dataset with its cases in the rule's random order (the order runs start in)."""
+        return EvalDataset([self.cases[c] for c in self.order], source=dataset.source)
+
+    def in_dataset_order(self, dataset: EvalDataset, runs: Mapping[str, list[AgentRun]]) -> dict[str, list[AgentRun]]:
+        """Each agent's runs back in dataset order, then trial order (as every result is)."""
+        index = {c.case_id: i for i, c in enumerate(dataset)}
+        return {a: sorted(rs, key=lambda r: (index[r.case_id], r.trial)) for a, rs in runs.items()}
+
+    def stop(self) -> bool:
+        return self.monitor.done
+
+    def observe(self, run: AgentRun, scores: Mapping[str, Score]) -> None:
+        if run.agent_name not in self.agents or run.case_id not in self.cases:
+            return
+        self.started_runs += 1
+        score = scores.get(self.metric.name)
+        value = math.nan if score is None else float(score.value)
+        if run.failure:
+            applies = self.metric.applies_to(self.cases[run.case_id])
+            value = 0.0 if (self.rule.failed_runs == "zero" and applies) else math.nan
+        trials = self._trials.setdefault((run.agent_name, run.case_id), {})
+        trials[run.trial] = value
+        if len(trials) == self.trials:
+            reduced = reduce_trials(np.array([[trials[t] for t in sorted(trials)]]), self.rule.reducer)[0]
+            self.monitor.add(run.agent_name, run.case_id, float(reduced))
+
+    def report(self) -> dict[str, Any]:
+        """What stopping early did: cases analysed, runs saved, each pair's decision (for the run record)."""
+        total = len(self.order)
+        return {
+            "rule": self.rule.to_dict(),
+            "stopped": self.monitor.decided_at is not None and self.monitor.decided_at < total,
+            "cases_analysed": self.monitor.decided_at or self.monitor.analysed,
+            "cases": total,
+            "runs_planned": total * len(self.agents) * self.trials,
+            "runs_made": self.started_runs,
+            "verdict": self.monitor.summary(),
+            "pairs": [{"a": p.a, "b": p.b, "decision": p.decision, "winner": p.winner, "p_value": p.p_value,
+                       "n": p.n, "mean_difference": p.mean_difference} for p in self.monitor.pairs],
+        }

@@ -12,7 +12,17 @@ from typing import Any
 
 from ..errors import AdapterError, type_name, exception_text, message_of, raised_where
 
-__all__ = ["describe_error", "exception_text", "raised_where", "is_transient", "message_of", "attribute"]
+__all__ = ["describe_error", "exception_text", "raised_where", "is_transient", "message_of", "attribute", "cancelled_from_outside"]
+
+
+def cancelled_from_outside() -> bool:
+    """Whether a CancelledError comes from cancelling the caller (the evaluation, a served request),
+    not one the agent raised itself."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    # Python 3.10 cannot tell the two apart: the agent's own is assumed (cancelling the evaluation
+    # also cancels the runs waiting for a slot, which stops it).
+    return bool(cancelling is not None and cancelling())
 
 
 def attribute(exc: BaseException, name: str) -> Any:

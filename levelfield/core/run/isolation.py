@@ -36,6 +36,7 @@ import types
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from . import budget
 from ..errors import AdapterError, AgentOutputError, ConfigError, WorkerError
 from ..data.protocol import AgentRequest, AgentRunnable
 from .failures import describe_error, is_transient
@@ -250,7 +251,7 @@ class ProcessIsolation:
             worker = lease.worker
             blob = None if name in worker.loaded else self._blobs[name]
             try:
-                status, reply = await run_sync(worker.call, ("run", name, blob, request))
+                status, reply = await run_sync(worker.call, ("run", name, blob, request, budget.current()))
             except BaseException:
                 # Cancelled (the run's timeout) while the worker still runs the agent: kill it, so a
                 # hung agent holds no process; the next run gets a fresh worker.
@@ -310,8 +311,10 @@ def _worker_main(conn: Any, path: list[str]) -> None:
             continue
         if message[0] == "stop":
             break
-        _, name, blob, request = message
-        _send(conn, loop.run_until_complete(_answer(agents, name, blob, request)))
+        _, name, blob, request, spend = message
+        with budget.spending(spend):  # the run's timeout left and response cap, as the runner has them
+            reply = loop.run_until_complete(_answer(agents, name, blob, request))
+        _send(conn, reply)
     with contextlib.suppress(Exception):
         loop.close()
 

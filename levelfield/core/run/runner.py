@@ -27,12 +27,17 @@ import warnings
 from collections.abc import Awaitable, Callable, Collection, Generator, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
+from . import budget
 from ..data.config import RunConfig
 from ..data.dataset import EvalCase, EvalDataset
 from ..errors import AgentOutputError
+from ..data.cost_limit import CostLimit
+from ..data.prices import run_spend
 from .failures import attribute, describe_error, is_transient
+from .failures import cancelled_from_outside as _cancelled_from_outside
 from .interrupts import user_interrupted, watching as watching_interrupts
 from .isolation import ProcessIsolation
+from .notices import BudgetWarning, warn_user
 from .watchdog import BlockingAgentWarning, LoopBlocked, LoopWatchdog
 from ..data.protocol import AgentRequest, AgentRunnable
 from ..data.types import AgentOutput, Message
@@ -253,21 +258,20 @@ async def _within(watched: _Watched, timeout: float) -> Any:
 
 async def _attempt(agent: AgentRunnable, request: AgentRequest, timeout: float | None) -> AgentOutput:
     watched = _Watched(agent.arun(request), agent.name, request.case_id, timeout)
-    output = await (watched if timeout is None else _within(watched, timeout))
+    if timeout is None:
+        output = await watched
+    else:
+        # The adapter may ask how long it has left (a server's Retry-After must fit in it).
+        token = budget.set_deadline(timeout)
+        try:
+            output = await _within(watched, timeout)
+        finally:
+            budget.reset_deadline(token)
     if not isinstance(output, AgentOutput):
         raise AgentOutputError(
             f"agent {agent.name!r} returned {type(output).__name__} from arun(); an adapter must return AgentOutput"
         )
     return output
-
-
-def _cancelled_from_outside() -> bool:
-    """Whether a CancelledError comes from cancelling the evaluation (not raised by the agent itself)."""
-    task = asyncio.current_task()
-    cancelling = getattr(task, "cancelling", None)
-    # Python 3.10 cannot tell the two apart: the agent's own is assumed (cancelling the evaluation
-    # also cancels the runs waiting for a slot, which stops it).
-    return bool(cancelling is not None and cancelling())
 
 
 async def _run_turn(
@@ -455,6 +459,7 @@ async def run_agents(
     run_scenario: PlayScenario | None = None,
     only: Collection[tuple[str, str, int]] | None = None,
     slots: asyncio.Semaphore | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> dict[str, list[AgentRun]]:
     """Every agent on every case and trial; runs per agent in dataset order, then trial order.
 
@@ -466,9 +471,13 @@ async def run_agents(
     ``done`` maps (agent name, case id, trial) to runs finished earlier (a resumed journal): they
     are returned as they are, not run again, and ``on_run`` is not called for them.
     ``run_scenario`` plays the conversation-scenario cases (a simulated user; see ``conversation``).
+    ``config.max_cost_usd``: no run starts once its likely cost would take the spend past it (see
+    ``levelfield.core.data.cost_limit``); the runs not started are left out of what is returned.
     ``only`` (agent name, case id, trial) keys: run just these, and return just their runs (one
     batch of a remote executor's worker). ``slots``: the bound on runs in flight, shared with other
     calls (a worker running several batches at once); by default one of ``config.concurrency``.
+    ``stop()``: asked before each run starts; once it says True no run starts (those in flight
+    finish), and the runs never started are left out of what is returned.
     """
     dataset.require_prompts()
     done = done or {}
@@ -487,6 +496,8 @@ async def run_agents(
     progress = _Progress(len(jobs), config.progress, desc)
     queue = _JobQueue(jobs, {a.name: config.agent_concurrency[a.name] for a in agents if a.name in config.agent_concurrency})
     fresh: list[AgentRun | None] = [None] * len(jobs)
+    # A spending limit: once the next run would pass it, no run starts (they are left out, to resume).
+    limit = CostLimit.for_runs(config.max_cost_usd, config.prices or {}, done.values()) if config.max_cost_usd is not None else None
 
     async def one(agent: AgentRunnable, case: EvalCase, trial: int) -> AgentRun:
         play = run_case
@@ -498,6 +509,8 @@ async def run_agents(
             async with isolation.lease():  # one worker for all the turns of a case
                 run = await play(agent, case, trial, config, run_id)
         run = clean_run(run)  # the one place runs enter: text every writer can encode from here on
+        if limit is not None:
+            limit.settle(run.agent_name, run_spend(run, limit.prices))
         if on_run is not None:
             recorded = on_run(run)
             if recorded is not None:
@@ -510,6 +523,8 @@ async def run_agents(
         # One of ``concurrency`` slots: runs jobs one after another until none is left. A fixed set
         # of slots costs far less per run than a task per job queued on a semaphore.
         while True:
+            if stop is not None and stop():
+                return
             taken = queue.take()
             if taken is None:
                 return
@@ -517,6 +532,9 @@ async def run_agents(
                 await queue.wait()
                 continue
             index, (agent, case, trial) = taken
+            if limit is not None and not await limit.acquire(agent.name):
+                queue.release(agent.name)
+                return
             try:
                 if slots is None:
                     fresh[index] = await one(agent, case, trial)
@@ -527,6 +545,7 @@ async def run_agents(
                 queue.release(agent.name)
 
     warned = _warned_blocking.set(set())
+    response_cap = budget.set_response_cap(config.max_response_bytes)
     deadline_queues: dict[float, _Deadlines] = {}
     deadlines_token = _deadline_queues.set(deadline_queues)
     watchdog = LoopWatchdog(_warned_blocking.get() or set())
@@ -546,18 +565,30 @@ async def run_agents(
             watchdog.stop()
             _loop_watchdog.reset(watch_token)
             _warned_blocking.reset(warned)
+            budget.reset_response_cap(response_cap)
             _deadline_queues.reset(deadlines_token)
             for deadlines in deadline_queues.values():
                 deadlines.close()
             progress.close()
             if isolation is not None:
                 await isolation.aclose()
+    if limit is not None:
+        _warn_unpriced(limit)
     out: dict[str, list[AgentRun]] = {a.name: [] for a in agents}
     runs = iter(fresh)
     for agent, case, trial in plan:
         kept = done.get((agent.name, case.case_id, trial))
-        out[agent.name].append(kept if kept is not None else next(runs))  # type: ignore[arg-type]
+        run = kept if kept is not None else next(runs)
+        if run is not None:  # None: never started (a budget reached, or stopped early)
+            out[agent.name].append(run)
     return out
+
+
+def _warn_unpriced(limit: CostLimit) -> None:
+    for agent, why in limit.unpriced.items():
+        warn_user(BudgetWarning(
+            f"max_cost_usd: the cost of some runs of agent {agent!r} is unknown ({why}), so the budget could "
+            "not count them; pass prices={model: {'input_per_mtok': ..., 'output_per_mtok': ...}} to price them"))
 
 
 class Executor(Protocol):

@@ -339,6 +339,7 @@ class BatchScorer:
                 and _plain_computable(m)
                 and tuple(m.requires) == ("reference_trajectory",)
                 and not getattr(m, "is_async", False)
+                and getattr(m, "agent", None) is None  # light calls carry no agent: one agent's calls take the row path
             ):
                 self._kernels.append((m, keys.setdefault(id(matcher), _CallKeys(matcher))))
                 continue
@@ -349,6 +350,7 @@ class BatchScorer:
                 and set(m.requires) <= set(_FIELD_AT)
                 and _plain_computable(m)
                 and not getattr(m, "is_async", False)
+                and getattr(m, "agent", None) is None
             ):
                 self._light.append((m, reads))
             else:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
+from typing import Any
 
+from ..data.cost_limit import CostLimit
+from ..data.prices import usage_cost
 from ..data.types import transcript_text
 from ..data.dataset import EvalCase
 from .metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
-from ..data.types import AgentRun
+from ..data.types import AgentOutput, AgentRun, Usage
 from ..errors import exception_text
 
-__all__ = ["context_for", "conversation_context", "score_rows", "score_sync", "order_like", "RunScorer"]
+__all__ = ["context_for", "conversation_context", "score_rows", "score_sync", "order_like", "RunScorer", "run_spend"]
 
 
 def _saved_turns(case: EvalCase) -> list[TurnContext]:
@@ -48,9 +51,17 @@ def _run_turns(case: EvalCase, run: AgentRun) -> list[TurnContext]:
                 response=got.response if got is not None else None,
                 predicted_trajectory=list(got.trajectory) if got is not None else [],
                 reference_thoughts=t.reference_thoughts,
+                **_costs(got),
             )
         )
     return turns
+
+
+def _costs(out: AgentOutput | None) -> dict[str, Any]:
+    """What one turn's output recorded besides its answer: tokens, model calls, texts before the answer."""
+    if out is None:
+        return {}
+    return {"usage": out.usage, "model_calls": out.model_calls, "intermediate_responses": list(out.intermediate_responses)}
 
 
 def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
@@ -67,6 +78,7 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
         )
         turns = _saved_turns(case)
         retrieved = case.retrieved_context
+        handoffs, state, usage, model_calls = list(case.predicted_handoffs or []), case.final_state, None, None
     else:
         out = run.output
         response = out.response if out is not None else None
@@ -74,6 +86,9 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
         failure = run.failure
         turns = _run_turns(case, run)
         retrieved = out.retrieved_context if out is not None else None
+        handoffs = list(out.handoffs) if out is not None else []
+        state = out.state if out is not None else None
+        usage, model_calls = run_spend(run.turns or ([out] if out is not None else []))
     return ScoringContext(
         case_id=case.case_id,
         prompt=case.prompt,
@@ -88,7 +103,25 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
         reference_thoughts=case.reference_thoughts,
         retrieved_context=retrieved,
         expected_retrieved_context=case.expected_retrieved_context,
+        handoffs=handoffs,
+        reference_handoffs=case.reference_handoffs,
+        state=state,
+        usage=usage,
+        model_calls=model_calls,
+        intermediate_responses=list(run.output.intermediate_responses) if run is not None and run.output is not None else [],
     )
+
+
+def run_spend(outputs: Sequence[AgentOutput]) -> tuple[Usage | None, int | None]:
+    """Tokens and model calls of a run's turns added up; None where no turn reported them."""
+    usage: Usage | None = None
+    model_calls: int | None = None
+    for out in outputs:
+        if out.usage is not None:
+            usage = out.usage + usage
+        if out.model_calls is not None:
+            model_calls = (model_calls or 0) + out.model_calls
+    return usage, model_calls
 
 
 def conversation_context(case: EvalCase, run: AgentRun) -> ScoringContext:
@@ -112,7 +145,14 @@ def conversation_context(case: EvalCase, run: AgentRun) -> ScoringContext:
         turns_used=len(outputs),
     )
     out = run.output
+    dialogue = [
+        TurnContext(prompt=user, response=o.response, predicted_trajectory=list(o.trajectory), **_costs(o))
+        for user, o in zip(conv.user_turns, outputs)
+    ]
+    usage, model_calls = run_spend(outputs)
     return ScoringContext(
+        dialogue=dialogue,
+        intermediate_responses=list(out.intermediate_responses) if out is not None else [],
         case_id=case.case_id,
         prompt=scenario.starting_prompt,
         response=out.response if out is not None else None,
@@ -122,6 +162,11 @@ def conversation_context(case: EvalCase, run: AgentRun) -> ScoringContext:
         history=list(case.history),
         metadata=metadata,
         failure=run.failure or conv.simulator_failure,
+        handoffs=[h for o in outputs for h in o.handoffs],
+        reference_handoffs=case.reference_handoffs,
+        state=out.state if out is not None else None,
+        usage=usage,
+        model_calls=model_calls,
     )
 
 
@@ -148,7 +193,8 @@ def score_sync(ctx: ScoringContext, metrics: Sequence[Metric]) -> dict[str, Scor
 
 
 async def _score_async(
-    rows: Sequence[dict[str, Score]], contexts: Sequence[ScoringContext], metrics: Sequence[Metric], concurrency: int
+    rows: Sequence[dict[str, Score]], contexts: Sequence[ScoringContext], metrics: Sequence[Metric], concurrency: int,
+    budget: CostLimit | None = None,
 ) -> None:
     limit = asyncio.Semaphore(concurrency)
 
@@ -157,10 +203,16 @@ async def _score_async(
             row[metric.name] = _UNSCORED
             return
         async with limit:
+            if budget is not None and not await budget.acquire(metric.name):
+                row[metric.name] = Score(NAN, failed=True, error=f"not judged: judge_max_cost_usd={budget.limit:g} "
+                                         "was reached (resume with a larger one to judge it)")
+                return
             try:
                 row[metric.name] = Score.of(await metric.ascore(ctx))
             except Exception as exc:
                 row[metric.name] = _failed(exc)
+            if budget is not None:
+                budget.settle(metric.name, usage_cost(row[metric.name].usage, budget.prices))
 
     await asyncio.gather(*(one(m, r, c) for m in metrics for r, c in zip(rows, contexts)))
 
@@ -176,13 +228,14 @@ def _split(metrics: Sequence[Metric]) -> tuple[list[Metric], list[Metric]]:
 
 
 async def score_rows(
-    contexts: Sequence[ScoringContext], metrics: Sequence[Metric], *, concurrency: int = 16
+    contexts: Sequence[ScoringContext], metrics: Sequence[Metric], *, concurrency: int = 16, budget: CostLimit | None = None
 ) -> list[dict[str, Score]]:
-    """One dict of metric name -> Score per context, in order."""
+    """One dict of metric name -> Score per context, in order; ``budget`` limits the judges' spend
+    (a row refused scores NaN as a failure of that metric)."""
     sync_metrics, async_metrics = _split(metrics)
     rows = [score_sync(ctx, sync_metrics) for ctx in contexts]
     if async_metrics:
-        await _score_async(rows, contexts, async_metrics, concurrency)
+        await _score_async(rows, contexts, async_metrics, concurrency, budget)
         rows = [order_like(row, metrics) for row in rows]
     return rows
 
@@ -194,7 +247,10 @@ class RunScorer:
     Pass it as ``run_agents(..., on_run=scorer)``, then ``await scorer.scores(runs)``.
     """
 
-    def __init__(self, dataset: Iterable[EvalCase], metrics: Sequence[Metric], *, concurrency: int = 16) -> None:
+    def __init__(self, dataset: Iterable[EvalCase], metrics: Sequence[Metric], *, concurrency: int = 16,
+                 budget: CostLimit | None = None) -> None:
+        self.budget = budget
+        """The judges' spending limit (``judge_max_cost_usd``), when one was set."""
         self._cases = {c.case_id: c for c in dataset}
         self._metrics = list(metrics)
         self._sync, self._async = _split(metrics)
@@ -235,6 +291,6 @@ class RunScorer:
         scored = [self._done.pop((r.agent_name, r.case_id, r.trial), None) or self._score(r) for r in runs]
         rows = [row for _, row in scored]
         if self._async:
-            await _score_async(rows, [ctx for ctx, _ in scored], self._async, self._concurrency)
+            await _score_async(rows, [ctx for ctx, _ in scored], self._async, self._concurrency, self.budget)
             rows = [order_like(row, self._metrics) for row in rows]
         return rows

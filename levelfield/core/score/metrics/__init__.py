@@ -1,10 +1,14 @@
 """Metrics: trajectory, response and custom metrics, all scored locally (the LLM judge lives in ``levelfield.judge``)."""
 
+from .agents import HandoffMatch, ToolAttribution
 from .base import Metric, Score, ScoringContext
 from .custom import CustomMetric
+from .efficiency import ModelCallCount, RepeatedToolCalls, TokenCount, ToolCallCount
+from .efficiency_adk import AdkToolCallCount, InferenceCallCount, TokenUsageCount
 from .registry import metric_names, register_metric, register_metric_hint, resolve_metrics
 from .response import Bleu, ExactMatch, ResponseMatchScore, Rouge
 from .retrieval import DocumentPrecision, DocumentRecall
+from .state import StateCheck
 from .trajectory import (
     ToolTrajectoryAvgScore,
     TrajectoryAnyOrderMatch,
@@ -20,6 +24,9 @@ __all__ = [
     "Score",
     "ScoringContext",
     "CustomMetric",
+    "AdkToolCallCount",
+    "InferenceCallCount",
+    "TokenUsageCount",
     "metric_names",
     "register_metric",
     "register_metric_hint",
@@ -37,4 +44,11 @@ __all__ = [
     "TrajectoryPrecision",
     "TrajectoryRecall",
     "TrajectorySingleToolUse",
+    "HandoffMatch",
+    "ToolAttribution",
+    "ToolCallCount",
+    "ModelCallCount",
+    "RepeatedToolCalls",
+    "TokenCount",
+    "StateCheck",
 ]

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from ..matching import Alignment, ToolCallMatcher, align
-from ...data.types import ToolCall, Usage
+from ...data.types import Handoff, ToolCall, Usage
 
 __all__ = ["Metric", "Score", "ScoringContext", "TurnContext", "NAN", "score_columns", "FAILED_AS_ZERO", "FAILED_LEFT_OUT"]
 
@@ -91,6 +91,12 @@ class TurnContext:
     """The tool calls the agent made in this turn."""
     reference_thoughts: str | None = None
     """Thought text of the expected answer (ADK files), read only by ADK's response_match_score."""
+    usage: Usage | None = None
+    """Tokens the agent spent in this turn, when the adapter reported them."""
+    model_calls: int | None = None
+    """Model calls the agent made in this turn, when the adapter counted them."""
+    intermediate_responses: list[str] = field(default_factory=list)
+    """Texts the agent produced in this turn before its final answer."""
 
 
 @dataclass
@@ -115,6 +121,20 @@ class ScoringContext:
     """Documents the agent's last retrieval step returned (``{content, doc_uri}``); None when unknown."""
     expected_retrieved_context: list[dict[str, Any]] | None = None
     """The documents the dataset expects to be retrieved; None when it gives none."""
+    handoffs: list[Handoff] = field(default_factory=list)
+    """The hand-offs between agents the run made (the last turn's, as ``predicted_trajectory``)."""
+    reference_handoffs: list[Handoff] | None = None
+    """The hand-offs the case expects; None when it gives none."""
+    state: dict[str, Any] | None = None
+    """The session state at the end of the run; None when the agent exposes none."""
+    usage: Usage | None = None
+    """Tokens the agent spent over the whole run (every turn), when known."""
+    model_calls: int | None = None
+    """Model calls the agent made over the whole run (every turn), when known."""
+    intermediate_responses: list[str] = field(default_factory=list)
+    """Texts the agent produced before its final answer (its last turn's)."""
+    dialogue: list[TurnContext] = field(default_factory=list)
+    """A simulated conversation's exchanges, one per user message (empty otherwise); see :meth:`exchanges`."""
     _alignments: dict[int, Alignment] = field(default_factory=dict, repr=False)
 
     def alignment(self, matcher: ToolCallMatcher) -> Alignment:
@@ -139,8 +159,15 @@ class ScoringContext:
                 response=self.response,
                 predicted_trajectory=self.predicted_trajectory,
                 reference_thoughts=self.reference_thoughts,
+                usage=self.usage,
+                model_calls=self.model_calls,
+                intermediate_responses=list(self.intermediate_responses),
             )
         ]
+
+    def exchanges(self) -> list[TurnContext]:
+        """Every exchange of user message and agent answer: a simulated conversation's, else :meth:`conversation`."""
+        return self.dialogue or self.conversation()
 
     def instance(self) -> dict[str, Any]:
         """The row as Vertex AI hands it to a custom metric function."""

@@ -7,13 +7,17 @@ them: it imports no package above core.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import difflib
+from collections.abc import Callable, Iterable, Sequence
 
 from typing import Any
 
 from ...errors import MetricError
 from .base import Metric, Score, ScoringContext
+from .agents import HandoffMatch, ToolAttribution
 from .conversation import TurnsUsed
+from .efficiency import ModelCallCount, RepeatedToolCalls, TokenCount, ToolCallCount
+from .efficiency_adk import EFFICIENCY_METRICS
 from .response import Bleu, ExactMatch, ResponseMatchScore, Rouge
 from .retrieval import DocumentPrecision, DocumentRecall
 from .trajectory import (
@@ -25,7 +29,17 @@ from .trajectory import (
     TrajectoryRecall,
 )
 
-__all__ = ["register_metric", "register_metric_hint", "metric_names", "resolve_metrics", "MetricSpec"]
+__all__ = [
+    "register_metric",
+    "register_metric_hint",
+    "register_judged_metric",
+    "register_metric_converter",
+    "is_judged_metric",
+    "metric_names",
+    "resolve_metrics",
+    "nearest_name",
+    "MetricSpec",
+]
 
 MetricSpec = "str | Metric"
 
@@ -46,12 +60,25 @@ _REGISTRY: dict[str, Callable[[], Metric]] = {
     "turns_used": TurnsUsed,
     "document_recall": DocumentRecall,
     "document_precision": DocumentPrecision,
+    **EFFICIENCY_METRICS,
+    "handoff_match": HandoffMatch,
+    "handoff_in_order_match": lambda: HandoffMatch("in_order"),
+    "handoff_any_order_match": lambda: HandoffMatch("any_order"),
+    "tool_attribution": ToolAttribution,
+    "tool_call_count": ToolCallCount,
+    "model_call_count": ModelCallCount,
+    "repeated_tool_calls": RepeatedToolCalls,
+    "token_count": TokenCount,
 }
+
+# Names whose metric needs a judge model: built when resolve_metrics is given one (see register_judged_metric).
+_JUDGED: dict[str, Callable[[Any], Metric]] = {}
 
 # Names that exist but need arguments: say how to build them (see register_metric_hint).
 _NEEDS_ARGS = {
     "trajectory_single_tool_use": "lf.metrics.TrajectorySingleToolUse(tool_name=...)",
     "rouge": "lf.metrics.Rouge(rouge_type='rougeL') or one of rouge_1, rouge_2, rouge_l, rouge_l_sum",
+    "state_check": "lf.metrics.StateCheck(fn, name=...), fn(state, case) returning pass/fail or a score",
 }
 
 DEFAULT_METRICS = (
@@ -83,9 +110,41 @@ def register_metric_hint(name: str, how_to_build: str) -> None:
     _NEEDS_ARGS[name] = how_to_build
 
 
+def register_judged_metric(name: str, factory: Callable[[Any], Metric], how_to_build: str) -> None:
+    """Make ``name`` usable in ``metrics=[...]`` when a judge is given: ``factory(judge)`` builds it.
+
+    Without a judge the name is an error saying ``how_to_build`` it (a judge is never chosen silently).
+    """
+    if name in _REGISTRY or name in _JUDGED:
+        raise MetricError(f"a metric named {name!r} is already registered")
+    _JUDGED[name] = factory
+    _NEEDS_ARGS[name] = how_to_build
+
+
+# Functions turning other libraries' metric objects into metrics (see register_metric_converter).
+_CONVERTERS: list[Callable[[Any, Any], Metric | None]] = []
+
+
+def register_metric_converter(convert: Callable[[Any, Any], Metric | None]) -> None:
+    """Make other objects usable in ``metrics=[...]``: ``convert(obj, judge)`` returns a metric, or None when ``obj``
+    is not one of its objects (e.g. the judge package turns Vertex's ``RubricMetric.GENERAL_QUALITY`` into its metric)."""
+    _CONVERTERS.append(convert)
+
+
+def is_judged_metric(name: str) -> bool:
+    """Whether the metric named ``name`` is built with a judge (see :func:`register_judged_metric`)."""
+    return name in _JUDGED
+
+
 def metric_names() -> list[str]:
-    """Every metric name usable as a string."""
-    return sorted(_REGISTRY)
+    """Every metric name usable as a string (judged ones included: they need a judge)."""
+    return sorted({*_REGISTRY, *_JUDGED})
+
+
+def nearest_name(name: str, known: Iterable[str]) -> str:
+    """`` Did you mean 'x'?`` for the known name closest to a misspelt one, else ""."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 class _ObjectMetric(Metric):
@@ -118,8 +177,12 @@ class _ObjectMetric(Metric):
         return repr(self.wrapped)
 
 
-def resolve_metrics(metrics: Sequence[str | Metric] | None) -> list[Metric]:
-    """Turn names and metric objects into metric objects; unknown or duplicate names are errors."""
+def resolve_metrics(metrics: Sequence[str | Metric] | None, *, judge: Any = None) -> list[Metric]:
+    """Turn names and metric objects into metric objects; unknown or duplicate names are errors.
+
+    ``judge`` (a chat model, a callable, an agent...) builds the names that need one, e.g.
+    ``"final_response_match_v2"``; without it those names are errors saying how to build them.
+    """
     if metrics is None:
         metrics = DEFAULT_METRICS
     if isinstance(metrics, (str, Metric)):
@@ -127,18 +190,25 @@ def resolve_metrics(metrics: Sequence[str | Metric] | None) -> list[Metric]:
     out: list[Metric] = []
     for spec in metrics:
         if isinstance(spec, str):
+            if spec in _JUDGED and judge is not None:
+                out.append(_JUDGED[spec](judge))
+                continue
             if spec in _NEEDS_ARGS:
                 raise MetricError(f"metric {spec!r} needs arguments: use {_NEEDS_ARGS[spec]}")
             factory = _REGISTRY.get(spec)
             if factory is None:
-                raise MetricError(f"unknown metric {spec!r}; known names: {', '.join(metric_names())}")
+                hint = nearest_name(spec, [*_REGISTRY, *_NEEDS_ARGS])
+                raise MetricError(f"unknown metric {spec!r}.{hint} Known names: {', '.join(metric_names())}")
             out.append(factory())
         elif isinstance(spec, Metric):
             out.append(spec)
         elif isinstance(getattr(spec, "name", None), str) and callable(getattr(spec, "score", None)):
             out.append(_ObjectMetric(spec))
         else:
-            raise MetricError(f"{spec!r} is not a metric name or a Metric object")
+            converted = next((m for m in (convert(spec, judge) for convert in _CONVERTERS) if m is not None), None)
+            if converted is None:
+                raise MetricError(f"{spec!r} is not a metric name or a Metric object")
+            out.append(converted)
     seen: dict[str, Metric] = {}
     for metric in out:
         if metric.name in seen:

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..matching import DEFAULT_MATCHER, Alignment, ToolCallMatcher, align
 from ...data.types import ToolCall
+from .agents import absent_note, for_agent
 from .base import Metric, Score, ScoringContext
 
 __all__ = [
@@ -136,9 +137,23 @@ class _TrajectoryMetric(Metric):
         by batch (``levelfield.core.score.batch``) use the same code as ``score``."""
         raise NotImplementedError
 
-    def __init__(self, *, matcher: ToolCallMatcher | None = None, name: str | None = None) -> None:
+    def __init__(self, *, matcher: ToolCallMatcher | None = None, name: str | None = None, agent: str | None = None) -> None:
         self.matcher = matcher or DEFAULT_MATCHER
-        self.name = name or self.default_name
+        self.agent = agent
+        """Score only this (sub-)agent's calls (and the reference calls naming it), when given."""
+        self.name = name or (f"{self.default_name}_{agent}" if agent else self.default_name)
+
+    def score(self, ctx: ScoringContext) -> Score:
+        if self.agent is None:
+            return self.score_calls(ctx)
+        scored = self.score_calls(for_agent(ctx, self.agent))
+        note = absent_note([self.agent], ctx)
+        text = f"agent {self.agent!r}: {scored.explanation}"
+        return Score(scored.value, f"{note}; {text}" if note else text)
+
+    def score_calls(self, ctx: ScoringContext) -> Score:
+        """The score of the calls in ``ctx`` (only the chosen agent's, when ``agent`` is set)."""
+        raise NotImplementedError
 
 
 class TrajectoryExactMatch(_TrajectoryMetric):
@@ -149,7 +164,7 @@ class TrajectoryExactMatch(_TrajectoryMetric):
     def value(self, a: Alignment) -> Any:
         return a.exact * 1.0
 
-    def score(self, ctx: ScoringContext) -> Score:
+    def score_calls(self, ctx: ScoringContext) -> Score:
         a = ctx.alignment(self.matcher)
         if self.value(a):
             if a.n_reference == 0:
@@ -176,7 +191,7 @@ class TrajectoryInOrderMatch(_TrajectoryMetric):
     def value(self, a: Alignment) -> Any:
         return ((a.n_reference == 0) | a.in_order) * 1.0
 
-    def score(self, ctx: ScoringContext) -> Score:
+    def score_calls(self, ctx: ScoringContext) -> Score:
         a = ctx.alignment(self.matcher)
         if a.n_reference == 0:
             return Score(self.value(a), "the reference has no calls")
@@ -199,7 +214,7 @@ class TrajectoryAnyOrderMatch(_TrajectoryMetric):
     def value(self, a: Alignment) -> Any:
         return ((a.n_reference == 0) | a.any_order) * 1.0
 
-    def score(self, ctx: ScoringContext) -> Score:
+    def score_calls(self, ctx: ScoringContext) -> Score:
         a = ctx.alignment(self.matcher)
         if a.n_reference == 0:
             return Score(self.value(a), "the reference has no calls")
@@ -219,7 +234,7 @@ class TrajectoryPrecision(_TrajectoryMetric):
         none_made = a.n_predicted == 0
         return (a.matched + none_made * (a.n_reference == 0)) / (a.n_predicted + none_made)
 
-    def score(self, ctx: ScoringContext) -> Score:
+    def score_calls(self, ctx: ScoringContext) -> Score:
         a = ctx.alignment(self.matcher)
         if a.n_predicted == 0:
             if a.n_reference == 0:
@@ -241,7 +256,7 @@ class TrajectoryRecall(_TrajectoryMetric):
         none_expected = a.n_reference == 0
         return (a.matched + none_expected) / (a.n_reference + none_expected)
 
-    def score(self, ctx: ScoringContext) -> Score:
+    def score_calls(self, ctx: ScoringContext) -> Score:
         a = ctx.alignment(self.matcher)
         if a.n_reference == 0:
             return Score(self.value(a), "the reference has no calls")
@@ -256,12 +271,17 @@ class TrajectorySingleToolUse(Metric):
 
     reads = ("predicted_trajectory",)
 
-    def __init__(self, tool_name: str, *, name: str | None = None) -> None:
+    def __init__(self, tool_name: str, *, name: str | None = None, agent: str | None = None) -> None:
         self.tool_name = tool_name
-        self.name = name or "trajectory_single_tool_use"
+        self.agent = agent
+        """Count only this (sub-)agent's calls, when given."""
+        self.name = name or ("trajectory_single_tool_use" + (f"_{agent}" if agent else ""))
 
     def score(self, ctx: ScoringContext) -> float:
-        return float(any(c.tool_name == self.tool_name for c in ctx.predicted_trajectory))
+        calls = ctx.predicted_trajectory
+        if self.agent is not None:
+            calls = [c for c in calls if getattr(c, "agent", None) == self.agent]
+        return float(any(c.tool_name == self.tool_name for c in calls))
 
 
 def adk_args(call: ToolCall) -> dict[str, Any] | None:
