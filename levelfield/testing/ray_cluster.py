@@ -17,6 +17,7 @@ Token auth is on, as ``ray start`` turns it on by default: drivers connect with
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -57,6 +58,7 @@ class LocalRayCluster:
                  env: Mapping[str, str] | None = None) -> None:
         # Ray's socket paths have a length limit: the temp dir has to be short.
         self.root = Path(temp_dir) if temp_dir is not None else Path(tempfile.mkdtemp(prefix="lfray-", dir="/tmp"))
+        self._own_root = temp_dir is None  # removed on stop(): Ray's logs and sockets of a throwaway cluster
         self.cpus_per_node = cpus_per_node
         self.extra_env = dict(env or {})
         self.nodes: list[RayNode] = []
@@ -173,6 +175,8 @@ class LocalRayCluster:
             assert self._guard.stdin is not None
             self._guard.stdin.close()  # nothing left for it to end: it exits
             self._guard.wait(30)
+        if self._own_root:
+            shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> LocalRayCluster:
         self.start()
