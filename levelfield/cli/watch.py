@@ -71,6 +71,13 @@ def add_watch_command(sub: Any) -> None:
     w.add_argument("--min-window", type=int, default=20, metavar="N", help="windows with fewer scored traces are not tested")
     w.add_argument("--export-otlp", metavar="URL",
                    help="send scores (gen_ai.evaluation.result events) and alerts to this OTLP/HTTP endpoint")
+    mlflow = w.add_mutually_exclusive_group()
+    mlflow.add_argument("--export-mlflow", nargs="?", const=True, default=None, metavar="TRACKING_URI",
+                        help="log scores as MLflow assessments on every trace MLflow holds (found by its OpenTelemetry "
+                             "trace id); TRACKING_URI defaults to --mlflow-tracking-uri. Traces from "
+                             "--mlflow-experiment get them without this option")
+    mlflow.add_argument("--no-export-mlflow", dest="export_mlflow", action="store_false",
+                        help="do not log assessments on the traces of --mlflow-experiment")
     w.add_argument("--no-fsync", action="store_true",
                    help="acknowledge requests once written to the OS, without waiting for the disk (faster; a power "
                         "cut, unlike a crash, may then lose acknowledged traces)")
@@ -88,7 +95,7 @@ def _watch(args: argparse.Namespace) -> int:
         mlflow_tracking_uri=args.mlflow_tracking_uri, sample=args.sample, trace_timeout=args.trace_timeout,
         window=args.window, max_queue=args.max_queue, auth_token=args.auth_token, baseline=args.baseline,
         alert_if_worse=args.alert_if_worse, alpha=args.alpha, margin=args.margin, min_window=args.min_window,
-        export_otlp=args.export_otlp, references=args.references, fsync=not args.no_fsync,
+        export_otlp=args.export_otlp, export_mlflow=args.export_mlflow, references=args.references, fsync=not args.no_fsync,
     )
 
     async def run() -> None:
@@ -104,6 +111,9 @@ def _watch(args: argparse.Namespace) -> int:
     s = watcher.stats
     print(f"levelfield watch: stopped; {s.scored_traces} traces scored, {watcher.pending} left for the next start, "
           f"{s.shed_traces} shed, {s.bad_requests} bad requests, {s.alerts} alerts", flush=True)
+    if watcher.assessments is not None:
+        print(f"levelfield watch: MLflow ({watcher.assessments.tracking_uri}): {s.mlflow_assessments} assessments logged, "
+              f"{s.mlflow_missing_traces} traces not in MLflow, {s.mlflow_failed_traces} traces failed", flush=True)
     return 0
 
 

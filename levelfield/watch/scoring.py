@@ -47,6 +47,8 @@ class Item:
     """When the trace ended, for the time-to-score figure (None when unknown)."""
     release: Callable[[], None] | None = field(default=None, repr=False)
     """Called (on the watcher's loop) once the trace is journaled: frees what held it for a restart."""
+    mlflow_id: str | None = None
+    """The trace's id in MLflow, when it came from there (its scores go back to it as assessments)."""
 
     def row(self) -> EvalCase | dict[str, Any]:
         if self.case is not None:
@@ -62,7 +64,8 @@ class Item:
 
 class Scorer:
     """Scores queued traces in a thread; calls ``on_scored(items, scores, scored_at)`` from that thread
-    after they are journaled. ``exporter``: an OpenTelemetry ``SpanExporter`` the scores are sent to."""
+    after they are journaled. ``exporter``: an OpenTelemetry ``SpanExporter`` the scores are sent to;
+    ``assessments``: a :class:`~levelfield.watch.assessments.MlflowAssessments` they are logged to."""
 
     def __init__(
         self,
@@ -72,6 +75,7 @@ class Scorer:
         *,
         references: Mapping[str, EvalCase] | None = None,
         exporter: Any = None,
+        assessments: Any = None,
         batch: int = 512,
     ) -> None:
         self.metrics = list(metrics)
@@ -79,6 +83,7 @@ class Scorer:
         self.on_scored = on_scored
         self.references = dict(references or {})
         self.exporter = exporter
+        self.assessments = assessments
         self.batch = batch
         self.queue: queue.SimpleQueue[Item | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="levelfield-watch-scorer", daemon=True)
@@ -159,6 +164,9 @@ class Scorer:
         scores = loop.run_until_complete(score_rows(contexts, self.metrics))
         self.windows.write((case, run, row, item.at) for case, run, row, item in zip(cases, runs, scores, batch))
         self.on_scored(batch, scores, time.time())
+        if self.assessments is not None:
+            for item, row in zip(batch, scores):
+                self.assessments.submit(item.trace_id, item.mlflow_id, row)
         if self.exporter is not None:
             self._export(dataset, runs, scores)
 

@@ -66,6 +66,12 @@ class WatchStats:
     scored_traces: int = 0
     failed_traces: int = 0
     alerts: int = 0
+    mlflow_assessments: int = 0
+    """Scores logged to MLflow as assessments on their traces."""
+    mlflow_failed_traces: int = 0
+    """Traces whose assessments MLflow refused after every retry (their scores are journaled)."""
+    mlflow_missing_traces: int = 0
+    """Traces sent to MLflow that MLflow does not hold (nothing logged for them)."""
     time_to_score: deque = field(default_factory=lambda: deque(maxlen=100_000), repr=False)
     """Seconds from a trace's end to its score being journaled (the latest 100,000)."""
 
@@ -122,6 +128,7 @@ class Watcher:
         margin: float = 0.0,
         min_window: int = 20,
         export_otlp: str | None = None,
+        export_mlflow: bool | str | None = None,
         references: Any = None,
         fsync: bool = True,
         poll: float = 1.0,
@@ -151,6 +158,7 @@ class Watcher:
         self.fsync, self.quiet = fsync, quiet
         self.export_otlp = export_otlp
         self.stats = WatchStats()
+        self.assessments = _assessments(export_mlflow, mlflow_experiment, mlflow_tracking_uri, self.metrics, self.stats)
         self.port: int | None = None
         self._references = _references(references)
         self._folder_path = folder
@@ -255,7 +263,8 @@ class Watcher:
         self.scorer.submit(Item(trace.trace_id, at=end if end is not None else time.time(),
                                 spans=list(trace.spans.values()), timed_out=trace.timed_out, ended=end))
 
-    def submit_case(self, trace_id: str, case: Any, *, at: float | None = None, release: Any = None) -> bool:
+    def submit_case(self, trace_id: str, case: Any, *, at: float | None = None, release: Any = None,
+                    mlflow_id: str | None = None) -> bool:
         """Queue a complete trace from a source (a file row, an MLflow trace); False when it was scored already."""
         if trace_id in self._closed or not sampled(trace_id, self.sample):
             if trace_id in self._closed:
@@ -265,7 +274,7 @@ class Watcher:
             return False
         self._closed[trace_id] = time.time()
         self._inflight.add(trace_id)
-        self.scorer.submit(Item(trace_id, at=at or time.time(), case=case, release=release))
+        self.scorer.submit(Item(trace_id, at=at or time.time(), case=case, release=release, mlflow_id=mlflow_id))
         return True
 
     # -- scored --------------------------------------------------------------------------------
@@ -364,10 +373,12 @@ class Watcher:
         tasks: list[asyncio.Task] = []
         server = None
         self.scorer = Scorer(self.metrics, self.windows, self._on_scored, references=self._references,
-                             exporter=self._exporter())
+                             exporter=self._exporter(), assessments=self.assessments)
         try:
             self._set_up_drift_and_sources()
             self.scorer.start()
+            if self.assessments is not None:
+                self.assessments.start()
             self._replay()
             if self.otlp_port is not None:
                 server = await self._serve()
@@ -387,6 +398,8 @@ class Watcher:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await asyncio.to_thread(self.scorer.stop)  # scores what is queued; open traces stay spooled
+            if self.assessments is not None:
+                await asyncio.to_thread(self.assessments.stop)
             await asyncio.sleep(0)  # let the last "journaled" callbacks run
             for source in self.sources:
                 source.close()
@@ -460,6 +473,20 @@ class Watcher:
         self.stop()
 
 
+def _assessments(export_mlflow: bool | str | None, experiment: str | None, tracking_uri: str | None,
+                 metrics: Sequence[Metric], stats: WatchStats) -> Any:
+    """Where scores go back to MLflow: None (off); MLflow-sourced traces only by default; every trace
+    MLflow holds with ``export_mlflow`` True or a tracking URI."""
+    if export_mlflow is False or (export_mlflow is None and experiment is None):
+        return None
+    if not isinstance(export_mlflow, (bool, str, type(None))):
+        raise ConfigError(f"export_mlflow={export_mlflow!r}: give True, False or an MLflow tracking URI")
+    from .assessments import MlflowAssessments
+
+    uri = export_mlflow if isinstance(export_mlflow, str) and export_mlflow else tracking_uri
+    return MlflowAssessments(uri, metrics, stats, every_trace=export_mlflow is not None)
+
+
 def _references(references: Any) -> dict[str, Any]:
     """Prompt -> case of a reference dataset: production requests that match get its references."""
     if references is None:
@@ -481,7 +508,9 @@ def watch(metrics: Sequence[Metric | str], out: str | Path, **options: Any) -> N
     windows of ``window`` seconds; ``out/status.json`` holds the live counters. A restart with the
     same ``out`` loses and repeats nothing. ``baseline`` + ``alert_if_worse``: alert when a window
     is significantly worse than the baseline (``out/drift.jsonl``). ``export_otlp``: an OTLP/HTTP
-    endpoint the scores are sent to as ``gen_ai.evaluation.result`` events. Every option:
+    endpoint the scores are sent to as ``gen_ai.evaluation.result`` events. ``export_mlflow``: scores
+    go back to MLflow as assessments on their traces (traces from ``mlflow_experiment`` always,
+    unless False; every trace MLflow holds with True or a tracking URI). Every option:
     :class:`Watcher`.
     """
     watcher = Watcher(metrics, out, **options)

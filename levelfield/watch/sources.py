@@ -173,7 +173,7 @@ class MlflowSource:
             self._seen.add(tid)
             at = info.timestamp_ms + (info.execution_time_ms or 0)
             row = await asyncio.to_thread(row_from_trace, trace)
-            if self.watcher.submit_case(tid, row, at=at / 1000, release=partial(self._one_done, tid)):
+            if self.watcher.submit_case(tid, row, at=at / 1000, release=partial(self._one_done, tid), mlflow_id=tid):
                 self._inflight[tid] = info.timestamp_ms
             self._newest = max(self._newest, info.timestamp_ms)
         self._advance()
