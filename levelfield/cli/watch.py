@@ -56,6 +56,10 @@ def add_watch_command(sub: Any) -> None:
                         "reference and reference_trajectory (canary prompts with known answers)")
     w.add_argument("--sample", type=_share, default=1.0, metavar="SHARE",
                    help="score this share of traces, chosen by trace id (default 1: all)")
+    w.add_argument("--sample-rule", action="append", default=[], dest="sample_rules", metavar="KEY=PATTERN:RATE",
+                   help="score the traces whose KEY matches PATTERN at RATE instead (repeatable; the first matching rule "
+                        "wins; KEY: route (http.route), agent (gen_ai.agent.name), service, name (the root span's), or "
+                        "any span attribute; PATTERN may use * and ?), e.g. 'route=/checkout:1.0' 'agent=support:0.05'")
     w.add_argument("--trace-timeout", type=_seconds, default=30.0, metavar="SECONDS",
                    help="a trace whose root span never arrives is scored this long after its last span (default 30s)")
     w.add_argument("--window", type=_seconds, default=3600.0, metavar="SECONDS", help="the journal's time window (default 1h)")
@@ -92,7 +96,8 @@ def _watch(args: argparse.Namespace) -> int:
                                "trajectory_precision", "trajectory_recall", "rouge_l_sum"]
     watcher = Watcher(
         metrics, args.out, otlp_port=port, host=args.host, folder=args.folder, mlflow_experiment=args.mlflow_experiment,
-        mlflow_tracking_uri=args.mlflow_tracking_uri, sample=args.sample, trace_timeout=args.trace_timeout,
+        mlflow_tracking_uri=args.mlflow_tracking_uri, sample=args.sample, sample_rules=args.sample_rules,
+        trace_timeout=args.trace_timeout,
         window=args.window, max_queue=args.max_queue, auth_token=args.auth_token, baseline=args.baseline,
         alert_if_worse=args.alert_if_worse, alpha=args.alpha, margin=args.margin, min_window=args.min_window,
         export_otlp=args.export_otlp, export_mlflow=args.export_mlflow, references=args.references, fsync=not args.no_fsync,

@@ -27,8 +27,9 @@ from ..core.results.writing import write_text
 from ..core.score.metrics.base import Metric, Score
 from ..core.score.metrics.registry import resolve_metrics
 from ..formats.spans import Span
-from .assembly import Assembler, Trace, sampled
+from .assembly import Assembler, Trace
 from .receiver import decode, make_app
+from .sampling import SampleRule, Sampler, span_attributes
 from .scoring import Item, Scorer
 from .spool import Spool
 from .windows import Windows, journaled_ids
@@ -118,6 +119,7 @@ class Watcher:
         mlflow_experiment: str | None = None,
         mlflow_tracking_uri: str | None = None,
         sample: float = 1.0,
+        sample_rules: Sequence[str | SampleRule] = (),
         trace_timeout: float = 30.0,
         window: float = 3600.0,
         max_queue: int = 10_000,
@@ -152,6 +154,7 @@ class Watcher:
         self.out = Path(out)
         self.otlp_port, self.host = otlp_port, host
         self.sample, self.trace_timeout, self.window = float(sample), float(trace_timeout), float(window)
+        self.sampler = Sampler(self.sample, sample_rules)
         self.max_queue, self.auth_token = max_queue, auth_token
         self.max_body, self.retry_after, self.poll = max_body, retry_after, float(poll)
         self.settle = float(settle) if settle is not None else min(self.trace_timeout, 30.0)
@@ -189,6 +192,8 @@ class Watcher:
             raise ConfigError(f"out={str(self.out)!r} is a file: give a folder for the watch windows")
         self.out.mkdir(parents=True, exist_ok=True)
         options = {"sample": self.sample, "trace_timeout": self.trace_timeout, "window": self.window}
+        if self.sampler.rules:
+            options["sample_rules"] = self.sampler.describe()
         self.windows = Windows(self.out, self.metrics, self.window, options)
 
     def _exporter(self) -> Any:
@@ -213,7 +218,7 @@ class Watcher:
                 rejected += 1
                 why = why or str(span)
                 continue
-            if not sampled(span.trace_id, self.sample):
+            if not self.sampler.may_keep(span.trace_id):
                 if not span.parent_id:
                     self.stats.sampled_out_traces += 1
                 continue
@@ -256,6 +261,11 @@ class Watcher:
 
     def _complete(self, trace: Trace) -> None:
         self._closed[trace.trace_id] = time.time()
+        if self.sampler.deferred and not self.sampler.keep(trace.trace_id, span_attributes(trace.spans.values())):
+            # Decided now that the trace is whole (a rule's attribute may be on the root, which comes last).
+            self.stats.sampled_out_traces += 1
+            self.spool.release([trace.trace_id])
+            return
         self._inflight.add(trace.trace_id)
         if trace.timed_out:
             self.stats.timed_out_traces += 1
@@ -264,9 +274,10 @@ class Watcher:
                                 spans=list(trace.spans.values()), timed_out=trace.timed_out, ended=end))
 
     def submit_case(self, trace_id: str, case: Any, *, at: float | None = None, release: Any = None,
-                    mlflow_id: str | None = None) -> bool:
-        """Queue a complete trace from a source (a file row, an MLflow trace); False when it was scored already."""
-        if trace_id in self._closed or not sampled(trace_id, self.sample):
+                    mlflow_id: str | None = None, attributes: Any = None) -> bool:
+        """Queue a complete trace from a source (a file row, an MLflow trace); False when it was scored
+        already or is sampled out. ``attributes``: what the sampling rules match (key -> values)."""
+        if trace_id in self._closed or not self.sampler.keep(trace_id, attributes):
             if trace_id in self._closed:
                 self.stats.duplicate_traces += 1
             else:
@@ -313,7 +324,7 @@ class Watcher:
             self._closed[tid] = now
         for frame in self.spool.replay():
             try:
-                spans = decode(frame.kind, frame.body)
+                spans = decode(frame.kind, frame.body, self.sampler.keys)
             except TraceError:
                 continue
             keep, _, _ = self._filter(spans)
@@ -504,7 +515,9 @@ def watch(metrics: Sequence[Metric | str], out: str | Path, **options: Any) -> N
     JSON; point an OpenTelemetry exporter at ``http://host:port``), a ``folder`` of JSON Lines /
     Parquet trace files, and/or an MLflow experiment (``mlflow_experiment``). Each trace is put
     together from its spans (complete when its root ends, or ``trace_timeout`` seconds after its
-    last span), sampled (``sample``), scored with ``metrics`` and journaled to ``out/windows/`` in
+    last span), sampled (``sample``; ``sample_rules`` such as ``"route=/checkout:1.0"`` give the
+    traces they match a rate of their own, see :mod:`levelfield.watch.sampling`), scored with
+    ``metrics`` and journaled to ``out/windows/`` in
     windows of ``window`` seconds; ``out/status.json`` holds the live counters. A restart with the
     same ``out`` loses and repeats nothing. ``baseline`` + ``alert_if_worse``: alert when a window
     is significantly worse than the baseline (``out/drift.jsonl``). ``export_otlp``: an OTLP/HTTP
