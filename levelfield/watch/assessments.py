@@ -33,13 +33,12 @@ from typing import Any
 
 from ..core.errors import ConfigError, MissingExtraError, exception_text
 from ..core.score.metrics.base import Metric, Score
+from .budget import SKIPPED_FOR_BUDGET, skipped_for_budget
 
-__all__ = ["MlflowAssessments", "mlflow_trace_id", "SKIPPED_FOR_BUDGET"]
+__all__ = ["MlflowAssessments", "mlflow_trace_id"]
 
 log = logging.getLogger("levelfield.watch")
 
-SKIPPED_FOR_BUDGET = "skipped_for_budget"
-"""The ``extra`` key (and MLflow error code, upper-cased) of a judged score skipped because the hour's budget was spent."""
 
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
 
@@ -137,7 +136,7 @@ class MlflowAssessments:
         source = self._Source(source_type="LLM_JUDGE" if name in self._judged else "CODE", source_id=f"levelfield/{name}")
         value = score.value
         if value is None or math.isnan(value):
-            if score.extra.get(SKIPPED_FOR_BUDGET):
+            if skipped_for_budget(score):
                 code = SKIPPED_FOR_BUDGET.upper()
             else:
                 code = "JUDGE_FAILED" if score.failed else "NOT_SCORED"

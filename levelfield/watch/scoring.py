@@ -25,6 +25,7 @@ from ..core.run.engine import saved_runs
 from ..core.score.metrics.base import Metric, Score
 from ..core.score.scoring import context_for, score_rows
 from ..formats.spans import Span, TraceError, failed_row, row_from_spans
+from .budget import HourlyBudget
 from .windows import Windows
 
 __all__ = ["Item", "Scorer"]
@@ -65,7 +66,8 @@ class Item:
 class Scorer:
     """Scores queued traces in a thread; calls ``on_scored(items, scores, scored_at)`` from that thread
     after they are journaled. ``exporter``: an OpenTelemetry ``SpanExporter`` the scores are sent to;
-    ``assessments``: a :class:`~levelfield.watch.assessments.MlflowAssessments` they are logged to."""
+    ``assessments``: a :class:`~levelfield.watch.assessments.MlflowAssessments` they are logged to;
+    ``budget``: the judges' :class:`~levelfield.watch.budget.HourlyBudget`."""
 
     def __init__(
         self,
@@ -76,6 +78,7 @@ class Scorer:
         references: Mapping[str, EvalCase] | None = None,
         exporter: Any = None,
         assessments: Any = None,
+        budget: HourlyBudget | None = None,
         batch: int = 512,
     ) -> None:
         self.metrics = list(metrics)
@@ -84,6 +87,7 @@ class Scorer:
         self.references = dict(references or {})
         self.exporter = exporter
         self.assessments = assessments
+        self.budget = budget
         self.batch = batch
         self.queue: queue.SimpleQueue[Item | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="levelfield-watch-scorer", daemon=True)
@@ -161,7 +165,12 @@ class Scorer:
         contexts = [context_for(case, None) for case in cases]
         for ctx, run in zip(contexts, runs):
             ctx.failure = run.failure
-        scores = loop.run_until_complete(score_rows(contexts, self.metrics))
+        if self.budget is None:
+            scores = loop.run_until_complete(score_rows(contexts, self.metrics))
+        else:
+            limit = self.budget.current()
+            scores = loop.run_until_complete(score_rows(contexts, self.metrics, budget=limit, refused=self.budget.refused))
+            self.budget.save()
         self.windows.write((case, run, row, item.at) for case, run, row, item in zip(cases, runs, scores, batch))
         self.on_scored(batch, scores, time.time())
         if self.assessments is not None:

@@ -27,7 +27,9 @@ from ..core.results.writing import write_text
 from ..core.score.metrics.base import Metric, Score
 from ..core.score.metrics.registry import resolve_metrics
 from ..formats.spans import Span
+from ..core.data.prices import price_table
 from .assembly import Assembler, Trace
+from .budget import HourlyBudget, skipped_for_budget
 from .receiver import decode, make_app
 from .sampling import SampleRule, Sampler, span_attributes
 from .scoring import Item, Scorer
@@ -67,6 +69,8 @@ class WatchStats:
     scored_traces: int = 0
     failed_traces: int = 0
     alerts: int = 0
+    judge_skipped_for_budget: int = 0
+    """Judged scores not asked for because the hour's judge budget (``max_cost``) was spent."""
     mlflow_assessments: int = 0
     """Scores logged to MLflow as assessments on their traces."""
     mlflow_failed_traces: int = 0
@@ -132,6 +136,9 @@ class Watcher:
         export_otlp: str | None = None,
         export_mlflow: bool | str | None = None,
         references: Any = None,
+        judge: Any = None,
+        max_cost: float | None = None,
+        prices: Any = None,
         fsync: bool = True,
         poll: float = 1.0,
         settle: float | None = None,
@@ -148,7 +155,7 @@ class Watcher:
             raise ConfigError(f"max_queue={max_queue!r}: must be a whole number of traces >= 1")
         if otlp_port is None and folder is None and mlflow_experiment is None:
             raise ConfigError("nothing to watch: give an OTLP port, a folder or an MLflow experiment")
-        self.metrics: list[Metric] = resolve_metrics(list(metrics))
+        self.metrics: list[Metric] = resolve_metrics(list(metrics), judge=judge)
         if not self.metrics:
             raise ConfigError("no metrics: give at least one metric to score the traces with")
         self.out = Path(out)
@@ -169,6 +176,8 @@ class Watcher:
         self._drift_options = (baseline, alert_if_worse, alpha, margin, min_window)
         if alert_if_worse and baseline is None:
             raise ConfigError("alert_if_worse needs a baseline: give baseline= a watch folder or a saved run")
+        self.budget = (HourlyBudget(max_cost, price_table(prices), self.out / "state" / "judge_budget.json")
+                       if max_cost is not None else None)
         self._check_out()
         self.spool = Spool(self.out / "spool", fsync=fsync)
         self.assembler = Assembler(self.trace_timeout)
@@ -301,6 +310,7 @@ class Watcher:
         for item, row in zip(items, scores):
             self._inflight.discard(item.trace_id)
             self.stats.scored_traces += 1
+            self.stats.judge_skipped_for_budget += sum(1 for s in row.values() if skipped_for_budget(s))
             if item.ended is not None:
                 self.stats.time_to_score.append(max(0.0, scored_at - item.ended))
             if item.release is not None:
@@ -375,6 +385,9 @@ class Watcher:
     def write_status(self) -> None:
         """Write ``out/status.json``: the counters, the queue, the time to score (the live summary's source)."""
         data = {"updated_at": time.time(), "port": self.port, "pending": self.pending, **self.stats.as_dict()}
+        if self.budget is not None:
+            data["judge_budget_per_hour"] = self.budget.usd_per_hour
+            data["judge_spent_this_hour"] = self.budget.spent
         write_text(self.out / STATUS_FILE, json.dumps(data, indent=1))
 
     async def run(self) -> None:
@@ -384,7 +397,7 @@ class Watcher:
         tasks: list[asyncio.Task] = []
         server = None
         self.scorer = Scorer(self.metrics, self.windows, self._on_scored, references=self._references,
-                             exporter=self._exporter(), assessments=self.assessments)
+                             exporter=self._exporter(), assessments=self.assessments, budget=self.budget)
         try:
             self._set_up_drift_and_sources()
             self.scorer.start()
@@ -523,7 +536,10 @@ def watch(metrics: Sequence[Metric | str], out: str | Path, **options: Any) -> N
     is significantly worse than the baseline (``out/drift.jsonl``). ``export_otlp``: an OTLP/HTTP
     endpoint the scores are sent to as ``gen_ai.evaluation.result`` events. ``export_mlflow``: scores
     go back to MLflow as assessments on their traces (traces from ``mlflow_experiment`` always,
-    unless False; every trace MLflow holds with True or a tracking URI). Every option:
+    unless False; every trace MLflow holds with True or a tracking URI). ``max_cost``: dollars the
+    judged metrics may spend per clock hour (priced by ``prices`` or genai-prices); once spent, the
+    hour's traces get their unjudged metrics and the judged ones are skipped for the budget
+    (``<metric>/skipped_for_budget``). Every option:
     :class:`Watcher`.
     """
     watcher = Watcher(metrics, out, **options)

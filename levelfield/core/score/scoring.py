@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..data.cost_limit import CostLimit
@@ -194,7 +194,7 @@ def score_sync(ctx: ScoringContext, metrics: Sequence[Metric]) -> dict[str, Scor
 
 async def _score_async(
     rows: Sequence[dict[str, Score]], contexts: Sequence[ScoringContext], metrics: Sequence[Metric], concurrency: int,
-    budget: CostLimit | None = None,
+    budget: CostLimit | None = None, refused: Callable[[], Score] | None = None,
 ) -> None:
     limit = asyncio.Semaphore(concurrency)
 
@@ -204,8 +204,9 @@ async def _score_async(
             return
         async with limit:
             if budget is not None and not await budget.acquire(metric.name):
-                row[metric.name] = Score(NAN, failed=True, error=f"not judged: judge_max_cost_usd={budget.limit:g} "
-                                         "was reached (resume with a larger one to judge it)")
+                row[metric.name] = refused() if refused is not None else Score(
+                    NAN, failed=True, error=f"not judged: judge_max_cost_usd={budget.limit:g} was reached (resume with "
+                    "a larger one to judge it)")
                 return
             try:
                 row[metric.name] = Score.of(await metric.ascore(ctx))
@@ -228,14 +229,15 @@ def _split(metrics: Sequence[Metric]) -> tuple[list[Metric], list[Metric]]:
 
 
 async def score_rows(
-    contexts: Sequence[ScoringContext], metrics: Sequence[Metric], *, concurrency: int = 16, budget: CostLimit | None = None
+    contexts: Sequence[ScoringContext], metrics: Sequence[Metric], *, concurrency: int = 16, budget: CostLimit | None = None,
+    refused: Callable[[], Score] | None = None,
 ) -> list[dict[str, Score]]:
     """One dict of metric name -> Score per context, in order; ``budget`` limits the judges' spend
-    (a row refused scores NaN as a failure of that metric)."""
+    (a row refused scores ``refused()``, by default NaN as a failure of that metric)."""
     sync_metrics, async_metrics = _split(metrics)
     rows = [score_sync(ctx, sync_metrics) for ctx in contexts]
     if async_metrics:
-        await _score_async(rows, contexts, async_metrics, concurrency, budget)
+        await _score_async(rows, contexts, async_metrics, concurrency, budget, refused)
         rows = [order_like(row, metrics) for row in rows]
     return rows
 
