@@ -241,3 +241,18 @@ class socket_closed:
 
     def __exit__(self, *exc) -> None:
         pass
+
+
+def test_the_assessments_waiting_for_mlflow_are_bounded(tmp_path, tracking):
+    """MLflow slower than the traffic: beyond max_pending traces, the next are counted as failed, not held."""
+    from levelfield.core.score.metrics.base import Score
+    from levelfield.watch import WatchStats
+    from levelfield.watch.assessments import MlflowAssessments
+
+    stats = WatchStats()
+    sender = MlflowAssessments(tracking, [], stats, every_trace=True, max_pending=2)  # its thread not started: MLflow "stuck"
+    for i in range(5):
+        sender.submit(f"{i:032x}", None, {"exact_match": Score(1.0)})
+    assert sender.pending == 2 and stats.mlflow_failed_traces == 3
+    sender.submit("row-7", None, {"exact_match": Score(1.0)})  # not an OpenTelemetry id: MLflow cannot hold it
+    assert stats.mlflow_missing_traces == 1 and sender.pending == 2

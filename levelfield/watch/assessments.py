@@ -13,9 +13,12 @@ Each metric's score becomes one ``Feedback`` named after the metric, from source
 rationale. A score that is NaN (not computable, a failed run, a judge skipped for the hour's
 budget) is sent as a feedback with an error saying why, as ``--export-otlp`` does, not dropped.
 
-Sending runs in a thread of its own, so a slow or unreachable MLflow never slows scoring; a call
-that fails is retried with exponential backoff, and after the last try the trace is counted as
-failed (``mlflow_failed_traces``) and logged. The journal holds every score either way.
+Sending runs in a thread of its own, so a slow or unreachable MLflow never holds up scoring; a
+call that fails is retried with exponential backoff, and after the last try the trace is counted
+as failed (``mlflow_failed_traces``) and logged. At most ``max_pending`` traces wait to be sent
+(memory stays bounded when MLflow is down or slower than the traffic: each assessment is one call,
+about 7 ms on a sqlite store); beyond that they are counted as failed. The journal holds every
+score either way.
 """
 
 from __future__ import annotations
@@ -79,7 +82,7 @@ class MlflowAssessments:
         every_trace: bool,
         tries: int = 6,
         backoff: float = 0.5,
-        max_pending: int = 100_000,
+        max_pending: int = 20_000,
     ) -> None:
         try:
             from mlflow.entities import AssessmentError, AssessmentSource, Feedback
@@ -98,6 +101,7 @@ class MlflowAssessments:
         self._seq = itertools.count()
         self._cv = threading.Condition()
         self._stopping = False
+        self._behind = False
         self._thread = threading.Thread(target=self._run, name="levelfield-watch-mlflow", daemon=True)
 
     def start(self) -> None:
@@ -122,9 +126,15 @@ class MlflowAssessments:
         feedback = [self._feedback(name, score) for name, score in scores.items()]
         with self._cv:
             if len(self._heap) >= self.max_pending:
-                # MLflow has been unreachable for long: keep memory bounded (the journal has the scores).
+                # MLflow is down or slower than the traffic: keep memory bounded (the journal has the scores).
+                if not self._behind:
+                    self._behind = True
+                    log.warning("levelfield watch: MLflow at %s is behind by %d traces; further traces' assessments are "
+                                "not sent (counted in mlflow_failed_traces) until it catches up", self.tracking_uri,
+                                len(self._heap))
                 self.stats.mlflow_failed_traces += 1
                 return
+            self._behind = False
             heapq.heappush(self._heap, _Pending(0.0, next(self._seq), trace_id, target, feedback))
             self._cv.notify()
 
