@@ -256,3 +256,10 @@ def test_the_assessments_waiting_for_mlflow_are_bounded(tmp_path, tracking):
     assert sender.pending == 2 and stats.mlflow_failed_traces == 3
     sender.submit("row-7", None, {"exact_match": Score(1.0)})  # not an OpenTelemetry id: MLflow cannot hold it
     assert stats.mlflow_missing_traces == 1 and sender.pending == 2
+
+
+def test_the_mlflow_source_without_the_export_still_names_a_bad_tracking_uri(tmp_path):
+    watcher = Watcher(METRICS, tmp_path / "out", otlp_port=None, mlflow_experiment="production", export_mlflow=False,
+                      mlflow_tracking_uri="nosuch://z")
+    with pytest.raises(ConfigError, match="mlflow_experiment='production': cannot reach MLflow at 'nosuch://z'"):
+        watcher.start()

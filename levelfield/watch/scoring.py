@@ -101,6 +101,8 @@ class Scorer:
 
     def stop(self) -> None:
         """Score what is queued, then end the thread (blocks until it has)."""
+        if not self._thread.is_alive():  # never started (the watcher failed to start) or already ended
+            return
         self.queue.put(None)
         self._thread.join()
 

@@ -414,7 +414,7 @@ class Watcher:
             self._started.set()
             await self._stop.wait()
         finally:
-            self._started.set()
+            # start() hears of a failed start from its thread, once the error is stored (not from here).
             if server is not None:
                 server.should_exit = True
                 await self._server_task

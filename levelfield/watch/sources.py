@@ -137,8 +137,14 @@ class MlflowSource:
 
             raise MissingExtraError("mlflow", "mlflow-skinny", "levelfield watch --mlflow-experiment") from None
         self.watcher = watcher
-        self.client = MlflowClient(tracking_uri)
-        found = self.client.get_experiment_by_name(experiment)
+        try:
+            self.client = MlflowClient(tracking_uri)
+            found = self.client.get_experiment_by_name(experiment)
+        except Exception as exc:  # an unknown scheme, a server that does not answer
+            from ..core.errors import exception_text
+
+            raise ConfigError(f"mlflow_experiment={experiment!r}: cannot reach MLflow at {tracking_uri!r} "
+                              f"({exception_text(exc)})") from None
         if found is None:
             raise ConfigError(f"mlflow_experiment={experiment!r}: no such experiment at {self.client.tracking_uri}")
         self.experiment_id = found.experiment_id
