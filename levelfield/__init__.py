@@ -25,6 +25,7 @@ from .core.errors import (
     TraceError,
     WriteError,
     TransientAgentError,
+    RateLimitedError,
 )
 from .comparison import Comparison
 from .core.data.config import RunConfig
@@ -82,6 +83,7 @@ __all__ = [
     "AdapterError",
     "AgentOutputError",
     "TransientAgentError",
+    "RateLimitedError",
     "MissingExtraError",
     "ConfigError",
     "ConfigTypeError",
