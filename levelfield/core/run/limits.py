@@ -6,12 +6,16 @@ limits, and optional token buckets for ``requests_per_minute`` and ``tokens_per_
 
 The controller (``adaptive=True``) is a loss-based window, as TCP congestion control is:
 
-- it starts at the ceiling (``RunConfig.concurrency``, a judge's ``max_concurrency``);
+- it starts at ``INITIAL_WINDOW`` calls (or the ceiling, ``RunConfig.concurrency`` or a judge's
+  ``max_concurrency``, when lower) and doubles with each window of successes up to the ceiling:
+  slow start (RFC 5681 §3.1; a small initial window as in RFC 6928), so an endpoint that carries
+  fewer calls than the ceiling refuses one or two, not ``ceiling - capacity`` at once;
 - on a "too many requests" answer (HTTP 429, a 503 with ``Retry-After``, a provider's
   ``RateLimitError``) the limit falls to the number of calls the endpoint is still holding for
-  us: the window it showed it can carry. This is TCP's multiplicative decrease to the flight
-  size (RFC 5681 §3.1, ``ssthresh = FlightSize / 2``) without the blind halving, because an
-  explicit 429 tells exactly when the endpoint was full (a lost packet does not);
+  us, the window it showed it can carry, but by no more than to 70 % of the limit (CUBIC's
+  decrease factor, RFC 9438 §4.6). This is TCP's multiplicative decrease to the flight size
+  (RFC 5681 §3.1, ``ssthresh = FlightSize / 2``) without the blind halving, because an explicit
+  429 tells when the endpoint was full (a lost packet does not);
 - when even a lone call is refused (nothing else of ours in flight) the endpoint limits by time,
   not by concurrency: no call starts until its ``Retry-After`` has passed (without one, the
   call's own retries and backoff decide), and the limit restarts from 1 with slow start
@@ -43,11 +47,15 @@ from typing import Any
 
 from .failures import rate_limit_of
 
-__all__ = ["MAX_ABSORBED", "EndpointLimit", "Limits", "LimitStats", "TokenBucket", "current", "using", "set_current", "reset_current", "endpoint_of"]
+__all__ = ["MAX_ABSORBED", "INITIAL_WINDOW", "EndpointLimit", "Limits", "LimitStats", "TokenBucket", "current", "using", "set_current", "reset_current", "endpoint_of"]
 
 MAX_ABSORBED = 20
 """Rate-limit answers one call may absorb; past them a refusal counts as a failed attempt (the
 caller's retries then decide), so an endpoint that refuses everything cannot hold a call forever."""
+INITIAL_WINDOW = 4
+"""Calls in flight an adaptive limit starts with (doubling per window of successes up to its ceiling)."""
+_BETA = 0.7
+"""The most one refusal lowers the limit (to 70 %, CUBIC's factor, RFC 9438 §4.6), however few calls were in flight."""
 _PROBE = 8
 """How many times more slowly the limit grows past the level where the endpoint last refused a call."""
 
@@ -114,14 +122,16 @@ class LimitStats:
     """Whether the limit followed the endpoint's rate limits."""
 
     def describe(self) -> str:
-        """One line for people: ``ran at about 8 in flight (limit 8 of 64), 56 rate-limited, 12.3 s waiting``."""
+        """One line for people: ``...: ran at about 7.9 in flight (adaptive limit 8 of 64, peak 9); 400 call(s),
+        3 rate-limited, 0.35 s waiting on limits per call``."""
         level = f"ran at about {self.mean_in_flight:.1f} in flight"
         if self.adaptive:
             bound = f"adaptive limit {self.limit} of {self.ceiling}"
         else:
             bound = f"fixed limit {self.ceiling}"
+        per_call = self.waited_seconds / self.calls if self.calls else 0.0
         return (f"{self.endpoint}: {level} ({bound}, peak {self.peak_in_flight}); {self.calls} call(s), "
-                f"{self.rate_limited} rate-limited, {self.waited_seconds:.1f} s waiting on limits")
+                f"{self.rate_limited} rate-limited, {per_call:.2f} s waiting on limits per call")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields."""
@@ -147,7 +157,7 @@ class EndpointLimit:
         self.endpoint = endpoint
         self.ceiling = max(1, int(ceiling))
         self.adaptive = adaptive
-        self.window = float(self.ceiling)
+        self.window = float(min(self.ceiling, INITIAL_WINDOW))
         """The adaptive limit as a real number (the limit is its whole part)."""
         self._threshold = float(self.ceiling)  # slow start below it (after a pause), avoidance above
         self._refused_at: float | None = None  # the level where the endpoint last refused a call
@@ -279,9 +289,12 @@ class EndpointLimit:
             others = self.in_flight
             if others > 0:
                 # The endpoint was full with ``others`` of ours in flight: that is the window it carries.
-                self.window = min(self.window, float(others))
+                # Not below _BETA of the window, though: the endpoint may still hold calls whose answers
+                # we already have (it frees them a moment later), so ``others`` can undercount.
+                before = self.window
+                self.window = min(self.window, max(float(others), _BETA * self.window))
                 self._threshold = self.window
-                self._refused_at = others + 1.0
+                self._refused_at = max(before, self.window + 1.0)  # probe slowly up to where it refused
             else:
                 # Refused with nothing else in flight: a limit in time, not in concurrency.
                 if pause and retry_after is not None:
