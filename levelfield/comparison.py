@@ -29,6 +29,7 @@ import pandas as pd
 from .comparison_text import comparison_text
 from .core.stats import inference as stats
 from .core.stats.change import detectable_difference
+from .core.stats.components import SOURCES, split_variance
 from .core.stats.config import FailedRuns, StatsConfig, stats_config
 from .core.data.config import RunConfig
 from .core.data.dataset import EvalCase, EvalDataset
@@ -38,9 +39,10 @@ from .core.data.jsonsafe import to_jsonable
 from .core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
 from .core.score.metrics.base import Metric
 from .core.results.record import RUNS_FILE, fingerprints_of, make_header, read_record, write_record
-from .core.results.result import (FAILED_AS_ZERO, FAILED_LEFT_OUT, EvalResult, parquet_available, results_from_record,
-                                  run_costs, table_to_csv, table_to_parquet)
+from .core.results.result import (FAILED_AS_ZERO, FAILED_LEFT_OUT, EvalResult, parquet_available, record_status,
+                                  results_from_record, run_costs, table_to_csv, table_to_parquet)
 from .core.results.writing import write_text
+from .core.data.prices import agent_usage, usage_cost
 from .core.data.types import AgentRun
 from .verdict import Verdict, verdict
 
@@ -152,6 +154,11 @@ class Comparison:
         """Set by ``compare(stop_early=...)``: where the sequential test stopped, and each pair's decision."""
         self.saved_baseline: str | None = None
         """When loaded from a folder: the agent that was the baseline of the run that saved it."""
+        self.not_started: list[tuple[str, str, int]] = [k for r in self.results.values() for k in getattr(r, "not_started", ())]
+        """Runs a spending limit (``max_cost_usd``) kept from starting; ``resume=True`` with a larger limit runs them."""
+        if self.not_started:
+            self.missing_runs = list(self.not_started)
+            self.complete = False
 
     # -- shape -----------------------------------------------------------------------------
 
@@ -239,6 +246,56 @@ class Comparison:
             self._trial_scores[key] = matrix
         return self._trial_scores[key]
 
+    def sample_scores(self, metric: str, agent: str) -> np.ndarray:
+        """A (cases × trials × judge samples) array of one agent's scores: a judged metric asked
+        ``num_samples`` times keeps each sample; any other metric (or a failed run) has one."""
+        trials = self.trial_scores(metric, agent)
+        result = self._agent(agent)
+        index = {cid: i for i, cid in enumerate(self.case_ids)}
+        column = f"{metric}/sample_values"
+        by_run: dict[tuple[int, int], list[float]] = {}
+        for run, scores in zip(result.runs, result.scores):
+            values = scores.get(column)
+            i = index.get(run.case_id)
+            if i is not None and run.trial < self.trials and not run.failure and isinstance(values, (list, tuple)):
+                by_run[(i, run.trial)] = [_float(v) for v in values]
+        width = max([len(v) for v in by_run.values()], default=1)
+        out = np.full(trials.shape + (width,), np.nan)
+        out[:, :, 0] = trials
+        for (i, t), values in by_run.items():
+            out[i, t, :] = np.nan
+            out[i, t, : len(values)] = values
+        return out
+
+    @property
+    def splits_noise(self) -> bool:
+        """Whether there is more than the cases to tell noise by: trials, or a judge asked several times."""
+        return self.trials > 1 or any(getattr(m, "num_samples", 1) > 1 for m in self.metrics)
+
+    def noise(self, metric: str | None = None) -> pd.DataFrame:
+        """Where each agent's noise comes from, per metric: the variance between cases, between
+        trials (the agent's own nondeterminism) and between judge samples, with intervals, each
+        source's share, and in words which to increase (see ``levelfield.core.stats.components``).
+
+        A source without replicates (one trial; an unjudged metric) is NaN and its variance stays
+        inside the cases' component.
+        """
+        rows = []
+        for name in [metric] if metric else self.metric_names:
+            for agent in self.agents:
+                split = split_variance(self.sample_scores(name, agent), confidence=self.confidence, seed=self.seed)
+                row: dict[str, Any] = {"agent": agent, "metric": name, "cases": split.cases, "trials": split.trials,
+                                       "samples": split.samples}
+                shares = split.shares()
+                for source in SOURCES:
+                    row[f"var_{source}"] = split.value(source)
+                    row[f"var_{source}_low"], row[f"var_{source}_high"] = split.intervals[source]
+                    row[f"share_{source}"] = shares.get(source, math.nan)
+                row["dominant"] = split.dominant
+                row["advice"] = split.advice()
+                rows.append(row)
+        return pd.DataFrame(rows)
+
     def case_scores(self, metric: str) -> pd.DataFrame:
         """Case × agent matrix of one metric: each case's mean over trials."""
         return pd.DataFrame(
@@ -303,8 +360,9 @@ class Comparison:
                 row[f"{metric}/pass^{k}"] = _nanmean(stats.pass_hat_k(n[scored], c[scored], k))
             if k > 1:
                 row[f"{metric}/flaky"] = int(stats.flaky_cases(matrix).sum())
-        runs = self.results[agent].runs
-        costs = run_costs(runs)
+        result = self.results[agent]
+        runs = result.runs
+        costs = run_costs(runs, result.config.prices)
         row["runs"] = len(runs)
         row["failures"] = costs["failure/count"]
         row["failure_rate"] = costs["failure/mean"] if runs else math.nan
@@ -313,7 +371,34 @@ class Comparison:
                     "simulator_failure/count", "simulator_total_tokens/sum"):
             if key in costs:
                 row[key] = costs[key]
+        if "cost_usd/mean" in costs:
+            row.update(self._cost_columns(agent, costs))
+        judged = result.summary_metrics
+        for metric in self.metric_names:
+            if f"{metric}/cost_usd/sum" in judged:
+                row[f"{metric}/cost_usd/sum"] = judged[f"{metric}/cost_usd/sum"]
         return row
+
+    def _cost_columns(self, agent: str, costs: Mapping[str, Any]) -> dict[str, Any]:
+        """``cost_usd/mean`` (per run) with its interval over cases, ``/sum``, the simulator's sum, and
+        ``cost_usd/note`` naming the models without a price (their agent's cost is NaN, never 0)."""
+        result = self.results[agent]
+        index = {cid: i for i, cid in enumerate(self.case_ids)}
+        matrix = np.full((len(index), self.trials), np.nan)
+        for run in result.runs:
+            i = index.get(run.case_id)
+            if i is not None and run.trial < self.trials:
+                matrix[i, run.trial] = usage_cost(agent_usage(run), result.config.prices or {}).usd
+        out: dict[str, Any] = {"cost_usd/mean": costs["cost_usd/mean"], "cost_usd/ci_low": math.nan,
+                               "cost_usd/ci_high": math.nan, "cost_usd/sum": costs["cost_usd/sum"]}
+        if not math.isnan(costs["cost_usd/mean"]):
+            # Per case (trials averaged), like the metrics; a bootstrap, since costs are never 0/1 rates.
+            interval = stats.bootstrap_interval(stats.reduce_trials(matrix, "mean"), self.confidence, self.seed)
+            out["cost_usd/ci_low"], out["cost_usd/ci_high"] = interval.low, interval.high
+        for key in ("simulator_cost_usd/sum", "cost_usd/note"):
+            if key in costs:
+                out[key] = costs[key]
+        return out
 
     def pairwise(self, metric: str, *, test: stats.PairedTestName | None = None) -> pd.DataFrame:
         """Every pair of agents on one metric, tested on paired cases, adjusted for the pairs that can differ.
@@ -465,10 +550,12 @@ class Comparison:
             **self.settings(),
             "summary": self.summary.to_dict(orient="index"),
             "pairwise": {m: self.pairwise(m).to_dict(orient="records") for m in self.metric_names},
+            **({"noise": self.noise().to_dict(orient="records")} if self.splits_noise else {}),
         })
 
-    def record_header(self, *, status: str = "complete") -> dict[str, Any]:
-        """The run-record header of this comparison (see ``levelfield.core.results.record``)."""
+    def record_header(self, *, status: str | None = None) -> dict[str, Any]:
+        """The run-record header of this comparison (see ``levelfield.core.results.record``); its
+        status is ``complete``, or ``budget_exhausted`` when a spending limit kept runs from starting."""
         return make_header(
             source=self.dataset.source,
             fingerprints=fingerprints_of(self.dataset),
@@ -476,7 +563,7 @@ class Comparison:
             metrics=self.metrics,
             options=self.config.to_dict(),
             kind="compare",
-            status=status,
+            status=status or record_status(self.not_started),
             settings=self.settings(),
         )
 

@@ -60,12 +60,18 @@ def summary_lines(cmp: Compared) -> list[str]:
     rows.append(("latency p50 (s)", [_num(s.loc[a, "latency_in_seconds/p50"]) for a in cmp.agents]))
     if "total_tokens/mean" in s:
         rows.append(("tokens per run", [_num(s.loc[a, "total_tokens/mean"], 0) for a in cmp.agents]))
+    if "cost_usd/mean" in s:
+        rows.append(("cost per run ($)", [_usd(s.loc[a, "cost_usd/mean"]) for a in cmp.agents]))
     label_w = max(len(r[0]) for r in rows)
     col_w = [max(len(a), *(len(r[1][i]) for r in rows)) for i, a in enumerate(cmp.agents)]
     lines = ["  ".join([" " * label_w, *(a.rjust(w) for a, w in zip(cmp.agents, col_w))])]
     lines += ["  ".join([label.ljust(label_w), *(c.rjust(w) for c, w in zip(cells, col_w))]) for label, cells in rows]
     lines.append(rule_line(cmp))
     return lines
+
+
+def _usd(x: float) -> str:
+    return "unknown" if math.isnan(x) else f"{x:.3g}" if x < 1 else f"{x:,.2f}"
 
 
 def verdict_text(cmp: Compared) -> str:

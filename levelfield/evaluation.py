@@ -204,6 +204,9 @@ async def _evaluate(
     cfg = run_config(config, **options)
     resolved = resolve_metrics(metrics, judge=judge)
     result = None
+    if agent is None and cfg.max_cost_usd is not None:
+        raise ConfigError("max_cost_usd limits agents' runs; scoring saved predictions runs no agent "
+                          "(judge_max_cost_usd limits the judges)")
     if agent is None and simulator is None and human_labels is None:
         result = _saved_batch_by_batch(dataset, resolved, cfg)
     if result is None:
@@ -323,6 +326,9 @@ def _executor(config: RunConfig, simulator: Any) -> Executor | None:
     """Where the runs execute; None: this process (the local runner)."""
     if not ships_agents(config.executor):
         return None
+    if config.max_cost_usd is not None:
+        raise ConfigError(f"max_cost_usd limits the runs this process starts; it does not combine with "
+                          f"executor={config.executor!r} yet: run with the local executor to set a budget")
     if simulator is not None:
         raise ConfigError(f"simulator=... plays conversations in this process; it does not combine with "
                           f"executor={config.executor!r} yet: run the scenario cases locally")

@@ -8,7 +8,9 @@ one MLflow run in that experiment with:
 - metrics: each metric's ``<metric>/mean``, ``/ci_low``, ``/ci_high`` (the comparison's
   intervals, by the ``failed_runs`` rule in the params), the mean by the other rule
   (``/mean_failed_as_zero`` for an evaluation, ``/mean_failed_left_out`` for a comparison), pass@k as ``/pass_at_k``, pass^k as ``/pass_hat_k``, ``failures``,
-  ``failure_rate`` and latency; NaN values are left out rather than logged;
+  ``failure_rate``, latency and, when usage was reported, ``cost_usd/mean`` (with its interval),
+  ``cost_usd/sum`` and judged metrics' ``<metric>/cost_usd/sum``; NaN values are left out rather
+  than logged (an unknown cost: the tag ``levelfield.cost_note`` names the model without a price);
 - artifacts: ``metrics_table.csv`` (that agent's rows) and ``report.html`` (the whole report).
 
 Where it goes is MLflow's own choice: ``MLFLOW_TRACKING_URI`` when set, else MLflow's local
@@ -98,6 +100,9 @@ def log_comparison(
     for agent in cmp.agents:
         name = agent if run_name is None else (run_name if len(cmp.agents) == 1 else f"{run_name}/{agent}")
         tags = {"levelfield.comparison": group, "levelfield.agent": agent}
+        note = cmp.summary.loc[agent].get("cost_usd/note")
+        if isinstance(note, str):
+            tags["levelfield.cost_note"] = note  # why cost_usd is missing: the model without a price
         if verdict:
             tags["mlflow.note.content"] = verdict  # shown as the run's description in the MLflow UI
         run = client.create_run(experiment_id, run_name=name, tags=tags)

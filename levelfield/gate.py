@@ -11,10 +11,11 @@ most ``alpha`` of runs, and a real drop of the planned size in at least the plan
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from .core.stats.change import Change, adjust, describe_change, measure_change
@@ -23,8 +24,10 @@ from .core.stats.planning import Alternative, MeasuredDesign, SampleSize, measur
 
 if TYPE_CHECKING:
     from .comparison import Comparison
+    from .core.stats.config import StatsConfig
 
-__all__ = ["GateResult", "RegressionError", "baseline_changes", "check_regressions", "changes_table", "plan_from"]
+__all__ = ["GateResult", "RegressionError", "baseline_changes", "scores_changes", "check_regressions", "changes_table",
+           "plan_from"]
 
 
 @dataclass(frozen=True)
@@ -103,28 +106,37 @@ def baseline_changes(
     base = _baseline_name(cmp, baseline)
     names = _metric_list(cmp, metrics, "fail_if_worse" if metrics is not None else "metrics")
     settings = cmp.stats.replace(**{k: v for k, v in (("margin", margin), ("alpha", alpha)) if v is not None})
-    margin, alpha = settings.margin, settings.alpha
     changes = []
     for metric in names:
         scores = cmp.case_scores(metric)
         for agent in cmp.agents:
             if agent == base:
                 continue
-            changes.append(
-                measure_change(
-                    scores[agent].to_numpy(),
-                    scores[base].to_numpy(),
-                    metric=metric,
-                    agent=agent,
-                    baseline=base,
-                    test=cmp.test,
-                    alpha=alpha,
-                    margin=margin,
-                    power=power,
-                    seed=cmp.seed,
-                )
-            )
+            changes.append(_change(scores[agent].to_numpy(), scores[base].to_numpy(), metric, agent, base, settings, power))
     return adjust(changes)
+
+
+def scores_changes(
+    new: Mapping[str, np.ndarray],
+    base: Mapping[str, np.ndarray],
+    *,
+    agent: str,
+    baseline: str,
+    stats: StatsConfig,
+    power: float = 0.8,
+) -> list[Change]:
+    """The gate's test between two sides outside one comparison (two saved runs, say): ``new[metric][i]``
+    against ``base[metric][i]`` (the same case ``i``) for each metric, Holm-adjusted across the metrics.
+
+    ``agent`` and ``baseline`` name the two sides in the words; ``stats`` gives the test, alpha, margin and seed.
+    """
+    return adjust([_change(new[m], base[m], m, agent, baseline, stats, power) for m in new if m in base])
+
+
+def _change(new: np.ndarray, base: np.ndarray, metric: str, agent: str, baseline: str, settings: StatsConfig,
+            power: float) -> Change:
+    return measure_change(new, base, metric=metric, agent=agent, baseline=baseline, test=settings.test,
+                          alpha=settings.alpha, margin=settings.margin, power=power, seed=settings.seed)
 
 
 def check_regressions(

@@ -8,6 +8,7 @@ and the words for a change against a baseline (:mod:`levelfield.core.stats.chang
 """
 
 from .core.stats.change import Change, describe_change, measure_change
+from .core.stats.components import NoiseSplit, split_variance
 from .core.stats.judge_correction import JudgeCorrection, cohen_kappa, correct_rate
 from .core.stats.planning import (
     MeasuredDesign,
@@ -36,4 +37,6 @@ __all__ = [
     "Change",
     "measure_change",
     "describe_change",
+    "NoiseSplit",
+    "split_variance",
 ]

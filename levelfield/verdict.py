@@ -32,6 +32,7 @@ __all__ = [
     "headline",
     "failure_rule",
     "other_rule",
+    "cost_sentence",
 ]
 
 
@@ -163,10 +164,15 @@ class Verdict:
     """Why the worst agent fell behind, in words ("it skips the reference call X in 8 of 18 cases")."""
     significant: tuple[str, ...] = field(default=())
     """Metrics on which the best are significantly better than every agent they do not tie with."""
+    cost: str = ""
+    """What the best costs against the others, when costs are known ("b is as good as a at 40% of the cost")."""
 
     def lines(self) -> list[str]:
-        """The headline, then one sentence per metric; empty with fewer than two agents."""
-        return [self.headline, *(v.sentence() for v in self.metrics)] if self.metrics else []
+        """The headline, the cost sentence when costs are known, then one sentence per metric;
+        empty with fewer than two agents."""
+        if not self.metrics:
+            return []
+        return [self.headline, *([self.cost] if self.cost else []), *(v.sentence() for v in self.metrics)]
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
@@ -257,7 +263,57 @@ def verdict(cmp: Compared) -> Verdict:
         tail = f"The lead is significant over some agents but, on no metric, over all of them at the {level} level."
     else:
         tail = f"No difference between agents is significant at the {level} level."
-    return Verdict(f"{lead}. {tail}", tuple(found), best, worst, reason, wins)
+    return Verdict(f"{lead}. {tail}", tuple(found), best, worst, reason, wins, cost_sentence(cmp, best[0]))
+
+
+def _dollars(x: float) -> str:
+    return f"${x:.2g}" if x < 0.01 else f"${x:,.2f}" if x >= 1 else f"${x:.3f}"
+
+
+def cost_sentence(cmp: Compared, best: str) -> str:
+    """The best agent's cost against the others' in one sentence; "" when its cost is unknown.
+
+    A cheaper agent counts as "as good as" the best when the best is significantly better on no
+    metric (by the same adjusted paired tests as the rest of the verdict); the cheapest such agent
+    is named with its share of the best's cost per run.
+    """
+    summary = cmp.summary
+    if "cost_usd/mean" not in summary:
+        return ""
+    costs = {a: float(summary.loc[a, "cost_usd/mean"]) for a in cmp.agents}
+    mine = costs[best]
+    if math.isnan(mine):
+        return ""
+    others = {a: c for a, c in costs.items() if a != best and not math.isnan(c)}
+    cheaper = sorted((c, a) for a, c in others.items() if c < mine)
+    unknown = [a for a, c in costs.items() if math.isnan(c)]
+    tail = f" (the cost of {_and(unknown)} is unknown)" if unknown else ""
+    if not cheaper:
+        if not others:
+            return f"{best} costs {_dollars(mine)} per run{tail}."
+        return f"{best} is also the cheapest at {_dollars(mine)} per run{tail}."
+    for cost, agent in cheaper:
+        worse = _significantly_worse(cmp, agent, best)
+        if not worse:
+            share = f"{cost / mine:.0%}" if mine > 0 else "no"
+            return (f"{agent} is as good as {best} (significantly worse on no metric) at {share} of the cost "
+                    f"({_dollars(cost)} against {_dollars(mine)} per run){tail}.")
+    cost, agent = cheaper[0]
+    worse = _significantly_worse(cmp, agent, best)
+    return (f"{best} costs {_dollars(mine)} per run; the cheaper {agent} ({_dollars(cost)}) is significantly worse "
+            f"on {', '.join(worse)}{tail}.")
+
+
+def _significantly_worse(cmp: Compared, agent: str, than: str) -> list[str]:
+    """The metrics on which ``than`` is significantly better than ``agent`` (adjusted paired tests)."""
+    out = []
+    for metric in cmp.metric_names:
+        for row in cmp.pairwise(metric).itertuples(index=False):
+            if {row.agent_a, row.agent_b} == {agent, than} and bool(row.significant):
+                lead = float(row.difference) if row.agent_a == than else -float(row.difference)
+                if lead > 0:
+                    out.append(metric)
+    return out
 
 
 def _worst(cmp: Compared, found: Sequence[MetricVerdict], best: set[str]) -> tuple[str | None, str, int]:

@@ -13,7 +13,7 @@ FRAMEWORKS = ("langchain", "langgraph", "a2a", "vertexai", "google.adk", "google
 # The rooms of core, lowest first: each may import core.errors and the rooms before it, never one after it.
 CORE_ROOMS = ("data", "score", "results", "stats", "run")
 # Packages above core, and what sits above them: formats, adapters, judges and executors never reach up here.
-UPPER = ("levelfield.cli", "levelfield.evaluation", "levelfield.report", "levelfield.demo", "levelfield.comparison",
+UPPER = ("levelfield.cli", "levelfield.evaluation", "levelfield.report", "levelfield.view", "levelfield.demo", "levelfield.comparison",
          "levelfield.gate", "levelfield.baseline", "levelfield.experiment")
 
 

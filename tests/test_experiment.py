@@ -154,3 +154,17 @@ def test_without_a_tracking_uri_runs_go_to_the_local_store_in_the_current_direct
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "1"
     assert (tmp_path / "mlflow.db").exists() and (tmp_path / "mlruns").is_dir()
+
+
+def test_compare_logs_cost_per_agent_and_names_the_model_without_a_price():
+    def spender(model):
+        return lambda prompt: {"response": "ok", "usage": {"input_tokens": 1000, "output_tokens": 500, "model": model}}
+
+    rows = [{"case_id": f"c{i}", "prompt": f"问题 {i}", "reference": "ok"} for i in range(6)]
+    lf.compare(rows, {"priced": spender("mine"), "unpriced": spender("house-model-7")}, ["exact_match"], progress=False,
+               prices={"mine": {"input_per_mtok": 1.0, "output_per_mtok": 2.0}}, experiment="lf-cost")
+    priced, unpriced = runs_of("lf-cost")
+    assert priced.data.metrics["cost_usd/mean"] == pytest.approx(0.002)
+    assert priced.data.metrics["cost_usd/sum"] == pytest.approx(0.012)
+    assert "cost_usd/mean" not in unpriced.data.metrics  # unknown is not logged as a number, least of all 0
+    assert "house-model-7" in unpriced.data.tags["levelfield.cost_note"]

@@ -6,22 +6,15 @@ Set ``LEVELFIELD_SCREENSHOT=path.png`` to keep a screenshot of the rendered repo
 
 import asyncio
 import base64
-import itertools
-import json
 import os
-import shutil
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 import levelfield as lf
+from _browser import CHROMIUM, NO_CHROMIUM, Cdp, chromium
 
-CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="no chromium on PATH: install it (apt-get install chromium) to test the report in a browser"
-)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 websockets = pytest.importorskip("websockets", reason="the browser test talks to Chromium with websockets")
 
 PAYLOAD = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
@@ -109,40 +102,9 @@ FILTER = """(() => {
 })()"""
 
 
-class _Cdp:
-    """The least of a DevTools protocol client: numbered commands, events collected as they come."""
-
-    def __init__(self, ws):
-        self.ws = ws
-        self.ids = itertools.count(1)
-        self.events = []
-
-    async def send(self, method, params=None, session=None):
-        msg_id = next(self.ids)
-        msg = {"id": msg_id, "method": method, "params": params or {}}
-        if session:
-            msg["sessionId"] = session
-        await self.ws.send(json.dumps(msg))
-        while True:
-            reply = json.loads(await self.ws.recv())
-            if reply.get("id") == msg_id:
-                if "error" in reply:
-                    raise RuntimeError(f"{method}: {reply['error']}")
-                return reply.get("result", {})
-            self.events.append(reply)
-
-    async def wait_for(self, method):
-        while not any(e.get("method") == method for e in self.events):
-            self.events.append(json.loads(await self.ws.recv()))
-
-    async def evaluate(self, expression, session):
-        result = await self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session)
-        return result["result"].get("value")
-
-
 async def _inspect(ws_url, page_url, width=WIDTH):
     async with websockets.connect(ws_url, max_size=None) as ws:
-        cdp = _Cdp(ws)
+        cdp = Cdp(ws)
         target = await cdp.send("Target.createTarget", {"url": "about:blank"})
         session = (await cdp.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}))["sessionId"]
         for domain in ("Runtime", "Log", "Page"):
@@ -161,12 +123,7 @@ async def _inspect(ws_url, page_url, width=WIDTH):
         found["drill_rows"] = await cdp.evaluate(DRILL_ROWS, session)
         shot = await cdp.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session)
         found["screenshot"] = base64.b64decode(shot["data"])
-        found["errors"] = [
-            e for e in cdp.events
-            if e.get("method") == "Runtime.exceptionThrown"
-            or (e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] in ("error", "assert"))
-            or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")
-        ]
+        found["errors"] = cdp.errors()
         return found
 
 
@@ -178,29 +135,9 @@ def browser_view(tmp_path_factory):
               **{f"polite-copy-number-{i}-with-a-long-name": polite for i in range(AGENTS - 4)}}
     cmp = lf.compare(CASES, agents, METRICS, trials=2, progress=False)
     report = lf.report.write(cmp, tmp / "report.html")
-    profile = tmp / "profile"
-    proc = subprocess.Popen(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-         f"--user-data-dir={profile}", "--remote-debugging-port=0", "about:blank"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + 30
-        while not (port_file.exists() and len(port_file.read_text().split()) >= 2):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"chromium did not start (exit code {proc.poll()})")
-            time.sleep(0.05)
-        port, path = port_file.read_text().split()[:2]
-        found = asyncio.run(_inspect(f"ws://127.0.0.1:{port}{path}", report.as_uri()))
-        found["narrow"] = asyncio.run(_inspect(f"ws://127.0.0.1:{port}{path}", report.as_uri(), NARROW))
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with chromium(tmp / "profile") as ws_url:
+        found = asyncio.run(_inspect(ws_url, report.as_uri()))
+        found["narrow"] = asyncio.run(_inspect(ws_url, report.as_uri(), NARROW))
     if os.environ.get("LEVELFIELD_SCREENSHOT"):
         Path(os.environ["LEVELFIELD_SCREENSHOT"]).write_bytes(found["screenshot"])
     return found

@@ -70,6 +70,8 @@ ERROR_TYPE_KEY = "levelfield_error_type"
 """Status-message metadata key with the error type of a failed run (``levelfield serve``)."""
 USAGE_KEY = "adk_usage_metadata"
 """Metadata key ADK uses for token counts."""
+MODEL_KEY = "adk_model_version"
+"""Metadata key naming the model that spent the tokens, when a server sends it."""
 AUTHOR_KEYS = ("adk_author", "levelfield_agent", "agent_name", "author", "agent")
 """Metadata keys that name the (sub-)agent behind a part, message or artifact, most specific first:
 ADK's ``adk_author``, levelfield's own, then the spellings other servers use."""
@@ -187,7 +189,16 @@ def _usage_from(meta: Mapping[str, Any] | None) -> Usage | None:
     inp = pick("promptTokenCount", "prompt_token_count", "input_tokens")
     out = pick("candidatesTokenCount", "candidates_token_count", "output_tokens")
     total = pick("totalTokenCount", "total_token_count", "total_tokens") or inp + out
-    return Usage(input_tokens=inp, output_tokens=out, total_tokens=total)
+    # The model: levelfield's server names it in the counts; ADK events carry ``model_version``.
+    model = raw.get("model") or (meta or {}).get(MODEL_KEY) or (meta or {}).get("model_version")
+    usage = Usage(input_tokens=inp, output_tokens=out, total_tokens=total, model=str(model) if model else None)
+    shares = raw.get("by_model")
+    if isinstance(shares, dict):
+        try:
+            usage.by_model = {str(k): Usage.model_validate(v) for k, v in shares.items()}
+        except ValueError:
+            pass  # an unreadable breakdown leaves the tokens unattributed (unknown cost), not a failed run
+    return usage
 
 
 class _Turn:

@@ -260,13 +260,17 @@ def _executor_class() -> type:
             metadata = None
             if output.usage is not None:
                 usage = output.usage
-                metadata = {
-                    USAGE_KEY: {
-                        "promptTokenCount": usage.input_tokens,
-                        "candidatesTokenCount": usage.output_tokens,
-                        "totalTokenCount": usage.total_tokens,
-                    }
+                counts: dict[str, Any] = {
+                    "promptTokenCount": usage.input_tokens,
+                    "candidatesTokenCount": usage.output_tokens,
+                    "totalTokenCount": usage.total_tokens,
                 }
+                # Which model spent them, so the client can price them (A2A has no field for it).
+                if usage.model is not None:
+                    counts["model"] = usage.model
+                if usage.by_model is not None:
+                    counts["by_model"] = {k: v.model_dump(exclude_none=True) for k, v in usage.by_model.items()}
+                metadata = {USAGE_KEY: counts}
             # last_chunk: the answer is whole. ADK's RemoteA2aAgent treats an artifact without it
             # as a partial event and its session then has no final response.
             await updater.add_artifact(

@@ -131,10 +131,13 @@ def _from_messages(messages: list[Any]) -> AgentOutput:
                     by_id[tool_call.id] = tool_call
             counts = fields.get("usage_metadata")
             if isinstance(counts, Mapping):
+                meta = fields.get("response_metadata") or {}
+                model = meta.get("model_name") or meta.get("model") if isinstance(meta, Mapping) else None
                 usage = Usage(
                     input_tokens=int(counts.get("input_tokens") or 0),
                     output_tokens=int(counts.get("output_tokens") or 0),
                     total_tokens=int(counts.get("total_tokens") or 0),
+                    model=str(model) if model else None,
                 ) + usage
         elif kind == "tool":
             target = by_id.get(fields.get("tool_call_id") or "")
@@ -215,10 +218,12 @@ def _from_adk_events(events: list[Any], agent: str, *, strict: bool = True) -> A
             texts.append(text)
         counts = event.get("usage_metadata")
         if isinstance(counts, Mapping):
+            model = event.get("model_version")  # the LlmResponse's model, on ADK's events
             usage = Usage(
                 input_tokens=int(counts.get("prompt_token_count") or 0),
                 output_tokens=int(counts.get("candidates_token_count") or 0),
                 total_tokens=int(counts.get("total_token_count") or 0),
+                model=str(model) if model else None,
             ) + usage
     return AgentOutput(
         response=texts[-1] if texts else "",

@@ -22,6 +22,20 @@ _EXPECTED = (
 )
 
 
+def _usage_from(value: Any, agent: str) -> Usage | None:
+    """A returned ``usage`` (a Usage or ``{input_tokens, output_tokens[, total_tokens, model]}``)."""
+    if value is None or isinstance(value, Usage):
+        return value
+    try:
+        usage = Usage.model_validate(value)
+    except ValidationError as exc:
+        raise AgentOutputError(f"agent {agent!r} returned a malformed 'usage' ({exc.errors()[0]['msg']}); expected "
+                               "{'input_tokens': int, 'output_tokens': int, 'model': str}") from None
+    if not usage.total_tokens:
+        usage.total_tokens = usage.input_tokens + usage.output_tokens
+    return usage
+
+
 def output_from_value(value: Any, agent: str) -> AgentOutput:
     """Read what a function returned; anything else is an AgentOutputError saying what was expected."""
     if isinstance(value, AgentOutput):
@@ -72,10 +86,7 @@ def _extras(value: dict[str, Any], agent: str) -> dict[str, Any]:
             raise AgentOutputError(f"agent {agent!r} returned 'state' of type {type(state).__name__}; expected a dict of the final session state")
         out["state"] = dict(state)
     if value.get("usage") is not None:
-        try:
-            out["usage"] = Usage.model_validate(value["usage"])
-        except ValidationError:
-            raise AgentOutputError(f"agent {agent!r} returned a 'usage' that is not {{input_tokens, output_tokens, total_tokens}}") from None
+        out["usage"] = _usage_from(value["usage"], agent)
     return out
 
 

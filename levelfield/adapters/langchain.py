@@ -25,7 +25,7 @@ from uuid import UUID
 from ..core.errors import AdapterError, AgentOutputError, ConfigError, ConfigTypeError, MissingExtraError, exception_text
 from ..core.data.protocol import AgentRequest
 from ..core.data.jsonsafe import to_jsonable
-from ..core.data.types import AgentOutput, Handoff, Message, ToolCall, Usage, content_text
+from ..core.data.types import AgentOutput, Handoff, Message, ToolCall, Usage, chat_message_usage, content_text
 
 try:
     from langchain_core.callbacks import BaseCallbackHandler
@@ -93,6 +93,13 @@ def _segments(checkpoint_ns: str) -> list[str]:
     return [s.split(":")[0] for s in checkpoint_ns.split("|") if s]
 
 
+def _model_name(response: Any) -> str | None:
+    """The model an ``LLMResult`` names in ``llm_output`` (older integrations put it only there)."""
+    output = getattr(response, "llm_output", None) or {}
+    name = output.get("model_name") or output.get("model") if isinstance(output, Mapping) else None
+    return str(name) if name else None
+
+
 class TrajectoryRecorder(BaseCallbackHandler):
     """Callback handler that records one run's tool calls and token usage.
 
@@ -144,13 +151,9 @@ class TrajectoryRecorder(BaseCallbackHandler):
         for generations in getattr(response, "generations", None) or []:
             for generation in generations:
                 message = getattr(generation, "message", None)
-                meta = getattr(message, "usage_metadata", None)
-                if meta:
-                    usage = (usage or Usage()) + Usage(
-                        input_tokens=meta.get("input_tokens", 0) or 0,
-                        output_tokens=meta.get("output_tokens", 0) or 0,
-                        total_tokens=meta.get("total_tokens", 0) or 0,
-                    )
+                spent = chat_message_usage(message, _model_name(response))
+                if spent is not None:
+                    usage = spent + usage if usage is not None else spent
                 calls += [c.get("id") for c in getattr(message, "tool_calls", None) or []]
         if usage is None:  # older integrations report usage in llm_output only
             token_usage = (getattr(response, "llm_output", None) or {}).get("token_usage") or {}
@@ -159,6 +162,7 @@ class TrajectoryRecorder(BaseCallbackHandler):
                     input_tokens=token_usage.get("prompt_tokens", 0) or 0,
                     output_tokens=token_usage.get("completion_tokens", 0) or 0,
                     total_tokens=token_usage.get("total_tokens", 0) or 0,
+                    model=_model_name(response),
                 )
         with self._lock:
             self._models_done += 1

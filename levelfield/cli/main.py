@@ -1,4 +1,4 @@
-"""The ``levelfield`` command: demo, eval, compare, report, plan (and serve, from the A2A adapter).
+"""The ``levelfield`` command: demo, eval, compare, report, plan, view (and serve, from the A2A adapter).
 
 Exit codes: 0 done; 1 a ``--fail-under`` threshold was missed, ``--fail-if-worse`` found a
 significant regression against ``--baseline``, or every run of an agent failed (unless
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import os
 import re
 import sys
 import tempfile
@@ -146,6 +147,16 @@ def _named_spec(text: str) -> tuple[str | None, str]:
 # -- running -----------------------------------------------------------------------------------
 
 
+def _dollars(text: str) -> float:
+    try:
+        value = float(text.lstrip("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of dollars") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text}: give 0 or more dollars")
+    return value
+
+
 def _workers(text: str) -> int:
     try:
         value = int(text)
@@ -199,6 +210,15 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
     p.add_argument("--tpm", type=_per_minute, action="append", default=[], metavar="[NAME=]N",
                    help="tokens per minute at most, counted from the usage the calls report; as --rpm")
     p.add_argument("--trials", type=_positive_int, default=d.trials, help=f"runs of every case per agent (default {d.trials})")
+    p.add_argument("--prices", metavar="FILE",
+                   help="a JSON file of your own prices, {\"model\": {\"input_per_mtok\": 0.15, \"output_per_mtok\": 0.6}} "
+                        "in dollars per million tokens; they override genai-prices' (levelfield[cost])")
+    p.add_argument("--max-cost", type=_dollars, metavar="USD",
+                   help="stop starting runs once the agents' spend would pass USD dollars; with --out, the runs not "
+                        "started are finished by --resume --max-cost MORE (the limit counts the journaled runs too)")
+    p.add_argument("--judge-max-cost", type=_dollars, metavar="USD",
+                   help="stop sending rows to LLM judges once their spend would pass USD dollars (rows not judged "
+                        "score NaN; --resume with more judges them)")
     p.add_argument("--fail-under", type=_threshold, action="append", default=[], metavar="METRIC=VALUE",
                    help="exit 1 when an agent's mean of METRIC is under VALUE (repeatable)")
     twin = "lf.compare" if failed_runs == "zero" else "lf.evaluate"
@@ -309,6 +329,9 @@ def _run_config(args: argparse.Namespace) -> Any:
         adaptive=getattr(args, "adaptive", True),
         requests_per_minute=_rates(getattr(args, "rpm", []), "--rpm"),
         tokens_per_minute=_rates(getattr(args, "tpm", []), "--tpm"),
+        prices=getattr(args, "prices", None),
+        max_cost_usd=getattr(args, "max_cost", None),
+        judge_max_cost_usd=getattr(args, "judge_max_cost", None),
     )
 
 
@@ -419,7 +442,18 @@ def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
         written += [name for name in ("metrics_table.parquet", "summary.parquet") if (out / name).exists()]
         print(f"Also written: {', '.join(written)} in {out}")
     code = _check_thresholds(cmp, args.fail_under)
-    return max(code, _check_baseline(args, cmp), failed)
+    return max(code, _check_baseline(args, cmp), failed, _check_budget(args, cmp))
+
+
+def _check_budget(args: argparse.Namespace, cmp: Comparison) -> int:
+    """1 when --max-cost kept runs from starting: the results cover part of the plan only."""
+    if not cmp.not_started:
+        return 0
+    again = (f"finish them with --out {args.out} --resume --max-cost MORE" if args.out
+             else "give --out DIR to keep the runs and finish them later with --resume")
+    print(f"levelfield {args.command}: --max-cost {args.max_cost:g} reached: {len(cmp.not_started)} run(s) not started; "
+          f"{again}", file=sys.stderr)
+    return 1
 
 
 def _check_thresholds(cmp: Comparison, thresholds: Sequence[tuple[str, float]]) -> int:
@@ -533,6 +567,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
     unused = [flag for flag, given in (
         ("--simulator", args.simulator), ("--baseline", args.baseline), ("--fail-if-worse", args.fail_if_worse),
         ("--name", args.name), ("--resume", args.resume), ("--isolation", args.isolation != "none"),
+        ("--max-cost", args.max_cost is not None),
     ) if given]
     if unused:
         raise UsageError(f"{', '.join(unused)}: only with --agent (without one, eval scores the saved predictions in the file)")
@@ -550,7 +585,8 @@ def _eval_saved(args: argparse.Namespace) -> int:
     with warnings_as_lines(args.command):
         result = evaluate(data, metrics=metrics, out=args.out, overwrite=args.overwrite, workers=args.workers,
                           executor=_executor(args), progress=not args.quiet, experiment=args.experiment,
-                          human_labels=getattr(args, "human_labels", None))
+                          human_labels=getattr(args, "human_labels", None), prices=args.prices,
+                          judge_max_cost_usd=args.judge_max_cost)
     seconds = time.perf_counter() - start
     summary = result.summary_metrics
     rows = summary["row_count"]
@@ -639,6 +675,18 @@ def _report(args: argparse.Namespace) -> int:
     print(format_comparison(cmp))
     print()
     print(f"Report: {path}")
+    return 0
+
+
+def _view(args: argparse.Namespace) -> int:
+    from ..view import serve
+
+    try:
+        serve(args.directories, host=args.host, port=args.port, token=args.auth_token)
+    except OSError as exc:
+        raise UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        pass
     return 0
 
 
@@ -845,6 +893,18 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(func=_report)
 
     _add_plan_command(sub)
+
+    view = sub.add_parser("view", help="browse, filter and diff every run under some folders in a local web app")
+    view.add_argument("directories", nargs="*", default=["."], metavar="DIR",
+                      help="folders to find run records in (runs.jsonl of eval/compare --out, saved-prediction "
+                           "score tables), searched below too (default: the current folder)")
+    view.add_argument("--host", default="127.0.0.1",
+                      help="interface to listen on (default 127.0.0.1: this machine only; a wider one warns)")
+    view.add_argument("--port", type=int, default=0, help="port to listen on (default 0: a free one, printed)")
+    view.add_argument("--auth-token", metavar="TOKEN", default=os.environ.get("LEVELFIELD_VIEW_TOKEN") or None,
+                      help="require this token (Authorization: Bearer TOKEN, or ?token=TOKEN once, which sets a "
+                           "cookie); for --host other than 127.0.0.1 (default: $LEVELFIELD_VIEW_TOKEN)")
+    view.set_defaults(func=_view)
 
     from ..adapters.a2a_server import add_serve_command  # light: imports a2a only when serving
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..core.errors import MetricError, MissingExtraError
 from ..core.run import limits
-from ..core.data.types import Usage, content_text
+from ..core.data.types import Usage, chat_message_usage, content_text
 
 __all__ = [
     "Judge",
@@ -262,13 +262,10 @@ def _message_text(message: Any) -> str:
     return content_text(getattr(message, "content", message))
 
 
-def _message_usage(message: Any) -> Usage | None:
-    meta = getattr(message, "usage_metadata", None)
-    if not meta:
-        return None
-    get = meta.get if isinstance(meta, Mapping) else (lambda k, d=0: getattr(meta, k, d))
-    inp, out = int(get("input_tokens", 0) or 0), int(get("output_tokens", 0) or 0)
-    return Usage(input_tokens=inp, output_tokens=out, total_tokens=int(get("total_tokens", 0) or (inp + out)))
+def _message_usage(message: Any, model: Any = None) -> Usage | None:
+    """The tokens of a judge's reply, with the model's name (the reply's own, else the chat model's)."""
+    name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    return chat_message_usage(message, name if isinstance(name, str) else None)
 
 
 @dataclass
@@ -467,7 +464,7 @@ class Judge:
     async def _call_once(self, prompt: str, runnable: Any | None) -> JudgeReply:
         if runnable is None:
             message = await self.model.ainvoke(prompt)
-            return JudgeReply(text=_message_text(message), usage=_message_usage(message))
+            return JudgeReply(text=_message_text(message), usage=_message_usage(message, self.model))
         out = await runnable.ainvoke(prompt)
         if isinstance(out, Mapping) and "raw" in out:
             raw, parsed = out.get("raw"), out.get("parsed")
@@ -482,7 +479,7 @@ class Judge:
             text = json.dumps(dict(parsed), ensure_ascii=False, default=str)
         elif not text and raw is not None and getattr(raw, "tool_calls", None):
             text = json.dumps(raw.tool_calls, default=str)
-        return JudgeReply(text=text, parsed=dict(parsed) if parsed is not None else None, usage=_message_usage(raw))
+        return JudgeReply(text=text, parsed=dict(parsed) if parsed is not None else None, usage=_message_usage(raw, self.model))
 
     async def ask(
         self,

@@ -142,6 +142,7 @@ class JudgedMetric:
         value, agreement = aggregate([v for v, _ in good], self.aggregation)
         if self.num_samples > 1:
             extra["agreement"] = agreement
+            extra["sample_values"] = [v for v, _ in good]  # the judge's own noise (lf.Comparison.noise)
         explanation = min(good, key=lambda g: abs(g[0] - value))[1]
         return Score(value, explanation=explanation, extra=extra, usage=usage)
 

@@ -19,7 +19,7 @@ import html
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from ..comparison import AgentCase, Comparison
     from ..core.score.diff import MarkedCall
 
-__all__ = ["render_report", "write_report", "TEXT_LIMIT"]
+__all__ = ["render_report", "write_report", "report_sections", "asset", "TEXT_LIMIT",
+           "escape", "breakable", "long_text", "score_chip", "number", "call_text", "in_reference_order", "agent_color_of"]
 
 TEXT_LIMIT = 20_000
 """Characters of a prompt, response or error shown before it is shortened."""
@@ -145,7 +146,7 @@ def _policy_note(cmp: Comparison) -> str:
         f'<div class="policy"><p><b>How to read this.</b> Each score is an average over the cases, from 0 to 1; '
         f"higher is better. The range in brackets is where the agent's true score most likely lies "
         f"({level}% of the time). A difference is called <b>significant</b> when it is too large to be luck. "
-        f"{count} in total: {_esc(failure_rule(cmp.failed_runs))} — {rule}.</p>"
+        f"{count} in total: {_esc(failure_rule(cmp.failed_runs))} — {rule}.</p>{_not_started_note(cmp)}"
         '<details><summary>How the numbers are computed</summary><p>'
         f"Ranges: Wilson intervals for pass/fail scores, bootstrap (BCa) otherwise; trials are {trials} per case "
         "first. Two agents are compared case by case: exact McNemar test for pass/fail scores, Wilcoxon "
@@ -156,6 +157,17 @@ def _policy_note(cmp: Comparison) -> str:
         f"When a run failed, the summary also gives each mean with {_esc(other_rule(cmp.failed_runs))}.</p>"
         "</details></div>"
     )
+
+
+def _not_started_note(cmp: Comparison) -> str:
+    """Runs a spending limit kept from starting: the report covers only the runs that ran."""
+    missing = getattr(cmp, "not_started", None) or []
+    if not missing:
+        return ""
+    limit = getattr(cmp.config, "max_cost_usd", None)
+    spent = f" (max_cost_usd={limit:g})" if limit is not None else ""
+    return (f'<p class="fail">{len(missing)} planned run{"s were" if len(missing) != 1 else " was"} not started: the '
+            f"spending limit{_esc(spent)} was reached. Resume with a larger limit to finish them.</p>")
 
 
 def _summary_section(cmp: Comparison) -> str:
@@ -185,6 +197,9 @@ def _summary_section(cmp: Comparison) -> str:
     rows.append(["latency p95 (s)", *(_fmt(s.loc[a, "latency_in_seconds/p95"]) for a in cmp.agents)])
     if "total_tokens/mean" in s:
         rows.append(["tokens per run", *(_fmt(s.loc[a, "total_tokens/mean"], 0) for a in cmp.agents)])
+    if "cost_usd/mean" in s:
+        rows.append(["cost per run ($)", *(_cost_cell(s.loc[a]) for a in cmp.agents)])
+        rows.append(["cost in all ($)", *(_usd(s.loc[a, "cost_usd/sum"]) for a in cmp.agents)])
     head_cells = "".join(
         f'<th class=num><span style="color:{_color(cmp, a)}">■</span> {_breakable(a)}</th>' for a in cmp.agents
     )
@@ -214,6 +229,88 @@ def _summary_section(cmp: Comparison) -> str:
         out.append(_table(rh, rrows, "reliability"))
     out.append("</section>")
     return "".join(out)
+
+
+def _usd(x: Any) -> str:
+    """Dollars with the digits that matter (a run may cost a hundredth of a cent); "unknown" for NaN."""
+    return "unknown" if _isnan(x) else f"{float(x):.3g}" if float(x) < 1 else f"{float(x):,.2f}"
+
+
+def _cost_cell(row: Any) -> str:
+    if _isnan(row["cost_usd/mean"]):
+        note = row.get("cost_usd/note")
+        return f'<span class="muted" title="{_esc(note if isinstance(note, str) else "")}">unknown</span>'
+    return (f'{_usd(row["cost_usd/mean"])} <span class="ci">[{_usd(row.get("cost_usd/ci_low"))}, '
+            f'{_usd(row.get("cost_usd/ci_high"))}]</span>')
+
+
+def _cost_chart(cmp: Comparison, metric: str) -> str:
+    """Each agent a point: cost per run across, the metric's mean up, whiskers for both intervals."""
+    s = cmp.summary
+    known = [a for a in cmp.agents if not _isnan(s.loc[a, "cost_usd/mean"]) and not _isnan(s.loc[a, f"{metric}/mean"])]
+    if not known:
+        return ""
+    left, plot_w, plot_h, top, bottom = 56, 340, 200, 10, 34
+    width, height = left + plot_w + 130, top + plot_h + bottom
+    costs = [float(s.loc[a, key]) for a in known for key in ("cost_usd/mean", "cost_usd/ci_high") if not _isnan(s.loc[a, key])]
+    hi_x = max(costs) * 1.1 or 1.0
+    scores = [float(s.loc[a, f"{metric}/{c}"]) for a in known for c in ("mean", "ci_low", "ci_high")
+              if not _isnan(s.loc[a, f"{metric}/{c}"])]
+    lo_y, hi_y = min([0.0, *scores]), max([1.0, *scores])
+    span_y = hi_y - lo_y or 1.0
+
+    def x(v: float) -> float:
+        return left + float(v) / hi_x * plot_w
+
+    def y(v: float) -> float:
+        return top + plot_h - (float(v) - lo_y) / span_y * plot_h
+
+    parts = [
+        f'<svg class="scatter" role="img" aria-label="{_esc(metric)} against cost per run" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">'
+    ]
+    for i in range(5):
+        tx, ty = x(hi_x * i / 4), y(lo_y + span_y * i / 4)
+        parts.append(f'<line class="grid" x1="{tx:.1f}" y1="{top}" x2="{tx:.1f}" y2="{top + plot_h}"/>')
+        parts.append(f'<text x="{tx:.1f}" y="{top + plot_h + 14}" text-anchor="middle">${hi_x * i / 4:.2g}</text>')
+        parts.append(f'<line class="grid" x1="{left}" y1="{ty:.1f}" x2="{left + plot_w}" y2="{ty:.1f}"/>')
+        parts.append(f'<text x="{left - 6}" y="{ty + 4:.1f}" text-anchor="end">{lo_y + span_y * i / 4:.2g}</text>')
+    parts.append(f'<line class="axis" x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}"/>')
+    parts.append(f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}"/>')
+    parts.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" text-anchor="middle">cost per run ($)</text>')
+    for agent in known:
+        row = s.loc[agent]
+        cx, cy = x(row["cost_usd/mean"]), y(row[f"{metric}/mean"])
+        color = _color(cmp, agent)
+        if not (_isnan(row.get("cost_usd/ci_low")) or _isnan(row.get("cost_usd/ci_high"))):
+            parts.append(f'<line class="whisker" x1="{x(row["cost_usd/ci_low"]):.1f}" y1="{cy:.1f}" '
+                         f'x2="{x(row["cost_usd/ci_high"]):.1f}" y2="{cy:.1f}" style="stroke:{color}"/>')
+        if not (_isnan(row[f"{metric}/ci_low"]) or _isnan(row[f"{metric}/ci_high"])):
+            parts.append(f'<line class="whisker" x1="{cx:.1f}" y1="{y(row[f"{metric}/ci_low"]):.1f}" '
+                         f'x2="{cx:.1f}" y2="{y(row[f"{metric}/ci_high"]):.1f}" style="stroke:{color}"/>')
+        tip = (f"{agent}: {metric} {_fmt(row[f'{metric}/mean'])} [{_fmt(row[f'{metric}/ci_low'])}, "
+               f"{_fmt(row[f'{metric}/ci_high'])}]; ${_usd(row['cost_usd/mean'])} per run")
+        name = agent if len(agent) <= 18 else agent[:17] + "…"
+        parts.append(f'<circle class="point" cx="{cx:.1f}" cy="{cy:.1f}" r="5" fill="{color}"><title>{_esc(tip)}</title></circle>'
+                     f'<text x="{cx + 8:.1f}" y="{cy - 6:.1f}">{_esc(name)}</text>')
+    parts.append("</svg>")
+    return f'<div class="chart" data-metric="{_esc(metric)}" data-chart="cost"><h3>{_esc(metric)}</h3>{"".join(parts)}</div>'
+
+
+def _cost_section(cmp: Comparison) -> str:
+    """Quality against cost, one chart per metric, when some agent's cost is known."""
+    s = cmp.summary
+    if "cost_usd/mean" not in s or s["cost_usd/mean"].isna().all():
+        return ""
+    charts = "".join(_cost_chart(cmp, m) for m in cmp.metric_names)
+    unknown = [f"{_esc(a)}: {_esc(s.loc[a].get('cost_usd/note') or 'no usage reported')}"
+               for a in cmp.agents if _isnan(s.loc[a, "cost_usd/mean"])]
+    note = f'<p class="muted">Cost unknown, not shown: {"; ".join(unknown)}.</p>' if unknown else ""
+    return (
+        f'<section id="cost"><h2>Quality and cost</h2><p class="muted">Each agent at its mean cost per run (across) '
+        f'and mean score (up); whiskers show the {int(cmp.confidence * 100)}% intervals of both. Up and to the left '
+        f'is better.</p>{note}<div class="charts">{charts}</div></section>'
+    )
 
 
 def _color(cmp: Comparison, agent: str) -> str:
@@ -499,20 +596,21 @@ def _verdict_section(cmp: Comparison) -> str:
                "when the answer is known keeps the error rate at the level stated)</span></p>") if stopped else ""
     return (
         f'<section id="verdict"><h2>Verdict</h2>{stopped}<p class="headline">{_esc(found.headline)}</p>'
+        + (f'<p class="cost">{_esc(found.cost)}</p>' if found.cost else "") +
         f'<ul class="verdict">{"".join(items)}</ul><p class="muted">Best = highest mean. Significant: too large a '
         f"difference, on the same cases, to be luck ({int(round(cmp.confidence * 100))}% level, adjusted for the "
         'number of pairs compared). Details under <a href="#pairwise">Pairwise</a>.</p></section>'
     )
 
 
-def _failures_section(cmp: Comparison) -> str:
+def _failures_section(cmp: Comparison, case_link: Callable[[str], str] = lambda cid: f"#case-{cid}") -> str:
     groups = failure_groups({a: r.runs for a, r in cmp.results.items()})
     if not groups:
         return ""
     headers = [("agent", False), ("error type", False), ("runs", True), ("example case", False), ("example message", False)]
     rows = [
         [f'<span style="color:{_color(cmp, g.agent)}">■</span> {_esc(g.agent)}', f'<span class="etype">{_esc(g.error_type)}</span>',
-         _esc(g.count), f'<a href="#case-{_esc(g.case_id)}">{_esc(g.case_id)}</a>', f'<span class="emsg">{_esc(g.example)}</span>']
+         _esc(g.count), f'<a href="{_esc(case_link(g.case_id))}">{_esc(g.case_id)}</a>', f'<span class="emsg">{_esc(g.example)}</span>']
         for g in groups
     ]
     return (
@@ -560,6 +658,73 @@ def _glossary_section(cmp: Comparison) -> str:
     )
 
 
+def _noise_section(cmp: Comparison) -> str:
+    """Where the noise comes from, in words, when there are trials or judge samples to tell it by."""
+    if not cmp.splits_noise:
+        return ""
+    table = cmp.noise()
+    table = table[(table["trials"] > 1) | (table["samples"] > 1)]
+    if table.empty:
+        return ""
+    items = []
+    for _, row in table.iterrows():
+        if not row["advice"]:
+            continue
+        parts = []
+        for source, label in (("case", "cases"), ("trial", "trials"), ("judge", "judge samples")):
+            value = row[f"var_{source}"]
+            if isinstance(value, float) and math.isnan(value):
+                continue
+            parts.append(f"{label} {_fmt(value)} [{_fmt(row[f'var_{source}_low'])}, {_fmt(row[f'var_{source}_high'])}]")
+        items.append(f"<li><b>{_esc(row['agent'])}</b>, {_metric_link(row['metric'])}: {_esc(row['advice'])} "
+                     f'<span class="ci">(variance by source: {_esc("; ".join(parts))})</span></li>')
+    if not items:
+        return ""
+    return ('<section id="noise"><h2>Where the noise comes from</h2><ul class="verdict">' + "".join(items)
+            + '</ul><p class="muted">A score varies because cases differ, because the agent answers differently '
+            "when run again (trials), and because the judge rates differently when asked again (judge samples). "
+            "The advice weighs what each narrows against what it costs (a run and a judge call counted alike).</p></section>")
+
+
+def report_sections(
+    cmp: Comparison, *, cases: str | None = None, case_link: Callable[[str], str] | None = None
+) -> tuple[str, str]:
+    """The report's navigation bar and its sections, as HTML, for a page of one's own (``levelfield view``).
+
+    ``cases`` replaces the built cases section (every case expanded in place) with other markup,
+    e.g. a paged table; ``case_link(case_id)`` is where the failures table links a case.
+    """
+    failures = _failures_section(cmp, case_link) if case_link else _failures_section(cmp)
+    limited = _limits_section(cmp)
+    against = baseline_section(cmp)
+    cost = _cost_section(cmp)
+    body = [
+        _verdict_section(cmp),
+        _policy_note(cmp),
+        against,
+        _summary_section(cmp),
+        _charts_section(cmp),
+        cost,
+        _pairwise_section(cmp),
+        _noise_section(cmp),
+        failures,
+        limited,
+        _cases_section(cmp) if cases is None else cases,
+        _glossary_section(cmp),
+    ]
+    multi = len(cmp.agents) > 1
+    nav = (
+        "<nav>" + ('<a href="#verdict">Verdict</a>' if multi else "")
+        + ('<a href="#baseline">Baseline</a>' if against else "") + '<a href="#summary">Summary</a>'
+        '<a href="#charts">Metrics</a>' + ('<a href="#cost">Cost</a>' if cost else "")
+        + ('<a href="#pairwise">Pairwise</a>' if multi else "")
+        + ('<a href="#failures">Failures</a>' if failures else "")
+        + ('<a href="#limits">Rate limits</a>' if limited else "")
+        + '<a href="#cases">Cases</a><a href="#glossary">Glossary</a></nav>'
+    )
+    return nav, "".join(body)
+
+
 def render_report(cmp: Comparison, *, title: str | None = None) -> str:
     """The report as one HTML string."""
     script = _asset("report.js")
@@ -572,30 +737,7 @@ def render_report(cmp: Comparison, *, title: str | None = None) -> str:
         f"{_esc(cmp.dataset.source)} · {len(cmp.dataset)} cases · agents: {agents} · "
         f"{cmp.trials} trial{'s' if cmp.trials != 1 else ''} per case · generated {generated}"
     )
-    failures = _failures_section(cmp)
-    limited = _limits_section(cmp)
-    against = baseline_section(cmp)
-    body = [
-        _verdict_section(cmp),
-        _policy_note(cmp),
-        against,
-        _summary_section(cmp),
-        _charts_section(cmp),
-        _pairwise_section(cmp),
-        failures,
-        limited,
-        _cases_section(cmp),
-        _glossary_section(cmp),
-    ]
-    multi = len(cmp.agents) > 1
-    nav = (
-        "<nav>" + ('<a href="#verdict">Verdict</a>' if multi else "")
-        + ('<a href="#baseline">Baseline</a>' if against else "") + '<a href="#summary">Summary</a>'
-        '<a href="#charts">Metrics</a>' + ('<a href="#pairwise">Pairwise</a>' if multi else "")
-        + ('<a href="#failures">Failures</a>' if failures else "")
-        + ('<a href="#limits">Rate limits</a>' if limited else "")
-        + '<a href="#cases">Cases</a><a href="#glossary">Glossary</a></nav>'
-    )
+    nav, body = report_sections(cmp)
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
@@ -603,7 +745,7 @@ def render_report(cmp: Comparison, *, title: str | None = None) -> str:
         '<link rel="icon" href="data:,">'
         f"<title>{_esc(title)}</title><style>{_asset('style.css')}</style></head><body>"
         f'<header><h1>{_esc(title)}</h1><p class="meta">{meta}</p>{nav}</header>'
-        f'<main>{"".join(body)}</main>'
+        f'<main>{body}</main>'
         '<footer>Written by levelfield. Self-contained: no network needed to view.</footer>'
         f"<script>{script}</script></body></html>\n"
     )
@@ -613,3 +755,20 @@ def write_report(cmp: Comparison, path: str | Path, *, title: str | None = None)
     """Write the report to ``path`` (parent directories created) and return the path; written
     atomically, so a full disk leaves the previous report whole rather than a cut-off one."""
     return write_text(path, render_report(cmp, title=title))
+
+
+# -- shared with the live view (levelfield view): the same escaping, badges and call marks ----------
+
+escape = _esc
+breakable = _breakable
+long_text = _long
+score_chip = _chip
+number = _fmt
+call_text = _call_text
+in_reference_order = _in_reference_order
+asset = _asset
+
+
+def agent_color_of(index: int) -> str:
+    """The report's colour for the agent at ``index``."""
+    return _PALETTE[index % len(_PALETTE)]

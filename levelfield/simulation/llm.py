@@ -8,7 +8,7 @@ from typing import Any
 from ..core.run.conversation import DEFAULT_MAX_TURNS, Exchange, UserTurn
 from ..core.data.dataset import Scenario
 from ..core.errors import ConfigError, ConfigTypeError, MissingExtraError
-from ..core.data.types import Usage, content_text
+from ..core.data.types import chat_message_usage, content_text
 
 __all__ = ["UserSimulator", "DEFAULT_STOP_PHRASE"]
 
@@ -117,14 +117,8 @@ class UserSimulator:
         """Ask the model for the user's next message; the stop phrase ends the conversation."""
         reply = await self.model.ainvoke(self.messages(scenario, transcript))
         text = content_text(getattr(reply, "content", reply)).strip()
-        meta = getattr(reply, "usage_metadata", None) or {}
-        usage = None
-        if meta:
-            usage = Usage(
-                input_tokens=int(meta.get("input_tokens", 0)),
-                output_tokens=int(meta.get("output_tokens", 0)),
-                total_tokens=int(meta.get("total_tokens", 0)),
-            )
+        name = getattr(self.model, "model_name", None) or getattr(self.model, "model", None)
+        usage = chat_message_usage(reply, name if isinstance(name, str) else None)
         if self.stop_phrase.lower() in text.lower():
             return UserTurn(None, usage=usage)
         return UserTurn(text, usage=usage)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from ..errors import ConfigError
+from .prices import price_table
 
 __all__ = ["RunConfig", "RunOptions", "run_config", "ISOLATION_MODES", "EXECUTORS", "DEFAULT_MAX_RESPONSE_BYTES", "parse_size"]
 
@@ -96,6 +97,16 @@ class RunConfig:
     (``"judge"``, ``"simulator"`` name the judge and the simulated user). None: no such limit."""
     tokens_per_minute: int | Mapping[str, int] | None = None
     """Tokens a minute at most, per endpoint, counted from the usage calls report; as ``requests_per_minute``."""
+    prices: Mapping[str, Any] | str | Path | None = None
+    """Your own prices, ``{"model": {"input_per_mtok": ..., "output_per_mtok": ...}}`` (dollars per
+    million tokens) or a JSON file of them; they override genai-prices' (``levelfield[cost]``)."""
+    max_cost_usd: float | None = None
+    """Stop launching runs once the agents' spend (the simulator's included) would pass this many
+    dollars; runs not started are left for ``resume=True`` with a larger budget. With ``resume``
+    it is the total of the record, the journaled runs' spend included."""
+    judge_max_cost_usd: float | None = None
+    """Stop sending rows to LLM judges once their spend would pass this many dollars; the rows not
+    judged score NaN (a judge failure) and are judged again by ``resume=True`` with a larger budget."""
 
     def __post_init__(self) -> None:
         def bad(option: str, value: Any, rule: str) -> ConfigError:
@@ -135,6 +146,12 @@ class RunConfig:
         cap = self.max_response_bytes
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
             raise bad("max_response_bytes", cap, "must be a whole number of bytes >= 1, or None for no cap")
+        if self.prices is not None:
+            object.__setattr__(self, "prices", price_table(self.prices))
+        for option in ("max_cost_usd", "judge_max_cost_usd"):
+            value = getattr(self, option)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0):
+                raise bad(option, value, "must be a number of dollars >= 0, or None for no budget")
         if self.resume and self.out is None:
             raise ConfigError("resume=True needs out=...: the folder whose runs.jsonl journal to resume")
         if self.resume and self.overwrite:
@@ -191,6 +208,9 @@ class RunOptions(TypedDict, total=False):
     adaptive: bool
     requests_per_minute: int | Mapping[str, int] | None
     tokens_per_minute: int | Mapping[str, int] | None
+    prices: Mapping[str, Any] | str | Path | None
+    max_cost_usd: float | None
+    judge_max_cost_usd: float | None
 
 
 def _per_minute(option: str, value: Any) -> int | dict[str, int] | None:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .jsonsafe import clean_strings, has_lone_surrogates
 
-__all__ = ["ToolCall", "Usage", "Handoff", "AgentOutput", "AgentRun", "clean_run", "Conversation", "Message", "content_text", "transcript_text"]
+__all__ = ["ToolCall", "Usage", "chat_message_usage", "Handoff", "AgentOutput", "AgentRun", "clean_run", "Conversation", "Message", "content_text", "transcript_text"]
 
 
 def content_text(content: Any) -> str:
@@ -87,20 +87,67 @@ class ToolCall(BaseModel):
 
 
 class Usage(BaseModel):
-    """Token counts of a run (or of judge calls), when the framework reports them."""
+    """Token counts of a run (or of judge calls), when the framework reports them, and the model
+    that spent them when the adapter knows its name (what prices them: see ``core.data.prices``)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    model: str | None = None
+    """The model that spent every one of these tokens, when known."""
+    by_model: dict[str, "Usage"] | None = None
+    """When several models spent them: each named model's share (tokens beyond their sum came
+    from a model whose name nobody reported)."""
 
     def __add__(self, other: "Usage | None") -> "Usage":
         if other is None:
             return self
-        return Usage(
+        total = Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
         )
+        if self.by_model is None and other.by_model is None and self.model == other.model:
+            total.model = self.model
+            return total
+        shares: dict[str, Usage] = {}
+        for part in (self, other):
+            for name, share in part.model_shares().items():
+                shares[name] = shares[name] + share if name in shares else share
+        named = sum(s.total_tokens for s in shares.values())
+        if len(shares) == 1 and named == total.total_tokens:
+            total.model = next(iter(shares))  # the other side spent nothing: one model after all
+        elif shares:
+            total.by_model = shares
+        return total
+
+    def model_shares(self) -> dict[str, "Usage"]:
+        """Each named model's tokens (``{}`` when no model was named)."""
+        if self.by_model is not None:
+            return dict(self.by_model)
+        if self.model is not None:
+            return {self.model: Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens,
+                                      total_tokens=self.total_tokens)}
+        return {}
+
+    def unnamed_tokens(self) -> int:
+        """Tokens no model name was reported for (they cannot be priced)."""
+        named = sum(s.total_tokens or s.input_tokens + s.output_tokens for s in self.model_shares().values())
+        return max((self.total_tokens or self.input_tokens + self.output_tokens) - named, 0)
+
+
+def chat_message_usage(message: Any, model: str | None = None) -> Usage | None:
+    """The tokens of one LangChain-style chat message (``usage_metadata``) and the model that wrote
+    it (``response_metadata["model_name"]`` or ``["model"]``, else ``model``); None without counts."""
+    meta = getattr(message, "usage_metadata", None)
+    if not meta:
+        return None
+    get = meta.get if isinstance(meta, Mapping) else (lambda k, d=0: getattr(meta, k, d))
+    inp, out = int(get("input_tokens", 0) or 0), int(get("output_tokens", 0) or 0)
+    response = getattr(message, "response_metadata", None) or {}
+    name = response.get("model_name") or response.get("model") if isinstance(response, Mapping) else None
+    return Usage(input_tokens=inp, output_tokens=out, total_tokens=int(get("total_tokens", 0) or (inp + out)),
+                 model=str(name) if name else model)
 
 
 class Handoff(BaseModel):

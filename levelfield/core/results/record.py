@@ -60,6 +60,7 @@ __all__ = [
     "write_record",
     "read_record",
     "find_record",
+    "score_from_json",
     "check_out_folder",
     "check_resumable",
 ]
@@ -208,7 +209,7 @@ def _score_to_json(score: Score) -> dict[str, Any]:
     if score.error is not None:
         out["error"] = score.error
     if score.usage is not None:
-        out["usage"] = score.usage.model_dump()
+        out["usage"] = score.usage.model_dump(exclude_none=True)
     return out
 
 
@@ -226,6 +227,9 @@ def _score_from_json(data: Any) -> Score:
         error=data.get("error"),
     )
 
+
+score_from_json = _score_from_json
+"""A stored score (a record's ``scores`` entry) read back as a ``Score``; for readers of single lines."""
 
 _text = json.encoder.encode_basestring  # a str as JSON, as the shared encoder writes it (C, UTF-8 kept)
 

@@ -16,12 +16,13 @@ from ..data.config import RunConfig
 from ..data.dataset import EvalCase, EvalDataset
 from ..errors import MissingExtraError, RecordError
 from ..data.jsonsafe import dumps, to_jsonable
+from ..data.prices import Cost, PriceTable, agent_usage, cost_note, total_cost, usage_cost
 from ..score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT, Metric, Score, score_columns
 from .record import RUNS_FILE, Record, fingerprints_of, make_header, metrics_from_specs, read_record, write_record
 from ..data.types import AgentRun
 from .writing import replacing, write_text
 
-__all__ = ["EvalResult", "summarize", "FAILED_AS_ZERO", "FAILED_LEFT_OUT", "run_costs", "results_from_record", "table_to_csv", "spreadsheet_safe", "CSV_OPTIONS", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "ColumnarResult", "read_table"]
+__all__ = ["EvalResult", "summarize", "FAILED_AS_ZERO", "FAILED_LEFT_OUT", "run_costs", "record_status", "BUDGET_EXHAUSTED", "judge_costs", "results_from_record", "table_to_csv", "spreadsheet_safe", "CSV_OPTIONS", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "ColumnarResult", "read_table"]
 
 _CASE_FIELDS = ("prompt", "reference", "reference_trajectory")
 
@@ -70,13 +71,20 @@ def summarize(table: Mapping[str, Any], metric_names: Sequence[str]) -> dict[str
                 cost = _floats(table[f"{name}/{key}"])
                 if np.any(~np.isnan(cost)):
                     summary[f"{name}/{key}/sum"] = float(np.nansum(cost))
+        if f"{name}/cost_usd" in table:
+            # Rows the judge spent tokens on whose price is unknown make the sum unknown, never zero.
+            dollars = _floats(table[f"{name}/cost_usd"])
+            spent = _floats(table[f"{name}/total_tokens"]) if f"{name}/total_tokens" in table else dollars
+            unknown = np.isnan(dollars) & ~np.isnan(spent)
+            summary[f"{name}/cost_usd/sum"] = float("nan") if unknown.any() else float(np.nansum(dollars))
     return summary
 
 
-def run_costs(runs: Sequence[AgentRun]) -> dict[str, Any]:
+def run_costs(runs: Sequence[AgentRun], prices: PriceTable | None = None) -> dict[str, Any]:
     """What runs cost, the one place it is computed: latency (mean, std, p50, p95), failures
     (mean, std, count) and, when the adapter reported usage, tokens (mean, sum over runs that
-    reported it; a failed run's partial usage counts, since those tokens were spent)."""
+    reported it; a failed run's partial usage counts, since those tokens were spent) and dollars
+    (``cost_usd/mean``, ``/sum``: NaN when a model has no known price, ``cost_usd/note`` says which)."""
     out: dict[str, Any] = {}
     lat = np.array([r.latency_in_seconds for r in runs], dtype=float)
     out["latency_in_seconds/mean"] = _mean(lat)
@@ -88,12 +96,13 @@ def run_costs(runs: Sequence[AgentRun]) -> dict[str, Any]:
     out["failure/mean"] = _mean(fail)
     out["failure/std"] = _std(fail)
     out["failure/count"] = int(fail.sum())
-    usages = [_agent_usage(r) for r in runs]
+    usages = [agent_usage(r) for r in runs]
     if any(u is not None for u in usages):
         for key in ("input_tokens", "output_tokens", "total_tokens"):
             tokens = np.array([getattr(u, key) if u is not None else np.nan for u in usages], dtype=float)
             out[f"{key}/mean"] = _mean(tokens)
             out[f"{key}/sum"] = float(np.nansum(tokens))
+        out.update(_cost_items("cost_usd", [usage_cost(u, prices or {}) for u in usages]))
     conversations = [r.conversation for r in runs if r.conversation is not None]
     if conversations:
         # Simulator faults are not agent failures: counted apart, their runs left out of the scores.
@@ -101,21 +110,27 @@ def run_costs(runs: Sequence[AgentRun]) -> dict[str, Any]:
         sim = [c.simulator_usage.total_tokens for c in conversations if c.simulator_usage is not None]
         if sim:
             out["simulator_total_tokens/sum"] = float(sum(sim))
+            costs = [usage_cost(c.simulator_usage, prices or {}) for c in conversations]
+            out.update({k: v for k, v in _cost_items("simulator_cost_usd", costs).items() if not k.endswith("/mean")})
     return out
 
 
-def _agent_usage(run: AgentRun) -> Any:
-    if run.conversation is not None:
-        return run.conversation.agent_usage  # every turn of the conversation, not just the last
-    out = run.output or run.partial_output
-    return out.usage if out is not None else None
+def _cost_items(key: str, costs: Sequence[Cost]) -> dict[str, Any]:
+    """``<key>/mean`` and ``/sum`` of the reported costs, and ``<key>/note`` when some are unknown."""
+    total, mean, _ = total_cost(costs)
+    out: dict[str, Any] = {f"{key}/mean": mean, f"{key}/sum": total}
+    note = cost_note(costs)
+    if note is not None:
+        out[f"{key}/note"] = note
+    return out
 
 
 _COST_KEYS = ("total_tokens", "input_tokens", "output_tokens", "judge_calls", "judge_latency", "agreement")
 """Per-row columns besides the score that the summary reads: the judge's cost and its samples' agreement."""
 
 
-def _summary_columns(rows: Sequence[Mapping[str, Score]], names: Sequence[str]) -> dict[str, list[Any]]:
+def _summary_columns(rows: Sequence[Mapping[str, Score]], names: Sequence[str],
+                     prices: PriceTable | None = None) -> dict[str, list[Any]]:
     """The columns :func:`summarize` reads (``/score``, ``/failed``, judge costs), straight from the
     Score objects: the same values ``Score.columns`` writes, without building every row's columns."""
     out: dict[str, list[Any]] = {}
@@ -132,7 +147,14 @@ def _summary_columns(rows: Sequence[Mapping[str, Score]], names: Sequence[str]) 
             costs = [_cost(score, key) for score in scores]
             if any(cost is not None for cost in costs):
                 out[f"{name}/{key}"] = costs
+        if any(score is not None and score.usage is not None for score in scores):
+            out[f"{name}/cost_usd"] = judge_costs([s.usage if s is not None else None for s in scores], prices)
     return out
+
+
+def judge_costs(usages: Sequence[Any], prices: PriceTable | None) -> list[float]:
+    """Each row's judge cost in dollars (NaN: unknown, or no usage reported)."""
+    return [usage_cost(u, prices or {}).usd if u is not None else math.nan for u in usages]
 
 
 def _cost(score: Score | None, key: str) -> Any:
@@ -182,6 +204,9 @@ class EvalResult:
         """What each endpoint's limit did (``levelfield.core.run.limits.LimitStats``): the concurrency it
         ran at, rate-limited answers, time waiting on limits; empty for saved predictions."""
         """``{case_id: reason}`` for cases that were not run (e.g. conversation scenarios)."""
+        self.not_started: list[tuple[str, str, int]] = []
+        """(agent, case id, trial) of the runs a spending limit (``max_cost_usd``) kept from starting;
+        ``resume=True`` with a larger limit runs them."""
         self._table: pd.DataFrame | None = None
         self._summary: dict[str, Any] | None = None
         self.judge_corrections: dict[str, Any] = {}
@@ -198,7 +223,7 @@ class EvalResult:
             self._scores = [score_columns(row) for row in self.row_scores]
         return self._scores
 
-    def _row(self, case: EvalCase, run: AgentRun, scores: dict[str, Any]) -> dict[str, Any]:
+    def _row(self, case: EvalCase, run: AgentRun, scores: dict[str, Any], row_scores: Mapping[str, Score]) -> dict[str, Any]:
         row: dict[str, Any] = {"case_id": case.case_id, "trial": run.trial}
         row["prompt"] = case.prompt
         if case.history:
@@ -231,7 +256,16 @@ class EvalResult:
         row["input_tokens"] = usage.input_tokens if usage else None
         row["output_tokens"] = usage.output_tokens if usage else None
         row["total_tokens"] = usage.total_tokens if usage else None
+        prices = self.config.prices or {}
+        cost = usage_cost(usage, prices)
+        row["cost_usd"] = cost.usd
+        row["cost_note"] = cost_note([cost])
+        if conv is not None and conv.simulator_usage is not None:
+            row["simulator_cost_usd"] = usage_cost(conv.simulator_usage, prices).usd
         row.update(scores)
+        for name, score in row_scores.items():
+            if score.usage is not None:
+                row[f"{name}/cost_usd"] = usage_cost(score.usage, prices).usd
         return row
 
     @property
@@ -239,14 +273,18 @@ class EvalResult:
         """One row per case and trial: dataset columns, the agent's answer, latency, failure, scores."""
         if self._table is None:
             by_id = {c.case_id: c for c in self.dataset}
-            rows = [self._row(by_id[r.case_id], r, s) for r, s in zip(self.runs, self.scores)]
+            rows = [self._row(by_id[r.case_id], r, s, rs) for r, s, rs in zip(self.runs, self.scores, self.row_scores)]
             table = pd.DataFrame(rows)
             # ``error`` and ``error_type`` stay even when no run failed: a script that reads them
             # must not break on the day every run succeeds.
-            for key in ("input_tokens", "output_tokens", "total_tokens",
+            # cost_usd stays while any run reported tokens: NaN there is an unknown price, not "no data".
+            no_usage = "total_tokens" not in table or table["total_tokens"].isna().all()
+            for key in ("input_tokens", "output_tokens", "total_tokens", "cost_note",
                         "simulator_error", "replayed_from", "simulator_total_tokens"):
                 if key in table and table[key].isna().all():
                     table = table.drop(columns=key)
+            if no_usage and "cost_usd" in table:
+                table = table.drop(columns="cost_usd")
             if "trial" in table and table["trial"].nunique() <= 1:
                 table = table.drop(columns="trial")
             self._table = table
@@ -262,14 +300,14 @@ class EvalResult:
         metric applies to its case (the rule ``compare`` uses by default), so both are at hand.
         """
         if self._summary is None:
-            columns = _summary_columns(self.row_scores, self.metric_names)
+            columns = _summary_columns(self.row_scores, self.metric_names, self.config.prices)
             columns["failure"] = [int(r.failure) for r in self.runs]  # row_count when there are no metrics
             summary = summarize(columns, self.metric_names)
             for metric in self.metrics:
                 if f"{metric.name}/score" in columns:
                     summary[f"{metric.name}/{FAILED_AS_ZERO}"] = _mean(
                         self.failed_as_zero(metric, _floats(columns[f"{metric.name}/score"])))
-            summary.update(run_costs(self.runs))
+            summary.update(run_costs(self.runs, self.config.prices))
             self._summary = summary
         if self.judge_corrections:
             return {**self._summary, **{k: v for c in self.judge_corrections.values() for k, v in c.summary_items().items()}}
@@ -296,8 +334,9 @@ class EvalResult:
 
     # -- saving and loading ------------------------------------------------------------------
 
-    def record_header(self, *, status: str = "complete") -> dict[str, Any]:
-        """The run-record header of this result (see ``levelfield.core.results.record``)."""
+    def record_header(self, *, status: str | None = None) -> dict[str, Any]:
+        """The run-record header of this result (see ``levelfield.core.results.record``); its status
+        is ``complete``, or ``budget_exhausted`` when runs were not started."""
         return make_header(
             source=self.dataset.source,
             fingerprints=fingerprints_of(self.dataset),
@@ -305,7 +344,7 @@ class EvalResult:
             metrics=self.metrics,
             options=self.config.to_dict(),
             kind="evaluate",
-            status=status,
+            status=status or record_status(self.not_started),
             settings={"scored_saved_predictions": self.scored_saved_predictions},
         )
 
@@ -475,7 +514,18 @@ def results_from_record(record: Record) -> dict[str, EvalResult]:
             dataset, [run for run, _ in entries], rows, metrics,
             agent_name=None if saved else agent, scored_saved_predictions=saved, config=config,
         )
+        if record.header.get("status") == BUDGET_EXHAUSTED:
+            results[agent].not_started = [key for key in record.missing() if key[0] == agent]
     return results
+
+
+BUDGET_EXHAUSTED = "budget_exhausted"
+"""A record's status when a spending limit kept some planned runs from starting (they are absent)."""
+
+
+def record_status(not_started: Sequence[Any]) -> str:
+    """A saved record's status: ``complete``, or ``budget_exhausted`` when planned runs never started."""
+    return BUDGET_EXHAUSTED if not_started else "complete"
 
 
 class ColumnarResult(EvalResult):
@@ -504,6 +554,7 @@ class ColumnarResult(EvalResult):
         self.scored_saved_predictions = True
         self.config = config or RunConfig()
         self.skipped = dict(skipped or {})
+        self.not_started = []
         self.judge_corrections = {}
         self.source = source
         self.table_path = table_path

@@ -22,13 +22,14 @@ from ..data.dataset import EvalDataset
 from ..errors import DatasetError, RecordError
 from ..score.metrics.base import Metric
 from ..data.protocol import AgentRunnable
-from .notices import (MissingReferenceWarning, warn_user, NoToolCallsWarning, ResumeWarning, agents_without_tool_calls,
+from .notices import (BudgetWarning, MissingReferenceWarning, warn_user, NoToolCallsWarning, ResumeWarning, agents_without_tool_calls,
                       metric_changes, missing_references, reference_changes)
 from ..results.record import (RUNS_FILE, Journal, Record, RunKey, check_out_folder, check_resumable, fingerprints_of,
                               make_header, read_record)
 from ..results.result import SAVED_AGENT, EvalResult
 from .isolation import check_picklable
 from . import limits
+from ..data.cost_limit import CostLimit
 from .runner import Executor, run_agents
 from ..score.scoring import RunScorer, context_for, score_rows
 from ..data.types import AgentOutput, AgentRun, Usage
@@ -113,7 +114,9 @@ async def score_saved(dataset: EvalDataset, metrics: Sequence[Metric], config: R
     # Saved rows count as runs, so saved failures score NaN like live ones.
     for ctx, run in zip(contexts, runs):
         ctx.failure = run.failure
-    scores = await score_rows(contexts, metrics)
+    budget = judge_budget(config)
+    scores = await score_rows(contexts, metrics, budget=budget)
+    _warn_judges_stopped(budget)
     result = EvalResult(dataset, runs, scores, metrics, agent_name=None, scored_saved_predictions=True, config=config)
     result.skipped = skipped
     return result
@@ -222,7 +225,7 @@ async def run_and_score(
     if executor is not None:
         executor.check(agents)  # likewise: an agent the executor cannot ship fails before any run
     warn_missing_references(dataset, metrics)
-    scorer = RunScorer(dataset, metrics)
+    scorer = RunScorer(dataset, metrics, budget=judge_budget(config))
     journal, done = open_journal(dataset, [a.name for a in agents], metrics, config, kind=kind, settings=settings)
     conversations = Conversations(simulator, done) if simulator is not None else None
     if stop_early is not None:
@@ -256,8 +259,14 @@ async def run_and_score(
                 journal.close()
         for text in agents_without_tool_calls(runs_by_agent, metrics, dataset):
             warn_user(NoToolCallsWarning(text))
+        # Runs a decided sequential test never started are its to report; the rest were the budget's.
+        stopped_early = stop_early is not None and stop_early.stop()
+        not_started = [] if stopped_early else _not_started(dataset, agents, config, runs_by_agent)
+        if not_started:
+            _warn_budget_spent(config, not_started)
         every_run = [run for a in agents for run in runs_by_agent[a.name]]
         scores = await scorer.scores(every_run)
+        _warn_judges_stopped(scorer.budget)
     rate_limits = registry.stats()
     results: dict[str, EvalResult] = {}
     start = 0
@@ -268,8 +277,47 @@ async def run_and_score(
         )
         results[agent.name].skipped = skipped
         results[agent.name].limits = rate_limits
+        results[agent.name].not_started = [key for key in not_started if key[0] == agent.name]
         start += len(runs)
     return results
+
+
+def judge_budget(config: RunConfig | None) -> CostLimit | None:
+    """The judges' spending limit of ``config`` (``judge_max_cost_usd``), or None."""
+    if config is None or config.judge_max_cost_usd is None:
+        return None
+    return CostLimit(config.judge_max_cost_usd, config.prices or {}, shared=False)
+
+
+def _warn_judges_stopped(budget: CostLimit | None) -> None:
+    if budget is None:
+        return
+    if budget.refused:
+        warn_user(BudgetWarning(
+            f"judge_max_cost_usd={budget.limit:g} reached: {budget.refused} judged score(s) were not asked for and "
+            "score NaN (a judge failure); resume with a larger judge_max_cost_usd to judge them (answers already "
+            "given come from the judge cache at no cost)"))
+    for metric, why in budget.unpriced.items():
+        warn_user(BudgetWarning(f"judge_max_cost_usd: the cost of metric {metric!r}'s judge is unknown ({why}), so the "
+                                "budget could not count it; pass prices={...} to price it"))
+
+
+def _not_started(dataset: EvalDataset, agents: Sequence[AgentRunnable], config: RunConfig,
+                 runs_by_agent: Mapping[str, Sequence[AgentRun]]) -> list[RunKey]:
+    """The planned runs the runner did not start (a spending limit was reached), in plan order."""
+    if config.max_cost_usd is None:
+        return []
+    ran = {(run.agent_name, run.case_id, run.trial) for runs in runs_by_agent.values() for run in runs}
+    return [(a.name, c.case_id, t) for c in dataset for t in range(config.trials) for a in agents
+            if (a.name, c.case_id, t) not in ran]
+
+
+def _warn_budget_spent(config: RunConfig, not_started: Sequence[RunKey]) -> None:
+    resume = (f"run again with out={str(config.out)!r}, resume=True (--resume) and a larger max_cost_usd (--max-cost) "
+              "to finish them" if config.out is not None else "give out=... to keep the runs and resume later")
+    warn_user(BudgetWarning(
+        f"max_cost_usd={config.max_cost_usd:g} reached: {len(not_started)} run(s) were not started and are left out "
+        f"of the results; {resume}"))
 
 
 class EarlyStop:

@@ -6,10 +6,9 @@ limits, and optional token buckets for ``requests_per_minute`` and ``tokens_per_
 
 The controller (``adaptive=True``) is a loss-based window, as TCP congestion control is:
 
-- it starts at ``INITIAL_WINDOW`` calls (or the ceiling, ``RunConfig.concurrency`` or a judge's
-  ``max_concurrency``, when lower) and doubles with each window of successes up to the ceiling:
-  slow start (RFC 5681 §3.1; a small initial window as in RFC 6928), so an endpoint that carries
-  fewer calls than the ceiling refuses one or two, not ``ceiling - capacity`` at once;
+- it starts at the ceiling (``RunConfig.concurrency``, a judge's ``max_concurrency``), so an
+  endpoint without limits runs exactly as with a fixed concurrency (runs that need each other in
+  flight at once still meet), and one that carries fewer calls refuses the excess once, at the start;
 - on a "too many requests" answer (HTTP 429, a 503 with ``Retry-After``, a provider's
   ``RateLimitError``) the limit falls to the number of calls the endpoint is still holding for
   us, the window it showed it can carry, but by no more than to 70 % of the limit (CUBIC's
@@ -47,13 +46,11 @@ from typing import Any
 
 from .failures import rate_limit_of
 
-__all__ = ["MAX_ABSORBED", "INITIAL_WINDOW", "EndpointLimit", "Limits", "LimitStats", "TokenBucket", "current", "using", "set_current", "reset_current", "endpoint_of"]
+__all__ = ["MAX_ABSORBED", "EndpointLimit", "Limits", "LimitStats", "TokenBucket", "current", "using", "set_current", "reset_current", "endpoint_of"]
 
 MAX_ABSORBED = 20
 """Rate-limit answers one call may absorb; past them a refusal counts as a failed attempt (the
 caller's retries then decide), so an endpoint that refuses everything cannot hold a call forever."""
-INITIAL_WINDOW = 4
-"""Calls in flight an adaptive limit starts with (doubling per window of successes up to its ceiling)."""
 _BETA = 0.7
 """The most one refusal lowers the limit (to 70 %, CUBIC's factor, RFC 9438 §4.6), however few calls were in flight."""
 _PROBE = 8
@@ -157,7 +154,7 @@ class EndpointLimit:
         self.endpoint = endpoint
         self.ceiling = max(1, int(ceiling))
         self.adaptive = adaptive
-        self.window = float(min(self.ceiling, INITIAL_WINDOW))
+        self.window = float(self.ceiling)
         """The adaptive limit as a real number (the limit is its whole part)."""
         self._threshold = float(self.ceiling)  # slow start below it (after a pause), avoidance above
         self._refused_at: float | None = None  # the level where the endpoint last refused a call

@@ -29,6 +29,7 @@ __all__ = [
     "warn_user",
     "LevelfieldWarning",
     "MissingReferenceWarning",
+    "BudgetWarning",
     "NoToolCallsWarning",
     "ResumeWarning",
     "REFERENCE_FIELDS",
@@ -65,6 +66,10 @@ def warn_user(message: Warning | str, category: type[Warning] = UserWarning) -> 
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_INNER):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
+
+
+class BudgetWarning(LevelfieldWarning):
+    """A spending limit stopped runs from starting, or could not count what some runs cost."""
 
 
 class MissingReferenceWarning(LevelfieldWarning):

@@ -31,10 +31,13 @@ from . import budget, limits
 from ..data.config import RunConfig
 from ..data.dataset import EvalCase, EvalDataset
 from ..errors import AgentOutputError
+from ..data.cost_limit import CostLimit
+from ..data.prices import run_spend
 from .failures import attribute, describe_error, is_transient
 from .failures import cancelled_from_outside as _cancelled_from_outside
 from .interrupts import user_interrupted, watching as watching_interrupts
 from .isolation import ProcessIsolation
+from .notices import BudgetWarning, warn_user
 from .watchdog import BlockingAgentWarning, LoopBlocked, LoopWatchdog
 from ..data.protocol import AgentRequest, AgentRunnable
 from ..data.types import AgentOutput, Message
@@ -520,6 +523,8 @@ async def run_agents(
     ``done`` maps (agent name, case id, trial) to runs finished earlier (a resumed journal): they
     are returned as they are, not run again, and ``on_run`` is not called for them.
     ``run_scenario`` plays the conversation-scenario cases (a simulated user; see ``conversation``).
+    ``config.max_cost_usd``: no run starts once its likely cost would take the spend past it (see
+    ``levelfield.core.data.cost_limit``); the runs not started are left out of what is returned.
     ``only`` (agent name, case id, trial) keys: run just these, and return just their runs (one
     batch of a remote executor's worker). ``slots``: the bound on runs in flight, shared with other
     calls (a worker running several batches at once); by default one of ``config.concurrency``.
@@ -546,6 +551,8 @@ async def run_agents(
     progress = _Progress(len(jobs), config.progress, desc, registry)
     queue = _JobQueue(jobs, {a.name: config.agent_concurrency[a.name] for a in agents if a.name in config.agent_concurrency})
     fresh: list[AgentRun | None] = [None] * len(jobs)
+    # A spending limit: once the next run would pass it, no run starts (they are left out, to resume).
+    limit = CostLimit.for_runs(config.max_cost_usd, config.prices or {}, done.values()) if config.max_cost_usd is not None else None
 
     async def one(agent: AgentRunnable, case: EvalCase, trial: int) -> AgentRun:
         play = run_case
@@ -557,6 +564,8 @@ async def run_agents(
             async with isolation.lease():  # one worker for all the turns of a case
                 run = await play(agent, case, trial, config, run_id)
         run = clean_run(run)  # the one place runs enter: text every writer can encode from here on
+        if limit is not None:
+            limit.settle(run.agent_name, run_spend(run, limit.prices))
         if on_run is not None:
             recorded = on_run(run)
             if recorded is not None:
@@ -578,6 +587,9 @@ async def run_agents(
                 await queue.wait()
                 continue
             index, (agent, case, trial) = taken
+            if limit is not None and not await limit.acquire(agent.name):
+                queue.release(agent.name)
+                return
             try:
                 if slots is None:
                     fresh[index] = await one(agent, case, trial)
@@ -619,14 +631,23 @@ async def run_agents(
             progress.close()
             if isolation is not None:
                 await isolation.aclose()
+    if limit is not None:
+        _warn_unpriced(limit)
     out: dict[str, list[AgentRun]] = {a.name: [] for a in agents}
     runs = iter(fresh)
     for agent, case, trial in plan:
         kept = done.get((agent.name, case.case_id, trial))
         run = kept if kept is not None else next(runs)
-        if run is not None:  # None: never started (stopped early)
+        if run is not None:  # None: never started (a budget reached, or stopped early)
             out[agent.name].append(run)
     return out
+
+
+def _warn_unpriced(limit: CostLimit) -> None:
+    for agent, why in limit.unpriced.items():
+        warn_user(BudgetWarning(
+            f"max_cost_usd: the cost of some runs of agent {agent!r} is unknown ({why}), so the budget could "
+            "not count them; pass prices={model: {'input_per_mtok': ..., 'output_per_mtok': ...}} to price them"))
 
 
 class Executor(Protocol):

@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..data.cost_limit import CostLimit
+from ..data.prices import usage_cost
 from ..data.types import transcript_text
 from ..data.dataset import EvalCase
 from .metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
@@ -191,7 +193,8 @@ def score_sync(ctx: ScoringContext, metrics: Sequence[Metric]) -> dict[str, Scor
 
 
 async def _score_async(
-    rows: Sequence[dict[str, Score]], contexts: Sequence[ScoringContext], metrics: Sequence[Metric], concurrency: int
+    rows: Sequence[dict[str, Score]], contexts: Sequence[ScoringContext], metrics: Sequence[Metric], concurrency: int,
+    budget: CostLimit | None = None,
 ) -> None:
     limit = asyncio.Semaphore(concurrency)
 
@@ -200,10 +203,16 @@ async def _score_async(
             row[metric.name] = _UNSCORED
             return
         async with limit:
+            if budget is not None and not await budget.acquire(metric.name):
+                row[metric.name] = Score(NAN, failed=True, error=f"not judged: judge_max_cost_usd={budget.limit:g} "
+                                         "was reached (resume with a larger one to judge it)")
+                return
             try:
                 row[metric.name] = Score.of(await metric.ascore(ctx))
             except Exception as exc:
                 row[metric.name] = _failed(exc)
+            if budget is not None:
+                budget.settle(metric.name, usage_cost(row[metric.name].usage, budget.prices))
 
     await asyncio.gather(*(one(m, r, c) for m in metrics for r, c in zip(rows, contexts)))
 
@@ -219,13 +228,14 @@ def _split(metrics: Sequence[Metric]) -> tuple[list[Metric], list[Metric]]:
 
 
 async def score_rows(
-    contexts: Sequence[ScoringContext], metrics: Sequence[Metric], *, concurrency: int = 16
+    contexts: Sequence[ScoringContext], metrics: Sequence[Metric], *, concurrency: int = 16, budget: CostLimit | None = None
 ) -> list[dict[str, Score]]:
-    """One dict of metric name -> Score per context, in order."""
+    """One dict of metric name -> Score per context, in order; ``budget`` limits the judges' spend
+    (a row refused scores NaN as a failure of that metric)."""
     sync_metrics, async_metrics = _split(metrics)
     rows = [score_sync(ctx, sync_metrics) for ctx in contexts]
     if async_metrics:
-        await _score_async(rows, contexts, async_metrics, concurrency)
+        await _score_async(rows, contexts, async_metrics, concurrency, budget)
         rows = [order_like(row, metrics) for row in rows]
     return rows
 
@@ -237,7 +247,10 @@ class RunScorer:
     Pass it as ``run_agents(..., on_run=scorer)``, then ``await scorer.scores(runs)``.
     """
 
-    def __init__(self, dataset: Iterable[EvalCase], metrics: Sequence[Metric], *, concurrency: int = 16) -> None:
+    def __init__(self, dataset: Iterable[EvalCase], metrics: Sequence[Metric], *, concurrency: int = 16,
+                 budget: CostLimit | None = None) -> None:
+        self.budget = budget
+        """The judges' spending limit (``judge_max_cost_usd``), when one was set."""
         self._cases = {c.case_id: c for c in dataset}
         self._metrics = list(metrics)
         self._sync, self._async = _split(metrics)
@@ -278,6 +291,6 @@ class RunScorer:
         scored = [self._done.pop((r.agent_name, r.case_id, r.trial), None) or self._score(r) for r in runs]
         rows = [row for _, row in scored]
         if self._async:
-            await _score_async(rows, [ctx for ctx, _ in scored], self._async, self._concurrency)
+            await _score_async(rows, [ctx for ctx, _ in scored], self._async, self._concurrency, self.budget)
             rows = [order_like(row, self._metrics) for row in rows]
         return rows

@@ -36,6 +36,7 @@ from typing import Literal
 import numpy as np
 
 from ..errors import ConfigError
+from .components import NoiseSplit
 
 __all__ = [
     "SampleSize",
@@ -236,6 +237,7 @@ def sample_size(
     alternative: Alternative = "two-sided",
     trials: int = 1,
     icc: float = 0.5,
+    components: NoiseSplit | None = None,
 ) -> SampleSize:
     """The number of cases needed to detect a change of ``mde`` with the given power.
 
@@ -245,9 +247,13 @@ def sample_size(
     it assumes independent passes, which is the most cases you could need. A continuous metric:
     give ``sd``, the SD of the per-case differences (paired) or of the metric (unpaired).
     ``trials`` runs per case and ``icc`` their intra-case correlation shrink the cases needed
-    (module docs). Formulas and references are in the module docs.
+    (module docs). ``components``: the noise measured by source (``cmp.noise()`` /
+    :func:`~levelfield.core.stats.components.split_variance`); its intra-case correlation, judge
+    samples included, replaces ``icc``. Formulas and references are in the module docs.
     """
     _check_design(p0, sd, discordance, paired)
+    if components is not None:
+        icc = components.icc()
     mde = float(mde)
     if not (mde > 0 and math.isfinite(mde)):
         raise ConfigError(f"mde={mde!r}: the change to detect must be a positive number")

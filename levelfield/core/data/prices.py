@@ -1,0 +1,195 @@
+"""What tokens cost in dollars: the user's own price table first, else the ``genai-prices`` package.
+
+A price table maps a model name to dollars per million tokens::
+
+    {"my-model": {"input_per_mtok": 0.15, "output_per_mtok": 0.60}}
+
+given as a dict or as a JSON file (``RunConfig(prices=...)``, ``--prices FILE``). Models the
+table does not name are priced by ``genai-prices`` (``pip install 'levelfield[cost]'``), a
+maintained table of providers' prices, imported only when a cost is asked for. A model neither
+knows is never priced at zero: its cost is unknown (NaN) and the note says which model it is.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .types import AgentRun, Usage
+
+__all__ = ["PRICE_KEYS", "PriceTable", "Cost", "price_table", "usage_cost", "total_cost", "cost_note", "NO_COST", "genai_prices_available"]
+
+PRICE_KEYS = ("input_per_mtok", "output_per_mtok")
+"""The two prices of a model in a price table, in dollars per million tokens."""
+
+PriceTable = dict[str, dict[str, float]]
+"""Model name -> ``{"input_per_mtok": ..., "output_per_mtok": ...}``."""
+
+_EXTRA_HINT = "install levelfield[cost] (genai-prices) for the prices of known models, or pass prices={...}"
+
+
+def price_table(prices: Mapping[str, Any] | str | Path | None) -> PriceTable:
+    """A checked price table from a dict or a JSON file; a negative, missing or non-numeric
+    price is a ConfigError naming the model (and the file)."""
+    if prices is None:
+        return {}
+    where = ""
+    if isinstance(prices, (str, Path)):
+        path = Path(prices)
+        where = f"{path}: "
+        try:
+            prices = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"prices={str(path)!r}: no such file (expected a JSON object of model -> prices)") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"{where}cannot read the price table ({exc})") from None
+    if not isinstance(prices, Mapping):
+        raise ConfigError(f"{where}prices must map model names to {{'input_per_mtok': ..., 'output_per_mtok': ...}}, "
+                          f"got {type(prices).__name__}")
+    table: PriceTable = {}
+    for model, entry in prices.items():
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{where}prices for model {model!r}: expected {{'input_per_mtok': ..., "
+                              f"'output_per_mtok': ...}}, got {entry!r}")
+        unknown = sorted(set(entry) - set(PRICE_KEYS))
+        if unknown:
+            raise ConfigError(f"{where}prices for model {model!r}: unknown key(s) {', '.join(map(repr, unknown))}; "
+                              f"the keys are {', '.join(PRICE_KEYS)} (dollars per million tokens)")
+        row: dict[str, float] = {}
+        for key in PRICE_KEYS:
+            value = entry.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise ConfigError(f"{where}prices for model {model!r}: {key}={value!r} must be a number >= 0 "
+                                  "(dollars per million tokens)")
+            row[key] = float(value)
+        table[str(model)] = row
+    return table
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Dollars spent, or NaN with the reasons it is unknown (``unpriced``: models without a price;
+    ``unnamed``: tokens whose model nobody reported)."""
+
+    usd: float
+    unpriced: tuple[str, ...] = ()
+    unnamed: bool = False
+    reported: bool = True
+    """False when no usage was reported at all (nothing to price, and nothing to say why)."""
+
+    @property
+    def known(self) -> bool:
+        return not math.isnan(self.usd)
+
+
+NO_COST = Cost(math.nan, reported=False)
+"""The cost of a run that reported no usage at all."""
+
+
+def usage_cost(usage: Usage | None, table: PriceTable) -> Cost:
+    """What ``usage`` cost: each model's tokens at the table's price, else genai-prices'."""
+    if usage is None:
+        return NO_COST
+    total = 0.0
+    unpriced: list[str] = []
+    for model, share in usage.model_shares().items():
+        price = _price(model, share.input_tokens, share.output_tokens, table)
+        if price is None:
+            unpriced.append(model)
+        else:
+            total += price
+    unnamed = usage.unnamed_tokens() > 0
+    if unpriced or unnamed:
+        return Cost(math.nan, tuple(sorted(unpriced)), unnamed)
+    return Cost(total)
+
+
+def agent_usage(run: AgentRun) -> Usage | None:
+    """The tokens the agent spent in ``run``: every turn of a conversation; a failed run's partial
+    output's too, since those tokens were spent."""
+    if run.conversation is not None:
+        return run.conversation.agent_usage
+    out = run.output or run.partial_output
+    return out.usage if out is not None else None
+
+
+def run_spend(run: AgentRun, table: PriceTable) -> Cost:
+    """What ``run`` cost in all: the agent's tokens and the simulated user's (what a budget counts)."""
+    agent = agent_usage(run)
+    simulator = run.conversation.simulator_usage if run.conversation is not None else None
+    if simulator is None:
+        return usage_cost(agent, table)
+    return usage_cost(simulator + agent, table)
+
+
+def _price(model: str, input_tokens: int, output_tokens: int, table: PriceTable) -> float | None:
+    own = table.get(model)
+    if own is not None:
+        return (input_tokens * own["input_per_mtok"] + output_tokens * own["output_per_mtok"]) / 1e6
+    return _library_price(model, input_tokens, output_tokens)
+
+
+@functools.lru_cache(maxsize=4096)
+def _library_price(model: str, input_tokens: int, output_tokens: int) -> float | None:
+    try:
+        import genai_prices
+    except ImportError:
+        return None
+    usage = genai_prices.Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+    for ref, provider in _lookups(model):
+        try:
+            return float(genai_prices.calc_price(usage, ref, provider_id=provider).total_price)
+        except LookupError:
+            continue
+    return None
+
+
+def _lookups(model: str) -> list[tuple[str, str | None]]:
+    """Ways to look a model name up: as given, then ``provider:model`` / ``provider/model`` split,
+    then without a ``models/`` prefix (Gemini's API reports ``models/gemini-...``)."""
+    out: list[tuple[str, str | None]] = [(model, None)]
+    for sep in (":", "/"):
+        provider, found, name = model.partition(sep)
+        if found and provider and name:
+            out += [(name, provider), (name, None)]
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def genai_prices_available() -> bool:
+    """Whether the genai-prices package is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("genai_prices") is not None
+
+
+def total_cost(costs: Iterable[Cost]) -> tuple[float, float, int]:
+    """(sum, mean, count) of the costs that were reported; NaN when any of them is unknown (a
+    partial sum would understate what was spent)."""
+    reported = [c for c in costs if c.reported]
+    if not reported:
+        return math.nan, math.nan, 0
+    if not all(c.known for c in reported):
+        return math.nan, math.nan, len(reported)
+    total = math.fsum(c.usd for c in reported)
+    return total, total / len(reported), len(reported)
+
+
+def cost_note(costs: Iterable[Cost]) -> str | None:
+    """Why some costs are unknown, in one line naming the models; None when every cost is known."""
+    costs = list(costs)
+    unpriced = sorted({m for c in costs for m in c.unpriced})
+    unnamed = any(c.unnamed for c in costs)
+    parts = []
+    if unpriced:
+        hint = "pass prices={...}" if genai_prices_available() else _EXTRA_HINT
+        parts.append(f"no price known for model(s) {', '.join(map(repr, unpriced))} ({hint})")
+    if unnamed:
+        parts.append("some tokens were reported without the model that spent them")
+    return "; ".join(parts) if parts else None

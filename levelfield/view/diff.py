@@ -1,0 +1,111 @@
+"""Two runs set side by side: the cases whose score changed, per metric, and whether the change is real.
+
+Cases are paired by case id (the cases both runs hold); an agent of one run by an agent of the
+other (the same name when both have it, else the first of each, or the ones asked for). Per-case
+scores are the ones the report counts (:meth:`RunIndex.case_scores`), and the significance is the
+regression gate's paired test, Holm-adjusted across the metrics (:func:`levelfield.gate.scores_changes`),
+with run B's statistics settings: B is read as the new run, A as its baseline.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.stats.change import Change
+from ..gate import scores_changes
+from .index import RunIndex
+
+__all__ = ["Side", "ChangedCase", "RunDiff", "pair_agents", "diff_runs"]
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a diff: a run and the agent of it being compared."""
+
+    run_id: str
+    index: RunIndex
+    agent: str
+
+    @property
+    def label(self) -> str:
+        return self.run_id if len(self.index.agents) <= 1 else f"{self.run_id} · {self.agent}"
+
+
+@dataclass(frozen=True)
+class ChangedCase:
+    """A case whose score on one metric differs between the two sides."""
+
+    case_id: str
+    a: float
+    b: float
+
+    @property
+    def delta(self) -> float:
+        return self.b - self.a
+
+
+@dataclass
+class RunDiff:
+    """What changed from side ``a`` (the baseline) to side ``b`` (the new run)."""
+
+    a: Side
+    b: Side
+    cases: list[str]
+    """Case ids both runs hold, in B's order."""
+    metrics: list[str]
+    """Metrics both runs scored."""
+    changes: list[Change] = field(default_factory=list)
+    """Per metric: B against A with the gate's test."""
+    changed: dict[str, list[ChangedCase]] = field(default_factory=dict)
+    """Per metric: the cases whose score changed, largest drop first."""
+
+    @property
+    def regressions(self) -> list[Change]:
+        return [c for c in self.changes if c.regression]
+
+
+def pair_agents(a: RunIndex, b: RunIndex, agent_a: str = "", agent_b: str = "") -> tuple[str, str] | None:
+    """The agents to compare, or None when a run has none. An agent asked for that a run lacks is not used."""
+    if not a.agents or not b.agents:
+        return None
+    shared = [x for x in b.agents if x in a.agents]
+    first_a = agent_a if agent_a in a.agents else (agent_b if agent_b in a.agents else (shared[0] if shared else a.agents[0]))
+    first_b = agent_b if agent_b in b.agents else (first_a if first_a in b.agents else b.agents[0])
+    return first_a, first_b
+
+
+def diff_runs(a: Side, b: Side) -> RunDiff:
+    """The cases whose scores changed from ``a`` to ``b``, per metric, and each metric's change tested."""
+    positions_a = {cid: i for i, cid in enumerate(a.index.case_ids)}
+    shared = [(positions_a[cid], j, cid) for j, cid in enumerate(b.index.case_ids) if cid in positions_a]
+    metrics = [m for m in b.index.metrics if m in a.index.metrics]
+    out = RunDiff(a, b, [cid for _, _, cid in shared], metrics)
+    if not shared:
+        return out
+    ia = np.array([i for i, _, _ in shared])
+    ib = np.array([j for _, j, _ in shared])
+    new: dict[str, np.ndarray] = {}
+    base: dict[str, np.ndarray] = {}
+    for metric in metrics:
+        sa = a.index.case_scores(metric, a.agent)[ia]
+        sb = b.index.case_scores(metric, b.agent)[ib]
+        base[metric], new[metric] = sa, sb
+        moved = [ChangedCase(cid, float(x), float(y)) for (_, _, cid), x, y in zip(shared, sa, sb) if _differs(x, y)]
+        out.changed[metric] = sorted(moved, key=lambda c: (_order(c.delta), c.case_id))
+    out.changes = scores_changes(new, base, agent=b.label, baseline=a.label, stats=b.index.stats)
+    return out
+
+
+def _differs(x: float, y: float) -> bool:
+    if math.isnan(x) and math.isnan(y):
+        return False
+    if math.isnan(x) or math.isnan(y):
+        return True  # scored on one side only (a failed run left out, a reference added)
+    return abs(x - y) > 1e-9
+
+
+def _order(delta: float) -> float:
+    return math.inf if math.isnan(delta) else delta
