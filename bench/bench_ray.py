@@ -7,15 +7,24 @@
    per process, or nothing when connecting to a running cluster).
 2. Speed-up: a CPU-bound agent (a pure-Python loop of ~50 ms, which holds the GIL), local (one
    process: the loops take turns) against Ray with 2 workers (two processes).
+3. Two nodes: a cluster started with ``ray start`` (``levelfield.testing.ray_cluster``, token auth
+   on, 1 CPU a node), the CPU-bound agent on the head alone, then on head + a second node; and the
+   per-run overhead of a no-op agent through the cluster (one run in flight, so each run pays the
+   whole trip: batch sent, run, sent back, scored, journaled).
+4. Driver memory: many tiny runs streamed back from the two nodes, journaled to ``out/``; the
+   driver's peak RSS at two sizes, so the growth per run is what the result keeps of each run.
 
 Prints the figures. Run from the repository root when the machine is otherwise quiet:
-``python bench/bench_ray.py [--cases 2000] [--cpu-cases 200]``.
+``python bench/bench_ray.py [--cases 2000] [--cpu-cases 200] [--tiny-runs 50000] [--only local,nodes,memory]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -26,7 +35,7 @@ if str(ROOT) not in sys.path:
 
 import levelfield as lf  # noqa: E402
 
-__all__ = ["sleepy_agent", "busy_agent", "main"]
+__all__ = ["sleepy_agent", "busy_agent", "noop_agent", "main"]
 
 SLEEP_SECONDS = 0.050
 LOOPS = 1_000_000  # set by calibrate() to ~50 ms of pure Python on this machine
@@ -48,6 +57,11 @@ def _spin(loops: int) -> int:
 def busy_agent(prompt: str) -> str:
     """The speed-up benchmark's agent: ~50 ms of pure-Python work (a local model, a parser, a solver)."""
     return f"{prompt}: {_spin(LOOPS)}"
+
+
+def noop_agent(prompt: str) -> str:
+    """The overhead and memory benchmarks' agent: answers at once."""
+    return prompt
 
 
 def calibrate(target: float = 0.050) -> int:
@@ -75,12 +89,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu-cases", type=int, default=200, help="cases of the ~50 ms CPU-bound agent (default 200)")
     parser.add_argument("--workers", type=int, default=2, help="Ray workers (default 2)")
     parser.add_argument("--per-worker", type=int, default=8, help="runs in flight per Ray worker (default 8)")
+    parser.add_argument("--tiny-runs", type=int, default=50_000, help="runs of the memory figure (default 50000)")
+    parser.add_argument("--only", default="local,nodes,memory", help="which parts (default local,nodes,memory)")
     args = parser.parse_args(argv)
-
-    import ray
+    parts = set(args.only.split(","))
 
     global LOOPS
     LOOPS = calibrate()
+    if "local" in parts:
+        _on_local_ray(args)
+    if parts & {"nodes", "memory"}:
+        _on_two_nodes(args, parts)
+    return 0
+
+
+def _on_local_ray(args: argparse.Namespace) -> None:
+    import ray
+
     init_seconds, _ = _timed(lambda: ray.init(num_cpus=args.workers, include_dashboard=False,
                                               log_to_driver=False, logging_level="ERROR"))
     in_flight = args.workers * args.per_worker
@@ -117,7 +142,72 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  ray:   {ray_s:.2f} s ({args.cpu_cases / ray_s:.1f} runs/s), {args.workers} workers")
     print(f"  speed-up: {local_s / ray_s:.2f}x")
     ray.shutdown()
-    return 0
+
+
+def _on_two_nodes(args: argparse.Namespace, parts: set[str]) -> None:
+    import ray
+
+    from levelfield.testing.ray_cluster import LocalRayCluster, token_auth_here
+
+    token_auth_here()
+    nodes = LocalRayCluster(cpus_per_node=1, env={"PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "bench")])})
+    try:
+        nodes.start()
+        if "nodes" in parts:
+            _two_nodes_against_one(args, nodes)
+        else:
+            nodes.add_node()
+        if "memory" in parts:
+            _driver_memory(args, nodes)
+    finally:
+        ray.shutdown()
+        nodes.stop()
+
+
+def _two_nodes_against_one(args: argparse.Namespace, nodes: Any) -> None:
+    data = _dataset(args.cpu_cases)
+    on_nodes = lf.RayExecutor(address=nodes.address, concurrency_per_worker=2)
+    lf.evaluate(_dataset(4), busy_agent, metrics=[], executor=on_nodes, progress=False)  # connected, warm
+    one_s, _ = _timed(lambda: lf.evaluate(data, busy_agent, metrics=[], executor=on_nodes, progress=False))
+    nodes.add_node()
+    two_s, result = _timed(lambda: lf.evaluate(data, busy_agent, metrics=[], executor=on_nodes, progress=False))
+    assert not any(run.failure for run in result.runs)
+    print(f"\n{args.cpu_cases} runs of the CPU-bound agent on a cluster of `ray start` nodes (1 CPU each):")
+    print(f"  1 node:  {one_s:.2f} s ({args.cpu_cases / one_s:.1f} runs/s)")
+    print(f"  2 nodes: {two_s:.2f} s ({args.cpu_cases / two_s:.1f} runs/s), speed-up {one_s / two_s:.2f}x")
+    n = 400
+    single = lf.RayExecutor(address=nodes.address, num_workers=1, concurrency_per_worker=1)
+    fixed_s, _ = _timed(lambda: lf.evaluate(_dataset(1), noop_agent, ["exact_match"], executor=single, progress=False))
+    many_s, _ = _timed(lambda: lf.evaluate(_dataset(n), noop_agent, ["exact_match"], executor=single, progress=False))
+    local_s, _ = _timed(lambda: lf.evaluate(_dataset(n), noop_agent, ["exact_match"], concurrency=1, progress=False))
+    print(f"  per-run overhead, one run in flight ({n} runs of a no-op agent): "
+          f"{1000 * (many_s - fixed_s) / (n - 1):.2f} ms a run on the cluster, {1000 * local_s / n:.2f} ms locally; "
+          f"fixed cost of an evaluation on the cluster {fixed_s:.2f} s")
+
+
+def _driver_memory(args: argparse.Namespace, nodes: Any) -> None:
+    executor = lf.RayExecutor(address=nodes.address, concurrency_per_worker=64)
+    print("\nDriver memory, tiny runs from 2 nodes, journaled to out/ (peak RSS of this process):")
+    previous = None
+    for count in (args.tiny_runs // 5, args.tiny_runs):
+        with tempfile.TemporaryDirectory() as out:
+            before = _peak_mib()
+            seconds, result = _timed(lambda: lf.evaluate(_dataset(count), noop_agent, ["exact_match"], executor=executor,
+                                                         out=out, progress=False))
+            assert len(result.runs) == count
+            peak = _peak_mib()
+            del result
+        print(f"  {count:>7} runs: {seconds:6.1f} s ({count / seconds:.0f} runs/s), peak RSS {peak:.0f} MiB "
+              f"(+{peak - before:.0f} MiB during the call)")
+        if previous is not None:
+            grown = (peak - previous[1]) * 1024 * 1024 / (count - previous[0])
+            print(f"  growth: {grown / 1024:.1f} KiB a run (what the returned result keeps of each run; "
+                  "the batches in flight are bounded)")
+        previous = (count, peak)
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ from .verdict import Compared, early_stop_line, failure_rule, other_rule, verdic
 __all__ = ["summary_lines", "rule_line", "verdict_text", "pairwise_lines", "comparison_text", "format_comparison"]
 
 
-def _num(x: Any, digits: int = 3) -> str:
+def num(x: Any, digits: int = 3) -> str:
+    """A number as the tables print it: 3 decimals, "-" for NaN or nothing."""
     try:
         x = float(x)
     except (TypeError, ValueError):
@@ -44,22 +45,22 @@ def summary_lines(cmp: Compared) -> list[str]:
     any_failed = int(s["failures"].sum()) > 0
     rows: list[tuple[str, list[str]]] = []
     for m in cmp.metric_names:
-        rows.append((m, [f"{_num(s.loc[a, f'{m}/mean'])} [{_num(s.loc[a, f'{m}/ci_low'], 2)}, "
-                         f"{_num(s.loc[a, f'{m}/ci_high'], 2)}]" for a in cmp.agents]))
+        rows.append((m, [f"{num(s.loc[a, f'{m}/mean'])} [{num(s.loc[a, f'{m}/ci_low'], 2)}, "
+                         f"{num(s.loc[a, f'{m}/ci_high'], 2)}]" for a in cmp.agents]))
         if any_failed and f"{m}/{other}" in s:
-            rows.append((f"  {other_rule(cmp.failed_runs)}", [_num(s.loc[a, f"{m}/{other}"]) for a in cmp.agents]))
+            rows.append((f"  {other_rule(cmp.failed_runs)}", [num(s.loc[a, f"{m}/{other}"]) for a in cmp.agents]))
     k = cmp.trials
     if k > 1:
         for m in cmp.metric_names:
             if f"{m}/pass@{k}" in s:
-                rows.append((f"{m} pass@{k}", [_num(s.loc[a, f"{m}/pass@{k}"]) for a in cmp.agents]))
-                rows.append((f"{m} pass^{k}", [_num(s.loc[a, f"{m}/pass^{k}"]) for a in cmp.agents]))
+                rows.append((f"{m} pass@{k}", [num(s.loc[a, f"{m}/pass@{k}"]) for a in cmp.agents]))
+                rows.append((f"{m} pass^{k}", [num(s.loc[a, f"{m}/pass^{k}"]) for a in cmp.agents]))
         first = cmp.metric_names[0]
         rows.append((f"flaky cases ({first})", [str(int(s.loc[a, f"{first}/flaky"])) for a in cmp.agents]))
     rows.append(("failed runs", [f"{int(s.loc[a, 'failures'])}/{int(s.loc[a, 'runs'])}" for a in cmp.agents]))
-    rows.append(("latency p50 (s)", [_num(s.loc[a, "latency_in_seconds/p50"]) for a in cmp.agents]))
+    rows.append(("latency p50 (s)", [num(s.loc[a, "latency_in_seconds/p50"]) for a in cmp.agents]))
     if "total_tokens/mean" in s:
-        rows.append(("tokens per run", [_num(s.loc[a, "total_tokens/mean"], 0) for a in cmp.agents]))
+        rows.append(("tokens per run", [num(s.loc[a, "total_tokens/mean"], 0) for a in cmp.agents]))
     if "cost_usd/mean" in s:
         rows.append(("cost per run ($)", [_usd(s.loc[a, "cost_usd/mean"]) for a in cmp.agents]))
     label_w = max(len(r[0]) for r in rows)
@@ -107,7 +108,7 @@ def pairwise_lines(cmp: Compared, metric: str) -> list[str]:
             mark = "  not significant" + _could_detect(r.mde)
         p = "p=-" if math.isnan(r.p_holm) else ("p<0.001" if r.p_holm < 0.001 else f"p={r.p_holm:.3f}")
         lines.append(
-            f"  {r.agent_a.ljust(a_w)} vs {r.agent_b.ljust(b_w)}  {diff} [{_num(r.ci_low, 2)}, {_num(r.ci_high, 2)}]"
+            f"  {r.agent_a.ljust(a_w)} vs {r.agent_b.ljust(b_w)}  {diff} [{num(r.ci_low, 2)}, {num(r.ci_high, 2)}]"
             f"  {p}  {r.wins}/{r.ties}/{r.losses}{mark}"
         )
     return lines

@@ -13,7 +13,9 @@ from .judge import (
     adk,  # ADK's judged criteria: final_response_match_v2, rubric_based_*, hallucinations_v1, ...
     databricks,  # Databricks' judged metrics: correctness, groundedness, ...
     judged,
+    vertex,  # Vertex AI's rubric metrics by their Vertex names: GENERAL_QUALITY, MULTI_TURN_*, HALLUCINATION
 )
+from .judge.vertex import RubricMetric
 
 __all__ = [
     *_core_all,
@@ -21,6 +23,8 @@ __all__ = [
     "judged",
     "adk",
     "databricks",
+    "vertex",
+    "RubricMetric",
     "Judge",
     "JudgeCache",
     "PairwiseMetric",

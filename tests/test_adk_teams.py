@@ -41,7 +41,7 @@ class StepLlm(BaseLlm):
         parts = ([types.Part(text=spec)] if isinstance(spec, str)
                  else [types.Part(function_call=types.FunctionCall(name=n, args=a)) for n, a in spec])
         usage = types.GenerateContentResponseUsageMetadata(prompt_token_count=3, candidates_token_count=2, total_token_count=5)
-        yield LlmResponse(content=types.Content(role="model", parts=parts), usage_metadata=usage)
+        yield LlmResponse(content=types.Content(role="model", parts=parts), usage_metadata=usage, model_version=self.model)
 
 
 def refund(invoice: int, tool_context: ToolContext) -> str:

@@ -14,7 +14,7 @@ FRAMEWORKS = ("langchain", "langgraph", "a2a", "vertexai", "google.adk", "google
 CORE_ROOMS = ("data", "score", "results", "stats", "run")
 # Packages above core, and what sits above them: formats, adapters, judges and executors never reach up here.
 UPPER = ("levelfield.cli", "levelfield.evaluation", "levelfield.report", "levelfield.view", "levelfield.demo", "levelfield.comparison",
-         "levelfield.gate", "levelfield.baseline", "levelfield.experiment")
+         "levelfield.gate", "levelfield.baseline", "levelfield.experiment", "levelfield.watch")
 
 
 def module_name(path: Path) -> str:

@@ -578,11 +578,56 @@ def test_pairwise_position_is_reproducible_for_a_seed_and_changes_with_it():
     assert 10 <= sum(m0.swapped(k) for k in keys) <= 30
 
 
-def test_pairwise_two_samples_show_both_orders():
+def test_pairwise_one_order_per_sample_alternates_when_asked():
     judge = Scripted("Winner: A")  # a judge that always prefers whoever is shown first
-    score = pairwise(judge.model, num_samples=2).score_pair(ctx(), ctx(response="other"))
-    assert score.value == 0.5 and score.extra["agreement"] == 0.5
+    score = pairwise(judge.model, num_samples=2, both_orders=False).score_pair(ctx(), ctx(response="other"))
+    assert score.value == 0.5 and score.extra["agreement"] == 0.5 and judge.calls == 2
     assert judge.prompts[0] != judge.prompts[1]
+    assert "position_bias" not in score.extra
+    one = Scripted("Winner: A")
+    pairwise(one.model, both_orders=False).score_pair(ctx(), ctx(response="other"))
+    assert one.calls == 1
+
+
+def prefers_the_sun(prompt: str) -> str:
+    """Picks the agent (as shown) whose answer mentions the sun (晴れ); tie when both or neither do."""
+    sides = prompt.split("# Agent A\n", 1)[1].split("# Agent B\n", 1)
+    sunny = ["晴れ" in side for side in sides]
+    winner = "tie" if sunny[0] == sunny[1] else "A" if sunny[0] else "B"
+    return json.dumps({"explanation": "晴れと言っている", "winner": winner}, ensure_ascii=False)
+
+
+def test_pairwise_judges_both_orders_by_default_and_keeps_a_consistent_verdict():
+    judge = Scripted(prefers_the_sun)
+    score = pairwise(judge.model).score_pair(ctx(response="東京は晴れです。"), ctx(response="わかりません。"))
+    assert judge.calls == 2
+    firsts = [p.split("# Agent A\n", 1)[1].split("# Agent B\n", 1)[0] for p in judge.prompts]
+    assert sorted("晴れ" in f for f in firsts) == [False, True]  # each answer shown first once
+    assert score.value == 1.0 and score.extra["position_bias"] is False
+    assert score.extra["orders"] == {"a_first": "A", "b_first": "A"}
+
+
+def test_a_position_biased_verdict_is_a_tie_reported_per_row_and_counted_in_the_summary():
+    judge = Scripted("Winner: A")  # prefers whoever is shown first, whatever they said
+    m = pairwise(judge.model)
+    score = m.score_pair(ctx(response="東京は晴れです。"), ctx(response="わかりません。"))
+    assert score.value == 0.5 and score.extra["position_bias"] is True
+    assert score.extra["orders"] == {"a_first": "A", "b_first": "B"}
+    assert score.explanation.startswith("position bias: the judge preferred A with agent A shown first and B with agent B")
+    careful = lf.evaluate(DATASET, careful_agent, metrics=["trajectory_exact_match"], progress=False)
+    hasty = lf.evaluate(DATASET, hasty_agent, metrics=["trajectory_exact_match"], progress=False)
+    table = m.compare_results(careful, hasty)
+    summary = m.summarize(table)
+    assert table["preference/position_bias"].tolist() == [True] * 18
+    assert summary["preference/position_bias_count"] == 18 and summary["preference/position_bias_rate"] == 1.0
+    assert summary["preference/tie_rate"] == 1.0
+
+
+def test_an_order_the_judge_did_not_answer_readably_leaves_position_bias_unknown():
+    judge = Scripted(lambda p: "Winner: A" if "東京は晴れ" in p.split("# Agent B")[0] else "hmm, both fine?")
+    score = pairwise(judge.model).score_pair(ctx(response="東京は晴れです。"), ctx(response="わかりません。"))
+    assert score.extra["position_bias"] is None and score.value == 1.0
+    assert score.extra["orders"] == {"a_first": "A", "b_first": None}
 
 
 def test_pairwise_failed_run_is_nan_without_asking_the_judge():

@@ -1,4 +1,4 @@
-"""The ``levelfield`` command: demo, eval, compare, report, plan, view (and serve, from the A2A adapter).
+"""The ``levelfield`` command: demo, eval, compare, report, plan, view, watch (and serve, from the A2A adapter).
 
 Exit codes: 0 done; 1 a ``--fail-under`` threshold was missed, ``--fail-if-worse`` found a
 significant regression against ``--baseline``, or every run of an agent failed (unless
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..comparison_text import format_comparison
+from ..comparison_text import format_comparison, num
 
 if TYPE_CHECKING:
     from ..comparison import Comparison
@@ -51,14 +51,6 @@ def format_summary(rows: dict[str, dict], metric_names: Sequence[str]) -> str:
         }
     ).T
     return table.to_string(float_format=lambda v: f"{v:.3f}")
-
-
-def _num(x: Any, digits: int = 3) -> str:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return "-"
-    return "-" if math.isnan(x) else f"{x:.{digits}f}"
 
 
 # -- argument types ----------------------------------------------------------------------------
@@ -462,7 +454,7 @@ def _check_thresholds(cmp: Comparison, thresholds: Sequence[tuple[str, float]]) 
         for agent in cmp.agents:
             mean = float(cmp.summary.loc[agent, f"{metric}/mean"])
             if math.isnan(mean) or mean < floor:
-                missed.append(f"{agent}: {metric} mean {_num(mean)} is under {floor:g}")
+                missed.append(f"{agent}: {metric} mean {num(mean)} is under {floor:g}")
     for line in missed:
         print(f"levelfield: --fail-under: {line}", file=sys.stderr)
     return 1 if missed else 0
@@ -598,7 +590,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
     for m in metrics:
         mean, std = summary.get(f"{m.name}/mean", math.nan), summary.get(f"{m.name}/std", math.nan)
         scored = rows - summary.get(f"{m.name}/nan_count", 0)
-        print(f"{m.name:<{width}}  {_num(mean):>7}  {_num(std):>7}  {scored:>9,}")
+        print(f"{m.name:<{width}}  {num(mean):>7}  {num(std):>7}  {scored:>9,}")
     if summary.get("failure/count"):
         print(f"\n{summary['failure/count']:,} rows are saved failures (not scored)")
     if args.out:
@@ -608,7 +600,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
     for metric, floor in args.fail_under:
         mean = summary.get(f"{metric}/mean", math.nan)
         if math.isnan(mean) or mean < floor:
-            missed.append(f"{metric} mean {_num(mean)} is under {floor:g}")
+            missed.append(f"{metric} mean {num(mean)} is under {floor:g}")
     for line in missed:
         print(f"levelfield: --fail-under: {line}", file=sys.stderr)
     return 1 if missed else 0
@@ -660,7 +652,13 @@ def _report(args: argparse.Namespace) -> int:
 
     directory = Path(args.directory)
     if not directory.is_dir():
-        raise UsageError(f"{directory}: no such directory (expected the --out directory of eval or compare)")
+        raise UsageError(f"{directory}: no such directory (expected the --out directory of eval, compare or watch)")
+    from ..watch.summary import is_watch_folder
+
+    if is_watch_folder(directory):
+        from .watch import print_watch_report
+
+        return print_watch_report(str(directory))
     tables = [n for n in ("metrics_table.parquet", "metrics_table.jsonl") if (directory / n).exists()]
     if tables and not (directory / "runs.jsonl").exists():
         raise UsageError(
@@ -887,8 +885,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "runs the cases an early stop left")
     cmp.set_defaults(func=_compare)
 
-    rep = sub.add_parser("report", help="re-render the HTML report of a saved run")
-    rep.add_argument("directory", help="the --out directory of eval or compare")
+    rep = sub.add_parser("report", help="re-render the HTML report of a saved run, or sum up a watch folder")
+    rep.add_argument("directory", help="the --out directory of eval or compare (an HTML report), or of watch (windows, "
+                                       "trends, alerts and the worst traces, printed)")
     rep.add_argument("--out", "-o", metavar="FILE", help="where to write the report (default: DIR/report.html)")
     rep.set_defaults(func=_report)
 
@@ -905,6 +904,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="require this token (Authorization: Bearer TOKEN, or ?token=TOKEN once, which sets a "
                            "cookie); for --host other than 127.0.0.1 (default: $LEVELFIELD_VIEW_TOKEN)")
     view.set_defaults(func=_view)
+
+    from .watch import add_watch_command  # light: the watcher's packages are imported when it starts
+
+    add_watch_command(sub)
 
     from ..adapters.a2a_server import add_serve_command  # light: imports a2a only when serving
 

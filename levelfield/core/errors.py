@@ -15,6 +15,7 @@ was passed, ``TypeError``), so code written against the built-in exceptions keep
     │   └── WriteError (OSError)          a file of a run (journal, table, report) that cannot be written
     ├── MissingExtraError (ImportError)   an adapter's framework is not installed; names the extra
     ├── RegressionError                   compare(fail_if_worse=...): an agent is significantly worse than its baseline
+    ├── ExecutorError                     where runs execute cannot run the rest (a Ray cluster with no worker left)
     └── AdapterError                      recorded on a failed run, not raised to the caller
         ├── AgentOutputError              the agent answered in a shape levelfield cannot read
         ├── TransientAgentError           worth retrying (connection refused, HTTP 429/503)
@@ -48,6 +49,7 @@ __all__ = [
     "type_name",
     "TraceError",
     "RegressionError",
+    "ExecutorError",
     "WorkerError",
     "ContainedBaseException",
 ]
@@ -228,6 +230,13 @@ class RegressionError(LevelfieldError):
         """The ``levelfield.gate.GateResult``: every tested change, and which are regressions."""
         self.comparison = comparison
         """The ``Comparison`` the gate judged."""
+
+
+class ExecutorError(LevelfieldError):
+    """The executor cannot run the rest of an evaluation (every Ray worker lost, none back in time).
+
+    The runs that finished are in the journal (``out/runs.jsonl``): ``resume=True`` runs only the rest.
+    """
 
 
 class WorkerError(AdapterError):

@@ -25,10 +25,11 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import time
 import warnings
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ from ..core.score.batch import RunningSummary, ScoredBatch, BatchScorer
 from ..core.results.result import write_summary
 from ..core.data.config import RunConfig
 from ..core.data.dataset import ALIASES, EvalDataset
-from ..core.errors import AdapterError, ConfigError, DatasetError, LevelfieldError, MissingExtraError
+from ..core.errors import AdapterError, ConfigError, DatasetError, ExecutorError, LevelfieldError, MissingExtraError
 from ..core.score.metrics.base import Metric
 from ..core.data.protocol import AgentRequest, AgentRunnable
 from ..core.data.types import AgentRun
@@ -54,7 +55,6 @@ __all__ = ["RayExecutor", "score_saved_on_ray", "scores_on_ray_data"]
 
 RunKey = tuple[str, str, int]
 _DEPTH = 2  # batches queued per worker, so it starts the next one while the driver reads the last
-_REVIVE_SECONDS = 300.0  # how long a dead worker may take to come back before its work goes elsewhere
 
 
 def _ray() -> Any:
@@ -80,6 +80,13 @@ class RayExecutor:
     """Ray's runtime environment for the workers (``{"pip": [...], "working_dir": "."}``, env vars)."""
     max_retries: int = 2
     """Times Ray runs a batch again after its worker died."""
+    heartbeat: float = 30.0
+    """Seconds a busy worker may go without answering (its node lost, its process stuck) before its
+    runs are handed to the other workers."""
+    wait_for_workers: float = 300.0
+    """Seconds to wait, with no worker answering, for the cluster to bring one back (a node that
+    restarts, one the autoscaler adds) before the evaluation stops with an ExecutorError; the
+    journal keeps every finished run, so ``resume=True`` runs only the rest."""
 
     def __post_init__(self) -> None:
         if self.num_workers is not None and (
@@ -96,16 +103,25 @@ class RayExecutor:
             )
         if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0:
             raise ConfigError(f"RayExecutor(max_retries={self.max_retries!r}): must be a whole number >= 0")
+        for name in ("heartbeat", "wait_for_workers"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or math.isinf(value):
+                raise ConfigError(f"RayExecutor({name}={value!r}): must be a number of seconds > 0")
         if self.address is not None and not isinstance(self.address, str):
             raise ConfigError(f"RayExecutor(address={self.address!r}): expected a string such as 'auto'")
 
     name = "ray"
 
     def check(self, agents: Sequence[AgentRunnable]) -> None:
-        """Raise a ConfigError naming the first agent that cannot be sent to Ray workers."""
-        _ray()
+        """Raise a ConfigError naming the first agent that cannot be sent to Ray workers, or a bad runtime_env.
+
+        Called before the journal exists: connects to Ray (with the runtime_env) and uploads the
+        code it ships, so an error there leaves nothing behind.
+        """
+        ray = _ray()
         for agent in agents:
             _pickled(agent)
+        self._actor_env(ray)
 
     async def run_agents(
         self,
@@ -131,8 +147,8 @@ class RayExecutor:
         finished: dict[RunKey, AgentRun] = {}
         if todo:
             ray = _ray()
-            self._connect(ray)
-            await self._run(ray, dataset, agents, config, todo, finished, on_run)
+            env = self._actor_env(ray)
+            await _Dispatch(self, ray, dataset, agents, config, todo, finished, on_run, env).run()
         out: dict[str, list[AgentRun]] = {a.name: [] for a in agents}
         for key in plan:
             kept = done.get(key)
@@ -140,8 +156,43 @@ class RayExecutor:
         return out
 
     def _connect(self, ray: Any) -> None:
-        if not ray.is_initialized():
-            ray.init(address=self.address, ignore_reinit_error=True)
+        """Connect to the cluster, with the runtime_env as the job's, unless this process already is."""
+        if ray.is_initialized():
+            return
+        env = _checked_env(self.runtime_env)
+        try:
+            ray.init(address=self.address, runtime_env=env or None, ignore_reinit_error=True)
+        except (ValueError, TypeError, FileNotFoundError, NotADirectoryError, RuntimeError) as exc:
+            if env and ray.is_initialized():  # connected, then the runtime_env (its upload) failed
+                ray.shutdown()
+            if env and _about_env(exc):
+                raise ConfigError(f"RayExecutor(runtime_env={self.runtime_env!r}): Ray refused it ({_describe(exc)}). "
+                                  "Give working_dir / py_modules as existing local folders (small: Ray uploads them) "
+                                  "or as URIs, pip as a list of requirements") from None
+            raise
+        if env:
+            try:
+                _probe_env(ray, None, self.runtime_env)  # the job's env, set up on the cluster (a pip install)
+            except ConfigError:
+                ray.shutdown()  # a later call starts again, rather than keep a job whose env cannot start
+                raise
+            _UPLOADED[_env_key(ray, env)] = None  # the job carries it: actors need nothing of their own
+
+    def _actor_env(self, ray: Any) -> dict[str, Any] | None:
+        """The runtime_env the worker actors are started with: None when the job's applies.
+
+        When this process was connected before (the user's ``ray.init(runtime_env=...)``, which
+        stays as it is), local ``working_dir`` / ``py_modules`` folders are uploaded here and the
+        actors get their URIs: Ray takes local folders only at the job level.
+        """
+        self._connect(ray)
+        env = _checked_env(self.runtime_env)
+        if not env:
+            return None
+        key = _env_key(ray, env)
+        if key not in _UPLOADED:
+            _UPLOADED[key] = _upload(env, self.runtime_env)
+        return _UPLOADED[key]
 
     def _workers(self, ray: Any, todo: int) -> tuple[int, float]:
         """How many actors to start, and the CPUs each reserves (never more than the cluster has)."""
@@ -151,23 +202,69 @@ class RayExecutor:
         # More workers than CPUs share them, rather than wait for CPUs that never free up.
         return count, min(1.0, cpus / count)
 
-    async def _run(
-        self,
-        ray: Any,
-        dataset: EvalDataset,
-        agents: Sequence[AgentRunnable],
-        config: RunConfig,
-        todo: list[RunKey],
-        finished: dict[RunKey, AgentRun],
-        on_run: OnRun | None,
-    ) -> None:
-        count, cpus = self._workers(ray, len(todo))
+    def __repr__(self) -> str:
+        settings = [f"{name}={getattr(self, name)!r}" for name in ("address", "num_workers", "runtime_env")
+                    if getattr(self, name) is not None]
+        settings.append(f"concurrency_per_worker={self.concurrency_per_worker}")
+        return f"RayExecutor({', '.join(settings)})"
+
+
+@dataclass
+class _Slot:
+    """One worker actor as the driver sees it."""
+
+    actor: Any
+    seen: float
+    """When it last answered (a batch, a ping)."""
+    busy: int = 0
+    """Batches sent to it and not answered (not counting those handed elsewhere)."""
+    alone: bool = False
+    """It runs one suspect run by itself (see ``_Dispatch.failed``)."""
+    state: str = "up"
+    """``up``; ``reviving``: its batch failed, fed again once it answers; ``away``: not answering, its runs
+    went to the others; ``dead``: it will not come back (it cannot even start)."""
+    failed: list[RunKey] = field(default_factory=list)
+    """Runs of its failed batch, blamed on nobody until it answers again (see ``revived``)."""
+    ping: asyncio.Future[Any] | None = None
+    pinged: float = 0.0
+    why: str = ""
+
+
+@dataclass
+class _Batch:
+    slot: int
+    keys: list[RunKey]
+    by_itself: bool
+    handed_on: bool = False
+    """Its worker went away and its runs were handed to the others: whatever it answers now is a bonus."""
+
+
+class _Dispatch:
+    """Hands batches to the worker actors and takes their runs as they come back; nothing waits unbounded.
+
+    A worker that stops answering (its node lost, its process stuck) is noticed by the heartbeat:
+    the driver pings every busy worker, and one that has not answered for ``heartbeat`` seconds is
+    ``away``; its unfinished runs go back to the queue for the others (its batch, if it ever comes
+    back, counts only for runs not recorded yet). A batch that fails (its worker died, even after
+    Ray's retries) is blamed on nobody until its worker answers again: a worker back on its feet
+    died of one of the batch's runs, so each runs alone (a second death names the run); a worker
+    that stays away lost its node, so its runs are simply run elsewhere. The dispatch ends when
+    every run is recorded, or with an ExecutorError once no worker has answered for
+    ``wait_for_workers`` seconds.
+    """
+
+    def __init__(self, executor: RayExecutor, ray: Any, dataset: EvalDataset, agents: Sequence[AgentRunnable],
+                 config: RunConfig, todo: list[RunKey], finished: dict[RunKey, AgentRun], on_run: OnRun | None,
+                 env: dict[str, Any] | None) -> None:
+        self.executor, self.ray, self.config = executor, ray, config
+        self.todo, self.finished, self.on_run = todo, finished, on_run
+        count, cpus = executor._workers(ray, len(todo))
         caps = {name: max(1, cap // count) for name, cap in config.agent_concurrency.items()}
         # Each worker gets its share of every rate, so the cluster does not multiply it; its adaptive
         # limits (one set per worker, shared by its batches) converge on their shares of what each
         # endpoint carries, as loss-driven windows sharing one bottleneck do.
         worker_config = config.replace(
-            concurrency=self.concurrency_per_worker, agent_concurrency=caps, progress=False,
+            concurrency=executor.concurrency_per_worker, agent_concurrency=caps, progress=False,
             out=None, resume=False, overwrite=False, executor="local",
             requests_per_minute=_share(config.requests_per_minute, count),
             tokens_per_minute=_share(config.tokens_per_minute, count),
@@ -175,131 +272,316 @@ class RayExecutor:
         options: dict[str, Any] = {
             "num_cpus": cpus,
             "max_restarts": -1,  # a worker that dies comes back; max_task_retries bounds each batch
-            "max_task_retries": self.max_retries,
+            "max_task_retries": executor.max_retries,
         }
-        if self.runtime_env:
-            options["runtime_env"] = dict(self.runtime_env)
-        actor_class = ray.remote(_Worker).options(**options)
+        if env:
+            options["runtime_env"] = env
         blobs = [(agent.name, _pickled(agent)) for agent in agents]
-        # Put in the object store once, for every worker (and every restart). Wrapped in a list, so
-        # Ray hands each worker the reference (it fetches the object itself) rather than warning that
-        # a restart needs constructor arguments that live in the object store.
-        shared = [ray.put((dataset, blobs))]
-        actors = [actor_class.remote(shared, worker_config) for _ in range(count)]
-        size = self.concurrency_per_worker
-        queue: deque[list[RunKey]] = deque(todo[i : i + size] for i in range(0, len(todo), size))
-        # Runs of a batch whose worker died (after Ray's retries): each runs again alone on a worker,
-        # so a second death names the run that causes it, and the others in its batch are not blamed.
-        suspects: deque[RunKey] = deque()
-        inflight: dict[asyncio.Future[Any], tuple[int, list[RunKey], bool]] = {}
-        busy = [0] * count
-        alone = [False] * count
-        # A worker whose batch failed is fed again only once it answers (Ray restarts it): a task
-        # sent while it restarts fails too, and would be blamed for a death it did not cause.
-        reviving: dict[asyncio.Task[None], int] = {}
-        dead: dict[int, str] = {}  # workers that will not come back, and why; their work goes to the others
+        # In the object store once, for every worker and every restart. Each batch carries the
+        # reference (nested in a list, so Ray passes it as it is) and a worker fetches it, awaited,
+        # on its first batch: no blocking get in the async actor, and no constructor argument that a
+        # restart would need from the object store.
+        self.shared = [ray.put((dataset, blobs))]
+        now = time.monotonic()
+        actor_class = ray.remote(_Worker).options(**options)
+        self.slots = [_Slot(actor_class.remote(worker_config), seen=now) for _ in range(count)]
+        size = executor.concurrency_per_worker
+        self.queue: deque[list[RunKey]] = deque(todo[i : i + size] for i in range(0, len(todo), size))
+        # Runs of a batch whose worker died and came back: each runs again alone on a worker, so a
+        # second death names the run that causes it, and the others in its batch are not blamed.
+        self.suspects: deque[RunKey] = deque()
+        self.inflight: dict[asyncio.Future[Any], _Batch] = {}
+        self.writes: list[Any] = []
+        self.beat = min(5.0, executor.heartbeat / 4)  # how often a busy worker is pinged
+        self.answered = now  # when any worker last answered
+        self.progress = _Progress(len(todo), config.progress, agents, count)
 
-        async def revive(worker: int) -> None:
-            deadline = asyncio.get_running_loop().time() + _REVIVE_SECONDS
-            while True:
-                try:
-                    await asyncio.wrap_future(actors[worker].ping.remote().future())
-                    return
-                except ray.exceptions.ActorDiedError as exc:  # for good (e.g. it cannot even start)
-                    dead[worker] = _why_dead(exc)
-                    return
-                except Exception as exc:  # noqa: BLE001 - still restarting
-                    if asyncio.get_running_loop().time() > deadline:
-                        dead[worker] = f"not back after {_REVIVE_SECONDS:.0f} s ({_describe(exc)})"
-                        return
-                    await asyncio.sleep(0.2)
-        progress = _Progress(len(todo), config.progress, agents, count)
-        writes: list[Any] = []
-
-        def start(worker: int, batch: list[RunKey], by_itself: bool) -> None:
-            ref = actors[worker].run.remote(batch)
-            inflight[asyncio.wrap_future(ref.future())] = (worker, batch, by_itself)
-            busy[worker] += 1
-            alone[worker] = by_itself
-
-        def feed(worker: int) -> None:
-            if worker in dead or worker in reviving.values():
-                return
-            while not alone[worker]:
-                if suspects:
-                    if not busy[worker]:  # otherwise let the worker drain first
-                        start(worker, [suspects.popleft()], True)
-                    return
-                if not queue or busy[worker] >= _DEPTH:
-                    return
-                start(worker, queue.popleft(), False)
-
-        def record(run: AgentRun) -> None:
-            key = (run.agent_name, run.case_id, run.trial)
-            if key in finished:
-                return  # a batch run again after its worker died: the run is already recorded
-            finished[key] = run
-            if on_run is not None:
-                written = on_run(run)
-                if written is not None:
-                    writes.append(written)  # the journal's flush of this run's line
-            progress.update(run)
-
+    async def run(self) -> None:
         try:
-            for worker in range(count):
-                feed(worker)
-            while inflight or reviving:
-                ready, _ = await asyncio.wait([*inflight, *reviving], return_when=asyncio.FIRST_COMPLETED)
+            for index in range(len(self.slots)):
+                self.feed(index)
+            while len(self.finished) < len(self.todo):
+                waiting = [*self.inflight, *(s.ping for s in self.slots if s.ping is not None)]
+                if waiting:
+                    ready, _ = await asyncio.wait(waiting, timeout=self.beat, return_when=asyncio.FIRST_COMPLETED)
+                else:
+                    ready = set()
+                    await asyncio.sleep(self.beat)
                 for future in ready:
-                    if future in reviving:
-                        reviving.pop(future)  # type: ignore[call-overload]
-                        continue
-                    worker, batch, by_itself = inflight.pop(future)
-                    busy[worker] -= 1
-                    alone[worker] = False
-                    try:
-                        runs = _loads(future.result())
-                    except Exception as exc:  # noqa: BLE001 - the worker died, even after Ray's retries
-                        lost = [key for key in batch if key not in finished]
-                        if by_itself:
-                            for key in lost:
-                                record(_lost_run(key, f"its Ray worker died, also when it ran alone and when Ray "
-                                                      f"ran it again ({self.max_retries} retries): {_describe(exc)}"))
-                        else:
-                            suspects.extend(lost)
-                        if worker not in reviving.values():
-                            reviving[asyncio.ensure_future(revive(worker))] = worker
-                        runs = []
-                    for run in runs:
-                        record(run)
-                for worker in range(count):
-                    feed(worker)
-                if writes:
-                    # As locally: the batch's runs are on disk before more results are taken, and a
-                    # journal that cannot be written stops the evaluation loudly.
-                    pending, writes[:] = list(writes), []
-                    await asyncio.gather(*pending)
-            why = "; ".join(sorted(set(dead.values()))) or "a worker answered its batch without it"
-            for key in todo:
-                if key not in finished:  # every worker is gone (or, never expected, one skipped a run)
-                    record(_lost_run(key, f"no Ray worker could run it: {why}"))
-            if writes:
-                await asyncio.gather(*writes)
+                    if future in self.inflight:
+                        self.answer(self.inflight.pop(future), future)
+                    else:
+                        self.pong(future)
+                self.listen()
+                for index in range(len(self.slots)):
+                    self.feed(index)
+                await self.flush()
+                if len(self.finished) < len(self.todo):
+                    self.give_up_if_no_worker()
+            await self.flush()
         finally:
-            progress.close()
-            for future in [*inflight, *reviving]:
+            self.progress.close()
+            for future in [*self.inflight, *(s.ping for s in self.slots if s.ping is not None)]:
                 future.cancel()
-            for actor in actors:
+            for slot in self.slots:
                 try:
-                    ray.kill(actor)
+                    self.ray.kill(slot.actor)
                 except Exception:  # noqa: BLE001 - already gone
                     pass
 
-    def __repr__(self) -> str:
-        settings = [f"{name}={getattr(self, name)!r}" for name in ("address", "num_workers", "runtime_env")
-                    if getattr(self, name) is not None]
-        settings.append(f"concurrency_per_worker={self.concurrency_per_worker}")
-        return f"RayExecutor({', '.join(settings)})"
+    # -- work out ------------------------------------------------------------------------------
+
+    def start(self, index: int, batch: list[RunKey], by_itself: bool) -> None:
+        slot = self.slots[index]
+        ref = slot.actor.run.remote(batch, self.shared)
+        self.inflight[asyncio.wrap_future(ref.future())] = _Batch(index, batch, by_itself)
+        slot.busy += 1
+        slot.alone = by_itself
+
+    def feed(self, index: int) -> None:
+        slot = self.slots[index]
+        if slot.state != "up":
+            return
+        while not slot.alone:
+            if self.suspects:
+                if not slot.busy:  # otherwise let the worker drain first
+                    self.start(index, [self.suspects.popleft()], True)
+                return
+            if not self.queue or slot.busy >= _DEPTH:
+                return
+            self.start(index, self.queue.popleft(), False)
+
+    def hand_on(self, keys: Sequence[RunKey]) -> None:
+        """Runs a worker will not bring back: first in line for the others."""
+        left = [key for key in keys if key not in self.finished]
+        if left:
+            self.queue.appendleft(left)
+
+    # -- work back -----------------------------------------------------------------------------
+
+    def record(self, run: AgentRun) -> None:
+        key = (run.agent_name, run.case_id, run.trial)
+        if key in self.finished:
+            return  # a batch run again (by Ray, or elsewhere after its worker went away): already recorded
+        self.finished[key] = run
+        if self.on_run is not None:
+            written = self.on_run(run)
+            if written is not None:
+                self.writes.append(written)  # the journal's flush of this run's line
+        self.progress.update(run)
+
+    def answer(self, batch: _Batch, future: asyncio.Future[Any]) -> None:
+        slot = self.slots[batch.slot]
+        if not batch.handed_on:
+            slot.busy -= 1
+            slot.alone = False
+        try:
+            runs = _loads(future.result())
+        except Exception as exc:  # noqa: BLE001 - the worker died, even after Ray's retries
+            if not batch.handed_on:
+                self.failed(batch, exc)
+            return
+        slot.seen = self.answered = time.monotonic()
+        for run in runs:
+            self.record(run)
+
+    def failed(self, batch: _Batch, error: BaseException) -> None:
+        slot = self.slots[batch.slot]
+        lost = [key for key in batch.keys if key not in self.finished]
+        if batch.by_itself:
+            for key in lost:
+                self.record(_lost_run(key, f"its Ray worker died, also when it ran alone and when Ray ran it "
+                                           f"again ({self.executor.max_retries} retries): {_describe(error)}"))
+        else:
+            slot.failed.extend(lost)  # blamed on nobody until the worker answers (see revived)
+        if slot.state == "up":
+            slot.state = "reviving"  # a task sent while it restarts would fail too, and be blamed
+        slot.why = _describe(error)
+
+    async def flush(self) -> None:
+        if self.writes:
+            # As locally: the batch's runs are on disk before more results are taken, and a journal
+            # that cannot be written stops the evaluation loudly.
+            pending, self.writes[:] = list(self.writes), []
+            await asyncio.gather(*pending)
+
+    # -- heartbeat -----------------------------------------------------------------------------
+
+    def listen(self) -> None:
+        """Ping the workers that owe an answer; hand on the runs of those silent for too long."""
+        now = time.monotonic()
+        for index, slot in enumerate(self.slots):
+            if slot.state == "dead":
+                continue
+            owes = slot.busy or slot.state != "up"
+            if slot.ping is None and owes and now - max(slot.seen, slot.pinged) >= self.beat:
+                slot.ping = asyncio.wrap_future(slot.actor.ping.remote().future())
+                slot.pinged = now
+            if slot.state in ("up", "reviving") and owes and now - slot.seen > self.executor.heartbeat:
+                self.away(index, f"no answer for {self.executor.heartbeat:g} s")
+
+    def away(self, index: int, why: str) -> None:
+        """A worker that does not answer (its node is lost): its runs go to the others, unblamed."""
+        slot = self.slots[index]
+        slot.state, slot.why = "away", why
+        for batch in self.inflight.values():
+            if batch.slot == index and not batch.handed_on:
+                batch.handed_on = True
+                self.hand_on(batch.keys)
+        self.hand_on(slot.failed)
+        slot.failed, slot.busy, slot.alone = [], 0, False
+
+    def pong(self, future: asyncio.Future[Any]) -> None:
+        index = next(i for i, s in enumerate(self.slots) if s.ping is future)
+        slot = self.slots[index]
+        slot.ping = None
+        try:
+            future.result()
+        except self.ray.exceptions.ActorDiedError as exc:  # for good (e.g. it cannot even start)
+            slot.state, slot.why = "dead", _why_dead(exc)
+            for batch in self.inflight.values():
+                if batch.slot == index:
+                    batch.handed_on = True
+                    self.hand_on(batch.keys)
+            self.hand_on(slot.failed)
+            slot.failed, slot.busy = [], 0
+            return
+        except Exception:  # noqa: BLE001 - restarting, or its node is unreachable: the heartbeat decides
+            return
+        slot.seen = self.answered = time.monotonic()
+        if slot.state == "reviving":
+            # Back on its feet: it died of one of its batch's runs, which now run one by one.
+            self.suspects.extend(key for key in slot.failed if key not in self.finished)
+            slot.failed = []
+        slot.state = "up"
+
+    def give_up_if_no_worker(self) -> None:
+        """Record what cannot run when every worker is gone for good; stop when none answers for too long."""
+        states = {slot.state for slot in self.slots}
+        if states == {"dead"}:
+            why = "; ".join(sorted({slot.why for slot in self.slots}))
+            for key in self.todo:
+                if key not in self.finished:
+                    self.record(_lost_run(key, f"no Ray worker could run it: {why}"))
+            return
+        silent = time.monotonic() - self.answered
+        if "up" not in states and silent > self.executor.wait_for_workers:
+            left = len(self.todo) - len(self.finished)
+            where = ("; the journal keeps the finished runs: resume=True (--resume) runs only the rest"
+                     if self.config.out_dir is not None else "; give out= to keep finished runs across such a stop")
+            raise ExecutorError(
+                f"executor='ray': no Ray worker has answered for {silent:.0f} s (the cluster lost its nodes: "
+                f"{'; '.join(sorted({s.why for s in self.slots if s.why}))}); {len(self.finished)} of "
+                f"{len(self.todo)} runs finished, {left} not run{where}")
+
+
+# -- runtime_env: the code and packages the workers get -----------------------------------------
+
+# The actors' runtime_env for each (cluster, runtime_env) this process has prepared: None when the
+# job carries it (levelfield connected with it), else the env with local folders uploaded as URIs.
+_UPLOADED: dict[tuple[str, str], dict[str, Any] | None] = {}
+_PROBE_SECONDS = 900.0  # a pip install on the cluster may take minutes; a setup that never ends must not
+
+
+def _checked_env(env: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The runtime_env as a dict, or a ConfigError naming the field that Ray would refuse later."""
+    if env is None:
+        return {}
+    if not isinstance(env, Mapping):
+        raise ConfigError(f"RayExecutor(runtime_env={env!r}): expected a dict such as "
+                          "{'working_dir': '.', 'pip': ['requests']}")
+    from ray.runtime_env import RuntimeEnv
+
+    unknown = sorted(str(k) for k in env if k not in RuntimeEnv.known_fields)
+    if unknown:
+        known = ", ".join(sorted(k for k in RuntimeEnv.known_fields if not k.startswith("_")))
+        raise ConfigError(f"RayExecutor(runtime_env=...): unknown field(s) {', '.join(map(repr, unknown))}; "
+                          f"Ray knows {known}")
+    checked = dict(env)
+    for field_name in ("working_dir", "py_modules"):
+        value = checked.get(field_name)
+        paths = value if isinstance(value, (list, tuple)) else [value]
+        for path in paths:
+            if isinstance(path, (str, Path)) and "://" not in str(path) and not Path(path).exists():
+                raise ConfigError(f"RayExecutor(runtime_env={{{field_name!r}: ...}}): {str(path)!r} does not exist "
+                                  f"(from {Path.cwd()}); give an existing folder (or .zip) or a URI")
+        if isinstance(value, Path):
+            checked[field_name] = str(value)
+        elif isinstance(value, (list, tuple)):
+            checked[field_name] = [str(p) if isinstance(p, Path) else p for p in value]
+    try:
+        RuntimeEnv(**checked)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"RayExecutor(runtime_env={dict(env)!r}): {_describe(exc)}") from None
+    return checked
+
+
+def _env_key(ray: Any, env: Mapping[str, Any]) -> tuple[str, str]:
+    try:
+        where = str(ray.get_runtime_context().gcs_address)
+    except Exception:  # noqa: BLE001 - a Ray client connection has no GCS address here
+        where = "client"
+    return where, json.dumps(env, sort_keys=True, default=str)
+
+
+def _about_env(exc: BaseException) -> bool:
+    """Whether an error of ``ray.init`` is about its runtime_env (a folder, a package, its size)."""
+    text = str(exc).lower()
+    return any(word in text for word in ("runtime_env", "working_dir", "py_modules", "package", "uri", "path"))
+
+
+def _upload(env: dict[str, Any], given: Any) -> dict[str, Any]:
+    """The runtime_env with its local working_dir / py_modules uploaded to the cluster (as ``gcs://`` URIs).
+
+    What ``ray.init(runtime_env=...)`` does for a job, done for the actors of a process that was
+    already connected; then a Ray task starts with it, so a package that does not install is a
+    ConfigError now rather than workers that never start.
+    """
+    ray = _ray()
+    try:
+        from ray.util.client import ray as client
+
+        remote = client.is_connected()
+    except ImportError:  # pragma: no cover
+        remote = False
+    shipped = dict(env)
+    if not remote and ("working_dir" in env or "py_modules" in env):  # a Ray client uploads them itself
+        try:
+            from ray._private.runtime_env.py_modules import upload_py_modules_if_needed
+            from ray._private.runtime_env.working_dir import upload_working_dir_if_needed
+            from ray._private.worker import global_worker
+        except ImportError:  # pragma: no cover - Ray moved its helpers
+            raise ConfigError(
+                f"RayExecutor(runtime_env={given!r}): this process was connected to Ray before (ray.init) and this "
+                "Ray cannot upload local folders for its actors; pass the runtime_env to ray.init(...) instead"
+            ) from None
+        scratch = global_worker.node.get_runtime_env_dir_path()
+        try:
+            shipped = upload_py_modules_if_needed(shipped, include_gitignore=True, scratch_dir=scratch)
+            shipped = upload_working_dir_if_needed(shipped, include_gitignore=True, scratch_dir=scratch)
+        except (ValueError, TypeError, OSError, RuntimeError) as exc:
+            raise ConfigError(f"RayExecutor(runtime_env={given!r}): could not upload it to the cluster "
+                              f"({_describe(exc)}); keep the folders small (Ray's limit is a few hundred MiB)") from None
+        shipped.pop("excludes", None)
+    _probe_env(ray, shipped, given)
+    return shipped
+
+
+def _probe_env(ray: Any, env: dict[str, Any] | None, given: Any) -> None:
+    """Start one small Ray task with the runtime_env: a ConfigError if Ray cannot set it up."""
+    probe = ray.remote(_probe).options(num_cpus=0, max_retries=0, **({"runtime_env": env} if env else {}))
+    try:
+        ray.get(probe.remote(), timeout=_PROBE_SECONDS)
+    except ray.exceptions.RuntimeEnvSetupError as exc:
+        raise ConfigError(f"RayExecutor(runtime_env={given!r}): Ray could not set it up on the cluster "
+                          f"({_describe(exc)})") from None
+    except ray.exceptions.GetTimeoutError:
+        raise ConfigError(f"RayExecutor(runtime_env={given!r}): not set up on the cluster after "
+                          f"{_PROBE_SECONDS:.0f} s") from None
+
+
+def _probe() -> None:
+    """A Ray task that does nothing: it starts only where the runtime_env could be set up."""
 
 
 def _share(rate: int | Mapping[str, int] | None, workers: int) -> int | dict[str, int] | None:
@@ -388,42 +670,56 @@ class _Unbuildable:
 class _Worker:
     """A Ray actor: the dataset and the agents (each built once here), running batches with the local runner."""
 
-    def __init__(self, shared: list[Any], config: RunConfig) -> None:
-        import ray
-        from ray import cloudpickle
-
-        dataset, agents = ray.get(shared[0])
-
-        self._cases = {case.case_id: case for case in dataset}
-        self._source = dataset.source
+    def __init__(self, config: RunConfig) -> None:
         self._config = config
-        self._agents: list[Any] = []
-        for name, blob in agents:
-            try:
-                agent = cloudpickle.loads(blob)
-                if isinstance(agent, SpecAgent):
-                    # Built now, once per worker, rather than in its first run (where the import would
-                    # count in that run's time and hold the worker's event loop).
-                    agent = as_agent(load_agent_spec(agent.spec), name=agent.name)
-                self._agents.append(agent)
-            except Exception as exc:  # noqa: BLE001 - e.g. its module is not installed on this worker
-                self._agents.append(_Unbuildable(name, (
-                    f"agent {name!r} could not be built on a Ray worker ({type(exc).__name__}: {exc}); give it as a "
-                    "spec string and make its module importable there (RayExecutor(runtime_env=...))")))
+        self._cases: dict[str, Any] = {}
+        self._source: str | None = None
+        self._agents: list[Any] | None = None
+        self._loading: asyncio.Lock | None = None
         self._slots: asyncio.Semaphore | None = None
         self._limits = limits.Limits.of(config)  # the endpoints' limits of this worker, for all its batches
 
-    async def ping(self) -> None:
-        """Answer once the worker is up (after a restart)."""
+    async def ping(self) -> str:
+        """Answer (once the worker is up after a restart): the id of its node."""
+        import ray
 
-    async def run(self, batch: list[RunKey]) -> bytes:
+        return str(ray.get_runtime_context().get_node_id())
+
+    async def _load(self, shared: list[Any]) -> list[Any]:
+        """The dataset and agents, fetched from the object store (awaited) and built on the first batch."""
+        if self._loading is None:
+            self._loading = asyncio.Lock()
+        async with self._loading:
+            if self._agents is None:
+                from ray import cloudpickle
+
+                dataset, blobs = await shared[0]
+                self._cases = {case.case_id: case for case in dataset}
+                self._source = dataset.source
+                agents: list[Any] = []
+                for name, blob in blobs:
+                    try:
+                        agent = cloudpickle.loads(blob)
+                        if isinstance(agent, SpecAgent):
+                            # Built before any run starts, so the import counts in no run's time.
+                            agent = as_agent(load_agent_spec(agent.spec), name=agent.name)
+                        agents.append(agent)
+                    except Exception as exc:  # noqa: BLE001 - e.g. its module is not installed on this worker
+                        agents.append(_Unbuildable(name, (
+                            f"agent {name!r} could not be built on a Ray worker ({type(exc).__name__}: {exc}); give it "
+                            "as a spec string and make its module importable there (RayExecutor(runtime_env=...))")))
+                self._agents = agents
+        return self._agents
+
+    async def run(self, batch: list[RunKey], shared: list[Any]) -> bytes:
         """Run one batch of (agent, case, trial) and return its runs, pickled."""
+        every_agent = await self._load(shared)
         if self._slots is None:
             self._slots = asyncio.Semaphore(self._config.concurrency)  # shared by the batches in flight here
         ids = list(dict.fromkeys(key[1] for key in batch))
         cases = EvalDataset([self._cases[i] for i in ids], source=self._source)
         names = {key[0] for key in batch}
-        agents = [a for a in self._agents if a.name in names]
+        agents = [a for a in every_agent if a.name in names]
         with limits.using(self._limits):
             runs = await run_locally(cases, agents, self._config, only=batch, slots=self._slots)
         return _dumps([run for agent_runs in runs.values() for run in agent_runs])
@@ -599,9 +895,10 @@ def score_saved_on_ray(executor: RayExecutor, data: str | Path, metrics: Sequenc
     import pandas as pd
 
     ray = _ray()
-    executor._connect(ray)
-    path = str(data)
-    source = path
+    source = str(data)
+    # Ray Data reads on the workers, whose working folder is not this one (a job's working_dir):
+    # a local path goes as an absolute one; a URI (s3://, gs://) as it is.
+    path = source if "://" in source else str(Path(source).resolve())
     kind = "parquet" if path.lower().endswith(".parquet") else "jsonl"
     for metric in metrics:
         try:
@@ -617,8 +914,9 @@ def score_saved_on_ray(executor: RayExecutor, data: str | Path, metrics: Sequenc
     dataset = ray.data.read_parquet(path) if kind == "parquet" else ray.data.read_text(path)
     workers = executor.num_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
     options: dict[str, Any] = {}
-    if executor.runtime_env:
-        options["runtime_env"] = dict(executor.runtime_env)
+    env = executor._actor_env(ray)
+    if env:
+        options["runtime_env"] = env
     # Ray tasks (pooled worker processes, freed between batches), at most one per worker at once.
     try:
         options["compute"] = ray.data.TaskPoolStrategy(size=workers)

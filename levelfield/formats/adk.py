@@ -51,6 +51,10 @@ __all__ = [
     "evalset_from_runs",
     "write_evalset",
     "outputs_from_invocations",
+    "Content",
+    "Event",
+    "content_text",
+    "tool_call",
     "TEST_SUFFIX",
     "EVALSET_SUFFIX",
 ]
@@ -220,6 +224,15 @@ def outputs_from_invocations(invocations: Sequence[Any], source: str = "invocati
             )
         )
     return out
+
+
+Content = _Content
+"""google-genai's ``Content`` (role; parts with text, thought, function_call, function_response) as ADK and
+Vertex AI write it, in either spelling (snake_case or camelCase)."""
+Event = _InvocationEvent
+"""One event of an agent's run as ADK and Vertex AI write it: its ``author`` and ``content``."""
+content_text = _text
+tool_call = _call
 
 
 # --- eval sets -----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.data.dataset import EvalDataset, dataset_from_located, dataset_from_rows, too_deep_message
 from ..core.errors import DatasetError
-from . import adk, databricks
+from . import adk, databricks, vertex
 from .arrow import ARROW_SUFFIXES, is_arrow_table, read_arrow_rows, table_rows
 
 __all__ = ["load_dataset", "read_rows", "csv_rows", "split_selection", "select_cases"]
@@ -177,12 +177,18 @@ def select_cases(dataset: EvalDataset, ids: Sequence[str]) -> EvalDataset:
     return EvalDataset(chosen, source=f"{dataset.source}:{','.join(dict.fromkeys(ids))}", columns=dataset.columns)
 
 
+def _filled(located: list[tuple[Any, str]]) -> list[tuple[Any, str]]:
+    """Rows with what an outside format's cell holds read into them: a Databricks ``trace``, a Vertex ``agent_data``."""
+    return vertex.fill_located(databricks.fill_located(located))
+
+
 def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
     """Load cases from a DataFrame, a pyarrow Table, a list of dicts, an EvalDataset, or a path.
 
     A path may be a ``.jsonl``/``.json``/``.csv``/``.parquet``/``.arrow``/``.feather`` file (Parquet
     and Arrow need ``levelfield[parquet]``), an ADK ``.evalset.json`` / ``.test.json``,
-    a folder of ADK files, or ``file.json:case_1,case_2`` to select cases. Column aliases:
+    a folder of ADK files, or ``file.json:case_1,case_2`` to select cases. A Vertex AI ``agent_data``
+    cell (agents, turns, events) becomes the case's turns, tool calls and hand-offs. Column aliases:
     ``request``/``query`` -> prompt, ``expected_response``/``final_response`` -> reference,
     ``expected_tool_use``/``tool_uses`` -> reference_trajectory (ADK's ``{name, args}`` calls
     become ``{tool_name, tool_input}``). A request may be ``{"messages": [...]}`` or
@@ -192,11 +198,14 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
     if is_arrow_table(data):
         label = source or "Arrow table"
         located = [(r, f"{label} row {i + 1}") for i, r in enumerate(table_rows(data))]
-        return dataset_from_located(databricks.fill_located(located), label)
+        return dataset_from_located(_filled(located), label)
     if not isinstance(data, (str, Path)):
         traced = databricks.traced_rows(data, source)  # a Databricks 'trace' column fills what rows leave out
         if traced is not None:
-            return dataset_from_located(*traced)
+            return dataset_from_located(vertex.fill_located(traced[0]), traced[1])
+        agent_rows = vertex.agent_data_rows(data, source)  # Vertex's 'agent_data' conversations
+        if agent_rows is not None:
+            return dataset_from_located(*agent_rows)
         return dataset_from_rows(data, source=source)
     path = Path(data)
     if isinstance(data, str) and not path.exists() and ":" in data:
@@ -205,7 +214,7 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
             return select_cases(load_dataset(path, source=source), selected)
     if path.is_dir():
         return adk.load_folder(path)
-    dataset = dataset_from_located(databricks.fill_located(read_rows(path)), source or str(path))
+    dataset = dataset_from_located(_filled(read_rows(path)), source or str(path))
     for case in dataset:
         if case.file is None:
             case.file = str(path)  # criteria are resolved beside the file a case came from

@@ -19,7 +19,7 @@ from typing import Any
 from . import openinference
 from .spans import AGENT, LLM, OTHER, RETRIEVER, TOOL, Span, TraceError, documents_of, failed_row, hex_id, parse_json, row_from_spans
 
-__all__ = ["rows_from_otlp", "rows_from_spans", "span_from_sdk", "spans_from_otlp", "export_scores", "hex_id"]
+__all__ = ["rows_from_otlp", "rows_from_spans", "span_from_sdk", "spans_from_otlp", "export_scores", "hex_id", "classify", "error_of"]
 
 _LLM_OPERATIONS = {"chat", "text_completion", "generate_content", "completion"}
 _RETRIEVAL_OPERATIONS = {"retrieval", "retrieve", "search"}
@@ -111,7 +111,8 @@ def _requested_calls(messages: Any) -> dict[str, Any]:
     return out
 
 
-def _error_of(status_code: Any, description: Any, events: Iterable[tuple[str, Mapping[str, Any]]]) -> str | None:
+def error_of(status_code: Any, description: Any, events: Iterable[tuple[str, Mapping[str, Any]]]) -> str | None:
+    """The error a span recorded: the message of its first exception event, else its ERROR status."""
     for name, attrs in events:
         if name == "exception":
             message = attrs.get("exception.message") or attrs.get("exception.type")
@@ -136,7 +137,7 @@ def span_from_sdk(sdk_span: Any) -> Span:
         name=sdk_span.name,
         start=int(sdk_span.start_time or 0),
         end=None if sdk_span.end_time is None else int(sdk_span.end_time),
-        error=_error_of(code, getattr(status, "description", None), ((e.name, e.attributes or {}) for e in sdk_span.events)),
+        error=error_of(code, getattr(status, "description", None), ((e.name, e.attributes or {}) for e in sdk_span.events)),
     )
     return classify(span, attrs)
 
@@ -168,7 +169,7 @@ def _span_from_json(raw: Mapping[str, Any], index: int) -> Span:
         name=name,
         start=ns("startTimeUnixNano", "start_time_unix_nano") or 0,
         end=ns("endTimeUnixNano", "end_time_unix_nano"),
-        error=_error_of(status.get("code"), status.get("message"), events),
+        error=error_of(status.get("code"), status.get("message"), events),
     )
     return classify(span, attrs)
 

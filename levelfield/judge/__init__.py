@@ -26,12 +26,14 @@ imports it. Its modules, each used by the next through its public names:
 - ``databricks``: Databricks' judged agent-evaluation metrics (correctness, groundedness...), registered alike;
 - ``rubrics``: rubrics (properties judged yes or no), reading them, reading verdicts back, combining samples;
 - ``adk``: ADK's judged criteria (``final_response_match_v2``, the rubric-based ones, ``hallucinations_v1``,
-  ``safety_v1``, the ``multi_turn_*`` ones...), registered as criteria and as names usable with a judge.
+  ``safety_v1``, the ``multi_turn_*`` ones...), registered as criteria and as names usable with a judge;
+- ``vertex``: Vertex AI's rubric metrics by their Vertex names (``GENERAL_QUALITY`` with rubrics generated
+  per case, ``MULTI_TURN_*``, ``HALLUCINATION``), computed locally with your judge.
 
 LangChain is imported only when a judge is resolved or called, never at ``import levelfield``.
 """
 
-from . import adk, databricks, judged
+from . import adk, databricks, judged, vertex
 from .answers import parse_preference, parse_rating
 from .client import Judge, JudgeCache, JudgeReply, default_cache_dir, is_transient_judge_error, resolve_judge
 from .metrics import JudgedMetric, PairwiseMetric, PointwiseMetric
@@ -39,6 +41,7 @@ from .prompts import PairwiseMetricPromptTemplate, PointwiseMetricPromptTemplate
 
 __all__ = [
     "adk",
+    "vertex",
     "judged",
     "databricks",
     "Judge",

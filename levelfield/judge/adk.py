@@ -81,6 +81,8 @@ __all__ = [
     "ADK_CRITERIA",
     "case_rubrics",
     "label_row",
+    "dialogue_text",
+    "calls_json",
 ]
 
 ADK_DEFAULT_SAMPLES = 5
@@ -456,6 +458,7 @@ class RubricJudged(AdkJudged):
         focus: str = "FINAL_RESPONSE_QUALITY",
         description: str = "",
         include_intermediate_responses_in_final: bool = False,
+        instruction: str | None = None,
         **options: Any,
     ) -> None:
         if scope not in ("turn", "conversation"):
@@ -466,6 +469,8 @@ class RubricJudged(AdkJudged):
         self.focus = focus
         self.rubrics = read_rubrics(rubrics, f"metric {name!r}")
         self.with_intermediate = include_intermediate_responses_in_final
+        self.instruction = instruction or _RUBRIC_INSTRUCTIONS[focus]
+        """What the judge is told to judge (the ``# Task`` section of its prompt)."""
         if description:
             self.description = description
 
@@ -504,7 +509,7 @@ class RubricJudged(AdkJudged):
     # prompts ---------------------------------------------------------------------------------
     def render(self, turns: Sequence[TurnContext], rubrics: Sequence[Rubric]) -> str:
         """The prompt for one turn (``turns`` of one) or the whole conversation."""
-        lines = ["# Task", _RUBRIC_INSTRUCTIONS[self.focus], ""]
+        lines = ["# Task", self.instruction, ""]
         if self.scope == "conversation":
             lines += ["# The conversation", _dialogue_text(turns), ""]
         else:
@@ -571,6 +576,10 @@ class RubricJudged(AdkJudged):
         ]
         value = sum(v.score for v in verdicts) / len(verdicts)
         return Score(value, explanation="\n".join([head, *detail]), extra=extra, usage=usage)
+
+
+dialogue_text = _dialogue_text
+calls_json = _calls_json
 
 
 def case_rubrics(metadata: Mapping[str, Any], turn: int | None, where: str) -> list[Rubric]:

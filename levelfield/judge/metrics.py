@@ -6,15 +6,16 @@ verdict: the samples' readings combined by majority or mean, their agreement, th
 closest to the verdict, and the judge's cost columns. It is written once here.
 
 :class:`PointwiseMetric` rates each row by a rubric. :class:`PairwiseMetric` compares two agents'
-work on the same case (1 = A better, 0 = B better, 0.5 = tie), showing them in a seeded,
-per-case order to counter the judge's position bias; it is not a per-row metric, so
-``evaluate(metrics=[...])`` does not take it.
+work on the same case (1 = A better, 0 = B better, 0.5 = tie), in both orders by default: a
+verdict that flips with the order is position bias, scored a tie and reported (``position_bias``);
+it is not a per-row metric, so ``evaluate(metrics=[...])`` does not take it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -283,11 +284,17 @@ _PREFERENCE_VALUE = {"A": 1.0, "B": 0.0, "tie": 0.5}
 class PairwiseMetric(JudgedMetric):
     """A judge model compares two agents' work on the same case: 1 = A better, 0 = B better, 0.5 = tie.
 
-    Which agent is shown first is decided per case by a seeded hash (reproducible, about half the
-    cases each way) and alternates across ``num_samples``, to counter the judges' position bias;
-    ``num_samples=2`` shows every case in both orders. Use :meth:`ascore_pair` on two scoring
-    contexts of one case, or :meth:`compare_results` on two ``EvalResult``s of one dataset.
-    It is not a per-row metric, so ``evaluate(metrics=[...])`` does not take it.
+    By default (``both_orders=True``) every case is judged in both orders, A shown first and B
+    shown first (each ``num_samples`` times), and the verdicts are turned back to A's point of view.
+    When the two orders disagree, the judge preferred a position, not an agent: the pair is
+    scored a tie (0.5), never the verdict of one order, and ``<metric>/position_bias`` is True
+    (False when the orders agree); :meth:`summarize` counts those cases. A tie rather than NaN, so
+    a case the judge cannot tell apart still counts in the win rates instead of silently leaving
+    them. ``<metric>/orders`` holds each order's verdict (``A``, ``B`` or ``tie``, from A's view).
+    With ``both_orders=False`` one order is shown per sample, decided per case by a seeded hash
+    (reproducible, about half the cases each way) and alternating across samples.
+    Use :meth:`ascore_pair` on two scoring contexts of one case, or :meth:`compare_results` on two
+    ``EvalResult``s of one dataset. It is not a per-row metric, so ``evaluate(metrics=[...])`` does not take it.
     """
 
     def __init__(
@@ -298,6 +305,7 @@ class PairwiseMetric(JudgedMetric):
         *,
         num_samples: int = 1,
         seed: int = 0,
+        both_orders: bool = True,
         cache: bool | str | os.PathLike[str] | JudgeCache = True,
         max_concurrency: int = JUDGE_MAX_CONCURRENCY,
         retries: int = JUDGE_RETRIES,
@@ -311,6 +319,7 @@ class PairwiseMetric(JudgedMetric):
         owner = f"PairwiseMetric {metric!r}"
         self.metric_prompt_template = pairwise_template(metric_prompt_template, owner)
         self.seed = seed
+        self.both_orders = both_orders
         template = self.metric_prompt_template
         self.requires = required_fields([*template.case_variables, *template.agent_variables])
         self._schema = answer_schema("winner", ["A", "B", "tie"], "Which agent did better.")
@@ -363,7 +372,11 @@ class PairwiseMetric(JudgedMetric):
         if reason is not None:
             return Score(NAN, explanation=reason)
         key = key if key is not None else a.case_id
-        orders = [self.swapped(key, i) for i in range(self.num_samples)]
+        if self.both_orders:
+            first = self.swapped(key)
+            orders = [first, not first] * self.num_samples
+        else:
+            orders = [self.swapped(key, i) for i in range(self.num_samples)]
         replies = await self.ask([self.render(a, b, swapped=s) for s in orders], self._schema, self.read)
         readings: list[Reading | None] = []
         for reply, swapped in zip(replies, orders):
@@ -372,6 +385,8 @@ class PairwiseMetric(JudgedMetric):
             readings.append(None if shown is None else ((1.0 - shown[0]) if swapped else shown[0], shown[1]))
         score = self.verdict(replies, readings)
         score.extra["swapped"] = orders[0]
+        if self.both_orders:
+            _judge_position(score, orders, readings)
         return score
 
     def score_pair(self, a: ScoringContext, b: ScoringContext, *, key: str | None = None) -> Score:
@@ -429,7 +444,9 @@ class PairwiseMetric(JudgedMetric):
         return run_coroutine(self.acompare_results(result_a, result_b))
 
     def summarize(self, table: pd.DataFrame) -> dict[str, Any]:
-        """Win rates of a :meth:`compare_results` table: ``<metric>/a_win_rate``, ``/b_win_rate``, ``/tie_rate``, ``/mean``."""
+        """Win rates of a :meth:`compare_results` table: ``<metric>/a_win_rate``, ``/b_win_rate``, ``/tie_rate``, ``/mean``,
+        and, when judged in both orders, ``/position_bias_count`` (cases whose two orders disagreed, scored a tie)
+        and ``/position_bias_rate`` (their share of the cases judged in both orders)."""
         import pandas as pd
 
         col = pd.to_numeric(table[f"{self.name}/score"], errors="coerce")
@@ -447,6 +464,12 @@ class PairwiseMetric(JudgedMetric):
             f"{self.name}/tie_rate": rate(judged == 0.5),
             f"{self.name}/nan_count": int(col.isna().sum()),
         }
+        bias = table.get(f"{self.name}/position_bias")
+        if bias is not None:
+            known = bias.dropna()
+            biased = int((known == True).sum())  # noqa: E712 (a column of True/False/None)
+            out[f"{self.name}/position_bias_count"] = biased
+            out[f"{self.name}/position_bias_rate"] = biased / len(known) if len(known) else float("nan")
         failed = table.get(f"{self.name}/failed")
         out[f"{self.name}/failure_count"] = int(failed.fillna(False).astype(bool).sum()) if failed is not None else 0
         tokens = table.get(f"{self.name}/total_tokens")
@@ -456,3 +479,34 @@ class PairwiseMetric(JudgedMetric):
 
     def __repr__(self) -> str:
         return f"PairwiseMetric(metric={self.name!r}, judge={self.judge!r}, num_samples={self.num_samples})"
+
+
+_LABEL = {1.0: "A", 0.0: "B", 0.5: "tie"}
+
+
+def _judge_position(score: Score, orders: Sequence[bool], readings: Sequence[Reading | None]) -> None:
+    """Each order's verdict (majority of its samples, from A's view) on ``score``; orders that disagree make it a tie.
+
+    ``position_bias`` is True when they disagree, False when they agree, None when an order gave no
+    readable verdict (then the score is the other order's, as :meth:`JudgedMetric.verdict` found it).
+    """
+    by_order: dict[bool, float] = {}
+    for swapped in (False, True):
+        values = [r[0] for r, s in zip(readings, orders) if s == swapped and r is not None]
+        if values:
+            by_order[swapped] = aggregate(values, "majority")[0]
+    score.extra["orders"] = {
+        "a_first": _LABEL.get(by_order.get(False, math.nan), by_order.get(False)),
+        "b_first": _LABEL.get(by_order.get(True, math.nan), by_order.get(True)),
+    }
+    if len(by_order) < 2:
+        score.extra["position_bias"] = None
+        return
+    biased = by_order[False] != by_order[True]
+    score.extra["position_bias"] = biased
+    if biased:
+        score.value = 0.5
+        score.explanation = (
+            f"position bias: the judge preferred {score.extra['orders']['a_first']} with agent A shown first and "
+            f"{score.extra['orders']['b_first']} with agent B shown first; scored a tie. {score.explanation or ''}"
+        ).strip()

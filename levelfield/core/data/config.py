@@ -13,12 +13,12 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 from ..errors import ConfigError
 from .prices import price_table
 
-__all__ = ["RunConfig", "RunOptions", "run_config", "ISOLATION_MODES", "EXECUTORS", "DEFAULT_MAX_RESPONSE_BYTES", "parse_size"]
+__all__ = ["RunConfig", "RunOptions", "run_config", "options_applied", "ISOLATION_MODES", "EXECUTORS", "DEFAULT_MAX_RESPONSE_BYTES", "parse_size"]
 
 ISOLATION_MODES = ("none", "process")
 """Where agents run: ``"none"`` in this process (async agents on the event loop, sync ones on
@@ -234,15 +234,24 @@ _NAMES = tuple(f.name for f in fields(RunConfig))
 
 def run_config(config: RunConfig | None = None, /, **options: Any) -> RunConfig:
     """``config`` (or the defaults) with ``options`` applied; an unknown option is a clear error."""
-    if config is not None and not isinstance(config, RunConfig):
-        raise ConfigError(f"config={config!r}: expected an lf.RunConfig(...)")
-    unknown = [k for k in options if k not in _NAMES]
+    return options_applied(RunConfig, config, options, argument="config", kind="run option")
+
+
+T = TypeVar("T")
+
+
+def options_applied(cls: type[T], config: T | None, options: Mapping[str, Any], *, argument: str, kind: str) -> T:
+    """``config`` (or ``cls()``'s defaults) with ``options`` replaced, for a frozen dataclass of options;
+    a wrong kind of ``config`` or an unknown option name is a ``ConfigError`` naming the nearest name."""
+    if config is not None and not isinstance(config, cls):
+        raise ConfigError(f"{argument}={config!r}: expected an lf.{cls.__name__}(...)")
+    names = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+    unknown = [k for k in options if k not in names]
     if unknown:
         hints = []
         for name in unknown:
-            close = difflib.get_close_matches(name, _NAMES, n=1)
+            close = difflib.get_close_matches(name, names, n=1)
             hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-        raise ConfigError(f"unknown run option {', '.join(hints)}; the options are: {', '.join(_NAMES)}")
-    base = config if config is not None else RunConfig()
-    return replace(base, **options) if options else base
-
+        raise ConfigError(f"unknown {kind} {', '.join(hints)}; the options are: {', '.join(names)}")
+    base = config if config is not None else cls()
+    return replace(base, **options) if options else base  # type: ignore[type-var]

@@ -63,6 +63,8 @@ __all__ = [
     "score_from_json",
     "check_out_folder",
     "check_resumable",
+    "GENERATED_CASE_FIELDS",
+    "carry_generated",
 ]
 
 FORMAT = "levelfield.run-record"
@@ -122,6 +124,32 @@ def fingerprints_of(cases: Iterable[EvalCase]) -> dict[str, str]:
 def dataset_fingerprint(fingerprints: Mapping[str, str]) -> str:
     """A hash of a dataset's case ids and case fingerprints, in order."""
     return _digest(list(fingerprints.items()))
+
+
+GENERATED_CASE_FIELDS = ("rubric_groups",)
+"""Case metadata that scoring may add (Vertex's ``rubric_groups``: rubrics a judge generated for a case).
+The record's case lines keep it, and a resumed run takes it back, so a re-score never generates it anew."""
+
+
+def carry_generated(saved: Iterable[EvalCase], cases: Iterable[EvalCase]) -> None:
+    """Copy what scoring generated for ``saved`` cases (a record's) onto the same cases of ``cases``, where they lack it.
+
+    Per group: a rubric group the dataset gives itself wins over the saved one of the same name.
+    """
+    by_id = {c.case_id: c for c in saved}
+    for case in cases:
+        old = by_id.get(case.case_id)
+        if old is None:
+            continue
+        for key in GENERATED_CASE_FIELDS:
+            kept = old.metadata.get(key)
+            if isinstance(kept, Mapping) and kept:
+                mine = case.metadata.get(key)
+                if mine is None:
+                    case.metadata[key] = dict(kept)
+                elif isinstance(mine, dict):
+                    for name, value in kept.items():
+                        mine.setdefault(name, value)
 
 
 # -- metric specs --------------------------------------------------------------------------------
@@ -378,6 +406,21 @@ class Journal:
         with writing(record.path, "cannot repair the journal"):
             _repair_end(record.path)
             return cls(record.path, record.path.open("a", encoding="utf-8"), record.fingerprints)
+
+    @classmethod
+    def append_to(cls, path: Path) -> "Journal":
+        """Append to the record at ``path`` without reading it back first (a record that grows by
+        cases as well as runs, like a watch window), after repairing its end as :meth:`reopen` does."""
+        with writing(path, "cannot repair the journal"):
+            _repair_end(path)
+            return cls(path, path.open("a", encoding="utf-8"), {})
+
+    def write_case(self, case: EvalCase, fingerprint: str | None = None) -> None:
+        """Queue a case line (a case that joined after the header: a trace that just arrived), written
+        with the next flush before any run queued after it."""
+        fingerprint = fingerprint or case_fingerprint(case)
+        self._fingerprints[case.case_id] = fingerprint
+        self._pending.append(_case_line(case, fingerprint))
 
     def write(self, run: AgentRun, scores: Mapping[str, Score] | None = None) -> "asyncio.Future[None] | None":
         """Append one finished run (and its scores so far).

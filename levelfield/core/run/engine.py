@@ -24,8 +24,8 @@ from ..score.metrics.base import Metric
 from ..data.protocol import AgentRunnable
 from .notices import (BudgetWarning, MissingReferenceWarning, warn_user, NoToolCallsWarning, ResumeWarning, agents_without_tool_calls,
                       metric_changes, missing_references, reference_changes)
-from ..results.record import (RUNS_FILE, Journal, Record, RunKey, check_out_folder, check_resumable, fingerprints_of,
-                              make_header, read_record)
+from ..results.record import (RUNS_FILE, Journal, Record, RunKey, carry_generated, check_out_folder, check_resumable,
+                              fingerprints_of, make_header, read_record)
 from ..results.result import SAVED_AGENT, EvalResult
 from .isolation import check_picklable
 from . import limits
@@ -38,7 +38,7 @@ from ..score.metrics.base import Score
 from ..stats.inference import reduce_trials
 from ..stats.sequential import SequentialMonitor, StopRule
 
-__all__ = ["score_saved", "run_and_score", "open_journal", "warn_missing_references", "EarlyStop"]
+__all__ = ["score_saved", "saved_runs", "run_and_score", "open_journal", "warn_missing_references", "EarlyStop"]
 
 
 def _usage(value: Any) -> Usage | None:
@@ -51,7 +51,8 @@ def _usage(value: Any) -> Usage | None:
         return None
 
 
-def _saved_runs(dataset: EvalDataset) -> list[AgentRun]:
+def saved_runs(dataset: EvalDataset) -> list[AgentRun]:
+    """The runs of a dataset's saved predictions (no agent ran): one per case, failed where the row says so."""
     if not dataset.has_predictions:
         raise DatasetError(
             f"{dataset.source}: no agent was given and no row has a 'response' or 'predicted_trajectory' "
@@ -108,7 +109,7 @@ def _skip_scenarios(dataset: EvalDataset) -> tuple[EvalDataset, dict[str, str]]:
 async def score_saved(dataset: EvalDataset, metrics: Sequence[Metric], config: RunConfig | None = None) -> EvalResult:
     """Score the predictions a dataset already holds (``response``, ``predicted_trajectory``)."""
     dataset, skipped = _skip_scenarios(dataset)
-    runs = _saved_runs(dataset)
+    runs = saved_runs(dataset)
     warn_missing_references(dataset, metrics)
     contexts = [context_for(case, None) for case in dataset]
     # Saved rows count as runs, so saved failures score NaN like live ones.
@@ -147,6 +148,7 @@ def open_journal(
             record = read_record(path)
             check_resumable(record, fingerprints=fingerprints, agents=agent_names, trials=config.trials)
             _say_what_changed(record, dataset, metrics)
+            carry_generated(record.cases, dataset)  # e.g. generated rubrics: the saved runs are re-scored on them
             done = {key: run for key, (run, _) in record.runs.items() if key[2] < config.trials}
             return Journal.reopen(record), done
         if not config.overwrite:

@@ -19,7 +19,8 @@ from . import inference as stats
 from ..errors import ConfigError
 from .planning import minimum_detectable_effect
 
-__all__ = ["Change", "Verdict", "measure_change", "adjust", "describe_change", "detectable_difference"]
+__all__ = ["Change", "Verdict", "measure_change", "measure_unpaired_change", "adjust", "describe_change",
+           "detectable_difference"]
 
 Verdict = Literal["regression", "improvement", "no significant change", "within margin", "not testable"]
 
@@ -51,6 +52,8 @@ class Change:
     points: bool
     """True when the metric lies in [0, 1], so differences read as points (× 100)."""
     verdict: Verdict = "not testable"
+    n_baseline: int | None = None
+    """For an unpaired change (:func:`measure_unpaired_change`): the baseline's values; ``n`` is then the new sample's."""
 
     @property
     def significant(self) -> bool:
@@ -104,6 +107,57 @@ def measure_change(
         points=points,
     )
     return replace(change, verdict=_verdict(change))
+
+
+def measure_unpaired_change(
+    new: Sequence[float] | np.ndarray,
+    base: Sequence[float] | np.ndarray,
+    *,
+    metric: str,
+    agent: str,
+    baseline: str,
+    alpha: float = 0.05,
+    margin: float = 0.0,
+    power: float = 0.8,
+) -> Change:
+    """Test the scores of one sample of cases against another's (different cases: a window of
+    production traffic against a baseline period); verdict from its own p until :func:`adjust`.
+
+    The gate's logic without the pairing: Fisher's exact test for 0/1 metrics, Mann-Whitney
+    otherwise (:func:`stats.two_sample_test`); with a margin, the unpaired non-inferiority test.
+    """
+    if not 0 < alpha < 1:
+        raise ConfigError(f"alpha={alpha!r}: must be between 0 and 1")
+    x, y = np.asarray(new, dtype=float), np.asarray(base, dtype=float)
+    t = stats.two_sample_test(x, y, confidence=1 - alpha)
+    p = stats.noninferiority_p_unpaired(x, y, margin) if margin > 0 else t.p_value
+    values = np.concatenate([x[~np.isnan(x)], y[~np.isnan(y)]])
+    points = values.size > 0 and bool(((values >= 0) & (values <= 1)).all())
+    change = Change(
+        metric=metric, agent=agent, baseline=baseline, n=t.n, difference=t.difference, low=t.low, high=t.high,
+        p_value=p, p_adjusted=p, test=t.test, alpha=alpha, margin=float(margin),
+        mde=_unpaired_mde(x, y, t, alpha=alpha, power=power), power=power, points=points, n_baseline=t.n_baseline,
+    )
+    return replace(change, verdict=_verdict(change))
+
+
+def _unpaired_mde(x: np.ndarray, y: np.ndarray, t: stats.TwoSampleTest, *, alpha: float, power: float) -> float:
+    """The smallest difference two independent samples of these sizes detect (NaN if nothing varies)."""
+    x, y = x[~np.isnan(x)], y[~np.isnan(y)]
+    if t.n < 2 or t.n_baseline < 2:
+        return math.nan
+    # Unequal groups as the equal-group size with the same 1/n1 + 1/n2.
+    n = int(2 * t.n * t.n_baseline / (t.n + t.n_baseline))
+    if n < 2:
+        return math.nan
+    try:
+        if t.test == "fisher":
+            p0 = float(y.mean())
+            return minimum_detectable_effect(n, p0=p0, paired=False, alpha=alpha, power=power) if 0 < p0 < 1 else math.nan
+        sd = float(np.sqrt((x.var(ddof=1) + y.var(ddof=1)) / 2))
+        return minimum_detectable_effect(n, sd=sd, paired=False, alpha=alpha, power=power) if sd > 0 else math.nan
+    except ConfigError:
+        return math.nan
 
 
 def detectable_difference(
@@ -169,9 +223,12 @@ def describe_change(change: Change) -> str:
     unit = " points" if c.points else ""
     base = c.baseline
     if c.verdict == "not testable":
+        if c.n_baseline is not None:
+            return f"not testable against {base}: {c.n} scores here, {c.n_baseline} in {base}"
         return f"not testable against {base}: no case has a score on both sides"
     if c.difference == 0 and c.low == 0 and c.high == 0:
-        return f"no change: same score as {base} on all {c.n} paired cases"
+        cases = f"{c.n} cases and {c.n_baseline} in {base}" if c.n_baseline is not None else f"all {c.n} paired cases"
+        return f"no change: same score as {base} on {cases}"
     size = abs(c.difference)
     if c.difference < 0:
         low, high = -c.high, -c.low

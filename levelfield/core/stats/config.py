@@ -10,10 +10,10 @@ statistics options, apart from them::
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal, get_args
 
+from ..data.config import options_applied
 from ..errors import ConfigError
 from .inference import REDUCERS, PairedTestName, Reducer
 
@@ -78,14 +78,4 @@ STATS_OPTIONS = tuple(f.name for f in fields(StatsConfig))
 
 def stats_config(config: StatsConfig | None = None, /, **options: Any) -> StatsConfig:
     """``config`` (or the defaults) with ``options`` applied; an unknown option is a clear error."""
-    if config is not None and not isinstance(config, StatsConfig):
-        raise ConfigError(f"stats={config!r}: expected an lf.StatsConfig(...)")
-    unknown = [k for k in options if k not in STATS_OPTIONS]
-    if unknown:
-        hints = []
-        for name in unknown:
-            close = difflib.get_close_matches(name, STATS_OPTIONS, n=1)
-            hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-        raise ConfigError(f"unknown statistics option {', '.join(hints)}; the options are: {', '.join(STATS_OPTIONS)}")
-    base = config if config is not None else StatsConfig()
-    return replace(base, **options) if options else base
+    return options_applied(StatsConfig, config, options, argument="stats", kind="statistics option")

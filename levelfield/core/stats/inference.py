@@ -37,12 +37,16 @@ __all__ = [
     "family_adjusted",
     "difference_interval",
     "noninferiority_p",
+    "TwoSampleTest",
+    "two_sample_test",
+    "noninferiority_p_unpaired",
     "pass_at_k",
     "pass_hat_k",
     "flaky_cases",
 ]
 
 PairedTestName = Literal["auto", "mcnemar", "wilcoxon", "permutation"]
+TwoSampleTestName = Literal["auto", "fisher", "mannwhitney"]
 
 _RESAMPLES = 9999
 
@@ -313,6 +317,100 @@ def noninferiority_p(
         one_sided = 1.0 if not np.any(d) else float(stats.wilcoxon(d, alternative="less").pvalue)
     else:
         raise ConfigError(f"unknown paired test {test!r}; use auto, mcnemar, wilcoxon or permutation")
+    return min(1.0, 2 * one_sided)
+
+
+@dataclass(frozen=True)
+class TwoSampleTest:
+    """How sample A (e.g. a window of production traces) differs from sample B (a baseline), unpaired."""
+
+    difference: float
+    """Mean of A − mean of B."""
+    low: float
+    high: float
+    """Welch's normal interval of the difference (NaN with fewer than two values on a side)."""
+    p_value: float
+    test: str
+    """``fisher`` (exact, 0/1 values), ``mannwhitney`` or ``none`` (nothing to test)."""
+    n: int
+    """Values of A (NaN left out)."""
+    n_baseline: int
+    """Values of B (NaN left out)."""
+
+
+def _welch_interval(x: np.ndarray, y: np.ndarray, confidence: float) -> tuple[float, float]:
+    from scipy import stats
+
+    if x.size < 2 or y.size < 2:
+        return math.nan, math.nan
+    diff = float(x.mean() - y.mean())
+    se = math.sqrt(float(x.var(ddof=1)) / x.size + float(y.var(ddof=1)) / y.size)
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    return diff - z * se, diff + z * se
+
+
+def two_sample_test(
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
+    *,
+    test: TwoSampleTestName = "auto",
+    confidence: float = 0.95,
+) -> TwoSampleTest:
+    """Compare two independent samples (different cases on each side); NaN values are left out.
+
+    The unpaired counterparts of :func:`paired_test`'s tests: ``auto`` picks Fisher's exact test
+    of the 2×2 table when both samples are 0/1 (McNemar's unpaired twin), else the Mann-Whitney U
+    test (Wilcoxon's). Both two-sided, from SciPy.
+    """
+    from scipy import stats
+
+    x, y = _finite(a), _finite(b)
+    if x.size == 0 or y.size == 0:
+        return TwoSampleTest(math.nan, math.nan, math.nan, math.nan, "none", int(x.size), int(y.size))
+    if test == "auto":
+        test = "fisher" if is_binary(x) and is_binary(y) else "mannwhitney"
+    if test == "fisher":
+        if not (is_binary(x) and is_binary(y)):
+            raise ConfigError("Fisher's exact test needs 0/1 values")
+        ones_x, ones_y = int(x.sum()), int(y.sum())
+        p = float(stats.fisher_exact([[ones_x, x.size - ones_x], [ones_y, y.size - ones_y]]).pvalue)
+    elif test == "mannwhitney":
+        p = 1.0 if (np.all(x == x[0]) and np.all(y == x[0])) else float(stats.mannwhitneyu(x, y).pvalue)
+    else:
+        raise ConfigError(f"unknown two-sample test {test!r}; use auto, fisher or mannwhitney")
+    low, high = _welch_interval(x, y, confidence)
+    return TwoSampleTest(float(x.mean() - y.mean()), low, high, min(p, 1.0), test, int(x.size), int(y.size))
+
+
+def noninferiority_p_unpaired(
+    a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, margin: float, *, test: TwoSampleTestName = "auto"
+) -> float:
+    """p-value that A's mean is below B's by more than ``margin``, for independent samples.
+
+    Two-sided scale, as :func:`noninferiority_p`. 0/1 values: the Wald z-test of the difference of
+    proportions shifted by the margin; otherwise the one-sided Mann-Whitney test of A + margin
+    against B. NaN when a side has no value.
+    """
+    from scipy import stats
+
+    margin = float(margin)
+    if not (margin >= 0 and math.isfinite(margin)):
+        raise ConfigError(f"margin={margin!r}: must be a number of at least 0")
+    x, y = _finite(a), _finite(b)
+    if x.size == 0 or y.size == 0:
+        return math.nan
+    if test == "auto":
+        test = "fisher" if is_binary(x) and is_binary(y) else "mannwhitney"
+    if test == "fisher":
+        if x.size < 2 or y.size < 2:
+            return math.nan
+        se = math.sqrt(float(x.var(ddof=1)) / x.size + float(y.var(ddof=1)) / y.size)
+        shifted = float(x.mean() - y.mean()) + margin
+        one_sided = (0.0 if shifted < 0 else 1.0) if se == 0 else float(stats.norm.cdf(shifted / se))
+    elif test == "mannwhitney":
+        one_sided = float(stats.mannwhitneyu(x + margin, y, alternative="less").pvalue)
+    else:
+        raise ConfigError(f"unknown two-sample test {test!r}; use auto, fisher or mannwhitney")
     return min(1.0, 2 * one_sided)
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "register_metric",
     "register_metric_hint",
     "register_judged_metric",
+    "register_metric_converter",
     "is_judged_metric",
     "metric_names",
     "resolve_metrics",
@@ -120,6 +121,16 @@ def register_judged_metric(name: str, factory: Callable[[Any], Metric], how_to_b
     _NEEDS_ARGS[name] = how_to_build
 
 
+# Functions turning other libraries' metric objects into metrics (see register_metric_converter).
+_CONVERTERS: list[Callable[[Any, Any], Metric | None]] = []
+
+
+def register_metric_converter(convert: Callable[[Any, Any], Metric | None]) -> None:
+    """Make other objects usable in ``metrics=[...]``: ``convert(obj, judge)`` returns a metric, or None when ``obj``
+    is not one of its objects (e.g. the judge package turns Vertex's ``RubricMetric.GENERAL_QUALITY`` into its metric)."""
+    _CONVERTERS.append(convert)
+
+
 def is_judged_metric(name: str) -> bool:
     """Whether the metric named ``name`` is built with a judge (see :func:`register_judged_metric`)."""
     return name in _JUDGED
@@ -194,7 +205,10 @@ def resolve_metrics(metrics: Sequence[str | Metric] | None, *, judge: Any = None
         elif isinstance(getattr(spec, "name", None), str) and callable(getattr(spec, "score", None)):
             out.append(_ObjectMetric(spec))
         else:
-            raise MetricError(f"{spec!r} is not a metric name or a Metric object")
+            converted = next((m for m in (convert(spec, judge) for convert in _CONVERTERS) if m is not None), None)
+            if converted is None:
+                raise MetricError(f"{spec!r} is not a metric name or a Metric object")
+            out.append(converted)
     seen: dict[str, Metric] = {}
     for metric in out:
         if metric.name in seen:

@@ -1,0 +1,115 @@
+"""``levelfield watch``: the command line of :func:`levelfield.watch.watch`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from typing import Any
+
+__all__ = ["add_watch_command", "print_watch_report"]
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a share between 0 and 1 (0.1 = one trace in ten)") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a share between 0 and 1 (0.1 = one trace in ten)")
+    return value
+
+
+def _seconds(text: str) -> float:
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    number, unit = (text[:-1], units[text[-1]]) if text and text[-1] in units else (text, 1)
+    try:
+        value = float(number) * unit
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give seconds, or a number with s, m, h or d (30s, 1h)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be more than 0")
+    return value
+
+
+def add_watch_command(sub: Any) -> None:
+    """Add ``watch`` to the subcommands."""
+    w = sub.add_parser("watch", help="score production traces as they arrive (OTLP/HTTP, a folder, MLflow) until stopped")
+    w.add_argument("--out", "-o", metavar="DIR", required=True,
+                   help="where scored traces are journaled in time windows (DIR/windows/*.jsonl); a restart with the "
+                        "same DIR resumes without losing or repeating a trace")
+    w.add_argument("--metric", "-m", action="append", dest="metrics", metavar="NAME",
+                   help="a metric to score each trace with (repeatable; default: the trajectory metrics and rouge_l_sum, "
+                        "which need --references; reference-free and judged metrics score every trace)")
+    w.add_argument("--otlp-port", type=int, default=4318, metavar="PORT",
+                   help="receive OTLP/HTTP traces (POST /v1/traces, protobuf or JSON) on this port (default 4318; 0: any "
+                        "free port; -1: no receiver)")
+    w.add_argument("--host", default="127.0.0.1", help="the receiver's address (default 127.0.0.1: this machine only)")
+    w.add_argument("--auth-token", metavar="TOKEN", default=os.environ.get("LEVELFIELD_WATCH_TOKEN"),
+                   help="require 'Authorization: Bearer TOKEN' on every request (default $LEVELFIELD_WATCH_TOKEN)")
+    w.add_argument("--folder", metavar="DIR", help="also score new JSON Lines / Parquet trace files that appear in DIR")
+    w.add_argument("--mlflow-experiment", metavar="NAME", help="also score new traces of this MLflow experiment")
+    w.add_argument("--mlflow-tracking-uri", metavar="URI", help="the MLflow tracking server (default $MLFLOW_TRACKING_URI)")
+    w.add_argument("--references", metavar="FILE",
+                   help="a dataset whose prompts are matched to the traces' requests: matching traces get its "
+                        "reference and reference_trajectory (canary prompts with known answers)")
+    w.add_argument("--sample", type=_share, default=1.0, metavar="SHARE",
+                   help="score this share of traces, chosen by trace id (default 1: all)")
+    w.add_argument("--trace-timeout", type=_seconds, default=30.0, metavar="SECONDS",
+                   help="a trace whose root span never arrives is scored this long after its last span (default 30s)")
+    w.add_argument("--window", type=_seconds, default=3600.0, metavar="SECONDS", help="the journal's time window (default 1h)")
+    w.add_argument("--max-queue", type=int, default=10_000, metavar="TRACES",
+                   help="traces held in memory at most; beyond it requests get 503 + Retry-After (default 10000)")
+    w.add_argument("--baseline", metavar="DIR",
+                   help="the --out folder of an earlier watch (or of eval) to compare each closed window with")
+    w.add_argument("--alert-if-worse", action="append", default=[], metavar="METRIC",
+                   help="with --baseline: alert when a window is significantly worse on METRIC (repeatable or "
+                        "comma-separated; Holm-corrected across them)")
+    w.add_argument("--alpha", type=float, default=0.05, help="significance level of the drift alerts (default 0.05)")
+    w.add_argument("--margin", type=float, default=0.0, help="alert only for drops beyond this margin (metric units)")
+    w.add_argument("--min-window", type=int, default=20, metavar="N", help="windows with fewer scored traces are not tested")
+    w.add_argument("--export-otlp", metavar="URL",
+                   help="send scores (gen_ai.evaluation.result events) and alerts to this OTLP/HTTP endpoint")
+    w.add_argument("--no-fsync", action="store_true",
+                   help="acknowledge requests once written to the OS, without waiting for the disk (faster; a power "
+                        "cut, unlike a crash, may then lose acknowledged traces)")
+    w.set_defaults(func=_watch)
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from ..watch import Watcher
+
+    port = None if args.otlp_port is not None and args.otlp_port < 0 else args.otlp_port
+    metrics = args.metrics or ["trajectory_exact_match", "trajectory_in_order_match", "trajectory_any_order_match",
+                               "trajectory_precision", "trajectory_recall", "rouge_l_sum"]
+    watcher = Watcher(
+        metrics, args.out, otlp_port=port, host=args.host, folder=args.folder, mlflow_experiment=args.mlflow_experiment,
+        mlflow_tracking_uri=args.mlflow_tracking_uri, sample=args.sample, trace_timeout=args.trace_timeout,
+        window=args.window, max_queue=args.max_queue, auth_token=args.auth_token, baseline=args.baseline,
+        alert_if_worse=args.alert_if_worse, alpha=args.alpha, margin=args.margin, min_window=args.min_window,
+        export_otlp=args.export_otlp, references=args.references, fsync=not args.no_fsync,
+    )
+
+    async def run() -> None:
+        task = asyncio.create_task(watcher.run())
+        while watcher.port is None and watcher.otlp_port is not None and not task.done():
+            await asyncio.sleep(0.01)
+        if watcher.port is not None:
+            print(f"levelfield watch: receiving OTLP/HTTP on http://{args.host}:{watcher.port}/v1/traces", flush=True)
+        print(f"levelfield watch: journaling to {args.out}/windows; stop with Ctrl-C", flush=True)
+        await task
+
+    asyncio.run(run())
+    s = watcher.stats
+    print(f"levelfield watch: stopped; {s.scored_traces} traces scored, {watcher.pending} left for the next start, "
+          f"{s.shed_traces} shed, {s.bad_requests} bad requests, {s.alerts} alerts", flush=True)
+    return 0
+
+
+def print_watch_report(directory: str) -> int:
+    """``levelfield report DIR`` on a watch folder: windows, trends, alerts, worst traces."""
+    from ..watch.summary import format_watch_summary, summarize
+
+    sys.stdout.write(format_watch_summary(summarize(directory)))
+    return 0

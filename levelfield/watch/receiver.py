@@ -1,0 +1,105 @@
+"""The OTLP/HTTP receiver: ``POST /v1/traces`` in protobuf or JSON, as OpenTelemetry exporters send it.
+
+Answers follow the OTLP/HTTP specification: 200 with an ``ExportTraceServiceResponse`` (and
+``partial_success`` naming spans that could not be read); 400 for a body that is no OTLP request
+(the watcher goes on); 401 without the bearer token when one is required; 413 for a body over the
+limit; 415 for another content type; and 503 with ``Retry-After`` when the watcher's queue is full,
+which exporters retry (OpenTelemetry's Python exporter retries 5xx but not 429). The reply is sent
+only after the request's spans are in the spool.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hmac
+import zlib
+from typing import Any
+
+from ..core.errors import TraceError, WriteError
+
+__all__ = ["make_app", "decode"]
+
+_KINDS = {"application/x-protobuf": 0, "application/protobuf": 0, "application/json": 1}
+
+
+def decode(kind: int, body: bytes) -> list[Any]:
+    """The spans (and unreadable-span errors) of a request body; :class:`TraceError` for no OTLP request at all."""
+    if kind == 0:
+        from ..formats.otlp_proto import spans_from_protobuf
+
+        return spans_from_protobuf(body)
+    from ..formats.otel import spans_from_otlp
+    from ..formats.spans import json_loads
+
+    try:
+        data = json_loads(body)
+    except ValueError as exc:
+        raise TraceError(f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or not ("resourceSpans" in data or "resource_spans" in data):
+        raise TraceError("not an OTLP JSON export: expected an object with 'resourceSpans'")
+    return list(spans_from_otlp(data))
+
+
+def _unpack(body: bytes, encoding: str, limit: int) -> bytes:
+    if encoding in ("", "identity"):
+        return body
+    if encoding == "gzip":
+        out = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(body, limit + 1)
+        if len(out) > limit:
+            raise OverflowError
+        return out
+    if encoding == "deflate":
+        return zlib.decompress(body)
+    raise TraceError(f"Content-Encoding {encoding!r} is not supported (use gzip or none)")
+
+
+def make_app(watcher: Any) -> Any:
+    """The Starlette app serving ``/v1/traces`` for ``watcher``."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse, Response
+    from starlette.routing import Route
+
+    from ..formats.otlp_proto import export_response
+
+    token = watcher.auth_token
+
+    async def traces(request: Request) -> Response:
+        stats = watcher.stats
+        stats.requests += 1
+        if token is not None:
+            given = request.headers.get("authorization", "")
+            if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+                stats.unauthorized += 1
+                return PlainTextResponse("missing or wrong bearer token", status_code=401)
+        ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        kind = _KINDS.get(ctype)
+        if kind is None:
+            stats.bad_requests += 1
+            return PlainTextResponse(
+                f"Content-Type {ctype or '(none)'!r}: send application/x-protobuf or application/json", status_code=415)
+        body = await request.body()
+        try:
+            body = _unpack(body, request.headers.get("content-encoding", "").strip().lower(), watcher.max_body)
+            if len(body) > watcher.max_body:
+                raise OverflowError
+            spans = decode(kind, body)
+        except OverflowError:
+            stats.bad_requests += 1
+            return PlainTextResponse(f"request body over {watcher.max_body} bytes", status_code=413)
+        except (TraceError, zlib.error, gzip.BadGzipFile, EOFError) as exc:
+            stats.bad_requests += 1
+            return PlainTextResponse(f"bad OTLP request: {exc}", status_code=400)
+        try:
+            rejected, why = await watcher.accept(kind, body, spans)
+        except WriteError as exc:
+            return PlainTextResponse(f"cannot spool the request: {exc}", status_code=503, headers={"Retry-After": "5"})
+        if rejected is None:  # the queue is full: shed, ask to come back
+            return PlainTextResponse("levelfield watch is behind; retry later", status_code=503,
+                                     headers={"Retry-After": str(watcher.retry_after)})
+        return Response(export_response(rejected, why, json=kind == 1), media_type=ctype)
+
+    async def health(request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    return Starlette(routes=[Route("/v1/traces", traces, methods=["POST"]), Route("/healthz", health)])

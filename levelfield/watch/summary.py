@@ -1,0 +1,137 @@
+"""What ``levelfield report DIR`` shows for a watch folder: the windows, the trend, the worst traces, the alerts.
+
+Read from the windows' run records, ``drift.jsonl`` and ``status.json``; nothing is stored twice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..core.errors import RecordError
+from ..core.results.record import read_record
+from .drift import DRIFT_FILE
+from .windows import window_files, window_start
+
+__all__ = ["WatchSummary", "summarize", "format_watch_summary", "is_watch_folder"]
+
+
+def is_watch_folder(path: str | Path) -> bool:
+    """True when ``path`` is the ``--out`` folder of ``levelfield watch``."""
+    return bool(window_files(Path(path)))
+
+
+@dataclass
+class WatchSummary:
+    """A watch folder summed up."""
+
+    windows: pd.DataFrame
+    """One row per window: ``window`` (its start, UTC), ``traces``, ``failed``, then ``<metric>`` means."""
+    metrics: list[str]
+    worst: pd.DataFrame
+    """The lowest-scoring traces of the latest window: ``trace_id``, ``prompt``, ``response``, scores, ``mean``."""
+    alerts: list[dict[str, Any]] = field(default_factory=list)
+    status: dict[str, Any] = field(default_factory=dict)
+
+
+def summarize(out: str | Path, *, worst: int = 5) -> WatchSummary:
+    """Sum up a watch folder; ``worst``: how many of the latest window's lowest-scoring traces to show."""
+    out = Path(out)
+    files = window_files(out)
+    if not files:
+        raise RecordError(f"{out}: no watch windows here (expected {out}/windows/*.jsonl written by levelfield watch)")
+    rows, metrics, last_cases = [], [], []
+    for path in files:
+        record = read_record(path)
+        metrics = metrics or [m["name"] for m in record.header.get("metrics") or []]
+        prompts = {c.case_id: c for c in record.cases}
+        values: dict[str, list[float]] = {m: [] for m in metrics}
+        cases, failed = [], 0
+        for run, scores in record.runs.values():
+            failed += int(run.failure)
+            entry = {m: (math.nan if scores is None or m not in scores else float(scores[m].value)) for m in metrics}
+            for m in metrics:
+                values[m].append(entry[m])
+            case = prompts.get(run.case_id)
+            cases.append({"trace_id": run.case_id, "prompt": None if case is None else case.prompt,
+                          "response": run.output.response if run.output is not None else None, **entry})
+        start = pd.Timestamp(window_start(path.name), unit="s", tz="UTC")
+        rows.append({"window": start, "traces": len(cases), "failed": failed,
+                     **{m: (float(pd.Series(v).mean()) if v else math.nan) for m, v in values.items()}})
+        last_cases = cases
+    table = pd.DataFrame(rows)
+    low = pd.DataFrame(last_cases)
+    if not low.empty and metrics:
+        low["mean"] = low[metrics].mean(axis=1)
+        low = low.sort_values("mean", kind="stable").head(worst).reset_index(drop=True)
+    alerts: list[dict[str, Any]] = []
+    drift = out / DRIFT_FILE
+    if drift.exists():
+        for line in drift.read_text(encoding="utf-8").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if entry.get("alert"):
+                alerts.append(entry)
+    status: dict[str, Any] = {}
+    if (out / "status.json").exists():
+        try:
+            status = json.loads((out / "status.json").read_text(encoding="utf-8"))
+        except ValueError:
+            status = {}
+    return WatchSummary(table, metrics, low, alerts, status)
+
+
+def _num(x: Any) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+
+
+def _trend(table: pd.DataFrame, metric: str) -> str:
+    values = table[metric].dropna()
+    if len(values) < 2:
+        return ""
+    change = values.iloc[-1] - values.iloc[-2]
+    arrow = "↑" if change > 0 else "↓" if change < 0 else "→"
+    return f"{arrow} {change:+.3f} vs the window before"
+
+
+def format_watch_summary(summary: WatchSummary) -> str:
+    """The summary as text: a table of windows, the trend of each metric, alerts, the worst traces."""
+    t = summary.windows
+    head = ["window (UTC)", "traces", "failed", *summary.metrics]
+    lines = ["  ".join(head)]
+    for _, row in t.iterrows():
+        lines.append("  ".join([row["window"].strftime("%Y-%m-%d %H:%M"), str(row["traces"]), str(row["failed"]),
+                                *[_num(row[m]) for m in summary.metrics]]))
+    lines.append("")
+    for m in summary.metrics:
+        trend = _trend(t, m)
+        if trend:
+            lines.append(f"{m}: {trend}")
+    if summary.alerts:
+        lines.append("")
+        lines.append(f"Alerts ({len(summary.alerts)}):")
+        for alert in summary.alerts:
+            for c in alert.get("changes") or []:
+                if c.get("verdict") == "regression":
+                    lines.append(f"  {Path(alert['window']).stem}: {c['metric']}: {c['words']}")
+    if not summary.worst.empty:
+        lines.append("")
+        lines.append("Worst traces of the latest window:")
+        for _, row in summary.worst.iterrows():
+            prompt = str(row["prompt"] or "")[:60]
+            scores = ", ".join(f"{m}={_num(row[m])}" for m in summary.metrics)
+            lines.append(f"  {row['trace_id']}  {scores}  {prompt!r}")
+    s = summary.status
+    if s:
+        lines.append("")
+        lines.append(f"Watcher: {s.get('scored_traces', 0)} scored, {s.get('pending', 0)} pending, "
+                     f"{s.get('shed_traces', 0)} shed, {s.get('bad_requests', 0)} bad requests; time to score p99 "
+                     f"{_num(s.get('time_to_score_p99'))} s")
+    return "\n".join(lines).rstrip() + "\n"
