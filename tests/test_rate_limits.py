@@ -232,3 +232,16 @@ def test_rate_options_are_checked_with_a_clear_error():
         lf.RunConfig(adaptive="yes")
     config = lf.RunConfig(requests_per_minute={"judge": 60, "agent one": 600})
     assert config.to_dict()["requests_per_minute"] == {"judge": 60, "agent one": 600}
+
+
+def test_a_lone_refusal_without_retry_after_is_tried_again_a_few_times_then_left_to_the_runs_retries():
+    async def go() -> list[float | None]:
+        limit = EndpointLimit("e", 8)
+        waits = []
+        for absorbed in range(4):
+            await limit.acquire()
+            waits.append(limit.ended_with(RateLimitError("busy"), absorbed))
+        return waits
+
+    # The endpoint may still be freeing calls it answered: 0.1, 0.2, 0.4 s, then the run's own retries.
+    assert asyncio.run(go()) == [pytest.approx(0.1), pytest.approx(0.2), pytest.approx(0.4), None]

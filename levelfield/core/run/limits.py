@@ -16,8 +16,9 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   (RFC 5681 §3.1, ``ssthresh = FlightSize / 2``) without the blind halving, because an explicit
   429 tells when the endpoint was full (a lost packet does not);
 - when even a lone call is refused (nothing else of ours in flight) the endpoint limits by time,
-  not by concurrency: no call starts until its ``Retry-After`` has passed (without one, the
-  call's own retries and backoff decide), and the limit restarts from 1 with slow start
+  not by concurrency: no call starts until its ``Retry-After`` has passed (without one, the call
+  tries again a few times after short pauses, then its own retries decide), and the limit
+  restarts from 1 with slow start
   (RFC 5681 §3.1) up to half the old limit;
 - after a success it grows additively, one call per window of successes (congestion avoidance),
   and past the level where it was last refused it probes ``_PROBE`` times more slowly, as CUBIC
@@ -51,6 +52,9 @@ __all__ = ["MAX_ABSORBED", "EndpointLimit", "Limits", "LimitStats", "TokenBucket
 MAX_ABSORBED = 20
 """Rate-limit answers one call may absorb; past them a refusal counts as a failed attempt (the
 caller's retries then decide), so an endpoint that refuses everything cannot hold a call forever."""
+_LONE_TRIES = 3
+"""Lone refusals without ``Retry-After`` one call absorbs (after 0.1, 0.2, 0.4 s) before its own retries decide."""
+_LONE_PAUSE = 0.1
 _BETA = 0.7
 """The most one refusal lowers the limit (to 70 %, CUBIC's factor, RFC 9438 §4.6), however few calls were in flight."""
 _PROBE = 8
@@ -306,19 +310,25 @@ class EndpointLimit:
         wait before trying the call again, else None (an ordinary failure, for the caller's retries).
 
         Absorbed (``adaptive``, fewer than ``MAX_ABSORBED`` for this call so far): a refusal while
-        other calls of ours were in flight (the limit falls to them), or a lone refusal whose
-        ``Retry-After`` says when to come back, up to ``max_wait`` seconds. A lone refusal that does
-        not say when, or asks for longer, is the caller's to retry or record (an exhausted quota)."""
+        other calls of ours were in flight (the limit falls to them), a lone refusal whose
+        ``Retry-After`` says when to come back, up to ``max_wait`` seconds, or the first
+        ``_LONE_TRIES`` lone refusals that do not say when. Past those, or when it asks for longer,
+        a lone refusal is the caller's to retry or record (an exhausted quota)."""
         rate = rate_limit_of(exc)
         if rate is None:
             self.failed()
             return None
         lone = self.in_flight <= 1
         told = rate.retry_after is not None and (max_wait is None or rate.retry_after <= max_wait)
-        absorb = self.adaptive and absorbed < MAX_ABSORBED and (told or not lone)
+        # A lone refusal that says nothing may be the endpoint still freeing calls it has answered:
+        # tried again a few times after a short, growing pause, then left to the caller.
+        untold = lone and not told and absorbed < _LONE_TRIES
+        absorb = self.adaptive and absorbed < MAX_ABSORBED and (told or not lone or untold)
         wait = self.refused(rate.retry_after if told else None, pause=absorb)
         if not absorb:
             return None
+        if untold:
+            wait = _LONE_PAUSE * 2 ** absorbed
         self.waited += wait
         return wait
 
