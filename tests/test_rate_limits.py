@@ -58,7 +58,6 @@ def test_a_server_that_admits_n_in_flight_fails_no_run_and_refuses_few_calls(ret
     limited = _Limited(4, retry_after)
     with start_asgi(limited) as server:
         start = time.perf_counter()
-        # The limit starts at the ceiling: the 8 calls over the server's 4 are refused once, at the start.
         result = lf.evaluate(CASES, lf.as_agent(server.url), ["exact_match"], concurrency=12, retries=0,
                              progress=False, out=tmp_path)
         seconds = time.perf_counter() - start
@@ -67,7 +66,9 @@ def test_a_server_that_admits_n_in_flight_fails_no_run_and_refuses_few_calls(ret
     assert not any(r.failure for r in result.runs), [r.error for r in result.runs if r.failure][:3]
     assert result.summary_metrics["exact_match/mean"] == 1.0
     requests = gate.admitted + gate.refused
-    assert gate.refused < 0.10 * requests, (gate.refused, requests)
+    # The limit starts at the ceiling (12): the 8 calls over the server's 4 are refused once, at the
+    # start, by design; after that, under one in ten.
+    assert gate.refused - (12 - gate.limit) < 0.10 * requests, (gate.refused, requests, [s.describe() for s in result.limits])
     # Absorbed 429s are not attempts: with retries=0 every run took one attempt, and the runs say
     # how many answers were absorbed, all of them.
     assert all(r.attempts == 1 for r in result.runs)
@@ -81,7 +82,9 @@ def test_a_server_that_admits_n_in_flight_fails_no_run_and_refuses_few_calls(ret
     assert stats.limit <= gate.limit + 1 and stats.mean_in_flight <= gate.limit + 1
     assert "ran at about" in stats.describe()
     ideal = len(CASES) / gate.limit * DELAY
-    assert seconds < 3 * ideal + 2 * (retry_after or 0), (seconds, ideal)  # loose: a loaded machine
+    # Loose, for a loaded machine (bench/bench_rate_limits.py measures it): far under the time a
+    # fixed concurrency spends on refused calls, retried with backoff.
+    assert seconds < 5 * ideal + 5 + 2 * (retry_after or 0), (seconds, ideal)
     # The journal keeps the per-run counts (a run record round trip).
     record = read_record(tmp_path)
     saved = {key[1]: run for key, (run, _) in record.runs.items()}
