@@ -57,10 +57,8 @@ CASES = [{"prompt": p, "reference": f"echo {p}"} for i in range(40)
 def test_a_server_that_admits_n_in_flight_fails_no_run_and_refuses_few_calls(retry_after, tmp_path):
     limited = _Limited(4, retry_after)
     with start_asgi(limited) as server:
-        start = time.perf_counter()
         result = lf.evaluate(CASES, lf.as_agent(server.url), ["exact_match"], concurrency=12, retries=0,
                              progress=False, out=tmp_path)
-        seconds = time.perf_counter() - start
     gate = limited.gate
     assert gate is not None
     assert not any(r.failure for r in result.runs), [r.error for r in result.runs if r.failure][:3]
@@ -81,10 +79,8 @@ def test_a_server_that_admits_n_in_flight_fails_no_run_and_refuses_few_calls(ret
     assert stats.rate_limited == gate.refused and stats.calls == requests
     assert stats.limit <= gate.limit + 1 and stats.mean_in_flight <= gate.limit + 1
     assert "ran at about" in stats.describe()
-    ideal = len(CASES) / gate.limit * DELAY
-    # Loose, for a loaded machine (bench/bench_rate_limits.py measures it): far under the time a
-    # fixed concurrency spends on refused calls, retried with backoff.
-    assert seconds < 5 * ideal + 5 + 2 * (retry_after or 0), (seconds, ideal)
+    # The wall time against the N-limited ideal is a figure, not an assertion: bench/bench_rate_limits.py
+    # measures it.
     # The journal keeps the per-run counts (a run record round trip).
     record = read_record(tmp_path)
     saved = {key[1]: run for key, (run, _) in record.runs.items()}
