@@ -90,6 +90,31 @@ def _max_response(text: str) -> int | None:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _per_minute(text: str) -> tuple[str | None, int]:
+    """``--rpm N`` / ``--rpm NAME=N``: (None or the name, N)."""
+    name, sep, value = text.rpartition("=")
+    try:
+        rate = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N or NAME=N (a whole number per minute), got {text!r}") from None
+    if rate < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 a minute, got {rate}")
+    return (name.strip() or None) if sep else None, rate
+
+
+def _rates(given: Sequence[tuple[str | None, int]], flag: str) -> int | dict[str, int] | None:
+    """``--rpm`` / ``--tpm`` values as RunConfig takes them: one number, or one per name."""
+    if not given:
+        return None
+    plain = [rate for name, rate in given if name is None]
+    named = {name: rate for name, rate in given if name is not None}
+    if plain and named:
+        raise UsageError(f"{flag}: give either one N for every agent or NAME=N entries, not both")
+    if len(plain) > 1:
+        raise UsageError(f"{flag} N was given {len(plain)} times: give it once (or NAME=N per agent)")
+    return plain[0] if plain else named
+
+
 def _threshold(text: str) -> tuple[str, float]:
     metric, sep, value = text.partition("=")
     try:
@@ -167,6 +192,15 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
                         f"fails the run as response_too_large (default {d.max_response_bytes >> 20}MB)")
     p.add_argument("--retries", type=int, default=d.retries,
                    help=f"retries of errors an adapter marks transient (default {d.retries})")
+    p.add_argument("--no-adaptive", dest="adaptive", action="store_false",
+                   help="keep --concurrency fixed: by default the calls in flight to each endpoint (agent, A2A host, "
+                        "judge, simulator) follow its rate limits (HTTP 429/503), with --concurrency as the ceiling, "
+                        "and a rate-limited call is waited out and tried again without spending a retry")
+    p.add_argument("--rpm", type=_per_minute, action="append", default=[], metavar="[NAME=]N",
+                   help="requests per minute at most: N for every agent, NAME=N for one agent, judge=N, "
+                        "simulator=N (repeatable)")
+    p.add_argument("--tpm", type=_per_minute, action="append", default=[], metavar="[NAME=]N",
+                   help="tokens per minute at most, counted from the usage the calls report; as --rpm")
     p.add_argument("--trials", type=_positive_int, default=d.trials, help=f"runs of every case per agent (default {d.trials})")
     p.add_argument("--prices", metavar="FILE",
                    help="a JSON file of your own prices, {\"model\": {\"input_per_mtok\": 0.15, \"output_per_mtok\": 0.6}} "
@@ -284,6 +318,9 @@ def _run_config(args: argparse.Namespace) -> Any:
         overwrite=args.overwrite,
         isolation=getattr(args, "isolation", "none"),
         max_response_bytes=args.max_response,
+        adaptive=getattr(args, "adaptive", True),
+        requests_per_minute=_rates(getattr(args, "rpm", []), "--rpm"),
+        tokens_per_minute=_rates(getattr(args, "tpm", []), "--tpm"),
         prices=getattr(args, "prices", None),
         max_cost_usd=getattr(args, "max_cost", None),
         judge_max_cost_usd=getattr(args, "judge_max_cost", None),
@@ -381,11 +418,13 @@ def _stats_config(args: argparse.Namespace) -> StatsConfig:
 
 
 def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
-    from .output import report_failures
+    from .output import limit_lines, report_failures
 
     print(header)
     print()
     print(format_comparison(cmp))
+    for line in limit_lines(cmp):
+        print(line)
     failed = report_failures(cmp, command=args.command, allow_failures=getattr(args, "allow_failures", False))
     if args.out:
         out = Path(args.out)
