@@ -24,7 +24,7 @@ from levelfield.adapters.a2a_server import build_app, start_asgi  # noqa: E402
 from levelfield.core.errors import AdapterError, ConfigError, RateLimitedError  # noqa: E402
 from levelfield.core.results.record import read_record  # noqa: E402
 from levelfield.core.run.failures import rate_limit_of  # noqa: E402
-from levelfield.core.run.limits import EndpointLimit  # noqa: E402
+from levelfield.core.run.limits import EndpointLimit, Limits  # noqa: E402
 from levelfield.testing import ConcurrencyLimited  # noqa: E402
 
 DELAY = 0.05
@@ -244,3 +244,27 @@ def test_a_lone_refusal_without_retry_after_is_tried_again_a_few_times_then_left
 
     # The endpoint may still be freeing calls it answered: 0.1, 0.2, 0.4 s, then the run's own retries.
     assert asyncio.run(go()) == [pytest.approx(0.1), pytest.approx(0.2), pytest.approx(0.4), None]
+
+
+def test_the_progress_bar_says_the_wait_per_call_not_a_sum_that_outgrows_the_clock():
+    async def go() -> Limits:
+        limits = Limits(adaptive=True, concurrency=2)
+        limit = limits.for_service("judge", "judge m", 2)
+        assert limits.summary() == ""  # nothing called yet: nothing to say
+        for _ in range(2):
+            await limit.acquire()
+        # Four calls queue behind the two in flight; each waits until one ends.
+        waiting = [asyncio.ensure_future(limit.acquire()) for _ in range(4)]
+        for task in waiting:
+            await asyncio.sleep(0.05)
+            limit.success()
+            await task
+        return limits
+
+    limits = asyncio.run(go())
+    (stats,) = limits.stats()
+    text = limits.summary()
+    assert text.startswith("2/2") and text.endswith("s waiting/call"), text
+    shown = float(text.split()[1].removesuffix("s"))
+    assert shown == pytest.approx(stats.waited_seconds / stats.calls, abs=0.01)
+    assert shown < stats.waited_seconds  # the per-call figure, not the sum over calls

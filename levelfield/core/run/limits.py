@@ -453,7 +453,7 @@ class Limits:
         return [limit.stats() for limit in self._limits.values() if limit.calls]
 
     def summary(self) -> str:
-        """``in flight ~8/64 · 56×429 · 3.2 s waiting``: the busiest endpoint, for a progress bar."""
+        """``8/64 56x429 0.70s waiting/call``: the busiest endpoint in flight of its limit, for a progress bar."""
         used = [limit for limit in self._limits.values() if limit.calls]
         if not used:
             return ""
@@ -461,9 +461,11 @@ class Limits:
         text = f"{busiest.in_flight}/{busiest.limit}"
         if busiest.rate_limited:
             text += f" {busiest.rate_limited}x429"
-        waited = sum(limit.waited for limit in used)
-        if waited >= 0.05:
-            text += f" {waited:.1f}s waiting"
+        # Per call, as the closing summary says it: a sum over calls in flight together outgrows the wall clock.
+        calls = sum(limit.calls for limit in used)
+        waited = sum(limit.waited for limit in used) / calls
+        if waited >= 0.005:
+            text += f" {waited:.2f}s waiting/call"
         return text
 
 
