@@ -234,8 +234,9 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
                    help="the judge of judged metrics and criteria (final_response_match_v2, safety_v1, rubric_based_*...): "
                         "provider:model (LangChain), module:attr (a chat model, a function prompt -> answer, or an agent), "
                         "or an A2A agent's http(s):// URL")
-    p.add_argument("--simulator", metavar="PROVIDER:MODEL",
-                   help="a chat model that plays the user of conversation-scenario cases (otherwise they are skipped)")
+    p.add_argument("--simulator", metavar="SPEC",
+                   help="who plays the user of conversation-scenario cases (otherwise they are skipped): provider:model "
+                        "(a LangChain chat model) or module:attr (a chat model, or a simulator such as lf.testing.ScriptedUser)")
     p.add_argument("--max-turns", type=_positive_int, default=None, metavar="N",
                    help="with --simulator: agent turns per conversation at most")
 
@@ -268,26 +269,31 @@ def _some_cases(args: argparse.Namespace, dataset: Any) -> Any:
 
 
 def _simulator(args: argparse.Namespace) -> Any:
-    """The user simulator the command line asks for, or None (built before any agent runs)."""
-    if not getattr(args, "simulator", None):
-        if getattr(args, "max_turns", None) is not None:
-            raise UsageError("--max-turns needs --simulator PROVIDER:MODEL")
-        return None
-    from ..simulation import UserSimulator
-
-    if args.max_turns is None:
-        return UserSimulator(args.simulator)
-    return UserSimulator(args.simulator, max_turns=args.max_turns)
-
-
-def _judge(args: argparse.Namespace) -> Any:
-    """The judge ``--judge`` names, or None: an A2A URL, ``module:attr`` (a chat model, a function
-    or an agent; a ``make_*`` factory is called), else a LangChain ``provider:model`` string."""
-    spec = getattr(args, "judge", None)
+    """The user simulator the command line asks for, or None (built before any agent runs):
+    ``module:attr`` (a simulator such as ``lf.testing.ScriptedUser``, or a chat model; a ``make_*``
+    factory is called), else a LangChain ``provider:model`` string."""
+    spec = getattr(args, "simulator", None)
     if not spec:
+        if getattr(args, "max_turns", None) is not None:
+            raise UsageError("--max-turns needs --simulator SPEC")
         return None
-    if spec.startswith(("http://", "https://")):
-        return spec
+    from ..simulation import SimulatedUser, UserSimulator
+
+    model = _model_spec(spec)
+    if isinstance(model, SimulatedUser):
+        if args.max_turns is not None:
+            raise UsageError(f"--max-turns: --simulator {spec} is a simulator object; set its max_turns where it is made")
+        return model
+    if not isinstance(model, str) and not hasattr(model, "ainvoke"):
+        raise UsageError(f"--simulator {spec}: {type(model).__name__} is neither a user simulator "
+                         "(lf.UserSimulator, lf.testing.ScriptedUser) nor a LangChain chat model")
+    if args.max_turns is None:
+        return UserSimulator(model)
+    return UserSimulator(model, max_turns=args.max_turns)
+
+
+def _model_spec(spec: str) -> Any:
+    """What ``module:attr`` names (a ``make_*`` factory called), else ``spec`` as a ``provider:model`` string."""
     from ..adapters.spec import load_agent_spec
     from ..core.errors import AgentSpecError
 
@@ -298,6 +304,17 @@ def _judge(args: argparse.Namespace) -> Any:
         if "." in module:  # a dotted module is never a LangChain provider: the spec was meant as module:attr
             raise
         return spec
+
+
+def _judge(args: argparse.Namespace) -> Any:
+    """The judge ``--judge`` names, or None: an A2A URL, ``module:attr`` (a chat model, a function
+    or an agent; a ``make_*`` factory is called), else a LangChain ``provider:model`` string."""
+    spec = getattr(args, "judge", None)
+    if not spec:
+        return None
+    if spec.startswith(("http://", "https://")):
+        return spec
+    return _model_spec(spec)
 
 
 def _run_config(args: argparse.Namespace) -> Any:
@@ -616,8 +633,6 @@ def _eval_gated(args: argparse.Namespace) -> int:
     if args.baseline or args.fail_if_worse or args.human_labels:
         raise UsageError("--config judges each case by its criteria; --baseline, --fail-if-worse and --human-labels "
                          "work without --config")
-    if args.simulator:
-        raise UsageError("--simulator does not combine with --config yet; run the scenario cases without --config")
     if args.experiment:
         raise UsageError("--experiment is not available with --config (a gate run); run eval without --config to log it")
     if args.limit is not None or args.sample is not None:
@@ -625,7 +640,7 @@ def _eval_gated(args: argparse.Namespace) -> int:
     if args.agent is None:
         raise UsageError("--config runs an agent: give --agent SPEC")
     report = check_eval(args.dataset, load_agent_spec(args.agent), criteria=args.config, name=args.name,
-                        config=_run_config(args), judge=_judge(args))
+                        config=_run_config(args), judge=_judge(args), simulator=_simulator(args))
     ds = report.result.dataset
     print(f"levelfield eval: {report.result.agent_name} on {len(ds)} cases of {ds.source}, criteria from {args.config}")
     print()
