@@ -1,11 +1,11 @@
-"""Argument readers shared by the commands (``main`` and ``watch``): dollars, the judge."""
+"""Argument readers shared by the commands (``main`` and ``watch``): dollars, a model spec, the judge."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-__all__ = ["dollars", "judge_of"]
+__all__ = ["dollars", "judge_of", "model_spec"]
 
 
 def dollars(text: str) -> float:
@@ -19,14 +19,8 @@ def dollars(text: str) -> float:
     return value
 
 
-def judge_of(args: argparse.Namespace) -> Any:
-    """The judge ``--judge`` names, or None: an A2A URL, ``module:attr`` (a chat model, a function
-    or an agent; a ``make_*`` factory is called), else a LangChain ``provider:model`` string."""
-    spec = getattr(args, "judge", None)
-    if not spec:
-        return None
-    if spec.startswith(("http://", "https://")):
-        return spec
+def model_spec(spec: str) -> Any:
+    """What ``module:attr`` names (a ``make_*`` factory called), else ``spec`` as a ``provider:model`` string."""
     from ..adapters.spec import load_agent_spec
     from ..core.errors import AgentSpecError
 
@@ -37,3 +31,14 @@ def judge_of(args: argparse.Namespace) -> Any:
         if "." in module:  # a dotted module is never a LangChain provider: the spec was meant as module:attr
             raise
         return spec
+
+
+def judge_of(args: argparse.Namespace) -> Any:
+    """The judge ``--judge`` names, or None: an A2A URL, ``module:attr`` (a chat model, a function
+    or an agent; a ``make_*`` factory is called), else a LangChain ``provider:model`` string."""
+    spec = getattr(args, "judge", None)
+    if not spec:
+        return None
+    if spec.startswith(("http://", "https://")):
+        return spec
+    return model_spec(spec)
