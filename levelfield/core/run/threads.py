@@ -3,7 +3,8 @@
 ``run_sync`` is how adapters call sync frameworks; ``run_coroutine`` is how the sync entry points
 (``evaluate``, ``compare``) run the async engine, on a loop whose default executor is the same
 daemon threads (LangChain runs sync tools there) and whose tasks cannot let a ``SystemExit``
-escape the loop.
+escape the loop. ``quick_handoffs`` shortens the interpreter's switch interval while runs are in
+flight, so those threads are not kept waiting for the GIL.
 """
 
 from __future__ import annotations
