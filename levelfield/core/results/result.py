@@ -200,6 +200,9 @@ class EvalResult:
         self.config = config or RunConfig()
         self._scores: list[dict[str, Any]] | None = None
         self.skipped: dict[str, str] = {}
+        self.limits: list[Any] = []
+        """What each endpoint's limit did (``levelfield.core.run.limits.LimitStats``): the concurrency it
+        ran at, rate-limited answers, time waiting on limits; empty for saved predictions."""
         """``{case_id: reason}`` for cases that were not run (e.g. conversation scenarios)."""
         self.not_started: list[tuple[str, str, int]] = []
         """(agent, case id, trial) of the runs a spending limit (``max_cost_usd``) kept from starting;
