@@ -62,14 +62,30 @@ def summary_lines(cmp: Compared) -> list[str]:
     rows.append(("latency p50 (s)", [num(s.loc[a, "latency_in_seconds/p50"]) for a in cmp.agents]))
     if "total_tokens/mean" in s:
         rows.append(("tokens per run", [num(s.loc[a, "total_tokens/mean"], 0) for a in cmp.agents]))
+    unpriced = ""
     if "cost_usd/mean" in s:
-        rows.append(("cost per run ($)", [_usd(s.loc[a, "cost_usd/mean"]) for a in cmp.agents]))
+        costs = [s.loc[a, "cost_usd/mean"] for a in cmp.agents]
+        if all(math.isnan(c) for c in costs):
+            # A row of "unknown" under every agent says less than why: one line below the table.
+            unpriced = _unpriced_line(cmp)
+        else:
+            rows.append(("cost per run ($)", [_usd(c) for c in costs]))
     label_w = max(width(r[0]) for r in rows)
     col_w = [max(width(a), *(width(r[1][i]) for r in rows)) for i, a in enumerate(cmp.agents)]
     lines = ["  ".join([" " * label_w, *(rjust(a, w) for a, w in zip(cmp.agents, col_w))])]
     lines += ["  ".join([ljust(label, label_w), *(rjust(c, w) for c, w in zip(cells, col_w))]) for label, cells in rows]
     lines.append(rule_line(cmp))
+    if unpriced:
+        lines.append(unpriced)
     return lines
+
+
+def _unpriced_line(cmp: Compared) -> str:
+    """Why no agent's cost is known, once: each agent's note (an unpriced model, tokens without a model)."""
+    s = cmp.summary
+    notes = [f"{a}: {s.loc[a, 'cost_usd/note']}" for a in cmp.agents
+             if isinstance(s.loc[a].get("cost_usd/note"), str)]
+    return "(cost unknown" + (f": {'; '.join(notes)})" if notes else ": no agent reported tokens)")
 
 
 def _usd(x: float) -> str:
