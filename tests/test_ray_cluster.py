@@ -168,6 +168,13 @@ def test_a_node_lost_with_no_other_left_stops_with_an_error_and_the_journal_resu
         def ready(self) -> bool:
             return True
 
+    # On the module's cluster, wherever this test runs in the module: a Ray started on its own here
+    # would take the holds and then be the one the executor uses (a process already connected keeps
+    # its connection), where no worker can ever start.
+    if ray.is_initialized() and ray.get_runtime_context().gcs_address != cluster.address:
+        ray.shutdown()
+    if not ray.is_initialized():
+        ray.init(address=cluster.address)
     holds = [Hold.remote() for _ in range(2)]
     ray.get([h.ready.remote() for h in holds], timeout=60)
     try:
@@ -190,6 +197,24 @@ def test_a_node_lost_with_no_other_left_stops_with_an_error_and_the_journal_resu
     assert len(keys) == len(set(keys)) == 54
     assert {key: run for key, run in zip(keys, runs) if key in before} == before  # kept as they were
     assert not resumed.metrics_table["failure"].any()
+
+
+def test_a_worker_slower_to_start_than_the_heartbeat_is_waited_for_not_given_up(cluster):
+    """Before its first answer a worker is starting (scheduled, process started, code imported): held
+    to start_timeout, not to the heartbeat, so a slow start is not taken for a lost node."""
+    from tests.ray_slow_start import IMPORT_SECONDS, slow_start_agent
+
+    assert IMPORT_SECONDS > HEARTBEAT
+    result = lf.evaluate(DATASET, slow_start_agent, name="slow-start", executor=on(cluster, num_workers=1, wait_for_workers=1),
+                         **QUIET)
+    assert len(result.runs) == 18 and not result.metrics_table["failure"].any()
+    careful = lf.evaluate(DATASET, careful_agent, name="slow-start", **QUIET)
+    assert result.summary_metrics["trajectory_exact_match/mean"] == careful.summary_metrics["trajectory_exact_match/mean"]
+
+
+def test_start_timeout_is_checked():
+    with pytest.raises(lf.ConfigError, match=r"start_timeout=0\): must be a number of seconds > 0"):
+        lf.RayExecutor(start_timeout=0)
 
 
 def test_resume_after_the_driver_is_killed_on_the_cluster(cluster, tmp_path):

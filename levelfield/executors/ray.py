@@ -87,6 +87,11 @@ class RayExecutor:
     """Seconds to wait, with no worker answering, for the cluster to bring one back (a node that
     restarts, one the autoscaler adds) before the evaluation stops with an ExecutorError; the
     journal keeps every finished run, so ``resume=True`` runs only the rest."""
+    start_timeout: float = 300.0
+    """Seconds a worker may take to first answer (scheduled, its process started, its runtime_env
+    set up, its agents loaded; perhaps on a node the autoscaler adds) before it counts as lost;
+    ``heartbeat`` applies once it has answered. After a heartbeat, ready workers with nothing
+    left to do take over its runs meanwhile."""
 
     def __post_init__(self) -> None:
         if self.num_workers is not None and (
@@ -103,7 +108,7 @@ class RayExecutor:
             )
         if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0:
             raise ConfigError(f"RayExecutor(max_retries={self.max_retries!r}): must be a whole number >= 0")
-        for name in ("heartbeat", "wait_for_workers"):
+        for name in ("heartbeat", "wait_for_workers", "start_timeout"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or math.isinf(value):
                 raise ConfigError(f"RayExecutor({name}={value!r}): must be a number of seconds > 0")
@@ -228,6 +233,8 @@ class _Slot:
     ping: asyncio.Future[Any] | None = None
     pinged: float = 0.0
     why: str = ""
+    started: bool = False
+    """It has answered once; until then it is starting (see ``_Dispatch.listen``)."""
 
 
 @dataclass
@@ -347,9 +354,24 @@ class _Dispatch:
                 if not slot.busy:  # otherwise let the worker drain first
                     self.start(index, [self.suspects.popleft()], True)
                 return
-            if not self.queue or slot.busy >= _DEPTH:
+            if slot.busy >= _DEPTH or not (self.queue or (slot.started and self.take_from_a_starting_worker())):
                 return
             self.start(index, self.queue.popleft(), False)
+
+    def take_from_a_starting_worker(self) -> bool:
+        """Hand on a batch of a worker still starting after a heartbeat, for a ready worker with
+        nothing left to do: a worker that never starts holds no run for long. The starting worker
+        is not given up (it may be installing its runtime_env); whichever brings a run back first
+        records it (see ``record``)."""
+        now = time.monotonic()
+        for batch in self.inflight.values():
+            owner = self.slots[batch.slot]
+            if not owner.started and not batch.handed_on and now - owner.seen > self.executor.heartbeat:
+                batch.handed_on = True
+                owner.busy -= 1
+                self.hand_on(batch.keys)
+                return True
+        return False
 
     def hand_on(self, keys: Sequence[RunKey]) -> None:
         """Runs a worker will not bring back: first in line for the others."""
@@ -382,6 +404,7 @@ class _Dispatch:
                 self.failed(batch, exc)
             return
         slot.seen = self.answered = time.monotonic()
+        slot.started = True
         for run in runs:
             self.record(run)
 
@@ -417,8 +440,11 @@ class _Dispatch:
             if slot.ping is None and owes and now - max(slot.seen, slot.pinged) >= self.beat:
                 slot.ping = asyncio.wrap_future(slot.actor.ping.remote().future())
                 slot.pinged = now
-            if slot.state in ("up", "reviving") and owes and now - slot.seen > self.executor.heartbeat:
-                self.away(index, f"no answer for {self.executor.heartbeat:g} s")
+            # A worker that never answered is starting (scheduled, its process started, its code
+            # loaded): held to start_timeout, not to the heartbeat; the others take its runs meanwhile.
+            bound = self.executor.heartbeat if slot.started else self.executor.start_timeout
+            if slot.state in ("up", "reviving") and owes and now - slot.seen > bound:
+                self.away(index, f"no answer for {bound:g} s" + ("" if slot.started else " since it was started"))
 
     def away(self, index: int, why: str) -> None:
         """A worker that does not answer (its node is lost): its runs go to the others, unblamed."""
@@ -449,6 +475,7 @@ class _Dispatch:
         except Exception:  # noqa: BLE001 - restarting, or its node is unreachable: the heartbeat decides
             return
         slot.seen = self.answered = time.monotonic()
+        slot.started = True
         if slot.state == "reviving":
             # Back on its feet: it died of one of its batch's runs, which now run one by one.
             self.suspects.extend(key for key in slot.failed if key not in self.finished)
@@ -465,7 +492,9 @@ class _Dispatch:
                     self.record(_lost_run(key, f"no Ray worker could run it: {why}"))
             return
         silent = time.monotonic() - self.answered
-        if "up" not in states and silent > self.executor.wait_for_workers:
+        # Before any worker first answered, the cluster is still starting them.
+        bound = self.executor.wait_for_workers if any(s.started for s in self.slots) else self.executor.start_timeout
+        if "up" not in states and silent > bound:
             left = len(self.todo) - len(self.finished)
             where = ("; the journal keeps the finished runs: resume=True (--resume) runs only the rest"
                      if self.config.out_dir is not None else "; give out= to keep finished runs across such a stop")
