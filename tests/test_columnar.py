@@ -329,18 +329,47 @@ def test_workers_must_be_a_positive_count() -> None:
     assert lf.RunConfig(workers=-1).worker_count >= 1
 
 
-def test_evaluate_takes_the_columnar_path_from_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_evaluate_scores_saved_rows_of_any_count_batch_by_batch() -> None:
     rows = _flat_rows(30, 5)
-    monkeypatch.setattr(saved_module, "COLUMNAR_ROWS", 20)
-    big = lf.evaluate(rows, metrics=["trajectory_recall"], progress=False)
-    small = lf.evaluate(rows[:10], metrics=["trajectory_recall"], progress=False)
-    assert isinstance(big, ColumnarResult)
-    assert not isinstance(small, ColumnarResult) and "trajectory_recall/explanation" in small.metrics_table
-    assert big.metrics_table["trajectory_recall/score"].tolist()[:10] == small.metrics_table["trajectory_recall/score"].tolist()
+    for n in (1, 3, 30):
+        result = lf.evaluate(rows[:n], metrics=["trajectory_recall"], progress=False)
+        assert isinstance(result, ColumnarResult), n  # no size threshold: one engine
+        expected = row_path(rows[:n], resolve_metrics(["trajectory_recall"])).metrics_table
+        assert result.metrics_table["trajectory_recall/score"].tolist() == expected["trajectory_recall/score"].tolist()
 
 
-def test_judged_metrics_keep_the_row_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(saved_module, "COLUMNAR_ROWS", 1)
+def test_explanations_are_computed_for_the_case_asked_and_match_the_row_path() -> None:
+    rows = random_rows(60, 13)
+    metrics = metric_set()
+    result = score_saved_rows(rows, metrics, lf.RunConfig(progress=False))
+    expected = row_path(rows, metrics).metrics_table.set_index("case_id")
+    assert "trajectory_recall/explanation" not in result.metrics_table  # left out until asked for
+    for case_id in ("case-0", "case-17", "case-59"):
+        explained = result.explain(case_id)
+        for m in metrics:
+            want = expected.loc[case_id].get(f"{m.name}/explanation")
+            got = explained[m.name].explanation
+            assert got == (None if want is None or (isinstance(want, float) and math.isnan(want)) else want), (case_id, m.name)
+            assert same(explained[m.name].value, float(expected.loc[case_id, f"{m.name}/score"])), (case_id, m.name)
+    with pytest.raises(KeyError, match="no case 'nope'"):
+        result.explain("nope")
+
+
+def test_with_explanations_gives_the_row_paths_explanation_columns(tmp_path: Path) -> None:
+    rows = _flat_rows(25, 8)
+    metrics = resolve_metrics(TRAJECTORY)
+    expected = row_path(rows, metrics).metrics_table
+    path = _write_all(rows, tmp_path)["jsonl"]
+    result = score_saved_rows(path, metrics, lf.RunConfig(progress=False, out=tmp_path / "out"))  # a file, table on disk
+    table = result.with_explanations()
+    for m in metrics:
+        assert table[f"{m.name}/explanation"].tolist() == expected[f"{m.name}/explanation"].tolist(), m.name
+        assert list(table.columns).index(f"{m.name}/explanation") == list(table.columns).index(f"{m.name}/score") + 1
+    some = result.with_explanations(["c3"])
+    assert some["trajectory_recall/explanation"].notna().tolist() == [i == 3 for i in range(25)]
+
+
+def test_judged_metrics_keep_the_row_path() -> None:
 
     class Judged(lf.metrics.Metric):
         name = "judged"
@@ -353,9 +382,13 @@ def test_judged_metrics_keep_the_row_path(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_a_columnar_result_rebuilds_runs_and_scores_when_asked() -> None:
-    result = score_saved_rows(_flat_rows(6, 2), resolve_metrics(["trajectory_recall"]), lf.RunConfig(progress=False))
+    rows = _flat_rows(6, 2)
+    result = score_saved_rows(rows, resolve_metrics(["trajectory_recall"]), lf.RunConfig(progress=False))
     assert [r.case_id for r in result.runs] == [f"c{i}" for i in range(6)]
+    assert [r.output.response for r in result.runs] == [r["response"] for r in rows]  # the saved answers, read again
+    assert result.dataset[2].reference_trajectory[0].tool_name == rows[2]["reference_trajectory"][0]["tool_name"]
     assert result.row_scores[0]["trajectory_recall"].value == result.metrics_table["trajectory_recall/score"][0]
+    assert result.row_scores[0]["trajectory_recall"].explanation is not None
 
 
 def test_without_pyarrow_parquet_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -419,8 +452,7 @@ def test_cli_refuses_agent_options_without_an_agent(tmp_path: Path) -> None:
     assert "--resume: only with --agent" in proc.stderr
 
 
-def test_eval_task_scores_large_saved_predictions_batch_by_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(saved_module, "COLUMNAR_ROWS", 20)
+def test_eval_task_scores_saved_predictions_batch_by_batch() -> None:
     frame = pd.DataFrame(_flat_rows(30, 6))
     result = lf.EvalTask(dataset=frame, metrics=["trajectory_recall"], progress=False).evaluate()
     assert isinstance(result, ColumnarResult)

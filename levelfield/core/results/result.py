@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,16 +14,17 @@ import numpy as np
 import pandas as pd
 
 from ..data.config import RunConfig
-from ..data.dataset import EvalCase, EvalDataset
+from ..data.dataset import EvalCase, EvalDataset, case_from_row
 from ..errors import MissingExtraError, RecordError
 from ..data.jsonsafe import dumps, to_jsonable
 from ..data.prices import Cost, PriceTable, agent_usage, cost_note, total_cost, usage_cost
+from ..score.batch import explain_row, scored_rows
 from ..score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT, Metric, Score, score_columns
 from .record import RUNS_FILE, Record, fingerprints_of, make_header, metrics_from_specs, read_record, write_record
-from ..data.types import AgentRun
+from ..data.types import AgentOutput, AgentRun, Usage
 from .writing import replacing, write_text
 
-__all__ = ["EvalResult", "summarize", "FAILED_AS_ZERO", "FAILED_LEFT_OUT", "run_costs", "record_status", "BUDGET_EXHAUSTED", "judge_costs", "results_from_record", "table_to_csv", "spreadsheet_safe", "CSV_OPTIONS", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "ColumnarResult", "read_table"]
+__all__ = ["EvalResult", "summarize", "FAILED_AS_ZERO", "FAILED_LEFT_OUT", "run_costs", "record_status", "BUDGET_EXHAUSTED", "judge_costs", "results_from_record", "table_to_csv", "spreadsheet_safe", "CSV_OPTIONS", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "ColumnarResult", "read_table", "saved_run"]
 
 _CASE_FIELDS = ("prompt", "reference", "reference_trajectory")
 
@@ -314,6 +316,18 @@ class EvalResult:
     def failures(self) -> list[AgentRun]:
         return [r for r in self.runs if r.failure]
 
+    def explain(self, case_id: str) -> dict[str, Score]:
+        """The scores of one case (its first trial) with their explanations, by metric."""
+        for run, scores in zip(self.runs, self.row_scores):
+            if run.case_id == str(case_id):
+                return dict(scores)
+        raise KeyError(f"{self.dataset.source}: no case {case_id!r} in this result")
+
+    def with_explanations(self, case_ids: Iterable[str] | None = None) -> pd.DataFrame:
+        """The metrics table with its ``<metric>/explanation`` columns (here computed as runs were
+        scored; a result of saved predictions computes them when asked)."""
+        return self.metrics_table
+
     def failed_as_zero(self, metric: Metric, values: np.ndarray) -> np.ndarray:
         """``values`` (one per run, in run order) with each failed run's score set to 0 where ``metric`` applies."""
         by_id = {c.case_id: c for c in self.dataset}
@@ -352,9 +366,10 @@ class EvalResult:
         paths = {"runs": out / RUNS_FILE, "metrics_table": out / "metrics_table.csv", "summary": out / "summary.json"}
         write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset),
                      zip(self.runs, self.row_scores))
-        self.to_csv(paths["metrics_table"])
+        table = self.with_explanations()  # the record holds the explanations: so do the tables beside it
+        table_to_csv(table, paths["metrics_table"])
         if parquet_available():
-            paths["metrics_table_parquet"] = self.to_parquet(out / "metrics_table.parquet")
+            paths["metrics_table_parquet"] = table_to_parquet(table, out / "metrics_table.parquet")
         write_summary(paths["summary"], self.summary_metrics)
         return paths
 
@@ -406,6 +421,51 @@ class EvalResult:
 
 SAVED_AGENT = "saved predictions"
 """The agent name of scored saved predictions (no agent ran)."""
+
+_FAILED_FLAGS = (True, 1, "1", "true", "True")
+
+
+def _usage(value: Any) -> Usage | None:
+    """A saved ``usage`` cell (``{input_tokens, output_tokens, total_tokens}``) as Usage; anything else None."""
+    if not isinstance(value, Mapping):
+        return None
+    try:
+        return Usage.model_validate(dict(value))
+    except ValueError:
+        return None
+
+
+def saved_run(case: EvalCase) -> AgentRun:
+    """The run of one case's saved prediction (no agent ran): failed where the row says so."""
+    latency = case.metadata.get("latency_in_seconds")
+    try:
+        latency = float(latency) if latency is not None else math.nan
+    except (TypeError, ValueError):
+        latency = math.nan
+    failed = case.metadata.get("failure") in _FAILED_FLAGS
+    output = None
+    turns: list[AgentOutput] = []
+    if not failed:
+        output = AgentOutput(
+            response=case.response or "",
+            trajectory=case.predicted_trajectory or [],
+            retrieved_context=case.retrieved_context,
+            usage=_usage(case.metadata.get("usage")),
+        )
+        if any(t.has_prediction for t in case.turns):
+            # Saved per-turn answers become the run's turns, as a live multi-turn run records them.
+            turns = [AgentOutput(response=t.response or "", trajectory=t.predicted_trajectory or []) for t in case.turns]
+            output = turns[-1]
+    error = case.metadata.get("error")
+    return AgentRun(
+        case_id=case.case_id,
+        agent_name=SAVED_AGENT,
+        output=output,
+        latency_in_seconds=latency,
+        failure=failed,
+        turns=turns,
+        error=str(error) if failed and error is not None else None,
+    )
 
 
 def table_to_csv(table: pd.DataFrame, path: Path) -> None:
@@ -531,8 +591,13 @@ class ColumnarResult(EvalResult):
 
     It is an :class:`EvalResult`: ``metrics_table``, ``summary_metrics``, ``to_csv``/``to_parquet``
     work as ever. The table holds the dataset's own columns when they were in memory (a DataFrame
-    or rows), else ``case_id``, ``failure``, ``latency_in_seconds``; then ``<metric>/score``. There
-    are no per-row explanations. ``runs`` and ``row_scores`` are built from the table when asked.
+    or rows), else ``case_id``, ``failure``, ``latency_in_seconds``; then ``<metric>/score``.
+
+    What the batch scorer leaves out is computed when asked, from the saved rows (``rows``: a
+    function that reads them again, in memory or from their file): per-row explanations
+    (:meth:`explain`, :meth:`with_explanations`, ``row_scores``), and the cases and runs
+    (``dataset``, ``runs``) with the saved answers. Without the rows (a table read back alone),
+    ``runs`` and ``row_scores`` are built from the table: no answers, no explanations.
     """
 
     def __init__(
@@ -545,6 +610,7 @@ class ColumnarResult(EvalResult):
         table: Any = None,
         table_path: Path | None = None,
         skipped: Mapping[str, str] | None = None,
+        rows: Callable[[], Iterable[Any]] | None = None,
     ) -> None:
         self.metrics = list(metrics)
         self.agent_name = None
@@ -559,8 +625,11 @@ class ColumnarResult(EvalResult):
         self._summary = dict(summary)
         self._table = table
         self._scores = None
+        self._rows = rows
         self._runs: list[AgentRun] | None = None
+        self._dataset: EvalDataset | None = None
         self._row_scores: list[dict[str, Score]] | None = None
+        self._explained: dict[str, dict[str, Score]] = {}
 
     @property
     def metrics_table(self) -> Any:
@@ -572,16 +641,81 @@ class ColumnarResult(EvalResult):
     def summary_metrics(self) -> dict[str, Any]:
         return dict(self._summary)
 
+    def _source_rows(self) -> Iterator[tuple[int, str, Mapping[str, Any]]]:
+        """The saved rows in table order (index, where, row); only when the rows can be read again."""
+        assert self._rows is not None
+        return scored_rows(self._rows())
+
+    def _table_scores(self, position: int) -> dict[str, Score]:
+        table = self.metrics_table
+        return {m.name: Score(float(table[f"{m.name}/score"].iloc[position])) for m in self.metrics}
+
+    def _with_values(self, position: int, explained: Mapping[str, Score]) -> dict[str, Score]:
+        """The Scores of ``explained`` holding the table's numbers: the batch scorer's values, the row's explanations."""
+        out = self._table_scores(position)
+        for name, score in explained.items():
+            if name in out:
+                out[name] = dataclasses.replace(score, value=out[name].value)
+        return out
+
+    def explain(self, case_id: str) -> dict[str, Score]:
+        """The scores of one case with their explanations (``"matched 1/2 reference calls; missing
+        get_weather"``), by metric; computed for this case only, when first asked."""
+        found = self._explained.get(case_id)
+        if found is not None:
+            return found
+        ids = self.metrics_table["case_id"].astype(str).tolist()
+        try:
+            position = ids.index(str(case_id))
+        except ValueError:
+            raise KeyError(f"{self.source}: no case {case_id!r} in this result") from None
+        if self._rows is None:
+            return self._table_scores(position)  # no rows to read again: the numbers alone
+        for i, (index, where, row) in enumerate(self._source_rows()):
+            if i == position:
+                found = self._with_values(position, explain_row(row, index, where, self.metrics))
+                self._explained[str(case_id)] = found
+                return found
+        raise KeyError(f"{self.source}: case {case_id!r} is no longer in the saved rows")  # the file changed
+
+    def with_explanations(self, case_ids: Iterable[str] | None = None) -> Any:
+        """The metrics table with a ``<metric>/explanation`` column after each score column, filled
+        for ``case_ids`` (every case when None); the table itself leaves explanations out."""
+        table = self.metrics_table.copy()
+        wanted = None if case_ids is None else {str(c) for c in case_ids}
+        ids = table["case_id"].astype(str).tolist()
+        if wanted is None:
+            explained = [score_columns(row) for row in self.row_scores]
+        else:
+            explained = [score_columns(self.explain(c)) if c in wanted else {} for c in ids]
+        for m in self.metrics:
+            column = [row.get(f"{m.name}/explanation") for row in explained]
+            if any(v is not None for v in column):
+                table.insert(table.columns.get_loc(f"{m.name}/score") + 1, f"{m.name}/explanation", column)
+        return table
+
     @property
     def row_scores(self) -> list[dict[str, Score]]:  # type: ignore[override]
+        """Each row's Scores (with explanations when the saved rows can be read again), built when first asked."""
         if self._row_scores is None:
-            table = self.metrics_table
-            columns = [(m.name, table[f"{m.name}/score"].to_numpy(dtype=float)) for m in self.metrics]
-            self._row_scores = [{name: Score(float(col[i])) for name, col in columns} for i in range(len(table))]
+            if self._rows is None:
+                table = self.metrics_table
+                columns = [(m.name, table[f"{m.name}/score"].to_numpy(dtype=float)) for m in self.metrics]
+                self._row_scores = [{name: Score(float(col[i])) for name, col in columns} for i in range(len(table))]
+            else:
+                self._row_scores = [self._with_values(i, explain_row(row, index, where, self.metrics))
+                                    for i, (index, where, row) in enumerate(self._source_rows())]
         return self._row_scores
+
+    def _load(self) -> None:
+        cases = [case_from_row(dict(row), index, where) for index, where, row in self._source_rows()]
+        self._dataset = EvalDataset(cases, source=self.source)
+        self._runs = [saved_run(case) for case in cases]
 
     @property
     def runs(self) -> list[AgentRun]:  # type: ignore[override]
+        if self._runs is None and self._rows is not None:
+            self._load()
         if self._runs is None:
             table = self.metrics_table
             ids = table["case_id"].astype(str).tolist() if "case_id" in table else [str(i) for i in range(len(table))]
@@ -595,10 +729,18 @@ class ColumnarResult(EvalResult):
 
     @property
     def dataset(self) -> EvalDataset:  # type: ignore[override]
-        return EvalDataset([EvalCase(case_id=r.case_id, prompt=None) for r in self.runs], source=self.source)
+        if self._dataset is None and self._rows is not None:
+            self._load()
+        if self._dataset is None:
+            self._dataset = EvalDataset([EvalCase(case_id=r.case_id, prompt=None) for r in self.runs], source=self.source)
+        return self._dataset
 
     def save(self, directory: str | Path) -> dict[str, Path]:
-        """Write ``metrics_table.parquet`` (``.csv`` without pyarrow) and ``summary.json`` into ``directory``."""
+        """Write the run record (``runs.jsonl``, with every row's explanations), the metrics table and
+        ``summary.json`` into ``directory``, as :meth:`EvalResult.save` does; without the saved rows
+        to read again, ``metrics_table.parquet`` (``.csv`` without pyarrow) and ``summary.json``."""
+        if self._rows is not None:
+            return super().save(directory)
         out = Path(directory)  # each writer below makes the folder (or names why it cannot)
         if parquet_available():
             table = self.to_parquet(out / "metrics_table.parquet")

@@ -34,7 +34,7 @@ import numpy as np
 
 
 from ..data.dataset import ALIASES, case_from_row
-from ..errors import DatasetError
+from ..errors import DatasetError, exception_text
 from .matching import Alignment, ToolCallMatcher
 from .metrics.base import FAILED_AS_ZERO, Metric, Score, ScoringContext
 from .scoring import context_for, score_sync
@@ -46,7 +46,7 @@ except ImportError:  # pragma: no cover - orjson ships with the 'parquet' and 't
 
 __all__ = [
     "RowBatch", "BatchScorer", "ScoredBatch", "RunningSummary", "score_batches", "batches_of",
-    "check_workers_can_score", "FIXED_COLUMNS",
+    "check_workers_can_score", "FIXED_COLUMNS", "scored_rows", "explain_row", "detail_columns",
 ]
 
 FIXED_COLUMNS = ("case_id", "failure", "latency_in_seconds")
@@ -315,6 +315,9 @@ class ScoredBatch:
     """Rows that have a ``response`` or ``predicted_trajectory`` column (saved predictions to score)."""
     failed_applies: dict[str, int] = field(default_factory=dict)
     """Per metric, failed rows whose case the metric applies to: they count as 0 in ``mean_failed_as_zero``."""
+    details: dict[str, dict[int, Score]] = field(default_factory=dict)
+    """Per metric, the rows (by position in the batch) whose Score says more than its value: extra
+    columns, an error, a failure of the metric. Kept as the Score; :func:`detail_columns` writes them."""
 
     def __len__(self) -> int:
         return len(self.columns["case_id"])
@@ -400,6 +403,7 @@ class BatchScorer:
         values = {m.name: np.full(n, _NAN) for m in self.metrics}
         failed: dict[str, int] = {}
         failed_applies: dict[str, int] = {}
+        details: dict[str, dict[int, Score]] = {}
         skipped: list[int] = []
         with_predictions = 0
         groups: dict[int, tuple[_CallKeys, list[Metric]]] = {}
@@ -470,7 +474,7 @@ class BatchScorer:
                 if any(not _missing(get(c)) for c in _SCENARIO):
                     skipped.append(i)  # needs a user simulator; the caller says so
                     continue
-                self._score_row(row, start + i, i, batch.where(i), is_failed, values, failed, self.metrics)
+                self._score_row(row, start + i, i, batch.where(i), is_failed, values, failed, self.metrics, details)
                 continue
             if is_failed:
                 continue  # a failed run is not scored: NaN, as on the row path
@@ -500,11 +504,18 @@ class BatchScorer:
                         continue  # not computable: NaN, as ``Metric.computable`` says
                     try:
                         got = metric.score(ctx)
-                        column[i] = got if type(got) is float and got not in _INF else Score.of(got).value
-                    except Exception:  # a metric bug must not lose the row: NaN, counted as the metric's failure
+                        if type(got) is float and got not in _INF:
+                            column[i] = got
+                        else:
+                            scored = Score.of(got)
+                            column[i] = scored.value
+                            if _detailed(scored):
+                                details.setdefault(metric.name, {})[i] = scored
+                    except Exception as exc:  # a metric bug must not lose the row: NaN, counted as the metric's failure
                         failed[metric.name] = failed.get(metric.name, 0) + 1
+                        details.setdefault(metric.name, {})[i] = Score(_NAN, failed=True, error=exception_text(exc))
             if whole:
-                self._score_row(row, start + i, i, batch.where(i), is_failed, values, failed, whole)
+                self._score_row(row, start + i, i, batch.where(i), is_failed, values, failed, whole, details)
         for (keyer, rows_of, p_of, r_of), (_, group) in zip(kernels, groups.values()):
             if rows_of:
                 a = align_batch(p_of, r_of)
@@ -519,7 +530,9 @@ class BatchScorer:
             keep[skipped] = False
             skipped_ids = {ids[i]: "a conversation_scenario case needs a user simulator" for i in skipped}
             columns = {k: (v[keep] if isinstance(v, np.ndarray) else [x for x, k_ in zip(v, keep) if k_]) for k, v in columns.items()}
-        return ScoredBatch(columns, failed, skipped_ids, with_predictions, failed_applies)
+            moved = np.cumsum(keep) - 1  # a kept row's place once the skipped ones are gone
+            details = {name: {int(moved[i]): sc for i, sc in rows.items() if keep[i]} for name, rows in details.items()}
+        return ScoredBatch(columns, failed, skipped_ids, with_predictions, failed_applies, details)
 
     def _count_applies(self, row: Any, index: int, where: str, counts: dict[str, int]) -> None:
         """Count a failed row for each metric that applies to its case (failed rows are few: read as the row path does)."""
@@ -538,6 +551,7 @@ class BatchScorer:
         values: dict[str, np.ndarray],
         failed: dict[str, int],
         metrics: Sequence[Metric],
+        details: dict[str, dict[int, Score]],
     ) -> None:
         """One row the way ``score_saved`` scores it (the row path), into ``values[...][position]``."""
         case = case_from_row(dict(row) if isinstance(row, Mapping) else row, index, where)
@@ -547,6 +561,31 @@ class BatchScorer:
             values[name][position] = scored.value
             if scored.failed:
                 failed[name] = failed.get(name, 0) + 1
+            if _detailed(scored):
+                details.setdefault(name, {})[position] = scored
+
+
+def _detailed(score: Score) -> bool:
+    """Whether a Score has table columns besides its value and explanation."""
+    return bool(score.extra) or score.error is not None or score.failed or score.usage is not None
+
+
+def detail_columns(batches: Sequence[ScoredBatch], metric_names: Sequence[str]) -> dict[str, dict[str, list[Any]]]:
+    """The columns the batches' detailed Scores add to the table (extras, ``/error``, ``/failed``,
+    ``/total_tokens``: what ``Score.columns`` writes besides the score and the explanation), by
+    metric, each a full column (None where a row has no such value)."""
+    total = sum(len(b) for b in batches)
+    out: dict[str, dict[str, list[Any]]] = {}
+    offset = 0
+    for batch in batches:
+        for name, rows in batch.details.items():
+            columns = out.setdefault(name, {})
+            for i, score in rows.items():
+                for key, value in score.columns(name).items():
+                    if key not in (f"{name}/score", f"{name}/explanation"):
+                        columns.setdefault(key, [None] * total)[offset + i] = value
+        offset += len(batch)
+    return {name: out[name] for name in metric_names if name in out}
 
 
 def _moments(x: np.ndarray) -> tuple[int, float, float]:
@@ -776,6 +815,25 @@ def _score_in_pool(batches: Iterable[RowBatch], scorer: BatchScorer, workers: in
             f"a scoring worker process ended abruptly ({exc}); with workers > 1 from a script, put the call under "
             "if __name__ == '__main__': (worker processes import the script), or score with workers=1"
         ) from None
+
+
+def scored_rows(batches: Iterable[RowBatch]) -> Iterator[tuple[int, str, Mapping[str, Any]]]:
+    """The rows a scorer scores, in the order of its table, each with its index in the dataset and
+    where it comes from (conversation-scenario rows, which it skips, left out)."""
+    for batch in batches:
+        for i, row in enumerate(batch.rows()):
+            if isinstance(row, Mapping) and any(not _missing(row.get(c)) for c in _SCENARIO):
+                continue
+            yield batch.start + i, batch.where(i), row
+
+
+def explain_row(row: Mapping[str, Any], index: int, where: str, metrics: Sequence[Metric]) -> dict[str, Score]:
+    """One saved row scored through each sync metric's own ``score``: the per-row Scores, with
+    explanations, that the batch scorer leaves out (it is asked for one row at a time)."""
+    case = case_from_row(dict(row), index, where)
+    ctx = context_for(case, None)
+    ctx.failure = row.get("failure") in _FAILED
+    return score_sync(ctx, [m for m in metrics if not getattr(m, "is_async", False)])
 
 
 def batches_of(rows: Sequence[Mapping[str, Any]], size: int, label: str = "dataset") -> Iterator[RowBatch]:
