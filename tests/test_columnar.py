@@ -17,7 +17,6 @@ import pytest
 
 import levelfield as lf
 import levelfield.executors.saved as saved_module
-from levelfield.core.results.result import ColumnarResult
 from levelfield.core.score.batch import BatchScorer, _ListBatch, batches_of, score_batches
 from levelfield.core.errors import ConfigError, DatasetError, MissingExtraError, RecordError
 from levelfield.core.run.engine import score_saved
@@ -229,7 +228,7 @@ def test_a_frame_keeps_its_own_columns_then_the_scores() -> None:
 def test_out_streams_a_parquet_table_and_a_summary(tmp_path: Path) -> None:
     paths = _write_all(_flat_rows(50, 2), tmp_path)
     result = score_saved_rows(paths["jsonl"], resolve_metrics(TRAJECTORY), lf.RunConfig(progress=False, out=tmp_path / "out"))
-    assert isinstance(result, ColumnarResult)
+    assert result.table_path == tmp_path / "out" / "metrics_table.parquet"
     written = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert written == ["metrics_table.parquet", "summary.json"]
     on_disk = pd.read_parquet(tmp_path / "out" / "metrics_table.parquet")
@@ -333,7 +332,7 @@ def test_evaluate_scores_saved_rows_of_any_count_batch_by_batch() -> None:
     rows = _flat_rows(30, 5)
     for n in (1, 3, 30):
         result = lf.evaluate(rows[:n], metrics=["trajectory_recall"], progress=False)
-        assert isinstance(result, ColumnarResult), n  # no size threshold: one engine
+        assert type(result) is lf.EvalResult and "trajectory_recall/explanation" not in result.metrics_table, n
         expected = row_path(rows[:n], resolve_metrics(["trajectory_recall"])).metrics_table
         assert result.metrics_table["trajectory_recall/score"].tolist() == expected["trajectory_recall/score"].tolist()
 
@@ -455,7 +454,7 @@ def test_cli_refuses_agent_options_without_an_agent(tmp_path: Path) -> None:
 def test_eval_task_scores_saved_predictions_batch_by_batch() -> None:
     frame = pd.DataFrame(_flat_rows(30, 6))
     result = lf.EvalTask(dataset=frame, metrics=["trajectory_recall"], progress=False).evaluate()
-    assert isinstance(result, ColumnarResult)
+    assert type(result) is lf.EvalResult
     expected = row_path(frame.to_dict("records"), resolve_metrics(["trajectory_recall"])).metrics_table
     assert result.metrics_table["trajectory_recall/score"].tolist() == expected["trajectory_recall/score"].tolist()
 
@@ -505,3 +504,24 @@ def test_parquet_struct_columns_read_as_load_dataset_reads_them(tmp_path: Path) 
     table = score_saved_rows(pa.Table.from_pandas(pd.DataFrame(rows)), metrics, lf.RunConfig(progress=False)).metrics_table
     assert got == expected == [1.0] * 6
     assert table["trajectory_exact_match/score"].tolist() == [1.0] * 6
+
+
+def test_columnar_result_is_a_deprecated_name_of_the_one_result_type() -> None:
+    import levelfield.core.results.result as result_module
+
+    with pytest.warns(DeprecationWarning, match="ColumnarResult is EvalResult now"):
+        assert result_module.ColumnarResult is lf.EvalResult
+
+
+def test_a_batch_scored_result_saves_the_full_record_and_loads_back(tmp_path: Path) -> None:
+    rows = _flat_rows(12, 4)
+    metrics = resolve_metrics(["trajectory_recall", "exact_match"])
+    result = score_saved_rows(rows, metrics, lf.RunConfig(progress=False))
+    paths = result.save(tmp_path / "saved")
+    assert paths["runs"].exists()
+    loaded = lf.EvalResult.load(tmp_path / "saved")
+    assert loaded.scored_saved_predictions and [r.case_id for r in loaded.runs] == [f"c{i}" for i in range(12)]
+    assert loaded.summary_metrics["trajectory_recall/mean"] == pytest.approx(result.summary_metrics["trajectory_recall/mean"])
+    assert loaded.row_scores[3]["trajectory_recall"].explanation == result.explain("c3")["trajectory_recall"].explanation
+    table = pd.read_csv(paths["metrics_table"])
+    assert table["trajectory_recall/explanation"].notna().all()

@@ -17,7 +17,7 @@ from ..core.data.config import RunConfig
 from ..core.errors import RecordError
 from ..core.results.record import check_out_folder
 from ..core.run.notices import warn_user
-from ..core.results.result import ColumnarResult, parquet_available, write_summary
+from ..core.results.result import EvalResult, parquet_available, write_summary
 from ..core.score.batch import ScoredBatch, detail_columns, score_batches
 from ..core.score.metrics.base import Metric
 from ..formats.batches import batch_source, columnar_readable, table_writer
@@ -96,7 +96,7 @@ class _Progress:
             self.bar.close()
 
 
-def score_saved_rows(data: Any, metrics: Sequence[Metric], config: RunConfig, *, source: str | None = None) -> ColumnarResult:
+def score_saved_rows(data: Any, metrics: Sequence[Metric], config: RunConfig, *, source: str | None = None) -> EvalResult:
     """Score the saved predictions in ``data`` batch by batch (see module doc)."""
     import pandas as pd
 
@@ -128,13 +128,13 @@ def score_saved_rows(data: Any, metrics: Sequence[Metric], config: RunConfig, *,
             f"{src.source}: skipped {len(skipped)} conversation_scenario case(s) ({', '.join(list(skipped)[:5])}): "
             "they need a user simulator")
     totals = summary.summary()
-    # The rows read again when explanations, cases or runs are asked for (see ColumnarResult).
+    # The rows read again when explanations, cases or runs are asked for (see EvalResult.from_batches).
     again = lambda: batch_source(data, source=source).batches  # noqa: E731
     if writer is not None:
         assert out is not None
         table_path = writer.close()
         write_summary(out / "summary.json", totals)
-        return ColumnarResult(metrics, totals, source=src.source, config=config, table_path=table_path, skipped=skipped,
+        return EvalResult.from_batches(metrics, totals, source=src.source, config=config, table_path=table_path, skipped=skipped,
                               rows=again)
     columns: dict[str, list[Any]] = {}
     for batch in kept:
@@ -157,4 +157,4 @@ def score_saved_rows(data: Any, metrics: Sequence[Metric], config: RunConfig, *,
         given = given.reset_index(drop=True).drop(columns=["case_id"], errors="ignore")
         added = [c for c in scored.columns if c != "case_id" and c not in given.columns]
         table = pd.concat([scored[["case_id"]], given, scored[added]], axis=1)
-    return ColumnarResult(metrics, totals, source=src.source, config=config, table=table, skipped=skipped, rows=again)
+    return EvalResult.from_batches(metrics, totals, source=src.source, config=config, table=table, skipped=skipped, rows=again)

@@ -24,7 +24,7 @@ from .record import RUNS_FILE, Record, fingerprints_of, make_header, metrics_fro
 from ..data.types import AgentOutput, AgentRun, Usage
 from .writing import replacing, write_text
 
-__all__ = ["EvalResult", "summarize", "FAILED_AS_ZERO", "FAILED_LEFT_OUT", "run_costs", "record_status", "BUDGET_EXHAUSTED", "judge_costs", "results_from_record", "table_to_csv", "spreadsheet_safe", "CSV_OPTIONS", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "ColumnarResult", "read_table", "saved_run"]
+__all__ = ["EvalResult", "summarize", "FAILED_AS_ZERO", "FAILED_LEFT_OUT", "run_costs", "record_status", "BUDGET_EXHAUSTED", "judge_costs", "results_from_record", "table_to_csv", "spreadsheet_safe", "CSV_OPTIONS", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "read_table", "saved_run"]
 
 _CASE_FIELDS = ("prompt", "reference", "reference_trajectory")
 
@@ -180,6 +180,14 @@ class EvalResult:
     ``scores[i]`` holds run ``i``'s scores as ``<metric>/...`` columns; the ``Score`` objects
     behind them are ``row_scores[i]`` (metric name -> Score). ``save(dir)`` writes the run record
     and tables, ``EvalResult.load(dir)`` reads them back with the same summary.
+
+    One type for every result. Runs scored as they finish hold their runs and Scores. Saved
+    predictions scored batch by batch (:meth:`from_batches`) hold a table of scores (in memory or
+    in a file) and the summary of running aggregates; what the batch scorer leaves out is computed
+    when first asked, from the saved rows read again: per-row explanations (:meth:`explain`,
+    :meth:`with_explanations`, ``row_scores``), the cases and runs with the saved answers
+    (``dataset``, ``runs``). Without the rows (a table read back alone), ``runs`` and ``row_scores``
+    come from the table: no answers, no explanations.
     """
 
     def __init__(
@@ -193,27 +201,97 @@ class EvalResult:
         scored_saved_predictions: bool = False,
         config: RunConfig | None = None,
     ) -> None:
-        self.dataset = dataset
-        self.runs = list(runs)
-        self.row_scores: list[dict[str, Score]] = [dict(row) for row in scores]
+        self._start(metrics, agent_name, scored_saved_predictions, config, dataset.source)
+        self._dataset = dataset
+        self._runs = list(runs)
+        self._row_scores = [dict(row) for row in scores]
+
+    def _start(self, metrics: Sequence[Metric], agent_name: str | None, scored_saved_predictions: bool,
+               config: RunConfig | None, source: str) -> None:
+        """The fields every result has, whatever holds its rows."""
         self.metrics = list(metrics)
         self.agent_name = agent_name
         self.scored_saved_predictions = scored_saved_predictions
         self.config = config or RunConfig()
-        self._scores: list[dict[str, Any]] | None = None
+        self.source = source
+        """Where the cases came from (a file, ``"dataset"``, ``"DataFrame"``)."""
         self.skipped: dict[str, str] = {}
         """``{case_id: reason}`` for cases that were not run (e.g. conversation scenarios)."""
         self.not_started: list[tuple[str, str, int]] = []
         """(agent, case id, trial) of the runs a spending limit (``max_cost_usd``) kept from starting;
         ``resume=True`` with a larger limit runs them."""
-        self._table: pd.DataFrame | None = None
-        self._summary: dict[str, Any] | None = None
         self.judge_corrections: dict[str, Any] = {}
         """Metric name -> ``JudgeCorrection`` when ``evaluate(..., human_labels=...)`` corrected a judged metric."""
+        self.table_path: Path | None = None
+        """Where the metrics table was streamed (saved predictions with ``out=``), when it was."""
+        self._dataset: EvalDataset | None = None
+        self._runs: list[AgentRun] | None = None
+        self._row_scores: list[dict[str, Score]] | None = None
+        self._scores: list[dict[str, Any]] | None = None
+        self._table: pd.DataFrame | None = None
+        self._summary: dict[str, Any] | None = None
+        self._batches = False
+        self._rows: Callable[[], Iterable[Any]] | None = None
+        self._explained: dict[str, dict[str, Score]] = {}
+
+    @classmethod
+    def from_batches(
+        cls,
+        metrics: Sequence[Metric],
+        summary: Mapping[str, Any],
+        *,
+        source: str,
+        config: RunConfig | None = None,
+        table: pd.DataFrame | None = None,
+        table_path: Path | None = None,
+        skipped: Mapping[str, str] | None = None,
+        rows: Callable[[], Iterable[Any]] | None = None,
+    ) -> EvalResult:
+        """The result of saved predictions scored batch by batch: their ``table`` (or where it was
+        written, ``table_path``) and ``summary``; ``rows()`` gives the saved rows' batches again
+        (``levelfield.core.score.batch.RowBatch``), for what is computed when asked."""
+        result = cls.__new__(cls)
+        result._start(metrics, None, True, config, source)
+        result._summary = dict(summary)
+        result._table = table
+        result.table_path = table_path
+        result.skipped = dict(skipped or {})
+        result._rows = rows
+        result._batches = True
+        return result
 
     @property
     def metric_names(self) -> list[str]:
         return [m.name for m in self.metrics]
+
+    @property
+    def dataset(self) -> EvalDataset:
+        """The cases, in order (read from the saved rows when first asked, for saved predictions)."""
+        if self._dataset is None:
+            self._read_rows()
+        assert self._dataset is not None
+        return self._dataset
+
+    @property
+    def runs(self) -> list[AgentRun]:
+        """Every run (``AgentRun``), one per table row (saved answers read again when first asked)."""
+        if self._runs is None:
+            self._read_rows()
+        assert self._runs is not None
+        return self._runs
+
+    @property
+    def row_scores(self) -> list[dict[str, Score]]:
+        """Each run's Scores by metric, with explanations (computed when first asked for saved predictions)."""
+        if self._row_scores is None:
+            if self._rows is None:
+                table = self.metrics_table
+                columns = [(m.name, table[f"{m.name}/score"].to_numpy(dtype=float)) for m in self.metrics]
+                self._row_scores = [{name: Score(float(col[i])) for name, col in columns} for i in range(len(table))]
+            else:
+                self._row_scores = [self._with_values(i, explain_row(row, index, where, self.metrics))
+                                    for i, (index, where, row) in enumerate(self._saved_rows())]
+        return self._row_scores
 
     @property
     def scores(self) -> list[dict[str, Any]]:
@@ -221,6 +299,42 @@ class EvalResult:
         if self._scores is None:
             self._scores = [score_columns(row) for row in self.row_scores]
         return self._scores
+
+    # -- saved predictions: what is read again when asked ------------------------------------
+
+    def _saved_rows(self) -> Iterator[tuple[int, str, Mapping[str, Any]]]:
+        """The saved rows in table order (index, where, row)."""
+        assert self._rows is not None
+        return scored_rows(self._rows())
+
+    def _read_rows(self) -> None:
+        """The cases and runs of saved predictions: from the saved rows, else from the table."""
+        if self._rows is not None:
+            cases = [case_from_row(dict(row), index, where) for index, where, row in self._saved_rows()]
+            self._dataset = EvalDataset(cases, source=self.source)
+            self._runs = [saved_run(case) for case in cases]
+            return
+        table = self.metrics_table
+        ids = table["case_id"].astype(str).tolist() if "case_id" in table else [str(i) for i in range(len(table))]
+        failures = table["failure"].tolist() if "failure" in table else [0] * len(table)
+        latency = table["latency_in_seconds"].tolist() if "latency_in_seconds" in table else [math.nan] * len(table)
+        self._runs = [
+            AgentRun(case_id=c, agent_name=SAVED_AGENT, output=None, latency_in_seconds=float(lat), failure=bool(f))
+            for c, f, lat in zip(ids, failures, latency)
+        ]
+        self._dataset = EvalDataset([EvalCase(case_id=r.case_id, prompt=None) for r in self._runs], source=self.source)
+
+    def _table_scores(self, position: int) -> dict[str, Score]:
+        table = self.metrics_table
+        return {m.name: Score(float(table[f"{m.name}/score"].iloc[position])) for m in self.metrics}
+
+    def _with_values(self, position: int, explained: Mapping[str, Score]) -> dict[str, Score]:
+        """The Scores of ``explained`` holding the table's numbers: the batch scorer's values, the row's explanations."""
+        out = self._table_scores(position)
+        for name, score in explained.items():
+            if name in out:
+                out[name] = dataclasses.replace(score, value=out[name].value)
+        return out
 
     def _row(self, case: EvalCase, run: AgentRun, scores: dict[str, Any], row_scores: Mapping[str, Score]) -> dict[str, Any]:
         row: dict[str, Any] = {"case_id": case.case_id, "trial": run.trial}
@@ -269,7 +383,13 @@ class EvalResult:
 
     @property
     def metrics_table(self) -> pd.DataFrame:
-        """One row per case and trial: dataset columns, the agent's answer, latency, failure, scores."""
+        """One row per case and trial: dataset columns, the agent's answer, latency, failure, scores.
+
+        Saved predictions scored batch by batch: the rows' own columns when they were in memory,
+        else ``case_id``, ``failure``, ``latency_in_seconds``; then ``<metric>/score`` and what a
+        metric adds (extras, errors), without explanations (see :meth:`with_explanations`)."""
+        if self._table is None and self.table_path is not None:
+            self._table = read_table(self.table_path)
         if self._table is None:
             by_id = {c.case_id: c for c in self.dataset}
             rows = [self._row(by_id[r.case_id], r, s, rs) for r, s, rs in zip(self.runs, self.scores, self.row_scores)]
@@ -317,16 +437,49 @@ class EvalResult:
         return [r for r in self.runs if r.failure]
 
     def explain(self, case_id: str) -> dict[str, Score]:
-        """The scores of one case (its first trial) with their explanations, by metric."""
-        for run, scores in zip(self.runs, self.row_scores):
-            if run.case_id == str(case_id):
-                return dict(scores)
-        raise KeyError(f"{self.dataset.source}: no case {case_id!r} in this result")
+        """The scores of one case (its first trial) with their explanations (``"matched 1/2 reference
+        calls; missing get_weather"``), by metric; for saved predictions, computed for this case
+        only, when first asked."""
+        if not self._batches or self._row_scores is not None:
+            for run, scores in zip(self.runs, self.row_scores):
+                if run.case_id == str(case_id):
+                    return dict(scores)
+            raise KeyError(f"{self.source}: no case {case_id!r} in this result")
+        found = self._explained.get(str(case_id))
+        if found is not None:
+            return found
+        ids = self.metrics_table["case_id"].astype(str).tolist()
+        try:
+            position = ids.index(str(case_id))
+        except ValueError:
+            raise KeyError(f"{self.source}: no case {case_id!r} in this result") from None
+        if self._rows is None:
+            return self._table_scores(position)  # no rows to read again: the numbers alone
+        for i, (index, where, row) in enumerate(self._saved_rows()):
+            if i == position:
+                found = self._with_values(position, explain_row(row, index, where, self.metrics))
+                self._explained[str(case_id)] = found
+                return found
+        raise KeyError(f"{self.source}: case {case_id!r} is no longer in the saved rows")  # the file changed
 
     def with_explanations(self, case_ids: Iterable[str] | None = None) -> pd.DataFrame:
-        """The metrics table with its ``<metric>/explanation`` columns (here computed as runs were
-        scored; a result of saved predictions computes them when asked)."""
-        return self.metrics_table
+        """The metrics table with a ``<metric>/explanation`` column after each score column, filled
+        for ``case_ids`` (every case when None). Runs scored as they finish have them already; for
+        saved predictions scored batch by batch they are computed now, for the cases asked."""
+        if not self._batches:
+            return self.metrics_table
+        table = self.metrics_table.copy()
+        ids = table["case_id"].astype(str).tolist()
+        if case_ids is None:
+            explained = [score_columns(row) for row in self.row_scores]
+        else:
+            wanted = {str(c) for c in case_ids}
+            explained = [score_columns(self.explain(c)) if c in wanted else {} for c in ids]
+        for m in self.metrics:
+            column = [row.get(f"{m.name}/explanation") for row in explained]
+            if any(v is not None for v in column):
+                table.insert(table.columns.get_loc(f"{m.name}/score") + 1, f"{m.name}/explanation", column)
+        return table
 
     def failed_as_zero(self, metric: Metric, values: np.ndarray) -> np.ndarray:
         """``values`` (one per run, in run order) with each failed run's score set to 0 where ``metric`` applies."""
@@ -338,6 +491,9 @@ class EvalResult:
         return out
 
     def __repr__(self) -> str:
+        if self._batches:
+            s = self._summary or {}
+            return f"EvalResult(saved predictions, rows={s.get('row_count')}, failures={s.get('failure/count', 0)})"
         # Counted from the runs, not the summary: asyncio.run reprs the task holding the result
         # when it restores the SIGINT handler, and a repr must not compute a whole summary.
         failures = sum(1 for r in self.runs if r.failure)
@@ -361,8 +517,14 @@ class EvalResult:
 
     def save(self, directory: str | Path) -> dict[str, Path]:
         """Write ``runs.jsonl`` (the run record), ``metrics_table.csv`` and ``summary.json`` into ``directory``,
-        and ``metrics_table.parquet`` too when pyarrow is installed."""
+        and ``metrics_table.parquet`` too when pyarrow is installed; the tables hold the explanations.
+
+        Saved predictions whose rows cannot be read again (a table read back alone) have no runs
+        to record: ``metrics_table.parquet`` (``.csv`` without pyarrow) and ``summary.json``."""
         out = Path(directory)
+        if self._batches and self._rows is None:
+            table = self.to_parquet(out / "metrics_table.parquet") if parquet_available() else self.to_csv(out / "metrics_table.csv")
+            return {"metrics_table": table, "summary": write_summary(out / "summary.json", self.summary_metrics)}
         paths = {"runs": out / RUNS_FILE, "metrics_table": out / "metrics_table.csv", "summary": out / "summary.json"}
         write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset),
                      zip(self.runs, self.row_scores))
@@ -585,172 +747,14 @@ def record_status(not_started: Sequence[Any]) -> str:
     return BUDGET_EXHAUSTED if not_started else "complete"
 
 
-class ColumnarResult(EvalResult):
-    """The result of scoring saved predictions batch by batch: a table of scores (in memory or
-    in a file), and the summary from running aggregates.
+def __getattr__(name: str) -> Any:
+    # ColumnarResult was the result type of saved predictions scored batch by batch; there is one now.
+    if name == "ColumnarResult":
+        import warnings
 
-    It is an :class:`EvalResult`: ``metrics_table``, ``summary_metrics``, ``to_csv``/``to_parquet``
-    work as ever. The table holds the dataset's own columns when they were in memory (a DataFrame
-    or rows), else ``case_id``, ``failure``, ``latency_in_seconds``; then ``<metric>/score``.
-
-    What the batch scorer leaves out is computed when asked, from the saved rows (``rows``: a
-    function that reads them again, in memory or from their file): per-row explanations
-    (:meth:`explain`, :meth:`with_explanations`, ``row_scores``), and the cases and runs
-    (``dataset``, ``runs``) with the saved answers. Without the rows (a table read back alone),
-    ``runs`` and ``row_scores`` are built from the table: no answers, no explanations.
-    """
-
-    def __init__(
-        self,
-        metrics: Sequence[Metric],
-        summary: Mapping[str, Any],
-        *,
-        source: str,
-        config: RunConfig | None = None,
-        table: Any = None,
-        table_path: Path | None = None,
-        skipped: Mapping[str, str] | None = None,
-        rows: Callable[[], Iterable[Any]] | None = None,
-    ) -> None:
-        self.metrics = list(metrics)
-        self.agent_name = None
-        self.scored_saved_predictions = True
-        self.config = config or RunConfig()
-        self.skipped = dict(skipped or {})
-        self.not_started = []
-        self.judge_corrections = {}
-        self.source = source
-        self.table_path = table_path
-        """Where the metrics table was written (``out=``), when it was."""
-        self._summary = dict(summary)
-        self._table = table
-        self._scores = None
-        self._rows = rows
-        self._runs: list[AgentRun] | None = None
-        self._dataset: EvalDataset | None = None
-        self._row_scores: list[dict[str, Score]] | None = None
-        self._explained: dict[str, dict[str, Score]] = {}
-
-    @property
-    def metrics_table(self) -> Any:
-        if self._table is None:
-            self._table = read_table(self.table_path) if self.table_path is not None else None
-        return self._table
-
-    @property
-    def summary_metrics(self) -> dict[str, Any]:
-        return dict(self._summary)
-
-    def _source_rows(self) -> Iterator[tuple[int, str, Mapping[str, Any]]]:
-        """The saved rows in table order (index, where, row); only when the rows can be read again."""
-        assert self._rows is not None
-        return scored_rows(self._rows())
-
-    def _table_scores(self, position: int) -> dict[str, Score]:
-        table = self.metrics_table
-        return {m.name: Score(float(table[f"{m.name}/score"].iloc[position])) for m in self.metrics}
-
-    def _with_values(self, position: int, explained: Mapping[str, Score]) -> dict[str, Score]:
-        """The Scores of ``explained`` holding the table's numbers: the batch scorer's values, the row's explanations."""
-        out = self._table_scores(position)
-        for name, score in explained.items():
-            if name in out:
-                out[name] = dataclasses.replace(score, value=out[name].value)
-        return out
-
-    def explain(self, case_id: str) -> dict[str, Score]:
-        """The scores of one case with their explanations (``"matched 1/2 reference calls; missing
-        get_weather"``), by metric; computed for this case only, when first asked."""
-        found = self._explained.get(case_id)
-        if found is not None:
-            return found
-        ids = self.metrics_table["case_id"].astype(str).tolist()
-        try:
-            position = ids.index(str(case_id))
-        except ValueError:
-            raise KeyError(f"{self.source}: no case {case_id!r} in this result") from None
-        if self._rows is None:
-            return self._table_scores(position)  # no rows to read again: the numbers alone
-        for i, (index, where, row) in enumerate(self._source_rows()):
-            if i == position:
-                found = self._with_values(position, explain_row(row, index, where, self.metrics))
-                self._explained[str(case_id)] = found
-                return found
-        raise KeyError(f"{self.source}: case {case_id!r} is no longer in the saved rows")  # the file changed
-
-    def with_explanations(self, case_ids: Iterable[str] | None = None) -> Any:
-        """The metrics table with a ``<metric>/explanation`` column after each score column, filled
-        for ``case_ids`` (every case when None); the table itself leaves explanations out."""
-        table = self.metrics_table.copy()
-        wanted = None if case_ids is None else {str(c) for c in case_ids}
-        ids = table["case_id"].astype(str).tolist()
-        if wanted is None:
-            explained = [score_columns(row) for row in self.row_scores]
-        else:
-            explained = [score_columns(self.explain(c)) if c in wanted else {} for c in ids]
-        for m in self.metrics:
-            column = [row.get(f"{m.name}/explanation") for row in explained]
-            if any(v is not None for v in column):
-                table.insert(table.columns.get_loc(f"{m.name}/score") + 1, f"{m.name}/explanation", column)
-        return table
-
-    @property
-    def row_scores(self) -> list[dict[str, Score]]:  # type: ignore[override]
-        """Each row's Scores (with explanations when the saved rows can be read again), built when first asked."""
-        if self._row_scores is None:
-            if self._rows is None:
-                table = self.metrics_table
-                columns = [(m.name, table[f"{m.name}/score"].to_numpy(dtype=float)) for m in self.metrics]
-                self._row_scores = [{name: Score(float(col[i])) for name, col in columns} for i in range(len(table))]
-            else:
-                self._row_scores = [self._with_values(i, explain_row(row, index, where, self.metrics))
-                                    for i, (index, where, row) in enumerate(self._source_rows())]
-        return self._row_scores
-
-    def _load(self) -> None:
-        cases = [case_from_row(dict(row), index, where) for index, where, row in self._source_rows()]
-        self._dataset = EvalDataset(cases, source=self.source)
-        self._runs = [saved_run(case) for case in cases]
-
-    @property
-    def runs(self) -> list[AgentRun]:  # type: ignore[override]
-        if self._runs is None and self._rows is not None:
-            self._load()
-        if self._runs is None:
-            table = self.metrics_table
-            ids = table["case_id"].astype(str).tolist() if "case_id" in table else [str(i) for i in range(len(table))]
-            failures = table["failure"].tolist() if "failure" in table else [0] * len(table)
-            latency = table["latency_in_seconds"].tolist() if "latency_in_seconds" in table else [float("nan")] * len(table)
-            self._runs = [
-                AgentRun(case_id=c, agent_name=SAVED_AGENT, output=None, latency_in_seconds=float(lat), failure=bool(f))
-                for c, f, lat in zip(ids, failures, latency)
-            ]
-        return self._runs
-
-    @property
-    def dataset(self) -> EvalDataset:  # type: ignore[override]
-        if self._dataset is None and self._rows is not None:
-            self._load()
-        if self._dataset is None:
-            self._dataset = EvalDataset([EvalCase(case_id=r.case_id, prompt=None) for r in self.runs], source=self.source)
-        return self._dataset
-
-    def save(self, directory: str | Path) -> dict[str, Path]:
-        """Write the run record (``runs.jsonl``, with every row's explanations), the metrics table and
-        ``summary.json`` into ``directory``, as :meth:`EvalResult.save` does; without the saved rows
-        to read again, ``metrics_table.parquet`` (``.csv`` without pyarrow) and ``summary.json``."""
-        if self._rows is not None:
-            return super().save(directory)
-        out = Path(directory)  # each writer below makes the folder (or names why it cannot)
-        if parquet_available():
-            table = self.to_parquet(out / "metrics_table.parquet")
-        else:
-            table = self.to_csv(out / "metrics_table.csv")
-        return {"metrics_table": table, "summary": write_summary(out / "summary.json", self.summary_metrics)}
-
-    def __repr__(self) -> str:
-        s = self._summary
-        return f"EvalResult(saved predictions, rows={s['row_count']}, failures={s.get('failure/count', 0)})"
+        warnings.warn("ColumnarResult is EvalResult now (one result type); use EvalResult", DeprecationWarning, stacklevel=2)
+        return EvalResult
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def read_table(path: Path) -> Any:
