@@ -20,6 +20,7 @@ import levelfield.executors.saved as saved_module
 from levelfield.core.score.batch import BatchScorer, _ListBatch, batches_of, score_batches
 from levelfield.core.errors import ConfigError, DatasetError, MissingExtraError, RecordError
 from levelfield.core.run.engine import score_saved
+from levelfield.core.score.scoring import context_for, score_sync
 from levelfield.core.score.metrics.registry import resolve_metrics
 from levelfield.formats import load_dataset
 from levelfield.executors.saved import score_saved_rows
@@ -138,6 +139,30 @@ def test_both_paths_give_the_same_score_on_every_row(seed: int) -> None:
         got, want = _column(batches, m.name), expected[f"{m.name}/score"].to_numpy(dtype=float)
         differ = [i for i in range(len(rows)) if not same(got[i], want[i])]
         assert not differ, f"{m.name}: rows {differ[:5]} differ: {got[differ[:5]]} vs {want[differ[:5]]}"
+
+
+@pytest.mark.parametrize("seed", [6, 7])
+def test_the_engine_gives_each_metrics_own_score_on_every_row(seed: int) -> None:
+    # The oracle is the per-metric API: each metric's own ``score`` on each row's context. The
+    # engine's two entry points (saved rows as read, contexts of loaded cases or finished runs)
+    # must give its numbers.
+    rows = random_rows(300, seed)
+    metrics = metric_set()
+    contexts = []
+    for case in load_dataset(rows, source="rows"):
+        ctx = context_for(case, None)
+        ctx.failure = case.metadata.get("failure") == 1
+        contexts.append(ctx)
+    oracle = [score_sync(ctx, metrics) for ctx in contexts]
+    from_contexts = BatchScorer(metrics).score_contexts(contexts)
+    batches, _ = columnar(rows, metrics, size=53)
+    for m in metrics:
+        want = [row[m.name].value for row in oracle]
+        got = [row[m.name].value for row in from_contexts]
+        from_rows = _column(batches, m.name)
+        assert all(same(a, b) for a, b in zip(got, want)), m.name
+        assert all(same(a, b) for a, b in zip(from_rows, want)), m.name
+        assert list(from_contexts[0]) == [x.name for x in metrics]
 
 
 @pytest.mark.parametrize("seed", [4, 5])
@@ -341,7 +366,7 @@ def test_explanations_are_computed_for_the_case_asked_and_match_the_row_path() -
     rows = random_rows(60, 13)
     metrics = metric_set()
     result = score_saved_rows(rows, metrics, lf.RunConfig(progress=False))
-    expected = row_path(rows, metrics).metrics_table.set_index("case_id")
+    expected = row_path(rows, metrics).with_explanations().set_index("case_id")
     assert "trajectory_recall/explanation" not in result.metrics_table  # left out until asked for
     for case_id in ("case-0", "case-17", "case-59"):
         explained = result.explain(case_id)
@@ -357,7 +382,7 @@ def test_explanations_are_computed_for_the_case_asked_and_match_the_row_path() -
 def test_with_explanations_gives_the_row_paths_explanation_columns(tmp_path: Path) -> None:
     rows = _flat_rows(25, 8)
     metrics = resolve_metrics(TRAJECTORY)
-    expected = row_path(rows, metrics).metrics_table
+    expected = row_path(rows, metrics).with_explanations()
     path = _write_all(rows, tmp_path)["jsonl"]
     result = score_saved_rows(path, metrics, lf.RunConfig(progress=False, out=tmp_path / "out"))  # a file, table on disk
     table = result.with_explanations()

@@ -19,6 +19,7 @@ from ..errors import MissingExtraError, RecordError
 from ..data.jsonsafe import dumps, to_jsonable
 from ..data.prices import Cost, PriceTable, agent_usage, cost_note, total_cost, usage_cost
 from ..score.batch import explain_row, scored_rows
+from ..score.scoring import context_for, explain_scores
 from ..score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT, Metric, Score, score_columns
 from .record import RUNS_FILE, Record, fingerprints_of, make_header, metrics_from_specs, read_record, write_record
 from ..data.types import AgentOutput, AgentRun, Usage
@@ -204,7 +205,7 @@ class EvalResult:
         self._start(metrics, agent_name, scored_saved_predictions, config, dataset.source)
         self._dataset = dataset
         self._runs = list(runs)
-        self._row_scores = [dict(row) for row in scores]
+        self._engine_scores = [dict(row) for row in scores]
 
     def _start(self, metrics: Sequence[Metric], agent_name: str | None, scored_saved_predictions: bool,
                config: RunConfig | None, source: str) -> None:
@@ -226,6 +227,8 @@ class EvalResult:
         """Where the metrics table was streamed (saved predictions with ``out=``), when it was."""
         self._dataset: EvalDataset | None = None
         self._runs: list[AgentRun] | None = None
+        self._engine_scores: list[dict[str, Score]] | None = None
+        """The scores as the engine gave them (runs scored as they finish): explanations left out where it scored a batch at once."""
         self._row_scores: list[dict[str, Score]] | None = None
         self._scores: list[dict[str, Any]] | None = None
         self._table: pd.DataFrame | None = None
@@ -282,9 +285,11 @@ class EvalResult:
 
     @property
     def row_scores(self) -> list[dict[str, Score]]:
-        """Each run's Scores by metric, with explanations (computed when first asked for saved predictions)."""
+        """Each run's Scores by metric, with explanations (those the engine leaves out computed when first asked)."""
         if self._row_scores is None:
-            if self._rows is None:
+            if self._engine_scores is not None:
+                self._row_scores = [self._explained_run(i) for i in range(len(self._engine_scores))]
+            elif self._rows is None:
                 table = self.metrics_table
                 columns = [(m.name, table[f"{m.name}/score"].to_numpy(dtype=float)) for m in self.metrics]
                 self._row_scores = [{name: Score(float(col[i])) for name, col in columns} for i in range(len(table))]
@@ -293,11 +298,25 @@ class EvalResult:
                                     for i, (index, where, row) in enumerate(self._saved_rows())]
         return self._row_scores
 
+    def _engine_rows(self) -> list[dict[str, Score]]:
+        """The scores as the engine gave them: what the table and the summary are made of."""
+        return self._engine_scores if self._engine_scores is not None else self.row_scores
+
+    def _explained_run(self, i: int) -> dict[str, Score]:
+        """Run ``i``'s engine scores with the explanations the engine left out."""
+        run, scores = self.runs[i], self._engine_scores[i]  # type: ignore[index]
+        case = self._cases_by_id().get(run.case_id)
+        return scores if case is None else explain_scores(context_for(case, run), self.metrics, scores)
+
+    def _cases_by_id(self) -> dict[str, EvalCase]:
+        return {c.case_id: c for c in self.dataset}
+
     @property
     def scores(self) -> list[dict[str, Any]]:
-        """Each run's scores as ``<metric>/score``, ``/explanation``, ... columns (see ``Score.columns``)."""
+        """Each run's scores as ``<metric>/score``, ``/explanation``, ... columns (see ``Score.columns``),
+        as the metrics table holds them (explanations the engine leaves out are in :meth:`with_explanations`)."""
         if self._scores is None:
-            self._scores = [score_columns(row) for row in self.row_scores]
+            self._scores = [score_columns(row) for row in self._engine_rows()]
         return self._scores
 
     # -- saved predictions: what is read again when asked ------------------------------------
@@ -391,23 +410,26 @@ class EvalResult:
         if self._table is None and self.table_path is not None:
             self._table = read_table(self.table_path)
         if self._table is None:
-            by_id = {c.case_id: c for c in self.dataset}
-            rows = [self._row(by_id[r.case_id], r, s, rs) for r, s, rs in zip(self.runs, self.scores, self.row_scores)]
-            table = pd.DataFrame(rows)
-            # ``error`` and ``error_type`` stay even when no run failed: a script that reads them
-            # must not break on the day every run succeeds.
-            # cost_usd stays while any run reported tokens: NaN there is an unknown price, not "no data".
-            no_usage = "total_tokens" not in table or table["total_tokens"].isna().all()
-            for key in ("input_tokens", "output_tokens", "total_tokens", "cost_note",
-                        "simulator_error", "replayed_from", "simulator_total_tokens"):
-                if key in table and table[key].isna().all():
-                    table = table.drop(columns=key)
-            if no_usage and "cost_usd" in table:
-                table = table.drop(columns="cost_usd")
-            if "trial" in table and table["trial"].nunique() <= 1:
-                table = table.drop(columns="trial")
-            self._table = table
+            self._table = self._table_of(self._engine_rows())
         return self._table
+
+    def _table_of(self, row_scores: Sequence[Mapping[str, Score]]) -> pd.DataFrame:
+        """The metrics table of runs scored as they finish, with ``row_scores`` as their scores."""
+        by_id = self._cases_by_id()
+        table = pd.DataFrame([self._row(by_id[r.case_id], r, score_columns(rs), rs) for r, rs in zip(self.runs, row_scores)])
+        # ``error`` and ``error_type`` stay even when no run failed: a script that reads them
+        # must not break on the day every run succeeds.
+        # cost_usd stays while any run reported tokens: NaN there is an unknown price, not "no data".
+        no_usage = "total_tokens" not in table or table["total_tokens"].isna().all()
+        for key in ("input_tokens", "output_tokens", "total_tokens", "cost_note",
+                    "simulator_error", "replayed_from", "simulator_total_tokens"):
+            if key in table and table[key].isna().all():
+                table = table.drop(columns=key)
+        if no_usage and "cost_usd" in table:
+            table = table.drop(columns="cost_usd")
+        if "trial" in table and table["trial"].nunique() <= 1:
+            table = table.drop(columns="trial")
+        return table
 
     @property
     def summary_metrics(self) -> dict[str, Any]:
@@ -419,7 +441,7 @@ class EvalResult:
         metric applies to its case (the rule ``compare`` uses by default), so both are at hand.
         """
         if self._summary is None:
-            columns = _summary_columns(self.row_scores, self.metric_names, self.config.prices)
+            columns = _summary_columns(self._engine_rows(), self.metric_names, self.config.prices)
             columns["failure"] = [int(r.failure) for r in self.runs]  # row_count when there are no metrics
             summary = summarize(columns, self.metric_names)
             for metric in self.metrics:
@@ -441,9 +463,9 @@ class EvalResult:
         calls; missing get_weather"``), by metric; for saved predictions, computed for this case
         only, when first asked."""
         if not self._batches or self._row_scores is not None:
-            for run, scores in zip(self.runs, self.row_scores):
+            for i, run in enumerate(self.runs):
                 if run.case_id == str(case_id):
-                    return dict(scores)
+                    return dict(self.row_scores[i] if self._row_scores is not None else self._explained_run(i))
             raise KeyError(f"{self.source}: no case {case_id!r} in this result")
         found = self._explained.get(str(case_id))
         if found is not None:
@@ -467,7 +489,11 @@ class EvalResult:
         for ``case_ids`` (every case when None). Runs scored as they finish have them already; for
         saved predictions scored batch by batch they are computed now, for the cases asked."""
         if not self._batches:
-            return self.metrics_table
+            if case_ids is None:
+                return self._table_of(self.row_scores)
+            wanted = {str(c) for c in case_ids}
+            return self._table_of([self._explained_run(i) if run.case_id in wanted else raw
+                                   for i, (run, raw) in enumerate(zip(self.runs, self._engine_rows()))])
         table = self.metrics_table.copy()
         ids = table["case_id"].astype(str).tolist()
         if case_ids is None:
@@ -554,7 +580,7 @@ class EvalResult:
 
     def _records(self) -> list[dict[str, Any]]:
         records = []
-        for run, scores in zip(self.runs, self.scores):
+        for run, scores in zip(self.runs, map(score_columns, self.row_scores)):
             record = run.model_dump(mode="python")
             record["scores"] = scores
             records.append(to_jsonable(record))

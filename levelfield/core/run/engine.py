@@ -30,7 +30,8 @@ from ..results.result import EvalResult, saved_run
 from .isolation import check_picklable
 from ..data.cost_limit import CostLimit
 from .runner import Executor, run_agents
-from ..score.scoring import RunScorer, context_for, score_rows
+from ..score.batch import RunScorer, score_rows
+from ..score.scoring import context_for
 from ..data.types import AgentRun
 from ..errors import ConfigError
 from ..score.metrics.base import Score

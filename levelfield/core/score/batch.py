@@ -21,6 +21,7 @@ out is the per-row ``explanation`` text; the summary comes from running aggregat
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import itertools
 import json
@@ -35,9 +36,12 @@ import numpy as np
 
 from ..data.dataset import ALIASES, case_from_row
 from ..errors import DatasetError, exception_text
-from .matching import Alignment, ToolCallMatcher
+from .matching import Alignment, ToolCallMatcher, align
 from .metrics.base import FAILED_AS_ZERO, Metric, Score, ScoringContext
-from .scoring import context_for, score_sync
+from ..data.cost_limit import CostLimit
+from ..data.dataset import EvalCase
+from ..data.types import AgentRun, ToolCall
+from .scoring import context_for, order_like, score_async, score_sync, split_metrics
 
 try:  # the fastest JSON we have; the standard library otherwise
     import orjson as _orjson
@@ -46,13 +50,17 @@ except ImportError:  # pragma: no cover - orjson ships with the 'parquet' and 't
 
 __all__ = [
     "RowBatch", "BatchScorer", "ScoredBatch", "RunningSummary", "score_batches", "batches_of",
-    "check_workers_can_score", "FIXED_COLUMNS", "scored_rows", "explain_row", "detail_columns",
+    "check_workers_can_score", "FIXED_COLUMNS", "scored_rows", "explain_row", "detail_columns", "score_rows", "RunScorer",
 ]
 
 FIXED_COLUMNS = ("case_id", "failure", "latency_in_seconds")
 """The columns every scored batch has before the ``<metric>/score`` columns."""
 
 _NAN = float("nan")
+_UNSCORED = Score(_NAN)
+_SMALL_BATCH = 32
+"""Fewer finished runs than this are aligned one by one (numpy's per-call cost outweighs it)."""
+"""The score of a metric that does not apply to a row (no reference, failed run)."""
 _FAILED = (True, 1, "1", "true", "True")
 _NOT_FLAT = ("turns", "scenario", "conversation_scenario", "trace")
 """Columns that make a row more than one flat turn: such rows take the row path."""
@@ -234,6 +242,28 @@ class _CallKeys:
                     out[j] = self._miss(cell[j], dumps(cell[j]))
         return out
 
+    def of_calls(self, calls: Sequence[ToolCall]) -> list[int]:
+        """The match keys of tool calls already read (a run's output, a loaded case), cached by
+        their JSON text as a saved call's are (a call seen before costs one serialisation)."""
+        if _orjson is None:  # pragma: no cover - without orjson every call is keyed
+            return [self._id(c.tool_name, c.tool_input) for c in calls]
+        dumps, get, out = _orjson.dumps, self._by_text.get, []
+        for call in calls:
+            try:
+                text = dumps((call.tool_name, call.tool_input))  # an array: never a saved call's text (an object)
+            except TypeError:  # not JSON (an object an agent passed): keyed, not cached
+                out.append(self._id(call.tool_name, call.tool_input))
+                continue
+            found = get(text)
+            if found is None:
+                found = self._id(call.tool_name, call.tool_input)
+                if b"null" not in text:  # NaN and None write alike: keyed every time, never cached
+                    if len(self._by_text) >= self._LIMIT:
+                        self._by_text.clear()
+                    self._by_text[text] = found
+            out.append(found)
+        return out
+
     def _miss(self, item: Any, text: bytes) -> int:
         """The key of a call whose text is not cached yet: read by ``ToolCall``'s rules, then cached."""
         (call,) = _calls([item]) or ()
@@ -363,6 +393,40 @@ class BatchScorer:
     @property
     def metric_names(self) -> list[str]:
         return [m.name for m in self.metrics]
+
+    def score_contexts(self, contexts: Sequence[ScoringContext]) -> list[dict[str, Score]]:
+        """Every sync metric's Score of each context (runs as they finish, cases loaded whole), by
+        metric, in metric order. Trajectory metrics with a kernel are scored for the whole batch at
+        once and say no explanation (``scoring.explain_scores`` gives it for the rows asked); every
+        other metric is its own ``score``, row by row."""
+        rows: list[dict[str, Score]] = [{} for _ in contexts]
+        groups: dict[int, tuple[_CallKeys, list[Metric]]] = {}
+        for m, k in self._kernels:
+            groups.setdefault(id(k), (k, []))[1].append(m)
+        for keyer, group in groups.values():
+            # ``computable`` of a kernel metric: the run did not fail and the row has a reference trajectory.
+            at = [i for i, ctx in enumerate(contexts) if not ctx.failure and ctx.reference_trajectory is not None]
+            for row in rows:
+                row.update((m.name, _UNSCORED) for m in group)
+            if len(at) < _SMALL_BATCH:
+                # A few runs (one finished run, journaled at once): the same ``value`` on each row's
+                # own alignment; arrays pay off only for more rows.
+                for i in at:
+                    one = align(contexts[i].predicted_trajectory, contexts[i].reference_trajectory or [], keyer.matcher)
+                    for metric in group:
+                        rows[i][metric.name] = Score(float(metric.value(one)))  # type: ignore[attr-defined]
+                continue
+            alignment = align_batch([keyer.of_calls(contexts[i].predicted_trajectory) for i in at],
+                                    [keyer.of_calls(contexts[i].reference_trajectory or []) for i in at])
+            for metric in group:
+                for i, value in zip(at, metric.value(alignment).tolist()):  # type: ignore[attr-defined]
+                    rows[i][metric.name] = Score(value)
+        others = [m for m in self.metrics if not getattr(m, "is_async", False) and m.name not in rows[0]] if rows else []
+        if others:
+            for row, ctx in zip(rows, contexts):
+                row.update(score_sync(ctx, others))
+        sync = [m for m in self.metrics if not getattr(m, "is_async", False)]
+        return [order_like(row, sync) for row in rows]
 
     def _layout(self, row: Mapping[str, Any]) -> _Layout:
         """Which column holds each field for rows with these columns, and whether such rows are flat."""
@@ -815,6 +879,88 @@ def _score_in_pool(batches: Iterable[RowBatch], scorer: BatchScorer, workers: in
             f"a scoring worker process ended abruptly ({exc}); with workers > 1 from a script, put the call under "
             "if __name__ == '__main__': (worker processes import the script), or score with workers=1"
         ) from None
+
+
+async def score_rows(
+    contexts: Sequence[ScoringContext], metrics: Sequence[Metric], *, concurrency: int = 16, budget: CostLimit | None = None
+) -> list[dict[str, Score]]:
+    """One dict of metric name -> Score per context, in order, by the engine (sync metrics for the
+    whole batch at once, judged ones ``concurrency`` calls at a time); ``budget`` limits the judges'
+    spend (a row refused scores NaN as a failure of that metric)."""
+    rows = BatchScorer(metrics).score_contexts(contexts)
+    _, judged = split_metrics(metrics)
+    if judged:
+        await score_async(rows, contexts, judged, concurrency, budget)
+        rows = [order_like(row, metrics) for row in rows]
+    return rows
+
+
+class RunScorer:
+    """Scores runs as they finish, by the engine: sync metrics in batches of the runs that finished
+    together (while other runs are still in flight, so scoring costs no wall time), judged metrics
+    together at the end.
+
+    Pass it as ``run_agents(..., on_run=scorer)``, then ``await scorer.scores(runs)``.
+    """
+
+    def __init__(self, dataset: Iterable[EvalCase], metrics: Sequence[Metric], *, concurrency: int = 16,
+                 budget: CostLimit | None = None) -> None:
+        self.budget = budget
+        """The judges' spending limit (``judge_max_cost_usd``), when one was set."""
+        self._cases = {c.case_id: c for c in dataset}
+        self._metrics = list(metrics)
+        self._engine = BatchScorer(self._metrics)
+        _, self._async = split_metrics(metrics)
+        self._concurrency = concurrency
+        self._done: dict[tuple[str, str, int], tuple[ScoringContext | None, dict[str, Score]]] = {}
+        self._deferred: list[AgentRun] = []
+
+    def _score(self, runs: Sequence[AgentRun]) -> list[tuple[ScoringContext, dict[str, Score]]]:
+        contexts = [context_for(self._cases[run.case_id], run) for run in runs]
+        return list(zip(contexts, self._engine.score_contexts(contexts)))
+
+    def _keep(self, runs: Sequence[AgentRun]) -> list[dict[str, Score]]:
+        scored = self._score(runs)
+        for run, (ctx, row) in zip(runs, scored):
+            # The context is kept only for the judged metrics scored at the end: a run's context
+            # kept for nothing is garbage the collector scans again and again while runs are in flight.
+            self._done[(run.agent_name, run.case_id, run.trial)] = (ctx if self._async else None, row)
+        return [row for _, row in scored]
+
+    def __call__(self, run: AgentRun) -> dict[str, Score]:
+        """Score ``run``'s sync metrics now (a batch of one); returns them (judged metrics come in :meth:`scores`)."""
+        return self._keep([run])[0]
+
+    def defer(self, run: AgentRun) -> None:
+        """Score ``run`` once the event loop has run what is ready now (the next runs started),
+        together with the other runs deferred meanwhile: scoring then fills the loop's idle time
+        instead of delaying the runs that finished with it."""
+        self._deferred.append(run)
+        if len(self._deferred) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self._score_deferred)
+            except RuntimeError:  # no loop: score now
+                self._score_deferred()
+
+    def _score_deferred(self) -> None:
+        runs, self._deferred = self._deferred, []
+        if runs:
+            self._keep(runs)
+
+    async def scores(self, runs: Sequence[AgentRun]) -> list[dict[str, Score]]:
+        """Every metric's score of ``runs``, in their order."""
+        self._score_deferred()
+        keys = [(r.agent_name, r.case_id, r.trial) for r in runs]
+        left = [r for r, key in zip(runs, keys) if key not in self._done]
+        if left:
+            self._keep(left)  # runs finished before this scorer saw them (a resumed journal's): one batch
+        scored = [self._done.pop(key) for key in keys]
+        rows = [row for _, row in scored]
+        if self._async:
+            contexts = [ctx if ctx is not None else context_for(self._cases[r.case_id], r) for r, (ctx, _) in zip(runs, scored)]
+            await score_async(rows, contexts, self._async, self._concurrency, self.budget)
+            rows = [order_like(row, self._metrics) for row in rows]
+        return rows
 
 
 def scored_rows(batches: Iterable[RowBatch]) -> Iterator[tuple[int, str, Mapping[str, Any]]]:
