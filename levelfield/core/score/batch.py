@@ -1,4 +1,11 @@
-"""Scoring saved predictions batch by batch, in bounded memory, without a model object per row.
+"""The scoring engine: every score, a batch at a time.
+
+Saved rows of any count (as a reader yields them), finished runs (the runs that finished
+together; :class:`RunScorer`) and loaded cases (:func:`score_rows`) are all scored here. The
+per-metric ``score()`` is the API a metric author writes; the engine calls it row by row for
+metrics that declare nothing better, and computes the rest for a whole batch at once. What the
+engine leaves out, the per-row explanations, is computed for the rows asked for
+(``scoring.explain_scores``, :func:`explain_row`).
 
 Production evaluation scores logs: millions of saved ``response`` / ``predicted_trajectory``
 rows. Building an ``EvalCase`` with validated ``ToolCall``s for each row costs far more than the
@@ -11,12 +18,13 @@ directly:
 * metrics that name the fields they read (``Metric.reads``: exact match, BLEU, ROUGE, single tool
   use) get a context holding just those, tool calls as light objects;
 * any other metric, and any row that is not flat (turns, a scenario, a request given as
-  messages, an odd cell), goes through the row path: ``case_from_row`` → ``context_for`` →
-  ``score_sync``, exactly as ``score_saved`` scores it.
+  messages, an odd cell), goes through each metric's own ``score``: ``case_from_row`` →
+  ``context_for`` → ``score_sync``.
 
-So both paths give the same numbers (tests compare them on random cases). What this path leaves
-out is the per-row ``explanation`` text; the summary comes from running aggregates
-(:class:`RunningSummary`), so no table needs to be held to compute it.
+Finished runs and loaded cases come as scoring contexts (:meth:`BatchScorer.score_contexts`):
+the same kernels on the batch's alignments, the other metrics' own ``score``. Tests check every
+entry point against each metric's own ``score`` on random cases. The summary of saved rows comes
+from running aggregates (:class:`RunningSummary`), so no table needs to be held to compute it.
 """
 
 from __future__ import annotations

@@ -227,6 +227,7 @@ def order_like(row: dict[str, Score], metrics: Sequence[Metric]) -> dict[str, Sc
 
 
 def split_metrics(metrics: Sequence[Metric]) -> tuple[list[Metric], list[Metric]]:
+    """The sync metrics and the judged (async) ones, each in the given order."""
     sync = [m for m in metrics if not getattr(m, "is_async", False)]
     return sync, [m for m in metrics if getattr(m, "is_async", False)]
 
