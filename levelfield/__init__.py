@@ -26,6 +26,7 @@ from .core.errors import (
     TraceError,
     WriteError,
     TransientAgentError,
+    RateLimitedError,
 )
 from .comparison import Comparison
 from .core.data.config import RunConfig
@@ -84,6 +85,7 @@ __all__ = [
     "AdapterError",
     "AgentOutputError",
     "TransientAgentError",
+    "RateLimitedError",
     "MissingExtraError",
     "ConfigError",
     "ConfigTypeError",

@@ -187,6 +187,15 @@ class Comparison:
         return list(self.results)
 
     @property
+    def limits(self) -> list[Any]:
+        """What each endpoint's limit did during the runs (``levelfield.core.run.limits.LimitStats``):
+        the concurrency it ran at, rate-limited answers, time waiting on limits; empty when loaded."""
+        for result in self.results.values():
+            if getattr(result, "limits", None):
+                return list(result.limits)
+        return []
+
+    @property
     def metric_names(self) -> list[str]:
         return [m.name for m in self.metrics]
 

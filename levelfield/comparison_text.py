@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .core.data.textwidth import ljust, rjust, width
 from .core.results.result import FAILED_AS_ZERO, FAILED_LEFT_OUT
 from .verdict import Compared, early_stop_line, failure_rule, other_rule, verdict
 
@@ -61,14 +62,30 @@ def summary_lines(cmp: Compared) -> list[str]:
     rows.append(("latency p50 (s)", [num(s.loc[a, "latency_in_seconds/p50"]) for a in cmp.agents]))
     if "total_tokens/mean" in s:
         rows.append(("tokens per run", [num(s.loc[a, "total_tokens/mean"], 0) for a in cmp.agents]))
+    unpriced = ""
     if "cost_usd/mean" in s:
-        rows.append(("cost per run ($)", [_usd(s.loc[a, "cost_usd/mean"]) for a in cmp.agents]))
-    label_w = max(len(r[0]) for r in rows)
-    col_w = [max(len(a), *(len(r[1][i]) for r in rows)) for i, a in enumerate(cmp.agents)]
-    lines = ["  ".join([" " * label_w, *(a.rjust(w) for a, w in zip(cmp.agents, col_w))])]
-    lines += ["  ".join([label.ljust(label_w), *(c.rjust(w) for c, w in zip(cells, col_w))]) for label, cells in rows]
+        costs = [s.loc[a, "cost_usd/mean"] for a in cmp.agents]
+        if all(math.isnan(c) for c in costs):
+            # A row of "unknown" under every agent says less than why: one line below the table.
+            unpriced = _unpriced_line(cmp)
+        else:
+            rows.append(("cost per run ($)", [_usd(c) for c in costs]))
+    label_w = max(width(r[0]) for r in rows)
+    col_w = [max(width(a), *(width(r[1][i]) for r in rows)) for i, a in enumerate(cmp.agents)]
+    lines = ["  ".join([" " * label_w, *(rjust(a, w) for a, w in zip(cmp.agents, col_w))])]
+    lines += ["  ".join([ljust(label, label_w), *(rjust(c, w) for c, w in zip(cells, col_w))]) for label, cells in rows]
     lines.append(rule_line(cmp))
+    if unpriced:
+        lines.append(unpriced)
     return lines
+
+
+def _unpriced_line(cmp: Compared) -> str:
+    """Why no agent's cost is known, once: each agent's note (an unpriced model, tokens without a model)."""
+    s = cmp.summary
+    notes = [f"{a}: {s.loc[a, 'cost_usd/note']}" for a in cmp.agents
+             if isinstance(s.loc[a].get("cost_usd/note"), str)]
+    return "(cost unknown" + (f": {'; '.join(notes)})" if notes else ": no agent reported tokens)")
 
 
 def _usd(x: float) -> str:
@@ -95,8 +112,8 @@ def pairwise_lines(cmp: Compared, metric: str) -> list[str]:
     lines = [f"Pairwise on {metric} (A − B [{level * 100:.4g}% interval], adjusted p; wins/ties/losses of A over B;",
              f"  adjusted across the {table.attrs.get('family', len(table))} pairs that could differ significantly, "
              "Tarone-Holm):"]
-    a_w = max(len(a) for a in table["agent_a"])
-    b_w = max(len(b) for b in table["agent_b"])
+    a_w = max(width(a) for a in table["agent_a"])
+    b_w = max(width(b) for b in table["agent_b"])
     for r in table.itertuples(index=False):
         diff = "-" if math.isnan(r.difference) else f"{r.difference:+.3f}"
         if r.significant:
@@ -108,7 +125,7 @@ def pairwise_lines(cmp: Compared, metric: str) -> list[str]:
             mark = "  not significant" + _could_detect(r.mde)
         p = "p=-" if math.isnan(r.p_holm) else ("p<0.001" if r.p_holm < 0.001 else f"p={r.p_holm:.3f}")
         lines.append(
-            f"  {r.agent_a.ljust(a_w)} vs {r.agent_b.ljust(b_w)}  {diff} [{num(r.ci_low, 2)}, {num(r.ci_high, 2)}]"
+            f"  {ljust(r.agent_a, a_w)} vs {ljust(r.agent_b, b_w)}  {diff} [{num(r.ci_low, 2)}, {num(r.ci_high, 2)}]"
             f"  {p}  {r.wins}/{r.ties}/{r.losses}{mark}"
         )
     return lines

@@ -382,7 +382,7 @@ def test_a_token_that_no_http_client_can_send_is_refused():
 
 
 def test_serve_on_loopback_gives_no_warning_and_the_cli_knows_the_new_options():
-    from levelfield.adapters.a2a_server import _loopback
+    from levelfield.serving import is_loopback as _loopback
 
     assert _loopback("127.0.0.1") and _loopback("::1") and _loopback("localhost")
     assert not _loopback("0.0.0.0") and not _loopback("192.168.1.5") and not _loopback("my-host")

@@ -203,6 +203,50 @@ def test_per_turn_user_simulator_quality_judges_each_user_turn_of_a_simulated_co
     assert row["per_turn_user_simulator_quality_v1/per_turn"] == [1.0, 1.0]
 
 
+SIMULATED = FIXTURE / "simulated"
+PLAYERS = "tests.judged_fixture.simulated.players"
+
+
+def test_a_config_naming_per_turn_user_simulator_quality_runs_with_a_simulator_on_the_command_line(capsys):
+    code = main(["eval", str(SIMULATED / "home_simulated.evalset.json"), "--agent", f"{PLAYERS}:agent",
+                 "--config", str(SIMULATED / "test_config.json"), "--judge", "tests.judged_fixture.judges:judge",
+                 "--simulator", f"{PLAYERS}:user", "-q"])
+    out = capsys.readouterr().out
+    assert code == 1  # the German user thanked, which this fixture's judge finds off the plan
+    table = out.split("\n\n")[1].splitlines()
+    assert table[1].split()[:3] == ["licht_an", "0.500", "FAIL"]
+    assert table[2].split()[:3] == ["状态查询", "1.000", "pass"]
+    # The Chinese case id takes two columns a character: the columns still line up.
+    assert table[1].index("0.500") == table[2].index("1.000") + len("状态查询")
+    # The failure shows the judge's reason for the user turn it judged, and the conversation as it went.
+    assert "user turn 2: off plan: thanks are off the plan" in out and "the ending: on plan" in out
+    assert "turn 2 user:  'Danke!'" in out and "agent: 'Gern geschehen.'" in out and "ended: finished" in out
+
+
+def test_check_eval_plays_scenario_cases_with_a_simulator_and_without_one_says_they_need_it():
+    from tests.judged_fixture.simulated.players import agent, user
+
+    evalset, config = SIMULATED / "home_simulated.evalset.json", SIMULATED / "test_config.json"
+    played = lf.testing.check_eval(evalset, agent, criteria=config, judge=fixture_judge, simulator=user)
+    assert {v.case_id: v.passed for v in played.verdicts} == {"licht_an": False, "状态查询": True}
+    assert played.skipped == {}
+    with pytest.warns(UserWarning, match="skipped 2 conversation_scenario case"), \
+            pytest.raises(lf.DatasetError, match="every case is a conversation_scenario; they need a user simulator"):
+        lf.testing.check_eval(evalset, agent, criteria=config, judge=fixture_judge)
+
+
+@pytest.mark.parametrize(("extra", "said"), [
+    (["--simulator", "tests.judged_fixture.simulated.players:agent"],
+     "is neither a user simulator (lf.UserSimulator, lf.testing.ScriptedUser) nor a LangChain chat model"),
+    (["--simulator", f"{PLAYERS}:user", "--max-turns", "3"], "is a simulator object; set its max_turns where it is made"),
+    (["--simulator", "tests.judged_fixture.simulated.players:nobody"], "has no attribute 'nobody'"),
+])
+def test_a_simulator_spec_that_cannot_play_the_user_is_a_usage_error(capsys, extra, said):
+    code = main(["eval", str(SIMULATED / "home_simulated.evalset.json"), "--agent", f"{PLAYERS}:agent",
+                 "--config", str(SIMULATED / "test_config.json"), "--judge", "tests.judged_fixture.judges:judge", *extra, "-q"])
+    assert code == 2 and said in capsys.readouterr().err
+
+
 # -- the report -----------------------------------------------------------------------------------------
 
 

@@ -465,3 +465,19 @@ def test_cli_bad_price_file_exits_2_naming_the_model(tmp_path, capsys):
     code = main(["compare", "samples/home_automation/dataset.jsonl", "--agent",
                  "samples.home_automation.agents.function_agents:careful_agent", "-q", "--prices", str(prices)])
     assert code == 2 and "'gpt-oss'" in capsys.readouterr().err
+
+
+def test_when_no_agent_has_a_known_cost_the_table_says_why_once_instead_of_a_row_of_unknowns():
+    from levelfield.comparison_text import format_comparison
+
+    cmp = lf.compare(ROWS, {"haus": spender("haus-modell-7"), "家": spender("家のモデル")}, ["exact_match"], **FAST)
+    text = format_comparison(cmp)
+    assert "cost per run" not in text
+    assert "(cost unknown: haus: no price known for model(s) 'haus-modell-7'" in text
+    assert "家: no price known for model(s) '家のモデル'" in text and "(--prices FILE)" in text
+    # One agent priced: the row is back, the unpriced one "unknown" in it.
+    mixed = lf.compare(ROWS, {"cheap": spender("cheap-model"), "家": spender("家のモデル")}, ["exact_match"],
+                       prices=OWN, **FAST)
+    row = next(line for line in format_comparison(mixed).splitlines() if line.startswith("cost per run ($)"))
+    assert row.split()[-2:] == ["0.002", "unknown"]
+    assert "(cost unknown" not in format_comparison(mixed)

@@ -246,6 +246,16 @@ def test_non_transient_judge_error_is_nan_failed_without_retry():
 def test_transient_error_that_persists_gives_nan_after_the_retries():
     judge = Scripted(RateLimitError("slow down"))
     score = metric(judge.model, retries=2).score(ctx())
+    # A lone 429 without Retry-After is first tried again a few times by the adaptive limit (the
+    # provider may still be freeing calls it answered), then the judge's own retries decide.
+    from levelfield.core.run.limits import _LONE_TRIES
+
+    assert math.isnan(score.value) and score.failed and judge.calls == 3 + _LONE_TRIES
+    judge = Scripted(RateLimitError("slow down"))
+    from levelfield.judge.client import Judge
+
+    fixed = Judge(judge.model, retries=2, backoff=0.0, structured_output=False, adaptive=False)
+    score = lf.metrics.PointwiseMetric("follows", FOLLOWS, fixed).score(ctx())
     assert math.isnan(score.value) and score.failed and judge.calls == 3
 
 

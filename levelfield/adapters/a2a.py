@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import email.utils
 import functools
 import itertools
 import json
@@ -32,7 +31,9 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core.run import budget
-from ..core.errors import AdapterError, ConfigError, ConfigTypeError, MissingExtraError, TransientAgentError
+from ..core.run.failures import parse_retry_after
+from ..core.errors import (AdapterError, ConfigError, ConfigTypeError, MissingExtraError, RateLimitedError,
+                           TransientAgentError)
 from ..core.data.protocol import AgentRequest
 from ..core.data.types import AgentOutput, Handoff, ToolCall, Usage
 
@@ -622,16 +623,7 @@ def _retry_after(exc: BaseException) -> float | None:
 
     for e in _chain(exc):
         if isinstance(e, httpx.HTTPStatusError) and e.response.status_code in (429, 503):
-            value = e.response.headers.get("retry-after", "").strip()
-            if not value:
-                return None
-            if value.isdigit():
-                return float(value)
-            try:
-                when = email.utils.parsedate_to_datetime(value)
-            except (TypeError, ValueError):
-                return None
-            return max(0.0, when.timestamp() - time.time())
+            return parse_retry_after(e.response.headers.get("retry-after"))
     return None
 
 
@@ -786,6 +778,13 @@ class A2AAgent:
             weakref.WeakKeyDictionary()
         )
         self._partials: dict[tuple[str | None, str, int], _Turn] = {}
+
+    @property
+    def endpoint(self) -> str:
+        """What this agent's calls go to, for rate limits: ``a2a http://host:port`` (agents on one host share it)."""
+        parts = urllib.parse.urlsplit(self.url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return f"a2a {parts.scheme}://{parts.hostname or ''}:{port}"
 
     @property
     def name(self) -> str:
@@ -962,7 +961,10 @@ class A2AAgent:
 
     async def _attempts(self, request: AgentRequest, turn: _Turn, deadline: float | None) -> None:
         """One exchange; a 429/503 with ``Retry-After`` is waited out and tried again, within the
-        run's timeout budget (this agent's and the runner's, whichever ends first)."""
+        run's timeout budget (this agent's and the runner's, whichever ends first) — unless the runner
+        adapts to rate limits itself (``RunConfig(adaptive=True)``): then the first 429/503 is raised
+        as a ``RateLimitedError``, so the call frees its place while it waits."""
+        absorbed = budget.absorbs_rate_limits()
         for attempt in itertools.count(1):
             try:
                 await self._exchange(request, turn)
@@ -972,7 +974,7 @@ class A2AAgent:
             except Exception as exc:
                 wait = _retry_after(exc)
                 left = _earliest(None if deadline is None else deadline - time.monotonic(), budget.seconds_left())
-                if wait is not None and attempt <= _MAX_SERVER_RETRIES and (left is None or wait < left):
+                if not absorbed and wait is not None and attempt <= _MAX_SERVER_RETRIES and (left is None or wait < left):
                     await asyncio.sleep(wait)
                     continue
                 raise self._error(exc, turn, wait, left) from exc
@@ -1111,12 +1113,19 @@ class A2AAgent:
                 error_type="rate_limited",
                 partial=partial,
             )
-        if status in (429, 502, 503, 504):
+        if status in (429, 503):
             asked = ""
-            if retry_after is not None:
+            if retry_after is not None and not budget.absorbs_rate_limits():
                 asked = f"; it asked to retry after {retry_after:g} s and was still busy after {_MAX_SERVER_RETRIES} retries"
+            elif retry_after is not None:
+                asked = f"; it asked to retry after {retry_after:g} s"
+            return RateLimitedError(
+                f"{where}: HTTP {status}, the server is busy or limits the rate of requests{asked}{detail}",
+                retry_after=retry_after, error_type=f"http_{status}", partial=partial,
+            )
+        if status in (502, 504):
             return _transient(
-                f"{where}: HTTP {status}, the server is busy or unavailable{asked}{detail}", f"http_{status}", partial
+                f"{where}: HTTP {status}, the server is busy or unavailable{detail}", f"http_{status}", partial
             )
         if status in (401, 403):
             return AdapterError(

@@ -24,13 +24,9 @@ import collections
 import contextlib
 import functools
 import hmac
-import ipaddress
 import json
 import os
-import socket
 import sys
-import threading
-import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +36,7 @@ from ..core.data.protocol import AgentRequest, AgentRunnable
 from ..core.run.failures import cancelled_from_outside as _cancelled_from_outside
 from ..core.run.failures import describe_error
 from ..core.data.types import AgentOutput, Message, ToolCall
+from ..serving import BackgroundServer, bind, is_loopback, run_in_thread, url_of
 from .a2a import (
     ADK_TYPE_KEY,
     ERROR_TYPE_KEY,
@@ -490,45 +487,8 @@ def build_app(
     return app
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # asyncio sets TCP_NODELAY only then
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    sock.listen(2048)
-    return sock
-
-
-def _url(host: str, port: int) -> str:
-    shown = "127.0.0.1" if host in ("0.0.0.0", "") else ("[::1]" if host == "::" else host)
-    if ":" in shown and not shown.startswith("["):
-        shown = f"[{shown}]"
-    return f"http://{shown}:{port}"
-
-
-class RunningServer:
-    """A server running in a background thread; ``stop()`` (or leaving ``with``) shuts it down."""
-
-    def __init__(self, server: Any, thread: threading.Thread, url: str) -> None:
-        self._server = server
-        self._thread = thread
-        self.url = url
-        """The base URL, with the port the OS picked when asked for port 0."""
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Ask the server to exit and wait for its thread."""
-        self._server.should_exit = True
-        self._thread.join(timeout)
-
-    def __enter__(self) -> RunningServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+# One class for every background server levelfield starts; the old name stays for callers.
+RunningServer = BackgroundServer
 
 
 def start_asgi(make_app: Callable[[str], Any], *, host: str = "127.0.0.1", port: int = 0) -> RunningServer:
@@ -536,8 +496,8 @@ def start_asgi(make_app: Callable[[str], Any], *, host: str = "127.0.0.1", port:
     _require()
     import uvicorn
 
-    sock = _bind(host, port)
-    url = _url(host, sock.getsockname()[1])
+    sock = bind(host, port)
+    url = url_of(host, sock.getsockname()[1])
     try:
         app = make_app(url)
     except BaseException:
@@ -545,23 +505,7 @@ def start_asgi(make_app: Callable[[str], Any], *, host: str = "127.0.0.1", port:
         raise
     # A background server is for notebooks and tests: don't wait long for runs still going.
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=0.5)
-    server = uvicorn.Server(config)
-
-    def run() -> None:
-        try:
-            server.run(sockets=[sock])
-        finally:
-            sock.close()
-
-    thread = threading.Thread(target=run, name=f"levelfield-a2a-{url}", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            server.should_exit = True
-            raise RuntimeError(f"the A2A server at {url} did not start")
-        time.sleep(0.005)
-    return RunningServer(server, thread, url)
+    return run_in_thread(uvicorn.Server(config), sock, url, what="A2A server")
 
 
 def start_server(
@@ -572,16 +516,6 @@ def start_server(
     ``options`` are :func:`build_app`'s: ``max_body``, ``auth_token``, ``isolation``, ``max_tasks``.
     """
     return start_asgi(lambda url: build_app(agent, url=url, name=name, **options), host=host, port=port)
-
-
-def _loopback(host: str) -> bool:
-    """Whether ``host`` is reachable from this machine only."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:  # a host name: it may resolve to any interface
-        return False
 
 
 def _listening_on(host: str, port: int) -> str:
@@ -604,9 +538,9 @@ def serve(
     _require()
     import uvicorn
 
-    sock = _bind(host, port)
+    sock = bind(host, port)
     bound = sock.getsockname()[1]
-    public = (url or _url(host, bound)).rstrip("/")
+    public = (url or url_of(host, bound)).rstrip("/")
     try:
         app = build_app(agent, url=public, name=name, **options)
     except BaseException:
@@ -617,7 +551,7 @@ def serve(
     print(f"levelfield: the card at {public}/.well-known/agent-card.json gives clients the address {public}")
     guarded = "a bearer token is required" if options.get("auth_token") else "no authentication"
     print(f"levelfield: JSON-RPC and HTTP+JSON, streaming; {guarded}; Ctrl-C to stop", flush=True)
-    if not _loopback(host):
+    if not is_loopback(host):
         advice = "" if options.get("auth_token") else f"; require a token with --auth-token or {TOKEN_ENV}"
         print(f"levelfield serve: warning: listening beyond this machine ({_listening_on(host, bound)}): anyone who "
               f"can reach it can run the agent{advice}", file=sys.stderr, flush=True)

@@ -90,6 +90,31 @@ def _max_response(text: str) -> int | None:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _per_minute(text: str) -> tuple[str | None, int]:
+    """``--rpm N`` / ``--rpm NAME=N``: (None or the name, N)."""
+    name, sep, value = text.rpartition("=")
+    try:
+        rate = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N or NAME=N (a whole number per minute), got {text!r}") from None
+    if rate < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 a minute, got {rate}")
+    return (name.strip() or None) if sep else None, rate
+
+
+def _rates(given: Sequence[tuple[str | None, int]], flag: str) -> int | dict[str, int] | None:
+    """``--rpm`` / ``--tpm`` values as RunConfig takes them: one number, or one per name."""
+    if not given:
+        return None
+    plain = [rate for name, rate in given if name is None]
+    named = {name: rate for name, rate in given if name is not None}
+    if plain and named:
+        raise UsageError(f"{flag}: give either one N for every agent or NAME=N entries, not both")
+    if len(plain) > 1:
+        raise UsageError(f"{flag} N was given {len(plain)} times: give it once (or NAME=N per agent)")
+    return plain[0] if plain else named
+
+
 def _threshold(text: str) -> tuple[str, float]:
     metric, sep, value = text.partition("=")
     try:
@@ -166,6 +191,15 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
                         f"fails the run as response_too_large (default {d.max_response_bytes >> 20}MB)")
     p.add_argument("--retries", type=int, default=d.retries,
                    help=f"retries of errors an adapter marks transient (default {d.retries})")
+    p.add_argument("--no-adaptive", dest="adaptive", action="store_false",
+                   help="keep --concurrency fixed: by default the calls in flight to each endpoint (agent, A2A host, "
+                        "judge, simulator) follow its rate limits (HTTP 429/503), with --concurrency as the ceiling, "
+                        "and a rate-limited call is waited out and tried again without spending a retry")
+    p.add_argument("--rpm", type=_per_minute, action="append", default=[], metavar="[NAME=]N",
+                   help="requests per minute at most: N for every agent, NAME=N for one agent, judge=N, "
+                        "simulator=N (repeatable)")
+    p.add_argument("--tpm", type=_per_minute, action="append", default=[], metavar="[NAME=]N",
+                   help="tokens per minute at most, counted from the usage the calls report; as --rpm")
     p.add_argument("--trials", type=_positive_int, default=d.trials, help=f"runs of every case per agent (default {d.trials})")
     p.add_argument("--prices", metavar="FILE",
                    help="a JSON file of your own prices, {\"model\": {\"input_per_mtok\": 0.15, \"output_per_mtok\": 0.6}} "
@@ -199,8 +233,9 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
                    help="the judge of judged metrics and criteria (final_response_match_v2, safety_v1, rubric_based_*...): "
                         "provider:model (LangChain), module:attr (a chat model, a function prompt -> answer, or an agent), "
                         "or an A2A agent's http(s):// URL")
-    p.add_argument("--simulator", metavar="PROVIDER:MODEL",
-                   help="a chat model that plays the user of conversation-scenario cases (otherwise they are skipped)")
+    p.add_argument("--simulator", metavar="SPEC",
+                   help="who plays the user of conversation-scenario cases (otherwise they are skipped): provider:model "
+                        "(a LangChain chat model) or module:attr (a chat model, or a simulator such as lf.testing.ScriptedUser)")
     p.add_argument("--max-turns", type=_positive_int, default=None, metavar="N",
                    help="with --simulator: agent turns per conversation at most")
 
@@ -233,26 +268,31 @@ def _some_cases(args: argparse.Namespace, dataset: Any) -> Any:
 
 
 def _simulator(args: argparse.Namespace) -> Any:
-    """The user simulator the command line asks for, or None (built before any agent runs)."""
-    if not getattr(args, "simulator", None):
-        if getattr(args, "max_turns", None) is not None:
-            raise UsageError("--max-turns needs --simulator PROVIDER:MODEL")
-        return None
-    from ..simulation import UserSimulator
-
-    if args.max_turns is None:
-        return UserSimulator(args.simulator)
-    return UserSimulator(args.simulator, max_turns=args.max_turns)
-
-
-def _judge(args: argparse.Namespace) -> Any:
-    """The judge ``--judge`` names, or None: an A2A URL, ``module:attr`` (a chat model, a function
-    or an agent; a ``make_*`` factory is called), else a LangChain ``provider:model`` string."""
-    spec = getattr(args, "judge", None)
+    """The user simulator the command line asks for, or None (built before any agent runs):
+    ``module:attr`` (a simulator such as ``lf.testing.ScriptedUser``, or a chat model; a ``make_*``
+    factory is called), else a LangChain ``provider:model`` string."""
+    spec = getattr(args, "simulator", None)
     if not spec:
+        if getattr(args, "max_turns", None) is not None:
+            raise UsageError("--max-turns needs --simulator SPEC")
         return None
-    if spec.startswith(("http://", "https://")):
-        return spec
+    from ..simulation import SimulatedUser, UserSimulator
+
+    model = _model_spec(spec)
+    if isinstance(model, SimulatedUser):
+        if args.max_turns is not None:
+            raise UsageError(f"--max-turns: --simulator {spec} is a simulator object; set its max_turns where it is made")
+        return model
+    if not isinstance(model, str) and not hasattr(model, "ainvoke"):
+        raise UsageError(f"--simulator {spec}: {type(model).__name__} is neither a user simulator "
+                         "(lf.UserSimulator, lf.testing.ScriptedUser) nor a LangChain chat model")
+    if args.max_turns is None:
+        return UserSimulator(model)
+    return UserSimulator(model, max_turns=args.max_turns)
+
+
+def _model_spec(spec: str) -> Any:
+    """What ``module:attr`` names (a ``make_*`` factory called), else ``spec`` as a ``provider:model`` string."""
     from ..adapters.spec import load_agent_spec
     from ..core.errors import AgentSpecError
 
@@ -263,6 +303,17 @@ def _judge(args: argparse.Namespace) -> Any:
         if "." in module:  # a dotted module is never a LangChain provider: the spec was meant as module:attr
             raise
         return spec
+
+
+def _judge(args: argparse.Namespace) -> Any:
+    """The judge ``--judge`` names, or None: an A2A URL, ``module:attr`` (a chat model, a function
+    or an agent; a ``make_*`` factory is called), else a LangChain ``provider:model`` string."""
+    spec = getattr(args, "judge", None)
+    if not spec:
+        return None
+    if spec.startswith(("http://", "https://")):
+        return spec
+    return _model_spec(spec)
 
 
 def _run_config(args: argparse.Namespace) -> Any:
@@ -283,6 +334,9 @@ def _run_config(args: argparse.Namespace) -> Any:
         overwrite=args.overwrite,
         isolation=getattr(args, "isolation", "none"),
         max_response_bytes=args.max_response,
+        adaptive=getattr(args, "adaptive", True),
+        requests_per_minute=_rates(getattr(args, "rpm", []), "--rpm"),
+        tokens_per_minute=_rates(getattr(args, "tpm", []), "--tpm"),
         prices=getattr(args, "prices", None),
         max_cost_usd=getattr(args, "max_cost", None),
         judge_max_cost_usd=getattr(args, "judge_max_cost", None),
@@ -380,11 +434,13 @@ def _stats_config(args: argparse.Namespace) -> StatsConfig:
 
 
 def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
-    from .output import report_failures
+    from .output import limit_lines, report_failures
 
     print(header)
     print()
     print(format_comparison(cmp))
+    for line in limit_lines(cmp):
+        print(line)
     failed = report_failures(cmp, command=args.command, allow_failures=getattr(args, "allow_failures", False))
     if args.out:
         out = Path(args.out)
@@ -576,8 +632,6 @@ def _eval_gated(args: argparse.Namespace) -> int:
     if args.baseline or args.fail_if_worse or args.human_labels:
         raise UsageError("--config judges each case by its criteria; --baseline, --fail-if-worse and --human-labels "
                          "work without --config")
-    if args.simulator:
-        raise UsageError("--simulator does not combine with --config yet; run the scenario cases without --config")
     if args.experiment:
         raise UsageError("--experiment is not available with --config (a gate run); run eval without --config to log it")
     if args.limit is not None or args.sample is not None:
@@ -585,7 +639,7 @@ def _eval_gated(args: argparse.Namespace) -> int:
     if args.agent is None:
         raise UsageError("--config runs an agent: give --agent SPEC")
     report = check_eval(args.dataset, load_agent_spec(args.agent), criteria=args.config, name=args.name,
-                        config=_run_config(args), judge=_judge(args))
+                        config=_run_config(args), judge=_judge(args), simulator=_simulator(args))
     ds = report.result.dataset
     print(f"levelfield eval: {report.result.agent_name} on {len(ds)} cases of {ds.source}, criteria from {args.config}")
     print()

@@ -16,7 +16,17 @@ from ..failure_summary import agents_that_always_failed, format_failures
 if TYPE_CHECKING:
     from ..comparison import Comparison
 
-__all__ = ["status", "report_failures", "warnings_as_lines"]
+__all__ = ["status", "report_failures", "warnings_as_lines", "limit_lines"]
+
+
+def limit_lines(cmp: "Comparison") -> list[str]:
+    """What the endpoints' limits did, when they did anything: the concurrency each ran at, the
+    rate-limited answers absorbed, the time waiting on limits (nothing when no limit was met)."""
+    met = [s for s in cmp.limits if s.rate_limited or s.waited_seconds >= 0.05 or s.limit < s.ceiling]
+    if not met:
+        return []
+    return ["", "Rate limits (calls in flight per endpoint; --no-adaptive keeps --concurrency fixed):",
+            *(f"  {s.describe()}" for s in met)]
 
 
 def status(message: str, *, quiet: bool = False) -> None:

@@ -19,6 +19,7 @@ was passed, ``TypeError``), so code written against the built-in exceptions keep
     └── AdapterError                      recorded on a failed run, not raised to the caller
         ├── AgentOutputError              the agent answered in a shape levelfield cannot read
         ├── TransientAgentError           worth retrying (connection refused, HTTP 429/503)
+        │   └── RateLimitedError          the endpoint said "too many requests, retry after X" (HTTP 429/503)
         ├── WorkerError                   a run that failed in a worker process (isolation="process")
         └── ContainedBaseException        a SystemExit, KeyboardInterrupt or StopIteration from an agent's code
 """
@@ -40,6 +41,7 @@ __all__ = [
     "AdapterError",
     "AgentOutputError",
     "TransientAgentError",
+    "RateLimitedError",
     "MissingExtraError",
     "exception_text",
     "message_of",
@@ -137,6 +139,22 @@ class TransientAgentError(AdapterError):
 
     error_type = "transient"
     transient = True
+
+
+class RateLimitedError(TransientAgentError):
+    """The endpoint refused the request for its rate limit (HTTP 429, or 503 with ``Retry-After``).
+
+    Distinct from other transient errors: the runner's adaptive concurrency
+    (``RunConfig(adaptive=True)``, see ``levelfield.core.run.limits``) lowers the endpoint's
+    concurrency, waits ``retry_after`` seconds (when the server said) and tries again without
+    counting a failed attempt of the run.
+    """
+
+    def __init__(self, message: str, *, retry_after: float | None = None, error_type: str | None = None,
+                 partial: object = None) -> None:
+        super().__init__(message, error_type=error_type, partial=partial)
+        self.retry_after = retry_after
+        """Seconds the endpoint asked the client to wait before trying again; None when it did not say."""
 
 
 class MissingExtraError(LevelfieldError, ImportError):

@@ -45,6 +45,7 @@ from ..core.errors import AdapterError, ConfigError, DatasetError, ExecutorError
 from ..core.score.metrics.base import Metric
 from ..core.data.protocol import AgentRequest, AgentRunnable
 from ..core.data.types import AgentRun
+from ..core.run import limits
 from ..core.run.runner import OnRun, PlayScenario, interleaved_plan, run_agents as run_locally
 from ..core.data.types import AgentOutput
 from ..formats.batches import BATCH_ROWS, batch_source, table_writer
@@ -259,9 +260,14 @@ class _Dispatch:
         self.todo, self.finished, self.on_run = todo, finished, on_run
         count, cpus = executor._workers(ray, len(todo))
         caps = {name: max(1, cap // count) for name, cap in config.agent_concurrency.items()}
+        # Each worker gets its share of every rate, so the cluster does not multiply it; its adaptive
+        # limits (one set per worker, shared by its batches) converge on their shares of what each
+        # endpoint carries, as loss-driven windows sharing one bottleneck do.
         worker_config = config.replace(
             concurrency=executor.concurrency_per_worker, agent_concurrency=caps, progress=False,
             out=None, resume=False, overwrite=False, executor="local",
+            requests_per_minute=_share(config.requests_per_minute, count),
+            tokens_per_minute=_share(config.tokens_per_minute, count),
         )
         options: dict[str, Any] = {
             "num_cpus": cpus,
@@ -578,6 +584,15 @@ def _probe() -> None:
     """A Ray task that does nothing: it starts only where the runtime_env could be set up."""
 
 
+def _share(rate: int | Mapping[str, int] | None, workers: int) -> int | dict[str, int] | None:
+    """One worker's share of a per-minute rate (a number, or one per agent name)."""
+    if rate is None:
+        return None
+    if isinstance(rate, Mapping):
+        return {name: max(1, value // workers) for name, value in rate.items()}
+    return max(1, rate // workers)
+
+
 def _pickled(agent: AgentRunnable) -> bytes:
     """The agent as cloudpickle bytes (a spec agent as its spec), or a ConfigError saying what to do."""
     from ray import cloudpickle
@@ -662,6 +677,7 @@ class _Worker:
         self._agents: list[Any] | None = None
         self._loading: asyncio.Lock | None = None
         self._slots: asyncio.Semaphore | None = None
+        self._limits = limits.Limits.of(config)  # the endpoints' limits of this worker, for all its batches
 
     async def ping(self) -> str:
         """Answer (once the worker is up after a restart): the id of its node."""
@@ -704,7 +720,8 @@ class _Worker:
         cases = EvalDataset([self._cases[i] for i in ids], source=self._source)
         names = {key[0] for key in batch}
         agents = [a for a in every_agent if a.name in names]
-        runs = await run_locally(cases, agents, self._config, only=batch, slots=self._slots)
+        with limits.using(self._limits):
+            runs = await run_locally(cases, agents, self._config, only=batch, slots=self._slots)
         return _dumps([run for agent_runs in runs.values() for run in agent_runs])
 
 

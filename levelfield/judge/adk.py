@@ -375,12 +375,14 @@ def label_row(
     read: Callable[[JudgeReply], float | None],
     num_samples: int,
     words: tuple[str, str],
+    labels: Sequence[str] | None = None,
 ) -> Score:
     """A row's score from each turn's sample replies to a yes/no question (a turn with none was not asked).
 
     Each turn's verdict is the majority of its readable samples (a tie is no, as in ADK); the row
     scores the share of yes among the turns with a verdict. ``words`` name the no and yes verdicts
-    in the explanation. Unreadable answers are kept in ``unparsed``.
+    in the explanation, ``labels`` what each question was about (default ``turn 1``, ``turn 2``...).
+    Unreadable answers are kept in ``unparsed``.
     """
     all_replies = [r for replies in replies_by_turn for r in replies]
     extra, usage = cost_columns(all_replies)
@@ -401,7 +403,8 @@ def label_row(
         per_turn.append(verdict)
         shares.append(sum(1 for v in values if v == verdict) / len(values))
         kept = next(r for r, v in readings if v == verdict)
-        reasons.append(f"turn {n}: {words[int(verdict)]}: {_explanation(kept.text, kept.parsed)}")
+        label = labels[n - 1] if labels is not None else f"turn {n}"
+        reasons.append(f"{label}: {words[int(verdict)]}: {_explanation(kept.text, kept.parsed)}")
     if num_samples > 1 and shares:
         extra["agreement"] = sum(shares) / len(shares)
     return _turn_scores_row(per_turn, extra, unparsed, usage, "\n".join(reasons))
@@ -842,7 +845,9 @@ class PerTurnUserSimulatorQuality(AdkJudged):
         readable = lambda r: self.read(r) is not None  # noqa: E731
         judged = [await self._samples(self._prompt(ctx, turns[:i], t.prompt), readable) for i, t in enumerate(turns) if i]
         ending = await self._samples(self._prompt(ctx, turns, self.stop_signal), readable)
-        row = label_row([*judged, ending], self.read, self.num_samples, ("off plan", "on plan"))
+        # The first user turn is the starting prompt (not judged): the judged ones are turns 2.., then the ending.
+        labels = [*(f"user turn {i + 1}" for i in range(1, len(turns))), "the ending"]
+        row = label_row([*judged, ending], self.read, self.num_samples, ("off plan", "on plan"), labels)
         later = list(row.extra["per_turn"])
         scores: list[float | None] = [first, *later[:-1]]
         if later[-1] is not None and later[-1] < self.threshold:

@@ -1,4 +1,4 @@
-"""The judge client: a chat model asked for a verdict, with its own concurrency limit, retries, timeout and an on-disk answer cache.
+"""The judge client: a chat model asked for a verdict, with its own (adaptive) concurrency limit, retries, timeout and an on-disk answer cache.
 
 A judge is a LangChain chat model object, a ``"provider:model"`` string resolved by LangChain's
 ``init_chat_model``, a function ``prompt -> answer text`` (sync or async), or an agent that
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import MetricError, MissingExtraError
+from ..core.run import limits
 from ..core.data.types import Usage, chat_message_usage, content_text
 
 __all__ = [
@@ -365,7 +366,9 @@ class Judge:
     """A chat model used as a judge: its identity (for the cache), its own concurrency limit, retries and timeout.
 
     Give one ``Judge`` to several metrics to share one limit; metrics given the same model
-    object with the same settings share one automatically.
+    object with the same settings share one automatically. ``max_concurrency`` is the ceiling:
+    with ``adaptive`` (the default) the calls in flight follow the provider's rate limits (see
+    ``levelfield.core.run.limits``); ``requests_per_minute`` / ``tokens_per_minute`` bound the rate.
     ``structured_output``: None uses the model's ``with_structured_output`` when it has one and
     parses text otherwise; True or False forces one way.
     """
@@ -379,6 +382,9 @@ class Judge:
         backoff: float = JUDGE_BACKOFF,
         timeout: float | None = JUDGE_TIMEOUT,
         structured_output: bool | None = None,
+        adaptive: bool = True,
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
     ) -> None:
         if model is None:
             raise MetricError(f"a judge is needed: {_HOW_TO_GIVE_A_JUDGE}")
@@ -388,14 +394,20 @@ class Judge:
             raise MetricError(f"judge max_concurrency must be >= 1, got {max_concurrency}")
         if retries < 0:
             raise MetricError(f"judge retries must be >= 0, got {retries}")
+        for option, rate in (("requests_per_minute", requests_per_minute), ("tokens_per_minute", tokens_per_minute)):
+            if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int) or rate < 1):
+                raise MetricError(f"judge {option} must be a whole number >= 1 or None, got {rate!r}")
         self.model = model
         self.max_concurrency = max_concurrency
         self.retries = retries
         self.backoff = backoff
         self.timeout = timeout
         self.structured_output = structured_output
+        self.adaptive = adaptive
+        self.requests_per_minute = requests_per_minute
+        self.tokens_per_minute = tokens_per_minute
         self.identity = model_identity(model)
-        self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+        self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, limits.EndpointLimit] = (
             weakref.WeakKeyDictionary()
         )
         self._structured: dict[str, Any] = {}
@@ -407,13 +419,26 @@ class Judge:
         label = self.spec or type(self.model).__name__
         return f"Judge({label!r}, max_concurrency={self.max_concurrency}, retries={self.retries})"
 
-    def _limit(self) -> asyncio.Semaphore:
-        # A semaphore belongs to one event loop; evaluate() may run each call on a new one.
+    @property
+    def endpoint(self) -> str:
+        """What this judge's calls go to, for rate limits: ``judge <model>``."""
+        model = self.model
+        name = self.spec or getattr(model, "model_name", None) or getattr(model, "model", None)
+        return f"judge {name if isinstance(name, str) else getattr(model, 'target', type(model).__name__)}"
+
+    def _limit(self) -> limits.EndpointLimit:
+        """The limit of this judge's calls: the evaluation's (shared with other judges of the model, and
+        reported with the agents'), else this judge's own; one per event loop."""
+        settings = {"adaptive": self.adaptive, "requests_per_minute": self.requests_per_minute,
+                    "tokens_per_minute": self.tokens_per_minute}
+        registry = limits.current()
+        if registry is not None:
+            return registry.for_service("judge", self.endpoint, self.max_concurrency, **settings)
         loop = asyncio.get_running_loop()
-        sem = self._limits.get(loop)
-        if sem is None:
-            sem = self._limits[loop] = asyncio.Semaphore(self.max_concurrency)
-        return sem
+        limit = self._limits.get(loop)
+        if limit is None:
+            limit = self._limits[loop] = limits.EndpointLimit(self.endpoint, self.max_concurrency, **settings)
+        return limit
 
     def _structured_runnable(self, schema: dict[str, Any]) -> Any | None:
         """The model wrapped to answer in ``schema``, or None when it cannot (then text is parsed)."""
@@ -504,25 +529,41 @@ class Judge:
         key: str | None,
         usable: Callable[[JudgeReply], bool] | None,
     ) -> JudgeReply:
-        """Ask the model, retrying transient errors with exponential backoff; cache a usable answer."""
+        """Ask the model, retrying transient errors with exponential backoff; cache a usable answer.
+
+        Rate-limit answers go to the judge's endpoint limit (adaptive concurrency): absorbed ones are
+        waited out and asked again without spending a retry."""
         calls = 0
+        tries = 0
+        absorbed = 0
         latency = 0.0
+        limit = self._limit()
         while True:
             calls += 1
+            tries += 1
+            await limit.acquire()
+            start = time.perf_counter()
             try:
-                async with self._limit():
-                    start = time.perf_counter()
-                    try:
-                        call = self._call_once(prompt, runnable)
-                        reply = await (asyncio.wait_for(call, self.timeout) if self.timeout else call)
-                    finally:
-                        latency += time.perf_counter() - start
+                call = self._call_once(prompt, runnable)
+                reply = await (asyncio.wait_for(call, self.timeout) if self.timeout else call)
+            except asyncio.CancelledError:
+                limit.failed()
+                raise
             except Exception as exc:
-                if calls <= self.retries and is_transient_judge_error(exc):
-                    await asyncio.sleep(self.backoff * 2 ** (calls - 1))
+                latency += time.perf_counter() - start
+                wait = limit.ended_with(exc, absorbed, self.timeout)
+                if wait is not None:
+                    absorbed += 1
+                    tries -= 1
+                    await asyncio.sleep(wait)
+                    continue
+                if tries <= self.retries and is_transient_judge_error(exc):
+                    await asyncio.sleep(self.backoff * 2 ** (tries - 1))
                     continue
                 message = str(exc) or ("timed out" if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) else "")
                 return JudgeReply(error=f"{type(exc).__name__}: {message}", latency=latency, calls=calls)
+            latency += time.perf_counter() - start
+            limit.success(reply.usage.total_tokens if reply.usage is not None else None)
             reply.latency, reply.calls = latency, calls
             if cache is not None and key is not None and isinstance(reply.text, str) and (usable is None or usable(reply)):
                 cache.put(key, {"text": reply.text, "parsed": reply.parsed})

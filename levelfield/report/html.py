@@ -620,6 +620,33 @@ def _failures_section(cmp: Comparison, case_link: Callable[[str], str] = lambda 
     )
 
 
+def _limits_section(cmp: Comparison) -> str:
+    """The endpoints' limits: the concurrency each ran at, rate-limited answers, time waiting on limits.
+
+    From the live limits when the comparison was just run; from the runs' own ``rate_limited`` and
+    ``waited_seconds`` when it was loaded from a folder. Nothing when no limit was met."""
+    stats = [s for s in cmp.limits if s.rate_limited or s.waited_seconds >= 0.05 or s.limit < s.ceiling]
+    if stats:
+        headers = [("endpoint", False), ("ran at (mean in flight)", True), ("limit", True), ("peak", True),
+                   ("calls", True), ("rate-limited", True), ("waiting (s)", True)]
+        rows = [[_esc(s.endpoint), f"{s.mean_in_flight:.1f}",
+                 _esc(f"{s.limit} of {s.ceiling}" if s.adaptive else f"{s.ceiling} (fixed)"), _esc(s.peak_in_flight),
+                 _esc(s.calls), _esc(s.rate_limited), f"{s.waited_seconds:.1f}"] for s in stats]
+    else:
+        totals = {a: (sum(r.rate_limited for r in res.runs), sum(r.waited_seconds for r in res.runs))
+                  for a, res in cmp.results.items()}
+        if not any(n or w >= 0.05 for n, w in totals.values()):
+            return ""
+        headers = [("agent", False), ("rate-limited", True), ("waiting (s)", True)]
+        rows = [[_esc(a), _esc(n), f"{w:.1f}"] for a, (n, w) in totals.items()]
+    return (
+        '<section id="limits"><h2>Rate limits</h2><p class="muted">Calls the endpoints refused for their rate limits '
+        "(HTTP 429/503), absorbed by the adaptive concurrency (waited out and tried again, not failed attempts), and "
+        "the time runs spent waiting on limits. Mean in flight is the concurrency each endpoint effectively ran at.</p>"
+        + _table(headers, rows, "limits") + "</section>"
+    )
+
+
 def _glossary_section(cmp: Comparison) -> str:
     items = "".join(
         f'<dt id="glossary-{_esc(m.name)}">{_esc(m.name)}</dt><dd>{_esc(describe_metric(m))}</dd>' for m in cmp.metrics
@@ -668,6 +695,7 @@ def report_sections(
     e.g. a paged table; ``case_link(case_id)`` is where the failures table links a case.
     """
     failures = _failures_section(cmp, case_link) if case_link else _failures_section(cmp)
+    limited = _limits_section(cmp)
     against = baseline_section(cmp)
     cost = _cost_section(cmp)
     body = [
@@ -680,6 +708,7 @@ def report_sections(
         _pairwise_section(cmp),
         _noise_section(cmp),
         failures,
+        limited,
         _cases_section(cmp) if cases is None else cases,
         _glossary_section(cmp),
     ]
@@ -690,6 +719,7 @@ def report_sections(
         '<a href="#charts">Metrics</a>' + ('<a href="#cost">Cost</a>' if cost else "")
         + ('<a href="#pairwise">Pairwise</a>' if multi else "")
         + ('<a href="#failures">Failures</a>' if failures else "")
+        + ('<a href="#limits">Rate limits</a>' if limited else "")
         + '<a href="#cases">Cases</a><a href="#glossary">Glossary</a></nav>'
     )
     return nav, "".join(body)

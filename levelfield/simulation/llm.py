@@ -82,8 +82,16 @@ class UserSimulator:
         self.stop_phrase = stop_phrase
 
     def __repr__(self) -> str:
-        name = getattr(self.model, "model_name", None) or getattr(self.model, "model", None) or type(self.model).__name__
-        return f"UserSimulator(model={name!r}, max_turns={self.max_turns})"
+        return f"UserSimulator(model={self._model_name()!r}, max_turns={self.max_turns})"
+
+    def _model_name(self) -> str:
+        name = getattr(self.model, "model_name", None) or getattr(self.model, "model", None)
+        return name if isinstance(name, str) else type(self.model).__name__
+
+    @property
+    def endpoint(self) -> str:
+        """What the simulated user's calls go to, for their rate limits: ``simulator <model>``."""
+        return f"simulator {self._model_name()}"
 
     def messages(self, scenario: Scenario, transcript: Sequence[Exchange]) -> list[Any]:
         """The messages the model is given for the user's next turn."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["ScriptedChatModel", "ScriptedUser", "tool_outputs_by_turn", "last_human_text", "assert_eval", "check_eval",
-           "eval_test"]
+           "eval_test", "ConcurrencyLimited"]
 
 _LAZY = {
     "ScriptedChatModel": ".chat_model",
@@ -18,6 +18,7 @@ _LAZY = {
     "assert_eval": ".gating",
     "check_eval": ".gating",
     "eval_test": ".gating",
+    "ConcurrencyLimited": ".rate_limited",
 }
 
 

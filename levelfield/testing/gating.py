@@ -147,7 +147,25 @@ def _per_turn(scores: dict[str, Any], criteria: Sequence[Criterion], turns: Sequ
     return out
 
 
+def _conversation_lines(case: EvalCase, run: AgentRun) -> list[str]:
+    """A simulated conversation as it went: the plan, then each user message and the agent's answer."""
+    scenario = case.conversation_scenario or {}
+    conversation = run.conversation
+    lines = [f"  plan: {scenario.get('conversation_plan', '')!r}"]
+    if conversation is None:
+        return [*lines, "  (no conversation: the run failed before its first turn)"]
+    for i, said in enumerate(conversation.user_turns):
+        out = run.turns[i] if i < len(run.turns) else None
+        lines.append(f"  turn {i + 1} user:  {said!r}")
+        if out is not None:
+            lines.append(f"         agent: {out.response!r}" + (f"  tools: {_format_calls(out.trajectory)}" if out.trajectory else ""))
+    lines.append(f"  ended: {conversation.status}" + (f" ({conversation.error})" if conversation.error else ""))
+    return lines
+
+
 def _turn_lines(case: EvalCase, run: AgentRun, scores: dict[str, Any], criteria: Sequence[Criterion]) -> list[str]:
+    if case.conversation_scenario is not None and not case.turns:
+        return _conversation_lines(case, run)
     turns = case.turns or [
         Turn(prompt=case.prompt or "", reference=case.reference, reference_trajectory=case.reference_trajectory)
     ]
@@ -214,6 +232,7 @@ def check_eval(
     name: str | None = None,
     config: RunConfig | None = None,
     judge: Any = None,
+    simulator: Any = None,
     **options: Unpack[RunOptions],
 ) -> GateReport:
     """Run ``agent`` on ``source`` and judge every case; never raises for failing cases (see ``assert_eval``).
@@ -227,6 +246,8 @@ def check_eval(
     bar unless ``progress=True``. ``judge`` (a chat model, ``"provider:model"``, a function or an
     agent) judges ADK's judged criteria (``final_response_match_v2``, ``rubric_based_*``...); a
     case that a rubric-based criterion would have no rubrics for is an error before any run.
+    ``simulator`` (``lf.UserSimulator(model)``, ``lf.testing.ScriptedUser(...)``, a chat model) plays
+    the user of ``conversation_scenario`` cases; without one they are listed as not run.
     """
     from ..evaluation import evaluate
 
@@ -240,7 +261,7 @@ def check_eval(
         per_case = {c.case_id: resolved for c in dataset}
     metrics = criteria_metrics(per_case, judge=judge)
     _check_cases(dataset, per_case, metrics)
-    result = evaluate(dataset, _resolve_agent(agent), metrics, name=name, config=cfg)
+    result = evaluate(dataset, _resolve_agent(agent), metrics, name=name, config=cfg, simulator=simulator)
     distinct = list(dict.fromkeys(c for group in per_case.values() for c in group))
     return GateReport(result, distinct, apply_criteria(result, per_case), cfg.trials)
 
@@ -263,6 +284,7 @@ def assert_eval(
     name: str | None = None,
     config: RunConfig | None = None,
     judge: Any = None,
+    simulator: Any = None,
     **options: Unpack[RunOptions],
 ) -> GateReport:
     """Like :func:`check_eval`, but raise ``AssertionError`` listing every failing case.
@@ -270,7 +292,8 @@ def assert_eval(
     The message gives, for each failing case, the criteria it missed and each turn's expected vs
     actual trajectory and response. Returns the report when every case passes.
     """
-    report = check_eval(source, agent, criteria=criteria, name=name, config=config, judge=judge, **options)
+    report = check_eval(source, agent, criteria=criteria, name=name, config=config, judge=judge, simulator=simulator,
+                        **options)
     if not report.passed:
         raise AssertionError(report.message())
     return report

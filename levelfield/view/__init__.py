@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import socket
 import sys
-import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 from ..core.errors import MissingExtraError
+from ..serving import BackgroundServer, bind, is_loopback, run_in_thread, url_of
 
 __all__ = ["create_app", "start", "serve", "ViewServer", "is_loopback"]
 
@@ -43,81 +42,26 @@ def create_app(roots: Sequence[str | Path], *, token: str | None = None, allowed
     return build(roots, token=token, allowed_hosts=allowed_hosts, rescan=rescan)
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is reachable from this machine only."""
-    return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    sock.listen(128)
-    return sock
-
-
-def _address(host: str, port: int) -> str:
-    shown = "127.0.0.1" if host in ("0.0.0.0", "") else ("::1" if host == "::" else host)
-    return f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
-
-
 def _server(roots: Sequence[str | Path], host: str, port: int, token: str | None, log_level: str) -> tuple[Any, socket.socket, str]:
     _require()
     import uvicorn
 
     # Bound to this machine: answer only its own names. Bound wider: any name it is reached by.
     app = create_app(roots, token=token, allowed_hosts=None if is_loopback(host) else ["*"])
-    sock = _bind(host, port)
-    url = _address(host, sock.getsockname()[1])
+    sock = bind(host, port, backlog=128)
+    url = url_of(host, sock.getsockname()[1])
     config = uvicorn.Config(app, log_level=log_level, lifespan="off", timeout_graceful_shutdown=1)
     return uvicorn.Server(config), sock, url
 
 
-class ViewServer:
-    """A view served in a background thread; ``stop()`` (or leaving ``with``) shuts it down."""
-
-    def __init__(self, server: Any, thread: threading.Thread, url: str) -> None:
-        self._server = server
-        self._thread = thread
-        self.url = url
-        """The base address, with the port the system picked when asked for port 0."""
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Ask the server to exit and wait for its thread."""
-        self._server.should_exit = True
-        self._thread.join(timeout)
-
-    def __enter__(self) -> ViewServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+# One class for every background server levelfield starts; the view's name stays for callers.
+ViewServer = BackgroundServer
 
 
 def start(roots: Sequence[str | Path], *, host: str = "127.0.0.1", port: int = 0, token: str | None = None) -> ViewServer:
     """Serve the view of the runs under ``roots`` in a background thread (notebooks, tests); port 0 picks a free port."""
     server, sock, url = _server(roots, host, port, token, "warning")
-
-    def run() -> None:
-        try:
-            server.run(sockets=[sock])
-        finally:
-            sock.close()
-
-    thread = threading.Thread(target=run, name=f"levelfield-view-{url}", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            server.should_exit = True
-            raise RuntimeError(f"the view at {url} did not start")
-        time.sleep(0.01)
-    return ViewServer(server, thread, url)
+    return run_in_thread(server, sock, url, what="view", poll=0.01)
 
 
 def serve(roots: Sequence[str | Path], *, host: str = "127.0.0.1", port: int = 0, token: str | None = None) -> None:

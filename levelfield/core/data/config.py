@@ -86,6 +86,17 @@ class RunConfig:
     max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES
     """The largest answer a remote agent (A2A) may send, in bytes, counted while it is read: a larger
     one stops the read and fails the run as ``response_too_large``. None for no cap."""
+    adaptive: bool = True
+    """Follow each endpoint's rate limits (agent, A2A host, judge, simulator): on HTTP 429/503 its calls
+    in flight drop to what it carries and grow back slowly; a refused call waits its ``Retry-After``
+    and is tried again without counting as a failed attempt (``levelfield.core.run.limits``).
+    ``concurrency`` is the ceiling. False: a fixed ``concurrency``, rate-limit answers are retried as
+    any transient error."""
+    requests_per_minute: int | Mapping[str, int] | None = None
+    """Calls a minute at most, per endpoint: one number for every agent, or ``{"agent name": n}``
+    (``"judge"``, ``"simulator"`` name the judge and the simulated user). None: no such limit."""
+    tokens_per_minute: int | Mapping[str, int] | None = None
+    """Tokens a minute at most, per endpoint, counted from the usage calls report; as ``requests_per_minute``."""
     prices: Mapping[str, Any] | str | Path | None = None
     """Your own prices, ``{"model": {"input_per_mtok": ..., "output_per_mtok": ...}}`` (dollars per
     million tokens) or a JSON file of them; they override genai-prices' (``levelfield[cost]``)."""
@@ -128,6 +139,10 @@ class RunConfig:
         elif not (callable(getattr(self.executor, "run_agents", None)) and callable(getattr(self.executor, "check", None))):
             raise bad("executor", self.executor, "must be 'local', 'ray' or an executor object such as "
                       "lf.RayExecutor(...) (one with check() and run_agents())")
+        if not isinstance(self.adaptive, bool):
+            raise bad("adaptive", self.adaptive, "must be True (follow the endpoints' rate limits) or False")
+        for option in ("requests_per_minute", "tokens_per_minute"):
+            object.__setattr__(self, option, _per_minute(option, getattr(self, option)))
         cap = self.max_response_bytes
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
             raise bad("max_response_bytes", cap, "must be a whole number of bytes >= 1, or None for no cap")
@@ -164,6 +179,9 @@ class RunConfig:
         """The options as JSON-ready values (for the run record)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["agent_concurrency"] = dict(self.agent_concurrency)
+        for option in ("requests_per_minute", "tokens_per_minute"):
+            value = out[option]
+            out[option] = dict(value) if isinstance(value, Mapping) else value
         out["out"] = None if self.out is None else str(self.out)
         # An executor object is recorded as what it says it is (its settings), not as its state.
         out["executor"] = self.executor if isinstance(self.executor, str) else repr(self.executor)
@@ -187,9 +205,28 @@ class RunOptions(TypedDict, total=False):
     workers: int
     executor: Any
     max_response_bytes: int | None
+    adaptive: bool
+    requests_per_minute: int | Mapping[str, int] | None
+    tokens_per_minute: int | Mapping[str, int] | None
     prices: Mapping[str, Any] | str | Path | None
     max_cost_usd: float | None
     judge_max_cost_usd: float | None
+
+
+def _per_minute(option: str, value: Any) -> int | dict[str, int] | None:
+    """A ``requests_per_minute`` / ``tokens_per_minute`` value checked: None, a whole number >= 1, or names to those."""
+    def rate(v: Any) -> bool:
+        return not isinstance(v, bool) and isinstance(v, int) and v >= 1
+
+    if value is None or rate(value):
+        return value
+    if isinstance(value, Mapping):
+        bad = {k: v for k, v in value.items() if not isinstance(k, str) or not rate(v)}
+        if not bad:
+            return dict(value)
+        value = bad
+    raise ConfigError(f"{option}={value!r}: must be a whole number >= 1 (for every agent), or "
+                      f"{{'agent name': n}} (also 'judge', 'simulator'), or None for no limit")
 
 
 _NAMES = tuple(f.name for f in fields(RunConfig))

@@ -322,7 +322,9 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _parse_trajectory(value: Any, where: str, column: str) -> list[ToolCall] | None:
+def _list_cell(value: Any, where: str, column: str, expected: str) -> list[Any] | tuple[Any, ...] | None:
+    """A cell that holds a list (or JSON text of one, or an array): the list, or None when empty.
+    ``expected`` describes the list's items for the error that names the row and field."""
     if _is_missing(value):
         return None
     if isinstance(value, str):
@@ -332,14 +334,18 @@ def _parse_trajectory(value: Any, where: str, column: str) -> list[ToolCall] | N
         try:
             value = _loads(text)
         except json.JSONDecodeError as exc:
-            raise DatasetError(f"{where}, field '{column}': not valid JSON ({exc.msg}): {text[:80]!r}") from None
+            raise DatasetError(f"{where}, field '{column}': not valid JSON ({exc.msg}); expected {expected}: {text[:80]!r}") from None
     if hasattr(value, "tolist") and not isinstance(value, (list, dict)):
         value = value.tolist()
     if not isinstance(value, (list, tuple)):
-        raise DatasetError(
-            f"{where}, field '{column}': expected a list of tool calls "
-            f"[{{\"tool_name\": ..., \"tool_input\": {{...}}}}, ...], got {type(value).__name__}: {str(value)[:80]!r}"
-        )
+        raise DatasetError(f"{where}, field '{column}': expected {expected}, got {type(value).__name__}: {str(value)[:80]!r}")
+    return value
+
+
+def _parse_trajectory(value: Any, where: str, column: str) -> list[ToolCall] | None:
+    value = _list_cell(value, where, column, 'a list of tool calls [{"tool_name": ..., "tool_input": {...}}, ...]')
+    if value is None:
+        return None
     calls = []
     for i, item in enumerate(value):
         if isinstance(item, ToolCall):
@@ -361,20 +367,9 @@ def _parse_trajectory(value: Any, where: str, column: str) -> list[ToolCall] | N
 def parse_handoffs(value: Any, where: str, column: str) -> list[Handoff] | None:
     """A hand-offs cell: a list of agent names (the agents control passes to, in order) or of
     ``{from_agent, to_agent}`` objects, or JSON text of one; None when the cell is empty."""
-    if _is_missing(value) or (isinstance(value, str) and not value.strip()):
+    value = _list_cell(value, where, column, 'a list of agent names ["billing", ...] or of {"from_agent", "to_agent"}')
+    if value is None:
         return None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{where}, field '{column}': not valid JSON ({exc.msg}); expected a list of agent names") from None
-    if hasattr(value, "tolist") and not isinstance(value, (list, dict)):
-        value = value.tolist()
-    if not isinstance(value, (list, tuple)):
-        raise DatasetError(
-            f"{where}, field '{column}': expected a list of agent names [\"billing\", ...] or of "
-            f"{{\"from_agent\", \"to_agent\"}}, got {type(value).__name__}"
-        )
     out = []
     for i, item in enumerate(value):
         if isinstance(item, Handoff):
@@ -393,21 +388,9 @@ def parse_handoffs(value: Any, where: str, column: str) -> list[Handoff] | None:
 
 def _parse_documents(value: Any, where: str, column: str) -> list[dict[str, Any]] | None:
     """A Databricks ``retrieved_context`` cell: a list of ``{content, doc_uri}`` (or JSON of one)."""
-    if _is_missing(value):
+    value = _list_cell(value, where, column, 'a list of {"content": ..., "doc_uri": ...}')
+    if value is None:
         return None
-    if isinstance(value, str):
-        try:
-            value = _loads(value) if value.strip() else None
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{where}, field '{column}': not valid JSON ({exc.msg})") from None
-        if value is None:
-            return None
-    if hasattr(value, "tolist") and not isinstance(value, (list, dict)):
-        value = value.tolist()
-    if not isinstance(value, (list, tuple)):
-        raise DatasetError(
-            f"{where}, field '{column}': expected a list of {{\"content\": ..., \"doc_uri\": ...}}, got {type(value).__name__}"
-        )
     docs = []
     for i, item in enumerate(value):
         if isinstance(item, str):

@@ -253,6 +253,12 @@ class AgentRun(BaseModel):
     """Per-turn outputs of a multi-turn case (the last one is also ``output``)."""
     conversation: Conversation | None = None
     """The simulated user's side of a conversation-scenario run; None for scripted cases."""
+    waited_seconds: float = 0.0
+    """Seconds the run waited on its endpoint's limits (a free slot under the adaptive limit, a
+    requests/tokens-per-minute bucket, a ``Retry-After``); not part of ``latency_in_seconds``."""
+    rate_limited: int = 0
+    """Answers of the endpoint that refused the run for its rate limit (HTTP 429/503) and that the
+    adaptive limit absorbed: each was waited out and tried again, not counted in ``attempts``."""
 
 
 def _unknown(value: Any) -> None:

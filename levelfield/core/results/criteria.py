@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..data.textwidth import ljust, width
 from ..errors import MetricError
 from ..score.metrics.base import Metric
 from ..score.metrics.efficiency_adk import EFFICIENCY_METRICS
@@ -434,18 +435,19 @@ def format_verdicts(verdicts: Sequence[CaseVerdict], criteria: Sequence[Criterio
     passed = sum(v.passed for v in verdicts)
     footer = f"\n{passed} of {len(verdicts)} cases passed"
     if len(criteria) > _WIDE:
-        width = max(len(label(c)) for c in criteria)
+        label_w = max(len(label(c)) for c in criteria)
         blocks = []
         for v in verdicts:
             lines = [f"{v.case_id}: {'PASS' if v.passed else 'FAIL'} ({len(v.failed_runs)}/{len(v.runs)} runs failed)"]
-            lines += [f"  {label(c):<{width}}  {cell(v, c)}" for c in criteria]
+            lines += [f"  {label(c):<{label_w}}  {cell(v, c)}" for c in criteria]
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks) + "\n" + footer
     header = ["case", *[label(c) for c in criteria], "failed runs", "result"]
     rows = [[v.case_id, *[cell(v, c) for c in criteria], f"{len(v.failed_runs)}/{len(v.runs)}", "PASS" if v.passed else "FAIL"]
             for v in verdicts]
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    # Case ids may be Chinese or Japanese: pad to the columns they take, not their length.
+    widths = [max(width(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(ljust(str(c), w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
     return "\n".join(lines) + footer
 
 

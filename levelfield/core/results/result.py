@@ -217,6 +217,9 @@ class EvalResult:
         self.source = source
         """Where the cases came from (a file, ``"dataset"``, ``"DataFrame"``)."""
         self.skipped: dict[str, str] = {}
+        self.limits: list[Any] = []
+        """What each endpoint's limit did (``levelfield.core.run.limits.LimitStats``): the concurrency it
+        ran at, rate-limited answers, time waiting on limits; empty for saved predictions."""
         """``{case_id: reason}`` for cases that were not run (e.g. conversation scenarios)."""
         self.not_started: list[tuple[str, str, int]] = []
         """(agent, case id, trial) of the runs a spending limit (``max_cost_usd``) kept from starting;

@@ -26,6 +26,9 @@ __all__ = [
     "reset_deadline",
     "set_response_cap",
     "reset_response_cap",
+    "absorbs_rate_limits",
+    "set_absorbing",
+    "reset_absorbing",
 ]
 
 Budget = tuple[float | None, int | None]
@@ -35,6 +38,25 @@ _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("levelf
 _response_cap: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "levelfield_max_response_bytes", default=DEFAULT_MAX_RESPONSE_BYTES
 )
+
+
+_absorbs: contextvars.ContextVar[bool] = contextvars.ContextVar("levelfield_absorbs_rate_limits", default=False)
+
+
+def absorbs_rate_limits() -> bool:
+    """Whether the caller adapts to rate limits itself (``RunConfig(adaptive=True)``): an adapter then
+    raises ``RateLimitedError`` at the first 429 instead of waiting out ``Retry-After`` in the attempt."""
+    return _absorbs.get()
+
+
+def set_absorbing(absorbs: bool) -> contextvars.Token[bool]:
+    """Say whether rate-limit answers are absorbed by the caller (the runner, once per evaluation)."""
+    return _absorbs.set(absorbs)
+
+
+def reset_absorbing(token: contextvars.Token[bool]) -> None:
+    """Restore what ``set_absorbing`` replaced."""
+    _absorbs.reset(token)
 
 
 def seconds_left() -> float | None:

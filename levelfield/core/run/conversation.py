@@ -30,8 +30,9 @@ from ..data.config import RunConfig
 from ..data.dataset import EvalCase, Scenario
 from ..errors import ConfigTypeError
 from ..data.protocol import AgentRequest, AgentRunnable
+from . import limits
 from .failures import describe_error, is_transient
-from .runner import _run_turn, failed_turn_run
+from .runner import Spent, _run_turn, failed_turn_run
 from ..data.types import AgentOutput, Conversation, Message, Usage
 from ..data.types import AgentRun
 
@@ -99,20 +100,50 @@ class ReplayedUser:
         return UserTurn(None)
 
 
-async def _ask(user: SimulatedUser, scenario: Scenario, transcript: Sequence[Exchange], config: RunConfig) -> UserTurn:
-    """The user's next turn, under the run's timeout, transient errors retried as an agent's are."""
+async def _ask(user: SimulatedUser, scenario: Scenario, transcript: Sequence[Exchange], config: RunConfig,
+               spent: Spent | None = None) -> UserTurn:
+    """The user's next turn, under the run's timeout, transient errors retried as an agent's are.
+
+    A simulator that calls a model names it (``endpoint``): its calls then go through that
+    endpoint's limit (adaptive concurrency, ``requests_per_minute`` / ``tokens_per_minute`` under
+    the ``"simulator"`` key), and its rate-limit answers are absorbed as an agent's are."""
+    endpoint = getattr(user, "endpoint", None)
+    registry = limits.current()
+    limit = None
+    if registry is not None and isinstance(endpoint, str):
+        limit = registry.for_service("simulator", endpoint, config.concurrency)
     attempt = 0
+    absorbed = 0
     while True:
         attempt += 1
+        if limit is not None:
+            waited = await limit.acquire()
+            if spent is not None:
+                spent.waited += waited
         try:
             call = user.next_turn(scenario, list(transcript))
-            return await (call if config.timeout is None else asyncio.wait_for(call, config.timeout))
+            turn = await (call if config.timeout is None else asyncio.wait_for(call, config.timeout))
         except asyncio.CancelledError:
+            if limit is not None:
+                limit.failed()
             raise
         except Exception as exc:
+            wait = None if limit is None else limit.ended_with(exc, absorbed, config.timeout)
+            if wait is not None:  # absorbed: not a failed attempt
+                absorbed += 1
+                attempt -= 1
+                if spent is not None:
+                    spent.waited += wait
+                await asyncio.sleep(wait)
+                continue
             if attempt > config.retries or not (is_transient(exc) or is_transient_model_error(exc)):
                 raise
             await asyncio.sleep(config.backoff * (2 ** (attempt - 1)) * (0.5 + random.random()))
+            continue
+        if limit is not None:
+            usage = getattr(turn, "usage", None)
+            limit.success(usage.total_tokens if isinstance(usage, Usage) else None)
+        return turn
 
 
 def is_transient_model_error(exc: BaseException) -> bool:
@@ -153,6 +184,7 @@ async def run_conversation(
     attempts = 0
     agent_usage: Usage | None = None
     simulator_usage: Usage | None = None
+    spent = Spent()
 
     def record(status: str, **fields: Any) -> Conversation:
         return Conversation(
@@ -175,6 +207,7 @@ async def run_conversation(
             attempts=max(attempts, 1),
             turns=list(outputs),
             conversation=conversation,
+            **spent.fields(),
         )
 
     prompt: str | None = scenario.starting_prompt
@@ -183,7 +216,7 @@ async def run_conversation(
         if index > 0:
             # The simulator's time is not the agent's latency; its faults are not the agent's.
             try:
-                turn = await _ask(user, scenario, transcript, config)
+                turn = await _ask(user, scenario, transcript, config, spent)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -219,13 +252,13 @@ async def run_conversation(
             state=dict(case.state),
         )
         user_turns.append(prompt)
-        output, error, turn_latency, turn_attempts = await _run_turn(agent, request, config)
+        output, error, turn_latency, turn_attempts = await _run_turn(agent, request, config, spent)
         latency += turn_latency
         attempts = max(attempts, turn_attempts)
         if error is not None:
             return failed_turn_run(agent, case, trial, request, error, where=f"conversation turn {index + 1}: ",
                                    latency=latency, attempts=attempts, turns=list(outputs),
-                                   conversation=record("agent_failure"))
+                                   conversation=record("agent_failure"), **spent.fields())
         outputs.append(output)
         agent_usage = _add(agent_usage, output.usage)
         transcript.append(Exchange(prompt, output))

@@ -28,6 +28,7 @@ from ..results.record import (RUNS_FILE, Journal, Record, RunKey, carry_generate
                               fingerprints_of, make_header, read_record)
 from ..results.result import EvalResult, saved_run
 from .isolation import check_picklable
+from . import limits
 from ..data.cost_limit import CostLimit
 from .runner import Executor, run_agents
 from ..score.batch import RunScorer, score_rows
@@ -200,27 +201,32 @@ async def run_and_score(
             return None
         return journal.write(run, scorer(run))  # the slot's next run waits until this one is on disk
 
-    try:
-        if stop_early is None:
-            execute = run_agents if executor is None else executor.run_agents
-            runs_by_agent = await execute(dataset, agents, config, on_run=finished, done=done, run_scenario=conversations)
-        else:
-            runs_by_agent = await run_agents(stop_early.run_order(dataset), agents, config, on_run=finished, done=done,
-                                             run_scenario=conversations, stop=stop_early.stop)
-            runs_by_agent = stop_early.in_dataset_order(dataset, runs_by_agent)
-    finally:
-        if journal is not None:
-            journal.close()
-    for text in agents_without_tool_calls(runs_by_agent, metrics, dataset):
-        warn_user(NoToolCallsWarning(text))
-    # Runs a decided sequential test never started are its to report; the rest were the budget's.
-    stopped_early = stop_early is not None and stop_early.stop()
-    not_started = [] if stopped_early else _not_started(dataset, agents, config, runs_by_agent)
-    if not_started:
-        _warn_budget_spent(config, not_started)
-    every_run = [run for a in agents for run in runs_by_agent[a.name]]
-    scores = await scorer.scores(every_run)
-    _warn_judges_stopped(scorer.budget)
+    # One set of endpoint limits for the whole evaluation: the agents' runs and the judge's calls.
+    registry = limits.Limits.of(config)
+    with limits.using(registry):
+        try:
+            if stop_early is None:
+                execute = run_agents if executor is None else executor.run_agents
+                runs_by_agent = await execute(dataset, agents, config, on_run=finished, done=done,
+                                              run_scenario=conversations)
+            else:
+                runs_by_agent = await run_agents(stop_early.run_order(dataset), agents, config, on_run=finished,
+                                                 done=done, run_scenario=conversations, stop=stop_early.stop)
+                runs_by_agent = stop_early.in_dataset_order(dataset, runs_by_agent)
+        finally:
+            if journal is not None:
+                journal.close()
+        for text in agents_without_tool_calls(runs_by_agent, metrics, dataset):
+            warn_user(NoToolCallsWarning(text))
+        # Runs a decided sequential test never started are its to report; the rest were the budget's.
+        stopped_early = stop_early is not None and stop_early.stop()
+        not_started = [] if stopped_early else _not_started(dataset, agents, config, runs_by_agent)
+        if not_started:
+            _warn_budget_spent(config, not_started)
+        every_run = [run for a in agents for run in runs_by_agent[a.name]]
+        scores = await scorer.scores(every_run)
+        _warn_judges_stopped(scorer.budget)
+    rate_limits = registry.stats()
     results: dict[str, EvalResult] = {}
     start = 0
     for agent in agents:
@@ -229,6 +235,7 @@ async def run_and_score(
             dataset, runs, scores[start : start + len(runs)], metrics, agent_name=agent.name, config=config
         )
         results[agent.name].skipped = skipped
+        results[agent.name].limits = rate_limits
         results[agent.name].not_started = [key for key in not_started if key[0] == agent.name]
         start += len(runs)
     return results

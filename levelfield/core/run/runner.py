@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Awaitable, Callable, Collection, Generator, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-from . import budget
+from . import budget, limits
 from ..data.config import RunConfig
 from ..data.dataset import EvalCase, EvalDataset
 from ..errors import AgentOutputError
@@ -43,16 +43,21 @@ from ..data.protocol import AgentRequest, AgentRunnable
 from ..data.types import AgentOutput, Message
 from ..data.types import AgentRun, clean_run
 
-__all__ = ["run_agents", "interleaved_plan", "BlockingAgentWarning", "Executor", "OnRun", "PlayScenario"]
+__all__ = ["run_agents", "interleaved_plan", "BlockingAgentWarning", "Executor", "OnRun", "PlayScenario", "Spent"]
 
 T = TypeVar("T")
 _timeout_scope = getattr(asyncio, "timeout", None)  # Python 3.11+
 
 
 class _Progress:
-    def __init__(self, total: int, enabled: bool, desc: str) -> None:
+    """The progress bar: runs done, failures, and the busiest endpoint's calls in flight / limit,
+    rate-limited answers and time spent waiting on limits."""
+
+    def __init__(self, total: int, enabled: bool, desc: str, registry: limits.Limits | None = None) -> None:
         self.failures = 0
         self.bar = None
+        self._registry = registry
+        self._shown: tuple[int, str] = (0, "")
         if enabled:
             from tqdm import tqdm
 
@@ -62,8 +67,13 @@ class _Progress:
         if run.failure:
             self.failures += 1
         if self.bar is not None:
-            if run.failure:
-                self.bar.set_postfix(failures=self.failures, refresh=False)
+            shown = (self.failures, self._registry.summary() if self._registry is not None else "")
+            if shown != self._shown:
+                self._shown = shown
+                postfix = {"failures": shown[0]} if shown[0] else {}
+                if shown[1]:
+                    postfix["in flight"] = shown[1]
+                self.bar.set_postfix(postfix, refresh=False)
             self.bar.update(1)
 
     def close(self) -> None:
@@ -274,26 +284,66 @@ async def _attempt(agent: AgentRunnable, request: AgentRequest, timeout: float |
     return output
 
 
+class Spent:
+    """What a run spent waiting on limits: seconds, and rate-limit answers absorbed."""
+
+    __slots__ = ("waited", "rate_limited")
+
+    def __init__(self) -> None:
+        self.waited = 0.0
+        self.rate_limited = 0
+
+    def fields(self) -> dict[str, Any]:
+        """As ``AgentRun`` fields."""
+        return {"waited_seconds": round(self.waited, 6), "rate_limited": self.rate_limited}
+
+
 async def _run_turn(
-    agent: AgentRunnable, request: AgentRequest, config: RunConfig
+    agent: AgentRunnable, request: AgentRequest, config: RunConfig, spent: Spent | None = None
 ) -> tuple[AgentOutput | None, BaseException | None, float, int]:
+    registry = limits.current()
+    limit = None if registry is None else registry.for_agent(agent)
     attempt = 0
+    absorbed = 0
     while True:
         attempt += 1
+        if limit is not None:
+            waited = await limit.acquire()
+            if spent is not None:
+                spent.waited += waited
         start = time.perf_counter()
         try:
             output = await _attempt(agent, request, config.timeout)
-            return output, None, time.perf_counter() - start, attempt
         except asyncio.CancelledError as exc:
+            if limit is not None:
+                limit.failed()
             if _cancelled_from_outside():
                 raise
             error: BaseException = exc
         except KeyboardInterrupt as exc:
+            if limit is not None:
+                limit.failed()
             if user_interrupted():
                 raise  # the user's Ctrl-C on this thread: stop the evaluation
             error = exc  # raised by the agent's code: one failed run
         except BaseException as exc:  # noqa: BLE001 - every other failure is recorded, never raised
             error = exc
+            wait = None if limit is None else limit.ended_with(exc, absorbed, config.timeout)
+            if wait is not None:
+                # Absorbed: not a failed attempt. The limit fell; wait what the endpoint asked, try again.
+                absorbed += 1
+                attempt -= 1
+                if spent is not None:
+                    spent.rate_limited += 1
+                    spent.waited += wait
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                continue
+        else:
+            if limit is not None:
+                usage = output.usage
+                limit.success(usage.total_tokens if usage is not None else None)
+            return output, None, time.perf_counter() - start, attempt
         latency = time.perf_counter() - start
         if attempt <= config.retries and is_transient(error):
             delay = config.backoff * (2 ** (attempt - 1))
@@ -351,6 +401,7 @@ async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: Run
     turns: list[AgentOutput] = []
     latency = 0.0
     attempts = 0
+    spent = Spent()
     for index, prompt in enumerate(prompts):
         # Validated: pydantic's compiled validator is faster than model_construct's Python loop.
         request = AgentRequest(
@@ -361,13 +412,13 @@ async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: Run
             turn=index,
             state=dict(case.state),
         )
-        output, error, turn_latency, turn_attempts = await _run_turn(agent, request, config)
+        output, error, turn_latency, turn_attempts = await _run_turn(agent, request, config, spent)
         latency += turn_latency
         attempts = max(attempts, turn_attempts)
         if error is not None:
             where = f"turn {index + 1} of {len(prompts)}: " if len(prompts) > 1 else ""
             return failed_turn_run(agent, case, trial, request, error, where=where, latency=latency,
-                                   attempts=attempts, turns=turns)
+                                   attempts=attempts, turns=turns, **spent.fields())
         turns.append(output)
         if index + 1 < len(prompts):
             history += [Message(role="user", content=prompt), Message(role="assistant", content=output.response)]
@@ -380,6 +431,7 @@ async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: Run
         failure=False,
         attempts=attempts,
         turns=turns if len(turns) > 1 else [],
+        **spent.fields(),
     )
 
 
@@ -493,7 +545,10 @@ async def run_agents(
         plan = [job for job in plan if (job[0].name, job[1].case_id, job[2]) in wanted]
     jobs = [job for job in plan if (job[0].name, job[1].case_id, job[2]) not in done]
     desc = agents[0].name if len(agents) == 1 else f"{len(agents)} agents"
-    progress = _Progress(len(jobs), config.progress, desc)
+    # The endpoints' limits: the caller's (the engine's, shared with the judge; a Ray worker's,
+    # shared by its batches), else this evaluation's own.
+    registry = limits.current() or limits.Limits.of(config)
+    progress = _Progress(len(jobs), config.progress, desc, registry)
     queue = _JobQueue(jobs, {a.name: config.agent_concurrency[a.name] for a in agents if a.name in config.agent_concurrency})
     fresh: list[AgentRun | None] = [None] * len(jobs)
     # A spending limit: once the next run would pass it, no run starts (they are left out, to resume).
@@ -545,6 +600,8 @@ async def run_agents(
                 queue.release(agent.name)
 
     warned = _warned_blocking.set(set())
+    limits_token = limits.set_current(registry)
+    absorbing = budget.set_absorbing(config.adaptive)
     response_cap = budget.set_response_cap(config.max_response_bytes)
     deadline_queues: dict[float, _Deadlines] = {}
     deadlines_token = _deadline_queues.set(deadline_queues)
@@ -566,6 +623,8 @@ async def run_agents(
             _loop_watchdog.reset(watch_token)
             _warned_blocking.reset(warned)
             budget.reset_response_cap(response_cap)
+            budget.reset_absorbing(absorbing)
+            limits.reset_current(limits_token)
             _deadline_queues.reset(deadlines_token)
             for deadlines in deadline_queues.values():
                 deadlines.close()

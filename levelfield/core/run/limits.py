@@ -1,0 +1,498 @@
+"""Running at the speed an endpoint allows: adaptive concurrency and rate limits per endpoint.
+
+Every endpoint an evaluation calls (an agent, an A2A host, the judge model, the simulator model)
+gets one :class:`EndpointLimit`: a bound on its calls in flight that follows the endpoint's rate
+limits, and optional token buckets for ``requests_per_minute`` and ``tokens_per_minute``.
+
+The controller (``adaptive=True``) is a loss-based window, as TCP congestion control is:
+
+- it starts at the ceiling (``RunConfig.concurrency``, a judge's ``max_concurrency``), so an
+  endpoint without limits runs exactly as with a fixed concurrency (runs that need each other in
+  flight at once still meet), and one that carries fewer calls refuses the excess once, at the start;
+- on a "too many requests" answer (HTTP 429, a 503 with ``Retry-After``, a provider's
+  ``RateLimitError``) the limit falls to the number of calls the endpoint is still holding for
+  us, the window it showed it can carry, but by no more than to 70 % of the limit (CUBIC's
+  decrease factor, RFC 9438 §4.6). This is TCP's multiplicative decrease to the flight size
+  (RFC 5681 §3.1, ``ssthresh = FlightSize / 2``) without the blind halving, because an explicit
+  429 tells when the endpoint was full (a lost packet does not);
+- when even a lone call is refused (nothing else of ours in flight) the endpoint limits by time,
+  not by concurrency: no call starts until its ``Retry-After`` has passed (without one, the call
+  tries again a few times after short pauses, then its own retries decide), and the limit
+  restarts from 1 with slow start
+  (RFC 5681 §3.1) up to half the old limit;
+- after a success it grows additively, one call per window of successes (congestion avoidance),
+  and past the level where it was last refused it probes ``_PROBE`` times more slowly, as CUBIC
+  plateaus around its last maximum (RFC 9438 §4.2), so a steady limit costs one 429 in about
+  ``_PROBE * limit`` calls.
+
+A refused call waits out the ``Retry-After`` it was given and is tried again without counting as
+a failed attempt of its run (see ``levelfield.core.run.runner``). With ``adaptive=False`` the
+bound is the fixed ceiling and rate-limit answers are ordinary transient errors, as before.
+
+The token buckets count what the endpoint reports: a call takes one request token before it
+starts and pays its reported tokens (``usage.total_tokens``) when it ends; a bucket in debt holds
+new calls until it has refilled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import contextvars
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .failures import rate_limit_of
+
+__all__ = ["MAX_ABSORBED", "EndpointLimit", "Limits", "LimitStats", "TokenBucket", "current", "using", "set_current", "reset_current", "endpoint_of"]
+
+MAX_ABSORBED = 20
+"""Rate-limit answers one call may absorb; past them a refusal counts as a failed attempt (the
+caller's retries then decide), so an endpoint that refuses everything cannot hold a call forever."""
+_LONE_TRIES = 3
+"""Lone refusals without ``Retry-After`` one call absorbs (after 0.1, 0.2, 0.4 s) before its own retries decide."""
+_LONE_PAUSE = 0.1
+_BETA = 0.7
+"""The most one refusal lowers the limit (to 70 %, CUBIC's factor, RFC 9438 §4.6), however few calls were in flight."""
+_PROBE = 8
+"""How many times more slowly the limit grows past the level where the endpoint last refused a call."""
+
+
+def endpoint_of(agent: Any) -> str:
+    """The endpoint an agent's calls go to: its ``endpoint`` (an A2A agent's host), else its name."""
+    endpoint = getattr(agent, "endpoint", None)
+    return endpoint if isinstance(endpoint, str) and endpoint else f"agent {agent.name}"
+
+
+class TokenBucket:
+    """``per_minute`` tokens a minute, up to one second's worth at once; a debt holds takers until repaid.
+
+    Written here rather than taken from a rate-limiter package: the tokens a call spends are known
+    only after it ends, so the bucket must let a call start and bill it afterwards (a debt), which
+    the leaky-bucket limiters available (aiolimiter, LangChain's InMemoryRateLimiter) do not.
+    """
+
+    def __init__(self, per_minute: float) -> None:
+        self.rate = per_minute / 60.0
+        self.capacity = max(1.0, self.rate)
+        self.tokens = self.capacity
+        self._at = time.monotonic()
+
+    def _refill(self) -> None:
+        now = time.monotonic()
+        self.tokens = min(self.capacity, self.tokens + (now - self._at) * self.rate)
+        self._at = now
+
+    def delay(self, need: float) -> float:
+        """Seconds until ``need`` tokens are there (0: now)."""
+        self._refill()
+        if self.tokens >= need:
+            return 0.0
+        return (need - self.tokens) / self.rate
+
+    def take(self, amount: float) -> None:
+        """Spend ``amount`` tokens (the balance may go below zero: a debt later calls wait out)."""
+        self._refill()
+        self.tokens -= amount
+
+
+@dataclass(frozen=True)
+class LimitStats:
+    """What one endpoint's limit did during an evaluation."""
+
+    endpoint: str
+    """What the calls went to: ``agent <name>``, ``a2a http://host:port``, ``judge <model>``, ``simulator <model>``."""
+    ceiling: int
+    """The most calls in flight allowed (``concurrency``)."""
+    limit: int
+    """The limit at the end (the ceiling when the endpoint never refused a call, or without ``adaptive``)."""
+    mean_in_flight: float
+    """Calls in flight on average while the endpoint was in use: the concurrency it effectively ran at."""
+    peak_in_flight: int
+    """The most calls in flight at once."""
+    calls: int
+    """Calls started (refused ones included)."""
+    rate_limited: int
+    """Calls the endpoint refused for its rate limit (HTTP 429/503, a provider's RateLimitError)."""
+    waited_seconds: float
+    """Seconds calls spent waiting on limits, all calls together (for a free slot, a token, a Retry-After)."""
+    adaptive: bool = True
+    """Whether the limit followed the endpoint's rate limits."""
+
+    def describe(self) -> str:
+        """One line for people: ``...: ran at about 7.9 in flight (adaptive limit 8 of 64, peak 9); 400 call(s),
+        3 rate-limited, 0.35 s waiting on limits per call``."""
+        level = f"ran at about {self.mean_in_flight:.1f} in flight"
+        if self.adaptive:
+            bound = f"adaptive limit {self.limit} of {self.ceiling}"
+        else:
+            bound = f"fixed limit {self.ceiling}"
+        per_call = self.waited_seconds / self.calls if self.calls else 0.0
+        return (f"{self.endpoint}: {level} ({bound}, peak {self.peak_in_flight}); {self.calls} call(s), "
+                f"{self.rate_limited} rate-limited, {per_call:.2f} s waiting on limits per call")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+class EndpointLimit:
+    """The calls in flight to one endpoint: a bound that adapts to its rate limits, and optional buckets.
+
+    ``ceiling``: the most calls in flight. ``adaptive``: follow the endpoint's 429s (see the module).
+    ``requests_per_minute`` / ``tokens_per_minute``: token buckets. Belongs to one event loop.
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        ceiling: int,
+        *,
+        adaptive: bool = True,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.ceiling = max(1, int(ceiling))
+        self.adaptive = adaptive
+        self.window = float(self.ceiling)
+        """The adaptive limit as a real number (the limit is its whole part)."""
+        self._threshold = float(self.ceiling)  # slow start below it (after a pause), avoidance above
+        self._refused_at: float | None = None  # the level where the endpoint last refused a call
+        self._requests = TokenBucket(requests_per_minute) if requests_per_minute else None
+        self._tokens = TokenBucket(tokens_per_minute) if tokens_per_minute else None
+        self._paused_until = 0.0
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._timer: asyncio.TimerHandle | None = None
+        self.in_flight = 0
+        # statistics
+        self.calls = 0
+        self.rate_limited = 0
+        self.waited = 0.0
+        self.peak = 0
+        self._area = 0.0  # integral of in_flight over time
+        self._busy = 0.0  # time with at least one call in flight
+        self._mark = 0.0
+
+    @property
+    def limit(self) -> int:
+        """Calls allowed in flight now."""
+        return max(1, min(self.ceiling, int(self.window))) if self.adaptive else self.ceiling
+
+    # -- taking and giving back --------------------------------------------------------------
+    def _delay(self) -> float:
+        """Seconds until a call may start as far as time goes (a pause, an empty bucket); 0: now."""
+        delay = self._paused_until - time.monotonic()
+        if self._requests is not None:
+            delay = max(delay, self._requests.delay(1.0))
+        if self._tokens is not None:
+            delay = max(delay, self._tokens.delay(0.0))
+        return max(delay, 0.0)
+
+    def _ready(self) -> bool:
+        return self.in_flight < self.limit and self._delay() <= 0.0
+
+    def _start(self) -> None:
+        self._account()
+        self.in_flight += 1
+        self.calls += 1
+        self.peak = max(self.peak, self.in_flight)
+        if self._requests is not None:
+            self._requests.take(1.0)
+
+    async def acquire(self) -> float:
+        """Wait for room to start one call and take it; the seconds waited. Release with :meth:`success`,
+        :meth:`refused` or :meth:`failed`."""
+        if not self._waiters and self._ready():
+            self._start()
+            return 0.0
+        started = time.monotonic()
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        self._waiters.append(waiter)
+        try:
+            self._wake()
+            while True:
+                await waiter
+                # Only the first waiter is ever woken, and it stays first until it leaves.
+                if self._ready():
+                    self._waiters.popleft()
+                    self._start()
+                    self._wake()  # there may be room for the next one too
+                    waited = time.monotonic() - started
+                    self.waited += waited
+                    return waited
+                waiter = self._waiters[0] = loop.create_future()  # the room went (a refusal): wait again
+                self._wake()
+        except BaseException:
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(waiter)
+            self._wake()
+            raise
+
+    def _wake(self) -> None:
+        """Wake the first waiter when a call may start, or arm a timer for when one may."""
+        if not self._waiters:
+            return
+        head = self._waiters[0]
+        if head.done() or self.in_flight >= self.limit:
+            return
+        delay = self._delay()
+        if delay <= 0.0:
+            head.set_result(None)
+        elif self._timer is None:
+            loop = asyncio.get_running_loop()
+
+            def fire() -> None:
+                self._timer = None
+                self._wake()
+
+            self._timer = loop.call_later(delay, fire)
+
+    def _end(self, tokens: float | None) -> None:
+        self._account()
+        self.in_flight -= 1
+        if self._tokens is not None and tokens:
+            self._tokens.take(float(tokens))
+
+    def success(self, tokens: float | None = None) -> None:
+        """A call ended with an answer (``tokens``: what it spent, for ``tokens_per_minute``)."""
+        self._end(tokens)
+        if self.adaptive and self.window < self.ceiling:
+            if self.window < self._threshold:
+                self.window += 1.0  # slow start: the window doubles per window of successes
+            elif self._refused_at is not None and self.window + 1.0 >= self._refused_at:
+                step = 1.0 / (_PROBE * self.window)  # probing past where the endpoint refused: slowly
+                self.window += step
+                if self.window >= self._refused_at:
+                    self._refused_at = None  # a whole step past it without refusal: it has room again
+            else:
+                self.window += 1.0 / self.window
+            self.window = min(self.window, float(self.ceiling))
+        self._wake()
+
+    def failed(self, tokens: float | None = None) -> None:
+        """A call ended with an error that says nothing about the endpoint's limits."""
+        self._end(tokens)
+        self._wake()
+
+    def refused(self, retry_after: float | None, *, pause: bool = True) -> float:
+        """A call the endpoint refused for its rate limit; the seconds that call should wait before
+        trying again (its ``Retry-After``, else 0). ``pause``: a lone refusal holds every call of
+        the endpoint until then (the endpoint limits by time, e.g. a quota per minute)."""
+        self._end(None)
+        self.rate_limited += 1
+        wait = max(0.0, retry_after) if retry_after is not None else 0.0
+        if self.adaptive:
+            others = self.in_flight
+            if others > 0:
+                # The endpoint was full with ``others`` of ours in flight: that is the window it carries.
+                # Not below _BETA of the window, though: the endpoint may still hold calls whose answers
+                # we already have (it frees them a moment later), so ``others`` can undercount.
+                before = self.window
+                self.window = min(self.window, max(float(others), _BETA * self.window))
+                self._threshold = self.window
+                self._refused_at = max(before, self.window + 1.0)  # probe slowly up to where it refused
+            else:
+                # Refused with nothing else in flight: a limit in time, not in concurrency.
+                if pause and retry_after is not None:
+                    self._paused_until = max(self._paused_until, time.monotonic() + wait)
+                self._threshold = max(1.0, self.window / 2)
+                self.window = 1.0
+        self._wake()
+        return wait
+
+    def ended_with(self, exc: BaseException, absorbed: int, max_wait: float | None = None) -> float | None:
+        """A call ended by ``exc``; when it is a rate-limit answer this limit absorbs, the seconds to
+        wait before trying the call again, else None (an ordinary failure, for the caller's retries).
+
+        Absorbed (``adaptive``, fewer than ``MAX_ABSORBED`` for this call so far): a refusal while
+        other calls of ours were in flight (the limit falls to them), a lone refusal whose
+        ``Retry-After`` says when to come back, up to ``max_wait`` seconds, or the first
+        ``_LONE_TRIES`` lone refusals that do not say when. Past those, or when it asks for longer,
+        a lone refusal is the caller's to retry or record (an exhausted quota)."""
+        rate = rate_limit_of(exc)
+        if rate is None:
+            self.failed()
+            return None
+        lone = self.in_flight <= 1
+        told = rate.retry_after is not None and (max_wait is None or rate.retry_after <= max_wait)
+        # A lone refusal that says nothing may be the endpoint still freeing calls it has answered:
+        # tried again a few times after a short, growing pause, then left to the caller.
+        untold = lone and not told and absorbed < _LONE_TRIES
+        absorb = self.adaptive and absorbed < MAX_ABSORBED and (told or not lone or untold)
+        wait = self.refused(rate.retry_after if told else None, pause=absorb)
+        if not absorb:
+            return None
+        if untold:
+            wait = _LONE_PAUSE * 2 ** absorbed
+        self.waited += wait
+        return wait
+
+    # -- statistics ------------------------------------------------------------------------
+    def _account(self) -> None:
+        now = time.monotonic()
+        if self.in_flight > 0:
+            span = now - self._mark
+            self._area += self.in_flight * span
+            self._busy += span
+        self._mark = now
+
+    def stats(self) -> LimitStats:
+        """What this endpoint's limit did so far."""
+        self._account()
+        mean = self._area / self._busy if self._busy > 0 else 0.0
+        return LimitStats(
+            endpoint=self.endpoint,
+            ceiling=self.ceiling,
+            limit=self.limit,
+            mean_in_flight=round(mean, 2),
+            peak_in_flight=self.peak,
+            calls=self.calls,
+            rate_limited=self.rate_limited,
+            waited_seconds=round(self.waited, 3),
+            adaptive=self.adaptive,
+        )
+
+    def __repr__(self) -> str:
+        return f"EndpointLimit({self.endpoint!r}, limit={self.limit}, ceiling={self.ceiling}, in_flight={self.in_flight})"
+
+
+def _per(setting: int | float | Mapping[str, Any] | None, *names: str) -> float | None:
+    """A per-endpoint setting: one number for every agent, or the value under one of ``names``."""
+    if setting is None:
+        return None
+    if isinstance(setting, Mapping):
+        for name in names:
+            if name in setting:
+                return setting[name]
+        return None
+    return setting
+
+
+class Limits:
+    """The endpoint limits of one evaluation, by endpoint; built from its RunConfig's options.
+
+    ``requests_per_minute`` and ``tokens_per_minute`` are one number (every agent) or a mapping by
+    agent name, where ``"judge"`` and ``"simulator"`` name the judge and the simulated user.
+    """
+
+    def __init__(
+        self,
+        *,
+        adaptive: bool = True,
+        concurrency: int = 8,
+        agent_concurrency: Mapping[str, int] | None = None,
+        requests_per_minute: int | float | Mapping[str, Any] | None = None,
+        tokens_per_minute: int | float | Mapping[str, Any] | None = None,
+    ) -> None:
+        self.adaptive = adaptive
+        self.concurrency = concurrency
+        self.agent_concurrency = dict(agent_concurrency or {})
+        self.requests_per_minute = requests_per_minute
+        self.tokens_per_minute = tokens_per_minute
+        self._limits: dict[str, EndpointLimit] = {}
+        self._agents: dict[str, EndpointLimit | None] = {}  # by agent name: the limit of its endpoint
+
+    @classmethod
+    def of(cls, config: Any) -> "Limits":
+        """The limits a ``RunConfig`` asks for."""
+        return cls(
+            adaptive=config.adaptive,
+            concurrency=config.concurrency,
+            agent_concurrency=config.agent_concurrency,
+            requests_per_minute=config.requests_per_minute,
+            tokens_per_minute=config.tokens_per_minute,
+        )
+
+    def _limited(self, *names: str) -> bool:
+        return self.adaptive or _per(self.requests_per_minute, *names) is not None or (
+            _per(self.tokens_per_minute, *names) is not None
+        )
+
+    def for_agent(self, agent: Any) -> EndpointLimit | None:
+        """The limit of the endpoint ``agent`` calls; None when nothing limits it (no adaptive, no rates)."""
+        name = agent.name
+        if name in self._agents:
+            return self._agents[name]
+        if not self._limited(name):
+            self._agents[name] = None
+            return None
+        endpoint = endpoint_of(agent)
+        limit = self._limits.get(endpoint)
+        if limit is None:
+            ceiling = min(self.concurrency, self.agent_concurrency.get(name, self.concurrency))
+            limit = self._limits[endpoint] = EndpointLimit(
+                endpoint, ceiling, adaptive=self.adaptive,
+                requests_per_minute=_per(self.requests_per_minute, name),
+                tokens_per_minute=_per(self.tokens_per_minute, name),
+            )
+        self._agents[name] = limit
+        return limit
+
+    def for_service(self, role: str, endpoint: str, ceiling: int, *, adaptive: bool | None = None,
+                    requests_per_minute: float | None = None, tokens_per_minute: float | None = None) -> EndpointLimit:
+        """The limit of a model levelfield itself calls: ``role`` is ``"judge"`` or ``"simulator"``;
+        rates given here win over this evaluation's mapping entry for the role."""
+        limit = self._limits.get(endpoint)
+        if limit is None:
+            # A plain number in RunConfig is for the agents; a mapping may name the role.
+            rpm = requests_per_minute or (_per(self.requests_per_minute, role) if isinstance(self.requests_per_minute, Mapping) else None)
+            tpm = tokens_per_minute or (_per(self.tokens_per_minute, role) if isinstance(self.tokens_per_minute, Mapping) else None)
+            limit = self._limits[endpoint] = EndpointLimit(
+                endpoint, ceiling, adaptive=self.adaptive if adaptive is None else adaptive,
+                requests_per_minute=rpm, tokens_per_minute=tpm,
+            )
+        return limit
+
+    def stats(self) -> list[LimitStats]:
+        """Every endpoint's statistics, in the order they were first called."""
+        return [limit.stats() for limit in self._limits.values() if limit.calls]
+
+    def summary(self) -> str:
+        """``8/64 56x429 0.70s waiting/call``: the busiest endpoint in flight of its limit, for a progress bar."""
+        used = [limit for limit in self._limits.values() if limit.calls]
+        if not used:
+            return ""
+        busiest = max(used, key=lambda l: l.calls)
+        text = f"{busiest.in_flight}/{busiest.limit}"
+        if busiest.rate_limited:
+            text += f" {busiest.rate_limited}x429"
+        # Per call, as the closing summary says it: a sum over calls in flight together outgrows the wall clock.
+        calls = sum(limit.calls for limit in used)
+        waited = sum(limit.waited for limit in used) / calls
+        if waited >= 0.005:
+            text += f" {waited:.2f}s waiting/call"
+        return text
+
+
+_current: contextvars.ContextVar[Limits | None] = contextvars.ContextVar("levelfield_limits", default=None)
+
+
+def current() -> Limits | None:
+    """The limits of the evaluation running in this context, or None outside one."""
+    return _current.get()
+
+
+def set_current(limits: Limits) -> contextvars.Token[Limits | None]:
+    """Make ``limits`` the current evaluation's in this context; undo with ``reset_current(token)``."""
+    return _current.set(limits)
+
+
+def reset_current(token: contextvars.Token[Limits | None]) -> None:
+    """Restore the limits ``set_current`` replaced."""
+    _current.reset(token)
+
+
+@contextlib.contextmanager
+def using(limits: Limits) -> Iterator[Limits]:
+    """Make ``limits`` the current evaluation's in this block (the engine, a Ray worker)."""
+    token = set_current(limits)
+    try:
+        yield limits
+    finally:
+        reset_current(token)
+

@@ -1,0 +1,270 @@
+"""Adaptive concurrency under rate limits: real servers that admit N calls in flight and answer 429 above it.
+
+The A2A tests run levelfield's own A2A server on 127.0.0.1 behind ``ConcurrencyLimited`` (429 with
+and without ``Retry-After``); the judge test drives a LangChain judge whose scripted chat model
+raises a provider-style ``RateLimitError`` (HTTP 429) above its limit. Time is asserted loosely
+(the benchmark bench/bench_rate_limits.py measures it); counts are asserted exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from typing import Any
+
+import pytest
+
+pytest.importorskip("a2a.server.request_handlers")
+pytest.importorskip("uvicorn")
+
+import levelfield as lf  # noqa: E402
+from levelfield.adapters.a2a_server import build_app, start_asgi  # noqa: E402
+from levelfield.core.errors import AdapterError, ConfigError, RateLimitedError  # noqa: E402
+from levelfield.core.results.record import read_record  # noqa: E402
+from levelfield.core.run.failures import rate_limit_of  # noqa: E402
+from levelfield.core.run.limits import EndpointLimit, Limits  # noqa: E402
+from levelfield.testing import ConcurrencyLimited  # noqa: E402
+
+DELAY = 0.05
+
+
+async def _echo(prompt: str) -> str:
+    await asyncio.sleep(DELAY)
+    return f"echo {prompt}"
+
+
+class _Limited:
+    """A levelfield A2A server behind a gate admitting ``limit`` calls in flight."""
+
+    def __init__(self, limit: int, retry_after: float | None = None) -> None:
+        self.gate: ConcurrencyLimited | None = None
+        self.limit = limit
+        self.retry_after = retry_after
+
+    def __call__(self, url: str) -> ConcurrencyLimited:
+        self.gate = ConcurrencyLimited(build_app(_echo, url=url, name="limited"), self.limit, retry_after=self.retry_after)
+        return self.gate
+
+
+# Non-Latin prompts too: nothing in the path may depend on ASCII.
+CASES = [{"prompt": p, "reference": f"echo {p}"} for i in range(40)
+         for p in (f"case {i}", f"天气 {i}", f"Wetter über {i}", f"お天気 {i}")]
+
+
+@pytest.mark.parametrize("retry_after", [None, 1])
+def test_a_server_that_admits_n_in_flight_fails_no_run_and_refuses_few_calls(retry_after, tmp_path):
+    limited = _Limited(4, retry_after)
+    with start_asgi(limited) as server:
+        result = lf.evaluate(CASES, lf.as_agent(server.url), ["exact_match"], concurrency=12, retries=0,
+                             progress=False, out=tmp_path)
+    gate = limited.gate
+    assert gate is not None
+    assert not any(r.failure for r in result.runs), [r.error for r in result.runs if r.failure][:3]
+    assert result.summary_metrics["exact_match/mean"] == 1.0
+    requests = gate.admitted + gate.refused
+    # The limit starts at the ceiling (12): the 8 calls over the server's 4 are refused once, at the
+    # start, by design; after that, under one in ten.
+    assert gate.refused - (12 - gate.limit) < 0.10 * requests, (gate.refused, requests, [s.describe() for s in result.limits])
+    # Absorbed 429s are not attempts: with retries=0 every run took one attempt, and the runs say
+    # how many answers were absorbed, all of them.
+    assert all(r.attempts == 1 for r in result.runs)
+    assert sum(r.rate_limited for r in result.runs) == gate.refused
+    if retry_after is not None:
+        # Each absorbed 429 was waited out for its Retry-After before it was tried again.
+        waited = [r.waited_seconds for r in result.runs if r.rate_limited]
+        assert all(w >= retry_after for w in waited)
+    (stats,) = [s for s in result.limits if s.endpoint.startswith("a2a http://127.0.0.1:")]
+    assert stats.rate_limited == gate.refused and stats.calls == requests
+    assert stats.limit <= gate.limit + 1 and stats.mean_in_flight <= gate.limit + 1
+    assert "ran at about" in stats.describe()
+    # The wall time against the N-limited ideal is a figure, not an assertion: bench/bench_rate_limits.py
+    # measures it.
+    # The journal keeps the per-run counts (a run record round trip).
+    record = read_record(tmp_path)
+    saved = {key[1]: run for key, (run, _) in record.runs.items()}
+    for run in result.runs:
+        assert saved[run.case_id].rate_limited == run.rate_limited
+        assert saved[run.case_id].waited_seconds == pytest.approx(run.waited_seconds)
+
+
+def test_without_adaptive_the_fixed_concurrency_fails_runs_on_429_as_before():
+    limited = _Limited(2)
+    with start_asgi(limited) as server:
+        result = lf.evaluate(CASES[:24], lf.as_agent(server.url), ["exact_match"], concurrency=16, retries=0,
+                             adaptive=False, progress=False)
+    failed = [r for r in result.runs if r.failure]
+    assert failed and {r.error_type for r in failed} == {"http_429"}
+    assert all(r.rate_limited == 0 for r in result.runs)
+    assert result.limits == []  # no limit was kept: today's fixed concurrency, no bookkeeping
+
+
+def test_the_compare_command_at_concurrency_64_runs_at_about_the_servers_limit(tmp_path, capsys):
+    from levelfield.cli.main import main
+
+    data = tmp_path / "cases.jsonl"
+    data.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in CASES), encoding="utf-8")
+    limited = _Limited(8)
+    with start_asgi(limited) as server:
+        code = main(["compare", str(data), "--agent", f"limited={server.url}", "-m", "exact_match",
+                     "--concurrency", "64", "--retries", "0", "-q"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Rate limits" in out and "ran at about" in out and "adaptive limit" in out and " of 64" in out
+    assert re.search(r"failed runs\s+0/160", out)
+
+
+# -- the judge: a LangChain chat model that raises the provider's rate-limit error -----------------------
+
+
+class RateLimitError(Exception):
+    """Named as the provider SDKs name it (openai, anthropic), with the status code they carry."""
+
+    status_code = 429
+
+
+def _limited_model(limit: int, counts: dict[str, int]) -> Any:
+    from levelfield.testing.chat_model import ScriptedChatModel
+
+    class LimitedModel(ScriptedChatModel):
+        async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+            if counts["in_flight"] >= limit:
+                counts["refused"] += 1
+                raise RateLimitError("Rate limit reached for requests")
+            counts["in_flight"] += 1
+            counts["admitted"] += 1
+            try:
+                await asyncio.sleep(DELAY)
+                return self._generate(messages, stop, None, **kwargs)
+            finally:
+                counts["in_flight"] -= 1
+
+    return LimitedModel(lambda messages: '{"score": 1, "explanation": "gut / 良い"}')
+
+
+def test_a_judge_whose_model_raises_rate_limit_errors_answers_every_prompt():
+    from levelfield.judge.client import Judge
+
+    counts = {"in_flight": 0, "admitted": 0, "refused": 0}
+    judge = Judge(_limited_model(3, counts), max_concurrency=8, retries=0, structured_output=False)
+
+    async def ask_all() -> list[Any]:
+        return await asyncio.gather(*(judge.ask(f"rate answer {i} 回答", {"type": "object"}) for i in range(120)))
+
+    replies = asyncio.run(ask_all())
+    assert [r.error for r in replies if r.error] == []
+    assert all("gut" in r.text for r in replies)
+    assert counts["refused"] < 0.10 * (counts["admitted"] + counts["refused"]), counts
+
+
+def test_without_adaptive_the_judge_gives_up_on_rate_limits_as_before():
+    from levelfield.judge.client import Judge
+
+    counts = {"in_flight": 0, "admitted": 0, "refused": 0}
+    judge = Judge(_limited_model(2, counts), max_concurrency=24, retries=0, structured_output=False, adaptive=False)
+
+    async def ask_all() -> list[Any]:
+        return await asyncio.gather(*(judge.ask(f"answer {i}", {"type": "object"}) for i in range(30)))
+
+    replies = asyncio.run(ask_all())
+    assert any(r.error and "RateLimitError" in r.error for r in replies)
+
+
+# -- the parts ------------------------------------------------------------------------------------------
+
+
+def test_rate_limits_are_recognised_from_any_framework_but_an_adapters_verdict_stands():
+    assert rate_limit_of(RateLimitedError("slow down", retry_after=2.0)).retry_after == 2.0
+    assert rate_limit_of(RateLimitError("x")) is not None
+
+    class ResourceExhausted(Exception):
+        pass
+
+    assert rate_limit_of(ResourceExhausted()) is not None
+    wrapped = RuntimeError("graph failed")
+    wrapped.__cause__ = RateLimitError("inner")
+    assert rate_limit_of(wrapped) is not None
+    # The A2A adapter decided a Retry-After longer than the run's timeout ends the run.
+    verdict = AdapterError("asked to wait 3600 s", error_type="rate_limited")
+    verdict.__cause__ = RateLimitError("inner")
+    assert rate_limit_of(verdict) is None
+    assert rate_limit_of(ValueError("HTTP 429 in a message is not a status")) is None
+
+
+def test_an_endpoint_limit_falls_to_what_the_endpoint_carries_and_never_below_one():
+    async def go() -> EndpointLimit:
+        limit = EndpointLimit("e", 5)
+        for _ in range(4):
+            await limit.acquire()
+        assert limit.limit == 5  # it starts at the ceiling
+        limit.success()
+        limit.refused(None)  # refused with 2 others in flight: 70 % of 5 -> 3
+        assert limit.limit == 3 and limit.in_flight == 2
+        limit.failed()
+        limit.refused(None)  # a lone refusal: back to 1
+        assert limit.limit == 1 and limit.in_flight == 0
+        return limit
+
+    limit = asyncio.run(go())
+    assert limit.stats().rate_limited == 2 and limit.stats().calls == 4
+
+
+def test_requests_per_minute_holds_calls_past_the_bucket():
+    async def instant(prompt: str) -> str:
+        return prompt
+
+    # 1200 a minute: 20 at once, then one every 50 ms; 30 runs need at least ~0.5 s.
+    start = time.perf_counter()
+    result = lf.evaluate(CASES[:30], instant, ["exact_match"], concurrency=8, requests_per_minute=1200, progress=False)
+    assert time.perf_counter() - start >= 0.4
+    assert sum(r.waited_seconds for r in result.runs) > 0
+    assert not any(r.failure for r in result.runs)
+
+
+def test_rate_options_are_checked_with_a_clear_error():
+    with pytest.raises(ConfigError, match="requests_per_minute"):
+        lf.RunConfig(requests_per_minute=0)
+    with pytest.raises(ConfigError, match="tokens_per_minute"):
+        lf.RunConfig(tokens_per_minute={"judge": -5})
+    with pytest.raises(ConfigError, match="adaptive"):
+        lf.RunConfig(adaptive="yes")
+    config = lf.RunConfig(requests_per_minute={"judge": 60, "agent one": 600})
+    assert config.to_dict()["requests_per_minute"] == {"judge": 60, "agent one": 600}
+
+
+def test_a_lone_refusal_without_retry_after_is_tried_again_a_few_times_then_left_to_the_runs_retries():
+    async def go() -> list[float | None]:
+        limit = EndpointLimit("e", 8)
+        waits = []
+        for absorbed in range(4):
+            await limit.acquire()
+            waits.append(limit.ended_with(RateLimitError("busy"), absorbed))
+        return waits
+
+    # The endpoint may still be freeing calls it answered: 0.1, 0.2, 0.4 s, then the run's own retries.
+    assert asyncio.run(go()) == [pytest.approx(0.1), pytest.approx(0.2), pytest.approx(0.4), None]
+
+
+def test_the_progress_bar_says_the_wait_per_call_not_a_sum_that_outgrows_the_clock():
+    async def go() -> Limits:
+        limits = Limits(adaptive=True, concurrency=2)
+        limit = limits.for_service("judge", "judge m", 2)
+        assert limits.summary() == ""  # nothing called yet: nothing to say
+        for _ in range(2):
+            await limit.acquire()
+        # Four calls queue behind the two in flight; each waits until one ends.
+        waiting = [asyncio.ensure_future(limit.acquire()) for _ in range(4)]
+        for task in waiting:
+            await asyncio.sleep(0.05)
+            limit.success()
+            await task
+        return limits
+
+    limits = asyncio.run(go())
+    (stats,) = limits.stats()
+    text = limits.summary()
+    assert text.startswith("2/2") and text.endswith("s waiting/call"), text
+    shown = float(text.split()[1].removesuffix("s"))
+    assert shown == pytest.approx(stats.waited_seconds / stats.calls, abs=0.01)
+    assert shown < stats.waited_seconds  # the per-call figure, not the sum over calls
