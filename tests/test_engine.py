@@ -43,7 +43,7 @@ def test_a_live_evaluation_leaves_explanations_out_of_the_table_and_gives_them_w
     assert only_b["trajectory_recall/explanation"].isna().tolist() == [True, False, True]
 
 
-def test_the_journal_streams_scores_and_the_saved_record_holds_the_explanations(tmp_path: Path) -> None:
+def test_the_journal_streams_scores_and_a_loaded_record_explains_them(tmp_path: Path) -> None:
     result = lf.evaluate(CASES, agent, TRAJECTORY, progress=False, out=tmp_path)
     lines = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
     runs = [line for line in lines if "run" in line]

@@ -305,6 +305,12 @@ class EvalResult:
         """The scores as the engine gave them: what the table and the summary are made of."""
         return self._engine_scores if self._engine_scores is not None else self.row_scores
 
+    @property
+    def recorded_scores(self) -> list[dict[str, Score]]:
+        """Each run's Scores as the engine gave them (explanations it leaves out are not made): what
+        the run record stores, as the journal did while the runs finished."""
+        return self._engine_rows()
+
     def _explained_run(self, i: int) -> dict[str, Score]:
         """Run ``i``'s engine scores with the explanations the engine left out."""
         run, scores = self.runs[i], self._engine_scores[i]  # type: ignore[index]
@@ -556,8 +562,8 @@ class EvalResult:
             return {"metrics_table": table, "summary": write_summary(out / "summary.json", self.summary_metrics)}
         paths = {"runs": out / RUNS_FILE, "metrics_table": out / "metrics_table.csv", "summary": out / "summary.json"}
         write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset),
-                     zip(self.runs, self.row_scores))
-        table = self.with_explanations()  # the record holds the explanations: so do the tables beside it
+                     zip(self.runs, self.recorded_scores))
+        table = self.with_explanations()  # the tables a person reads say why; the record keeps what the engine gave
         table_to_csv(table, paths["metrics_table"])
         if parquet_available():
             paths["metrics_table_parquet"] = table_to_parquet(table, out / "metrics_table.parquet")
