@@ -9,8 +9,12 @@ the trajectory and response metrics against a references file (canary prompts):
    (shed requests, resent after Retry-After) and the watcher's peak memory (VmHWM).
 2. steady: traces made live at a fixed rate and pushed by the SDK's own OTLP/HTTP exporter
    (BatchSpanProcessor). Prints the p50 and p99 time from a trace's end to its score being journaled.
+3. mlflow: traces already in an MLflow experiment (a sqlite tracking store, made by MLflow's
+   tracing API), picked up by ``--mlflow-experiment``, scored, and their scores logged back as
+   assessments (one per metric). Prints the traces/s scored with the export off, and with it on
+   the time until every assessment is in MLflow (traces/s and ms per trace of exporting).
 
-Run from the repository root: ``python bench/bench_watch.py [--traces 10000] [--rate 300]``.
+Run from the repository root: ``python bench/bench_watch.py [--traces 10000] [--rate 300] [--mlflow-traces 1000]``.
 """
 
 from __future__ import annotations
@@ -109,6 +113,8 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=10_000)
     parser.add_argument("--rate", type=float, default=300.0, help="traces per second in the steady phase")
     parser.add_argument("--seconds", type=float, default=10.0, help="length of the steady phase")
+    parser.add_argument("--mlflow-traces", type=int, default=1000, help="traces in the MLflow phase (0: skip it)")
+    parser.add_argument("--only-mlflow", action="store_true", help="run the MLflow phase only")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench_watch_"))
     refs = tmp / "refs.jsonl"
@@ -117,6 +123,11 @@ def main() -> None:
             f.write(json.dumps({"prompt": prompt, "reference": f"Das Licht in Raum {room} ist aus.",
                                 "reference_trajectory": [{"tool_name": "set_light", "tool_input": {"room": room, "on": False}}]},
                                ensure_ascii=False) + "\n")
+
+    if args.mlflow_traces:
+        bench_mlflow(tmp, refs, args.mlflow_traces)
+    if args.only_mlflow:
+        return
 
     # 1. burst
     mem = InMemorySpanExporter()
@@ -171,6 +182,60 @@ def main() -> None:
     print(f"steady: {n} traces at {args.rate:.0f}/s through the SDK's OTLP/HTTP exporter (batches every 100 ms): "
           f"time from a trace's end to its score p50 {s.get('time_to_score_p50', float('nan')):.3f} s, "
           f"p99 {s.get('time_to_score_p99', float('nan')):.3f} s")
+
+
+def bench_mlflow(tmp: Path, refs: Path, n: int) -> None:
+    """Phase 3: an MLflow experiment's traces scored, with and without their scores logged back."""
+    import sqlite3
+
+    os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
+    import mlflow
+
+    db = tmp / "mlflow.db"
+    uri = f"sqlite:///{db}"
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_experiment("production")
+
+    @mlflow.trace(span_type="TOOL")
+    def set_light(room: int, on: bool) -> dict:
+        return {"ok": True}
+
+    @mlflow.trace(name="home_agent", span_type="AGENT")
+    def agent(request: str) -> str:
+        room = PROMPTS.index(request)
+        set_light(room=room, on=False)
+        return f"Das Licht in Raum {room} ist aus."
+
+    for i in range(n):
+        agent(PROMPTS[i % len(PROMPTS)])
+
+    def assessments() -> int:
+        with sqlite3.connect(db) as con:
+            return con.execute("SELECT count(*) FROM assessments").fetchone()[0]
+
+    figures = {}
+    for export in (False, True):
+        out = tmp / f"mlflow_{export}"
+        before = assessments()
+        proc, _ = start_watcher(out, refs, "--mlflow-experiment", "production", "--mlflow-tracking-uri", uri,
+                                *([] if export else ["--no-export-mlflow"]))
+        try:
+            t0 = time.perf_counter()
+            while scored_so_far(out) < n:
+                time.sleep(0.05)
+            scored = time.perf_counter() - t0
+            while export and assessments() - before < n * len(METRICS):
+                time.sleep(0.05)
+            logged = time.perf_counter() - t0
+        finally:
+            proc.terminate()
+            proc.wait()
+        figures[export] = (scored, logged)
+    off, (on_scored, on_logged) = figures[False][0], figures[True]
+    print(f"mlflow: {n} traces of an MLflow experiment (sqlite store) scored with {len(METRICS)} metrics in {off:.1f} s "
+          f"= {n / off:,.0f} traces/s with the export off; with it on, scored in {on_scored:.1f} s and all "
+          f"{n * len(METRICS)} assessments logged in {on_logged:.1f} s = {n / on_logged:,.0f} traces/s "
+          f"({1000 * on_logged / n:.1f} ms a trace, {1000 * on_logged / (n * len(METRICS)):.1f} ms an assessment)")
 
 
 if __name__ == "__main__":

@@ -240,3 +240,104 @@ def test_ctrl_c_keeps_what_finished_prints_how_to_resume_and_exits_130(tmp_path)
     assert len(kept.runs) >= 6
     resume_line = stderr.strip().splitlines()[-1].strip()
     assert resume_line.startswith("levelfield compare") and resume_line.endswith("--resume")
+
+
+# -- case lines written while the first runs are in flight ---------------------------------------
+
+
+def test_case_lines_of_a_large_dataset_all_come_before_every_run_line(tmp_path):
+    # More cases than a new journal writes in one turn of the event loop, and runs that finish at once.
+    many = cases(1000)
+    lf.evaluate(many, counting([]), ["exact_match"], progress=False, out=tmp_path, concurrency=50)
+    kinds = []
+    for line in (tmp_path / "runs.jsonl").read_text(encoding="utf-8").splitlines():
+        kinds.append(json.loads(line)["kind"])
+    assert kinds == ["header"] + ["case"] * 1000 + ["run"] * 1000
+    assert len(read_record(tmp_path).cases) == 1000
+
+
+def test_a_journal_killed_mid_run_holds_every_case_before_its_runs(tmp_path):
+    seen = []
+
+    def agent(prompt):
+        # The first run finishing: every case line is on disk before its run line, whatever else is.
+        if not seen:
+            seen.append([json.loads(line)["kind"] for line in (tmp_path / "runs.jsonl").read_text(encoding="utf-8").splitlines()])
+        return prompt
+
+    lf.evaluate(cases(600), agent, ["exact_match"], progress=False, out=tmp_path, concurrency=1)
+    record = read_record(tmp_path)
+    assert len(record.cases) == 600 and len(record.runs) == 600
+    assert seen[0][0] == "header" and set(seen[0][1:]) <= {"case"}  # no run line before the cases
+
+
+def test_a_new_journal_in_an_event_loop_writes_its_cases_after_returning_and_all_of_them_on_close(tmp_path):
+    import asyncio
+
+    from levelfield.core.results.record import Journal, fingerprints_of
+
+    data = lf.load_dataset(cases(450))
+
+    async def main():
+        journal = Journal.create(tmp_path / "runs.jsonl", {"kind": "header", "format": "levelfield.run-record", "version": 1},
+                                 list(data), fingerprints_of(data))
+        right_away = (tmp_path / "runs.jsonl").read_text(encoding="utf-8").count("\n")
+        await asyncio.sleep(0)  # one turn of the loop: the first case lines
+        one_turn = (tmp_path / "runs.jsonl").read_text(encoding="utf-8").count("\n")
+        journal.close()  # before the loop wrote the rest: close writes them
+        return right_away, one_turn
+
+    right_away, one_turn = asyncio.run(main())
+    assert right_away == 1  # the header only: the runs need not wait for 450 case lines
+    assert 1 < one_turn < 451
+    assert [c.case_id for c in read_record(tmp_path).cases] == [c.case_id for c in data]
+
+
+class CaseLinesDoNotFit:
+    """A journal's file on a disk that fills up after its header: no case line fits."""
+
+    closed = False
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def write(self, text):
+        if '"kind":"case"' in text:
+            raise OSError(28, "No space left on device")
+        return self._handle.write(text)
+
+    def flush(self):
+        self._handle.flush()
+
+    def close(self):
+        self.closed = True
+        self._handle.close()
+
+
+@pytest.fixture
+def case_lines_do_not_fit(monkeypatch):
+    from levelfield.core.results.record import Journal
+
+    opened = Journal.__init__
+    monkeypatch.setattr(Journal, "__init__", lambda self, path, handle, fps: opened(self, path, CaseLinesDoNotFit(handle), fps))
+
+
+def test_case_lines_that_cannot_be_written_fail_the_evaluation_naming_the_journal(tmp_path, case_lines_do_not_fit):
+    with pytest.raises(lf.WriteError, match=r"runs.jsonl: cannot write the journal \(No space left on device\)"):
+        lf.evaluate(cases(5), counting([]), ["exact_match"], progress=False, out=tmp_path)
+
+
+def test_case_lines_that_cannot_be_written_are_raised_on_close_when_no_run_finished(tmp_path, case_lines_do_not_fit):
+    import asyncio
+
+    from levelfield.core.results.record import Journal, fingerprints_of
+
+    data = lf.load_dataset(cases(3))
+
+    async def main():
+        journal = Journal.create(tmp_path / "runs.jsonl", {"kind": "header"}, list(data), fingerprints_of(data))
+        await asyncio.sleep(0)  # the loop tries the case lines: the disk is full
+        journal.close()  # no run was told: closing says it
+
+    with pytest.raises(lf.WriteError, match="cannot write the journal"):
+        asyncio.run(main())

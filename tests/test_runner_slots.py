@@ -116,3 +116,103 @@ def test_an_evaluation_leaves_no_gc_hook_and_nothing_frozen_behind():
     hooks = list(gc.callbacks)
     lf.evaluate(_cases(50), lambda p: p, ["exact_match"], concurrency=5, progress=False)
     assert gc.callbacks == hooks and gc.get_freeze_count() == 0
+
+
+# -- the thread switch interval while runs are in flight -------------------------------------------
+
+
+def test_sync_agents_run_with_a_short_switch_interval_and_the_previous_one_comes_back():
+    import sys
+
+    from levelfield.core.run.threads import HANDOFF_INTERVAL
+
+    before = sys.getswitchinterval()
+    seen = []
+
+    def agent(prompt):
+        seen.append(sys.getswitchinterval())
+        return prompt
+
+    try:
+        sys.setswitchinterval(0.004)
+        lf.evaluate(_cases(5), agent, ["exact_match"], concurrency=2, progress=False)
+        assert seen == [HANDOFF_INTERVAL] * 5
+        assert sys.getswitchinterval() == 0.004
+    finally:
+        sys.setswitchinterval(before)
+
+
+def test_the_switch_interval_comes_back_after_an_evaluation_is_cancelled():
+    import sys
+
+    started = threading.Event()
+
+    def agent(prompt):
+        started.set()
+        time.sleep(0.2)
+        return prompt
+
+    async def main():
+        task = asyncio.ensure_future(lf.aevaluate(_cases(4), agent, ["exact_match"], progress=False, concurrency=2))
+        while not started.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    before = sys.getswitchinterval()
+    asyncio.run(main())
+    assert sys.getswitchinterval() == before
+
+
+def test_a_shorter_switch_interval_is_kept_and_one_set_during_the_runs_is_not_undone():
+    import sys
+
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.0002)
+        shorter = sys.getswitchinterval()  # as the interpreter keeps it (whole microseconds)
+        seen = []
+        lf.evaluate(_cases(2), lambda p: seen.append(sys.getswitchinterval()) or p, ["exact_match"], progress=False)
+        assert seen == [shorter, shorter] and sys.getswitchinterval() == shorter
+
+        sys.setswitchinterval(0.005)
+
+        def resets(prompt):
+            sys.setswitchinterval(0.02)  # the user's own code changes it meanwhile
+            return prompt
+
+        lf.evaluate(_cases(1), resets, ["exact_match"], progress=False)
+        assert sys.getswitchinterval() == 0.02
+    finally:
+        sys.setswitchinterval(before)
+
+
+def test_two_evaluations_at_once_share_the_short_interval_until_the_last_one_ends():
+    import sys
+
+    from levelfield.core.run.threads import HANDOFF_INTERVAL
+
+    before = sys.getswitchinterval()
+    first_done = threading.Event()
+    seen_after_first = []
+
+    def quick(prompt):
+        return prompt
+
+    def slow(prompt):
+        first_done.wait(10)
+        seen_after_first.append(sys.getswitchinterval())  # the other evaluation ended: still short here
+        return prompt
+
+    async def main():
+        async def first():
+            result = await lf.aevaluate(_cases(1), quick, ["exact_match"], progress=False)
+            first_done.set()
+            return result
+
+        await asyncio.gather(first(), lf.aevaluate(_cases(1), slow, ["exact_match"], progress=False))
+
+    asyncio.run(main())
+    assert seen_after_first == [HANDOFF_INTERVAL]
+    assert sys.getswitchinterval() == before

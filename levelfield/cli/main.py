@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..comparison_text import format_comparison, num
+from .arguments import dollars as _dollars, judge_of as _judge, model_spec as _model_spec
 
 if TYPE_CHECKING:
     from ..comparison import Comparison
@@ -137,16 +138,6 @@ def _named_spec(text: str) -> tuple[str | None, str]:
 
 
 # -- running -----------------------------------------------------------------------------------
-
-
-def _dollars(text: str) -> float:
-    try:
-        value = float(text.lstrip("$"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of dollars") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"{text}: give 0 or more dollars")
-    return value
 
 
 def _workers(text: str) -> int:
@@ -290,30 +281,6 @@ def _simulator(args: argparse.Namespace) -> Any:
         return UserSimulator(model)
     return UserSimulator(model, max_turns=args.max_turns)
 
-
-def _model_spec(spec: str) -> Any:
-    """What ``module:attr`` names (a ``make_*`` factory called), else ``spec`` as a ``provider:model`` string."""
-    from ..adapters.spec import load_agent_spec
-    from ..core.errors import AgentSpecError
-
-    try:
-        return load_agent_spec(spec)
-    except AgentSpecError:
-        module = spec.partition(":")[0]
-        if "." in module:  # a dotted module is never a LangChain provider: the spec was meant as module:attr
-            raise
-        return spec
-
-
-def _judge(args: argparse.Namespace) -> Any:
-    """The judge ``--judge`` names, or None: an A2A URL, ``module:attr`` (a chat model, a function
-    or an agent; a ``make_*`` factory is called), else a LangChain ``provider:model`` string."""
-    spec = getattr(args, "judge", None)
-    if not spec:
-        return None
-    if spec.startswith(("http://", "https://")):
-        return spec
-    return _model_spec(spec)
 
 
 def _run_config(args: argparse.Namespace) -> Any:

@@ -35,6 +35,7 @@ def _seconds(text: str) -> float:
 
 def add_watch_command(sub: Any) -> None:
     """Add ``watch`` to the subcommands."""
+    from .arguments import dollars
     w = sub.add_parser("watch", help="score production traces as they arrive (OTLP/HTTP, a folder, MLflow) until stopped")
     w.add_argument("--out", "-o", metavar="DIR", required=True,
                    help="where scored traces are journaled in time windows (DIR/windows/*.jsonl); a restart with the "
@@ -42,6 +43,14 @@ def add_watch_command(sub: Any) -> None:
     w.add_argument("--metric", "-m", action="append", dest="metrics", metavar="NAME",
                    help="a metric to score each trace with (repeatable; default: the trajectory metrics and rouge_l_sum, "
                         "which need --references; reference-free and judged metrics score every trace)")
+    w.add_argument("--judge", metavar="SPEC",
+                   help="the judge of judged metrics (provider:model, module:attr, or an A2A agent's URL), as in eval")
+    w.add_argument("--max-cost", type=dollars, metavar="USD",
+                   help="dollars the judged metrics may spend per hour; once spent, the hour's traces get the other "
+                        "metrics and the judged ones are recorded as skipped for the budget (priced by --prices or "
+                        "genai-prices)")
+    w.add_argument("--prices", metavar="FILE",
+                   help="a JSON file of your own prices, {\"model\": {\"input_per_mtok\": 0.15, \"output_per_mtok\": 0.6}}")
     w.add_argument("--otlp-port", type=int, default=4318, metavar="PORT",
                    help="receive OTLP/HTTP traces (POST /v1/traces, protobuf or JSON) on this port (default 4318; 0: any "
                         "free port; -1: no receiver)")
@@ -56,6 +65,10 @@ def add_watch_command(sub: Any) -> None:
                         "reference and reference_trajectory (canary prompts with known answers)")
     w.add_argument("--sample", type=_share, default=1.0, metavar="SHARE",
                    help="score this share of traces, chosen by trace id (default 1: all)")
+    w.add_argument("--sample-rule", action="append", default=[], dest="sample_rules", metavar="KEY=PATTERN:RATE",
+                   help="score the traces whose KEY matches PATTERN at RATE instead (repeatable; the first matching rule "
+                        "wins; KEY: route (http.route), agent (gen_ai.agent.name), service, name (the root span's), or "
+                        "any span attribute; PATTERN may use * and ?), e.g. 'route=/checkout:1.0' 'agent=support:0.05'")
     w.add_argument("--trace-timeout", type=_seconds, default=30.0, metavar="SECONDS",
                    help="a trace whose root span never arrives is scored this long after its last span (default 30s)")
     w.add_argument("--window", type=_seconds, default=3600.0, metavar="SECONDS", help="the journal's time window (default 1h)")
@@ -71,6 +84,13 @@ def add_watch_command(sub: Any) -> None:
     w.add_argument("--min-window", type=int, default=20, metavar="N", help="windows with fewer scored traces are not tested")
     w.add_argument("--export-otlp", metavar="URL",
                    help="send scores (gen_ai.evaluation.result events) and alerts to this OTLP/HTTP endpoint")
+    mlflow = w.add_mutually_exclusive_group()
+    mlflow.add_argument("--export-mlflow", nargs="?", const=True, default=None, metavar="TRACKING_URI",
+                        help="log scores as MLflow assessments on every trace MLflow holds (found by its OpenTelemetry "
+                             "trace id); TRACKING_URI defaults to --mlflow-tracking-uri. Traces from "
+                             "--mlflow-experiment get them without this option")
+    mlflow.add_argument("--no-export-mlflow", dest="export_mlflow", action="store_false",
+                        help="do not log assessments on the traces of --mlflow-experiment")
     w.add_argument("--no-fsync", action="store_true",
                    help="acknowledge requests once written to the OS, without waiting for the disk (faster; a power "
                         "cut, unlike a crash, may then lose acknowledged traces)")
@@ -79,16 +99,19 @@ def add_watch_command(sub: Any) -> None:
 
 def _watch(args: argparse.Namespace) -> int:
     from ..watch import Watcher
+    from .arguments import judge_of
 
     port = None if args.otlp_port is not None and args.otlp_port < 0 else args.otlp_port
     metrics = args.metrics or ["trajectory_exact_match", "trajectory_in_order_match", "trajectory_any_order_match",
                                "trajectory_precision", "trajectory_recall", "rouge_l_sum"]
     watcher = Watcher(
         metrics, args.out, otlp_port=port, host=args.host, folder=args.folder, mlflow_experiment=args.mlflow_experiment,
-        mlflow_tracking_uri=args.mlflow_tracking_uri, sample=args.sample, trace_timeout=args.trace_timeout,
+        mlflow_tracking_uri=args.mlflow_tracking_uri, sample=args.sample, sample_rules=args.sample_rules,
+        trace_timeout=args.trace_timeout,
         window=args.window, max_queue=args.max_queue, auth_token=args.auth_token, baseline=args.baseline,
         alert_if_worse=args.alert_if_worse, alpha=args.alpha, margin=args.margin, min_window=args.min_window,
-        export_otlp=args.export_otlp, references=args.references, fsync=not args.no_fsync,
+        export_otlp=args.export_otlp, export_mlflow=args.export_mlflow, references=args.references, fsync=not args.no_fsync,
+        judge=judge_of(args), max_cost=args.max_cost, prices=args.prices,
     )
 
     async def run() -> None:
@@ -103,7 +126,12 @@ def _watch(args: argparse.Namespace) -> int:
     asyncio.run(run())
     s = watcher.stats
     print(f"levelfield watch: stopped; {s.scored_traces} traces scored, {watcher.pending} left for the next start, "
-          f"{s.shed_traces} shed, {s.bad_requests} bad requests, {s.alerts} alerts", flush=True)
+          f"{s.shed_traces} shed, {s.bad_requests} bad requests, {s.alerts} alerts"
+          + (f", {s.judge_skipped_for_budget} judged scores skipped for the hourly budget" if args.max_cost is not None else ""),
+          flush=True)
+    if watcher.assessments is not None:
+        print(f"levelfield watch: MLflow ({watcher.assessments.tracking_uri}): {s.mlflow_assessments} assessments logged, "
+              f"{s.mlflow_missing_traces} traces not in MLflow, {s.mlflow_failed_traces} traces failed", flush=True)
     return 0
 
 

@@ -142,7 +142,8 @@ def span_from_sdk(sdk_span: Any) -> Span:
     return classify(span, attrs)
 
 
-def _span_from_json(raw: Mapping[str, Any], index: int) -> Span:
+def _span_from_json(raw: Mapping[str, Any], index: int, keep: frozenset[str] = frozenset(),
+                    resource: Mapping[str, Any] | None = None) -> Span:
     trace_id = hex_id(raw.get("traceId", raw.get("trace_id")), 32)
     span_id = hex_id(raw.get("spanId", raw.get("span_id")), 16)
     name = raw.get("name") or f"span {index}"
@@ -171,21 +172,37 @@ def _span_from_json(raw: Mapping[str, Any], index: int) -> Span:
         end=ns("endTimeUnixNano", "end_time_unix_nano"),
         error=error_of(status.get("code"), status.get("message"), events),
     )
+    if keep:
+        keep_attributes(span, attrs, keep, resource)
     return classify(span, attrs)
 
 
-def spans_from_otlp(data: Mapping[str, Any]) -> Iterable[Span | TraceError]:
+def keep_attributes(span: Span, attrs: Mapping[str, Any], keep: frozenset[str], resource: Mapping[str, Any] | None) -> None:
+    """Keep the ``keep`` keys of the span's attributes (else of its resource's) in ``span.extra["attributes"]``."""
+    kept = {k: v for k, v in (resource or {}).items() if k in keep}
+    kept.update((k, attrs[k]) for k in keep if k in attrs)
+    if kept:
+        span.extra["attributes"] = kept
+
+
+def spans_from_otlp(data: Mapping[str, Any], *, keep: frozenset[str] = frozenset()) -> Iterable[Span | TraceError]:
     """Every span of an OTLP JSON export (``{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}``).
 
     A span that cannot be read is yielded as the :class:`TraceError` saying why, so the rest load.
+    ``keep``: span or resource attribute keys kept as they are in ``span.extra["attributes"]``.
     """
     index = 0
     for r, resource in enumerate(_items(data, ("resourceSpans", "resource_spans"), "OTLP export")):
         where = f"resourceSpans[{r}]"
+        shared = None
+        if keep:
+            res = resource.get("resource") if isinstance(resource, Mapping) else None
+            shared = {k: v for k, v in _attributes(res.get("attributes") if isinstance(res, Mapping) else None).items()
+                      if k in keep}
         for s, scope in enumerate(_items(resource, ("scopeSpans", "scope_spans"), where)):
             for raw in _items(scope, ("spans",), f"{where}.scopeSpans[{s}]"):
                 try:
-                    yield _span_from_json(raw, index)
+                    yield _span_from_json(raw, index, keep, shared)
                 except TraceError as exc:
                     exc.trace_id = hex_id(raw.get("traceId", raw.get("trace_id")), 32) if isinstance(raw, Mapping) else None
                     yield exc

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import MissingExtraError, TraceError
-from .otel import classify, error_of
+from .otel import classify, error_of, keep_attributes
 from .spans import Span
 
 __all__ = ["spans_from_protobuf", "export_response"]
@@ -39,7 +39,7 @@ def _value(value: Any) -> Any:
     return getattr(value, kind)
 
 
-def _span(raw: Any, index: int) -> Span:
+def _span(raw: Any, index: int, keep: frozenset[str] = frozenset(), resource: dict[str, Any] | None = None) -> Span:
     trace_id, span_id = raw.trace_id.hex(), raw.span_id.hex()
     if len(trace_id) != 32 or len(span_id) != 16:
         what = "traceId" if len(trace_id) != 32 else "spanId"
@@ -57,12 +57,15 @@ def _span(raw: Any, index: int) -> Span:
         end=int(raw.end_time_unix_nano) or None,
         error=error_of(int(raw.status.code), raw.status.message, events),
     )
+    if keep:
+        keep_attributes(span, attrs, keep, resource)
     return classify(span, attrs)
 
 
-def spans_from_protobuf(body: bytes) -> list[Span | TraceError]:
+def spans_from_protobuf(body: bytes, *, keep: frozenset[str] = frozenset()) -> list[Span | TraceError]:
     """Every span of a protobuf ``ExportTraceServiceRequest``; a span that cannot be read is the
-    :class:`TraceError` saying why (with its ``trace_id``), so the rest are kept.
+    :class:`TraceError` saying why (with its ``trace_id``), so the rest are kept. ``keep``: span or
+    resource attribute keys kept as they are in ``span.extra["attributes"]``.
 
     A body that is no such message at all raises :class:`TraceError`.
     """
@@ -76,10 +79,11 @@ def spans_from_protobuf(body: bytes) -> list[Span | TraceError]:
     out: list[Span | TraceError] = []
     index = 0
     for resource in request.resource_spans:
+        shared = {kv.key: _value(kv.value) for kv in resource.resource.attributes if kv.key in keep} if keep else None
         for scope in resource.scope_spans:
             for raw in scope.spans:
                 try:
-                    out.append(_span(raw, index))
+                    out.append(_span(raw, index, keep, shared))
                 except TraceError as exc:
                     exc.trace_id = raw.trace_id.hex() or None  # type: ignore[attr-defined]
                     out.append(exc)

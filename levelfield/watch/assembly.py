@@ -1,4 +1,4 @@
-"""Traces put together from spans that arrive in pieces, and the sampling decision for each trace.
+"""Traces put together from spans that arrive in pieces.
 
 Spans of one trace may come in several requests (each service exports its own, a batch
 processor exports whatever has ended). A trace is complete when its root span (the one with no
@@ -15,23 +15,7 @@ from dataclasses import dataclass, field
 
 from ..formats.spans import Span
 
-__all__ = ["Assembler", "Trace", "sampled"]
-
-_TOP = float(1 << 64)
-
-
-def sampled(trace_id: str, rate: float) -> bool:
-    """Whether ``trace_id`` is in a ``rate`` sample: decided by the id alone (its low 64 bits, as
-    OpenTelemetry's ``TraceIdRatioBased`` sampler does), so every span of a trace, in any request,
-    before or after a restart, gets the same answer."""
-    if rate >= 1:
-        return True
-    if rate <= 0:
-        return False
-    try:
-        return int(trace_id[-16:], 16) < rate * _TOP
-    except ValueError:
-        return hash(trace_id) % 1_000_000 < rate * 1_000_000
+__all__ = ["Assembler", "Trace"]
 
 
 @dataclass

@@ -22,12 +22,13 @@ __all__ = ["make_app", "decode"]
 _KINDS = {"application/x-protobuf": 0, "application/protobuf": 0, "application/json": 1}
 
 
-def decode(kind: int, body: bytes) -> list[Any]:
-    """The spans (and unreadable-span errors) of a request body; :class:`TraceError` for no OTLP request at all."""
+def decode(kind: int, body: bytes, keep: frozenset[str] = frozenset()) -> list[Any]:
+    """The spans (and unreadable-span errors) of a request body; :class:`TraceError` for no OTLP request at all.
+    ``keep``: attribute keys kept on the spans (what the sampling rules match)."""
     if kind == 0:
         from ..formats.otlp_proto import spans_from_protobuf
 
-        return spans_from_protobuf(body)
+        return spans_from_protobuf(body, keep=keep)
     from ..formats.otel import spans_from_otlp
     from ..formats.spans import json_loads
 
@@ -37,7 +38,7 @@ def decode(kind: int, body: bytes) -> list[Any]:
         raise TraceError(f"not valid JSON ({exc})") from None
     if not isinstance(data, dict) or not ("resourceSpans" in data or "resource_spans" in data):
         raise TraceError("not an OTLP JSON export: expected an object with 'resourceSpans'")
-    return list(spans_from_otlp(data))
+    return list(spans_from_otlp(data, keep=keep))
 
 
 def _unpack(body: bytes, encoding: str, limit: int) -> bytes:
@@ -83,7 +84,7 @@ def make_app(watcher: Any) -> Any:
             body = _unpack(body, request.headers.get("content-encoding", "").strip().lower(), watcher.max_body)
             if len(body) > watcher.max_body:
                 raise OverflowError
-            spans = decode(kind, body)
+            spans = decode(kind, body, watcher.sampler.keys)
         except OverflowError:
             stats.bad_requests += 1
             return PlainTextResponse(f"request body over {watcher.max_body} bytes", status_code=413)

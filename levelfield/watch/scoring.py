@@ -26,6 +26,7 @@ from ..core.score.metrics.base import Metric, Score
 from ..core.score.batch import score_rows
 from ..core.score.scoring import context_for
 from ..formats.spans import Span, TraceError, failed_row, row_from_spans
+from .budget import HourlyBudget
 from .windows import Windows
 
 __all__ = ["Item", "Scorer"]
@@ -48,6 +49,8 @@ class Item:
     """When the trace ended, for the time-to-score figure (None when unknown)."""
     release: Callable[[], None] | None = field(default=None, repr=False)
     """Called (on the watcher's loop) once the trace is journaled: frees what held it for a restart."""
+    mlflow_id: str | None = None
+    """The trace's id in MLflow, when it came from there (its scores go back to it as assessments)."""
 
     def row(self) -> EvalCase | dict[str, Any]:
         if self.case is not None:
@@ -63,7 +66,9 @@ class Item:
 
 class Scorer:
     """Scores queued traces in a thread; calls ``on_scored(items, scores, scored_at)`` from that thread
-    after they are journaled. ``exporter``: an OpenTelemetry ``SpanExporter`` the scores are sent to."""
+    after they are journaled. ``exporter``: an OpenTelemetry ``SpanExporter`` the scores are sent to;
+    ``assessments``: a :class:`~levelfield.watch.assessments.MlflowAssessments` they are logged to;
+    ``budget``: the judges' :class:`~levelfield.watch.budget.HourlyBudget`."""
 
     def __init__(
         self,
@@ -73,6 +78,8 @@ class Scorer:
         *,
         references: Mapping[str, EvalCase] | None = None,
         exporter: Any = None,
+        assessments: Any = None,
+        budget: HourlyBudget | None = None,
         batch: int = 512,
     ) -> None:
         self.metrics = list(metrics)
@@ -80,6 +87,8 @@ class Scorer:
         self.on_scored = on_scored
         self.references = dict(references or {})
         self.exporter = exporter
+        self.assessments = assessments
+        self.budget = budget
         self.batch = batch
         self.queue: queue.SimpleQueue[Item | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="levelfield-watch-scorer", daemon=True)
@@ -93,6 +102,8 @@ class Scorer:
 
     def stop(self) -> None:
         """Score what is queued, then end the thread (blocks until it has)."""
+        if not self._thread.is_alive():  # never started (the watcher failed to start) or already ended
+            return
         self.queue.put(None)
         self._thread.join()
 
@@ -157,9 +168,17 @@ class Scorer:
         contexts = [context_for(case, None) for case in cases]
         for ctx, run in zip(contexts, runs):
             ctx.failure = run.failure
-        scores = loop.run_until_complete(score_rows(contexts, self.metrics))
+        if self.budget is None:
+            scores = loop.run_until_complete(score_rows(contexts, self.metrics))
+        else:
+            limit = self.budget.current()
+            scores = loop.run_until_complete(score_rows(contexts, self.metrics, budget=limit, refused=self.budget.refused))
+            self.budget.save()
         self.windows.write((case, run, row, item.at) for case, run, row, item in zip(cases, runs, scores, batch))
         self.on_scored(batch, scores, time.time())
+        if self.assessments is not None:
+            for item, row in zip(batch, scores):
+                self.assessments.submit(item.trace_id, item.mlflow_id, row)
         if self.exporter is not None:
             self._export(dataset, runs, scores)
 

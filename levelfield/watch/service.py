@@ -27,8 +27,11 @@ from ..core.results.writing import write_text
 from ..core.score.metrics.base import Metric, Score
 from ..core.score.metrics.registry import resolve_metrics
 from ..formats.spans import Span
-from .assembly import Assembler, Trace, sampled
+from ..core.data.prices import price_table
+from .assembly import Assembler, Trace
+from .budget import HourlyBudget, skipped_for_budget
 from .receiver import decode, make_app
+from .sampling import SampleRule, Sampler, span_attributes
 from .scoring import Item, Scorer
 from .spool import Spool
 from .windows import Windows, journaled_ids
@@ -66,6 +69,14 @@ class WatchStats:
     scored_traces: int = 0
     failed_traces: int = 0
     alerts: int = 0
+    judge_skipped_for_budget: int = 0
+    """Judged scores not asked for because the hour's judge budget (``max_cost``) was spent."""
+    mlflow_assessments: int = 0
+    """Scores logged to MLflow as assessments on their traces."""
+    mlflow_failed_traces: int = 0
+    """Traces whose assessments MLflow refused after every retry (their scores are journaled)."""
+    mlflow_missing_traces: int = 0
+    """Traces sent to MLflow that MLflow does not hold (nothing logged for them)."""
     time_to_score: deque = field(default_factory=lambda: deque(maxlen=100_000), repr=False)
     """Seconds from a trace's end to its score being journaled (the latest 100,000)."""
 
@@ -112,6 +123,7 @@ class Watcher:
         mlflow_experiment: str | None = None,
         mlflow_tracking_uri: str | None = None,
         sample: float = 1.0,
+        sample_rules: Sequence[str | SampleRule] = (),
         trace_timeout: float = 30.0,
         window: float = 3600.0,
         max_queue: int = 10_000,
@@ -122,7 +134,11 @@ class Watcher:
         margin: float = 0.0,
         min_window: int = 20,
         export_otlp: str | None = None,
+        export_mlflow: bool | str | None = None,
         references: Any = None,
+        judge: Any = None,
+        max_cost: float | None = None,
+        prices: Any = None,
         fsync: bool = True,
         poll: float = 1.0,
         settle: float | None = None,
@@ -139,18 +155,20 @@ class Watcher:
             raise ConfigError(f"max_queue={max_queue!r}: must be a whole number of traces >= 1")
         if otlp_port is None and folder is None and mlflow_experiment is None:
             raise ConfigError("nothing to watch: give an OTLP port, a folder or an MLflow experiment")
-        self.metrics: list[Metric] = resolve_metrics(list(metrics))
+        self.metrics: list[Metric] = resolve_metrics(list(metrics), judge=judge)
         if not self.metrics:
             raise ConfigError("no metrics: give at least one metric to score the traces with")
         self.out = Path(out)
         self.otlp_port, self.host = otlp_port, host
         self.sample, self.trace_timeout, self.window = float(sample), float(trace_timeout), float(window)
+        self.sampler = Sampler(self.sample, sample_rules)
         self.max_queue, self.auth_token = max_queue, auth_token
         self.max_body, self.retry_after, self.poll = max_body, retry_after, float(poll)
         self.settle = float(settle) if settle is not None else min(self.trace_timeout, 30.0)
         self.fsync, self.quiet = fsync, quiet
         self.export_otlp = export_otlp
         self.stats = WatchStats()
+        self.assessments = _assessments(export_mlflow, mlflow_experiment, mlflow_tracking_uri, self.metrics, self.stats)
         self.port: int | None = None
         self._references = _references(references)
         self._folder_path = folder
@@ -158,6 +176,8 @@ class Watcher:
         self._drift_options = (baseline, alert_if_worse, alpha, margin, min_window)
         if alert_if_worse and baseline is None:
             raise ConfigError("alert_if_worse needs a baseline: give baseline= a watch folder or a saved run")
+        self.budget = (HourlyBudget(max_cost, price_table(prices), self.out / "state" / "judge_budget.json")
+                       if max_cost is not None else None)
         self._check_out()
         self.spool = Spool(self.out / "spool", fsync=fsync)
         self.assembler = Assembler(self.trace_timeout)
@@ -181,6 +201,8 @@ class Watcher:
             raise ConfigError(f"out={str(self.out)!r} is a file: give a folder for the watch windows")
         self.out.mkdir(parents=True, exist_ok=True)
         options = {"sample": self.sample, "trace_timeout": self.trace_timeout, "window": self.window}
+        if self.sampler.rules:
+            options["sample_rules"] = self.sampler.describe()
         self.windows = Windows(self.out, self.metrics, self.window, options)
 
     def _exporter(self) -> Any:
@@ -205,7 +227,7 @@ class Watcher:
                 rejected += 1
                 why = why or str(span)
                 continue
-            if not sampled(span.trace_id, self.sample):
+            if not self.sampler.may_keep(span.trace_id):
                 if not span.parent_id:
                     self.stats.sampled_out_traces += 1
                 continue
@@ -248,6 +270,11 @@ class Watcher:
 
     def _complete(self, trace: Trace) -> None:
         self._closed[trace.trace_id] = time.time()
+        if self.sampler.deferred and not self.sampler.keep(trace.trace_id, span_attributes(trace.spans.values())):
+            # Decided now that the trace is whole (a rule's attribute may be on the root, which comes last).
+            self.stats.sampled_out_traces += 1
+            self.spool.release([trace.trace_id])
+            return
         self._inflight.add(trace.trace_id)
         if trace.timed_out:
             self.stats.timed_out_traces += 1
@@ -255,9 +282,11 @@ class Watcher:
         self.scorer.submit(Item(trace.trace_id, at=end if end is not None else time.time(),
                                 spans=list(trace.spans.values()), timed_out=trace.timed_out, ended=end))
 
-    def submit_case(self, trace_id: str, case: Any, *, at: float | None = None, release: Any = None) -> bool:
-        """Queue a complete trace from a source (a file row, an MLflow trace); False when it was scored already."""
-        if trace_id in self._closed or not sampled(trace_id, self.sample):
+    def submit_case(self, trace_id: str, case: Any, *, at: float | None = None, release: Any = None,
+                    mlflow_id: str | None = None, attributes: Any = None) -> bool:
+        """Queue a complete trace from a source (a file row, an MLflow trace); False when it was scored
+        already or is sampled out. ``attributes``: what the sampling rules match (key -> values)."""
+        if trace_id in self._closed or not self.sampler.keep(trace_id, attributes):
             if trace_id in self._closed:
                 self.stats.duplicate_traces += 1
             else:
@@ -265,7 +294,7 @@ class Watcher:
             return False
         self._closed[trace_id] = time.time()
         self._inflight.add(trace_id)
-        self.scorer.submit(Item(trace_id, at=at or time.time(), case=case, release=release))
+        self.scorer.submit(Item(trace_id, at=at or time.time(), case=case, release=release, mlflow_id=mlflow_id))
         return True
 
     # -- scored --------------------------------------------------------------------------------
@@ -281,6 +310,7 @@ class Watcher:
         for item, row in zip(items, scores):
             self._inflight.discard(item.trace_id)
             self.stats.scored_traces += 1
+            self.stats.judge_skipped_for_budget += sum(1 for s in row.values() if skipped_for_budget(s))
             if item.ended is not None:
                 self.stats.time_to_score.append(max(0.0, scored_at - item.ended))
             if item.release is not None:
@@ -304,7 +334,7 @@ class Watcher:
             self._closed[tid] = now
         for frame in self.spool.replay():
             try:
-                spans = decode(frame.kind, frame.body)
+                spans = decode(frame.kind, frame.body, self.sampler.keys)
             except TraceError:
                 continue
             keep, _, _ = self._filter(spans)
@@ -355,6 +385,9 @@ class Watcher:
     def write_status(self) -> None:
         """Write ``out/status.json``: the counters, the queue, the time to score (the live summary's source)."""
         data = {"updated_at": time.time(), "port": self.port, "pending": self.pending, **self.stats.as_dict()}
+        if self.budget is not None:
+            data["judge_budget_per_hour"] = self.budget.usd_per_hour
+            data["judge_spent_this_hour"] = self.budget.spent
         write_text(self.out / STATUS_FILE, json.dumps(data, indent=1))
 
     async def run(self) -> None:
@@ -364,10 +397,12 @@ class Watcher:
         tasks: list[asyncio.Task] = []
         server = None
         self.scorer = Scorer(self.metrics, self.windows, self._on_scored, references=self._references,
-                             exporter=self._exporter())
+                             exporter=self._exporter(), assessments=self.assessments, budget=self.budget)
         try:
             self._set_up_drift_and_sources()
             self.scorer.start()
+            if self.assessments is not None:
+                self.assessments.start()
             self._replay()
             if self.otlp_port is not None:
                 server = await self._serve()
@@ -379,7 +414,7 @@ class Watcher:
             self._started.set()
             await self._stop.wait()
         finally:
-            self._started.set()
+            # start() hears of a failed start from its thread, once the error is stored (not from here).
             if server is not None:
                 server.should_exit = True
                 await self._server_task
@@ -387,6 +422,8 @@ class Watcher:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await asyncio.to_thread(self.scorer.stop)  # scores what is queued; open traces stay spooled
+            if self.assessments is not None:
+                await asyncio.to_thread(self.assessments.stop)
             await asyncio.sleep(0)  # let the last "journaled" callbacks run
             for source in self.sources:
                 source.close()
@@ -460,6 +497,20 @@ class Watcher:
         self.stop()
 
 
+def _assessments(export_mlflow: bool | str | None, experiment: str | None, tracking_uri: str | None,
+                 metrics: Sequence[Metric], stats: WatchStats) -> Any:
+    """Where scores go back to MLflow: None (off); MLflow-sourced traces only by default; every trace
+    MLflow holds with ``export_mlflow`` True or a tracking URI."""
+    if export_mlflow is False or (export_mlflow is None and experiment is None):
+        return None
+    if not isinstance(export_mlflow, (bool, str, type(None))):
+        raise ConfigError(f"export_mlflow={export_mlflow!r}: give True, False or an MLflow tracking URI")
+    from .assessments import MlflowAssessments
+
+    uri = export_mlflow if isinstance(export_mlflow, str) and export_mlflow else tracking_uri
+    return MlflowAssessments(uri, metrics, stats, every_trace=export_mlflow is not None)
+
+
 def _references(references: Any) -> dict[str, Any]:
     """Prompt -> case of a reference dataset: production requests that match get its references."""
     if references is None:
@@ -477,11 +528,18 @@ def watch(metrics: Sequence[Metric | str], out: str | Path, **options: Any) -> N
     JSON; point an OpenTelemetry exporter at ``http://host:port``), a ``folder`` of JSON Lines /
     Parquet trace files, and/or an MLflow experiment (``mlflow_experiment``). Each trace is put
     together from its spans (complete when its root ends, or ``trace_timeout`` seconds after its
-    last span), sampled (``sample``), scored with ``metrics`` and journaled to ``out/windows/`` in
+    last span), sampled (``sample``; ``sample_rules`` such as ``"route=/checkout:1.0"`` give the
+    traces they match a rate of their own, see :mod:`levelfield.watch.sampling`), scored with
+    ``metrics`` and journaled to ``out/windows/`` in
     windows of ``window`` seconds; ``out/status.json`` holds the live counters. A restart with the
     same ``out`` loses and repeats nothing. ``baseline`` + ``alert_if_worse``: alert when a window
     is significantly worse than the baseline (``out/drift.jsonl``). ``export_otlp``: an OTLP/HTTP
-    endpoint the scores are sent to as ``gen_ai.evaluation.result`` events. Every option:
+    endpoint the scores are sent to as ``gen_ai.evaluation.result`` events. ``export_mlflow``: scores
+    go back to MLflow as assessments on their traces (traces from ``mlflow_experiment`` always,
+    unless False; every trace MLflow holds with True or a tracking URI). ``max_cost``: dollars the
+    judged metrics may spend per clock hour (priced by ``prices`` or genai-prices); once spent, the
+    hour's traces get their unjudged metrics and the judged ones are skipped for the budget
+    (``<metric>/skipped_for_budget``). Every option:
     :class:`Watcher`.
     """
     watcher = Watcher(metrics, out, **options)

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..core.errors import ConfigError, DatasetError, LevelfieldError
 from ..core.results.writing import write_text
+from .sampling import mapping_attributes, span_attributes
 from .windows import journaled_ids
 
 __all__ = ["FolderSource", "MlflowSource", "read_trace_file"]
@@ -94,8 +95,10 @@ class FolderSource:
         self.state[name] = entry
         self._save()
         count = 0
+        rules = self.watcher.sampler.deferred
         for case in cases:
-            if self.watcher.submit_case(case.case_id, case, release=partial(self._one_done, name)):
+            attributes = mapping_attributes(case.metadata) if rules else None  # an inference table's columns
+            if self.watcher.submit_case(case.case_id, case, release=partial(self._one_done, name), attributes=attributes):
                 count += 1
         self._pending[name] = count
         if count == 0:
@@ -134,8 +137,14 @@ class MlflowSource:
 
             raise MissingExtraError("mlflow", "mlflow-skinny", "levelfield watch --mlflow-experiment") from None
         self.watcher = watcher
-        self.client = MlflowClient(tracking_uri)
-        found = self.client.get_experiment_by_name(experiment)
+        try:
+            self.client = MlflowClient(tracking_uri)
+            found = self.client.get_experiment_by_name(experiment)
+        except Exception as exc:  # an unknown scheme, a server that does not answer
+            from ..core.errors import exception_text
+
+            raise ConfigError(f"mlflow_experiment={experiment!r}: cannot reach MLflow at {tracking_uri!r} "
+                              f"({exception_text(exc)})") from None
         if found is None:
             raise ConfigError(f"mlflow_experiment={experiment!r}: no such experiment at {self.client.tracking_uri}")
         self.experiment_id = found.experiment_id
@@ -173,7 +182,9 @@ class MlflowSource:
             self._seen.add(tid)
             at = info.timestamp_ms + (info.execution_time_ms or 0)
             row = await asyncio.to_thread(row_from_trace, trace)
-            if self.watcher.submit_case(tid, row, at=at / 1000, release=partial(self._one_done, tid)):
+            attributes = _mlflow_attributes(trace) if self.watcher.sampler.deferred else None
+            if self.watcher.submit_case(tid, row, at=at / 1000, release=partial(self._one_done, tid), mlflow_id=tid,
+                                        attributes=attributes):
                 self._inflight[tid] = info.timestamp_ms
             self._newest = max(self._newest, info.timestamp_ms)
         self._advance()
@@ -192,3 +203,20 @@ class MlflowSource:
 
     def close(self) -> None:
         pass
+
+
+def _mlflow_attributes(trace: Any) -> dict[str, set[str]]:
+    """What the sampling rules match on an MLflow trace: its tags and metadata, its root span's name
+    (the trace name) and its agents."""
+    from ..core.errors import TraceError
+    from ..formats.mlflow import spans_from_trace
+
+    info = trace.info
+    out = mapping_attributes(getattr(info, "tags", None), getattr(info, "trace_metadata", None))
+    try:
+        _, spans = spans_from_trace(trace)
+    except TraceError:
+        return out
+    for key, values in span_attributes(spans).items():
+        out.setdefault(key, set()).update(values)
+    return out

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..core.errors import RecordError
 from ..core.results.record import read_record
+from .budget import skipped_for_budget
 from .drift import DRIFT_FILE
 from .windows import window_files, window_start
 
@@ -31,7 +32,8 @@ class WatchSummary:
     """A watch folder summed up."""
 
     windows: pd.DataFrame
-    """One row per window: ``window`` (its start, UTC), ``traces``, ``failed``, then ``<metric>`` means."""
+    """One row per window: ``window`` (its start, UTC), ``traces``, ``failed``, ``skipped_for_budget``
+    (judged scores not asked for: the hour's ``--max-cost`` was spent), then ``<metric>`` means."""
     metrics: list[str]
     worst: pd.DataFrame
     """The lowest-scoring traces of the latest window: ``trace_id``, ``prompt``, ``response``, scores, ``mean``."""
@@ -51,9 +53,10 @@ def summarize(out: str | Path, *, worst: int = 5) -> WatchSummary:
         metrics = metrics or [m["name"] for m in record.header.get("metrics") or []]
         prompts = {c.case_id: c for c in record.cases}
         values: dict[str, list[float]] = {m: [] for m in metrics}
-        cases, failed = [], 0
+        cases, failed, skipped = [], 0, 0
         for run, scores in record.runs.values():
             failed += int(run.failure)
+            skipped += sum(1 for s in (scores or {}).values() if skipped_for_budget(s))
             entry = {m: (math.nan if scores is None or m not in scores else float(scores[m].value)) for m in metrics}
             for m in metrics:
                 values[m].append(entry[m])
@@ -61,7 +64,7 @@ def summarize(out: str | Path, *, worst: int = 5) -> WatchSummary:
             cases.append({"trace_id": run.case_id, "prompt": None if case is None else case.prompt,
                           "response": run.output.response if run.output is not None else None, **entry})
         start = pd.Timestamp(window_start(path.name), unit="s", tz="UTC")
-        rows.append({"window": start, "traces": len(cases), "failed": failed,
+        rows.append({"window": start, "traces": len(cases), "failed": failed, "skipped_for_budget": skipped,
                      **{m: (float(pd.Series(v).mean()) if v else math.nan) for m, v in values.items()}})
         last_cases = cases
     table = pd.DataFrame(rows)
@@ -104,12 +107,18 @@ def _trend(table: pd.DataFrame, metric: str) -> str:
 def format_watch_summary(summary: WatchSummary) -> str:
     """The summary as text: a table of windows, the trend of each metric, alerts, the worst traces."""
     t = summary.windows
-    head = ["window (UTC)", "traces", "failed", *summary.metrics]
+    skipped = int(t["skipped_for_budget"].sum())
+    budget = ["skipped (budget)"] if skipped else []
+    head = ["window (UTC)", "traces", "failed", *budget, *summary.metrics]
     lines = ["  ".join(head)]
     for _, row in t.iterrows():
         lines.append("  ".join([row["window"].strftime("%Y-%m-%d %H:%M"), str(row["traces"]), str(row["failed"]),
+                                *([str(row["skipped_for_budget"])] if skipped else []),
                                 *[_num(row[m]) for m in summary.metrics]]))
     lines.append("")
+    if skipped:
+        lines.append(f"{skipped} judged score(s) skipped: the hour's judge budget (--max-cost) was spent; those traces "
+                     "have their other metrics, and the means leave the skipped scores out")
     for m in summary.metrics:
         trend = _trend(t, m)
         if trend:
@@ -134,4 +143,11 @@ def format_watch_summary(summary: WatchSummary) -> str:
         lines.append(f"Watcher: {s.get('scored_traces', 0)} scored, {s.get('pending', 0)} pending, "
                      f"{s.get('shed_traces', 0)} shed, {s.get('bad_requests', 0)} bad requests; time to score p99 "
                      f"{_num(s.get('time_to_score_p99'))} s")
+        if s.get("judge_skipped_for_budget") or s.get("judge_budget_per_hour") is not None:
+            lines.append(f"Judges: ${s.get('judge_spent_this_hour') or 0:.4f} of ${s.get('judge_budget_per_hour') or 0:g} "
+                         f"spent this hour; {s.get('judge_skipped_for_budget', 0)} judged score(s) skipped for the budget "
+                         "since the watcher started")
+        if s.get("mlflow_assessments") or s.get("mlflow_failed_traces") or s.get("mlflow_missing_traces"):
+            lines.append(f"MLflow: {s.get('mlflow_assessments', 0)} assessments logged, {s.get('mlflow_failed_traces', 0)} "
+                         f"trace(s) failed after retries, {s.get('mlflow_missing_traces', 0)} not in MLflow")
     return "\n".join(lines).rstrip() + "\n"

@@ -64,6 +64,19 @@ class CostLimit:
         total, count = self._totals.get(kind, (0.0, 0))
         self._totals[kind] = (total + cost.usd, count + 1)
 
+    def spent_before(self, kind: str, usd: float, calls: int) -> None:
+        """Count ``calls`` finished calls of ``kind`` that cost ``usd`` in all, made before (a restart's)."""
+        if calls <= 0:
+            return
+        self.spent += usd
+        total, count = self._totals.get(kind, (0.0, 0))
+        self._totals[kind] = (total + usd, count + calls)
+        self._finished[kind] = self._finished.get(kind, 0) + calls
+
+    def spent_by_kind(self) -> dict[str, tuple[float, int]]:
+        """Kind -> (dollars spent, priced calls) so far."""
+        return dict(self._totals)
+
     def estimate(self, kind: str) -> float:
         """What the next call of ``kind`` will likely cost."""
         total, count = self._totals.get(kind, (0.0, 0))

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import collections
 import datetime as _dt
+import functools
 import hashlib
 import inspect
 import json
@@ -357,6 +359,7 @@ def make_header(
     }
 
 
+@functools.lru_cache(maxsize=None)  # reading the installed metadata takes ~2 ms, on every journal and save
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -364,6 +367,9 @@ def _version() -> str:
         return version("levelfield")
     except PackageNotFoundError:
         return "unknown"
+
+
+_CASES_A_TURN = 200  # case lines a new journal writes per turn of the event loop (~1 ms)
 
 
 class Journal:
@@ -377,27 +383,61 @@ class Journal:
         self.path = path
         self._f = handle
         self._fingerprints = dict(fingerprints)
+        self._cases: collections.deque[EvalCase] = collections.deque()  # case lines not written yet
         self._pending: list[str] = []
         self._flushed: asyncio.Future[None] | None = None
         self._failed: RecordError | None = None
+        self._unreported: RecordError | None = None  # a failure no run has been told of yet
         self.written = 0
 
     @classmethod
     def create(cls, path: Path, header: Mapping[str, Any], cases: Sequence[EvalCase], fingerprints: Mapping[str, str]) -> "Journal":
-        """Start a new record at ``path``: header and cases now, runs as they finish."""
+        """Start a new record at ``path``: the header now, the case lines before any run line, runs as they finish.
+
+        Inside an event loop the case lines are written a few hundred per turn of the loop, while
+        the first runs are in flight: serialising them (~10 ms for 2,000 cases) would otherwise
+        hold up every run's start. Whatever is left of them goes before the first run line, and a
+        failure to write them fails the runs waiting for their lines. Outside a loop they are
+        written at once.
+        """
         with writing(path, "cannot write the journal"):
             path.parent.mkdir(parents=True, exist_ok=True)
             handle = path.open("w", encoding="utf-8")
             try:
                 handle.write(dumps(dict(header)) + "\n")
-                for case in cases:
-                    handle.write(_case_line(case, fingerprints[case.case_id]) + "\n")
                 handle.flush()
             except BaseException:
                 with contextlib.suppress(OSError):
                     handle.close()
                 raise
-        return cls(path, handle, fingerprints)
+        journal = cls(path, handle, fingerprints)
+        journal._cases.extend(cases)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            try:
+                journal.flush()
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    journal._f.close()
+                raise
+        else:
+            loop.call_soon(journal._write_some_cases)
+        return journal
+
+    def _write_some_cases(self) -> None:
+        """Write the next case lines, and ask the loop to come back for the rest."""
+        if not self._cases or self._failed is not None or self._f.closed:
+            return
+        batch = [self._cases.popleft() for _ in range(min(_CASES_A_TURN, len(self._cases)))]
+        try:
+            self._f.write("".join(_case_line(c, self._fingerprints[c.case_id]) + "\n" for c in batch))
+            self._f.flush()
+        except Exception as exc:  # noqa: BLE001 - raised to the runs by their flush, or by close()
+            self._failed = self._unreported = _journal_error(self.path, exc)
+            return
+        if self._cases:
+            asyncio.get_running_loop().call_soon(self._write_some_cases)
 
     @classmethod
     def reopen(cls, record: Record) -> "Journal":
@@ -451,12 +491,15 @@ class Journal:
         try:
             if self._failed is not None:
                 raise self._failed
-            if self._pending and not self._f.closed:
-                lines, self._pending = self._pending, []
+            if (self._cases or self._pending) and not self._f.closed:
+                cases, self._cases = self._cases, collections.deque()
+                lines = [_case_line(c, self._fingerprints[c.case_id]) for c in cases] + self._pending
+                self._pending = []
                 self._f.write("\n".join(lines) + "\n")
                 self._f.flush()
         except Exception as exc:  # a full disk, or a line that cannot be encoded: loud, never a hang
             self._failed = self._failed or _journal_error(self.path, exc)
+            self._unreported = None
             if flushed is None:
                 raise self._failed from exc
             if not flushed.done():
@@ -466,7 +509,8 @@ class Journal:
             flushed.set_result(None)
 
     def close(self) -> None:
-        """Write what is pending and close the file; after a failed write, just close it."""
+        """Write what is pending and close the file; after a failed write, just close it (raising
+        the failure if no run was told of it: case lines that could not be written, no run since)."""
         if self._f.closed:
             return
         try:
@@ -478,6 +522,9 @@ class Journal:
             except OSError as exc:  # the last buffered bytes did not fit either
                 if self._failed is None:
                     raise _journal_error(self.path, exc) from exc
+        unreported, self._unreported = self._unreported, None
+        if unreported is not None:
+            raise unreported
 
     def __enter__(self) -> "Journal":
         return self

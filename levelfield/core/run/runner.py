@@ -38,6 +38,7 @@ from .failures import cancelled_from_outside as _cancelled_from_outside
 from .interrupts import user_interrupted, watching as watching_interrupts
 from .isolation import ProcessIsolation
 from .notices import BudgetWarning, warn_user
+from .threads import quick_handoffs
 from .watchdog import BlockingAgentWarning, LoopBlocked, LoopWatchdog
 from ..data.protocol import AgentRequest, AgentRunnable
 from ..data.types import AgentOutput, Message
@@ -611,7 +612,7 @@ async def run_agents(
     # re-scanning that whole heap mid-run (a full collection holds the GIL for tens of ms,
     # stalling every run in flight). They return to the collector when the runs end.
     gc.freeze()
-    with watching_interrupts():
+    with watching_interrupts(), quick_handoffs():  # sync agents' threads get the GIL back sooner
         slot_tasks = [asyncio.ensure_future(slot()) for _ in range(min(config.concurrency, len(jobs)))]
         try:
             await asyncio.gather(*slot_tasks)

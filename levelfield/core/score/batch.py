@@ -890,15 +890,16 @@ def _score_in_pool(batches: Iterable[RowBatch], scorer: BatchScorer, workers: in
 
 
 async def score_rows(
-    contexts: Sequence[ScoringContext], metrics: Sequence[Metric], *, concurrency: int = 16, budget: CostLimit | None = None
+    contexts: Sequence[ScoringContext], metrics: Sequence[Metric], *, concurrency: int = 16, budget: CostLimit | None = None,
+    refused: Callable[[], Score] | None = None,
 ) -> list[dict[str, Score]]:
     """One dict of metric name -> Score per context, in order, by the engine (sync metrics for the
     whole batch at once, judged ones ``concurrency`` calls at a time); ``budget`` limits the judges'
-    spend (a row refused scores NaN as a failure of that metric)."""
+    spend (a row refused scores ``refused()``, by default NaN as a failure of that metric)."""
     rows = BatchScorer(metrics).score_contexts(contexts)
     _, judged = split_metrics(metrics)
     if judged:
-        await score_async(rows, contexts, judged, concurrency, budget)
+        await score_async(rows, contexts, judged, concurrency, budget, refused)
         rows = [order_like(row, metrics) for row in rows]
     return rows
 

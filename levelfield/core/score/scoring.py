@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -197,7 +197,7 @@ def score_sync(ctx: ScoringContext, metrics: Sequence[Metric]) -> dict[str, Scor
 
 async def score_async(
     rows: Sequence[dict[str, Score]], contexts: Sequence[ScoringContext], metrics: Sequence[Metric], concurrency: int,
-    budget: CostLimit | None = None,
+    budget: CostLimit | None = None, refused: Callable[[], Score] | None = None,
 ) -> None:
     """The judged (async) metrics' Scores of ``contexts``, into ``rows``, ``concurrency`` judge calls at once."""
     limit = asyncio.Semaphore(concurrency)
@@ -208,8 +208,9 @@ async def score_async(
             return
         async with limit:
             if budget is not None and not await budget.acquire(metric.name):
-                row[metric.name] = Score(NAN, failed=True, error=f"not judged: judge_max_cost_usd={budget.limit:g} "
-                                         "was reached (resume with a larger one to judge it)")
+                row[metric.name] = refused() if refused is not None else Score(
+                    NAN, failed=True, error=f"not judged: judge_max_cost_usd={budget.limit:g} was reached (resume with "
+                    "a larger one to judge it)")
                 return
             try:
                 row[metric.name] = Score.of(await metric.ascore(ctx))
