@@ -24,7 +24,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 import levelfield as lf
 from levelfield.core.score.metrics.base import ScoringContext
-from levelfield.core.score.scoring import score_rows
+from levelfield.core.score.batch import score_rows
 from levelfield.testing import ScriptedChatModel
 
 

@@ -18,7 +18,7 @@ import time
 
 import levelfield as lf
 from levelfield.core.score.metrics.base import ScoringContext
-from levelfield.core.score.scoring import score_rows
+from levelfield.core.score.batch import score_rows
 
 TOOLS = ["get_device_info", "set_device_info", "get_temperature", "set_temperature", "get_user_preferences"]
 ROOMS = ["Living Room", "Bedroom", "Kitchen"]

@@ -187,29 +187,37 @@ def _phases(path: str, metrics: list[str]) -> dict:
     return {"read": read, "score": scored, "write": written}
 
 
-def adk(path: str, n: int) -> dict:
-    """google-adk's TrajectoryEvaluator with EXACT, IN_ORDER and ANY_ORDER on the first n cases."""
-    import orjson
-    from google.adk.evaluation.eval_case import IntermediateData, Invocation
+def adk_evaluators() -> list:
+    """google-adk's TrajectoryEvaluator with EXACT, IN_ORDER and ANY_ORDER."""
     from google.adk.evaluation.eval_metrics import EvalMetric, ToolTrajectoryCriterion
     from google.adk.evaluation.trajectory_evaluator import TrajectoryEvaluator
-    from google.genai import types
 
-    evaluators = [
+    return [
         TrajectoryEvaluator(eval_metric=EvalMetric(
             metric_name="tool_trajectory_avg_score", threshold=1.0,
             criterion=ToolTrajectoryCriterion(threshold=1.0, match_type=match)))
         for match in ("EXACT", "IN_ORDER", "ANY_ORDER")
     ]
 
-    def invocation(prompt: str, text: str, calls: list[dict]) -> Invocation:
-        return Invocation(
-            user_content=types.Content(parts=[types.Part(text=prompt)], role="user"),
-            final_response=types.Content(parts=[types.Part(text=text)], role="model"),
-            intermediate_data=IntermediateData(
-                tool_uses=[types.FunctionCall(name=c["tool_name"], args=c["tool_input"]) for c in calls]),
-        )
 
+def invocation(prompt: str, text: str, calls: list[dict]):
+    """One side of a case as ADK's ``Invocation``: the prompt, the answer, the tool calls."""
+    from google.adk.evaluation.eval_case import IntermediateData, Invocation
+    from google.genai import types
+
+    return Invocation(
+        user_content=types.Content(parts=[types.Part(text=prompt)], role="user"),
+        final_response=types.Content(parts=[types.Part(text=text)], role="model"),
+        intermediate_data=IntermediateData(
+            tool_uses=[types.FunctionCall(name=c["tool_name"], args=c["tool_input"]) for c in calls]),
+    )
+
+
+def adk(path: str, n: int) -> dict:
+    """google-adk's TrajectoryEvaluator with EXACT, IN_ORDER and ANY_ORDER on the first n cases."""
+    import orjson
+
+    evaluators = adk_evaluators()
     start = time.perf_counter()
     cases = []
     with open(path, "rb") as f:

@@ -22,7 +22,7 @@ from .core.data.dataset import EvalDataset
 from .core.errors import ConfigError, ConfigTypeError, LevelfieldError, RecordError
 from .core.score.metrics.base import Metric
 from .core.results.result import EvalResult
-from .core.score.scoring import RunScorer
+from .core.score.batch import RunScorer
 
 __all__ = ["Baseline", "load_baseline", "prepare_baseline"]
 

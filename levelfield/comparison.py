@@ -598,7 +598,7 @@ class Comparison:
             "metrics_table": out / "metrics_table.csv",
             "summary": out / "summary.json",
         }
-        entries = [(run, row) for result in self.results.values() for run, row in zip(result.runs, result.row_scores)]
+        entries = [(run, row) for result in self.results.values() for run, row in zip(result.runs, result.recorded_scores)]
         write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset), entries)
         table = self.metrics_table
         table_to_csv(table, paths["metrics_table"])

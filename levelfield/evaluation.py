@@ -207,6 +207,8 @@ async def _evaluate(
     if agent is None and cfg.max_cost_usd is not None:
         raise ConfigError("max_cost_usd limits agents' runs; scoring saved predictions runs no agent "
                           "(judge_max_cost_usd limits the judges)")
+    if agent is None and cfg.agent_concurrency:
+        raise ConfigError("agent_concurrency caps agents' runs; scoring saved predictions runs no agent")
     if agent is None and simulator is None and human_labels is None:
         result = _saved_batch_by_batch(dataset, resolved, cfg)
     if result is None:
@@ -228,8 +230,6 @@ async def _run_evaluation(
         check_label_cases(labels, ds)  # bad labels fail before any agent runs
     if agent is None and simulator is not None:
         raise ConfigError("simulator=... plays the user of a conversation with an agent: pass agent=... too")
-    if agent is None and cfg.agent_concurrency:
-        raise ConfigError("agent_concurrency caps agents' runs; scoring saved predictions runs no agent")
     executor = _executor(cfg, simulator)
     if agent is None:
         if cfg.out_dir is not None:

@@ -98,16 +98,14 @@ def test_eval_with_an_agent_writes_what_its_help_says(tmp_path, capsys):
 def test_eval_of_saved_predictions_writes_no_report_and_its_help_says_so(tmp_path, capsys):
     path = tmp_path / "saved.jsonl"
     path.write_text(json.dumps({"prompt": "Wie spät?", "reference": "acht", "response": "acht"}) + "\n", encoding="utf-8")
-    assert run(capsys, "eval", str(path), "-m", "exact_match", "--out", str(tmp_path / "row"), "-q")[0] == 0
-    assert _written(tmp_path / "row") - {"metrics_table.parquet"} == {"runs.jsonl", "metrics_table.csv", "summary.json"}
-    assert run(capsys, "eval", str(path), "-m", "exact_match", "--workers", "2", "--out", str(tmp_path / "batch"),
-               "-q")[0] == 0
-    assert _written(tmp_path / "batch") in ({"metrics_table.parquet", "summary.json"},
-                                             {"metrics_table.jsonl", "summary.json"})
+    for workers in ("1", "2"):  # one row or many, one process or two: the same files
+        assert run(capsys, "eval", str(path), "-m", "exact_match", "--workers", workers, "--out",
+                   str(tmp_path / workers), "-q")[0] == 0
+        assert _written(tmp_path / workers) in ({"metrics_table.parquet", "summary.json"},
+                                                 {"metrics_table.jsonl", "summary.json"})
     text = _help("eval")
-    assert "without --agent (saved predictions): runs.jsonl, metrics_table.csv" in text
+    assert "without --agent (saved predictions, any number of rows): metrics_table.parquet" in text
     assert "no report.html" in text
-    assert "metrics_table.parquet (metrics_table.jsonl without pyarrow) and summary.json only" in text
 
 
 # -- plan --from --baseline ----------------------------------------------------------------------

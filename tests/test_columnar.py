@@ -17,10 +17,10 @@ import pytest
 
 import levelfield as lf
 import levelfield.executors.saved as saved_module
-from levelfield.core.results.result import ColumnarResult
 from levelfield.core.score.batch import BatchScorer, _ListBatch, batches_of, score_batches
 from levelfield.core.errors import ConfigError, DatasetError, MissingExtraError, RecordError
 from levelfield.core.run.engine import score_saved
+from levelfield.core.score.scoring import context_for, score_sync
 from levelfield.core.score.metrics.registry import resolve_metrics
 from levelfield.formats import load_dataset
 from levelfield.executors.saved import score_saved_rows
@@ -141,6 +141,30 @@ def test_both_paths_give_the_same_score_on_every_row(seed: int) -> None:
         assert not differ, f"{m.name}: rows {differ[:5]} differ: {got[differ[:5]]} vs {want[differ[:5]]}"
 
 
+@pytest.mark.parametrize("seed", [6, 7])
+def test_the_engine_gives_each_metrics_own_score_on_every_row(seed: int) -> None:
+    # The oracle is the per-metric API: each metric's own ``score`` on each row's context. The
+    # engine's two entry points (saved rows as read, contexts of loaded cases or finished runs)
+    # must give its numbers.
+    rows = random_rows(300, seed)
+    metrics = metric_set()
+    contexts = []
+    for case in load_dataset(rows, source="rows"):
+        ctx = context_for(case, None)
+        ctx.failure = case.metadata.get("failure") == 1
+        contexts.append(ctx)
+    oracle = [score_sync(ctx, metrics) for ctx in contexts]
+    from_contexts = BatchScorer(metrics).score_contexts(contexts)
+    batches, _ = columnar(rows, metrics, size=53)
+    for m in metrics:
+        want = [row[m.name].value for row in oracle]
+        got = [row[m.name].value for row in from_contexts]
+        from_rows = _column(batches, m.name)
+        assert all(same(a, b) for a, b in zip(got, want)), m.name
+        assert all(same(a, b) for a, b in zip(from_rows, want)), m.name
+        assert list(from_contexts[0]) == [x.name for x in metrics]
+
+
 @pytest.mark.parametrize("seed", [4, 5])
 def test_both_paths_give_the_same_summary(seed: int) -> None:
     rows = random_rows(300, seed)
@@ -229,7 +253,7 @@ def test_a_frame_keeps_its_own_columns_then_the_scores() -> None:
 def test_out_streams_a_parquet_table_and_a_summary(tmp_path: Path) -> None:
     paths = _write_all(_flat_rows(50, 2), tmp_path)
     result = score_saved_rows(paths["jsonl"], resolve_metrics(TRAJECTORY), lf.RunConfig(progress=False, out=tmp_path / "out"))
-    assert isinstance(result, ColumnarResult)
+    assert result.table_path == tmp_path / "out" / "metrics_table.parquet"
     written = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert written == ["metrics_table.parquet", "summary.json"]
     on_disk = pd.read_parquet(tmp_path / "out" / "metrics_table.parquet")
@@ -329,18 +353,47 @@ def test_workers_must_be_a_positive_count() -> None:
     assert lf.RunConfig(workers=-1).worker_count >= 1
 
 
-def test_evaluate_takes_the_columnar_path_from_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_evaluate_scores_saved_rows_of_any_count_batch_by_batch() -> None:
     rows = _flat_rows(30, 5)
-    monkeypatch.setattr(saved_module, "COLUMNAR_ROWS", 20)
-    big = lf.evaluate(rows, metrics=["trajectory_recall"], progress=False)
-    small = lf.evaluate(rows[:10], metrics=["trajectory_recall"], progress=False)
-    assert isinstance(big, ColumnarResult)
-    assert not isinstance(small, ColumnarResult) and "trajectory_recall/explanation" in small.metrics_table
-    assert big.metrics_table["trajectory_recall/score"].tolist()[:10] == small.metrics_table["trajectory_recall/score"].tolist()
+    for n in (1, 3, 30):
+        result = lf.evaluate(rows[:n], metrics=["trajectory_recall"], progress=False)
+        assert type(result) is lf.EvalResult and "trajectory_recall/explanation" not in result.metrics_table, n
+        expected = row_path(rows[:n], resolve_metrics(["trajectory_recall"])).metrics_table
+        assert result.metrics_table["trajectory_recall/score"].tolist() == expected["trajectory_recall/score"].tolist()
 
 
-def test_judged_metrics_keep_the_row_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(saved_module, "COLUMNAR_ROWS", 1)
+def test_explanations_are_computed_for_the_case_asked_and_match_the_row_path() -> None:
+    rows = random_rows(60, 13)
+    metrics = metric_set()
+    result = score_saved_rows(rows, metrics, lf.RunConfig(progress=False))
+    expected = row_path(rows, metrics).with_explanations().set_index("case_id")
+    assert "trajectory_recall/explanation" not in result.metrics_table  # left out until asked for
+    for case_id in ("case-0", "case-17", "case-59"):
+        explained = result.explain(case_id)
+        for m in metrics:
+            want = expected.loc[case_id].get(f"{m.name}/explanation")
+            got = explained[m.name].explanation
+            assert got == (None if want is None or (isinstance(want, float) and math.isnan(want)) else want), (case_id, m.name)
+            assert same(explained[m.name].value, float(expected.loc[case_id, f"{m.name}/score"])), (case_id, m.name)
+    with pytest.raises(KeyError, match="no case 'nope'"):
+        result.explain("nope")
+
+
+def test_with_explanations_gives_the_row_paths_explanation_columns(tmp_path: Path) -> None:
+    rows = _flat_rows(25, 8)
+    metrics = resolve_metrics(TRAJECTORY)
+    expected = row_path(rows, metrics).with_explanations()
+    path = _write_all(rows, tmp_path)["jsonl"]
+    result = score_saved_rows(path, metrics, lf.RunConfig(progress=False, out=tmp_path / "out"))  # a file, table on disk
+    table = result.with_explanations()
+    for m in metrics:
+        assert table[f"{m.name}/explanation"].tolist() == expected[f"{m.name}/explanation"].tolist(), m.name
+        assert list(table.columns).index(f"{m.name}/explanation") == list(table.columns).index(f"{m.name}/score") + 1
+    some = result.with_explanations(["c3"])
+    assert some["trajectory_recall/explanation"].notna().tolist() == [i == 3 for i in range(25)]
+
+
+def test_judged_metrics_keep_the_row_path() -> None:
 
     class Judged(lf.metrics.Metric):
         name = "judged"
@@ -353,9 +406,13 @@ def test_judged_metrics_keep_the_row_path(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_a_columnar_result_rebuilds_runs_and_scores_when_asked() -> None:
-    result = score_saved_rows(_flat_rows(6, 2), resolve_metrics(["trajectory_recall"]), lf.RunConfig(progress=False))
+    rows = _flat_rows(6, 2)
+    result = score_saved_rows(rows, resolve_metrics(["trajectory_recall"]), lf.RunConfig(progress=False))
     assert [r.case_id for r in result.runs] == [f"c{i}" for i in range(6)]
+    assert [r.output.response for r in result.runs] == [r["response"] for r in rows]  # the saved answers, read again
+    assert result.dataset[2].reference_trajectory[0].tool_name == rows[2]["reference_trajectory"][0]["tool_name"]
     assert result.row_scores[0]["trajectory_recall"].value == result.metrics_table["trajectory_recall/score"][0]
+    assert result.row_scores[0]["trajectory_recall"].explanation is not None
 
 
 def test_without_pyarrow_parquet_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -419,11 +476,10 @@ def test_cli_refuses_agent_options_without_an_agent(tmp_path: Path) -> None:
     assert "--resume: only with --agent" in proc.stderr
 
 
-def test_eval_task_scores_large_saved_predictions_batch_by_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(saved_module, "COLUMNAR_ROWS", 20)
+def test_eval_task_scores_saved_predictions_batch_by_batch() -> None:
     frame = pd.DataFrame(_flat_rows(30, 6))
     result = lf.EvalTask(dataset=frame, metrics=["trajectory_recall"], progress=False).evaluate()
-    assert isinstance(result, ColumnarResult)
+    assert type(result) is lf.EvalResult
     expected = row_path(frame.to_dict("records"), resolve_metrics(["trajectory_recall"])).metrics_table
     assert result.metrics_table["trajectory_recall/score"].tolist() == expected["trajectory_recall/score"].tolist()
 
@@ -473,3 +529,24 @@ def test_parquet_struct_columns_read_as_load_dataset_reads_them(tmp_path: Path) 
     table = score_saved_rows(pa.Table.from_pandas(pd.DataFrame(rows)), metrics, lf.RunConfig(progress=False)).metrics_table
     assert got == expected == [1.0] * 6
     assert table["trajectory_exact_match/score"].tolist() == [1.0] * 6
+
+
+def test_columnar_result_is_a_deprecated_name_of_the_one_result_type() -> None:
+    import levelfield.core.results.result as result_module
+
+    with pytest.warns(DeprecationWarning, match="ColumnarResult is EvalResult now"):
+        assert result_module.ColumnarResult is lf.EvalResult
+
+
+def test_a_batch_scored_result_saves_the_full_record_and_loads_back(tmp_path: Path) -> None:
+    rows = _flat_rows(12, 4)
+    metrics = resolve_metrics(["trajectory_recall", "exact_match"])
+    result = score_saved_rows(rows, metrics, lf.RunConfig(progress=False))
+    paths = result.save(tmp_path / "saved")
+    assert paths["runs"].exists()
+    loaded = lf.EvalResult.load(tmp_path / "saved")
+    assert loaded.scored_saved_predictions and [r.case_id for r in loaded.runs] == [f"c{i}" for i in range(12)]
+    assert loaded.summary_metrics["trajectory_recall/mean"] == pytest.approx(result.summary_metrics["trajectory_recall/mean"])
+    assert loaded.row_scores[3]["trajectory_recall"].explanation == result.explain("c3")["trajectory_recall"].explanation
+    table = pd.read_csv(paths["metrics_table"])
+    assert table["trajectory_recall/explanation"].notna().all()

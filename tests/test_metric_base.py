@@ -133,7 +133,10 @@ def test_explanations_land_in_the_metrics_table():
             "reference_trajectory": [LOCATE.to_vertex(), WEATHER.to_vertex()],
         }
     ]
-    table = lf.evaluate(rows, metrics=["trajectory_recall", "trajectory_exact_match"], progress=False).metrics_table
+    result = lf.evaluate(rows, metrics=["trajectory_recall", "trajectory_exact_match"], progress=False)
+    assert "trajectory_recall/explanation" not in result.metrics_table  # saved predictions: explained when asked
+    table = result.with_explanations()
+    assert result.explain("0")["trajectory_recall"].explanation == "matched 1/2 reference calls; missing get_weather"
     assert table["trajectory_recall/explanation"].iloc[0] == "matched 1/2 reference calls; missing get_weather"
     assert table["trajectory_exact_match/score"].iloc[0] == 0.0
     assert "missing get_weather" in table["trajectory_exact_match/explanation"].iloc[0]

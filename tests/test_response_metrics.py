@@ -74,7 +74,7 @@ def test_custom_metric_gets_vertex_instance_and_writes_extra_columns():
     seen = []
     spy = lf.metrics.CustomMetric(name="spy", metric_function=lambda inst: seen.append(inst) or {"spy": 1})
     metric = lf.metrics.CustomMetric(name="essential_tools_present", metric_function=essential_tools)
-    table = lf.evaluate(rows, metrics=[metric, spy]).metrics_table
+    table = lf.evaluate(rows, metrics=[metric, spy]).with_explanations()
     assert table["essential_tools_present/score"][0] == 1.0
     assert table["essential_tools_present/explanation"][0] == "called ['set_temperature']"
     assert table["essential_tools_present/n_calls"][0] == 1

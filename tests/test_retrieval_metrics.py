@@ -59,5 +59,5 @@ def test_retrieved_context_of_the_wrong_shape_names_row_and_field():
 
 def test_recall_explains_which_documents_are_missing():
     row = {"request": "q", "response": "a", "retrieved_context": docs("a"), "expected_retrieved_context": docs("a", "b")}
-    table = lf.evaluate([row], metrics=["document_recall"]).metrics_table
+    table = lf.evaluate([row], metrics=["document_recall"]).with_explanations()
     assert "missing: b" in table.iloc[0]["document_recall/explanation"]

@@ -152,10 +152,9 @@ def _workers(text: str) -> int:
 
 _OUT_RUNS = ("journal every run to DIR/runs.jsonl as it finishes; at the end write metrics_table.csv, "
              "summary.json and report.html there (with pyarrow also metrics_table.parquet and summary.parquet)")
-_OUT_SAVED = ("without --agent (saved predictions): runs.jsonl, metrics_table.csv (and .parquet with pyarrow) and "
-              "summary.json, no report.html (render one with 'levelfield report DIR'); from 20,000 rows or with "
-              "--workers > 1, scored batch by batch: metrics_table.parquet (metrics_table.jsonl without pyarrow) and "
-              "summary.json only")
+_OUT_SAVED = ("without --agent (saved predictions, any number of rows): metrics_table.parquet (metrics_table.jsonl "
+              "without pyarrow) and summary.json, streamed batch by batch; no runs.jsonl and no report.html "
+              "(in Python, result.save(DIR) writes the full record, explanations included)")
 _OUT_REFUSED = "; a DIR that holds other files but no run record is refused unless --overwrite"
 
 
@@ -645,8 +644,8 @@ def _report(args: argparse.Namespace) -> int:
     if tables and not (directory / "runs.jsonl").exists():
         raise UsageError(
             f"{directory}: holds saved predictions scored batch by batch ({tables[0]}, summary.json), "
-            "which keep scores but no runs to report on; read the table with pandas, or score fewer than "
-            "20,000 rows (row by row) for a report"
+            "which keep scores but no runs to report on; read the table with pandas, or write the full record "
+            "with lf.evaluate(...).save(DIR) (runs.jsonl, explanations included) for a report"
         )
     cmp = Comparison.load(directory)
     if cmp.missing_runs:

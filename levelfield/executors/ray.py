@@ -36,7 +36,7 @@ from typing import Any
 from ..adapters.auto import as_agent
 from ..adapters.spec import SpecAgent, load_agent_spec
 from ..core import errors
-from ..core.results.result import ColumnarResult
+from ..core.results.result import EvalResult
 from ..core.score.batch import RunningSummary, ScoredBatch, BatchScorer
 from ..core.results.result import write_summary
 from ..core.data.config import RunConfig
@@ -48,7 +48,7 @@ from ..core.data.types import AgentRun
 from ..core.run import limits
 from ..core.run.runner import OnRun, PlayScenario, interleaved_plan, run_agents as run_locally
 from ..core.data.types import AgentOutput
-from ..formats.batches import BATCH_ROWS, table_writer
+from ..formats.batches import BATCH_ROWS, batch_source, table_writer
 from .saved import TABLE_NAMES, check_out
 
 __all__ = ["RayExecutor", "score_saved_on_ray", "scores_on_ray_data"]
@@ -883,7 +883,7 @@ def _json_loads(line: str) -> Any:
     return orjson.loads(line)
 
 
-def score_saved_on_ray(executor: RayExecutor, data: str | Path, metrics: Sequence[Metric], config: RunConfig) -> ColumnarResult:
+def score_saved_on_ray(executor: RayExecutor, data: str | Path, metrics: Sequence[Metric], config: RunConfig) -> EvalResult:
     """Score the saved predictions in a ``.parquet``/``.jsonl`` file on Ray Data.
 
     ``read_parquet`` / ``read_text`` → ``map_batches`` with the columnar scorer on ``num_workers``
@@ -984,13 +984,16 @@ def score_saved_on_ray(executor: RayExecutor, data: str | Path, metrics: Sequenc
         raise DatasetError(f"{source}: no agent was given and no row has a 'response' or 'predicted_trajectory' "
                            "to score; pass an agent, or a dataset with saved predictions")
     totals = summary.summary()
+    # A file on this machine is read again here when explanations, cases or runs are asked for.
+    again = None if "://" in source else (lambda: batch_source(path, source=source).batches)
     if writer is not None:
         assert out is not None
         table_path = writer.close()
         write_summary(out / "summary.json", totals)
-        return ColumnarResult(metrics, totals, source=source, config=config, table_path=table_path, skipped=skipped)
+        return EvalResult.from_batches(metrics, totals, source=source, config=config, table_path=table_path, skipped=skipped,
+                                       rows=again)
     table = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
-    return ColumnarResult(metrics, totals, source=source, config=config, table=table, skipped=skipped)
+    return EvalResult.from_batches(metrics, totals, source=source, config=config, table=table, skipped=skipped, rows=again)
 
 
 def _blocks(scored: Any) -> Iterator[dict[str, Any]]:

@@ -17,8 +17,8 @@ from ..core.data.config import RunConfig
 from ..core.errors import RecordError
 from ..core.results.record import check_out_folder
 from ..core.run.notices import warn_user
-from ..core.results.result import ColumnarResult, parquet_available, write_summary
-from ..core.score.batch import ScoredBatch, score_batches
+from ..core.results.result import EvalResult, parquet_available, write_summary
+from ..core.score.batch import ScoredBatch, detail_columns, score_batches
 from ..core.score.metrics.base import Metric
 from ..formats.batches import batch_source, columnar_readable, table_writer
 
@@ -27,66 +27,40 @@ __all__ = ["takes_columnar_path", "score_saved_rows", "check_out", "TABLE_NAMES"
 TABLE_NAMES = ("metrics_table.parquet", "metrics_table.jsonl")
 
 
+_OUTSIDE_CELLS = ("trace", "agent_data")
+"""Cells of an outside format (a Databricks ``trace``, a Vertex ``agent_data``) that fill in the
+answer: such rows are read whole by ``load_dataset``."""
+
+
 def _has_trace_column(data: Any) -> bool:
-    """Databricks rows whose ``trace`` fills in the answer are read whole by ``load_dataset``."""
+    """Whether ``data`` has a column of :data:`_OUTSIDE_CELLS`."""
     if hasattr(data, "columns"):
-        return "trace" in data.columns
+        return any(c in data.columns for c in _OUTSIDE_CELLS)
     if hasattr(data, "column_names"):
-        return "trace" in data.column_names
+        return any(c in data.column_names for c in _OUTSIDE_CELLS)
     if isinstance(data, list):
-        return any("trace" in r for r in data[:100])
+        return any(c in r for r in data[:100] for c in _OUTSIDE_CELLS)
     name = str(data).lower()
     if name.endswith(".parquet"):
         import pyarrow.parquet as pq
 
-        return "trace" in pq.ParquetFile(data).schema_arrow.names
+        names = pq.ParquetFile(data).schema_arrow.names
+        return any(c in names for c in _OUTSIDE_CELLS)
     if name.endswith(".jsonl"):
         with open(data, "rb") as f:
             first = f.readline()
-        return b'"trace"' in first
+        return any(f'"{c}"'.encode() in first for c in _OUTSIDE_CELLS)
     return False
 
 
-COLUMNAR_ROWS = 20_000
-"""From this many rows on, saved predictions are scored batch by batch; below it, row by row
-with every metric's explanation and the full run record (where that costs under a few seconds)."""
-
-
-def _at_least(data: Any, rows: int) -> bool:
-    """Whether ``data`` holds at least ``rows`` rows, reading no more of a file than needed."""
-    if not isinstance(data, (str, Path)):
-        return len(data) >= rows if hasattr(data, "__len__") else data.num_rows >= rows
-    name = str(data).lower()
-    if name.endswith(".parquet"):
-        import pyarrow.parquet as pq
-
-        return pq.ParquetFile(data).metadata.num_rows >= rows
-    if name.endswith((".arrow", ".feather", ".ipc")):
-        import pyarrow as pa
-        import pyarrow.ipc as ipc
-
-        with pa.memory_map(str(data)) as source:
-            return ipc.open_file(source).count_rows() >= rows
-    seen = 0
-    with open(data, "rb") as f:
-        while seen < rows:
-            block = f.read(1 << 24)
-            if not block:
-                break
-            seen += block.count(b"\n")
-    return seen >= rows
-
-
 def takes_columnar_path(data: Any, metrics: Sequence[Metric], config: RunConfig) -> bool:
-    """Whether the saved predictions in ``data`` are scored batch by batch: saved rows in a file
-    or in memory, no judged metric, and either ``workers`` > 1 or at least :data:`COLUMNAR_ROWS`
-    rows. Else they are scored row by row, with explanations (``score_saved``)."""
+    """Whether the saved predictions in ``data`` are scored here, batch by batch: saved rows in a
+    file or in memory (of any count) and no judged metric. Else they are loaded whole and scored
+    by ``score_saved``."""
     if any(getattr(m, "is_async", False) for m in metrics):
         return False  # judged metrics score with the judge's concurrency on the row path
     try:
-        if not columnar_readable(data) or _has_trace_column(data):
-            return False
-        return config.workers != 1 or _at_least(data, COLUMNAR_ROWS)
+        return columnar_readable(data) and not _has_trace_column(data)
     except ImportError:
         return False
     except Exception:  # an unreadable file: the row path names the problem
@@ -122,7 +96,7 @@ class _Progress:
             self.bar.close()
 
 
-def score_saved_rows(data: Any, metrics: Sequence[Metric], config: RunConfig, *, source: str | None = None) -> ColumnarResult:
+def score_saved_rows(data: Any, metrics: Sequence[Metric], config: RunConfig, *, source: str | None = None) -> EvalResult:
     """Score the saved predictions in ``data`` batch by batch (see module doc)."""
     import pandas as pd
 
@@ -154,11 +128,14 @@ def score_saved_rows(data: Any, metrics: Sequence[Metric], config: RunConfig, *,
             f"{src.source}: skipped {len(skipped)} conversation_scenario case(s) ({', '.join(list(skipped)[:5])}): "
             "they need a user simulator")
     totals = summary.summary()
+    # The rows read again when explanations, cases or runs are asked for (see EvalResult.from_batches).
+    again = lambda: batch_source(data, source=source).batches  # noqa: E731
     if writer is not None:
         assert out is not None
         table_path = writer.close()
         write_summary(out / "summary.json", totals)
-        return ColumnarResult(metrics, totals, source=src.source, config=config, table_path=table_path, skipped=skipped)
+        return EvalResult.from_batches(metrics, totals, source=src.source, config=config, table_path=table_path, skipped=skipped,
+                              rows=again)
     columns: dict[str, list[Any]] = {}
     for batch in kept:
         for name, column in batch.columns.items():
@@ -168,6 +145,11 @@ def score_saved_rows(data: Any, metrics: Sequence[Metric], config: RunConfig, *,
     scored = pd.DataFrame(
         {name: (np.concatenate(parts) if name != "case_id" else [x for p in parts for x in p]) for name, parts in columns.items()}
     )
+    for name, extra in detail_columns(kept, [m.name for m in metrics]).items():
+        # What a metric said besides its number (extra columns, an error), after its score, as the row path wrote it.
+        at = scored.columns.get_loc(f"{name}/score") + 1
+        for offset, (key, column) in enumerate(extra.items()):
+            scored.insert(at + offset, key, column)
     table = scored
     if src.frame is not None and not skipped:
         # Rows given in memory: their own columns, then the scores (as Vertex AI's table has them).
@@ -175,4 +157,4 @@ def score_saved_rows(data: Any, metrics: Sequence[Metric], config: RunConfig, *,
         given = given.reset_index(drop=True).drop(columns=["case_id"], errors="ignore")
         added = [c for c in scored.columns if c != "case_id" and c not in given.columns]
         table = pd.concat([scored[["case_id"]], given, scored[added]], axis=1)
-    return ColumnarResult(metrics, totals, source=src.source, config=config, table=table, skipped=skipped)
+    return EvalResult.from_batches(metrics, totals, source=src.source, config=config, table=table, skipped=skipped, rows=again)

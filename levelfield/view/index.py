@@ -27,6 +27,7 @@ import numpy as np
 from ..core.data.dataset import EvalCase
 from ..core.data.types import AgentRun
 from ..core.errors import RecordError
+from ..core.score.scoring import context_for, explain_scores
 from ..core.results.record import FORMAT, RUNS_FILE, VERSION, metrics_from_specs, score_from_json
 from ..core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
 from ..core.score.metrics.base import Metric, Score
@@ -334,7 +335,11 @@ class RecordIndex(RunIndex):
             if run_data.get("latency_in_seconds") is None:
                 run_data["latency_in_seconds"] = math.nan
             scores = {str(k): score_from_json(v) for k, v in (data.get("scores") or {}).items()}
-            runs.append((AgentRun.model_validate(run_data), scores))
+            run = AgentRun.model_validate(run_data)
+            if self._metric_objects:
+                # The engine leaves out explanations it would compute for every row; this case's are made now.
+                scores = explain_scores(context_for(found, run), self._metric_objects, scores)
+            runs.append((run, scores))
         return found, runs
 
     def _line(self, offset: int) -> dict[str, Any]:

@@ -23,7 +23,8 @@ from ..core.errors import LevelfieldError, exception_text
 from ..core.results.result import SAVED_AGENT, EvalResult
 from ..core.run.engine import saved_runs
 from ..core.score.metrics.base import Metric, Score
-from ..core.score.scoring import context_for, score_rows
+from ..core.score.batch import score_rows
+from ..core.score.scoring import context_for
 from ..formats.spans import Span, TraceError, failed_row, row_from_spans
 from .budget import HourlyBudget
 from .windows import Windows

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,16 +14,18 @@ import numpy as np
 import pandas as pd
 
 from ..data.config import RunConfig
-from ..data.dataset import EvalCase, EvalDataset
+from ..data.dataset import EvalCase, EvalDataset, case_from_row
 from ..errors import MissingExtraError, RecordError
 from ..data.jsonsafe import dumps, to_jsonable
 from ..data.prices import Cost, PriceTable, agent_usage, cost_note, total_cost, usage_cost
+from ..score.batch import explain_row, scored_rows
+from ..score.scoring import context_for, explain_scores
 from ..score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT, Metric, Score, score_columns
 from .record import RUNS_FILE, Record, fingerprints_of, make_header, metrics_from_specs, read_record, write_record
-from ..data.types import AgentRun
+from ..data.types import AgentOutput, AgentRun, Usage
 from .writing import replacing, write_text
 
-__all__ = ["EvalResult", "summarize", "FAILED_AS_ZERO", "FAILED_LEFT_OUT", "run_costs", "record_status", "BUDGET_EXHAUSTED", "judge_costs", "results_from_record", "table_to_csv", "spreadsheet_safe", "CSV_OPTIONS", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "ColumnarResult", "read_table"]
+__all__ = ["EvalResult", "summarize", "FAILED_AS_ZERO", "FAILED_LEFT_OUT", "run_costs", "record_status", "BUDGET_EXHAUSTED", "judge_costs", "results_from_record", "table_to_csv", "spreadsheet_safe", "CSV_OPTIONS", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "read_table", "saved_run"]
 
 _CASE_FIELDS = ("prompt", "reference", "reference_trajectory")
 
@@ -178,6 +181,14 @@ class EvalResult:
     ``scores[i]`` holds run ``i``'s scores as ``<metric>/...`` columns; the ``Score`` objects
     behind them are ``row_scores[i]`` (metric name -> Score). ``save(dir)`` writes the run record
     and tables, ``EvalResult.load(dir)`` reads them back with the same summary.
+
+    One type for every result. Runs scored as they finish hold their runs and Scores. Saved
+    predictions scored batch by batch (:meth:`from_batches`) hold a table of scores (in memory or
+    in a file) and the summary of running aggregates; what the batch scorer leaves out is computed
+    when first asked, from the saved rows read again: per-row explanations (:meth:`explain`,
+    :meth:`with_explanations`, ``row_scores``), the cases and runs with the saved answers
+    (``dataset``, ``runs``). Without the rows (a table read back alone), ``runs`` and ``row_scores``
+    come from the table: no answers, no explanations.
     """
 
     def __init__(
@@ -191,14 +202,20 @@ class EvalResult:
         scored_saved_predictions: bool = False,
         config: RunConfig | None = None,
     ) -> None:
-        self.dataset = dataset
-        self.runs = list(runs)
-        self.row_scores: list[dict[str, Score]] = [dict(row) for row in scores]
+        self._start(metrics, agent_name, scored_saved_predictions, config, dataset.source)
+        self._dataset = dataset
+        self._runs = list(runs)
+        self._engine_scores = [dict(row) for row in scores]
+
+    def _start(self, metrics: Sequence[Metric], agent_name: str | None, scored_saved_predictions: bool,
+               config: RunConfig | None, source: str) -> None:
+        """The fields every result has, whatever holds its rows."""
         self.metrics = list(metrics)
         self.agent_name = agent_name
         self.scored_saved_predictions = scored_saved_predictions
         self.config = config or RunConfig()
-        self._scores: list[dict[str, Any]] | None = None
+        self.source = source
+        """Where the cases came from (a file, ``"dataset"``, ``"DataFrame"``)."""
         self.skipped: dict[str, str] = {}
         self.limits: list[Any] = []
         """What each endpoint's limit did (``levelfield.core.run.limits.LimitStats``): the concurrency it
@@ -207,21 +224,145 @@ class EvalResult:
         self.not_started: list[tuple[str, str, int]] = []
         """(agent, case id, trial) of the runs a spending limit (``max_cost_usd``) kept from starting;
         ``resume=True`` with a larger limit runs them."""
-        self._table: pd.DataFrame | None = None
-        self._summary: dict[str, Any] | None = None
         self.judge_corrections: dict[str, Any] = {}
         """Metric name -> ``JudgeCorrection`` when ``evaluate(..., human_labels=...)`` corrected a judged metric."""
+        self.table_path: Path | None = None
+        """Where the metrics table was streamed (saved predictions with ``out=``), when it was."""
+        self._dataset: EvalDataset | None = None
+        self._runs: list[AgentRun] | None = None
+        self._engine_scores: list[dict[str, Score]] | None = None
+        """The scores as the engine gave them (runs scored as they finish): explanations left out where it scored a batch at once."""
+        self._row_scores: list[dict[str, Score]] | None = None
+        self._scores: list[dict[str, Any]] | None = None
+        self._table: pd.DataFrame | None = None
+        self._summary: dict[str, Any] | None = None
+        self._batches = False
+        self._rows: Callable[[], Iterable[Any]] | None = None
+        self._explained: dict[str, dict[str, Score]] = {}
+
+    @classmethod
+    def from_batches(
+        cls,
+        metrics: Sequence[Metric],
+        summary: Mapping[str, Any],
+        *,
+        source: str,
+        config: RunConfig | None = None,
+        table: pd.DataFrame | None = None,
+        table_path: Path | None = None,
+        skipped: Mapping[str, str] | None = None,
+        rows: Callable[[], Iterable[Any]] | None = None,
+    ) -> EvalResult:
+        """The result of saved predictions scored batch by batch: their ``table`` (or where it was
+        written, ``table_path``) and ``summary``; ``rows()`` gives the saved rows' batches again
+        (``levelfield.core.score.batch.RowBatch``), for what is computed when asked."""
+        result = cls.__new__(cls)
+        result._start(metrics, None, True, config, source)
+        result._summary = dict(summary)
+        result._table = table
+        result.table_path = table_path
+        result.skipped = dict(skipped or {})
+        result._rows = rows
+        result._batches = True
+        return result
 
     @property
     def metric_names(self) -> list[str]:
         return [m.name for m in self.metrics]
 
     @property
+    def dataset(self) -> EvalDataset:
+        """The cases, in order (read from the saved rows when first asked, for saved predictions)."""
+        if self._dataset is None:
+            self._read_rows()
+        assert self._dataset is not None
+        return self._dataset
+
+    @property
+    def runs(self) -> list[AgentRun]:
+        """Every run (``AgentRun``), one per table row (saved answers read again when first asked)."""
+        if self._runs is None:
+            self._read_rows()
+        assert self._runs is not None
+        return self._runs
+
+    @property
+    def row_scores(self) -> list[dict[str, Score]]:
+        """Each run's Scores by metric, with explanations (those the engine leaves out computed when first asked)."""
+        if self._row_scores is None:
+            if self._engine_scores is not None:
+                self._row_scores = [self._explained_run(i) for i in range(len(self._engine_scores))]
+            elif self._rows is None:
+                table = self.metrics_table
+                columns = [(m.name, table[f"{m.name}/score"].to_numpy(dtype=float)) for m in self.metrics]
+                self._row_scores = [{name: Score(float(col[i])) for name, col in columns} for i in range(len(table))]
+            else:
+                self._row_scores = [self._with_values(i, explain_row(row, index, where, self.metrics))
+                                    for i, (index, where, row) in enumerate(self._saved_rows())]
+        return self._row_scores
+
+    def _engine_rows(self) -> list[dict[str, Score]]:
+        """The scores as the engine gave them: what the table and the summary are made of."""
+        return self._engine_scores if self._engine_scores is not None else self.row_scores
+
+    @property
+    def recorded_scores(self) -> list[dict[str, Score]]:
+        """Each run's Scores as the engine gave them (explanations it leaves out are not made): what
+        the run record stores, as the journal did while the runs finished."""
+        return self._engine_rows()
+
+    def _explained_run(self, i: int) -> dict[str, Score]:
+        """Run ``i``'s engine scores with the explanations the engine left out."""
+        run, scores = self.runs[i], self._engine_scores[i]  # type: ignore[index]
+        case = self._cases_by_id().get(run.case_id)
+        return scores if case is None else explain_scores(context_for(case, run), self.metrics, scores)
+
+    def _cases_by_id(self) -> dict[str, EvalCase]:
+        return {c.case_id: c for c in self.dataset}
+
+    @property
     def scores(self) -> list[dict[str, Any]]:
-        """Each run's scores as ``<metric>/score``, ``/explanation``, ... columns (see ``Score.columns``)."""
+        """Each run's scores as ``<metric>/score``, ``/explanation``, ... columns (see ``Score.columns``),
+        as the metrics table holds them (explanations the engine leaves out are in :meth:`with_explanations`)."""
         if self._scores is None:
-            self._scores = [score_columns(row) for row in self.row_scores]
+            self._scores = [score_columns(row) for row in self._engine_rows()]
         return self._scores
+
+    # -- saved predictions: what is read again when asked ------------------------------------
+
+    def _saved_rows(self) -> Iterator[tuple[int, str, Mapping[str, Any]]]:
+        """The saved rows in table order (index, where, row)."""
+        assert self._rows is not None
+        return scored_rows(self._rows())
+
+    def _read_rows(self) -> None:
+        """The cases and runs of saved predictions: from the saved rows, else from the table."""
+        if self._rows is not None:
+            cases = [case_from_row(dict(row), index, where) for index, where, row in self._saved_rows()]
+            self._dataset = EvalDataset(cases, source=self.source)
+            self._runs = [saved_run(case) for case in cases]
+            return
+        table = self.metrics_table
+        ids = table["case_id"].astype(str).tolist() if "case_id" in table else [str(i) for i in range(len(table))]
+        failures = table["failure"].tolist() if "failure" in table else [0] * len(table)
+        latency = table["latency_in_seconds"].tolist() if "latency_in_seconds" in table else [math.nan] * len(table)
+        self._runs = [
+            AgentRun(case_id=c, agent_name=SAVED_AGENT, output=None, latency_in_seconds=float(lat), failure=bool(f))
+            for c, f, lat in zip(ids, failures, latency)
+        ]
+        self._dataset = EvalDataset([EvalCase(case_id=r.case_id, prompt=None) for r in self._runs], source=self.source)
+
+    def _table_scores(self, position: int) -> dict[str, Score]:
+        table = self.metrics_table
+        return {m.name: Score(float(table[f"{m.name}/score"].iloc[position])) for m in self.metrics}
+
+    def _with_values(self, position: int, explained: Mapping[str, Score]) -> dict[str, Score]:
+        """The Scores of ``explained`` holding the table's numbers: the batch scorer's values, the row's explanations."""
+        out = self._table_scores(position)
+        for name, score in explained.items():
+            if name in out:
+                out[name] = dataclasses.replace(score, value=out[name].value)
+        return out
 
     def _row(self, case: EvalCase, run: AgentRun, scores: dict[str, Any], row_scores: Mapping[str, Score]) -> dict[str, Any]:
         row: dict[str, Any] = {"case_id": case.case_id, "trial": run.trial}
@@ -270,25 +411,34 @@ class EvalResult:
 
     @property
     def metrics_table(self) -> pd.DataFrame:
-        """One row per case and trial: dataset columns, the agent's answer, latency, failure, scores."""
+        """One row per case and trial: dataset columns, the agent's answer, latency, failure, scores.
+
+        Saved predictions scored batch by batch: the rows' own columns when they were in memory,
+        else ``case_id``, ``failure``, ``latency_in_seconds``; then ``<metric>/score`` and what a
+        metric adds (extras, errors), without explanations (see :meth:`with_explanations`)."""
+        if self._table is None and self.table_path is not None:
+            self._table = read_table(self.table_path)
         if self._table is None:
-            by_id = {c.case_id: c for c in self.dataset}
-            rows = [self._row(by_id[r.case_id], r, s, rs) for r, s, rs in zip(self.runs, self.scores, self.row_scores)]
-            table = pd.DataFrame(rows)
-            # ``error`` and ``error_type`` stay even when no run failed: a script that reads them
-            # must not break on the day every run succeeds.
-            # cost_usd stays while any run reported tokens: NaN there is an unknown price, not "no data".
-            no_usage = "total_tokens" not in table or table["total_tokens"].isna().all()
-            for key in ("input_tokens", "output_tokens", "total_tokens", "cost_note",
-                        "simulator_error", "replayed_from", "simulator_total_tokens"):
-                if key in table and table[key].isna().all():
-                    table = table.drop(columns=key)
-            if no_usage and "cost_usd" in table:
-                table = table.drop(columns="cost_usd")
-            if "trial" in table and table["trial"].nunique() <= 1:
-                table = table.drop(columns="trial")
-            self._table = table
+            self._table = self._table_of(self._engine_rows())
         return self._table
+
+    def _table_of(self, row_scores: Sequence[Mapping[str, Score]]) -> pd.DataFrame:
+        """The metrics table of runs scored as they finish, with ``row_scores`` as their scores."""
+        by_id = self._cases_by_id()
+        table = pd.DataFrame([self._row(by_id[r.case_id], r, score_columns(rs), rs) for r, rs in zip(self.runs, row_scores)])
+        # ``error`` and ``error_type`` stay even when no run failed: a script that reads them
+        # must not break on the day every run succeeds.
+        # cost_usd stays while any run reported tokens: NaN there is an unknown price, not "no data".
+        no_usage = "total_tokens" not in table or table["total_tokens"].isna().all()
+        for key in ("input_tokens", "output_tokens", "total_tokens", "cost_note",
+                    "simulator_error", "replayed_from", "simulator_total_tokens"):
+            if key in table and table[key].isna().all():
+                table = table.drop(columns=key)
+        if no_usage and "cost_usd" in table:
+            table = table.drop(columns="cost_usd")
+        if "trial" in table and table["trial"].nunique() <= 1:
+            table = table.drop(columns="trial")
+        return table
 
     @property
     def summary_metrics(self) -> dict[str, Any]:
@@ -300,7 +450,7 @@ class EvalResult:
         metric applies to its case (the rule ``compare`` uses by default), so both are at hand.
         """
         if self._summary is None:
-            columns = _summary_columns(self.row_scores, self.metric_names, self.config.prices)
+            columns = _summary_columns(self._engine_rows(), self.metric_names, self.config.prices)
             columns["failure"] = [int(r.failure) for r in self.runs]  # row_count when there are no metrics
             summary = summarize(columns, self.metric_names)
             for metric in self.metrics:
@@ -317,6 +467,55 @@ class EvalResult:
     def failures(self) -> list[AgentRun]:
         return [r for r in self.runs if r.failure]
 
+    def explain(self, case_id: str) -> dict[str, Score]:
+        """The scores of one case (its first trial) with their explanations (``"matched 1/2 reference
+        calls; missing get_weather"``), by metric; for saved predictions, computed for this case
+        only, when first asked."""
+        if not self._batches or self._row_scores is not None:
+            for i, run in enumerate(self.runs):
+                if run.case_id == str(case_id):
+                    return dict(self.row_scores[i] if self._row_scores is not None else self._explained_run(i))
+            raise KeyError(f"{self.source}: no case {case_id!r} in this result")
+        found = self._explained.get(str(case_id))
+        if found is not None:
+            return found
+        ids = self.metrics_table["case_id"].astype(str).tolist()
+        try:
+            position = ids.index(str(case_id))
+        except ValueError:
+            raise KeyError(f"{self.source}: no case {case_id!r} in this result") from None
+        if self._rows is None:
+            return self._table_scores(position)  # no rows to read again: the numbers alone
+        for i, (index, where, row) in enumerate(self._saved_rows()):
+            if i == position:
+                found = self._with_values(position, explain_row(row, index, where, self.metrics))
+                self._explained[str(case_id)] = found
+                return found
+        raise KeyError(f"{self.source}: case {case_id!r} is no longer in the saved rows")  # the file changed
+
+    def with_explanations(self, case_ids: Iterable[str] | None = None) -> pd.DataFrame:
+        """The metrics table with a ``<metric>/explanation`` column after each score column, filled
+        for ``case_ids`` (every case when None). Runs scored as they finish have them already; for
+        saved predictions scored batch by batch they are computed now, for the cases asked."""
+        if not self._batches:
+            if case_ids is None:
+                return self._table_of(self.row_scores)
+            wanted = {str(c) for c in case_ids}
+            return self._table_of([self._explained_run(i) if run.case_id in wanted else raw
+                                   for i, (run, raw) in enumerate(zip(self.runs, self._engine_rows()))])
+        table = self.metrics_table.copy()
+        ids = table["case_id"].astype(str).tolist()
+        if case_ids is None:
+            explained = [score_columns(row) for row in self.row_scores]
+        else:
+            wanted = {str(c) for c in case_ids}
+            explained = [score_columns(self.explain(c)) if c in wanted else {} for c in ids]
+        for m in self.metrics:
+            column = [row.get(f"{m.name}/explanation") for row in explained]
+            if any(v is not None for v in column):
+                table.insert(table.columns.get_loc(f"{m.name}/score") + 1, f"{m.name}/explanation", column)
+        return table
+
     def failed_as_zero(self, metric: Metric, values: np.ndarray) -> np.ndarray:
         """``values`` (one per run, in run order) with each failed run's score set to 0 where ``metric`` applies."""
         by_id = {c.case_id: c for c in self.dataset}
@@ -327,6 +526,9 @@ class EvalResult:
         return out
 
     def __repr__(self) -> str:
+        if self._batches:
+            s = self._summary or {}
+            return f"EvalResult(saved predictions, rows={s.get('row_count')}, failures={s.get('failure/count', 0)})"
         # Counted from the runs, not the summary: asyncio.run reprs the task holding the result
         # when it restores the SIGINT handler, and a repr must not compute a whole summary.
         failures = sum(1 for r in self.runs if r.failure)
@@ -350,14 +552,21 @@ class EvalResult:
 
     def save(self, directory: str | Path) -> dict[str, Path]:
         """Write ``runs.jsonl`` (the run record), ``metrics_table.csv`` and ``summary.json`` into ``directory``,
-        and ``metrics_table.parquet`` too when pyarrow is installed."""
+        and ``metrics_table.parquet`` too when pyarrow is installed; the tables hold the explanations.
+
+        Saved predictions whose rows cannot be read again (a table read back alone) have no runs
+        to record: ``metrics_table.parquet`` (``.csv`` without pyarrow) and ``summary.json``."""
         out = Path(directory)
+        if self._batches and self._rows is None:
+            table = self.to_parquet(out / "metrics_table.parquet") if parquet_available() else self.to_csv(out / "metrics_table.csv")
+            return {"metrics_table": table, "summary": write_summary(out / "summary.json", self.summary_metrics)}
         paths = {"runs": out / RUNS_FILE, "metrics_table": out / "metrics_table.csv", "summary": out / "summary.json"}
         write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset),
-                     zip(self.runs, self.row_scores))
-        self.to_csv(paths["metrics_table"])
+                     zip(self.runs, self.recorded_scores))
+        table = self.with_explanations()  # the tables a person reads say why; the record keeps what the engine gave
+        table_to_csv(table, paths["metrics_table"])
         if parquet_available():
-            paths["metrics_table_parquet"] = self.to_parquet(out / "metrics_table.parquet")
+            paths["metrics_table_parquet"] = table_to_parquet(table, out / "metrics_table.parquet")
         write_summary(paths["summary"], self.summary_metrics)
         return paths
 
@@ -380,7 +589,7 @@ class EvalResult:
 
     def _records(self) -> list[dict[str, Any]]:
         records = []
-        for run, scores in zip(self.runs, self.scores):
+        for run, scores in zip(self.runs, map(score_columns, self.row_scores)):
             record = run.model_dump(mode="python")
             record["scores"] = scores
             records.append(to_jsonable(record))
@@ -409,6 +618,51 @@ class EvalResult:
 
 SAVED_AGENT = "saved predictions"
 """The agent name of scored saved predictions (no agent ran)."""
+
+_FAILED_FLAGS = (True, 1, "1", "true", "True")
+
+
+def _usage(value: Any) -> Usage | None:
+    """A saved ``usage`` cell (``{input_tokens, output_tokens, total_tokens}``) as Usage; anything else None."""
+    if not isinstance(value, Mapping):
+        return None
+    try:
+        return Usage.model_validate(dict(value))
+    except ValueError:
+        return None
+
+
+def saved_run(case: EvalCase) -> AgentRun:
+    """The run of one case's saved prediction (no agent ran): failed where the row says so."""
+    latency = case.metadata.get("latency_in_seconds")
+    try:
+        latency = float(latency) if latency is not None else math.nan
+    except (TypeError, ValueError):
+        latency = math.nan
+    failed = case.metadata.get("failure") in _FAILED_FLAGS
+    output = None
+    turns: list[AgentOutput] = []
+    if not failed:
+        output = AgentOutput(
+            response=case.response or "",
+            trajectory=case.predicted_trajectory or [],
+            retrieved_context=case.retrieved_context,
+            usage=_usage(case.metadata.get("usage")),
+        )
+        if any(t.has_prediction for t in case.turns):
+            # Saved per-turn answers become the run's turns, as a live multi-turn run records them.
+            turns = [AgentOutput(response=t.response or "", trajectory=t.predicted_trajectory or []) for t in case.turns]
+            output = turns[-1]
+    error = case.metadata.get("error")
+    return AgentRun(
+        case_id=case.case_id,
+        agent_name=SAVED_AGENT,
+        output=output,
+        latency_in_seconds=latency,
+        failure=failed,
+        turns=turns,
+        error=str(error) if failed and error is not None else None,
+    )
 
 
 def table_to_csv(table: pd.DataFrame, path: Path) -> None:
@@ -528,90 +782,14 @@ def record_status(not_started: Sequence[Any]) -> str:
     return BUDGET_EXHAUSTED if not_started else "complete"
 
 
-class ColumnarResult(EvalResult):
-    """The result of scoring saved predictions batch by batch: a table of scores (in memory or
-    in a file), and the summary from running aggregates.
+def __getattr__(name: str) -> Any:
+    # ColumnarResult was the result type of saved predictions scored batch by batch; there is one now.
+    if name == "ColumnarResult":
+        import warnings
 
-    It is an :class:`EvalResult`: ``metrics_table``, ``summary_metrics``, ``to_csv``/``to_parquet``
-    work as ever. The table holds the dataset's own columns when they were in memory (a DataFrame
-    or rows), else ``case_id``, ``failure``, ``latency_in_seconds``; then ``<metric>/score``. There
-    are no per-row explanations. ``runs`` and ``row_scores`` are built from the table when asked.
-    """
-
-    def __init__(
-        self,
-        metrics: Sequence[Metric],
-        summary: Mapping[str, Any],
-        *,
-        source: str,
-        config: RunConfig | None = None,
-        table: Any = None,
-        table_path: Path | None = None,
-        skipped: Mapping[str, str] | None = None,
-    ) -> None:
-        self.metrics = list(metrics)
-        self.agent_name = None
-        self.scored_saved_predictions = True
-        self.config = config or RunConfig()
-        self.skipped = dict(skipped or {})
-        self.not_started = []
-        self.judge_corrections = {}
-        self.source = source
-        self.table_path = table_path
-        """Where the metrics table was written (``out=``), when it was."""
-        self._summary = dict(summary)
-        self._table = table
-        self._scores = None
-        self._runs: list[AgentRun] | None = None
-        self._row_scores: list[dict[str, Score]] | None = None
-
-    @property
-    def metrics_table(self) -> Any:
-        if self._table is None:
-            self._table = read_table(self.table_path) if self.table_path is not None else None
-        return self._table
-
-    @property
-    def summary_metrics(self) -> dict[str, Any]:
-        return dict(self._summary)
-
-    @property
-    def row_scores(self) -> list[dict[str, Score]]:  # type: ignore[override]
-        if self._row_scores is None:
-            table = self.metrics_table
-            columns = [(m.name, table[f"{m.name}/score"].to_numpy(dtype=float)) for m in self.metrics]
-            self._row_scores = [{name: Score(float(col[i])) for name, col in columns} for i in range(len(table))]
-        return self._row_scores
-
-    @property
-    def runs(self) -> list[AgentRun]:  # type: ignore[override]
-        if self._runs is None:
-            table = self.metrics_table
-            ids = table["case_id"].astype(str).tolist() if "case_id" in table else [str(i) for i in range(len(table))]
-            failures = table["failure"].tolist() if "failure" in table else [0] * len(table)
-            latency = table["latency_in_seconds"].tolist() if "latency_in_seconds" in table else [float("nan")] * len(table)
-            self._runs = [
-                AgentRun(case_id=c, agent_name=SAVED_AGENT, output=None, latency_in_seconds=float(lat), failure=bool(f))
-                for c, f, lat in zip(ids, failures, latency)
-            ]
-        return self._runs
-
-    @property
-    def dataset(self) -> EvalDataset:  # type: ignore[override]
-        return EvalDataset([EvalCase(case_id=r.case_id, prompt=None) for r in self.runs], source=self.source)
-
-    def save(self, directory: str | Path) -> dict[str, Path]:
-        """Write ``metrics_table.parquet`` (``.csv`` without pyarrow) and ``summary.json`` into ``directory``."""
-        out = Path(directory)  # each writer below makes the folder (or names why it cannot)
-        if parquet_available():
-            table = self.to_parquet(out / "metrics_table.parquet")
-        else:
-            table = self.to_csv(out / "metrics_table.csv")
-        return {"metrics_table": table, "summary": write_summary(out / "summary.json", self.summary_metrics)}
-
-    def __repr__(self) -> str:
-        s = self._summary
-        return f"EvalResult(saved predictions, rows={s['row_count']}, failures={s.get('failure/count', 0)})"
+        warnings.warn("ColumnarResult is EvalResult now (one result type); use EvalResult", DeprecationWarning, stacklevel=2)
+        return EvalResult
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def read_table(path: Path) -> Any:

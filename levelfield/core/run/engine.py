@@ -26,29 +26,20 @@ from .notices import (BudgetWarning, MissingReferenceWarning, warn_user, NoToolC
                       metric_changes, missing_references, reference_changes)
 from ..results.record import (RUNS_FILE, Journal, Record, RunKey, carry_generated, check_out_folder, check_resumable,
                               fingerprints_of, make_header, read_record)
-from ..results.result import SAVED_AGENT, EvalResult
+from ..results.result import EvalResult, saved_run
 from .isolation import check_picklable
 from . import limits
 from ..data.cost_limit import CostLimit
 from .runner import Executor, run_agents
-from ..score.scoring import RunScorer, context_for, score_rows
-from ..data.types import AgentOutput, AgentRun, Usage
+from ..score.batch import RunScorer, score_rows
+from ..score.scoring import context_for
+from ..data.types import AgentRun
 from ..errors import ConfigError
 from ..score.metrics.base import Score
 from ..stats.inference import reduce_trials
 from ..stats.sequential import SequentialMonitor, StopRule
 
 __all__ = ["score_saved", "saved_runs", "run_and_score", "open_journal", "warn_missing_references", "EarlyStop"]
-
-
-def _usage(value: Any) -> Usage | None:
-    """A saved ``usage`` cell (``{input_tokens, output_tokens, total_tokens}``) as Usage; anything else None."""
-    if not isinstance(value, Mapping):
-        return None
-    try:
-        return Usage.model_validate(dict(value))
-    except ValueError:
-        return None
 
 
 def saved_runs(dataset: EvalDataset) -> list[AgentRun]:
@@ -58,41 +49,7 @@ def saved_runs(dataset: EvalDataset) -> list[AgentRun]:
             f"{dataset.source}: no agent was given and no row has a 'response' or 'predicted_trajectory' "
             "to score; pass an agent, or a dataset with saved predictions"
         )
-    runs = []
-    for case in dataset:
-        latency = case.metadata.get("latency_in_seconds")
-        try:
-            latency = float(latency) if latency is not None else math.nan
-        except (TypeError, ValueError):
-            latency = math.nan
-        failed = case.metadata.get("failure") in (True, 1, "1", "true", "True")
-        output = None
-        turns: list[AgentOutput] = []
-        if not failed:
-            usage = case.metadata.get("usage")
-            output = AgentOutput(
-                response=case.response or "",
-                trajectory=case.predicted_trajectory or [],
-                retrieved_context=case.retrieved_context,
-                usage=_usage(usage),
-            )
-            if any(t.has_prediction for t in case.turns):
-                # Saved per-turn answers become the run's turns, as a live multi-turn run records them.
-                turns = [AgentOutput(response=t.response or "", trajectory=t.predicted_trajectory or []) for t in case.turns]
-                output = turns[-1]
-        error = case.metadata.get("error")
-        runs.append(
-            AgentRun(
-                case_id=case.case_id,
-                agent_name=SAVED_AGENT,
-                output=output,
-                latency_in_seconds=latency,
-                failure=failed,
-                turns=turns,
-                error=str(error) if failed and error is not None else None,
-            )
-        )
-    return runs
+    return [saved_run(case) for case in dataset]
 
 
 def _skip_scenarios(dataset: EvalDataset) -> tuple[EvalDataset, dict[str, str]]:

@@ -1,4 +1,11 @@
-"""Scoring saved predictions batch by batch, in bounded memory, without a model object per row.
+"""The scoring engine: every score, a batch at a time.
+
+Saved rows of any count (as a reader yields them), finished runs (the runs that finished
+together; :class:`RunScorer`) and loaded cases (:func:`score_rows`) are all scored here. The
+per-metric ``score()`` is the API a metric author writes; the engine calls it row by row for
+metrics that declare nothing better, and computes the rest for a whole batch at once. What the
+engine leaves out, the per-row explanations, is computed for the rows asked for
+(``scoring.explain_scores``, :func:`explain_row`).
 
 Production evaluation scores logs: millions of saved ``response`` / ``predicted_trajectory``
 rows. Building an ``EvalCase`` with validated ``ToolCall``s for each row costs far more than the
@@ -11,16 +18,18 @@ directly:
 * metrics that name the fields they read (``Metric.reads``: exact match, BLEU, ROUGE, single tool
   use) get a context holding just those, tool calls as light objects;
 * any other metric, and any row that is not flat (turns, a scenario, a request given as
-  messages, an odd cell), goes through the row path: ``case_from_row`` → ``context_for`` →
-  ``score_sync``, exactly as ``score_saved`` scores it.
+  messages, an odd cell), goes through each metric's own ``score``: ``case_from_row`` →
+  ``context_for`` → ``score_sync``.
 
-So both paths give the same numbers (tests compare them on random cases). What this path leaves
-out is the per-row ``explanation`` text; the summary comes from running aggregates
-(:class:`RunningSummary`), so no table needs to be held to compute it.
+Finished runs and loaded cases come as scoring contexts (:meth:`BatchScorer.score_contexts`):
+the same kernels on the batch's alignments, the other metrics' own ``score``. Tests check every
+entry point against each metric's own ``score`` on random cases. The summary of saved rows comes
+from running aggregates (:class:`RunningSummary`), so no table needs to be held to compute it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import itertools
 import json
@@ -34,10 +43,13 @@ import numpy as np
 
 
 from ..data.dataset import ALIASES, case_from_row
-from ..errors import DatasetError
-from .matching import Alignment, ToolCallMatcher
+from ..errors import DatasetError, exception_text
+from .matching import Alignment, ToolCallMatcher, align
 from .metrics.base import FAILED_AS_ZERO, Metric, Score, ScoringContext
-from .scoring import context_for, score_sync
+from ..data.cost_limit import CostLimit
+from ..data.dataset import EvalCase
+from ..data.types import AgentRun, ToolCall
+from .scoring import context_for, order_like, score_async, score_sync, split_metrics
 
 try:  # the fastest JSON we have; the standard library otherwise
     import orjson as _orjson
@@ -46,13 +58,17 @@ except ImportError:  # pragma: no cover - orjson ships with the 'parquet' and 't
 
 __all__ = [
     "RowBatch", "BatchScorer", "ScoredBatch", "RunningSummary", "score_batches", "batches_of",
-    "check_workers_can_score", "FIXED_COLUMNS",
+    "check_workers_can_score", "FIXED_COLUMNS", "scored_rows", "explain_row", "detail_columns", "score_rows", "RunScorer",
 ]
 
 FIXED_COLUMNS = ("case_id", "failure", "latency_in_seconds")
 """The columns every scored batch has before the ``<metric>/score`` columns."""
 
 _NAN = float("nan")
+_UNSCORED = Score(_NAN)
+_SMALL_BATCH = 32
+"""Fewer finished runs than this are aligned one by one (numpy's per-call cost outweighs it)."""
+"""The score of a metric that does not apply to a row (no reference, failed run)."""
 _FAILED = (True, 1, "1", "true", "True")
 _NOT_FLAT = ("turns", "scenario", "conversation_scenario", "trace")
 """Columns that make a row more than one flat turn: such rows take the row path."""
@@ -234,6 +250,28 @@ class _CallKeys:
                     out[j] = self._miss(cell[j], dumps(cell[j]))
         return out
 
+    def of_calls(self, calls: Sequence[ToolCall]) -> list[int]:
+        """The match keys of tool calls already read (a run's output, a loaded case), cached by
+        their JSON text as a saved call's are (a call seen before costs one serialisation)."""
+        if _orjson is None:  # pragma: no cover - without orjson every call is keyed
+            return [self._id(c.tool_name, c.tool_input) for c in calls]
+        dumps, get, out = _orjson.dumps, self._by_text.get, []
+        for call in calls:
+            try:
+                text = dumps((call.tool_name, call.tool_input))  # an array: never a saved call's text (an object)
+            except TypeError:  # not JSON (an object an agent passed): keyed, not cached
+                out.append(self._id(call.tool_name, call.tool_input))
+                continue
+            found = get(text)
+            if found is None:
+                found = self._id(call.tool_name, call.tool_input)
+                if b"null" not in text:  # NaN and None write alike: keyed every time, never cached
+                    if len(self._by_text) >= self._LIMIT:
+                        self._by_text.clear()
+                    self._by_text[text] = found
+            out.append(found)
+        return out
+
     def _miss(self, item: Any, text: bytes) -> int:
         """The key of a call whose text is not cached yet: read by ``ToolCall``'s rules, then cached."""
         (call,) = _calls([item]) or ()
@@ -315,6 +353,9 @@ class ScoredBatch:
     """Rows that have a ``response`` or ``predicted_trajectory`` column (saved predictions to score)."""
     failed_applies: dict[str, int] = field(default_factory=dict)
     """Per metric, failed rows whose case the metric applies to: they count as 0 in ``mean_failed_as_zero``."""
+    details: dict[str, dict[int, Score]] = field(default_factory=dict)
+    """Per metric, the rows (by position in the batch) whose Score says more than its value: extra
+    columns, an error, a failure of the metric. Kept as the Score; :func:`detail_columns` writes them."""
 
     def __len__(self) -> int:
         return len(self.columns["case_id"])
@@ -361,6 +402,40 @@ class BatchScorer:
     def metric_names(self) -> list[str]:
         return [m.name for m in self.metrics]
 
+    def score_contexts(self, contexts: Sequence[ScoringContext]) -> list[dict[str, Score]]:
+        """Every sync metric's Score of each context (runs as they finish, cases loaded whole), by
+        metric, in metric order. Trajectory metrics with a kernel are scored for the whole batch at
+        once and say no explanation (``scoring.explain_scores`` gives it for the rows asked); every
+        other metric is its own ``score``, row by row."""
+        rows: list[dict[str, Score]] = [{} for _ in contexts]
+        groups: dict[int, tuple[_CallKeys, list[Metric]]] = {}
+        for m, k in self._kernels:
+            groups.setdefault(id(k), (k, []))[1].append(m)
+        for keyer, group in groups.values():
+            # ``computable`` of a kernel metric: the run did not fail and the row has a reference trajectory.
+            at = [i for i, ctx in enumerate(contexts) if not ctx.failure and ctx.reference_trajectory is not None]
+            for row in rows:
+                row.update((m.name, _UNSCORED) for m in group)
+            if len(at) < _SMALL_BATCH:
+                # A few runs (one finished run, journaled at once): the same ``value`` on each row's
+                # own alignment; arrays pay off only for more rows.
+                for i in at:
+                    one = align(contexts[i].predicted_trajectory, contexts[i].reference_trajectory or [], keyer.matcher)
+                    for metric in group:
+                        rows[i][metric.name] = Score(float(metric.value(one)))  # type: ignore[attr-defined]
+                continue
+            alignment = align_batch([keyer.of_calls(contexts[i].predicted_trajectory) for i in at],
+                                    [keyer.of_calls(contexts[i].reference_trajectory or []) for i in at])
+            for metric in group:
+                for i, value in zip(at, metric.value(alignment).tolist()):  # type: ignore[attr-defined]
+                    rows[i][metric.name] = Score(value)
+        others = [m for m in self.metrics if not getattr(m, "is_async", False) and m.name not in rows[0]] if rows else []
+        if others:
+            for row, ctx in zip(rows, contexts):
+                row.update(score_sync(ctx, others))
+        sync = [m for m in self.metrics if not getattr(m, "is_async", False)]
+        return [order_like(row, sync) for row in rows]
+
     def _layout(self, row: Mapping[str, Any]) -> _Layout:
         """Which column holds each field for rows with these columns, and whether such rows are flat."""
         names = tuple(row)
@@ -400,6 +475,7 @@ class BatchScorer:
         values = {m.name: np.full(n, _NAN) for m in self.metrics}
         failed: dict[str, int] = {}
         failed_applies: dict[str, int] = {}
+        details: dict[str, dict[int, Score]] = {}
         skipped: list[int] = []
         with_predictions = 0
         groups: dict[int, tuple[_CallKeys, list[Metric]]] = {}
@@ -470,7 +546,7 @@ class BatchScorer:
                 if any(not _missing(get(c)) for c in _SCENARIO):
                     skipped.append(i)  # needs a user simulator; the caller says so
                     continue
-                self._score_row(row, start + i, i, batch.where(i), is_failed, values, failed, self.metrics)
+                self._score_row(row, start + i, i, batch.where(i), is_failed, values, failed, self.metrics, details)
                 continue
             if is_failed:
                 continue  # a failed run is not scored: NaN, as on the row path
@@ -500,11 +576,18 @@ class BatchScorer:
                         continue  # not computable: NaN, as ``Metric.computable`` says
                     try:
                         got = metric.score(ctx)
-                        column[i] = got if type(got) is float and got not in _INF else Score.of(got).value
-                    except Exception:  # a metric bug must not lose the row: NaN, counted as the metric's failure
+                        if type(got) is float and got not in _INF:
+                            column[i] = got
+                        else:
+                            scored = Score.of(got)
+                            column[i] = scored.value
+                            if _detailed(scored):
+                                details.setdefault(metric.name, {})[i] = scored
+                    except Exception as exc:  # a metric bug must not lose the row: NaN, counted as the metric's failure
                         failed[metric.name] = failed.get(metric.name, 0) + 1
+                        details.setdefault(metric.name, {})[i] = Score(_NAN, failed=True, error=exception_text(exc))
             if whole:
-                self._score_row(row, start + i, i, batch.where(i), is_failed, values, failed, whole)
+                self._score_row(row, start + i, i, batch.where(i), is_failed, values, failed, whole, details)
         for (keyer, rows_of, p_of, r_of), (_, group) in zip(kernels, groups.values()):
             if rows_of:
                 a = align_batch(p_of, r_of)
@@ -519,7 +602,9 @@ class BatchScorer:
             keep[skipped] = False
             skipped_ids = {ids[i]: "a conversation_scenario case needs a user simulator" for i in skipped}
             columns = {k: (v[keep] if isinstance(v, np.ndarray) else [x for x, k_ in zip(v, keep) if k_]) for k, v in columns.items()}
-        return ScoredBatch(columns, failed, skipped_ids, with_predictions, failed_applies)
+            moved = np.cumsum(keep) - 1  # a kept row's place once the skipped ones are gone
+            details = {name: {int(moved[i]): sc for i, sc in rows.items() if keep[i]} for name, rows in details.items()}
+        return ScoredBatch(columns, failed, skipped_ids, with_predictions, failed_applies, details)
 
     def _count_applies(self, row: Any, index: int, where: str, counts: dict[str, int]) -> None:
         """Count a failed row for each metric that applies to its case (failed rows are few: read as the row path does)."""
@@ -538,6 +623,7 @@ class BatchScorer:
         values: dict[str, np.ndarray],
         failed: dict[str, int],
         metrics: Sequence[Metric],
+        details: dict[str, dict[int, Score]],
     ) -> None:
         """One row the way ``score_saved`` scores it (the row path), into ``values[...][position]``."""
         case = case_from_row(dict(row) if isinstance(row, Mapping) else row, index, where)
@@ -547,6 +633,31 @@ class BatchScorer:
             values[name][position] = scored.value
             if scored.failed:
                 failed[name] = failed.get(name, 0) + 1
+            if _detailed(scored):
+                details.setdefault(name, {})[position] = scored
+
+
+def _detailed(score: Score) -> bool:
+    """Whether a Score has table columns besides its value and explanation."""
+    return bool(score.extra) or score.error is not None or score.failed or score.usage is not None
+
+
+def detail_columns(batches: Sequence[ScoredBatch], metric_names: Sequence[str]) -> dict[str, dict[str, list[Any]]]:
+    """The columns the batches' detailed Scores add to the table (extras, ``/error``, ``/failed``,
+    ``/total_tokens``: what ``Score.columns`` writes besides the score and the explanation), by
+    metric, each a full column (None where a row has no such value)."""
+    total = sum(len(b) for b in batches)
+    out: dict[str, dict[str, list[Any]]] = {}
+    offset = 0
+    for batch in batches:
+        for name, rows in batch.details.items():
+            columns = out.setdefault(name, {})
+            for i, score in rows.items():
+                for key, value in score.columns(name).items():
+                    if key not in (f"{name}/score", f"{name}/explanation"):
+                        columns.setdefault(key, [None] * total)[offset + i] = value
+        offset += len(batch)
+    return {name: out[name] for name in metric_names if name in out}
 
 
 def _moments(x: np.ndarray) -> tuple[int, float, float]:
@@ -776,6 +887,108 @@ def _score_in_pool(batches: Iterable[RowBatch], scorer: BatchScorer, workers: in
             f"a scoring worker process ended abruptly ({exc}); with workers > 1 from a script, put the call under "
             "if __name__ == '__main__': (worker processes import the script), or score with workers=1"
         ) from None
+
+
+async def score_rows(
+    contexts: Sequence[ScoringContext], metrics: Sequence[Metric], *, concurrency: int = 16, budget: CostLimit | None = None,
+    refused: Callable[[], Score] | None = None,
+) -> list[dict[str, Score]]:
+    """One dict of metric name -> Score per context, in order, by the engine (sync metrics for the
+    whole batch at once, judged ones ``concurrency`` calls at a time); ``budget`` limits the judges'
+    spend (a row refused scores ``refused()``, by default NaN as a failure of that metric)."""
+    rows = BatchScorer(metrics).score_contexts(contexts)
+    _, judged = split_metrics(metrics)
+    if judged:
+        await score_async(rows, contexts, judged, concurrency, budget, refused)
+        rows = [order_like(row, metrics) for row in rows]
+    return rows
+
+
+class RunScorer:
+    """Scores runs as they finish, by the engine: sync metrics in batches of the runs that finished
+    together (while other runs are still in flight, so scoring costs no wall time), judged metrics
+    together at the end.
+
+    Pass it as ``run_agents(..., on_run=scorer)``, then ``await scorer.scores(runs)``.
+    """
+
+    def __init__(self, dataset: Iterable[EvalCase], metrics: Sequence[Metric], *, concurrency: int = 16,
+                 budget: CostLimit | None = None) -> None:
+        self.budget = budget
+        """The judges' spending limit (``judge_max_cost_usd``), when one was set."""
+        self._cases = {c.case_id: c for c in dataset}
+        self._metrics = list(metrics)
+        self._engine = BatchScorer(self._metrics)
+        _, self._async = split_metrics(metrics)
+        self._concurrency = concurrency
+        self._done: dict[tuple[str, str, int], tuple[ScoringContext | None, dict[str, Score]]] = {}
+        self._deferred: list[AgentRun] = []
+
+    def _score(self, runs: Sequence[AgentRun]) -> list[tuple[ScoringContext, dict[str, Score]]]:
+        contexts = [context_for(self._cases[run.case_id], run) for run in runs]
+        return list(zip(contexts, self._engine.score_contexts(contexts)))
+
+    def _keep(self, runs: Sequence[AgentRun]) -> list[dict[str, Score]]:
+        scored = self._score(runs)
+        for run, (ctx, row) in zip(runs, scored):
+            # The context is kept only for the judged metrics scored at the end: a run's context
+            # kept for nothing is garbage the collector scans again and again while runs are in flight.
+            self._done[(run.agent_name, run.case_id, run.trial)] = (ctx if self._async else None, row)
+        return [row for _, row in scored]
+
+    def __call__(self, run: AgentRun) -> dict[str, Score]:
+        """Score ``run``'s sync metrics now (a batch of one); returns them (judged metrics come in :meth:`scores`)."""
+        return self._keep([run])[0]
+
+    def defer(self, run: AgentRun) -> None:
+        """Score ``run`` once the event loop has run what is ready now (the next runs started),
+        together with the other runs deferred meanwhile: scoring then fills the loop's idle time
+        instead of delaying the runs that finished with it."""
+        self._deferred.append(run)
+        if len(self._deferred) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self._score_deferred)
+            except RuntimeError:  # no loop: score now
+                self._score_deferred()
+
+    def _score_deferred(self) -> None:
+        runs, self._deferred = self._deferred, []
+        if runs:
+            self._keep(runs)
+
+    async def scores(self, runs: Sequence[AgentRun]) -> list[dict[str, Score]]:
+        """Every metric's score of ``runs``, in their order."""
+        self._score_deferred()
+        keys = [(r.agent_name, r.case_id, r.trial) for r in runs]
+        left = [r for r, key in zip(runs, keys) if key not in self._done]
+        if left:
+            self._keep(left)  # runs finished before this scorer saw them (a resumed journal's): one batch
+        scored = [self._done.pop(key) for key in keys]
+        rows = [row for _, row in scored]
+        if self._async:
+            contexts = [ctx if ctx is not None else context_for(self._cases[r.case_id], r) for r, (ctx, _) in zip(runs, scored)]
+            await score_async(rows, contexts, self._async, self._concurrency, self.budget)
+            rows = [order_like(row, self._metrics) for row in rows]
+        return rows
+
+
+def scored_rows(batches: Iterable[RowBatch]) -> Iterator[tuple[int, str, Mapping[str, Any]]]:
+    """The rows a scorer scores, in the order of its table, each with its index in the dataset and
+    where it comes from (conversation-scenario rows, which it skips, left out)."""
+    for batch in batches:
+        for i, row in enumerate(batch.rows()):
+            if isinstance(row, Mapping) and any(not _missing(row.get(c)) for c in _SCENARIO):
+                continue
+            yield batch.start + i, batch.where(i), row
+
+
+def explain_row(row: Mapping[str, Any], index: int, where: str, metrics: Sequence[Metric]) -> dict[str, Score]:
+    """One saved row scored through each sync metric's own ``score``: the per-row Scores, with
+    explanations, that the batch scorer leaves out (it is asked for one row at a time)."""
+    case = case_from_row(dict(row), index, where)
+    ctx = context_for(case, None)
+    ctx.failure = row.get("failure") in _FAILED
+    return score_sync(ctx, [m for m in metrics if not getattr(m, "is_async", False)])
 
 
 def batches_of(rows: Sequence[Mapping[str, Any]], size: int, label: str = "dataset") -> Iterator[RowBatch]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..data.cost_limit import CostLimit
@@ -14,7 +15,8 @@ from .metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
 from ..data.types import AgentOutput, AgentRun, Usage
 from ..errors import exception_text
 
-__all__ = ["context_for", "conversation_context", "score_rows", "score_sync", "order_like", "RunScorer", "run_spend"]
+__all__ = ["context_for", "conversation_context", "score_sync", "score_async", "order_like", "split_metrics", "run_spend",
+           "explain_scores"]
 
 
 def _saved_turns(case: EvalCase) -> list[TurnContext]:
@@ -179,7 +181,8 @@ _UNSCORED = Score(NAN)
 
 
 def score_sync(ctx: ScoringContext, metrics: Sequence[Metric]) -> dict[str, Score]:
-    """The scores of the sync metrics for one row, by metric name."""
+    """The scores of the sync metrics for one row, by metric name: each metric's own ``score`` (the
+    per-metric API; the engine, ``levelfield.core.score.batch``, calls it for metrics that declare nothing better)."""
     row: dict[str, Score] = {}
     for metric in metrics:
         if not metric.computable(ctx):
@@ -192,10 +195,11 @@ def score_sync(ctx: ScoringContext, metrics: Sequence[Metric]) -> dict[str, Scor
     return row
 
 
-async def _score_async(
+async def score_async(
     rows: Sequence[dict[str, Score]], contexts: Sequence[ScoringContext], metrics: Sequence[Metric], concurrency: int,
     budget: CostLimit | None = None, refused: Callable[[], Score] | None = None,
 ) -> None:
+    """The judged (async) metrics' Scores of ``contexts``, into ``rows``, ``concurrency`` judge calls at once."""
     limit = asyncio.Semaphore(concurrency)
 
     async def one(metric: Metric, row: dict[str, Score], ctx: ScoringContext) -> None:
@@ -223,76 +227,21 @@ def order_like(row: dict[str, Score], metrics: Sequence[Metric]) -> dict[str, Sc
     return {m.name: row[m.name] for m in metrics if m.name in row}
 
 
-def _split(metrics: Sequence[Metric]) -> tuple[list[Metric], list[Metric]]:
+def split_metrics(metrics: Sequence[Metric]) -> tuple[list[Metric], list[Metric]]:
+    """The sync metrics and the judged (async) ones, each in the given order."""
     sync = [m for m in metrics if not getattr(m, "is_async", False)]
     return sync, [m for m in metrics if getattr(m, "is_async", False)]
 
 
-async def score_rows(
-    contexts: Sequence[ScoringContext], metrics: Sequence[Metric], *, concurrency: int = 16, budget: CostLimit | None = None,
-    refused: Callable[[], Score] | None = None,
-) -> list[dict[str, Score]]:
-    """One dict of metric name -> Score per context, in order; ``budget`` limits the judges' spend
-    (a row refused scores ``refused()``, by default NaN as a failure of that metric)."""
-    sync_metrics, async_metrics = _split(metrics)
-    rows = [score_sync(ctx, sync_metrics) for ctx in contexts]
-    if async_metrics:
-        await _score_async(rows, contexts, async_metrics, concurrency, budget, refused)
-        rows = [order_like(row, metrics) for row in rows]
-    return rows
-
-
-class RunScorer:
-    """Scores runs as they finish: sync metrics at once, while other runs are still in flight
-    (so scoring costs no wall time), async (judged) metrics together at the end.
-
-    Pass it as ``run_agents(..., on_run=scorer)``, then ``await scorer.scores(runs)``.
-    """
-
-    def __init__(self, dataset: Iterable[EvalCase], metrics: Sequence[Metric], *, concurrency: int = 16,
-                 budget: CostLimit | None = None) -> None:
-        self.budget = budget
-        """The judges' spending limit (``judge_max_cost_usd``), when one was set."""
-        self._cases = {c.case_id: c for c in dataset}
-        self._metrics = list(metrics)
-        self._sync, self._async = _split(metrics)
-        self._concurrency = concurrency
-        self._done: dict[tuple[str, str, int], tuple[ScoringContext | None, dict[str, Score]]] = {}
-        self._deferred: list[AgentRun] = []
-
-    def _score(self, run: AgentRun) -> tuple[ScoringContext, dict[str, Score]]:
-        ctx = context_for(self._cases[run.case_id], run)
-        return ctx, score_sync(ctx, self._sync)
-
-    def __call__(self, run: AgentRun) -> dict[str, Score]:
-        """Score ``run``'s sync metrics now; returns them (judged metrics come in :meth:`scores`)."""
-        ctx, row = self._score(run)
-        # The context is kept only for the judged metrics scored at the end: a run's context
-        # kept for nothing is garbage the collector scans again and again while runs are in flight.
-        self._done[(run.agent_name, run.case_id, run.trial)] = (ctx if self._async else None, row)
-        return row
-
-    def defer(self, run: AgentRun) -> None:
-        """Score ``run`` once the event loop has run what is ready now (the next runs started):
-        scoring then fills the loop's idle time instead of delaying the runs that finished with it."""
-        self._deferred.append(run)
-        if len(self._deferred) == 1:
-            try:
-                asyncio.get_running_loop().call_soon(self._score_deferred)
-            except RuntimeError:  # no loop: score now
-                self._score_deferred()
-
-    def _score_deferred(self) -> None:
-        runs, self._deferred = self._deferred, []
-        for run in runs:
-            self(run)
-
-    async def scores(self, runs: Sequence[AgentRun]) -> list[dict[str, Score]]:
-        """Every metric's score of ``runs``, in their order."""
-        self._score_deferred()
-        scored = [self._done.pop((r.agent_name, r.case_id, r.trial), None) or self._score(r) for r in runs]
-        rows = [row for _, row in scored]
-        if self._async:
-            await _score_async(rows, [ctx for ctx, _ in scored], self._async, self._concurrency, self.budget)
-            rows = [order_like(row, self._metrics) for row in rows]
-        return rows
+def explain_scores(ctx: ScoringContext, metrics: Sequence[Metric], scores: Mapping[str, Score]) -> dict[str, Score]:
+    """``scores`` (one row's, by metric) with the explanations the engine leaves out (metrics it
+    scores for a whole batch at once), from each metric's own ``score`` on this row; the numbers
+    stay the engine's. Asked for one row at a time (``EvalResult.explain``, a report, a viewer)."""
+    out = dict(scores)
+    unexplained = [m for m in metrics if not getattr(m, "is_async", False) and m.name in out
+                   and out[m.name].explanation is None and not out[m.name].failed and out[m.name].value == out[m.name].value]
+    if unexplained:
+        for name, scored in score_sync(ctx, unexplained).items():
+            if scored.explanation is not None:
+                out[name] = replace(scored, value=out[name].value)
+    return out
