@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -37,3 +40,35 @@ def unwritable_journal(monkeypatch: pytest.MonkeyPatch) -> None:
         opened(self, path, FullDisk(handle), fingerprints)
 
     monkeypatch.setattr(Journal, "__init__", init)
+
+
+@contextlib.contextmanager
+def mlflow_store(path) -> Iterator[str]:
+    """MLflow pointed at a fresh SQLite store at ``path``, traces written synchronously; everything
+    MLflow keeps process-wide put back after: the tracking URI, the active experiment (a module
+    global and MLFLOW_EXPERIMENT_ID, which ``set_experiment`` sets), MLFLOW_TRACKING_URI (which
+    ``set_tracking_uri`` sets) and the tracer. Without it a later test traces into an experiment
+    its own store does not have, and its traces are lost."""
+    import mlflow
+    import mlflow.tracking._tracking_service.utils as tracking_utils
+    import mlflow.tracking.fluent as fluent
+
+    keys = ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_ID", "MLFLOW_ENABLE_ASYNC_TRACE_LOGGING")
+    saved = {key: os.environ.get(key) for key in keys}
+    # The URI as set, None when never set (get_tracking_uri() would give the default resolved, and
+    # setting that back would hide a later MLFLOW_TRACKING_URI).
+    previous, active = tracking_utils._tracking_uri, fluent._active_experiment_id
+    uri = f"sqlite:///{path}"
+    os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
+    mlflow.set_tracking_uri(uri)
+    try:
+        yield uri
+    finally:
+        mlflow.set_tracking_uri(previous)  # None: unset again
+        fluent._active_experiment_id = active
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        mlflow.tracing.reset()

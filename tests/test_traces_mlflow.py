@@ -9,6 +9,7 @@ import math
 import pytest
 
 import levelfield as lf
+from tests.conftest import mlflow_store
 
 mlflow = pytest.importorskip("mlflow")
 from mlflow.entities import Document, SpanType  # noqa: E402
@@ -17,13 +18,8 @@ from mlflow.entities import Document, SpanType  # noqa: E402
 @pytest.fixture(scope="module")
 def tracing(tmp_path_factory):
     """mlflow tracing into a throwaway SQLite store, written synchronously; the old URI restored after."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
-    previous = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'traces.db'}")
-    yield
-    mlflow.set_tracking_uri(previous)
-    mp.undo()
+    with mlflow_store(tmp_path_factory.mktemp("mlflow") / "traces.db"):
+        yield
 
 
 class HomeAgent:

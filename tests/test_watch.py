@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 import levelfield as lf
+from tests.conftest import mlflow_store
 
 pytest.importorskip("opentelemetry.proto")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
@@ -387,11 +388,7 @@ def test_a_folder_source_scores_new_trace_files_once(tmp_path):
 
 def test_an_mlflow_experiment_is_polled_for_new_traces_incrementally(tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow")
-    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
-    previous = mlflow.get_tracking_uri()
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    mlflow.set_tracking_uri(uri)
-    try:
+    with mlflow_store(tmp_path / "mlflow.db") as uri:
         experiment = mlflow.set_experiment("production")
 
         @mlflow.trace(span_type="TOOL")
@@ -418,7 +415,5 @@ def test_an_mlflow_experiment_is_polled_for_new_traces_incrementally(tmp_path, m
             time.sleep(0.6)
             assert w.stats.scored_traces == 0  # a restart takes up where it was
         assert experiment.experiment_id
-    finally:
-        mlflow.set_tracking_uri(previous)
     rows = journaled(tmp_path / "out")
     assert len(rows) == 4 and all(s["trajectory_exact_match"] == 1.0 for _, s in rows)

@@ -22,6 +22,7 @@ pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
+from tests.conftest import mlflow_store  # noqa: E402
 from tests.test_watch import PROMPTS, agent_trace, exporter_provider, journaled, references, wait_for  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,16 +40,10 @@ METRICS = ["trajectory_exact_match", lf.metrics.CustomMetric("answer_length", ex
 
 
 @pytest.fixture
-def tracking(tmp_path, monkeypatch):
-    """A fresh sqlite tracking store as the current MLflow tracking URI (restored afterwards)."""
-    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
-    previous = mlflow.get_tracking_uri()
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    mlflow.set_tracking_uri(uri)
-    try:
+def tracking(tmp_path):
+    """A fresh sqlite tracking store as the current MLflow tracking URI (MLflow's state restored afterwards)."""
+    with mlflow_store(tmp_path / "mlflow.db") as uri:
         yield uri
-    finally:
-        mlflow.set_tracking_uri(previous)
 
 
 def home_agent():
@@ -130,6 +125,41 @@ def test_a_trace_mlflow_exports_over_otlp_too_gets_its_assessments(tmp_path, tra
     found = assessments(tid)["trajectory_single_tool_use"]
     assert found.value == 1.0 and found.source.source_id == "levelfield/trajectory_single_tool_use"
     assert [tid] == [f"tr-{t}" for t, _ in journaled(tmp_path / "out")]
+
+
+def test_spans_mlflow_exports_over_otlp_give_the_request_the_answer_and_the_tool_calls(tmp_path, tracking, monkeypatch):
+    """MLflow's dual export sends its spans with its own attributes (``mlflow.spanType``,
+    ``mlflow.spanInputs``/``Outputs``, JSON text): the watcher reads the request, the answer and the
+    tool calls from them, in any language. (With MLFLOW_ENABLE_OTEL_GENAI_SEMCONV=true MLflow 3.x
+    leaves an agent span's inputs and outputs out of the export: only the tool calls remain.)"""
+    mlflow.set_experiment("production")
+    refs = references(tmp_path / "refs.jsonl")
+    with Watcher(["trajectory_exact_match", "exact_match"], tmp_path / "out", otlp_port=0, export_mlflow=False,
+                 references=refs, trace_timeout=5) as w:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"http://127.0.0.1:{w.port}/v1/traces")
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf")
+        monkeypatch.setenv("MLFLOW_TRACE_ENABLE_OTLP_DUAL_EXPORT", "true")
+        monkeypatch.setenv("MLFLOW_ENABLE_OTEL_GENAI_SEMCONV", "false")
+        monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+        mlflow.tracing.reset()
+        try:
+            for prompt in PROMPTS[1:3]:
+                home_agent()(prompt)
+            wait_for(lambda: w.stats.scored_traces == 2, timeout=15)
+        finally:
+            monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            monkeypatch.delenv("MLFLOW_TRACE_ENABLE_OTLP_DUAL_EXPORT")
+            mlflow.tracing.reset()
+    from tests.test_watch import window_files
+
+    result = lf.EvalResult.load(window_files(tmp_path / "out")[0])
+    table = result.metrics_table.set_index("prompt")
+    assert set(table.index) == set(PROMPTS[1:3])
+    for prompt in PROMPTS[1:3]:
+        assert table.loc[prompt, "response"] == ANSWERS[prompt]
+    case = {c.prompt: c for c in result.dataset}[PROMPTS[1]]
+    assert [(c.tool_name, c.tool_input) for c in case.predicted_trajectory] == [("set_light", {"room": 1, "on": False})]
+    assert (table["trajectory_exact_match/score"] == 1.0).all()
 
 
 def test_an_otlp_trace_is_sent_once_mlflow_holds_it_and_one_mlflow_never_holds_is_counted(tmp_path, tracking):

@@ -15,6 +15,7 @@ import pytest
 from levelfield.core.errors import ConfigError
 from levelfield.watch import Watcher
 from levelfield.watch.sampling import SampleRule
+from tests.conftest import mlflow_store
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: E402
@@ -169,11 +170,7 @@ def test_the_decision_is_made_once_per_trace_and_survives_a_restart(tmp_path):
 
 def test_rules_match_mlflow_trace_names_and_tags(tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow")
-    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
-    previous = mlflow.get_tracking_uri()
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    mlflow.set_tracking_uri(uri)
-    try:
+    with mlflow_store(tmp_path / "mlflow.db") as uri:
         mlflow.set_experiment("production")
 
         @mlflow.trace(name="checkout_agent", span_type="AGENT")
@@ -197,8 +194,6 @@ def test_rules_match_mlflow_trace_names_and_tags(tmp_path, monkeypatch):
                      export_mlflow=False, sample=0.0, sample_rules=["name=checkout_*:1", "customer.tier=gold:1"],
                      poll=0.1) as w:
             wait_for(lambda: w.stats.scored_traces + w.stats.sampled_out_traces == len(kept) + len(dropped))
-    finally:
-        mlflow.set_tracking_uri(previous)
     assert sorted(tid for tid, _ in journaled(tmp_path / "out")) == sorted(kept)
     assert w.stats.sampled_out_traces == len(dropped)
 

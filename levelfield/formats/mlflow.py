@@ -15,7 +15,7 @@ from typing import Any
 
 from .spans import AGENT, LLM, OTHER, RETRIEVER, TOOL, Span, TraceError, documents_of, failed_row, hex_id, json_loads, row_from_spans
 
-__all__ = ["spans_from_trace", "row_from_trace", "trace_dict"]
+__all__ = ["spans_from_trace", "row_from_trace", "trace_dict", "classify_attributes"]
 
 _KINDS = {
     "TOOL": TOOL,
@@ -77,6 +77,28 @@ def _error(raw: Mapping[str, Any]) -> str | None:
     return None
 
 
+def classify_attributes(span: Span, attributes: Mapping[str, Any], where: str) -> Span:
+    """Fill ``span``'s kind, inputs, outputs, tool, agent, documents and usage from MLflow's span
+    attributes (JSON-encoded); an attribute that is not JSON raises :class:`TraceError` naming ``where``."""
+    span_type = _attr(attributes, "mlflow.spanType", where)
+    span.kind = _KINDS.get(str(span_type).upper(), OTHER) if span_type else OTHER
+    span.inputs = _attr(attributes, "mlflow.spanInputs", where)
+    span.outputs = _attr(attributes, "mlflow.spanOutputs", where)
+    if span.kind == TOOL:
+        span.tool_name = span.name
+    elif span.kind == AGENT:
+        span.agent_name = span.name
+    elif span.kind == RETRIEVER:
+        span.documents = documents_of(span.outputs) or []
+    elif span.kind == LLM:
+        usage = _attr(attributes, "mlflow.chat.tokenUsage", where)
+        if isinstance(usage, Mapping):
+            span.input_tokens = int(usage.get("input_tokens") or 0)
+            span.output_tokens = int(usage.get("output_tokens") or 0)
+            span.total_tokens = int(usage.get("total_tokens") or 0)
+    return span
+
+
 def spans_from_trace(trace: Any) -> tuple[str, list[Span]]:
     """The trace id and the spans of one MLflow trace; a span that cannot be read raises :class:`TraceError`."""
     data = trace_dict(trace)
@@ -98,32 +120,16 @@ def spans_from_trace(trace: Any) -> tuple[str, list[Span]]:
         attributes = raw.get("attributes") or {}
         if not isinstance(attributes, Mapping):
             raise TraceError(f"{where}: attributes are not an object")
-        span_type = _attr(attributes, "mlflow.spanType", where)
-        kind = _KINDS.get(str(span_type).upper(), OTHER) if span_type else OTHER
         span = Span(
             trace_id=trace_id,
             span_id=hex_id(span_id, 16) or str(span_id),
             parent_id=hex_id(raw.get("parent_span_id", raw.get("parent_id")), 16),
             name=name,
-            kind=kind,
             start=_ns(raw.get("start_time_unix_nano", raw.get("start_time")), where, "start time") or 0,
             end=_ns(raw.get("end_time_unix_nano", raw.get("end_time")), where, "end time"),
-            inputs=_attr(attributes, "mlflow.spanInputs", where),
-            outputs=_attr(attributes, "mlflow.spanOutputs", where),
             error=_error(raw),
         )
-        if kind == TOOL:
-            span.tool_name = name
-        elif kind == AGENT:
-            span.agent_name = name
-        elif kind == RETRIEVER:
-            span.documents = documents_of(span.outputs) or []
-        elif kind == LLM:
-            usage = _attr(attributes, "mlflow.chat.tokenUsage", where)
-            if isinstance(usage, Mapping):
-                span.input_tokens = int(usage.get("input_tokens") or 0)
-                span.output_tokens = int(usage.get("output_tokens") or 0)
-                span.total_tokens = int(usage.get("total_tokens") or 0)
+        classify_attributes(span, attributes, where)
         spans.append(span)
     return trace_id, spans
 

@@ -71,6 +71,32 @@ def classify(span: Span, attrs: Mapping[str, Any]) -> Span:
     if openinference.SPAN_KIND in attrs:
         return openinference.classify(span, attrs)
     op = attrs.get("gen_ai.operation.name")
+    if op is None and "gen_ai.tool.name" not in attrs and _MLFLOW_TYPE in attrs:
+        return _mlflow_classify(span, attrs)
+    _genai_classify(span, attrs, op)
+    if _MLFLOW_INPUTS in attrs or _MLFLOW_OUTPUTS in attrs:
+        # MLflow's OTLP export (dual export, GenAI conventions on) names the operation but keeps
+        # what went in and out in its own attributes: read them where the GenAI ones are missing.
+        if span.inputs is None:
+            span.inputs = parse_json(attrs.get(_MLFLOW_INPUTS))
+        if span.outputs is None:
+            span.outputs = parse_json(attrs.get(_MLFLOW_OUTPUTS))
+    return span
+
+
+_MLFLOW_TYPE, _MLFLOW_INPUTS, _MLFLOW_OUTPUTS = "mlflow.spanType", "mlflow.spanInputs", "mlflow.spanOutputs"
+
+
+def _mlflow_classify(span: Span, attrs: Mapping[str, Any]) -> Span:
+    """A span MLflow tracing exported over OTLP as it stores it (``mlflow.spanType`` and JSON inputs/outputs)."""
+    from .mlflow import classify_attributes
+
+    return classify_attributes(span, {k: v for k, v in attrs.items() if k.startswith("mlflow.")},
+                               f"OTLP span {span.name!r} ({span.span_id})")
+
+
+def _genai_classify(span: Span, attrs: Mapping[str, Any], op: Any) -> Span:
+    """The GenAI semantic conventions' reading of a span."""
     if op == "execute_tool" or (op is None and "gen_ai.tool.name" in attrs):
         span.kind = TOOL
         span.tool_name = attrs.get("gen_ai.tool.name") or span.name
