@@ -462,7 +462,7 @@ class _Dispatch:
         slot = self.slots[index]
         slot.ping = None
         try:
-            future.result()
+            loaded = future.result()
         except self.ray.exceptions.ActorDiedError as exc:  # for good (e.g. it cannot even start)
             slot.state, slot.why = "dead", _why_dead(exc)
             for batch in self.inflight.values():
@@ -475,7 +475,9 @@ class _Dispatch:
         except Exception:  # noqa: BLE001 - restarting, or its node is unreachable: the heartbeat decides
             return
         slot.seen = self.answered = time.monotonic()
-        slot.started = True
+        # Up, but perhaps still loading its agents (an import may hold its loop for seconds): it
+        # has started once they are loaded, or it answered a batch.
+        slot.started = slot.started or loaded is True
         if slot.state == "reviving":
             # Back on its feet: it died of one of its batch's runs, which now run one by one.
             self.suspects.extend(key for key in slot.failed if key not in self.finished)
@@ -708,11 +710,9 @@ class _Worker:
         self._slots: asyncio.Semaphore | None = None
         self._limits = limits.Limits.of(config)  # the endpoints' limits of this worker, for all its batches
 
-    async def ping(self) -> str:
-        """Answer (once the worker is up after a restart): the id of its node."""
-        import ray
-
-        return str(ray.get_runtime_context().get_node_id())
+    async def ping(self) -> bool:
+        """Answer (once the worker is up after a restart): whether its dataset and agents are loaded."""
+        return self._agents is not None
 
     async def _load(self, shared: list[Any]) -> list[Any]:
         """The dataset and agents, fetched from the object store (awaited) and built on the first batch."""
