@@ -474,7 +474,7 @@ def test_when_no_agent_has_a_known_cost_the_table_says_why_once_instead_of_a_row
     text = format_comparison(cmp)
     assert "cost per run" not in text
     assert "(cost unknown: haus: no price known for model(s) 'haus-modell-7'" in text
-    assert "家: no price known for model(s) '家のモデル'" in text and "(--prices FILE)" in text
+    assert "家: no price known for model(s) '家のモデル'" in text and "pass prices={...} or --prices FILE" in text
     # One agent priced: the row is back, the unpriced one "unknown" in it.
     mixed = lf.compare(ROWS, {"cheap": spender("cheap-model"), "家": spender("家のモデル")}, ["exact_match"],
                        prices=OWN, **FAST)

@@ -31,7 +31,7 @@ PRICE_KEYS = ("input_per_mtok", "output_per_mtok")
 PriceTable = dict[str, dict[str, float]]
 """Model name -> ``{"input_per_mtok": ..., "output_per_mtok": ...}``."""
 
-_EXTRA_HINT = "install levelfield[cost] (genai-prices) for the prices of known models, or pass prices={...} (--prices FILE)"
+_EXTRA_HINT = "install levelfield[cost] (genai-prices) for the prices of known models, or pass prices={...} or --prices FILE"
 
 
 def price_table(prices: Mapping[str, Any] | str | Path | None) -> PriceTable:
@@ -188,7 +188,7 @@ def cost_note(costs: Iterable[Cost]) -> str | None:
     unnamed = any(c.unnamed for c in costs)
     parts = []
     if unpriced:
-        hint = "pass prices={...} (--prices FILE)" if genai_prices_available() else _EXTRA_HINT
+        hint = "pass prices={...} or --prices FILE" if genai_prices_available() else _EXTRA_HINT
         parts.append(f"no price known for model(s) {', '.join(map(repr, unpriced))} ({hint})")
     if unnamed:
         parts.append("some tokens were reported without the model that spent them")
