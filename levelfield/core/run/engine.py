@@ -10,6 +10,7 @@ finishes; with ``config.resume`` the runs already in that journal are kept, not 
 
 from __future__ import annotations
 
+import asyncio
 import math
 
 import numpy as np
@@ -32,7 +33,7 @@ from . import limits
 from ..data.cost_limit import CostLimit
 from .runner import Executor, run_agents
 from ..score.batch import RunScorer, score_rows
-from ..score.scoring import context_for
+from ..score.scoring import context_for, explain_scores
 from ..data.types import AgentRun
 from ..errors import ConfigError
 from ..score.metrics.base import Score
@@ -191,6 +192,10 @@ async def run_and_score(
         for run in done.values():
             stop_early.observe(run, scorer(run))
 
+    # With out= the tables saved at the end say why each run scored as it did: the explanations
+    # the engine leaves out are made as runs finish, while agents are still busy, not all after the last.
+    explainer = _Explainer(dataset, metrics) if journal is not None else None
+
     def finished(run: AgentRun) -> Awaitable[None] | None:
         if stop_early is not None:
             scores = scorer(run)
@@ -199,7 +204,10 @@ async def run_and_score(
         if journal is None:
             scorer.defer(run)
             return None
-        return journal.write(run, scorer(run))  # the slot's next run waits until this one is on disk
+        scores = scorer(run)
+        assert explainer is not None
+        explainer.defer(run, scores)
+        return journal.write(run, scores)  # the slot's next run waits until this one is on disk
 
     # One set of endpoint limits for the whole evaluation: the agents' runs and the judge's calls.
     registry = limits.Limits.of(config)
@@ -236,9 +244,42 @@ async def run_and_score(
         )
         results[agent.name].skipped = skipped
         results[agent.name].limits = rate_limits
+        if explainer is not None:
+            results[agent.name].explained_before(explainer.finish())
         results[agent.name].not_started = [key for key in not_started if key[0] == agent.name]
         start += len(runs)
     return results
+
+
+class _Explainer:
+    """Each finished run's explanations (those the engine leaves out), made on the event loop's next
+    turn, so a run that finished does not hold up the runs that finished with it."""
+
+    def __init__(self, dataset: EvalDataset, metrics: Sequence[Metric]) -> None:
+        self._cases = {c.case_id: c for c in dataset}
+        self._metrics = [m for m in metrics if not getattr(m, "is_async", False)]
+        self._pending: list[tuple[AgentRun, Mapping[str, Score]]] = []
+        self.rows: dict[RunKey, dict[str, Score]] = {}
+
+    def defer(self, run: AgentRun, scores: Mapping[str, Score]) -> None:
+        self._pending.append((run, scores))
+        if len(self._pending) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self._explain)
+            except RuntimeError:  # no loop (a worker thread): now
+                self._explain()
+
+    def _explain(self) -> None:
+        pending, self._pending = self._pending, []
+        for run, scores in pending:
+            case = self._cases.get(run.case_id)
+            if case is not None and self._metrics:
+                self.rows[(run.agent_name, run.case_id, run.trial)] = explain_scores(context_for(case, run), self._metrics, scores)
+
+    def finish(self) -> dict[RunKey, dict[str, Score]]:
+        """Every explained row, the last ones made now."""
+        self._explain()
+        return self.rows
 
 
 def judge_budget(config: RunConfig | None) -> CostLimit | None:
