@@ -11,35 +11,42 @@ import pytest
 from levelfield.core.results.record import Journal
 
 
-@pytest.fixture
-def unwritable_journal(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every run line of a journal fails to write (a full disk), after its header and cases."""
+class FullDisk:
+    """A journal's file once the disk is full: lines of the ``refused`` kind (``"run"``, ``"case"``)
+    fail with ENOSPC, the others are written."""
 
-    class FullDisk:
-        """The journal's file, once the disk is full: its header and case lines fit, no run line does."""
+    def __init__(self, handle, refused: str) -> None:
+        self._handle = handle
+        self._marker = f'"kind":"{refused}"'
+        self.closed = False
 
-        def __init__(self, handle):
-            self._handle = handle
-            self.closed = False
+    def write(self, text):
+        if self._marker in text:
+            raise OSError(28, "No space left on device")
+        return self._handle.write(text)
 
-        def write(self, text):
-            if '"kind":"run"' in text:
-                raise OSError(28, "No space left on device")
-            return self._handle.write(text)
+    def flush(self):
+        self._handle.flush()
 
-        def flush(self):
-            self._handle.flush()
+    def close(self):
+        self.closed = True
+        self._handle.close()
 
-        def close(self):
-            self.closed = True
-            self._handle.close()
 
+def disk_full_for(monkeypatch: pytest.MonkeyPatch, refused: str) -> None:
+    """Every journal opened from now on refuses the lines of the ``refused`` kind (see FullDisk)."""
     opened = Journal.__init__
 
     def init(self, path, handle, fingerprints):
-        opened(self, path, FullDisk(handle), fingerprints)
+        opened(self, path, FullDisk(handle, refused), fingerprints)
 
     monkeypatch.setattr(Journal, "__init__", init)
+
+
+@pytest.fixture
+def unwritable_journal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every run line of a journal fails to write (a full disk), after its header and cases."""
+    disk_full_for(monkeypatch, "run")
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ import pytest
 
 import levelfield as lf
 from levelfield.core.results.record import read_record
+from tests.conftest import disk_full_for
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 30
@@ -293,33 +294,10 @@ def test_a_new_journal_in_an_event_loop_writes_its_cases_after_returning_and_all
     assert [c.case_id for c in read_record(tmp_path).cases] == [c.case_id for c in data]
 
 
-class CaseLinesDoNotFit:
-    """A journal's file on a disk that fills up after its header: no case line fits."""
-
-    closed = False
-
-    def __init__(self, handle):
-        self._handle = handle
-
-    def write(self, text):
-        if '"kind":"case"' in text:
-            raise OSError(28, "No space left on device")
-        return self._handle.write(text)
-
-    def flush(self):
-        self._handle.flush()
-
-    def close(self):
-        self.closed = True
-        self._handle.close()
-
-
 @pytest.fixture
 def case_lines_do_not_fit(monkeypatch):
-    from levelfield.core.results.record import Journal
-
-    opened = Journal.__init__
-    monkeypatch.setattr(Journal, "__init__", lambda self, path, handle, fps: opened(self, path, CaseLinesDoNotFit(handle), fps))
+    """A disk that fills up after a journal's header: no case line fits."""
+    disk_full_for(monkeypatch, "case")
 
 
 def test_case_lines_that_cannot_be_written_fail_the_evaluation_naming_the_journal(tmp_path, case_lines_do_not_fit):
