@@ -4,6 +4,7 @@ LangSmith run trees from LangChain's own tracer; scores sent back as ``gen_ai.ev
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -294,3 +295,12 @@ def test_an_item_that_is_no_trace_among_traces_is_a_failed_row(exporter):
 def test_something_that_is_not_traces_at_all_says_what_is_expected():
     with pytest.raises(lf.DatasetError, match="expected an MLflow Trace"):
         lf.load_traces([1, 2, 3])
+
+
+@pytest.mark.parametrize("raw", [bytes.fromhex("d314eebc33d12a4b9692536388a6c26c"), bytes.fromhex("d31f") + bytes(14)], ids=["ci-seen", "zeros"])
+def test_a_base64_id_that_starts_with_0x_is_decoded_not_stripped(raw):
+    from levelfield.formats.spans import hex_id
+    text = base64.b64encode(raw).decode()
+    assert text.startswith("0x")
+    assert hex_id(text, 32) == raw.hex()
+    assert hex_id("0x" + raw.hex(), 32) == raw.hex() == hex_id(raw.hex().upper(), 32)

@@ -84,12 +84,12 @@ def hex_id(value: Any, width: int) -> str | None:
     if isinstance(value, bytes):
         return value.hex() or None
     text = str(value)
-    if text.startswith("0x"):
-        text = text[2:]
-    if len(text) == width:
+    # "0x" + hex of the width; a base64 id may itself start with "0x", so it is only stripped then
+    bare = text[2:] if text[:2] in ("0x", "0X") else text
+    if len(bare) == width:
         try:
-            int(text, 16)
-            return text.lower()
+            int(bare, 16)
+            return bare.lower()
         except ValueError:
             pass
     try:
