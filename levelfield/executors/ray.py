@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..adapters.auto import as_agent
 from ..adapters.spec import SpecAgent, load_agent_spec
@@ -93,6 +93,9 @@ class RayExecutor:
     ``heartbeat`` applies once it has answered. After a heartbeat, ready workers with nothing
     left to do take over its runs meanwhile."""
 
+    can_stream: ClassVar[bool] = True
+    """``run_agents(..., keep=False)`` is understood: runs the journal holds are not held here too."""
+
     def __post_init__(self) -> None:
         if self.num_workers is not None and (
             isinstance(self.num_workers, bool) or not isinstance(self.num_workers, int) or self.num_workers < 1
@@ -137,11 +140,13 @@ class RayExecutor:
         on_run: OnRun | None = None,
         done: Mapping[RunKey, AgentRun] | None = None,
         run_scenario: PlayScenario | None = None,
+        keep: bool = True,
     ) -> dict[str, list[AgentRun]]:
         """Every agent on every case and trial, run on Ray; per agent in dataset order, then trial order.
 
         As the local runner: ``on_run`` is called once for each fresh run as it arrives, runs in
-        ``done`` are returned as they are.
+        ``done`` are returned as they are. ``keep=False``: the runs go to ``on_run`` only (which
+        journals them) and are not held here; the lists returned are empty.
         """
         if run_scenario is not None and any(c.conversation_scenario is not None for c in dataset):
             raise ConfigError("executor='ray' does not play conversation scenarios (simulator=...); run them locally")
@@ -149,12 +154,14 @@ class RayExecutor:
         done = done or {}
         plan = [(a.name, c.case_id, t) for a, c, t in interleaved_plan(agents, dataset, config.trials)]
         todo = [key for key in plan if key not in done]
-        finished: dict[RunKey, AgentRun] = {}
+        finished: dict[RunKey, AgentRun] | None = {} if keep else None
         if todo:
             ray = _ray()
             env = self._actor_env(ray)
             await _Dispatch(self, ray, dataset, agents, config, todo, finished, on_run, env).run()
         out: dict[str, list[AgentRun]] = {a.name: [] for a in agents}
+        if finished is None:
+            return out
         for key in plan:
             kept = done.get(key)
             out[key[0]].append(kept if kept is not None else finished[key])
@@ -261,10 +268,12 @@ class _Dispatch:
     """
 
     def __init__(self, executor: RayExecutor, ray: Any, dataset: EvalDataset, agents: Sequence[AgentRunnable],
-                 config: RunConfig, todo: list[RunKey], finished: dict[RunKey, AgentRun], on_run: OnRun | None,
+                 config: RunConfig, todo: list[RunKey], kept: dict[RunKey, AgentRun] | None, on_run: OnRun | None,
                  env: dict[str, Any] | None) -> None:
         self.executor, self.ray, self.config = executor, ray, config
-        self.todo, self.finished, self.on_run = todo, finished, on_run
+        self.todo, self.kept, self.on_run = todo, kept, on_run
+        self.finished: set[RunKey] = set()
+        """The runs recorded (``kept`` holds them too, unless the caller journals them and keeps none)."""
         count, cpus = executor._workers(ray, len(todo))
         caps = {name: max(1, cap // count) for name, cap in config.agent_concurrency.items()}
         # Each worker gets its share of every rate, so the cluster does not multiply it; its adaptive
@@ -385,7 +394,9 @@ class _Dispatch:
         key = (run.agent_name, run.case_id, run.trial)
         if key in self.finished:
             return  # a batch run again (by Ray, or elsewhere after its worker went away): already recorded
-        self.finished[key] = run
+        self.finished.add(key)
+        if self.kept is not None:
+            self.kept[key] = run
         if self.on_run is not None:
             written = self.on_run(run)
             if written is not None:
