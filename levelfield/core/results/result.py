@@ -848,7 +848,7 @@ def _trimmed(table: pd.DataFrame, filled: set[str] | None = None, trials: int | 
     return table.drop(columns=drop)
 
 
-TABLE_PAGE = 20_000
+TABLE_PAGE = 5_000
 """Runs a page of a metrics table written from the journal holds (see :func:`write_tables_in_pages`)."""
 
 
