@@ -419,3 +419,24 @@ def test_a_table_written_in_pages_is_the_table_written_whole(tmp_path, late, pas
     table_to_parquet(whole, tmp_path / "whole.parquet")
     assert (tmp_path / "whole.csv").read_bytes() == paths["metrics_table"].read_bytes()
     pd.testing.assert_frame_equal(pd.read_parquet(paths["metrics_table_parquet"]), pd.read_parquet(tmp_path / "whole.parquet"))
+
+
+@pytest.mark.parametrize("judged", [False, True], ids=["computed", "judged"])
+def test_save_keeps_the_journal_as_the_record_unless_scores_came_after_it(tmp_path, monkeypatch, judged):
+    from levelfield.core.results import result as result_module
+
+    async def shouted(row):  # an async metric, scored with the judged ones at the end: after the journal line
+        return float(row["response"].isupper())
+
+    written = []
+    real = result_module.write_record
+    monkeypatch.setattr(result_module, "write_record", lambda *a, **k: written.append(a[0]) or real(*a, **k))
+    metrics = ["exact_match"] + ([lf.metrics.CustomMetric("shouted", shouted)] if judged else [])
+    result = lf.evaluate(write_dataset(tmp_path), counting([]), metrics, out=tmp_path / "out", progress=False)
+    assert len(written) == int(judged)  # computed scores: the journal already holds every run as recorded
+    record = read_record(tmp_path / "out")
+    assert record.header["status"] == "complete" and len(record.runs) == N
+    assert {k: s for k, (_, s) in record.runs.items()} == {(r.agent_name, r.case_id, r.trial): s for r, s in
+                                                            zip(result.runs, result.recorded_scores)}
+    loaded = lf.EvalResult.load(tmp_path / "out")
+    assert loaded.summary_metrics == pytest.approx(result.summary_metrics, nan_ok=True)

@@ -495,8 +495,15 @@ class EvalResult:
 
     @property
     def journal(self) -> Path | None:
-        """The journal the runs are read back from, while they are not held (:attr:`streamed`)."""
-        return self._journal if self.streamed else None
+        """The journal that holds every run of this result with its recorded scores, when one does:
+        ``save`` to its folder keeps it as the record; runs not held (:attr:`streamed`) are read from it."""
+        return self._journal
+
+    def recorded_in(self, journal: Path) -> None:
+        """Say that ``journal`` holds exactly this result's runs with the scores :attr:`recorded_scores`
+        gives (the engine journaled each as it finished): ``save`` then keeps it rather than writing
+        every run again."""
+        self._journal = journal
 
     def journal_moved(self, by: int) -> None:
         """The journal's lines moved ``by`` bytes (its header was rewritten: ``finish_journal``)."""
@@ -705,8 +712,11 @@ class EvalResult:
             table = self.to_parquet(out / "metrics_table.parquet") if parquet_available() else self.to_csv(out / "metrics_table.csv")
             return {"metrics_table": table, "summary": write_summary(out / "summary.json", self.summary_metrics)}
         paths = {"runs": out / RUNS_FILE, "metrics_table": out / "metrics_table.csv", "summary": out / "summary.json"}
-        write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset),
-                     zip(self.runs, self.recorded_scores))
+        if self._journal is not None and paths["runs"].resolve() == self._journal.resolve():
+            self.journal_moved(finish_journal(self._journal, self.record_header()))  # the runs are there already
+        else:
+            write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset),
+                         zip(self.runs, self.recorded_scores))
         table = self.with_explanations()  # the tables a person reads say why; the record keeps what the engine gave
         table_to_csv(table, paths["metrics_table"])
         if parquet_available():
