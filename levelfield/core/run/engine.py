@@ -285,10 +285,37 @@ async def _stream(dataset: EvalDataset, agents: Sequence[AgentRunnable], metrics
     for run, scores in zip(earlier, scorer.score_now(earlier)):  # a resumed journal's runs, as they are on disk
         kept[run.agent_name].add_run(run, scores, position[run.case_id], journal.earlier[(run.agent_name, run.case_id, run.trial)])
 
+    # The runs of a batch arrive together: they are scored together (one pass of the engine, not one
+    # per run) on the loop's next turn, then journaled; each waits until its line is on disk.
+    arrived: list[AgentRun] = []
+    written: asyncio.Future[None] | None = None
+
     def finished(run: AgentRun) -> Awaitable[None] | None:
-        [scores] = scorer.score_now([run])
-        kept[run.agent_name].add_run(run, scores, position[run.case_id], -1 - journal.written)
-        return journal.write(run, scores)  # the batch's runs are on disk before more are taken
+        nonlocal written
+        arrived.append(run)
+        if written is None:
+            written = asyncio.get_running_loop().create_future()
+            asyncio.get_running_loop().call_soon(score_and_write)
+        return written
+
+    def score_and_write() -> None:
+        nonlocal written
+        runs, done_writing = list(arrived), written
+        arrived.clear()
+        written = None
+        assert done_writing is not None
+        try:
+            flushed = None
+            for run, scores in zip(runs, scorer.score_now(runs)):
+                kept[run.agent_name].add_run(run, scores, position[run.case_id], -1 - journal.written)
+                flushed = journal.write(run, scores)
+        except BaseException as exc:  # noqa: BLE001 - a metric or the journal failed: the runs waiting hear it
+            done_writing.set_exception(exc)
+            return
+        if flushed is None:
+            done_writing.set_result(None)
+        else:
+            flushed.add_done_callback(lambda f: _pass_on(f, done_writing))
 
     registry = limits.Limits.of(config)
     with limits.using(registry):
@@ -317,6 +344,18 @@ async def _stream(dataset: EvalDataset, agents: Sequence[AgentRunnable], metrics
         result.not_started = [key for key in not_started if key[0] == agent.name]
         results[agent.name] = result
     return results
+
+
+def _pass_on(source: asyncio.Future[None], target: asyncio.Future[None]) -> None:
+    """``target`` ends as ``source`` did (done, failed or cancelled)."""
+    if target.done():
+        return
+    if source.cancelled():
+        target.cancel()
+    elif source.exception() is not None:
+        target.set_exception(source.exception())  # type: ignore[arg-type]
+    else:
+        target.set_result(None)
 
 
 class _Explainer:
