@@ -6,6 +6,7 @@ server on 127.0.0.1 port 0 with httpx.
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 import levelfield as lf
-from _view_runs import CASES, METRICS, home_agent, three_runs
+from _view_runs import CASES, METRICS, home_agent, three_runs, written_at
 from levelfield.comparison import Comparison
 from levelfield.core.results.record import read_record
 from levelfield.view.catalog import Catalog
@@ -102,12 +103,8 @@ def test_runs_list_shows_every_run_with_its_scores_and_failures(client):
 def test_runs_list_is_newest_first_and_runs_of_one_second_keep_their_names_order(runs, tmp_path):
     root = tmp_path / "runs"
     for version, second in (("v1", 0), ("v2", 1), ("v3", 1)):
-        record = (runs / version / "runs.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-        header = json.loads(record[0])
-        header["created_at"] = f"2026-01-01T00:00:0{second}+00:00"
-        (root / version).mkdir(parents=True)
-        (root / version / "runs.jsonl").write_text(json.dumps(header, ensure_ascii=False) + "\n" + "".join(record[1:]),
-                                                    encoding="utf-8")
+        shutil.copytree(runs / version, root / version)
+        written_at(root / version, f"2026-01-01T00:00:0{second}+00:00")
     page = TestClient(create_app([root], allowed_hosts=["testserver"])).get("/").text
     assert re.findall(r'<tr data-run="([^"]+)"', page) == ["runs/v2", "runs/v3", "runs/v1"]
     assert '<span class="fail">1</span>' in run_row(page, "runs/v1")
