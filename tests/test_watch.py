@@ -30,6 +30,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from levelfield.core.results.record import read_record  # noqa: E402
 from levelfield.watch import Watcher  # noqa: E402
+from levelfield.watch.service import WatchStats  # noqa: E402
 from levelfield.watch.windows import window_files  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -183,6 +184,32 @@ def test_the_auth_token_is_required_when_set(tmp_path):
         wait_for(lambda: w.stats.scored_traces == 1)
         provider.shutdown()
         assert w.stats.unauthorized == 1
+
+
+def test_the_status_is_read_from_another_thread_while_scores_come_in():
+    """write_status runs in a worker thread every 2 s while the loop appends times to score; reading
+    them failed with 'deque mutated during iteration', which ended the ticker (no more trace
+    timeouts, source polls or drift checks) under load."""
+    stats = WatchStats()
+    stats.time_to_score.extend([0.5] * 5000)
+    stop = threading.Event()
+
+    def scoring() -> None:
+        while not stop.is_set():
+            stats.time_to_score.append(1.0)
+            stats.scored_traces += 1
+
+    thread = threading.Thread(target=scoring)
+    thread.start()
+    try:
+        for _ in range(50):
+            status = stats.as_dict()
+            assert 0.5 <= status["time_to_score_p50"] <= status["time_to_score_p99"] <= 1.0
+            assert "time_to_score" not in status
+    finally:
+        stop.set()
+        thread.join()
+    assert WatchStats().as_dict()["time_to_score_p50"] is None
 
 
 def test_a_full_queue_answers_503_with_retry_after_and_counts_what_it_shed(tmp_path):
