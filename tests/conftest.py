@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
@@ -79,3 +79,24 @@ def mlflow_store(path) -> Iterator[str]:
             else:
                 os.environ[key] = value
         mlflow.tracing.reset()
+
+
+def traced_home_agent(prompts: Sequence[str], answer: Callable[[int], str],
+                      wrong: Callable[[int], bool] = lambda room: False) -> Callable[[str], str]:
+    """A home agent traced with MLflow's tracing API into the current MLflow experiment: an AGENT span
+    ``home_agent`` around one TOOL span ``set_light(room, on)``, where ``room`` is the request's place
+    in ``prompts``, ``on`` is ``wrong(room)`` (the right call switches the light off) and the answer
+    is ``answer(room)``."""
+    import mlflow
+
+    @mlflow.trace(span_type="TOOL")
+    def set_light(room: int, on: bool) -> dict:
+        return {"ok": True}
+
+    @mlflow.trace(name="home_agent", span_type="AGENT")
+    def agent(request: str) -> str:
+        room = prompts.index(request)
+        set_light(room=room, on=wrong(room))
+        return answer(room)
+
+    return agent

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 import levelfield as lf
-from tests.conftest import mlflow_store
+from tests.conftest import mlflow_store, traced_home_agent
 
 pytest.importorskip("opentelemetry.proto")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
@@ -420,15 +420,7 @@ def test_an_mlflow_experiment_is_polled_for_new_traces_incrementally(tmp_path, m
     with mlflow_store(tmp_path / "mlflow.db") as uri:
         experiment = mlflow.set_experiment("production")
 
-        @mlflow.trace(span_type="TOOL")
-        def set_light(room: int, on: bool) -> dict:
-            return {"ok": True}
-
-        @mlflow.trace(name="home_agent", span_type="AGENT")
-        def agent(request: str) -> str:
-            set_light(room=PROMPTS.index(request), on=False)
-            return "Erledigt."
-
+        agent = traced_home_agent(PROMPTS, lambda room: "Erledigt.")
         for prompt in PROMPTS[:2]:
             agent(prompt)
         with Watcher(METRICS, tmp_path / "out", otlp_port=None, mlflow_experiment="production", mlflow_tracking_uri=uri,
