@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
 from levelfield.core.results.record import Journal
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as a terminal delivers it, however the suite was started. A suite started in the
+    background by a non-interactive shell (``pytest &``, some CI runners) inherits SIGINT ignored,
+    and so does every command it starts: the tests that press Ctrl-C (on an evaluation in this
+    process, on a ``levelfield`` command they start) would see nothing happen and fail."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class FullDisk:
