@@ -19,6 +19,20 @@ def pytest_configure(config: pytest.Config) -> None:
     process, on a ``levelfield`` command they start) would see nothing happen and fail."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    _same_examples_every_run()
+
+
+def _same_examples_every_run() -> None:
+    """The property tests try the same examples on every run (Hypothesis' own ``ci`` profile:
+    derandomized, no example database, no deadline, no too-slow health check), wherever they run:
+    a CI that sets no ``CI`` variable would otherwise draw new random examples each time, and a
+    loaded machine could fail the health check. A property broken by a rarer example is found
+    by running with ``--hypothesis-profile=default``."""
+    try:
+        from hypothesis import settings
+    except ImportError:  # the property tests skip without it
+        return
+    settings.load_profile("ci")
 
 
 class FullDisk:
