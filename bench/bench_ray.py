@@ -11,8 +11,10 @@
    on, 1 CPU a node), the CPU-bound agent on the head alone, then on head + a second node; and the
    per-run overhead of a no-op agent through the cluster (one run in flight, so each run pays the
    whole trip: batch sent, run, sent back, scored, journaled).
-4. Driver memory: many tiny runs streamed back from the two nodes, journaled to ``out/``; the
-   driver's peak RSS at two sizes, so the growth per run is what the result keeps of each run.
+4. Driver memory: many tiny runs streamed back from the two nodes, with ``out=`` (journaled as
+   they arrive, not held) and without (held in the result); each a fresh driver process, its peak
+   RSS over a baseline taken once the dataset is built, for one trial and five of the same cases:
+   the growth per run is what the driver keeps of each run.
 
 Prints the figures. Run from the repository root when the machine is otherwise quiet:
 ``python bench/bench_ray.py [--cases 2000] [--cpu-cases 200] [--tiny-runs 50000] [--only local,nodes,memory]``.
@@ -91,7 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-worker", type=int, default=8, help="runs in flight per Ray worker (default 8)")
     parser.add_argument("--tiny-runs", type=int, default=50_000, help="runs of the memory figure (default 50000)")
     parser.add_argument("--only", default="local,nodes,memory", help="which parts (default local,nodes,memory)")
+    parser.add_argument("--driver-child", help=argparse.SUPPRESS)  # ADDRESS,COUNT,MODE: one memory figure
     args = parser.parse_args(argv)
+    if args.driver_child:
+        _measure_driver(args.driver_child)
+        return 0
     parts = set(args.only.split(","))
 
     global LOOPS
@@ -186,24 +192,56 @@ def _two_nodes_against_one(args: argparse.Namespace, nodes: Any) -> None:
 
 
 def _driver_memory(args: argparse.Namespace, nodes: Any) -> None:
-    executor = lf.RayExecutor(address=nodes.address, concurrency_per_worker=64)
-    print("\nDriver memory, tiny runs from 2 nodes, journaled to out/ (peak RSS of this process):")
-    previous = None
-    for count in (args.tiny_runs // 5, args.tiny_runs):
-        with tempfile.TemporaryDirectory() as out:
-            before = _peak_mib()
-            seconds, result = _timed(lambda: lf.evaluate(_dataset(count), noop_agent, ["exact_match"], executor=executor,
-                                                         out=out, progress=False))
-            assert len(result.runs) == count
-            peak = _peak_mib()
-            del result
-        print(f"  {count:>7} runs: {seconds:6.1f} s ({count / seconds:.0f} runs/s), peak RSS {peak:.0f} MiB "
-              f"(+{peak - before:.0f} MiB during the call)")
-        if previous is not None:
-            grown = (peak - previous[1]) * 1024 * 1024 / (count - previous[0])
-            print(f"  growth: {grown / 1024:.1f} KiB a run (what the returned result keeps of each run; "
-                  "the batches in flight are bounded)")
-        previous = (count, peak)
+    cases = args.tiny_runs // 5
+    print(f"\nDriver memory, tiny runs streamed back from 2 nodes: {cases} cases, 1 trial then 5 (each figure a fresh\n"
+          "driver process; the dataset is built and Ray connected before the baseline, so the growth from 1 to 5\n"
+          "trials is what the driver keeps of each run):")
+    for mode, label in (("journal", "out= (journaled, not held)"), ("held", "no out= (runs held in the result)")):
+        figures = [_driver_child(nodes.address, cases, trials, mode) for trials in (1, 5)]
+        for f in figures:
+            print(f"  {label:<34} {f['runs']:>8} runs: {f['seconds']:6.1f} s ({f['runs'] / f['seconds']:.0f} runs/s), "
+                  f"peak RSS {f['peak']:.0f} MiB, +{f['peak'] - f['base']:.0f} MiB over the baseline")
+        (one, five) = figures
+        grown = ((five["peak"] - five["base"]) - (one["peak"] - one["base"])) * 1024 * 1024 / (five["runs"] - one["runs"])
+        print(f"  {label:<34} growth: {grown:.0f} bytes a run")
+
+
+def _driver_child(address: str, cases: int, trials: int, mode: str) -> dict[str, float]:
+    import json
+    import subprocess
+
+    command = [sys.executable, __file__, "--driver-child", f"{address},{cases},{trials},{mode}"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=str(ROOT))
+    if done.returncode != 0:
+        raise RuntimeError(f"the driver measuring {cases} x {trials} runs ({mode}) failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _measure_driver(spec: str) -> None:
+    """One driver's figure: connect, build the dataset, then evaluate it on the cluster (a child process)."""
+    import json
+
+    import ray
+
+    address, cases, trials, mode = spec.split(",")
+    ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+    data = lf.load_dataset(_dataset(int(cases)))
+    base = _rss_mib()
+    executor = lf.RayExecutor(address=address, concurrency_per_worker=64)
+    runs = int(cases) * int(trials)
+    with tempfile.TemporaryDirectory() as out:
+        seconds, result = _timed(lambda: lf.evaluate(data, noop_agent, ["exact_match"], executor=executor, trials=int(trials),
+                                                     out=out if mode == "journal" else None, progress=False))
+        assert result.summary_metrics["row_count"] == runs and result.summary_metrics["failure/count"] == 0
+        print(json.dumps({"runs": runs, "seconds": seconds, "base": base, "peak": _peak_mib()}))
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return _peak_mib()
 
 
 def _peak_mib() -> float:

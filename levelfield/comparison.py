@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -38,11 +38,10 @@ from .core.errors import ConfigError, MetricError, RecordError
 from .core.data.jsonsafe import to_jsonable
 from .core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
 from .core.score.metrics.base import Metric
-from .core.results.record import RUNS_FILE, fingerprints_of, make_header, read_record, write_record
+from .core.results.record import RUNS_FILE, finish_journal, fingerprints_of, make_header, read_record, write_record
 from .core.results.result import (FAILED_AS_ZERO, FAILED_LEFT_OUT, EvalResult, parquet_available, record_status,
-                                  results_from_record, run_costs, table_to_csv, table_to_parquet)
+                                  results_from_record, table_to_csv, table_to_parquet, write_tables_in_pages)
 from .core.results.writing import write_text
-from .core.data.prices import agent_usage, usage_cost
 from .core.data.types import AgentRun
 from .verdict import Verdict, verdict
 
@@ -235,14 +234,14 @@ class Comparison:
             result = self._agent(agent)
             index = {cid: i for i, cid in enumerate(self.case_ids)}
             matrix = np.full((len(index), self.trials), np.nan)
-            column = f"{metric}/score"
-            values = np.array([_float(scores.get(column)) for scores in result.scores], dtype=float)
+            values = result.score_values(metric)
             if policy == "zero":
                 values = result.failed_as_zero(m, values)
-            for run, value in zip(result.runs, values):
-                i = index.get(run.case_id)
-                if i is not None and run.trial < self.trials:
-                    matrix[i, run.trial] = value
+            ids, trials = result.run_cases()  # journaled runs: from the numbers kept, none read back
+            for case_id, trial, value in zip(ids, trials, values):
+                i = index.get(case_id)
+                if i is not None and trial < self.trials:
+                    matrix[i, trial] = value
             self._trial_scores[key] = matrix
         return self._trial_scores[key]
 
@@ -254,7 +253,8 @@ class Comparison:
         index = {cid: i for i, cid in enumerate(self.case_ids)}
         column = f"{metric}/sample_values"
         by_run: dict[tuple[int, int], list[float]] = {}
-        for run, scores in zip(result.runs, result.scores):
+        # Judged metrics' samples: a journal-backed result has none (judged metrics keep their runs).
+        for run, scores in zip(result.runs, result.scores) if not result.streamed else ():
             values = scores.get(column)
             i = index.get(run.case_id)
             if i is not None and run.trial < self.trials and not run.failure and isinstance(values, (list, tuple)):
@@ -361,9 +361,9 @@ class Comparison:
             if k > 1:
                 row[f"{metric}/flaky"] = int(stats.flaky_cases(matrix).sum())
         result = self.results[agent]
-        runs = result.runs
-        costs = run_costs(runs, result.config.prices)
-        row["runs"] = len(runs)
+        costs = result.run_costs()
+        runs = len(result.run_failures())
+        row["runs"] = runs
         row["failures"] = costs["failure/count"]
         row["failure_rate"] = costs["failure/mean"] if runs else math.nan
         for key in ("latency_in_seconds/mean", "latency_in_seconds/p50", "latency_in_seconds/p95",
@@ -385,10 +385,12 @@ class Comparison:
         result = self.results[agent]
         index = {cid: i for i, cid in enumerate(self.case_ids)}
         matrix = np.full((len(index), self.trials), np.nan)
-        for run in result.runs:
-            i = index.get(run.case_id)
-            if i is not None and run.trial < self.trials:
-                matrix[i, run.trial] = usage_cost(agent_usage(run), result.config.prices or {}).usd
+        columns, order = result.cost_columns(), result.run_order()
+        ids, trials = result.run_cases()
+        for k, (case_id, trial) in enumerate(zip(ids, trials)):
+            i = index.get(case_id)
+            if i is not None and trial < self.trials:
+                matrix[i, trial] = columns.run_cost(int(order[k]) if order is not None else k)
         out: dict[str, Any] = {"cost_usd/mean": costs["cost_usd/mean"], "cost_usd/ci_low": math.nan,
                                "cost_usd/ci_high": math.nan, "cost_usd/sum": costs["cost_usd/sum"]}
         if not math.isnan(costs["cost_usd/mean"]):
@@ -598,15 +600,31 @@ class Comparison:
             "metrics_table": out / "metrics_table.csv",
             "summary": out / "summary.json",
         }
-        entries = [(run, row) for result in self.results.values() for run, row in zip(result.runs, result.recorded_scores)]
-        write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset), entries)
-        table = self.metrics_table
-        table_to_csv(table, paths["metrics_table"])
+        journals = {r.journal for r in self.results.values()}
+        if len(journals) == 1 and None not in journals and paths["runs"].resolve() == next(iter(journals)).resolve():
+            # Runs streamed to the journal and not held: the journal, with its final header, is the
+            # record; the table is written a page of runs at a time.
+            moved = finish_journal(paths["runs"], self.record_header())
+            for result in self.results.values():
+                result.journal_moved(moved)
+            paths.update(write_tables_in_pages(self._table_pages, out, trials=-1))
+        else:
+            entries = [(run, row) for result in self.results.values() for run, row in zip(result.runs, result.recorded_scores)]
+            write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset), entries)
+            table = self.metrics_table
+            table_to_csv(table, paths["metrics_table"])
+            if parquet_available():
+                paths["metrics_table_parquet"] = table_to_parquet(table, out / "metrics_table.parquet")
         if parquet_available():
-            paths["metrics_table_parquet"] = table_to_parquet(table, out / "metrics_table.parquet")
             paths["summary_parquet"] = self.to_parquet(out / "summary.parquet", table="summary")
         write_text(paths["summary"], json.dumps(self.summary_dict(), indent=2, ensure_ascii=False))
         return paths
+
+    def _table_pages(self, size: int) -> Iterator[list[dict[str, Any]]]:
+        """The rows of :attr:`metrics_table`, a page of journaled runs at a time, agent after agent."""
+        for agent, result in self.results.items():
+            for rows in result.table_pages(size, explain=False):
+                yield [{"agent": agent, **row} for row in rows]
 
     @classmethod
     def load(cls, directory: str | Path) -> "Comparison":

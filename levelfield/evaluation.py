@@ -40,7 +40,7 @@ from .core.run.runner import Executor
 from .core.run.threads import run_coroutine
 from .executors import RayExecutor, resolve_executor, ships_agents
 from .executors.ray import score_saved_on_ray, scores_on_ray_data
-from .failure_summary import AllRunsFailedWarning, agents_that_always_failed, failure_groups
+from .failure_summary import AllRunsFailedWarning, failure_groups
 from .formats import load_dataset
 from .executors.saved import check_out, score_saved_rows, takes_columnar_path
 from .simulation import as_simulator
@@ -74,16 +74,18 @@ async def _short_errors_async(call: Awaitable[T]) -> T:
         raise exc.with_traceback(None) from None
 
 
-def _warn_if_always_failed(runs_by_agent: Mapping[str, Sequence[Any]]) -> None:
+def _warn_if_always_failed(results: Mapping[str, EvalResult]) -> None:
     # The runs are kept (an evaluation never loses one), but a silent all-NaN table misleads.
-    for agent in agents_that_always_failed(runs_by_agent):
-        group = failure_groups({agent: runs_by_agent[agent]})[0]
-        warn_user(
-            AllRunsFailedWarning(
-                f"every run of agent {agent!r} failed ({len(runs_by_agent[agent])} runs); most often "
-                f"{group.error_type} x{group.count}, e.g. case {group.case_id}: {group.example}"
+    for agent, result in results.items():
+        failed = result.run_failures()  # journaled runs are not read back for this: only the failed ones
+        if len(failed) and failed.all():
+            group = failure_groups({agent: result.failures})[0]
+            warn_user(
+                AllRunsFailedWarning(
+                    f"every run of agent {agent!r} failed ({len(failed)} runs); most often "
+                    f"{group.error_type} x{group.count}, e.g. case {group.case_id}: {group.example}"
+                )
             )
-        )
 
 
 def _require_experiment_logging(experiment: str | None) -> None:
@@ -240,7 +242,7 @@ async def _run_evaluation(
         _check_agent_concurrency(cfg, [runnable])
         result = (await run_and_score(ds, [runnable], metrics, cfg, kind="evaluate",
                                       simulator=as_simulator(simulator), executor=executor))[runnable.name]
-        _warn_if_always_failed({runnable.name: result.runs})
+        _warn_if_always_failed({runnable.name: result})
     if labels is not None:
         result.judge_corrections = correct_judged(result, labels)
     elif any("human_label" in c.metadata for c in ds) and judged_binary_metrics(result):
@@ -492,7 +494,7 @@ async def _compare(
         from . import report
 
         report.save(cmp, cfg.out_dir)
-    _warn_if_always_failed({a: r.runs for a, r in cmp.results.items()})
+    _warn_if_always_failed(cmp.results)
     if experiment is not None:
         from .experiment import log_comparison
 

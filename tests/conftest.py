@@ -52,6 +52,9 @@ class FullDisk:
     def flush(self):
         self._handle.flush()
 
+    def tell(self):
+        return self._handle.tell()
+
     def close(self):
         self.closed = True
         self._handle.close()

@@ -319,3 +319,91 @@ def test_case_lines_that_cannot_be_written_are_raised_on_close_when_no_run_finis
 
     with pytest.raises(lf.WriteError, match="cannot write the journal"):
         asyncio.run(main())
+
+
+# -- runs read back by where their lines start (a journal-backed result) -------------------------
+
+
+def _mixed_runs(n: int) -> list:
+    from levelfield.core.data.types import AgentOutput, AgentRun, ToolCall
+
+    texts = ["Licht aus, bitte", "把灯关掉", "ライトを消して", "Desligue a luz", "plain"]
+    return [AgentRun(case_id=f"c{i}", agent_name="ä-agent", trial=i % 2, latency_in_seconds=0.1 * i,
+                     output=AgentOutput(response=texts[i % 5] * (i + 1),
+                                        trajectory=[ToolCall(tool_name="set", tool_input={"raum": texts[i % 5]})]))
+            for i in range(n)]
+
+
+@pytest.mark.parametrize("in_a_loop", [False, True], ids=["no-loop", "event-loop"])
+def test_tracked_offsets_read_each_run_back_alone_whatever_its_text(tmp_path, in_a_loop):
+    import asyncio
+
+    from levelfield.core.results.record import Journal, fingerprints_of, read_runs_at
+    from levelfield.core.score.metrics.base import Score
+
+    data = lf.load_dataset([{"case_id": f"c{i}", "prompt": "灯" * i} for i in range(40)])
+    runs = _mixed_runs(40)
+
+    def write_all() -> Journal:
+        journal = Journal.create(tmp_path / "runs.jsonl", {"kind": "header", "format": "levelfield.run-record", "version": 1},
+                                 list(data), fingerprints_of(data))
+        journal.track_offsets()
+        for run in runs:
+            journal.write(run, {"m": Score(float(run.trial), explanation="überall 一致")})
+        journal.close()
+        return journal
+
+    async def in_loop() -> Journal:
+        return write_all()
+
+    journal = asyncio.run(in_loop()) if in_a_loop else write_all()
+    assert journal.offsets is not None and len(journal.offsets) == 40
+    picked = [39, 0, 17, 3]
+    back = read_runs_at(journal.path, [journal.offsets[i] for i in picked])
+    assert [run for run, _ in back] == [runs[i] for i in picked]
+    assert [scores["m"].explanation for _, scores in back] == ["überall 一致"] * 4
+    record = read_record(journal.path)
+    assert [record.offsets[(r.agent_name, r.case_id, r.trial)] for r in runs] == list(journal.offsets)
+
+
+def test_finishing_a_journal_gives_it_its_header_and_says_how_far_its_lines_moved(tmp_path):
+    from levelfield.core.results.record import Journal, finish_journal, read_runs_at
+
+    runs = _mixed_runs(5)
+    journal = Journal.create(tmp_path / "runs.jsonl", {"kind": "header", "format": "levelfield.run-record", "version": 1,
+                                                       "status": "running"}, [], {})
+    journal.track_offsets()
+    for run in runs:
+        journal.write(run)
+    journal.close()
+    moved = finish_journal(journal.path, {"kind": "header", "format": "levelfield.run-record", "version": 1,
+                                          "status": "complete", "note": "fertig ✓"})
+    assert moved == len('"complete","note":"fertig ✓"'.encode()) - len('"running"')
+    assert read_record(journal.path).header["status"] == "complete"
+    assert [r for r, _ in read_runs_at(journal.path, [o + moved for o in journal.offsets])] == runs
+    with pytest.raises(lf.RecordError, match=r"runs\.jsonl at byte 0: expected a run line"):
+        read_runs_at(journal.path, [0])
+
+
+def test_a_table_written_in_pages_reads_back_as_the_table_written_whole(tmp_path):
+    import pandas as pd
+
+    from levelfield.core.results.result import table_to_csv, table_to_parquet, write_tables_in_pages
+
+    rows = [{"case_id": f"c{i}", "trial": 0, "prompt": "把灯关掉" if i % 2 else "Licht aus", "m/score": i / 10,
+             "total_tokens": None, "input_tokens": None, "cost_usd": None, "failure": int(i == 7), "error": None}
+            for i in range(23)]
+    rows[17]["late"] = "später"  # a column only a late page has
+    rows[21]["error"] = "boom"  # null in every page but the last
+    rows[9]["tags"] = ["a", "ü"]
+
+    def pages(size: int):
+        for start in range(0, len(rows), size):
+            yield [dict(r) for r in rows[start : start + size]]
+
+    paths = write_tables_in_pages(pages, tmp_path, trials=1, size=5)
+    whole = pd.DataFrame(rows).drop(columns=["total_tokens", "input_tokens", "cost_usd", "trial"])
+    table_to_csv(whole, tmp_path / "whole.csv")
+    table_to_parquet(whole, tmp_path / "whole.parquet")
+    assert (tmp_path / "whole.csv").read_bytes() == paths["metrics_table"].read_bytes()
+    pd.testing.assert_frame_equal(pd.read_parquet(paths["metrics_table_parquet"]), pd.read_parquet(tmp_path / "whole.parquet"))

@@ -8,6 +8,7 @@ a worker killed mid-run, a driver killed mid-run and resumed, Ray not installed.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -25,6 +26,9 @@ ray = pytest.importorskip("ray")
 import levelfield as lf  # noqa: E402
 from _resume import journal_runs, kill_then_resume, run_keys  # noqa: E402
 from levelfield.adapters.a2a_server import start_server  # noqa: E402
+from levelfield.core.data.types import AgentRun  # noqa: E402
+from levelfield.core.results import result as result_module  # noqa: E402
+from levelfield.core.run.notices import ResumeWarning  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent, hasty_agent  # noqa: E402
 
 pytestmark = pytest.mark.ray
@@ -291,3 +295,119 @@ def test_a_bad_row_on_ray_data_raises_the_dataset_error_naming_it(cluster, tmp_p
 def test_a_journal_that_cannot_be_written_stops_a_ray_evaluation_naming_the_file(cluster, tmp_path, unwritable_journal):
     with pytest.raises(lf.RecordError, match=r"runs.jsonl: cannot write the journal .*No space left"):
         lf.evaluate(DATASET, hasty_agent, executor="ray", out=tmp_path, **QUIET)
+
+
+# -- runs streamed to the journal, not held by the driver ---------------------------------------
+
+CJK = [
+    {"case_id": f"zh-{i}", "prompt": f"把第{i}个设备关掉，谢谢", "reference": f"好的：第{i}个设备已关闭"}
+    for i in range(6)
+] + [{"case_id": "ja-0", "prompt": "ライトを消して", "reference": "ライトを消しました"}]
+
+
+def echo_cjk_agent(prompt: str) -> str:
+    """Answers every Chinese case but the third right; multi-byte text moves every journal offset."""
+    if prompt.startswith("把第"):
+        n = prompt[2:prompt.index("个")]
+        return f"好的：第{n}个设备已关闭" if n != "2" else "没有这个设备"
+    return "ライトを消しました"
+
+
+def _live_runs() -> int:
+    return sum(1 for o in gc.get_objects() if type(o) is AgentRun)
+
+
+@pytest.mark.parametrize("page", [None, 5], ids=["one-page", "pages-of-5"])
+def test_evaluate_on_ray_with_out_holds_no_run_and_saves_what_a_local_run_saves(cluster, tmp_path, monkeypatch, page):
+    if page is not None:
+        monkeypatch.setattr(result_module, "TABLE_PAGE", page)  # 36 runs: 8 pages, the tables' columns learnt first
+    metrics = ["trajectory_exact_match", "trajectory_recall", "exact_match", "rouge_l_sum"]
+    local = lf.evaluate(DATASET, hasty_agent, metrics, trials=2, out=tmp_path / "local", **QUIET)
+    del local
+    gc.collect()
+    before = _live_runs()
+    remote = lf.evaluate(DATASET, hasty_agent, metrics, trials=2, executor="ray", out=tmp_path / "ray", **QUIET)
+    gc.collect()
+    assert remote.streamed
+    assert _live_runs() == before  # the 36 runs are on disk only
+    for name in ("metrics_table.csv", "metrics_table.parquet"):
+        read = pd.read_csv if name.endswith("csv") else pd.read_parquet
+        pd.testing.assert_frame_equal(_without_latency(read(tmp_path / "ray" / name)),
+                                      _without_latency(read(tmp_path / "local" / name)))
+    saved = lf.EvalResult.load(tmp_path / "local")
+    pd.testing.assert_series_equal(_summary(remote), _summary(saved))
+    assert json.loads((tmp_path / "ray" / "runs.jsonl").read_text().splitlines()[0])["status"] == "complete"
+    assert remote.explain("turn_off_device_2") == saved.explain("turn_off_device_2")
+    pd.testing.assert_series_equal(_summary(lf.EvalResult.load(tmp_path / "ray")), _summary(saved))
+    # Asked for, the runs are read back: the same runs, in table order.
+    assert [(r.case_id, r.trial, r.output.response) for r in remote.runs] == \
+        [(r.case_id, r.trial, r.output.response) for r in saved.runs]
+    assert not remote.streamed
+
+
+def test_compare_on_ray_with_out_gives_the_local_summary_verdict_and_table(cluster, tmp_path):
+    agents = {"careful": careful_agent, "hasty": hasty_agent}
+    local = lf.compare(DATASET, agents, trials=2, out=tmp_path / "local", **QUIET)
+    remote = lf.compare(DATASET, agents, trials=2, executor="ray", out=tmp_path / "ray", **QUIET)
+    pd.testing.assert_frame_equal(_without_latency(remote.summary), _without_latency(local.summary))
+    assert str(remote.verdict()) == str(local.verdict())
+    pd.testing.assert_frame_equal(_without_latency(pd.read_csv(tmp_path / "ray" / "metrics_table.csv")),
+                                  _without_latency(pd.read_csv(tmp_path / "local" / "metrics_table.csv")))
+    loaded = lf.Comparison.load(tmp_path / "ray")
+    assert loaded.complete and not loaded.missing_runs
+    pd.testing.assert_frame_equal(_without_latency(loaded.summary), _without_latency(local.summary))
+
+
+def test_chinese_and_japanese_runs_are_read_back_from_the_journal_exactly(cluster, tmp_path):
+    metrics = ["exact_match", "rouge_l_sum", "bleu"]
+    local = lf.evaluate(CJK, echo_cjk_agent, metrics, name="echo", **QUIET)
+    remote = lf.evaluate(CJK, "test_ray:echo_cjk_agent", metrics, name="echo", executor="ray", out=tmp_path, **QUIET)
+    assert remote.streamed
+    assert [r.case_id for r in remote.failures] == []
+    assert remote.summary_metrics["exact_match/mean"] == pytest.approx(6 / 7)
+    pd.testing.assert_series_equal(_summary(remote), _summary(local))
+    assert [r.output.response for r in remote.runs] == [r.output.response for r in local.runs]
+    table = pd.read_csv(tmp_path / "metrics_table.csv")
+    assert table.loc[table["case_id"] == "zh-2", "response"].item() == "没有这个设备"
+
+
+def test_a_journal_changed_under_a_streamed_result_is_an_error_naming_it(cluster, tmp_path):
+    result = lf.evaluate(CJK, "test_ray:echo_cjk_agent", ["exact_match"], executor="ray", out=tmp_path, **QUIET)
+    journal = tmp_path / "runs.jsonl"
+    journal.write_text(journal.read_text(encoding="utf-8")[:200], encoding="utf-8")
+    with pytest.raises(lf.RecordError, match=r"runs\.jsonl at byte \d+"):
+        result.runs
+
+
+def test_resume_on_ray_with_other_metrics_scores_every_run_again(cluster, tmp_path):
+    lf.evaluate(DATASET, hasty_agent, ["exact_match"], executor="ray", out=tmp_path, **QUIET)
+    lines = (tmp_path / "runs.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (tmp_path / "runs.jsonl").write_text("".join(lines[:-5]), encoding="utf-8")  # 5 runs lost with the driver
+    with pytest.warns(ResumeWarning, match="metrics differ"):
+        resumed = lf.evaluate(DATASET, hasty_agent, ["exact_match", "trajectory_recall"], executor="ray", out=tmp_path,
+                              resume=True, **QUIET)
+    local = lf.evaluate(DATASET, hasty_agent, ["exact_match", "trajectory_recall"], **QUIET)
+    pd.testing.assert_series_equal(_summary(resumed), _summary(local))
+    saved = pd.read_csv(tmp_path / "metrics_table.csv")
+    assert saved["trajectory_recall/score"].notna().all() and len(saved) == 18
+
+
+def test_resume_on_ray_with_the_same_metrics_streams_the_earlier_runs_from_the_journal(cluster, tmp_path):
+    lf.evaluate(DATASET, hasty_agent, ["exact_match", "trajectory_recall"], trials=2, executor="ray", out=tmp_path, **QUIET)
+    lines = (tmp_path / "runs.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (tmp_path / "runs.jsonl").write_text("".join(lines[:-7]), encoding="utf-8")
+    resumed = lf.evaluate(DATASET, hasty_agent, ["exact_match", "trajectory_recall"], trials=2, executor="ray",
+                          out=tmp_path, resume=True, **QUIET)
+    assert resumed.streamed
+    local = lf.evaluate(DATASET, hasty_agent, ["exact_match", "trajectory_recall"], trials=2, **QUIET)
+    pd.testing.assert_series_equal(_summary(resumed), _summary(local))
+    assert len(_journal_keys(tmp_path)) == len(set(_journal_keys(tmp_path))) == 36
+    pd.testing.assert_frame_equal(_without_latency(pd.read_csv(tmp_path / "metrics_table.csv")),
+                                  _without_latency(_as_csv(local.with_explanations(), tmp_path / "local.csv")))
+
+
+def _as_csv(table: pd.DataFrame, path: Path) -> pd.DataFrame:
+    from levelfield.core.results.result import table_to_csv
+
+    table_to_csv(table, path)
+    return pd.read_csv(path)

@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from ..failure_summary import agents_that_always_failed, format_failures
+from ..failure_summary import format_failures
 
 if TYPE_CHECKING:
     from ..comparison import Comparison
@@ -57,12 +57,11 @@ def warnings_as_lines(command: str) -> Iterator[None]:
 
 def report_failures(cmp: Comparison, *, command: str, allow_failures: bool = False) -> int:
     """Print the failures of ``cmp`` (if any); 1 when every run of some agent failed, unless allowed."""
-    runs = {a: r.runs for a, r in cmp.results.items()}
-    text = format_failures(runs)
+    text = format_failures({a: r.failures for a, r in cmp.results.items()})  # journaled runs: only the failed read back
     if text:
         print()
         print(text)
-    dead = agents_that_always_failed(runs)
+    dead = [a for a, r in cmp.results.items() if len(failed := r.run_failures()) and failed.all()]
     if not dead:
         return 0
     names = ", ".join(dead)

@@ -31,7 +31,9 @@ from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+import numpy as np
 
 from ..adapters.auto import as_agent
 from ..adapters.spec import SpecAgent, load_agent_spec
@@ -93,6 +95,9 @@ class RayExecutor:
     ``heartbeat`` applies once it has answered. After a heartbeat, ready workers with nothing
     left to do take over its runs meanwhile."""
 
+    can_stream: ClassVar[bool] = True
+    """``run_agents(..., keep=False)`` is understood: runs the journal holds are not held here too."""
+
     def __post_init__(self) -> None:
         if self.num_workers is not None and (
             isinstance(self.num_workers, bool) or not isinstance(self.num_workers, int) or self.num_workers < 1
@@ -137,25 +142,28 @@ class RayExecutor:
         on_run: OnRun | None = None,
         done: Mapping[RunKey, AgentRun] | None = None,
         run_scenario: PlayScenario | None = None,
+        keep: bool = True,
     ) -> dict[str, list[AgentRun]]:
         """Every agent on every case and trial, run on Ray; per agent in dataset order, then trial order.
 
         As the local runner: ``on_run`` is called once for each fresh run as it arrives, runs in
-        ``done`` are returned as they are.
+        ``done`` are returned as they are. ``keep=False``: the runs go to ``on_run`` only (which
+        journals them) and are not held here; the lists returned are empty.
         """
         if run_scenario is not None and any(c.conversation_scenario is not None for c in dataset):
             raise ConfigError("executor='ray' does not play conversation scenarios (simulator=...); run them locally")
         dataset.require_prompts()
         done = done or {}
-        plan = [(a.name, c.case_id, t) for a, c, t in interleaved_plan(agents, dataset, config.trials)]
-        todo = [key for key in plan if key not in done]
-        finished: dict[RunKey, AgentRun] = {}
-        if todo:
+        plan = _Plan([a.name for a in agents], [c.case_id for c in dataset], config.trials, done)
+        finished: dict[RunKey, AgentRun] | None = {} if keep else None
+        if plan.total:
             ray = _ray()
             env = self._actor_env(ray)
-            await _Dispatch(self, ray, dataset, agents, config, todo, finished, on_run, env).run()
+            await _Dispatch(self, ray, dataset, agents, config, plan, finished, on_run, env).run()
         out: dict[str, list[AgentRun]] = {a.name: [] for a in agents}
-        for key in plan:
+        if finished is None:
+            return out
+        for key in interleaved_plan([a.name for a in agents], [c.case_id for c in dataset], config.trials):
             kept = done.get(key)
             out[key[0]].append(kept if kept is not None else finished[key])
         return out
@@ -214,6 +222,79 @@ class RayExecutor:
         return f"RayExecutor({', '.join(settings)})"
 
 
+class _Plan:
+    """The runs to make, by number in :func:`interleaved_plan`'s order (case, trial, agent), and which
+    are recorded: a byte a run, not a key, so a million runs streaming back are not a million tuples."""
+
+    def __init__(self, agents: Sequence[str], case_ids: Sequence[str], trials: int, done: Mapping[RunKey, Any]) -> None:
+        self.agents, self.case_ids, self.trials = list(agents), list(case_ids), trials
+        self._agent = {name: i for i, name in enumerate(self.agents)}
+        self._case = {case_id: i for i, case_id in enumerate(self.case_ids)}
+        self.recorded = np.zeros(len(self.case_ids) * trials * len(self.agents), dtype=bool)
+        for key in done:
+            if key in self:
+                self.recorded[self.index(key)] = True
+        self.todo = np.flatnonzero(~self.recorded)
+        """The runs to make now (numbers), in plan order."""
+        self.total = len(self.todo)
+        self.count = 0
+        """Runs recorded by this dispatch."""
+
+    def key(self, i: int) -> RunKey:
+        per_case = self.trials * len(self.agents)
+        return self.agents[i % len(self.agents)], self.case_ids[i // per_case], (i % per_case) // len(self.agents)
+
+    def index(self, key: RunKey) -> int:
+        return (self._case[key[1]] * self.trials + key[2]) * len(self.agents) + self._agent[key[0]]
+
+    def __contains__(self, key: RunKey) -> bool:
+        return key[0] in self._agent and key[1] in self._case and 0 <= key[2] < self.trials
+
+    def done(self, key: RunKey) -> bool:
+        return bool(self.recorded[self.index(key)])
+
+    def mark(self, key: RunKey) -> bool:
+        """Record ``key``; False when it already was (a batch run again elsewhere)."""
+        i = self.index(key)
+        if self.recorded[i]:
+            return False
+        self.recorded[i] = True
+        self.count += 1
+        return True
+
+    @property
+    def finished(self) -> bool:
+        return self.count >= self.total
+
+    def left(self) -> Iterator[RunKey]:
+        """The runs to make that are not recorded yet."""
+        for i in self.todo:
+            if not self.recorded[i]:
+                yield self.key(int(i))
+
+
+class _Queue:
+    """The batches not handed out yet: runs handed back first, then the plan's next ``size`` runs,
+    cut as they are taken (the whole plan is never a list of batches)."""
+
+    def __init__(self, plan: _Plan, size: int) -> None:
+        self.plan, self.size = plan, size
+        self.back: deque[list[RunKey]] = deque()
+        self.next = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.back) or self.next < self.plan.total
+
+    def popleft(self) -> list[RunKey]:
+        if self.back:
+            return self.back.popleft()
+        start, self.next = self.next, min(self.next + self.size, self.plan.total)
+        return [self.plan.key(int(i)) for i in self.plan.todo[start : self.next]]
+
+    def appendleft(self, keys: list[RunKey]) -> None:
+        self.back.appendleft(keys)
+
+
 @dataclass
 class _Slot:
     """One worker actor as the driver sees it."""
@@ -261,11 +342,12 @@ class _Dispatch:
     """
 
     def __init__(self, executor: RayExecutor, ray: Any, dataset: EvalDataset, agents: Sequence[AgentRunnable],
-                 config: RunConfig, todo: list[RunKey], finished: dict[RunKey, AgentRun], on_run: OnRun | None,
+                 config: RunConfig, plan: _Plan, kept: dict[RunKey, AgentRun] | None, on_run: OnRun | None,
                  env: dict[str, Any] | None) -> None:
         self.executor, self.ray, self.config = executor, ray, config
-        self.todo, self.finished, self.on_run = todo, finished, on_run
-        count, cpus = executor._workers(ray, len(todo))
+        self.plan, self.kept, self.on_run = plan, kept, on_run
+        """``plan`` knows which runs are recorded; ``kept`` holds them too, unless the caller journals them and keeps none."""
+        count, cpus = executor._workers(ray, plan.total)
         caps = {name: max(1, cap // count) for name, cap in config.agent_concurrency.items()}
         # Each worker gets its share of every rate, so the cluster does not multiply it; its adaptive
         # limits (one set per worker, shared by its batches) converge on their shares of what each
@@ -293,7 +375,7 @@ class _Dispatch:
         actor_class = ray.remote(_Worker).options(**options)
         self.slots = [_Slot(actor_class.remote(worker_config), seen=now) for _ in range(count)]
         size = executor.concurrency_per_worker
-        self.queue: deque[list[RunKey]] = deque(todo[i : i + size] for i in range(0, len(todo), size))
+        self.queue = _Queue(plan, size)
         # Runs of a batch whose worker died and came back: each runs again alone on a worker, so a
         # second death names the run that causes it, and the others in its batch are not blamed.
         self.suspects: deque[RunKey] = deque()
@@ -301,13 +383,13 @@ class _Dispatch:
         self.writes: list[Any] = []
         self.beat = min(5.0, executor.heartbeat / 4)  # how often a busy worker is pinged
         self.answered = now  # when any worker last answered
-        self.progress = _Progress(len(todo), config.progress, agents, count)
+        self.progress = _Progress(plan.total, config.progress, agents, count)
 
     async def run(self) -> None:
         try:
             for index in range(len(self.slots)):
                 self.feed(index)
-            while len(self.finished) < len(self.todo):
+            while not self.plan.finished:
                 waiting = [*self.inflight, *(s.ping for s in self.slots if s.ping is not None)]
                 if waiting:
                     ready, _ = await asyncio.wait(waiting, timeout=self.beat, return_when=asyncio.FIRST_COMPLETED)
@@ -323,7 +405,7 @@ class _Dispatch:
                 for index in range(len(self.slots)):
                     self.feed(index)
                 await self.flush()
-                if len(self.finished) < len(self.todo):
+                if not self.plan.finished:
                     self.give_up_if_no_worker()
             await self.flush()
         finally:
@@ -375,7 +457,7 @@ class _Dispatch:
 
     def hand_on(self, keys: Sequence[RunKey]) -> None:
         """Runs a worker will not bring back: first in line for the others."""
-        left = [key for key in keys if key not in self.finished]
+        left = [key for key in keys if not self.plan.done(key)]
         if left:
             self.queue.appendleft(left)
 
@@ -383,9 +465,10 @@ class _Dispatch:
 
     def record(self, run: AgentRun) -> None:
         key = (run.agent_name, run.case_id, run.trial)
-        if key in self.finished:
+        if not self.plan.mark(key):
             return  # a batch run again (by Ray, or elsewhere after its worker went away): already recorded
-        self.finished[key] = run
+        if self.kept is not None:
+            self.kept[key] = run
         if self.on_run is not None:
             written = self.on_run(run)
             if written is not None:
@@ -410,7 +493,7 @@ class _Dispatch:
 
     def failed(self, batch: _Batch, error: BaseException) -> None:
         slot = self.slots[batch.slot]
-        lost = [key for key in batch.keys if key not in self.finished]
+        lost = [key for key in batch.keys if not self.plan.done(key)]
         if batch.by_itself:
             for key in lost:
                 self.record(_lost_run(key, f"its Ray worker died, also when it ran alone and when Ray ran it "
@@ -480,7 +563,7 @@ class _Dispatch:
         slot.started = slot.started or loaded is True
         if slot.state == "reviving":
             # Back on its feet: it died of one of its batch's runs, which now run one by one.
-            self.suspects.extend(key for key in slot.failed if key not in self.finished)
+            self.suspects.extend(key for key in slot.failed if not self.plan.done(key))
             slot.failed = []
         slot.state = "up"
 
@@ -489,21 +572,20 @@ class _Dispatch:
         states = {slot.state for slot in self.slots}
         if states == {"dead"}:
             why = "; ".join(sorted({slot.why for slot in self.slots}))
-            for key in self.todo:
-                if key not in self.finished:
-                    self.record(_lost_run(key, f"no Ray worker could run it: {why}"))
+            for key in list(self.plan.left()):
+                self.record(_lost_run(key, f"no Ray worker could run it: {why}"))
             return
         silent = time.monotonic() - self.answered
         # Before any worker first answered, the cluster is still starting them.
         bound = self.executor.wait_for_workers if any(s.started for s in self.slots) else self.executor.start_timeout
         if "up" not in states and silent > bound:
-            left = len(self.todo) - len(self.finished)
+            left = self.plan.total - self.plan.count
             where = ("; the journal keeps the finished runs: resume=True (--resume) runs only the rest"
                      if self.config.out_dir is not None else "; give out= to keep finished runs across such a stop")
             raise ExecutorError(
                 f"executor='ray': no Ray worker has answered for {silent:.0f} s (the cluster lost its nodes: "
-                f"{'; '.join(sorted({s.why for s in self.slots if s.why}))}); {len(self.finished)} of "
-                f"{len(self.todo)} runs finished, {left} not run{where}")
+                f"{'; '.join(sorted({s.why for s in self.slots if s.why}))}); {self.plan.count} of "
+                f"{self.plan.total} runs finished, {left} not run{where}")
 
 
 # -- runtime_env: the code and packages the workers get -----------------------------------------

@@ -604,7 +604,7 @@ def _verdict_section(cmp: Comparison) -> str:
 
 
 def _failures_section(cmp: Comparison, case_link: Callable[[str], str] = lambda cid: f"#case-{cid}") -> str:
-    groups = failure_groups({a: r.runs for a, r in cmp.results.items()})
+    groups = failure_groups({a: r.failures for a, r in cmp.results.items()})  # journaled runs: the failed ones read back
     if not groups:
         return ""
     headers = [("agent", False), ("error type", False), ("runs", True), ("example case", False), ("example message", False)]

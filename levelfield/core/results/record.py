@@ -31,6 +31,8 @@ import inspect
 import json
 import math
 import os
+import shutil
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +54,8 @@ __all__ = [
     "RunKey",
     "Record",
     "Journal",
+    "read_runs_at",
+    "finish_journal",
     "SavedMetric",
     "case_fingerprint",
     "dataset_fingerprint",
@@ -308,6 +312,8 @@ class Record:
     """(agent, case id, trial) -> the run and its scores (None when the journal had none yet)."""
     truncated: bool = False
     """The last line was cut off mid-write (a killed process); it was ignored."""
+    offsets: dict[RunKey, int] = field(default_factory=dict)
+    """Where each run's line starts in the file (bytes): a run read back alone (``read_runs_at``)."""
 
     @property
     def complete(self) -> bool:
@@ -389,6 +395,15 @@ class Journal:
         self._failed: RecordError | None = None
         self._unreported: RecordError | None = None  # a failure no run has been told of yet
         self.written = 0
+        self.earlier: Mapping[RunKey, int] = {}
+        """Where the runs already in the file when it was reopened start (bytes)."""
+        self.scores_current = True
+        """Whether the runs already in the file carry the scores the evaluation gives now (False once a
+        resume changed the metrics or the references: they are scored again, and the record rewritten)."""
+        self.offsets: array[int] | None = None
+        """With :meth:`track_offsets`: where each run line written since starts in the file (bytes), in
+        the order the runs were written (``written`` before a run's ``write`` is its index here)."""
+        self._pos = 0
 
     @classmethod
     def create(cls, path: Path, header: Mapping[str, Any], cases: Sequence[EvalCase], fingerprints: Mapping[str, str]) -> "Journal":
@@ -425,13 +440,33 @@ class Journal:
             loop.call_soon(journal._write_some_cases)
         return journal
 
+    def track_offsets(self) -> None:
+        """From now on, note where each run line starts (``offsets``), so a run can be read back
+        from the file alone (:func:`read_runs_at`) instead of being held."""
+        self._f.flush()
+        self._pos = self._f.tell()
+        self.offsets = array("q")
+
+    def _put(self, lines: Sequence[str]) -> None:
+        """Write whole lines (each without its newline), noting where the run lines start when tracked."""
+        if not lines:
+            return
+        if self.offsets is not None:
+            pos, offsets = self._pos, self.offsets
+            for line in lines:
+                if line.startswith('{"kind":"run"'):
+                    offsets.append(pos)
+                pos += (len(line) if line.isascii() else len(line.encode("utf-8"))) + 1
+            self._pos = pos
+        self._f.write("\n".join(lines) + "\n")
+
     def _write_some_cases(self) -> None:
         """Write the next case lines, and ask the loop to come back for the rest."""
         if not self._cases or self._failed is not None or self._f.closed:
             return
         batch = [self._cases.popleft() for _ in range(min(_CASES_A_TURN, len(self._cases)))]
         try:
-            self._f.write("".join(_case_line(c, self._fingerprints[c.case_id]) + "\n" for c in batch))
+            self._put([_case_line(c, self._fingerprints[c.case_id]) for c in batch])
             self._f.flush()
         except Exception as exc:  # noqa: BLE001 - raised to the runs by their flush, or by close()
             self._failed = self._unreported = _journal_error(self.path, exc)
@@ -445,7 +480,9 @@ class Journal:
         process killed mid-write) is cut off, a last line without its newline gets one."""
         with writing(record.path, "cannot repair the journal"):
             _repair_end(record.path)
-            return cls(record.path, record.path.open("a", encoding="utf-8"), record.fingerprints)
+            journal = cls(record.path, record.path.open("a", encoding="utf-8"), record.fingerprints)
+        journal.earlier = record.offsets
+        return journal
 
     @classmethod
     def append_to(cls, path: Path) -> "Journal":
@@ -495,7 +532,7 @@ class Journal:
                 cases, self._cases = self._cases, collections.deque()
                 lines = [_case_line(c, self._fingerprints[c.case_id]) for c in cases] + self._pending
                 self._pending = []
-                self._f.write("\n".join(lines) + "\n")
+                self._put(lines)
                 self._f.flush()
         except Exception as exc:  # a full disk, or a line that cannot be encoded: loud, never a hang
             self._failed = self._failed or _journal_error(self.path, exc)
@@ -643,7 +680,10 @@ def read_record(location: str | Path) -> Record:
     except OSError as exc:
         raise RecordError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     last = len(lines)  # the text after the last newline ("" when the file ends with one)
+    offsets: dict[RunKey, int] = {}
+    start = 0
     for n, line in enumerate(lines, 1):
+        at, start = start, start + len(line) + 1
         if not line.strip():
             continue
         try:
@@ -677,13 +717,9 @@ def read_record(location: str | Path) -> Record:
                 cases.append(case)
                 fingerprints[case.case_id] = str(data.get("fingerprint") or case_fingerprint(case))
             elif kind == "run":
-                run_data = dict(data["run"])
-                if run_data.get("latency_in_seconds") is None:
-                    run_data["latency_in_seconds"] = math.nan
-                run = AgentRun.model_validate(run_data)
-                raw_scores = data.get("scores")
-                scores = None if raw_scores is None else {k: _score_from_json(v) for k, v in raw_scores.items()}
+                run, scores = _run_entry(data)
                 runs[(run.agent_name, run.case_id, run.trial)] = (run, scores)
+                offsets[(run.agent_name, run.case_id, run.trial)] = at
             else:
                 raise ValueError(f"unknown line kind {kind!r}")
         except (KeyError, TypeError, ValueError, ValidationError) as exc:
@@ -696,7 +732,52 @@ def read_record(location: str | Path) -> Record:
         )
     if header is None:
         raise RecordError(f"{path}: empty; no run was recorded")
-    return Record(path, header, cases, fingerprints, runs, truncated)
+    return Record(path, header, cases, fingerprints, runs, truncated, offsets)
+
+
+def _run_entry(data: Mapping[str, Any]) -> tuple[AgentRun, dict[str, Score] | None]:
+    """A run line's run and scores (None when the journal had none yet)."""
+    run_data = dict(data["run"])
+    if run_data.get("latency_in_seconds") is None:
+        run_data["latency_in_seconds"] = math.nan
+    run = AgentRun.model_validate(run_data)
+    raw_scores = data.get("scores")
+    return run, None if raw_scores is None else {k: _score_from_json(v) for k, v in raw_scores.items()}
+
+
+def read_runs_at(path: Path, offsets: Sequence[int]) -> list[tuple[AgentRun, dict[str, Score] | None]]:
+    """The run lines that start at ``offsets`` (bytes, see ``Journal.offsets``), in that order: the
+    few runs asked for, read without reading the whole record. Read in file order, so a page of
+    runs is one pass forward."""
+    order = sorted(range(len(offsets)), key=offsets.__getitem__)
+    out: list[Any] = [None] * len(offsets)
+    with path.open("rb") as f:
+        for i in order:
+            f.seek(offsets[i])
+            line = f.readline()
+            where = f"{path} at byte {offsets[i]}"
+            data = _parse_line(line)
+            if not isinstance(data, dict) or data.get("kind") != "run":
+                raise RecordError(f"{where}: expected a run line (the file changed since it was written)")
+            try:
+                out[i] = _run_entry(data)
+            except (KeyError, TypeError, ValueError, ValidationError) as exc:
+                text = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+                raise RecordError(f"{where}: cannot read this run ({text})") from None
+    return out
+
+
+def finish_journal(path: Path, header: Mapping[str, Any]) -> int:
+    """Give a finished journal its final header (``status``: ``complete``...), keeping every other
+    line as written: the file is copied through once, never read into memory, and replaced
+    atomically. Returns how far the lines after the header moved (bytes)."""
+    with path.open("rb") as src:
+        old = len(src.readline())
+        new = (dumps(dict(header)) + "\n").encode("utf-8")
+        with replacing(path) as tmp, tmp.open("wb") as dst:
+            dst.write(new)
+            shutil.copyfileobj(src, dst, 1 << 20)
+    return len(new) - old
 
 
 def check_resumable(record: Record, *, fingerprints: Mapping[str, str], agents: Sequence[str], trials: int) -> None:

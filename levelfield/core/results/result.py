@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -17,15 +18,17 @@ from ..data.config import RunConfig
 from ..data.dataset import EvalCase, EvalDataset, case_from_row
 from ..errors import MissingExtraError, RecordError
 from ..data.jsonsafe import dumps, to_jsonable
-from ..data.prices import Cost, PriceTable, agent_usage, cost_note, total_cost, usage_cost
+from ..data.prices import Cost, PriceTable, cost_note, total_cost, usage_cost
 from ..score.batch import explain_row, scored_rows
 from ..score.scoring import context_for, explain_scores
 from ..score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT, Metric, Score, score_columns
-from .record import RUNS_FILE, Record, fingerprints_of, make_header, metrics_from_specs, read_record, write_record
+from .columns import CostColumns, RunColumns, cost_items
+from .record import (RUNS_FILE, Record, finish_journal, fingerprints_of, make_header, metrics_from_specs, read_record,
+                     read_runs_at, write_record)
 from ..data.types import AgentOutput, AgentRun, Usage
 from .writing import replacing, write_text
 
-__all__ = ["EvalResult", "summarize", "FAILED_AS_ZERO", "FAILED_LEFT_OUT", "run_costs", "record_status", "BUDGET_EXHAUSTED", "judge_costs", "results_from_record", "table_to_csv", "spreadsheet_safe", "CSV_OPTIONS", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "read_table", "saved_run"]
+__all__ = ["EvalResult", "write_tables_in_pages", "TABLE_PAGE", "summarize", "FAILED_AS_ZERO", "FAILED_LEFT_OUT", "run_costs", "record_status", "BUDGET_EXHAUSTED", "judge_costs", "results_from_record", "table_to_csv", "spreadsheet_safe", "CSV_OPTIONS", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "read_table", "saved_run"]
 
 _CASE_FIELDS = ("prompt", "reference", "reference_trajectory")
 
@@ -84,28 +87,10 @@ def summarize(table: Mapping[str, Any], metric_names: Sequence[str]) -> dict[str
 
 
 def run_costs(runs: Sequence[AgentRun], prices: PriceTable | None = None) -> dict[str, Any]:
-    """What runs cost, the one place it is computed: latency (mean, std, p50, p95), failures
-    (mean, std, count) and, when the adapter reported usage, tokens (mean, sum over runs that
-    reported it; a failed run's partial usage counts, since those tokens were spent) and dollars
-    (``cost_usd/mean``, ``/sum``: NaN when a model has no known price, ``cost_usd/note`` says which)."""
-    out: dict[str, Any] = {}
-    lat = np.array([r.latency_in_seconds for r in runs], dtype=float)
-    out["latency_in_seconds/mean"] = _mean(lat)
-    out["latency_in_seconds/std"] = _std(lat)
-    known = lat[~np.isnan(lat)]
-    out["latency_in_seconds/p50"] = float(np.quantile(known, 0.5)) if len(known) else float("nan")
-    out["latency_in_seconds/p95"] = float(np.quantile(known, 0.95)) if len(known) else float("nan")
-    fail = np.array([float(r.failure) for r in runs], dtype=float)
-    out["failure/mean"] = _mean(fail)
-    out["failure/std"] = _std(fail)
-    out["failure/count"] = int(fail.sum())
-    usages = [agent_usage(r) for r in runs]
-    if any(u is not None for u in usages):
-        for key in ("input_tokens", "output_tokens", "total_tokens"):
-            tokens = np.array([getattr(u, key) if u is not None else np.nan for u in usages], dtype=float)
-            out[f"{key}/mean"] = _mean(tokens)
-            out[f"{key}/sum"] = float(np.nansum(tokens))
-        out.update(_cost_items("cost_usd", [usage_cost(u, prices or {}) for u in usages]))
+    """What runs cost, the one place it is computed (see :func:`levelfield.core.results.columns.cost_items`):
+    latency, failures, the agent's tokens and dollars; and for simulated conversations the simulated
+    user's failures and cost, counted apart."""
+    out = cost_items(CostColumns.of(runs, prices))
     conversations = [r.conversation for r in runs if r.conversation is not None]
     if conversations:
         # Simulator faults are not agent failures: counted apart, their runs left out of the scores.
@@ -240,6 +225,10 @@ class EvalResult:
         self._rows: Callable[[], Iterable[Any]] | None = None
         self._explained: dict[str, dict[str, Score]] = {}
         self._explained_before: Mapping[tuple[str, str, int], Mapping[str, Score]] = {}
+        self._columns: RunColumns | None = None
+        """Runs journaled and not held (:meth:`from_journal`): what is kept of each, in columns."""
+        self._journal: Path | None = None
+        self._order: np.ndarray | None = None
 
     @classmethod
     def from_batches(
@@ -267,6 +256,33 @@ class EvalResult:
         result._batches = True
         return result
 
+    @classmethod
+    def from_journal(
+        cls,
+        dataset: EvalDataset,
+        columns: RunColumns,
+        metrics: Sequence[Metric],
+        journal: Path,
+        *,
+        agent_name: str,
+        config: RunConfig | None = None,
+    ) -> EvalResult:
+        """The result of runs that went to the ``journal`` as they finished and were not held: the
+        summary and the statistics come from ``columns`` (a few numbers a run); the runs, their
+        scores and the tables are read back from the journal when asked, a page at a time when saved."""
+        result = cls.__new__(cls)
+        result._start(metrics, agent_name, False, config, dataset.source)
+        result._dataset = dataset
+        result._columns = columns
+        result._journal = journal
+        result._order = columns.order(len(dataset))
+        return result
+
+    @property
+    def streamed(self) -> bool:
+        """Whether the runs live in the journal only (:meth:`from_journal`) and are not read back yet."""
+        return self._columns is not None and self._runs is None
+
     @property
     def metric_names(self) -> list[str]:
         return [m.name for m in self.metrics]
@@ -290,6 +306,8 @@ class EvalResult:
     @property
     def row_scores(self) -> list[dict[str, Score]]:
         """Each run's Scores by metric, with explanations (those the engine leaves out computed when first asked)."""
+        if self.streamed:
+            self._read_rows()
         if self._row_scores is None:
             if self._engine_scores is not None:
                 self._row_scores = [self._explained_run(i) for i in range(len(self._engine_scores))]
@@ -304,6 +322,8 @@ class EvalResult:
 
     def _engine_rows(self) -> list[dict[str, Score]]:
         """The scores as the engine gave them: what the table and the summary are made of."""
+        if self.streamed:
+            self._read_rows()
         return self._engine_scores if self._engine_scores is not None else self.row_scores
 
     @property
@@ -352,7 +372,13 @@ class EvalResult:
         return scored_rows(self._rows())
 
     def _read_rows(self) -> None:
-        """The cases and runs of saved predictions: from the saved rows, else from the table."""
+        """The cases and runs of saved predictions: from the saved rows, else from the table; or
+        the runs of a journal, read back from it."""
+        if self._columns is not None:
+            entries = self._journaled(self._order)
+            self._runs = [run for run, _ in entries]
+            self._engine_scores = [scores for _, scores in entries]
+            return
         if self._rows is not None:
             cases = [case_from_row(dict(row), index, where) for index, where, row in self._saved_rows()]
             self._dataset = EvalDataset(cases, source=self.source)
@@ -367,6 +393,14 @@ class EvalResult:
             for c, f, lat in zip(ids, failures, latency)
         ]
         self._dataset = EvalDataset([EvalCase(case_id=r.case_id, prompt=None) for r in self._runs], source=self.source)
+
+    def _journaled(self, positions: Iterable[int]) -> list[tuple[AgentRun, dict[str, Score]]]:
+        """The runs at ``positions`` (in the columns) with their scores, read back from the journal."""
+        assert self._columns is not None and self._journal is not None
+        lines = self._columns.line
+        entries = read_runs_at(self._journal, [lines[int(i)] for i in positions])
+        nan = {m.name: Score(math.nan) for m in self.metrics}
+        return [(run, scores if scores is not None else dict(nan)) for run, scores in entries]
 
     def _table_scores(self, position: int) -> dict[str, Score]:
         table = self.metrics_table
@@ -441,20 +475,32 @@ class EvalResult:
     def _table_of(self, row_scores: Sequence[Mapping[str, Score]]) -> pd.DataFrame:
         """The metrics table of runs scored as they finish, with ``row_scores`` as their scores."""
         by_id = self._cases_by_id()
-        table = pd.DataFrame([self._row(by_id[r.case_id], r, score_columns(rs), rs) for r, rs in zip(self.runs, row_scores)])
-        # ``error`` and ``error_type`` stay even when no run failed: a script that reads them
-        # must not break on the day every run succeeds.
-        # cost_usd stays while any run reported tokens: NaN there is an unknown price, not "no data".
-        no_usage = "total_tokens" not in table or table["total_tokens"].isna().all()
-        for key in ("input_tokens", "output_tokens", "total_tokens", "cost_note",
-                    "simulator_error", "replayed_from", "simulator_total_tokens"):
-            if key in table and table[key].isna().all():
-                table = table.drop(columns=key)
-        if no_usage and "cost_usd" in table:
-            table = table.drop(columns="cost_usd")
-        if "trial" in table and table["trial"].nunique() <= 1:
-            table = table.drop(columns="trial")
-        return table
+        return _trimmed(pd.DataFrame([self._row(by_id[r.case_id], r, score_columns(rs), rs)
+                                      for r, rs in zip(self.runs, row_scores)]))
+
+    def table_pages(self, size: int, *, explain: bool = True) -> Iterator[list[dict[str, Any]]]:
+        """The rows of the metrics table (with explanations, or as the engine gave the scores), a
+        page of journaled runs read back at a time (see :func:`write_tables_in_pages`)."""
+        assert self._order is not None
+        by_id = self._cases_by_id()
+        for start in range(0, len(self._order), size):
+            rows = []
+            for run, scores in self._journaled(self._order[start : start + size]):
+                case = by_id[run.case_id]
+                if explain:
+                    scores = explain_scores(context_for(case, run), self.metrics, scores)
+                rows.append(self._row(case, run, score_columns(scores), scores))
+            yield rows
+
+    @property
+    def journal(self) -> Path | None:
+        """The journal the runs are read back from, while they are not held (:attr:`streamed`)."""
+        return self._journal if self.streamed else None
+
+    def journal_moved(self, by: int) -> None:
+        """The journal's lines moved ``by`` bytes (its header was rewritten: ``finish_journal``)."""
+        if self._columns is not None:
+            self._columns.shift(by)
 
     @property
     def summary_metrics(self) -> dict[str, Any]:
@@ -465,6 +511,8 @@ class EvalResult:
         ``<metric>/mean_failed_as_zero`` is the mean with every failed run scoring 0 where the
         metric applies to its case (the rule ``compare`` uses by default), so both are at hand.
         """
+        if self._summary is None and self.streamed:
+            self._summary = self._summary_of_columns()
         if self._summary is None:
             columns = _summary_columns(self._engine_rows(), self.metric_names, self.config.prices)
             columns["failure"] = [int(r.failure) for r in self.runs]  # row_count when there are no metrics
@@ -479,14 +527,74 @@ class EvalResult:
             return {**self._summary, **{k: v for c in self.judge_corrections.values() for k, v in c.summary_items().items()}}
         return self._summary
 
+    def _summary_of_columns(self) -> dict[str, Any]:
+        """The summary of journaled runs, from the numbers kept of each (no run read back)."""
+        assert self._columns is not None and self._order is not None
+        columns = self._columns.summary_columns(self._order)
+        columns["failure"] = self.run_failures()
+        summary = summarize(columns, self.metric_names)
+        for metric in self.metrics:
+            summary[f"{metric.name}/{FAILED_AS_ZERO}"] = _mean(self.failed_as_zero(metric, columns[f"{metric.name}/score"]))
+        summary.update(cost_items(self._columns))
+        return summary
+
+    def run_failures(self) -> np.ndarray:
+        """Whether each run failed, in table order (without reading journaled runs back)."""
+        if self.streamed:
+            assert self._columns is not None and self._order is not None
+            return np.frombuffer(self._columns.failure, dtype=np.int8)[self._order].astype(bool) if len(self._order) \
+                else np.array([], dtype=bool)
+        return np.array([r.failure for r in self.runs], dtype=bool)
+
+    def run_cases(self) -> tuple[list[str], np.ndarray]:
+        """Each run's case id and trial, in table order (without reading journaled runs back)."""
+        if self.streamed:
+            assert self._columns is not None and self._order is not None
+            ids = [c.case_id for c in self.dataset]
+            cases = np.frombuffer(self._columns.case, dtype=np.int32)[self._order] if len(self._order) else []
+            trials = np.frombuffer(self._columns.trial, dtype=np.int32)[self._order] if len(self._order) else []
+            return [ids[i] for i in cases], np.asarray(trials, dtype=int)
+        return [r.case_id for r in self.runs], np.array([r.trial for r in self.runs], dtype=int)
+
+    def score_values(self, metric: str) -> np.ndarray:
+        """One metric's score of each run, in table order (NaN: not scored)."""
+        if self.streamed:
+            assert self._columns is not None
+            return self._columns.value_array(metric)[self._order]
+        return np.array([_num(row[metric].value) if metric in row else math.nan for row in self._engine_rows()], dtype=float)
+
+    def cost_columns(self) -> CostColumns:
+        """Latency, failure, tokens and dollars of each run, in table order for runs held (journaled
+        runs: in the order they finished; see :meth:`run_order`)."""
+        if self.streamed:
+            assert self._columns is not None
+            return self._columns
+        return CostColumns.of(self.runs, self.config.prices)
+
+    def run_costs(self) -> dict[str, Any]:
+        """What the runs cost (:func:`run_costs`): latency, failures, tokens, dollars."""
+        if self.streamed:
+            assert self._columns is not None
+            return cost_items(self._columns)
+        return run_costs(self.runs, self.config.prices)
+
+    def run_order(self) -> np.ndarray | None:
+        """Where each row of :meth:`cost_columns` is in table order (None: already in table order)."""
+        return self._order if self.streamed else None
+
     @property
     def failures(self) -> list[AgentRun]:
+        if self.streamed:
+            assert self._order is not None
+            return [run for run, _ in self._journaled(self._order[self.run_failures()])]
         return [r for r in self.runs if r.failure]
 
     def explain(self, case_id: str) -> dict[str, Score]:
         """The scores of one case (its first trial) with their explanations (``"matched 1/2 reference
         calls; missing get_weather"``), by metric; for saved predictions, computed for this case
         only, when first asked."""
+        if self.streamed:
+            return self._explain_journaled(str(case_id))
         if not self._batches or self._row_scores is not None:
             for i, run in enumerate(self.runs):
                 if run.case_id == str(case_id):
@@ -508,6 +616,17 @@ class EvalResult:
                 self._explained[str(case_id)] = found
                 return found
         raise KeyError(f"{self.source}: case {case_id!r} is no longer in the saved rows")  # the file changed
+
+    def _explain_journaled(self, case_id: str) -> dict[str, Score]:
+        """One case's first trial, read back from the journal alone and explained."""
+        assert self._columns is not None
+        ids, trials = self.run_cases()
+        for k, (cid, trial) in enumerate(zip(ids, trials)):
+            if cid == case_id:
+                [(run, scores)] = self._journaled([self._order[k]])  # type: ignore[index]
+                case = self._cases_by_id()[case_id]
+                return explain_scores(context_for(case, run), self.metrics, scores)
+        raise KeyError(f"{self.source}: no case {case_id!r} in this result")
 
     def with_explanations(self, case_ids: Iterable[str] | None = None) -> pd.DataFrame:
         """The metrics table with a ``<metric>/explanation`` column after each score column, filled
@@ -534,8 +653,14 @@ class EvalResult:
 
     def failed_as_zero(self, metric: Metric, values: np.ndarray) -> np.ndarray:
         """``values`` (one per run, in run order) with each failed run's score set to 0 where ``metric`` applies."""
-        by_id = {c.case_id: c for c in self.dataset}
         out = np.array(values, dtype=float)
+        if self.streamed:
+            assert self._columns is not None and self._order is not None
+            applies = np.array([metric.applies_to(c) for c in self.dataset], dtype=bool)
+            cases = np.frombuffer(self._columns.case, dtype=np.int32)[self._order] if len(self._order) else np.array([], dtype=int)
+            out[self.run_failures() & applies[cases]] = 0.0
+            return out
+        by_id = {c.case_id: c for c in self.dataset}
         for i, run in enumerate(self.runs):
             if run.failure and run.case_id in by_id and metric.applies_to(by_id[run.case_id]):
                 out[i] = 0.0
@@ -547,8 +672,8 @@ class EvalResult:
             return f"EvalResult(saved predictions, rows={s.get('row_count')}, failures={s.get('failure/count', 0)})"
         # Counted from the runs, not the summary: asyncio.run reprs the task holding the result
         # when it restores the SIGINT handler, and a repr must not compute a whole summary.
-        failures = sum(1 for r in self.runs if r.failure)
-        return f"EvalResult(agent={self.agent_name!r}, rows={len(self.runs)}, failures={failures})"
+        failures = self.run_failures()
+        return f"EvalResult(agent={self.agent_name!r}, rows={len(failures)}, failures={int(failures.sum())})"
 
     # -- saving and loading ------------------------------------------------------------------
 
@@ -573,6 +698,8 @@ class EvalResult:
         Saved predictions whose rows cannot be read again (a table read back alone) have no runs
         to record: ``metrics_table.parquet`` (``.csv`` without pyarrow) and ``summary.json``."""
         out = Path(directory)
+        if self.streamed:
+            return self._save_journaled(out)
         if self._batches and self._rows is None:
             table = self.to_parquet(out / "metrics_table.parquet") if parquet_available() else self.to_csv(out / "metrics_table.csv")
             return {"metrics_table": table, "summary": write_summary(out / "summary.json", self.summary_metrics)}
@@ -583,6 +710,21 @@ class EvalResult:
         table_to_csv(table, paths["metrics_table"])
         if parquet_available():
             paths["metrics_table_parquet"] = table_to_parquet(table, out / "metrics_table.parquet")
+        write_summary(paths["summary"], self.summary_metrics)
+        return paths
+
+    def _save_journaled(self, out: Path) -> dict[str, Path]:
+        """``save`` for runs that live in the journal: in the journal's own folder the record is the
+        journal with its final header; the tables are written a page of runs at a time."""
+        assert self._columns is not None and self._journal is not None
+        paths = {"runs": out / RUNS_FILE, "metrics_table": out / "metrics_table.csv", "summary": out / "summary.json"}
+        if paths["runs"].resolve() == self._journal.resolve():
+            self.journal_moved(finish_journal(self._journal, self.record_header()))
+        else:
+            write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset),
+                         self._journaled(self._order))  # type: ignore[arg-type]
+        trials = len(np.unique(np.frombuffer(self._columns.trial, dtype=np.int32))) if len(self._columns) else 0
+        paths.update(write_tables_in_pages(self.table_pages, out, trials=trials))
         write_summary(paths["summary"], self.summary_metrics)
         return paths
 
@@ -681,6 +823,81 @@ def saved_run(case: EvalCase) -> AgentRun:
     )
 
 
+_EMPTY_DROPPED = ("input_tokens", "output_tokens", "total_tokens", "cost_note", "simulator_error", "replayed_from",
+                  "simulator_total_tokens")
+"""Columns a metrics table leaves out when no row has a value there."""
+
+
+def _trimmed(table: pd.DataFrame, filled: set[str] | None = None, trials: int | None = None) -> pd.DataFrame:
+    """A metrics table without its empty optional columns, and without ``trial`` for one trial.
+
+    ``filled``: the columns with a value in some row, and ``trials`` the number of trials, of the
+    whole table when ``table`` is one page of it (by default: this table's own; ``trials=-1``: keep
+    ``trial`` whatever their number).
+    """
+    if filled is None:
+        filled = {str(c) for c in table.columns if table[c].notna().any()}
+    # ``error`` and ``error_type`` stay even when no run failed: a script that reads them
+    # must not break on the day every run succeeds.
+    # cost_usd stays while any run reported tokens: NaN there is an unknown price, not "no data".
+    drop = [key for key in _EMPTY_DROPPED if key in table and key not in filled]
+    if "total_tokens" not in filled and "cost_usd" in table:
+        drop.append("cost_usd")
+    if "trial" in table and 0 <= (table["trial"].nunique() if trials is None else trials) <= 1:
+        drop.append("trial")
+    return table.drop(columns=drop)
+
+
+TABLE_PAGE = 5_000
+"""Runs a page of a metrics table written from the journal holds (see :func:`write_tables_in_pages`)."""
+
+
+def write_tables_in_pages(pages: Callable[[int], Iterable[list[dict[str, Any]]]], out: Path, *,
+                          trials: int, size: int | None = None) -> dict[str, Path]:
+    """``metrics_table.csv`` (and ``.parquet`` with pyarrow) from rows made a page at a time, in
+    memory bounded by the page: a first pass learns the whole table's columns (and, for Parquet,
+    the type of each), a second writes each page; one page is written as a whole table is.
+    ``pages(size)`` gives the rows again each time it is called; ``trials``: as :func:`_trimmed`'s."""
+    size = size or TABLE_PAGE
+    parquet = parquet_available()
+    paths = {"metrics_table": out / "metrics_table.csv"}
+    if parquet:
+        paths["metrics_table_parquet"] = out / "metrics_table.parquet"
+    once = iter(pages(size))
+    first = next(once, [])
+    if next(once, None) is None:  # one page: the whole table
+        table = _trimmed(pd.DataFrame(first), trials=trials)
+        table_to_csv(table, paths["metrics_table"])
+        if parquet:
+            table_to_parquet(table, paths["metrics_table_parquet"])
+        return paths
+    columns: dict[str, None] = {}
+    filled: set[str] = set()
+    schemas = []
+    for rows in pages(size):
+        page = pd.DataFrame(rows)
+        columns.update(dict.fromkeys(map(str, page.columns)))
+        filled.update(str(c) for c in page.columns if page[c].notna().any())
+    names = list(_trimmed(pd.DataFrame(columns=list(columns)), filled, trials).columns)
+    if parquet:
+        schemas = [_arrow_table(pd.DataFrame(rows, columns=names)).schema for rows in pages(size)]
+    with contextlib.ExitStack() as files:
+        f = files.enter_context(files.enter_context(replacing(paths["metrics_table"])).open("w", encoding="utf-8", newline=""))
+        writer = None
+        if parquet:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            schema = pa.unify_schemas(schemas, promote_options="permissive")  # a column null in one page, text in another
+            writer = files.enter_context(pq.ParquetWriter(files.enter_context(replacing(paths["metrics_table_parquet"])), schema))
+        for n, rows in enumerate(pages(size)):
+            page = pd.DataFrame(rows, columns=names)
+            spreadsheet_safe(page).to_csv(f, header=n == 0, **CSV_OPTIONS)
+            if writer is not None:
+                writer.write_table(_arrow_table(page).cast(schema))
+    return paths
+
+
 def table_to_csv(table: pd.DataFrame, path: Path) -> None:
     """Write a results table as CSV, list and dict cells as JSON (so ``load_dataset`` reads them back),
     text cells made safe for spreadsheets (see :func:`spreadsheet_safe`)."""
@@ -737,16 +954,23 @@ def table_to_parquet(table: pd.DataFrame, path: str | Path) -> Path:
     type, the union of all rows' keys (with nulls for the missing ones), and refuse a key whose
     value is a number in one row and text in another; JSON keeps each cell as it was.
     """
+    arrow = _arrow_table(table)
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    with replacing(path) as tmp:
+        pq.write_table(arrow, tmp)
+    return path
+
+
+def _arrow_table(table: pd.DataFrame) -> Any:
+    """A results table as an Arrow table, list and dict cells as JSON text (see :func:`table_to_parquet`)."""
     try:
         import pyarrow as pa
-        import pyarrow.parquet as pq
     except ImportError:
         raise MissingExtraError("parquet", "pyarrow", "writing Parquet") from None
-    path = Path(path)
     arrays = [_arrow_column(pa, table[name].tolist()) for name in table.columns]
-    with replacing(path) as tmp:
-        pq.write_table(pa.Table.from_arrays(arrays, names=[str(name) for name in table.columns]), tmp)
-    return path
+    return pa.Table.from_arrays(arrays, names=[str(name) for name in table.columns])
 
 
 def _arrow_column(pa: Any, values: list[Any]) -> Any:
@@ -770,6 +994,8 @@ def results_from_record(record: Record) -> dict[str, EvalResult]:
     dataset = EvalDataset(record.cases, source=(record.header.get("dataset") or {}).get("source", str(record.path)))
     metrics = metrics_from_specs(record.header.get("metrics") or [])
     options = dict(record.header.get("options") or {})
+    if options.get("executor") not in (None, "local", "ray"):
+        del options["executor"]  # an executor object, recorded as its repr: the header keeps what it was
     config = RunConfig(**{k: v for k, v in options.items() if k in RunConfig.__dataclass_fields__ and k not in ("resume", "overwrite")})
     saved = bool((record.header.get("settings") or {}).get("scored_saved_predictions"))
     order = {c.case_id: i for i, c in enumerate(record.cases)}

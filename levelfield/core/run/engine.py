@@ -24,9 +24,11 @@ from ..errors import DatasetError, RecordError
 from ..score.metrics.base import Metric
 from ..data.protocol import AgentRunnable
 from .notices import (BudgetWarning, MissingReferenceWarning, warn_user, NoToolCallsWarning, ResumeWarning, agents_without_tool_calls,
+                      tool_call_tally,
                       metric_changes, missing_references, reference_changes)
 from ..results.record import (RUNS_FILE, Journal, Record, RunKey, carry_generated, check_out_folder, check_resumable,
                               fingerprints_of, make_header, read_record)
+from ..results.columns import RunColumns
 from ..results.result import EvalResult, saved_run
 from .isolation import check_picklable
 from . import limits
@@ -105,10 +107,12 @@ def open_journal(
         if config.resume:
             record = read_record(path)
             check_resumable(record, fingerprints=fingerprints, agents=agent_names, trials=config.trials)
-            _say_what_changed(record, dataset, metrics)
+            changed = _say_what_changed(record, dataset, metrics)
             carry_generated(record.cases, dataset)  # e.g. generated rubrics: the saved runs are re-scored on them
             done = {key: run for key, (run, _) in record.runs.items() if key[2] < config.trials}
-            return Journal.reopen(record), done
+            journal = Journal.reopen(record)
+            journal.scores_current = not changed and all(scores is not None for _, scores in record.runs.values())
+            return journal, done
         if not config.overwrite:
             raise RecordError(
                 f"{out} already holds a run record ({path.name}); resume it with resume=True (--resume), "
@@ -126,9 +130,10 @@ def open_journal(
     return Journal.create(path, header, list(dataset), fingerprints), {}
 
 
-def _say_what_changed(record: Record, dataset: EvalDataset, metrics: Sequence[Metric]) -> None:
+def _say_what_changed(record: Record, dataset: EvalDataset, metrics: Sequence[Metric]) -> bool:
     """Warn about what a resumed journal was run with that differs now: references (the saved runs
-    are kept and scored against the new ones) and metrics (every run is scored with the new list)."""
+    are kept and scored against the new ones) and metrics (every run is scored with the new list).
+    Whether anything did (the saved runs' scores are then out of date)."""
     changed = reference_changes(record.cases, list(dataset))
     if changed:
         shown = "; ".join(f"{case_id!r} ({', '.join(fields)})" for case_id, fields in changed[:5])
@@ -146,6 +151,7 @@ def _say_what_changed(record: Record, dataset: EvalDataset, metrics: Sequence[Me
             f"resuming {record.path}: the metrics differ from the journal's ({'; '.join(parts)}); every run, "
             "saved or new, is scored with the metrics given now, and the record will list them"
         ))
+    return bool(changed or added or removed or renewed)
 
 
 def warn_missing_references(dataset: EvalDataset, metrics: Sequence[Metric]) -> None:
@@ -192,6 +198,14 @@ async def run_and_score(
         for run in done.values():
             stop_early.observe(run, scorer(run))
 
+    # Runs a cluster streams back that the journal holds are not held here too: each is scored and
+    # journaled as it arrives, and only a few numbers of it are kept (``RunColumns``); the result
+    # reads the runs back from the journal when asked. (Judged metrics, scored together at the end,
+    # a simulator's replays and a sequential stop need the runs at hand: those keep them.)
+    if (journal is not None and executor is not None and getattr(executor, "can_stream", False)
+            and stop_early is None and simulator is None and not scorer.judged and journal.scores_current):
+        return await _stream(dataset, agents, metrics, config, executor, scorer, journal, done, skipped)
+
     # With out= the tables saved at the end say why each run scored as it did: the explanations
     # the engine leaves out are made as runs finish, while agents are still busy, not all after the last.
     explainer = _Explainer(dataset, metrics) if journal is not None else None
@@ -224,11 +238,14 @@ async def run_and_score(
         finally:
             if journal is not None:
                 journal.close()
-        for text in agents_without_tool_calls(runs_by_agent, metrics, dataset):
+        tallies = {agent: tool_call_tally(runs) for agent, runs in runs_by_agent.items()}
+        for text in agents_without_tool_calls(tallies, metrics, dataset):
             warn_user(NoToolCallsWarning(text))
         # Runs a decided sequential test never started are its to report; the rest were the budget's.
         stopped_early = stop_early is not None and stop_early.stop()
-        not_started = [] if stopped_early else _not_started(dataset, agents, config, runs_by_agent)
+        ran = {(run.agent_name, run.case_id, run.trial) for runs in runs_by_agent.values() for run in runs} \
+            if config.max_cost_usd is not None and not stopped_early else set()
+        not_started = [] if stopped_early else _not_started(dataset, agents, config, ran)
         if not_started:
             _warn_budget_spent(config, not_started)
         every_run = [run for a in agents for run in runs_by_agent[a.name]]
@@ -248,6 +265,53 @@ async def run_and_score(
             results[agent.name].explained_before(explainer.finish())
         results[agent.name].not_started = [key for key in not_started if key[0] == agent.name]
         start += len(runs)
+    return results
+
+
+async def _stream(dataset: EvalDataset, agents: Sequence[AgentRunnable], metrics: Sequence[Metric], config: RunConfig,
+                  executor: Executor, scorer: RunScorer, journal: Journal, done: Mapping[RunKey, AgentRun],
+                  skipped: Mapping[str, str]) -> dict[str, EvalResult]:
+    """``run_and_score`` for runs the journal holds and the driver does not: each run scored and
+    journaled as it arrives, a few numbers of it kept (``RunColumns``), one journal-backed result per agent."""
+    position = {c.case_id: i for i, c in enumerate(dataset)}
+    names = [m.name for m in metrics]
+    kept = {a.name: RunColumns(names, config.prices) for a in agents}
+    journal.track_offsets()
+    earlier = list(done.values())
+    for run, scores in zip(earlier, scorer.score_now(earlier)):  # a resumed journal's runs, as they are on disk
+        kept[run.agent_name].add_run(run, scores, position[run.case_id], journal.earlier[(run.agent_name, run.case_id, run.trial)])
+
+    def finished(run: AgentRun) -> Awaitable[None] | None:
+        [scores] = scorer.score_now([run])
+        kept[run.agent_name].add_run(run, scores, position[run.case_id], -1 - journal.written)
+        return journal.write(run, scores)  # the batch's runs are on disk before more are taken
+
+    registry = limits.Limits.of(config)
+    with limits.using(registry):
+        try:
+            await executor.run_agents(dataset, agents, config, on_run=finished, done=done, keep=False)  # type: ignore[call-arg]
+        finally:
+            journal.close()
+    assert journal.offsets is not None
+    for columns in kept.values():
+        columns.place(journal.offsets)
+    tallies = {name: (columns.successful, columns.with_calls) for name, columns in kept.items()}
+    for text in agents_without_tool_calls(tallies, metrics, dataset):
+        warn_user(NoToolCallsWarning(text))
+    ids = [c.case_id for c in dataset]
+    ran = ({(name, ids[case], trial) for name, columns in kept.items() for case, trial in zip(columns.case, columns.trial)}
+           if config.max_cost_usd is not None else set())
+    not_started = _not_started(dataset, agents, config, ran)
+    if not_started:
+        _warn_budget_spent(config, not_started)
+    rate_limits = registry.stats()
+    results: dict[str, EvalResult] = {}
+    for agent in agents:
+        result = EvalResult.from_journal(dataset, kept[agent.name], metrics, journal.path, agent_name=agent.name, config=config)
+        result.skipped = dict(skipped)
+        result.limits = rate_limits
+        result.not_started = [key for key in not_started if key[0] == agent.name]
+        results[agent.name] = result
     return results
 
 
@@ -303,11 +367,10 @@ def _warn_judges_stopped(budget: CostLimit | None) -> None:
 
 
 def _not_started(dataset: EvalDataset, agents: Sequence[AgentRunnable], config: RunConfig,
-                 runs_by_agent: Mapping[str, Sequence[AgentRun]]) -> list[RunKey]:
-    """The planned runs the runner did not start (a spending limit was reached), in plan order."""
+                 ran: set[RunKey]) -> list[RunKey]:
+    """The planned runs not started (a spending limit was reached; ``ran``: the keys of those that were), in plan order."""
     if config.max_cost_usd is None:
         return []
-    ran = {(run.agent_name, run.case_id, run.trial) for runs in runs_by_agent.values() for run in runs}
     return [(a.name, c.case_id, t) for c in dataset for t in range(config.trials) for a in agents
             if (a.name, c.case_id, t) not in ran]
 

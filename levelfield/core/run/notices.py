@@ -37,6 +37,7 @@ __all__ = [
     "missing_references",
     "unscored_metrics",
     "agents_without_tool_calls",
+    "tool_call_tally",
     "reference_changes",
     "metric_changes",
 ]
@@ -164,11 +165,18 @@ def _calls(run: AgentRun) -> int:
     return sum(len(o.trajectory) for o in outputs if o is not None)
 
 
+def tool_call_tally(runs: Iterable[AgentRun]) -> tuple[int, int]:
+    """(successful runs, of them runs that made a tool call): what the no-tool-call warning reads."""
+    done = [r for r in runs if not r.failure]
+    return len(done), sum(1 for r in done if _calls(r))
+
+
 def agents_without_tool_calls(
-    runs_by_agent: Mapping[str, Sequence[AgentRun]], metrics: Sequence[Metric], cases: Iterable[EvalCase]
+    tallies: Mapping[str, tuple[int, int]], metrics: Sequence[Metric], cases: Iterable[EvalCase]
 ) -> list[str]:
-    """A warning for each agent that made no tool call in any successful run, while trajectory
-    metrics are asked and some case expects a call (or a metric needs no reference, like single tool use)."""
+    """A warning for each agent that made no tool call in any successful run (``tallies``: agent ->
+    :func:`tool_call_tally`), while trajectory metrics are asked and some case expects a call (or a
+    metric needs no reference, like single tool use)."""
     asked = [m.name for m in metrics if _trajectory_metric(m)]
     if not asked:
         return []
@@ -176,11 +184,10 @@ def agents_without_tool_calls(
     if not expecting and all("reference_trajectory" in getattr(m, "requires", ()) for m in metrics if m.name in asked):
         return []  # every case expects no call: an agent that makes none is right
     out = []
-    for agent, runs in runs_by_agent.items():
-        done = [r for r in runs if not r.failure]
-        if done and not any(_calls(r) for r in done):
+    for agent, (done, with_calls) in tallies.items():
+        if done and not with_calls:
             out.append(
-                f"agent {agent!r} made no tool call in any of its {len(done)} successful runs, while trajectory "
+                f"agent {agent!r} made no tool call in any of its {done} successful runs, while trajectory "
                 f"metrics are asked ({', '.join(asked)})"
                 + (f" and {expecting} case(s) expect calls" if expecting else "")
                 + ". If it does call tools, its adapter does not report them: a function agent that returns a "

@@ -669,4 +669,8 @@ class Executor(Protocol):
         run_scenario: PlayScenario | None = None,
     ) -> dict[str, list[AgentRun]]:
         """As :func:`run_agents`: every run once, ``on_run`` called once per fresh run as it finishes
-        (what it returns, when not None, is awaited before that slot's next run: a journal write)."""
+        (what it returns, when not None, is awaited before that slot's next run: a journal write).
+
+        An executor whose class sets ``can_stream = True`` also takes ``keep=False``: the runs then
+        go to ``on_run`` only (the engine journals them) and the lists returned are empty, so a
+        million runs streaming back are not held twice."""

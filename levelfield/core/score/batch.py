@@ -936,6 +936,15 @@ class RunScorer:
             self._done[(run.agent_name, run.case_id, run.trial)] = (ctx if self._async else None, row)
         return [row for _, row in scored]
 
+    @property
+    def judged(self) -> bool:
+        """Whether some metric is judged (scored together at the end, in :meth:`scores`)."""
+        return bool(self._async)
+
+    def score_now(self, runs: Sequence[AgentRun]) -> list[dict[str, Score]]:
+        """The sync metrics' scores of ``runs``, kept nowhere: for runs the caller journals and does not hold."""
+        return [row for _, row in self._score(runs)] if runs else []
+
     def __call__(self, run: AgentRun) -> dict[str, Score]:
         """Score ``run``'s sync metrics now (a batch of one); returns them (judged metrics come in :meth:`scores`)."""
         return self._keep([run])[0]
