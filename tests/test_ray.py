@@ -401,7 +401,8 @@ def test_resume_on_ray_with_the_same_metrics_streams_the_earlier_runs_from_the_j
     assert resumed.streamed
     local = lf.evaluate(DATASET, hasty_agent, ["exact_match", "trajectory_recall"], trials=2, **QUIET)
     pd.testing.assert_series_equal(_summary(resumed), _summary(local))
-    assert len(_journal_keys(tmp_path)) == len(set(_journal_keys(tmp_path))) == 36
+    keys = run_keys(journal_runs(tmp_path))
+    assert len(keys) == len(set(keys)) == 36
     pd.testing.assert_frame_equal(_without_latency(pd.read_csv(tmp_path / "metrics_table.csv")),
                                   _without_latency(_as_csv(local.with_explanations(), tmp_path / "local.csv")))
 
