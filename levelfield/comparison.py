@@ -602,15 +602,16 @@ class Comparison:
         }
         journals = {r.journal for r in self.results.values()}
         if len(journals) == 1 and None not in journals and paths["runs"].resolve() == next(iter(journals)).resolve():
-            # Runs streamed to the journal and not held: the journal, with its final header, is the
-            # record; the table is written a page of runs at a time.
+            # The journal holds every run with its recorded scores: with its final header, it is the record.
             moved = finish_journal(paths["runs"], self.record_header())
             for result in self.results.values():
                 result.journal_moved(moved)
-            paths.update(write_tables_in_pages(self._table_pages, out, trials=-1))
         else:
             entries = [(run, row) for result in self.results.values() for run, row in zip(result.runs, result.recorded_scores)]
             write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset), entries)
+        if all(r.streamed for r in self.results.values()):
+            paths.update(write_tables_in_pages(self._table_pages, out, trials=-1))  # a page of runs read back at a time
+        else:
             table = self.metrics_table
             table_to_csv(table, paths["metrics_table"])
             if parquet_available():

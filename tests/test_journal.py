@@ -385,7 +385,12 @@ def test_finishing_a_journal_gives_it_its_header_and_says_how_far_its_lines_move
         read_runs_at(journal.path, [0])
 
 
-def test_a_table_written_in_pages_reads_back_as_the_table_written_whole(tmp_path):
+@pytest.mark.parametrize("late, passes", [
+    ("error", 1),  # empty in the first pages, text in the last: one pass (its type is text from the start)
+    ("column", 3),  # a column only a late page has: written again, in two passes
+    ("tokens", 3),  # empty (so left out) in the first page, filled later: written again
+])
+def test_a_table_written_in_pages_is_the_table_written_whole(tmp_path, late, passes):
     import pandas as pd
 
     from levelfield.core.results.result import table_to_csv, table_to_parquet, write_tables_in_pages
@@ -393,17 +398,45 @@ def test_a_table_written_in_pages_reads_back_as_the_table_written_whole(tmp_path
     rows = [{"case_id": f"c{i}", "trial": 0, "prompt": "把灯关掉" if i % 2 else "Licht aus", "m/score": i / 10,
              "total_tokens": None, "input_tokens": None, "cost_usd": None, "failure": int(i == 7), "error": None}
             for i in range(23)]
-    rows[17]["late"] = "später"  # a column only a late page has
-    rows[21]["error"] = "boom"  # null in every page but the last
-    rows[9]["tags"] = ["a", "ü"]
+    rows[2]["tags"] = ["a", "ü"]
+    rows[21]["error"] = "boom ✗"
+    if late == "column":
+        rows[17]["late"] = "später"
+    if late == "tokens":
+        rows[18].update(total_tokens=12, input_tokens=5, cost_usd=0.5)
+    calls = []
 
     def pages(size: int):
+        calls.append(size)
         for start in range(0, len(rows), size):
             yield [dict(r) for r in rows[start : start + size]]
 
     paths = write_tables_in_pages(pages, tmp_path, trials=1, size=5)
-    whole = pd.DataFrame(rows).drop(columns=["total_tokens", "input_tokens", "cost_usd", "trial"])
+    assert len(calls) == passes
+    whole = pd.DataFrame(rows)
+    whole = whole.drop(columns=[c for c in ("total_tokens", "input_tokens", "cost_usd") if whole[c].isna().all()] + ["trial"])
     table_to_csv(whole, tmp_path / "whole.csv")
     table_to_parquet(whole, tmp_path / "whole.parquet")
     assert (tmp_path / "whole.csv").read_bytes() == paths["metrics_table"].read_bytes()
     pd.testing.assert_frame_equal(pd.read_parquet(paths["metrics_table_parquet"]), pd.read_parquet(tmp_path / "whole.parquet"))
+
+
+@pytest.mark.parametrize("judged", [False, True], ids=["computed", "judged"])
+def test_save_keeps_the_journal_as_the_record_unless_scores_came_after_it(tmp_path, monkeypatch, judged):
+    from levelfield.core.results import result as result_module
+
+    async def shouted(row):  # an async metric, scored with the judged ones at the end: after the journal line
+        return float(row["response"].isupper())
+
+    written = []
+    real = result_module.write_record
+    monkeypatch.setattr(result_module, "write_record", lambda *a, **k: written.append(a[0]) or real(*a, **k))
+    metrics = ["exact_match"] + ([lf.metrics.CustomMetric("shouted", shouted)] if judged else [])
+    result = lf.evaluate(write_dataset(tmp_path), counting([]), metrics, out=tmp_path / "out", progress=False)
+    assert len(written) == int(judged)  # computed scores: the journal already holds every run as recorded
+    record = read_record(tmp_path / "out")
+    assert record.header["status"] == "complete" and len(record.runs) == N
+    assert {k: s for k, (_, s) in record.runs.items()} == {(r.agent_name, r.case_id, r.trial): s for r, s in
+                                                            zip(result.runs, result.recorded_scores)}
+    loaded = lf.EvalResult.load(tmp_path / "out")
+    assert loaded.summary_metrics == pytest.approx(result.summary_metrics, nan_ok=True)

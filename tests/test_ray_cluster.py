@@ -143,8 +143,10 @@ def test_a_node_killed_half_way_loses_no_run_and_the_call_returns(cluster, tmp_p
                          out=out, **QUIET)
     killer.join(30)
     assert extra.killed
+    assert result.streamed  # the runs are in the journal, not held by the driver
     keys = run_keys(journal_runs(out))
     assert len(keys) == len(set(keys)) == 54  # every run once: none lost, none twice
+    assert result.summary_metrics["failure/count"] == 0 and result.summary_metrics["row_count"] == 54
     assert not result.metrics_table["failure"].any()  # a lost node's runs ran elsewhere, not recorded as failed
     local = lf.evaluate(DATASET, careful_agent, name="careful", trials=3, **QUIET)
     pd.testing.assert_frame_equal(_without_latency(result.metrics_table), _without_latency(local.metrics_table))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import math
 import re
@@ -494,8 +495,15 @@ class EvalResult:
 
     @property
     def journal(self) -> Path | None:
-        """The journal the runs are read back from, while they are not held (:attr:`streamed`)."""
-        return self._journal if self.streamed else None
+        """The journal that holds every run of this result with its recorded scores, when one does:
+        ``save`` to its folder keeps it as the record; runs not held (:attr:`streamed`) are read from it."""
+        return self._journal
+
+    def recorded_in(self, journal: Path) -> None:
+        """Say that ``journal`` holds exactly this result's runs with the scores :attr:`recorded_scores`
+        gives (the engine journaled each as it finished): ``save`` then keeps it rather than writing
+        every run again."""
+        self._journal = journal
 
     def journal_moved(self, by: int) -> None:
         """The journal's lines moved ``by`` bytes (its header was rewritten: ``finish_journal``)."""
@@ -704,8 +712,11 @@ class EvalResult:
             table = self.to_parquet(out / "metrics_table.parquet") if parquet_available() else self.to_csv(out / "metrics_table.csv")
             return {"metrics_table": table, "summary": write_summary(out / "summary.json", self.summary_metrics)}
         paths = {"runs": out / RUNS_FILE, "metrics_table": out / "metrics_table.csv", "summary": out / "summary.json"}
-        write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset),
-                     zip(self.runs, self.recorded_scores))
+        if self._journal is not None and paths["runs"].resolve() == self._journal.resolve():
+            self.journal_moved(finish_journal(self._journal, self.record_header()))  # the runs are there already
+        else:
+            write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset),
+                         zip(self.runs, self.recorded_scores))
         table = self.with_explanations()  # the tables a person reads say why; the record keeps what the engine gave
         table_to_csv(table, paths["metrics_table"])
         if parquet_available():
@@ -855,9 +866,14 @@ TABLE_PAGE = 5_000
 def write_tables_in_pages(pages: Callable[[int], Iterable[list[dict[str, Any]]]], out: Path, *,
                           trials: int, size: int | None = None) -> dict[str, Path]:
     """``metrics_table.csv`` (and ``.parquet`` with pyarrow) from rows made a page at a time, in
-    memory bounded by the page: a first pass learns the whole table's columns (and, for Parquet,
-    the type of each), a second writes each page; one page is written as a whole table is.
-    ``pages(size)`` gives the rows again each time it is called; ``trials``: as :func:`_trimmed`'s."""
+    memory bounded by the page; the same table the rows make as a whole (one page is written so).
+
+    One pass when the first page says what the whole table is (its columns, the Parquet type of
+    each): pages of one evaluation are alike. When a later page differs (a column it alone has, a
+    column empty so far, a type that does not fit), the files are written again in two passes: the
+    whole table's columns and types first, then the pages. ``pages(size)`` gives the rows again
+    each time it is called; ``trials``: as :func:`_trimmed`'s.
+    """
     size = size or TABLE_PAGE
     parquet = parquet_available()
     paths = {"metrics_table": out / "metrics_table.csv"}
@@ -865,37 +881,98 @@ def write_tables_in_pages(pages: Callable[[int], Iterable[list[dict[str, Any]]]]
         paths["metrics_table_parquet"] = out / "metrics_table.parquet"
     once = iter(pages(size))
     first = next(once, [])
-    if next(once, None) is None:  # one page: the whole table
+    second = next(once, None)
+    if second is None:  # one page: the whole table
         table = _trimmed(pd.DataFrame(first), trials=trials)
         table_to_csv(table, paths["metrics_table"])
         if parquet:
             table_to_parquet(table, paths["metrics_table_parquet"])
         return paths
-    columns: dict[str, None] = {}
-    filled: set[str] = set()
-    schemas = []
-    for rows in pages(size):
+    try:
+        _write_pages(itertools.chain([first, second], once), paths, _Layout.of_first(first, trials, parquet))
+    except _Uneven:
+        _write_pages(pages(size), paths, _Layout.of_all(pages(size), trials, parquet))
+    return paths
+
+
+class _Uneven(Exception):
+    """A page of a table written a page at a time differs from what the first page said."""
+
+
+@dataclasses.dataclass
+class _Layout:
+    """What a table written in pages is: its columns, and the Parquet type of each (None: no Parquet)."""
+
+    names: list[str]
+    dropped: set[str]
+    """Columns left out for being empty: a page with a value there does not fit."""
+    schema: Any = None
+    checked: bool = False
+    """Learnt from the first page alone: every other page is checked against it."""
+
+    @classmethod
+    def of_first(cls, rows: list[dict[str, Any]], trials: int, parquet: bool) -> "_Layout":
         page = pd.DataFrame(rows)
-        columns.update(dict.fromkeys(map(str, page.columns)))
-        filled.update(str(c) for c in page.columns if page[c].notna().any())
-    names = list(_trimmed(pd.DataFrame(columns=list(columns)), filled, trials).columns)
-    if parquet:
-        schemas = [_arrow_table(pd.DataFrame(rows, columns=names)).schema for rows in pages(size)]
+        names = list(_trimmed(page, trials=trials).columns)
+        schema = None
+        if parquet:
+            schema = _arrow_table(page[names]).schema  # a column empty in the first page is text (see _arrow_column)
+        # Left out for being empty (``trial`` is left out for the number of trials, whatever it holds).
+        return cls(names, {str(c) for c in page.columns} - set(names) - {"trial"}, schema, checked=True)
+
+    @classmethod
+    def of_all(cls, pages: Iterable[list[dict[str, Any]]], trials: int, parquet: bool) -> "_Layout":
+        columns: dict[str, None] = {}
+        filled: set[str] = set()
+        schemas = []
+        for rows in pages:
+            page = pd.DataFrame(rows)
+            columns.update(dict.fromkeys(map(str, page.columns)))
+            here = [str(c) for c in page.columns if page[c].notna().any()]
+            filled.update(here)
+            if parquet:  # an empty column says nothing of the type (text unless some page says otherwise)
+                schemas.append(_arrow_table(page[here]).schema)
+        names = list(_trimmed(pd.DataFrame(columns=list(columns)), filled, trials).columns)
+        schema = None
+        if parquet:
+            import pyarrow as pa
+
+            unified = pa.unify_schemas(schemas, promote_options="permissive")
+            schema = pa.schema([unified.field(name) if name in unified.names else pa.field(name, pa.string())
+                                for name in names])
+        return cls(names, set(columns) - set(names), schema)
+
+    def page(self, rows: list[dict[str, Any]]) -> pd.DataFrame:
+        if not self.checked:
+            return pd.DataFrame(rows, columns=self.names)
+        page = pd.DataFrame(rows)
+        new = set(map(str, page.columns)) - set(self.names) - self.dropped - {"trial"}
+        if new or any(page[c].notna().any() for c in self.dropped if c in page):
+            raise _Uneven
+        return page.reindex(columns=self.names)
+
+
+def _write_pages(pages: Iterable[list[dict[str, Any]]], paths: Mapping[str, Path], layout: _Layout) -> None:
     with contextlib.ExitStack() as files:
         f = files.enter_context(files.enter_context(replacing(paths["metrics_table"])).open("w", encoding="utf-8", newline=""))
         writer = None
-        if parquet:
+        if layout.schema is not None:
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            schema = pa.unify_schemas(schemas, promote_options="permissive")  # a column null in one page, text in another
-            writer = files.enter_context(pq.ParquetWriter(files.enter_context(replacing(paths["metrics_table_parquet"])), schema))
-        for n, rows in enumerate(pages(size)):
-            page = pd.DataFrame(rows, columns=names)
+            writer = files.enter_context(pq.ParquetWriter(files.enter_context(replacing(paths["metrics_table_parquet"])),
+                                                          layout.schema))
+        for n, rows in enumerate(pages):
+            page = layout.page(rows)
             spreadsheet_safe(page).to_csv(f, header=n == 0, **CSV_OPTIONS)
             if writer is not None:
-                writer.write_table(_arrow_table(page).cast(schema))
-    return paths
+                try:
+                    table = _arrow_table(page).cast(layout.schema)
+                except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+                    if layout.checked:
+                        raise _Uneven from None
+                    raise
+                writer.write_table(table)
 
 
 def table_to_csv(table: pd.DataFrame, path: Path) -> None:
@@ -974,6 +1051,10 @@ def _arrow_table(table: pd.DataFrame) -> Any:
 
 
 def _arrow_column(pa: Any, values: list[Any]) -> Any:
+    if all(_missing(v) for v in values):
+        # Empty (``error`` when no run failed): text, not Arrow's null type, so the column has the same
+        # type in every table (and in every page of one: see write_tables_in_pages).
+        return pa.array([None] * len(values), pa.string())
     if any(isinstance(v, (list, dict, tuple)) for v in values):
         values = [dumps(v) if isinstance(v, (list, dict, tuple)) else v for v in values]
     try:

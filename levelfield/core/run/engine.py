@@ -263,6 +263,10 @@ async def run_and_score(
         results[agent.name].limits = rate_limits
         if explainer is not None:
             results[agent.name].explained_before(explainer.finish())
+            if not done and not scorer.judged:
+                # Every run is in the journal with the scores it records (judged ones come after the
+                # journal line; a resumed journal may hold runs this result leaves out): save keeps it.
+                results[agent.name].recorded_in(journal.path)  # type: ignore[union-attr]
         results[agent.name].not_started = [key for key in not_started if key[0] == agent.name]
         start += len(runs)
     return results
