@@ -19,6 +19,7 @@ reference text), as JSON Lines and as Parquet (trajectory columns as lists of
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -28,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 TOOLS = ["get_device_info", "set_device_info", "get_temperature", "set_temperature", "get_user_preferences"]
@@ -213,27 +215,33 @@ def invocation(prompt: str, text: str, calls: list[dict]):
     )
 
 
+def adk_pairs(rows: Iterable[dict]) -> list[tuple]:
+    """Each saved row as ADK's (actual, expected) pair of ``Invocation``s."""
+    return [(invocation(r["prompt"], r["response"], r["predicted_trajectory"]),
+             invocation(r["prompt"], r["reference"], r["reference_trajectory"])) for r in rows]
+
+
+def adk_means(evaluators: list, pairs: list[tuple]) -> list[float]:
+    """Each evaluator's mean overall score over the pairs, scored one case at a time as ADK does."""
+    means = []
+    for evaluator in evaluators:
+        total = 0.0
+        for actual, expected in pairs:
+            total += evaluator.evaluate_invocations([actual], [expected]).overall_score
+        means.append(total / len(pairs))
+    return means
+
+
 def adk(path: str, n: int) -> dict:
     """google-adk's TrajectoryEvaluator with EXACT, IN_ORDER and ANY_ORDER on the first n cases."""
     import orjson
 
     evaluators = adk_evaluators()
     start = time.perf_counter()
-    cases = []
     with open(path, "rb") as f:
-        for i, line in enumerate(f):
-            if i >= n:
-                break
-            row = orjson.loads(line)
-            cases.append((invocation(row["prompt"], row["response"], row["predicted_trajectory"]),
-                          invocation(row["prompt"], row["reference"], row["reference_trajectory"])))
+        cases = adk_pairs(orjson.loads(line) for line in itertools.islice(f, n))
     built = time.perf_counter()
-    means = []
-    for evaluator in evaluators:
-        total = 0.0
-        for actual, expected in cases:
-            total += evaluator.evaluate_invocations([actual], [expected]).overall_score
-        means.append(total / len(cases))
+    means = adk_means(evaluators, cases)
     done = time.perf_counter()
     return {"seconds": done - start, "evaluate_seconds": done - built, "rows": len(cases), "means": means}
 
@@ -254,11 +262,16 @@ def text(path: str, rows: int, workers: int) -> dict:
     return {"seconds": seconds, "rows": result.summary_metrics["row_count"], "workers": workers}
 
 
-def _child(*args: str) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True, check=False)
+def run_child(script: str, *args: str) -> dict:
+    """Run one step of a bench ``script`` in a fresh process (``script --child ARGS``); its last line of JSON."""
+    out = subprocess.run([sys.executable, script, "--child", *args], capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"bench step {args} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _child(*args: str) -> dict:
+    return run_child(__file__, *args)
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_scale import TRAJECTORY, _case, adk_evaluators, generate, invocation  # noqa: E402  (the same cases as the scale bench)
+from bench_scale import TRAJECTORY, _case, adk_evaluators, adk_means, adk_pairs, generate, run_child  # noqa: E402  (the same cases as the scale bench)
 
 METRICS = TRAJECTORY[:3]
 
@@ -67,23 +67,13 @@ def adk(n: int, timed: int, repeats: int) -> dict:
     times, means = [], []
     for _ in range(repeats):
         start = time.perf_counter()
-        cases = [(invocation(r["prompt"], r["response"], r["predicted_trajectory"]),
-                  invocation(r["prompt"], r["reference"], r["reference_trajectory"])) for r in rows]
-        means = []
-        for evaluator in evaluators:
-            total = 0.0
-            for actual, expected in cases:
-                total += evaluator.evaluate_invocations([actual], [expected]).overall_score
-            means.append(total / len(cases))
+        means = adk_means(evaluators, adk_pairs(rows))
         times.append(time.perf_counter() - start)
     return {"seconds": min(times), "rows": len(rows), "means": means}
 
 
 def _child(*args: str) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise SystemExit(f"bench step {args} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(__file__, *args)
 
 
 def main() -> None:

@@ -188,49 +188,39 @@ def bench_mlflow(tmp: Path, refs: Path, n: int) -> None:
     """Phase 3: an MLflow experiment's traces scored, with and without their scores logged back."""
     import sqlite3
 
-    os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
     import mlflow
 
+    from tests.conftest import mlflow_store, traced_home_agent
+
     db = tmp / "mlflow.db"
-    uri = f"sqlite:///{db}"
-    mlflow.set_tracking_uri(uri)
-    mlflow.set_experiment("production")
-
-    @mlflow.trace(span_type="TOOL")
-    def set_light(room: int, on: bool) -> dict:
-        return {"ok": True}
-
-    @mlflow.trace(name="home_agent", span_type="AGENT")
-    def agent(request: str) -> str:
-        room = PROMPTS.index(request)
-        set_light(room=room, on=False)
-        return f"Das Licht in Raum {room} ist aus."
-
-    for i in range(n):
-        agent(PROMPTS[i % len(PROMPTS)])
 
     def assessments() -> int:
         with sqlite3.connect(db) as con:
             return con.execute("SELECT count(*) FROM assessments").fetchone()[0]
 
     figures = {}
-    for export in (False, True):
-        out = tmp / f"mlflow_{export}"
-        before = assessments()
-        proc, _ = start_watcher(out, refs, "--mlflow-experiment", "production", "--mlflow-tracking-uri", uri,
-                                *([] if export else ["--no-export-mlflow"]))
-        try:
-            t0 = time.perf_counter()
-            while scored_so_far(out) < n:
-                time.sleep(0.05)
-            scored = time.perf_counter() - t0
-            while export and assessments() - before < n * len(METRICS):
-                time.sleep(0.05)
-            logged = time.perf_counter() - t0
-        finally:
-            proc.terminate()
-            proc.wait()
-        figures[export] = (scored, logged)
+    with mlflow_store(db) as uri:
+        mlflow.set_experiment("production")
+        agent = traced_home_agent(PROMPTS, lambda room: f"Das Licht in Raum {room} ist aus.")
+        for i in range(n):
+            agent(PROMPTS[i % len(PROMPTS)])
+        for export in (False, True):
+            out = tmp / f"mlflow_{export}"
+            before = assessments()
+            proc, _ = start_watcher(out, refs, "--mlflow-experiment", "production", "--mlflow-tracking-uri", uri,
+                                    *([] if export else ["--no-export-mlflow"]))
+            try:
+                t0 = time.perf_counter()
+                while scored_so_far(out) < n:
+                    time.sleep(0.05)
+                scored = time.perf_counter() - t0
+                while export and assessments() - before < n * len(METRICS):
+                    time.sleep(0.05)
+                logged = time.perf_counter() - t0
+            finally:
+                proc.terminate()
+                proc.wait()
+            figures[export] = (scored, logged)
     off, (on_scored, on_logged) = figures[False][0], figures[True]
     print(f"mlflow: {n} traces of an MLflow experiment (sqlite store) scored with {len(METRICS)} metrics in {off:.1f} s "
           f"= {n / off:,.0f} traces/s with the export off; with it on, scored in {on_scored:.1f} s and all "

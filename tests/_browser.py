@@ -4,6 +4,7 @@ The least of a DevTools client: numbered commands, events collected as they come
 starts a browser with a fresh profile and yields its DevTools websocket address.
 """
 
+import asyncio
 import contextlib
 import itertools
 import json
@@ -15,6 +16,8 @@ import pytest
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 NO_CHROMIUM = "no chromium on PATH: install it (apt-get install chromium) to test pages in a browser"
+PAGE_SECONDS = 120
+"""How long a page may take to load (or an awaited event to come): generous, a loaded 2-core CI machine is slow."""
 
 
 class Cdp:
@@ -48,6 +51,37 @@ class Cdp:
         result = await self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session)
         return result["result"].get("value")
 
+    async def load(self, action, session, timeout=PAGE_SECONDS):
+        """Run ``action`` (a navigation, or script that clicks a link or submits a form) and wait until
+        the page it leads to has loaded. Waits on the page itself, not on a ``Page.loadEventFired``: an
+        event still in flight from an earlier load (about:blank's, a reload's) would end the wait
+        before the new page is there. The page left is marked; the wait ends when an unmarked
+        document is complete."""
+        await self.evaluate("document.__levelfieldLeft = true", session)
+        await action()
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if await self.evaluate("!document.__levelfieldLeft && document.readyState === 'complete'", session):
+                    return
+            except RuntimeError:  # the page's context went away mid-navigation: ask the next one
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no new page loaded within {timeout} s")
+            await asyncio.sleep(0.05)
+
+    async def wait_until(self, condition, timeout=PAGE_SECONDS):
+        """Read events until ``condition(events)`` holds (AssertionError after ``timeout`` seconds)."""
+        deadline = time.monotonic() + timeout
+        while not condition(self.events):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"not seen within {timeout} s")
+            try:
+                self.events.append(json.loads(await asyncio.wait_for(self.ws.recv(), left)))
+            except asyncio.TimeoutError:
+                pass
+
     def errors(self):
         """Console errors, uncaught exceptions and failed loads seen so far."""
         return [
@@ -69,7 +103,7 @@ def chromium(profile):
     )
     try:
         port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + PAGE_SECONDS
         while not (port_file.exists() and len(port_file.read_text().split()) >= 2):
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"chromium did not start (exit code {proc.poll()})")

@@ -5,6 +5,8 @@ the wrong light in ``lights_on`` (the case that regressed between the first and 
 Calls go through two sub-agents (planner, devices), so transcripts show hand-offs.
 """
 
+import json
+
 import levelfield as lf
 
 METRICS = ["trajectory_exact_match", "trajectory_recall", "rouge_l_sum"]
@@ -55,3 +57,13 @@ def three_runs(root):
     for version in (1, 2, 3):
         lf.evaluate(CASES, home_agent(version), METRICS, out=root / f"v{version}", progress=False)
     return root
+
+
+def written_at(run, when):
+    """Say in the header of the run in folder ``run`` that it was written at ``when`` (ISO 8601, to the
+    second as levelfield writes it): the runs list orders by it, newest first, so a test can fix the
+    order that the clock would otherwise pick (runs written within one second keep their names' order)."""
+    path = run / "runs.jsonl"
+    header, rest = path.read_text(encoding="utf-8").split("\n", 1)
+    path.write_text(json.dumps({**json.loads(header), "created_at": when}, ensure_ascii=False) + "\n" + rest,
+                    encoding="utf-8")

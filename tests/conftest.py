@@ -4,11 +4,35 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+import signal
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
 from levelfield.core.results.record import Journal
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as a terminal delivers it, however the suite was started. A suite started in the
+    background by a non-interactive shell (``pytest &``, some CI runners) inherits SIGINT ignored,
+    and so does every command it starts: the tests that press Ctrl-C (on an evaluation in this
+    process, on a ``levelfield`` command they start) would see nothing happen and fail."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    _same_examples_every_run()
+
+
+def _same_examples_every_run() -> None:
+    """The property tests try the same examples on every run (Hypothesis' own ``ci`` profile:
+    derandomized, no example database, no deadline, no too-slow health check), wherever they run:
+    a CI that sets no ``CI`` variable would otherwise draw new random examples each time, and a
+    loaded machine could fail the health check. A property broken by a rarer example is found
+    by running with ``--hypothesis-profile=default``."""
+    try:
+        from hypothesis import settings
+    except ImportError:  # the property tests skip without it
+        return
+    settings.load_profile("ci")
 
 
 class FullDisk:
@@ -82,3 +106,24 @@ def mlflow_store(path) -> Iterator[str]:
             else:
                 os.environ[key] = value
         mlflow.tracing.reset()
+
+
+def traced_home_agent(prompts: Sequence[str], answer: Callable[[int], str],
+                      wrong: Callable[[int], bool] = lambda room: False) -> Callable[[str], str]:
+    """A home agent traced with MLflow's tracing API into the current MLflow experiment: an AGENT span
+    ``home_agent`` around one TOOL span ``set_light(room, on)``, where ``room`` is the request's place
+    in ``prompts``, ``on`` is ``wrong(room)`` (the right call switches the light off) and the answer
+    is ``answer(room)``."""
+    import mlflow
+
+    @mlflow.trace(span_type="TOOL")
+    def set_light(room: int, on: bool) -> dict:
+        return {"ok": True}
+
+    @mlflow.trace(name="home_agent", span_type="AGENT")
+    def agent(request: str) -> str:
+        room = prompts.index(request)
+        set_light(room=room, on=wrong(room))
+        return answer(room)
+
+    return agent

@@ -163,21 +163,20 @@ def test_slow_agent_past_the_runner_timeout_keeps_what_it_streamed(scripted_serv
         await updater.update_status(
             lf_state("WORKING"), message=updater.new_agent_message([_call_part("get_temperature", {"location": "Kitchen"}, "c1")])
         )
-        await asyncio.sleep(5)
+        await asyncio.sleep(120)
 
-    run = _run(A2AAgent(scripted_server(call_then_hang)), timeout=0.5)
+    # The call must reach the client before the run's timeout: 5 s, not 0.5, for a loaded machine.
+    run = _run(A2AAgent(scripted_server(call_then_hang)), timeout=5)
     assert run.failure and run.error_type == "timeout"
     assert [c.tool_name for c in run.partial_output.trajectory] == ["get_temperature"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_refused_connection_is_transient_and_retried():
-    run = _run(A2AAgent(f"http://127.0.0.1:{_free_port()}"), retries=2, backoff=0.01)
+    # A port bound but not listening refuses connections, and stays ours meanwhile (a port closed
+    # again could be taken by another process before the agent connects).
+    with socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))
+        run = _run(A2AAgent(f"http://127.0.0.1:{bound.getsockname()[1]}"), retries=2, backoff=0.01)
     assert run.failure and run.error_type == "connection_refused"
     assert "connection refused: is the server running at http://127.0.0.1:" in run.error
     assert "RuntimeError" not in run.error

@@ -305,7 +305,8 @@ def test_timeout_cancels_the_run_and_keeps_the_calls_made_before_it():
         return [("lookup", {"key": "first"})] if not steps else [("wait_forever", {"key": "second"})]
 
     graph = create_agent(ScriptedChatModel(policy), tools=[lookup, wait_forever])
-    run = evaluate(graph, [{"case_id": "hang", "prompt": "go"}], metrics=[], timeout=0.5).runs[0]
+    # Both calls are made before the timeout: 3 s for two model turns and a tool on a loaded machine.
+    run = evaluate(graph, [{"case_id": "hang", "prompt": "go"}], metrics=[], timeout=3).runs[0]
     assert run.failure and run.error_type == "timeout"
     assert [c.tool_name for c in run.partial_output.trajectory] == ["lookup", "wait_forever"]
     assert run.partial_output.trajectory[0].tool_output == "value of first"

@@ -11,8 +11,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -26,6 +24,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import levelfield as lf  # noqa: E402
+from _resume import journal_runs, kill_then_resume, run_keys  # noqa: E402
 from levelfield.adapters.a2a_server import start_server  # noqa: E402
 from levelfield.core.data.types import AgentRun  # noqa: E402
 from levelfield.core.results import result as result_module  # noqa: E402
@@ -115,16 +114,6 @@ def _summary(result: lf.EvalResult) -> pd.Series:
     return pd.Series({k: v for k, v in result.summary_metrics.items() if "latency" not in k}, dtype=object)
 
 
-def _journal_runs(out: Path) -> list[dict[str, Any]]:
-    lines = (out / "runs.jsonl").read_text(encoding="utf-8").splitlines()
-    rows = [json.loads(line) for line in lines if line.strip()]
-    return [r for r in rows if r.get("kind") == "run"]
-
-
-def _journal_keys(out: Path) -> list[tuple[str, str, int]]:
-    return [(r["agent"], r["case_id"], r["trial"]) for r in _journal_runs(out)]
-
-
 # -- same numbers as locally -------------------------------------------------------------------
 
 
@@ -204,7 +193,7 @@ def test_a_worker_killed_mid_run_has_its_runs_rerun_and_none_counted_twice(clust
     out = tmp_path / "out"
     result = lf.evaluate(DATASET, ExitOnce(str(marker)), executor="ray", out=out, **QUIET)
     assert marker.exists()  # a worker did die mid-run
-    keys = _journal_keys(out)
+    keys = run_keys(journal_runs(out))
     assert len(keys) == len(set(keys)) == 18
     assert not result.metrics_table["failure"].any()
     local = lf.evaluate(DATASET, careful_agent, name=result.agent_name, **QUIET)
@@ -223,28 +212,7 @@ def test_resume_after_the_driver_is_killed_runs_only_what_the_journal_lacks(clus
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(Path(__file__).parent)])}
     command = [sys.executable, "-m", "levelfield", "eval", DATASET, "--agent", "test_ray:slow_careful_agent",
                "--name", "slow", "--trials", "3", "--executor", "ray", "--ray-address", cluster, "--out", str(out), "-q"]
-    driver = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and driver.poll() is None:
-            if (out / "runs.jsonl").exists() and len(_journal_keys(out)) >= 8:
-                break
-            time.sleep(0.05)
-        assert driver.poll() is None, "the driver finished before it could be killed"
-        driver.send_signal(signal.SIGKILL)
-    finally:
-        driver.wait(30)
-    before = {(r["agent"], r["case_id"], r["trial"]): r for r in _journal_runs(out)}
-    assert 8 <= len(before) < 54
-    resumed = subprocess.run(command + ["--resume"], env=env, capture_output=True, text=True, timeout=120)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
-    after = _journal_runs(out)
-    keys = [(r["agent"], r["case_id"], r["trial"]) for r in after]
-    assert len(keys) == len(set(keys)) == 54
-    kept = {key: run for key, run in zip(keys, after) if key in before}
-    assert kept == before  # the journaled runs were kept as they were (their latencies too), not run again
-    table = pd.read_csv(out / "metrics_table.csv")
-    assert len(table) == 54 and table["trajectory_exact_match/score"].eq(1.0).all()
+    kill_then_resume(command, env, out, journaled=8, total=54)
 
 
 # -- saved predictions on Ray Data -------------------------------------------------------------
@@ -433,7 +401,8 @@ def test_resume_on_ray_with_the_same_metrics_streams_the_earlier_runs_from_the_j
     assert resumed.streamed
     local = lf.evaluate(DATASET, hasty_agent, ["exact_match", "trajectory_recall"], trials=2, **QUIET)
     pd.testing.assert_series_equal(_summary(resumed), _summary(local))
-    assert len(_journal_keys(tmp_path)) == len(set(_journal_keys(tmp_path))) == 36
+    keys = run_keys(journal_runs(tmp_path))
+    assert len(keys) == len(set(keys)) == 36
     pd.testing.assert_frame_equal(_without_latency(pd.read_csv(tmp_path / "metrics_table.csv")),
                                   _without_latency(_as_csv(local.with_explanations(), tmp_path / "local.csv")))
 

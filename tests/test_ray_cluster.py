@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -29,6 +28,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import levelfield as lf  # noqa: E402
+from _resume import journal_runs, kill_then_resume, run_keys  # noqa: E402
 from levelfield.testing.ray_cluster import LocalRayCluster, RayNode, token_auth_here  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent, hasty_agent  # noqa: E402
 
@@ -82,23 +82,12 @@ def _without_latency(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.drop(columns=[c for c in frame.columns if "latency" in c])
 
 
-def _journal_runs(out: Path) -> list[dict[str, Any]]:
-    if not (out / "runs.jsonl").exists():
-        return []
-    lines = (out / "runs.jsonl").read_text(encoding="utf-8").splitlines()
-    return [r for r in (json.loads(line) for line in lines if line.strip()) if r.get("kind") == "run"]
-
-
-def _keys(out: Path) -> list[tuple[str, str, int]]:
-    return [(r["agent"], r["case_id"], r["trial"]) for r in _journal_runs(out)]
-
-
 def _kill_when_journaled(cluster: LocalRayCluster, node: RayNode, out: Path, runs: int) -> threading.Thread:
     """SIGKILL every process of ``node`` once the journal holds ``runs`` runs (half way through)."""
 
     def watch() -> None:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(_journal_runs(out)) < runs:
+        while time.monotonic() < deadline and len(journal_runs(out)) < runs:
             time.sleep(0.05)
         cluster.kill(node)
 
@@ -155,7 +144,7 @@ def test_a_node_killed_half_way_loses_no_run_and_the_call_returns(cluster, tmp_p
     killer.join(30)
     assert extra.killed
     assert result.streamed  # the runs are in the journal, not held by the driver
-    keys = _keys(out)
+    keys = run_keys(journal_runs(out))
     assert len(keys) == len(set(keys)) == 54  # every run once: none lost, none twice
     assert result.summary_metrics["failure/count"] == 0 and result.summary_metrics["row_count"] == 54
     assert not result.metrics_table["failure"].any()  # a lost node's runs ran elsewhere, not recorded as failed
@@ -187,14 +176,14 @@ def test_a_node_lost_with_no_other_left_stops_with_an_error_and_the_journal_resu
         with pytest.raises(lf.ExecutorError, match=r"no Ray worker has answered .* runs finished.*resume=True"):
             lf.evaluate(DATASET, slow_careful_agent, name="careful", trials=3, executor=executor, out=out, **QUIET)
         killer.join(30)
-        before = {(r["agent"], r["case_id"], r["trial"]): r for r in _journal_runs(out)}
+        before = {(r["agent"], r["case_id"], r["trial"]): r for r in journal_runs(out)}
         assert 12 <= len(before) < 54
     finally:
         for hold in holds:
             ray.kill(hold)
     resumed = lf.evaluate(DATASET, slow_careful_agent, name="careful", trials=3, executor=on(cluster), out=out,
                           resume=True, **QUIET)
-    runs = _journal_runs(out)
+    runs = journal_runs(out)
     keys = [(r["agent"], r["case_id"], r["trial"]) for r in runs]
     assert len(keys) == len(set(keys)) == 54
     assert {key: run for key, run in zip(keys, runs) if key in before} == before  # kept as they were
@@ -225,25 +214,7 @@ def test_resume_after_the_driver_is_killed_on_the_cluster(cluster, tmp_path):
     command = [sys.executable, "-m", "levelfield", "eval", DATASET, "--agent", "test_ray_cluster:slow_careful_agent",
                "--name", "slow", "--trials", "3", "--executor", "ray", "--ray-address", cluster.address,
                "--out", str(out), "-q"]
-    driver = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and driver.poll() is None and len(_journal_runs(out)) < 8:
-            time.sleep(0.05)
-        assert driver.poll() is None, "the driver finished before it could be killed"
-        driver.send_signal(signal.SIGKILL)
-    finally:
-        driver.wait(30)
-    before = {(r["agent"], r["case_id"], r["trial"]): r for r in _journal_runs(out)}
-    assert 8 <= len(before) < 54
-    resumed = subprocess.run(command + ["--resume"], env=env, capture_output=True, text=True, timeout=300)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
-    runs = _journal_runs(out)
-    keys = [(r["agent"], r["case_id"], r["trial"]) for r in runs]
-    assert len(keys) == len(set(keys)) == 54
-    assert {key: run for key, run in zip(keys, runs) if key in before} == before
-    table = pd.read_csv(out / "metrics_table.csv")
-    assert len(table) == 54 and table["trajectory_exact_match/score"].eq(1.0).all()
+    kill_then_resume(command, env, out, journaled=8, total=54)
 
 
 # -- shipping code with runtime_env ------------------------------------------------------------
@@ -358,7 +329,7 @@ def test_every_call_of_docs_ray_md_works_as_written_on_the_cluster(cluster, tmp_
         ran = subprocess.run([sys.executable, "-m", *shlex.split(command)], cwd=project, env=env, capture_output=True,
                              text=True, timeout=300)
         assert ran.returncode == 0, (command, ran.stderr[-3000:])
-    assert len(_journal_runs(project / "results" / "eval")) == 18
-    assert len(_journal_runs(project / "results" / "compare")) == 2 * 3 * 18
-    assert len(_journal_runs(project / "results" / "cli")) == 2 * 18
+    assert len(journal_runs(project / "results" / "eval")) == 18
+    assert len(journal_runs(project / "results" / "compare")) == 2 * 3 * 18
+    assert len(journal_runs(project / "results" / "cli")) == 2 * 18
     assert json.loads((project / "scores" / "summary.json").read_text(encoding="utf-8"))["row_count"] == 18

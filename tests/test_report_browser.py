@@ -111,8 +111,7 @@ async def _inspect(ws_url, page_url, width=WIDTH):
             await cdp.send(f"{domain}.enable", session=session)
         await cdp.send("Emulation.setDeviceMetricsOverride",
                        {"width": width, "height": 1800, "deviceScaleFactor": 1, "mobile": False}, session)
-        await cdp.send("Page.navigate", {"url": page_url}, session)
-        await asyncio.wait_for(cdp.wait_for("Page.loadEventFired"), 30)
+        await cdp.load(lambda: cdp.send("Page.navigate", {"url": page_url}, session), session)
         found = {name: await cdp.evaluate(expr, session) for name, expr in CHECKS.items()}
         found["filtered"] = await cdp.evaluate(FILTER, session)
         await cdp.evaluate("document.getElementById('case-search').value='';"

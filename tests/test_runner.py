@@ -49,7 +49,9 @@ def test_agent_that_hangs_times_out_and_evaluation_completes():
     runs = {r.case_id: r for r in result.runs}
     assert runs["c1"].failure and runs["c1"].error_type == "timeout"
     assert not runs["c0"].failure
-    assert runs["c1"].latency_in_seconds == pytest.approx(0.2, abs=0.15)
+    # Stopped at its timeout, not when the agent would have answered (no upper bound tighter than
+    # that: a loaded machine may cancel it late).
+    assert 0.15 <= runs["c1"].latency_in_seconds < 20
 
 
 def test_sync_agent_that_hangs_times_out_too():
@@ -57,11 +59,11 @@ def test_sync_agent_that_hangs_times_out_too():
 
     def agent(prompt):
         if prompt == "p3":
-            release.wait(5)
+            release.wait(30)
         return "ok"
 
     try:
-        result = run(agent, timeout=0.2)
+        result = run(agent, timeout=1.0)  # the others answer at once, in threads: within 1 s on a loaded machine
     finally:
         release.set()
     assert [r.failure for r in result.runs] == [False, False, False, True, False, False]

@@ -26,7 +26,8 @@ def test_hung_attempts_time_out_in_place_while_the_others_in_the_queue_answer():
         await asyncio.sleep(30 if int(prompt[1:]) % 3 == 0 else 0.01)
         return prompt
 
-    result = lf.evaluate(_cases(30), agent, ["exact_match"], concurrency=10, timeout=0.3, retries=0, progress=False)
+    # 1 s for the runs that answer in 0.01 s: room for a loaded machine's stalls.
+    result = lf.evaluate(_cases(30), agent, ["exact_match"], concurrency=10, timeout=1, retries=0, progress=False)
     timed_out = [r.case_id for r in result.runs if r.failure]
     assert [r.error for r in result.runs if r.failure] == ["timed out"] * 10
     assert len(timed_out) == 10 and all(r.output.response == f"p{i}" for i, r in enumerate(result.runs) if not r.failure)
@@ -39,10 +40,12 @@ def test_a_retried_attempt_gets_a_fresh_deadline():
         calls.append(time.perf_counter())
         if len(calls) == 1:
             raise lf.TransientAgentError("busy")
-        await asyncio.sleep(0.2)  # shorter than the timeout, though the first attempt started earlier
+        await asyncio.sleep(0.5)  # shorter than the timeout, though the first attempt started earlier
         return prompt
 
-    result = lf.evaluate(_cases(1), agent, ["exact_match"], timeout=0.3, retries=1, backoff=0.15, progress=False)
+    # The backoff (1.2 s, jittered to 0.6-1.8 s) plus this attempt's 0.5 s pass the 1 s timeout: one
+    # deadline for both attempts would fail the run; 0.5 s of the timeout left for a loaded machine.
+    result = lf.evaluate(_cases(1), agent, ["exact_match"], timeout=1, retries=1, backoff=1.2, progress=False)
     assert not result.runs[0].failure and result.runs[0].attempts == 2
 
 

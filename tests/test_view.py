@@ -6,6 +6,7 @@ server on 127.0.0.1 port 0 with httpx.
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 import levelfield as lf
-from _view_runs import CASES, METRICS, home_agent, three_runs
+from _view_runs import CASES, METRICS, home_agent, three_runs, written_at
 from levelfield.comparison import Comparison
 from levelfield.core.results.record import read_record
 from levelfield.view.catalog import Catalog
@@ -83,13 +84,30 @@ def test_index_reads_a_growing_journal_on_from_where_it_stopped(tmp_path):
 # -- the runs list -----------------------------------------------------------------------------------
 
 
+def run_row(page, run_id):
+    """The runs list's row of ``run_id`` (wherever the list's order puts it)."""
+    row = page[page.index(f'<tr data-run="{run_id}"'):]
+    return row[: row.index("</tr>")]
+
+
 def test_runs_list_shows_every_run_with_its_scores_and_failures(client):
     page = client.get("/").text
     assert len(re.findall(r"<tr data-run=", page)) == 3
     for name in ("runs/v1", "runs/v2", "runs/v3"):
         assert f'data-run="{name}"' in page
-    v1 = page[page.index('data-run="runs/v1"'):page.index('data-run="runs/v2"')]
-    assert '<span class="fail">1</span>' in v1  # the thermostat timeout
+    # Newest first by the second each run was written in, so the order depends on the clock: read v1's own row.
+    assert '<span class="fail">1</span>' in run_row(page, "runs/v1")  # the thermostat timeout
+    assert '<span class="fail">' not in run_row(page, "runs/v2")
+
+
+def test_runs_list_is_newest_first_and_runs_of_one_second_keep_their_names_order(runs, tmp_path):
+    root = tmp_path / "runs"
+    for version, second in (("v1", 0), ("v2", 1), ("v3", 1)):
+        shutil.copytree(runs / version, root / version)
+        written_at(root / version, f"2026-01-01T00:00:0{second}+00:00")
+    page = TestClient(create_app([root], allowed_hosts=["testserver"])).get("/").text
+    assert re.findall(r'<tr data-run="([^"]+)"', page) == ["runs/v2", "runs/v3", "runs/v1"]
+    assert '<span class="fail">1</span>' in run_row(page, "runs/v1")
 
 
 def test_runs_list_sorts_by_a_column_both_ways(client):
@@ -109,8 +127,7 @@ def test_runs_list_against_a_baseline_run_marks_the_regressed_run(tmp_path):
     lf.evaluate(cases, home_agent(2), METRICS, out=tmp_path / "runs" / "old", progress=False)
     lf.evaluate(cases, home_agent(3), METRICS, out=tmp_path / "runs" / "new", progress=False)
     page = TestClient(create_app([tmp_path / "runs"], allowed_hosts=["testserver"])).get("/?baseline=runs/old").text
-    new = page[page.index('data-run="runs/new"'):]
-    new = new[: new.index("</tr>")]
+    new = run_row(page, "runs/new")
     assert ">regressed</span>" in new and "trajectory_exact_match" in new
 
 

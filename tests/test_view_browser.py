@@ -12,12 +12,13 @@ import asyncio
 import base64
 import os
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 import pytest
 
 import levelfield as lf
 from _browser import CHROMIUM, NO_CHROMIUM, Cdp, chromium
-from _view_runs import three_runs
+from _view_runs import three_runs, written_at
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 websockets = pytest.importorskip("websockets", reason="the browser test talks to Chromium with websockets")
@@ -51,9 +52,7 @@ class Browser:
         self.cdp, self.session, self.shots = cdp, session, shots
 
     async def load(self, action):
-        mark = len(self.cdp.events)
-        await action()
-        await asyncio.wait_for(self.cdp.wait_for("Page.loadEventFired", after=mark), 30)
+        await self.cdp.load(action, self.session)
         if self.shots:
             shot = await self.cdp.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, self.session)
             name = (await self.js("location.pathname + location.search")).strip("/").replace("/", "_") or "runs"
@@ -134,8 +133,8 @@ async def user_path(ws_url, base, shots):
             found.setdefault("injected", []).append(await b.js("document.querySelectorAll('main script, main img, main svg:not(.bars)').length"))
         found["payload_text"] = await b.js("document.body.textContent.includes('<script>window.__pwned = 1</script>')")
 
-        await asyncio.sleep(2.5)  # one poll of the page's script, to see its request too
-        await b.js("1")  # and read the events that came meanwhile
+        # One poll of the page's script (every 2 s), to see its request too.
+        await cdp.wait_until(lambda events: any("/api/version" in url for url in b.requests()))
         found["requests"] = b.requests()
         found["errors"] = cdp.errors()
     return found
@@ -145,6 +144,8 @@ async def user_path(ws_url, base, shots):
 def visit(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("view-browser")
     root = three_runs(tmp / "runs")
+    for second, version in enumerate(("v1", "v2", "v3")):  # a second apart, as on a slow machine: listed v3, v2, v1
+        written_at(root / version, f"2026-01-01T00:00:0{second}+00:00")
     hostile_run(root)
     shots = os.environ.get("LEVELFIELD_SCREENSHOT")
     if shots:
@@ -161,7 +162,9 @@ def test_runs_list_renders_every_run_and_its_script_runs(visit):
 
 
 def test_diff_of_first_and_last_run_lists_the_regressed_case_first(visit):
-    assert visit["diff_url"] == "/diff?a=runs%2Fv1&b=runs%2Fv3"
+    # The form lists a and b in the order of the runs' rows: newest first, by the second each run was written in.
+    path, _, query = visit["diff_url"].partition("?")
+    assert path == "/diff" and sorted(parse_qsl(query)) == [("a", "runs/v1"), ("b", "runs/v3")]
     assert visit["worst"] == "lights_on"
     assert visit["verdicts"].split("|") == ["no significant change"] * 3  # five cases: too few to call it
 

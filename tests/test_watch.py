@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 import levelfield as lf
-from tests.conftest import mlflow_store
+from tests.conftest import mlflow_store, traced_home_agent
 
 pytest.importorskip("opentelemetry.proto")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
@@ -30,6 +30,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from levelfield.core.results.record import read_record  # noqa: E402
 from levelfield.watch import Watcher  # noqa: E402
+from levelfield.watch.service import WatchStats  # noqa: E402
 from levelfield.watch.windows import window_files  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,6 +71,12 @@ def wait_for(condition, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+def post(url: str, body: bytes | str, content_type: str = "application/x-protobuf") -> httpx.Response:
+    """POST one request to a watcher. The watcher answers once the body is fsync'ed to its spool, which
+    on a loaded machine can take longer than httpx's default 5 s: wait long, never assert on time."""
+    return httpx.post(url, content=body, headers={"Content-Type": content_type}, timeout=60)
+
+
 def journaled(out: Path) -> list[tuple[str, dict]]:
     """(trace id, scores) of every run line in every window, duplicates kept."""
     found = []
@@ -84,7 +91,7 @@ def journaled(out: Path) -> list[tuple[str, dict]]:
 def exporter_provider(port: int, **headers) -> TracerProvider:
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(
-        OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces", headers=headers or None),
+        OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces", headers=headers or None, timeout=60),
         max_queue_size=20_000, max_export_batch_size=512, schedule_delay_millis=50))
     return provider
 
@@ -123,13 +130,12 @@ def test_spans_of_one_trace_sent_in_two_requests_make_one_trace(tmp_path):
     root = [s for s in spans if s.parent is None]
     with Watcher(METRICS, tmp_path / "out", otlp_port=0, trace_timeout=30) as w:
         url = f"http://127.0.0.1:{w.port}/v1/traces"
-        headers = {"Content-Type": "application/x-protobuf"}
-        assert httpx.post(url, content=encode_spans(tool).SerializeToString(), headers=headers).status_code == 200
+        assert post(url, encode_spans(tool).SerializeToString()).status_code == 200
         time.sleep(0.3)
         assert w.stats.scored_traces == 0  # the root has not come: the trace is still open
         # The second half as OTLP JSON, as the Collector may send it.
         body = json.dumps(MessageToDict(encode_spans(root)))
-        assert httpx.post(url, content=body, headers={"Content-Type": "application/json"}).status_code == 200
+        assert post(url, body, "application/json").status_code == 200
         wait_for(lambda: w.stats.scored_traces == 1)
     case = lf.EvalResult.load(window_files(tmp_path / "out")[0]).dataset[0]
     assert case.prompt == PROMPTS[1]
@@ -143,8 +149,7 @@ def test_a_trace_whose_root_never_comes_is_scored_after_the_timeout(tmp_path):
     agent_trace(provider.get_tracer("t"), 2)
     tool = [s for s in exp.get_finished_spans() if s.parent is not None]
     with Watcher(METRICS, tmp_path / "out", otlp_port=0, trace_timeout=0.5) as w:
-        r = httpx.post(f"http://127.0.0.1:{w.port}/v1/traces", content=encode_spans(tool).SerializeToString(),
-                       headers={"Content-Type": "application/x-protobuf"})
+        r = post(f"http://127.0.0.1:{w.port}/v1/traces", encode_spans(tool).SerializeToString())
         assert r.status_code == 200
         wait_for(lambda: w.stats.scored_traces == 1)
         assert w.stats.timed_out_traces == 1
@@ -155,11 +160,11 @@ def test_a_trace_whose_root_never_comes_is_scored_after_the_timeout(tmp_path):
 def test_malformed_requests_get_400_and_the_watcher_goes_on(tmp_path):
     with Watcher(METRICS, tmp_path / "out", otlp_port=0, trace_timeout=5) as w:
         url = f"http://127.0.0.1:{w.port}/v1/traces"
-        assert httpx.post(url, content=b"\x0a\xff\xff\xff", headers={"Content-Type": "application/x-protobuf"}).status_code == 400
-        r = httpx.post(url, content=b'{"resourceSpans": [', headers={"Content-Type": "application/json"})
+        assert post(url, b"\x0a\xff\xff\xff").status_code == 400
+        r = post(url, b'{"resourceSpans": [', "application/json")
         assert r.status_code == 400 and "JSON" in r.text
-        assert httpx.post(url, content=b'{"other": 1}', headers={"Content-Type": "application/json"}).status_code == 400
-        assert httpx.post(url, content=b"x", headers={"Content-Type": "text/plain"}).status_code == 415
+        assert post(url, b'{"other": 1}', "application/json").status_code == 400
+        assert post(url, b"x", "text/plain").status_code == 415
         assert w.stats.bad_requests == 4
         provider = exporter_provider(w.port)
         agent_trace(provider.get_tracer("app"), 3)
@@ -172,13 +177,39 @@ def test_the_auth_token_is_required_when_set(tmp_path):
     with Watcher(METRICS, tmp_path / "out", otlp_port=0, auth_token="s3cret", trace_timeout=5) as w:
         url = f"http://127.0.0.1:{w.port}/v1/traces"
         body = encode_spans([]).SerializeToString()
-        assert httpx.post(url, content=body, headers={"Content-Type": "application/x-protobuf"}).status_code == 401
+        assert post(url, body).status_code == 401
         provider = exporter_provider(w.port, authorization="Bearer s3cret")
         agent_trace(provider.get_tracer("app"), 0)
         provider.force_flush()
         wait_for(lambda: w.stats.scored_traces == 1)
         provider.shutdown()
         assert w.stats.unauthorized == 1
+
+
+def test_the_status_is_read_from_another_thread_while_scores_come_in():
+    """write_status runs in a worker thread every 2 s while the loop appends times to score; reading
+    them failed with 'deque mutated during iteration', which ended the ticker (no more trace
+    timeouts, source polls or drift checks) under load."""
+    stats = WatchStats()
+    stats.time_to_score.extend([0.5] * 5000)
+    stop = threading.Event()
+
+    def scoring() -> None:
+        while not stop.is_set():
+            stats.time_to_score.append(1.0)
+            stats.scored_traces += 1
+
+    thread = threading.Thread(target=scoring)
+    thread.start()
+    try:
+        for _ in range(50):
+            status = stats.as_dict()
+            assert 0.5 <= status["time_to_score_p50"] <= status["time_to_score_p99"] <= 1.0
+            assert "time_to_score" not in status
+    finally:
+        stop.set()
+        thread.join()
+    assert WatchStats().as_dict()["time_to_score_p50"] is None
 
 
 def test_a_full_queue_answers_503_with_retry_after_and_counts_what_it_shed(tmp_path):
@@ -189,11 +220,10 @@ def test_a_full_queue_answers_503_with_retry_after_and_counts_what_it_shed(tmp_p
     for i in range(3):
         agent_trace(tracer, i)
     children = [s for s in exp.get_finished_spans() if s.parent is not None]
-    headers = {"Content-Type": "application/x-protobuf"}
     with Watcher(METRICS, tmp_path / "out", otlp_port=0, max_queue=2, trace_timeout=60) as w:
         url = f"http://127.0.0.1:{w.port}/v1/traces"
-        assert httpx.post(url, content=encode_spans(children[:2]).SerializeToString(), headers=headers).status_code == 200
-        r = httpx.post(url, content=encode_spans(children[2:]).SerializeToString(), headers=headers)
+        assert post(url, encode_spans(children[:2]).SerializeToString()).status_code == 200
+        r = post(url, encode_spans(children[2:]).SerializeToString())
         assert r.status_code == 503 and int(r.headers["Retry-After"]) >= 1
         assert w.stats.shed_traces == 1 and w.stats.shed_requests == 1 and w.pending == 2
 
@@ -246,7 +276,7 @@ def test_kill_9_and_restart_loses_no_acknowledged_trace_and_scores_none_twice(tm
     proc, port = _watch_process(out)
     acknowledged = set()
     try:
-        with httpx.Client() as client:
+        with httpx.Client(timeout=60) as client:
             for k in range(0, len(first), 60):
                 chunk = first[k:k + 60]
                 r = client.post(f"http://127.0.0.1:{port}/v1/traces", content=encode_spans(chunk).SerializeToString(),
@@ -260,8 +290,7 @@ def test_kill_9_and_restart_loses_no_acknowledged_trace_and_scores_none_twice(tm
     assert len(before) < len(traces)  # the kill came before everything was scored
     proc, port = _watch_process(out)
     try:
-        r = httpx.post(f"http://127.0.0.1:{port}/v1/traces", content=encode_spans(held_roots).SerializeToString(),
-                       headers=headers)
+        r = post(f"http://127.0.0.1:{port}/v1/traces", encode_spans(held_roots).SerializeToString())
         assert r.status_code == 200
         wait_for(lambda: len(journaled(out)) >= len(traces), timeout=90)
         time.sleep(0.5)
@@ -391,15 +420,7 @@ def test_an_mlflow_experiment_is_polled_for_new_traces_incrementally(tmp_path, m
     with mlflow_store(tmp_path / "mlflow.db") as uri:
         experiment = mlflow.set_experiment("production")
 
-        @mlflow.trace(span_type="TOOL")
-        def set_light(room: int, on: bool) -> dict:
-            return {"ok": True}
-
-        @mlflow.trace(name="home_agent", span_type="AGENT")
-        def agent(request: str) -> str:
-            set_light(room=PROMPTS.index(request), on=False)
-            return "Erledigt."
-
+        agent = traced_home_agent(PROMPTS, lambda room: "Erledigt.")
         for prompt in PROMPTS[:2]:
             agent(prompt)
         with Watcher(METRICS, tmp_path / "out", otlp_port=None, mlflow_experiment="production", mlflow_tracking_uri=uri,

@@ -22,7 +22,7 @@ pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
-from tests.conftest import mlflow_store  # noqa: E402
+from tests.conftest import mlflow_store, traced_home_agent  # noqa: E402
 from tests.test_watch import PROMPTS, agent_trace, exporter_provider, journaled, references, wait_for  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,17 +47,8 @@ def tracking(tmp_path):
 
 
 def home_agent():
-    @mlflow.trace(span_type="TOOL")
-    def set_light(room: int, on: bool) -> dict:
-        return {"ok": True}
-
-    @mlflow.trace(name="home_agent", span_type="AGENT")
-    def agent(request: str) -> str:
-        room = PROMPTS.index(request)
-        set_light(room=room, on=room == 3)  # the Portuguese request switches the light on: a wrong call
-        return ANSWERS[request]
-
-    return agent
+    # The Portuguese request (room 3) switches the light on: a wrong call.
+    return traced_home_agent(PROMPTS, lambda room: ANSWERS[PROMPTS[room]], wrong=lambda room: room == 3)
 
 
 def assessments(trace_id: str) -> dict:

@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
-from tests.test_watch import PROMPTS, journaled, wait_for  # noqa: E402
+from tests.test_watch import PROMPTS, journaled, post, wait_for  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = ["response_match_score"]
@@ -73,7 +73,7 @@ def providers(port: int | None, mem: InMemorySpanExporter) -> list[tuple[str, Tr
     for service in ("shop", "billing-eu"):
         provider = TracerProvider(resource=Resource.create({"service.name": service}))
         if port is not None:
-            provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces")))
+            provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces", timeout=60)))
         provider.add_span_processor(SimpleSpanProcessor(mem))
         out.append((service, provider))
     return out
@@ -147,21 +147,17 @@ def test_the_decision_is_made_once_per_trace_and_survives_a_restart(tmp_path):
     spans = mem.get_finished_spans()
     children = [s for s in spans if s.parent is not None]
     roots = [s for s in spans if s.parent is None]
-    import httpx
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-    headers = {"Content-Type": "application/x-protobuf"}
     chosen = {f"{r.context.trace_id:032x}" for r in roots
               if in_sample(r.context.trace_id, expected_rate(r.attributes["http.route"], _agent_of(mem, r.context.trace_id),
                                                              r.resource.attributes["service.name"]))}
     with Watcher(METRICS, tmp_path / "out", otlp_port=0, sample=DEFAULT, sample_rules=RULES, trace_timeout=60) as w:
-        r = httpx.post(f"http://127.0.0.1:{w.port}/v1/traces", content=encode_spans(children).SerializeToString(),
-                       headers=headers)
+        r = post(f"http://127.0.0.1:{w.port}/v1/traces", encode_spans(children).SerializeToString())
         assert r.status_code == 200
         assert w.stats.scored_traces == 0 and w.stats.sampled_out_traces == 0  # nothing decided without the roots
     with Watcher(METRICS, tmp_path / "out", otlp_port=0, sample=DEFAULT, sample_rules=RULES, trace_timeout=60) as w:
-        r = httpx.post(f"http://127.0.0.1:{w.port}/v1/traces", content=encode_spans(roots).SerializeToString(),
-                       headers=headers)
+        r = post(f"http://127.0.0.1:{w.port}/v1/traces", encode_spans(roots).SerializeToString())
         assert r.status_code == 200
         wait_for(lambda: w.stats.scored_traces + w.stats.sampled_out_traces == len(roots))
     assert {tid for tid, _ in journaled(tmp_path / "out")} == chosen

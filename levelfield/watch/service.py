@@ -18,7 +18,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -82,17 +82,24 @@ class WatchStats:
 
     def percentile(self, q: float) -> float:
         """The ``q``-th percentile of :attr:`time_to_score` (NaN before any)."""
-        if not self.time_to_score:
-            return math.nan
-        import numpy as np
-
-        return float(np.percentile(np.fromiter(self.time_to_score, float), q))
+        return _percentiles(list(self.time_to_score), q)[0]
 
     def as_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in asdict(self).items() if k != "time_to_score"}
-        out["time_to_score_p50"] = self.percentile(50)
-        out["time_to_score_p99"] = self.percentile(99)
+        """The counters and the time to score's p50 and p99 (None before any). Safe from another thread
+        while the loop scores: the times are copied in one step (``list`` of a deque holds the GIL
+        throughout), where ``asdict`` or iterating them in Python could meet an append half way
+        ("deque mutated during iteration")."""
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "time_to_score"}
+        out["time_to_score_p50"], out["time_to_score_p99"] = _percentiles(list(self.time_to_score), 50, 99)
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}
+
+
+def _percentiles(times: list[float], *qs: float) -> list[float]:
+    if not times:
+        return [math.nan] * len(qs)
+    import numpy as np
+
+    return [float(v) for v in np.percentile(np.asarray(times, dtype=float), qs)]
 
 
 class _Server:
