@@ -29,6 +29,7 @@ from levelfield.adapters.a2a_server import start_server  # noqa: E402
 from levelfield.core.data.types import AgentRun  # noqa: E402
 from levelfield.core.results import result as result_module  # noqa: E402
 from levelfield.core.run.notices import ResumeWarning  # noqa: E402
+from levelfield.failure_summary import AllRunsFailedWarning  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent, hasty_agent  # noqa: E402
 
 pytestmark = pytest.mark.ray
@@ -412,3 +413,18 @@ def _as_csv(table: pd.DataFrame, path: Path) -> pd.DataFrame:
 
     table_to_csv(table, path)
     return pd.read_csv(path)
+
+
+def broken_agent(prompt: str) -> str:
+    raise RuntimeError(f"kaputt, 坏了: {prompt[:10]}")
+
+
+def test_an_agent_failing_every_streamed_run_is_told_with_its_error_and_every_run_is_kept(cluster, tmp_path):
+    with pytest.warns(AllRunsFailedWarning, match=r"every run of agent 'broken' failed \(36 runs\); most often "
+                                                      r"RuntimeError x36, e\.g\. case .*kaputt, 坏了"):
+        result = lf.evaluate(DATASET, "test_ray:broken_agent", ["exact_match"], name="broken", trials=2,
+                             executor="ray", out=tmp_path, retries=0, **QUIET)
+    assert result.summary_metrics["failure/count"] == 36 and result.summary_metrics["exact_match/nan_count"] == 36
+    assert result.streamed  # the failed runs were read back for the warning, the rest of the record was not
+    assert {r.error_type for r in result.failures} == {"RuntimeError"}
+    assert len(run_keys(journal_runs(tmp_path))) == 36
