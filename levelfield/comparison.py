@@ -40,7 +40,7 @@ from .core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
 from .core.score.metrics.base import Metric
 from .core.results.record import RUNS_FILE, finish_journal, fingerprints_of, make_header, read_record, write_record
 from .core.results.result import (FAILED_AS_ZERO, FAILED_LEFT_OUT, EvalResult, parquet_available, record_status,
-                                  results_from_record, table_to_csv, table_to_parquet, write_tables_in_pages)
+                                  results_from_record, table_to_parquet, write_table_files, write_tables_in_pages)
 from .core.results.writing import write_text
 from .core.data.types import AgentRun
 from .verdict import Verdict, verdict
@@ -612,10 +612,8 @@ class Comparison:
         if all(r.streamed for r in self.results.values()):
             paths.update(write_tables_in_pages(self._table_pages, out, trials=-1))  # a page of runs read back at a time
         else:
-            table = self.metrics_table
-            table_to_csv(table, paths["metrics_table"])
-            if parquet_available():
-                paths["metrics_table_parquet"] = table_to_parquet(table, out / "metrics_table.parquet")
+            paths.update(write_table_files(self.metrics_table, paths["metrics_table"],
+                                           out / "metrics_table.parquet" if parquet_available() else None))
         if parquet_available():
             paths["summary_parquet"] = self.to_parquet(out / "summary.parquet", table="summary")
         write_text(paths["summary"], json.dumps(self.summary_dict(), indent=2, ensure_ascii=False))

@@ -29,7 +29,7 @@ from .record import (RUNS_FILE, Record, finish_journal, fingerprints_of, make_he
 from ..data.types import AgentOutput, AgentRun, Usage
 from .writing import replacing, write_text
 
-__all__ = ["EvalResult", "write_tables_in_pages", "TABLE_PAGE", "summarize", "FAILED_AS_ZERO", "FAILED_LEFT_OUT", "run_costs", "record_status", "BUDGET_EXHAUSTED", "judge_costs", "results_from_record", "table_to_csv", "spreadsheet_safe", "CSV_OPTIONS", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "read_table", "saved_run"]
+__all__ = ["EvalResult", "write_tables_in_pages", "TABLE_PAGE", "summarize", "FAILED_AS_ZERO", "FAILED_LEFT_OUT", "run_costs", "record_status", "BUDGET_EXHAUSTED", "judge_costs", "results_from_record", "table_to_csv", "write_table_files", "spreadsheet_safe", "CSV_OPTIONS", "table_to_parquet", "parquet_available", "write_summary", "SAVED_AGENT", "read_table", "saved_run"]
 
 _CASE_FIELDS = ("prompt", "reference", "reference_trajectory")
 
@@ -717,10 +717,9 @@ class EvalResult:
         else:
             write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset),
                          zip(self.runs, self.recorded_scores))
-        table = self.with_explanations()  # the tables a person reads say why; the record keeps what the engine gave
-        table_to_csv(table, paths["metrics_table"])
-        if parquet_available():
-            paths["metrics_table_parquet"] = table_to_parquet(table, out / "metrics_table.parquet")
+        # The tables a person reads say why; the record keeps what the engine gave.
+        paths.update(write_table_files(self.with_explanations(), paths["metrics_table"],
+                                       out / "metrics_table.parquet" if parquet_available() else None))
         write_summary(paths["summary"], self.summary_metrics)
         return paths
 
@@ -883,11 +882,8 @@ def write_tables_in_pages(pages: Callable[[int], Iterable[list[dict[str, Any]]]]
     first = next(once, [])
     second = next(once, None)
     if second is None:  # one page: the whole table
-        table = _trimmed(pd.DataFrame(first), trials=trials)
-        table_to_csv(table, paths["metrics_table"])
-        if parquet:
-            table_to_parquet(table, paths["metrics_table_parquet"])
-        return paths
+        return write_table_files(_trimmed(pd.DataFrame(first), trials=trials), paths["metrics_table"],
+                                 paths.get("metrics_table_parquet"))
     try:
         _write_pages(itertools.chain([first, second], once), paths, _Layout.of_first(first, trials, parquet))
     except _Uneven:
@@ -963,7 +959,7 @@ def _write_pages(pages: Iterable[list[dict[str, Any]]], paths: Mapping[str, Path
             writer = files.enter_context(pq.ParquetWriter(files.enter_context(replacing(paths["metrics_table_parquet"])),
                                                           layout.schema))
         for n, rows in enumerate(pages):
-            page = layout.page(rows)
+            page = _json_cells(layout.page(rows))  # once for both files
             spreadsheet_safe(page).to_csv(f, header=n == 0, **CSV_OPTIONS)
             if writer is not None:
                 try:
@@ -973,6 +969,28 @@ def _write_pages(pages: Iterable[list[dict[str, Any]]], paths: Mapping[str, Path
                         raise _Uneven from None
                     raise
                 writer.write_table(table)
+
+
+def write_table_files(table: pd.DataFrame, csv: Path, parquet: Path | None = None) -> dict[str, Path]:
+    """A results table as ``csv`` and, when given, ``parquet``: the one writer of both files, with list
+    and dict cells turned to JSON text once for the two (see :func:`table_to_csv`, :func:`table_to_parquet`)."""
+    table = _json_cells(table)
+    table_to_csv(table, csv)
+    paths = {"metrics_table": csv}
+    if parquet is not None:
+        paths["metrics_table_parquet"] = table_to_parquet(table, parquet)
+    return paths
+
+
+def _json_cells(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with its list and dict cells as JSON text (the columns without any left as they are)."""
+    out = None
+    for col in table.columns[[pd.api.types.is_object_dtype(dtype) for dtype in table.dtypes]]:
+        values = table[col].tolist()
+        if any(type(v) in (list, dict) for v in values):
+            out = table.copy(deep=False) if out is None else out
+            out[col] = pd.Series([dumps(v) if type(v) in (list, dict) else v for v in values], index=table.index, dtype=object)
+    return table if out is None else out
 
 
 def table_to_csv(table: pd.DataFrame, path: Path) -> None:
@@ -989,6 +1007,7 @@ split its row."""
 
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_CHARS = frozenset(_FORMULA_START)
 _PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
@@ -1008,7 +1027,14 @@ def spreadsheet_safe(table: pd.DataFrame) -> pd.DataFrame:
     table = table.rename(columns=lambda name: spreadsheet_cell(name) if isinstance(name, str) else name)
     text = [pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype) for dtype in table.dtypes]
     for col in table.columns[text]:
-        table[col] = table[col].map(lambda v: spreadsheet_cell(dumps(v) if isinstance(v, (list, dict)) else v))
+        values = table[col].tolist()
+        # Most cells need nothing: find the few that do (a list, a formula-like start) in one pass.
+        touched = [i for i, v in enumerate(values) if (type(v) is str and v[:1] in _FORMULA_CHARS) or type(v) in (list, dict)]
+        if touched:
+            for i in touched:
+                v = values[i]
+                values[i] = spreadsheet_cell(dumps(v) if isinstance(v, (list, dict)) else v)
+            table[col] = pd.Series(values, index=table.index, dtype=object)
     return table
 
 
