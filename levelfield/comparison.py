@@ -143,6 +143,8 @@ class Comparison:
         self._summary: pd.DataFrame | None = None
         self._pairwise: dict[tuple[str, str], pd.DataFrame] = {}
         self._runs_by_case: dict[tuple[str, str], list[AgentRun]] | None = None
+        self._row_of: dict[str, dict[int, int]] = {}
+        self._held: set[str] = set()  # agents whose runs case_view found in memory
         self._case_index: dict[str, int] | None = None
         self.missing_runs: list[tuple[str, str, int]] = []
         """Runs the plan had that the record lacks (an interrupted journal read back)."""
@@ -479,18 +481,21 @@ class Comparison:
         view = CaseView(case)
         matcher = self.matcher
         if self._runs_by_case is None:
+            held = {agent: result for agent, result in self.results.items() if not result.streamed}
+            self._held = set(held)
             # Built once: the report asks for every case, and scanning all runs each time is quadratic.
-            self._runs_by_case = {
-                (agent, run.case_id): [] for agent, result in self.results.items() for run in result.runs
-            }
-            for agent, result in self.results.items():
+            # (Runs that live in the journal are read back case by case, a page at a time: see case_runs.)
+            self._runs_by_case = {(agent, run.case_id): [] for agent, result in held.items() for run in result.runs}
+            self._row_of = {agent: {id(r): i for i, r in enumerate(result.runs)} for agent, result in held.items()}
+            for agent, result in held.items():
                 for run in result.runs:
                     self._runs_by_case[(agent, run.case_id)].append(run)
         for agent in self.results:
             entries = []
             result = self.results[agent]
-            row_of = {id(r): i for i, r in enumerate(result.runs)}
-            for run in self._runs_by_case.get((agent, case_id), []):
+            row_of = self._row_of.get(agent, {})
+            runs = self._runs_by_case.get((agent, case_id), []) if agent in self._held else result.case_runs(case_id)
+            for run in runs:
                 out = run.output or run.partial_output
                 row = row_of.get(id(run))
                 judged = _judged_views(result.row_scores[row]) if row is not None and row < len(result.row_scores) else {}

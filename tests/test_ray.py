@@ -352,6 +352,10 @@ def test_compare_on_ray_with_out_gives_the_local_summary_verdict_and_table(clust
     remote = lf.compare(DATASET, agents, trials=2, executor="ray", out=tmp_path / "ray", **QUIET)
     pd.testing.assert_frame_equal(_without_latency(remote.summary), _without_latency(local.summary))
     assert str(remote.verdict()) == str(local.verdict())
+    # The report and the verdict's reasons read the runs back a page of cases at a time; none is kept.
+    assert all(result.streamed for result in remote.results.values())
+    for case_id in ("turn_off_device_2", json.loads(Path(DATASET).read_text().splitlines()[-1])["case_id"]):
+        assert _views(remote.case_view(case_id)) == _views(local.case_view(case_id))
     pd.testing.assert_frame_equal(_without_latency(pd.read_csv(tmp_path / "ray" / "metrics_table.csv")),
                                   _without_latency(pd.read_csv(tmp_path / "local" / "metrics_table.csv")))
     loaded = lf.Comparison.load(tmp_path / "ray")
@@ -406,6 +410,11 @@ def test_resume_on_ray_with_the_same_metrics_streams_the_earlier_runs_from_the_j
     assert len(keys) == len(set(keys)) == 36
     pd.testing.assert_frame_equal(_without_latency(pd.read_csv(tmp_path / "metrics_table.csv")),
                                   _without_latency(_as_csv(local.with_explanations(), tmp_path / "local.csv")))
+
+
+def _views(view: Any) -> dict[str, list[tuple[Any, ...]]]:
+    return {agent: [(e.trial, e.response, [c.status for c in e.calls], e.scores, e.failure) for e in entries]
+            for agent, entries in view.runs.items()}
 
 
 def _as_csv(table: pd.DataFrame, path: Path) -> pd.DataFrame:

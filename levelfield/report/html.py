@@ -19,10 +19,12 @@ import html
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ..core.data.jsonsafe import to_jsonable
 from ..core.results.writing import write_text
@@ -503,10 +505,44 @@ def _grid_columns(agents: int) -> int:
     return max(1, math.ceil(agents / rows))
 
 
+REPORT_CASES = 5_000
+"""Cases the report shows at most, in full: a page of a million cases is read by nobody (and would
+take gigabytes); the cases that matter come first (see :func:`_shown_cases`)."""
+
+
+def _shown_cases(cmp: Comparison, scores: Mapping[tuple[str, str], np.ndarray]) -> tuple[list[int], str]:
+    """The positions of the cases the report shows, and a note when it leaves some out: every case
+    where the agents differ or a run failed first, then the others, up to :data:`REPORT_CASES`, in
+    dataset order. Found from the scores and failures kept, with no run read back."""
+    n = len(cmp.dataset)
+    if n <= REPORT_CASES:
+        return list(range(n)), ""
+    differs = np.zeros(n, dtype=bool)
+    for m in cmp.metric_names:
+        values = np.round(np.column_stack([scores[(m, a)] for a in cmp.agents]).astype(float), 9)
+        low = np.where(np.isnan(values), np.inf, values).min(axis=1)
+        high = np.where(np.isnan(values), -np.inf, values).max(axis=1)
+        differs |= high > low
+    index = {cid: i for i, cid in enumerate(cmp.case_ids)}
+    for result in cmp.results.values():
+        ids, _ = result.run_cases()
+        for case_id, failed in zip(ids, result.run_failures()):
+            if failed and case_id in index:
+                differs[index[case_id]] = True
+    first = np.flatnonzero(differs).tolist()
+    rest = np.flatnonzero(~differs).tolist()
+    shown = sorted((first + rest)[:REPORT_CASES])
+    note = (f'<p class="muted">{len(shown):,} of {n:,} cases are shown: the ones where the agents differ or a run '
+            "failed come first, then the others in dataset order. Every case's scores are in "
+            "metrics_table.csv, and <code>levelfield view</code> on this folder shows any case.</p>")
+    return shown, note
+
+
 def _cases_section(cmp: Comparison) -> str:
     columns = _grid_columns(len(cmp.agents))
     # Plain arrays, not DataFrame lookups: this loop runs once per case.
     scores = {(m, a): cmp.case_scores(m)[a].to_numpy() for m in cmp.metric_names for a in cmp.agents}
+    shown, note = _shown_cases(cmp, scores)
     out = [
         '<section id="cases"><h2>Cases</h2>',
         '<div class="controls"><input type="search" id="case-search" placeholder="filter by case id or prompt" '
@@ -521,8 +557,10 @@ def _cases_section(cmp: Comparison) -> str:
         "in the reference order)</span></p>",
         '<p class="legend muted">Badges per agent, one per metric in this order: '
         + ", ".join(_metric_link(m) for m in cmp.metric_names) + "</p>",
+        note,
     ]
-    for i, case in enumerate(cmp.dataset):
+    for i in shown:
+        case = cmp.dataset[i]
         view = cmp.case_view(case.case_id)
         row = {key: values[i] for key, values in scores.items()}
         differs = any(
@@ -633,8 +671,7 @@ def _limits_section(cmp: Comparison) -> str:
                  _esc(f"{s.limit} of {s.ceiling}" if s.adaptive else f"{s.ceiling} (fixed)"), _esc(s.peak_in_flight),
                  _esc(s.calls), _esc(s.rate_limited), f"{s.waited_seconds:.1f}"] for s in stats]
     else:
-        totals = {a: (sum(r.rate_limited for r in res.runs), sum(r.waited_seconds for r in res.runs))
-                  for a, res in cmp.results.items()}
+        totals = {a: res.limit_totals() for a, res in cmp.results.items()}
         if not any(n or w >= 0.05 for n, w in totals.values()):
             return ""
         headers = [("agent", False), ("rate-limited", True), ("waiting (s)", True)]

@@ -134,6 +134,9 @@ class RunColumns(CostColumns):
         self.successful = 0
         """Runs that did not fail, and of them, runs that made a tool call (the no-tool-call warning)."""
         self.with_calls = 0
+        self.rate_limited = 0
+        """Rate-limited answers the runs met, and the seconds they waited on limits, in all."""
+        self.waited_seconds = 0.0
 
     def add_run(self, run: AgentRun, scores: Mapping[str, Score], case: int, line: int) -> None:
         """One more journaled run: its ``case`` position in the dataset, its scores and its journal ``line``."""
@@ -150,6 +153,8 @@ class RunColumns(CostColumns):
             rich = rich or (score is not None and (bool(score.extra) or score.usage is not None))
         if rich:
             self.rich[i] = dict(scores)
+        self.rate_limited += run.rate_limited
+        self.waited_seconds += run.waited_seconds
         if not run.failure:
             self.successful += 1
             outputs = [run.output, *run.turns] if run.output is not None else list(run.turns)

@@ -230,6 +230,9 @@ class EvalResult:
         """Runs journaled and not held (:meth:`from_journal`): what is kept of each, in columns."""
         self._journal: Path | None = None
         self._order: np.ndarray | None = None
+        self._by_case: np.ndarray | None = None  # journaled runs' dataset positions, in table order
+        self._case_pos: dict[str, int] = {}
+        self._page: tuple[int, list[AgentRun]] = (0, [])  # the page of runs read back last (case_runs)
 
     @classmethod
     def from_batches(
@@ -493,6 +496,28 @@ class EvalResult:
                 rows.append(self._row(case, run, score_columns(scores), scores))
             yield rows
 
+    def case_runs(self, case_id: str) -> list[AgentRun]:
+        """The runs of one case, in trial order. Runs that live in the journal are read back a page
+        of cases at a time (the page around this case, kept until a case outside it is asked for),
+        so asking for every case in order reads the journal once and holds one page."""
+        if not self.streamed:
+            return [run for run in self.runs if run.case_id == case_id]
+        assert self._columns is not None and self._order is not None
+        if self._by_case is None:
+            self._case_pos = {c.case_id: i for i, c in enumerate(self.dataset)}
+            self._by_case = np.frombuffer(self._columns.case, dtype=np.int32)[self._order] if len(self._order) \
+                else np.array([], dtype=np.int32)
+        position = self._case_pos.get(case_id)
+        if position is None:
+            return []
+        lo, hi = (int(x) for x in np.searchsorted(self._by_case, [position, position + 1]))
+        start, page = self._page
+        if not (start <= lo and hi <= start + len(page)):
+            end = max(hi, min(lo + TABLE_PAGE, len(self._order)))
+            start, page = lo, [run for run, _ in self._journaled(self._order[lo:end])]
+            self._page = (start, page)
+        return page[lo - start : hi - start]
+
     @property
     def journal(self) -> Path | None:
         """The journal that holds every run of this result with its recorded scores, when one does:
@@ -585,6 +610,13 @@ class EvalResult:
             assert self._columns is not None
             return cost_items(self._columns)
         return run_costs(self.runs, self.config.prices)
+
+    def limit_totals(self) -> tuple[int, float]:
+        """Rate-limited answers the runs met and the seconds they waited on limits, in all."""
+        if self.streamed:
+            assert self._columns is not None
+            return self._columns.rate_limited, self._columns.waited_seconds
+        return sum(r.rate_limited for r in self.runs), sum(r.waited_seconds for r in self.runs)
 
     def run_order(self) -> np.ndarray | None:
         """Where each row of :meth:`cost_columns` is in table order (None: already in table order)."""
