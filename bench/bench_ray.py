@@ -196,7 +196,8 @@ def _driver_memory(args: argparse.Namespace, nodes: Any) -> None:
     print(f"\nDriver memory, tiny runs streamed back from 2 nodes: {cases} cases, 1 trial then 5 (each figure a fresh\n"
           "driver process; the dataset is built and Ray connected before the baseline, so the growth from 1 to 5\n"
           "trials is what the driver keeps of each run):")
-    for mode, label in (("journal", "out= (journaled, not held)"), ("held", "no out= (runs held in the result)")):
+    for mode, label in (("journal", "out= (journaled, not held)"), ("held", "no out= (runs held in the result)"),
+                        ("compare", "compare of 2 agents, out= (+ report)")):
         figures = [_driver_child(nodes.address, cases, trials, mode) for trials in (1, 5)]
         for f in figures:
             print(f"  {label:<34} {f['runs']:>8} runs: {f['seconds']:6.1f} s ({f['runs'] / f['seconds']:.0f} runs/s), "
@@ -230,9 +231,17 @@ def _measure_driver(spec: str) -> None:
     executor = lf.RayExecutor(address=address, concurrency_per_worker=64)
     runs = int(cases) * int(trials)
     with tempfile.TemporaryDirectory() as out:
-        seconds, result = _timed(lambda: lf.evaluate(data, noop_agent, ["exact_match"], executor=executor, trials=int(trials),
-                                                     out=out if mode == "journal" else None, progress=False))
-        assert result.summary_metrics["row_count"] == runs and result.summary_metrics["failure/count"] == 0
+        if mode == "compare":
+            agents = {"a": noop_agent, "b": noop_agent}
+            seconds, cmp = _timed(lambda: lf.compare(data, agents, ["exact_match"], executor=executor, trials=int(trials),
+                                                     out=out, progress=False))
+            assert list(cmp.summary["runs"]) == [runs, runs] and (Path(out) / "report.html").exists()
+            runs *= 2
+        else:
+            seconds, result = _timed(lambda: lf.evaluate(data, noop_agent, ["exact_match"], executor=executor,
+                                                         trials=int(trials), out=out if mode == "journal" else None,
+                                                         progress=False))
+            assert result.summary_metrics["row_count"] == runs and result.summary_metrics["failure/count"] == 0
         print(json.dumps({"runs": runs, "seconds": seconds, "base": base, "peak": _peak_mib()}))
 
 
