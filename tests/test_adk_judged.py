@@ -11,8 +11,8 @@ import pytest
 
 import levelfield as lf
 from levelfield.cli.main import main
-from levelfield.core.data.dataset import EvalCase, EvalDataset, Turn
-from levelfield.testing import ScriptedChatModel, last_human_text
+from levelfield.core.data.dataset import EvalCase, EvalDataset
+from levelfield.testing import ScriptedChatModel
 
 FIXTURE = Path(__file__).parent / "judged_fixture"
 sys.path.insert(0, str(FIXTURE.parents[1]))

@@ -4,7 +4,6 @@ cells in CSV, async agents that interrupt or block, malformed input files."""
 import asyncio
 import csv
 import errno
-import io
 import json
 import subprocess
 import sys

@@ -1,7 +1,6 @@
 """The report's details: every badge, missing calls in place, failures by type, a glossary, no spoofing, long texts."""
 
 import re
-import time
 
 import pytest
 

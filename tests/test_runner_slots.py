@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import io
 import threading
 import time
 
 import pytest
 
 import levelfield as lf
-from levelfield.core.results.record import Journal
 
 
 def _cases(n: int) -> list[dict]:

@@ -8,7 +8,6 @@ import asyncio
 import json
 import math
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
