@@ -284,6 +284,11 @@ async def _stream(dataset: EvalDataset, agents: Sequence[AgentRunnable], metrics
     earlier = list(done.values())
     for run, scores in zip(earlier, scorer.score_now(earlier)):  # a resumed journal's runs, as they are on disk
         kept[run.agent_name].add_run(run, scores, position[run.case_id], journal.earlier[(run.agent_name, run.case_id, run.trial)])
+    # From here on only their keys matter (the runs not to make again): the runs themselves are let go.
+    keys: dict[RunKey, Any] = dict.fromkeys(done)
+    del earlier
+    if isinstance(done, dict):
+        done.clear()
 
     # The runs of a batch arrive together: they are scored together (one pass of the engine, not one
     # per run) on the loop's next turn, then journaled; each waits until its line is on disk.
@@ -320,7 +325,7 @@ async def _stream(dataset: EvalDataset, agents: Sequence[AgentRunnable], metrics
     registry = limits.Limits.of(config)
     with limits.using(registry):
         try:
-            await executor.run_agents(dataset, agents, config, on_run=finished, done=done, keep=False)  # type: ignore[call-arg]
+            await executor.run_agents(dataset, agents, config, on_run=finished, done=keys, keep=False)  # type: ignore[call-arg]
         finally:
             journal.close()
     assert journal.offsets is not None
