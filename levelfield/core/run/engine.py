@@ -314,7 +314,7 @@ async def _stream(dataset: EvalDataset, agents: Sequence[AgentRunnable], metrics
             for run, scores in zip(runs, scorer.score_now(runs)):
                 kept[run.agent_name].add_run(run, scores, position[run.case_id], -1 - journal.written)
                 flushed = journal.write(run, scores)
-        except BaseException as exc:  # noqa: BLE001 - a metric or the journal failed: the runs waiting hear it
+        except Exception as exc:  # noqa: BLE001 - a metric or the journal failed: the runs waiting hear it
             done_writing.set_exception(exc)
             return
         if flushed is None:
