@@ -23,7 +23,7 @@ from ..data.prices import Cost, PriceTable, agent_usage, cost_note, usage_cost
 from ..data.types import AgentRun
 from ..score.metrics.base import Score
 
-__all__ = ["RunColumns", "CostColumns", "cost_items"]
+__all__ = ["RunColumns", "CostColumns", "cost_items", "as_array", "COST_KEYS", "score_cost", "mean", "std"]
 
 _TOKENS = ("input_tokens", "output_tokens", "total_tokens")
 
@@ -88,23 +88,23 @@ def cost_items(columns: CostColumns) -> dict[str, Any]:
     usage counts, since those tokens were spent) and dollars (``cost_usd/mean``, ``/sum``: NaN when a
     model has no known price, ``cost_usd/note`` says which)."""
     out: dict[str, Any] = {}
-    lat = np.frombuffer(columns.latency, dtype=float) if len(columns) else np.array([], dtype=float)
-    out["latency_in_seconds/mean"] = _mean(lat)
-    out["latency_in_seconds/std"] = _std(lat)
+    lat = as_array(columns.latency, float)
+    out["latency_in_seconds/mean"] = mean(lat)
+    out["latency_in_seconds/std"] = std(lat)
     known = lat[~np.isnan(lat)]
     out["latency_in_seconds/p50"] = float(np.quantile(known, 0.5)) if len(known) else float("nan")
     out["latency_in_seconds/p95"] = float(np.quantile(known, 0.95)) if len(known) else float("nan")
-    fail = np.frombuffer(columns.failure, dtype=np.int8).astype(float) if len(columns) else np.array([], dtype=float)
-    out["failure/mean"] = _mean(fail)
-    out["failure/std"] = _std(fail)
+    fail = as_array(columns.failure, np.int8).astype(float)
+    out["failure/mean"] = mean(fail)
+    out["failure/std"] = std(fail)
     out["failure/count"] = int(fail.sum())
     if columns.tokens is not None:
         for key in _TOKENS:
-            tokens = np.frombuffer(columns.tokens[key], dtype=float)
-            out[f"{key}/mean"] = _mean(tokens)
+            tokens = as_array(columns.tokens[key], float)
+            out[f"{key}/mean"] = mean(tokens)
             out[f"{key}/sum"] = float(np.nansum(tokens))
-        reported = np.frombuffer(columns.reported, dtype=np.int8).astype(bool)
-        usd = np.frombuffer(columns.usd, dtype=float)[reported]
+        reported = as_array(columns.reported, np.int8).astype(bool)
+        usd = as_array(columns.usd, float)[reported]
         # A partial sum would understate what was spent: one unknown price makes the sum unknown.
         total = math.nan if not len(usd) or np.isnan(usd).any() else math.fsum(usd.tolist())
         out["cost_usd/mean"] = total / len(usd) if len(usd) and not math.isnan(total) else math.nan
@@ -175,12 +175,10 @@ class RunColumns(CostColumns):
 
     def order(self, cases: int) -> np.ndarray:
         """The runs' positions in table order: dataset order, then trial order."""
-        case = np.frombuffer(self.case, dtype=np.int32).astype(np.int64) if len(self) else np.array([], dtype=np.int64)
-        trial = np.frombuffer(self.trial, dtype=np.int32) if len(self) else np.array([], dtype=np.int32)
-        return np.lexsort((trial, case))
+        return np.lexsort((as_array(self.trial, np.int32), as_array(self.case, np.int32)))
 
     def value_array(self, name: str) -> np.ndarray:
-        return np.frombuffer(self.values[name], dtype=float).copy() if len(self) else np.array([], dtype=float)
+        return as_array(self.values[name], float).copy()
 
     def summary_columns(self, order: np.ndarray) -> dict[str, Any]:
         """The columns ``summarize`` reads, in table order (``order``): ``/score``, ``/failed`` and,
@@ -189,25 +187,43 @@ class RunColumns(CostColumns):
         position = {int(i): k for k, i in enumerate(order)} if self.rich else {}
         for name in self.names:
             out[f"{name}/score"] = self.value_array(name)[order]
-            failed = np.frombuffer(self.metric_failed[name], dtype=np.int8)[order] if len(self) else np.array([])
+            failed = as_array(self.metric_failed[name], np.int8)[order]
             if failed.any():
                 out[f"{name}/failed"] = [True if f else None for f in failed]
             rows = {position[i]: scores.get(name) for i, scores in self.rich.items()}
-            for key in ("total_tokens", "input_tokens", "output_tokens", "judge_calls", "judge_latency", "agreement"):
+            for key in COST_KEYS:
                 cells: list[Any] = [None] * len(order)
                 for k, score in rows.items():
-                    if score is not None:
-                        cells[k] = score.usage.total_tokens if key == "total_tokens" and score.usage is not None \
-                            else score.extra.get(key)
+                    cells[k] = score_cost(score, key)
                 if any(cell is not None for cell in cells):
                     out[f"{name}/{key}"] = cells
         return out
 
 
-def _mean(x: np.ndarray) -> float:
+def as_array(values: array[Any], dtype: Any) -> np.ndarray:
+    """A typed array's values as a NumPy array (a view, no copy; an empty one when there are none)."""
+    return np.frombuffer(values, dtype=dtype) if len(values) else np.array([], dtype=dtype)
+
+
+COST_KEYS = ("total_tokens", "input_tokens", "output_tokens", "judge_calls", "judge_latency", "agreement")
+"""Per-row columns besides the score that the summary reads: the judge's cost and its samples' agreement."""
+
+
+def score_cost(score: Score | None, key: str) -> Any:
+    """One of :data:`COST_KEYS` of a Score, as ``Score.columns`` writes it (None when it has none)."""
+    if score is None:
+        return None
+    if key == "total_tokens" and score.usage is not None:
+        return score.usage.total_tokens  # Score.columns writes usage after the extras
+    return score.extra.get(key) if score.extra else None
+
+
+def mean(x: np.ndarray) -> float:
+    """The mean of the values that are not NaN (NaN when none is)."""
     return float(np.nanmean(x)) if np.any(~np.isnan(x)) else float("nan")
 
 
-def _std(x: np.ndarray) -> float:
+def std(x: np.ndarray) -> float:
+    """The sample standard deviation of the values that are not NaN (NaN below two)."""
     x = x[~np.isnan(x)]
     return float(np.std(x, ddof=1)) if len(x) > 1 else float("nan")

@@ -23,7 +23,7 @@ from ..data.prices import Cost, PriceTable, cost_note, total_cost, usage_cost
 from ..score.batch import explain_row, scored_rows
 from ..score.scoring import context_for, explain_scores
 from ..score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT, Metric, Score, score_columns
-from .columns import CostColumns, RunColumns, cost_items
+from .columns import COST_KEYS as _COST_KEYS, CostColumns, as_array, RunColumns, cost_items, mean as _mean, score_cost as _cost, std as _std
 from .record import (RUNS_FILE, Record, finish_journal, fingerprints_of, make_header, metrics_from_specs, read_record,
                      read_runs_at, write_record)
 from ..data.types import AgentOutput, AgentRun, Usage
@@ -41,15 +41,6 @@ def _trajectory(calls) -> list[dict[str, Any]] | None:
 
 def _floats(values: Any) -> np.ndarray:
     return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype=float)
-
-
-def _std(x: np.ndarray) -> float:
-    x = x[~np.isnan(x)]
-    return float(np.std(x, ddof=1)) if len(x) > 1 else float("nan")
-
-
-def _mean(x: np.ndarray) -> float:
-    return float(np.nanmean(x)) if np.any(~np.isnan(x)) else float("nan")
 
 
 def summarize(table: Mapping[str, Any], metric_names: Sequence[str]) -> dict[str, Any]:
@@ -114,10 +105,6 @@ def _cost_items(key: str, costs: Sequence[Cost]) -> dict[str, Any]:
     return out
 
 
-_COST_KEYS = ("total_tokens", "input_tokens", "output_tokens", "judge_calls", "judge_latency", "agreement")
-"""Per-row columns besides the score that the summary reads: the judge's cost and its samples' agreement."""
-
-
 def _summary_columns(rows: Sequence[Mapping[str, Score]], names: Sequence[str],
                      prices: PriceTable | None = None) -> dict[str, list[Any]]:
     """The columns :func:`summarize` reads (``/score``, ``/failed``, judge costs), straight from the
@@ -144,14 +131,6 @@ def _summary_columns(rows: Sequence[Mapping[str, Score]], names: Sequence[str],
 def judge_costs(usages: Sequence[Any], prices: PriceTable | None) -> list[float]:
     """Each row's judge cost in dollars (NaN: unknown, or no usage reported)."""
     return [usage_cost(u, prices or {}).usd if u is not None else math.nan for u in usages]
-
-
-def _cost(score: Score | None, key: str) -> Any:
-    if score is None:
-        return None
-    if key == "total_tokens" and score.usage is not None:
-        return score.usage.total_tokens  # Score.columns writes usage after the extras
-    return score.extra.get(key) if score.extra else None
 
 
 def _num(x: Any) -> float:
@@ -505,8 +484,7 @@ class EvalResult:
         assert self._columns is not None and self._order is not None
         if self._by_case is None:
             self._case_pos = {c.case_id: i for i, c in enumerate(self.dataset)}
-            self._by_case = np.frombuffer(self._columns.case, dtype=np.int32)[self._order] if len(self._order) \
-                else np.array([], dtype=np.int32)
+            self._by_case = as_array(self._columns.case, np.int32)[self._order]
         position = self._case_pos.get(case_id)
         if position is None:
             return []
@@ -575,8 +553,7 @@ class EvalResult:
         """Whether each run failed, in table order (without reading journaled runs back)."""
         if self.streamed:
             assert self._columns is not None and self._order is not None
-            return np.frombuffer(self._columns.failure, dtype=np.int8)[self._order].astype(bool) if len(self._order) \
-                else np.array([], dtype=bool)
+            return as_array(self._columns.failure, np.int8)[self._order].astype(bool)
         return np.array([r.failure for r in self.runs], dtype=bool)
 
     def run_cases(self) -> tuple[list[str], np.ndarray]:
@@ -584,8 +561,8 @@ class EvalResult:
         if self.streamed:
             assert self._columns is not None and self._order is not None
             ids = [c.case_id for c in self.dataset]
-            cases = np.frombuffer(self._columns.case, dtype=np.int32)[self._order] if len(self._order) else []
-            trials = np.frombuffer(self._columns.trial, dtype=np.int32)[self._order] if len(self._order) else []
+            cases = as_array(self._columns.case, np.int32)[self._order]
+            trials = as_array(self._columns.trial, np.int32)[self._order]
             return [ids[i] for i in cases], np.asarray(trials, dtype=int)
         return [r.case_id for r in self.runs], np.array([r.trial for r in self.runs], dtype=int)
 
@@ -697,7 +674,7 @@ class EvalResult:
         if self.streamed:
             assert self._columns is not None and self._order is not None
             applies = np.array([metric.applies_to(c) for c in self.dataset], dtype=bool)
-            cases = np.frombuffer(self._columns.case, dtype=np.int32)[self._order] if len(self._order) else np.array([], dtype=int)
+            cases = as_array(self._columns.case, np.int32)[self._order]
             out[self.run_failures() & applies[cases]] = 0.0
             return out
         by_id = {c.case_id: c for c in self.dataset}
@@ -765,7 +742,7 @@ class EvalResult:
         else:
             write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset),
                          self._journaled(self._order))  # type: ignore[arg-type]
-        trials = len(np.unique(np.frombuffer(self._columns.trial, dtype=np.int32))) if len(self._columns) else 0
+        trials = len(np.unique(as_array(self._columns.trial, np.int32)))
         paths.update(write_tables_in_pages(self.table_pages, out, trials=trials))
         write_summary(paths["summary"], self.summary_metrics)
         return paths
