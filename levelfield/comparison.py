@@ -31,6 +31,7 @@ from .core.stats import inference as stats
 from .core.stats.change import detectable_difference
 from .core.stats.components import SOURCES, split_variance
 from .core.stats.config import FailedRuns, StatsConfig, stats_config
+from .core.stats.paired import PairedInference, paired_inference
 from .core.data.config import RunConfig
 from .core.data.dataset import EvalCase, EvalDataset
 from .core.score.diff import MarkedCall, mark_trajectory
@@ -142,6 +143,7 @@ class Comparison:
         self._trial_scores: dict[tuple[str, str, str], np.ndarray] = {}
         self._summary: pd.DataFrame | None = None
         self._pairwise: dict[tuple[str, str], pd.DataFrame] = {}
+        self._paired: dict[tuple[str, str, str], PairedInference] = {}
         self._runs_by_case: dict[tuple[str, str], list[AgentRun]] | None = None
         self._row_of: dict[str, dict[int, int]] = {}
         self._held: set[str] = set()  # agents whose runs case_view found in memory
@@ -155,6 +157,7 @@ class Comparison:
         """Set by ``compare(stop_early=...)``: where the sequential test stopped, and each pair's decision."""
         self.saved_baseline: str | None = None
         """When loaded from a folder: the agent that was the baseline of the run that saved it."""
+        self._status: str | None = None  # a loaded record's status
         self.not_started: list[tuple[str, str, int]] = [k for r in self.results.values() for k in getattr(r, "not_started", ())]
         """Runs a spending limit (``max_cost_usd``) kept from starting; ``resume=True`` with a larger limit runs them."""
         if self.not_started:
@@ -182,6 +185,10 @@ class Comparison:
     @property
     def reducer(self) -> stats.Reducer:
         return self.stats.reducer
+
+    @property
+    def margin(self) -> float:
+        return self.stats.margin
 
     @property
     def agents(self) -> list[str]:
@@ -223,6 +230,43 @@ class Comparison:
         if name not in self.results:
             raise KeyError(f"this comparison has no agent {name!r}; it has: {', '.join(self.agents)}")
         return self.results[name]
+
+    # -- what the numbers rest on -------------------------------------------------------------
+
+    def cases_run(self) -> dict[str, int]:
+        """Per agent, the cases of the dataset with at least one recorded run: what its numbers rest on."""
+        known = set(self.case_ids)
+        return {agent: len(known.intersection(result.run_cases()[0])) for agent, result in self.results.items()}
+
+    @property
+    def stopped_by(self) -> str | None:
+        """Why runs of the plan are missing: ``"budget"`` (``max_cost_usd``), ``"interrupted"`` (a
+        journal read back before it finished), ``"stop_early"`` (a sequential test decided), or None."""
+        if self.not_started or self._status == "budget_exhausted":
+            return "budget"
+        if self.stopped_early and self.stopped_early.get("stopped"):
+            return "stop_early"
+        if not self.complete or self.missing_runs:
+            return "interrupted"
+        return None
+
+    def rests_on(self) -> str:
+        """What the numbers rest on when runs are missing, in words ("" when every case ran):
+        "7 of 13 cases (the run was stopped by the budget)", per agent when agents differ."""
+        reason = self.stopped_by
+        total = len(self.case_ids)
+        run = self.cases_run()
+        if reason is None and all(n == total for n in run.values()):
+            return ""
+        why = {"budget": "the run was stopped by the budget", "interrupted": "the run was interrupted",
+               "stop_early": "run before stopping"}.get(reason or "", "some cases have no run")
+        counts = set(run.values())
+        each = "" if len(counts) == 1 else " (" + ", ".join(f"{agent}: {n}" for agent, n in run.items()) + ")"
+        many = f"{min(counts)}" if len(counts) == 1 else f"{min(counts)}–{max(counts)}"
+        if reason == "stop_early":
+            return f"the {many} of {total} cases run before stopping{each}"
+        per_agent = " per agent" if each else ""
+        return f"{many} of {total} cases{per_agent} ({why}{'; ' + each[2:-1] if each else ''})"
 
     # -- scores ----------------------------------------------------------------------------
 
@@ -408,19 +452,19 @@ class Comparison:
         """Every pair of agents on one metric, tested on paired cases, adjusted for the pairs that can differ.
 
         Columns: ``agent_a``, ``agent_b``, ``n`` (paired cases), ``difference`` (mean of A − B),
-        ``ci_low``/``ci_high``, ``p_value``, ``p_holm``, ``test``, ``wins``/``ties``/``losses``
-        (cases A scored higher/equal/lower), ``significant`` (``p_holm`` below 1 − confidence),
-        ``p_min``, ``in_family`` and ``mde``.
+        ``ci_low``/``ci_high`` and ``ci_level``, ``p_value``, ``p_holm``, ``test``,
+        ``wins``/``ties``/``losses`` (cases A scored higher/equal/lower), ``significant``
+        (``p_holm`` below 1 − confidence), ``p_min``, ``in_family`` and ``mde``.
 
         The family of comparisons is Tarone's (Biometrics 1990; :func:`levelfield.core.stats.inference.tarone_family`):
         a pair whose smallest achievable p-value (``p_min``: every differing case going one way)
         could not reach significance is left out (``in_family`` False, ``p_holm`` NaN) — two
         identical agents never count against the others. Holm's step-down runs over the pairs left
-        in. The intervals are paired bootstraps adjusted the same way: each at 1 − (1 − confidence)/K
-        for the K pairs in the family (Bonferroni), so together they hold at ``confidence``
-        (``attrs["interval_confidence"]`` gives the level of each). ``mde``: the smallest difference
-        these cases could detect with 80% power at that adjusted level, to read next to a
-        non-significant result (see ``levelfield.core.stats.change.detectable_difference``).
+        in. Each interval inverts the pair's own test at the level Holm decided it at
+        (``ci_level``; :func:`levelfield.core.stats.inference.family_levels`), so an interval
+        leaves out 0 exactly when the pair is significant. ``mde``: the smallest difference these
+        cases could detect with 80% power at that level, to read next to a non-significant
+        result (see ``levelfield.core.stats.change.detectable_difference``).
         """
         test = test or self.test
         key = (metric, test)
@@ -429,29 +473,44 @@ class Comparison:
             scores = self.case_scores(metric)
             alpha = 1 - self.confidence
             pairs = list(itertools.combinations(self.agents, 2))
-            tests = [stats.paired_test(scores[a].to_numpy(), scores[b].to_numpy(), test=test, interval=False,
-                                       seed=self.seed) for a, b in pairs]
-            p_holm, family = stats.family_adjusted([t.p_value for t in tests], [t.p_min for t in tests], alpha)
-            # Bonferroni over the family: the level at which Holm's strictest step tests, too.
-            level = alpha / max(int(family.sum()), 1)
+            tests = [paired_inference(scores[a].to_numpy(), scores[b].to_numpy(), test=test, seed=self.seed)
+                     for a, b in pairs]
+            p_values = [t.p_value for t in tests]
+            p_mins = [t.p_min() for t in tests]
+            p_holm, family = stats.family_adjusted(p_values, p_mins, alpha)
+            levels = stats.family_levels(p_values, p_mins, alpha)
             rows = []
-            for (a, b), t, p, member in zip(pairs, tests, p_holm, family):
+            for (a, b), t, p_raw, p_low, p, member, level in zip(pairs, tests, p_values, p_mins, p_holm, family, levels):
                 x, y = scores[a].to_numpy(), scores[b].to_numpy()
-                low, high = stats.difference_interval(x, y, 1 - level, self.seed)
+                low, high = _within(t.interval(level), x, y)
+                wins, losses = t.wins, t.losses
+                summary = stats.PairedTest(t.mean, low, high, p_raw, t.test if t.n else "none", t.n, wins,
+                                           t.n - wins - losses, losses, p_low)
                 rows.append(
-                    {"agent_a": a, "agent_b": b, "n": t.n, "difference": t.difference, "ci_low": low,
-                     "ci_high": high, "p_value": t.p_value, "p_holm": p, "test": t.test,
-                     "wins": t.wins, "ties": t.ties, "losses": t.losses, "significant": bool(p < alpha),
-                     "p_min": t.p_min, "in_family": bool(member),
-                     "mde": detectable_difference(x, y, t, alpha=level)}
+                    {"agent_a": a, "agent_b": b, "n": t.n, "difference": t.mean, "ci_low": low,
+                     "ci_high": high, "ci_level": 1 - level, "p_value": p_raw, "p_holm": p,
+                     "test": summary.test, "wins": wins, "ties": summary.ties, "losses": losses,
+                     "significant": bool(p < alpha), "p_min": p_low, "in_family": bool(member),
+                     "mde": detectable_difference(x, y, summary, alpha=level)}
                 )
-            columns = ["agent_a", "agent_b", "n", "difference", "ci_low", "ci_high", "p_value", "p_holm",
+            columns = ["agent_a", "agent_b", "n", "difference", "ci_low", "ci_high", "ci_level", "p_value", "p_holm",
                        "test", "wins", "ties", "losses", "significant", "p_min", "in_family", "mde"]
             table = pd.DataFrame(rows, columns=columns)
+            family_size = int(family.sum())
             table.attrs.update(metric=metric, failed_runs=self.failed_runs, confidence=self.confidence,
-                               interval_confidence=1 - level, family=int(family.sum()))
+                               interval_confidence=1 - alpha / max(family_size, 1), family=family_size)
             self._pairwise[key] = table
         return self._pairwise[key]
+
+    def paired(self, metric: str, agent_a: str, agent_b: str) -> PairedInference:
+        """The paired test of two agents on one metric as a function of the shift it tests (cached):
+        ``.interval(alpha)`` at any level, ``.p_at(shift)`` for an equivalence or non-inferiority margin."""
+        key = (metric, agent_a, agent_b)
+        if key not in self._paired:
+            scores = self.case_scores(metric)
+            self._paired[key] = paired_inference(scores[agent_a].to_numpy(), scores[agent_b].to_numpy(),
+                                                 test=self.test, seed=self.seed)
+        return self._paired[key]
 
     # -- one case --------------------------------------------------------------------------
 
@@ -658,7 +717,18 @@ class Comparison:
         cmp.stopped_early = settings.get("stopped_early")
         cmp.missing_runs = record.missing()
         cmp.complete = record.complete
+        cmp._status = record.header.get("status")
         return cmp
+
+
+def _within(bounds: tuple[float, float], x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """An interval of A − B cut to the differences possible (−1 to 1 for scores in [0, 1]): a test
+    on too few cases to reject any shift on one side leaves that side unbounded."""
+    low, high = bounds
+    values = np.concatenate([x[~np.isnan(x)], y[~np.isnan(y)]])
+    if values.size and ((values >= 0) & (values <= 1)).all():
+        low, high = max(low, -1.0), min(high, 1.0)
+    return low, high
 
 
 def _float(value: Any) -> float:

@@ -31,9 +31,8 @@ def rule_line(cmp: Compared) -> str:
     s = cmp.summary
     failures, runs = int(s["failures"].sum()), int(s["runs"].sum())
     failed = f"{failures} of {runs} runs failed" if failures else "no run failed"
-    cases = f"{len(cmp.case_ids)} cases"
-    if cmp.stopped_early and cmp.stopped_early.get("stopped"):  # the means are over the cases that ran
-        cases = f"the {int(s['runs'].max()) // max(cmp.trials, 1)} of {len(cmp.case_ids)} cases run before stopping"
+    rests = cmp.rests_on() if hasattr(cmp, "rests_on") else ""
+    cases = rests or f"{len(cmp.case_ids)} cases"
     return (f"(mean [{int(cmp.confidence * 100)}% interval] over {cases}; "
             f"{failure_rule(cmp.failed_runs)}: {failed})")
 
@@ -106,27 +105,33 @@ def _could_detect(mde: float) -> str:
 
 
 def pairwise_lines(cmp: Compared, metric: str) -> list[str]:
-    """Every pair on one metric: difference, adjusted interval, adjusted p, wins/ties/losses, significant or not."""
+    """Every pair on one metric: difference, interval, adjusted p, wins/ties/losses, significant or not.
+
+    Each interval inverts the pair's test at the level Holm decided it at (its own percentage when
+    the pairs' levels differ), so it leaves out 0 exactly on the lines that say "significant"."""
     table = cmp.pairwise(metric)
-    level = table.attrs.get("interval_confidence", cmp.confidence)
-    lines = [f"Pairwise on {metric} (A − B [{level * 100:.4g}% interval], adjusted p; wins/ties/losses of A over B;",
+    levels = [float(x) for x in table["ci_level"]] if "ci_level" in table else []
+    same = len({round(x, 12) for x in levels}) <= 1
+    shown = f"{levels[0] * 100:.4g}% interval" if levels and same else "interval at the level its test was decided"
+    lines = [f"Pairwise on {metric} (A − B [{shown}], adjusted p; wins/ties/losses of A over B;",
              f"  adjusted across the {table.attrs.get('family', len(table))} pairs that could differ significantly, "
              "Tarone-Holm):"]
     a_w = max(width(a) for a in table["agent_a"])
     b_w = max(width(b) for b in table["agent_b"])
-    for r in table.itertuples(index=False):
+    for k, r in enumerate(table.itertuples(index=False)):
         diff = "-" if math.isnan(r.difference) else f"{r.difference:+.3f}"
         if r.significant:
             mark = "  significant"
         elif not r.in_family:
             mark = "  cannot be significant: " + ("identical on every case" if r.wins + r.losses == 0
-                                                  else "too few cases differ")
+                                                  else "too few cases differ") + _could_detect(r.mde)
         else:
             mark = "  not significant" + _could_detect(r.mde)
         p = "p=-" if math.isnan(r.p_holm) else ("p<0.001" if r.p_holm < 0.001 else f"p={r.p_holm:.3f}")
+        level = "" if same or not levels else f" ({levels[k] * 100:.4g}%)"
         lines.append(
             f"  {ljust(r.agent_a, a_w)} vs {ljust(r.agent_b, b_w)}  {diff} [{num(r.ci_low, 2)}, {num(r.ci_high, 2)}]"
-            f"  {p}  {r.wins}/{r.ties}/{r.losses}{mark}"
+            f"{level}  {p}  {r.wins}/{r.ties}/{r.losses}{mark}"
         )
     return lines
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
 import pandas as pd
 
 __all__ = [
@@ -54,7 +55,10 @@ class Compared(Protocol):
     @property
     def summary(self) -> pd.DataFrame: ...
     def pairwise(self, metric: str) -> pd.DataFrame: ...
+    def paired(self, metric: str, agent_a: str, agent_b: str) -> Any: ...
     def case_view(self, case_id: str) -> Any: ...
+    @property
+    def margin(self) -> float: ...
 
 
 def early_stop_line(cmp: Compared) -> str:
@@ -263,6 +267,10 @@ def verdict(cmp: Compared) -> Verdict:
         tail = f"The lead is significant over some agents but, on no metric, over all of them at the {level} level."
     else:
         tail = f"No difference between agents is significant at the {level} level."
+    # A sequential stop is told by its own line above the verdict (early_stop_line).
+    rests = cmp.rests_on() if hasattr(cmp, "rests_on") and cmp.stopped_by != "stop_early" else ""
+    if rests:
+        lead = f"On {rests}: {lead}"
     return Verdict(f"{lead}. {tail}", tuple(found), best, worst, reason, wins, cost_sentence(cmp, best[0]))
 
 
@@ -273,9 +281,13 @@ def _dollars(x: float) -> str:
 def cost_sentence(cmp: Compared, best: str) -> str:
     """The best agent's cost against the others' in one sentence; "" when its cost is unknown.
 
-    A cheaper agent counts as "as good as" the best when the best is significantly better on no
-    metric (by the same adjusted paired tests as the rest of the verdict); the cheapest such agent
-    is named with its share of the best's cost per run.
+    A cheaper agent is called "as good as" the best only when an equivalence test passes on every
+    metric: two one-sided tests (TOST) at 1 − confidence, i.e. the interval of the difference at
+    1 − 2·(1 − confidence), from the same paired test as the rest of the verdict, lies within
+    ± ``StatsConfig.margin`` (an intersection–union test: no adjustment across metrics). With the
+    default margin of 0 no finite set of cases shows that, so the sentence says the cheaper agent
+    is cheaper and how large a drop these cases could miss. A cheaper agent significantly worse
+    on some metric (adjusted paired tests) is said to be so.
     """
     summary = cmp.summary
     if "cost_usd/mean" not in summary:
@@ -293,15 +305,55 @@ def cost_sentence(cmp: Compared, best: str) -> str:
             return f"{best} costs {_dollars(mine)} per run{tail}."
         return f"{best} is also the cheapest at {_dollars(mine)} per run{tail}."
     for cost, agent in cheaper:
-        worse = _significantly_worse(cmp, agent, best)
-        if not worse:
-            share = f"{cost / mine:.0%}" if mine > 0 else "no"
-            return (f"{agent} is as good as {best} (significantly worse on no metric) at {share} of the cost "
-                    f"({_dollars(cost)} against {_dollars(mine)} per run){tail}.")
+        if _significantly_worse(cmp, agent, best):
+            continue
+        share = f"{cost / mine:.0%}" if mine > 0 else "no"
+        price = f"{share} of the cost ({_dollars(cost)} against {_dollars(mine)} per run)"
+        margin = float(getattr(cmp, "margin", 0.0) or 0.0)
+        drop, metric, points = _largest_possible_drop(cmp, agent, best)
+        if drop is not None and drop < margin:
+            within = _amount(margin, points)
+            return (f"{agent} is as good as {best} within {within} on every metric (equivalence test) "
+                    f"at {price}{tail}.")
+        cases = _cases_paired(cmp, agent, best)
+        miss = "" if drop is None else f" (they could miss a drop of up to {_amount(drop, points)} on {metric})"
+        return (f"{agent} is cheaper than {best}, at {price}, and significantly worse on no metric; "
+                f"these {cases} cases cannot tell whether it is as good{miss}{tail}.")
     cost, agent = cheaper[0]
     worse = _significantly_worse(cmp, agent, best)
     return (f"{best} costs {_dollars(mine)} per run; the cheaper {agent} ({_dollars(cost)}) is significantly worse "
             f"on {', '.join(worse)}{tail}.")
+
+
+def _amount(value: float, points: bool) -> str:
+    return f"{value * 100:.1f} points" if points else f"{value:.3g}"
+
+
+def _cases_paired(cmp: Compared, agent: str, than: str) -> int:
+    """Cases both agents were scored on, the most over the metrics (what the tests rest on)."""
+    return max((cmp.paired(m, agent, than).n for m in cmp.metric_names), default=0)
+
+
+def _largest_possible_drop(cmp: Compared, agent: str, than: str) -> tuple[float | None, str, bool]:
+    """How far ``agent`` could fall below ``than`` and still fit these cases: the largest, over the
+    metrics, of −(low end of the 1 − 2α interval of agent − than), α = 1 − confidence (TOST's
+    interval); with the metric it is on and whether that metric reads in points."""
+    alpha = 1 - cmp.confidence
+    worst: tuple[float | None, str, bool] = (None, "", False)
+    for metric in cmp.metric_names:
+        inference = cmp.paired(metric, agent, than)
+        if inference.n == 0:
+            continue
+        low, high = inference.interval(2 * alpha)
+        drop = max(-low, high) if math.isfinite(low) and math.isfinite(high) else math.inf
+        values = cmp.case_scores(metric).to_numpy() if hasattr(cmp, "case_scores") else np.array([])
+        finite = values[~np.isnan(values)] if values.size else values
+        points = bool(finite.size) and bool(((finite >= 0) & (finite <= 1)).all())
+        if points:
+            drop = min(drop, 1.0)
+        if worst[0] is None or drop > worst[0]:
+            worst = (drop, metric, points)
+    return worst
 
 
 def _significantly_worse(cmp: Compared, agent: str, than: str) -> list[str]:

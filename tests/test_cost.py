@@ -223,12 +223,25 @@ def test_compare_summary_has_cost_per_agent_with_an_interval_and_unknown_for_the
     assert math.isnan(s.loc["c", "cost_usd/mean"]) and "house-model-7" in s.loc["c", "cost_usd/note"]
 
 
-def test_verdict_says_the_cheaper_agent_is_as_good_at_its_share_of_the_cost():
+def test_verdict_does_not_call_a_cheaper_agent_as_good_when_the_cases_cannot_show_it():
     cmp = cost_comparison()
     line = cmp.verdict().cost
-    assert line.startswith("b is as good as a (significantly worse on no metric) at 20% of the cost")
-    assert "the cost of c is unknown" in line
+    # a and b answer alike on all 12 cases, but 12 cases cannot rule out a drop: at the 90% level of
+    # the two one-sided tests, no case differing in 12 allows up to 1 - 0.05^(1/12) of them to differ.
+    drop = 1 - 0.05 ** (1 / 12)
+    assert line.startswith("b is cheaper than a, at 20% of the cost ($0.002 against $0.010 per run), and "
+                           "significantly worse on no metric; these 12 cases cannot tell whether it is as good "
+                           f"(they could miss a drop of up to {drop * 100:.1f} points on exact_match)")
+    assert "as good as" not in line and "the cost of c is unknown" in line
     assert line in str(cmp)
+
+
+def test_verdict_says_as_good_as_when_the_equivalence_test_passes_within_the_margin():
+    cmp = cost_comparison(stats=lf.StatsConfig(margin=0.25))
+    assert cmp.verdict().cost.startswith(
+        "b is as good as a within 25.0 points on every metric (equivalence test) at 20% of the cost")
+    # A margin narrower than what 12 cases can show keeps the honest sentence.
+    assert "cannot tell whether it is as good" in cost_comparison(stats=lf.StatsConfig(margin=0.2)).verdict().cost
 
 
 def test_verdict_says_when_the_cheaper_agent_is_significantly_worse():
@@ -244,7 +257,7 @@ def test_report_plots_each_priced_agent_against_its_cost(tmp_path):
     chart = html.split('data-chart="cost"', 1)[1].split("</svg>", 1)[0]
     assert chart.count("<circle") == 2  # a and b; c has no known cost
     assert "Cost unknown, not shown: c:" in html and "house-model-7" in html
-    assert "b is as good as a" in html
+    assert "b is cheaper than a" in html
 
 
 def test_report_without_usage_has_no_cost_section(tmp_path):

@@ -121,18 +121,28 @@ def test_pairwise_p_values_follow_tarone_then_holm(four):
     assert 4 * 2 / 2**7 > ALPHA
 
 
-def test_pairwise_intervals_are_widened_for_the_family(four):
-    table = four.pairwise(EXACT)
-    level = 1 - ALPHA / 3
-    assert table.attrs["interval_confidence"] == pytest.approx(level) and table.attrs["family"] == 3
-    row = table.set_index(["agent_a", "agent_b"]).loc[("wrong_nine", "wrong_two")]
-    d = four.per_case[EXACT]["wrong_nine"].to_numpy() - four.per_case[EXACT]["wrong_two"].to_numpy()
-    res = scipy_stats.bootstrap((d,), np.mean, confidence_level=level, n_resamples=9999, method="BCa",
-                                rng=np.random.default_rng(0))
-    assert (row.ci_low, row.ci_high) == pytest.approx((res.confidence_interval.low, res.confidence_interval.high))
-    narrow = scipy_stats.bootstrap((d,), np.mean, confidence_level=0.95, n_resamples=9999, method="BCa",
-                                   rng=np.random.default_rng(0))
-    assert row.ci_low < narrow.confidence_interval.low
+def test_pairwise_intervals_are_the_exact_mcnemar_interval_at_the_level_holm_tested_each_pair(four):
+    table = four.pairwise(EXACT).set_index(["agent_a", "agent_b"])
+    assert table.attrs["family"] == 3
+    # Holm over the three in the family: 2/2^9 at alpha/3, 2/2^9 at alpha/2, then 2/2^7 at alpha;
+    # the pairs outside Tarone's family (m = 3) at alpha/3.
+    levels = {("right", "wrong_nine"): ALPHA / 3, ("copy", "wrong_nine"): ALPHA / 2, ("wrong_nine", "wrong_two"): ALPHA,
+              ("right", "copy"): ALPHA / 3, ("right", "wrong_two"): ALPHA / 3, ("copy", "wrong_two"): ALPHA / 3}
+    n = len(four.case_ids)
+    for pair, alpha in levels.items():
+        row = table.loc[pair]
+        assert row.ci_level == pytest.approx(1 - alpha)
+        differing = row.wins + row.losses
+        if differing == 0:
+            # No case differs: as many differing cases as 0 of n allows (Clopper-Pearson), all one way.
+            bound = scipy_stats.binomtest(0, n).proportion_ci(1 - alpha, method="exact").high
+            assert (row.ci_low, row.ci_high) == pytest.approx((-bound, bound))
+            continue
+        # Clopper-Pearson for the share of differing cases A wins (SciPy), on the scale of A − B.
+        ci = scipy_stats.binomtest(int(row.wins), int(differing)).proportion_ci(1 - alpha, method="exact")
+        expected = (differing / n * (2 * ci.low - 1), differing / n * (2 * ci.high - 1))
+        assert (row.ci_low, row.ci_high) == pytest.approx(expected)
+        assert (row.ci_low > 0 or row.ci_high < 0) == bool(row.significant)
 
 
 def test_the_demo_pairs_of_careful_and_hasty_are_significant_once_identical_agents_are_left_out():

@@ -18,6 +18,7 @@ from typing import Literal
 
 import numpy as np
 from ..errors import ConfigError
+from .paired import paired_inference
 
 __all__ = [
     "Interval",
@@ -35,6 +36,7 @@ __all__ = [
     "holm",
     "tarone_family",
     "family_adjusted",
+    "family_levels",
     "difference_interval",
     "noninferiority_p",
     "TwoSampleTest",
@@ -212,65 +214,29 @@ def paired_test(
 
     Cases where either value is NaN are left out. ``auto`` picks the exact McNemar test (a
     two-sided binomial test on the discordant cases) when both are 0/1, else the Wilcoxon
-    signed-rank test. The interval of the mean difference is a paired bootstrap
-    (``interval=False`` skips it, leaving NaN, where only the p-value is needed). ``p_min`` is
-    the p the same test would give if every differing case went A's way (see :func:`tarone_family`).
+    signed-rank test (exact with ties and zeros up to 50 differing cases). The interval is the
+    inversion of the same test at ``confidence`` (see :mod:`levelfield.core.stats.paired`), so it
+    leaves out 0 exactly when ``p_value < 1 − confidence``; ``interval=False`` skips it (NaN).
+    ``p_min`` is the p the same test would give if every differing case went A's way (see
+    :func:`tarone_family`).
     """
-    x, y = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
-    if x.shape != y.shape:
-        raise ConfigError(f"paired_test needs equal lengths, got {x.size} and {y.size}")
-    keep = ~(np.isnan(x) | np.isnan(y))
-    x, y = x[keep], y[keep]
-    d = x - y
-    wins, losses = int((d > 0).sum()), int((d < 0).sum())
+    inference = paired_inference(a, b, test=test, seed=seed)
+    d = inference.d
+    wins, losses = inference.wins, inference.losses
     ties = int(d.size - wins - losses)
     if d.size == 0:
         return PairedTest(math.nan, math.nan, math.nan, math.nan, "none", 0, 0, 0, 0)
-    if test == "auto":
-        test = "mcnemar" if is_binary(x) and is_binary(y) else "wilcoxon"
-    if test == "mcnemar" and not (is_binary(x) and is_binary(y)):
-        raise ConfigError("the McNemar test needs 0/1 values")
-    if test not in ("mcnemar", "wilcoxon", "permutation"):
-        raise ConfigError(f"unknown paired test {test!r}; use auto, mcnemar, wilcoxon or permutation")
-    p = _paired_p(x, y, test, seed)
-    # Given which cases differ and by how much, the most extreme outcome is every one going A's way.
-    p_min = _paired_p(np.abs(d), np.zeros_like(d), test, seed)
-    diff = float(d.mean())
-    low, high = _bootstrap(d, confidence, seed) if d.size >= 2 and interval else (math.nan, math.nan)
-    return PairedTest(diff, low, high, min(p, 1.0), test, int(d.size), wins, ties, losses, min(p_min, 1.0))
-
-
-def _paired_p(x: np.ndarray, y: np.ndarray, test: str, seed: int) -> float:
-    """Two-sided p-value of a paired test of ``x`` against ``y`` (NaN-free, equal lengths)."""
-    from scipy import stats
-
-    d = x - y
-    if not np.any(d):
-        return 1.0  # all-zero differences carry no evidence either way (SciPy would raise)
-    if test == "mcnemar":
-        wins, losses = int((d > 0).sum()), int((d < 0).sum())
-        return float(stats.binomtest(wins, wins + losses, 0.5).pvalue)
-    if test == "wilcoxon":
-        return float(stats.wilcoxon(x, y).pvalue)
-    res = stats.permutation_test(
-        (x, y),
-        lambda u, v, axis=-1: np.mean(u - v, axis=axis),
-        permutation_type="samples",
-        vectorized=True,
-        n_resamples=_RESAMPLES,
-        rng=np.random.default_rng(seed),
-    )
-    return float(res.pvalue)
+    low, high = inference.interval(1 - confidence) if interval else (math.nan, math.nan)
+    return PairedTest(inference.mean, low, high, inference.p_value, inference.test, int(d.size), wins, ties, losses,
+                      inference.p_min())
 
 
 def difference_interval(
-    a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, confidence: float = 0.95, seed: int = 0
+    a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, confidence: float = 0.95, seed: int = 0,
+    *, test: PairedTestName = "auto",
 ) -> tuple[float, float]:
-    """Paired bootstrap interval of the mean of A − B over the cases both have (NaN with fewer than two)."""
-    x, y = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
-    keep = ~(np.isnan(x) | np.isnan(y))
-    d = x[keep] - y[keep]
-    return _bootstrap(d, confidence, seed) if d.size >= 2 else (math.nan, math.nan)
+    """The interval of A − B over the cases both have that inverts the paired ``test`` (NaN with none)."""
+    return paired_inference(a, b, test=test, seed=seed).interval(1 - confidence)
 
 
 def noninferiority_p(
@@ -279,45 +245,26 @@ def noninferiority_p(
     margin: float,
     *,
     test: PairedTestName = "auto",
+    seed: int = 0,
 ) -> float:
-    """p-value that A is worse than B by more than ``margin`` (H1: mean of A − B < −margin), paired by case.
+    """p-value that A is worse than B by more than ``margin`` (H1: A − B < −margin), paired by case.
 
-    Two-sided scale: twice the one-sided p, so ``p < alpha`` exactly when the 1 − alpha interval of
-    the difference lies wholly below −margin. Continuous values: the Wilcoxon signed-rank test of
-    the differences shifted by the margin. 0/1 values (McNemar's setting, where a shifted
-    difference is no longer 0/1) and ``test="permutation"``: the Wald z-test of the mean paired
-    difference, as in Liu et al.
-    (2002), "Tests for equivalence or non-inferiority for paired binary data", Stat. Med. 21:231-245.
-    NaN pairs are left out; NaN when nothing is left.
+    The paired test of "A − B = −margin" (:meth:`PairedInference.p_at`), counted only when the
+    cases lie below −margin: ``p < alpha`` exactly when the test's 1 − alpha interval lies wholly
+    below −margin, so the gate and the interval it prints agree. 1 when the cases sit above
+    −margin; NaN when no pair is left.
     """
-    from scipy import stats
-
     margin = float(margin)
     if not (margin >= 0 and math.isfinite(margin)):
         raise ConfigError(f"margin={margin!r}: must be a number of at least 0")
     x, y = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
     if x.shape != y.shape:
         raise ConfigError(f"noninferiority_p needs equal lengths, got {x.size} and {y.size}")
-    keep = ~(np.isnan(x) | np.isnan(y))
-    x, y = x[keep], y[keep]
-    d = x - y + margin
-    if d.size == 0:
+    inference = paired_inference(x, y, test=test, seed=seed)
+    if inference.n == 0:
         return math.nan
-    if test == "auto":
-        test = "mcnemar" if is_binary(x) and is_binary(y) else "wilcoxon"
-    if test == "mcnemar" or test == "permutation":
-        if d.size < 2:
-            return math.nan
-        se = float(np.std(x - y, ddof=1)) / math.sqrt(d.size)
-        if se == 0:
-            one_sided = 0.0 if d.mean() < 0 else 1.0
-        else:
-            one_sided = float(stats.norm.cdf(d.mean() / se))
-    elif test == "wilcoxon":
-        one_sided = 1.0 if not np.any(d) else float(stats.wilcoxon(d, alternative="less").pvalue)
-    else:
-        raise ConfigError(f"unknown paired test {test!r}; use auto, mcnemar, wilcoxon or permutation")
-    return min(1.0, 2 * one_sided)
+    below = inference._centre() < -margin
+    return inference.p_at(-margin) if below else 1.0
 
 
 @dataclass(frozen=True)
@@ -432,6 +379,17 @@ def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
     return out
 
 
+def _tarone(p_min: np.ndarray, alpha: float) -> tuple[np.ndarray, int]:
+    """Tarone's family (a mask) and the m that chose it (0 when nothing is testable)."""
+    p = np.asarray(p_min, dtype=float)
+    testable = ~np.isnan(p)
+    for m in range(1, int(testable.sum()) + 1):
+        family = testable & (p * m < alpha)
+        if family.sum() <= m:
+            return family, m
+    return np.zeros(p.shape, dtype=bool), 0
+
+
 def tarone_family(p_min: Sequence[float] | np.ndarray, alpha: float) -> np.ndarray:
     """Which tests of a family of discrete tests belong in the multiplicity correction (a mask).
 
@@ -442,13 +400,7 @@ def tarone_family(p_min: Sequence[float] | np.ndarray, alpha: float) -> np.ndarr
     family is those K(m) tests for the smallest m with K(m) ≤ m. Two identical agents (no case
     where they differ, ``p_min`` = 1) are never in it. NaN ``p_min`` (nothing to test) is left out.
     """
-    p = np.asarray(p_min, dtype=float)
-    testable = ~np.isnan(p)
-    for m in range(1, int(testable.sum()) + 1):
-        family = testable & (p * m < alpha)
-        if family.sum() <= m:
-            return family
-    return np.zeros(p.shape, dtype=bool)
+    return _tarone(np.asarray(p_min, dtype=float), alpha)[0]
 
 
 def family_adjusted(
@@ -464,6 +416,37 @@ def family_adjusted(
     family = tarone_family(p_min, alpha)
     p = np.asarray(p_values, dtype=float)
     return holm(np.where(family, p, np.nan)), family
+
+
+def family_levels(
+    p_values: Sequence[float] | np.ndarray, p_min: Sequence[float] | np.ndarray, alpha: float
+) -> np.ndarray:
+    """The level each test of a Tarone–Holm family is decided at, for the interval beside it.
+
+    Holm's step-down compares the i-th smallest p of the m in the family with alpha / (m − i + 1)
+    and stops at the first it cannot reject. A test rejected at step i gets that level; the test
+    it stopped at and every later one get the stopping step's level (their p is at least that
+    level, so their interval holds 0); a test outside Tarone's family gets alpha / m for Tarone's m
+    (its smallest possible p is at least that). An interval inverting the test at its level then
+    leaves out 0 exactly when the adjusted p is under ``alpha``. With Holm over all tests
+    (``p_min`` NaN-free and tiny), this is Holm's own sequence of levels.
+    """
+    p = np.asarray(p_values, dtype=float)
+    family, m_tarone = _tarone(np.asarray(p_min, dtype=float), alpha)
+    family &= ~np.isnan(p)
+    levels = np.full(p.shape, alpha / max(m_tarone, 1))
+    members = np.flatnonzero(family)
+    m = members.size
+    order = members[np.argsort(p[members], kind="stable")]
+    stopped = None
+    for step, k in enumerate(order):
+        level = alpha / (m - step)
+        if stopped is None and p[k] < level:
+            levels[k] = level
+        else:
+            stopped = level if stopped is None else stopped
+            levels[k] = stopped
+    return levels
 
 
 def pass_at_k(n: int | np.ndarray, c: int | np.ndarray, k: int) -> float | np.ndarray:
