@@ -420,11 +420,16 @@ class Judge:
         return f"Judge({label!r}, max_concurrency={self.max_concurrency}, retries={self.retries})"
 
     @property
-    def endpoint(self) -> str:
-        """What this judge's calls go to, for rate limits: ``judge <model>``."""
+    def label(self) -> str:
+        """The judge as people name it: its ``provider:model`` string, the model's name, the function's or agent's name."""
         model = self.model
         name = self.spec or getattr(model, "model_name", None) or getattr(model, "model", None)
-        return f"judge {name if isinstance(name, str) else getattr(model, 'target', type(model).__name__)}"
+        return name if isinstance(name, str) else getattr(model, "target", type(model).__name__)
+
+    @property
+    def endpoint(self) -> str:
+        """What this judge's calls go to, for rate limits: ``judge <model>``."""
+        return f"judge {self.label}"
 
     def _limit(self) -> limits.EndpointLimit:
         """The limit of this judge's calls: the evaluation's (shared with other judges of the model, and
