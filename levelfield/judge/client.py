@@ -84,6 +84,8 @@ class TextJudge:
         name = getattr(target, "__qualname__", None) or getattr(target, "name", None) or type(target).__qualname__
         module = getattr(target, "__module__", None) or type(target).__module__
         self.target = f"{module}.{name}" + (f" at {url}" if url else "")
+        self.cacheable = getattr(target, "cacheable", True)
+        """False for a judge whose answers are not worth keeping (a scripted one, ``lf.testing.ScriptedJudge``)."""
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
@@ -407,6 +409,8 @@ class Judge:
         self.requests_per_minute = requests_per_minute
         self.tokens_per_minute = tokens_per_minute
         self.identity = model_identity(model)
+        self.cacheable = getattr(model, "cacheable", True) is not False
+        """Whether answers are kept in the cache (a scripted judge's are not: they cost nothing)."""
         self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, limits.EndpointLimit] = (
             weakref.WeakKeyDictionary()
         )
@@ -503,7 +507,7 @@ class Judge:
         """
         runnable = self._structured_runnable(schema)
         mode = "structured" if runnable is not None else "text"
-        if cache is None:
+        if cache is None or not self.cacheable:
             return await self._fetch(prompt, runnable, None, None, usable)
         key = cache.key(
             {"judge": self.identity, "prompt": prompt, "mode": mode, "schema": schema, "settings": dict(settings or {})}
