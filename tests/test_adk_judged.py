@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import levelfield as lf
-from levelfield.failure_summary import JudgeAnswersUnreadableWarning
 from levelfield.cli.main import main
 from levelfield.core.data.dataset import EvalCase, EvalDataset
+from levelfield.failure_summary import JudgeAnswersUnreadableWarning
 from levelfield.testing import ScriptedChatModel
 
 FIXTURE = Path(__file__).parent / "judged_fixture"

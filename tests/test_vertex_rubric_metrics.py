@@ -11,8 +11,8 @@ import re
 import pytest
 
 import levelfield as lf
-from levelfield.failure_summary import JudgeAnswersUnreadableWarning
 from levelfield.core.data.dataset import EvalCase, EvalDataset, Turn
+from levelfield.failure_summary import JudgeAnswersUnreadableWarning
 
 
 @pytest.fixture(autouse=True)
