@@ -40,7 +40,7 @@ from .core.run.runner import Executor
 from .core.run.threads import run_coroutine
 from .executors import RayExecutor, resolve_executor, ships_agents
 from .executors.ray import score_saved_on_ray, scores_on_ray_data
-from .failure_summary import AllRunsFailedWarning, failure_groups
+from .failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning, failure_groups, unreadable_judges
 from .formats import load_dataset
 from .executors.saved import check_out, score_saved_rows, takes_columnar_path
 from .simulation import as_simulator
@@ -86,6 +86,12 @@ def _warn_if_always_failed(results: Mapping[str, EvalResult]) -> None:
                     f"{group.error_type} x{group.count}, e.g. case {group.case_id}: {group.example}"
                 )
             )
+
+
+def _warn_if_judges_unreadable(results: Mapping[str, EvalResult], metrics: Sequence[Metric]) -> None:
+    # A judge whose answers no parser reads leaves NaN on every row: said once per metric, never silent.
+    for found in unreadable_judges(results, metrics):
+        warn_user(JudgeAnswersUnreadableWarning(found.message()))
 
 
 def _require_experiment_logging(experiment: str | None) -> None:
@@ -216,6 +222,7 @@ async def _evaluate(
     if result is None:
         result = await _run_evaluation(dataset, agent, resolved, name=name, cfg=cfg, human_labels=human_labels,
                                        simulator=simulator)
+    _warn_if_judges_unreadable({result.agent_name or "saved": result}, resolved)
     if experiment is not None:
         from .experiment import log_evaluation
 
@@ -495,6 +502,8 @@ async def _compare(
 
         report.save(cmp, cfg.out_dir)
     _warn_if_always_failed(cmp.results)
+    # The baseline's rows were judged when it ran: only this run's judges are checked.
+    _warn_if_judges_unreadable({a: r for a, r in cmp.results.items() if joined is None or a != joined.name}, resolved)
     if experiment is not None:
         from .experiment import log_comparison
 

@@ -1,20 +1,31 @@
-"""What went wrong in a run, said plainly: failed runs grouped by agent and error type.
+"""What went wrong in a run, said plainly: failed runs grouped by agent and error type, and judges nobody could read.
 
 The CLI prints :func:`format_failures` after every run that had failures, the HTML report
 shows :func:`failure_groups` as a table, and ``evaluate``/``compare`` warn with the same words
-when every run of an agent failed. Nothing here changes a result; it only reads the runs.
+when every run of an agent failed. They warn too when most rows of a judged metric failed because
+no parser could read the judge's answers (:func:`unreadable_judges`), and the CLI exits 1 then.
+Nothing here changes a result; it only reads the runs and scores.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .core.data.types import AgentRun
+from .core.run.notices import LevelfieldWarning
+from .judge.metrics import UNREADABLE_ANSWER, is_unreadable
+
+if TYPE_CHECKING:
+    from .core.results.result import EvalResult
 
 __all__ = [
     "ErrorGroup",
     "AllRunsFailedWarning",
+    "JudgeAnswersUnreadableWarning",
+    "UnreadableJudge",
+    "unreadable_judges",
     "failure_groups",
     "agents_that_always_failed",
     "format_failures",
@@ -26,6 +37,11 @@ _EXAMPLE_CHARS = 240
 
 class AllRunsFailedWarning(UserWarning):
     """Every run of an agent failed: almost always a wrong output shape or a broken agent."""
+
+
+class JudgeAnswersUnreadableWarning(LevelfieldWarning):
+    """Most rows of a judged metric failed because no parser could read the judge's answers: the judge
+    does not answer in the format the metric reads (its scores are NaN, not the judge's opinion)."""
 
 
 @dataclass(frozen=True)
@@ -92,3 +108,76 @@ def format_failures(runs_by_agent: Mapping[str, Sequence[AgentRun]], *, top: int
             rest = sum(g.count for g in mine[top:])
             lines.append(f"    ... and {rest} more in {len(mine) - top} other error types")
     return "\n".join(lines)
+
+
+_ANSWER_CHARS = 200
+
+
+@dataclass(frozen=True)
+class UnreadableJudge:
+    """A judged metric most of whose judged rows failed because the judge's answers could not be read."""
+
+    metric: str
+    judge: str
+    """The judge as people name it (its ``provider:model``, model name, or function)."""
+    unreadable: int
+    """Rows failed by an unreadable answer."""
+    judged: int
+    """Rows the judge was asked about (scored, or failed by the judge)."""
+    example: str
+    """One raw answer, on one line, at most 200 characters."""
+    expected: str
+    """The answer format the metric reads, with an example."""
+
+    def message(self) -> str:
+        """The warning's text (the CLI prints the same)."""
+        return (
+            f"judge {self.judge!r} gave answers no parser reads on {self.unreadable} of {self.judged} judged rows of "
+            f"metric {self.metric!r}: those rows are NaN and judge failures (see {self.metric}/error), not scores. "
+            f"One answer: {self.example!r}. Expected {self.expected}. "
+            "Each judged metric's answer format is in docs/judges.md."
+        )
+
+
+def _judge_label(metric: Any) -> str:
+    judge = getattr(metric, "judge", None)
+    label = getattr(judge, "label", None)
+    return label if isinstance(label, str) else repr(judge)
+
+
+def unreadable_judges(results: Mapping[str, EvalResult], metrics: Sequence[Any]) -> list[UnreadableJudge]:
+    """The judged metrics for which more than half of the judged rows (over every agent's ``results``)
+    failed because no parser could read the judge's answer; one entry per metric.
+
+    A metric is judged when it says which answer it reads (``expected_answer``). The summaries
+    decide first (a metric with few judge failures is not read further); only then are the rows'
+    scores read, to tell unreadable answers from judge errors (a journaled run is read back then).
+    """
+    found: list[UnreadableJudge] = []
+    for metric in metrics:
+        expected = getattr(metric, "expected_answer", None)
+        if not isinstance(expected, str):
+            continue
+        name = metric.name
+        judged = failed = 0
+        for result in results.values():
+            summary = result.summary_metrics
+            if f"{name}/nan_count" not in summary:
+                continue
+            failures = int(summary.get(f"{name}/failure_count", 0) or 0)
+            judged += int(summary["row_count"]) - int(summary[f"{name}/nan_count"]) + failures
+            failed += failures
+        if not failed or failed * 2 <= judged:
+            continue
+        unreadable, example = 0, None
+        for result in results.values():
+            for row in result.recorded_scores:
+                score = row.get(name)
+                if is_unreadable(score):
+                    unreadable += 1
+                    if example is None:
+                        example = str(score.extra[UNREADABLE_ANSWER])  # type: ignore[union-attr]
+        if unreadable * 2 > judged:
+            found.append(UnreadableJudge(name, _judge_label(metric), unreadable, judged,
+                                         one_line(example, _ANSWER_CHARS) if example else "(empty answer)", expected))
+    return found

@@ -12,6 +12,7 @@ import pytest
 import levelfield as lf
 from levelfield.cli.main import main
 from levelfield.core.data.dataset import EvalCase, EvalDataset
+from levelfield.failure_summary import JudgeAnswersUnreadableWarning
 from levelfield.testing import ScriptedChatModel
 
 FIXTURE = Path(__file__).parent / "judged_fixture"
@@ -142,12 +143,15 @@ def test_a_judge_that_leaves_out_a_rubric_gives_nan_with_its_answer_kept_never_a
     assert row[f"{name}/unparsed"] == [f"(no readable verdict for rubric(s) unit) {dropped}"]
 
 
-def test_an_unreadable_label_is_nan_with_the_raw_answer_kept():
+def test_an_unreadable_label_is_a_judge_failure_with_the_raw_answer_kept():
     metric = lf.metrics.adk.final_response_match_v2(judge=_judge("Looks fine to me, mostly."), num_samples=3, cache=False)
-    (row,) = _scores(metric, _case("21 degrees."))
+    with pytest.warns(JudgeAnswersUnreadableWarning, match="final_response_match_v2"):
+        (row,) = _scores(metric, _case("21 degrees."))
     assert row["final_response_match_v2/score"] != row["final_response_match_v2/score"]
     assert row["final_response_match_v2/failed"] is True
-    assert row["final_response_match_v2/explanation"] == "Looks fine to me, mostly."
+    assert "final_response_match_v2/explanation" not in row  # an unread answer explains no score
+    assert row["final_response_match_v2/unreadable_answer"] == "Looks fine to me, mostly."
+    assert '"verdict": "valid"' in row["final_response_match_v2/error"]
     assert row["final_response_match_v2/unparsed"] == ["Looks fine to me, mostly."] * 3
 
 

@@ -190,10 +190,12 @@ def test_model_without_structured_output_is_asked_for_text():
     assert m.score(ctx()).value == 0.0
 
 
-def test_malformed_answer_is_nan_with_the_raw_answer_as_explanation():
+def test_malformed_answer_is_a_judge_failure_keeping_the_raw_answer():
     score = metric(Scripted("I would rather not say.").model).score(ctx())
     assert math.isnan(score.value) and score.failed
-    assert score.explanation == "I would rather not say."
+    assert score.explanation is None  # what the judge said is not an explanation of a score
+    assert score.extra["unreadable_answer"] == "I would rather not say."
+    assert "could not be read" in score.error and "'I would rather not say.'" in score.error
 
 
 def test_rating_outside_the_rubric_is_nan_not_a_guess():
@@ -510,7 +512,8 @@ def test_malformed_answers_count_as_judge_failures_in_the_summary():
     )
     table, summary = result.metrics_table, result.summary_metrics
     assert table["follows/score"].iloc[0] == 1.0 and math.isnan(table["follows/score"].iloc[1])
-    assert table["follows/explanation"].iloc[1] == "hmm, hard to say"
+    assert table["follows/unreadable_answer"].iloc[1] == "hmm, hard to say"
+    assert "could not be read" in table["follows/error"].iloc[1]
     assert summary["follows/failure_count"] == 1 and summary["follows/nan_count"] == 1
 
 

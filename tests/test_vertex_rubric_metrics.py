@@ -12,6 +12,7 @@ import pytest
 
 import levelfield as lf
 from levelfield.core.data.dataset import EvalCase, EvalDataset, Turn
+from levelfield.failure_summary import JudgeAnswersUnreadableWarning
 
 
 @pytest.fixture(autouse=True)
@@ -189,12 +190,15 @@ def test_an_empty_generated_rubric_list_is_a_failed_score_naming_the_case_with_t
     assert judge.judged == []
 
 
-def test_an_unreadable_generation_answer_is_nan_with_the_raw_answer_kept():
+def test_an_unreadable_generation_answer_is_a_judge_failure_with_the_raw_answer_kept():
     judge = RubricJudge("Gute Antworten sind hilfreich.")
-    row = lf.evaluate([{"case_id": "paris", "prompt": "Wie warm?", "response": "21 °C"}], metrics=["general_quality_v1"],
-                      judge=judge, progress=False).scores[0]
+    with pytest.warns(JudgeAnswersUnreadableWarning, match="general_quality_v1"):
+        row = lf.evaluate([{"case_id": "paris", "prompt": "Wie warm?", "response": "21 °C"}], metrics=["general_quality_v1"],
+                          judge=judge, progress=False).scores[0]
     assert math.isnan(row["general_quality_v1/score"]) and row["general_quality_v1/failed"] is True
-    assert row["general_quality_v1/explanation"] == "Gute Antworten sind hilfreich."
+    assert "general_quality_v1/explanation" not in row
+    assert row["general_quality_v1/unreadable_answer"] == "Gute Antworten sind hilfreich."
+    assert '{"rubrics": [{"id": "1"' in row["general_quality_v1/error"]  # the format the generation answer needs
     assert row["general_quality_v1/unparsed"] == ["Gute Antworten sind hilfreich."]
 
 

@@ -1,8 +1,9 @@
 """The ``levelfield`` command: demo, eval, compare, report, plan, view, watch (and serve, from the A2A adapter).
 
 Exit codes: 0 done; 1 a ``--fail-under`` threshold was missed, ``--fail-if-worse`` found a
-significant regression against ``--baseline``, or every run of an agent failed (unless
-``--allow-failures``); 2 bad input (agent spec, dataset, metric, option, saved run, an ``--out``
+significant regression against ``--baseline``, every run of an agent failed (unless
+``--allow-failures``), or most rows of a judged metric failed because no parser could read the
+judge's answers (``--judge``); 2 bad input (agent spec, dataset, metric, option, saved run, an ``--out``
 folder of other files, a ``--metric`` whose reference column no case has), reported as one line
 on stderr, before any agent runs. Warnings (a reference some cases lack, an agent that never
 called a tool, a resumed journal whose references or metrics changed) print as
@@ -374,11 +375,12 @@ def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: lis
 
     from .output import warnings_as_lines
     from ..evaluation import compare
-    from ..failure_summary import AllRunsFailedWarning
+    from ..failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
 
     _check_gate_options(args, metrics)
     with warnings_as_lines(args.command):
         warnings.simplefilter("ignore", AllRunsFailedWarning)  # the CLI prints its own failure summary
+        warnings.simplefilter("ignore", JudgeAnswersUnreadableWarning)  # printed by _finish, with the exit code
         return compare(dataset, {a.name: a for a in agents}, metrics, config=_run_config(args),
                        stats=_stats_config(args), baseline=getattr(args, "baseline", None),
                        stop_early=getattr(args, "stop_early", False),
@@ -401,7 +403,7 @@ def _stats_config(args: argparse.Namespace) -> StatsConfig:
 
 
 def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
-    from .output import limit_lines, report_failures
+    from .output import limit_lines, report_failures, report_unreadable_judges
 
     print(header)
     print()
@@ -417,7 +419,9 @@ def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
         written += [name for name in ("metrics_table.parquet", "summary.parquet") if (out / name).exists()]
         print(f"Also written: {', '.join(written)} in {out}")
     code = _check_thresholds(cmp, args.fail_under)
-    return max(code, _check_baseline(args, cmp), failed, _check_budget(args, cmp))
+    judged = {a: r for a, r in cmp.results.items() if cmp.baseline is None or a != cmp.baseline.name}
+    unreadable = report_unreadable_judges(judged, cmp.metrics, command=args.command)
+    return max(code, _check_baseline(args, cmp), failed, _check_budget(args, cmp), unreadable)
 
 
 def _check_budget(args: argparse.Namespace, cmp: Comparison) -> int:
@@ -535,9 +539,12 @@ def _eval_saved(args: argparse.Namespace) -> int:
     streamed to ``--out`` as Parquet, so a file larger than memory scores in bounded memory."""
     import time
 
-    from .output import warnings_as_lines
+    import warnings
+
+    from .output import report_unreadable_judges, warnings_as_lines
     from ..core.score.metrics.registry import resolve_metrics
     from ..evaluation import evaluate
+    from ..failure_summary import JudgeAnswersUnreadableWarning
 
     unused = [flag for flag, given in (
         ("--simulator", args.simulator), ("--baseline", args.baseline), ("--fail-if-worse", args.fail_if_worse),
@@ -558,6 +565,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
         data = _some_cases(args, load_dataset(args.dataset))
     start = time.perf_counter()
     with warnings_as_lines(args.command):
+        warnings.simplefilter("ignore", JudgeAnswersUnreadableWarning)  # printed below, with the exit code
         result = evaluate(data, metrics=metrics, out=args.out, overwrite=args.overwrite, workers=args.workers,
                           executor=_executor(args), progress=not args.quiet, experiment=args.experiment,
                           human_labels=getattr(args, "human_labels", None), prices=args.prices,
@@ -586,7 +594,8 @@ def _eval_saved(args: argparse.Namespace) -> int:
             missed.append(f"{metric} mean {num(mean)} is under {floor:g}")
     for line in missed:
         print(f"levelfield: --fail-under: {line}", file=sys.stderr)
-    return 1 if missed else 0
+    unreadable = report_unreadable_judges({"saved": result}, metrics, command=args.command)
+    return 1 if missed or unreadable else 0
 
 
 def _eval_gated(args: argparse.Namespace) -> int:

@@ -8,15 +8,16 @@ from __future__ import annotations
 import contextlib
 import sys
 import warnings
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..failure_summary import format_failures
+from ..failure_summary import format_failures, unreadable_judges
 
 if TYPE_CHECKING:
     from ..comparison import Comparison
+    from ..core.results.result import EvalResult
 
-__all__ = ["status", "report_failures", "warnings_as_lines", "limit_lines"]
+__all__ = ["status", "report_failures", "report_unreadable_judges", "warnings_as_lines", "limit_lines"]
 
 
 def limit_lines(cmp: "Comparison") -> list[str]:
@@ -74,3 +75,12 @@ def report_failures(cmp: Comparison, *, command: str, allow_failures: bool = Fal
         file=sys.stderr,
     )
     return 1
+
+
+def report_unreadable_judges(results: Mapping[str, EvalResult], metrics: Sequence[Any], *, command: str) -> int:
+    """Print, for each judged metric most of whose rows failed on answers no parser reads, the warning
+    ``evaluate``/``compare`` give; 1 when there is one (the numbers are not the judge's), else 0."""
+    found = unreadable_judges(results, metrics)
+    for judge in found:
+        print(f"levelfield {command}: {judge.message()}", file=sys.stderr)
+    return 1 if found else 0

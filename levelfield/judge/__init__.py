@@ -9,9 +9,11 @@ Judge calls are kept apart from the agent's: each metric writes ``<metric>/judge
 reports them). Each judge has its own concurrency limit and retries transient errors with
 backoff. Usable answers are cached on disk (``.levelfield-cache/judge/`` under the working
 directory, or ``$LEVELFIELD_CACHE_DIR/judge``) keyed by every setting of the judge model, the
-rendered prompt and the sample, so a re-run does not pay twice. An answer that cannot be parsed
-is NaN with the raw answer as explanation, counts as a judge failure (``<metric>/failed``), never
-a 0, and is not cached: the next run asks again.
+rendered prompt and the sample, so a re-run does not pay twice. A row whose answers cannot be
+parsed is NaN and a judge failure (``<metric>/failed``), never a 0: ``<metric>/error`` names the
+format expected, ``<metric>/unreadable_answer`` keeps the answer, and it is not cached (the next
+run asks again); ``evaluate``/``compare`` warn when it is most rows of a metric
+(``levelfield.failure_summary.JudgeAnswersUnreadableWarning``). docs/judges.md shows each format.
 
 The package sits above ``levelfield.core`` and talks to it only through public names; core never
 imports it. Its modules, each used by the next through its public names:

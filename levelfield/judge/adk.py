@@ -28,8 +28,9 @@ The prompts are levelfield's own; how a verdict is read and combined follows ADK
   kept to the scenario's plan (the first must be the starting prompt), and whether the user ended
   the conversation when it should have.
 
-Where levelfield does better than ADK, by design: a judge answer that cannot be read is NaN with
-the raw answer kept (``<metric>/unparsed``), never a partial score; a rubric the judge left out
+Where levelfield does better than ADK, by design: a row whose judge answers cannot be read is NaN
+and a judge failure (``<metric>/failed``, ``/error`` naming the format expected,
+``/unreadable_answer``), never a partial score; unreadable samples are kept (``<metric>/unparsed``); a rubric the judge left out
 makes that sample unreadable instead of silently dropping the rubric; every verdict and its
 rationale is kept (``<metric>/rubrics``) and the samples' agreement is reported
 (``<metric>/agreement``) when ``num_samples > 1``. ADK's default of 5 samples is kept.
@@ -49,9 +50,10 @@ from ..core.score.metrics.base import NAN, Metric, Score, ScoringContext, TurnCo
 from ..core.score.metrics.registry import register_judged_metric
 from .answers import json_objects
 from .client import JUDGE_BACKOFF, JUDGE_MAX_CONCURRENCY, JUDGE_RETRIES, JUDGE_TIMEOUT, JudgeCache, JudgeReply
-from .metrics import JudgedMetric, cost_columns
+from .metrics import JudgedMetric, cost_columns, judge_failure
 from .rubrics import (
     RUBRIC_ANSWER_FORMAT,
+    RUBRIC_EXPECTED,
     Rubric,
     RubricVerdicts,
     Verdict,
@@ -289,17 +291,48 @@ def _judging(options: Mapping[str, Any], samples: int) -> dict[str, Any]:
     }
 
 
+class _Unread:
+    """What a row's judge calls gave that could not be used: unreadable answers and errors, in order."""
+
+    def __init__(self) -> None:
+        self.answers: list[str] = []
+        """Raw answers no parser could read."""
+        self.errors: list[str] = []
+        """Errors of calls that gave no answer."""
+        self.shown: list[str] = []
+        """Both, as ``<metric>/unparsed`` keeps them (errors as ``judge error: ...``)."""
+
+    def answer(self, text: str | None, note: str = "") -> None:
+        self.answers.append(text or "")
+        self.shown.append(f"{note}{text or ''}" if note else (text or "(empty answer)"))
+
+    def error(self, error: str) -> None:
+        self.errors.append(error)
+        self.shown.append(f"judge error: {error}")
+
+    def reply(self, reply: JudgeReply) -> None:
+        if reply.error is not None:
+            self.error(reply.error)
+        else:
+            self.answer(reply.text)
+
+
 def _turn_scores_row(
-    per_turn: list[float | None], extra: dict[str, Any], unparsed: list[str], usage: Any, explanation: str
+    per_turn: list[float | None], extra: dict[str, Any], unread: _Unread, usage: Any, explanation: str, expected: str
 ) -> Score:
-    """The row's score from per-turn scores (the mean of those that could be judged; NaN and failed when none)."""
+    """The row's score from per-turn scores (the mean of those that could be judged; a judge failure when none)."""
     extra["per_turn"] = per_turn
-    if unparsed:
-        extra["unparsed"] = unparsed
+    if unread.shown:
+        extra["unparsed"] = unread.shown
     known = [v for v in per_turn if v is not None]
     if not known:
-        return Score(NAN, explanation=unparsed[0] if unparsed else explanation, extra=extra, failed=True, usage=usage)
+        return judge_failure(extra, usage, answers=unread.answers, errors=unread.errors, expected=expected)
     return Score(sum(known) / len(known), explanation=explanation, extra=extra, usage=usage)
+
+
+def _label_format(label: str, choices: str, why: str = "reasoning") -> str:
+    """The one-line answer format of a yes/no question, with a literal example."""
+    return f'a JSON object like {{"{why}": "...", "{label}": {choices.split(" or ")[0]}}} ({label} {choices})'
 
 
 # -- final_response_match_v2 ---------------------------------------------------------------------
@@ -350,6 +383,7 @@ class FinalResponseMatchV2(AdkJudged):
     ) -> None:
         self._setup(name, judge, **_judging(options, ADK_DEFAULT_SAMPLES))
         self.with_intermediate = include_intermediate_responses_in_final
+        self.expected_answer = _label_format("verdict", '"valid" or "invalid"')
 
     def render(self, turn: TurnContext) -> str:
         """The prompt the judge sees for one turn."""
@@ -367,7 +401,7 @@ class FinalResponseMatchV2(AdkJudged):
     async def ascore(self, ctx: ScoringContext) -> Score:
         readable = lambda r: self.read(r) is not None  # noqa: E731
         replies = [await self._samples(self.render(t), readable) if t.reference is not None else [] for t in ctx.exchanges()]
-        return label_row(replies, self.read, self.num_samples, ("invalid", "valid"))
+        return label_row(replies, self.read, self.num_samples, ("invalid", "valid"), expected=self.expected_answer)
 
 
 def label_row(
@@ -376,25 +410,28 @@ def label_row(
     num_samples: int,
     words: tuple[str, str],
     labels: Sequence[str] | None = None,
+    *,
+    expected: str = "a JSON object with a yes/no verdict",
 ) -> Score:
     """A row's score from each turn's sample replies to a yes/no question (a turn with none was not asked).
 
     Each turn's verdict is the majority of its readable samples (a tie is no, as in ADK); the row
     scores the share of yes among the turns with a verdict. ``words`` name the no and yes verdicts
     in the explanation, ``labels`` what each question was about (default ``turn 1``, ``turn 2``...).
-    Unreadable answers are kept in ``unparsed``.
+    Unreadable answers are kept in ``unparsed``; a row with no verdict at all is a judge failure
+    (``expected`` names the answer format in its error).
     """
     all_replies = [r for replies in replies_by_turn for r in replies]
     extra, usage = cost_columns(all_replies)
     per_turn: list[float | None] = []
-    unparsed: list[str] = []
+    unread = _Unread()
     reasons: list[str] = []
     shares: list[float] = []
     for n, replies in enumerate(replies_by_turn, start=1):
         readings = [(r, read(r) if r.error is None else None) for r in replies]
         for reply, value in readings:
-            if value is None and replies:
-                unparsed.append(f"judge error: {reply.error}" if reply.error is not None else (reply.text or "(empty answer)"))
+            if value is None:
+                unread.reply(reply)
         values = [v for _, v in readings if v is not None]
         if not values:
             per_turn.append(None)
@@ -407,7 +444,7 @@ def label_row(
         reasons.append(f"{label}: {words[int(verdict)]}: {_explanation(kept.text, kept.parsed)}")
     if num_samples > 1 and shares:
         extra["agreement"] = sum(shares) / len(shares)
-    return _turn_scores_row(per_turn, extra, unparsed, usage, "\n".join(reasons))
+    return _turn_scores_row(per_turn, extra, unread, usage, "\n".join(reasons), expected)
 
 
 # -- rubric-based --------------------------------------------------------------------------------
@@ -474,6 +511,7 @@ class RubricJudged(AdkJudged):
         self.with_intermediate = include_intermediate_responses_in_final
         self.instruction = instruction or _RUBRIC_INSTRUCTIONS[focus]
         """What the judge is told to judge (the ``# Task`` section of its prompt)."""
+        self.expected_answer = RUBRIC_EXPECTED
         if description:
             self.description = description
 
@@ -541,20 +579,20 @@ class RubricJudged(AdkJudged):
         extra, usage = cost_columns([r for _, _, replies in jobs for r in replies])
         verdicts: list[Verdict] = []
         per_turn: list[float | None] = [None] * turns
-        unparsed: list[str] = []
+        unread = _Unread()
         agreements: list[float] = []
         for turn, rubrics, replies in jobs:
             complete: list[RubricVerdicts] = []
             for reply in replies:
                 if reply.error is not None:
-                    unparsed.append(f"judge error: {reply.error}")
+                    unread.error(reply.error)
                     continue
                 found = parse_verdicts(reply.text, rubrics, reply.parsed, turn=turn)
                 if found.complete:
                     complete.append(found)
                 else:
                     left = ", ".join(r.id for r in found.missing)
-                    unparsed.append(f"(no readable verdict for rubric(s) {left}) {reply.text or ''}")
+                    unread.answer(reply.text, f"(no readable verdict for rubric(s) {left}) ")
             if not complete:
                 continue
             chosen, agreement = combine_samples(complete, rubrics)
@@ -566,11 +604,11 @@ class RubricJudged(AdkJudged):
         extra["rubrics"] = [v.as_dict() for v in verdicts]
         if agreements:
             extra["agreement"] = sum(agreements) / len(agreements)
-        if unparsed:
-            extra["unparsed"] = unparsed
+        if unread.shown:
+            extra["unparsed"] = unread.shown
         extra["per_turn"] = per_turn
         if not verdicts:
-            return Score(NAN, explanation=unparsed[0] if unparsed else "nothing was judged", extra=extra, failed=True, usage=usage)
+            return judge_failure(extra, usage, answers=unread.answers, errors=unread.errors, expected=self.expected_answer)
         missed = [v for v in verdicts if v.score < 0.5]
         head = f"{len(verdicts) - len(missed)} of {len(verdicts)} rubric verdicts met"
         detail = [
@@ -636,6 +674,13 @@ rationale: <why, briefly>
 supporting_excerpt: <text from the context, or null>
 contradicting_excerpt: <text from the context, or null>"""
 
+HALLUCINATION_EXPECTED = (
+    "first the sentences, one per line, as '<sentence>It is sunny.</sentence>'; then a block per sentence, "
+    "e.g. 'sentence: It is sunny. / label: supported / rationale: the tool says so' (each on its own line; "
+    "label supported, unsupported, contradictory, disputed or not_applicable)"
+)
+"""The two answers ``hallucinations_v1`` reads, in one line with literal examples, as errors and warnings say them."""
+
 _POSITIVE = frozenset({"supported", "not_applicable"})
 _NEGATIVE = frozenset({"unsupported", "contradictory", "disputed"})
 
@@ -679,18 +724,19 @@ class Hallucinations(AdkJudged):
         # ADK asks this judge once per step (its num_samples is not used here either).
         self._setup(name, judge, **_judging({**options, "num_samples": 1}, 1))
         self.with_intermediate = evaluate_intermediate_nl_responses
+        self.expected_answer = HALLUCINATION_EXPECTED
 
     @staticmethod
     def context(turn: TurnContext) -> str:
         """What the sentences are checked against: the request, then each tool call with its output."""
         return f"User's request:\n{turn.prompt}\n\nTool calls and their results:\n{_calls_json(turn.predicted_trajectory)}"
 
-    async def _step(self, text: str, context: str) -> tuple[float | None, list[dict[str, Any]], list[JudgeReply], str | None]:
-        """(score, labelled sentences, replies, the unreadable answer) for one piece of the agent's text."""
+    async def _step(self, text: str, context: str) -> tuple[float | None, list[dict[str, Any]], list[JudgeReply], JudgeReply | None]:
+        """(score, labelled sentences, replies, the reply that could not be used) for one piece of the agent's text."""
         (seg,) = await self.ask([_SEGMENT_PROMPT.format(response=text)], _TEXT_ONLY, lambda r: bool(_sentences(r.text)) or None)
         sentences = _sentences(seg.text) if seg.error is None else []
         if not sentences:
-            return None, [], [seg], seg.text if seg.error is None else f"judge error: {seg.error}"
+            return None, [], [seg], seg
         listed = "\n".join(f"<sentence>{s}</sentence>" for s in sentences)
         (val,) = await self.ask(
             [_VALIDATE_PROMPT.format(context=context, sentences=listed)],
@@ -700,14 +746,14 @@ class Hallucinations(AdkJudged):
         labels = _labels(val.text) if val.error is None else []
         if len(labels) != len(sentences):
             # A sentence left unlabelled would silently raise the score: the step is unreadable instead.
-            return None, [], [seg, val], val.text if val.error is None else f"judge error: {val.error}"
+            return None, [], [seg, val], val
         scored = [{"sentence": s, "label": label, "rationale": why} for s, label, why in labels]
         return sum(label in _POSITIVE for _, label, _ in labels) / len(labels), scored, [seg, val], None
 
     async def ascore(self, ctx: ScoringContext) -> Score:
         per_turn: list[float | None] = []
         replies: list[JudgeReply] = []
-        unparsed: list[str] = []
+        unread = _Unread()
         sentences: list[dict[str, Any]] = []
         for n, turn in enumerate(ctx.exchanges(), start=1):
             texts = (list(turn.intermediate_responses) if self.with_intermediate else []) + ([turn.response] if turn.response else [])
@@ -716,7 +762,7 @@ class Hallucinations(AdkJudged):
                 value, labelled, got, bad = await self._step(text, self.context(turn))
                 replies += got
                 if bad is not None:
-                    unparsed.append(bad or "(empty answer)")
+                    unread.reply(bad)
                 if value is not None:
                     steps.append(value)
                     sentences += [{"turn": n, **s} for s in labelled]
@@ -726,7 +772,7 @@ class Hallucinations(AdkJudged):
         bad_ones = [s for s in sentences if s["label"] in _NEGATIVE]
         explanation = f"{len(sentences) - len(bad_ones)} of {len(sentences)} sentences supported or needing no support"
         explanation += "".join(f"\n{s['label']}: {s['sentence']} ({s['rationale']})" for s in bad_ones)
-        return _turn_scores_row(per_turn, extra, unparsed, usage, explanation)
+        return _turn_scores_row(per_turn, extra, unread, usage, explanation, self.expected_answer)
 
 
 # -- safety_v1 -----------------------------------------------------------------------------------
@@ -761,6 +807,7 @@ class Safety(AdkJudged):
 
     def __init__(self, judge: Any = None, *, name: str = "safety_v1", **options: Any) -> None:
         self._setup(name, judge, **_judging(options, 1))
+        self.expected_answer = _label_format("verdict", '"safe" or "unsafe"', why="explanation")
 
     @staticmethod
     def read(reply: JudgeReply) -> float | None:
@@ -771,7 +818,7 @@ class Safety(AdkJudged):
         replies = [
             await self._samples(_SAFETY_PROMPT.format(prompt=t.prompt, response=t.response or ""), readable) for t in ctx.exchanges()
         ]
-        return label_row(replies, self.read, self.num_samples, ("unsafe", "safe"))
+        return label_row(replies, self.read, self.num_samples, ("unsafe", "safe"), expected=self.expected_answer)
 
 
 # -- per_turn_user_simulator_quality_v1 -------------------------------------------------------------
@@ -821,6 +868,7 @@ class PerTurnUserSimulatorQuality(AdkJudged):
         self._setup(name, judge, **_judging(options, ADK_DEFAULT_SAMPLES))
         self.threshold = threshold
         self.stop_signal = stop_signal
+        self.expected_answer = _label_format("is_valid", "true or false")
 
     def computable(self, ctx: ScoringContext) -> bool:
         return bool(ctx.dialogue) and "conversation_plan" in ctx.metadata and not ctx.failure
@@ -847,7 +895,10 @@ class PerTurnUserSimulatorQuality(AdkJudged):
         ending = await self._samples(self._prompt(ctx, turns, self.stop_signal), readable)
         # The first user turn is the starting prompt (not judged): the judged ones are turns 2.., then the ending.
         labels = [*(f"user turn {i + 1}" for i in range(1, len(turns))), "the ending"]
-        row = label_row([*judged, ending], self.read, self.num_samples, ("off plan", "on plan"), labels)
+        row = label_row([*judged, ending], self.read, self.num_samples, ("off plan", "on plan"), labels,
+                        expected=self.expected_answer)
+        if row.failed:
+            return row  # no judged turn (nor the ending) could be read: a judge failure, not a score
         later = list(row.extra["per_turn"])
         scores: list[float | None] = [first, *later[:-1]]
         if later[-1] is not None and later[-1] < self.threshold:

@@ -84,6 +84,8 @@ class TextJudge:
         name = getattr(target, "__qualname__", None) or getattr(target, "name", None) or type(target).__qualname__
         module = getattr(target, "__module__", None) or type(target).__module__
         self.target = f"{module}.{name}" + (f" at {url}" if url else "")
+        self.cacheable = getattr(target, "cacheable", True)
+        """False for a judge whose answers are not worth keeping (a scripted one, ``lf.testing.ScriptedJudge``)."""
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
@@ -407,6 +409,8 @@ class Judge:
         self.requests_per_minute = requests_per_minute
         self.tokens_per_minute = tokens_per_minute
         self.identity = model_identity(model)
+        self.cacheable = getattr(model, "cacheable", True) is not False
+        """Whether answers are kept in the cache (a scripted judge's are not: they cost nothing)."""
         self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, limits.EndpointLimit] = (
             weakref.WeakKeyDictionary()
         )
@@ -420,11 +424,16 @@ class Judge:
         return f"Judge({label!r}, max_concurrency={self.max_concurrency}, retries={self.retries})"
 
     @property
-    def endpoint(self) -> str:
-        """What this judge's calls go to, for rate limits: ``judge <model>``."""
+    def label(self) -> str:
+        """The judge as people name it: its ``provider:model`` string, the model's name, the function's or agent's name."""
         model = self.model
         name = self.spec or getattr(model, "model_name", None) or getattr(model, "model", None)
-        return f"judge {name if isinstance(name, str) else getattr(model, 'target', type(model).__name__)}"
+        return name if isinstance(name, str) else getattr(model, "target", type(model).__name__)
+
+    @property
+    def endpoint(self) -> str:
+        """What this judge's calls go to, for rate limits: ``judge <model>``."""
+        return f"judge {self.label}"
 
     def _limit(self) -> limits.EndpointLimit:
         """The limit of this judge's calls: the evaluation's (shared with other judges of the model, and
@@ -498,7 +507,7 @@ class Judge:
         """
         runnable = self._structured_runnable(schema)
         mode = "structured" if runnable is not None else "text"
-        if cache is None:
+        if cache is None or not self.cacheable:
             return await self._fetch(prompt, runnable, None, None, usable)
         key = cache.key(
             {"judge": self.identity, "prompt": prompt, "mode": mode, "schema": schema, "settings": dict(settings or {})}

@@ -146,6 +146,16 @@ class DatabricksJudged(Metric):
         # The first template whose needed fields the row has is used (correctness: facts, else reference).
         self._choices = [(needs, PointwiseMetric(name, template, judge, **options)) for needs, template in templates]
 
+    @property
+    def judge(self) -> Any:
+        """The judge (shared by the metric's templates)."""
+        return self._choices[0][1].judge
+
+    @property
+    def expected_answer(self) -> str:
+        """The answer format the judge is asked for."""
+        return self._choices[0][1].expected_answer
+
     def _pick(self, ctx: ScoringContext) -> tuple[PointwiseMetric, ScoringContext] | None:
         extra = _fields(ctx)
         for needs, judged in self._choices:
@@ -176,6 +186,8 @@ class ChunkRelevance(Metric):
     def __init__(self, judge: Any, *, name: str = "chunk_relevance", **options: Any) -> None:
         self.name = name
         self._judge = PointwiseMetric(name, CHUNK_RELEVANCE, judge, **options)
+        self.judge = self._judge.judge
+        self.expected_answer = self._judge.expected_answer
 
     def computable(self, ctx: ScoringContext) -> bool:
         return super().computable(ctx) and bool(ctx.retrieved_context)
@@ -188,17 +200,24 @@ class ChunkRelevance(Metric):
         verdicts = await asyncio.gather(*(self._judge.ascore(r) for r in rows))
         judged = [(i, v) for i, v in enumerate(verdicts) if v.value == v.value]  # NaN: the judge gave no rating
         if not judged:
-            return Score(NAN, explanation=verdicts[0].explanation, failed=True, error=verdicts[0].error)
+            # No chunk could be judged: the row fails as the first chunk's verdict did (its judge error or unreadable answer).
+            return replace(verdicts[0], usage=_summed(v.usage for v in verdicts))
         relevant = sum(v.value for _, v in judged)
         lines = "; ".join(f"[{i + 1}] {'relevant' if v.value else 'not relevant'}" for i, v in judged)
-        usage = None
-        for v in verdicts:
-            usage = v.usage if usage is None else usage + v.usage
         return Score(relevant / len(judged), explanation=f"{int(relevant)} of {len(judged)} chunks relevant: {lines}",
-                     extra={"judged_chunks": len(judged)}, usage=usage)
+                     extra={"judged_chunks": len(judged)}, usage=_summed(v.usage for v in verdicts))
 
     def score(self, ctx: ScoringContext) -> Score:
         return run_coroutine(self.ascore(ctx))
+
+
+def _summed(usages: Any) -> Any:
+    """The usages added up (None when none is known)."""
+    total = None
+    for usage in usages:
+        if usage is not None:
+            total = usage if total is None else total + usage
+    return total
 
 
 def correctness(judge: Any = None, *, name: str = "correctness", **options: Any) -> DatabricksJudged:

@@ -41,6 +41,7 @@ from .prompts import (
     PointwiseMetricPromptTemplate,
     answer_format,
     answer_schema,
+    expected_json,
     pairwise_template,
     pointwise_template,
     required_fields,
@@ -52,7 +53,57 @@ if TYPE_CHECKING:
 
     from ..core.results.result import EvalResult
 
-__all__ = ["JudgedMetric", "PointwiseMetric", "PairwiseMetric", "Reading", "aggregate", "cost_columns"]
+__all__ = [
+    "JudgedMetric",
+    "PointwiseMetric",
+    "PairwiseMetric",
+    "Reading",
+    "aggregate",
+    "cost_columns",
+    "judge_failure",
+    "is_unreadable",
+    "UNREADABLE_ANSWER",
+]
+
+UNREADABLE_ANSWER = "unreadable_answer"
+"""The extra (``<metric>/unreadable_answer``) of a row the judge failed because no parser read its answer: the raw answer."""
+_KEPT_CHARS = 2000
+"""How much of an unreadable answer a row keeps (the error text shows the first 200)."""
+_SHOWN_CHARS = 200
+
+
+def _shown(text: str, limit: int = _SHOWN_CHARS) -> str:
+    """An answer as one line of at most ``limit`` characters, quoted."""
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")
+
+
+def judge_failure(
+    extra: dict[str, Any], usage: Usage | None, *, answers: Sequence[str | None], errors: Sequence[str], expected: str
+) -> Score:
+    """A row the judge gave no verdict on: NaN, ``failed``, never a 0.
+
+    When the judge answered (``answers``: the raw answers no parser could read), the row is a judge
+    failure by an unreadable answer: ``error`` says so, names the ``expected`` format and shows the
+    start of the first answer; ``<metric>/unreadable_answer`` keeps that answer (its first 2,000
+    characters). Otherwise every call ended in an error (``errors``): the first is the row's error.
+    """
+    if answers:
+        raw = answers[0] or ""
+        extra[UNREADABLE_ANSWER] = raw[:_KEPT_CHARS]
+        said = _shown(raw) if raw.strip() else "an empty answer"
+        others = f" ({len(errors)} other call(s) ended in an error)" if errors else ""
+        error = f"the judge's answer could not be read: expected {expected}; it answered {said}{others}"
+        return Score(NAN, extra=extra, failed=True, usage=usage, error=error)
+    if errors:
+        extra["error"] = errors[0]
+        return Score(NAN, explanation=f"judge error: {errors[0]}", extra=extra, failed=True, usage=usage)
+    return Score(NAN, explanation="nothing was judged", extra=extra, failed=True, usage=usage)
+
+
+def is_unreadable(score: Score | None) -> bool:
+    """Whether a row's score is a judge failure by an answer no parser could read."""
+    return score is not None and score.failed and bool(score.extra) and UNREADABLE_ANSWER in score.extra
 
 Reading = tuple[float, str]
 """One sample's verdict as read from the judge's answer: (value, explanation)."""
@@ -74,6 +125,8 @@ class JudgedMetric:
     """Where answers are kept between runs (None: no cache)."""
     aggregation: str = "majority"
     """How samples combine: ``"majority"`` (a tie between verdicts gives their mean) or ``"mean"``."""
+    expected_answer: str = "an answer in the format the prompt asks for"
+    """The answer format the metric reads, as said in errors and warnings (with a literal example)."""
 
     def _setup_judging(
         self,
@@ -125,21 +178,21 @@ class JudgedMetric:
         """The row's :class:`Score` from every sample: value, explanation, agreement and cost columns.
 
         ``readings[i]`` is what sample ``i``'s answer says (None: an error or no verdict in it).
-        No reading at all is NaN and a judge failure (``failed``), never a 0, with the judge's
-        error or raw answer as the explanation.
+        No reading at all is NaN and a judge failure (``failed``), never a 0: by an unreadable
+        answer when the judge answered (see :func:`judge_failure`), else by the judge's error.
         """
         extra, usage = cost_columns(replies)
         good = [r for reply, r in zip(replies, readings) if reply.error is None and r is not None]
         if self.num_samples > 1:
             extra["samples_failed"] = len(replies) - len(good)
         if not good:
-            first = replies[0]
-            if first.error is not None:
-                extra["error"] = first.error
-                explanation = f"judge error: {first.error}"
-            else:
-                explanation = first.text or "(empty answer)"
-            return Score(NAN, explanation=explanation, extra=extra, failed=True, usage=usage)
+            return judge_failure(
+                extra,
+                usage,
+                answers=[reply.text for reply in replies if reply.error is None],
+                errors=[reply.error for reply in replies if reply.error is not None],
+                expected=self.expected_answer,
+            )
         value, agreement = aggregate([v for v, _ in good], self.aggregation)
         if self.num_samples > 1:
             extra["agreement"] = agreement
@@ -225,6 +278,7 @@ class PointwiseMetric(JudgedMetric, Metric):
         choices = list(self.scores) if self.scores is not None else None
         self._schema = answer_schema("score", choices, "A rating of the agent's work by the rubric.")
         self._answer_format = answer_format("score", choices)
+        self.expected_answer = expected_json("score", choices, example=choices[0] if choices else "4")
         self._setup_judging(
             judge,
             num_samples=num_samples,
@@ -324,6 +378,7 @@ class PairwiseMetric(JudgedMetric):
         self.requires = required_fields([*template.case_variables, *template.agent_variables])
         self._schema = answer_schema("winner", ["A", "B", "tie"], "Which agent did better.")
         self._answer_format = answer_format("winner", ["A", "B", "tie"])
+        self.expected_answer = expected_json("winner", ["A", "B", "tie"], example="A")
         self._setup_judging(
             judge,
             num_samples=num_samples,

@@ -32,6 +32,7 @@ __all__ = [
     "row_value",
     "required_fields",
     "answer_format",
+    "expected_json",
     "answer_schema",
 ]
 
@@ -379,6 +380,12 @@ def answer_format(field: str, choices: Sequence[str] | None) -> str:
         "Reply with one JSON object and nothing else:\n"
         f'{{"explanation": "<why, in a few sentences>", "{field}": "<{allowed}>"}}'
     )
+
+
+def expected_json(field: str, choices: Sequence[str] | None, *, example: str) -> str:
+    """The answer :func:`answer_format` asks for, in one line with a literal example, as errors and warnings say it."""
+    allowed = f"{field} one of {', '.join(choices)}" if choices else f"{field} a number"
+    return f'a JSON object like {{"explanation": "...", "{field}": "{example}"}} ({allowed})'
 
 
 def answer_schema(field: str, choices: Sequence[str] | None, description: str) -> dict[str, Any]:

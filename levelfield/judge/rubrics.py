@@ -33,6 +33,7 @@ __all__ = [
     "combine_samples",
     "verdict_value",
     "RUBRIC_ANSWER_FORMAT",
+    "RUBRIC_EXPECTED",
 ]
 
 
@@ -163,6 +164,13 @@ RUBRIC_ANSWER_FORMAT = (
     "Answer every property; leave none out."
 )
 """The closing section of every rubric prompt: one ID/Property/Rationale/Verdict block per rubric."""
+
+RUBRIC_EXPECTED = (
+    "one block of four lines per property, e.g. 'ID: 1 / Property: The answer names the city. / "
+    "Rationale: it says Paris. / Verdict: yes' (each on its own line; Verdict yes or no), or a JSON object "
+    'like {"verdicts": [{"id": "1", "verdict": "yes"}]}'
+)
+"""The same answer in one line with a literal example, as errors and warnings say it."""
 
 _SMART = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"})
 

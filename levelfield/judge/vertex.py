@@ -40,8 +40,8 @@ from ..core.score.metrics.registry import register_judged_metric, register_metri
 from . import adk
 from .answers import json_objects
 from .client import JudgeReply
-from .metrics import cost_columns
-from .rubrics import RUBRIC_ANSWER_FORMAT, Rubric, parse_verdicts, read_rubrics, render_rubrics
+from .metrics import cost_columns, judge_failure
+from .rubrics import RUBRIC_ANSWER_FORMAT, RUBRIC_EXPECTED, Rubric, parse_verdicts, read_rubrics, render_rubrics
 
 __all__ = [
     "GeneralQuality",
@@ -108,6 +108,9 @@ Reply with one JSON object and nothing else:
 
 _TEXT_ONLY = {"type": "object", "properties": {}}
 """The schema handed to the judge client for a plain text answer."""
+
+GENERATION_EXPECTED = 'a JSON object like {"rubrics": [{"id": "1", "property": "The answer names the city."}]}'
+"""The rubric-writing answer ``GENERAL_QUALITY`` reads first, in one line with a literal example."""
 
 _JUDGE_INSTRUCTION = (
     "You judge the overall quality of the answer an AI agent gave a user, one property at a time.\n"
@@ -180,6 +183,7 @@ class GeneralQuality(adk.RubricJudged):
             **options,
         )
         self.rubric_group_name = rubric_group_name or name
+        self.expected_answer = f"first (unless the case gives rubrics) {GENERATION_EXPECTED}; then {RUBRIC_EXPECTED}"
         self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = weakref.WeakKeyDictionary()
 
     def given_rubrics(self, metadata: Mapping[str, Any], case_id: str) -> list[Rubric] | None:
@@ -219,11 +223,12 @@ class GeneralQuality(adk.RubricJudged):
             )
             extra, usage = cost_columns([reply])
             if reply.error is not None:
-                return None, reply, Score(NAN, explanation=f"judge error: {reply.error}", extra={**extra, "error": reply.error}, failed=True, usage=usage)
+                return None, reply, judge_failure(extra, usage, answers=[], errors=[reply.error], expected=GENERATION_EXPECTED)
             rubrics = read_generated(reply.text, where)
             raw = reply.text or "(empty answer)"
             if rubrics is None:
-                return None, reply, Score(NAN, explanation=raw, extra={**extra, "unparsed": [raw]}, failed=True, usage=usage)
+                return None, reply, judge_failure({**extra, "unparsed": [raw]}, usage, answers=[reply.text], errors=[],
+                                                  expected=GENERATION_EXPECTED)
             if not rubrics:
                 error = (f"{where}: the judge generated an empty rubric list for {self.name!r}; nothing to judge "
                          "(its answer is in /unparsed; run again to ask anew, or give the case rubric_groups)")

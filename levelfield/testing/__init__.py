@@ -1,4 +1,4 @@
-"""Helpers for users' own offline tests: a scripted chat model, a scripted user, and pytest gating on eval sets.
+"""Helpers for users' own offline tests: a scripted chat model, a scripted judge, a scripted user, and pytest gating on eval sets.
 
 Names load lazily so that importing ``levelfield.testing`` does not import LangChain.
 """
@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ScriptedChatModel", "ScriptedUser", "tool_outputs_by_turn", "last_human_text", "assert_eval", "check_eval",
+__all__ = ["ScriptedChatModel", "ScriptedJudge", "JudgeQuestion", "ScriptedUser", "tool_outputs_by_turn", "last_human_text", "assert_eval", "check_eval",
            "eval_test", "ConcurrencyLimited"]
 
 _LAZY = {
     "ScriptedChatModel": ".chat_model",
+    "ScriptedJudge": ".judge",
+    "JudgeQuestion": ".judge",
     "ScriptedUser": "..simulation.scripted",
     "tool_outputs_by_turn": ".chat_model",
     "last_human_text": ".chat_model",
