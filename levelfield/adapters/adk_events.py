@@ -34,6 +34,7 @@ __all__ = [
     "output_from_events",
     "session_state",
     "with_inner_calls",
+    "with_tool_errors",
 ]
 
 # HTTP and gRPC names of the errors worth retrying: rate limits, overload, deadlines.
@@ -204,6 +205,8 @@ class RunCalls:
         self.session_id = session_id
         self.calls: dict[str, list[ToolCall]] = {}
         self.model_calls = 0
+        self.tool_errors: dict[str, str] = {}
+        """What each tool that raised raised, by its call id (ADK fails the run unless a callback answers for it)."""
 
 
 CURRENT_RUN: contextvars.ContextVar[RunCalls | None] = contextvars.ContextVar("levelfield_adk_run", default=None)
@@ -247,6 +250,13 @@ def install_inner_calls(managers: list[Any]) -> bool:
                     call.tool_output = result.get("result", result) if isinstance(result, Mapping) and set(result) == {"result"} else result
             return None
 
+        async def on_tool_error_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any,
+                                         error: Exception) -> None:
+            run = CURRENT_RUN.get()
+            if run is not None and tool_context.function_call_id:
+                run.tool_errors[tool_context.function_call_id] = f"{type(error).__name__}: {error}"
+            return None  # the agent's own callbacks, if any, decide what the model sees
+
         async def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> None:
             run = CURRENT_RUN.get()
             if run is not None and callback_context.session.id != run.session_id and not getattr(llm_response, "partial", False):
@@ -257,6 +267,14 @@ def install_inner_calls(managers: list[Any]) -> bool:
         if manager.get_plugin(_PLUGIN_NAME) is None:
             manager.register_plugin(InnerCallsPlugin(name=_PLUGIN_NAME))
     return True
+
+
+def with_tool_errors(output: AgentOutput, run: RunCalls) -> AgentOutput:
+    """``output`` with the exception of each tool that raised as its call's ``error`` (where none is recorded)."""
+    for call in output.trajectory:
+        if call.error is None and call.id in run.tool_errors:
+            call.error = run.tool_errors[call.id]
+    return output
 
 
 def with_inner_calls(output: AgentOutput, inner: RunCalls) -> AgentOutput:
