@@ -526,11 +526,14 @@ def _is_deployed(obj: Any) -> bool:
 
 def _default_name(obj: Any) -> str:
     if _is_deployed(obj):
-        for attr in ("display_name", "resource_name"):
+        # vertexai's AgentEngine has display_name / resource_name; agentplatform's Runtime (and
+        # vertexai.Client's AgentEngine) hold them in api_resource.
+        holders = [obj, getattr(obj, "api_resource", None)]
+        for holder, attr in [(h, a) for h in holders if h is not None for a in ("display_name", "resource_name", "name")]:
             try:
-                value = getattr(obj, attr, None)
+                value = getattr(holder, attr, None)
             except Exception:  # a property that needs the network
                 value = None
-            if value:
-                return str(value)
+            if isinstance(value, str) and value:
+                return value
     return type(obj).__name__
