@@ -146,6 +146,11 @@ class DatabricksJudged(Metric):
         # The first template whose needed fields the row has is used (correctness: facts, else reference).
         self._choices = [(needs, PointwiseMetric(name, template, judge, **options)) for needs, template in templates]
 
+    def use_default_judge(self, judge: Any) -> None:
+        """Judge with the run's ``judge`` unless this metric was given its own."""
+        for _, judged in self._choices:
+            judged.use_default_judge(judge)
+
     def _pick(self, ctx: ScoringContext) -> tuple[PointwiseMetric, ScoringContext] | None:
         extra = _fields(ctx)
         for needs, judged in self._choices:
@@ -176,6 +181,10 @@ class ChunkRelevance(Metric):
     def __init__(self, judge: Any, *, name: str = "chunk_relevance", **options: Any) -> None:
         self.name = name
         self._judge = PointwiseMetric(name, CHUNK_RELEVANCE, judge, **options)
+
+    def use_default_judge(self, judge: Any) -> None:
+        """Judge with the run's ``judge`` unless this metric was given its own."""
+        self._judge.use_default_judge(judge)
 
     def computable(self, ctx: ScoringContext) -> bool:
         return super().computable(ctx) and bool(ctx.retrieved_context)
