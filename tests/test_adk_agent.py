@@ -297,3 +297,61 @@ def test_without_google_adk_the_error_names_the_extra(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_adk)
     with pytest.raises(lf.MissingExtraError, match=r"levelfield\[adk\]"):
         AdkAgent(agent)
+
+
+# -- ADK's efficiency criteria, computed by ADK on the same invocations ------------------------
+
+
+def test_efficiency_criteria_equal_adks_own_evaluators_on_the_same_live_run(capsys):
+    from google.adk.evaluation.eval_metrics import EvalMetric
+    from google.adk.evaluation.evaluation_generator import EvaluationGenerator
+    from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALUATOR_REGISTRY
+
+    from levelfield.core.results.criteria import efficiency_criteria
+
+    # Two turns: a tool call then an answer (2 model calls); an answer without a call (1 model call).
+    agent = AdkAgent(LlmAgent(name="weather", model=StepLlm(steps=[
+        lambda said: [("get_weather", {"city": "Oslo"})] if "Wetter" in said else "Gern.", "Schnee in Oslo."]),
+        tools=[get_weather]))
+    rows = [{"case_id": "c", "turns": [{"prompt": "Wetter in Oslo?"}, {"prompt": "Danke!"}]}]
+    names = [c.metric for c in efficiency_criteria()]
+    result = lf.evaluate(rows, agent, names, **FAST)
+    run_ = result.runs[0]
+    assert not run_.failure, run_.error
+
+    # ADK's own reading of the session's events into invocations, timed with the turns' recorded seconds.
+    [session_id] = agent._sessions.values()
+    session = asyncio.run(agent.runner.session_service.get_session(
+        app_name=agent.runner.app_name, user_id=agent.user_id, session_id=session_id))
+    invocation_ids = list(dict.fromkeys(e.invocation_id for e in session.events))
+    durations = {i: round(t.duration_seconds, 3) for i, t in zip(invocation_ids, run_.turns)}
+    invocations = EvaluationGenerator.convert_events_to_eval_invocations(session.events, durations_per_invocation=durations)
+    assert len(invocations) == 2
+
+    scores = result.scores[0]
+    report = {}
+    for name in names:
+        adk = DEFAULT_METRIC_EVALUATOR_REGISTRY.get_evaluator(EvalMetric(metric_name=name)).evaluate_invocations(invocations, None)
+        ours = scores[f"{name}/score"]
+        report[name] = (adk.overall_score, ours)
+        assert ours == pytest.approx(adk.overall_score), name
+        assert scores[f"{name}/per_turn"] == pytest.approx([r.score for r in adk.per_invocation_results]), name
+    assert report["tool_call_count_v1"] == (0.5, 0.5)
+    assert report["inference_call_count_v1"] == (1.5, 1.5)
+    assert report["token_usage_v1"] == (19.5, 19.5)  # 13 tokens a model call
+    with capsys.disabled():
+        print("\nADK vs levelfield (overall, per invocation):", report)
+
+
+@pytest.mark.parametrize("name", ["tool_call_count_v1", "inference_call_count_v1", "token_usage_v1", "invocation_duration_v1"])
+def test_a_threshold_for_an_efficiency_criterion_is_refused_in_adks_own_words(name):
+    from google.adk.evaluation.eval_metrics import EvalMetric
+    from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALUATOR_REGISTRY
+
+    from levelfield.core.results.criteria import load_criteria
+
+    with pytest.raises(ValueError) as adk:
+        DEFAULT_METRIC_EVALUATOR_REGISTRY.get_evaluator(EvalMetric(metric_name=name, threshold=1.0))
+    with pytest.raises(lf.MetricError) as ours:
+        load_criteria({name: 1.0})
+    assert str(adk.value) in str(ours.value)
