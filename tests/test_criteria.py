@@ -130,9 +130,23 @@ def test_bad_judge_options_are_refused_naming_the_criterion():
         load_criteria({"safety_v1": {"threshold": 1, "judge_model_options": {"num_samples": 0}}})
 
 
+@pytest.mark.parametrize("name", ["tool_call_count_v1", "inference_call_count_v1", "token_usage_v1", "invocation_duration_v1"])
+def test_a_threshold_for_an_efficiency_criterion_is_refused_with_adks_reason(name):
+    # google-adk 2.x: "`<name>` does not support a threshold: ... it is reported automatically on every eval."
+    with pytest.raises(lf.MetricError, match=rf"`{name}` does not support a threshold: it reports a value and never "
+                                              r"passes or fails\. Remove it from `criteria` entirely; it is reported "
+                                              r"automatically on every eval\."):
+        load_criteria({"tool_trajectory_avg_score": 1.0, name: 2})
+
+
 def test_efficiency_criteria_are_informational():
-    (c,) = load_criteria({"tool_call_count_v1": 2})
-    assert c.informational and c.describe() == "tool_call_count_v1 (informational)"
+    from levelfield.core.results.criteria import efficiency_criteria
+
+    criteria = efficiency_criteria()
+    assert [c.metric for c in criteria] == ["tool_call_count_v1", "inference_call_count_v1", "token_usage_v1",
+                                            "invocation_duration_v1"]
+    assert all(c.informational for c in criteria)
+    assert criteria[0].describe() == "tool_call_count_v1 (informational)"
 
 
 def test_unknown_metric_is_refused():

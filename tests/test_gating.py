@@ -75,16 +75,19 @@ def test_assert_eval_reads_the_test_config_beside_the_file(tmp_path):
     shutil.copy(FIXTURE / "lights.test.json", tmp_path)
     (tmp_path / "test_config.json").write_text(json.dumps({"criteria": {"tool_trajectory_avg_score": 0.5}}))
     report = lf.testing.assert_eval(tmp_path / "lights.test.json", hasty_follow_up)
-    assert [c.metric for c in report.criteria] == ["tool_trajectory_avg_score"]
+    assert [c.metric for c in report.criteria if not c.informational] == ["tool_trajectory_avg_score"]
 
 
 def test_assert_eval_without_a_config_uses_adks_defaults(tmp_path):
     shutil.copy(FIXTURE / "thermostat.test.json", tmp_path)
     report = lf.testing.assert_eval(tmp_path / "thermostat.test.json", careful_follow_up)
-    assert [(c.metric, c.threshold) for c in report.criteria] == [
+    assert [(c.metric, c.threshold) for c in report.criteria if not c.informational] == [
         ("tool_trajectory_avg_score", 1.0),
         ("response_match_score", 0.8),
     ]
+    # and, as ADK 2.x, the efficiency criteria, reported without being asked
+    assert [c.metric for c in report.criteria if c.informational] == [
+        "tool_call_count_v1", "inference_call_count_v1", "token_usage_v1", "invocation_duration_v1"]
 
 
 def test_assert_eval_takes_an_agent_spec_string():
@@ -179,8 +182,13 @@ def test_cli_eval_with_config_prints_the_case_table_and_exits_1_on_a_failing_cas
                  "--config", str(FIXTURE / "test_config.json"), "--quiet"])
     out = capsys.readouterr().out
     assert code == 1
-    assert [line.split()[-1] for line in out.splitlines() if line.startswith(("greeting", "warmer_room"))] == [
+    gate_table, efficiency_table = out.split("\n\n")[1:3]
+    assert [line.split()[-1] for line in gate_table.splitlines() if line.startswith(("greeting", "warmer_room"))] == [
         "PASS", "FAIL"]
+    # The efficiency criteria follow, per turn and informational: warmer_room made two tool calls in its one turn.
+    assert efficiency_table.splitlines()[0].split()[-4:] == [
+        "tool_call_count_v1", "inference_call_count_v1", "token_usage_v1", "invocation_duration_v1"]
+    assert efficiency_table.splitlines()[2].split()[:2] == ["warmer_room", "2.000"]
     assert "FAILED case 'warmer_room'" in out
 
 

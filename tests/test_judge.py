@@ -425,8 +425,12 @@ def test_default_cache_directory_follows_levelfield_cache_dir(tmp_path):
 
 
 def test_judged_metric_without_a_judge_says_how_to_give_one():
+    # Built without a judge it waits for the run's (evaluate(..., judge=...)); used without one it says how to give one.
+    metric = lf.metrics.judged.response_follows_trajectory()
     with pytest.raises(lf.MetricError, match=r"no judge: pass judge=.*'provider:model'"):
-        lf.metrics.judged.response_follows_trajectory()
+        metric.score(ctx())
+    with pytest.raises(lf.MetricError, match=r"no judge: pass judge=.*'provider:model'"):
+        lf.evaluate([{"prompt": "hi"}], lambda p: "ok", [metric], progress=False)
 
 
 def test_unknown_provider_string_is_a_clear_error():

@@ -17,7 +17,6 @@ here, and only when needed.
 
 from __future__ import annotations
 
-import contextvars
 import inspect
 import re
 import threading
@@ -29,7 +28,9 @@ from ..core.errors import (AdapterError, AgentOutputError, ConfigError, ConfigTy
                            TransientAgentError, exception_text)
 from ..core.data.protocol import AgentRequest
 from ..core.run.threads import run_sync
-from ..core.data.types import AgentOutput, Handoff, ToolCall, Usage, content_text
+from ..core.data.types import AgentOutput, ToolCall, Usage, content_text
+from .adk_events import (CURRENT_RUN, TRANSIENT_CODES, RunCalls, event_error, install_inner_calls, is_adk_event,
+                         is_transient, output_from_events, session_state, with_inner_calls)
 from .function import output_from_value
 
 __all__ = ["AgentEngineAgent", "parse_agent_engine_output", "OPERATIONS"]
@@ -42,8 +43,6 @@ _EXPECTED = (
     "a LangchainAgent dict {'output', 'intermediate_steps'}, a LanggraphAgent dict {'messages': [...]}, "
     "a stream of ADK event dicts, or Vertex's {'response', 'predicted_trajectory'}"
 )
-# HTTP and gRPC names of the errors worth retrying: rate limits, overload, deadlines.
-_TRANSIENT_CODES = {429, 503, 504, "429", "503", "504", "RESOURCE_EXHAUSTED", "UNAVAILABLE", "DEADLINE_EXCEEDED"}
 
 
 # --- reading outputs ------------------------------------------------------------------------
@@ -151,140 +150,6 @@ def _from_messages(messages: list[Any]) -> AgentOutput:
     )
 
 
-def _event_error(event: Mapping[str, Any]) -> tuple[str, Any] | None:
-    if event.get("error_code") or event.get("error_message"):
-        return str(event.get("error_message") or ""), event.get("error_code")
-    if "error" in event and not event.get("content"):
-        error = event["error"]
-        if isinstance(error, Mapping):
-            return str(error.get("message") or error), error.get("code") or error.get("status")
-        return str(error), event.get("code")
-    return None
-
-
-def _from_adk_events(events: list[Any], agent: str, *, strict: bool = True) -> AgentOutput:
-    """An ADK event stream: tool calls with their responses, the texts, usage and authors.
-
-    ``strict=False`` reads as much as it can (for the partial output of a failed run).
-    """
-    calls: list[ToolCall] = []
-    by_id: dict[str, ToolCall] = {}
-    texts: list[str] = []
-    usage: Usage | None = None
-    team = _Team()
-    for index, event in enumerate(events):
-        if not isinstance(event, Mapping):
-            if not strict:
-                continue
-            raise AgentOutputError(f"agent {agent!r} streamed event {index} of type {type(event).__name__}; expected a dict")
-        error = _event_error(event)
-        if error is not None and strict:
-            message, code = error
-            partial = _from_adk_events(events[:index], agent, strict=False)
-            text = f"agent {agent!r} streamed an error event" + (f" ({code})" if code else "") + f": {message}"
-            if code in _TRANSIENT_CODES:
-                raise TransientAgentError(text, partial=partial)
-            raise AdapterError(text, error_type="agent_error", partial=partial)
-        if event.get("partial"):
-            continue  # streamed fragments; the complete event follows
-        author = event.get("author")
-        team.add(event)
-        text = ""
-        for part in (event.get("content") or {}).get("parts") or []:
-            if not isinstance(part, Mapping):
-                continue
-            if part.get("function_call"):
-                fc = part["function_call"]
-                call = ToolCall(tool_name=fc.get("name") or "", tool_input=fc.get("args") or {}, id=fc.get("id"), agent=author)
-                calls.append(call)
-                if call.id:
-                    by_id[call.id] = call
-            elif part.get("function_response"):
-                fr = part["function_response"]
-                target = by_id.get(fr.get("id") or "") or next(
-                    (c for c in calls if c.tool_name == fr.get("name") and c.tool_output is None), None
-                )
-                if target is not None:
-                    response = fr.get("response")
-                    # ADK wraps a tool's non-dict return value as {"result": value}.
-                    if isinstance(response, Mapping) and set(response) == {"result"}:
-                        response = response["result"]
-                    elif isinstance(response, Mapping) and set(response) == {"error"}:
-                        target.error = str(response["error"])
-                    target.tool_output = response
-            elif part.get("text") and not part.get("thought"):
-                text += part["text"]
-        if text and author != "user":
-            texts.append(text)
-        counts = event.get("usage_metadata")
-        if isinstance(counts, Mapping):
-            model = event.get("model_version")  # the LlmResponse's model, on ADK's events
-            usage = Usage(
-                input_tokens=int(counts.get("prompt_token_count") or 0),
-                output_tokens=int(counts.get("candidates_token_count") or 0),
-                total_tokens=int(counts.get("total_token_count") or 0),
-                model=str(model) if model else None,
-            ) + usage
-    return AgentOutput(
-        response=texts[-1] if texts else "",
-        trajectory=calls,
-        intermediate_responses=texts[:-1],
-        usage=usage,
-        handoffs=team.handoffs,
-        model_calls=team.model_calls,
-        state=team.state_delta,
-        raw=events,
-    )
-
-
-class _Team:
-    """What ADK events say about the agents of a run: who had control when, how many model
-    answers they gave, and the session state changes (``actions.state_delta``)."""
-
-    def __init__(self) -> None:
-        self.handoffs: list[Handoff] = []
-        self.model_calls = 0
-        self.state_delta: dict[str, Any] = {}
-        self._current: tuple[str, str] | None = None  # (author, branch)
-        self._had_control: set[str] = set()
-
-    def add(self, event: Mapping[str, Any]) -> None:
-        author = event.get("author")
-        if not isinstance(author, str) or not author or author == "user":
-            return
-        parts = [p for p in (event.get("content") or {}).get("parts") or [] if isinstance(p, Mapping)]
-        # One model answer is one event with text or calls (a tool's response is an event of its own).
-        if any(p.get("function_call") or p.get("text") for p in parts) or event.get("usage_metadata"):
-            self.model_calls += 1
-        actions = event.get("actions") or {}
-        delta = actions.get("state_delta") if isinstance(actions, Mapping) else None
-        if isinstance(delta, Mapping):
-            self.state_delta.update(delta)
-        self._control(author, str(event.get("branch") or ""))
-
-    def _control(self, author: str, branch: str) -> None:
-        current = self._current
-        self._current = (author, branch)
-        if current is None:
-            self._had_control.add(author)
-            return
-        if current[0] == author:
-            return
-        # Sub-agents of a ParallelAgent interleave their events (sibling branches): control
-        # passes to each once, the first time it acts, not at every interleaving.
-        siblings = branch and current[1] and not branch.startswith(current[1]) and not current[1].startswith(branch)
-        if siblings and author in self._had_control:
-            return
-        self._had_control.add(author)
-        self.handoffs.append(Handoff(from_agent=current[0], to_agent=author))
-
-
-def _is_adk_event(item: Any) -> bool:
-    return isinstance(item, Mapping) and bool(
-        {"content", "author", "invocation_id", "error_code", "error_message"} & set(item)
-    )
-
-
 def _from_chunks(chunks: list[Any], agent: str) -> AgentOutput:
     """The chunks of a LangChain or LangGraph ``stream_query``."""
     if any(isinstance(c, Mapping) and "output" in c for c in chunks):
@@ -330,150 +195,43 @@ def parse_agent_engine_output(value: Any, agent: str = "agent") -> AgentOutput:
     if isinstance(value, list):
         if not value:
             raise AgentOutputError(f"agent {agent!r} streamed nothing; expected {_EXPECTED}")
-        if any(_is_adk_event(item) for item in value):
-            return _from_adk_events(value, agent)
+        if any(is_adk_event(item) for item in value):
+            return output_from_events(value, agent)
         return _from_chunks(value, agent)
     if isinstance(value, Mapping):
         if "output" in value:
             return _from_executor(value, agent)
         if isinstance(value.get("messages"), list):
             return _from_messages(value["messages"])
-        if _is_adk_event(value):
-            return _from_adk_events([value], agent)
+        if is_adk_event(value):
+            return output_from_events([value], agent)
         if "response" in value:
             return output_from_value(dict(value), agent)
-        error = _event_error(value)
+        error = event_error(value)
         if error is not None:
             text = f"agent {agent!r} returned an error" + (f" ({error[1]})" if error[1] else "") + f": {error[0]}"
-            if error[1] in _TRANSIENT_CODES:
+            if error[1] in TRANSIENT_CODES:
                 raise TransientAgentError(text)
             raise AdapterError(text, error_type="agent_error")
         raise AgentOutputError(f"agent {agent!r} returned a dict with keys {_keys(value)}; expected {_EXPECTED}")
     raise AgentOutputError(f"agent {agent!r} returned {type(value).__name__}; expected {_EXPECTED}")
 
 
-# --- calls inside AgentTools ---------------------------------------------------------------
-#
-# ADK runs an AgentTool's agent in a runner of its own and forwards none of its events (only its
-# last answer), so its tool calls never reach the event stream (adk-python #3493). A plugin on
-# the local app's runner, which ADK hands down to nested runners, sees them; a context variable
-# set around each run tells it whose run a call belongs to and which outer call encloses it.
-
-
-class _Inner:
-    """The calls made inside one run's AgentTools, by the outer call id that encloses them."""
-
-    def __init__(self, session_id: str | None) -> None:
-        self.session_id = session_id
-        self.calls: dict[str, list[ToolCall]] = {}
-        self.model_calls = 0
-
-
-_RUN: contextvars.ContextVar[_Inner | None] = contextvars.ContextVar("levelfield_adk_run", default=None)
-_ENCLOSING: contextvars.ContextVar[str | None] = contextvars.ContextVar("levelfield_adk_enclosing", default=None)
-_PLUGIN_NAME = "levelfield_inner_calls"
+# --- calls inside AgentTools (see adk_events) and errors -------------------------------------
 
 
 def _install_inner_calls_plugin(app: Any) -> bool:
-    """Register the plugin on a local AdkApp's runners (once); False when the app has none."""
+    """Register the AgentTool plugin on a local AdkApp's runners; False when it has none."""
     attrs = getattr(app, "_tmpl_attrs", None)
     runners = [attrs.get(k) for k in ("runner", "in_memory_runner")] if isinstance(attrs, dict) else []
-    managers = [getattr(r, "plugin_manager", None) for r in runners if r is not None]
-    managers = [m for m in managers if m is not None and callable(getattr(m, "register_plugin", None))]
-    if not managers:
-        return False
-    from google.adk.plugins.base_plugin import BasePlugin
-
-    class InnerCalls(BasePlugin):
-        async def before_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any) -> None:
-            run = _RUN.get()
-            if run is None:
-                return None
-            if tool_context.session.id == run.session_id:
-                # An outer call: calls made while it runs (in this task) belong under it.
-                _ENCLOSING.set(tool_context.function_call_id)
-                return None
-            enclosing = _ENCLOSING.get()
-            if enclosing is not None:
-                call = ToolCall(tool_name=tool.name, tool_input=dict(tool_args or {}), id=tool_context.function_call_id,
-                                agent=tool_context.agent_name)
-                run.calls.setdefault(enclosing, []).append(call)
-            return None
-
-        async def after_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any, result: Any) -> None:
-            run = _RUN.get()
-            enclosing = _ENCLOSING.get()
-            if run is None or enclosing is None or tool_context.session.id == run.session_id:
-                return None
-            for call in run.calls.get(enclosing, []):
-                if call.id == tool_context.function_call_id and call.tool_output is None:
-                    call.tool_output = result.get("result", result) if isinstance(result, Mapping) and set(result) == {"result"} else result
-            return None
-
-        async def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> None:
-            run = _RUN.get()
-            if run is not None and callback_context.session.id != run.session_id and not getattr(llm_response, "partial", False):
-                run.model_calls += 1
-            return None
-
-    for manager in managers:
-        if manager.get_plugin(_PLUGIN_NAME) is None:
-            manager.register_plugin(InnerCalls(name=_PLUGIN_NAME))
-    return True
-
-
-def _with_inner_calls(output: AgentOutput, inner: _Inner) -> AgentOutput:
-    """``output`` with each AgentTool's inner calls after the call that ran it, the hand-offs to
-    and back from the AgentTool's agent where that call was made, and its model calls counted."""
-    output.model_calls = (output.model_calls or 0) + inner.model_calls
-    if not inner.calls:
-        return output
-    trajectory: list[ToolCall] = []
-    for call in output.trajectory:
-        trajectory.append(call)
-        trajectory.extend(inner.calls.get(call.id or "", []))
-    # Where each outer call was made among the hand-offs: the events read again, call by call.
-    team, at = _Team(), {}
-    for event in output.raw if isinstance(output.raw, list) else []:
-        if isinstance(event, Mapping) and not event.get("partial"):
-            team.add(event)
-            for part in (event.get("content") or {}).get("parts") or []:
-                if isinstance(part, Mapping) and isinstance(part.get("function_call"), Mapping):
-                    at.setdefault(part["function_call"].get("id"), len(team.handoffs))
-    handoffs = list(output.handoffs)
-    outer_agents = {c.id: c.agent for c in output.trajectory}
-    for call_id in sorted(inner.calls, key=lambda k: at.get(k, len(handoffs)), reverse=True):
-        outer, inside = outer_agents.get(call_id), inner.calls[call_id][0].agent
-        if outer and inside and outer != inside:
-            index = at.get(call_id, len(handoffs))
-            handoffs[index:index] = [Handoff(from_agent=outer, to_agent=inside), Handoff(from_agent=inside, to_agent=outer)]
-    output.trajectory, output.handoffs = trajectory, handoffs
-    return output
-
-
-# --- errors -------------------------------------------------------------------------------
-
-
-def _is_transient(exc: BaseException) -> bool:
-    """Google API errors worth retrying: 429 (quota), 503 (unavailable), deadlines."""
-    try:
-        from google.api_core import exceptions as api
-    except ImportError:  # pragma: no cover - google-api-core comes with google-cloud-aiplatform
-        api = None
-    if api is not None and isinstance(
-        exc, (api.TooManyRequests, api.ResourceExhausted, api.ServiceUnavailable, api.DeadlineExceeded, api.GatewayTimeout)
-    ):
-        return True
-    # google-genai's APIError (raised by ADK's Gemini calls) carries the HTTP status as ``code``.
-    module = type(exc).__module__ or ""
-    return module.startswith("google.genai") and getattr(exc, "code", None) in _TRANSIENT_CODES
+    return install_inner_calls([getattr(r, "plugin_manager", None) for r in runners if r is not None])
 
 
 def _failure(exc: Exception, agent: str, operation: str, partial: AgentOutput | None) -> AdapterError:
     if isinstance(exc, AdapterError):
         return exc
     text = f"agent {agent!r} failed in {operation}(): {exception_text(exc)}"
-    if _is_transient(exc):
+    if is_transient(exc):
         return TransientAgentError(text, partial=partial)
     return AdapterError(text, error_type=type(exc).__name__, partial=partial)
 
@@ -581,7 +339,7 @@ class AgentEngineAgent:
         except Exception as exc:
             what = f"could not get Agent Engine {self.resource_name!r}" if self.agent is None else f"could not set up agent {self.name!r}"
             text = f"{what}: {exception_text(exc)}"
-            if _is_transient(exc):
+            if is_transient(exc):
                 raise TransientAgentError(text) from exc
             raise AdapterError(text, error_type="setup_error") from exc
 
@@ -713,23 +471,23 @@ class AgentEngineAgent:
         sink: list[Any] = []
         # Kept if the run is cancelled (timeout), so partial_output() can read what arrived.
         self._progress[key] = sink
-        inner: _Inner | None = None
+        inner: RunCalls | None = None
         try:
             kwargs = await self._kwargs(request)
             if self._inner_calls:
-                inner = _Inner(kwargs.get("session_id"))
-                _RUN.set(inner)  # this task's context: ADK's tasks for this run copy it
+                inner = RunCalls(kwargs.get("session_id"))
+                CURRENT_RUN.set(inner)  # this task's context: ADK's tasks for this run copy it
             value = await self._call(kwargs, sink)
         except Exception as exc:
             self._progress.pop(key, None)
-            partial = _from_adk_events(sink, self.name, strict=False) if any(map(_is_adk_event, sink)) else None
+            partial = output_from_events(sink, self.name, strict=False) if any(map(is_adk_event, sink)) else None
             raise _failure(exc, self.name, operation, partial) from exc
         self._progress.pop(key, None)
         output = parse_agent_engine_output(value, self.name)
-        if isinstance(value, list) and any(map(_is_adk_event, value)):
+        if isinstance(value, list) and any(map(is_adk_event, value)):
             output.state = self._session_state(request, output.state or {})
             if inner is not None:
-                output = _with_inner_calls(output, inner)
+                output = with_inner_calls(output, inner)
         if (
             isinstance(value, Mapping)
             and "output" in value
@@ -743,12 +501,9 @@ class AgentEngineAgent:
         return output
 
     def _session_state(self, request: AgentRequest, delta: Mapping[str, Any]) -> dict[str, Any]:
-        """The ADK session's state after this turn: the case's initial state, then every turn's
-        changes (``temp:`` keys last one invocation in ADK, so they are not kept)."""
+        """The ADK session's state after this turn: the case's initial state, then every turn's changes."""
         key = request.session_id
-        state = dict(self._states.get(key, request.state) if key is not None else request.state)
-        state.update(delta)
-        state = {k: v for k, v in state.items() if not str(k).startswith("temp:")}
+        state = session_state(self._states.get(key, request.state) if key is not None else request.state, delta)
         if key is not None:
             self._states[key] = state
         return state
@@ -756,8 +511,8 @@ class AgentEngineAgent:
     def partial_output(self, request: AgentRequest) -> AgentOutput | None:
         """What a timed-out streaming run had produced (ADK events received so far)."""
         events = list(self._progress.pop((request.session_id, request.turn), None) or [])
-        if events and any(map(_is_adk_event, events)):
-            return _from_adk_events(events, self.name, strict=False)
+        if events and any(map(is_adk_event, events)):
+            return output_from_events(events, self.name, strict=False)
         return None
 
     def __repr__(self) -> str:
@@ -771,11 +526,14 @@ def _is_deployed(obj: Any) -> bool:
 
 def _default_name(obj: Any) -> str:
     if _is_deployed(obj):
-        for attr in ("display_name", "resource_name"):
+        # vertexai's AgentEngine has display_name / resource_name; agentplatform's Runtime (and
+        # vertexai.Client's AgentEngine) hold them in api_resource.
+        holders = [obj, getattr(obj, "api_resource", None)]
+        for holder, attr in [(h, a) for h in holders if h is not None for a in ("display_name", "resource_name", "name")]:
             try:
-                value = getattr(obj, attr, None)
+                value = getattr(holder, attr, None)
             except Exception:  # a property that needs the network
                 value = None
-            if value:
-                return str(value)
+            if isinstance(value, str) and value:
+                return value
     return type(obj).__name__

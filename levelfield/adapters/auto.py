@@ -34,12 +34,20 @@ _AGENT_ENGINE_OPERATIONS = ("query", "async_query", "stream_query", "async_strea
 
 def _is_agent_engine(obj: Any) -> bool:
     mods = {getattr(k, "__module__", "") or "" for k in type(obj).__mro__}
-    if any(m.startswith(("vertexai", "google.cloud.aiplatform")) for m in mods):
+    # agentplatform: google-cloud-aiplatform 2.x's new name for the same templates and clients.
+    if any(m.startswith(("vertexai", "google.cloud.aiplatform", "agentplatform")) for m in mods):
         return True
     # Custom Agent Engine classes (and stand-ins of deployed agents) carry the operation
     # interface whatever their module: checked on the class, so mocks do not match.
     interface = hasattr(type(obj), "operation_schemas") or hasattr(type(obj), "register_operations")
     return interface and any(callable(getattr(obj, op, None)) for op in _AGENT_ENGINE_OPERATIONS)
+
+
+def _is_adk(obj: Any) -> bool:
+    # is_adk_agent reads the class's modules first: google.adk is imported only for its own objects.
+    from .adk import is_adk_agent
+
+    return is_adk_agent(obj)
 
 
 def _is_a2a_card(obj: Any) -> bool:
@@ -50,8 +58,9 @@ def as_agent(obj: Any, *, name: str | None = None) -> AgentRunnable:
     """Wrap ``obj`` in the adapter it needs.
 
     An ``AgentRunnable`` is used as is; a LangChain Runnable or compiled graph -> LangChainAgent;
-    an Agent Engine template, deployed agent or ``projects/.../reasoningEngines/...`` name ->
-    AgentEngineAgent; an ``http(s)://`` URL or an A2A AgentCard -> A2AAgent; any other callable ->
+    an ADK agent (``LlmAgent``, a workflow agent, any ``BaseAgent``) or ADK ``App`` -> AdkAgent (ADK's
+    own Runner, no Vertex AI project needed); an Agent Engine template (``vertexai`` or
+    ``agentplatform``), deployed agent or ``projects/.../reasoningEngines/...`` name -> AgentEngineAgent; an ``http(s)://`` URL or an A2A AgentCard -> A2AAgent; any other callable ->
     FunctionAgent.
     """
     for detect, wrap in _DETECTORS:
@@ -74,6 +83,10 @@ def as_agent(obj: Any, *, name: str | None = None) -> AgentRunnable:
         from .a2a import A2AAgent
 
         return A2AAgent(obj, name=name)
+    if _is_adk(obj):
+        from .adk import AdkAgent
+
+        return AdkAgent(obj, name=name)
     if _is_langchain(obj):
         from .langchain import LangChainAgent
 
@@ -92,7 +105,7 @@ def as_agent(obj: Any, *, name: str | None = None) -> AgentRunnable:
         return FunctionAgent(obj, name=name)
     raise ConfigTypeError(
         f"cannot make an agent of {type(obj).__name__}: expected a function, an AgentRunnable, a LangChain "
-        "runnable, an Agent Engine agent, or an A2A URL"
+        "runnable, an ADK agent or App, an Agent Engine agent, or an A2A URL"
     )
 
 

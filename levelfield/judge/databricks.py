@@ -156,6 +156,11 @@ class DatabricksJudged(Metric):
         """The answer format the judge is asked for."""
         return self._choices[0][1].expected_answer
 
+    def use_default_judge(self, judge: Any) -> None:
+        """Judge with the run's ``judge`` unless this metric was given its own."""
+        for _, judged in self._choices:
+            judged.use_default_judge(judge)
+
     def _pick(self, ctx: ScoringContext) -> tuple[PointwiseMetric, ScoringContext] | None:
         extra = _fields(ctx)
         for needs, judged in self._choices:
@@ -186,8 +191,16 @@ class ChunkRelevance(Metric):
     def __init__(self, judge: Any, *, name: str = "chunk_relevance", **options: Any) -> None:
         self.name = name
         self._judge = PointwiseMetric(name, CHUNK_RELEVANCE, judge, **options)
-        self.judge = self._judge.judge
         self.expected_answer = self._judge.expected_answer
+
+    @property
+    def judge(self) -> Any:
+        """The judge (the run's default when this metric was given none)."""
+        return self._judge.judge
+
+    def use_default_judge(self, judge: Any) -> None:
+        """Judge with the run's ``judge`` unless this metric was given its own."""
+        self._judge.use_default_judge(judge)
 
     def computable(self, ctx: ScoringContext) -> bool:
         return super().computable(ctx) and bool(ctx.retrieved_context)

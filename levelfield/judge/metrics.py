@@ -117,8 +117,9 @@ class JudgedMetric:
     """
 
     name: str
-    judge: Judge
-    """The judge model with its concurrency limit, retries and timeout (shared by metrics given the same model)."""
+    judge: Judge | None
+    """The judge model with its concurrency limit, retries and timeout (shared by metrics given the same model);
+    None until the run's judge is given (:meth:`use_default_judge`) when the metric was built without one."""
     num_samples: int
     """How many times the judge is asked per row."""
     cache: JudgeCache | None
@@ -142,22 +143,29 @@ class JudgedMetric:
     ) -> None:
         if not isinstance(num_samples, int) or num_samples < 1:
             raise MetricError(f"metric {self.name!r}: num_samples must be a positive int, got {num_samples!r}")
-        self.judge = resolve_judge(
-            judge,
-            metric=self.name,
-            max_concurrency=max_concurrency,
-            retries=retries,
-            backoff=backoff,
-            timeout=timeout,
-            structured_output=structured_output,
-        )
+        self._judge_settings = {
+            "max_concurrency": max_concurrency,
+            "retries": retries,
+            "backoff": backoff,
+            "timeout": timeout,
+            "structured_output": structured_output,
+        }
+        # Without a judge of its own, the metric takes the run's (evaluate/compare/check_eval judge=...).
+        self.judge = None if judge is None else resolve_judge(judge, metric=self.name, **self._judge_settings)
         self.num_samples = num_samples
         self.cache = resolve_cache(cache)
+
+    def use_default_judge(self, judge: Any) -> None:
+        """Judge with ``judge`` unless the metric was given its own; with neither, an error saying how to give one."""
+        if self.judge is None:
+            self.judge = resolve_judge(judge, metric=self.name, **self._judge_settings)
 
     async def ask(
         self, prompts: Sequence[str], schema: dict[str, Any], read: Callable[[JudgeReply], Reading | None]
     ) -> list[JudgeReply]:
         """One reply per prompt (one prompt per sample); ``read(reply)`` decides which answers are worth caching."""
+        if self.judge is None:
+            self.use_default_judge(None)  # raises: says how to give a judge
         # Each sample is its own cache entry, so a re-run replays all n answers.
         return list(
             await asyncio.gather(

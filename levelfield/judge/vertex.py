@@ -214,6 +214,8 @@ class GeneralQuality(adk.RubricJudged):
                 if not given:
                     return None, None, Score(NAN, failed=True, error=f"{where}: rubric_groups[{self.rubric_group_name!r}] is empty; nothing to judge")
                 return given, None, None
+            if self.judge is None:
+                self.use_default_judge(None)  # raises: says how to give a judge
             reply = await self.judge.ask(
                 self.generation_prompt(ctx),
                 _TEXT_ONLY,

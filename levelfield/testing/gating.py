@@ -26,6 +26,7 @@ from ..core.results.criteria import (
     find_config,
     format_verdicts,
     load_criteria,
+    with_efficiency,
 )
 from typing_extensions import Unpack
 
@@ -95,7 +96,7 @@ class GateReport:
     def message(self) -> str:
         """The AssertionError text: a headline, then every failing case described."""
         failed = self.failures
-        crit = ", ".join(dict.fromkeys(c.describe() for c in self.criteria))
+        crit = ", ".join(dict.fromkeys(c.describe() for c in self.criteria if not c.informational))
         trials = f"; {self.trials} trials each" if self.trials > 1 else ""
         head = f"levelfield: {len(failed)} of {len(self.verdicts)} cases failed ({crit}{trials})"
         return "\n\n".join([head, *(self.describe(v) for v in failed)])
@@ -246,6 +247,8 @@ def check_eval(
     bar unless ``progress=True``. ``judge`` (a chat model, ``"provider:model"``, a function or an
     agent) judges ADK's judged criteria (``final_response_match_v2``, ``rubric_based_*``...); a
     case that a rubric-based criterion would have no rubrics for is an error before any run.
+    ADK's efficiency criteria (``tool_call_count_v1``, ``inference_call_count_v1``, ``token_usage_v1``,
+    ``invocation_duration_v1``) are reported for every case, averaged per turn, and never fail one.
     ``simulator`` (``lf.UserSimulator(model)``, ``lf.testing.ScriptedUser(...)``, a chat model) plays
     the user of ``conversation_scenario`` cases; without one they are listed as not run.
     """
@@ -259,6 +262,8 @@ def check_eval(
     else:
         resolved = resolve_criteria(criteria, source)
         per_case = {c.case_id: resolved for c in dataset}
+    # As ADK 2.x does, the efficiency criteria are reported on every eval (informational, per turn).
+    per_case = {case_id: with_efficiency(group) for case_id, group in per_case.items()}
     metrics = criteria_metrics(per_case, judge=judge)
     _check_cases(dataset, per_case, metrics)
     result = evaluate(dataset, _resolve_agent(agent), metrics, name=name, config=cfg, simulator=simulator)

@@ -200,6 +200,9 @@ class AgentOutput(BaseModel):
     state: dict[str, Any] | None = None
     """The session state at the end of the turn (ADK session state, LangGraph's final state, a
     function agent's returned ``state``); None when the framework exposes none."""
+    duration_seconds: float | None = None
+    """Wall-clock seconds the turn took, as the runner timed it (ADK's invocation duration); None for
+    saved predictions, which were not timed."""
     raw: Any = Field(default=None, exclude=True)
     """The framework's own output, for debugging; not serialized."""
 

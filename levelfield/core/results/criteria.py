@@ -9,9 +9,12 @@ metric name (``"trajectory_recall": 0.9``) works too.
 ADK's judged criteria (``final_response_match_v2``, the rubric-based ones, ``hallucinations_v1``,
 ``safety_v1``, the ``multi_turn_*`` ones...) are registered by ``levelfield.judge`` with
 :func:`register_criterion`; they need a judge model (``criteria_metrics(criteria, judge=...)``),
-and their object form keeps ADK's options (``judge_model_options``, ``rubrics``...). ADK's
-efficiency criteria (``tool_call_count_v1``, ``inference_call_count_v1``, ``token_usage_v1``) are
-informational: reported, never a reason to pass or fail.
+and their object form keeps ADK's options (``judge_model_options``, ``rubrics``...).
+
+ADK's efficiency criteria (``tool_call_count_v1``, ``inference_call_count_v1``, ``token_usage_v1``,
+``invocation_duration_v1``) are informational, as in google-adk 2.x: :func:`with_efficiency` adds them
+to every eval (``check_eval`` does), they are averaged per turn and never pass or fail a case, and a
+threshold for one is refused with ADK's own reason.
 
 Scores over trials are pooled as ADK pools them: every turn of every trial counts once, and the
 mean is compared with the threshold. A run that failed (raised, timed out) fails its case.
@@ -47,6 +50,8 @@ __all__ = [
     "find_config",
     "load_criteria",
     "criteria_metrics",
+    "efficiency_criteria",
+    "with_efficiency",
     "criteria_by_file",
     "apply_criteria",
     "format_verdicts",
@@ -60,11 +65,10 @@ DEFAULT_CRITERIA: dict[str, float] = {"tool_trajectory_avg_score": 1.0, "respons
 _UNSUPPORTED = {
     "response_evaluation_score": "ADK's Vertex coherence score (deprecated in ADK); use final_response_match_v2 "
     "or rubric_based_final_response_quality_v1 with a judge",
-    "invocation_duration_v1": "per-turn timing is not recorded; latency_in_seconds is in every results table",
 }
 _MATCH_TYPES = ("EXACT", "IN_ORDER", "ANY_ORDER")
 _INFORMATIONAL = frozenset(EFFICIENCY_METRICS)
-"""ADK's efficiency criteria: reported, never a reason to pass or fail (ADK refuses a threshold for them)."""
+"""ADK's efficiency criteria: reported on every eval, never a reason to pass or fail (ADK refuses a threshold for them)."""
 
 
 @dataclass(frozen=True)
@@ -211,6 +215,12 @@ def _trajectory_options(name: str, value: Mapping[str, Any], where: str) -> dict
 def _criterion(name: Any, value: Any, where: str) -> Criterion:
     if not isinstance(name, str) or not name:
         raise MetricError(f"{where}: criterion names must be metric names, got {name!r}")
+    if name in _INFORMATIONAL:
+        # ADK's own words (google.adk.evaluation._efficiency_evaluators): naming one means giving it a threshold.
+        raise MetricError(
+            f"{where}: `{name}` does not support a threshold: it reports a value and never passes or fails. "
+            "Remove it from `criteria` entirely; it is reported automatically on every eval."
+        )
     if not _known(name):
         raise _unknown(name, where)
     if isinstance(value, bool) or not isinstance(value, (int, float, Mapping)):
@@ -269,6 +279,18 @@ def load_criteria(spec: str | Path | Mapping[str, Any] | None = None) -> list[Cr
     if not criteria:
         raise MetricError(f"{where}: no criteria given; name at least one metric and its threshold")
     return [_criterion(name, value, where) for name, value in criteria.items()]
+
+
+def efficiency_criteria() -> list[Criterion]:
+    """ADK's informational efficiency criteria, as every eval reports them (they take no threshold)."""
+    # The threshold is never read: informational criteria pass whatever their score.
+    return [Criterion(name, 0.0, source="reported on every eval") for name in EFFICIENCY_METRICS]
+
+
+def with_efficiency(criteria: Sequence[Criterion]) -> list[Criterion]:
+    """``criteria`` then ADK's efficiency criteria not already among them (as ADK adds them to every eval)."""
+    named = {c.metric for c in criteria}
+    return [*criteria, *(c for c in efficiency_criteria() if c.metric not in named)]
 
 
 def criteria_metrics(criteria: Sequence[Criterion] | Mapping[str, Sequence[Criterion]], *, judge: Any = None) -> list[Metric]:
@@ -434,6 +456,13 @@ def format_verdicts(verdicts: Sequence[CaseVerdict], criteria: Sequence[Criterio
 
     passed = sum(v.passed for v in verdicts)
     footer = f"\n{passed} of {len(verdicts)} cases passed"
+    gating = [c for c in criteria if not c.informational]
+    informational = [c for c in criteria if c.informational]
+    if informational and gating and len(gating) <= _WIDE:
+        # The gate's table as without them, then what each case cost per turn (never a reason to fail).
+        table = format_verdicts(verdicts, gating)
+        head, _, tail = table.rpartition("\n")
+        return f"{head.rstrip()}\n\n{_efficiency_table(verdicts, informational)}\n\n{tail}"
     if len(criteria) > _WIDE:
         label_w = max(len(label(c)) for c in criteria)
         blocks = []
@@ -449,6 +478,18 @@ def format_verdicts(verdicts: Sequence[CaseVerdict], criteria: Sequence[Criterio
     widths = [max(width(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(ljust(str(c), w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
     return "\n".join(lines) + footer
+
+
+def _efficiency_table(verdicts: Sequence[CaseVerdict], criteria: Sequence[Criterion]) -> str:
+    """Each case's informational criteria, averaged per turn: ``efficiency per turn (informational)``."""
+    def cell(v: CaseVerdict, c: Criterion) -> str:
+        m = v.metrics.get(c.metric)
+        return "-" if m is None else (f"{m.score:.3f}" if m.evaluated else "n/a")
+
+    header = ["efficiency per turn (info)", *[c.metric for c in criteria]]
+    rows = [[v.case_id, *[cell(v, c) for c in criteria]] for v in verdicts]
+    widths = [max(width(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    return "\n".join("  ".join(ljust(str(c), w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows])
 
 
 _WIDE = 4

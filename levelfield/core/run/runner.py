@@ -268,6 +268,7 @@ async def _within(watched: _Watched, timeout: float) -> Any:
 
 
 async def _attempt(agent: AgentRunnable, request: AgentRequest, timeout: float | None) -> AgentOutput:
+    started = time.perf_counter()
     watched = _Watched(agent.arun(request), agent.name, request.case_id, timeout)
     if timeout is None:
         output = await watched
@@ -282,6 +283,8 @@ async def _attempt(agent: AgentRunnable, request: AgentRequest, timeout: float |
         raise AgentOutputError(
             f"agent {agent.name!r} returned {type(output).__name__} from arun(); an adapter must return AgentOutput"
         )
+    # Each turn's own time (invocation_duration_v1 averages it per turn); the run's latency spans every turn.
+    output.duration_seconds = round(time.perf_counter() - started, 6)
     return output
 
 

@@ -60,10 +60,11 @@ def _run_turns(case: EvalCase, run: AgentRun) -> list[TurnContext]:
 
 
 def _costs(out: AgentOutput | None) -> dict[str, Any]:
-    """What one turn's output recorded besides its answer: tokens, model calls, texts before the answer."""
+    """What one turn's output recorded besides its answer: tokens, model calls, texts before the answer, its time."""
     if out is None:
         return {}
-    return {"usage": out.usage, "model_calls": out.model_calls, "intermediate_responses": list(out.intermediate_responses)}
+    return {"usage": out.usage, "model_calls": out.model_calls, "intermediate_responses": list(out.intermediate_responses),
+            "duration_seconds": out.duration_seconds}
 
 
 def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
@@ -111,6 +112,7 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
         usage=usage,
         model_calls=model_calls,
         intermediate_responses=list(run.output.intermediate_responses) if run is not None and run.output is not None else [],
+        duration_seconds=run.output.duration_seconds if run is not None and run.output is not None else None,
     )
 
 

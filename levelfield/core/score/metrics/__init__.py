@@ -4,7 +4,7 @@ from .agents import HandoffMatch, ToolAttribution
 from .base import Metric, Score, ScoringContext
 from .custom import CustomMetric
 from .efficiency import ModelCallCount, RepeatedToolCalls, TokenCount, ToolCallCount
-from .efficiency_adk import AdkToolCallCount, InferenceCallCount, TokenUsageCount
+from .efficiency_adk import AdkToolCallCount, InferenceCallCount, InvocationDuration, TokenUsageCount
 from .registry import metric_names, register_metric, register_metric_hint, resolve_metrics
 from .response import Bleu, ExactMatch, ResponseMatchScore, Rouge
 from .retrieval import DocumentPrecision, DocumentRecall
@@ -27,6 +27,7 @@ __all__ = [
     "AdkToolCallCount",
     "InferenceCallCount",
     "TokenUsageCount",
+    "InvocationDuration",
     "metric_names",
     "register_metric",
     "register_metric_hint",

@@ -97,6 +97,8 @@ class TurnContext:
     """Model calls the agent made in this turn, when the adapter counted them."""
     intermediate_responses: list[str] = field(default_factory=list)
     """Texts the agent produced in this turn before its final answer."""
+    duration_seconds: float | None = None
+    """Wall-clock seconds the turn took, when the run timed it (not for saved predictions)."""
 
 
 @dataclass
@@ -135,6 +137,8 @@ class ScoringContext:
     """Texts the agent produced before its final answer (its last turn's)."""
     dialogue: list[TurnContext] = field(default_factory=list)
     """A simulated conversation's exchanges, one per user message (empty otherwise); see :meth:`exchanges`."""
+    duration_seconds: float | None = None
+    """Wall-clock seconds the agent's answer took (a one-turn row's turn), when the run timed it."""
     _alignments: dict[int, Alignment] = field(default_factory=dict, repr=False)
 
     def alignment(self, matcher: ToolCallMatcher) -> Alignment:
@@ -162,6 +166,7 @@ class ScoringContext:
                 usage=self.usage,
                 model_calls=self.model_calls,
                 intermediate_responses=list(self.intermediate_responses),
+                duration_seconds=self.duration_seconds,
             )
         ]
 

@@ -1,24 +1,29 @@
-"""What an agent's answer cost, as ADK's efficiency criteria count it: tool calls, model calls, tokens per turn.
+"""What an agent's answer cost, as ADK's efficiency criteria count it: tool calls, model calls, tokens, seconds per turn.
 
 (Whole-run counts that take ``agent=`` are in :mod:`.efficiency`: ``tool_call_count``, ``model_call_count``,
 ``repeated_tool_calls``, ``token_count``.)
 
-``tool_call_count_v1``, ``inference_call_count_v1`` and ``token_usage_v1`` are informational, as in
-ADK: lower is better, and as criteria they never pass or fail a case. Each is counted per turn
+``tool_call_count_v1``, ``inference_call_count_v1``, ``token_usage_v1`` and ``invocation_duration_v1``
+are informational, as in ADK: lower is better, as criteria they never pass or fail a case, and
+``check_eval`` reports them on every eval without being asked. Each is counted per turn
 (``<name>/per_turn``, None where the run did not record it) and the row's score is the average
 over turns, so it reads "per turn" whatever the number of turns. They read what the adapter
-recorded for each turn (its tool calls, ``AgentOutput.model_calls``, ``AgentOutput.usage``).
+recorded for each turn (its tool calls, ``AgentOutput.model_calls``, ``AgentOutput.usage``,
+``AgentOutput.duration_seconds`` as the runner timed the turn).
 
 The averages follow ADK's own evaluators: tool and model calls average over the turns that have
 a count; tokens average over every turn once any turn reported usage (a turn that reported
-none counts as 0, as ADK's ``token_usage_v1`` does), and the total is input plus output tokens.
+none counts as 0, as ADK's ``token_usage_v1`` does), and the total is input plus output tokens;
+seconds are rounded to milliseconds per turn and average over the timed turns (saved predictions
+were not timed: NaN), as ADK's ``invocation_duration_v1`` does. ADK also splits a turn's seconds
+into model, tool and framework time; levelfield reports the total only.
 """
 
 from __future__ import annotations
 
 from .base import NAN, Metric, Score, ScoringContext, TurnContext
 
-__all__ = ["AdkToolCallCount", "InferenceCallCount", "TokenUsageCount", "EFFICIENCY_METRICS"]
+__all__ = ["AdkToolCallCount", "InferenceCallCount", "TokenUsageCount", "InvocationDuration", "EFFICIENCY_METRICS"]
 
 
 class _PerTurnCount(Metric):
@@ -82,9 +87,25 @@ class TokenUsageCount(Metric):
         return Score(average(per_turn), extra=extra)
 
 
+class InvocationDuration(_PerTurnCount):
+    """ADK's ``invocation_duration_v1``: wall-clock seconds per turn, where the run timed it (informational)."""
+
+    def __init__(self, *, name: str = "invocation_duration_v1") -> None:
+        self.name = name
+
+    def count(self, turn: TurnContext) -> float | None:
+        # ADK rounds each turn's measurement to milliseconds ("not meaningful below that").
+        return None if turn.duration_seconds is None else round(turn.duration_seconds, 3)
+
+    def score(self, ctx: ScoringContext) -> Score:
+        score = super().score(ctx)
+        return Score(score.value if score.value != score.value else round(score.value, 3), extra=score.extra)
+
+
 EFFICIENCY_METRICS = {
     "tool_call_count_v1": AdkToolCallCount,
     "inference_call_count_v1": InferenceCallCount,
     "token_usage_v1": TokenUsageCount,
+    "invocation_duration_v1": InvocationDuration,
 }
 """ADK's informational efficiency criteria by name."""

@@ -181,7 +181,8 @@ def resolve_metrics(metrics: Sequence[str | Metric] | None, *, judge: Any = None
     """Turn names and metric objects into metric objects; unknown or duplicate names are errors.
 
     ``judge`` (a chat model, a callable, an agent...) builds the names that need one, e.g.
-    ``"final_response_match_v2"``; without it those names are errors saying how to build them.
+    ``"final_response_match_v2"``, and is the judge of every judged metric object given without
+    one (a metric's own judge wins); without it those are errors saying how to give one.
     """
     if metrics is None:
         metrics = DEFAULT_METRICS
@@ -209,6 +210,11 @@ def resolve_metrics(metrics: Sequence[str | Metric] | None, *, judge: Any = None
             if converted is None:
                 raise MetricError(f"{spec!r} is not a metric name or a Metric object")
             out.append(converted)
+    for metric in out:
+        # A judged metric built without a judge takes this one; with neither, its error says how to give one.
+        use_default_judge = getattr(metric, "use_default_judge", None)
+        if callable(use_default_judge):
+            use_default_judge(judge)
     seen: dict[str, Metric] = {}
     for metric in out:
         if metric.name in seen:
