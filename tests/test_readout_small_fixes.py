@@ -8,12 +8,12 @@ parsed, the ``view`` app through Starlette's test client) and fails on the bug i
 
 import json
 import re
-import textwrap
 
 import pytest
 
 import levelfield as lf
 from levelfield.cli.main import main
+from levelfield.failure_summary import AllRunsFailedWarning
 
 # Thirteen cases, in several languages: the agents echo the case's answer, so every run passes but
 # the ones an agent is written to crash on.
@@ -25,8 +25,8 @@ ANSWERS = {
     **{f"en_{i}": (f"Question number {i}", f"Answer number {i}.") for i in range(1, 10)},
 }
 AGENTS = '''
-ANSWERS = {answers!r}
-BY_PROMPT = {{prompt: answer for prompt, answer in ANSWERS.values()}}
+ANSWERS = ANSWERS_HERE
+BY_PROMPT = {prompt: answer for prompt, answer in ANSWERS.values()}
 
 def steady(prompt):
     return BY_PROMPT[prompt]
@@ -41,18 +41,44 @@ def gründlich(prompt):
 
 def ãgil(prompt):
     return BY_PROMPT[prompt]
+
+LIGHT = [{"tool_name": "find_room", "tool_input": {"room": "sala"}},
+         {"tool_name": "switch", "tool_input": {"room": "sala", "on": True}}]
+
+def before(prompt):
+    calls = LIGHT if prompt == ANSWERS["pt_1"][0] else []
+    return {"response": BY_PROMPT[prompt], "predicted_trajectory": calls}
+
+def after(prompt):
+    from levelfield.core.data.types import AgentOutput, ToolCall
+    from levelfield.core.errors import AdapterError
+
+    if prompt == ANSWERS["pt_1"][0]:  # found the room, then the switch service went down
+        made = AgentOutput(response="", trajectory=[ToolCall(**LIGHT[0])])
+        raise AdapterError("Verbindung zum Schalter abgebrochen", error_type="crash", partial=made)
+    if prompt == ANSWERS["de_1"][0]:
+        return {"response": "Das Licht ist aus.", "predicted_trajectory": []}
+    return {"response": BY_PROMPT[prompt], "predicted_trajectory": []}
 '''
 
 
 @pytest.fixture
 def thirteen(tmp_path, monkeypatch):
     """A 13-case dataset and a module of agents (``readout_agents``) importable by spec."""
-    (tmp_path / "readout_agents.py").write_text(textwrap.dedent(AGENTS.format(answers=ANSWERS)), encoding="utf-8")
+    (tmp_path / "readout_agents.py").write_text(AGENTS.replace("ANSWERS_HERE", repr(ANSWERS)), encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     data = tmp_path / "cases.jsonl"
-    data.write_text("".join(json.dumps({"case_id": cid, "prompt": p, "reference": a}, ensure_ascii=False) + "\n"
-                            for cid, (p, a) in ANSWERS.items()), encoding="utf-8")
+    data.write_text("".join(json.dumps({"case_id": cid, "prompt": p, "reference": a, **_calls_of(cid)}, ensure_ascii=False)
+                            + "\n" for cid, (p, a) in ANSWERS.items()), encoding="utf-8")
     return data
+
+
+def _calls_of(case_id):
+    """The light case expects two calls; the others give no reference trajectory."""
+    if case_id != "pt_1":
+        return {}
+    return {"reference_trajectory": [{"tool_name": "find_room", "tool_input": {"room": "sala"}},
+                                     {"tool_name": "switch", "tool_input": {"room": "sala", "on": True}}]}
 
 
 def run(capsys, *argv):
@@ -80,3 +106,128 @@ def test_eval_failure_block_counts_every_run_of_the_agent(thirteen, capsys):
     code, out, _ = run(capsys, "eval", thirteen, "--agent", "readout_agents:hasty", "-m", "exact_match", "-q")
     assert code == 0
     assert "  hasty: 1 of 13 runs failed" in out  # was "1 of 1"
+
+
+# -- 2. a crash after a pass is worse --------------------------------------------------------------
+
+
+@pytest.fixture
+def two_evals(thirteen, tmp_path, capsys):
+    """``levelfield eval --out`` of the agent before and after a change (eval leaves failed runs out:
+    a crash has no score), under ``tmp_path/runs``."""
+    for name in ("before", "after"):
+        run(capsys, "eval", thirteen, "--agent", f"readout_agents:{name}", "-m", "rouge_l_sum",
+            "-m", "trajectory_recall", "-q", "--out", tmp_path / "runs" / name)
+    starlette = pytest.importorskip("starlette.testclient", reason="levelfield view needs the view extra")
+    from levelfield.view import create_app
+
+    return starlette.TestClient(create_app([tmp_path / "runs"], allowed_hosts=["testserver"]))
+
+
+def _changed(page, metric):
+    group = page[page.index(f'id="metric-{metric}"'):]
+    group = group[: group.index("</section>")]
+    head = re.search(r"(\d+) worse, (\d+) better", group).groups()
+    cases = re.findall(r'class="diffcase" href="[^"]+">([^<]+)</a>', group)
+    return tuple(map(int, head)), cases, group
+
+
+def test_diff_counts_a_crash_after_a_pass_as_worse_and_lists_it_first(two_evals):
+    page = two_evals.get("/diff", params={"a": "runs/before", "b": "runs/after"}).text
+    counts, cases, group = _changed(page, "rouge_l_sum")
+    assert cases == ["pt_1", "de_1"]  # the crash first, then the drop; was de_1, then pt_1 as "–"
+    assert counts == (2, 0)  # was (1, 0): the crash was not counted
+    crash_row = group[group.index(">pt_1<"):group.index(">de_1<")]
+    assert "crashed" in crash_row and "worse" in crash_row
+    counts, cases, _ = _changed(page, "trajectory_recall")
+    assert (counts, cases) == ((1, 0), ["pt_1"])
+
+
+def test_diff_the_other_way_counts_the_fixed_crash_as_better(two_evals):
+    page = two_evals.get("/diff", params={"a": "runs/after", "b": "runs/before"}).text
+    counts, cases, _ = _changed(page, "rouge_l_sum")
+    assert counts == (0, 2) and set(cases) == {"pt_1", "de_1"}
+
+
+def test_diff_case_page_marks_the_crash_worse(two_evals):
+    page = two_evals.get("/diff/case", params={"a": "runs/before", "b": "runs/after", "case": "pt_1"}).text
+    why = page[page.index('id="why"'):page.index('id="side-by-side"')]
+    row = why[why.index("<b>rouge_l_sum</b>"):]
+    row = row[: row.index("</tr>")]
+    assert "crashed" in row and "worse" in row and row.count("–") == 0
+
+
+def test_case_page_shows_the_calls_a_crashed_run_made_as_made(two_evals):
+    page = two_evals.get("/case", params={"run": "runs/after", "case": "pt_1"}).text
+    steps = re.findall(r'<div class="step ([a-z ]+)"', page)
+    assert steps == ["user", "call match", "call missing", "error"]
+    made = page[page.index('class="step call match"'):page.index('class="step call missing"')]
+    assert "find_room" in made
+    missing = page[page.index('class="step call missing"'):page.index('class="step error"')]
+    assert "switch" in missing and "the run failed before making it" in missing
+    assert "did not make" not in page
+    assert "Verbindung zum Schalter abgebrochen" in page
+
+
+def _view_client(root):
+    starlette = pytest.importorskip("starlette.testclient", reason="levelfield view needs the view extra")
+    from levelfield.view import create_app
+
+    return starlette.TestClient(create_app([root], allowed_hosts=["testserver"]))
+
+
+def test_case_page_of_a_turn_that_failed_shows_what_that_turn_made(tmp_path):
+    from levelfield.core.data.types import AgentOutput, ToolCall
+    from levelfield.core.errors import AdapterError
+
+    def agent(prompt):
+        if "Küche" in prompt:
+            made = AgentOutput(response="", trajectory=[ToolCall(tool_name="find_room", tool_input={"room": "Küche"})])
+            raise AdapterError("Dienst nicht erreichbar", error_type="crash", partial=made)
+        return {"response": "A luz está acesa.", "predicted_trajectory": [{"tool_name": "find_room", "tool_input": {"room": "sala"}}]}
+
+    case = {"case_id": "zwei_räume", "turns": [
+        {"prompt": "Acenda a luz da sala", "reference": "A luz está acesa.",
+         "reference_trajectory": [{"tool_name": "find_room", "tool_input": {"room": "sala"}}]},
+        {"prompt": "Und jetzt die Küche", "reference": "Die Küche ist hell.",
+         "reference_trajectory": [{"tool_name": "find_room", "tool_input": {"room": "Küche"}},
+                                  {"tool_name": "switch", "tool_input": {"room": "Küche", "on": True}}]}]}
+    with pytest.warns(AllRunsFailedWarning):
+        lf.evaluate([case], agent, ["trajectory_recall"], out=tmp_path / "runs" / "mt", progress=False)
+    page = _view_client(tmp_path / "runs").get("/case", params={"run": "runs/mt", "case": "zwei_räume"}).text
+    column = page[page.index('class="col runcol"'):]
+    second = column[column.index(">turn 2<"):]
+    assert "Und jetzt die Küche" in second  # the failed turn was left out of the transcript
+    assert re.findall(r'<div class="step ([a-z ]+)"', second) == ["user", "call match", "call missing", "error"]
+    assert "the run failed before making it" in second
+
+
+# -- 4. only recorded hand-offs ------------------------------------------------------------------------
+
+
+def test_a_single_agent_graphs_transcript_shows_no_hand_off(tmp_path):
+    pytest.importorskip("langchain.agents", reason="needs the langchain extra")
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+
+    from levelfield.testing import ScriptedChatModel
+    from levelfield.testing.chat_model import last_human_text, tool_outputs_by_turn
+
+    @tool
+    def refund(invoice: int) -> str:
+        """Refund an invoice."""
+        return f"Rechnung {invoice} erstattet"
+
+    def policy(messages):
+        return [("refund", {"invoice": 7})] if not tool_outputs_by_turn(messages) else "退款已完成"
+
+    graph = create_agent(ScriptedChatModel(policy), tools=[refund], name="solo")
+    result = lf.evaluate([{"case_id": "返金", "prompt": "Rechnung 7 bitte erstatten", "reference": "退款已完成",
+                           "reference_trajectory": [{"tool_name": "refund", "tool_input": {"invoice": 7}}]}],
+                         graph, ["trajectory_exact_match"], out=tmp_path / "runs" / "solo", progress=False, retries=0)
+    run_ = result.runs[0]
+    assert run_.output.handoffs == [] and [c.agent for c in run_.output.trajectory] == ["solo"]
+    page = _view_client(tmp_path / "runs").get("/case", params={"run": "runs/solo", "case": "返金"}).text
+    steps = re.findall(r'<div class="step ([a-z ]+)"', page)
+    assert steps == ["user", "call match", "answer"]  # was a hand-off to "solo" before its call
+    assert "hand-off" not in page and "退款已完成" in page
