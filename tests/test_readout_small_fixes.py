@@ -231,3 +231,27 @@ def test_a_single_agent_graphs_transcript_shows_no_hand_off(tmp_path):
     steps = re.findall(r'<div class="step ([a-z ]+)"', page)
     assert steps == ["user", "call match", "answer"]  # was a hand-off to "solo" before its call
     assert "hand-off" not in page and "退款已完成" in page
+
+
+# -- 3. the run kind is the command that made it -----------------------------------------------------
+
+
+def _header(folder):
+    return json.loads((folder / "runs.jsonl").read_text(encoding="utf-8").split("\n", 1)[0])
+
+
+def test_eval_out_is_recorded_and_viewed_as_an_evaluation(thirteen, tmp_path, capsys):
+    runs = tmp_path / "runs"
+    run(capsys, "eval", thirteen, "--agent", "readout_agents:gründlich", "-m", "exact_match", "-q", "--out", runs / "e")
+    run(capsys, "compare", thirteen, "--agent", "a=readout_agents:steady", "--agent", "b=readout_agents:ãgil",
+        "-m", "exact_match", "-q", "--out", runs / "c")
+    assert _header(runs / "e")["run_kind"] == "evaluate"  # was "compare"
+    assert _header(runs / "c")["run_kind"] == "compare"
+    # resumed, and re-read and saved again, it stays what made it
+    code, _, _ = run(capsys, "eval", thirteen, "--agent", "readout_agents:gründlich", "-m", "exact_match", "-q",
+                     "--out", runs / "e", "--resume")
+    assert code == 0 and _header(runs / "e")["run_kind"] == "evaluate"
+    assert lf.Comparison.load(runs / "e").record_header()["run_kind"] == "evaluate"
+    page = _view_client(runs).get("/").text
+    kinds = dict(re.findall(r'<tr data-run="runs/(\w)">.*?</a>(?:<div[^>]*>[^<]*</div>)?</td><td>(\w+)</td>', page))
+    assert kinds == {"e": "evaluate", "c": "compare"}
