@@ -255,3 +255,52 @@ def test_eval_out_is_recorded_and_viewed_as_an_evaluation(thirteen, tmp_path, ca
     page = _view_client(runs).get("/").text
     kinds = dict(re.findall(r'<tr data-run="runs/(\w)">.*?</a>(?:<div[^>]*>[^<]*</div>)?</td><td>(\w+)</td>', page))
     assert kinds == {"e": "evaluate", "c": "compare"}
+
+
+# -- 6. --out refuses a folder of the user's files, whatever their names ----------------------------
+
+
+@pytest.fixture
+def users_table(tmp_path):
+    """A folder holding the user's own ``metrics_table.csv`` (a name levelfield also writes), no run record."""
+    folder = tmp_path / "meine_ergebnisse"
+    folder.mkdir()
+    (folder / "metrics_table.csv").write_text("agent,Genauigkeit\nalt,0.93\n", encoding="utf-8")
+    return folder
+
+
+def test_cli_out_refuses_a_folder_holding_the_users_metrics_table(thirteen, users_table, capsys):
+    args = ["eval", thirteen, "--agent", "readout_agents:steady", "-m", "exact_match", "-q", "--out", users_table]
+    code, _, err = run(capsys, *args)
+    assert code == 2
+    assert str(users_table) in err and "metrics_table.csv" in err and "--overwrite" in err
+    assert (users_table / "metrics_table.csv").read_text(encoding="utf-8") == "agent,Genauigkeit\nalt,0.93\n"
+    assert sorted(p.name for p in users_table.iterdir()) == ["metrics_table.csv"]  # nothing written
+    code, _, _ = run(capsys, *args, "--overwrite")
+    assert code == 0 and (users_table / "runs.jsonl").exists()
+
+
+@pytest.mark.parametrize("saved", [False, True], ids=["agent", "saved predictions"])
+def test_out_refuses_it_from_python_too(users_table, saved):
+    from levelfield.core.errors import RecordError
+
+    rows = [{"case_id": "um", "prompt": "Olá", "reference": "你好", **({"response": "你好"} if saved else {})}]
+    agent = None if saved else (lambda prompt: "你好")
+    with pytest.raises(RecordError) as info:
+        lf.evaluate(rows, agent, ["exact_match"], out=users_table, progress=False)
+    assert str(users_table) in str(info.value) and "'metrics_table.csv'" in str(info.value)
+    assert "overwrite=True" in str(info.value)
+    assert sorted(p.name for p in users_table.iterdir()) == ["metrics_table.csv"]
+    lf.evaluate(rows, agent, ["exact_match"], out=users_table, overwrite=True, progress=False)
+    assert (users_table / "summary.json").exists()
+
+
+def test_resume_into_its_own_run_record_still_works(thirteen, tmp_path, capsys):
+    out = tmp_path / "resumed"
+    args = ["eval", thirteen, "--agent", "readout_agents:steady", "-m", "exact_match", "-q", "--out", out]
+    assert run(capsys, *args)[0] == 0
+    assert (out / "metrics_table.csv").exists() and (out / "report.html").exists()
+    assert run(capsys, *args, "--resume")[0] == 0
+    rows = [{"case_id": "um", "prompt": "Olá", "reference": "你好", "response": "你好"}]
+    lf.evaluate(rows, metrics=["exact_match"], out=tmp_path / "saved", progress=False)
+    lf.evaluate(rows, metrics=["exact_match"], out=tmp_path / "saved", progress=False, resume=True)
