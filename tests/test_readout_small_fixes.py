@@ -8,6 +8,7 @@ parsed, the ``view`` app through Starlette's test client) and fails on the bug i
 
 import json
 import re
+import unicodedata
 
 import pytest
 
@@ -304,3 +305,95 @@ def test_resume_into_its_own_run_record_still_works(thirteen, tmp_path, capsys):
     rows = [{"case_id": "um", "prompt": "Olá", "reference": "你好", "response": "你好"}]
     lf.evaluate(rows, metrics=["exact_match"], out=tmp_path / "saved", progress=False)
     lf.evaluate(rows, metrics=["exact_match"], out=tmp_path / "saved", progress=False, resume=True)
+
+
+# -- 5. the report: noise shares, chart labels, money, badges ----------------------------------------
+
+TINY = {"tiny-model": {"input_per_mtok": 0.05, "output_per_mtok": 0.1}}  # a run: $0.0000083 or $0.00001
+
+
+def _priced(answer):
+    def agent(prompt):
+        return {"response": answer(prompt), "usage": {"input_tokens": 100, "output_tokens": 33, "model": "tiny-model"}}
+
+    return agent
+
+
+@pytest.fixture(scope="module")
+def priced_report(tmp_path_factory):
+    """Two agents of a model that costs millionths of a dollar a run, three trials: 稳定的代理人 scores 1 on
+    every run (no variance at all), a long-named German one alternates."""
+    rows = [{"case_id": f"c{i}", "prompt": p, "reference": "ok"}
+            for i, p in enumerate(["打开灯", "電気をつけて", "Licht an", "Ligue a luz", "Light on", "灯"])]
+    calls = iter(range(10_000))
+    agents = {"稳定的代理人": _priced(lambda p: "ok"),
+              "Zuverlässiger_Übersetzungsassistent_mit_sehr_langem_Namen": _priced(lambda p: "ok" if next(calls) % 3 else "nein")}
+    cmp = lf.compare(rows, agents, ["exact_match"], prices=TINY, trials=3, progress=False)
+    path = lf.report.write(cmp, tmp_path_factory.mktemp("report") / "report.html")
+    return cmp, path.read_text(encoding="utf-8")
+
+
+def _visible_text(page):
+    page = re.sub(r"<(script|style)[^>]*>.*?</\1>", "", page, flags=re.S)
+    return re.sub(r"<[^>]+>", " ", page)
+
+
+def test_report_writes_no_nan_share_for_an_agent_without_variance(priced_report):
+    _, page = priced_report
+    noise = page[page.index('id="noise"'):page.index("</section>", page.index('id="noise"'))]
+    assert "nan" not in noise.lower()  # was "between cases nan%, the agent's own run-to-run variation nan%"
+    steady = _visible_text(noise[noise.index("稳定的代理人"):])
+    assert "no variance" in steady.split("Zuverlässiger")[0]
+
+
+def test_report_writes_dollars_in_plain_decimals(priced_report):
+    cmp, page = priced_report
+    text = _visible_text(page)
+    assert not re.search(r"\d\.?\d*e-\d", text)  # was "8.32e-06", "$8.3e-06"
+    assert "$0.0000083 per run" in text  # the verdict's sentence and the chart's point
+    assert "0.0000083" in page[page.index('id="summary"'):]
+    assert "$0.0000083" in str(cmp) and "e-0" not in str(cmp)  # print(cmp): the same money
+
+
+def test_money_has_one_formatter():
+    from levelfield.comparison_text import _usd
+    from levelfield.core.data.money import dollars
+    from levelfield.verdict import _dollars
+
+    assert [dollars(x) for x in (8.32e-06, 0.0042, 0.01, 0.125, 8.3249, 1234.5, 0)] == \
+        ["$0.0000083", "$0.0042", "$0.01", "$0.12", "$8.32", "$1,234.50", "$0.00"]
+    assert dollars(float("nan")) == "unknown" and dollars(None) == "unknown"
+    assert _dollars(8.32e-06) == "$0.0000083" and _usd(8.32e-06) == "0.0000083"
+
+
+def _columns(text):
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def test_report_chart_labels_stay_inside_their_charts(priced_report):
+    _, page = priced_report
+    for svg in re.findall(r"<svg[^>]*>.*?</svg>", page, flags=re.S):
+        width, height = (float(v) for v in re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg).groups())
+        for attrs, label in re.findall(r"<text([^>]*)>(?:<title>[^<]*</title>)?([^<]*)</text>", svg):
+            x, y = float(re.search(r'x="([-\d.]+)"', attrs)[1]), float(re.search(r'y="([-\d.]+)"', attrs)[1])
+            anchor = (re.search(r'text-anchor="(\w+)"', attrs) or [None, "start"])[1]
+            px = _columns(label) * 7  # 12px text: a Latin letter ~7px at most, a CJK character two of them
+            start = {"start": x, "middle": x - px / 2, "end": x - px}[anchor]
+            assert y - 12 >= 0 and y <= height, (label, y)  # was y=4 for a point at the top: cut off
+            assert start >= 0 and start + px <= width, (label, start, px, width)
+
+
+def test_report_badges_name_their_metric(priced_report):
+    _, page = priced_report
+    chips = re.findall(r'<span class="chip [a-z]+"[^>]*>((?:<span[^>]*>[^<]*</span>)?[^<]*)</span>', page)
+    assert len(chips) >= 2 * 6 * 2  # the case list and the drill-down, per agent and case
+    assert all("exact_match" in _visible_text(c) for c in chips), chips[:3]  # was a bare "1.00"
+
+
+def test_view_case_list_badges_name_their_metric(two_evals):
+    page = two_evals.get("/run", params={"run": "runs/after"}).text
+    rows = re.findall(r'<tr class="caserow">.*?</tr>', page, flags=re.S)
+    assert len(rows) == 13
+    chips = re.findall(r'<span class="chip [a-z]+"[^>]*>((?:<span[^>]*>[^<]*</span>)?[^<]*)</span>', "".join(rows))
+    assert len(chips) == 13 * 2
+    assert sorted({_visible_text(c).split()[0] for c in chips}) == ["rouge_l_sum", "trajectory_recall"]

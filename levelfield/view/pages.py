@@ -247,7 +247,7 @@ def cases_section(run_id: str, index: RunIndex, query: CaseQuery) -> str:
             failed = [r for r in runs if r.failure]
             fail = (f' <span class="fail">failed: <span class="etype">{esc(", ".join(sorted({r.error_type or "error" for r in failed})))}'
                     "</span></span>" if failed else "")
-            chips = "".join(score_chip(scores[(m, a)][i], f"{a} · {m}") for m in index.metrics)
+            chips = "".join(score_chip(scores[(m, a)][i], f"{a} · {m}", name=m) for m in index.metrics)
             lines.append(f'<div class="agentline"><span class="aname" style="color:{palette.get(a, "#333")}">{esc(a)}</span>'
                          f"{chips}{fail}</div>")
         prompt = index.case_prompts[i]
