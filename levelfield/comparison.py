@@ -140,6 +140,9 @@ class Comparison:
         self.metrics = list(metrics)
         self.trials = trials
         self.config = config or RunConfig(trials=trials)
+        self.kind = "compare"
+        """What made it, as the run record's header names it (``run_kind``): ``compare``, or
+        ``evaluate`` for one agent evaluated (``levelfield eval --agent``, ``lf.evaluate`` logged to MLflow)."""
         self._trial_scores: dict[tuple[str, str, str], np.ndarray] = {}
         self._summary: pd.DataFrame | None = None
         self._pairwise: dict[tuple[str, str], pd.DataFrame] = {}
@@ -628,7 +631,7 @@ class Comparison:
             agents=self.agents,
             metrics=self.metrics,
             options=self.config.to_dict(),
-            kind="compare",
+            kind=self.kind,
             status=status or record_status(self.not_started),
             settings=self.settings(),
         )
@@ -713,6 +716,7 @@ class Comparison:
             )
         except ConfigError as exc:
             raise RecordError(f"{record.path}: bad settings in the header ({exc})") from None
+        cmp.kind = str(record.header.get("run_kind") or cmp.kind)  # saved again, it keeps what made it
         cmp.saved_baseline = settings.get("baseline")
         cmp.stopped_early = settings.get("stopped_early")
         cmp.missing_runs = record.missing()

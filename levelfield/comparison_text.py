@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .core.data.money import dollars
 from .core.data.textwidth import ljust, rjust, width
 from .core.results.result import FAILED_AS_ZERO, FAILED_LEFT_OUT
 from .verdict import Compared, early_stop_line, failure_rule, other_rule, verdict
@@ -88,7 +89,8 @@ def _unpriced_line(cmp: Compared) -> str:
 
 
 def _usd(x: float) -> str:
-    return "unknown" if math.isnan(x) else f"{x:.3g}" if x < 1 else f"{x:,.2f}"
+    """Dollars in the "cost per run ($)" row: plain decimals, as everywhere (:func:`dollars`)."""
+    return dollars(x, sign=False)
 
 
 def verdict_text(cmp: Compared) -> str:

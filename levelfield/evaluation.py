@@ -460,6 +460,16 @@ def compare(
         stop_early=stop_early, simulator=simulator, experiment=experiment, judge=judge, **options)))
 
 
+def compare_as(kind: str, dataset: Any, agents: Mapping[str, Any] | Sequence[Any], metrics: Sequence[str | Metric] | None,
+               *, config: RunConfig | None = None, stats: StatsConfig | None = None, baseline: Any = None,
+               stop_early: bool | str = False, simulator: Any = None, experiment: str | None = None) -> Comparison:
+    """:func:`compare`, with the run recorded as made by ``kind`` (the record's ``run_kind``): the
+    command line's ``eval --agent`` runs its one agent through here as ``evaluate``. Not public."""
+    return _short_errors(lambda: run_coroutine(_short_errors_async(_compare(
+        dataset, agents, metrics, config=config, stats=stats, baseline=baseline, fail_if_worse=None,
+        stop_early=stop_early, simulator=simulator, experiment=experiment, options={}, kind=kind))))
+
+
 async def _compare(
     dataset: Any,
     agents: Mapping[str, Any] | Sequence[Any],
@@ -474,8 +484,10 @@ async def _compare(
     experiment: str | None,
     judge: Any = None,
     options: dict[str, Any],
+    kind: str = "compare",
 ) -> Comparison:
-    """The one implementation of ``compare`` and ``acompare``."""
+    """The one implementation of ``compare`` and ``acompare``; ``kind`` names what made the run in its
+    record (``evaluate`` when the command line's ``eval --agent`` runs one agent through here)."""
     _require_experiment_logging(experiment)
     settings = _stats_from(stats, options, "compare")
     cfg = run_config(config, **options)
@@ -489,11 +501,12 @@ async def _compare(
     if baseline is not None:
         # Loaded before any agent runs, so a bad baseline fails fast.
         joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials)
-    results = await run_and_score(ds, runnables, resolved, cfg, kind="compare", settings=settings.to_dict(),
+    results = await run_and_score(ds, runnables, resolved, cfg, kind=kind, settings=settings.to_dict(),
                                   simulator=as_simulator(simulator), executor=executor, stop_early=early)
     if joined is not None:
         results[joined.name] = joined.result
     cmp = Comparison(ds, results, resolved, trials=cfg.trials, config=cfg, stats=settings)
+    cmp.kind = kind
     cmp.baseline = joined
     if early is not None:
         cmp.stopped_early = early.report()

@@ -131,7 +131,7 @@ def log_comparison(
                 run_id,
                 metrics=metrics,
                 params=[Param(k, str(v)[:_PARAM_CHARS]) for k, v in params.items()],
-                tags=[RunTag("levelfield.kind", "compare" if len(cmp.agents) > 1 else "evaluate")],
+                tags=[RunTag("levelfield.kind", cmp.kind)],  # what made it, as its run record says
             )
             with tempfile.TemporaryDirectory(prefix="levelfield-mlflow-") as tmp:
                 table = Path(tmp) / "metrics_table.csv"
@@ -160,6 +160,7 @@ def log_evaluation(result: EvalResult, experiment: str, *, run_name: str | None 
     agent = result.agent_name or "saved predictions"
     trials = max((r.trial for r in result.runs), default=0) + 1
     cmp = Comparison(result.dataset, {agent: result}, result.metrics, trials=trials, failed_runs="exclude")
+    cmp.kind = "evaluate"
     vertex = {
         k: float(v)
         for k, v in result.summary_metrics.items()

@@ -87,10 +87,14 @@ def agents_that_always_failed(runs_by_agent: Mapping[str, Sequence[AgentRun]]) -
     return [a for a, runs in runs_by_agent.items() if runs and all(r.failure for r in runs)]
 
 
-def format_failures(runs_by_agent: Mapping[str, Sequence[AgentRun]], *, top: int = 3) -> str:
+def format_failures(runs_by_agent: Mapping[str, Sequence[AgentRun]], *, top: int = 3,
+                    counts: Mapping[str, tuple[int, int]] | None = None) -> str:
     """The failures as terminal text: per agent, its ``top`` error types with a count, a case and a message.
 
-    Empty when no run failed.
+    ``counts`` gives each agent's (failed runs, runs) as the summary counts them (``cmp.summary``'s
+    ``failures`` and ``runs``), so the line says what the table says even when ``runs_by_agent``
+    holds only the failed runs (journaled runs: only those are read back). Without it, the runs
+    given are all the agent's runs. Empty when no run failed.
     """
     groups = failure_groups(runs_by_agent)
     if not groups:
@@ -100,8 +104,8 @@ def format_failures(runs_by_agent: Mapping[str, Sequence[AgentRun]], *, top: int
         mine = [g for g in groups if g.agent == agent]
         if not mine:
             continue
-        failed = sum(g.count for g in mine)
-        lines.append(f"  {agent}: {failed} of {len(runs)} runs failed")
+        failed, total = counts[agent] if counts is not None else (sum(g.count for g in mine), len(runs))
+        lines.append(f"  {agent}: {failed} of {total} runs failed")
         for g in mine[:top]:
             lines.append(f"    {g.error_type} x{g.count}, e.g. case {g.case_id}: {g.example}")
         if len(mine) > top:

@@ -22,6 +22,8 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from .core.data.money import dollars
+
 __all__ = [
     "Compared",
     "Versus",
@@ -275,7 +277,7 @@ def verdict(cmp: Compared) -> Verdict:
 
 
 def _dollars(x: float) -> str:
-    return f"${x:.2g}" if x < 0.01 else f"${x:,.2f}" if x >= 1 else f"${x:.3f}"
+    return dollars(x)  # one formatter for money in every readout (core/data/money.py)
 
 
 def cost_sentence(cmp: Compared, best: str) -> str:

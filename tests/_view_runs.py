@@ -2,7 +2,7 @@
 
 Version 1 times out on the thermostat case; version 2 is right everywhere; version 3 switches on
 the wrong light in ``lights_on`` (the case that regressed between the first and the last run).
-Calls go through two sub-agents (planner, devices), so transcripts show hand-offs.
+Calls go through two sub-agents (planner, devices) and the agent records the hand-offs, so transcripts show them.
 """
 
 import json
@@ -35,7 +35,7 @@ def home_agent(version):
             calls.append({"tool_name": "switch", "tool_input": {"device": device, "on": True}, "tool_output": "ok",
                           "agent": "devices"})
             answer = "The kitchen light is on." if version < 3 else "I switched on the hall light."
-            return {"response": answer, "predicted_trajectory": calls}
+            return {"response": answer, "predicted_trajectory": calls, "handoffs": ["planner", "devices"]}
         if "thermostat" in prompt:
             if version == 1:
                 raise TimeoutError("thermostat service did not answer")

@@ -248,7 +248,7 @@ def test_verdict_says_when_the_cheaper_agent_is_significantly_worse():
     rows = [{"case_id": f"c{i}", "prompt": f"q{i}", "reference": "ok"} for i in range(12)]
     cmp = lf.compare(rows, {"a": spender("dear-model"), "b": spender("cheap-model", answer="no")}, ["exact_match"],
                      prices=OWN, **FAST)
-    assert cmp.verdict().cost.startswith("a costs $0.010 per run; the cheaper b ($0.002) is significantly worse on exact_match")
+    assert cmp.verdict().cost.startswith("a costs $0.01 per run; the cheaper b ($0.002) is significantly worse on exact_match")
 
 
 def test_report_plots_each_priced_agent_against_its_cost(tmp_path):

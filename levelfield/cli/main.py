@@ -374,14 +374,15 @@ def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: lis
     import warnings
 
     from .output import warnings_as_lines
-    from ..evaluation import compare
+    from ..evaluation import compare_as
     from ..failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
 
     _check_gate_options(args, metrics)
+    kind = "evaluate" if args.command == "eval" else "compare"  # the record names the command that made it
     with warnings_as_lines(args.command):
         warnings.simplefilter("ignore", AllRunsFailedWarning)  # the CLI prints its own failure summary
         warnings.simplefilter("ignore", JudgeAnswersUnreadableWarning)  # printed by _finish, with the exit code
-        return compare(dataset, {a.name: a for a in agents}, metrics, config=_run_config(args),
+        return compare_as(kind, dataset, {a.name: a for a in agents}, metrics, config=_run_config(args),
                        stats=_stats_config(args), baseline=getattr(args, "baseline", None),
                        stop_early=getattr(args, "stop_early", False),
                        simulator=getattr(args, "user_simulator", None), experiment=getattr(args, "experiment", None))

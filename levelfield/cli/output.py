@@ -58,7 +58,10 @@ def warnings_as_lines(command: str) -> Iterator[None]:
 
 def report_failures(cmp: Comparison, *, command: str, allow_failures: bool = False) -> int:
     """Print the failures of ``cmp`` (if any); 1 when every run of some agent failed, unless allowed."""
-    text = format_failures({a: r.failures for a, r in cmp.results.items()})  # journaled runs: only the failed read back
+    s = cmp.summary  # the counts every readout prints (print(cmp), the report, view, MLflow)
+    counts = {a: (int(s.loc[a, "failures"]), int(s.loc[a, "runs"])) for a in cmp.results}
+    # journaled runs: only the failed ones are read back, for their error types and examples
+    text = format_failures({a: r.failures for a, r in cmp.results.items()}, counts=counts)
     if text:
         print()
         print(text)

@@ -76,7 +76,10 @@ def check_out(out: Path, config: RunConfig) -> None:
             f"{out} already holds results ({', '.join(held)}); replace them with overwrite=True (--overwrite), "
             "or choose another out folder"
         )
-    check_out_folder(out, overwrite=config.overwrite)
+    # On resume, the score table and summary this path wrote (the pair of them: its record) are replaced;
+    # any other file, whatever its name, is the user's and refused as for any out folder.
+    ours = held if config.resume and "summary.json" in held and any(n in held for n in TABLE_NAMES) else ()
+    check_out_folder(out, overwrite=config.overwrite, kept=ours)
 
 
 class _Progress:

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.data.jsonsafe import to_jsonable
+from ..core.data.money import dollars
+from ..core.data.textwidth import width
 from ..core.results.writing import write_text
 from ..failure_summary import failure_groups
 from .changes import baseline_section
@@ -94,14 +96,16 @@ def _asset(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
-def _chip(value: float, label: str = "") -> str:
+def _chip(value: float, label: str = "", *, name: str = "") -> str:
+    """A score badge coloured by the score; ``label`` on hover, ``name`` (its metric) shown in it."""
     if _isnan(value):
         cls, text = "na", "–"
     else:
         cls = "good" if value >= 0.999 else "bad" if value <= 0.001 else "mid"
         text = _fmt(value, 2)
     title = f' title="{_esc(label)}"' if label else ""
-    return f'<span class="chip {cls}"{title}>{_esc(text)}</span>'
+    shown = f'<span class="bname">{_esc(name)}</span> ' if name else ""
+    return f'<span class="chip {cls}"{title}>{shown}{_esc(text)}</span>'
 
 
 def _table(headers: Iterable[tuple[str, bool]], rows: Iterable[Iterable[str]], cls: str = "") -> str:
@@ -234,8 +238,8 @@ def _summary_section(cmp: Comparison) -> str:
 
 
 def _usd(x: Any) -> str:
-    """Dollars with the digits that matter (a run may cost a hundredth of a cent); "unknown" for NaN."""
-    return "unknown" if _isnan(x) else f"{float(x):.3g}" if float(x) < 1 else f"{float(x):,.2f}"
+    """Dollars in a column headed "($)": plain decimals (:func:`dollars`), "unknown" for NaN."""
+    return dollars(x, sign=False)
 
 
 def _cost_cell(row: Any) -> str:
@@ -244,6 +248,26 @@ def _cost_cell(row: Any) -> str:
         return f'<span class="muted" title="{_esc(note if isinstance(note, str) else "")}">unknown</span>'
     return (f'{_usd(row["cost_usd/mean"])} <span class="ci">[{_usd(row.get("cost_usd/ci_low"))}, '
             f'{_usd(row.get("cost_usd/ci_high"))}]</span>')
+
+
+_FONT_PX = 12
+"""The charts' font size (style.css: ``.chart svg text``)."""
+_COLUMN_PX = 7.5
+"""A generous width of one text column at that size (a Chinese or Japanese character takes two)."""
+
+
+def _text_px(text: str) -> float:
+    """How wide ``text`` may show in a chart, at most: labels are placed so this much fits."""
+    return width(text) * _COLUMN_PX
+
+
+def _fit(text: str, px: float) -> str:
+    """``text`` shortened with "…" to fit ``px`` pixels of a chart (the full text on hover)."""
+    if _text_px(text) <= px:
+        return text
+    while text and _text_px(text + "…") > px:
+        text = text[:-1]
+    return text + "…"
 
 
 def _cost_chart(cmp: Comparison, metric: str) -> str:
@@ -274,7 +298,7 @@ def _cost_chart(cmp: Comparison, metric: str) -> str:
     for i in range(5):
         tx, ty = x(hi_x * i / 4), y(lo_y + span_y * i / 4)
         parts.append(f'<line class="grid" x1="{tx:.1f}" y1="{top}" x2="{tx:.1f}" y2="{top + plot_h}"/>')
-        parts.append(f'<text x="{tx:.1f}" y="{top + plot_h + 14}" text-anchor="middle">${hi_x * i / 4:.2g}</text>')
+        parts.append(f'<text x="{tx:.1f}" y="{top + plot_h + 14}" text-anchor="middle">{dollars(hi_x * i / 4)}</text>')
         parts.append(f'<line class="grid" x1="{left}" y1="{ty:.1f}" x2="{left + plot_w}" y2="{ty:.1f}"/>')
         parts.append(f'<text x="{left - 6}" y="{ty + 4:.1f}" text-anchor="end">{lo_y + span_y * i / 4:.2g}</text>')
     parts.append(f'<line class="axis" x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}"/>')
@@ -291,10 +315,13 @@ def _cost_chart(cmp: Comparison, metric: str) -> str:
             parts.append(f'<line class="whisker" x1="{cx:.1f}" y1="{y(row[f"{metric}/ci_low"]):.1f}" '
                          f'x2="{cx:.1f}" y2="{y(row[f"{metric}/ci_high"]):.1f}" style="stroke:{color}"/>')
         tip = (f"{agent}: {metric} {_fmt(row[f'{metric}/mean'])} [{_fmt(row[f'{metric}/ci_low'])}, "
-               f"{_fmt(row[f'{metric}/ci_high'])}]; ${_usd(row['cost_usd/mean'])} per run")
-        name = agent if len(agent) <= 18 else agent[:17] + "…"
+               f"{_fmt(row[f'{metric}/ci_high'])}]; {dollars(row['cost_usd/mean'])} per run")
+        name = _fit(agent, 130)
+        # Right of the point and above it, unless that runs past the right edge or above the top.
+        tx, anchor = (cx + 8, "start") if cx + 8 + _text_px(name) <= width - 2 else (cx - 8, "end")
+        ty = cy - 6 if cy - 6 - _FONT_PX >= 0 else cy + 6 + _FONT_PX
         parts.append(f'<circle class="point" cx="{cx:.1f}" cy="{cy:.1f}" r="5" fill="{color}"><title>{_esc(tip)}</title></circle>'
-                     f'<text x="{cx + 8:.1f}" y="{cy - 6:.1f}">{_esc(name)}</text>')
+                     f'<text x="{tx:.1f}" y="{ty:.1f}" text-anchor="{anchor}">{_esc(name)}</text>')
     parts.append("</svg>")
     return f'<div class="chart" data-metric="{_esc(metric)}" data-chart="cost"><h3>{_esc(metric)}</h3>{"".join(parts)}</div>'
 
@@ -346,8 +373,9 @@ def _chart(cmp: Comparison, metric: str) -> str:
     for i, agent in enumerate(cmp.agents):
         y = top + i * row_h
         mean, low, high = (s.loc[agent, f"{metric}/{c}"] for c in ("mean", "ci_low", "ci_high"))
-        name = agent if len(agent) <= 22 else agent[:21] + "…"
-        parts.append(f'<text x="{label_w - 8}" y="{y + row_h / 2 + 4:.1f}" text-anchor="end">{_esc(name)}</text>')
+        name = _fit(agent, label_w - 10)
+        parts.append(f'<text x="{label_w - 8}" y="{y + row_h / 2 + 4:.1f}" text-anchor="end"><title>{_esc(agent)}</title>'
+                     f'{_esc(name)}</text>')
         if _isnan(mean):
             parts.append(f'<text x="{label_w + 4}" y="{y + row_h / 2 + 4:.1f}" class="muted">no scores</text>')
             continue
@@ -470,8 +498,8 @@ def _agent_column(cmp: Comparison, agent: str, runs: list[AgentCase]) -> str:
             parts.append(f'<pre class="text response">{_long(run.response)}</pre>')
         if not run.failure or run.partial:
             parts.append(_calls(run.calls))
-        # One badge per metric in the legend's order (the name on hover): a named list per trial took a screen.
-        scores = "".join(_chip(v, m) for m, v in run.scores.items())
+        # One badge per metric, each labelled by its metric (a named list per trial took a screen).
+        scores = "".join(_chip(v, m, name=m) for m, v in run.scores.items())
         parts.append(
             f'<div class="scores">{scores} <span class="muted">latency {_fmt(run.latency_in_seconds, 2)} s</span></div>'
         )
@@ -555,7 +583,7 @@ def _cases_section(cmp: Comparison) -> str:
         '<p class="legend muted">Calls: <span>✔ match</span><span>args differ: right tool, other arguments</span>'
         "<span>extra: not in the reference</span><span>missing: in the reference, not made (shown at its place "
         "in the reference order)</span></p>",
-        '<p class="legend muted">Badges per agent, one per metric in this order: '
+        '<p class="legend muted">Badges per agent, one per metric, each labelled by its metric: '
         + ", ".join(_metric_link(m) for m in cmp.metric_names) + "</p>",
         note,
     ]
@@ -570,7 +598,7 @@ def _cases_section(cmp: Comparison) -> str:
         failed = any(r.failure for runs in view.runs.values() for r in runs)
         chips = '<span class="casechips">' + "".join(
             f'<span class="agentchips"><span class="muted" title="{_esc(a)}">{_esc(a)}</span>'
-            + "".join(_chip(row[(m, a)], f"{a} · {m}") for m in cmp.metric_names)
+            + "".join(_chip(row[(m, a)], f"{a} · {m}", name=m) for m in cmp.metric_names)
             + "</span>"
             for a in cmp.agents
         )
@@ -695,6 +723,9 @@ def _glossary_section(cmp: Comparison) -> str:
     )
 
 
+_NO_VARIANCE = "No noise to split: every run scored the same (shares left out: no variance)."
+
+
 def _noise_section(cmp: Comparison) -> str:
     """Where the noise comes from, in words, when there are trials or judge samples to tell it by."""
     if not cmp.splits_noise:
@@ -707,13 +738,16 @@ def _noise_section(cmp: Comparison) -> str:
     for _, row in table.iterrows():
         if not row["advice"]:
             continue
+        measured = [row[f"share_{source}"] for source in ("case", "trial", "judge") if not _isnan(row[f"var_{source}"])]
+        # Shares of no variance at all cannot be computed (0/0): say so rather than print "nan%".
+        advice = row["advice"] if not any(_isnan(v) for v in measured) else _NO_VARIANCE
         parts = []
         for source, label in (("case", "cases"), ("trial", "trials"), ("judge", "judge samples")):
             value = row[f"var_{source}"]
             if isinstance(value, float) and math.isnan(value):
                 continue
             parts.append(f"{label} {_fmt(value)} [{_fmt(row[f'var_{source}_low'])}, {_fmt(row[f'var_{source}_high'])}]")
-        items.append(f"<li><b>{_esc(row['agent'])}</b>, {_metric_link(row['metric'])}: {_esc(row['advice'])} "
+        items.append(f"<li><b>{_esc(row['agent'])}</b>, {_metric_link(row['metric'])}: {_esc(advice)} "
                      f'<span class="ci">(variance by source: {_esc("; ".join(parts))})</span></li>')
     if not items:
         return ""

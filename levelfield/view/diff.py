@@ -41,10 +41,27 @@ class ChangedCase:
     case_id: str
     a: float
     b: float
+    crashed_a: bool = False
+    """A's run of the case failed and left no score (``failed_runs="exclude"``)."""
+    crashed_b: bool = False
+    """B's run of the case failed and left no score."""
 
     @property
     def delta(self) -> float:
         return self.b - self.a
+
+    @property
+    def direction(self) -> int:
+        """-1 worse, +1 better, 0 neither can be said (scored on one side only, no run failed).
+
+        A crash after a score is worse, whatever the score was; a crash that now scores is better."""
+        if not math.isnan(self.delta):
+            return -1 if self.delta < 0 else 1 if self.delta > 0 else 0
+        if self.crashed_b and not math.isnan(self.a):
+            return -1
+        if self.crashed_a and not math.isnan(self.b):
+            return 1
+        return 0
 
 
 @dataclass
@@ -87,14 +104,16 @@ def diff_runs(a: Side, b: Side) -> RunDiff:
         return out
     ia = np.array([i for i, _, _ in shared])
     ib = np.array([j for _, j, _ in shared])
+    failed_a, failed_b = a.index.case_failed(a.agent)[ia], b.index.case_failed(b.agent)[ib]
     new: dict[str, np.ndarray] = {}
     base: dict[str, np.ndarray] = {}
     for metric in metrics:
         sa = a.index.case_scores(metric, a.agent)[ia]
         sb = b.index.case_scores(metric, b.agent)[ib]
         base[metric], new[metric] = sa, sb
-        moved = [ChangedCase(cid, float(x), float(y)) for (_, _, cid), x, y in zip(shared, sa, sb) if _differs(x, y)]
-        out.changed[metric] = sorted(moved, key=lambda c: (_order(c.delta), c.case_id))
+        moved = [ChangedCase(cid, float(x), float(y), bool(math.isnan(x) and fa), bool(math.isnan(y) and fb))
+                 for (_, _, cid), x, y, fa, fb in zip(shared, sa, sb, failed_a, failed_b) if _differs(x, y)]
+        out.changed[metric] = sorted(moved, key=lambda c: (_order(c), c.case_id))
     out.changes = scores_changes(new, base, agent=b.label, baseline=a.label, stats=b.index.stats)
     return out
 
@@ -107,5 +126,9 @@ def _differs(x: float, y: float) -> bool:
     return abs(x - y) > 1e-9
 
 
-def _order(delta: float) -> float:
-    return math.inf if math.isnan(delta) else delta
+def _order(case: ChangedCase) -> tuple[int, float]:
+    """Worse first (a crash after a score first of all, then the largest drop), then better, then the
+    cases scored on one side only."""
+    if not math.isnan(case.delta):
+        return (0 if case.delta < 0 else 1, case.delta)
+    return {-1: (0, -math.inf), 1: (1, case.b)}.get(case.direction, (2, 0.0))

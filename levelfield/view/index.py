@@ -161,6 +161,18 @@ class RunIndex:
             self._cache[key] = reduce_trials(matrix, settings.reducer)
         return self._cache[key]
 
+    def case_failed(self, agent: str) -> np.ndarray:
+        """Whether each case (case order) had a failed run of ``agent``: where its score is NaN, the
+        run crashed rather than went unscored, which a diff counts as worse than any score."""
+        key = ("\0failed", agent)  # beside the metrics' scores, under a name no metric has
+        if key not in self._cache:
+            failed = np.zeros(len(self.case_ids), dtype=bool)
+            for (a, case, _), run in self.runs.items():
+                if a == agent and run.failure and case < len(failed):
+                    failed[case] = True
+            self._cache[key] = failed
+        return self._cache[key]
+
     def _applies_to(self, case: int, metric: str) -> bool:
         return case >= len(self._applies) or metric in self._applies[case]
 

@@ -25,7 +25,7 @@ from ..core.stats.change import describe_change
 from ..report.html import agent_color_of, breakable, call_text, long_text, number, score_chip
 from ..report.html import escape as esc
 from .catalog import Baseline
-from .diff import RunDiff
+from .diff import ChangedCase, RunDiff
 from .index import RunIndex
 from .query import PER_PAGE, CaseQuery, page_of
 from .transcript import Step, transcript
@@ -247,7 +247,7 @@ def cases_section(run_id: str, index: RunIndex, query: CaseQuery) -> str:
             failed = [r for r in runs if r.failure]
             fail = (f' <span class="fail">failed: <span class="etype">{esc(", ".join(sorted({r.error_type or "error" for r in failed})))}'
                     "</span></span>" if failed else "")
-            chips = "".join(score_chip(scores[(m, a)][i], f"{a} · {m}") for m in index.metrics)
+            chips = "".join(score_chip(scores[(m, a)][i], f"{a} · {m}", name=m) for m in index.metrics)
             lines.append(f'<div class="agentline"><span class="aname" style="color:{palette.get(a, "#333")}">{esc(a)}</span>'
                          f"{chips}{fail}</div>")
         prompt = index.case_prompts[i]
@@ -312,7 +312,9 @@ def _call(step: Step) -> str:
              f'<div class="what"><code class="tool">{esc(call.tool_name)}</code>']
     if call.tool_input:
         parts.append(f'<pre class="args">{long_text(_args(call.tool_input), 4000)}</pre>')
-    if m.status == "missing":
+    if m.status == "missing" and step.cut_short:
+        parts.append('<div class="expected">expected here by the reference; the run failed before making it</div>')
+    elif m.status == "missing":
         parts.append('<div class="expected">expected here by the reference; the agent did not make it</div>')
     if m.status == "mismatch" and m.reference is not None:
         parts.append(f'<div class="expected">expected {esc(call_text(m.reference))}</div>')
@@ -496,14 +498,14 @@ def diff_page(diff: RunDiff, *, metric: str, page: int, agents_form: str) -> str
     for m in diff.metrics if not metric else [metric]:
         changed = diff.changed.get(m, [])
         items, shown_page, pages = _page_list(changed, page if metric else 1)
-        worse = sum(1 for c in changed if not math.isnan(c.delta) and c.delta < 0)
-        better = sum(1 for c in changed if not math.isnan(c.delta) and c.delta > 0)
+        worse = sum(1 for c in changed if c.direction < 0)
+        better = sum(1 for c in changed if c.direction > 0)
         lines = "".join(
-            f'<tr class="{"bad" if c.delta < 0 else "good" if c.delta > 0 else ""}"><td><a class="diffcase" '
+            f'<tr class="{_DIRECTION_CLASS[c.direction]}"><td><a class="diffcase" '
             f'href="{href("/diff/case", a=a.run_id, b=b.run_id, agent_a=a.agent, agent_b=b.agent, case=c.case_id)}">'
             f'{esc(c.case_id)}</a></td><td class="prompt">{esc(_prompt(b.index, c.case_id))}</td>'
-            f'<td class="num">{score_chip(c.a)}</td><td class="num">{score_chip(c.b)}</td>'
-            f'<td class="num">{"–" if math.isnan(c.delta) else f"{c.delta:+.3f}"}</td></tr>'
+            f'<td class="num">{_side_chip(c.a, c.crashed_a)}</td><td class="num">{_side_chip(c.b, c.crashed_b)}</td>'
+            f'<td class="num">{_delta_text(c.delta, c.direction)}</td></tr>'
             for c in items
         )
         more = ""
@@ -536,6 +538,21 @@ def diff_page(diff: RunDiff, *, metric: str, page: int, agents_form: str) -> str
     return shell("diff", body)
 
 
+_DIRECTION_CLASS = {-1: "bad", 0: "", 1: "good"}
+
+
+def _side_chip(value: float, crashed: bool) -> str:
+    """A side's score, or "crashed" where its run failed and left none."""
+    return '<span class="chip bad" title="the run failed">crashed</span>' if crashed else score_chip(value)
+
+
+def _delta_text(delta: float, direction: int) -> str:
+    """B − A as a number; "worse"/"better" where one side crashed (no number to subtract)."""
+    if not math.isnan(delta):
+        return f"{delta:+.3f}"
+    return {-1: "worse", 1: "better"}.get(direction, "–")
+
+
 def _page_list(items: list[Any], page: int) -> tuple[list[Any], int, int]:
     positions, shown, pages = page_of(list(range(len(items))), page)
     return [items[i] for i in positions], shown, pages
@@ -562,16 +579,18 @@ def diff_case_page(diff_link: str, a: Any, b: Any, case: EvalCase,
     first_b = runs_b[0][1] if runs_b else {}
     metrics = [m for m in b.index.metrics if m in a.index.metrics]
     rows = []
+    failed_a = bool(runs_a) and runs_a[0][0].failure
+    failed_b = bool(runs_b) and runs_b[0][0].failure
     for m in metrics:
         sa, sb = first_a.get(m), first_b.get(m)
         va = sa.value if sa else math.nan
         vb = sb.value if sb else math.nan
-        moved = _moved(va, vb)
-        delta = "–" if math.isnan(va) or math.isnan(vb) else f"{vb - va:+.3f}"
-        cls = "bad" if moved and not math.isnan(va) and not math.isnan(vb) and vb < va else "good" if moved else ""
+        change = ChangedCase(case.case_id, va, vb, failed_a and math.isnan(va), failed_b and math.isnan(vb))
+        cls = _DIRECTION_CLASS[change.direction] if _moved(va, vb) else ""
         rows.append(
-            f'<tr class="{cls}"><td><b>{esc(m)}</b></td><td class="num">{score_chip(va)}</td><td class="num">{score_chip(vb)}</td>'
-            f'<td class="num">{delta}</td><td class="why">{long_text(sa.explanation if sa else "", 2000)}</td>'
+            f'<tr class="{cls}"><td><b>{esc(m)}</b></td><td class="num">{_side_chip(va, change.crashed_a)}</td>'
+            f'<td class="num">{_side_chip(vb, change.crashed_b)}</td>'
+            f'<td class="num">{_delta_text(change.delta, change.direction)}</td><td class="why">{long_text(sa.explanation if sa else "", 2000)}</td>'
             f'<td class="why">{long_text(sb.explanation if sb else "", 2000)}</td></tr>'
         )
     trials = "" if a.index.trials == 1 and b.index.trials == 1 else '<p class="muted">scores of the first trial; every trial is below.</p>'

@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.data.money import dollars
 from ..core.errors import RecordError
 from ..core.results.record import read_record
 from .budget import skipped_for_budget
@@ -144,7 +145,7 @@ def format_watch_summary(summary: WatchSummary) -> str:
                      f"{s.get('shed_traces', 0)} shed, {s.get('bad_requests', 0)} bad requests; time to score p99 "
                      f"{_num(s.get('time_to_score_p99'))} s")
         if s.get("judge_skipped_for_budget") or s.get("judge_budget_per_hour") is not None:
-            lines.append(f"Judges: ${s.get('judge_spent_this_hour') or 0:.4f} of ${s.get('judge_budget_per_hour') or 0:g} "
+            lines.append(f"Judges: {dollars(s.get('judge_spent_this_hour') or 0)} of ${s.get('judge_budget_per_hour') or 0:g} "
                          f"spent this hour; {s.get('judge_skipped_for_budget', 0)} judged score(s) skipped for the budget "
                          "since the watcher started")
         if s.get("mlflow_assessments") or s.get("mlflow_failed_traces") or s.get("mlflow_missing_traces"):

@@ -33,7 +33,7 @@ import math
 import os
 import shutil
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar
@@ -633,22 +633,19 @@ def write_record(
     return path
 
 
-OUTPUT_FILES = frozenset({RUNS_FILE, "metrics_table.csv", "metrics_table.parquet", "metrics_table.jsonl",
-                          "summary.json", "summary.parquet", "report.html"})
-"""The files levelfield writes into an out folder."""
-
-
-def check_out_folder(out: Path, *, overwrite: bool) -> None:
-    """Refuse an ``out`` that is a file, or a folder holding other files but no run record, unless
-    ``overwrite``: results written there would replace files of the same name that are not ours.
-    Hidden files (``.gitkeep``, ``.DS_Store``) and levelfield's own outputs do not count (a record
-    already there is the caller's to refuse, resume or replace)."""
+def check_out_folder(out: Path, *, overwrite: bool, kept: Collection[str] = ()) -> None:
+    """Refuse an ``out`` that is a file, or a folder holding files but no run record, unless
+    ``overwrite``: results written there would replace files of the same name, and a file named like
+    one of levelfield's outputs (a user's own ``metrics_table.csv``) is no less the user's for it.
+    Hidden files (``.gitkeep``, ``.DS_Store``) do not count; nor do ``kept``, files the caller knows
+    as its own results and was told to replace (saved predictions' score table on ``resume``). A
+    record already there is the caller's to refuse, resume or replace."""
     if out.exists() and not out.is_dir():
         raise RecordError(f"out={str(out)!r} is a file, not a folder: give a folder for the run record and results")
     if overwrite or not out.is_dir() or (out / RUNS_FILE).exists():
         return
     held = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir()
-                  if not p.name.startswith(".") and p.name not in OUTPUT_FILES)
+                  if not p.name.startswith(".") and p.name not in kept)
     if held:
         raise RecordError(
             f"{out} holds {len(held)} other file(s) ({_few(held)}) and no run record ({RUNS_FILE}); results written "
