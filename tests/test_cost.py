@@ -229,7 +229,7 @@ def test_verdict_does_not_call_a_cheaper_agent_as_good_when_the_cases_cannot_sho
     # a and b answer alike on all 12 cases, but 12 cases cannot rule out a drop: at the 90% level of
     # the two one-sided tests, no case differing in 12 allows up to 1 - 0.05^(1/12) of them to differ.
     drop = 1 - 0.05 ** (1 / 12)
-    assert line.startswith("b is cheaper than a, at 20% of the cost ($0.002 against $0.010 per run), and "
+    assert line.startswith("b is cheaper than a, at 20% of the cost ($0.002 against $0.01 per run), and "
                            "significantly worse on no metric; these 12 cases cannot tell whether it is as good "
                            f"(they could miss a drop of up to {drop * 100:.1f} points on exact_match)")
     assert "as good as" not in line and "the cost of c is unknown" in line
