@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 import numpy as np
 
 from . import inference as stats
 from ..errors import ConfigError
+from .paired import TwoSampleInference, paired_inference
 from .planning import minimum_detectable_effect
 
 __all__ = ["Change", "Verdict", "measure_change", "measure_unpaired_change", "adjust", "describe_change",
@@ -38,7 +39,8 @@ class Change:
     """Mean of agent − baseline over paired cases."""
     low: float
     high: float
-    """Interval of the difference (paired bootstrap, confidence 1 − alpha)."""
+    """Interval of the difference: the inversion of the change's own test at the level it was decided
+    (``level``), so it lies beyond 0 (beyond −margin, with a margin) exactly when the change is significant."""
     p_value: float
     """The paired test's two-sided p; with a margin, the non-inferiority p (:func:`stats.noninferiority_p`)."""
     p_adjusted: float
@@ -54,6 +56,10 @@ class Change:
     verdict: Verdict = "not testable"
     n_baseline: int | None = None
     """For an unpaired change (:func:`measure_unpaired_change`): the baseline's values; ``n`` is then the new sample's."""
+    level: float = math.nan
+    """Confidence of the interval: 1 − alpha alone, 1 − the Holm level after :func:`adjust`."""
+    inference: Any = field(default=None, repr=False, compare=False)
+    """The test as a function of the shift (:mod:`levelfield.core.stats.paired`), to recompute the interval."""
 
     @property
     def significant(self) -> bool:
@@ -85,8 +91,10 @@ def measure_change(
     if not 0 < alpha < 1:
         raise ConfigError(f"alpha={alpha!r}: must be between 0 and 1")
     x, y = np.asarray(new, dtype=float), np.asarray(base, dtype=float)
-    t = stats.paired_test(x, y, test=test, confidence=1 - alpha, seed=seed, interval=interval)
-    p = stats.noninferiority_p(x, y, margin, test=test) if margin > 0 else t.p_value
+    t = stats.paired_test(x, y, test=test, confidence=1 - alpha, seed=seed, interval=False)
+    inference = paired_inference(x, y, test=test, seed=seed)
+    p = _margin_p(inference, margin, inference._centre() if inference.n else math.nan) if margin > 0 else t.p_value
+    low, high = inference.interval(alpha) if interval and inference.n else (math.nan, math.nan)
     values = np.concatenate([x[~np.isnan(x)], y[~np.isnan(y)]])
     points = values.size > 0 and bool(((values >= 0) & (values <= 1)).all())
     change = Change(
@@ -95,8 +103,8 @@ def measure_change(
         baseline=baseline,
         n=t.n,
         difference=t.difference,
-        low=t.low,
-        high=t.high,
+        low=low,
+        high=high,
         p_value=p,
         p_adjusted=p,
         test=t.test,
@@ -105,8 +113,18 @@ def measure_change(
         mde=detectable_difference(x, y, t, alpha=alpha, power=power),
         power=power,
         points=points,
+        level=1 - alpha,
+        inference=inference if interval else None,
     )
     return replace(change, verdict=_verdict(change))
+
+
+def _margin_p(inference: Any, margin: float, centre: float) -> float:
+    """The non-inferiority p: the test of "the difference is −margin", counted when the cases lie
+    below −margin (two-sided scale), so p < alpha exactly when the interval lies wholly below −margin."""
+    if math.isnan(centre):
+        return math.nan
+    return inference.p_at(-margin) if centre < -margin else 1.0
 
 
 def measure_unpaired_change(
@@ -123,20 +141,25 @@ def measure_unpaired_change(
     """Test the scores of one sample of cases against another's (different cases: a window of
     production traffic against a baseline period); verdict from its own p until :func:`adjust`.
 
-    The gate's logic without the pairing: Fisher's exact test for 0/1 metrics, Mann-Whitney
-    otherwise (:func:`stats.two_sample_test`); with a margin, the unpaired non-inferiority test.
+    The gate's logic without the pairing: the permutation test of the difference of the two means
+    (Fisher's comparison of proportions for 0/1 metrics), with the interval that inverts it
+    (:class:`~levelfield.core.stats.paired.TwoSampleInference`); with a margin, the same test of
+    "the difference is −margin".
     """
     if not 0 < alpha < 1:
         raise ConfigError(f"alpha={alpha!r}: must be between 0 and 1")
     x, y = np.asarray(new, dtype=float), np.asarray(base, dtype=float)
     t = stats.two_sample_test(x, y, confidence=1 - alpha)
-    p = stats.noninferiority_p_unpaired(x, y, margin) if margin > 0 else t.p_value
+    inference = TwoSampleInference(x[~np.isnan(x)], y[~np.isnan(y)])
+    p = _margin_p(inference, margin, inference.difference) if margin > 0 else inference.p_at(0.0)
+    low, high = inference.interval(alpha)
     values = np.concatenate([x[~np.isnan(x)], y[~np.isnan(y)]])
     points = values.size > 0 and bool(((values >= 0) & (values <= 1)).all())
     change = Change(
-        metric=metric, agent=agent, baseline=baseline, n=t.n, difference=t.difference, low=t.low, high=t.high,
-        p_value=p, p_adjusted=p, test=t.test, alpha=alpha, margin=float(margin),
-        mde=_unpaired_mde(x, y, t, alpha=alpha, power=power), power=power, points=points, n_baseline=t.n_baseline,
+        metric=metric, agent=agent, baseline=baseline, n=t.n, difference=t.difference, low=low, high=high,
+        p_value=p, p_adjusted=p, test=inference.test if t.test != "none" else "none", alpha=alpha,
+        margin=float(margin), mde=_unpaired_mde(x, y, t, alpha=alpha, power=power), power=power, points=points,
+        n_baseline=t.n_baseline, level=1 - alpha, inference=inference,
     )
     return replace(change, verdict=_verdict(change))
 
@@ -196,11 +219,18 @@ def _verdict(c: Change) -> Verdict:
 
 
 def adjust(changes: Sequence[Change]) -> list[Change]:
-    """The changes with Holm-adjusted p-values across all of them, and verdicts from the adjusted p."""
-    adjusted = stats.holm([c.p_value for c in changes])
+    """The changes with Holm-adjusted p-values across all of them, verdicts from the adjusted p, and
+    each interval recomputed at the level Holm decided that change at (so it agrees with the verdict)."""
+    p_values = [c.p_value for c in changes]
+    adjusted = stats.holm(p_values)
+    alpha = changes[0].alpha if changes else 0.05
+    levels = stats.family_levels(p_values, np.zeros(len(changes)), alpha)
     out = []
-    for c, p in zip(changes, adjusted):
+    for c, p, level in zip(changes, adjusted, levels):
         c = replace(c, p_adjusted=float(p))
+        if c.inference is not None and not math.isnan(c.p_value):
+            low, high = c.inference.interval(float(level))
+            c = replace(c, low=low, high=high, level=1 - float(level))
         out.append(replace(c, verdict=_verdict(c)))
     return out
 
@@ -226,9 +256,13 @@ def describe_change(change: Change) -> str:
         if c.n_baseline is not None:
             return f"not testable against {base}: {c.n} scores here, {c.n_baseline} in {base}"
         return f"not testable against {base}: no case has a score on both sides"
-    if c.difference == 0 and c.low == 0 and c.high == 0:
+    identical = getattr(c.inference, "wins", None) == 0 and getattr(c.inference, "losses", None) == 0
+    if c.difference == 0 and ((c.low == 0 and c.high == 0) or identical):
         cases = f"{c.n} cases and {c.n_baseline} in {base}" if c.n_baseline is not None else f"all {c.n} paired cases"
-        return f"no change: same score as {base} on {cases}"
+        could = ""
+        if math.isfinite(c.high) and c.high > 0:
+            could = f" (these cases could miss a change of up to {_amount(c.high, c.points)}{' points' if c.points else ''})"
+        return f"no change: same score as {base} on {cases}{could}"
     size = abs(c.difference)
     if c.difference < 0:
         low, high = -c.high, -c.low

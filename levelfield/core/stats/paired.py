@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import ConfigError
 
-__all__ = ["PairedInference", "paired_inference", "signed_rank_p", "EXACT_SIGNED_RANK", "EXACT_SIGN_FLIPS"]
+__all__ = ["PairedInference", "paired_inference", "TwoSampleInference", "extreme_intervals", "accepted_interval", "signed_rank_p", "EXACT_SIGNED_RANK", "EXACT_SIGN_FLIPS"]
 
 EXACT_SIGNED_RANK = 50
 """Up to this many differences that are not 0, the signed-rank p-value is exact (SciPy's threshold)."""
@@ -208,15 +208,9 @@ class PairedInference:
         return share * (2 * low_pi - 1), share * (2 * high_pi - 1)
 
     def _interval_permutation(self, alpha: float) -> tuple[float, float]:
-        low, high, always, total = self._sign_flip_roots()
         # Accepted: (always + patterns extreme at δ) / total ≥ alpha. Below the mean a pattern is
         # extreme at δ when its low root ≤ δ; above, when its high root ≥ δ.
-        need = math.ceil(alpha * total - 1e-9) - always
-        if need <= 0:
-            return -math.inf, math.inf
-        if need > low.size:
-            return self.mean, self.mean
-        return float(np.sort(low)[need - 1]), float(np.sort(high)[::-1][need - 1])
+        return accepted_interval(*self._sign_flip_roots(), alpha, self.mean)
 
     def _sign_flip_roots(self) -> tuple[np.ndarray, np.ndarray, int, int]:
         """Per sign pattern, the shifts at which it is as extreme as the observed mean: [low, high].
@@ -228,24 +222,8 @@ class PairedInference:
         if self._roots is None:
             d, n = self.d, self.d.size
             signs = _sign_patterns(n, int(self._cache.get("seed", 0)))
-            a_s = signs @ d
-            c_s = signs.sum(axis=1).astype(float)
-            total_sum = float(d.sum())
-            trivial = np.abs(c_s) == n
-            a_s, c_s = a_s[~trivial], c_s[~trivial]
-            qa = c_s**2 - n**2  # < 0
-            qb = -2 * (a_s * c_s - total_sum * n)
-            qc = a_s**2 - total_sum**2
-            disc = np.maximum(qb**2 - 4 * qa * qc, 0.0)
-            r1 = (-qb + np.sqrt(disc)) / (2 * qa)
-            r2 = (-qb - np.sqrt(disc)) / (2 * qa)
-            low, high = np.minimum(r1, r2), np.maximum(r1, r2)
-            # A pattern as extreme as the observed one at δ = 0 up to rounding counts at 0, as in SciPy.
-            scale = max(abs(total_sum), float(np.abs(d).sum()), 1e-300) ** 2
-            at_zero = qc >= -1e-12 * scale
-            low = np.where(at_zero, np.minimum(low, 0.0), low)
-            high = np.where(at_zero, np.maximum(high, 0.0), high)
-            self._roots = (low, high, int(trivial.sum()), int(signs.shape[0]))
+            self._roots = extreme_intervals(signs @ d, signs.sum(axis=1).astype(float), float(d.sum()), float(n),
+                                            float(np.abs(d).sum()))
         return self._roots
 
     def _interval_wilcoxon(self, alpha: float) -> tuple[float, float]:
@@ -285,6 +263,105 @@ class PairedInference:
                 lo, hi = (mid, hi) if accepted(mid) else (lo, mid)
             high = float(candidates[lo + 1]) if lo % 2 == 0 else float(candidates[lo])
         return low, high
+
+
+def extreme_intervals(
+    a_s: np.ndarray, c_s: np.ndarray, observed: float, slope: float, scale: float
+) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """For a permutation test whose statistic under shift δ is ``a_s − δ·c_s`` for rearrangement s
+    and ``observed − δ·slope`` as observed: per rearrangement, the closed interval of δ where it is
+    as extreme as the observed (``|a_s − δ c_s| ≥ |observed − δ slope|``), and how many are extreme
+    at every δ (``|c_s| = slope``: the observed arrangement and its mirror).
+
+    Returns ``(low, high, always, total)``. Each interval holds δ = observed / slope (where the
+    observed statistic is 0), so the share of extreme rearrangements falls away on both sides of it
+    and the shifts a test at level α accepts form one interval.
+    """
+    total = a_s.size
+    trivial = np.isclose(np.abs(c_s), slope, rtol=0, atol=1e-12 * max(slope, 1.0))
+    a_s, c_s = a_s[~trivial], c_s[~trivial]
+    qa = c_s**2 - slope**2  # < 0
+    qb = -2 * (a_s * c_s - observed * slope)
+    qc = a_s**2 - observed**2
+    disc = np.maximum(qb**2 - 4 * qa * qc, 0.0)
+    r1 = (-qb + np.sqrt(disc)) / (2 * qa)
+    r2 = (-qb - np.sqrt(disc)) / (2 * qa)
+    low, high = np.minimum(r1, r2), np.maximum(r1, r2)
+    # A rearrangement as extreme as the observed one at δ = 0 up to rounding counts at 0, as in SciPy.
+    at_zero = qc >= -1e-12 * max(abs(observed), scale, 1e-300) ** 2
+    low = np.where(at_zero, np.minimum(low, 0.0), low)
+    high = np.where(at_zero, np.maximum(high, 0.0), high)
+    return low, high, int(trivial.sum()), int(total)
+
+
+def accepted_interval(low: np.ndarray, high: np.ndarray, always: int, total: int, alpha: float,
+                      centre: float) -> tuple[float, float]:
+    """The shifts a permutation test accepts at ``alpha`` from :func:`extreme_intervals`' output."""
+    need = math.ceil(alpha * total - 1e-9) - always
+    if need <= 0:
+        return -math.inf, math.inf
+    if need > low.size:
+        return centre, centre
+    return float(np.sort(low)[need - 1]), float(np.sort(high)[::-1][need - 1])
+
+
+@dataclass
+class TwoSampleInference:
+    """Two independent samples (a window of traces against a baseline period): the permutation test
+    of the difference of their means as a function of the shift it tests, and the interval that
+    inverts it. Every split of the pooled values up to 10,000 splits, else the observed split and
+    9,999 seeded ones; for 0/1 values this is Fisher's exact test's comparison of proportions."""
+
+    x: np.ndarray
+    y: np.ndarray
+    seed: int = 0
+    _roots: tuple[np.ndarray, np.ndarray, int, int] | None = field(default=None, repr=False)
+
+    test = "permutation"
+
+    @property
+    def difference(self) -> float:
+        return float(self.x.mean() - self.y.mean()) if self.x.size and self.y.size else math.nan
+
+    def _extreme(self) -> tuple[np.ndarray, np.ndarray, int, int]:
+        if self._roots is None:
+            n1, n2 = self.x.size, self.y.size
+            pooled = np.concatenate([self.x, self.y])
+            groups = _splits(n1, n2, self.seed)  # (rearrangements × pooled) True: in the first group
+            weights = np.where(groups, 1.0 / n1, -1.0 / n2)
+            a_s = weights @ pooled
+            c_s = weights[:, :n1].sum(axis=1)
+            self._roots = extreme_intervals(a_s, c_s, self.difference, 1.0, float(np.abs(pooled).sum()))
+        return self._roots
+
+    def p_at(self, shift: float = 0.0) -> float:
+        if not (self.x.size and self.y.size):
+            return math.nan
+        low, high, always, total = self._extreme()
+        return min(1.0, (always + int(((low <= shift) & (shift <= high)).sum())) / total)
+
+    def interval(self, alpha: float) -> tuple[float, float]:
+        if not (self.x.size and self.y.size):
+            return math.nan, math.nan
+        return accepted_interval(*self._extreme(), alpha, self.difference)
+
+
+def _splits(n1: int, n2: int, seed: int) -> np.ndarray:
+    """Which pooled values go to the first group: every split when there are at most 10,000, else the
+    observed split and 9,999 seeded ones."""
+    import itertools
+
+    n = n1 + n2
+    if math.comb(n, n1) <= _RESAMPLES + 1:
+        out = np.zeros((math.comb(n, n1), n), dtype=bool)
+        for row, chosen in enumerate(itertools.combinations(range(n), n1)):
+            out[row, list(chosen)] = True
+        return out
+    rng = np.random.default_rng(seed)
+    observed = np.zeros(n, dtype=bool)
+    observed[:n1] = True
+    drawn = np.array([rng.permutation(observed) for _ in range(_RESAMPLES)])
+    return np.vstack([observed[None, :], drawn])
 
 
 def _hodges_lehmann(d: np.ndarray) -> float:
