@@ -189,7 +189,9 @@ def detectable_difference(
 ) -> float:
     """The smallest difference the paired cases of ``a`` and ``b`` could detect with ``power`` (NaN if none vary).
 
-    ``t`` is their :func:`stats.paired_test`. McNemar: Connor's formula at the observed discordance;
+    ``t`` is their :func:`stats.paired_test`. McNemar: Connor's formula at the observed discordance
+    (when no difference within it reaches that power: the smallest difference that could be
+    significant at all, k of n cases differing one way with 2 · 0.5^k < alpha);
     otherwise the normal formula at the observed SD of the differences (:mod:`levelfield.core.stats.planning`).
     """
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -201,7 +203,13 @@ def detectable_difference(
         if discordance == 0:
             return math.nan
         # Connor's paired formula depends on the discordance only; p0 is required by the API, not used.
-        return minimum_detectable_effect(t.n, p0=0.5, discordance=min(discordance, 1 - 1e-9), alpha=alpha, power=power)
+        mde = minimum_detectable_effect(t.n, p0=0.5, discordance=min(discordance, 1 - 1e-9), alpha=alpha, power=power)
+        if math.isnan(mde):
+            # Too few differing cases for that power: the smallest difference that could be
+            # significant at all, k cases of n differing one way with 2 · 0.5^k < alpha.
+            k = math.ceil(math.log2(2 / alpha) - 1e-12)
+            return k / t.n if k <= t.n else math.nan
+        return mde
     sd = float(np.std(x[keep] - y[keep], ddof=1))
     return minimum_detectable_effect(t.n, sd=sd, alpha=alpha, power=power) if sd > 0 else math.nan
 

@@ -353,14 +353,14 @@ def _splits(n1: int, n2: int, seed: int) -> np.ndarray:
 
     n = n1 + n2
     if math.comb(n, n1) <= _RESAMPLES + 1:
-        out = np.zeros((math.comb(n, n1), n), dtype=bool)
-        for row, chosen in enumerate(itertools.combinations(range(n), n1)):
-            out[row, list(chosen)] = True
+        chosen = np.array(list(itertools.combinations(range(n), n1)), dtype=np.intp).reshape(-1, n1)
+        out = np.zeros((chosen.shape[0], n), dtype=bool)
+        np.put_along_axis(out, chosen, True, axis=1)
         return out
     rng = np.random.default_rng(seed)
     observed = np.zeros(n, dtype=bool)
     observed[:n1] = True
-    drawn = np.array([rng.permutation(observed) for _ in range(_RESAMPLES)])
+    drawn = rng.permuted(np.broadcast_to(observed, (_RESAMPLES, n)), axis=1)
     return np.vstack([observed[None, :], drawn])
 
 
