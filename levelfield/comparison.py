@@ -32,6 +32,7 @@ from .core.stats.change import detectable_difference
 from .core.stats.components import SOURCES, split_variance
 from .core.stats.config import FailedRuns, StatsConfig, stats_config
 from .core.data.config import RunConfig
+from .core.data.cost_limit import BudgetReport
 from .core.data.dataset import EvalCase, EvalDataset
 from .core.score.diff import MarkedCall, mark_trajectory
 from .core.errors import ConfigError, MetricError, RecordError
@@ -157,6 +158,9 @@ class Comparison:
         """When loaded from a folder: the agent that was the baseline of the run that saved it."""
         self.not_started: list[tuple[str, str, int]] = [k for r in self.results.values() for k in getattr(r, "not_started", ())]
         """Runs a spending limit (``max_cost_usd``) kept from starting; ``resume=True`` with a larger limit runs them."""
+        self.budget: BudgetReport | None = next((r.budget for r in self.results.values() if getattr(r, "budget", None)), None)
+        """With ``max_cost_usd``: the limit, what was spent and is left, and per agent what it spent and
+        how many of its runs the limit kept from starting (``str(cmp.budget)`` says it in words)."""
         if self.not_started:
             self.missing_runs = list(self.not_started)
             self.complete = False
@@ -544,6 +548,8 @@ class Comparison:
             settings["stopped_early"] = self.stopped_early
         if self.baseline is not None:
             settings["baseline"] = self.baseline.name
+        if self.budget is not None:
+            settings["budget"] = self.budget.to_dict()
         return settings
 
     def summary_dict(self) -> dict[str, Any]:

@@ -32,8 +32,8 @@ from ..results.columns import RunColumns
 from ..results.result import EvalResult, saved_run
 from .isolation import check_picklable
 from . import limits
-from ..data.cost_limit import CostLimit
-from .runner import Executor, run_agents
+from ..data.cost_limit import BudgetReport, CostLimit, RunBudget
+from .runner import Executor, run_agents, spending_limit
 from ..score.batch import RunScorer, score_rows
 from ..score.scoring import context_for, explain_scores
 from ..data.types import AgentRun
@@ -223,17 +223,23 @@ async def run_and_score(
         explainer.defer(run, scores)
         return journal.write(run, scores)  # the slot's next run waits until this one is on disk
 
+    # The agents' spending limit, read after the runs for what each agent spent and was kept from starting.
+    spend = spending_limit(config, agents, dataset, done) if config.max_cost_usd is not None and executor is None else None
     # One set of endpoint limits for the whole evaluation: the agents' runs and the judge's calls.
     registry = limits.Limits.of(config)
     with limits.using(registry):
         try:
             if stop_early is None:
-                execute = run_agents if executor is None else executor.run_agents
-                runs_by_agent = await execute(dataset, agents, config, on_run=finished, done=done,
-                                              run_scenario=conversations)
+                if executor is None:
+                    runs_by_agent = await run_agents(dataset, agents, config, on_run=finished, done=done,
+                                                     run_scenario=conversations, cost_limit=spend)
+                else:
+                    runs_by_agent = await executor.run_agents(dataset, agents, config, on_run=finished, done=done,
+                                                              run_scenario=conversations)
             else:
                 runs_by_agent = await run_agents(stop_early.run_order(dataset), agents, config, on_run=finished,
-                                                 done=done, run_scenario=conversations, stop=stop_early.stop)
+                                                 done=done, run_scenario=conversations, stop=stop_early.stop,
+                                                 cost_limit=spend)
                 runs_by_agent = stop_early.in_dataset_order(dataset, runs_by_agent)
         finally:
             if journal is not None:
@@ -246,8 +252,9 @@ async def run_and_score(
         ran = {(run.agent_name, run.case_id, run.trial) for runs in runs_by_agent.values() for run in runs} \
             if config.max_cost_usd is not None and not stopped_early else set()
         not_started = [] if stopped_early else _not_started(dataset, agents, config, ran)
-        if not_started:
-            _warn_budget_spent(config, not_started)
+        report = None if spend is None else _budget_report(spend, not_started)
+        if report is not None and report.reached:
+            _warn_budget_spent(config, report)
         every_run = [run for a in agents for run in runs_by_agent[a.name]]
         scores = await scorer.scores(every_run)
         _warn_judges_stopped(scorer.budget)
@@ -268,6 +275,7 @@ async def run_and_score(
                 # journal line; a resumed journal may hold runs this result leaves out): save keeps it.
                 results[agent.name].recorded_in(journal.path)  # type: ignore[union-attr]
         results[agent.name].not_started = [key for key in not_started if key[0] == agent.name]
+        results[agent.name].budget = report
         start += len(runs)
     return results
 
@@ -337,9 +345,7 @@ async def _stream(dataset: EvalDataset, agents: Sequence[AgentRunnable], metrics
     ids = [c.case_id for c in dataset]
     ran = ({(name, ids[case], trial) for name, columns in kept.items() for case, trial in zip(columns.case, columns.trial)}
            if config.max_cost_usd is not None else set())
-    not_started = _not_started(dataset, agents, config, ran)
-    if not_started:
-        _warn_budget_spent(config, not_started)
+    not_started = _not_started(dataset, agents, config, ran)  # a budget does not stream yet: none
     rate_limits = registry.stats()
     results: dict[str, EvalResult] = {}
     for agent in agents:
@@ -423,12 +429,19 @@ def _not_started(dataset: EvalDataset, agents: Sequence[AgentRunnable], config: 
             if (a.name, c.case_id, t) not in ran]
 
 
-def _warn_budget_spent(config: RunConfig, not_started: Sequence[RunKey]) -> None:
+def _budget_report(spend: RunBudget, not_started: Sequence[RunKey]) -> BudgetReport:
+    counts: dict[str, int] = {}
+    for agent, _, _ in not_started:
+        counts[agent] = counts.get(agent, 0) + 1
+    return spend.report(counts)
+
+
+def _warn_budget_spent(config: RunConfig, report: BudgetReport) -> None:
     resume = (f"run again with out={str(config.out)!r}, resume=True (--resume) and a larger max_cost_usd (--max-cost) "
               "to finish them" if config.out is not None else "give out=... to keep the runs and resume later")
+    agents = "\n".join(f"  {line}" for line in report.agent_lines())
     warn_user(BudgetWarning(
-        f"max_cost_usd={config.max_cost_usd:g} reached: {len(not_started)} run(s) were not started and are left out "
-        f"of the results; {resume}"))
+        f"{report.headline()} and left out of the results; {resume}. Per agent:\n{agents}"))
 
 
 class EarlyStop:
