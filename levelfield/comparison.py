@@ -15,6 +15,7 @@ Trials are reduced per case before any statistic (``reducer="mean"`` by default;
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -30,6 +31,7 @@ from .comparison_text import comparison_text
 from .core.stats import inference as stats
 from .core.stats.change import detectable_difference
 from .core.stats.components import SOURCES, split_variance
+from .core.stats.sequential import analysed_cases
 from .core.stats.config import FailedRuns, StatsConfig, stats_config
 from .core.data.config import RunConfig
 from .core.data.cost_limit import BudgetReport
@@ -644,6 +646,12 @@ class Comparison:
         saving. An interrupted journal loads with the runs it has; ``missing_runs`` lists the rest.
         """
         record = read_record(directory)
+        early = (record.header.get("settings") or {}).get("stopped_early")
+        if early and early.get("stopped"):
+            # The results of a sequential comparison hold the cases it analysed; the journal also
+            # keeps the runs of later cases that were in flight at the stop.
+            keep = set(analysed_cases(early, [c.case_id for c in record.cases if c.conversation_scenario is None]))
+            record = dataclasses.replace(record, runs={k: v for k, v in record.runs.items() if k[1] in keep})
         results = results_from_record(record)
         if not results:
             raise RecordError(f"{record.path}: names no agent")

@@ -175,7 +175,9 @@ async def run_and_score(
     """Every agent on every case and trial, each run scored (and journaled) as it finishes; one result per agent.
 
     ``stop_early``: cases start in its random order and no new run starts once every pair of
-    agents is decided (see ``levelfield.core.stats.sequential``); the results hold the runs made.
+    agents is decided (see ``levelfield.core.stats.sequential``); when it stopped, the results hold
+    the runs of the cases it analysed, no more (runs of later cases that were in flight are
+    journaled, and counted in its report, but left out), so they do not depend on timing.
 
     With a ``simulator``, conversation-scenario cases are played out with it (and replayed to the
     other agents); without one they are skipped with the reason. ``executor`` runs the agents
@@ -240,7 +242,7 @@ async def run_and_score(
                 runs_by_agent = await run_agents(stop_early.run_order(dataset), agents, config, on_run=finished,
                                                  done=done, run_scenario=conversations, stop=stop_early.stop,
                                                  cost_limit=spend)
-                runs_by_agent = stop_early.in_dataset_order(dataset, runs_by_agent)
+                runs_by_agent = stop_early.analysed_runs(stop_early.in_dataset_order(dataset, runs_by_agent))
         finally:
             if journal is not None:
                 journal.close()
@@ -475,6 +477,8 @@ class EarlyStop:
                                          pairs=list(rule.pairs) if rule.pairs else None)
         self._trials: dict[tuple[str, str], dict[int, float]] = {}
         self.started_runs = 0
+        self.left_out = 0
+        """Runs made after the stop (in flight when it came), journaled but not analysed."""
 
     def run_order(self, dataset: EvalDataset) -> EvalDataset:
         """The dataset with its cases in the rule's random order (the order runs start in)."""
@@ -487,6 +491,27 @@ class EarlyStop:
 
     def stop(self) -> bool:
         return self.monitor.done
+
+    @property
+    def stopped(self) -> bool:
+        """Every pair was decided before the last case: the runs after the stop are not analysed."""
+        return self.monitor.decided_at is not None and self.monitor.decided_at < len(self.order)
+
+    @property
+    def cases_analysed(self) -> int:
+        """The cases the statistics (and the results) are over: the first ones of the seeded order,
+        up to the case that decided the last pair; every case complete when it did not stop."""
+        return self.monitor.decided_at if self.stopped else self.monitor.analysed  # type: ignore[return-value]
+
+    def analysed_runs(self, runs: Mapping[str, list[AgentRun]]) -> dict[str, list[AgentRun]]:
+        """``runs`` without those of the cases after the stop (in flight when it came; which ones
+        depends on timing): what is left is the same whatever order the runs finished in."""
+        if not self.stopped:
+            return dict(runs)
+        analysed = set(self.order[: self.cases_analysed])
+        kept = {a: [r for r in rs if r.case_id in analysed] for a, rs in runs.items()}
+        self.left_out = sum(len(rs) for rs in runs.values()) - sum(len(rs) for rs in kept.values())
+        return kept
 
     def observe(self, run: AgentRun, scores: Mapping[str, Score]) -> None:
         if run.agent_name not in self.agents or run.case_id not in self.cases:
@@ -504,15 +529,22 @@ class EarlyStop:
             self.monitor.add(run.agent_name, run.case_id, float(reduced))
 
     def report(self) -> dict[str, Any]:
-        """What stopping early did: cases analysed, runs saved, each pair's decision (for the run record)."""
+        """What stopping early did (for the run record): ``cases_analysed``, the cases the statistics,
+        the results and the summary's ``/n`` are over, and ``runs_analysed`` their runs (both a
+        function of the seed and the scores, not of timing); ``runs_made`` every run made, including
+        ``runs_left_out``, those of later cases in flight at the stop (journaled, not analysed); each
+        pair's decision."""
         total = len(self.order)
+        analysed = self.cases_analysed
         return {
             "rule": self.rule.to_dict(),
-            "stopped": self.monitor.decided_at is not None and self.monitor.decided_at < total,
-            "cases_analysed": self.monitor.decided_at or self.monitor.analysed,
+            "stopped": self.stopped,
+            "cases_analysed": analysed,
             "cases": total,
             "runs_planned": total * len(self.agents) * self.trials,
+            "runs_analysed": analysed * len(self.agents) * self.trials,
             "runs_made": self.started_runs,
+            "runs_left_out": self.left_out,
             "verdict": self.monitor.summary(),
             "pairs": [{"a": p.a, "b": p.b, "decision": p.decision, "winner": p.winner, "p_value": p.p_value,
                        "n": p.n, "mean_difference": p.mean_difference} for p in self.monitor.pairs],
