@@ -65,6 +65,8 @@ def test_resume_with_a_larger_limit_runs_the_dear_agents_runs_not_started(tmp_pa
         compare(max_cost_usd=0.5, out=tmp_path / "run", concurrency=1)
     loaded = lf.Comparison.load(tmp_path / "run")
     assert loaded.budget is not None and loaded.budget.agents["dear"].not_started == 11  # the record keeps it
+    page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    assert "dear: $0.34 spent on 2 run(s), $0.17 a run; stopped, 11 run(s) not started" in page
     finished = compare(max_cost_usd=5.0, out=tmp_path / "run", resume=True, concurrency=1)
     assert finished.not_started == [] and finished.complete
     assert finished.budget.agents["dear"].runs == 13 and finished.budget.agents["dear"].not_started == 0
