@@ -15,6 +15,7 @@ Trials are reduced per case before any statistic (``reducer="mean"`` by default;
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -30,9 +31,11 @@ from .comparison_text import comparison_text
 from .core.stats import inference as stats
 from .core.stats.change import detectable_difference
 from .core.stats.components import SOURCES, split_variance
+from .core.stats.sequential import analysed_cases
 from .core.stats.config import FailedRuns, StatsConfig, stats_config
 from .core.stats.paired import PairedInference, paired_inference
 from .core.data.config import RunConfig
+from .core.data.cost_limit import BudgetReport
 from .core.data.dataset import EvalCase, EvalDataset
 from .core.score.diff import MarkedCall, mark_trajectory
 from .core.errors import ConfigError, MetricError, RecordError
@@ -163,6 +166,9 @@ class Comparison:
         self._status: str | None = None  # a loaded record's status
         self.not_started: list[tuple[str, str, int]] = [k for r in self.results.values() for k in getattr(r, "not_started", ())]
         """Runs a spending limit (``max_cost_usd``) kept from starting; ``resume=True`` with a larger limit runs them."""
+        self.budget: BudgetReport | None = next((r.budget for r in self.results.values() if getattr(r, "budget", None)), None)
+        """With ``max_cost_usd``: the limit, what was spent and is left, and per agent what it spent and
+        how many of its runs the limit kept from starting (``str(cmp.budget)`` says it in words)."""
         if self.not_started:
             self.missing_runs = list(self.not_started)
             self.complete = False
@@ -606,6 +612,8 @@ class Comparison:
             settings["stopped_early"] = self.stopped_early
         if self.baseline is not None:
             settings["baseline"] = self.baseline.name
+        if self.budget is not None:
+            settings["budget"] = self.budget.to_dict()
         return settings
 
     def summary_dict(self) -> dict[str, Any]:
@@ -700,6 +708,12 @@ class Comparison:
         saving. An interrupted journal loads with the runs it has; ``missing_runs`` lists the rest.
         """
         record = read_record(directory)
+        early = (record.header.get("settings") or {}).get("stopped_early")
+        if early and early.get("stopped"):
+            # The results of a sequential comparison hold the cases it analysed; the journal also
+            # keeps the runs of later cases that were in flight at the stop.
+            keep = set(analysed_cases(early, [c.case_id for c in record.cases if c.conversation_scenario is None]))
+            record = dataclasses.replace(record, runs={k: v for k, v in record.runs.items() if k[1] in keep})
         results = results_from_record(record)
         if not results:
             raise RecordError(f"{record.path}: names no agent")

@@ -462,7 +462,8 @@ def test_cli_max_cost_stops_and_resume_with_more_finishes(tmp_path, capsys, monk
               "--prices", str(prices), "--out", str(out)]
     code = main([*common, "--max-cost", "0.025"])
     captured = capsys.readouterr()
-    assert code == 1 and "--max-cost 0.025 reached: 6 run(s) not started" in captured.err
+    assert code == 1 and "--max-cost 0.025 reached: $0.02 spent, $0.005 left; 6 run(s) not started" in captured.err
+    assert "d: $0.02 spent on 2 run(s), $0.01 a run; stopped, 6 run(s) not started" in captured.err
     assert "--resume --max-cost MORE" in captured.err
     code = main([*common, "--resume", "--max-cost", "1"])
     captured = capsys.readouterr()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["dollars", "judge_of", "model_spec"]
+__all__ = ["budget", "dollars", "judge_of", "model_spec"]
 
 
 def dollars(text: str) -> float:
@@ -16,6 +16,14 @@ def dollars(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of dollars") from None
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"{text}: give 0 or more dollars")
+    return value
+
+
+def budget(text: str) -> float:
+    """A spending limit in dollars (``5``, ``$0.50``), more than 0."""
+    value = dollars(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text}: a budget must be more than 0 dollars")
     return value
 
 

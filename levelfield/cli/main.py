@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..comparison_text import format_comparison, num
-from .arguments import dollars as _dollars, judge_of as _judge, model_spec as _model_spec
+from .arguments import budget as _budget, judge_of as _judge, model_spec as _model_spec
 
 if TYPE_CHECKING:
     from ..comparison import Comparison
@@ -196,10 +196,13 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
     p.add_argument("--prices", metavar="FILE",
                    help="a JSON file of your own prices, {\"model\": {\"input_per_mtok\": 0.15, \"output_per_mtok\": 0.6}} "
                         "in dollars per million tokens; they override genai-prices' (levelfield[cost])")
-    p.add_argument("--max-cost", type=_dollars, metavar="USD",
-                   help="stop starting runs once the agents' spend would pass USD dollars; with --out, the runs not "
-                        "started are finished by --resume --max-cost MORE (the limit counts the journaled runs too)")
-    p.add_argument("--judge-max-cost", type=_dollars, metavar="USD",
+    p.add_argument("--max-cost", type=_budget, metavar="USD",
+                   help="the dollars the agents' runs may spend: each agent's next run starts only while its "
+                        "estimated cost (from that agent's runs so far) fits in what is left, and an agent whose next "
+                        "run would not fit stops while the others go on (an estimate, not a hard cap); with --out, "
+                        "the runs not started are finished by --resume --max-cost MORE (the limit counts the "
+                        "journaled runs too)")
+    p.add_argument("--judge-max-cost", type=_budget, metavar="USD",
                    help="stop sending rows to LLM judges once their spend would pass USD dollars (rows not judged "
                         "score NaN; --resume with more judges them)")
     p.add_argument("--fail-under", type=_threshold, action="append", default=[], metavar="METRIC=VALUE",
@@ -431,8 +434,16 @@ def _check_budget(args: argparse.Namespace, cmp: Comparison) -> int:
         return 0
     again = (f"finish them with --out {args.out} --resume --max-cost MORE" if args.out
              else "give --out DIR to keep the runs and finish them later with --resume")
-    print(f"levelfield {args.command}: --max-cost {args.max_cost:g} reached: {len(cmp.not_started)} run(s) not started; "
-          f"{again}", file=sys.stderr)
+    budget = getattr(cmp, "budget", None)
+    if budget is None:
+        print(f"levelfield {args.command}: --max-cost {args.max_cost:g} reached: {len(cmp.not_started)} run(s) not "
+              f"started; {again}", file=sys.stderr)
+        return 1
+    left = f"${budget.left_usd:.4g} left" if budget.left_usd >= 0 else f"${-budget.left_usd:.4g} over"
+    print(f"levelfield {args.command}: --max-cost {args.max_cost:g} reached: ${budget.spent_usd:.4g} spent, {left}; "
+          f"{len(cmp.not_started)} run(s) not started; {again}", file=sys.stderr)
+    for line in budget.agent_lines():
+        print(f"  {line}", file=sys.stderr)
     return 1
 
 

@@ -172,8 +172,13 @@ def _not_started_note(cmp: Comparison) -> str:
         return ""
     limit = getattr(cmp.config, "max_cost_usd", None)
     spent = f" (max_cost_usd={limit:g})" if limit is not None else ""
+    budget = getattr(cmp, "budget", None)
+    per_agent = ""
+    if budget is not None:
+        items = "".join(f"<li>{_esc(line)}</li>" for line in budget.agent_lines())
+        per_agent = f"<p>{_esc(budget.headline())}:</p><ul>{items}</ul>"
     return (f'<p class="fail">{len(missing)} planned run{"s were" if len(missing) != 1 else " was"} not started: the '
-            f"spending limit{_esc(spent)} was reached. Resume with a larger limit to finish them.</p>")
+            f"spending limit{_esc(spent)} was reached. Resume with a larger limit to finish them.</p>{per_agent}")
 
 
 def _summary_section(cmp: Comparison) -> str:

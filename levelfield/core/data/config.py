@@ -101,9 +101,14 @@ class RunConfig:
     """Your own prices, ``{"model": {"input_per_mtok": ..., "output_per_mtok": ...}}`` (dollars per
     million tokens) or a JSON file of them; they override genai-prices' (``levelfield[cost]``)."""
     max_cost_usd: float | None = None
-    """Stop launching runs once the agents' spend (the simulator's included) would pass this many
-    dollars; runs not started are left for ``resume=True`` with a larger budget. With ``resume``
-    it is the total of the record, the journaled runs' spend included."""
+    """The dollars the agents' runs (the simulator's included) may spend together. Each agent's next
+    run is estimated from its own runs so far (their mean cost, scaled up for a longer input once its
+    runs show length costs) and starts only if that fits in what is left; an agent whose next run
+    would not fit stops, the others go on. An estimate-based stop, not a hard cap: a run that costs
+    more than expected (or an agent's first, of unknown cost) can pass it. ``result.budget`` /
+    ``cmp.budget`` say what each agent spent and how many of its runs were not started; they are
+    left for ``resume=True`` with a larger budget. With ``resume`` it is the total of the record,
+    the journaled runs' spend included. See ``levelfield.core.data.cost_limit.RunBudget``."""
     judge_max_cost_usd: float | None = None
     """Stop sending rows to LLM judges once their spend would pass this many dollars; the rows not
     judged score NaN (a judge failure) and are judged again by ``resume=True`` with a larger budget."""
@@ -150,8 +155,9 @@ class RunConfig:
             object.__setattr__(self, "prices", price_table(self.prices))
         for option in ("max_cost_usd", "judge_max_cost_usd"):
             value = getattr(self, option)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0):
-                raise bad(option, value, "must be a number of dollars >= 0, or None for no budget")
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
+                raise bad(option, value, "must be a number of dollars > 0 (the most the calls may spend), "
+                                         "or None for no budget")
         if self.resume and self.out is None:
             raise ConfigError("resume=True needs out=...: the folder whose runs.jsonl journal to resume")
         if self.resume and self.overwrite:

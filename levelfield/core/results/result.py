@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.config import RunConfig
+from ..data.cost_limit import BudgetReport
 from ..data.dataset import EvalCase, EvalDataset, case_from_row
 from ..errors import MissingExtraError, RecordError
 from ..data.jsonsafe import dumps, to_jsonable
@@ -189,6 +190,9 @@ class EvalResult:
         self.not_started: list[tuple[str, str, int]] = []
         """(agent, case id, trial) of the runs a spending limit (``max_cost_usd``) kept from starting;
         ``resume=True`` with a larger limit runs them."""
+        self.budget: BudgetReport | None = None
+        """With ``max_cost_usd``: the limit, what was spent and is left, and per agent what its runs
+        spent and how many the limit kept from starting (``str(result.budget)`` says it in words)."""
         self.judge_corrections: dict[str, Any] = {}
         """Metric name -> ``JudgeCorrection`` when ``evaluate(..., human_labels=...)`` corrected a judged metric."""
         self.table_path: Path | None = None
@@ -705,7 +709,8 @@ class EvalResult:
             options=self.config.to_dict(),
             kind="evaluate",
             status=status or record_status(self.not_started),
-            settings={"scored_saved_predictions": self.scored_saved_predictions},
+            settings={"scored_saved_predictions": self.scored_saved_predictions,
+                      **({"budget": self.budget.to_dict()} if self.budget is not None else {})},
         )
 
     def save(self, directory: str | Path) -> dict[str, Path]:
@@ -1128,6 +1133,9 @@ def results_from_record(record: Record) -> dict[str, EvalResult]:
         )
         if record.header.get("status") == BUDGET_EXHAUSTED:
             results[agent].not_started = [key for key in record.missing() if key[0] == agent]
+        budget = (record.header.get("settings") or {}).get("budget")
+        if budget:
+            results[agent].budget = BudgetReport.from_dict(budget)
     return results
 
 

@@ -32,8 +32,8 @@ from ..results.columns import RunColumns
 from ..results.result import EvalResult, saved_run
 from .isolation import check_picklable
 from . import limits
-from ..data.cost_limit import CostLimit
-from .runner import Executor, run_agents
+from ..data.cost_limit import BudgetReport, CostLimit, RunBudget
+from .runner import Executor, run_agents, spending_limit
 from ..score.batch import RunScorer, score_rows
 from ..score.scoring import context_for, explain_scores
 from ..data.types import AgentRun
@@ -175,7 +175,9 @@ async def run_and_score(
     """Every agent on every case and trial, each run scored (and journaled) as it finishes; one result per agent.
 
     ``stop_early``: cases start in its random order and no new run starts once every pair of
-    agents is decided (see ``levelfield.core.stats.sequential``); the results hold the runs made.
+    agents is decided (see ``levelfield.core.stats.sequential``); when it stopped, the results hold
+    the runs of the cases it analysed, no more (runs of later cases that were in flight are
+    journaled, and counted in its report, but left out), so they do not depend on timing.
 
     With a ``simulator``, conversation-scenario cases are played out with it (and replayed to the
     other agents); without one they are skipped with the reason. ``executor`` runs the agents
@@ -223,18 +225,24 @@ async def run_and_score(
         explainer.defer(run, scores)
         return journal.write(run, scores)  # the slot's next run waits until this one is on disk
 
+    # The agents' spending limit, read after the runs for what each agent spent and was kept from starting.
+    spend = spending_limit(config, agents, dataset, done) if config.max_cost_usd is not None and executor is None else None
     # One set of endpoint limits for the whole evaluation: the agents' runs and the judge's calls.
     registry = limits.Limits.of(config)
     with limits.using(registry):
         try:
             if stop_early is None:
-                execute = run_agents if executor is None else executor.run_agents
-                runs_by_agent = await execute(dataset, agents, config, on_run=finished, done=done,
-                                              run_scenario=conversations)
+                if executor is None:
+                    runs_by_agent = await run_agents(dataset, agents, config, on_run=finished, done=done,
+                                                     run_scenario=conversations, cost_limit=spend)
+                else:
+                    runs_by_agent = await executor.run_agents(dataset, agents, config, on_run=finished, done=done,
+                                                              run_scenario=conversations)
             else:
                 runs_by_agent = await run_agents(stop_early.run_order(dataset), agents, config, on_run=finished,
-                                                 done=done, run_scenario=conversations, stop=stop_early.stop)
-                runs_by_agent = stop_early.in_dataset_order(dataset, runs_by_agent)
+                                                 done=done, run_scenario=conversations, stop=stop_early.stop,
+                                                 cost_limit=spend)
+                runs_by_agent = stop_early.analysed_runs(stop_early.in_dataset_order(dataset, runs_by_agent))
         finally:
             if journal is not None:
                 journal.close()
@@ -246,8 +254,9 @@ async def run_and_score(
         ran = {(run.agent_name, run.case_id, run.trial) for runs in runs_by_agent.values() for run in runs} \
             if config.max_cost_usd is not None and not stopped_early else set()
         not_started = [] if stopped_early else _not_started(dataset, agents, config, ran)
-        if not_started:
-            _warn_budget_spent(config, not_started)
+        report = None if spend is None else _budget_report(spend, not_started)
+        if report is not None and report.reached:
+            _warn_budget_spent(config, report)
         every_run = [run for a in agents for run in runs_by_agent[a.name]]
         scores = await scorer.scores(every_run)
         _warn_judges_stopped(scorer.budget)
@@ -268,6 +277,7 @@ async def run_and_score(
                 # journal line; a resumed journal may hold runs this result leaves out): save keeps it.
                 results[agent.name].recorded_in(journal.path)  # type: ignore[union-attr]
         results[agent.name].not_started = [key for key in not_started if key[0] == agent.name]
+        results[agent.name].budget = report
         start += len(runs)
     return results
 
@@ -337,9 +347,7 @@ async def _stream(dataset: EvalDataset, agents: Sequence[AgentRunnable], metrics
     ids = [c.case_id for c in dataset]
     ran = ({(name, ids[case], trial) for name, columns in kept.items() for case, trial in zip(columns.case, columns.trial)}
            if config.max_cost_usd is not None else set())
-    not_started = _not_started(dataset, agents, config, ran)
-    if not_started:
-        _warn_budget_spent(config, not_started)
+    not_started = _not_started(dataset, agents, config, ran)  # a budget does not stream yet: none
     rate_limits = registry.stats()
     results: dict[str, EvalResult] = {}
     for agent in agents:
@@ -423,12 +431,19 @@ def _not_started(dataset: EvalDataset, agents: Sequence[AgentRunnable], config: 
             if (a.name, c.case_id, t) not in ran]
 
 
-def _warn_budget_spent(config: RunConfig, not_started: Sequence[RunKey]) -> None:
+def _budget_report(spend: RunBudget, not_started: Sequence[RunKey]) -> BudgetReport:
+    counts: dict[str, int] = {}
+    for agent, _, _ in not_started:
+        counts[agent] = counts.get(agent, 0) + 1
+    return spend.report(counts)
+
+
+def _warn_budget_spent(config: RunConfig, report: BudgetReport) -> None:
     resume = (f"run again with out={str(config.out)!r}, resume=True (--resume) and a larger max_cost_usd (--max-cost) "
               "to finish them" if config.out is not None else "give out=... to keep the runs and resume later")
+    agents = "\n".join(f"  {line}" for line in report.agent_lines())
     warn_user(BudgetWarning(
-        f"max_cost_usd={config.max_cost_usd:g} reached: {len(not_started)} run(s) were not started and are left out "
-        f"of the results; {resume}"))
+        f"{report.headline()} and left out of the results; {resume}. Per agent:\n{agents}"))
 
 
 class EarlyStop:
@@ -462,6 +477,8 @@ class EarlyStop:
                                          pairs=list(rule.pairs) if rule.pairs else None)
         self._trials: dict[tuple[str, str], dict[int, float]] = {}
         self.started_runs = 0
+        self.left_out = 0
+        """Runs made after the stop (in flight when it came), journaled but not analysed."""
 
     def run_order(self, dataset: EvalDataset) -> EvalDataset:
         """The dataset with its cases in the rule's random order (the order runs start in)."""
@@ -474,6 +491,27 @@ class EarlyStop:
 
     def stop(self) -> bool:
         return self.monitor.done
+
+    @property
+    def stopped(self) -> bool:
+        """Every pair was decided before the last case: the runs after the stop are not analysed."""
+        return self.monitor.decided_at is not None and self.monitor.decided_at < len(self.order)
+
+    @property
+    def cases_analysed(self) -> int:
+        """The cases the statistics (and the results) are over: the first ones of the seeded order,
+        up to the case that decided the last pair; every case complete when it did not stop."""
+        return self.monitor.decided_at if self.stopped else self.monitor.analysed  # type: ignore[return-value]
+
+    def analysed_runs(self, runs: Mapping[str, list[AgentRun]]) -> dict[str, list[AgentRun]]:
+        """``runs`` without those of the cases after the stop (in flight when it came; which ones
+        depends on timing): what is left is the same whatever order the runs finished in."""
+        if not self.stopped:
+            return dict(runs)
+        analysed = set(self.order[: self.cases_analysed])
+        kept = {a: [r for r in rs if r.case_id in analysed] for a, rs in runs.items()}
+        self.left_out = sum(len(rs) for rs in runs.values()) - sum(len(rs) for rs in kept.values())
+        return kept
 
     def observe(self, run: AgentRun, scores: Mapping[str, Score]) -> None:
         if run.agent_name not in self.agents or run.case_id not in self.cases:
@@ -491,15 +529,22 @@ class EarlyStop:
             self.monitor.add(run.agent_name, run.case_id, float(reduced))
 
     def report(self) -> dict[str, Any]:
-        """What stopping early did: cases analysed, runs saved, each pair's decision (for the run record)."""
+        """What stopping early did (for the run record): ``cases_analysed``, the cases the statistics,
+        the results and the summary's ``/n`` are over, and ``runs_analysed`` their runs (both a
+        function of the seed and the scores, not of timing); ``runs_made`` every run made, including
+        ``runs_left_out``, those of later cases in flight at the stop (journaled, not analysed); each
+        pair's decision."""
         total = len(self.order)
+        analysed = self.cases_analysed
         return {
             "rule": self.rule.to_dict(),
-            "stopped": self.monitor.decided_at is not None and self.monitor.decided_at < total,
-            "cases_analysed": self.monitor.decided_at or self.monitor.analysed,
+            "stopped": self.stopped,
+            "cases_analysed": analysed,
             "cases": total,
             "runs_planned": total * len(self.agents) * self.trials,
+            "runs_analysed": analysed * len(self.agents) * self.trials,
             "runs_made": self.started_runs,
+            "runs_left_out": self.left_out,
             "verdict": self.monitor.summary(),
             "pairs": [{"a": p.a, "b": p.b, "decision": p.decision, "winner": p.winner, "p_value": p.p_value,
                        "n": p.n, "mean_difference": p.mean_difference} for p in self.monitor.pairs],

@@ -31,8 +31,7 @@ from . import budget, limits
 from ..data.config import RunConfig
 from ..data.dataset import EvalCase, EvalDataset
 from ..errors import AgentOutputError
-from ..data.cost_limit import CostLimit
-from ..data.prices import run_spend
+from ..data.cost_limit import RunBudget, input_size
 from .failures import attribute, describe_error, is_transient
 from .failures import cancelled_from_outside as _cancelled_from_outside
 from .interrupts import user_interrupted, watching as watching_interrupts
@@ -44,7 +43,7 @@ from ..data.protocol import AgentRequest, AgentRunnable
 from ..data.types import AgentOutput, Message
 from ..data.types import AgentRun, clean_run
 
-__all__ = ["run_agents", "interleaved_plan", "BlockingAgentWarning", "Executor", "OnRun", "PlayScenario", "Spent"]
+__all__ = ["run_agents", "spending_limit", "interleaved_plan", "BlockingAgentWarning", "Executor", "OnRun", "PlayScenario", "Spent"]
 
 T = TypeVar("T")
 _timeout_scope = getattr(asyncio, "timeout", None)  # Python 3.11+
@@ -516,6 +515,7 @@ async def run_agents(
     only: Collection[tuple[str, str, int]] | None = None,
     slots: asyncio.Semaphore | None = None,
     stop: Callable[[], bool] | None = None,
+    cost_limit: RunBudget | None = None,
 ) -> dict[str, list[AgentRun]]:
     """Every agent on every case and trial; runs per agent in dataset order, then trial order.
 
@@ -527,8 +527,10 @@ async def run_agents(
     ``done`` maps (agent name, case id, trial) to runs finished earlier (a resumed journal): they
     are returned as they are, not run again, and ``on_run`` is not called for them.
     ``run_scenario`` plays the conversation-scenario cases (a simulated user; see ``conversation``).
-    ``config.max_cost_usd``: no run starts once its likely cost would take the spend past it (see
-    ``levelfield.core.data.cost_limit``); the runs not started are left out of what is returned.
+    ``config.max_cost_usd``: an agent's run starts only while its likely cost fits in what is left;
+    an agent whose next run would not fit stops, the others go on (see
+    ``levelfield.core.data.cost_limit.RunBudget``; ``cost_limit``: the caller's, to read afterwards).
+    The runs not started are left out of what is returned.
     ``only`` (agent name, case id, trial) keys: run just these, and return just their runs (one
     batch of a remote executor's worker). ``slots``: the bound on runs in flight, shared with other
     calls (a worker running several batches at once); by default one of ``config.concurrency``.
@@ -555,10 +557,13 @@ async def run_agents(
     progress = _Progress(len(jobs), config.progress, desc, registry)
     queue = _JobQueue(jobs, {a.name: config.agent_concurrency[a.name] for a in agents if a.name in config.agent_concurrency})
     fresh: list[AgentRun | None] = [None] * len(jobs)
-    # A spending limit: once the next run would pass it, no run starts (they are left out, to resume).
-    limit = CostLimit.for_runs(config.max_cost_usd, config.prices or {}, done.values()) if config.max_cost_usd is not None else None
+    # A spending limit: an agent whose next run would pass it starts no more (they are left out, to resume).
+    limit = cost_limit
+    if limit is None and config.max_cost_usd is not None:
+        limit = spending_limit(config, agents, dataset, done)
+    sizes: dict[str, int] = {} if limit is None else {c.case_id: input_size(c) for c in dataset}
 
-    async def one(agent: AgentRunnable, case: EvalCase, trial: int) -> AgentRun:
+    async def one(agent: AgentRunnable, case: EvalCase, trial: int, held: float) -> AgentRun:
         play = run_case
         if run_scenario is not None and case.conversation_scenario is not None:
             play = run_scenario
@@ -569,7 +574,7 @@ async def run_agents(
                 run = await play(agent, case, trial, config, run_id)
         run = clean_run(run)  # the one place runs enter: text every writer can encode from here on
         if limit is not None:
-            limit.settle(run.agent_name, run_spend(run, limit.prices))
+            limit.settle(agent.name, sizes[case.case_id], held, run)
         if on_run is not None:
             recorded = on_run(run)
             if recorded is not None:
@@ -591,15 +596,19 @@ async def run_agents(
                 await queue.wait()
                 continue
             index, (agent, case, trial) = taken
-            if limit is not None and not await limit.acquire(agent.name):
-                queue.release(agent.name)
-                return
+            held = 0.0
+            if limit is not None:
+                admitted = await limit.acquire(agent.name, sizes[case.case_id])
+                if admitted is None:  # this agent's runs no longer fit: its jobs left are passed over
+                    queue.release(agent.name)
+                    continue
+                held = admitted
             try:
                 if slots is None:
-                    fresh[index] = await one(agent, case, trial)
+                    fresh[index] = await one(agent, case, trial, held)
                 else:
                     async with slots:  # shared with other calls: the bound is theirs and ours together
-                        fresh[index] = await one(agent, case, trial)
+                        fresh[index] = await one(agent, case, trial, held)
             finally:
                 queue.release(agent.name)
 
@@ -647,7 +656,16 @@ async def run_agents(
     return out
 
 
-def _warn_unpriced(limit: CostLimit) -> None:
+def spending_limit(config: RunConfig, agents: Sequence[AgentRunnable], dataset: EvalDataset,
+                   done: Mapping[tuple[str, str, int], AgentRun] | None = None) -> RunBudget:
+    """The agents' budget of ``config.max_cost_usd``; ``done`` (a resumed journal's runs) counts as spent."""
+    assert config.max_cost_usd is not None
+    cases = {c.case_id: c for c in dataset}
+    earlier = [(run, input_size(cases[run.case_id]) if run.case_id in cases else 1) for run in (done or {}).values()]
+    return RunBudget(config.max_cost_usd, config.prices or {}, [a.name for a in agents], earlier)
+
+
+def _warn_unpriced(limit: RunBudget) -> None:
     for agent, why in limit.unpriced.items():
         warn_user(BudgetWarning(
             f"max_cost_usd: the cost of some runs of agent {agent!r} is unknown ({why}), so the budget could "

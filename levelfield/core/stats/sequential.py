@@ -24,6 +24,15 @@ A pair is decided when:
   test, as two one-sided tests are for equivalence);
 - **futile**: even if every remaining case were won outright at the largest stake, ``E`` could not
   reach ``m/α`` before the dataset ends, so the full run could not reach significance either.
+
+**Where it stops depends on the seed and the scores, not on timing.** The looks are the cases of
+the seeded order, one at a time: a case enters the analysis only once every agent's every trial of
+it, and of every case before it, has finished, whatever order the runs finished in; a pair is
+decided only on cases that entered. Runs of later cases still in flight when the last pair is
+decided finish and are journaled, but the comparison's results (and so every count and summary
+printed) hold the cases analysed only: the same seed and agents give the same stop, the same
+verdict and the same numbers (``EarlyStop.report``: ``cases_analysed``, ``runs_analysed``; the
+timing-dependent ``runs_made`` / ``runs_left_out`` say what was spent beyond).
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["MAX_BET", "Bettor", "PairTest", "SequentialMonitor", "Decision", "StopRule"]
+__all__ = ["MAX_BET", "Bettor", "PairTest", "SequentialMonitor", "Decision", "StopRule", "analysed_cases"]
 
 MAX_BET = 0.5
 """The largest share of wealth staked on one case: a bettor can at most multiply its wealth by 1.5
@@ -245,3 +254,15 @@ class StopRule:
 
     def to_dict(self) -> dict[str, object]:
         return {"metric": self.metric, "seed": self.seed, "alpha": self.alpha, "margin": self.margin}
+
+
+def analysed_cases(stopped_early: Mapping[str, object], case_ids: Sequence[str]) -> list[str]:
+    """The case ids a sequential comparison's statistics are over, from what its run record keeps
+    (``cmp.stopped_early``) and the record's non-scenario cases in dataset order: the first
+    ``cases_analysed`` of the seeded order, or every case when it did not stop."""
+    if not stopped_early.get("stopped"):
+        return list(case_ids)
+    rule = stopped_early.get("rule") or {}
+    assert isinstance(rule, Mapping)
+    order = StopRule(str(rule.get("metric", "")), seed=int(rule.get("seed", 0))).order(list(case_ids))  # type: ignore[call-overload]
+    return order[: int(stopped_early["cases_analysed"])]  # type: ignore[call-overload]
