@@ -29,6 +29,7 @@ from ..core.errors import (AdapterError, AgentOutputError, ConfigError, ConfigTy
                            TransientAgentError, exception_text)
 from ..core.data.protocol import AgentRequest
 from ..core.run.threads import run_sync
+from ..core.data.token_counts import genai_usage, langchain_usage
 from ..core.data.types import AgentOutput, Handoff, ToolCall, Usage, content_text
 from .function import output_from_value
 
@@ -133,12 +134,8 @@ def _from_messages(messages: list[Any]) -> AgentOutput:
             if isinstance(counts, Mapping):
                 meta = fields.get("response_metadata") or {}
                 model = meta.get("model_name") or meta.get("model") if isinstance(meta, Mapping) else None
-                usage = Usage(
-                    input_tokens=int(counts.get("input_tokens") or 0),
-                    output_tokens=int(counts.get("output_tokens") or 0),
-                    total_tokens=int(counts.get("total_tokens") or 0),
-                    model=str(model) if model else None,
-                ) + usage
+                spent = langchain_usage(counts, str(model) if model else None)
+                usage = spent + usage if spent is not None else usage
         elif kind == "tool":
             target = by_id.get(fields.get("tool_call_id") or "")
             if target is not None:
@@ -219,12 +216,8 @@ def _from_adk_events(events: list[Any], agent: str, *, strict: bool = True) -> A
         counts = event.get("usage_metadata")
         if isinstance(counts, Mapping):
             model = event.get("model_version")  # the LlmResponse's model, on ADK's events
-            usage = Usage(
-                input_tokens=int(counts.get("prompt_token_count") or 0),
-                output_tokens=int(counts.get("candidates_token_count") or 0),
-                total_tokens=int(counts.get("total_token_count") or 0),
-                model=str(model) if model else None,
-            ) + usage
+            spent = genai_usage(counts, str(model) if model else None)
+            usage = spent + usage if spent is not None else usage
     return AgentOutput(
         response=texts[-1] if texts else "",
         trajectory=calls,
