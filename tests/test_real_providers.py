@@ -291,3 +291,68 @@ def test_usage_sums_keep_each_models_cache_share_and_unreported_parts_stay_none(
     assert total.by_model["gpt-5-mini"].cache_read_tokens == 1000
     assert total.by_model["gemini-2.5-flash"].cache_read_tokens is None
     assert math.isclose(a.cache_share, 1000 / 1200)
+
+
+# -- the judge and the simulated user are priced the same way ----------------------------------------
+
+
+def test_a_judge_on_the_real_openai_client_is_priced_with_its_cache_and_reasoning_tokens():
+    langchain_openai = pytest.importorskip("langchain_openai")
+    model = "gpt-5-mini-2025-08-07"
+    with OpenAIStandIn(model=model, script=[Step(Bill(900, 40, cache_read=768, reasoning=24), text="score: 1")]) as provider:
+        judge = langchain_openai.ChatOpenAI(model="gpt-5-mini", base_url=f"{provider.url}/v1", api_key="sk-test",
+                                            max_retries=0, timeout=20)
+        template = lf.metrics.PointwiseMetricPromptTemplate(
+            criteria={"Hilfreich": "Ist die Antwort hilfreich?"}, rating_rubric={"1": "ja", "0": "nein"},
+            input_variables=["prompt"])
+        metric = lf.metrics.PointwiseMetric("hilfreich", template, judge, structured_output=False, cache=False)
+        result = lf.evaluate([{"prompt": "Wie spät ist es in München?"}], agent=lambda p: "Es ist 12 Uhr.", metrics=[metric])
+    assert len(provider.answers) == 1
+    assert result.metrics_table["hilfreich/score"].iloc[0] == 1
+    assert result.metrics_table["hilfreich/cost_usd"].iloc[0] == pytest.approx(
+        oracle_price(provider.answers, "openai", api_flavor="chat"), rel=1e-12)
+
+
+def test_a_simulated_user_on_the_real_anthropic_client_is_priced_with_its_cache_tokens():
+    langchain_anthropic = pytest.importorskip("langchain_anthropic")
+    model = "claude-haiku-4-5"
+    with AnthropicStandIn(model=model, script=[Step(Bill(700, 12, cache_read=512, cache_write=64), text="</finished>")]) as provider:
+        user = lf.UserSimulator(langchain_anthropic.ChatAnthropic(model=model, base_url=provider.url, api_key="sk-ant-test",
+                                                                  max_retries=0, timeout=20), max_turns=3)
+        rows = [{"case_id": "s", "scenario": {"starting_prompt": "我需要一个去里斯本的航班。", "conversation_plan": "Voo para Lisboa."}}]
+        result = lf.evaluate(rows, agent=lambda p: "Reservado: voo para Lisboa às 9h.", metrics=[], simulator=user)
+    assert len(provider.answers) == 1
+    simulator = result.runs[0].conversation.simulator_usage
+    assert (simulator.input_tokens, simulator.cache_read_tokens, simulator.cache_write_tokens) == (700, 512, 64)
+    assert result.metrics_table["simulator_cost_usd"].iloc[0] == pytest.approx(
+        oracle_price(provider.answers, "anthropic"), rel=1e-12)
+
+
+def test_a_comparison_shows_each_agents_cache_share_where_it_is_known():
+    def cached(prompt: str) -> dict:
+        return {"response": "ok", "usage": {"input_tokens": 1000, "cache_read_tokens": 750, "output_tokens": 10,
+                                            "model": "gpt-5-mini"}}
+
+    def uncached(prompt: str) -> dict:
+        return {"response": "ok", "usage": {"input_tokens": 1000, "output_tokens": 10, "model": "gpt-5-mini"}}
+
+    rows = [{"case_id": f"c{i}", "prompt": f"Pergunta {i}", "reference": "ok"} for i in range(3)]
+    cmp = lf.compare(rows, {"cached": cached, "uncached": uncached}, ["exact_match"])
+    s = cmp.summary
+    assert s.loc["cached", "cache_share"] == pytest.approx(0.75)
+    assert s.loc["cached", "cache_read_tokens/mean"] == 750
+    assert math.isnan(s.loc["uncached", "cache_share"])
+    assert s.loc["cached", "cost_usd/mean"] < s.loc["uncached", "cost_usd/mean"]
+
+
+def test_the_report_shows_the_share_of_the_prompt_read_from_cache(tmp_path):
+    def cached(prompt: str) -> dict:
+        return {"response": "ok", "usage": {"input_tokens": 1000, "cache_read_tokens": 750, "output_tokens": 10,
+                                            "model": "gpt-5-mini"}}
+
+    rows = [{"case_id": f"c{i}", "prompt": f"質問 {i}", "reference": "ok"} for i in range(3)]
+    cmp = lf.compare(rows, {"cached": cached, "plain": lambda p: "ok"}, ["exact_match"])
+    path = tmp_path / "report.html"
+    lf.report.write(cmp, path)
+    html = path.read_text(encoding="utf-8")
+    assert "prompt read from cache</td><td class=num>75%</td><td class=num>-</td>" in html
