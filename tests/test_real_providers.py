@@ -386,3 +386,30 @@ def test_levelfields_a2a_server_passes_every_token_kind_to_the_client():
     with start_server(agent) as server:
         out = lf.evaluate([{"prompt": "Tempo em Lisboa?"}], A2AAgent(server.url), metrics=[]).runs[0].output
     assert out.usage == spent
+
+
+# -- every source's counts, one meaning ----------------------------------------------------------------
+
+SAME_CALL = Usage(input_tokens=1200, cache_read_tokens=1000, output_tokens=300, reasoning_tokens=64, total_tokens=1500)
+
+
+@pytest.mark.parametrize("raw", [
+    {"prompt_tokens": 1200, "completion_tokens": 300, "total_tokens": 1500,
+     "prompt_tokens_details": {"cached_tokens": 1000}, "completion_tokens_details": {"reasoning_tokens": 64}},
+    {"input_tokens": 1200, "output_tokens": 300, "total_tokens": 1500,
+     "input_tokens_details": {"cached_tokens": 1000}, "output_tokens_details": {"reasoning_tokens": 64}},
+    {"input_tokens": 200, "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 0, "output_tokens": 300,
+     "output_tokens_details": {"thinking_tokens": 64}},
+    {"promptTokenCount": 1200, "cachedContentTokenCount": 1000, "candidatesTokenCount": 236, "thoughtsTokenCount": 64,
+     "totalTokenCount": 1500},
+    {"prompt_token_count": 1200, "cached_content_token_count": 1000, "candidates_token_count": 236,
+     "thoughts_token_count": 64, "total_token_count": 1500},
+    {"input_tokens": 1200, "output_tokens": 300, "total_tokens": 1500,
+     "input_token_details": {"cache_read": 1000}, "output_token_details": {"reasoning": 64}},
+], ids=["openai-chat", "openai-responses", "anthropic", "gemini-rest", "google-genai", "langchain"])
+def test_each_providers_counts_of_one_call_read_as_the_same_usage(raw):
+    from levelfield.core.data.token_counts import usage_from_counts
+
+    usage = usage_from_counts(raw)
+    assert usage.model_dump(exclude={"cache_write_tokens"}) == SAME_CALL.model_dump(exclude={"cache_write_tokens"})
+    assert usage.cache_write_tokens in (None, 0)

@@ -152,8 +152,15 @@ def usage_from_counts(raw: Any, model: str | None = None) -> Usage | None:
     if keys & {"input_token_details", "output_token_details"}:
         return langchain_usage(raw, model)
     if keys & {"input_tokens", "output_tokens"}:
+        # levelfield's own names, or OpenAI's Responses API (``input_tokens_details.cached_tokens``,
+        # ``output_tokens_details.reasoning_tokens``), whose input also counts cached tokens.
+        read = _count(raw, "cache_read_tokens")
+        reasoning = _count(raw, "reasoning_tokens")
         return counted_usage(_count(raw, "input_tokens") or 0, _count(raw, "output_tokens") or 0,
-                             _count(raw, "total_tokens"), cache_read=_count(raw, "cache_read_tokens"),
-                             cache_write=_count(raw, "cache_write_tokens"), reasoning=_count(raw, "reasoning_tokens"),
+                             _count(raw, "total_tokens"),
+                             cache_read=read if read is not None else _count(_get(raw, "input_tokens_details"), "cached_tokens"),
+                             cache_write=_count(raw, "cache_write_tokens"),
+                             reasoning=reasoning if reasoning is not None else _count(_get(raw, "output_tokens_details"),
+                                                                                    "reasoning_tokens"),
                              model=model or _get(raw, "model"))
     return None
