@@ -145,9 +145,30 @@ def test_anthropic_messages_usage_adds_cache_reads_and_writes_back_into_the_prom
 
 # -- Gemini (LangChain) ----------------------------------------------------------------------------
 
+_GOOGLE_ENV = ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
+               "GOOGLE_CLOUD_AGENT_ENGINE_LOCATION", "ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS")
+
+
+@pytest.fixture
+def gemini_api_env():
+    """The Gemini API, not Vertex: AdkApp sets Vertex's variables process-wide when it runs (and an
+    earlier test may have run one); they are cleared here and put back as they were after the test."""
+    import os
+
+    before = {k: os.environ.get(k) for k in _GOOGLE_ENV}
+    for key in _GOOGLE_ENV:
+        os.environ.pop(key, None)
+    yield
+    for key, value in before.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["json", "sse"])
-def test_gemini_generate_content_usage_adds_thoughts_to_the_output(streaming):
+def test_gemini_generate_content_usage_adds_thoughts_to_the_output(streaming, gemini_api_env):
     langchain_google_genai = pytest.importorskip("langchain_google_genai")
     from langchain.agents import create_agent
 
@@ -167,7 +188,7 @@ def test_gemini_generate_content_usage_adds_thoughts_to_the_output(streaming):
 # -- Gemini (google-adk, through Agent Engine's AdkApp) -------------------------------------------
 
 
-def test_adk_gemini_through_adk_app_reads_cached_and_thought_tokens():
+def test_adk_gemini_through_adk_app_reads_cached_and_thought_tokens(gemini_api_env):
     pytest.importorskip("google.adk")
     pytest.importorskip("vertexai.agent_engines")
     from google.adk.agents import LlmAgent
