@@ -422,7 +422,8 @@ class Comparison:
         row["failures"] = costs["failure/count"]
         row["failure_rate"] = costs["failure/mean"] if runs else math.nan
         for key in ("latency_in_seconds/mean", "latency_in_seconds/p50", "latency_in_seconds/p95",
-                    "input_tokens/mean", "output_tokens/mean", "total_tokens/mean",
+                    "input_tokens/mean", "output_tokens/mean", "total_tokens/mean", "cache_read_tokens/mean",
+                    "cache_write_tokens/mean", "reasoning_tokens/mean", "cache_share",
                     "simulator_failure/count", "simulator_total_tokens/sum"):
             if key in costs:
                 row[key] = costs[key]

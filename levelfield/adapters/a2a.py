@@ -35,6 +35,7 @@ from ..core.run.failures import parse_retry_after
 from ..core.errors import (AdapterError, ConfigError, ConfigTypeError, MissingExtraError, RateLimitedError,
                            TransientAgentError)
 from ..core.data.protocol import AgentRequest
+from ..core.data.token_counts import usage_from_counts
 from ..core.data.types import AgentOutput, Handoff, ToolCall, Usage
 
 if TYPE_CHECKING:
@@ -180,18 +181,10 @@ def _usage_from(meta: Mapping[str, Any] | None) -> Usage | None:
     if not isinstance(raw, dict):
         return None
 
-    def pick(*keys: str) -> int:
-        for key in keys:
-            if isinstance(raw.get(key), (int, float)):
-                return int(raw[key])
-        return 0
-
-    inp = pick("promptTokenCount", "prompt_token_count", "input_tokens")
-    out = pick("candidatesTokenCount", "candidates_token_count", "output_tokens")
-    total = pick("totalTokenCount", "total_token_count", "total_tokens") or inp + out
     # The model: levelfield's server names it in the counts; ADK events carry ``model_version``.
     model = raw.get("model") or (meta or {}).get(MODEL_KEY) or (meta or {}).get("model_version")
-    usage = Usage(input_tokens=inp, output_tokens=out, total_tokens=total, model=str(model) if model else None)
+    # Gemini's counts (ADK's ``usageMetadata``) or levelfield's own ``{input_tokens, cache_read_tokens, ...}``.
+    usage = usage_from_counts(raw, str(model) if model else None) or Usage(model=str(model) if model else None)
     shares = raw.get("by_model")
     if isinstance(shares, dict):
         try:

@@ -257,11 +257,19 @@ def _executor_class() -> type:
             metadata = None
             if output.usage is not None:
                 usage = output.usage
+                # Gemini's names and meaning (what ADK's clients read): the prompt count includes
+                # cache reads; the candidates count leaves thoughts out.
                 counts: dict[str, Any] = {
                     "promptTokenCount": usage.input_tokens,
-                    "candidatesTokenCount": usage.output_tokens,
+                    "candidatesTokenCount": usage.output_tokens - (usage.reasoning_tokens or 0),
                     "totalTokenCount": usage.total_tokens,
                 }
+                if usage.cache_read_tokens is not None:
+                    counts["cachedContentTokenCount"] = usage.cache_read_tokens
+                if usage.reasoning_tokens is not None:
+                    counts["thoughtsTokenCount"] = usage.reasoning_tokens
+                if usage.cache_write_tokens is not None:
+                    counts["cache_write_tokens"] = usage.cache_write_tokens  # Gemini has no name for it
                 # Which model spent them, so the client can price them (A2A has no field for it).
                 if usage.model is not None:
                     counts["model"] = usage.model

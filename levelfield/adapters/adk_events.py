@@ -18,6 +18,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.data.token_counts import genai_usage
 from ..core.data.types import AgentOutput, Handoff, ToolCall, Usage
 from ..core.errors import AdapterError, AgentOutputError, TransientAgentError
 
@@ -123,12 +124,8 @@ def output_from_events(events: list[Any], agent: str, *, strict: bool = True) ->
         counts = event.get("usage_metadata")
         if isinstance(counts, Mapping):
             model = event.get("model_version")  # the LlmResponse's model, on ADK's events
-            usage = Usage(
-                input_tokens=int(counts.get("prompt_token_count") or 0),
-                output_tokens=int(counts.get("candidates_token_count") or 0),
-                total_tokens=int(counts.get("total_token_count") or 0),
-                model=str(model) if model else None,
-            ) + usage
+            spent = genai_usage(counts, str(model) if model else None)  # cache and thinking tokens too
+            usage = spent + usage if spent is not None else usage
     return AgentOutput(
         response=texts[-1] if texts else "",
         trajectory=calls,

@@ -28,6 +28,7 @@ from ..core.errors import (AdapterError, AgentOutputError, ConfigError, ConfigTy
                            TransientAgentError, exception_text)
 from ..core.data.protocol import AgentRequest
 from ..core.run.threads import run_sync
+from ..core.data.token_counts import langchain_usage
 from ..core.data.types import AgentOutput, ToolCall, Usage, content_text
 from .adk_events import (CURRENT_RUN, TRANSIENT_CODES, RunCalls, event_error, install_inner_calls, is_adk_event,
                          is_transient, output_from_events, session_state, with_inner_calls)
@@ -132,12 +133,8 @@ def _from_messages(messages: list[Any]) -> AgentOutput:
             if isinstance(counts, Mapping):
                 meta = fields.get("response_metadata") or {}
                 model = meta.get("model_name") or meta.get("model") if isinstance(meta, Mapping) else None
-                usage = Usage(
-                    input_tokens=int(counts.get("input_tokens") or 0),
-                    output_tokens=int(counts.get("output_tokens") or 0),
-                    total_tokens=int(counts.get("total_tokens") or 0),
-                    model=str(model) if model else None,
-                ) + usage
+                spent = langchain_usage(counts, str(model) if model else None)
+                usage = spent + usage if spent is not None else usage
         elif kind == "tool":
             target = by_id.get(fields.get("tool_call_id") or "")
             if target is not None:

@@ -23,14 +23,17 @@ _EXPECTED = (
 
 
 def _usage_from(value: Any, agent: str) -> Usage | None:
-    """A returned ``usage`` (a Usage or ``{input_tokens, output_tokens[, total_tokens, model]}``)."""
+    """A returned ``usage`` (a Usage or ``{input_tokens, output_tokens[, total_tokens, cache_read_tokens,
+    cache_write_tokens, reasoning_tokens, model]}``: input counts cached tokens, output counts reasoning)."""
     if value is None or isinstance(value, Usage):
         return value
     try:
         usage = Usage.model_validate(value)
     except ValidationError as exc:
         raise AgentOutputError(f"agent {agent!r} returned a malformed 'usage' ({exc.errors()[0]['msg']}); expected "
-                               "{'input_tokens': int, 'output_tokens': int, 'model': str}") from None
+                               "{'input_tokens': int, 'output_tokens': int, 'model': str} (optionally "
+                               "'cache_read_tokens', 'cache_write_tokens' within input_tokens and "
+                               "'reasoning_tokens' within output_tokens)") from None
     if not usage.total_tokens:
         usage.total_tokens = usage.input_tokens + usage.output_tokens
     return usage

@@ -25,7 +25,8 @@ from uuid import UUID
 from ..core.errors import AdapterError, AgentOutputError, ConfigError, ConfigTypeError, MissingExtraError, exception_text
 from ..core.data.protocol import AgentRequest
 from ..core.data.jsonsafe import to_jsonable
-from ..core.data.types import AgentOutput, Handoff, Message, ToolCall, Usage, chat_message_usage, content_text
+from ..core.data.token_counts import chat_message_usage, openai_usage
+from ..core.data.types import AgentOutput, Handoff, Message, ToolCall, Usage, content_text
 
 try:
     from langchain_core.callbacks import BaseCallbackHandler
@@ -158,12 +159,7 @@ class TrajectoryRecorder(BaseCallbackHandler):
         if usage is None:  # older integrations report usage in llm_output only
             token_usage = (getattr(response, "llm_output", None) or {}).get("token_usage") or {}
             if token_usage:
-                usage = Usage(
-                    input_tokens=token_usage.get("prompt_tokens", 0) or 0,
-                    output_tokens=token_usage.get("completion_tokens", 0) or 0,
-                    total_tokens=token_usage.get("total_tokens", 0) or 0,
-                    model=_model_name(response),
-                )
+                usage = openai_usage(token_usage, _model_name(response))
         with self._lock:
             self._models_done += 1
             for position, call_id in enumerate(calls):

@@ -34,6 +34,7 @@ from ..core.data.dataset import EvalCase, EvalDataset, Turn, parse_scenario, too
 from ..core.errors import DatasetError
 from ..core.results.result import EvalResult
 from ..core.results.writing import write_text
+from ..core.data.token_counts import genai_usage
 from ..core.data.types import AgentOutput, ToolCall, Usage
 from ..core.data.types import AgentRun
 
@@ -100,6 +101,7 @@ class _Usage(_AdkModel):
     tool_use_prompt_token_count: int | None = None
     candidates_token_count: int | None = None
     thoughts_token_count: int | None = None
+    cached_content_token_count: int | None = None
 
 
 class _InvocationEvent(_AdkModel):
@@ -177,14 +179,12 @@ def _where(error: ValidationError) -> str:
 
 def _event_usage(events: Sequence[_InvocationEvent]) -> Usage | None:
     """Tokens of a turn's model calls as ADK counts them: input = prompt + tool-use prompt, output = candidates + thoughts."""
-    reported = [e.usage_metadata for e in events if e.usage_metadata is not None]
-    inputs = [(u.prompt_token_count or 0) + (u.tool_use_prompt_token_count or 0) for u in reported
-              if u.prompt_token_count is not None or u.tool_use_prompt_token_count is not None]
-    outputs = [(u.candidates_token_count or 0) + (u.thoughts_token_count or 0) for u in reported
-               if u.candidates_token_count is not None or u.thoughts_token_count is not None]
-    if not inputs and not outputs:
-        return None
-    return Usage(input_tokens=sum(inputs), output_tokens=sum(outputs), total_tokens=sum(inputs) + sum(outputs))
+    usage: Usage | None = None
+    for event in events:
+        if event.usage_metadata is not None:
+            spent = genai_usage(event.usage_metadata.model_dump(exclude_none=True))
+            usage = usage + spent if usage is not None else spent
+    return usage
 
 
 def outputs_from_invocations(invocations: Sequence[Any], source: str = "invocations") -> list[AgentOutput]:

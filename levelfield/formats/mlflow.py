@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .spans import AGENT, LLM, OTHER, RETRIEVER, TOOL, Span, TraceError, documents_of, failed_row, hex_id, json_loads, row_from_spans
+from .spans import AGENT, LLM, OTHER, RETRIEVER, TOOL, Span, TraceError, count_of, documents_of, failed_row, hex_id, json_loads, row_from_spans
 
 __all__ = ["spans_from_trace", "row_from_trace", "trace_dict", "classify_attributes"]
 
@@ -96,6 +96,9 @@ def classify_attributes(span: Span, attributes: Mapping[str, Any], where: str) -
             span.input_tokens = int(usage.get("input_tokens") or 0)
             span.output_tokens = int(usage.get("output_tokens") or 0)
             span.total_tokens = int(usage.get("total_tokens") or 0)
+            # MLflow's input_tokens counts cache reads and writes (its autologgers add Anthropic's back).
+            span.cache_read_tokens = count_of(usage, "cache_read_input_tokens")
+            span.cache_write_tokens = count_of(usage, "cache_creation_input_tokens")
     return span
 
 

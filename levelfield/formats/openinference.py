@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .spans import AGENT, LLM, OTHER, RETRIEVER, TOOL, Span, parse_json
+from .spans import AGENT, LLM, OTHER, RETRIEVER, TOOL, Span, count_of, parse_json
 
 __all__ = ["SPAN_KIND", "classify", "documents_from_attributes"]
 
@@ -71,6 +71,12 @@ def classify(span: Span, attrs: Mapping[str, Any]) -> Span:
         span.input_tokens = int(attrs.get("llm.token_count.prompt") or 0)
         span.output_tokens = int(attrs.get("llm.token_count.completion") or 0)
         span.total_tokens = int(attrs.get("llm.token_count.total") or 0)
+        # Parts of the prompt and completion counts.
+        span.cache_read_tokens = count_of(attrs, "llm.token_count.prompt_details.cache_read")
+        span.cache_write_tokens = count_of(attrs, "llm.token_count.prompt_details.cache_write")
+        span.reasoning_tokens = count_of(attrs, "llm.token_count.completion_details.reasoning")
+        model = attrs.get("llm.model_name")
+        span.model = str(model) if model else None
         span.extra["requested"] = _requested_calls(attrs)
     return span
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from . import openinference
-from .spans import AGENT, LLM, OTHER, RETRIEVER, TOOL, Span, TraceError, documents_of, failed_row, hex_id, parse_json, row_from_spans
+from .spans import AGENT, LLM, OTHER, RETRIEVER, TOOL, Span, TraceError, count_of, documents_of, failed_row, hex_id, parse_json, row_from_spans
 
 __all__ = ["rows_from_otlp", "rows_from_spans", "span_from_sdk", "spans_from_otlp", "export_scores", "hex_id", "classify", "error_of"]
 
@@ -114,6 +114,13 @@ def _genai_classify(span: Span, attrs: Mapping[str, Any], op: Any) -> Span:
         span.outputs = attrs.get("gen_ai.output.messages")
         span.input_tokens = int(attrs.get("gen_ai.usage.input_tokens") or 0)
         span.output_tokens = int(attrs.get("gen_ai.usage.output_tokens") or 0)
+        # The GenAI conventions' parts, each included in its total (older spellings after the current one).
+        span.cache_read_tokens = count_of(attrs, "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens")
+        span.cache_write_tokens = count_of(attrs, "gen_ai.usage.cache_creation.input_tokens",
+                                         "gen_ai.usage.cache_creation_input_tokens")
+        span.reasoning_tokens = count_of(attrs, "gen_ai.usage.reasoning.output_tokens")
+        model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
+        span.model = str(model) if model else None
         span.extra["requested"] = _requested_calls(span.outputs)
     elif op in _RETRIEVAL_OPERATIONS:
         span.kind = RETRIEVER

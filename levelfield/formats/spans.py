@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import TraceError
-from ..core.data.types import ToolCall, content_text
+from ..core.data.token_counts import counted_usage
+from ..core.data.types import ToolCall, Usage, content_text
 
 __all__ = [
     "Span",
@@ -30,6 +31,7 @@ __all__ = [
     "parse_json",
     "hex_id",
     "json_loads",
+    "count_of",
 ]
 
 try:  # orjson parses trace JSON (attributes are JSON inside JSON) several times faster
@@ -64,9 +66,28 @@ class Span:
     documents: list[dict[str, Any]] | None = None
     """For retriever spans: the documents returned, as ``{content, doc_uri}``."""
     input_tokens: int = 0
+    """For model spans: every prompt token, cached ones included (what each format means is read into that)."""
     output_tokens: int = 0
     total_tokens: int = 0
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    model: str | None = None
+    """For model spans: the model that answered, when the span names it."""
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def count_of(attrs: Mapping[str, Any], *keys: str) -> int | None:
+    """The first of ``keys`` that holds a token count (OTLP JSON gives integers as strings); None when none does."""
+    for key in keys:
+        value = attrs.get(key)
+        if value is None or isinstance(value, bool):
+            continue
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            continue
+    return None
 
 
 def hex_id(value: Any, width: int) -> str | None:
@@ -350,11 +371,13 @@ def row_from_spans(trace_id: str, spans: Sequence[Span], *, check: bool = True) 
     if root.end is not None and root.start:
         row["latency_in_seconds"] = (root.end - root.start) / 1e9
     if llms:
-        inp = sum(s.input_tokens for s in llms)
-        out = sum(s.output_tokens for s in llms)
-        total = sum(s.total_tokens or s.input_tokens + s.output_tokens for s in llms)
-        if inp or out or total:
-            row["usage"] = {"input_tokens": inp, "output_tokens": out, "total_tokens": total}
+        usage: Usage | None = None
+        for s in llms:
+            spent = counted_usage(s.input_tokens, s.output_tokens, s.total_tokens, cache_read=s.cache_read_tokens,
+                                  cache_write=s.cache_write_tokens, reasoning=s.reasoning_tokens, model=s.model)
+            usage = spent + usage if usage is not None else spent
+        if usage is not None and (usage.input_tokens or usage.output_tokens or usage.total_tokens):
+            row["usage"] = usage.model_dump(exclude_none=True)
     if root.error:
         row["failure"] = True
         row["error"] = f"trace {trace_id}, span {root.name!r}: {root.error}"

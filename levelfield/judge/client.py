@@ -30,7 +30,8 @@ from typing import Any
 
 from ..core.errors import MetricError, MissingExtraError
 from ..core.run import limits
-from ..core.data.types import Usage, chat_message_usage, content_text
+from ..core.data.token_counts import chat_message_usage
+from ..core.data.types import Usage, content_text
 
 __all__ = [
     "Judge",

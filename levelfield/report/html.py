@@ -208,6 +208,9 @@ def _summary_section(cmp: Comparison) -> str:
     rows.append(["latency p95 (s)", *(_fmt(s.loc[a, "latency_in_seconds/p95"]) for a in cmp.agents)])
     if "total_tokens/mean" in s:
         rows.append(["tokens per run", *(_fmt(s.loc[a, "total_tokens/mean"], 0) for a in cmp.agents)])
+    if "cache_share" in s:  # the share of prompt tokens the provider read from its cache (billed at a discount)
+        rows.append(["prompt read from cache", *("-" if _isnan(s.loc[a, "cache_share"]) else f'{s.loc[a, "cache_share"]:.0%}'
+                                                 for a in cmp.agents)])
     if "cost_usd/mean" in s:
         rows.append(["cost per run ($)", *(_cost_cell(s.loc[a]) for a in cmp.agents)])
         rows.append(["cost in all ($)", *(_usd(s.loc[a, "cost_usd/sum"]) for a in cmp.agents)])

@@ -8,7 +8,8 @@ from typing import Any
 from ..core.run.conversation import DEFAULT_MAX_TURNS, Exchange, UserTurn
 from ..core.data.dataset import Scenario
 from ..core.errors import ConfigError, ConfigTypeError, MissingExtraError
-from ..core.data.types import chat_message_usage, content_text
+from ..core.data.token_counts import chat_message_usage
+from ..core.data.types import content_text
 
 __all__ = ["UserSimulator", "DEFAULT_STOP_PHRASE"]
 

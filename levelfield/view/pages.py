@@ -389,7 +389,10 @@ def _usage(run: AgentRun) -> str:
             for u in total[1:]:
                 usage = usage + u
     if usage is not None:
-        bits.append(f"tokens {usage.input_tokens:,} in · {usage.output_tokens:,} out · {usage.total_tokens:,} total")
+        cached = f" ({usage.cache_read_tokens:,} from cache)" if usage.cache_read_tokens else ""
+        thought = f" ({usage.reasoning_tokens:,} reasoning)" if usage.reasoning_tokens else ""
+        bits.append(f"tokens {usage.input_tokens:,} in{cached} · {usage.output_tokens:,} out{thought} · "
+                    f"{usage.total_tokens:,} total")
     return f'<p class="usage muted">{" · ".join(esc(b) for b in bits)}</p>'
 
 

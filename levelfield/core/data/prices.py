@@ -2,12 +2,18 @@
 
 A price table maps a model name to dollars per million tokens::
 
-    {"my-model": {"input_per_mtok": 0.15, "output_per_mtok": 0.60}}
+    {"my-model": {"input_per_mtok": 0.15, "output_per_mtok": 0.60,
+                  "cache_read_per_mtok": 0.075, "cache_write_per_mtok": 0.1875, "reasoning_per_mtok": 0.60}}
 
 given as a dict or as a JSON file (``RunConfig(prices=...)``, ``--prices FILE``). Models the
 table does not name are priced by ``genai-prices`` (``pip install 'levelfield[cost]'``), a
 maintained table of providers' prices, imported only when a cost is asked for. A model neither
 knows is never priced at zero: its cost is unknown (NaN) and the note says which model it is.
+
+Usage is priced as the provider bills it: the prompt tokens read from cache at the cache-read
+price, those written to it at the cache-write price, the rest of the prompt at the input price;
+reasoning tokens at the reasoning price where a model has one, else as output. A price table's
+three optional keys give those prices (a missing one: the input or output price).
 """
 
 from __future__ import annotations
@@ -23,13 +29,17 @@ from typing import Any
 from ..errors import ConfigError
 from .types import AgentRun, Usage
 
-__all__ = ["PRICE_KEYS", "PriceTable", "Cost", "price_table", "usage_cost", "total_cost", "cost_note", "NO_COST", "genai_prices_available"]
+__all__ = ["PRICE_KEYS", "OPTIONAL_PRICE_KEYS", "PriceTable", "Cost", "price_table", "usage_cost", "total_cost", "cost_note", "NO_COST", "genai_prices_available"]
 
 PRICE_KEYS = ("input_per_mtok", "output_per_mtok")
-"""The two prices of a model in a price table, in dollars per million tokens."""
+"""The two prices every model of a price table has, in dollars per million tokens."""
+
+OPTIONAL_PRICE_KEYS = ("cache_read_per_mtok", "cache_write_per_mtok", "reasoning_per_mtok")
+"""Prices a model of a price table may have: cache reads and writes (else the input price) and
+reasoning tokens (else the output price), in dollars per million tokens."""
 
 PriceTable = dict[str, dict[str, float]]
-"""Model name -> ``{"input_per_mtok": ..., "output_per_mtok": ...}``."""
+"""Model name -> ``{"input_per_mtok": ..., "output_per_mtok": ...[, "cache_read_per_mtok": ...]}``."""
 
 _EXTRA_HINT = "install levelfield[cost] (genai-prices) for the prices of known models, or pass prices={...} or --prices FILE"
 
@@ -57,12 +67,13 @@ def price_table(prices: Mapping[str, Any] | str | Path | None) -> PriceTable:
         if not isinstance(entry, Mapping):
             raise ConfigError(f"{where}prices for model {model!r}: expected {{'input_per_mtok': ..., "
                               f"'output_per_mtok': ...}}, got {entry!r}")
-        unknown = sorted(set(entry) - set(PRICE_KEYS))
+        unknown = sorted(set(entry) - set(PRICE_KEYS) - set(OPTIONAL_PRICE_KEYS))
         if unknown:
             raise ConfigError(f"{where}prices for model {model!r}: unknown key(s) {', '.join(map(repr, unknown))}; "
-                              f"the keys are {', '.join(PRICE_KEYS)} (dollars per million tokens)")
+                              f"the keys are {', '.join(PRICE_KEYS)} and optionally {', '.join(OPTIONAL_PRICE_KEYS)} "
+                              "(dollars per million tokens)")
         row: dict[str, float] = {}
-        for key in PRICE_KEYS:
+        for key in PRICE_KEYS + tuple(k for k in OPTIONAL_PRICE_KEYS if k in entry):
             value = entry.get(key)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise ConfigError(f"{where}prices for model {model!r}: {key}={value!r} must be a number >= 0 "
@@ -99,7 +110,7 @@ def usage_cost(usage: Usage | None, table: PriceTable) -> Cost:
     total = 0.0
     unpriced: list[str] = []
     for model, share in usage.model_shares().items():
-        price = _price(model, share.input_tokens, share.output_tokens, table)
+        price = _price(model, share, table)
         if price is None:
             unpriced.append(model)
         else:
@@ -128,20 +139,37 @@ def run_spend(run: AgentRun, table: PriceTable) -> Cost:
     return usage_cost(simulator + agent, table)
 
 
-def _price(model: str, input_tokens: int, output_tokens: int, table: PriceTable) -> float | None:
+def _price(model: str, usage: Usage, table: PriceTable) -> float | None:
+    counts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
+              usage.reasoning_tokens)
     own = table.get(model)
     if own is not None:
-        return (input_tokens * own["input_per_mtok"] + output_tokens * own["output_per_mtok"]) / 1e6
-    return _library_price(model, input_tokens, output_tokens)
+        return _own_price(own, *counts)
+    return _library_price(model, *counts)
+
+
+def _own_price(own: Mapping[str, float], input_tokens: int, output_tokens: int, cache_read: int | None,
+               cache_write: int | None, reasoning: int | None) -> float:
+    """A price-table row's price: each part at its own price, the rest at the input/output price."""
+    read, write, thought = cache_read or 0, cache_write or 0, reasoning or 0
+    dollars = ((input_tokens - read - write) * own["input_per_mtok"]
+               + read * own.get("cache_read_per_mtok", own["input_per_mtok"])
+               + write * own.get("cache_write_per_mtok", own["input_per_mtok"])
+               + (output_tokens - thought) * own["output_per_mtok"]
+               + thought * own.get("reasoning_per_mtok", own["output_per_mtok"]))
+    return dollars / 1e6
 
 
 @functools.lru_cache(maxsize=4096)
-def _library_price(model: str, input_tokens: int, output_tokens: int) -> float | None:
+def _library_price(model: str, input_tokens: int, output_tokens: int, cache_read: int | None = None,
+                   cache_write: int | None = None, reasoning: int | None = None) -> float | None:
     try:
         import genai_prices
     except ImportError:
         return None
-    usage = genai_prices.Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+    # genai-prices reads cache and reasoning tokens as parts of input and output, as Usage does.
+    usage = genai_prices.Usage(input_tokens=input_tokens, output_tokens=output_tokens, cache_read_tokens=cache_read,
+                               cache_write_tokens=cache_write, output_reasoning_tokens=reasoning)
     for ref, provider in _lookups(model):
         try:
             return float(genai_prices.calc_price(usage, ref, provider_id=provider).total_price)

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .jsonsafe import clean_strings, has_lone_surrogates
 
-__all__ = ["ToolCall", "Usage", "chat_message_usage", "Handoff", "AgentOutput", "AgentRun", "clean_run", "Conversation", "Message", "content_text", "transcript_text"]
+__all__ = ["ToolCall", "Usage", "Handoff", "AgentOutput", "AgentRun", "clean_run", "Conversation", "Message", "content_text", "transcript_text"]
 
 
 def content_text(content: Any) -> str:
@@ -86,18 +86,54 @@ class ToolCall(BaseModel):
         return out
 
 
+_PARTS = ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+"""The optional parts of a Usage's input and output counts (None: the source did not say)."""
+
+
+def _add_part(a: int | None, b: int | None) -> int | None:
+    # An unreported part on one side counts as none of it: the sum is a lower bound, priced as
+    # full-rate tokens, never an invented discount.
+    return None if a is None and b is None else (a or 0) + (b or 0)
+
+
 class Usage(BaseModel):
-    """Token counts of a run (or of judge calls), when the framework reports them, and the model
-    that spent them when the adapter knows its name (what prices them: see ``core.data.prices``)."""
+    """Token counts of a run (or of judge calls) as the provider bills them, and the model that
+    spent them when the adapter knows its name (what prices them: see ``core.data.prices``).
+
+    ``input_tokens`` is every prompt token, cached or not, for every provider (Anthropic's raw API
+    leaves cache reads and writes out of its ``input_tokens``: the adapters add them back);
+    ``cache_read_tokens`` and ``cache_write_tokens`` are the parts of it read from and written to the
+    provider's prompt cache. ``output_tokens`` is every generated token, reasoning included (Gemini
+    counts thoughts apart: the adapters add them in); ``reasoning_tokens`` is the part of it spent
+    thinking. A part is None when the source did not report it (not the same as 0)."""
 
     input_tokens: int = 0
+    """Every prompt token, cache reads and cache writes included."""
     output_tokens: int = 0
+    """Every generated token, reasoning ("thinking") included."""
     total_tokens: int = 0
+    cache_read_tokens: int | None = None
+    """The part of ``input_tokens`` read from the provider's prompt cache (billed at a discount)."""
+    cache_write_tokens: int | None = None
+    """The part of ``input_tokens`` written to the provider's prompt cache (billed at a premium)."""
+    reasoning_tokens: int | None = None
+    """The part of ``output_tokens`` spent on reasoning ("thinking") before the answer."""
     model: str | None = None
     """The model that spent every one of these tokens, when known."""
     by_model: dict[str, "Usage"] | None = None
     """When several models spent them: each named model's share (tokens beyond their sum came
     from a model whose name nobody reported)."""
+
+    @model_validator(mode="after")
+    def _parts_within_totals(self) -> "Usage":
+        cached = (self.cache_read_tokens or 0) + (self.cache_write_tokens or 0)
+        if cached > self.input_tokens:
+            raise ValueError(f"cache_read_tokens + cache_write_tokens ({cached}) exceed input_tokens "
+                             f"({self.input_tokens}); input_tokens counts every prompt token, cached ones included")
+        if (self.reasoning_tokens or 0) > self.output_tokens:
+            raise ValueError(f"reasoning_tokens ({self.reasoning_tokens}) exceed output_tokens ({self.output_tokens}); "
+                             "output_tokens counts every generated token, reasoning included")
+        return self
 
     def __add__(self, other: "Usage | None") -> "Usage":
         if other is None:
@@ -106,6 +142,7 @@ class Usage(BaseModel):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
+            **{part: _add_part(getattr(self, part), getattr(other, part)) for part in _PARTS},
         )
         if self.by_model is None and other.by_model is None and self.model == other.model:
             total.model = self.model
@@ -126,8 +163,7 @@ class Usage(BaseModel):
         if self.by_model is not None:
             return dict(self.by_model)
         if self.model is not None:
-            return {self.model: Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens,
-                                      total_tokens=self.total_tokens)}
+            return {self.model: self.model_copy(update={"model": None, "by_model": None})}
         return {}
 
     def unnamed_tokens(self) -> int:
@@ -135,19 +171,12 @@ class Usage(BaseModel):
         named = sum(s.total_tokens or s.input_tokens + s.output_tokens for s in self.model_shares().values())
         return max((self.total_tokens or self.input_tokens + self.output_tokens) - named, 0)
 
-
-def chat_message_usage(message: Any, model: str | None = None) -> Usage | None:
-    """The tokens of one LangChain-style chat message (``usage_metadata``) and the model that wrote
-    it (``response_metadata["model_name"]`` or ``["model"]``, else ``model``); None without counts."""
-    meta = getattr(message, "usage_metadata", None)
-    if not meta:
-        return None
-    get = meta.get if isinstance(meta, Mapping) else (lambda k, d=0: getattr(meta, k, d))
-    inp, out = int(get("input_tokens", 0) or 0), int(get("output_tokens", 0) or 0)
-    response = getattr(message, "response_metadata", None) or {}
-    name = response.get("model_name") or response.get("model") if isinstance(response, Mapping) else None
-    return Usage(input_tokens=inp, output_tokens=out, total_tokens=int(get("total_tokens", 0) or (inp + out)),
-                 model=str(name) if name else model)
+    @property
+    def cache_share(self) -> float | None:
+        """The share of the prompt tokens read from cache (None when cache reads were not reported)."""
+        if self.cache_read_tokens is None or not self.input_tokens:
+            return None
+        return self.cache_read_tokens / self.input_tokens
 
 
 class Handoff(BaseModel):

@@ -26,6 +26,8 @@ from ..score.metrics.base import Score
 __all__ = ["RunColumns", "CostColumns", "cost_items", "as_array", "COST_KEYS", "score_cost", "mean", "std"]
 
 _TOKENS = ("input_tokens", "output_tokens", "total_tokens")
+_PARTS = ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+"""Token counts a run may leave unreported (kept as columns from the first run that reports one)."""
 
 
 class CostColumns:
@@ -36,7 +38,8 @@ class CostColumns:
         self.latency = array("d")
         self.failure = array("b")
         self.tokens: dict[str, array[float]] | None = None
-        """``input_tokens``... per run; None until a run reports usage (then NaN for runs that did not)."""
+        """``input_tokens``... per run; None until a run reports usage (then NaN for runs that did not).
+        ``cache_read_tokens`` and the other parts join from the first run that reports them."""
         self.usd = array("d")
         self.reported = array("b")
         self.unpriced: set[str] = set()
@@ -59,8 +62,8 @@ class CostColumns:
         usage = agent_usage(run)
         if usage is None:
             if self.tokens is not None:
-                for key in _TOKENS:
-                    self.tokens[key].append(math.nan)
+                for column in self.tokens.values():
+                    column.append(math.nan)
                 self.usd.append(math.nan)
                 self.reported.append(0)
             return
@@ -71,6 +74,12 @@ class CostColumns:
             self.reported = array("b", [0]) * before
         for key in _TOKENS:
             self.tokens[key].append(float(getattr(usage, key)))
+        for key in _PARTS:
+            value = getattr(usage, key)
+            if value is not None and key not in self.tokens:
+                self.tokens[key] = array("d", [math.nan]) * (len(self.latency) - 1)
+            if key in self.tokens:
+                self.tokens[key].append(math.nan if value is None else float(value))
         cost = usage_cost(usage, self.prices)
         self.usd.append(cost.usd)
         self.reported.append(1)
@@ -99,10 +108,15 @@ def cost_items(columns: CostColumns) -> dict[str, Any]:
     out["failure/std"] = std(fail)
     out["failure/count"] = int(fail.sum())
     if columns.tokens is not None:
-        for key in _TOKENS:
+        for key in _TOKENS + tuple(k for k in _PARTS if k in columns.tokens):
             tokens = as_array(columns.tokens[key], float)
             out[f"{key}/mean"] = mean(tokens)
             out[f"{key}/sum"] = float(np.nansum(tokens))
+        if "cache_read_tokens" in columns.tokens:
+            # Over the runs that said how much of their prompt came from cache.
+            read = as_array(columns.tokens["cache_read_tokens"], float)
+            prompt = as_array(columns.tokens["input_tokens"], float)[~np.isnan(read)]
+            out["cache_share"] = float(np.nansum(read) / prompt.sum()) if prompt.sum() else math.nan
         reported = as_array(columns.reported, np.int8).astype(bool)
         usd = as_array(columns.usd, float)[reported]
         # A partial sum would understate what was spent: one unknown price makes the sum unknown.

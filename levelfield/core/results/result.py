@@ -434,6 +434,8 @@ class EvalResult:
         row["input_tokens"] = usage.input_tokens if usage else None
         row["output_tokens"] = usage.output_tokens if usage else None
         row["total_tokens"] = usage.total_tokens if usage else None
+        for part in ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
+            row[part] = getattr(usage, part) if usage else None
         prices = self.config.prices or {}
         cost = usage_cost(usage, prices)
         row["cost_usd"] = cost.usd
@@ -805,7 +807,8 @@ _FAILED_FLAGS = (True, 1, "1", "true", "True")
 
 
 def _usage(value: Any) -> Usage | None:
-    """A saved ``usage`` cell (``{input_tokens, output_tokens, total_tokens}``) as Usage; anything else None."""
+    """A saved ``usage`` cell (``{input_tokens, output_tokens, total_tokens[, cache_read_tokens, ...]}``) as
+    Usage; anything else None."""
     if not isinstance(value, Mapping):
         return None
     try:
@@ -847,7 +850,8 @@ def saved_run(case: EvalCase) -> AgentRun:
     )
 
 
-_EMPTY_DROPPED = ("input_tokens", "output_tokens", "total_tokens", "cost_note", "simulator_error", "replayed_from",
+_EMPTY_DROPPED = ("input_tokens", "output_tokens", "total_tokens", "cache_read_tokens", "cache_write_tokens",
+                  "reasoning_tokens", "cost_note", "simulator_error", "replayed_from",
                   "simulator_total_tokens")
 """Columns a metrics table leaves out when no row has a value there."""
 
