@@ -70,8 +70,14 @@ def early_stop_line(cmp: Compared) -> str:
         return ""
     made, planned = info["runs_made"], info["runs_planned"]
     if info["stopped"]:
-        return (f"Stopped early after {info['cases_analysed']} of {info['cases']} cases ({made} of {planned} runs, "
-                f"{planned - made} saved): {info['verdict']}.")
+        # The runs analysed are a function of the seed and the results; how many more were in flight
+        # at the stop (journaled, left out) and so how many were never run depend on timing: a line apart.
+        analysed = info.get("runs_analysed", made)
+        late = int(info.get("runs_left_out", 0) or 0)
+        line = (f"Stopped early after {info['cases_analysed']} of {info['cases']} cases ({analysed} of {planned} runs "
+                f"analysed): {info['verdict']}.")
+        return line + (f"\n({planned - made} runs not run; {late} in flight at the stop were recorded and left out.)"
+                       if late else f"\n({planned - made} runs not run.)")
     return f"Ran all {info['cases']} cases: not every pair was decided early ({info['verdict']})."
 
 

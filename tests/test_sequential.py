@@ -228,5 +228,5 @@ def test_the_cli_stops_early_with_a_seed_and_says_how_much_it_saved(tmp_path, ca
     code = cli_main(["compare", str(data), "-a", "good=tests.test_sequential:good", "-a", "poor=tests.test_sequential:poor",
                      "-m", "trajectory_exact_match", "--stop-early", "--seed", "3", "--quiet"])
     out = capsys.readouterr().out
-    assert code == 0 and "Stopped early after" in out and "saved): good beats poor" in out
+    assert code == 0 and "Stopped early after" in out and "runs analysed): good beats poor" in out
     assert "cases run before stopping" in out
