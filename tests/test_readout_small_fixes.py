@@ -212,7 +212,7 @@ def test_a_single_agent_graphs_transcript_shows_no_hand_off(tmp_path):
     from langchain_core.tools import tool
 
     from levelfield.testing import ScriptedChatModel
-    from levelfield.testing.chat_model import last_human_text, tool_outputs_by_turn
+    from levelfield.testing.chat_model import tool_outputs_by_turn
 
     @tool
     def refund(invoice: int) -> str:

@@ -46,7 +46,7 @@ from typing import Any
 
 from ..core.errors import MetricError
 from ..core.results.criteria import Criterion, CriterionKind, register_criterion
-from ..core.score.metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
+from ..core.score.metrics.base import Metric, Score, ScoringContext, TurnContext
 from ..core.score.metrics.registry import register_judged_metric
 from .answers import json_objects
 from .client import JUDGE_BACKOFF, JUDGE_MAX_CONCURRENCY, JUDGE_RETRIES, JUDGE_TIMEOUT, JudgeCache, JudgeReply

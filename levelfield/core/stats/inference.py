@@ -1,11 +1,13 @@
 """Statistics for comparing agents: intervals over cases, paired tests, multiplicity, pass@k.
 
 Everything here works on per-case values: when a case ran several trials, its trials are
-averaged first, so a case counts once and two agents stay paired case by case. The tests come
-from SciPy (Wilson intervals via ``binomtest``, ``bootstrap``, ``wilcoxon``, ``permutation_test``);
-only Holm's step-down adjustment, Tarone's choice of the family of testable pairs and the pass@k
-estimators, which SciPy does not have, are written here. SciPy is imported when a statistic is
-first computed, so ``import levelfield`` stays light.
+averaged first, so a case counts once and two agents stay paired case by case. Means get Wilson
+intervals (SciPy's ``binomtest``) or a BCa bootstrap (``bootstrap``). Paired tests and the
+intervals beside them come from :mod:`levelfield.core.stats.paired`, where each interval is its
+test inverted; unpaired tests from SciPy (``fisher_exact``, ``mannwhitneyu``). Holm's step-down
+adjustment, the levels it decides each test at, Tarone's choice of the family of testable pairs
+and the pass@k estimators, which SciPy does not have, are written here. SciPy is imported when a
+statistic is first computed, so ``import levelfield`` stays light.
 """
 
 from __future__ import annotations
