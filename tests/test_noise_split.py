@@ -105,3 +105,10 @@ def test_comparison_noise_splits_trials_and_judge_samples_and_the_report_says_wh
 def test_without_trials_or_samples_the_report_has_no_noise_section(tmp_path):
     cmp = lf.compare(CASES, {"a": lambda p: "yes", "b": lambda p: "no"}, ["exact_match"], progress=False)
     assert "Where the noise comes from" not in lf.report.write(cmp, tmp_path / "r.html").read_text(encoding="utf-8")
+
+
+def test_advice_of_agents_whose_every_run_scored_the_same_says_so_without_nan():
+    from levelfield.core.stats.components import split_variance
+
+    advice = split_variance(np.ones((6, 3))).advice()
+    assert advice == "No noise to split: every run scored the same." and "nan" not in advice

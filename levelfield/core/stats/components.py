@@ -111,6 +111,9 @@ class NoiseSplit:
         """
         if math.isnan(self.case):
             return ""
+        if any(math.isnan(v) for v in self.shares().values()):
+            # No variance to split (every run scored the same): shares would be 0/0.
+            return "No noise to split: every run scored the same."
         n, k, s = self.cases, self.trials, self.samples
         judged = not math.isnan(self.judge)
         per_call = judge_cost if judged else 0.0
