@@ -208,6 +208,22 @@ def test_adk_gemini_through_adk_app_reads_cached_and_thought_tokens(gemini_api_e
     check(result, provider.answers, "google", model, cache_write=False)
 
 
+def test_an_adk_agent_passed_as_it_is_reads_cached_and_thought_tokens_and_is_priced_as_billed(gemini_api_env):
+    """The ADK agent itself, no AdkApp and no vertexai.init: ADK's own Runner drives the real Gemini client."""
+    pytest.importorskip("google.adk")
+    from google.adk.agents import LlmAgent
+    from google.adk.models.google_llm import Gemini
+
+    model = "gemini-2.5-flash"
+    with GeminiStandIn(model=model, script=script()) as provider:
+        gemini = Gemini(model=model, base_url=provider.url, client_kwargs={"api_key": "test-key", "vertexai": False})
+        root = LlmAgent(name="tempo", model=gemini, tools=[get_weather], instruction="Responda em português.")
+        result = evaluate(root)
+    assert not provider.unknown_paths
+    assert result.runs[0].output.trajectory[0].agent == "tempo"
+    check(result, provider.answers, "google", model, cache_write=False)
+
+
 # -- function agents, traces, records, price tables -------------------------------------------------
 
 
