@@ -273,3 +273,9 @@ def test_an_interrupted_run_read_back_says_how_many_cases_the_numbers_rest_on(tm
     assert cmp.stopped_by == "interrupted"
     assert cmp.rests_on() == "10 of 13 cases (the run was interrupted)"
     assert "over 10 of 13 cases (the run was interrupted)" in str(cmp)
+
+
+def test_pairs_with_equal_evidence_show_equal_intervals_at_the_strictest_of_their_holm_levels():
+    # Four pairs rejected with the same p: each at alpha/4, not at alpha/4, /3, /2 and /1 by their order.
+    levels = stats.family_levels([0.001, 0.001, 0.001, 0.001, 0.2], [0.0] * 5, 0.05)
+    assert list(levels[:4]) == [0.05 / 5] * 4 and levels[4] == pytest.approx(0.05 / 1)

@@ -124,9 +124,9 @@ def test_pairwise_p_values_follow_tarone_then_holm(four):
 def test_pairwise_intervals_are_the_exact_mcnemar_interval_at_the_level_holm_tested_each_pair(four):
     table = four.pairwise(EXACT).set_index(["agent_a", "agent_b"])
     assert table.attrs["family"] == 3
-    # Holm over the three in the family: 2/2^9 at alpha/3, 2/2^9 at alpha/2, then 2/2^7 at alpha;
-    # the pairs outside Tarone's family (m = 3) at alpha/3.
-    levels = {("right", "wrong_nine"): ALPHA / 3, ("copy", "wrong_nine"): ALPHA / 2, ("wrong_nine", "wrong_two"): ALPHA,
+    # Holm over the three in the family: 2/2^9 twice at alpha/3 (equal evidence, the stricter of
+    # alpha/3 and alpha/2), then 2/2^7 at alpha; the pairs outside Tarone's family (m = 3) at alpha/3.
+    levels = {("right", "wrong_nine"): ALPHA / 3, ("copy", "wrong_nine"): ALPHA / 3, ("wrong_nine", "wrong_two"): ALPHA,
               ("right", "copy"): ALPHA / 3, ("right", "wrong_two"): ALPHA / 3, ("copy", "wrong_two"): ALPHA / 3}
     n = len(four.case_ids)
     for pair, alpha in levels.items():

@@ -430,8 +430,9 @@ def family_levels(
     it stopped at and every later one get the stopping step's level (their p is at least that
     level, so their interval holds 0); a test outside Tarone's family gets alpha / m for Tarone's m
     (its smallest possible p is at least that). An interval inverting the test at its level then
-    leaves out 0 exactly when the adjusted p is under ``alpha``. With Holm over all tests
-    (``p_min`` NaN-free and tiny), this is Holm's own sequence of levels.
+    leaves out 0 exactly when the adjusted p is under ``alpha``. Tests rejected with equal p-values
+    all get the first of their levels, so equal evidence shows equal intervals. With Holm over all
+    tests (``p_min`` NaN-free and tiny), this is Holm's own sequence of levels.
     """
     p = np.asarray(p_values, dtype=float)
     family, m_tarone = _tarone(np.asarray(p_min, dtype=float), alpha)
@@ -441,10 +442,13 @@ def family_levels(
     m = members.size
     order = members[np.argsort(p[members], kind="stable")]
     stopped = None
+    first_level: dict[float, float] = {}  # equal p-values: the level of the first of them
     for step, k in enumerate(order):
         level = alpha / (m - step)
         if stopped is None and p[k] < level:
-            levels[k] = level
+            # Tests with equal p are rejected together; each gets the strictest of their steps'
+            # levels (still above their p), so equal evidence shows equal intervals.
+            levels[k] = first_level.setdefault(float(p[k]), level)
         else:
             stopped = level if stopped is None else stopped
             levels[k] = stopped
