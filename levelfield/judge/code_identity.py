@@ -5,8 +5,10 @@ and a key of the name alone replays the old judge's verdicts. :func:`code_identi
 decides the answers instead: the function's bytecode, constants and names (nested functions
 included), its defaults, the values its closure holds, and the functions and plain constants of
 its own module that it refers to by name (a helper it calls, a rubric string), each by the same
-rules. Objects stand for their type and public attributes, never their ``repr`` with a memory
-address, so equal code gives one hash in every process. An agent used as a judge stands for its
+rules. A callable object judge stands for its type, its ``__call__`` code and its public
+attributes (its settings); an object the judge holds (a client, a counter) for its type and code
+only, never its state or its ``repr`` with a memory address, so equal code gives one hash in
+every process. An agent used as a judge stands for its
 name, URL and agent card.
 
 Not seen: code in other modules it calls (a library's), and state read at call time (a file, an
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import inspect
 import types
 from typing import Any
 
@@ -137,8 +138,10 @@ def _object(obj: Any, out: list[str], depth: int, seen: set[int]) -> None:
                 pass
         else:
             out.append(f"card={card!r}" if isinstance(card, (dict, str)) else f"card {_type_name(card)}")
-    if hasattr(obj, "arun") or inspect.iscoroutinefunction(getattr(obj, "arun", None)):
-        return  # an agent: named by its name, URL and card; its attributes are clients and sessions
+    if depth > 0 or hasattr(obj, "arun"):
+        # An object the judge holds (a client, a counter) or an agent (its attributes are clients
+        # and sessions): its type and code, not its state, which changes from call to call.
+        return
     attributes = getattr(obj, "__dict__", None)
     if isinstance(attributes, dict):
         public = {k: v for k, v in attributes.items() if isinstance(k, str) and not k.startswith("_")}
