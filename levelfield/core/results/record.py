@@ -45,6 +45,7 @@ from ..errors import MetricError, RecordError, WriteError
 from ..data.jsonsafe import dumps, model_json, to_jsonable
 from ..score.metrics.base import Metric, Score, ScoringContext
 from ..data.types import AgentRun, Usage
+from .lock import LOCK_FILE, OutLock
 from .writing import replacing, writing
 
 __all__ = [
@@ -404,6 +405,8 @@ class Journal:
         """With :meth:`track_offsets`: where each run line written since starts in the file (bytes), in
         the order the runs were written (``written`` before a run's ``write`` is its index here)."""
         self._pos = 0
+        self.lock: OutLock | None = None
+        """The folder's writer lock when the journal holds it (released by :meth:`close`), else None."""
 
     @classmethod
     def create(cls, path: Path, header: Mapping[str, Any], cases: Sequence[EvalCase], fingerprints: Mapping[str, str]) -> "Journal":
@@ -559,6 +562,9 @@ class Journal:
             except OSError as exc:  # the last buffered bytes did not fit either
                 if self._failed is None:
                     raise _journal_error(self.path, exc) from exc
+            finally:
+                if self.lock is not None:
+                    self.lock.release()
         unreported, self._unreported = self._unreported, None
         if unreported is not None:
             raise unreported
@@ -633,7 +639,7 @@ def write_record(
     return path
 
 
-OUTPUT_FILES = frozenset({RUNS_FILE, "metrics_table.csv", "metrics_table.parquet", "metrics_table.jsonl",
+OUTPUT_FILES = frozenset({RUNS_FILE, LOCK_FILE, "metrics_table.csv", "metrics_table.parquet", "metrics_table.jsonl",
                           "summary.json", "summary.parquet", "report.html"})
 """The files levelfield writes into an out folder."""
 
