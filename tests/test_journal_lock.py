@@ -71,7 +71,7 @@ def test_a_second_resume_while_another_process_writes_the_journal_is_refused_nam
             return answer(prompt)
 
         with pytest.raises(FolderInUseError) as refused:
-            lf.evaluate(ROWS, counted, metrics=["exact_match"], out=out, resume=True, progress=False)
+            lf.evaluate(ROWS, counted, name="slow", metrics=["exact_match"], out=out, resume=True, progress=False)
         message = str(refused.value)
         assert f"PID {driver.pid}" in message and str(out) in message
         assert "resume=True" in message and "started" in message
@@ -100,7 +100,7 @@ def test_after_the_holder_is_killed_a_resume_takes_the_lock_and_runs_each_missin
         calls.append(prompt)
         return answer(prompt)
 
-    result = lf.evaluate(ROWS, counted, metrics=["exact_match"], out=out, resume=True, progress=False)
+    result = lf.evaluate(ROWS, counted, name="slow", metrics=["exact_match"], out=out, resume=True, progress=False)
     keys = run_keys(journal_runs(out))
     assert len(keys) == len(set(keys)) == len(ROWS)
     assert len(calls) == len(ROWS) - len(before)
@@ -130,12 +130,12 @@ def test_two_evaluations_of_one_process_on_one_folder_are_two_writers(tmp_path):
     try:
         assert started.wait(30)
         with pytest.raises(FolderInUseError, match=f"PID {os.getpid()}"):
-            lf.evaluate(ROWS[:2], answer, metrics=["exact_match"], out=out, resume=True, progress=False)
+            lf.evaluate(ROWS[:2], answer, name="held", metrics=["exact_match"], out=out, resume=True, progress=False)
     finally:
         release.set()
         thread.join(30)
     assert errors == []
-    again = lf.evaluate(ROWS[:2], answer, metrics=["exact_match"], out=out, resume=True, progress=False)
+    again = lf.evaluate(ROWS[:2], answer, name="held", metrics=["exact_match"], out=out, resume=True, progress=False)
     assert len(again.runs) == 2
 
 
@@ -163,6 +163,6 @@ def test_a_stale_lock_note_left_by_a_dead_process_does_not_block_or_count_as_a_f
 
 def test_an_evaluation_refused_before_writing_leaves_no_empty_folder(tmp_path):
     out = tmp_path / "new" / "out"
-    with pytest.raises(lf.ConfigError if hasattr(lf, "ConfigError") else Exception):
-        lf.evaluate(ROWS[:2], answer, metrics=["no_such_metric"], out=out, progress=False)
+    with pytest.raises(lf.LevelfieldError, match="prompt"):
+        lf.evaluate([{"reference": "no prompt"}], answer, metrics=["exact_match"], out=out, progress=False)
     assert not out.exists()
