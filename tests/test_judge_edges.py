@@ -276,3 +276,84 @@ def test_an_unreadable_answer_with_a_lone_surrogate_is_kept_writable(tmp_path):
     assert table["rated/unreadable_answer"].iloc[0] == "no idea \ufffd"
     json.dumps(table.to_dict("records"), ensure_ascii=False).encode("utf-8")
     _check_saved(result, tmp_path)
+
+
+# --- simulators: a sync one runs on a worker thread; whatever one raises fails its run only --------
+
+
+def _travel_agent(prompt: str) -> str:
+    return "Which city?" if "flight" in prompt.lower() else "Booked."
+
+
+SCENARIOS = [{"case_id": f"s{i}", "scenario": {"starting_prompt": "I need a flight.", "conversation_plan": "Fly to Paris."}}
+             for i in range(3)]
+
+
+class SyncUser:
+    """A sync simulator: answers the city, then ends; with ``hangs`` it never answers (until released)."""
+
+    max_turns = 4
+
+    def __init__(self, hangs: bool = False) -> None:
+        self.release = threading.Event()
+        self.hangs = hangs
+        self.threads: set[str] = set()
+
+    def next_turn(self, scenario, transcript):
+        from levelfield.core.run.conversation import UserTurn
+
+        self.threads.add(threading.current_thread().name)
+        if self.hangs and len(transcript) == 1:
+            self.release.wait(30)
+            return UserTurn("too late")
+        return UserTurn("Paris." if len(transcript) == 1 else None)
+
+
+def test_a_sync_simulator_runs_on_a_worker_thread_and_plays_the_conversation():
+    user = SyncUser()
+    result = lf.evaluate(SCENARIOS, _travel_agent, [], simulator=user, progress=False)
+    assert [r.conversation.user_turns for r in result.runs] == [["I need a flight.", "Paris."]] * 3
+    assert not any(r.conversation.simulator_failure for r in result.runs)
+    assert user.threads and all(name.startswith("levelfield-sync") for name in user.threads)
+
+
+def test_a_sync_simulator_that_hangs_times_out_as_a_simulator_failure():
+    user = SyncUser(hangs=True)
+    try:
+        start = time.monotonic()
+        result = lf.evaluate(SCENARIOS, _travel_agent, [], simulator=user, timeout=0.5, retries=0, progress=False)
+        assert time.monotonic() - start < 15
+    finally:
+        user.release.set()
+    for run in result.runs:
+        assert run.conversation.simulator_failure and "timed out" in run.conversation.error and not run.failure
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("exc", [KeyboardInterrupt("sim"), SystemExit(2), Fatal("sim")],
+                         ids=["KeyboardInterrupt", "SystemExit", "BaseException"])
+def test_a_simulator_raising_a_base_exception_fails_its_run_and_the_evaluation_goes_on(exc, is_async, tmp_path):
+    from levelfield.core.run.conversation import UserTurn
+
+    class Raising:
+        max_turns = 4
+
+    calls: list[int] = []
+
+    def sync_turn(self, scenario, transcript):
+        calls.append(1)
+        if len(calls) == 1:
+            raise exc
+        return UserTurn("Paris." if len(transcript) == 1 else None)
+
+    async def async_turn(self, scenario, transcript):
+        return sync_turn(self, scenario, transcript)
+
+    Raising.next_turn = async_turn if is_async else sync_turn
+    result = lf.evaluate(SCENARIOS, _travel_agent, [], simulator=Raising(), retries=0, concurrency=1, progress=False,
+                         out=tmp_path / "out")
+    failed = [r for r in result.runs if r.conversation.simulator_failure]
+    assert len(failed) == 1 and type(exc).__name__ in failed[0].conversation.error
+    assert not failed[0].failure
+    assert sum(1 for r in result.runs if not r.conversation.simulator_failure) == 2
+    result.metrics_table.to_csv(tmp_path / "t.csv")

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import RecordError
+from .writing import writing
 
 __all__ = ["OutLock", "holding", "LOCK_FILE", "FolderInUseError"]
 
@@ -66,10 +67,13 @@ class OutLock:
         """Hold ``folder``'s lock (creating the folder), or raise :class:`FolderInUseError` naming the holder."""
         folder = Path(folder)
         made_folder = not folder.exists()
-        folder.mkdir(parents=True, exist_ok=True)
+        # A folder that cannot be made (under a file, read-only) is the journal's error, said as the journal says it.
+        with writing(folder / LOCK_FILE.removesuffix(".lock"), "cannot write the journal"):
+            folder.mkdir(parents=True, exist_ok=True)
         path = folder / LOCK_FILE
         for _ in range(10):  # the holder may remove the file between our open and our lock: open it again
-            handle = open(path, "a+", encoding="utf-8")
+            with writing(path, "cannot lock the out folder"):
+                handle = open(path, "a+", encoding="utf-8")
             try:
                 if not _try_lock(handle):
                     holder = _read_note(handle)
