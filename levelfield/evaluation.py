@@ -28,6 +28,7 @@ from .comparison import Comparison
 from .core.data.config import RunConfig, RunOptions, run_config
 from .core.stats.config import STATS_OPTIONS, StatsConfig, stats_config
 from .core.errors import ConfigError, ConfigTypeError, LevelfieldError
+from .core.results.lock import holding
 from .core.run.engine import EarlyStop, run_and_score, score_saved
 from .core.stats.sequential import StopRule
 from .core.stats.judge_correction import check_label_cases, correct_judged, judged_binary_metrics, read_human_labels
@@ -217,11 +218,12 @@ async def _evaluate(
                           "(judge_max_cost_usd limits the judges)")
     if agent is None and cfg.agent_concurrency:
         raise ConfigError("agent_concurrency caps agents' runs; scoring saved predictions runs no agent")
-    if agent is None and simulator is None and human_labels is None:
-        result = _saved_batch_by_batch(dataset, resolved, cfg)
-    if result is None:
-        result = await _run_evaluation(dataset, agent, resolved, name=name, cfg=cfg, human_labels=human_labels,
-                                       simulator=simulator)
+    with holding(cfg.out_dir):  # one writer per out folder, from reading its journal to saving the results
+        if agent is None and simulator is None and human_labels is None:
+            result = _saved_batch_by_batch(dataset, resolved, cfg)
+        if result is None:
+            result = await _run_evaluation(dataset, agent, resolved, name=name, cfg=cfg, human_labels=human_labels,
+                                           simulator=simulator)
     _warn_if_judges_unreadable({result.agent_name or "saved": result}, resolved)
     if experiment is not None:
         from .experiment import log_evaluation
@@ -501,19 +503,20 @@ async def _compare(
     if baseline is not None:
         # Loaded before any agent runs, so a bad baseline fails fast.
         joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials)
-    results = await run_and_score(ds, runnables, resolved, cfg, kind=kind, settings=settings.to_dict(),
-                                  simulator=as_simulator(simulator), executor=executor, stop_early=early)
-    if joined is not None:
-        results[joined.name] = joined.result
-    cmp = Comparison(ds, results, resolved, trials=cfg.trials, config=cfg, stats=settings)
-    cmp.kind = kind
-    cmp.baseline = joined
-    if early is not None:
-        cmp.stopped_early = early.report()
-    if cfg.out_dir is not None:
-        from . import report
+    with holding(cfg.out_dir):  # one writer per out folder, from reading its journal to saving the results
+        results = await run_and_score(ds, runnables, resolved, cfg, kind=kind, settings=settings.to_dict(),
+                                      simulator=as_simulator(simulator), executor=executor, stop_early=early)
+        if joined is not None:
+            results[joined.name] = joined.result
+        cmp = Comparison(ds, results, resolved, trials=cfg.trials, config=cfg, stats=settings)
+        cmp.kind = kind
+        cmp.baseline = joined
+        if early is not None:
+            cmp.stopped_early = early.report()
+        if cfg.out_dir is not None:
+            from . import report
 
-        report.save(cmp, cfg.out_dir)
+            report.save(cmp, cfg.out_dir)
     _warn_if_always_failed(cmp.results)
     # The baseline's rows were judged when it ran: only this run's judges are checked.
     _warn_if_judges_unreadable({a: r for a, r in cmp.results.items() if joined is None or a != joined.name}, resolved)

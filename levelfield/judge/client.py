@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import hashlib
+import inspect
 import json
 import os
 import tempfile
@@ -28,10 +29,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import MetricError, MissingExtraError
+from ..core.errors import ContainedBaseException, MetricError, MissingExtraError, message_of, type_name
 from ..core.run import limits
+from ..core.run.failures import cancelled_from_outside
+from ..core.run.interrupts import user_interrupted, watching as watching_interrupts
+from ..core.run.threads import run_sync
+from ..core.data.jsonsafe import clean_strings, clean_text
 from ..core.data.token_counts import chat_message_usage
 from ..core.data.types import Usage, content_text
+from .code_identity import code_identity
 
 __all__ = [
     "Judge",
@@ -58,7 +64,8 @@ JUDGE_TIMEOUT = 120.0
 
 # Bump when the cached record's meaning changes, so old entries are not misread.
 # 2: the key holds every setting of the judge model, and only usable answers are stored.
-_CACHE_VERSION = 2
+# 3: a function judge's key holds its code, not only its name.
+_CACHE_VERSION = 3
 
 _PROVIDER_ALIASES = {"vertex": "google_vertexai", "vertexai": "google_vertexai"}
 
@@ -75,8 +82,11 @@ class TextJudge:
     """A judge that is not a chat model: a function ``prompt -> text`` (sync or async) or an agent, asked in plain text.
 
     An agent (anything with ``arun(AgentRequest)``, e.g. an A2A agent) gets the prompt as the user's
-    message and its final response is the answer. Its ``target`` (the function's qualified name or
-    the agent's name and URL) is what the cache is keyed by.
+    message and its final response is the answer. A sync function runs on a worker thread, as a
+    sync agent does, so the judge's timeout holds for it too and calls overlap up to the judge's
+    concurrency. Its ``target`` (the function's qualified name or the agent's name and URL) names
+    it; its ``code`` (a hash of the function's code, defaults and closure, or the agent's card)
+    is, with the target, what the cache is keyed by: a judge whose body changed is asked again.
     """
 
     def __init__(self, target: Any) -> None:
@@ -85,12 +95,16 @@ class TextJudge:
         name = getattr(target, "__qualname__", None) or getattr(target, "name", None) or type(target).__qualname__
         module = getattr(target, "__module__", None) or type(target).__module__
         self.target = f"{module}.{name}" + (f" at {url}" if url else "")
+        self.code = code_identity(target)
+        """What the judge does: its code's hash (see :func:`levelfield.judge.code_identity.code_identity`)."""
         self.cacheable = getattr(target, "cacheable", True)
         """False for a judge whose answers are not worth keeping (a scripted one, ``lf.testing.ScriptedJudge``)."""
+        fn = target if inspect.isfunction(target) or inspect.ismethod(target) else getattr(target, "__call__", target)
+        self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"target": self.target}
+        return {"target": self.target, "code": self.code}
 
     async def ainvoke(self, prompt: str) -> str:
         """The judge's answer to ``prompt``, as text."""
@@ -99,9 +113,13 @@ class TextJudge:
 
             out = await self._target.arun(AgentRequest(prompt=prompt, case_id="judge"))
             return out.response
-        answer = self._target(prompt)
-        if asyncio.iscoroutine(answer) or isinstance(answer, asyncio.Future):
-            answer = await answer
+        if self._is_async:
+            answer = await self._target(prompt)
+        else:
+            # Off the event loop: a judge that blocks (or hangs) holds one thread, not every row.
+            answer = await run_sync(self._target, prompt)
+            if inspect.isawaitable(answer):
+                answer = await answer
         if not isinstance(answer, str):
             raise MetricError(f"judge function {self.target} returned {type(answer).__name__}; it must return the answer text")
         return answer
@@ -327,7 +345,7 @@ class JudgeCache:
         text, parsed = record.get("text"), record.get("parsed")
         if not isinstance(text, str) or not (parsed is None or isinstance(parsed, dict)):
             return None
-        return {"text": text, "parsed": parsed}
+        return {"text": clean_text(text), "parsed": clean_strings(parsed)}
 
     def put(self, key: str, record: dict[str, Any]) -> None:
         path = self._path(key)
@@ -363,6 +381,17 @@ def resolve_cache(cache: bool | str | os.PathLike[str] | JudgeCache | None) -> J
     if isinstance(cache, (str, os.PathLike)):
         return JudgeCache(cache)
     raise MetricError(f"cache must be True, False, a directory or a JudgeCache, got {type(cache).__name__}")
+
+
+def _safe(reply: JudgeReply) -> JudgeReply:
+    """``reply`` with its text writable: lone surrogates (a truncated model answer) replaced by
+    U+FFFD where the answer enters, as an agent's text is, so the row, its explanation, the cache,
+    the journal, ``metrics_table`` and every export can encode it."""
+    if isinstance(reply.text, str):
+        reply.text = clean_text(reply.text)
+    if reply.parsed is not None:
+        reply.parsed = clean_strings(reply.parsed)
+    return reply
 
 
 class Judge:
@@ -491,6 +520,19 @@ class Judge:
             text = json.dumps(raw.tool_calls, default=str)
         return JudgeReply(text=text, parsed=dict(parsed) if parsed is not None else None, usage=_message_usage(raw, self.model))
 
+    def _error_text(self, exc: BaseException, took: float) -> str:
+        """A judge call's error as a row shows it: ``Type: message``; a call cut by the judge's timeout says so."""
+        if isinstance(exc, ContainedBaseException):  # a BaseException from a sync judge's thread
+            return clean_text(message_of(exc))
+        text = message_of(exc)
+        if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) and not text:
+            if self.timeout and took >= self.timeout * 0.99:
+                text = (f"the judge gave no answer within its timeout of {self.timeout:g} s "
+                        "(set timeout= on the metric or the Judge to wait longer)")
+            else:
+                text = "timed out"
+        return clean_text(f"{type_name(exc)}: {text}")
+
     async def ask(
         self,
         prompt: str,
@@ -504,8 +546,21 @@ class Judge:
 
         ``usable(reply)`` says whether an answer can be read (e.g. it holds a rating). Only usable
         answers are cached, so an unparseable answer is asked again next time, never replayed
-        as a permanent NaN; a cached answer that is not usable is asked again too.
+        as a permanent NaN; a cached answer that is not usable is asked again too. Whatever the
+        judge raises (a ``KeyboardInterrupt`` of its own, ``SystemExit``) is the reply's error; only
+        the user's Ctrl-C stops the evaluation.
         """
+        with watching_interrupts():
+            return await self._ask(prompt, schema, cache, settings, usable)
+
+    async def _ask(
+        self,
+        prompt: str,
+        schema: dict[str, Any],
+        cache: JudgeCache | None,
+        settings: Mapping[str, Any] | None,
+        usable: Callable[[JudgeReply], bool] | None,
+    ) -> JudgeReply:
         runnable = self._structured_runnable(schema)
         mode = "structured" if runnable is not None else "text"
         if cache is None or not self.cacheable:
@@ -556,11 +611,22 @@ class Judge:
             try:
                 call = self._call_once(prompt, runnable)
                 reply = await (asyncio.wait_for(call, self.timeout) if self.timeout else call)
-            except asyncio.CancelledError:
+            except asyncio.CancelledError as exc:
                 limit.failed()
-                raise
-            except Exception as exc:
+                # The evaluation's own cancellation stops it (Python 3.10 cannot tell: stop too);
+                # a CancelledError the judge raised itself is that row's judge failure.
+                if getattr(asyncio.current_task(), "cancelling", None) is None or cancelled_from_outside():
+                    raise
+                return JudgeReply(error=self._error_text(exc, 0.0), latency=latency, calls=calls)
+            except KeyboardInterrupt as exc:
+                limit.failed()
+                if user_interrupted():
+                    raise  # the user's Ctrl-C: it stops the evaluation
                 latency += time.perf_counter() - start
+                return JudgeReply(error=self._error_text(exc, 0.0), latency=latency, calls=calls)
+            except Exception as exc:
+                took = time.perf_counter() - start
+                latency += took
                 wait = limit.ended_with(exc, absorbed, self.timeout)
                 if wait is not None:
                     absorbed += 1
@@ -570,8 +636,12 @@ class Judge:
                 if tries <= self.retries and is_transient_judge_error(exc):
                     await asyncio.sleep(self.backoff * 2 ** (tries - 1))
                     continue
-                message = str(exc) or ("timed out" if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) else "")
-                return JudgeReply(error=f"{type(exc).__name__}: {message}", latency=latency, calls=calls)
+                return JudgeReply(error=self._error_text(exc, took), latency=latency, calls=calls)
+            except BaseException as exc:  # noqa: BLE001 - SystemExit & co. from a judge fail its row, as an agent's run
+                limit.failed()
+                latency += time.perf_counter() - start
+                return JudgeReply(error=self._error_text(exc, 0.0), latency=latency, calls=calls)
+            reply = _safe(reply)
             latency += time.perf_counter() - start
             limit.success(reply.usage.total_tokens if reply.usage is not None else None)
             reply.latency, reply.calls = latency, calls

@@ -45,6 +45,7 @@ from ..errors import MetricError, RecordError, WriteError
 from ..data.jsonsafe import dumps, model_json, to_jsonable
 from ..score.metrics.base import Metric, Score, ScoringContext
 from ..data.types import AgentRun, Usage
+from .lock import LOCK_FILE, OutLock
 from .writing import replacing, writing
 
 __all__ = [
@@ -404,6 +405,8 @@ class Journal:
         """With :meth:`track_offsets`: where each run line written since starts in the file (bytes), in
         the order the runs were written (``written`` before a run's ``write`` is its index here)."""
         self._pos = 0
+        self.lock: OutLock | None = None
+        """The folder's writer lock when the journal holds it (released by :meth:`close`), else None."""
 
     @classmethod
     def create(cls, path: Path, header: Mapping[str, Any], cases: Sequence[EvalCase], fingerprints: Mapping[str, str]) -> "Journal":
@@ -559,6 +562,9 @@ class Journal:
             except OSError as exc:  # the last buffered bytes did not fit either
                 if self._failed is None:
                     raise _journal_error(self.path, exc) from exc
+            finally:
+                if self.lock is not None:
+                    self.lock.release()
         unreported, self._unreported = self._unreported, None
         if unreported is not None:
             raise unreported
@@ -644,8 +650,9 @@ def check_out_folder(out: Path, *, overwrite: bool, kept: Collection[str] = ()) 
         raise RecordError(f"out={str(out)!r} is a file, not a folder: give a folder for the run record and results")
     if overwrite or not out.is_dir() or (out / RUNS_FILE).exists():
         return
+    # The journal's lock (runs.jsonl.lock) is this run's own, or one a crashed run left.
     held = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir()
-                  if not p.name.startswith(".") and p.name not in kept)
+                  if not p.name.startswith(".") and p.name not in kept and p.name != LOCK_FILE)
     if held:
         raise RecordError(
             f"{out} holds {len(held)} other file(s) ({_few(held)}) and no run record ({RUNS_FILE}); results written "

@@ -21,6 +21,7 @@ not an agent failure, is left out of the agent's scores (NaN) and is counted apa
 from __future__ import annotations
 
 import asyncio
+import inspect
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,9 @@ from ..data.dataset import EvalCase, Scenario
 from ..errors import ConfigTypeError
 from ..data.protocol import AgentRequest, AgentRunnable
 from . import limits
-from .failures import describe_error, is_transient
+from .failures import cancelled_from_outside, describe_error, is_transient
+from .interrupts import user_interrupted
+from .threads import run_sync
 from .runner import Spent, _run_turn, failed_turn_run
 from ..data.types import AgentOutput, Conversation, Message, Usage
 from ..data.types import AgentRun
@@ -121,13 +124,17 @@ async def _ask(user: SimulatedUser, scenario: Scenario, transcript: Sequence[Exc
             if spent is not None:
                 spent.waited += waited
         try:
-            call = user.next_turn(scenario, list(transcript))
+            call = _next_turn(user, scenario, list(transcript))
             turn = await (call if config.timeout is None else asyncio.wait_for(call, config.timeout))
         except asyncio.CancelledError:
             if limit is not None:
                 limit.failed()
             raise
-        except Exception as exc:
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # KeyboardInterrupt & co.: the caller tells whose they are
+                if limit is not None:
+                    limit.failed()
+                raise
             wait = None if limit is None else limit.ended_with(exc, absorbed, config.timeout)
             if wait is not None:  # absorbed: not a failed attempt
                 absorbed += 1
@@ -144,6 +151,18 @@ async def _ask(user: SimulatedUser, scenario: Scenario, transcript: Sequence[Exc
             usage = getattr(turn, "usage", None)
             limit.success(usage.total_tokens if isinstance(usage, Usage) else None)
         return turn
+
+
+async def _next_turn(user: SimulatedUser, scenario: Scenario, transcript: list[Exchange]) -> Any:
+    """The simulator's next turn: an async ``next_turn`` awaited on the loop, a sync one run on a
+    worker thread as a sync agent is, so the run's timeout holds for it and a hang holds one thread."""
+    next_turn = user.next_turn
+    if inspect.iscoroutinefunction(next_turn):
+        return await next_turn(scenario, transcript)
+    turn = await run_sync(next_turn, scenario, transcript)
+    if inspect.isawaitable(turn):
+        turn = await turn
+    return turn
 
 
 def is_transient_model_error(exc: BaseException) -> bool:
@@ -217,9 +236,19 @@ async def run_conversation(
             # The simulator's time is not the agent's latency; its faults are not the agent's.
             try:
                 turn = await _ask(user, scenario, transcript, config, spent)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
+            except asyncio.CancelledError as exc:
+                # The evaluation's cancellation stops it (Python 3.10 cannot tell: stop too); the
+                # simulator's own CancelledError is its failure, as an agent's is.
+                if getattr(asyncio.current_task(), "cancelling", None) is None or cancelled_from_outside():
+                    raise
+                text, _ = describe_error(exc)
+                return finished(record("simulator_failure", simulator_failure=True, error=f"turn {index + 1}: the simulated user failed: {text}"))
+            except KeyboardInterrupt as exc:
+                if user_interrupted():
+                    raise  # the user's Ctrl-C: it stops the evaluation
+                text, _ = describe_error(exc)
+                return finished(record("simulator_failure", simulator_failure=True, error=f"turn {index + 1}: the simulated user failed: {text}"))
+            except BaseException as exc:  # noqa: BLE001 - SystemExit & co. from a simulator fail its run, as an agent's
                 text, _ = describe_error(exc)
                 return finished(record("simulator_failure", simulator_failure=True, error=f"turn {index + 1}: the simulated user failed: {text}"))
             if not isinstance(turn, UserTurn):

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 from collections.abc import Awaitable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..data.config import RunConfig
@@ -26,6 +27,7 @@ from ..data.protocol import AgentRunnable
 from .notices import (BudgetWarning, MissingReferenceWarning, warn_user, NoToolCallsWarning, ResumeWarning, agents_without_tool_calls,
                       tool_call_tally,
                       metric_changes, missing_references, reference_changes)
+from ..results.lock import OutLock, held_here
 from ..results.record import (RUNS_FILE, Journal, Record, RunKey, carry_generated, check_out_folder, check_resumable,
                               fingerprints_of, make_header, read_record)
 from ..results.columns import RunColumns
@@ -100,6 +102,29 @@ def open_journal(
     out = config.out_dir
     if out is None:
         return None, {}
+    # One writer per folder: taken before the journal is read, so two resumes cannot both run what
+    # it lacks. The entry points hold it until the results are saved; else the journal holds it.
+    lock = None if held_here(out) or (out.exists() and not out.is_dir()) else OutLock.acquire(out)
+    try:
+        journal, done = _open_journal(out, dataset, agent_names, metrics, config, kind=kind, settings=settings)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+    journal.lock = lock
+    return journal, done
+
+
+def _open_journal(
+    out: Path,
+    dataset: EvalDataset,
+    agent_names: Sequence[str],
+    metrics: Sequence[Metric],
+    config: RunConfig,
+    *,
+    kind: str,
+    settings: Mapping[str, Any] | None,
+) -> tuple[Journal, dict[RunKey, AgentRun]]:
     path = out / RUNS_FILE
     fingerprints = fingerprints_of(dataset)
     check_out_folder(out, overwrite=config.overwrite)
