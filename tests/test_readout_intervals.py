@@ -247,7 +247,7 @@ def test_failures_read_3_of_39(travel):
     assert "3/39" in str(travel)
 
 
-def test_a_budget_stop_says_how_many_cases_the_numbers_rest_on():
+def test_a_budget_stop_says_how_many_cases_the_numbers_rest_on(tmp_path):
     cmp = lf.compare(ROWS, {"careful": careful, "hasty": hasty}, METRICS, prices=PRICES, progress=False,
                      concurrency=1, max_cost_usd=0.012)
     assert cmp.not_started
@@ -257,6 +257,8 @@ def test_a_budget_stop_says_how_many_cases_the_numbers_rest_on():
     assert "the run was stopped by the budget" in text
     assert f"of {len(ROWS)} cases" in cmp.rests_on() and str(min(run.values())) in cmp.rests_on()
     assert cmp.verdict().headline.startswith(f"On {cmp.rests_on()}:")
+    html = lf.report.write(cmp, tmp_path / "report.html").read_text(encoding="utf-8")
+    assert f"interval] over {cmp.rests_on()}" in html and "over 13 cases" not in html
 
 
 def test_an_interrupted_run_read_back_says_how_many_cases_the_numbers_rest_on(tmp_path):

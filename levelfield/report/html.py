@@ -224,8 +224,9 @@ def _summary_section(cmp: Comparison) -> str:
         f'<div class="tablewrap"><table class="summary"><thead><tr><th></th>{head_cells}</tr></thead>'
         f"<tbody>{body}</tbody></table></div>"
     )
+    over = cmp.rests_on() or f"{len(cmp.dataset)} cases"  # what the numbers rest on: the same words as print(cmp)
     out = [f'<section id="summary"><h2>Summary</h2><p class="muted">Mean [{int(cmp.confidence * 100)}% interval] over '
-           f'{len(cmp.dataset)} cases; {_esc(failure_rule(cmp.failed_runs))}.</p>', table]
+           f'{_esc(over)}; {_esc(failure_rule(cmp.failed_runs))}.</p>', table]
     reliability = [m for m in cmp.metric_names if f"{m}/pass@{k}" in s] or cmp.metric_names[:1]
     if k > 1 and reliability:
         # Agents as columns, like the summary: three columns per metric overflowed with a few metrics.
