@@ -116,6 +116,10 @@ def _log_experiment(log: Callable[[], Any], experiment: str) -> None:
 def _saved_batch_by_batch(dataset: Any, metrics: Sequence[Metric], cfg: RunConfig) -> EvalResult | None:
     """Saved predictions scored batch by batch (on Ray Data with ``executor="ray"``); None when
     they are scored row by row (small inputs, judged metrics; see ``levelfield.executors.saved``)."""
+    # A dataset load_dataset read from a DataFrame, rows or a file takes the same route as that source:
+    # its rows were checked when loaded; the columnar scorer reads them without building cases again.
+    source = getattr(dataset, "loaded_from", None)
+    dataset = dataset if source is None else source
     executor = resolve_executor(cfg.executor) if ships_agents(cfg.executor) else None
     if (isinstance(executor, RayExecutor) and scores_on_ray_data(dataset)
             and takes_columnar_path(dataset, metrics, cfg.replace(workers=2))):  # at any size: Ray was asked for

@@ -550,3 +550,27 @@ def test_a_batch_scored_result_saves_the_full_record_and_loads_back(tmp_path: Pa
     assert loaded.row_scores[3]["trajectory_recall"].explanation == result.explain("c3")["trajectory_recall"].explanation
     table = pd.read_csv(paths["metrics_table"])
     assert table["trajectory_recall/explanation"].notna().all()
+
+
+def test_a_loaded_dataframe_is_scored_from_the_frame_as_evaluate_df_is(monkeypatch) -> None:
+    import levelfield.evaluation as evaluation
+
+    rows = [{"case_id": f"c{i}", "prompt": f"Pergunta {i}", "reference": "東京は晴れ", "response": r,
+             "reference_trajectory": [{"tool_name": "t", "tool_input": {"x": i}}],
+             "predicted_trajectory": [{"tool_name": "t", "tool_input": {"x": i if i % 3 else -1}}]}
+            for i, r in enumerate(["東京は晴れ", "Berlin: sonnig", "東京は晴れ", "sol em Lisboa"] * 5)]
+    frame = pd.DataFrame(rows)
+    metrics = ["trajectory_exact_match", "rouge_l_sum"]
+    seen = []
+    real = evaluation.score_saved_rows
+    monkeypatch.setattr(evaluation, "score_saved_rows", lambda data, *a, **k: seen.append(data) or real(data, *a, **k))
+    loaded = lf.load_dataset(frame)
+    assert loaded.loaded_from is frame
+    by_frame = lf.evaluate(frame, metrics=metrics, progress=False).summary_metrics
+    by_loaded = lf.evaluate(loaded, metrics=metrics, progress=False).summary_metrics
+    assert seen == [frame, frame]  # the batch scorer read the frame both times; no second set of cases
+    assert by_loaded == by_frame
+    # Cases changed after loading no longer match the frame: they are scored from the cases themselves.
+    head = loaded.head(4)
+    assert head.loaded_from is None
+    assert lf.evaluate(head, metrics=metrics, progress=False).summary_metrics["row_count"] == 4

@@ -206,7 +206,7 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
         agent_rows = vertex.agent_data_rows(data, source)  # Vertex's 'agent_data' conversations
         if agent_rows is not None:
             return dataset_from_located(*agent_rows)
-        return dataset_from_rows(data, source=source)
+        return _columnar_source(dataset_from_rows(data, source=source), data)
     path = Path(data)
     if isinstance(data, str) and not path.exists() and ":" in data:
         path, selected = split_selection(data)
@@ -218,4 +218,17 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
     for case in dataset:
         if case.file is None:
             case.file = str(path)  # criteria are resolved beside the file a case came from
-    return dataset
+    return _columnar_source(dataset, path)
+
+
+def _columnar_source(dataset: EvalDataset, data: Any) -> EvalDataset:
+    """``dataset`` remembering the DataFrame, rows or file it was read from row for row, when the
+    batch scorer reads that source too: ``evaluate(load_dataset(df))`` then scores at ``evaluate(df)``'s rate."""
+    from .batches import columnar_readable
+
+    try:
+        # A file's cases are its rows (the reader checked each); rows in memory must be one case each.
+        readable = columnar_readable(data) and (isinstance(data, (str, Path)) or len(dataset) == len(data))
+    except Exception:  # noqa: BLE001 - an odd source is simply scored from its cases
+        readable = False
+    return dataset.remember_source(data) if readable else dataset

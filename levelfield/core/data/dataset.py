@@ -190,6 +190,19 @@ class EvalDataset:
         _check_unique_ids(self.cases, source)
         self.source = source
         self.columns = list(columns)
+        self._loaded_from: Any = None
+        self._loaded_count = -1
+
+    @property
+    def loaded_from(self) -> Any:
+        """The DataFrame, rows or file ``load_dataset`` read these cases from, unchanged since (None
+        otherwise): saved predictions are scored from it batch by batch, as ``evaluate(df)`` does."""
+        return self._loaded_from if len(self.cases) == self._loaded_count else None
+
+    def remember_source(self, data: Any) -> EvalDataset:
+        """Keep the columnar source these cases were read from one to one (see :attr:`loaded_from`)."""
+        self._loaded_from, self._loaded_count = data, len(self.cases)
+        return self
 
     def __len__(self) -> int:
         return len(self.cases)
