@@ -24,7 +24,10 @@ def num(x: Any, digits: int = 3) -> str:
         x = float(x)
     except (TypeError, ValueError):
         return "-"
-    return "-" if math.isnan(x) else f"{x:.{digits}f}"
+    if math.isnan(x):
+        return "-"
+    text = f"{x:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.00" for a bound at 0
 
 
 def rule_line(cmp: Compared) -> str:

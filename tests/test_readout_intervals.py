@@ -281,3 +281,11 @@ def test_pairs_with_equal_evidence_show_equal_intervals_at_the_strictest_of_thei
     # Four pairs rejected with the same p: each at alpha/4, not at alpha/4, /3, /2 and /1 by their order.
     levels = stats.family_levels([0.001, 0.001, 0.001, 0.001, 0.2], [0.0] * 5, 0.05)
     assert list(levels[:4]) == [0.05 / 5] * 4 and levels[4] == pytest.approx(0.05 / 1)
+
+
+def test_a_bound_at_zero_is_printed_without_a_minus_sign():
+    from levelfield.comparison_text import num
+    from levelfield.core.stats.change import _amount
+
+    assert (num(-1e-17, 2), _amount(-0.0, True), _amount(-1e-17, True)) == ("0.00", "0.0", "0.0")
+    assert num(-0.01, 2) == "-0.01" and _amount(-0.002, True) == "-0.2"

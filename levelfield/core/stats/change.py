@@ -244,7 +244,8 @@ def adjust(changes: Sequence[Change]) -> list[Change]:
 
 
 def _amount(value: float, points: bool) -> str:
-    return f"{value * 100:.1f}" if points else f"{value:.3g}"
+    text = f"{value * 100:.1f}" if points else f"{value:.3g}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.0" for a bound at 0
 
 
 def _p(p: float) -> str:
