@@ -27,6 +27,7 @@ from .arguments import budget as _budget, judge_of as _judge, model_spec as _mod
 
 if TYPE_CHECKING:
     from ..comparison import Comparison
+    from ..comparison_text import format_comparison
     from ..core.stats.config import StatsConfig
 
 __all__ = ["main", "format_summary", "format_comparison"]
