@@ -34,7 +34,7 @@ COMMANDS = {
 def wall(args: list[str], env: dict[str, str]) -> float:
     """Seconds one fresh process takes to run ``python *args``."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, *args], env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, *args], env=env, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
