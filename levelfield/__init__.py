@@ -6,10 +6,11 @@
     result.summary_metrics
 """
 
-from . import gate, metrics, report, stats, testing  # testing loads its names lazily: no LangChain import here
-from .adapters.auto import as_agent
-from .core.data.dataset import EvalCase, EvalDataset
-from .formats import export_scores, load_dataset, load_traces, to_adk_evalset
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+# The error tree is light (no dependency) and what callers catch: it loads with the package.
 from .core.errors import (
     AdapterError,
     AgentOutputError,
@@ -24,21 +25,83 @@ from .core.errors import (
     RecordError,
     RegressionError,
     TraceError,
-    WriteError,
     TransientAgentError,
     RateLimitedError,
+    WriteError,
 )
-from .comparison import Comparison
-from .core.data.config import RunConfig
-from .core.stats.config import StatsConfig
-from .evaluation import EvalTask, acompare, aevaluate, compare, evaluate
-from .executors import RayExecutor
-from .core.score.matching import ToolCallMatcher
-from .core.data.protocol import AgentRequest, AgentRunnable
-from .core.results.result import EvalResult
-from .core.data.types import AgentOutput, Handoff, Message, ToolCall, Usage
-from .core.data.types import AgentRun
-from .simulation import TaskSuccess, UserSimulator, UserTurn
+
+# Everything else loads on first use (PEP 562), so that ``import levelfield`` and the command line
+# start without pandas, NumPy, SciPy or pydantic: name -> the module that holds it (a submodule
+# when the name is one).
+_LAZY = {
+    "metrics": ".metrics",
+    "stats": ".stats",
+    "gate": ".gate",
+    "report": ".report",
+    "testing": ".testing",  # which loads its own names lazily: no LangChain import
+    "as_agent": ".adapters.auto",
+    "EvalCase": ".core.data.dataset",
+    "EvalDataset": ".core.data.dataset",
+    "export_scores": ".formats",
+    "load_dataset": ".formats",
+    "load_traces": ".formats",
+    "to_adk_evalset": ".formats",
+    "Comparison": ".comparison",
+    "RunConfig": ".core.data.config",
+    "StatsConfig": ".core.stats.config",
+    "EvalTask": ".evaluation",
+    "acompare": ".evaluation",
+    "aevaluate": ".evaluation",
+    "compare": ".evaluation",
+    "evaluate": ".evaluation",
+    "RayExecutor": ".executors",
+    "ToolCallMatcher": ".core.score.matching",
+    "AgentRequest": ".core.data.protocol",
+    "AgentRunnable": ".core.data.protocol",
+    "EvalResult": ".core.results.result",
+    "AgentOutput": ".core.data.types",
+    "AgentRun": ".core.data.types",
+    "Handoff": ".core.data.types",
+    "Message": ".core.data.types",
+    "ToolCall": ".core.data.types",
+    "Usage": ".core.data.types",
+    "TaskSuccess": ".simulation",
+    "UserSimulator": ".simulation",
+    "UserTurn": ".simulation",
+}
+
+if TYPE_CHECKING:  # what type checkers and editors see: the same names, imported
+    from . import gate, metrics, report, stats, testing
+    from .adapters.auto import as_agent
+    from .comparison import Comparison
+    from .core.data.config import RunConfig
+    from .core.data.dataset import EvalCase, EvalDataset
+    from .core.data.protocol import AgentRequest, AgentRunnable
+    from .core.data.types import AgentOutput, AgentRun, Handoff, Message, ToolCall, Usage
+    from .core.results.result import EvalResult
+    from .core.score.matching import ToolCallMatcher
+    from .core.stats.config import StatsConfig
+    from .evaluation import EvalTask, acompare, aevaluate, compare, evaluate
+    from .executors import RayExecutor
+    from .formats import export_scores, load_dataset, load_traces, to_adk_evalset
+    from .simulation import TaskSuccess, UserSimulator, UserTurn
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    loaded = importlib.import_module(module, __name__)
+    value = loaded if module == f".{name}" else getattr(loaded, name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 

@@ -6,14 +6,20 @@ load on first use and name the extra to install when their framework is missing.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .auto import as_agent, register_adapter
-from .function import FunctionAgent
+if TYPE_CHECKING:
+    from .auto import as_agent, register_adapter
+    from .function import FunctionAgent
 
 __all__ = ["as_agent", "register_adapter", "FunctionAgent", "LangChainAgent", "A2AAgent", "AgentEngineAgent", "TracedAgent"]
 
+# All names load on first use, so that the command line (which registers ``serve`` from this
+# package) starts without pydantic.
 _LAZY = {
+    "as_agent": ".auto",
+    "register_adapter": ".auto",
+    "FunctionAgent": ".function",
     "LangChainAgent": ".langchain",
     "A2AAgent": ".a2a",
     "AgentEngineAgent": ".agent_engine",

@@ -32,24 +32,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.data.config import ISOLATION_MODES, parse_size
 from ..core.errors import ConfigError, MissingExtraError
-from ..core.data.protocol import AgentRequest, AgentRunnable
 from ..core.run.failures import cancelled_from_outside as _cancelled_from_outside
 from ..core.run.failures import describe_error
-from ..core.data.types import AgentOutput, Message, ToolCall
 from ..serving import BackgroundServer, bind, is_loopback, run_in_thread, url_of
-from .a2a import (
-    ADK_TYPE_KEY,
-    ERROR_TYPE_KEY,
-    FUNCTION_CALL,
-    FUNCTION_RESPONSE,
-    LEVELFIELD_KEY,
-    TOOL_ERROR_KEY,
-    USAGE_KEY,
-    restore_ints,
-)
 
 if TYPE_CHECKING:
     from a2a.types.a2a_pb2 import AgentCard
+
+    from ..core.data.protocol import AgentRunnable
+    from ..core.data.types import ToolCall
 
 __all__ = [
     "build_agent_card",
@@ -148,6 +139,8 @@ def _tool_call_parts(call: ToolCall) -> tuple[Any, Any]:
     A call without an id is sent without one (the client pairs it with its response by order),
     so the trajectory comes back exactly as the agent reported it.
     """
+    from .a2a import ADK_TYPE_KEY, FUNCTION_CALL, FUNCTION_RESPONSE, TOOL_ERROR_KEY
+
     meta: dict[str, Any] = {}
     if call.agent:
         meta["levelfield_agent"] = call.agent
@@ -172,6 +165,10 @@ def _executor_class() -> type:
     from a2a.server.tasks import TaskUpdater
     from a2a.types.a2a_pb2 import TaskState
     from google.protobuf.json_format import MessageToDict
+
+    from ..core.data.protocol import AgentRequest
+    from ..core.data.types import AgentOutput, Message
+    from .a2a import ERROR_TYPE_KEY, LEVELFIELD_KEY, USAGE_KEY, restore_ints
 
     class LevelfieldExecutor(AgentExecutor):
         """Runs a levelfield ``AgentRunnable`` for each A2A message; history kept per context id."""

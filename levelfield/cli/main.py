@@ -23,14 +23,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..comparison_text import format_comparison, num
 from .arguments import budget as _budget, judge_of as _judge, model_spec as _model_spec
 
 if TYPE_CHECKING:
     from ..comparison import Comparison
+    from ..comparison_text import format_comparison
     from ..core.stats.config import StatsConfig
 
 __all__ = ["main", "format_summary", "format_comparison"]
+
+
+def __getattr__(name: str) -> Any:
+    # The text of a comparison needs pandas: it loads when a command prints one, not at start-up.
+    if name == "format_comparison":
+        from ..comparison_text import format_comparison
+
+        return format_comparison
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 
@@ -407,6 +416,7 @@ def _stats_config(args: argparse.Namespace) -> StatsConfig:
 
 
 def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
+    from ..comparison_text import format_comparison
     from .output import limit_lines, report_failures, report_unreadable_judges
 
     print(header)
@@ -448,6 +458,8 @@ def _check_budget(args: argparse.Namespace, cmp: Comparison) -> int:
 
 
 def _check_thresholds(cmp: Comparison, thresholds: Sequence[tuple[str, float]]) -> int:
+    from ..comparison_text import num
+
     missed = []
     for metric, floor in thresholds:
         for agent in cmp.agents:
@@ -553,6 +565,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
 
     import warnings
 
+    from ..comparison_text import num
     from .output import report_unreadable_judges, warnings_as_lines
     from ..core.score.metrics.registry import resolve_metrics
     from ..evaluation import evaluate
@@ -649,6 +662,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from ..comparison_text import format_comparison
     from .. import report
     from ..comparison import Comparison
 
@@ -704,6 +718,7 @@ def _missing_note(directory: Path, missing: Sequence[tuple[str, str, int]], cmp:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from ..comparison_text import format_comparison
     from samples.home_automation import DATASET
 
     from .. import report

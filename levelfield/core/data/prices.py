@@ -24,10 +24,12 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from .types import AgentRun, Usage
+
+if TYPE_CHECKING:  # annotations only: the command line reads prices without loading pydantic
+    from .types import AgentRun, Usage
 
 __all__ = ["PRICE_KEYS", "OPTIONAL_PRICE_KEYS", "PriceTable", "Cost", "price_table", "usage_cost", "total_cost", "cost_note", "NO_COST", "genai_prices_available"]
 

@@ -12,10 +12,6 @@ import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple, Union
 
-import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import maximum_bipartite_matching
-
 from ..errors import MetricError
 from ..data.types import ToolCall
 
@@ -277,10 +273,80 @@ def _align_general(
                 break
     if len(greedy) == bound:
         return Alignment(n, m, bound, exact, in_order, tuple(sorted(greedy)) if pairs else None)
-    dense = np.array(grid, dtype=bool)
-    assignment = maximum_bipartite_matching(csr_matrix(dense), perm_type="column")
+    assignment = _maximum_matching(grid) if n * m <= _SMALL else _maximum_matching_scipy(grid)
     matched_pairs = tuple((int(pi), int(rj)) for pi, rj in enumerate(assignment) if rj >= 0)
     return Alignment(n, m, len(matched_pairs), exact, in_order, matched_pairs if pairs else None)
+
+
+# Up to this many cells (a 100 x 100 grid) the matching runs in Python in about the time building
+# the grid took; beyond it, SciPy's compiled Hopcroft-Karp (and SciPy's import) pays for itself.
+_SMALL = 10_000
+
+
+def _maximum_matching(grid: list[list[bool]]) -> list[int]:
+    """A maximum one-to-one matching of rows to columns of a match grid (Hopcroft-Karp): each row's
+    column, or -1.
+
+    It searches in the order SciPy's ``maximum_bipartite_matching`` does (rows and columns in
+    index order, the depth-first search on a stack), so that both choose the same pairs."""
+    n = len(grid)
+    edges = [[j for j, hit in enumerate(row) if hit] for row in grid]
+    unmatched = n  # a sentinel row: every free column is "matched" to it
+    infinity = n + 2  # longer than any layered path
+    column_of = [-1] * n
+    row_of = [unmatched] * (len(grid[0]) if grid else 0)
+    layer = [0] * (n + 1)
+    parent = [0] * n
+    while True:
+        # Layer the rows by the length of the shortest alternating path from a free row.
+        queue = []
+        for v in range(n):
+            layer[v] = 0 if column_of[v] < 0 else infinity
+            if column_of[v] < 0:
+                queue.append(v)
+        layer[unmatched] = infinity
+        for v in queue:  # the queue grows while it is read
+            if layer[v] < layer[unmatched]:
+                for u in edges[v]:
+                    w = row_of[u]
+                    if layer[w] == infinity:
+                        layer[w] = layer[v] + 1
+                        queue.append(w)
+        if layer[unmatched] == infinity:
+            return column_of
+        # From each free row, one augmenting path along the layers, found depth first.
+        for root in range(n):
+            if column_of[root] >= 0:
+                continue
+            stack = [root]
+            found = False
+            while stack and not found:
+                v = stack.pop()
+                for u in edges[v]:
+                    w = row_of[u]
+                    if layer[w] != layer[v] + 1:
+                        continue
+                    if w == unmatched:  # flip the path back to the root
+                        found = True
+                        while True:
+                            layer[v] = infinity  # each row on one path per phase
+                            row_of[u] = v
+                            column_of[v], u = u, column_of[v]
+                            if v == root:
+                                break
+                            v = parent[v]
+                        break
+                    stack.append(w)
+                    parent[w] = v
+
+
+def _maximum_matching_scipy(grid: list[list[bool]]) -> list[int]:
+    """The same matching by SciPy, for grids too large for Python."""
+    import numpy as np
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
+    return maximum_bipartite_matching(csr_matrix(np.array(grid, dtype=bool)), perm_type="column").tolist()
 
 
 def align(

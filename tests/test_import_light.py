@@ -1,0 +1,82 @@
+"""``import levelfield`` and the command line's start stay light: the heavy packages (and the parts
+of levelfield that need them) load when a name that needs them is first used, never at import."""
+
+import subprocess
+import sys
+
+import pytest
+
+import levelfield as lf
+
+# Top-level packages a bare import must not load. NumPy and pydantic too: nothing at start-up needs them.
+HEAVY_PACKAGES = ("pandas", "scipy", "pyarrow", "numpy", "langchain", "langgraph", "a2a", "ray", "mlflow",
+                  "starlette", "uvicorn", "opentelemetry", "vertexai", "grpc", "pydantic")
+# Google's packages by name (the bare "google" and "google.cloud" namespaces are left out: .pth files
+# create them at start-up), and levelfield's own heavy parts.
+HEAVY_MODULES = ("google.adk", "google.genai", "google.cloud.aiplatform", "google.protobuf", "google.auth",
+                 "levelfield.gate", "levelfield.report", "levelfield.view", "levelfield.watch", "levelfield.judge",
+                 "levelfield.formats")
+
+
+def loaded_after(code: str) -> list[str]:
+    """``sorted(sys.modules)`` in a fresh interpreter after running ``code``."""
+    out = subprocess.run([sys.executable, "-c", f"{code}\nimport sys; print(sorted(sys.modules))"],
+                         capture_output=True, text=True, check=True).stdout
+    return eval(out.strip().splitlines()[-1])  # a list of module names, printed by us
+
+
+def heavy(modules: list[str]) -> list[str]:
+    return [m for m in modules
+            if m.split(".")[0] in HEAVY_PACKAGES or any(m == h or m.startswith(h + ".") for h in HEAVY_MODULES)]
+
+
+def test_import_levelfield_loads_no_heavy_package_or_module():
+    assert heavy(loaded_after("import levelfield")) == []
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["eval", "--help"], ["compare", "--help"]])
+def test_the_command_line_answers_version_and_help_without_pandas(argv):
+    code = ("import contextlib, io, sys\n"
+            f"sys.argv = ['levelfield', *{argv!r}]\n"
+            "from levelfield.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "    main()")
+    assert heavy(loaded_after(code)) == []
+
+
+def test_levelfield_version_prints_the_version():
+    out = subprocess.run([sys.executable, "-m", "levelfield", "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == f"levelfield {lf.__version__}"
+
+
+def test_every_public_name_resolves_in_a_fresh_interpreter():
+    code = ("import levelfield as lf\n"
+            "for name in lf.__all__:\n"
+            "    exec(f'from levelfield import {name} as by_from')\n"
+            "    assert by_from is getattr(lf, name) and name in dir(lf), name\n"
+            "print(len(lf.__all__))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == str(len(lf.__all__))
+
+
+def test_every_public_name_is_the_object_of_its_home_module():
+    for name in lf.__all__:
+        value = getattr(lf, name)
+        if isinstance(value, type(sys)):
+            assert value.__name__ == f"levelfield.{name}"
+        else:
+            home = sys.modules[value.__module__]
+            assert home.__name__.startswith("levelfield.") and getattr(home, value.__name__) is value, name
+
+
+def test_submodules_are_attributes_as_before():
+    assert lf.gate.__name__ == "levelfield.gate"
+    assert lf.report.write and lf.metrics.TrajectoryRecall and lf.stats.sample_size
+    assert lf.testing.ScriptedJudge
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'evaluatee'"):
+        lf.evaluatee  # noqa: B018
+    with pytest.raises(ImportError):
+        exec("from levelfield import evaluatee")
