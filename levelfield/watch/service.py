@@ -28,7 +28,7 @@ from ..core.score.metrics.base import Metric, Score
 from ..core.score.metrics.registry import resolve_metrics
 from ..formats.spans import Span
 from ..core.data.prices import price_table
-from .assembly import Assembler, Trace
+from .assembly import DEFAULT_GRACE, Assembler, Trace, check_grace
 from .budget import HourlyBudget, skipped_for_budget
 from .receiver import decode, make_app
 from .sampling import SampleRule, Sampler, span_attributes
@@ -41,6 +41,8 @@ __all__ = ["Watcher", "WatchStats", "watch"]
 log = logging.getLogger("levelfield.watch")
 
 STATUS_FILE = "status.json"
+LATE_FILE = "late_spans.jsonl"
+"""One line per request that brought spans of traces already scored: ``trace_id``, ``late_spans``, ``at``."""
 
 
 @dataclass
@@ -61,7 +63,10 @@ class WatchStats:
     """Spans that could not be read (reported back as OTLP partial success)."""
     sampled_out_traces: int = 0
     late_spans: int = 0
-    """Spans of a trace already scored (after its trace timeout), dropped."""
+    """Spans of a trace already scored (after its grace or its trace timeout), dropped; each is marked in
+    ``late_spans.jsonl`` under its trace."""
+    late_traces: int = 0
+    """Traces scored without spans that came later (the first time each was seen late)."""
     duplicate_traces: int = 0
     replayed_requests: int = 0
     """Spooled requests read back at start (left by a previous run)."""
@@ -132,6 +137,7 @@ class Watcher:
         sample: float = 1.0,
         sample_rules: Sequence[str | SampleRule] = (),
         trace_timeout: float = 30.0,
+        late_grace: float | None = None,
         window: float = 3600.0,
         max_queue: int = 10_000,
         auth_token: str | None = None,
@@ -158,6 +164,8 @@ class Watcher:
         for name, value in (("trace_timeout", trace_timeout), ("window", window), ("poll", poll)):
             if not (isinstance(value, (int, float)) and value > 0):
                 raise ConfigError(f"{name}={value!r}: must be a positive number of seconds")
+        self.late_grace = check_grace(min(DEFAULT_GRACE, trace_timeout) if late_grace is None else late_grace,
+                                      trace_timeout)
         if not isinstance(max_queue, int) or max_queue < 1:
             raise ConfigError(f"max_queue={max_queue!r}: must be a whole number of traces >= 1")
         if otlp_port is None and folder is None and mlflow_experiment is None:
@@ -187,7 +195,8 @@ class Watcher:
                        if max_cost is not None else None)
         self._check_out()
         self.spool = Spool(self.out / "spool", fsync=fsync)
-        self.assembler = Assembler(self.trace_timeout)
+        self.assembler = Assembler(self.trace_timeout, self.late_grace)
+        self._late_seen: set[str] = set()  # traces already counted in late_traces (bounded with _closed)
         self._closed: dict[str, float] = {}  # trace id -> when it was completed (queued or journaled)
         self._inflight: set[str] = set()
         self._reserved = 0
@@ -239,7 +248,7 @@ class Watcher:
                     self.stats.sampled_out_traces += 1
                 continue
             if span.trace_id in self._closed:
-                self.stats.late_spans += 1
+                self._late([span])
                 continue
             keep.append(span)
         return keep, rejected, why
@@ -269,11 +278,28 @@ class Watcher:
         # A trace may have been completed (timed out) while this request was being spooled.
         late = {t for t in ids if t in self._closed}
         if late:
-            self.stats.late_spans += sum(1 for s in spans if s.trace_id in late)
+            self._late([s for s in spans if s.trace_id in late])
             spans = [s for s in spans if s.trace_id not in late]
             self.spool.release(t for t in late if t not in self._inflight)  # already journaled: hold nothing
         for trace in self.assembler.add(spans, time.time()):
             self._complete(trace)
+
+    def _late(self, spans: list[Span]) -> None:
+        """Count spans of traces already complete and mark them under their traces in ``late_spans.jsonl``."""
+        by_trace: dict[str, int] = {}
+        for span in spans:
+            by_trace[span.trace_id] = by_trace.get(span.trace_id, 0) + 1
+        self.stats.late_spans += len(spans)
+        new = [t for t in by_trace if t not in self._late_seen]
+        self.stats.late_traces += len(new)
+        self._late_seen.update(new)
+        now = time.time()
+        lines = "".join(json.dumps({"trace_id": t, "late_spans": n, "at": round(now, 3)}) + "\n" for t, n in by_trace.items())
+        try:
+            with open(self.out / LATE_FILE, "a", encoding="utf-8") as f:
+                f.write(lines)
+        except OSError as exc:  # the count in status.json stands; the scoring goes on
+            log.warning("levelfield watch: cannot mark late spans in %s: %s", self.out / LATE_FILE, exc)
 
     def _complete(self, trace: Trace) -> None:
         self._closed[trace.trace_id] = time.time()
@@ -380,6 +406,7 @@ class Watcher:
         old = [t for t, at in self._closed.items() if now - at > self._remember and t not in self._inflight]
         for t in old:
             del self._closed[t]
+            self._late_seen.discard(t)
 
     async def _check_drift(self, now: float) -> None:
         closed = [start for start, last in self._window_activity.items()
@@ -535,7 +562,9 @@ def watch(metrics: Sequence[Metric | str], out: str | Path, **options: Any) -> N
     JSON; point an OpenTelemetry exporter at ``http://host:port``), a ``folder`` of JSON Lines /
     Parquet trace files, and/or an MLflow experiment (``mlflow_experiment``). Each trace is put
     together from its spans (complete when its root ends, or ``trace_timeout`` seconds after its
-    last span), sampled (``sample``; ``sample_rules`` such as ``"route=/checkout:1.0"`` give the
+    last span; a trace whose root came is held ``late_grace`` seconds, default 2 or the trace timeout when
+    shorter, for child spans that come after their root; spans that come later still are counted and
+    marked under their trace in ``out/late_spans.jsonl``), sampled (``sample``; ``sample_rules`` such as ``"route=/checkout:1.0"`` give the
     traces they match a rate of their own, see :mod:`levelfield.watch.sampling`), scored with
     ``metrics`` and journaled to ``out/windows/`` in
     windows of ``window`` seconds; ``out/status.json`` holds the live counters. A restart with the

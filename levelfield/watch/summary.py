@@ -40,6 +40,22 @@ class WatchSummary:
     """The lowest-scoring traces of the latest window: ``trace_id``, ``prompt``, ``response``, scores, ``mean``."""
     alerts: list[dict[str, Any]] = field(default_factory=list)
     status: dict[str, Any] = field(default_factory=dict)
+    late: dict[str, int] = field(default_factory=dict)
+    """Spans that came after their trace was scored, by trace id (from ``late_spans.jsonl``): those
+    traces were scored without them."""
+
+
+def _late(out: Path) -> dict[str, int]:
+    path = out / "late_spans.jsonl"
+    late: dict[str, int] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                entry = json.loads(line)
+                late[str(entry["trace_id"])] = late.get(str(entry["trace_id"]), 0) + int(entry["late_spans"])
+            except (ValueError, KeyError, TypeError):
+                continue
+    return late
 
 
 def summarize(out: str | Path, *, worst: int = 5) -> WatchSummary:
@@ -89,7 +105,7 @@ def summarize(out: str | Path, *, worst: int = 5) -> WatchSummary:
             status = json.loads((out / "status.json").read_text(encoding="utf-8"))
         except ValueError:
             status = {}
-    return WatchSummary(table, metrics, low, alerts, status)
+    return WatchSummary(table, metrics, low, alerts, status, _late(out))
 
 
 def _num(x: Any) -> str:
@@ -138,6 +154,11 @@ def format_watch_summary(summary: WatchSummary) -> str:
             prompt = str(row["prompt"] or "")[:60]
             scores = ", ".join(f"{m}={_num(row[m])}" for m in summary.metrics)
             lines.append(f"  {row['trace_id']}  {scores}  {prompt!r}")
+    if summary.late:
+        lines.append("")
+        lines.append(f"Late spans: {sum(summary.late.values())} span(s) of {len(summary.late)} trace(s) came after "
+                     "their trace was scored, which was scored without them (listed in late_spans.jsonl; a longer "
+                     "--late-grace holds traces longer)")
     s = summary.status
     if s:
         lines.append("")
