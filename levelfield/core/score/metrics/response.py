@@ -10,7 +10,8 @@ a reference or a response gives NaN. ``response_match_score`` follows ADK turn b
 from __future__ import annotations
 
 from .base import Metric, Score, ScoringContext
-from .tokenizer import UnicodeTokenizer, bleu_tokenize_name
+from .rouge import RougeTexts
+from .tokenizer import bleu_tokenize_name
 
 __all__ = ["ExactMatch", "Bleu", "Rouge", "ResponseMatchScore"]
 
@@ -74,11 +75,12 @@ class Bleu(Metric):
 
 
 class Rouge(Metric):
-    """ROUGE F-measure of the response against the reference, from rouge-score.
+    """ROUGE F-measure of the response against the reference, as rouge-score computes it.
 
     ``rouge_type`` is one of rouge-score's types: ``rouge1``, ``rouge2``, ``rougeL``, ``rougeLsum``.
     Tokens are Unicode-aware (:class:`.tokenizer.UnicodeTokenizer`); on ASCII text they are
-    rouge-score's own.
+    rouge-score's own. Each distinct text is tokenized once (:class:`.rouge.RougeTexts`), so a
+    reference shared by many agents and trials costs one tokenization.
     """
 
     requires = ("reference", "response")
@@ -93,21 +95,16 @@ class Rouge(Metric):
         split_summaries: bool = False,
         name: str | None = None,
     ) -> None:
-        from rouge_score.rouge_scorer import RougeScorer
-
         if rouge_type not in self._names:
             from ...errors import MetricError
 
             raise MetricError(f"Rouge rouge_type={rouge_type!r} is not one of {', '.join(self._names)}")
         self.rouge_type = rouge_type
         self.name = name or self._names[rouge_type]
-        self._scorer = RougeScorer(
-            [rouge_type], split_summaries=split_summaries, tokenizer=UnicodeTokenizer(use_stemmer=use_stemmer)
-        )
+        self._texts = RougeTexts(rouge_type, use_stemmer=use_stemmer, split_summaries=split_summaries)
 
     def _f(self, reference: str, response: str) -> float:
-        # rouge-score's argument order is (target, prediction).
-        return _unit(self._scorer.score(reference, response)[self.rouge_type].fmeasure)
+        return _unit(self._texts.fmeasure(reference, response))
 
     def score(self, ctx: ScoringContext) -> float:
         return self._f(ctx.reference, ctx.response)

@@ -45,27 +45,60 @@ def _kind(char: str) -> int:
     return _WORD if char.isalnum() or is_mark else _SEPARATOR
 
 
+class _Stems:
+    """rouge-score's Porter stemmer, each word stemmed once: words repeat across texts far more
+    than texts do, and stemming is most of the cost of tokenizing."""
+
+    _MAX_WORDS = 100_000
+
+    def __init__(self) -> None:
+        from nltk.stem import porter
+
+        self._stemmer = porter.PorterStemmer()
+        self._stems: dict[str, str] = {}
+
+    def __getstate__(self) -> dict:
+        return {}  # the stemmer is rebuilt, the memo starts empty
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__()
+
+    def stem(self, word: str) -> str:
+        stem = self._stems.get(word)
+        if stem is None:
+            if len(self._stems) >= self._MAX_WORDS:
+                self._stems.clear()
+            stem = self._stems[word] = self._stemmer.stem(word)
+        return stem
+
+
 class UnicodeTokenizer:
     """A rouge-score tokenizer (an object with ``tokenize(text) -> list[str]``) for any script."""
 
     def __init__(self, use_stemmer: bool = False) -> None:
-        from rouge_score.tokenizers import DefaultTokenizer
+        from rouge_score.tokenize import tokenize
 
         self.use_stemmer = use_stemmer
-        self._ascii = DefaultTokenizer(use_stemmer=use_stemmer)
+        # rouge-score's DefaultTokenizer(use_stemmer) is tokenize.tokenize(text, PorterStemmer()
+        # or None); the same call, with a stemmer that remembers its words.
+        self._stemmer = _Stems() if use_stemmer else None
+        self._tokenize = tokenize
+
+    def _ascii(self, text: str) -> list[str]:
+        return self._tokenize(text, self._stemmer)
 
     def tokenize(self, text: str) -> list[str]:
         """The tokens of ``text``, in order."""
         if text.isascii():
             # Exactly the rule below for ASCII text (NFKC changes nothing there), in one call.
-            return self._ascii.tokenize(text)
+            return self._ascii(text)
         tokens: list[str] = []
         word: list[str] = []
 
         def close_word() -> None:
             if word:
                 joined = "".join(word)
-                tokens.extend(self._ascii.tokenize(joined) if joined.isascii() else [joined])
+                tokens.extend(self._ascii(joined) if joined.isascii() else [joined])
                 word.clear()
 
         for char in unicodedata.normalize("NFKC", text).lower():
