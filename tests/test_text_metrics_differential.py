@@ -172,3 +172,19 @@ def test_batch_scorer_gives_the_row_by_row_numbers():
     bleu = [min(1.0, sacrebleu.sentence_bleu(p, [r], tokenize=bleu_tokenize_name(r, p)).score / 100) for r, p in PAIRS]
     assert table["bleu/score"].tolist() == pytest.approx(bleu, abs=TOLERANCE)
     assert table["exact_match/score"].tolist() == [float(p.strip() == r.strip()) for r, p in PAIRS]
+
+
+def test_every_whitespace_character_separates_tokens():
+    # The tokenizer tokenizes a text piece by piece between whitespace (``\\s``): exact only if
+    # every whitespace character is a separator under its rule, and one-token characters too.
+    import re
+    import sys
+
+    from levelfield.core.score.metrics.tokenizer import _ALONE, _SEPARATOR, _kind
+
+    chars = [chr(c) for c in range(sys.maxunicode + 1)]
+    spaces = [c for c in chars if re.fullmatch(r"\s", c) or c.isspace()]
+    assert len(spaces) > 20
+    assert [c for c in spaces if _kind(c) != _SEPARATOR] == []
+    assert UnicodeTokenizer().tokenize("今天\u3000北京 x\u00a0y") == ["今", "天", "北", "京", "x", "y"]
+    assert _kind("今") == _ALONE

@@ -16,6 +16,9 @@ from .tokenizer import bleu_tokenize_name
 __all__ = ["ExactMatch", "Bleu", "Rouge", "ResponseMatchScore"]
 
 
+_MAX_REFERENCES = 50_000  # distinct references whose n-grams a Bleu keeps; reaching it starts afresh
+
+
 def _unit(value: float) -> float:
     return min(1.0, max(0.0, value))
 
@@ -57,21 +60,36 @@ class Bleu(Metric):
         self.name = name
         self.tokenize = tokenize
         self._effective_order = use_effective_order
-        self._make = BLEU
         self._by_tokenizer: dict[str, object] = {}
+        self._references: dict[tuple[str, str], dict] = {}
+
+    def __getstate__(self) -> dict:
+        # Worker processes get the settings; sacrebleu objects and the reference cache are rebuilt there.
+        return {**self.__dict__, "_by_tokenizer": {}, "_references": {}}
 
     def _bleu(self, tokenize: str):
         bleu = self._by_tokenizer.get(tokenize)
         if bleu is None:
-            bleu = self._by_tokenizer[tokenize] = self._make(effective_order=self._effective_order, tokenize=tokenize)
+            from sacrebleu.metrics import BLEU
+
+            bleu = self._by_tokenizer[tokenize] = BLEU(effective_order=self._effective_order, tokenize=tokenize)
         return bleu
 
     def score(self, ctx: ScoringContext) -> float:
-        tokenize = bleu_tokenize_name(ctx.reference, ctx.response) if self.tokenize == "auto" else self.tokenize
+        reference, response = ctx.reference, ctx.response
+        tokenize = bleu_tokenize_name(reference, response) if self.tokenize == "auto" else self.tokenize
         bleu = self._bleu(tokenize)
-        # The base class's sentence_score: BLEU's own logs a warning on every call when
-        # effective order is off, which the user chose knowingly.
-        return _unit(super(type(bleu), bleu).sentence_score(ctx.response, [ctx.reference]).score / 100.0)
+        # sacrebleu's sentence_score, through the hooks its reference caching is built on
+        # (preprocess, reference info, segment statistics, score from statistics), so that a
+        # reference repeated over agents and trials has its n-grams extracted once.
+        key = (tokenize, reference)
+        info = self._references.get(key)
+        if info is None:
+            if len(self._references) >= _MAX_REFERENCES:
+                self._references.clear()
+            info = self._references[key] = bleu._extract_reference_info([bleu._preprocess_segment(reference)])
+        stats = bleu._compute_segment_statistics(bleu._preprocess_segment(response), info)
+        return _unit(bleu._compute_score_from_stats(stats).score / 100.0)
 
 
 class Rouge(Metric):

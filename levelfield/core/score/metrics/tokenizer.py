@@ -16,6 +16,7 @@ google-adk's ``response_match_score`` uses, so our numbers equal ADK's on every 
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from functools import lru_cache
 
@@ -31,6 +32,10 @@ def _within(code: int, ranges: tuple[tuple[int, int], ...]) -> bool:
 
 
 _SEPARATOR, _WORD, _ALONE, _CLUSTER = 0, 1, 2, 3
+_MAX_CHUNKS = 100_000  # distinct pieces a tokenizer remembers; reaching it starts afresh
+_ALONE_CLASS = "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in _ONE_TOKEN_PER_CHAR)
+# A one-token character, or a run of characters that are neither that nor whitespace.
+_PIECES = re.compile(f"[{_ALONE_CLASS}]|[^{_ALONE_CLASS}\\s]+")
 
 
 @lru_cache(maxsize=65536)
@@ -83,15 +88,36 @@ class UnicodeTokenizer:
         # or None); the same call, with a stemmer that remembers its words.
         self._stemmer = _Stems() if use_stemmer else None
         self._tokenize = tokenize
+        self._chunks: dict[str, list[str]] = {}
 
     def _ascii(self, text: str) -> list[str]:
         return self._tokenize(text, self._stemmer)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_chunks": {}}
 
     def tokenize(self, text: str) -> list[str]:
         """The tokens of ``text``, in order."""
         if text.isascii():
             # Exactly the rule below for ASCII text (NFKC changes nothing there), in one call.
             return self._ascii(text)
+        # Whitespace and one-token characters (Han, kana, Hangul) close a word under the rule of
+        # ``_chunk``, so the tokens of a text are those of its pieces between them, one after
+        # another; pieces (words, punctuation, single characters) repeat across texts, so each
+        # is tokenized once.
+        tokens: list[str] = []
+        chunks = self._chunks
+        for chunk in _PIECES.findall(unicodedata.normalize("NFKC", text).lower()):
+            got = chunks.get(chunk)
+            if got is None:
+                if len(chunks) >= _MAX_CHUNKS:
+                    chunks.clear()
+                got = chunks[chunk] = self._chunk(chunk)
+            tokens += got
+        return tokens
+
+    def _chunk(self, text: str) -> list[str]:
+        """The tokens of ``text``, already NFKC-normalized and lower-cased."""
         tokens: list[str] = []
         word: list[str] = []
 
@@ -101,7 +127,7 @@ class UnicodeTokenizer:
                 tokens.extend(self._ascii(joined) if joined.isascii() else [joined])
                 word.clear()
 
-        for char in unicodedata.normalize("NFKC", text).lower():
+        for char in text:
             kind = _kind(char)
             if kind == _WORD:
                 word.append(char)
