@@ -10,9 +10,13 @@ a reference or a response gives NaN. ``response_match_score`` follows ADK turn b
 from __future__ import annotations
 
 from .base import Metric, Score, ScoringContext
-from .tokenizer import UnicodeTokenizer, bleu_tokenize_name
+from .rouge import RougeTexts
+from .tokenizer import bleu_tokenize_name
 
 __all__ = ["ExactMatch", "Bleu", "Rouge", "ResponseMatchScore"]
+
+
+_MAX_REFERENCES = 50_000  # distinct references whose n-grams a Bleu keeps; reaching it starts afresh
 
 
 def _unit(value: float) -> float:
@@ -56,29 +60,45 @@ class Bleu(Metric):
         self.name = name
         self.tokenize = tokenize
         self._effective_order = use_effective_order
-        self._make = BLEU
         self._by_tokenizer: dict[str, object] = {}
+        self._references: dict[tuple[str, str], dict] = {}
+
+    def __getstate__(self) -> dict:
+        # Worker processes get the settings; sacrebleu objects and the reference cache are rebuilt there.
+        return {**self.__dict__, "_by_tokenizer": {}, "_references": {}}
 
     def _bleu(self, tokenize: str):
         bleu = self._by_tokenizer.get(tokenize)
         if bleu is None:
-            bleu = self._by_tokenizer[tokenize] = self._make(effective_order=self._effective_order, tokenize=tokenize)
+            from sacrebleu.metrics import BLEU
+
+            bleu = self._by_tokenizer[tokenize] = BLEU(effective_order=self._effective_order, tokenize=tokenize)
         return bleu
 
     def score(self, ctx: ScoringContext) -> float:
-        tokenize = bleu_tokenize_name(ctx.reference, ctx.response) if self.tokenize == "auto" else self.tokenize
+        reference, response = ctx.reference, ctx.response
+        tokenize = bleu_tokenize_name(reference, response) if self.tokenize == "auto" else self.tokenize
         bleu = self._bleu(tokenize)
-        # The base class's sentence_score: BLEU's own logs a warning on every call when
-        # effective order is off, which the user chose knowingly.
-        return _unit(super(type(bleu), bleu).sentence_score(ctx.response, [ctx.reference]).score / 100.0)
+        # sacrebleu's sentence_score, through the hooks its reference caching is built on
+        # (preprocess, reference info, segment statistics, score from statistics), so that a
+        # reference repeated over agents and trials has its n-grams extracted once.
+        key = (tokenize, reference)
+        info = self._references.get(key)
+        if info is None:
+            if len(self._references) >= _MAX_REFERENCES:
+                self._references.clear()
+            info = self._references[key] = bleu._extract_reference_info([bleu._preprocess_segment(reference)])
+        stats = bleu._compute_segment_statistics(bleu._preprocess_segment(response), info)
+        return _unit(bleu._compute_score_from_stats(stats).score / 100.0)
 
 
 class Rouge(Metric):
-    """ROUGE F-measure of the response against the reference, from rouge-score.
+    """ROUGE F-measure of the response against the reference, as rouge-score computes it.
 
     ``rouge_type`` is one of rouge-score's types: ``rouge1``, ``rouge2``, ``rougeL``, ``rougeLsum``.
     Tokens are Unicode-aware (:class:`.tokenizer.UnicodeTokenizer`); on ASCII text they are
-    rouge-score's own.
+    rouge-score's own. Each distinct text is tokenized once (:class:`.rouge.RougeTexts`), so a
+    reference shared by many agents and trials costs one tokenization.
     """
 
     requires = ("reference", "response")
@@ -93,21 +113,16 @@ class Rouge(Metric):
         split_summaries: bool = False,
         name: str | None = None,
     ) -> None:
-        from rouge_score.rouge_scorer import RougeScorer
-
         if rouge_type not in self._names:
             from ...errors import MetricError
 
             raise MetricError(f"Rouge rouge_type={rouge_type!r} is not one of {', '.join(self._names)}")
         self.rouge_type = rouge_type
         self.name = name or self._names[rouge_type]
-        self._scorer = RougeScorer(
-            [rouge_type], split_summaries=split_summaries, tokenizer=UnicodeTokenizer(use_stemmer=use_stemmer)
-        )
+        self._texts = RougeTexts(rouge_type, use_stemmer=use_stemmer, split_summaries=split_summaries)
 
     def _f(self, reference: str, response: str) -> float:
-        # rouge-score's argument order is (target, prediction).
-        return _unit(self._scorer.score(reference, response)[self.rouge_type].fmeasure)
+        return _unit(self._texts.fmeasure(reference, response))
 
     def score(self, ctx: ScoringContext) -> float:
         return self._f(ctx.reference, ctx.response)

@@ -16,6 +16,7 @@ google-adk's ``response_match_score`` uses, so our numbers equal ADK's on every 
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from functools import lru_cache
 
@@ -31,6 +32,10 @@ def _within(code: int, ranges: tuple[tuple[int, int], ...]) -> bool:
 
 
 _SEPARATOR, _WORD, _ALONE, _CLUSTER = 0, 1, 2, 3
+_MAX_CHUNKS = 100_000  # distinct pieces a tokenizer remembers; reaching it starts afresh
+_ALONE_CLASS = "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in _ONE_TOKEN_PER_CHAR)
+# A one-token character, or a run of characters that are neither that nor whitespace.
+_PIECES = re.compile(f"[{_ALONE_CLASS}]|[^{_ALONE_CLASS}\\s]+")
 
 
 @lru_cache(maxsize=65536)
@@ -45,30 +50,84 @@ def _kind(char: str) -> int:
     return _WORD if char.isalnum() or is_mark else _SEPARATOR
 
 
+class _Stems:
+    """rouge-score's Porter stemmer, each word stemmed once: words repeat across texts far more
+    than texts do, and stemming is most of the cost of tokenizing."""
+
+    _MAX_WORDS = 100_000
+
+    def __init__(self) -> None:
+        from nltk.stem import porter
+
+        self._stemmer = porter.PorterStemmer()
+        self._stems: dict[str, str] = {}
+
+    def __getstate__(self) -> dict:
+        return {}  # the stemmer is rebuilt, the memo starts empty
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__()
+
+    def stem(self, word: str) -> str:
+        stem = self._stems.get(word)
+        if stem is None:
+            if len(self._stems) >= self._MAX_WORDS:
+                self._stems.clear()
+            stem = self._stems[word] = self._stemmer.stem(word)
+        return stem
+
+
 class UnicodeTokenizer:
     """A rouge-score tokenizer (an object with ``tokenize(text) -> list[str]``) for any script."""
 
     def __init__(self, use_stemmer: bool = False) -> None:
-        from rouge_score.tokenizers import DefaultTokenizer
+        from rouge_score.tokenize import tokenize
 
         self.use_stemmer = use_stemmer
-        self._ascii = DefaultTokenizer(use_stemmer=use_stemmer)
+        # rouge-score's DefaultTokenizer(use_stemmer) is tokenize.tokenize(text, PorterStemmer()
+        # or None); the same call, with a stemmer that remembers its words.
+        self._stemmer = _Stems() if use_stemmer else None
+        self._tokenize = tokenize
+        self._chunks: dict[str, list[str]] = {}
+
+    def _ascii(self, text: str) -> list[str]:
+        return self._tokenize(text, self._stemmer)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_chunks": {}}
 
     def tokenize(self, text: str) -> list[str]:
         """The tokens of ``text``, in order."""
         if text.isascii():
             # Exactly the rule below for ASCII text (NFKC changes nothing there), in one call.
-            return self._ascii.tokenize(text)
+            return self._ascii(text)
+        # Whitespace and one-token characters (Han, kana, Hangul) close a word under the rule of
+        # ``_chunk``, so the tokens of a text are those of its pieces between them, one after
+        # another; pieces (words, punctuation, single characters) repeat across texts, so each
+        # is tokenized once.
+        tokens: list[str] = []
+        chunks = self._chunks
+        for chunk in _PIECES.findall(unicodedata.normalize("NFKC", text).lower()):
+            got = chunks.get(chunk)
+            if got is None:
+                if len(chunks) >= _MAX_CHUNKS:
+                    chunks.clear()
+                got = chunks[chunk] = self._chunk(chunk)
+            tokens += got
+        return tokens
+
+    def _chunk(self, text: str) -> list[str]:
+        """The tokens of ``text``, already NFKC-normalized and lower-cased."""
         tokens: list[str] = []
         word: list[str] = []
 
         def close_word() -> None:
             if word:
                 joined = "".join(word)
-                tokens.extend(self._ascii.tokenize(joined) if joined.isascii() else [joined])
+                tokens.extend(self._ascii(joined) if joined.isascii() else [joined])
                 word.clear()
 
-        for char in unicodedata.normalize("NFKC", text).lower():
+        for char in text:
             kind = _kind(char)
             if kind == _WORD:
                 word.append(char)
