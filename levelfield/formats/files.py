@@ -222,13 +222,11 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
 
 
 def _columnar_source(dataset: EvalDataset, data: Any) -> EvalDataset:
-    """``dataset`` remembering the DataFrame, rows or file it was read from row for row, when the
-    batch scorer reads that source too: ``evaluate(load_dataset(df))`` then scores at ``evaluate(df)``'s rate."""
-    from .batches import columnar_readable
-
+    """``dataset`` remembering the DataFrame, rows or file it was read from row for row: saved
+    predictions are then scored from that source batch by batch when the batch scorer reads it
+    (``evaluate(load_dataset(df))`` at ``evaluate(df)``'s rate)."""
     try:
-        # A file's cases are its rows (the reader checked each); rows in memory must be one case each.
-        readable = columnar_readable(data) and (isinstance(data, (str, Path)) or len(dataset) == len(data))
-    except Exception:  # noqa: BLE001 - an odd source is simply scored from its cases
-        readable = False
-    return dataset.remember_source(data) if readable else dataset
+        one_to_one = isinstance(data, (str, Path)) or len(dataset) == len(data)
+    except TypeError:  # no length: scored from its cases
+        one_to_one = False
+    return dataset.remember_source(data) if one_to_one else dataset
