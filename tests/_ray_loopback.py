@@ -10,7 +10,11 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+import pytest
+
 LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="reads /proc; Ray moves a node off 127.0.0.1 on Linux only")
 _IPV4 = re.compile(r"(?<![\d.])(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})(?![\d.])")
 
 

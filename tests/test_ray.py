@@ -25,7 +25,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import levelfield as lf  # noqa: E402
-from _ray_loopback import off_loopback, on_loopback, ray_tree  # noqa: E402
+from _ray_loopback import linux_only, off_loopback, on_loopback, ray_tree  # noqa: E402
 from _resume import journal_runs, kill_then_resume, run_keys  # noqa: E402
 from levelfield.adapters.a2a_server import start_server  # noqa: E402
 from levelfield.core.data.types import AgentRun  # noqa: E402
@@ -223,6 +223,7 @@ def test_resume_after_the_driver_is_killed_runs_only_what_the_journal_lacks(clus
 # -- on loopback (issue #41) -------------------------------------------------------------------
 
 
+@linux_only
 def test_the_modules_ray_and_its_workers_are_on_loopback(cluster):
     lf.evaluate(DATASET, hasty_agent, executor="ray", **QUIET)  # its workers started
     assert on_loopback(cluster)
@@ -230,6 +231,7 @@ def test_the_modules_ray_and_its_workers_are_on_loopback(cluster):
     assert off_loopback(ray_tree(os.getpid())) == []  # no process names, nor listens on, another address
 
 
+@linux_only
 def test_a_ray_that_executor_ray_starts_itself_is_on_loopback(tmp_path):
     """No address, no RAY_ADDRESS, no cluster ``ray start`` left here: levelfield starts Ray, on loopback."""
     import shutil
@@ -262,6 +264,7 @@ def test_a_ray_that_executor_ray_starts_itself_is_on_loopback(tmp_path):
     assert seen["off"] == []
 
 
+@linux_only
 def test_a_ray_given_an_address_is_joined_as_ray_would_with_no_loopback_address_of_ours(monkeypatch):
     assert _on_loopback("auto") == _on_loopback("10.0.0.5:6379") == _on_loopback("ray://10.0.0.5:10001") == {}
     monkeypatch.setenv("RAY_ADDRESS", "10.0.0.5:6379")

@@ -28,7 +28,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import levelfield as lf  # noqa: E402
-from _ray_loopback import off_loopback, on_loopback, ray_tree  # noqa: E402
+from _ray_loopback import linux_only, off_loopback, on_loopback, ray_tree  # noqa: E402
 from _resume import journal_runs, kill_then_resume, run_keys  # noqa: E402
 from levelfield.testing.ray_cluster import LocalRayCluster, RayNode, token_auth_here  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent, hasty_agent  # noqa: E402
@@ -113,6 +113,7 @@ def test_runs_land_on_both_nodes(cluster):
     assert ran_on == {node.node_id for node in cluster.nodes}
 
 
+@linux_only
 def test_every_node_and_process_of_the_cluster_is_on_loopback(cluster):
     """Issue #41: the head's address, the GCS, every node, and what every process of the cluster and of this
     driver names on its command line or listens on, is inside 127.0.0.0/8."""

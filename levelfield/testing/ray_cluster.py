@@ -202,6 +202,8 @@ class LocalRayCluster:
 def local_ray_options() -> dict[str, str | bool]:
     """What a test or benchmark gives ``ray.init(...)`` to start a Ray of its own on loopback only:
     ``ray.init(num_cpus=2, **local_ray_options())``. Not for a ``ray.init`` that joins a cluster."""
+    if not sys.platform.startswith("linux"):  # macOS, Windows: Ray's local node is 127.0.0.1 already
+        return {"include_dashboard": False}
     return {"_node_ip_address": LOOPBACK, "include_dashboard": False}
 
 
