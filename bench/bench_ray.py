@@ -112,8 +112,10 @@ def main(argv: list[str] | None = None) -> int:
 def _on_local_ray(args: argparse.Namespace) -> None:
     import ray
 
-    init_seconds, _ = _timed(lambda: ray.init(num_cpus=args.workers, include_dashboard=False,
-                                              log_to_driver=False, logging_level="ERROR"))
+    from levelfield.testing.ray_cluster import local_ray_options
+
+    init_seconds, _ = _timed(lambda: ray.init(num_cpus=args.workers, log_to_driver=False, logging_level="ERROR",
+                                              **local_ray_options()))  # on loopback, as the tests' Ray
     in_flight = args.workers * args.per_worker
     on_ray = lf.RayExecutor(num_workers=args.workers, concurrency_per_worker=args.per_worker)
     metrics = ["exact_match"]

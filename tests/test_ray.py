@@ -12,6 +12,7 @@ import gc
 import json
 import os
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Iterator
@@ -24,12 +25,15 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import levelfield as lf  # noqa: E402
+from _ray_loopback import linux_only, off_loopback, on_loopback, ray_tree  # noqa: E402
 from _resume import journal_runs, kill_then_resume, run_keys  # noqa: E402
 from levelfield.adapters.a2a_server import start_server  # noqa: E402
 from levelfield.core.data.types import AgentRun  # noqa: E402
 from levelfield.core.results import result as result_module  # noqa: E402
 from levelfield.core.run.notices import ResumeWarning  # noqa: E402
 from levelfield.failure_summary import AllRunsFailedWarning  # noqa: E402
+from levelfield.executors.ray import _on_loopback  # noqa: E402
+from levelfield.testing.ray_cluster import LOOPBACK, local_ray_options  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent, hasty_agent  # noqa: E402
 
 pytestmark = pytest.mark.ray
@@ -47,7 +51,7 @@ def cluster() -> Iterator[str]:
     # The raylet, and so every worker (this module's and a CLI driver's), inherits this path.
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(Path(__file__).parent)] + ([before] if before else []))
     try:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+        ray.init(num_cpus=2, log_to_driver=False, logging_level="ERROR", **local_ray_options())  # on loopback
     finally:
         if before is None:
             del os.environ["PYTHONPATH"]
@@ -214,6 +218,60 @@ def test_resume_after_the_driver_is_killed_runs_only_what_the_journal_lacks(clus
     command = [sys.executable, "-m", "levelfield", "eval", DATASET, "--agent", "test_ray:slow_careful_agent",
                "--name", "slow", "--trials", "3", "--executor", "ray", "--ray-address", cluster, "--out", str(out), "-q"]
     kill_then_resume(command, env, out, journaled=8, total=54)
+
+
+# -- on loopback (issue #41) -------------------------------------------------------------------
+
+
+@linux_only
+def test_the_modules_ray_and_its_workers_are_on_loopback(cluster):
+    lf.evaluate(DATASET, hasty_agent, executor="ray", **QUIET)  # its workers started
+    assert on_loopback(cluster)
+    assert [node["NodeManagerAddress"] for node in ray.nodes()] == [LOOPBACK]
+    assert off_loopback(ray_tree(os.getpid())) == []  # no process names, nor listens on, another address
+
+
+@linux_only
+def test_a_ray_that_executor_ray_starts_itself_is_on_loopback(tmp_path):
+    """No address, no RAY_ADDRESS, no cluster ``ray start`` left here: levelfield starts Ray, on loopback."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    script = tmp_path / "run.py"
+    script.write_text(textwrap.dedent(f"""
+        import json, os
+        import ray
+        import levelfield as lf
+        from _ray_loopback import off_loopback, ray_tree
+        result = lf.evaluate({DATASET!r}, "samples.home_automation.agents.function_agents:careful_agent",
+                             executor="ray", progress=False)
+        print(json.dumps({{"runs": len(result.runs), "nodes": [n["NodeManagerAddress"] for n in ray.nodes()],
+                          "gcs": ray.get_runtime_context().gcs_address, "off": off_loopback(ray_tree(os.getpid()))}}))
+    """), encoding="utf-8")
+    ray_tmp = tempfile.mkdtemp(prefix="lfr-", dir="/tmp")  # short (socket paths), and no `ray start` of this machine
+    env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}
+    env.update(RAY_TMPDIR=ray_tmp, PYTHONPATH=os.pathsep.join([str(ROOT), str(Path(__file__).parent)]))
+    try:
+        done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=300)
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["runs"] == 18
+    assert seen["nodes"] == [LOOPBACK] and on_loopback(seen["gcs"])
+    assert seen["off"] == []
+
+
+@linux_only
+def test_a_ray_given_an_address_is_joined_as_ray_would_with_no_loopback_address_of_ours(monkeypatch):
+    assert _on_loopback("auto") == _on_loopback("10.0.0.5:6379") == _on_loopback("ray://10.0.0.5:10001") == {}
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.5:6379")
+    assert _on_loopback(None) == {}  # ray.init joins RAY_ADDRESS
+    monkeypatch.delenv("RAY_ADDRESS")
+    monkeypatch.setenv("RAY_TMPDIR", "/nonexistent-lf")  # no cluster recorded: ray.init starts one, on loopback
+    assert _on_loopback(None) == {"_node_ip_address": LOOPBACK}
 
 
 # -- saved predictions on Ray Data -------------------------------------------------------------

@@ -28,6 +28,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import levelfield as lf  # noqa: E402
+from _ray_loopback import linux_only, off_loopback, on_loopback, ray_tree  # noqa: E402
 from _resume import journal_runs, kill_then_resume, run_keys  # noqa: E402
 from levelfield.testing.ray_cluster import LocalRayCluster, RayNode, token_auth_here  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent, hasty_agent  # noqa: E402
@@ -110,6 +111,24 @@ def test_runs_land_on_both_nodes(cluster):
     result = lf.evaluate(DATASET, where_agent, metrics=[], trials=2, executor=on(cluster), **QUIET)
     ran_on = {run.output.response for run in result.runs}
     assert ran_on == {node.node_id for node in cluster.nodes}
+
+
+@linux_only
+def test_every_node_and_process_of_the_cluster_is_on_loopback(cluster):
+    """Issue #41: the head's address, the GCS, every node, and what every process of the cluster and of this
+    driver names on its command line or listens on, is inside 127.0.0.0/8."""
+    assert on_loopback(cluster.address)
+    if ray.is_initialized() and ray.get_runtime_context().gcs_address != cluster.address:
+        ray.shutdown()
+    if not ray.is_initialized():
+        ray.init(address=cluster.address)
+    lf.evaluate(DATASET, where_agent, metrics=[], executor=on(cluster), **QUIET)  # workers up on both nodes
+    assert on_loopback(ray.get_runtime_context().gcs_address)
+    nodes = ray.nodes()
+    assert len([n for n in nodes if n["Alive"]]) >= 2
+    assert all(on_loopback(node["NodeManagerAddress"]) for node in nodes), nodes
+    pids = set(ray_tree(os.getpid())) | {pid for node in cluster.nodes if not node.killed for pid in node.pids()}
+    assert off_loopback(pids) == []
 
 
 def test_a_comparison_on_two_nodes_equals_a_local_one(cluster):

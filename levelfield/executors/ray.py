@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import sys
 import time
 import warnings
 from collections import deque
@@ -56,6 +57,7 @@ from .saved import TABLE_NAMES, check_out
 __all__ = ["RayExecutor", "score_saved_on_ray", "scores_on_ray_data"]
 
 RunKey = tuple[str, str, int]
+_LOOPBACK = "127.0.0.2"  # levelfield.testing.ray_cluster.LOOPBACK: see _on_loopback
 _DEPTH = 2  # batches queued per worker, so it starts the next one while the driver reads the last
 
 
@@ -174,7 +176,7 @@ class RayExecutor:
             return
         env = _checked_env(self.runtime_env)
         try:
-            ray.init(address=self.address, runtime_env=env or None, ignore_reinit_error=True)
+            ray.init(address=self.address, runtime_env=env or None, ignore_reinit_error=True, **_on_loopback(self.address))
         except (ValueError, TypeError, FileNotFoundError, NotADirectoryError, RuntimeError) as exc:
             if env and ray.is_initialized():  # connected, then the runtime_env (its upload) failed
                 ray.shutdown()
@@ -220,6 +222,26 @@ class RayExecutor:
                     if getattr(self, name) is not None]
         settings.append(f"concurrency_per_worker={self.concurrency_per_worker}")
         return f"RayExecutor({', '.join(settings)})"
+
+
+def _on_loopback(address: str | None) -> dict[str, Any]:
+    """Options of ``ray.init`` that keep a Ray this process starts on its own on loopback; ``{}`` when
+    ``ray.init`` joins a cluster (an address given, ``RAY_ADDRESS``, one ``ray start`` left here).
+
+    On Linux Ray names a local node by the machine's LAN address, and swaps ``127.0.0.1`` given as
+    ``_node_ip_address`` for it too (``resolve_ip_for_localhost``); another loopback address it keeps,
+    so the GCS, the raylet and the workers are reached at 127.0.0.2. On macOS and Windows Ray uses
+    127.0.0.1 already (where 127.0.0.2 need not exist).
+    """
+    if address is not None or not sys.platform.startswith("linux"):
+        return {}
+    try:
+        from ray._private.services import canonicalize_bootstrap_address
+
+        joins = canonicalize_bootstrap_address(None) is not None  # what ray.init(address=None) connects to
+    except Exception:  # noqa: BLE001 - another Ray: leave the choice to it
+        return {}
+    return {} if joins else {"_node_ip_address": _LOOPBACK}
 
 
 class _Plan:

@@ -12,6 +12,15 @@ tests) share a machine without meeting. Every process of a node is ended by its 
 
 Token auth is on, as ``ray start`` turns it on by default: drivers connect with
 ``RAY_AUTH_MODE=token`` and the token in ``~/.ray/auth_token`` (``env()`` gives both).
+
+Every node is on loopback: ``--node-ip-address`` is :data:`LOOPBACK` (127.0.0.2), so the head's
+address (``127.0.0.2:PORT``), the GCS, the raylets, the workers and the agents are all named by, and
+reached at, a loopback address. Not 127.0.0.1: on Linux Ray replaces exactly ``127.0.0.1`` (and
+``localhost``, ``::1``) by the machine's LAN address (``ray._private.services.resolve_ip_for_localhost``),
+for ``ray start --node-ip-address`` and ``--address`` as for ``ray.init(_node_ip_address=...)``; any
+other address of 127.0.0.0/8 it keeps as given. The C++ servers (GCS, raylet, core workers) still
+listen on every interface, as Ray binds them to 127.0.0.1 only when the node's address is exactly
+127.0.0.1; nothing connects to them but by the loopback address, and token auth guards them.
 """
 
 from __future__ import annotations
@@ -29,9 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["LocalRayCluster", "RayNode", "token_auth_here"]
+__all__ = ["LOOPBACK", "LocalRayCluster", "RayNode", "local_ray_options", "token_auth_here"]
 
 _START_SECONDS = 90.0
+
+LOOPBACK = "127.0.0.2"
+"""The address of every test node: on loopback, and not ``127.0.0.1``, which Ray swaps for the LAN address
+(see the module's docstring). ``levelfield.executors.ray`` starts its own local Ray on the same address."""
 
 
 
@@ -100,7 +113,7 @@ class LocalRayCluster:
         self.root.mkdir(parents=True, exist_ok=True)
         command = [
             sys.executable, "-m", "ray.scripts.scripts", "start", "--block", *args,
-            "--node-ip-address", "127.0.0.1", "--num-cpus", str(cpus or self.cpus_per_node), "--num-gpus", "0",
+            "--node-ip-address", LOOPBACK, "--num-cpus", str(cpus or self.cpus_per_node), "--num-gpus", "0",
             "--temp-dir", str(self.root / name),
             # Ports Ray would otherwise take at fixed numbers, which another cluster here may hold.
             "--dashboard-agent-listen-port", str(_free_port()), "--dashboard-agent-grpc-port", str(_free_port()),
@@ -184,6 +197,14 @@ class LocalRayCluster:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
+
+
+def local_ray_options() -> dict[str, str | bool]:
+    """What a test or benchmark gives ``ray.init(...)`` to start a Ray of its own on loopback only:
+    ``ray.init(num_cpus=2, **local_ray_options())``. Not for a ``ray.init`` that joins a cluster."""
+    if not sys.platform.startswith("linux"):  # macOS, Windows: Ray's local node is 127.0.0.1 already
+        return {"include_dashboard": False}
+    return {"_node_ip_address": LOOPBACK, "include_dashboard": False}
 
 
 def token_auth_here(on: bool = True) -> None:
