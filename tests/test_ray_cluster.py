@@ -107,8 +107,19 @@ def _worker_logs(cluster: LocalRayCluster) -> str:
 # -- same runs and numbers as locally, on both nodes -------------------------------------------
 
 
-def test_runs_land_on_both_nodes(cluster):
-    result = lf.evaluate(DATASET, where_agent, metrics=[], trials=2, executor=on(cluster), **QUIET)
+def slow_where_agent(prompt: str) -> str:
+    """Says which Ray node ran it, taking long enough that one worker alone would need ~11 s for all."""
+    time.sleep(0.3)
+    return ray.get_runtime_context().get_node_id()
+
+
+def test_runs_land_on_both_nodes_and_each_is_recorded_once(cluster):
+    # One run in flight per worker: the first worker up cannot take every run before the second
+    # node's worker starts (on a loaded machine it could, with 50 ms runs 8 at a time).
+    result = lf.evaluate(DATASET, slow_where_agent, metrics=[], trials=2,
+                         executor=on(cluster, concurrency_per_worker=1), **QUIET)
+    keys = [(run.case_id, run.trial) for run in result.runs]
+    assert len(keys) == len(set(keys)) == 2 * len(lf.load_dataset(DATASET))
     ran_on = {run.output.response for run in result.runs}
     assert ran_on == {node.node_id for node in cluster.nodes}
 
