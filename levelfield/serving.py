@@ -7,12 +7,13 @@ the adapters; imports no framework (uvicorn is the caller's extra, imported by t
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 import threading
 import time
 from typing import Any
 
-__all__ = ["bind", "url_of", "is_loopback", "BackgroundServer", "run_in_thread"]
+__all__ = ["bind", "url_of", "is_loopback", "check_token", "BackgroundServer", "run_in_thread"]
 
 
 def bind(host: str, port: int, *, backlog: int = 2048) -> socket.socket:
@@ -27,6 +28,19 @@ def bind(host: str, port: int, *, backlog: int = 2048) -> socket.socket:
         raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock.listen(backlog)
     return sock
+
+
+def check_token(token: str, option: str = "--auth-token") -> None:
+    """Refuse a bearer token that is too short to guard anything or cannot travel in a header and a
+    cookie as it is (``levelfield view`` and ``watch`` share this rule); ``option`` names it in the error."""
+    from .core.errors import ConfigError
+
+    if not isinstance(token, str) or not re.fullmatch(r"[A-Za-z0-9._~+/=!#$%&*^`|-]{8,}", token):
+        raise ConfigError(
+            f"{option}: give at least 8 characters of letters, digits and .-_~+/= (it travels in an "
+            "Authorization header and a cookie, which carry no spaces, quotes or non-ASCII letters); "
+            "e.g. python -c 'import secrets; print(secrets.token_urlsafe())'"
+        )
 
 
 def url_of(host: str, port: int) -> str:

@@ -12,16 +12,16 @@ cookie and drops the token from the address).
 from __future__ import annotations
 
 import hmac
-import re
 from functools import partial
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import unquote, urlencode, urlsplit
 
-from ..core.errors import ConfigError, LevelfieldError
+from ..core.errors import LevelfieldError
 from ..report.html import asset, report_sections
+from ..serving import check_token
 from . import pages
 from .catalog import Catalog
 from .diff import Side, diff_runs, pair_agents
@@ -86,16 +86,6 @@ def _static(package: str, name: str, media: str) -> tuple[str, str]:
 # -- guarding every request ---------------------------------------------------------------------
 
 
-def check_token(token: str) -> None:
-    """Refuse a token that cannot travel in a header and a cookie as it is."""
-    if not re.fullmatch(r"[A-Za-z0-9._~+/=!#$%&*^`|-]{8,}", token):
-        raise ConfigError(
-            "--auth-token: give at least 8 characters of letters, digits and .-_~+/= (it travels in an "
-            "Authorization header and a cookie, which carry no spaces, quotes or non-ASCII letters); "
-            "e.g. python -c 'import secrets; print(secrets.token_urlsafe())'"
-        )
-
-
 class _Guard:
     """Security headers on every response; with a token, only requests that bring it get through."""
 
@@ -116,7 +106,7 @@ class _Guard:
             if given is not None and _same(given, self.token):
                 # Once: set the cookie and send the browser to the address without the token in it.
                 query = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
-                response: Any = RedirectResponse(scope["path"] + (f"?{query}" if query else ""), status_code=303)
+                response: Any = RedirectResponse(_own_path(scope["path"]) + (f"?{query}" if query else ""), status_code=303)
                 response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict", path="/")
                 await _secured(response)(scope, receive, send)
                 return
@@ -146,6 +136,17 @@ _HEADERS = [
     (b"cache-control", b"no-store"),
 ]
 _HEADER_NAMES = {k for k, _ in _HEADERS}
+
+
+def _own_path(path: str) -> str:
+    """``path`` when it is one of this server's own (a single leading ``/``, no scheme, no host, also once
+    unquoted), else ``/``: a browser reads ``//host`` or ``/\\host`` as another site, so redirecting to
+    the path a request came in on as it is would send the token's holder anywhere."""
+    for form in (path, unquote(path)):
+        parts = urlsplit(form.replace("\\", "/"))
+        if not form.startswith("/") or form.replace("\\", "/").startswith("//") or parts.scheme or parts.netloc:
+            return "/"
+    return path
 
 
 def _secured(response: Any) -> Any:

@@ -475,12 +475,23 @@ def find_runs(roots: Sequence[Path]) -> Iterator[tuple[Path, Path, type[RunIndex
             yield root, root, RecordIndex if root.name == RUNS_FILE or root.suffix == ".jsonl" else TableIndex
             continue
         base = len(root.parts)
+        real_root = root.resolve()
         for folder, dirs, files in os.walk(root):
             here = Path(folder)
             dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP) if len(here.parts) - base < _MAX_DEPTH else []
             if RUNS_FILE in files:
-                yield root, here / RUNS_FILE, RecordIndex
+                if _inside(here / RUNS_FILE, real_root):
+                    yield root, here / RUNS_FILE, RecordIndex
                 continue
             table = next((t for t in TABLE_FILES if t in files), None)
-            if table and "summary.json" in files:
+            if table and "summary.json" in files and all(_inside(here / f, real_root) for f in (table, "summary.json")):
                 yield root, here / table, TableIndex
+
+
+def _inside(path: Path, real_root: Path) -> bool:
+    """Whether ``path``'s real file is under the served folder: a symlink out of it is not served (as
+    ``os.walk`` does not follow symlinked folders, a symlinked file must not reach outside either)."""
+    try:
+        return path.resolve().is_relative_to(real_root)
+    except (OSError, RuntimeError):  # a broken or looping link
+        return False
