@@ -5,7 +5,6 @@ the trace is scored without it and the late span is counted and marked under its
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
