@@ -174,11 +174,11 @@ def test_malformed_requests_get_400_and_the_watcher_goes_on(tmp_path):
 
 
 def test_the_auth_token_is_required_when_set(tmp_path):
-    with Watcher(METRICS, tmp_path / "out", otlp_port=0, auth_token="s3cret", trace_timeout=5) as w:
+    with Watcher(METRICS, tmp_path / "out", otlp_port=0, auth_token="s3cret-token", trace_timeout=5) as w:
         url = f"http://127.0.0.1:{w.port}/v1/traces"
         body = encode_spans([]).SerializeToString()
         assert post(url, body).status_code == 401
-        provider = exporter_provider(w.port, authorization="Bearer s3cret")
+        provider = exporter_provider(w.port, authorization="Bearer s3cret-token")
         agent_trace(provider.get_tracer("app"), 0)
         provider.force_flush()
         wait_for(lambda: w.stats.scored_traces == 1)

@@ -1,11 +1,79 @@
-"""Argument readers shared by the commands (``main`` and ``watch``): dollars, a model spec, the judge."""
+"""Argument readers shared by the commands (``main`` and ``watch``): numbers in their range, dollars, a
+model spec, the judge. A reader raises ``argparse.ArgumentTypeError``, which argparse prints naming
+the option (``argument --seed: -1: give 0 or more``), exit 2."""
 
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["budget", "dollars", "judge_of", "model_spec"]
+__all__ = ["budget", "dollars", "whole", "number", "share", "probability", "port", "http_url", "judge_of", "model_spec"]
+
+
+def whole(low: int, high: int | None = None, *, also: tuple[int, ...] = (), what: str = "") -> Callable[[str], int]:
+    """A reader of a whole number from ``low`` to ``high`` (no upper end when None); ``also``: other values allowed."""
+    def read(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value not in also and (value < low or (high is not None and value > high)):
+            span = f"from {low} to {high}" if high is not None else f"{low} or more"
+            raise argparse.ArgumentTypeError(f"{value}: give {span}{what}")
+        return value
+
+    read.__name__ = "whole number"
+    return read
+
+
+def number(low: float = -math.inf, *, above: bool = False, what: str = "") -> Callable[[str], float]:
+    """A reader of a finite number, at least ``low`` (more than ``low`` with ``above``)."""
+    def read(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value) or value < low or (above and value == low):
+            raise argparse.ArgumentTypeError(f"{text}: give a number {'more than' if above else 'of at least'} {low:g}{what}")
+        return value
+
+    read.__name__ = "number"
+    return read
+
+
+def share(*, open_low: bool = True, open_high: bool = True, what: str = "") -> Callable[[str], float]:
+    """A reader of a number between 0 and 1 (ends excluded unless ``open_low`` / ``open_high`` is False)."""
+    def read(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not (0 <= value <= 1) or (open_low and value == 0) or (open_high and value == 1):
+            ends = f"{'more than 0' if open_low else 'from 0'} {'and less than 1' if open_high else 'up to 1'}"
+            raise argparse.ArgumentTypeError(f"{text}: give a number {ends}{what}")
+        return value
+
+    read.__name__ = "number"
+    return read
+
+
+probability = share(what=" (e.g. 0.05)")
+"""A significance level or a chance: strictly between 0 and 1."""
+
+port = whole(0, 65535, what=" (0: any free port)")
+"""A TCP port, 0 for any free one."""
+
+
+def http_url(text: str) -> str:
+    """An ``http(s)://host...`` URL."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text!r}: give an http(s):// URL, e.g. http://127.0.0.1:4318")
+    return text
 
 
 def dollars(text: str) -> float:

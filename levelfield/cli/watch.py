@@ -28,14 +28,25 @@ def _seconds(text: str) -> float:
         value = float(number) * unit
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: give seconds, or a number with s, m, h or d (30s, 1h)") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be more than 0")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds more than 0")
     return value
+
+
+def _prices(text: str) -> str:
+    from ..core.data.prices import price_table
+    from ..core.errors import ConfigError
+
+    try:
+        price_table(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def add_watch_command(sub: Any) -> None:
     """Add ``watch`` to the subcommands."""
-    from .arguments import dollars
+    from .arguments import dollars, http_url, number, probability, whole
     w = sub.add_parser("watch", help="score production traces as they arrive (OTLP/HTTP, a folder, MLflow) until stopped")
     w.add_argument("--out", "-o", metavar="DIR", required=True,
                    help="where scored traces are journaled in time windows (DIR/windows/*.jsonl); a restart with the "
@@ -49,13 +60,13 @@ def add_watch_command(sub: Any) -> None:
                    help="dollars the judged metrics may spend per hour; once spent, the hour's traces get the other "
                         "metrics and the judged ones are recorded as skipped for the budget (priced by --prices or "
                         "genai-prices)")
-    w.add_argument("--prices", metavar="FILE",
+    w.add_argument("--prices", type=_prices, metavar="FILE",
                    help="a JSON file of your own prices, {\"model\": {\"input_per_mtok\": 0.15, \"output_per_mtok\": 0.6}}")
-    w.add_argument("--otlp-port", type=int, default=4318, metavar="PORT",
+    w.add_argument("--otlp-port", type=whole(0, 65535, also=(-1,), what=" (0: any free port; -1: no receiver)"), default=4318, metavar="PORT",
                    help="receive OTLP/HTTP traces (POST /v1/traces, protobuf or JSON) on this port (default 4318; 0: any "
                         "free port; -1: no receiver)")
     w.add_argument("--host", default="127.0.0.1", help="the receiver's address (default 127.0.0.1: this machine only)")
-    w.add_argument("--auth-token", metavar="TOKEN", default=os.environ.get("LEVELFIELD_WATCH_TOKEN"),
+    w.add_argument("--auth-token", metavar="TOKEN", default=os.environ.get("LEVELFIELD_WATCH_TOKEN") or None,
                    help="require 'Authorization: Bearer TOKEN' on every request (default $LEVELFIELD_WATCH_TOKEN)")
     w.add_argument("--folder", metavar="DIR", help="also score new JSON Lines / Parquet trace files that appear in DIR")
     w.add_argument("--mlflow-experiment", metavar="NAME", help="also score new traces of this MLflow experiment")
@@ -72,17 +83,17 @@ def add_watch_command(sub: Any) -> None:
     w.add_argument("--trace-timeout", type=_seconds, default=30.0, metavar="SECONDS",
                    help="a trace whose root span never arrives is scored this long after its last span (default 30s)")
     w.add_argument("--window", type=_seconds, default=3600.0, metavar="SECONDS", help="the journal's time window (default 1h)")
-    w.add_argument("--max-queue", type=int, default=10_000, metavar="TRACES",
+    w.add_argument("--max-queue", type=whole(1), default=10_000, metavar="TRACES",
                    help="traces held in memory at most; beyond it requests get 503 + Retry-After (default 10000)")
     w.add_argument("--baseline", metavar="DIR",
                    help="the --out folder of an earlier watch (or of eval) to compare each closed window with")
     w.add_argument("--alert-if-worse", action="append", default=[], metavar="METRIC",
                    help="with --baseline: alert when a window is significantly worse on METRIC (repeatable or "
                         "comma-separated; Holm-corrected across them)")
-    w.add_argument("--alpha", type=float, default=0.05, help="significance level of the drift alerts (default 0.05)")
-    w.add_argument("--margin", type=float, default=0.0, help="alert only for drops beyond this margin (metric units)")
-    w.add_argument("--min-window", type=int, default=20, metavar="N", help="windows with fewer scored traces are not tested")
-    w.add_argument("--export-otlp", metavar="URL",
+    w.add_argument("--alpha", type=probability, default=0.05, help="significance level of the drift alerts (default 0.05)")
+    w.add_argument("--margin", type=number(0, what=" (metric units)"), default=0.0, help="alert only for drops beyond this margin (metric units)")
+    w.add_argument("--min-window", type=whole(1), default=20, metavar="N", help="windows with fewer scored traces are not tested")
+    w.add_argument("--export-otlp", type=http_url, metavar="URL",
                    help="send scores (gen_ai.evaluation.result events) and alerts to this OTLP/HTTP endpoint")
     mlflow = w.add_mutually_exclusive_group()
     mlflow.add_argument("--export-mlflow", nargs="?", const=True, default=None, metavar="TRACKING_URI",
@@ -98,10 +109,13 @@ def add_watch_command(sub: Any) -> None:
 
 
 def _watch(args: argparse.Namespace) -> int:
+    from ..serving import check_token, is_loopback
     from ..watch import Watcher
     from .arguments import judge_of
 
     port = None if args.otlp_port is not None and args.otlp_port < 0 else args.otlp_port
+    if args.auth_token is not None:
+        check_token(args.auth_token, "--auth-token")
     metrics = args.metrics or ["trajectory_exact_match", "trajectory_in_order_match", "trajectory_any_order_match",
                                "trajectory_precision", "trajectory_recall", "rouge_l_sum"]
     watcher = Watcher(
@@ -119,6 +133,11 @@ def _watch(args: argparse.Namespace) -> int:
         while watcher.port is None and watcher.otlp_port is not None and not task.done():
             await asyncio.sleep(0.01)
         if watcher.port is not None:
+            if not is_loopback(args.host):
+                guard = ("every request must bring the auth token" if args.auth_token else
+                         "with no --auth-token, anyone who can reach it can send traces to be scored: pass --auth-token")
+                print(f"levelfield watch: warning: listening on {args.host}, reachable from other machines; {guard}",
+                      file=sys.stderr, flush=True)
             print(f"levelfield watch: receiving OTLP/HTTP on http://{args.host}:{watcher.port}/v1/traces", flush=True)
         print(f"levelfield watch: journaling to {args.out}/windows; stop with Ctrl-C", flush=True)
         await task

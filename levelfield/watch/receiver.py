@@ -3,9 +3,10 @@
 Answers follow the OTLP/HTTP specification: 200 with an ``ExportTraceServiceResponse`` (and
 ``partial_success`` naming spans that could not be read); 400 for a body that is no OTLP request
 (the watcher goes on); 401 without the bearer token when one is required; 413 for a body over the
-limit; 415 for another content type; and 503 with ``Retry-After`` when the watcher's queue is full,
-which exporters retry (OpenTelemetry's Python exporter retries 5xx but not 429). The reply is sent
-only after the request's spans are in the spool.
+limit, as sent or once inflated (gzip and deflate are inflated no further than the limit); 415 for
+another content type; and 503 with ``Retry-After`` when the watcher's queue is full, which exporters
+retry (OpenTelemetry's Python exporter retries 5xx but not 429). The reply is sent only after the
+request's spans are in the spool.
 """
 
 from __future__ import annotations
@@ -41,17 +42,41 @@ def decode(kind: int, body: bytes, keep: frozenset[str] = frozenset()) -> list[A
     return list(spans_from_otlp(data, keep=keep))
 
 
+def _inflate(body: bytes, wbits: int, limit: int) -> bytes:
+    """``body`` decompressed, never more than ``limit`` bytes of it held: a small request may inflate
+    to gigabytes (a "zip bomb"), so the output is bounded as it is produced (OverflowError beyond)."""
+    inflater = zlib.decompressobj(wbits)
+    out = inflater.decompress(body, limit + 1)
+    if len(out) > limit:
+        raise OverflowError
+    if not inflater.eof:
+        raise TraceError("the compressed body ends before its compressed stream does")
+    return out
+
+
 def _unpack(body: bytes, encoding: str, limit: int) -> bytes:
     if encoding in ("", "identity"):
         return body
-    if encoding == "gzip":
-        out = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(body, limit + 1)
-        if len(out) > limit:
+    if encoding in ("gzip", "x-gzip"):
+        return _inflate(body, 16 + zlib.MAX_WBITS, limit)
+    if encoding == "deflate":  # HTTP's deflate is the zlib format (RFC 9110 8.4.1.2)
+        return _inflate(body, zlib.MAX_WBITS, limit)
+    raise TraceError(f"Content-Encoding {encoding!r} is not supported (use gzip, deflate or none)")
+
+
+async def _read_body(request: Any, limit: int) -> bytes:
+    """The request's body as sent, read no further than ``limit`` bytes (OverflowError beyond)."""
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > limit:
+        raise OverflowError
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
             raise OverflowError
-        return out
-    if encoding == "deflate":
-        return zlib.decompress(body)
-    raise TraceError(f"Content-Encoding {encoding!r} is not supported (use gzip or none)")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def make_app(watcher: Any) -> Any:
@@ -79,8 +104,8 @@ def make_app(watcher: Any) -> Any:
             stats.bad_requests += 1
             return PlainTextResponse(
                 f"Content-Type {ctype or '(none)'!r}: send application/x-protobuf or application/json", status_code=415)
-        body = await request.body()
         try:
+            body = await _read_body(request, watcher.max_body)
             body = _unpack(body, request.headers.get("content-encoding", "").strip().lower(), watcher.max_body)
             if len(body) > watcher.max_body:
                 raise OverflowError

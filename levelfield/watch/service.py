@@ -170,6 +170,8 @@ class Watcher:
             raise ConfigError(f"max_queue={max_queue!r}: must be a whole number of traces >= 1")
         if otlp_port is None and folder is None and mlflow_experiment is None:
             raise ConfigError("nothing to watch: give an OTLP port, a folder or an MLflow experiment")
+        _check_options(otlp_port=otlp_port, auth_token=auth_token, alpha=alpha, margin=margin, min_window=min_window,
+                       export_otlp=export_otlp, prices=prices, max_body=max_body)
         self.metrics: list[Metric] = resolve_metrics(list(metrics), judge=judge)
         if not self.metrics:
             raise ConfigError("no metrics: give at least one metric to score the traces with")
@@ -193,8 +195,11 @@ class Watcher:
             raise ConfigError("alert_if_worse needs a baseline: give baseline= a watch folder or a saved run")
         self.budget = (HourlyBudget(max_cost, price_table(prices), self.out / "state" / "judge_budget.json")
                        if max_cost is not None else None)
-        self._check_out()
-        self.spool = Spool(self.out / "spool", fsync=fsync)
+        try:
+            self._check_out()
+            self.spool = Spool(self.out / "spool", fsync=fsync)
+        except OSError as exc:
+            raise ConfigError(f"out={str(self.out)!r}: cannot write the watch folder there ({exc.strerror or exc})") from None
         self.assembler = Assembler(self.trace_timeout, self.late_grace)
         self._late_seen: set[str] = set()  # traces already counted in late_traces (bounded with _closed)
         self._closed: dict[str, float] = {}  # trace id -> when it was completed (queued or journaled)
@@ -432,14 +437,17 @@ class Watcher:
         server = None
         self.scorer = Scorer(self.metrics, self.windows, self._on_scored, references=self._references,
                              exporter=self._exporter(), assessments=self.assessments, budget=self.budget)
+        sock = None
         try:
+            if self.otlp_port is not None:
+                sock = self._bind()  # first: a port in use or a bad host is refused before anything starts
             self._set_up_drift_and_sources()
             self.scorer.start()
             if self.assessments is not None:
                 self.assessments.start()
             self._replay()
-            if self.otlp_port is not None:
-                server = await self._serve()
+            if sock is not None:
+                server = await self._serve(sock)
             tasks.append(asyncio.create_task(self._tick()))
             if threading.current_thread() is threading.main_thread():
                 for sig in (signal.SIGINT, signal.SIGTERM):
@@ -452,6 +460,8 @@ class Watcher:
             if server is not None:
                 server.should_exit = True
                 await self._server_task
+            if sock is not None:
+                sock.close()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -464,13 +474,22 @@ class Watcher:
             self.spool.close()
             self.write_status()
 
-    async def _serve(self) -> Any:
+    def _bind(self) -> Any:
+        from ..serving import bind
+
+        try:
+            return bind(self.host, int(self.otlp_port or 0))
+        except OSError as exc:
+            raise ConfigError(f"{exc} (otlp_port / --otlp-port: give a free port, or 0 for any; host / --host: an "
+                              "address of this machine, e.g. 127.0.0.1 or 0.0.0.0)") from None
+
+    async def _serve(self, sock: Any) -> Any:
         import uvicorn
 
-        config = uvicorn.Config(make_app(self), host=self.host, port=self.otlp_port, log_level="warning",
-                                lifespan="off", access_log=False, timeout_graceful_shutdown=5)
+        config = uvicorn.Config(make_app(self), log_level="warning", lifespan="off", access_log=False,
+                                timeout_graceful_shutdown=5)
         server = _Server(config)
-        self._server_task = asyncio.create_task(server.serve())
+        self._server_task = asyncio.create_task(server.serve(sockets=[sock]))
         while not server.started:
             if self._server_task.done():
                 exc = self._server_task.exception()
@@ -529,6 +548,40 @@ class Watcher:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def _check_options(*, otlp_port: Any, auth_token: Any, alpha: Any, margin: Any, min_window: Any, export_otlp: Any,
+                   prices: Any, max_body: Any) -> None:
+    """Refuse an option out of its range before anything starts, naming it."""
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+    def whole(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    if otlp_port is not None and not (whole(otlp_port) and 0 <= otlp_port <= 65535):
+        raise ConfigError(f"otlp_port={otlp_port!r}: give a port from 0 (any free one) to 65535, or None for no receiver")
+    if auth_token is not None:
+        from ..serving import check_token
+
+        check_token(auth_token, "auth_token")
+    if not (number(alpha) and 0 < alpha < 1):
+        raise ConfigError(f"alpha={alpha!r}: the drift alerts' significance level must be between 0 and 1 (e.g. 0.05)")
+    if not (number(margin) and margin >= 0):
+        raise ConfigError(f"margin={margin!r}: give 0 or more, in the metric's units (0.02 = 2 points)")
+    if not (whole(min_window) and min_window >= 1):
+        raise ConfigError(f"min_window={min_window!r}: give a whole number of traces, 1 or more")
+    if not (whole(max_body) and max_body >= 1):
+        raise ConfigError(f"max_body={max_body!r}: give a whole number of bytes, 1 or more")
+    if export_otlp is not None:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(export_otlp) if isinstance(export_otlp, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"export_otlp={export_otlp!r}: give the http(s):// URL of an OTLP/HTTP endpoint, "
+                              "e.g. http://127.0.0.1:4318")
+    if prices is not None:
+        price_table(prices)  # read now: a missing or bad file is refused at start, not at the first judged trace
 
 
 def _assessments(export_mlflow: bool | str | None, experiment: str | None, tracking_uri: str | None,
