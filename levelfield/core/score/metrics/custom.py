@@ -81,7 +81,8 @@ class CustomMetric(Metric):
             raise MetricError(f"CustomMetric {name!r}: metric_function must be callable")
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                     or not (timeout > 0 and math.isfinite(timeout))):
-            raise MetricError(f"CustomMetric {name!r}: timeout={timeout!r}: give seconds more than 0, or None for no timeout")
+            raise MetricError(f"CustomMetric {name!r}: timeout={timeout!r}: give seconds more than 0, "
+                              "or None for no timeout")
         self.name = name
         self.metric_function = metric_function
         self.timeout = timeout
