@@ -55,11 +55,7 @@ class _Caller:
                                "(CustomMetric(..., timeout=...) to allow longer)") from None
         if ok:
             return value
-        if isinstance(value, Exception):
-            raise value
-        from ...run.threads import contained
-
-        raise contained(value)
+        raise _contained(value)
 
 
 class CustomMetric(Metric):
@@ -67,10 +63,11 @@ class CustomMetric(Metric):
 
     The instance is the row as a dict: prompt, reference, response, predicted_trajectory,
     reference_trajectory (lists of ``{"tool_name", "tool_input"}``) and the dataset's other columns.
-    A function that raises (any exception, even ``SystemExit`` or ``KeyboardInterrupt``), omits its
-    score or takes longer than ``timeout`` seconds gives NaN for that row and the error in
-    ``<name>/error``; the evaluation goes on. A sync function runs on a worker thread so that its
-    timeout holds however it blocks; ``timeout=None`` calls it directly, with no timeout.
+    A function that raises (any exception, even ``SystemExit``; ``KeyboardInterrupt`` too from a sync
+    function, whose thread no Ctrl-C reaches), omits its score or takes longer than ``timeout``
+    seconds gives NaN for that row and the error in ``<name>/error``; the evaluation goes on. A sync
+    function runs on a worker thread so that its timeout holds however it blocks; ``timeout=None``
+    calls it directly, with no timeout.
     """
 
     def __init__(self, name: str, metric_function: Callable[[dict[str, Any]], Any], *,
@@ -120,27 +117,33 @@ class CustomMetric(Metric):
             return self.score(ctx)
         import asyncio
 
-        from ...run.interrupts import user_interrupted, watching
-        from ...run.threads import contained
-
         async def boxed() -> tuple[bool, Any]:
-            # A BaseException must not leave the coroutine raw: asyncio re-raises KeyboardInterrupt and
-            # SystemExit from a task out of the event loop, sinking the evaluation.
+            # SystemExit must not leave the coroutine raw: asyncio re-raises it from a task out of the
+            # event loop, sinking the evaluation. A KeyboardInterrupt on the event loop's thread may be
+            # the user's Ctrl-C: it still stops the evaluation.
             try:
                 return True, await self.metric_function(ctx.instance())
-            except asyncio.CancelledError:
+            except (asyncio.CancelledError, KeyboardInterrupt):
                 raise
-            except BaseException as exc:  # noqa: BLE001 - the row's failure (the user's Ctrl-C is re-raised below)
+            except BaseException as exc:  # noqa: BLE001 - the row's failure
                 return False, exc
 
-        with watching():
-            try:
-                ok, out = await (boxed() if self.timeout is None else asyncio.wait_for(boxed(), self.timeout))
-            except asyncio.TimeoutError:
-                raise TimeoutError(f"the metric function gave no result within its timeout of {self.timeout:g} s "
-                                   "(CustomMetric(..., timeout=...) to allow longer)") from None
-            if not ok:
-                if isinstance(out, KeyboardInterrupt) and user_interrupted():
-                    raise out  # the user's Ctrl-C stops the evaluation
-                raise contained(out)
+        try:
+            ok, out = await (boxed() if self.timeout is None else asyncio.wait_for(boxed(), self.timeout))
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"the metric function gave no result within its timeout of {self.timeout:g} s "
+                               "(CustomMetric(..., timeout=...) to allow longer)") from None
+        if not ok:
+            raise _contained(out)
         return self._read(out)
+
+
+def _contained(exc: BaseException) -> BaseException:
+    """``exc``, or an ordinary exception carrying it when it is a ``BaseException`` (SystemExit & co.)."""
+    if isinstance(exc, Exception) and not isinstance(exc, (StopIteration, StopAsyncIteration)):
+        return exc
+    from ...errors import ContainedBaseException, message_of
+
+    wrapper = ContainedBaseException(exc, message_of(exc))
+    wrapper.__cause__ = exc
+    return wrapper
