@@ -125,3 +125,20 @@ def test_no_case_differing_is_not_an_interval_of_0_to_0():
     row = drop_table({"a": same}, {"a": same}, "m", alpha=0.05).iloc[0]
     bound = 1 - 0.025 ** (1 / 30)
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((-bound, bound)) and not row["significant"]
+
+
+def test_the_report_and_the_printed_comparison_show_how_it_holds_up(tmp_path):
+    from levelfield.report.html import render_report
+
+    metrics = ["trajectory_exact_match"]
+    options = {"metrics": metrics, "trials": 2, "progress": False}
+    clean = lf.compare(CASES, {"planted": agent(None), "robust": agent(None)}, **options)
+    faulted = lf.compare(CASES, {"planted": agent(3), "robust": agent(None)}, **options)
+    clean.robustness = robustness_of(clean, faulted, faults="Faults(rate=0.1, seed=7) <b>")
+    html = render_report(clean)
+    assert '<section id="robustness"><h2>How it holds up</h2>' in html and 'href="#robustness"' in html
+    assert "Faults(rate=0.1, seed=7) &lt;b&gt;" in html and "<b>\"" not in html  # escaped
+    assert "drops under faults" in html and "no significant drop" in html
+    assert "over 2 clean trials" in html
+    assert "How it holds up" in str(clean)
+    assert "How it holds up" not in str(faulted) and 'id="robustness"' not in render_report(faulted)
