@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .arguments import budget as _budget, judge_of as _judge, model_spec as _model_spec
+from .arguments import http_url, number, port, probability, share, whole
 
 if TYPE_CHECKING:
     from ..comparison import Comparison
@@ -67,14 +68,7 @@ def format_summary(rows: dict[str, dict], metric_names: Sequence[str]) -> str:
 # -- argument types ----------------------------------------------------------------------------
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+_positive_int = whole(1)
 
 
 def _timeout(text: str) -> float | None:
@@ -84,8 +78,8 @@ def _timeout(text: str) -> float | None:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected seconds (or 'none'), got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0 seconds, got {value}")
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text}: give a number of seconds more than 0, or 'none' for no timeout")
     return value
 
 
@@ -129,11 +123,15 @@ def _rates(given: Sequence[tuple[str | None, int]], flag: str) -> int | dict[str
 def _threshold(text: str) -> tuple[str, float]:
     metric, sep, value = text.partition("=")
     try:
-        if not sep or not metric:
+        if not sep or not metric.strip():
             raise ValueError
-        return metric.strip(), float(value)
+        bound = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected METRIC=VALUE (e.g. trajectory_exact_match=0.8), got {text!r}") from None
+    if not math.isfinite(bound) or bound < 0:
+        raise argparse.ArgumentTypeError(f"{text}: give a number of 0 or more for {metric.strip()} "
+                                         "(a score from 0 to 1, or a count)")
+    return metric.strip(), bound
 
 
 _NAME = re.compile(r"^[\w .()\-]+$")
@@ -190,7 +188,7 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
     p.add_argument("--max-response", type=_max_response, default=d.max_response_bytes, metavar="SIZE",
                    help="the largest answer a remote (A2A) agent may send, e.g. 64MB, or 'none'; a larger one "
                         f"fails the run as response_too_large (default {d.max_response_bytes >> 20}MB)")
-    p.add_argument("--retries", type=int, default=d.retries,
+    p.add_argument("--retries", type=whole(0), default=d.retries,
                    help=f"retries of errors an adapter marks transient (default {d.retries})")
     p.add_argument("--no-adaptive", dest="adaptive", action="store_false",
                    help="keep --concurrency fixed: by default the calls in flight to each endpoint (agent, A2A host, "
@@ -249,7 +247,7 @@ def _add_case_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=_positive_int, metavar="N", help="only the first N cases of the dataset")
     p.add_argument("--sample", type=_positive_int, metavar="N",
                    help="N cases drawn at random (the same ones for the same --seed), kept in dataset order")
-    p.add_argument("--seed", type=int, metavar="S",
+    p.add_argument("--seed", type=whole(0), metavar="S",
                    help="with --sample: the random seed (default 0); with --stop-early: the seed of the case order")
 
 
@@ -481,10 +479,10 @@ def _add_gate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fail-if-worse", metavar="METRIC[,METRIC...]",
                    help="exit 1 when an agent is significantly worse than --baseline on one of these metrics "
                         "(paired test, Holm-adjusted p < --alpha)")
-    p.add_argument("--margin", type=float, default=0.0,
+    p.add_argument("--margin", type=number(0), default=0.0,
                    help="with --fail-if-worse: fail only when worse by more than this, in the metric's units "
                         "(0.02 = 2 points; default 0)")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level of --fail-if-worse (default 0.05)")
+    p.add_argument("--alpha", type=probability, default=0.05, help="significance level of --fail-if-worse (default 0.05)")
 
 
 def _check_gate_options(args: argparse.Namespace, metrics: Sequence[Any]) -> None:
@@ -757,8 +755,8 @@ def _demo(args: argparse.Namespace) -> int:
 def _add_plan_command(sub: Any) -> None:
     plan = sub.add_parser("plan", help="how many cases an evaluation needs to detect a change")
     kind = plan.add_mutually_exclusive_group(required=True)
-    kind.add_argument("--p0", type=float, help="a 0/1 metric: its current rate (e.g. 0.80)")
-    kind.add_argument("--sd", type=float,
+    kind.add_argument("--p0", type=share(what=" (a rate, e.g. 0.80)"), help="a 0/1 metric: its current rate (e.g. 0.80)")
+    kind.add_argument("--sd", type=number(0, above=True),
                       help="a continuous metric: SD of the per-case differences (paired) or of the metric (--unpaired)")
     kind.add_argument("--from", dest="from_dir", metavar="DIR",
                       help="measure p0, the discordance or SD, and the intra-case correlation from a saved comparison "
@@ -769,15 +767,15 @@ def _add_plan_command(sub: Any) -> None:
                            "was saved with; between two agents without one, the second)")
     plan.add_argument("--agent", metavar="AGENT",
                       help="with --from: the agent whose change is to be detected (needed with more than two agents)")
-    plan.add_argument("--mde", type=float, required=True, help="the change to detect, in the metric's units (0.05 = 5 points)")
-    plan.add_argument("--power", type=float, default=0.8, help="chance of detecting it (default 0.8)")
-    plan.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    plan.add_argument("--mde", type=number(0, above=True), required=True, help="the change to detect, in the metric's units (0.05 = 5 points)")
+    plan.add_argument("--power", type=share(what=" (e.g. 0.8)"), default=0.8, help="chance of detecting it (default 0.8)")
+    plan.add_argument("--alpha", type=probability, default=0.05, help="significance level (default 0.05)")
     plan.add_argument("--one-sided", action="store_true", help="only a drop matters (default: two-sided)")
     plan.add_argument("--unpaired", action="store_true", help="the agents run on different cases (default: the same cases)")
-    plan.add_argument("--discordance", type=float,
+    plan.add_argument("--discordance", type=share(what=" (a share of cases)"),
                       help="paired 0/1: share of cases where the two agents disagree (default: as if independent)")
     plan.add_argument("--trials", type=_positive_int, default=1, help="runs of every case (default 1)")
-    plan.add_argument("--icc", type=float, default=0.5,
+    plan.add_argument("--icc", type=share(open_low=False, open_high=False), default=0.5,
                       help="with --trials: intra-case correlation of a case's trials, 0..1 (default 0.5)")
     plan.set_defaults(func=_plan)
 
@@ -916,7 +914,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "score tables), searched below too (default: the current folder)")
     view.add_argument("--host", default="127.0.0.1",
                       help="interface to listen on (default 127.0.0.1: this machine only; a wider one warns)")
-    view.add_argument("--port", type=int, default=0, help="port to listen on (default 0: a free one, printed)")
+    view.add_argument("--port", type=port, default=0, help="port to listen on (default 0: a free one, printed)")
     view.add_argument("--auth-token", metavar="TOKEN", default=os.environ.get("LEVELFIELD_VIEW_TOKEN") or None,
                       help="require this token (Authorization: Bearer TOKEN, or ?token=TOKEN once, which sets a "
                            "cookie); for --host other than 127.0.0.1 (default: $LEVELFIELD_VIEW_TOKEN)")
@@ -928,7 +926,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from ..adapters.a2a_server import add_serve_command  # light: imports a2a only when serving
 
-    add_serve_command(sub)
+    add_serve_command(sub, port_reader=port, url_reader=http_url)
     return parser
 
 
