@@ -17,9 +17,11 @@ import contextlib
 import math
 import os
 import re
+import signal
 import sys
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -937,23 +939,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    terminated: list[int] = []
     try:
-        return args.func(args)
+        with _terminate_as_interrupt(terminated, args.command in _RUNS_AGENTS):
+            return args.func(args)
     except (UsageError, LevelfieldError) as exc:
         print(f"levelfield {args.command}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(_interrupted_note(args, argv), file=sys.stderr)
-        return 130
+        print(_interrupted_note(args, argv, "terminated (SIGTERM)" if terminated else "interrupted"), file=sys.stderr)
+        return 128 + signal.SIGTERM if terminated else 130
 
 
-def _interrupted_note(args: argparse.Namespace, argv: Sequence[str]) -> str:
-    """What Ctrl-C left: the runs kept in the journal, and the command that resumes."""
+_RUNS_AGENTS = ("eval", "compare", "demo")
+"""The commands SIGTERM stops as Ctrl-C does (the others keep their own handling, or Python's)."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt(terminated: list[int], active: bool) -> Iterator[None]:
+    """While ``active``, SIGTERM does what Ctrl-C does (the runs that finished stay journaled, those in
+    flight are left for ``--resume``, the command that resumes is printed) and is noted in ``terminated``,
+    so the exit code can be 143 rather than 130. A service manager, ``timeout`` or ``docker stop`` sends
+    SIGTERM, and by default it would end the process without a word."""
+    if not active or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_terminate(signum: int, frame: Any) -> None:
+        terminated.append(signum)
+        # Whatever answers Ctrl-C now (asyncio.run cancelling the evaluation, the runner's counter of
+        # the user's interrupts, Python's default) answers this signal too.
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted_note(args: argparse.Namespace, argv: Sequence[str], how: str = "interrupted") -> str:
+    """What Ctrl-C (or SIGTERM, ``how``) left: the runs kept in the journal, and the command that resumes."""
     import shlex
 
     out = getattr(args, "out", None)
     if not out or args.command == "demo":
-        return f"levelfield {args.command}: interrupted; nothing was saved (give --out DIR to journal runs as they finish)"
+        return f"levelfield {args.command}: {how}; nothing was saved (give --out DIR to journal runs as they finish)"
     from ..core.errors import LevelfieldError
     from ..core.results.record import read_record
 
@@ -970,7 +1005,7 @@ def _interrupted_note(args: argparse.Namespace, argv: Sequence[str]) -> str:
     command = shlex.join(again)
     shown = hide_url_credentials(command)
     hidden = "" if shown == command else " (with the URL credentials shown as *** put back)"
-    return f"levelfield {args.command}: interrupted; {kept}. Resume with{hidden}:\n  levelfield {shown}"
+    return f"levelfield {args.command}: {how}; {kept}. Resume with{hidden}:\n  levelfield {shown}"
 
 
 if __name__ == "__main__":
