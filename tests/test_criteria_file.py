@@ -183,3 +183,11 @@ def test_a_bad_file_on_the_command_line_is_one_line_and_exit_2(tmp_path, capsys)
     assert code == 2
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert f"{path}: criteria.response_match_score = 1.5 is out of range" in err
+
+
+@pytest.mark.parametrize("threshold", [1.5, -0.5, float("nan"), True])
+def test_a_criterion_made_in_python_is_held_to_the_same_range(threshold):
+    from levelfield.core.results.criteria import Criterion
+
+    with pytest.raises(lf.MetricError, match=r"criteria\.response_match_score = "):
+        Criterion("response_match_score", threshold)

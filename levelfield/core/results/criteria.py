@@ -128,6 +128,10 @@ class Criterion:
     source: str = field(default="criteria", compare=False, hash=False)
     """Where it was read (the ``test_config.json`` path), for errors."""
 
+    def __post_init__(self) -> None:
+        # Made in Python as well as read from a file: held to the same range (0 to 1; 0 or more for a count).
+        _threshold(self.metric, self.threshold, f"criteria.{self.metric}", self.source)
+
     @property
     def score_name(self) -> str:
         """The metric name the result holds this criterion's scores under."""
