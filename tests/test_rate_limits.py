@@ -64,9 +64,9 @@ def test_a_server_that_admits_n_in_flight_fails_no_run_and_refuses_few_calls(ret
     assert not any(r.failure for r in result.runs), [r.error for r in result.runs if r.failure][:3]
     assert result.summary_metrics["exact_match/mean"] == 1.0
     requests = gate.admitted + gate.refused
-    # The limit starts at the ceiling (12): the 8 calls over the server's 4 are refused once, at the
-    # start, by design; after that, under one in ten.
-    assert gate.refused - (12 - gate.limit) < 0.10 * requests, (gate.refused, requests, [s.describe() for s in result.limits])
+    # Slow start from 4: no burst of the ceiling's 12 at the start (the 8 calls over the server's 4 were
+    # refused there before issue #42, and this assertion allowed them); under one in ten in all.
+    assert gate.refused < 0.10 * requests, (gate.refused, requests, [s.describe() for s in result.limits])
     # Absorbed 429s are not attempts: with retries=0 every run took one attempt, and the runs say
     # how many answers were absorbed, all of them.
     assert all(r.attempts == 1 for r in result.runs)
@@ -197,8 +197,9 @@ def test_an_endpoint_limit_falls_to_what_the_endpoint_carries_and_never_below_on
         limit = EndpointLimit("e", 5)
         for _ in range(4):
             await limit.acquire()
-        assert limit.limit == 5  # it starts at the ceiling
+        assert limit.limit == 4  # slow start: it starts at four in flight (the ceiling pinned here before: issue #42)
         limit.success()
+        assert limit.limit == 5  # and grows by one per answer
         limit.refused(None)  # refused with 2 others in flight: 70 % of 5 -> 3
         assert limit.limit == 3 and limit.in_flight == 2
         limit.failed()

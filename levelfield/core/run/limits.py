@@ -6,24 +6,41 @@ limits, and optional token buckets for ``requests_per_minute`` and ``tokens_per_
 
 The controller (``adaptive=True``) is a loss-based window, as TCP congestion control is:
 
-- it starts at the ceiling (``RunConfig.concurrency``, a judge's ``max_concurrency``), so an
-  endpoint without limits runs exactly as with a fixed concurrency (runs that need each other in
-  flight at once still meet), and one that carries fewer calls refuses the excess once, at the start;
-- on a "too many requests" answer (HTTP 429, a 503 with ``Retry-After``, a provider's
-  ``RateLimitError``) the limit falls to the number of calls the endpoint is still holding for
+- it starts at a few calls in flight, ``_INITIAL`` (4, TCP's initial window of up to four segments,
+  RFC 3390) or the ceiling when lower, and grows by slow start (RFC 5681 §3.1): one call more per
+  answered call, so the window doubles per window of answers, up to the ceiling
+  (``RunConfig.concurrency``, a judge's ``max_concurrency``). An endpoint that carries fewer calls
+  than the ceiling is found a call or two past its level, not by a burst of the whole ceiling. Calls
+  that hold their slots without answering for ``_RAMP`` seconds (slow agents; runs that wait for
+  each other to be in flight at once) also double it: a refusal comes back at once, so a call still
+  running has been admitted;
+- a refusal ("too many requests": HTTP 429, a 503 with ``Retry-After``, a provider's
+  ``RateLimitError``) is first asked what it means. A capacity limit refuses by the number of calls
+  in flight, so the same request sent again at once, with as many calls in flight, is refused again
+  now and then (as often as a fresh one: whenever no slot freed meanwhile); a per-request refusal
+  (a gateway that refuses each request's first call, a cache warming, a per-prompt check) lets it
+  through every time. So a request's first refusal that names no time to wait is put on trial: the
+  limit stays, and the request is sent again at once in the slot it held (no queued call takes it
+  meanwhile). A retry refused too is a capacity signal, and from then on, while any of the last
+  ``_VERDICTS`` (8) trials ended so, a first refusal is one as well, as before (one in ``_RETRIAL``
+  is still tried, to keep the verdicts current). A per-request refusal therefore costs one extra
+  call and never lowers the limit (the 429 storm of a gateway that refuses every first call runs
+  at the ceiling), and a capacity limit costs one extra call in ``_RETRIAL`` refusals. A refusal
+  that says when to come back (``Retry-After`` > 0) is taken at its word at once: waiting frees
+  slots and would spoil the trial;
+- on a capacity refusal the limit falls to the number of calls the endpoint is still holding for
   us, the window it showed it can carry, but by no more than to 70 % of the limit (CUBIC's
   decrease factor, RFC 9438 §4.6). This is TCP's multiplicative decrease to the flight size
   (RFC 5681 §3.1, ``ssthresh = FlightSize / 2``) without the blind halving, because an explicit
   429 tells when the endpoint was full (a lost packet does not);
-- when even a lone call is refused (nothing else of ours in flight) the endpoint limits by time,
-  not by concurrency: no call starts until its ``Retry-After`` has passed (without one, the call
-  tries again a few times after short pauses, then its own retries decide), and the limit
-  restarts from 1 with slow start
-  (RFC 5681 §3.1) up to half the old limit;
-- after a success it grows additively, one call per window of successes (congestion avoidance),
-  and past the level where it was last refused it probes ``_PROBE`` times more slowly, as CUBIC
-  plateaus around its last maximum (RFC 9438 §4.2), so a steady limit costs one 429 in about
-  ``_PROBE * limit`` calls.
+- when a lone call's refusal is a capacity signal (nothing else of ours in flight) the endpoint limits by
+  time, not by concurrency: no call starts until its ``Retry-After`` has passed (without one, the
+  call tries again a few times after short pauses, then its own retries decide), and the limit
+  restarts from 1 with slow start up to half the old limit;
+- once refused, it grows additively, one call per window of successes (congestion avoidance,
+  AIMD), and past the level where it was last refused it probes ``_PROBE`` times more slowly, as CUBIC
+  plateaus around its last maximum (RFC 9438 §4.2), so a steady limit costs one 429 (two when it is on
+  trial) in about ``_PROBE * limit`` calls.
 
 A refused call waits out the ``Retry-After`` it was given and is tried again without counting as
 a failed attempt of its run (see ``levelfield.core.run.runner``). With ``adaptive=False`` the
@@ -41,6 +58,7 @@ import collections
 import contextlib
 import contextvars
 import time
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +77,14 @@ _BETA = 0.7
 """The most one refusal lowers the limit (to 70 %, CUBIC's factor, RFC 9438 §4.6), however few calls were in flight."""
 _PROBE = 8
 """How many times more slowly the limit grows past the level where the endpoint last refused a call."""
+_INITIAL = 4
+"""Calls in flight an adaptive limit starts at (or its ceiling when lower): TCP's initial window, RFC 3390."""
+_VERDICTS = 8
+"""Trials remembered: one of them whose retry was refused too makes first refusals capacity signals."""
+_RETRIAL = 4
+"""While first refusals count as capacity signals, one in this many is still put on trial."""
+_RAMP = 0.5
+"""Seconds without an answer after which calls holding every slot double the window in slow start."""
 
 
 def endpoint_of(agent: Any) -> str:
@@ -121,6 +147,8 @@ class LimitStats:
     """Seconds calls spent waiting on limits, all calls together (for a free slot, a token, a Retry-After)."""
     adaptive: bool = True
     """Whether the limit followed the endpoint's rate limits."""
+    per_request: int = 0
+    """Of those, first refusals whose immediate retry the endpoint admitted: per-request refusals, not capacity."""
 
     def describe(self) -> str:
         """One line for people: ``...: ran at about 7.9 in flight (adaptive limit 8 of 64, peak 9); 400 call(s),
@@ -160,14 +188,26 @@ class EndpointLimit:
         self.adaptive = adaptive
         self.window = float(self.ceiling)
         """The adaptive limit as a real number (the limit is its whole part)."""
-        self._threshold = float(self.ceiling)  # slow start below it (after a pause), avoidance above
+        if adaptive:
+            self.window = float(min(_INITIAL, self.ceiling))
+        self._threshold = float(self.ceiling)  # slow start below it, avoidance above
         self._refused_at: float | None = None  # the level where the endpoint last refused a call
         self._requests = TokenBucket(requests_per_minute) if requests_per_minute else None
         self._tokens = TokenBucket(tokens_per_minute) if tokens_per_minute else None
         self._paused_until = 0.0
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._timer: asyncio.TimerHandle | None = None
+        self._ramp_timer: asyncio.TimerHandle | None = None
+        self._last_end = time.monotonic()
+        # Calls (by their task) whose first refusal is on trial: their retry takes back their slot at once.
+        self._again: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+        self._trial: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()  # their retries, until answered
+        self._verdicts: collections.deque[bool] = collections.deque(maxlen=_VERDICTS)  # retry refused too?
+        self._first_refusals = 0
         self.in_flight = 0
+        self.history: list[int] = [self.limit] if adaptive else []
+        """The limit each time it changed (the first 10,000 changes): the trajectory tests read."""
+        self.per_request = 0
         # statistics
         self.calls = 0
         self.rate_limited = 0
@@ -192,6 +232,11 @@ class EndpointLimit:
             delay = max(delay, self._tokens.delay(0.0))
         return max(delay, 0.0)
 
+    def _changed(self) -> None:
+        """Note the limit in :attr:`history` when it moved."""
+        if self.adaptive and self.history[-1] != self.limit and len(self.history) < 10_000:
+            self.history.append(self.limit)
+
     def _ready(self) -> bool:
         return self.in_flight < self.limit and self._delay() <= 0.0
 
@@ -206,6 +251,12 @@ class EndpointLimit:
     async def acquire(self) -> float:
         """Wait for room to start one call and take it; the seconds waited. Release with :meth:`success`,
         :meth:`refused` or :meth:`failed`."""
+        task = asyncio.current_task()
+        if task is not None and task in self._again:
+            # A refused call sent again at once, in the slot it held: the test of its refusal.
+            self._again.discard(task)
+            self._start()
+            return 0.0
         if not self._waiters and self._ready():
             self._start()
             return 0.0
@@ -238,7 +289,10 @@ class EndpointLimit:
         if not self._waiters:
             return
         head = self._waiters[0]
-        if head.done() or self.in_flight >= self.limit:
+        if head.done():
+            return
+        if self.in_flight >= self.limit:
+            self._arm_ramp()
             return
         delay = self._delay()
         if delay <= 0.0:
@@ -252,15 +306,50 @@ class EndpointLimit:
 
             self._timer = loop.call_later(delay, fire)
 
+    def _arm_ramp(self) -> None:
+        """In slow start, with every slot held and calls waiting: check again in ``_RAMP`` seconds."""
+        if not self.adaptive or self._ramp_timer is not None or self.window >= self._threshold:
+            return
+        self._ramp_timer = asyncio.get_running_loop().call_later(_RAMP, self._ramp)
+
+    def _ramp(self) -> None:
+        """Double the window when the calls holding it have gone ``_RAMP`` seconds without an answer
+        or a refusal: the endpoint admitted them (a refusal comes back at once) and may take more."""
+        self._ramp_timer = None
+        if not self._waiters or self.in_flight < self.limit or self.window >= self._threshold:
+            return
+        if time.monotonic() - self._last_end >= _RAMP:
+            self.window = min(2 * self.window, self._threshold, float(self.ceiling))
+            self._changed()
+            self._wake()
+        self._arm_ramp()
+
     def _end(self, tokens: float | None) -> None:
         self._account()
+        self._last_end = time.monotonic()
         self.in_flight -= 1
         if self._tokens is not None and tokens:
             self._tokens.take(float(tokens))
 
+    def _admitted(self) -> None:
+        """The endpoint answered this task's call: when it was a refused call's retry, the refusal was per-request."""
+        task = asyncio.current_task()
+        if task is not None and task in self._trial:
+            self._trial.discard(task)
+            self._verdicts.append(False)
+            self.per_request += 1
+
+    def _on_trial(self) -> bool:
+        """Whether a request's first refusal is put on trial rather than taken as a capacity signal: while
+        none of the last ``_VERDICTS`` trials had its retry refused, and one first refusal in
+        ``_RETRIAL`` after one had, so the verdicts stay current."""
+        self._first_refusals += 1
+        return not any(self._verdicts) or self._first_refusals % _RETRIAL == 0
+
     def success(self, tokens: float | None = None) -> None:
         """A call ended with an answer (``tokens``: what it spent, for ``tokens_per_minute``)."""
         self._end(tokens)
+        self._admitted()
         if self.adaptive and self.window < self.ceiling:
             if self.window < self._threshold:
                 self.window += 1.0  # slow start: the window doubles per window of successes
@@ -272,11 +361,13 @@ class EndpointLimit:
             else:
                 self.window += 1.0 / self.window
             self.window = min(self.window, float(self.ceiling))
+            self._changed()
         self._wake()
 
     def failed(self, tokens: float | None = None) -> None:
         """A call ended with an error that says nothing about the endpoint's limits."""
         self._end(tokens)
+        self._admitted()
         self._wake()
 
     def refused(self, retry_after: float | None, *, pause: bool = True) -> float:
@@ -302,12 +393,19 @@ class EndpointLimit:
                     self._paused_until = max(self._paused_until, time.monotonic() + wait)
                 self._threshold = max(1.0, self.window / 2)
                 self.window = 1.0
+            self._changed()
         self._wake()
         return wait
 
     def ended_with(self, exc: BaseException, absorbed: int, max_wait: float | None = None) -> float | None:
         """A call ended by ``exc``; when it is a rate-limit answer this limit absorbs, the seconds to
         wait before trying the call again, else None (an ordinary failure, for the caller's retries).
+
+        A call's first refusal that names no time to wait is put on trial (see the module): nothing
+        changes, and the call is sent again at once in the slot it held (after ``_LONE_PAUSE`` when it
+        was alone in flight, as the endpoint may still be freeing calls it answered). Its retry
+        refused too (``absorbed`` > 0) is a capacity signal, as is a first refusal that says when to
+        come back.
 
         Absorbed (``adaptive``, fewer than ``MAX_ABSORBED`` for this call so far): a refusal while
         other calls of ours were in flight (the limit falls to them), a lone refusal whose
@@ -320,6 +418,21 @@ class EndpointLimit:
             return None
         lone = self.in_flight <= 1
         told = rate.retry_after is not None and (max_wait is None or rate.retry_after <= max_wait)
+        task = asyncio.current_task()
+        if task is not None and task in self._trial:
+            self._trial.discard(task)
+            self._verdicts.append(True)  # the retry was refused too: this endpoint's refusals are capacity
+        first = self.adaptive and absorbed == 0 and not (rate.retry_after or 0) > 0 and task is not None
+        if first and self._on_trial():
+            self._end(None)
+            self.rate_limited += 1
+            self._again.add(task)
+            self._trial.add(task)
+            wait = _LONE_PAUSE if lone else 0.0
+            self.waited += wait
+            # No waiter is woken: the slot is this call's retry's, which the caller starts next
+            # (at once, so nothing else takes it; or after a lone pause, when the limit has room anyway).
+            return wait
         # A lone refusal that says nothing may be the endpoint still freeing calls it has answered:
         # tried again a few times after a short, growing pause, then left to the caller.
         untold = lone and not told and absorbed < _LONE_TRIES
@@ -353,6 +466,7 @@ class EndpointLimit:
             peak_in_flight=self.peak,
             calls=self.calls,
             rate_limited=self.rate_limited,
+            per_request=self.per_request,
             waited_seconds=round(self.waited, 3),
             adaptive=self.adaptive,
         )
