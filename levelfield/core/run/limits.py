@@ -81,6 +81,9 @@ _INITIAL = 4
 """Calls in flight an adaptive limit starts at (or its ceiling when lower): TCP's initial window, RFC 3390."""
 _VERDICTS = 8
 """Trials remembered: one of them whose retry was refused too makes first refusals capacity signals."""
+_PASSES = 4
+"""Trials whose retry was admitted with at least as many calls in flight (and none refused among the
+last ``_VERDICTS``) that show per-request refusals."""
 _RETRIAL = 4
 """While first refusals count as capacity signals, one in this many is still put on trial."""
 _RAMP = 0.5
@@ -201,9 +204,20 @@ class EndpointLimit:
         self._last_end = time.monotonic()
         # Calls (by their task) whose first refusal is on trial: their retry takes back their slot at once.
         self._again: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
-        self._trial: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()  # their retries, until answered
+        # Their retries, until answered: the calls in flight when the refused first call was sent.
+        self._trial: weakref.WeakKeyDictionary[asyncio.Task[Any], int] = weakref.WeakKeyDictionary()
         self._verdicts: collections.deque[bool] = collections.deque(maxlen=_VERDICTS)  # retry refused too?
         self._first_refusals = 0
+        # Each call in flight (by its task): its number and the calls in flight when it was sent, itself included.
+        self._sent: weakref.WeakKeyDictionary[asyncio.Task[Any], tuple[int, int]] = weakref.WeakKeyDictionary()
+        self._seq = 0
+        # The last answers: (when it came, seconds it took), for what the endpoint carried.
+        self._answers: collections.deque[tuple[float, float]] = collections.deque(maxlen=4 * self.ceiling)
+        self._recover = 0  # calls numbered up to this were sent before the last cut: no second cut for them
+        self._base = self.window  # the window before the last cut (the most a run of refusals lowers it from)
+        # Before refusals are shown per-request, a first refusal cuts the limit as a capacity signal
+        # would; this is what it was before, restored when they are shown per-request.
+        self._undo: tuple[float, float] | None = None
         self.in_flight = 0
         self.history: list[int] = [self.limit] if adaptive else []
         """The limit each time it changed (the first 10,000 changes): the trajectory tests read."""
@@ -244,6 +258,10 @@ class EndpointLimit:
         self._account()
         self.in_flight += 1
         self.calls += 1
+        self._seq += 1
+        task = asyncio.current_task()
+        if task is not None:
+            self._sent[task] = (self._seq, self.in_flight, time.monotonic())
         self.peak = max(self.peak, self.in_flight)
         if self._requests is not None:
             self._requests.take(1.0)
@@ -324,35 +342,82 @@ class EndpointLimit:
             self._wake()
         self._arm_ramp()
 
-    def _end(self, tokens: float | None) -> None:
+    def _end(self, tokens: float | None) -> tuple[int, int]:
+        """End this task's call; its number and the calls in flight when it was sent (itself included)."""
         self._account()
         self._last_end = time.monotonic()
+        task = asyncio.current_task()
+        record = self._sent.pop(task, None) if task is not None else None
+        if record is None:  # not started by this task (a caller's own bookkeeping): as if sent now
+            record = (self._seq, self.in_flight, self._last_end)
         self.in_flight -= 1
         if self._tokens is not None and tokens:
             self._tokens.take(float(tokens))
+        self._took = self._last_end - record[2]
+        return record[0], record[1]
 
-    def _admitted(self) -> None:
-        """The endpoint answered this task's call: when it was a refused call's retry, the refusal was per-request."""
+    def carried(self) -> float | None:
+        """Calls the endpoint has been holding for us at once, by Little's law over its last answers:
+        answers per second times seconds per answer (None before three answers). Unlike the calls in
+        flight when a refusal comes back, this counts only calls the endpoint took."""
+        if len(self._answers) < 3:
+            return None
+        recent = [a for a in self._answers if a[0] >= self._answers[-1][0] - 4 * max(a[1] for a in self._answers)]
+        if len(recent) < 3 or recent[-1][0] <= recent[0][0]:
+            return None
+        rate = (len(recent) - 1) / (recent[-1][0] - recent[0][0])
+        return rate * sum(a[1] for a in recent[1:]) / (len(recent) - 1)
+
+    def _admitted(self, at: int) -> None:
+        """The endpoint answered this task's call, sent with ``at`` calls in flight. When it was a
+        refused call's retry sent with at least as many in flight as the refused call, the refusal was
+        per-request: a capacity limit would have refused it too. With fewer (calls ended in between),
+        it tells nothing, and no verdict is kept."""
         task = asyncio.current_task()
-        if task is not None and task in self._trial:
-            self._trial.discard(task)
-            self._verdicts.append(False)
-            self.per_request += 1
+        if task is None or task not in self._trial:
+            return
+        refused_at = self._trial.pop(task)
+        if at < refused_at:
+            return
+        self._verdicts.append(False)
+        self.per_request += 1
+        if self._undo is not None and self._per_request():
+            # Shown per-request: the cuts first refusals made are undone, and slow start goes on.
+            window, threshold = self._undo
+            self._undo = None
+            self.window = max(self.window, window)
+            self._threshold = max(self._threshold, threshold)
+            self._refused_at = None
+            self._changed()
+            self._wake()
+
+    def _per_request(self) -> bool:
+        """Whether this endpoint's first refusals are per-request: ``_PASSES`` retries admitted, none refused."""
+        return not any(self._verdicts) and len(self._verdicts) >= _PASSES
 
     def _on_trial(self) -> bool:
         """Whether a request's first refusal is put on trial rather than taken as a capacity signal: while
         none of the last ``_VERDICTS`` trials had its retry refused, and one first refusal in
-        ``_RETRIAL`` after one had, so the verdicts stay current."""
+        ``_RETRIAL`` after one had, so the verdicts stay current. Until refusals are shown per-request,
+        no more than ``_PASSES`` trials at once: against a capacity limit each costs a refusal more."""
         self._first_refusals += 1
+        if self._per_request():
+            return True
+        if len(self._trial) >= _PASSES:
+            return False
         return not any(self._verdicts) or self._first_refusals % _RETRIAL == 0
 
     def success(self, tokens: float | None = None) -> None:
         """A call ended with an answer (``tokens``: what it spent, for ``tokens_per_minute``)."""
-        self._end(tokens)
-        self._admitted()
-        if self.adaptive and self.window < self.ceiling:
+        full = self.in_flight >= self.limit or bool(self._waiters)
+        _, at = self._end(tokens)
+        self._answers.append((self._last_end, self._took))
+        self._admitted(at)
+        # Only while calls wait for the window does an answer show it too small (RFC 7661): an
+        # endpoint given fewer calls than the window proves nothing about more.
+        if self.adaptive and self.window < self.ceiling and full:
             if self.window < self._threshold:
-                self.window += 1.0  # slow start: the window doubles per window of successes
+                self.window += 1.0  # slow start: the window doubles per window of answers
             elif self._refused_at is not None and self.window + 1.0 >= self._refused_at:
                 step = 1.0 / (_PROBE * self.window)  # probing past where the endpoint refused: slowly
                 self.window += step
@@ -366,27 +431,44 @@ class EndpointLimit:
 
     def failed(self, tokens: float | None = None) -> None:
         """A call ended with an error that says nothing about the endpoint's limits."""
-        self._end(tokens)
-        self._admitted()
+        _, at = self._end(tokens)
+        self._admitted(at)
         self._wake()
 
-    def refused(self, retry_after: float | None, *, pause: bool = True) -> float:
+    def refused(self, retry_after: float | None, *, pause: bool = True, sent: tuple[int, int] | None = None) -> float:
         """A call the endpoint refused for its rate limit; the seconds that call should wait before
         trying again (its ``Retry-After``, else 0). ``pause``: a lone refusal holds every call of
-        the endpoint until then (the endpoint limits by time, e.g. a quota per minute)."""
-        self._end(None)
+        the endpoint until then (the endpoint limits by time, e.g. a quota per minute). ``sent``:
+        the call's number and the calls in flight when it was sent (ended already), else it ends here."""
+        seq, at = self._end(None) if sent is None else sent
         self.rate_limited += 1
         wait = max(0.0, retry_after) if retry_after is not None else 0.0
         if self.adaptive:
-            others = self.in_flight
+            # The endpoint was full with the ``others`` of ours in flight when the call was sent (not
+            # when its refusal came back: calls sent since, in a growing window, prove nothing).
+            # Sent alone but refused with calls of ours in flight: those, as when it came back.
+            others = at - 1 if at > 1 else self.in_flight
             if others > 0:
-                # The endpoint was full with ``others`` of ours in flight: that is the window it carries.
-                # Not below _BETA of the window, though: the endpoint may still hold calls whose answers
-                # we already have (it frees them a moment later), so ``others`` can undercount.
+                if seq > self._recover:
+                    # Sent after the last cut: a new signal. Refusals of calls sent before it (a window
+                    # too large, already cut) lower it to their level at most, never compounding below
+                    # _BETA of the window they were sent in (TCP's one cut per window, RFC 6582).
+                    self._base = self.window
+                    self._recover = self._seq
                 before = self.window
-                self.window = min(self.window, max(float(others), _BETA * self.window))
-                self._threshold = self.window
-                self._refused_at = max(before, self.window + 1.0)  # probe slowly up to where it refused
+                # That is the window it carries. Not below _BETA, though: the endpoint may still hold
+                # calls whose answers we already have (it frees them a moment later).
+                # Slow start doubles the window in the time a refusal takes to come back: the first
+                # cut may halve it (RFC 5681's FlightSize / 2), later ones take it to _BETA at most.
+                # Beyond what the endpoint was shown to carry, the calls in flight when it was sent say
+                # little (the window overshot, and the endpoint took calls in no order): what it carried.
+                floor = (0.5 if self._threshold >= self.ceiling else _BETA) * self._base
+                carried = self.carried()
+                level = float(others) if carried is None else min(float(others), max(1.0, round(carried)))
+                self.window = min(self.window, max(level, floor))
+                self._threshold = min(self._threshold, self.window)
+                # Probe slowly up to where it refused.
+                self._refused_at = max(self.window + 1.0, min(before, float(at)))
             else:
                 # Refused with nothing else in flight: a limit in time, not in concurrency.
                 if pause and retry_after is not None:
@@ -419,15 +501,22 @@ class EndpointLimit:
         lone = self.in_flight <= 1
         told = rate.retry_after is not None and (max_wait is None or rate.retry_after <= max_wait)
         task = asyncio.current_task()
+        sent = self._end(None)
         if task is not None and task in self._trial:
-            self._trial.discard(task)
+            del self._trial[task]
             self._verdicts.append(True)  # the retry was refused too: this endpoint's refusals are capacity
         first = self.adaptive and absorbed == 0 and not (rate.retry_after or 0) > 0 and task is not None
         if first and self._on_trial():
-            self._end(None)
-            self.rate_limited += 1
             self._again.add(task)
-            self._trial.add(task)
+            self._trial[task] = sent[1]
+            if not self._per_request() and sent[1] > 1:
+                # Until refusals are shown per-request, one may be the endpoint's limit: it cuts the
+                # limit as such (undone when its retry, or another's, shows it per-request).
+                if self._undo is None:
+                    self._undo = (self.window, self._threshold)
+                self.refused(None, sent=sent)
+            else:
+                self.rate_limited += 1
             wait = _LONE_PAUSE if lone else 0.0
             self.waited += wait
             # No waiter is woken: the slot is this call's retry's, which the caller starts next
@@ -437,7 +526,7 @@ class EndpointLimit:
         # tried again a few times after a short, growing pause, then left to the caller.
         untold = lone and not told and absorbed < _LONE_TRIES
         absorb = self.adaptive and absorbed < MAX_ABSORBED and (told or not lone or untold)
-        wait = self.refused(rate.retry_after if told else None, pause=absorb)
+        wait = self.refused(rate.retry_after if told else None, pause=absorb, sent=sent)
         if not absorb:
             return None
         if untold:
@@ -571,7 +660,7 @@ class Limits:
         used = [limit for limit in self._limits.values() if limit.calls]
         if not used:
             return ""
-        busiest = max(used, key=lambda l: l.calls)
+        busiest = max(used, key=lambda limit: limit.calls)
         text = f"{busiest.in_flight}/{busiest.limit}"
         if busiest.rate_limited:
             text += f" {busiest.rate_limited}x429"
