@@ -8,31 +8,33 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
 
 - it starts at a few calls in flight, ``_INITIAL`` (4, TCP's initial window of up to four segments,
   RFC 3390) or the ceiling when lower, and grows by slow start (RFC 5681 §3.1): one call more per
-  answered call, so the window doubles per window of answers, up to the ceiling
-  (``RunConfig.concurrency``, a judge's ``max_concurrency``). An endpoint that carries fewer calls
-  than the ceiling is found a call or two past its level, not by a burst of the whole ceiling. Calls
-  that hold their slots without answering for ``_RAMP`` seconds (slow agents; runs that wait for
-  each other to be in flight at once) also double it: a refusal comes back at once, so a call still
-  running has been admitted;
+  answer while calls wait for the window (an answer when fewer calls than the window were wanted
+  proves nothing about more, RFC 7661), so the window doubles per window of answers, up to the
+  ceiling (``RunConfig.concurrency``, a judge's ``max_concurrency``). Calls that hold their slots
+  without answering for ``_RAMP`` seconds (slow agents) also double it: they were admitted;
+- every call keeps the calls in flight when it was *sent*: a refusal is judged by those, not by
+  what is in flight when it comes back (a growing window has sent more since);
 - a refusal ("too many requests": HTTP 429, a 503 with ``Retry-After``, a provider's
   ``RateLimitError``) is first asked what it means. A capacity limit refuses by the number of calls
-  in flight, so the same request sent again at once, with as many calls in flight, is refused again
-  now and then (as often as a fresh one: whenever no slot freed meanwhile); a per-request refusal
-  (a gateway that refuses each request's first call, a cache warming, a per-prompt check) lets it
-  through every time. So a request's first refusal that names no time to wait is put on trial: the
-  limit stays, and the request is sent again at once in the slot it held (no queued call takes it
-  meanwhile). A retry refused too is a capacity signal, and from then on, while any of the last
-  ``_VERDICTS`` (8) trials ended so, a first refusal is one as well, as before (one in ``_RETRIAL``
-  is still tried, to keep the verdicts current). A per-request refusal therefore costs one extra
-  call and never lowers the limit (the 429 storm of a gateway that refuses every first call runs
-  at the ceiling), and a capacity limit costs one extra call in ``_RETRIAL`` refusals. A refusal
-  that says when to come back (``Retry-After`` > 0) is taken at its word at once: waiting frees
-  slots and would spoil the trial;
-- on a capacity refusal the limit falls to the number of calls the endpoint is still holding for
-  us, the window it showed it can carry, but by no more than to 70 % of the limit (CUBIC's
-  decrease factor, RFC 9438 §4.6). This is TCP's multiplicative decrease to the flight size
-  (RFC 5681 §3.1, ``ssthresh = FlightSize / 2``) without the blind halving, because an explicit
-  429 tells when the endpoint was full (a lost packet does not);
+  in flight, so the same request sent again at once with as many calls in flight is refused too,
+  most of the time; a per-request refusal (a gateway that refuses each request's first call, a
+  cache warming, a per-prompt check) lets it through every time. So a request's first refusal that
+  names no time to wait is put on trial: it is sent again at once in the slot it held. Until
+  ``_PASSES`` (4) retries in a row were admitted with at least as many calls in flight as their
+  refused first call (fewer proves nothing: slots freed meanwhile), a first refusal also cuts the
+  limit as a capacity signal would, and no more than ``_PASSES`` trials run at once; once they
+  were, the cuts are undone and first refusals leave the limit alone (the 429 storm of a gateway
+  that refuses every first call runs at the ceiling). A retry refused too is a capacity signal,
+  and while any of the last ``_VERDICTS`` (8) trials ended so, first refusals are capacity signals
+  (one in ``_RETRIAL`` still tried, to keep the verdicts current). A refusal that says when to
+  come back (``Retry-After`` > 0) is taken at its word at once;
+- a capacity signal cuts the limit to the calls of ours in flight when the refused call was sent,
+  or to what the endpoint carried when that is lower (Little's law over its last answers: answers
+  per second times seconds per answer; past an overshoot the endpoint took calls in no order), but
+  no lower than half the window at the end of slow start (which doubled it in the time a refusal
+  took to come back; RFC 5681's FlightSize / 2) and 70 % after (CUBIC's factor, RFC 9438 §4.6).
+  Refusals of calls sent before the last cut lower it no further than that (one cut per window
+  sent, RFC 6582);
 - when a lone call's refusal is a capacity signal (nothing else of ours in flight) the endpoint limits by
   time, not by concurrency: no call starts until its ``Retry-After`` has passed (without one, the
   call tries again a few times after short pauses, then its own retries decide), and the limit
@@ -151,7 +153,8 @@ class LimitStats:
     adaptive: bool = True
     """Whether the limit followed the endpoint's rate limits."""
     per_request: int = 0
-    """Of those, first refusals whose immediate retry the endpoint admitted: per-request refusals, not capacity."""
+    """Of those, first refusals whose immediate retry the endpoint admitted with as many calls in flight:
+    per-request refusals, not capacity."""
 
     def describe(self) -> str:
         """One line for people: ``...: ran at about 7.9 in flight (adaptive limit 8 of 64, peak 9); 400 call(s),
@@ -483,8 +486,8 @@ class EndpointLimit:
         """A call ended by ``exc``; when it is a rate-limit answer this limit absorbs, the seconds to
         wait before trying the call again, else None (an ordinary failure, for the caller's retries).
 
-        A call's first refusal that names no time to wait is put on trial (see the module): nothing
-        changes, and the call is sent again at once in the slot it held (after ``_LONE_PAUSE`` when it
+        A call's first refusal that names no time to wait is put on trial (see the module): the call
+        is sent again at once in the slot it held (after ``_LONE_PAUSE`` when it
         was alone in flight, as the endpoint may still be freeing calls it answered). Its retry
         refused too (``absorbed`` > 0) is a capacity signal, as is a first refusal that says when to
         come back.
