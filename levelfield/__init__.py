@@ -66,6 +66,8 @@ _LAZY = {
     "ToolCall": ".core.data.types",
     "Usage": ".core.data.types",
     "TaskSuccess": ".simulation",
+    "ToolCassette": ".tools",
+    "Faults": ".tools",
     "UserSimulator": ".simulation",
     "UserTurn": ".simulation",
 }
@@ -85,6 +87,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from .executors import RayExecutor
     from .formats import export_scores, load_dataset, load_traces, to_adk_evalset
     from .simulation import TaskSuccess, UserSimulator, UserTurn
+    from .tools import Faults, ToolCassette
 
 
 def __getattr__(name: str) -> Any:
@@ -142,6 +145,8 @@ __all__ = [
     "UserSimulator",
     "UserTurn",
     "TaskSuccess",
+    "ToolCassette",
+    "Faults",
     "LevelfieldError",
     "DatasetError",
     "MetricError",
