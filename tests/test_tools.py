@@ -158,7 +158,8 @@ def get_time_never(city: str) -> str:
 
 
 def replay_entries(n: int = 3, tool_name: str = "get_time") -> list[dict[str, Any]]:
-    return [{"case": f"c{i}", "tool": tool_name, "args": {"city": f"city{i}"}, "output": f"recorded-{i}"} for i in range(n)]
+    return [{"case": f"c{i}", "tool": tool_name, "args": {"city": f"city{i}"}, "output": f"recorded-{i}"}
+            for i in range(n)]
 
 
 def hand_built_graph() -> Any:
@@ -216,10 +217,10 @@ def test_a_missing_call_under_replay_is_a_tool_error_the_agent_sees(tmp_path):
 
 def test_a_missing_call_can_be_answered_live_or_by_a_simulator(tmp_path):
     path = write_cassette(tmp_path / "t.jsonl", replay_entries(1))
-    simulated = lf.evaluate(dataset(2), function_agent, ["exact_match"], **FAST,
-                            tools=lf.ToolCassette(path, on_missing=lambda tool, args, case: f"sim {tool} {args['city']}"))
+    cassette = lf.ToolCassette(path, on_missing=lambda tool, args, case: f"sim {tool} {args['city']}")
+    simulated = lf.evaluate(dataset(2), function_agent, ["exact_match"], tools=cassette, **FAST)
     assert seen(simulated) == {("c0", 0): "recorded-0", ("c1", 0): "sim get_time city1"}
-    live = lf.evaluate(dataset(2), {"fn": function_agent}["fn"], ["exact_match"], **FAST,
+    live = lf.evaluate(dataset(2), function_agent, ["exact_match"], **FAST,
                        tools=lf.ToolCassette(path, on_missing="live"))
     assert seen(live)[("c0", 0)] == "recorded-0"
     assert seen(live)[("c1", 0)] in ("FAILED",) or seen(live)[("c1", 0)].startswith("fn:city1:")
@@ -228,8 +229,8 @@ def test_a_missing_call_can_be_answered_live_or_by_a_simulator(tmp_path):
 
 def test_record_missing_keeps_the_entries_and_records_the_rest(tmp_path):
     path = write_cassette(tmp_path / "t.jsonl", replay_entries(2))
-    result = lf.evaluate(dataset(4), function_agent, ["exact_match"], tools=lf.ToolCassette(path, mode="record_missing"),
-                         **FAST)
+    cassette = lf.ToolCassette(path, mode="record_missing")
+    result = lf.evaluate(dataset(4), function_agent, ["exact_match"], tools=cassette, **FAST)
     assert [e["source"] for r in result.runs for e in r.tool_events] == ["replayed", "replayed", "recorded", "recorded"]
     assert set(cassette_outputs(path)) == {"c0", "c1", "c2", "c3"}
 
@@ -407,7 +408,8 @@ def test_a_truncated_cassette_is_refused_naming_the_file_and_line(tmp_path):
 
 def test_a_cassette_of_another_version_is_refused(tmp_path):
     path = write_cassette(tmp_path / "t.jsonl", replay_entries(1), header={"levelfield_cassette": 99})
-    with pytest.raises(lf.tools.CassetteError, match=r"t\.jsonl, line 1: version 99; this levelfield reads cassette version 1"):
+    with pytest.raises(lf.tools.CassetteError, match=r"t\.jsonl, line 1: version 99; this levelfield reads cassette "
+                                                     "version 1"):
         lf.ToolCassette(path)
 
 
