@@ -566,7 +566,8 @@ async def _compare(
     joined = None
     if baseline is not None:
         # Loaded before any agent runs, so a bad baseline fails fast.
-        joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials)
+        joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials,
+                                        tools=levelled.header)
     with holding(cfg.out_dir):  # one writer per out folder, from reading its journal to saving the results
         try:
             results = await run_and_score(ds, runnables, resolved, cfg, kind=kind, settings=settings.to_dict(),

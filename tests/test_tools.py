@@ -514,3 +514,63 @@ def test_async_function_tools_are_levelled(tmp_path):
 
     result = lf.evaluate(dataset(2), agent, ["exact_match"], tools=lf.ToolCassette(path), **FAST)
     assert seen(result) == {("c0", 0): "recorded-0", ("c1", 0): "recorded-1"}
+
+
+# -- report, command line, baselines ----------------------------------------------------------------
+
+
+def test_the_report_and_the_printed_comparison_say_how_each_agent_was_levelled(tmp_path, recorded):
+    path, _ = recorded
+
+    class Remote:
+        name = "remote"
+
+        async def arun(self, request):
+            return lf.AgentOutput(response="x")
+
+    cmp = compare({"fn": function_agent, "remote": Remote()}, tools=lf.ToolCassette(path),
+                  faults=lf.Faults(rate=1.0, kinds=("empty",), seed=2))
+    from levelfield.comparison_text import format_comparison
+
+    text = format_comparison(cmp)
+    assert f"Tools levelled: cassette {path} (replay, fingerprint {lf.ToolCassette(path).fingerprint()})" in text
+    assert "fn: 20 tool calls: 20 replayed, 0 recorded, 0 live, 0 missed; 20 faulted (empty 20)" in text
+    assert "remote: not levelled (Remote: no interception for this kind of agent" in text
+    html_path = lf.report.write(cmp, tmp_path / "report.html")
+    html = Path(html_path).read_text(encoding="utf-8")
+    assert '<section id="tools"><h2>Tools</h2>' in html and "20 faulted (empty 20)" in html
+
+
+def test_the_command_line_records_and_replays_a_cassette_with_faults(tmp_path, capsys):
+    from levelfield.cli.main import main
+
+    data = tmp_path / "cases.jsonl"
+    data.write_text("\n".join(json.dumps(row) for row in dataset(4)) + "\n", encoding="utf-8")
+    cassette = tmp_path / "tools.jsonl"
+    agent = "_levelled_agents:function_agent"
+    common = ["compare", str(data), "--agent", f"a={agent}", "--agent", f"b={agent}", "-m", "exact_match", "-q",
+              "--retries", "0"]
+    assert main([*common, "--tools", str(cassette), "--tools-mode", "record"]) in (0, 1)
+    recorded_out = capsys.readouterr().out
+    assert "Tools levelled: cassette" in recorded_out and "(record," in recorded_out
+    assert len(cassette.read_text().splitlines()) == 5
+    faulted = ["--tools", str(cassette), "--faults", "1", "--fault-kinds", "empty", "--fault-seed", "4"]
+    assert main([*common, *faulted]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "a: 4 tool calls: 4 replayed, 0 recorded, 0 live, 0 missed; 4 faulted (empty 4)" in out
+    assert "faults at rate 1, seed 4, kinds empty (schedule v1)" in out
+    assert main([*common, "--fault-seed", "4"]) == 2
+    assert "--fault-seed: only with --faults RATE" in capsys.readouterr().err
+
+
+def test_a_baseline_run_with_another_cassette_is_refused(tmp_path):
+    first = write_cassette(tmp_path / "a.jsonl", replay_entries(2))
+    other = write_cassette(tmp_path / "b.jsonl", replay_entries(2))
+    out = tmp_path / "base"
+    lf.evaluate(dataset(2), function_agent, ["exact_match"], tools=lf.ToolCassette(first), out=out, **FAST)
+    with pytest.raises(lf.ConfigError, match=r"baseline 'base' .*ran with cassette .*a\.jsonl.*, not .*b\.jsonl"):
+        lf.compare(dataset(2), {"fn": function_agent}, ["exact_match"], baseline=str(out),
+                   tools=lf.ToolCassette(other), **FAST)
+    same = lf.compare(dataset(2), {"fn": function_agent}, ["exact_match"], baseline=str(out),
+                      tools=lf.ToolCassette(first), **FAST)
+    assert set(same.agents) == {"fn", "base"}
