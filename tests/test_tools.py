@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
@@ -574,3 +575,29 @@ def test_a_baseline_run_with_another_cassette_is_refused(tmp_path):
     same = lf.compare(dataset(2), {"fn": function_agent}, ["exact_match"], baseline=str(out),
                       tools=lf.ToolCassette(first), **FAST)
     assert set(same.agents) == {"fn", "base"}
+
+
+@tool("get_time")
+def live_sync_time(city: str, config: RunnableConfig) -> str:
+    """The time in a city (takes the run's config, as LangChain tools may)."""
+    return f"sync {city} {bool(config)}"
+
+
+@tool("get_time")
+async def live_async_time(city: str) -> str:
+    """The time in a city."""
+    await asyncio.sleep(0)
+    return f"async {city}"
+
+
+@pytest.mark.parametrize("live_tool, expected", [(live_sync_time, "sync city{i} True"),
+                                                (live_async_time, "async city{i}")], ids=["sync_with_config", "async"])
+def test_langgraph_live_tools_are_recorded_with_what_langchain_passes_them(tmp_path, live_tool, expected):
+    path = tmp_path / "rec.jsonl"
+    graph = create_agent(ScriptedChatModel(_lc_policy), tools=[live_tool])
+    recorded = lf.evaluate(dataset(2), graph, ["exact_match"], tools=lf.ToolCassette(path, mode="record"), **FAST)
+    assert seen(recorded) == {(f"c{i}", 0): expected.format(i=i) for i in range(2)}, [r.error for r in recorded.runs]
+    assert cassette_outputs(path) == {f"c{i}": expected.format(i=i) for i in range(2)}
+    replay_graph = create_agent(ScriptedChatModel(_lc_policy), tools=[get_time_never])
+    replayed = lf.evaluate(dataset(2), replay_graph, ["exact_match"], tools=lf.ToolCassette(path), **FAST)
+    assert seen(replayed) == seen(recorded)

@@ -11,7 +11,7 @@ run the copy behaves as the tool. langchain-core is imported only here.
 from __future__ import annotations
 
 import contextvars
-import inspect
+import functools
 import json
 import threading
 from collections.abc import Mapping
@@ -67,6 +67,11 @@ def _subclass(cls: type) -> type:
             _PENDING.set((self.name, _args_of(self, tool_input)))
             return await cls.arun(self, tool_input, *args, **kwargs)
 
+        from langchain_core.tools import BaseTool
+
+        # LangChain passes run_manager / config to a _run whose signature and type hints name them:
+        # the overrides wear the originals' (and LangChain reads _run's for a class keeping BaseTool's _arun).
+        @functools.wraps(base_run)
         def _run(self: Any, *args: Any, **kwargs: Any) -> Any:
             pending = _PENDING.get()
             if pending is None:
@@ -74,6 +79,7 @@ def _subclass(cls: type) -> type:
             _PENDING.set(None)  # tools this tool calls are their own calls
             return _as_response(self, call_tool(pending[0], pending[1], lambda: base_run(self, *args, **kwargs)))
 
+        @functools.wraps(base_run if base_arun is BaseTool._arun else base_arun)
         async def _arun(self: Any, *args: Any, **kwargs: Any) -> Any:
             pending = _PENDING.get()
             if pending is None:
@@ -82,12 +88,6 @@ def _subclass(cls: type) -> type:
             answer = await acall_tool(pending[0], pending[1], lambda: base_arun(self, *args, **kwargs))
             return _as_response(self, answer)
 
-        # LangChain passes run_manager / config only to a _run whose signature names them.
-        _run.__signature__ = inspect.signature(base_run)  # type: ignore[attr-defined]
-        from langchain_core.tools import BaseTool
-
-        # LangChain reads _run's signature for a class that keeps BaseTool's _arun: so do we.
-        _arun.__signature__ = inspect.signature(base_run if base_arun is BaseTool._arun else base_arun)  # type: ignore[attr-defined]
         namespace = {"__slots__": (), "__module__": __name__, "run": run, "arun": arun, "_run": _run, "_arun": _arun,
                      "__doc__": cls.__doc__}
         sub = type(f"Levelled{cls.__name__}", (cls,), namespace)

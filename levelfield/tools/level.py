@@ -103,7 +103,7 @@ class Call:
         except Exception:  # noqa: BLE001 - arguments no matcher can key: the tool runs as it is
             return _LIVE
         with self.leveller._lock:
-            entry = cassette.get(case, self.tool, self.args)
+            entry = cassette.get_key(self._key)
             if entry is not None:
                 self.event["source"] = "replayed"
                 return entry
@@ -188,7 +188,9 @@ class Call:
             raise live_error
         if entry.error is not None:
             raise _replayed_error(entry.error)
-        output = copy.deepcopy(entry.output) if copied else entry.output
+        output = entry.output
+        if copied and not isinstance(output, (str, int, float, bool, type(None))):
+            output = copy.deepcopy(output)  # an agent that changes its answer must not change the next agent's
         if self.fault in ("empty", "malformed"):
             return faulted_output(self.fault, output)
         return output
