@@ -1148,7 +1148,7 @@ def results_from_record(record: Record) -> dict[str, EvalResult]:
             results[agent].budget = BudgetReport.from_dict(budget)
         tools = record.header.get("tools")
         if isinstance(tools, dict):
-            from ...tools.summary import tool_counts  # light: counts over the runs' tool_events
+            from .tool_counts import tool_counts
 
             results[agent].tools_header = tools
             note = dict((tools.get("agents") or {}).get(agent) or {"levelled": False, "why": "not recorded"})
