@@ -601,3 +601,24 @@ def test_langgraph_live_tools_are_recorded_with_what_langchain_passes_them(tmp_p
     replay_graph = create_agent(ScriptedChatModel(_lc_policy), tools=[get_time_never])
     replayed = lf.evaluate(dataset(2), replay_graph, ["exact_match"], tools=lf.ToolCassette(path), **FAST)
     assert seen(replayed) == seen(recorded)
+
+
+def test_an_injected_rate_limit_reaches_the_agent_and_is_not_waited_out_by_the_runner():
+    from levelfield.core.run.failures import rate_limit_of
+
+    def agent(prompt: str, tools: Any = [lambda city: city]) -> str:
+        return tools[0](city=prompt)
+
+    result = lf.evaluate(dataset(1), agent, ["exact_match"], faults=lf.Faults(rate=1, kinds=("rate_limit",)), **FAST)
+    run = result.runs[0]
+    assert run.failure and "too many calls" in run.error and run.rate_limited == 0 and run.attempts == 1
+    assert rate_limit_of(lf.tools.InjectedToolRefusal("x")) is None
+
+
+def test_one_recording_cassette_used_by_two_evaluations_keeps_both_recordings(tmp_path):
+    path = tmp_path / "rec.jsonl"
+    cassette = lf.ToolCassette(path, mode="record")
+    lf.evaluate(dataset(2), function_agent, ["exact_match"], tools=cassette, **FAST)
+    lf.evaluate(dataset(3)[2:], function_agent, ["exact_match"], tools=cassette, **FAST)
+    assert set(cassette_outputs(path)) == {"c0", "c1", "c2"}
+    assert len(lf.ToolCassette(path)) == 3

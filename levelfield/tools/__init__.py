@@ -17,7 +17,7 @@ _LAZY = {
     "FAULT_KINDS": ".faults",
     "InjectedToolError": ".faults",
     "InjectedToolTimeout": ".faults",
-    "InjectedToolRateLimit": ".faults",
+    "InjectedToolRefusal": ".faults",
     "ReplayedToolError": ".level",
     "ToolNotRecordedError": ".level",
     "tool_counts": ".summary",
@@ -25,12 +25,12 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from .cassette import CassetteError, ToolCassette
-    from .faults import FAULT_KINDS, Faults, InjectedToolError, InjectedToolRateLimit, InjectedToolTimeout
+    from .faults import FAULT_KINDS, Faults, InjectedToolError, InjectedToolRefusal, InjectedToolTimeout
     from .level import ReplayedToolError, ToolNotRecordedError
     from .summary import tool_counts
 
 __all__ = ["ToolCassette", "CassetteError", "Faults", "FAULT_KINDS", "InjectedToolError", "InjectedToolTimeout",
-           "InjectedToolRateLimit", "ReplayedToolError", "ToolNotRecordedError", "tool_counts"]
+           "InjectedToolRefusal", "ReplayedToolError", "ToolNotRecordedError", "tool_counts"]
 
 
 def __getattr__(name: str) -> Any:

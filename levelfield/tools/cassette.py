@@ -128,6 +128,7 @@ class ToolCassette:
         self._lines: dict[tuple[str, Hashable], str] = {}
         self._lock = threading.Lock()
         self._file: Any = None
+        self._written = False  # the file was started (a second evaluation with this cassette appends)
         if mode == "replay" and not self.path.exists():
             raise CassetteError(f"cassette {self.path}: no such file; record it first with "
                                 "ToolCassette(path, mode='record') (--tools-mode record)")
@@ -226,7 +227,8 @@ class ToolCassette:
     def _write(self, line: str) -> None:
         if self._file is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fresh = self.mode == "record" or not self.path.exists()
+            fresh = not self._written and (self.mode == "record" or not self.path.exists())
+            self._written = True
             self._file = open(self.path, "w" if fresh else "a", encoding="utf-8")
             if fresh:
                 self._file.write(json.dumps({"levelfield_cassette": CASSETTE_VERSION}) + "\n")

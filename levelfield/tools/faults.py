@@ -16,7 +16,7 @@ from typing import Any
 from ..core.errors import ConfigError, ConfigTypeError
 
 __all__ = ["Faults", "FAULT_KINDS", "SCHEDULE_VERSION", "InjectedToolError", "InjectedToolTimeout",
-           "InjectedToolRateLimit"]
+           "InjectedToolRefusal"]
 
 FAULT_KINDS = ("error", "timeout", "empty", "malformed", "rate_limit", "slow")
 SCHEDULE_VERSION = 1
@@ -31,7 +31,7 @@ class InjectedToolTimeout(TimeoutError):
     """A ``timeout`` fault: the tool did not answer in time (injected by ``lf.Faults``)."""
 
 
-class InjectedToolRateLimit(RuntimeError):
+class InjectedToolRefusal(RuntimeError):
     """A ``rate_limit`` fault: the tool refused the call, too many calls (injected by ``lf.Faults``).
 
     Deliberately not an HTTP 429 to levelfield's own runner: the agent is meant to meet it, not the
@@ -106,7 +106,7 @@ def raise_fault(kind: str, tool: str) -> None:
     if kind == "timeout":
         raise InjectedToolTimeout(f"tool {tool!r} timed out (injected fault 'timeout')")
     if kind == "rate_limit":
-        raise InjectedToolRateLimit(f"tool {tool!r} refused the call: too many calls, try again later "
+        raise InjectedToolRefusal(f"tool {tool!r} refused the call: too many calls, try again later "
                                     "(injected fault 'rate_limit')")
 
 
