@@ -622,3 +622,12 @@ def test_one_recording_cassette_used_by_two_evaluations_keeps_both_recordings(tm
     lf.evaluate(dataset(3)[2:], function_agent, ["exact_match"], tools=cassette, **FAST)
     assert set(cassette_outputs(path)) == {"c0", "c1", "c2"}
     assert len(lf.ToolCassette(path)) == 3
+
+
+def test_a_slow_fault_answers_as_the_tool_would_and_is_recorded_on_the_run(tmp_path):
+    path = write_cassette(tmp_path / "t.jsonl", replay_entries(2))
+    faults = lf.Faults(rate=1, kinds=("slow",), slow_seconds=0)
+    result = lf.evaluate(dataset(2), function_agent, ["exact_match"], tools=lf.ToolCassette(path), faults=faults,
+                         **FAST)
+    assert seen(result) == {("c0", 0): "recorded-0", ("c1", 0): "recorded-1"}
+    assert [e["fault"] for r in result.runs for e in r.tool_events] == ["slow", "slow"]
