@@ -631,3 +631,33 @@ def test_a_slow_fault_answers_as_the_tool_would_and_is_recorded_on_the_run(tmp_p
                          **FAST)
     assert seen(result) == {("c0", 0): "recorded-0", ("c1", 0): "recorded-1"}
     assert [e["fault"] for r in result.runs for e in r.tool_events] == ["slow", "slow"]
+
+
+def test_a_sync_tool_called_on_the_event_loop_does_not_wait_for_an_answer_being_recorded_there(tmp_path):
+    async def slow_async(city: str) -> str:
+        await asyncio.sleep(0.3)
+        return f"async {city}"
+
+    def quick_sync(city: str) -> str:
+        return f"sync {city}"
+
+    quick_sync.__name__ = slow_async.__name__ = "get_time"
+
+    async def recorder(prompt: str, tools: Any = [slow_async]) -> str:
+        return await tools[0](city=prompt)
+
+    async def blocking(prompt: str, tools: Any = [quick_sync]) -> str:
+        await asyncio.sleep(0.05)  # the recorder has claimed the call and awaits its tool on the loop
+        return tools[0](city=prompt)  # a sync call on the loop's thread
+
+    box: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: box.setdefault("cmp", lf.compare(
+        dataset(1), {"recorder": recorder, "blocking": blocking}, ["exact_match"],
+        tools=lf.ToolCassette(tmp_path / "r.jsonl", mode="record"), **FAST)), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive(), "the comparison hung: a sync wait blocked the loop the recorder needed"
+    cmp = box["cmp"]
+    assert seen(cmp.results["recorder"]) == {("c0", 0): "async city0"}
+    assert seen(cmp.results["blocking"]) == {("c0", 0): "sync city0"}
+    assert cmp.results["blocking"].runs[0].tool_events[0]["source"] == "live"

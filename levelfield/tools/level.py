@@ -216,6 +216,11 @@ def call_tool(tool: str, args: Mapping[str, Any], live: Callable[[], Any]) -> An
     while True:
         got = call.resolve()
         if isinstance(got, concurrent.futures.Future):
+            if not got.done() and _on_event_loop():
+                # A sync tool called on the event loop's thread: blocking here could starve the call that
+                # records the answer (an async tool on this loop). The tool runs live; the event says so.
+                call.event["source"] = "live"
+                return _run_live_sync(call, live)
             try:
                 return call.deliver(got.result())
             except _Abandoned:
@@ -223,6 +228,14 @@ def call_tool(tool: str, args: Mapping[str, Any], live: Callable[[], Any]) -> An
         if isinstance(got, Entry):
             return call.deliver(got)
         return _run_live_sync(call, live)
+
+
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _run_live_sync(call: Call, live: Callable[[], Any]) -> Any:
