@@ -39,6 +39,7 @@ _LAZY = {
     "gate": ".gate",
     "report": ".report",
     "testing": ".testing",  # which loads its own names lazily: no LangChain import
+    "tools": ".tools",  # likewise (cassettes, faults, their errors)
     "as_agent": ".adapters.auto",
     "EvalCase": ".core.data.dataset",
     "EvalDataset": ".core.data.dataset",
@@ -73,7 +74,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # what type checkers and editors see: the same names, imported
-    from . import gate, metrics, report, stats, testing
+    from . import gate, metrics, report, stats, testing, tools
     from .adapters.auto import as_agent
     from .comparison import Comparison
     from .core.data.config import RunConfig
@@ -115,6 +116,7 @@ __all__ = [
     "RegressionError",
     "ExecutorError",
     "testing",
+    "tools",
     "as_agent",
     "evaluate",
     "aevaluate",

@@ -661,3 +661,14 @@ def test_a_sync_tool_called_on_the_event_loop_does_not_wait_for_an_answer_being_
     assert seen(cmp.results["recorder"]) == {("c0", 0): "async city0"}
     assert seen(cmp.results["blocking"]) == {("c0", 0): "sync city0"}
     assert cmp.results["blocking"].runs[0].tool_events[0]["source"] == "live"
+
+
+def test_the_levelling_names_load_without_pandas_or_any_framework():
+    import subprocess
+
+    code = ("import sys, levelfield as lf; lf.ToolCassette; lf.Faults; lf.tools.CassetteError; "
+            "print(sorted(m for m in ('pandas', 'pydantic', 'langchain_core', 'google.adk') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1]).stdout.strip()
+    assert out == "[]"
+    assert {"ToolCassette", "Faults", "tools"} <= set(lf.__all__)
