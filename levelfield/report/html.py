@@ -729,9 +729,9 @@ def _tools_section(cmp: Comparison) -> str:
     if not lines:
         return ""
     items = "".join(f"<li>{_esc(line.strip())}</li>" for line in lines[1:])
-    return (f'<section id="tools"><h2>Tools</h2><p class="muted">{_esc(lines[0])}. Replayed: answered from the cassette '
-            "or from the record another agent of this comparison made; missed: not in the cassette. A remote agent "
-            f'cannot be levelled: its tools run on its server.</p><ul class="verdict">{items}</ul></section>')
+    return (f'<section id="tools"><h2>Tools</h2><p class="muted">{_esc(lines[0])}. Replayed: answered from the '
+            "cassette or from the record another agent of this comparison made; missed: not in the cassette. A remote "
+            f'agent cannot be levelled: its tools run on its server.</p><ul class="verdict">{items}</ul></section>')
 
 
 def _glossary_section(cmp: Comparison) -> str:
