@@ -39,6 +39,7 @@ _LAZY = {
     "gate": ".gate",
     "report": ".report",
     "testing": ".testing",  # which loads its own names lazily: no LangChain import
+    "tools": ".tools",  # likewise (cassettes, faults, their errors)
     "as_agent": ".adapters.auto",
     "EvalCase": ".core.data.dataset",
     "EvalDataset": ".core.data.dataset",
@@ -66,12 +67,14 @@ _LAZY = {
     "ToolCall": ".core.data.types",
     "Usage": ".core.data.types",
     "TaskSuccess": ".simulation",
+    "ToolCassette": ".tools",
+    "Faults": ".tools",
     "UserSimulator": ".simulation",
     "UserTurn": ".simulation",
 }
 
 if TYPE_CHECKING:  # what type checkers and editors see: the same names, imported
-    from . import gate, metrics, report, stats, testing
+    from . import gate, metrics, report, stats, testing, tools
     from .adapters.auto import as_agent
     from .comparison import Comparison
     from .core.data.config import RunConfig
@@ -85,6 +88,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from .executors import RayExecutor
     from .formats import export_scores, load_dataset, load_traces, to_adk_evalset
     from .simulation import TaskSuccess, UserSimulator, UserTurn
+    from .tools import Faults, ToolCassette
 
 
 def __getattr__(name: str) -> Any:
@@ -112,6 +116,7 @@ __all__ = [
     "RegressionError",
     "ExecutorError",
     "testing",
+    "tools",
     "as_agent",
     "evaluate",
     "aevaluate",
@@ -142,6 +147,8 @@ __all__ = [
     "UserSimulator",
     "UserTurn",
     "TaskSuccess",
+    "ToolCassette",
+    "Faults",
     "LevelfieldError",
     "DatasetError",
     "MetricError",

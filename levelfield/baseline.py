@@ -21,6 +21,7 @@ from .comparison import Comparison
 from .core.data.dataset import EvalDataset
 from .core.errors import ConfigError, ConfigTypeError, LevelfieldError, RecordError
 from .core.score.metrics.base import Metric
+from .core.results.record import levelling_changes
 from .core.results.result import EvalResult
 from .core.score.batch import RunScorer
 
@@ -105,14 +106,22 @@ def load_baseline(source: Any, *, name: str | None = None) -> tuple[str, EvalRes
 
 
 async def prepare_baseline(
-    source: Any, dataset: EvalDataset, metrics: Sequence[Metric], *, taken: Sequence[str] = (), trials: int = 1
+    source: Any, dataset: EvalDataset, metrics: Sequence[Metric], *, taken: Sequence[str] = (), trials: int = 1,
+    tools: Mapping[str, Any] | None = None,
 ) -> Baseline:
     """Load a baseline, keep its runs of the dataset's cases and score them with ``metrics``.
 
     ``taken``: names of the agents it joins; the baseline's name must differ from them.
     ``trials``: trials per case of the comparison it joins.
+    ``tools``: the comparison's tool levelling (``levelfield.tools``); a baseline whose runs met
+    another cassette or fault schedule is refused, naming what differs.
     """
     name, saved, where = load_baseline(source)
+    changes = levelling_changes(getattr(saved, "tools_header", None), tools)
+    if changes:
+        raise ConfigError(f"baseline {name!r} ({where}) ran with other tools than this comparison: "
+                          f"{'; '.join(c.replace('the journal', 'the baseline') for c in changes)}; compare against "
+                          "a baseline run with the same cassette and faults")
     if name in taken:
         raise ConfigError(
             f"the baseline is named {name!r} like an agent of this comparison; name it: baseline={{'main': ...}}"

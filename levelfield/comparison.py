@@ -158,6 +158,12 @@ class Comparison:
         """Runs the plan had that the record lacks (an interrupted journal read back)."""
         self.complete = True
         self.baseline: Any = None
+        self.tools_header: dict[str, Any] | None = None
+        """What levelled the agents' tools (cassette, faults; the run record's ``tools`` header field)."""
+        self.tool_levelling: dict[str, dict[str, Any]] | None = None
+        """Per agent: its tools levelled or not (``levelled``, ``how`` | ``why``) and its calls counted by
+        source (``replayed`` from the cassette or the shared record, ``recorded``, ``live``, ``missed``) and
+        fault (``counts``); None when nothing was levelled (see ``levelfield.tools``)."""
         """Set by ``compare(baseline=...)``: the ``levelfield.baseline.Baseline`` that joined as an agent."""
         self.stopped_early: dict[str, Any] | None = None
         """Set by ``compare(stop_early=...)``: where the sequential test stopped, and each pair's decision."""
@@ -646,6 +652,7 @@ class Comparison:
             kind=self.kind,
             status=status or record_status(self.not_started),
             settings=self.settings(),
+            tools=self.tools_header,
         )
 
     @property
@@ -740,6 +747,9 @@ class Comparison:
         cmp.missing_runs = record.missing()
         cmp.complete = record.complete
         cmp._status = record.header.get("status")
+        if isinstance(record.header.get("tools"), dict):
+            cmp.tools_header = record.header["tools"]
+            cmp.tool_levelling = {a: r.tool_levelling for a, r in results.items() if r.tool_levelling is not None}
         return cmp
 
 

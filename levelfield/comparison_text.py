@@ -160,7 +160,20 @@ def format_comparison(cmp: Compared, *, pairwise_metric: str | None = None) -> s
     metric = pairwise_metric or (cmp.metric_names[0] if cmp.metric_names else None)
     if metric and len(cmp.agents) > 1:
         lines += ["", *pairwise_lines(cmp, metric)]
+    levelled = tool_lines(cmp)
+    if levelled:
+        lines += ["", *levelled]
     robustness = getattr(cmp, "robustness", None)
     if robustness is not None:
         lines += ["", *robustness.lines()]
     return "\n".join(lines)
+
+
+def tool_lines(cmp: Any) -> list[str]:
+    """What the tool levelling did (``tools=``/``faults=``), per agent; [] when nothing was levelled."""
+    levelling = getattr(cmp, "tool_levelling", None)
+    if not levelling:
+        return []
+    from .tools.summary import levelling_lines
+
+    return levelling_lines(levelling, getattr(cmp, "tools_header", None))

@@ -146,11 +146,14 @@ async def aevaluate(
     simulator: Any = None,
     experiment: str | None = None,
     judge: Any = None,
+    tools: Any = None,
+    faults: Any = None,
     **options: Unpack[RunOptions],
 ) -> EvalResult:
     """Async twin of :func:`evaluate` (the same arguments, the same result)."""
     return await _short_errors_async(_evaluate(dataset, agent, metrics, name=name, config=config, human_labels=human_labels,
-                                               simulator=simulator, experiment=experiment, judge=judge, options=dict(options)))
+                                               simulator=simulator, experiment=experiment, judge=judge, tools=tools,
+                                               faults=faults, options=dict(options)))
 
 
 def evaluate(
@@ -164,6 +167,8 @@ def evaluate(
     simulator: Any = None,
     experiment: str | None = None,
     judge: Any = None,
+    tools: Any = None,
+    faults: Any = None,
     **options: Unpack[RunOptions],
 ) -> EvalResult:
     """Run ``agent`` on every case of ``dataset`` and score it; without an agent, score saved predictions.
@@ -196,7 +201,7 @@ def evaluate(
     """
     return _short_errors(lambda: run_coroutine(aevaluate(
         dataset, agent, metrics, name=name, config=config, human_labels=human_labels, simulator=simulator,
-        experiment=experiment, judge=judge, **options)))
+        experiment=experiment, judge=judge, tools=tools, faults=faults, **options)))
 
 
 async def _evaluate(
@@ -210,6 +215,8 @@ async def _evaluate(
     simulator: Any,
     experiment: str | None,
     judge: Any = None,
+    tools: Any = None,
+    faults: Any = None,
     options: dict[str, Any],
 ) -> EvalResult:
     """The one implementation of ``evaluate`` and ``aevaluate``."""
@@ -223,12 +230,14 @@ async def _evaluate(
     if agent is None and cfg.agent_concurrency:
         raise ConfigError("agent_concurrency caps agents' runs; scoring saved predictions runs no agent")
     _check_judge_budget(cfg, resolved)
+    if agent is None and (tools is not None or faults is not None):
+        raise ConfigError("tools=/faults= level the tools of agents' runs; scoring saved predictions runs no agent")
     with holding(cfg.out_dir):  # one writer per out folder, from reading its journal to saving the results
         if agent is None and simulator is None and human_labels is None:
             result = _saved_batch_by_batch(dataset, resolved, cfg)
         if result is None:
             result = await _run_evaluation(dataset, agent, resolved, name=name, cfg=cfg, human_labels=human_labels,
-                                           simulator=simulator)
+                                           simulator=simulator, tools=tools, faults=faults)
     _warn_if_judges_unreadable({result.agent_name or "saved": result}, resolved)
     if experiment is not None:
         from .experiment import log_evaluation
@@ -239,6 +248,7 @@ async def _evaluate(
 
 async def _run_evaluation(
     dataset: Any, agent: Any, metrics: list[Metric], *, name: str | None, cfg: RunConfig, human_labels: Any, simulator: Any,
+    tools: Any = None, faults: Any = None,
 ) -> EvalResult:
     ds = load_dataset(dataset)
     labels = read_human_labels(human_labels) if human_labels is not None else None
@@ -254,8 +264,14 @@ async def _run_evaluation(
     else:
         runnable: AgentRunnable = _agent(agent, name, cfg)
         _check_agent_concurrency(cfg, [runnable], metrics)
-        result = (await run_and_score(ds, [runnable], metrics, cfg, kind="evaluate",
-                                      simulator=as_simulator(simulator), executor=executor))[runnable.name]
+        levelled = _levelling(tools, faults, cfg, [runnable])
+        try:
+            result = (await run_and_score(ds, levelled.agents, metrics, cfg, kind="evaluate",
+                                          simulator=as_simulator(simulator), executor=executor,
+                                          tools=levelled.header))[runnable.name]
+        finally:
+            levelled.close()
+        levelled.attach({runnable.name: result})
         _warn_if_always_failed({runnable.name: result})
     if labels is not None:
         result.judge_corrections = correct_judged(result, labels)
@@ -336,6 +352,13 @@ def _agent(agent: Any, name: str | None, config: RunConfig) -> AgentRunnable:
             return SpecAgent(agent, name=name)
         return agent_from_spec(agent, name=name, isolation=config.isolation)
     return as_agent(agent, name=name)
+
+
+def _levelling(tools: Any, faults: Any, cfg: RunConfig, runnables: Sequence[AgentRunnable]) -> Any:
+    """The agents with their tools levelled (``tools=``, ``faults=``; see ``levelfield.tools``)."""
+    from .tools.setup import levelling
+
+    return levelling(tools, faults, cfg, runnables, ships=ships_agents(cfg.executor))
 
 
 def _executor(config: RunConfig, simulator: Any) -> Executor | None:
@@ -441,12 +464,15 @@ async def acompare(
     simulator: Any = None,
     experiment: str | None = None,
     judge: Any = None,
+    tools: Any = None,
+    faults: Any = None,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Async twin of :func:`compare` (the same arguments, the same result)."""
     return await _short_errors_async(_compare(dataset, agents, metrics, config=config, stats=stats, baseline=baseline,
                                               fail_if_worse=fail_if_worse, stop_early=stop_early, simulator=simulator,
-                                              experiment=experiment, judge=judge, options=dict(options)))
+                                              experiment=experiment, judge=judge, tools=tools, faults=faults,
+                                              options=dict(options)))
 
 
 def compare(
@@ -462,6 +488,8 @@ def compare(
     simulator: Any = None,
     experiment: str | None = None,
     judge: Any = None,
+    tools: Any = None,
+    faults: Any = None,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Run every agent on every case of ``dataset`` and score them with the same metrics.
@@ -488,17 +516,20 @@ def compare(
     """
     return _short_errors(lambda: run_coroutine(acompare(
         dataset, agents, metrics, config=config, stats=stats, baseline=baseline, fail_if_worse=fail_if_worse,
-        stop_early=stop_early, simulator=simulator, experiment=experiment, judge=judge, **options)))
+        stop_early=stop_early, simulator=simulator, experiment=experiment, judge=judge, tools=tools, faults=faults,
+        **options)))
 
 
 def compare_as(kind: str, dataset: Any, agents: Mapping[str, Any] | Sequence[Any], metrics: Sequence[str | Metric] | None,
                *, config: RunConfig | None = None, stats: StatsConfig | None = None, baseline: Any = None,
-               stop_early: bool | str = False, simulator: Any = None, experiment: str | None = None) -> Comparison:
+               stop_early: bool | str = False, simulator: Any = None, experiment: str | None = None,
+               tools: Any = None, faults: Any = None) -> Comparison:
     """:func:`compare`, with the run recorded as made by ``kind`` (the record's ``run_kind``): the
     command line's ``eval --agent`` runs its one agent through here as ``evaluate``. Not public."""
     return _short_errors(lambda: run_coroutine(_short_errors_async(_compare(
         dataset, agents, metrics, config=config, stats=stats, baseline=baseline, fail_if_worse=None,
-        stop_early=stop_early, simulator=simulator, experiment=experiment, options={}, kind=kind))))
+        stop_early=stop_early, simulator=simulator, experiment=experiment, tools=tools, faults=faults, options={},
+        kind=kind))))
 
 
 async def _compare(
@@ -514,6 +545,8 @@ async def _compare(
     simulator: Any,
     experiment: str | None,
     judge: Any = None,
+    tools: Any = None,
+    faults: Any = None,
     options: dict[str, Any],
     kind: str = "compare",
 ) -> Comparison:
@@ -527,19 +560,29 @@ async def _compare(
     runnables = _resolve_agents(agents, cfg)
     executor = _executor(cfg, simulator)
     _check_agent_concurrency(cfg, runnables, resolved)
+    levelled = _levelling(tools, faults, cfg, runnables)
+    runnables = levelled.agents
     early = _early_stop(stop_early, settings, ds, resolved, runnables, cfg, executor, simulator, baseline)
     joined = None
     if baseline is not None:
         # Loaded before any agent runs, so a bad baseline fails fast.
-        joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials)
+        joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials,
+                                        tools=levelled.header)
     with holding(cfg.out_dir):  # one writer per out folder, from reading its journal to saving the results
-        results = await run_and_score(ds, runnables, resolved, cfg, kind=kind, settings=settings.to_dict(),
-                                      simulator=as_simulator(simulator), executor=executor, stop_early=early)
+        try:
+            results = await run_and_score(ds, runnables, resolved, cfg, kind=kind, settings=settings.to_dict(),
+                                          simulator=as_simulator(simulator), executor=executor, stop_early=early,
+                                          tools=levelled.header)
+        finally:
+            levelled.close()
+        levelled.attach(results)
         if joined is not None:
             results[joined.name] = joined.result
         cmp = Comparison(ds, results, resolved, trials=cfg.trials, config=cfg, stats=settings)
         cmp.kind = kind
         cmp.baseline = joined
+        cmp.tool_levelling = levelled.report(results)
+        cmp.tools_header = levelled.header
         if early is not None:
             cmp.stopped_early = early.report()
         if cfg.out_dir is not None:

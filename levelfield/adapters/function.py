@@ -95,7 +95,8 @@ def _extras(value: dict[str, Any], agent: str) -> dict[str, Any]:
 
 class FunctionAgent:
     """Wraps ``fn(prompt)`` (sync or async). ``fn`` may also take ``history``, ``session_id`` and
-    ``state`` (the case's initial session state, a dict) keywords."""
+    ``state`` (the case's initial session state, a dict) keywords, and ``tools`` (its tool functions as
+    the default; an evaluation with ``tools=``/``faults=`` passes them levelled)."""
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None) -> None:
         if not callable(fn):
@@ -110,6 +111,9 @@ class FunctionAgent:
             params = {}
         takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
         self._extra = {k for k in ("history", "session_id", "state") if k in params or takes_kwargs}
+        self.levelled_tools: Any = None
+        """The function's tools levelled (``tools=``/``faults=`` of an evaluation; see ``levelfield.tools``),
+        passed as its ``tools`` argument; None: its own default applies."""
 
     def _kwargs(self, request: AgentRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
@@ -119,6 +123,8 @@ class FunctionAgent:
             kwargs["session_id"] = request.session_id
         if "state" in self._extra:
             kwargs["state"] = dict(request.state)  # a copy: one case's agent must not change the next one's
+        if self.levelled_tools is not None:
+            kwargs["tools"] = self.levelled_tools
         return kwargs
 
     async def arun(self, request: AgentRequest) -> AgentOutput:

@@ -242,6 +242,23 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
                         "(a LangChain chat model) or module:attr (a chat model, or a simulator such as lf.testing.ScriptedUser)")
     p.add_argument("--max-turns", type=_positive_int, default=None, metavar="N",
                    help="with --simulator: agent turns per conversation at most")
+    p.add_argument("--tools", metavar="FILE",
+                   help="a tool cassette (JSON Lines): every agent's tool calls are answered from it, or recorded into "
+                        "it (see --tools-mode and docs/tools.md)")
+    p.add_argument("--tools-mode", choices=("replay", "record", "record_missing"), default=None,
+                   help="with --tools: replay the cassette (default), record a new one, or replay what it holds and "
+                        "record the rest")
+    p.add_argument("--tools-missing", choices=("error", "live"), default=None,
+                   help="with --tools in replay mode: a call the cassette lacks is a tool error the agent sees "
+                        "(default) or runs the live tool")
+    p.add_argument("--faults", type=float, default=None, metavar="RATE",
+                   help="inject seeded tool faults into this share of tool calls (0..1); the same calls meet the same "
+                        "faults for every agent and every rerun")
+    p.add_argument("--fault-seed", type=int, default=None, metavar="N",
+                   help="with --faults: the schedule's seed (default 0)")
+    p.add_argument("--fault-kinds", default=None, metavar="KIND,...",
+                   help="with --faults: the kinds drawn from, comma-separated (default all: error, timeout, empty, "
+                        "malformed, rate_limit, slow)")
 
 
 def _add_case_options(p: argparse.ArgumentParser) -> None:
@@ -397,7 +414,37 @@ def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: lis
         return compare_as(kind, dataset, {a.name: a for a in agents}, metrics, config=_run_config(args),
                        stats=_stats_config(args), baseline=getattr(args, "baseline", None),
                        stop_early=getattr(args, "stop_early", False),
-                       simulator=getattr(args, "user_simulator", None), experiment=getattr(args, "experiment", None))
+                       simulator=getattr(args, "user_simulator", None), experiment=getattr(args, "experiment", None),
+                       tools=_tool_cassette(args), faults=_faults(args))
+
+
+def _tool_cassette(args: argparse.Namespace) -> Any:
+    """``--tools FILE --tools-mode MODE --tools-missing POLICY`` as a ToolCassette (None without --tools)."""
+    path = getattr(args, "tools", None)
+    mode, missing = getattr(args, "tools_mode", None), getattr(args, "tools_missing", None)
+    if path is None:
+        unused = [flag for flag, given in (("--tools-mode", mode), ("--tools-missing", missing)) if given]
+        if unused:
+            raise UsageError(f"{', '.join(unused)}: only with --tools FILE")
+        return None
+    from ..tools.cassette import ToolCassette
+
+    return ToolCassette(path, mode=mode or "replay", on_missing=missing or "error")
+
+
+def _faults(args: argparse.Namespace) -> Any:
+    """``--faults RATE --fault-seed N --fault-kinds K,...`` as Faults (None without --faults)."""
+    rate, seed = getattr(args, "faults", None), getattr(args, "fault_seed", None)
+    kinds = getattr(args, "fault_kinds", None)
+    if rate is None:
+        unused = [flag for flag, given in (("--fault-seed", seed is not None), ("--fault-kinds", kinds)) if given]
+        if unused:
+            raise UsageError(f"{', '.join(unused)}: only with --faults RATE")
+        return None
+    from ..tools.faults import FAULT_KINDS, Faults
+
+    chosen = FAULT_KINDS if kinds is None else [k.strip() for k in kinds.split(",") if k.strip()]
+    return Faults(rate=rate, kinds=chosen, seed=seed or 0)
 
 
 def _stop_early(value: str) -> bool | str:
@@ -574,7 +621,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
     unused = [flag for flag, given in (
         ("--simulator", args.simulator), ("--baseline", args.baseline), ("--fail-if-worse", args.fail_if_worse),
         ("--name", args.name), ("--resume", args.resume), ("--isolation", args.isolation != "none"),
-        ("--max-cost", args.max_cost is not None),
+        ("--max-cost", args.max_cost is not None), ("--tools", args.tools), ("--faults", args.faults is not None),
     ) if given]
     if unused:
         raise UsageError(f"{', '.join(unused)}: only with --agent (without one, eval scores the saved predictions in the file)")

@@ -773,6 +773,19 @@ def _limits_section(cmp: Comparison) -> str:
     )
 
 
+def _tools_section(cmp: Comparison) -> str:
+    """Tool levelling: the cassette and fault schedule, and per agent how its calls were answered."""
+    from ..comparison_text import tool_lines
+
+    lines = tool_lines(cmp)
+    if not lines:
+        return ""
+    items = "".join(f"<li>{_esc(line.strip())}</li>" for line in lines[1:])
+    return (f'<section id="tools"><h2>Tools</h2><p class="muted">{_esc(lines[0])}. Replayed: answered from the '
+            "cassette or from the record another agent of this comparison made; missed: not in the cassette. A remote "
+            f'agent cannot be levelled: its tools run on its server.</p><ul class="verdict">{items}</ul></section>')
+
+
 def _glossary_section(cmp: Comparison) -> str:
     items = "".join(
         f'<dt id="glossary-{_esc(m.name)}">{_esc(m.name)}</dt><dd>{_esc(describe_metric(m))}</dd>' for m in cmp.metrics
@@ -843,6 +856,7 @@ def report_sections(
         _noise_section(cmp),
         failures,
         limited,
+        _tools_section(cmp),
         _cases_section(cmp) if cases is None else cases,
         _glossary_section(cmp),
     ]

@@ -289,6 +289,11 @@ class AgentRun(BaseModel):
     rate_limited: int = 0
     """Answers of the endpoint that refused the run for its rate limit (HTTP 429/503) and that the
     adaptive limit absorbed: each was waited out and tried again, not counted in ``attempts``."""
+    tool_events: list[dict[str, Any]] | None = None
+    """When the run's tools were levelled (``tools=`` / ``faults=``, see ``levelfield.tools``): each tool
+    call in the order made, ``{"tool", "index", "source", "fault"}`` where ``source`` is ``replayed`` (answered
+    from the cassette or the comparison's shared record), ``recorded``, ``live`` or ``missed`` (not in the
+    cassette: the replay policy answered) and ``fault`` the injected fault's kind or None. None: not levelled."""
 
 
 def _unknown(value: Any) -> None:

@@ -347,10 +347,14 @@ def make_header(
     kind: str,
     status: str = "running",
     settings: Mapping[str, Any] | None = None,
+    tools: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The header line of a record. ``kind`` is ``evaluate`` or ``compare``; ``settings`` holds
-    the statistics settings of a comparison (failed-run policy, confidence, test, seed, reducer)."""
-    return {
+    the statistics settings of a comparison (failed-run policy, confidence, test, seed, reducer);
+    ``tools`` what levelled the agents' tools (``{"cassette": {path, mode, fingerprint} | None, "faults":
+    {rate, kinds, seed, tools, slow_seconds, schedule_version} | None, "agents": {name: {levelled, how | why}}}``),
+    left out when nothing was levelled."""
+    header = {
         "kind": "header",
         "format": FORMAT,
         "version": VERSION,
@@ -364,6 +368,9 @@ def make_header(
         "options": to_jsonable(dict(options)),
         "settings": to_jsonable(dict(settings or {})),
     }
+    if tools is not None:
+        header["tools"] = to_jsonable(dict(tools))
+    return header
 
 
 @functools.lru_cache(maxsize=None)  # reading the installed metadata takes ~2 ms, on every journal and save
@@ -784,7 +791,36 @@ def finish_journal(path: Path, header: Mapping[str, Any]) -> int:
     return len(new) - old
 
 
-def check_resumable(record: Record, *, fingerprints: Mapping[str, str], agents: Sequence[str], trials: int) -> None:
+def levelling_changes(saved: Mapping[str, Any] | None, given: Mapping[str, Any] | None) -> list[str]:
+    """What differs between the tool levelling a record ran with and the one given now (a cassette
+    by path, mode and, replayed both times, fingerprint; a fault schedule by every setting and its
+    version), each named; [] when they agree."""
+    saved, given = saved or {}, given or {}
+    problems = []
+    old, new = saved.get("cassette"), given.get("cassette")
+    if old != new:
+        if old is None or new is None:
+            problems.append(f"the journal ran {'with cassette ' + repr(old['path']) if old else 'without a cassette'}, "
+                            f"and now {'cassette ' + repr(new['path']) + ' is given' if new else 'none is given'}")
+        elif old.get("path") != new.get("path"):
+            problems.append(f"the journal ran with cassette {old.get('path')!r}, not {new.get('path')!r}")
+        elif old.get("mode") == new.get("mode") == "replay" and old.get("fingerprint") != new.get("fingerprint"):
+            problems.append(f"cassette {new.get('path')!r} changed since the journal's runs replayed it (fingerprint "
+                            f"{old.get('fingerprint')} then, {new.get('fingerprint')} now)")
+    old, new = saved.get("faults"), given.get("faults")
+    if old != new:
+        if old is None or new is None:
+            problems.append(f"the journal ran {'with faults ' + repr(old) if old else 'without faults'}, and now "
+                            f"{'faults ' + repr(new) + ' are given' if new else 'none are given'}")
+        else:
+            fields = [f"{k}={old.get(k)!r} then, {new.get(k)!r} now" for k in sorted(set(old) | set(new))
+                      if old.get(k) != new.get(k)]
+            problems.append(f"the fault schedule differs ({'; '.join(fields)})")
+    return problems
+
+
+def check_resumable(record: Record, *, fingerprints: Mapping[str, str], agents: Sequence[str], trials: int,
+                    tools: Mapping[str, Any] | None = None) -> None:
     """Raise a RecordError naming what differs when ``record`` cannot be resumed with these inputs."""
     where = f"the journal {record.path}"
     planned = (record.header.get("dataset") or {}).get("cases")
@@ -823,10 +859,11 @@ def check_resumable(record: Record, *, fingerprints: Mapping[str, str], agents: 
         problems.append(f"the dataset differs: {'; '.join(parts)}")
     if trials < record.trials:
         problems.append(f"trials={trials} but the journal ran {record.trials}; resume with trials>={record.trials}")
+    problems += [f"tools: {p}" for p in levelling_changes(record.header.get("tools"), tools)]
     if problems:
         raise RecordError(
             f"cannot resume {where}: " + "; ".join(problems)
-            + ". Resume with the same dataset and agents, or write to another out folder"
+            + ". Resume with the same dataset, agents, cassette and faults, or write to another out folder"
         )
 
 

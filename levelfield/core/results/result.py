@@ -191,6 +191,11 @@ class EvalResult:
         """(agent, case id, trial) of the runs a spending limit (``max_cost_usd``) kept from starting;
         ``resume=True`` with a larger limit runs them."""
         self.budget: BudgetReport | None = None
+        self.tools_header: dict[str, Any] | None = None
+        """What levelled the agent's tools (the run record's ``tools`` header field; ``levelfield.tools``)."""
+        self.tool_levelling: dict[str, Any] | None = None
+        """The agent's tools levelled or not (``levelled``, ``how`` | ``why``) and its calls counted by
+        source and fault (``counts``, see ``levelfield.tools.summary.tool_counts``); None: not levelled."""
         """With ``max_cost_usd``: the limit, what was spent and is left, and per agent what its runs
         spent and how many the limit kept from starting (``str(result.budget)`` says it in words)."""
         self.judge_corrections: dict[str, Any] = {}
@@ -713,6 +718,7 @@ class EvalResult:
             status=status or record_status(self.not_started),
             settings={"scored_saved_predictions": self.scored_saved_predictions,
                       **({"budget": self.budget.to_dict()} if self.budget is not None else {})},
+            tools=self.tools_header,
         )
 
     def save(self, directory: str | Path) -> dict[str, Path]:
@@ -1140,6 +1146,14 @@ def results_from_record(record: Record) -> dict[str, EvalResult]:
         budget = (record.header.get("settings") or {}).get("budget")
         if budget:
             results[agent].budget = BudgetReport.from_dict(budget)
+        tools = record.header.get("tools")
+        if isinstance(tools, dict):
+            from .tool_counts import tool_counts
+
+            results[agent].tools_header = tools
+            note = dict((tools.get("agents") or {}).get(agent) or {"levelled": False, "why": "not recorded"})
+            note["counts"] = tool_counts(results[agent].runs)
+            results[agent].tool_levelling = note
     return results
 
 

@@ -93,6 +93,7 @@ def open_journal(
     *,
     kind: str,
     settings: Mapping[str, Any] | None = None,
+    tools: Mapping[str, Any] | None = None,
 ) -> tuple[Journal | None, dict[RunKey, AgentRun]]:
     """The journal for ``config.out`` (None without one) and the runs it already holds when resuming.
 
@@ -106,7 +107,8 @@ def open_journal(
     # it lacks. The entry points hold it until the results are saved; else the journal holds it.
     lock = None if held_here(out) or (out.exists() and not out.is_dir()) else OutLock.acquire(out)
     try:
-        journal, done = _open_journal(out, dataset, agent_names, metrics, config, kind=kind, settings=settings)
+        journal, done = _open_journal(out, dataset, agent_names, metrics, config, kind=kind, settings=settings,
+                                      tools=tools)
     except BaseException:
         if lock is not None:
             lock.release()
@@ -124,6 +126,7 @@ def _open_journal(
     *,
     kind: str,
     settings: Mapping[str, Any] | None,
+    tools: Mapping[str, Any] | None = None,
 ) -> tuple[Journal, dict[RunKey, AgentRun]]:
     path = out / RUNS_FILE
     fingerprints = fingerprints_of(dataset)
@@ -131,7 +134,7 @@ def _open_journal(
     if path.exists() and path.stat().st_size > 0:
         if config.resume:
             record = read_record(path)
-            check_resumable(record, fingerprints=fingerprints, agents=agent_names, trials=config.trials)
+            check_resumable(record, fingerprints=fingerprints, agents=agent_names, trials=config.trials, tools=tools)
             changed = _say_what_changed(record, dataset, metrics)
             carry_generated(record.cases, dataset)  # e.g. generated rubrics: the saved runs are re-scored on them
             done = {key: run for key, (run, _) in record.runs.items() if key[2] < config.trials}
@@ -151,6 +154,7 @@ def _open_journal(
         options=config.to_dict(),
         kind=kind,
         settings=settings,
+        tools=tools,
     )
     return Journal.create(path, header, list(dataset), fingerprints), {}
 
@@ -196,6 +200,7 @@ async def run_and_score(
     simulator: SimulatedUser | None = None,
     executor: Executor | None = None,
     stop_early: EarlyStop | None = None,
+    tools: Mapping[str, Any] | None = None,
 ) -> dict[str, EvalResult]:
     """Every agent on every case and trial, each run scored (and journaled) as it finishes; one result per agent.
 
@@ -208,6 +213,9 @@ async def run_and_score(
     other agents); without one they are skipped with the reason. ``executor`` runs the agents
     elsewhere (a Ray cluster, see ``levelfield.executors``); journal, scoring and results stay
     here, so they are the same as with the local runner (the default).
+
+    ``tools``: what levelled the agents' tools (cassette, fault schedule; ``levelfield.tools``), kept
+    in the record's header; a resume with another is refused.
     """
     skipped: dict[str, str] = {}
     if simulator is None:
@@ -219,7 +227,8 @@ async def run_and_score(
         executor.check(agents)  # likewise: an agent the executor cannot ship fails before any run
     warn_missing_references(dataset, metrics)
     scorer = RunScorer(dataset, metrics, budget=judge_budget(config))
-    journal, done = open_journal(dataset, [a.name for a in agents], metrics, config, kind=kind, settings=settings)
+    journal, done = open_journal(dataset, [a.name for a in agents], metrics, config, kind=kind, settings=settings,
+                                 tools=tools)
     conversations = Conversations(simulator, done) if simulator is not None else None
     if stop_early is not None:
         for run in done.values():

@@ -36,6 +36,7 @@ from .failures import attribute, describe_error, is_transient
 from .failures import cancelled_from_outside as _cancelled_from_outside
 from .interrupts import user_interrupted, watching as watching_interrupts
 from .isolation import ProcessIsolation
+from .scope import CURRENT_SCOPE, RunScope
 from .notices import BudgetWarning, warn_user
 from .threads import quick_handoffs
 from .watchdog import BlockingAgentWarning, LoopBlocked, LoopWatchdog
@@ -567,11 +568,18 @@ async def run_agents(
         play = run_case
         if run_scenario is not None and case.conversation_scenario is not None:
             play = run_scenario
-        if isolation is None:
-            run = await play(agent, case, trial, config, run_id)
-        else:
-            async with isolation.lease():  # one worker for all the turns of a case
+        scope = RunScope(agent.name, case.case_id, trial)
+        token = CURRENT_SCOPE.set(scope)  # this task's context: levelled tools read which run they serve
+        try:
+            if isolation is None:
                 run = await play(agent, case, trial, config, run_id)
+            else:
+                async with isolation.lease():  # one worker for all the turns of a case
+                    run = await play(agent, case, trial, config, run_id)
+        finally:
+            CURRENT_SCOPE.reset(token)
+        if scope.tool_events is not None:
+            run.tool_events = list(scope.tool_events)
         run = clean_run(run)  # the one place runs enter: text every writer can encode from here on
         if limit is not None:
             limit.settle(agent.name, sizes[case.case_id], held, run)

@@ -1,0 +1,44 @@
+"""Levelling agents' tools: the same tools, the same tool answers and the same faults for every agent.
+
+    cassette = lf.ToolCassette("tools.jsonl", mode="replay")
+    cmp = lf.compare(dataset, {"graph": graph, "adk": root_agent}, tools=cassette, faults=lf.Faults(rate=0.1, seed=7))
+
+See ``docs/tools.md``. Names load on first use, so ``import levelfield`` stays light.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+_LAZY = {
+    "ToolCassette": ".cassette",
+    "CassetteError": ".cassette",
+    "Faults": ".faults",
+    "FAULT_KINDS": ".faults",
+    "InjectedToolError": ".faults",
+    "InjectedToolTimeout": ".faults",
+    "InjectedToolRefusal": ".faults",
+    "ReplayedToolError": ".level",
+    "ToolNotRecordedError": ".level",
+    "tool_counts": ".summary",
+}
+
+if TYPE_CHECKING:
+    from .cassette import CassetteError, ToolCassette
+    from .faults import FAULT_KINDS, Faults, InjectedToolError, InjectedToolRefusal, InjectedToolTimeout
+    from .level import ReplayedToolError, ToolNotRecordedError
+    from .summary import tool_counts
+
+__all__ = ["ToolCassette", "CassetteError", "Faults", "FAULT_KINDS", "InjectedToolError", "InjectedToolTimeout",
+           "InjectedToolRefusal", "ReplayedToolError", "ToolNotRecordedError", "tool_counts"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,86 @@
+"""``tools=`` and ``faults=`` of an evaluation: checked, the agents levelled, and what it did reported."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..core.errors import ConfigError, ConfigTypeError
+from ..core.run.notices import warn_user
+from .cassette import ToolCassette
+from .faults import Faults
+from .level import Leveller
+from .summary import tool_counts
+
+__all__ = ["Levelling", "levelling", "NotLevelledWarning"]
+
+
+class NotLevelledWarning(UserWarning):
+    """An agent of a levelled evaluation whose tools cannot be levelled (a remote agent, ...)."""
+
+
+class Levelling:
+    """The agents of one evaluation, levelled or not, and what the record and the report say of it."""
+
+    def __init__(self, agents: Sequence[Any], leveller: Leveller | None,
+                 notes: Mapping[str, Mapping[str, Any]]) -> None:
+        self.agents = list(agents)
+        self.leveller = leveller
+        self.notes = {name: dict(note) for name, note in notes.items()}
+
+    @property
+    def header(self) -> dict[str, Any] | None:
+        """The run record's ``tools`` header field (None: nothing levelled)."""
+        if self.leveller is None:
+            return None
+        return {**self.leveller.describe(), "agents": self.notes}
+
+    def close(self) -> None:
+        if self.leveller is not None:
+            self.leveller.close()
+
+    def report(self, results: Mapping[str, Any]) -> dict[str, dict[str, Any]] | None:
+        """Per agent: ``levelled``, ``how`` or ``why`` not, and the counts of its runs' calls (``tool_counts``)."""
+        if self.leveller is None:
+            return None
+        out: dict[str, dict[str, Any]] = {}
+        for name, result in results.items():
+            note = dict(self.notes.get(name, {"levelled": False, "why": "joined from saved runs"}))
+            note["counts"] = tool_counts(getattr(result, "runs", []) or [])
+            out[name] = note
+        return out
+
+    def attach(self, results: Mapping[str, Any]) -> None:
+        """Each result gets its agent's part of the report as ``result.tool_levelling``."""
+        report = self.report(results)
+        for name, result in results.items():
+            result.tool_levelling = None if report is None else report.get(name)
+            result.tools_header = self.header
+
+
+def levelling(tools: Any, faults: Any, config: Any, agents: Sequence[Any], *, ships: bool) -> Levelling:
+    """Check ``tools``/``faults`` and level each agent's tools. ``ships``: the runs execute in other processes."""
+    if tools is None and faults is None:
+        return Levelling(agents, None, {})
+    if tools is not None and not isinstance(tools, ToolCassette):
+        raise ConfigTypeError(f"tools={tools!r}: pass lf.ToolCassette(path, mode='record' | 'replay' | "
+                              "'record_missing')")
+    if faults is not None and not isinstance(faults, Faults):
+        raise ConfigTypeError(f"faults={faults!r}: pass lf.Faults(rate=0.1, seed=7, kinds=(...), tools=None)")
+    if getattr(config, "isolation", None) == "process" or ships:
+        process = getattr(config, "isolation", None) == "process"
+        where = "isolation='process'" if process else f"executor={config.executor!r}"
+        raise ConfigError(f"tools=/faults= level tools in this process; they do not combine with {where} yet: run "
+                          "the agents in this process")
+    from .agents import level_agent
+
+    leveller = Leveller(tools, faults)
+    levelled, notes = [], {}
+    for agent in agents:
+        wrapped, note = level_agent(agent, leveller)
+        levelled.append(wrapped)
+        notes[agent.name] = note
+        if not note["levelled"]:
+            warn_user(NotLevelledWarning(f"agent {agent.name!r}: its tools are not levelled ({note['why']}); it meets "
+                                         "its own live tools and no injected faults"))
+    return Levelling(levelled, leveller, notes)
