@@ -167,6 +167,8 @@ class Comparison:
         """Set by ``compare(baseline=...)``: the ``levelfield.baseline.Baseline`` that joined as an agent."""
         self.stopped_early: dict[str, Any] | None = None
         """Set by ``compare(stop_early=...)``: where the sequential test stopped, and each pair's decision."""
+        self.faulted: Comparison | None = None
+        """Set by ``compare(faults=...)``: the same agents on the same cases under the seeded tool faults."""
         self.robustness: Any = None
         """Set by ``compare(faults=...)``: each agent's drop under the seeded tool faults, the fault kinds
         met and the agreement of trials (``levelfield.robustness.Robustness``; ``print`` it)."""
@@ -750,6 +752,16 @@ class Comparison:
         if isinstance(record.header.get("tools"), dict):
             cmp.tools_header = record.header["tools"]
             cmp.tool_levelling = {a: r.tool_levelling for a, r in results.items() if r.tool_levelling is not None}
+        faulted = record.path.parent / "faulted"
+        if faulted.is_dir() and not (isinstance(cmp.tools_header, dict) and cmp.tools_header.get("faults")):
+            # compare(faults=...) recorded the runs under faults beside the clean ones: read them back too.
+            from .robustness import robustness_of
+
+            cmp.faulted = cls.load(faulted)
+            spec = (cmp.faulted.tools_header or {}).get("faults") or {}
+            said = (f"Faults(rate={spec.get('rate', 0):g}, kinds={tuple(spec.get('kinds') or ())!r}, "
+                    f"seed={spec.get('seed')}, tools={spec.get('tools')!r})")
+            cmp.robustness = robustness_of(cmp, cmp.faulted, faults=said, seed=cmp.seed)
         return cmp
 
 

@@ -170,10 +170,15 @@ def format_comparison(cmp: Compared, *, pairwise_metric: str | None = None) -> s
 
 
 def tool_lines(cmp: Any) -> list[str]:
-    """What the tool levelling did (``tools=``/``faults=``), per agent; [] when nothing was levelled."""
-    levelling = getattr(cmp, "tool_levelling", None)
-    if not levelling:
-        return []
+    """What the tool levelling did (``tools=``/``faults=``), per agent; [] when nothing was levelled. With
+    ``compare(faults=...)``, the runs under faults (``cmp.faulted``) follow the clean ones."""
     from .tools.summary import levelling_lines
 
-    return levelling_lines(levelling, getattr(cmp, "tools_header", None))
+    lines = levelling_lines(getattr(cmp, "tool_levelling", None), getattr(cmp, "tools_header", None))
+    faulted = getattr(cmp, "faulted", None)
+    if faulted is not None:
+        under = levelling_lines(getattr(faulted, "tool_levelling", None), getattr(faulted, "tools_header", None))
+        if under:
+            under[0] = "Under faults (the runs paired with the clean ones): " + under[0]
+            lines += under
+    return lines

@@ -520,6 +520,51 @@ def compare(
         **options)))
 
 
+FAULTED_FOLDER = "faulted"
+"""Where ``compare(faults=..., out=DIR)`` records the runs under faults: ``DIR/faulted`` (the clean ones go to ``DIR``)."""
+
+
+async def _compare_clean_and_faulted(
+    dataset: Any, agents: Any, metrics: Any, *, cfg: RunConfig, settings: StatsConfig, baseline: Any,
+    fail_if_worse: Any, stop_early: bool | str, simulator: Any, experiment: str | None, judge: Any, tools: Any,
+    faults: Any, kind: str,
+) -> Comparison:
+    """Every agent run on the same cases clean (``tools`` alone) and under ``faults`` (on top of ``tools``):
+    the clean comparison is the one returned (its verdict, summary and gate are the agents' quality),
+    with ``.faulted`` (the comparison under faults) and ``.robustness`` (each agent's paired drop, the
+    fault kinds met, the agreement of trials). With ``out=DIR`` the faulted runs have their own record in
+    ``DIR/faulted``; ``resume=True`` resumes both."""
+    from .robustness import robustness_of
+
+    if stop_early:
+        raise ConfigError("faults= runs every case clean and under faults to pair them; stop_early does not combine "
+                          "with it yet: leave stop_early out, or run the faults alone with lf.evaluate(..., faults=...)")
+    faulted_cfg = cfg if cfg.out_dir is None else cfg.replace(out=cfg.out_dir / FAULTED_FOLDER)
+    clean = await _compare(dataset, agents, metrics, config=cfg, stats=settings, baseline=baseline, fail_if_worse=None,
+                           stop_early=False, simulator=simulator, experiment=None, judge=judge, tools=tools, faults=None,
+                           options={}, kind=kind)
+    faulted = await _compare(dataset, agents, metrics, config=faulted_cfg, stats=settings, baseline=None,
+                             fail_if_worse=None, stop_early=False, simulator=simulator, experiment=None, judge=judge,
+                             tools=tools, faults=faults, options={}, kind=kind, paired_with_clean=False)
+    clean.faulted = faulted
+    clean.robustness = robustness_of(clean, faulted, faults=repr(faults), seed=settings.seed)
+    if cfg.out_dir is not None:
+        from . import report
+
+        report.save(clean, cfg.out_dir)  # again: the report now holds how each agent holds up
+    if experiment is not None:
+        from .experiment import log_comparison
+
+        _log_experiment(lambda: log_comparison(clean, experiment), experiment)
+    if fail_if_worse:
+        from .gate import RegressionError, check_regressions
+
+        gate = check_regressions(clean, fail_if_worse)
+        if gate.failed:
+            raise RegressionError(gate, clean)
+    return clean
+
+
 def compare_as(kind: str, dataset: Any, agents: Mapping[str, Any] | Sequence[Any], metrics: Sequence[str | Metric] | None,
                *, config: RunConfig | None = None, stats: StatsConfig | None = None, baseline: Any = None,
                stop_early: bool | str = False, simulator: Any = None, experiment: str | None = None,
@@ -549,12 +594,20 @@ async def _compare(
     faults: Any = None,
     options: dict[str, Any],
     kind: str = "compare",
+    paired_with_clean: bool = True,
 ) -> Comparison:
     """The one implementation of ``compare`` and ``acompare``; ``kind`` names what made the run in its
-    record (``evaluate`` when the command line's ``eval --agent`` runs one agent through here)."""
+    record (``evaluate`` when the command line's ``eval --agent`` runs one agent through here).
+    With ``faults``, each agent runs clean and under the faults (``paired_with_clean``; see
+    :func:`_compare_clean_and_faulted`)."""
     _require_experiment_logging(experiment)
     settings = _stats_from(stats, options, "compare")
     cfg = run_config(config, **options)
+    if faults is not None and paired_with_clean:
+        return await _compare_clean_and_faulted(
+            dataset, agents, metrics, cfg=cfg, settings=settings, baseline=baseline, fail_if_worse=fail_if_worse,
+            stop_early=stop_early, simulator=simulator, experiment=experiment, judge=judge, tools=tools,
+            faults=faults, kind=kind)
     ds = load_dataset(dataset)
     resolved = resolve_metrics(metrics, judge=judge)
     runnables = _resolve_agents(agents, cfg)

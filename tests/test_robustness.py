@@ -4,6 +4,7 @@ the fault kinds met, and the agreement of trials; checked by simulation where a 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -142,3 +143,59 @@ def test_the_report_and_the_printed_comparison_show_how_it_holds_up(tmp_path):
     assert "over 2 clean trials" in html
     assert "How it holds up" in str(clean)
     assert "How it holds up" not in str(faulted) and 'id="robustness"' not in render_report(faulted)
+
+
+# -- end to end: compare(faults=...) runs every agent clean and faulted ------------------------------
+
+CITIES = ["Lisboa", "北京", "München", "東京", "São Paulo", "Zürich"]
+ROWS = [{"case_id": f"c{i}", "prompt": f"{CITIES[i % len(CITIES)]} #{i}", "reference": f"sunny in {CITIES[i % len(CITIES)]} #{i}"}
+        for i in range(60)]
+
+
+def weather(city: str) -> str:
+    return f"sunny in {city}"
+
+
+def planted_agent(prompt: str, tools: Any = {"weather": weather}) -> str:
+    try:
+        return tools["weather"](city=prompt)
+    except Exception:  # noqa: BLE001 - gives up on the first tool error
+        return "Sorry, I could not find out."
+
+
+def careful_agent(prompt: str, tools: Any = {"weather": weather}) -> str:
+    for _ in range(4):  # tries again: each call is another draw of the schedule
+        try:
+            return tools["weather"](city=prompt)
+        except Exception:  # noqa: BLE001
+            continue
+    return "Sorry, I could not find out."
+
+
+def test_compare_with_faults_reports_a_planted_drop_and_a_robust_agent(tmp_path):
+    faults = lf.Faults(rate=0.15, kinds=("error",), seed=11)
+    cmp = lf.compare(ROWS, {"planted": planted_agent, "careful": careful_agent}, ["exact_match"], faults=faults,
+                     trials=2, progress=False, retries=0, out=tmp_path / "out")
+    assert cmp.faulted is not None and cmp.summary.loc["planted", "exact_match/mean"] == 1.0  # the clean runs
+    met = sum(1 for r in cmp.faulted.results["planted"].runs for e in r.tool_events if e["fault"] == "error")
+    planted = cmp.robustness.drop("planted", "exact_match")
+    assert planted["drop"] == pytest.approx(met / 120)  # each faulted call costs the planted agent its case
+    assert planted["ci_low"] > 0 and planted["ci_low"] <= 0.15 <= planted["ci_high"] and planted["significant"]
+    careful = cmp.robustness.drop("careful", "exact_match")
+    assert not careful["significant"] and careful["ci_low"] <= 0 <= careful["ci_high"]
+    kinds = cmp.robustness.fault_kinds.set_index(["agent", "kind"])
+    assert kinds.loc[("planted", "error"), "drop"] == 1.0 and kinds.loc[("careful", "error"), "drop"] == 0.0
+    # both agents met the same faults on the same first calls
+    first = {a: [(r.case_id, r.trial, r.tool_events[0]["fault"]) for r in cmp.faulted.results[a].runs]
+             for a in ("planted", "careful")}
+    assert sorted(first["planted"]) == sorted(first["careful"])
+    # the record keeps both sides; loading it gives the same read-out, and the report shows it
+    loaded = lf.Comparison.load(tmp_path / "out")
+    assert loaded.robustness is not None
+    assert loaded.robustness.drops[["agent", "metric", "drop", "ci_low", "ci_high"]].equals(
+        cmp.robustness.drops[["agent", "metric", "drop", "ci_low", "ci_high"]])
+    html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert "How it holds up" in html and "Faults(rate=0.15" in html
+    with pytest.raises(lf.ConfigError, match="stop_early does not combine"):
+        lf.compare(ROWS, {"planted": planted_agent, "careful": careful_agent}, ["exact_match"], faults=faults,
+                   stop_early=True, progress=False)

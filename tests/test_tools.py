@@ -102,6 +102,7 @@ def test_faults_hit_the_same_calls_of_every_agent_and_again_on_a_rerun(recorded)
     path, _ = recorded
     faults = lf.Faults(rate=0.5, kinds=("error", "empty", "malformed", "timeout"), seed=7)
     runs = [compare(three_agents(), tools=lf.ToolCassette(path, mode="replay"), faults=faults) for _ in range(2)]
+    runs = [cmp.faulted for cmp in runs]  # compare(faults=) runs clean and under faults: these are the faulted runs
     schedules = {(i, a): [(r.case_id, [e["fault"] for e in r.tool_events]) for r in cmp.results[a].runs]
                  for i, cmp in enumerate(runs) for a in ("lg", "adk", "fn")}
     assert len({json.dumps(s) for s in schedules.values()}) == 1
@@ -362,7 +363,9 @@ def test_agents_making_the_same_call_at_once_share_one_live_call(tmp_path):
 def test_tool_events_and_the_levelling_are_journaled_and_read_back(tmp_path, recorded):
     path, _ = recorded
     out = tmp_path / "out"
-    cmp = compare({"fn": function_agent}, tools=lf.ToolCassette(path), faults=lf.Faults(rate=0.3, seed=1), out=out)
+    cmp = compare({"fn": function_agent}, tools=lf.ToolCassette(path), faults=lf.Faults(rate=0.3, seed=1),
+                  out=out).faulted
+    out = out / "faulted"  # the runs under faults have their own record beside the clean ones
     header = json.loads((out / "runs.jsonl").read_text(encoding="utf-8").splitlines()[0])
     cassette = lf.ToolCassette(path)
     assert header["tools"]["cassette"] == {"path": str(path), "mode": "replay", "fingerprint": cassette.fingerprint()}
@@ -464,7 +467,7 @@ def test_an_agent_that_cannot_be_levelled_is_warned_about_and_reported(tmp_path)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         cmp = lf.compare(dataset(2), {"custom": Custom(), "fn": function_agent}, ["exact_match"],
-                         faults=lf.Faults(seed=1), **FAST)
+                         faults=lf.Faults(seed=1), **FAST).faulted
     assert any("agent 'custom': its tools are not levelled" in str(w.message) for w in caught)
     assert cmp.tool_levelling["custom"]["levelled"] is False and cmp.tool_levelling["custom"]["counts"] is None
     assert cmp.tool_levelling["fn"]["counts"]["calls"] == 2
