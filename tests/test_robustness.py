@@ -199,3 +199,17 @@ def test_compare_with_faults_reports_a_planted_drop_and_a_robust_agent(tmp_path)
     with pytest.raises(lf.ConfigError, match="stop_early does not combine"):
         lf.compare(ROWS, {"planted": planted_agent, "careful": careful_agent}, ["exact_match"], faults=faults,
                    stop_early=True, progress=False)
+
+
+def test_view_shows_how_each_agent_holds_up_on_the_run_page(tmp_path):
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from levelfield.view import create_app
+
+    lf.compare(ROWS[:20], {"planted": planted_agent, "careful": careful_agent}, ["exact_match"],
+               faults=lf.Faults(rate=0.3, kinds=("error",), seed=5), progress=False, retries=0,
+               out=tmp_path / "runs" / "robust")
+    client = TestClient(create_app([tmp_path / "runs"], allowed_hosts=["testserver"]))
+    page = client.get("/run?run=runs/robust").text
+    assert '<section id="robustness"><h2>How it holds up</h2>' in page and "drops under faults" in page
