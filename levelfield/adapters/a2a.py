@@ -844,6 +844,23 @@ class A2AAgent:
         """``text`` with this agent's credentials (exact values, see ``is_credential_name``) replaced by ``***``."""
         return text if self._secret_re is None else self._secret_re.sub(_REDACTED, text)
 
+    # -- conformance ----------------------------------------------------------------------------
+    async def apreflight(self, prompt: str | None = None, *, timeout: float | None = None) -> Any:
+        """Check that this agent speaks A2A (its card, then probe messages): a ``Preflight`` table of
+        checks; see :mod:`levelfield.adapters.a2a_preflight`. Sent with this agent's headers and URL credentials."""
+        from .a2a_preflight import DEFAULT_PROMPT, _run
+
+        found = await _run(self.url, self.headers, self._auth, self._params, prompt or DEFAULT_PROMPT,
+                           timeout or min(self.timeout or 30.0, 30.0))
+        found.agent = self.name if self._name else found.agent
+        return found
+
+    def preflight(self, prompt: str | None = None, *, timeout: float | None = None) -> Any:
+        """:meth:`apreflight` from sync code."""
+        from ..core.run.threads import run_coroutine
+
+        return run_coroutine(self.apreflight(prompt, timeout=timeout))
+
     # -- clients ------------------------------------------------------------------------------
     async def _client(self) -> Client:
         loop = asyncio.get_running_loop()

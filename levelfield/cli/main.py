@@ -929,6 +929,10 @@ def build_parser() -> argparse.ArgumentParser:
     from ..adapters.a2a_server import add_serve_command  # light: imports a2a only when serving
 
     add_serve_command(sub)
+
+    from ..adapters.a2a_preflight import add_a2a_check_command  # light: httpx and a2a only when checking
+
+    add_a2a_check_command(sub)
     return parser
 
 
