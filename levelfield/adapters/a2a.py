@@ -31,6 +31,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core.run import budget
+from .a2a_failures import AGENT, CLASSES, TRANSPORT, classify
 from ..core.run.failures import parse_retry_after
 from ..core.errors import (AdapterError, ConfigError, ConfigTypeError, MissingExtraError, RateLimitedError,
                            TransientAgentError)
@@ -210,6 +211,10 @@ class _Turn:
         self.message_only = False
         self.answered = False
         """Whether the answer had a text part or a data part that is not a tool call (set by output())."""
+        self.ended_running = False
+        """The answer (a blocking send, or the stream) ended while the task was still submitted or working."""
+        self.empty_parts = 0
+        """Parts with no content at all (none of text, raw, url, data): a shape the spec does not allow."""
         self._anon = 0
 
     # -- reading events -------------------------------------------------------------------
@@ -268,12 +273,16 @@ class _Turn:
             return
         key = self._key("message", message.message_id)
         if key not in self.items:
-            self.items[key] = [_parts(message.parts, _author(_struct(message, "metadata")) or author)]
+            self.items[key] = [self._counted(_parts(message.parts, _author(_struct(message, "metadata")) or author))]
+
+    def _counted(self, parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        self.empty_parts += sum(1 for p in parts if not any(k in p for k in _CONTENT_KEYS))
+        return parts
 
     def _add_artifact(self, artifact: Any, *, append: bool) -> None:
         key = self._key("artifact", artifact.artifact_id)
         meta = _struct(artifact, "metadata")
-        chunk = _parts(artifact.parts, _author(meta))
+        chunk = self._counted(_parts(artifact.parts, _author(meta)))
         if append and key in self.items:
             self.items[key].append(chunk)
         else:
@@ -394,6 +403,13 @@ def _chain(exc: BaseException) -> list[BaseException]:
         seen.append(current)
         current = current.__cause__ or current.__context__
     return seen
+
+
+def _marked(error: AdapterError, failure_class: str, rule: str | None) -> AdapterError:
+    """``error`` carrying whose fault it was (``failure_class``) and the rule broken (``failure_rule``)."""
+    error.failure_class = failure_class  # type: ignore[attr-defined]
+    error.failure_rule = rule  # type: ignore[attr-defined]
+    return error
 
 
 def _transient(message: str, error_type: str, partial: AgentOutput | None) -> TransientAgentError:
@@ -961,12 +977,14 @@ class A2AAgent:
             raise
         except (asyncio.TimeoutError, TimeoutError):
             said = "" if turn.items else "; the server did not answer in time: is it overloaded or stuck?"
-            raise AdapterError(
+            if turn.ended_running:
+                said = "; the answer had ended with the task still working and polling it never saw a final state"
+            raise _marked(AdapterError(
                 self.redact(f"agent {self.name!r} at {self.url}: no complete answer within {self.timeout} s"
                             f"{_progress(turn)}{said} (A2AAgent(timeout=...) bounds the whole turn)"),
                 error_type="timeout",
                 partial=self._output(turn) if turn.items else None,
-            ) from None
+            ), *self._timeout_class(turn)) from None
         return self._finish(turn)
 
     async def _attempts(self, request: AgentRequest, turn: _Turn, deadline: float | None) -> None:
@@ -995,6 +1013,7 @@ class A2AAgent:
         client = await self._client()
         async for event in client.send_message(SendMessageRequest(message=self._message(request))):
             turn.add(event)
+        turn.ended_running = turn.state in _RUNNING and bool(turn.task_id) and not turn.message_only
         # A server that answers before the task is done: poll it until it is (the turn's
         # timeout bounds this).
         while turn.state in _RUNNING and turn.task_id and not turn.message_only:
@@ -1036,41 +1055,69 @@ class A2AAgent:
         output = self._output(turn)
         if turn.message_only or state == "TASK_STATE_COMPLETED":
             if not turn.answered:
-                raise AdapterError(
+                empty = f"; {turn.empty_parts} part(s) had no content at all" if turn.empty_parts else ""
+                raise _marked(AdapterError(
                     f"agent {self.name!r}: the answer has no text and no data part"
-                    f"{_progress(turn)}; nothing to score as the response",
+                    f"{_progress(turn)}{empty}; nothing to score as the response",
                     error_type="empty_response",
                     partial=output,
-                )
+                ), *(classify("empty_part") if turn.empty_parts else classify("empty_response")))
             return output
         said = f": {self.redact(turn.status_text)}" if turn.status_text else ""
         if state in ("TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"):
             what = "input" if state == "TASK_STATE_INPUT_REQUIRED" else "authentication"
-            raise AdapterError(
+            raise _marked(AdapterError(
                 f"agent {self.name!r} asked for {what} instead of finishing the task{said}",
                 error_type="input_required" if what == "input" else "auth_required",
                 partial=output,
-            )
+            ), AGENT, None)
         if state in ("TASK_STATE_FAILED", "TASK_STATE_REJECTED", "TASK_STATE_CANCELED"):
             word = {"TASK_STATE_FAILED": "failed", "TASK_STATE_REJECTED": "rejected", "TASK_STATE_CANCELED": "canceled"}[state]
             remote_type = turn.status_meta.get(ERROR_TYPE_KEY)
-            raise AdapterError(
+            raise _marked(AdapterError(
                 f"agent {self.name!r}: the task {word}{said}",
                 error_type=str(remote_type) if remote_type else f"task_{word}",
                 partial=output,
-            )
-        raise AdapterError(
+            ), AGENT, None)
+        raise _marked(AdapterError(
             f"agent {self.name!r}: the answer ended while the task was {state or 'not started'}",
             error_type="incomplete",
             partial=output,
-        )
+        ), *classify("incomplete"))
 
     def _error(self, exc: Exception, turn: _Turn, retry_after: float | None = None, left: float | None = None) -> AdapterError:
         """The AdapterError a failed exchange is recorded as (credentials redacted); connection and
         overload errors are transient."""
         error = self._classify(exc, turn, retry_after, left)
         error.args = (self.redact(str(error)),)
-        return error
+        claimed = self.streaming and self._card is not None and self._card.capabilities.streaming
+        return _marked(error, *classify(error.error_type, retry_after=retry_after is not None,
+                                        streaming_claimed=claimed, jsonrpc=self._binding() == "JSONRPC"))
+
+    def _binding(self) -> str | None:
+        """The binding the client speaks: the one forced, else the card's first that A2AAgent speaks."""
+        if self.transport or self._card is None:
+            return self.transport
+        return next((i.protocol_binding for i in self._card.supported_interfaces
+                     if i.protocol_binding in ("JSONRPC", "HTTP+JSON")), None)
+
+    def _timeout_class(self, turn: _Turn | None) -> tuple[str, str | None]:
+        # A turn whose answer ended with the task still working, then never finished: the protocol's
+        # fault; a timeout while the answer was still coming: the transport's.
+        if turn is not None and turn.ended_running:
+            return classify("stream_ended_running")
+        return TRANSPORT, None
+
+    def classify_failure(self, error: BaseException, request: AgentRequest) -> tuple[str, str | None]:
+        """(class, rule) of a failed run: ``protocol``, ``transport`` or ``agent`` (see
+        :mod:`levelfield.adapters.a2a_failures`); the runner records them on the run."""
+        known = getattr(error, "failure_class", None)
+        if known in CLASSES:
+            return known, getattr(error, "failure_rule", None)
+        if isinstance(error, (asyncio.TimeoutError, TimeoutError, asyncio.CancelledError)):
+            # The runner's timeout: what had arrived tells whose fault it was.
+            return self._timeout_class(self._partials.get((request.session_id, request.case_id, request.turn)))
+        return classify(getattr(error, "error_type", None))  # e.g. a card without a usable interface
 
     def _classify(self, exc: Exception, turn: _Turn, retry_after: float | None, left: float | None) -> AdapterError:
         import httpx
@@ -1178,6 +1225,7 @@ class A2AAgent:
 
 
 _RUNNING = ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+_CONTENT_KEYS = ("text", "raw", "url", "data")
 _TOOL_KINDS = (FUNCTION_CALL, FUNCTION_RESPONSE)
 
 

@@ -291,6 +291,11 @@ class AgentRun(BaseModel):
     rate_limited: int = 0
     """Answers of the endpoint that refused the run for its rate limit (HTTP 429/503) and that the
     adaptive limit absorbed: each was waited out and tried again, not counted in ``attempts``."""
+    failure_class: str | None = None
+    """Whose fault a failed run was, when the adapter can tell (A2A agents): ``protocol`` (the answer
+    broke the spec), ``transport`` (refused, TLS, timeout) or ``agent``; None otherwise."""
+    failure_rule: str | None = None
+    """The rule a ``protocol`` failure broke, with its spec section."""
 
 
 def _unknown(value: Any) -> None:
