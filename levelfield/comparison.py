@@ -657,7 +657,13 @@ class Comparison:
             kind=self.kind,
             status=status or record_status(self.not_started),
             settings=self.settings(),
+            a2a_preflight=self.a2a_preflight,
         )
+
+    @property
+    def a2a_preflight(self) -> dict[str, dict[str, Any]]:
+        """Each A2A agent's conformance preflight (``Preflight.to_dict()``) by agent name, when one ran."""
+        return {name: found for r in self.results.values() for name, found in getattr(r, "a2a_preflight", {}).items()}
 
     @property
     def metrics_table(self) -> pd.DataFrame:

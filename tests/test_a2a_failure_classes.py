@@ -25,7 +25,7 @@ from levelfield.adapters.a2a import A2AAgent  # noqa: E402
 from levelfield.adapters.a2a_server import start_asgi, start_server  # noqa: E402
 from levelfield.failure_summary import format_failures  # noqa: E402
 
-FAST = {"progress": False, "retries": 0}
+FAST = {"progress": False, "retries": 0, "a2a_preflight": False}  # classification needs no preflight
 CASES = lf.load_dataset([{"case_id": f"c{i}", "prompt": f"question {i}", "reference": f"answer: question {i}"}
                          for i in range(3)])
 

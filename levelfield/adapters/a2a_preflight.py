@@ -321,6 +321,8 @@ class _Answer:
         self.body: Any = None
         self.error: str | None = None
         """Why the answer is not a JSON-RPC response (transport or framing), when it is not."""
+        self.timed_out = False
+        """No answer within the preflight's timeout (a slow agent: nothing to judge)."""
 
     @property
     def rpc_error(self) -> dict[str, Any] | None:
@@ -343,6 +345,8 @@ class _Prober:
         """(what, HTTP status, Retry-After) of every 429/503 seen."""
         self.parts: list[dict[str, Any]] = []
         self.read_any = False
+        self.slow: set[str] = set()
+        """Versions whose send probe got no answer in time."""
 
     def add(self, name: str, status: str, section: str, detail: str = "", version: str = "") -> None:
         self.checks.append(Check(name, status, section, detail, version))
@@ -366,6 +370,7 @@ class _Prober:
                 response = await self.http.post(self.url, content=content, headers=headers)
             except httpx.HTTPError as exc:
                 answer.error = f"{type(exc).__name__}: {exc}"
+                answer.timed_out = isinstance(exc, httpx.TimeoutException)
                 return answer
             self._note(method, response)
             wait = parse_retry_after(response.headers.get("retry-after")) if response.status_code in (429, 503) else None
@@ -408,6 +413,8 @@ class _Prober:
                         data = []
                 if data:
                     out.append(_sse_event("\n".join(data), rid))
+        except httpx.TimeoutException:
+            return out, TIMED_OUT, None
         except httpx.HTTPError as exc:
             return out, f"the stream broke: {type(exc).__name__}: {exc}", None
         return out, None, 200
@@ -424,7 +431,9 @@ class _Prober:
         task_id, states = await self._check_send(send, v)
         if task_id:
             await self._check_get(v, task_id, states[-1] if states else None)
-        if streaming:
+        if streaming and v in self.slow:
+            self.add("stream", "skip", S_STREAM, "skipped: the send probe got no answer in time", v)
+        elif streaming:
             await self._check_stream(v)
         else:
             self.add("stream", "skip", S_STREAM, "the card does not claim streaming (capabilities.streaming)", v)
@@ -434,6 +443,16 @@ class _Prober:
     async def _check_send(self, send: _Answer, v: str) -> tuple[str | None, list[str]]:
         if send.status in (429, 503):
             self.add("send", "fail", S_SEND, f"HTTP {send.status}: the server refused the probe as busy", v)
+            return None, []
+        if send.timed_out:
+            self.slow.add(v)
+            self.add("send", "warn", S_SEND, f"no answer within {self.timeout:g} s (a slow agent?): the checks of "
+                     "the answer were skipped; raise the timeout to judge them", v)
+            return None, []
+        if send.rpc_error is not None and send.rpc_error.get("code") not in _PROTOCOL_CODES and not send.error:
+            # A JSON-RPC error is a conformant answer: the agent reported a failure of its own.
+            self.add("send", "warn", S_SEND, f"the agent answered the probe with error {send.rpc_error.get('code')} "
+                     f"({send.rpc_error.get('message')}): a conformant answer, but the checks of a task were skipped", v)
             return None, []
         if send.error or send.rpc_error:
             said = send.error or f"JSON-RPC error {send.rpc_error.get('code')}: {send.rpc_error.get('message')}"
@@ -518,6 +537,15 @@ class _Prober:
 
     async def _check_stream(self, v: str) -> None:
         events_raw, broken, status = await self.stream(v, {"message": _message(self.prompt, v)})
+        if broken == TIMED_OUT:
+            self.add("stream", "warn", S_STREAM, f"the stream was still going after {self.timeout:g} s "
+                     f"({len(events_raw)} event(s)): its final state was not judged; raise the timeout to judge it", v)
+            return
+        agent_error = next((e for _, e in events_raw if e and e.startswith(_AGENT_ERROR)), None)
+        if agent_error is not None:
+            self.add("stream", "warn", S_STREAM, f"{agent_error}: a conformant answer, but the checks of a task "
+                     "were skipped", v)
+            return
         if broken is not None and not events_raw:
             self.add("stream", "fail", S_STREAM, f"the card claims streaming but the stream was not served: {broken}", v)
             return
@@ -609,8 +637,16 @@ def _sse_event(data: str, rid: Any) -> tuple[Any, str | None]:
         return None, framing
     if "error" in body:
         err = body["error"] if isinstance(body["error"], dict) else {}
+        if err.get("code") not in _PROTOCOL_CODES:
+            return None, f"{_AGENT_ERROR} {err.get('code')} ({err.get('message')})"
         return None, f"the stream carried JSON-RPC error {err.get('code')}: {err.get('message')}"
     return body["result"], None
+
+
+_AGENT_ERROR = "the agent answered the probe with error"
+_PROTOCOL_CODES = (-32700, -32600, -32601, -32602)
+"""JSON-RPC errors to a well-formed probe that mean the server broke the protocol, not that the agent failed."""
+TIMED_OUT = "timed out"
 
 
 # -- the card -----------------------------------------------------------------------------------------
@@ -724,7 +760,7 @@ async def apreflight(url: str, *, headers: Mapping[str, str] | None = None, prom
         AdapterError: the card could not be requested at all (refused, TLS, DNS, timeout); the
             message says which and what to check.
     """
-    from .a2a import _checked_headers, _split_credentials
+    from .a2a_http import _checked_headers, _split_credentials
 
     base, auth, params = _split_credentials(url)
     return await _run(base, _checked_headers(headers), auth, params, prompt, timeout)
@@ -734,7 +770,7 @@ async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | No
                prompt: str, timeout: float) -> Preflight:
     import httpx
 
-    from .a2a import _chain, _connection_error
+    from .a2a_http import _chain, _connection_error
 
     async with httpx.AsyncClient(headers={"Accept-Encoding": "identity", **checked}, params=params,
                                  auth=httpx.BasicAuth(*auth) if auth else None, timeout=httpx.Timeout(timeout)) as http:

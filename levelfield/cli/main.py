@@ -192,6 +192,9 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
                         f"fails the run as response_too_large (default {d.max_response_bytes >> 20}MB)")
     p.add_argument("--retries", type=int, default=d.retries,
                    help=f"retries of errors an adapter marks transient (default {d.retries})")
+    p.add_argument("--no-a2a-preflight", dest="a2a_preflight", action="store_false",
+                   help="do not check A2A agents before the first case (by default their card and a few probe "
+                        "messages are checked, as levelfield a2a-check does, and the result kept in the record)")
     p.add_argument("--no-adaptive", dest="adaptive", action="store_false",
                    help="keep --concurrency fixed: by default the calls in flight to each endpoint (agent, A2A host, "
                         "judge, simulator) follow its rate limits (HTTP 429/503), with --concurrency as the ceiling, "
@@ -315,6 +318,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         isolation=getattr(args, "isolation", "none"),
         max_response_bytes=args.max_response,
         adaptive=getattr(args, "adaptive", True),
+        a2a_preflight=getattr(args, "a2a_preflight", True),
         requests_per_minute=_rates(getattr(args, "rpm", []), "--rpm"),
         tokens_per_minute=_rates(getattr(args, "tpm", []), "--tpm"),
         prices=getattr(args, "prices", None),

@@ -347,10 +347,13 @@ def make_header(
     kind: str,
     status: str = "running",
     settings: Mapping[str, Any] | None = None,
+    a2a_preflight: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The header line of a record. ``kind`` is ``evaluate`` or ``compare``; ``settings`` holds
-    the statistics settings of a comparison (failed-run policy, confidence, test, seed, reducer)."""
-    return {
+    the statistics settings of a comparison (failed-run policy, confidence, test, seed, reducer);
+    ``a2a_preflight`` each A2A agent's conformance preflight (``Preflight.to_dict()``), by agent name."""
+    extra = {"a2a_preflight": to_jsonable(dict(a2a_preflight))} if a2a_preflight else {}
+    return {**extra,
         "kind": "header",
         "format": FORMAT,
         "version": VERSION,
