@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("a2a.server.request_handlers")
 pytest.importorskip("uvicorn")
 
-from a2a.helpers import new_text_message  # noqa: E402
+from a2a.helpers import new_text_message, new_text_part  # noqa: E402
 from a2a.server.agent_execution import AgentExecutor  # noqa: E402
 from a2a.server.request_handlers import DefaultRequestHandler  # noqa: E402
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes  # noqa: E402
@@ -200,3 +200,26 @@ def test_cli_exits_2_with_one_line_on_an_unreachable_url_or_a_bad_one():
     assert done.stderr.count("\n") == 1 and "connection refused" in done.stderr
     bad = _cli("localhost:9999")
     assert bad.returncode == 2 and "not an http(s):// URL" in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_a_card_claiming_0_3_that_a_server_does_not_serve_is_named():
+    # A real a2a-sdk server whose card lists 0.3 interfaces, without the 0.3 routes: 1.0 passes, 0.3 fails.
+    from a2a.server.routes import create_rest_routes
+
+    from levelfield.adapters.a2a_server import build_agent_card
+    from test_a2a import Scripted
+
+    async def done(updater, context, queue):
+        await updater.complete(updater.new_agent_message([new_text_part("ok")]))
+
+    def app(url: str) -> Starlette:
+        card = build_agent_card("claims-0.3", url)
+        handler = DefaultRequestHandler(agent_executor=Scripted(done), task_store=InMemoryTaskStore(), agent_card=card)
+        return Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/"),
+                                 *create_rest_routes(handler)])
+
+    with start_asgi(app) as server:
+        found = preflight(server.url, timeout=5)
+    assert found.check("send", "1.0").status == "pass"
+    zero3 = found.check("send", "0.3")
+    assert zero3.status == "fail" and "-32601" in zero3.detail and not found.ok

@@ -139,3 +139,20 @@ def test_agents_that_are_not_a2a_are_not_probed():
     agent, _ = _counting_agent()
     result = lf.evaluate(CASES, agent, metrics=[], **FAST)
     assert result.a2a_preflight == {}
+
+
+def test_view_shows_the_preflight_beside_the_agent_on_the_run_page(tmp_path):
+    pytest.importorskip("starlette.testclient")
+    from starlette.testclient import TestClient
+
+    from levelfield.view import create_app
+
+    with wire.start() as good, wire.start("get_task_lost") as broken:
+        _compare({"good": A2AAgent(good.url, timeout=5), "broken": A2AAgent(broken.url, timeout=5)},
+                 out=str(tmp_path / "runs" / "r1"))
+    client = TestClient(create_app([tmp_path / "runs"], allowed_hosts=["testserver"]))
+    page = client.get("/run", params={"run": "runs/r1"}).text
+    assert '<section id="a2a">' in page and "the task just answered could not be read back" in page
+    assert page.index('<section id="summary">') < page.index('<section id="a2a">')
+    listing = client.get("/").text
+    assert "A2A ✓" in listing and "A2A: does not conform (1)" in listing and "get_task 1.0" in listing
