@@ -146,3 +146,11 @@ def test_agents_other_than_a2a_leave_the_class_empty():
     result = lf.evaluate(CASES, _crashing, metrics=[], **FAST)
     assert all(r.failure and r.failure_class is None for r in result.runs)
     assert "failure/protocol" not in result.summary_metrics
+
+
+def test_an_evaluations_summary_counts_the_classes_too():
+    with wire.start("no_jsonrpc_envelope") as server, _quiet():
+        result = lf.evaluate(CASES, A2AAgent(server.url, timeout=2), metrics=[], **FAST)
+    assert result.summary_metrics["failure/count"] == 3
+    assert (result.summary_metrics["failure/protocol"], result.summary_metrics["failure/transport"],
+            result.summary_metrics["failure/agent"]) == (3, 0, 0)

@@ -67,8 +67,8 @@ def test_the_preflight_probes_with_the_first_cases_prompt_and_can_be_turned_off(
         probed = calls.count("question 0") - 1  # one is the case's own run
         calls.clear()
         result = lf.evaluate(CASES, A2AAgent(server.url), metrics=[], a2a_preflight=False, **FAST)
-    # send and stream, over 1.0 and 0.3
-    assert probed == 4
+    # send and stream, over the version the agent speaks (1.0) only: each probe costs the agent an answer
+    assert probed == 2
     assert sorted(calls) == ["question 0", "question 1", "question 2"] and result.a2a_preflight == {}
 
 

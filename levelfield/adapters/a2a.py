@@ -746,21 +746,24 @@ class A2AAgent:
         return text if self._secret_re is None else self._secret_re.sub(_REDACTED, text)
 
     # -- conformance ----------------------------------------------------------------------------
-    async def apreflight(self, prompt: str | None = None, *, timeout: float | None = None) -> Any:
+    async def apreflight(self, prompt: str | None = None, *, timeout: float | None = None,
+                         every_version: bool = True) -> Any:
         """Check that this agent speaks A2A (its card, then probe messages): a ``Preflight`` table of
-        checks; see :mod:`levelfield.adapters.a2a_preflight`. Sent with this agent's headers and URL credentials."""
+        checks; see :mod:`levelfield.adapters.a2a_preflight`. Sent with this agent's headers and URL
+        credentials. ``every_version=False``: only the card's first JSON-RPC version is probed (what an
+        evaluation does before its first case: each probe is an answer the agent computes)."""
         from .a2a_preflight import DEFAULT_PROMPT, _run
 
         found = await _run(self.url, self.headers, self._auth, self._params, prompt or DEFAULT_PROMPT,
-                           timeout or min(self.timeout or 30.0, 30.0))
+                           timeout or min(self.timeout or 30.0, 30.0), every_version=every_version)
         found.agent = self.name if self._name else found.agent
         return found
 
-    def preflight(self, prompt: str | None = None, *, timeout: float | None = None) -> Any:
+    def preflight(self, prompt: str | None = None, *, timeout: float | None = None, every_version: bool = True) -> Any:
         """:meth:`apreflight` from sync code."""
         from ..core.run.threads import run_coroutine
 
-        return run_coroutine(self.apreflight(prompt, timeout=timeout))
+        return run_coroutine(self.apreflight(prompt, timeout=timeout, every_version=every_version))
 
     # -- clients ------------------------------------------------------------------------------
     async def _client(self) -> Client:

@@ -767,7 +767,9 @@ async def apreflight(url: str, *, headers: Mapping[str, str] | None = None, prom
 
 
 async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | None, params: list[tuple[str, str]],
-               prompt: str, timeout: float) -> Preflight:
+               prompt: str, timeout: float, every_version: bool = True) -> Preflight:
+    """The preflight; ``every_version=False`` probes only the card's first JSON-RPC version (the one a
+    client picks), so an evaluation's automatic check costs the agent two answers, not four."""
     import httpx
 
     from .a2a_http import _chain, _connection_error
@@ -788,7 +790,7 @@ async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | No
             interfaces, streaming = _check_card(card, probe)
             seen: set[str] = set()
             for version, iface_url, _ in interfaces:
-                if version in seen:
+                if version in seen or (seen and not every_version):
                     continue
                 seen.add(version)
                 probe.url = iface_url

@@ -1,7 +1,7 @@
 """Before the first case: each A2A agent's conformance preflight (``RunConfig(a2a_preflight=True)``).
 
-An agent that can check itself (``agent.apreflight(prompt)``, as ``A2AAgent`` does) is checked with
-the first case's prompt; the result (``Preflight.to_dict()``) goes into the run record and the
+An agent that can check itself (``agent.apreflight(prompt, every_version=False)``, as ``A2AAgent``
+does) is checked with the first case's prompt, over the protocol version it will be run over; the result (``Preflight.to_dict()``) goes into the run record and the
 results, and a check that fails is warned about. When the preflight found that an agent exposes no
 tool calls over A2A (none in the answer to a case that expects some, or only in plain data parts
 nobody reads), its trajectory metrics say so on each run without calls instead of scoring 0.
@@ -41,7 +41,8 @@ def _first_prompt(dataset: EvalDataset) -> str | None:
 
 async def _one(agent: AgentRunnable, prompt: str | None) -> dict[str, Any]:
     try:
-        found = await agent.apreflight(prompt)  # type: ignore[attr-defined]
+        # The version the agent will be run over only: each probe is an answer the agent computes.
+        found = await agent.apreflight(prompt, every_version=False)  # type: ignore[attr-defined]
     except Exception as exc:  # noqa: BLE001 - the runs will say what is wrong; the evaluation goes on
         text, _ = describe_error(exc)
         warn_user(A2APreflightWarning(f"agent {agent.name!r}: the A2A preflight could not run: {text}"))
