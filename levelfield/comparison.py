@@ -165,6 +165,9 @@ class Comparison:
         """Set by ``compare(baseline=...)``: the ``levelfield.baseline.Baseline`` that joined as an agent."""
         self.stopped_early: dict[str, Any] | None = None
         """Set by ``compare(stop_early=...)``: where the sequential test stopped, and each pair's decision."""
+        self.robustness: Any = None
+        """Set by ``compare(faults=...)``: each agent's drop under the seeded tool faults, the fault kinds
+        met and the agreement of trials (``levelfield.robustness.Robustness``; ``print`` it)."""
         self.saved_baseline: str | None = None
         """When loaded from a folder: the agent that was the baseline of the run that saved it."""
         self._status: str | None = None  # a loaded record's status

@@ -144,6 +144,9 @@ def pairwise_lines(cmp: Compared, metric: str) -> list[str]:
 def comparison_text(cmp: Compared) -> str:
     """The verdict and the summary, to read in one screen (what ``print(cmp)`` shows)."""
     lines = summary_lines(cmp)
+    robustness = getattr(cmp, "robustness", None)
+    if robustness is not None:
+        lines += ["", *robustness.lines()]
     text = "\n".join(t for t in (early_stop_line(cmp), verdict_text(cmp)) if t)
     return "\n".join([text, "", *lines] if text else lines)
 
@@ -157,4 +160,7 @@ def format_comparison(cmp: Compared, *, pairwise_metric: str | None = None) -> s
     metric = pairwise_metric or (cmp.metric_names[0] if cmp.metric_names else None)
     if metric and len(cmp.agents) > 1:
         lines += ["", *pairwise_lines(cmp, metric)]
+    robustness = getattr(cmp, "robustness", None)
+    if robustness is not None:
+        lines += ["", *robustness.lines()]
     return "\n".join(lines)

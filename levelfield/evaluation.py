@@ -33,7 +33,7 @@ from .core.run.engine import EarlyStop, run_and_score, score_saved
 from .core.stats.sequential import StopRule
 from .core.stats.judge_correction import check_label_cases, correct_judged, judged_binary_metrics, read_human_labels
 from .core.score.metrics.base import Metric
-from .core.score.metrics.registry import resolve_metrics
+from .core.score.metrics.registry import nearest_name, resolve_metrics
 from .core.data.protocol import AgentRunnable
 from .core.run.notices import MissingReferenceWarning, unscored_metrics, warn_user
 from .core.results.result import EvalResult
@@ -222,6 +222,7 @@ async def _evaluate(
                           "(judge_max_cost_usd limits the judges)")
     if agent is None and cfg.agent_concurrency:
         raise ConfigError("agent_concurrency caps agents' runs; scoring saved predictions runs no agent")
+    _check_judge_budget(cfg, resolved)
     with holding(cfg.out_dir):  # one writer per out folder, from reading its journal to saving the results
         if agent is None and simulator is None and human_labels is None:
             result = _saved_batch_by_batch(dataset, resolved, cfg)
@@ -252,7 +253,7 @@ async def _run_evaluation(
         result = await score_saved(ds, metrics, cfg)
     else:
         runnable: AgentRunnable = _agent(agent, name, cfg)
-        _check_agent_concurrency(cfg, [runnable])
+        _check_agent_concurrency(cfg, [runnable], metrics)
         result = (await run_and_score(ds, [runnable], metrics, cfg, kind="evaluate",
                                       simulator=as_simulator(simulator), executor=executor))[runnable.name]
         _warn_if_always_failed({runnable.name: result})
@@ -350,11 +351,35 @@ def _executor(config: RunConfig, simulator: Any) -> Executor | None:
     return resolve_executor(config.executor)
 
 
-def _check_agent_concurrency(cfg: RunConfig, runnables: Sequence[AgentRunnable]) -> None:
-    unknown = sorted(set(cfg.agent_concurrency) - {r.name for r in runnables})
+def _check_agent_concurrency(cfg: RunConfig, runnables: Sequence[AgentRunnable],
+                             metrics: Sequence[Metric] | None = None) -> None:
+    """Refuse options that do not apply to these agents and metrics, naming the option and why: an option
+    that passes silently looks like it worked."""
+    names = [r.name for r in runnables]
+    unknown = sorted(set(cfg.agent_concurrency) - set(names))
     if unknown:
         raise ConfigError(f"agent_concurrency names unknown agents: {', '.join(unknown)} "
-                          f"(the agents are: {', '.join(r.name for r in runnables)})")
+                          f"(the agents are: {', '.join(names)})")
+    endpoints = {*names, "judge", "simulator"}
+    for option in ("requests_per_minute", "tokens_per_minute"):
+        value = getattr(cfg, option)
+        if isinstance(value, Mapping):
+            for key in sorted(set(value) - endpoints, key=str):
+                raise ConfigError(f"{option} names {key!r}, which is no agent of this run.{nearest_name(str(key), endpoints)} "
+                                  f"(give agent names, 'judge' or 'simulator': {', '.join(sorted(endpoints))})")
+    if cfg.workers != 1:
+        raise ConfigError(f"workers={cfg.workers} sets the processes that score saved predictions; with an agent it would "
+                          "do nothing: runs in flight are set by concurrency= (isolation='process' runs agents in "
+                          "processes, executor='ray' on a cluster)")
+    if metrics is not None:
+        _check_judge_budget(cfg, metrics)
+
+
+def _check_judge_budget(cfg: RunConfig, metrics: Sequence[Metric]) -> None:
+    if cfg.judge_max_cost_usd is not None and not any(getattr(m, "is_async", False) for m in metrics):
+        raise ConfigError(f"judge_max_cost_usd={cfg.judge_max_cost_usd:g} limits what judged metrics spend, and none of "
+                          f"the metrics is judged ({', '.join(m.name for m in metrics) or 'none given'}); "
+                          "max_cost_usd limits the agents' runs")
 
 
 def _stats_from(stats: StatsConfig | None, options: dict[str, Any], where: str) -> StatsConfig:
@@ -501,7 +526,7 @@ async def _compare(
     resolved = resolve_metrics(metrics, judge=judge)
     runnables = _resolve_agents(agents, cfg)
     executor = _executor(cfg, simulator)
-    _check_agent_concurrency(cfg, runnables)
+    _check_agent_concurrency(cfg, runnables, resolved)
     early = _early_stop(stop_early, settings, ds, resolved, runnables, cfg, executor, simulator, baseline)
     joined = None
     if baseline is not None:

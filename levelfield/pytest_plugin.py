@@ -23,11 +23,13 @@ __all__ = ["lf_assert_eval", "pytest_addoption"]
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Command-line overrides for gated evaluations, so CI can ask for more trials or other criteria."""
+    from .cli.arguments import whole
+
     group = parser.getgroup("levelfield", "levelfield agent evaluation")
     group.addoption(
         "--lf-trials",
         dest="lf_trials",
-        type=int,
+        type=whole(1),
         default=None,
         help="run every eval case this many times (overrides trials= in eval_test / lf_assert_eval)",
     )

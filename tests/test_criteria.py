@@ -160,7 +160,7 @@ def test_threshold_must_be_a_number():
 
 
 def test_match_type_must_be_known():
-    with pytest.raises(lf.MetricError, match="match_type='SOMETIMES' is not one of EXACT, IN_ORDER, ANY_ORDER"):
+    with pytest.raises(lf.MetricError, match='criteria.tool_trajectory_avg_score.match_type = "SOMETIMES" is not one of EXACT, IN_ORDER, ANY_ORDER'):
         load_criteria({"tool_trajectory_avg_score": {"threshold": 1, "match_type": "SOMETIMES"}})
 
 

@@ -166,6 +166,13 @@ def test_thermostat(lf_assert_eval):
     result.assert_outcomes(passed=1)
 
 
+@pytest.mark.parametrize("trials", ["0", "-1", "x"])
+def test_lf_trials_out_of_range_is_a_usage_error_naming_it(quiet_pytester, trials):
+    result = _run(quiet_pytester, "-q", "--lf-trials", trials)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*argument --lf-trials*"])
+
+
 def test_lf_criteria_option_replaces_the_criteria(quiet_pytester, tmp_path):
     pytester = quiet_pytester
     config = tmp_path / "loose.json"

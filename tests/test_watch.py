@@ -440,3 +440,41 @@ def test_an_mlflow_experiment_is_polled_for_new_traces_incrementally(tmp_path, m
         assert experiment.experiment_id
     rows = journaled(tmp_path / "out")
     assert len(rows) == 4 and all(s["trajectory_exact_match"] == 1.0 for _, s in rows)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads the open files from /proc")
+def test_a_window_no_trace_was_written_to_lately_has_its_file_closed_and_reopened_for_a_late_one(tmp_path):
+    def open_windows() -> set[str]:
+        found = set()
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                target = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                continue
+            if f"{os.sep}windows{os.sep}" in target and target.endswith(".jsonl"):
+                found.add(target)
+        return found
+
+    exp = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exp))
+    tracer = provider.get_tracer("app")
+    with Watcher(METRICS, tmp_path / "out", otlp_port=0, trace_timeout=1, close_idle_after=0.5) as w:
+        url = f"http://127.0.0.1:{w.port}/v1/traces"
+        agent_trace(tracer, 0)
+        assert post(url, encode_spans(exp.get_finished_spans()).SerializeToString()).status_code == 200
+        wait_for(lambda: w.stats.scored_traces == 1)
+        assert len(open_windows()) == 1
+        wait_for(lambda: not open_windows())  # idle for 0.5 s: its file is closed
+        exp.clear()
+        agent_trace(tracer, 1)
+        assert post(url, encode_spans(exp.get_finished_spans()).SerializeToString()).status_code == 200
+        wait_for(lambda: w.stats.scored_traces == 2)
+    rows = journaled(tmp_path / "out")
+    assert len(rows) == 2 and len({tid for tid, _ in rows}) == 2
+    assert len(window_files(tmp_path / "out")) == 1  # the same window's file, appended to
+
+
+def test_close_idle_after_must_be_positive(tmp_path):
+    with pytest.raises(lf.ConfigError, match="close_idle_after=0"):
+        Watcher(METRICS, tmp_path / "out", otlp_port=0, close_idle_after=0)

@@ -597,9 +597,11 @@ def _body_size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_serve_command(subparsers: Any) -> argparse.ArgumentParser:
+def add_serve_command(subparsers: Any, *, port_reader: Callable[[str], int] = int,
+                      url_reader: Callable[[str], str] = str) -> argparse.ArgumentParser:
     """Add ``levelfield serve SPEC [--host] [--port] [--name] [--url] [--max-body] [--auth-token]
-    [--isolation]`` to the CLI's subparsers."""
+    [--isolation]`` to the CLI's subparsers; ``port_reader`` and ``url_reader`` check ``--port`` and
+    ``--url`` (the CLI's shared readers, which live above the adapters)."""
     parser = subparsers.add_parser(
         "serve",
         help="serve an agent over A2A (agent card, JSON-RPC and REST, streaming)",
@@ -609,9 +611,9 @@ def add_serve_command(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1",
                         help="interface to listen on (default 127.0.0.1, this machine only; another address "
                              "is warned about: use --auth-token there)")
-    parser.add_argument("--port", type=int, default=9999, help="port to listen on (default 9999)")
+    parser.add_argument("--port", type=port_reader, default=9999, help="port to listen on (default 9999)")
     parser.add_argument("--name", default=None, help="the agent's name on its card (default: the agent's own)")
-    parser.add_argument("--url", default=None, help="the URL the card advertises (default http://HOST:PORT; 127.0.0.1 for --host 0.0.0.0)")
+    parser.add_argument("--url", type=url_reader, default=None, help="the URL the card advertises (default http://HOST:PORT; 127.0.0.1 for --host 0.0.0.0)")
     parser.add_argument("--max-body", type=_body_size, default=MAX_BODY, metavar="SIZE",
                         help=f"the largest request body read, e.g. 1MB; larger ones get HTTP 413 (default {MAX_BODY >> 20}MB)")
     parser.add_argument("--auth-token", default=None, metavar="TOKEN",

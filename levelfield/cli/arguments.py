@@ -82,7 +82,7 @@ def dollars(text: str) -> float:
         value = float(text.lstrip("$"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of dollars") from None
-    if not value >= 0:
+    if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"{text}: give 0 or more dollars")
     return value
 

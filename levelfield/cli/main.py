@@ -17,13 +17,16 @@ import contextlib
 import math
 import os
 import re
+import signal
 import sys
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .arguments import budget as _budget, judge_of as _judge, model_spec as _model_spec
+from .arguments import http_url, number, port, probability, share, whole
 
 if TYPE_CHECKING:
     from ..comparison import Comparison
@@ -67,14 +70,7 @@ def format_summary(rows: dict[str, dict], metric_names: Sequence[str]) -> str:
 # -- argument types ----------------------------------------------------------------------------
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+_positive_int = whole(1)
 
 
 def _timeout(text: str) -> float | None:
@@ -84,8 +80,8 @@ def _timeout(text: str) -> float | None:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected seconds (or 'none'), got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0 seconds, got {value}")
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text}: give a number of seconds more than 0, or 'none' for no timeout")
     return value
 
 
@@ -129,11 +125,15 @@ def _rates(given: Sequence[tuple[str | None, int]], flag: str) -> int | dict[str
 def _threshold(text: str) -> tuple[str, float]:
     metric, sep, value = text.partition("=")
     try:
-        if not sep or not metric:
+        if not sep or not metric.strip():
             raise ValueError
-        return metric.strip(), float(value)
+        bound = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected METRIC=VALUE (e.g. trajectory_exact_match=0.8), got {text!r}") from None
+    if not math.isfinite(bound) or bound < 0:
+        raise argparse.ArgumentTypeError(f"{text}: give a number of 0 or more for {metric.strip()} "
+                                         "(a score from 0 to 1, or a count)")
+    return metric.strip(), bound
 
 
 _NAME = re.compile(r"^[\w .()\-]+$")
@@ -190,7 +190,7 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
     p.add_argument("--max-response", type=_max_response, default=d.max_response_bytes, metavar="SIZE",
                    help="the largest answer a remote (A2A) agent may send, e.g. 64MB, or 'none'; a larger one "
                         f"fails the run as response_too_large (default {d.max_response_bytes >> 20}MB)")
-    p.add_argument("--retries", type=int, default=d.retries,
+    p.add_argument("--retries", type=whole(0), default=d.retries,
                    help=f"retries of errors an adapter marks transient (default {d.retries})")
     p.add_argument("--no-a2a-preflight", dest="a2a_preflight", action="store_false",
                    help="do not check A2A agents before the first case (by default their card and a few probe "
@@ -252,7 +252,7 @@ def _add_case_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=_positive_int, metavar="N", help="only the first N cases of the dataset")
     p.add_argument("--sample", type=_positive_int, metavar="N",
                    help="N cases drawn at random (the same ones for the same --seed), kept in dataset order")
-    p.add_argument("--seed", type=int, metavar="S",
+    p.add_argument("--seed", type=whole(0), metavar="S",
                    help="with --sample: the random seed (default 0); with --stop-early: the seed of the case order")
 
 
@@ -485,10 +485,10 @@ def _add_gate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fail-if-worse", metavar="METRIC[,METRIC...]",
                    help="exit 1 when an agent is significantly worse than --baseline on one of these metrics "
                         "(paired test, Holm-adjusted p < --alpha)")
-    p.add_argument("--margin", type=float, default=0.0,
+    p.add_argument("--margin", type=number(0), default=0.0,
                    help="with --fail-if-worse: fail only when worse by more than this, in the metric's units "
                         "(0.02 = 2 points; default 0)")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level of --fail-if-worse (default 0.05)")
+    p.add_argument("--alpha", type=probability, default=0.05, help="significance level of --fail-if-worse (default 0.05)")
 
 
 def _check_gate_options(args: argparse.Namespace, metrics: Sequence[Any]) -> None:
@@ -761,8 +761,8 @@ def _demo(args: argparse.Namespace) -> int:
 def _add_plan_command(sub: Any) -> None:
     plan = sub.add_parser("plan", help="how many cases an evaluation needs to detect a change")
     kind = plan.add_mutually_exclusive_group(required=True)
-    kind.add_argument("--p0", type=float, help="a 0/1 metric: its current rate (e.g. 0.80)")
-    kind.add_argument("--sd", type=float,
+    kind.add_argument("--p0", type=share(what=" (a rate, e.g. 0.80)"), help="a 0/1 metric: its current rate (e.g. 0.80)")
+    kind.add_argument("--sd", type=number(0, above=True),
                       help="a continuous metric: SD of the per-case differences (paired) or of the metric (--unpaired)")
     kind.add_argument("--from", dest="from_dir", metavar="DIR",
                       help="measure p0, the discordance or SD, and the intra-case correlation from a saved comparison "
@@ -773,15 +773,15 @@ def _add_plan_command(sub: Any) -> None:
                            "was saved with; between two agents without one, the second)")
     plan.add_argument("--agent", metavar="AGENT",
                       help="with --from: the agent whose change is to be detected (needed with more than two agents)")
-    plan.add_argument("--mde", type=float, required=True, help="the change to detect, in the metric's units (0.05 = 5 points)")
-    plan.add_argument("--power", type=float, default=0.8, help="chance of detecting it (default 0.8)")
-    plan.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    plan.add_argument("--mde", type=number(0, above=True), required=True, help="the change to detect, in the metric's units (0.05 = 5 points)")
+    plan.add_argument("--power", type=share(what=" (e.g. 0.8)"), default=0.8, help="chance of detecting it (default 0.8)")
+    plan.add_argument("--alpha", type=probability, default=0.05, help="significance level (default 0.05)")
     plan.add_argument("--one-sided", action="store_true", help="only a drop matters (default: two-sided)")
     plan.add_argument("--unpaired", action="store_true", help="the agents run on different cases (default: the same cases)")
-    plan.add_argument("--discordance", type=float,
+    plan.add_argument("--discordance", type=share(what=" (a share of cases)"),
                       help="paired 0/1: share of cases where the two agents disagree (default: as if independent)")
     plan.add_argument("--trials", type=_positive_int, default=1, help="runs of every case (default 1)")
-    plan.add_argument("--icc", type=float, default=0.5,
+    plan.add_argument("--icc", type=share(open_low=False, open_high=False), default=0.5,
                       help="with --trials: intra-case correlation of a case's trials, 0..1 (default 0.5)")
     plan.set_defaults(func=_plan)
 
@@ -920,7 +920,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "score tables), searched below too (default: the current folder)")
     view.add_argument("--host", default="127.0.0.1",
                       help="interface to listen on (default 127.0.0.1: this machine only; a wider one warns)")
-    view.add_argument("--port", type=int, default=0, help="port to listen on (default 0: a free one, printed)")
+    view.add_argument("--port", type=port, default=0, help="port to listen on (default 0: a free one, printed)")
     view.add_argument("--auth-token", metavar="TOKEN", default=os.environ.get("LEVELFIELD_VIEW_TOKEN") or None,
                       help="require this token (Authorization: Bearer TOKEN, or ?token=TOKEN once, which sets a "
                            "cookie); for --host other than 127.0.0.1 (default: $LEVELFIELD_VIEW_TOKEN)")
@@ -932,7 +932,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from ..adapters.a2a_server import add_serve_command  # light: imports a2a only when serving
 
-    add_serve_command(sub)
+    add_serve_command(sub, port_reader=port, url_reader=http_url)
 
     from ..adapters.a2a_preflight import add_a2a_check_command  # light: httpx and a2a only when checking
 
@@ -947,23 +947,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    terminated: list[int] = []
     try:
-        return args.func(args)
+        with _terminate_as_interrupt(terminated, args.command in _RUNS_AGENTS):
+            return args.func(args)
     except (UsageError, LevelfieldError) as exc:
         print(f"levelfield {args.command}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(_interrupted_note(args, argv), file=sys.stderr)
-        return 130
+        print(_interrupted_note(args, argv, "terminated (SIGTERM)" if terminated else "interrupted"), file=sys.stderr)
+        return 128 + signal.SIGTERM if terminated else 130
 
 
-def _interrupted_note(args: argparse.Namespace, argv: Sequence[str]) -> str:
-    """What Ctrl-C left: the runs kept in the journal, and the command that resumes."""
+_RUNS_AGENTS = ("eval", "compare", "demo")
+"""The commands SIGTERM stops as Ctrl-C does (the others keep their own handling, or Python's)."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt(terminated: list[int], active: bool) -> Iterator[None]:
+    """While ``active``, SIGTERM does what Ctrl-C does (the runs that finished stay journaled, those in
+    flight are left for ``--resume``, the command that resumes is printed) and is noted in ``terminated``,
+    so the exit code can be 143 rather than 130. A service manager, ``timeout`` or ``docker stop`` sends
+    SIGTERM, and by default it would end the process without a word."""
+    if not active or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_terminate(signum: int, frame: Any) -> None:
+        terminated.append(signum)
+        # Whatever answers Ctrl-C now (asyncio.run cancelling the evaluation, the runner's counter of
+        # the user's interrupts, Python's default) answers this signal too.
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted_note(args: argparse.Namespace, argv: Sequence[str], how: str = "interrupted") -> str:
+    """What Ctrl-C (or SIGTERM, ``how``) left: the runs kept in the journal, and the command that resumes."""
     import shlex
 
     out = getattr(args, "out", None)
     if not out or args.command == "demo":
-        return f"levelfield {args.command}: interrupted; nothing was saved (give --out DIR to journal runs as they finish)"
+        return f"levelfield {args.command}: {how}; nothing was saved (give --out DIR to journal runs as they finish)"
     from ..core.errors import LevelfieldError
     from ..core.results.record import read_record
 
@@ -980,7 +1013,7 @@ def _interrupted_note(args: argparse.Namespace, argv: Sequence[str]) -> str:
     command = shlex.join(again)
     shown = hide_url_credentials(command)
     hidden = "" if shown == command else " (with the URL credentials shown as *** put back)"
-    return f"levelfield {args.command}: interrupted; {kept}. Resume with{hidden}:\n  levelfield {shown}"
+    return f"levelfield {args.command}: {how}; {kept}. Resume with{hidden}:\n  levelfield {shown}"
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..core.errors import MetricError
-from ..core.results.criteria import Criterion, CriterionKind, register_criterion
+from ..core.results.criteria import Criterion, CriterionKind, read_keys, register_criterion
 from ..core.score.metrics.base import Metric, Score, ScoringContext, TurnContext
 from ..core.score.metrics.registry import register_judged_metric
 from .answers import json_objects
@@ -59,6 +59,7 @@ from .rubrics import (
     Verdict,
     combine_samples,
     parse_verdicts,
+    check_adk_rubrics,
     read_rubrics,
     render_rubrics,
 )
@@ -145,22 +146,46 @@ def _get(options: Mapping[str, Any], name: str, default: Any = None) -> Any:
     return options.get(name, options.get(camel, default))
 
 
+_JUDGE_KEYS = ("judge_model", "judge_model_config", "num_samples", "parallelism_limit")
+"""ADK's ``JudgeModelOptions`` fields."""
+
+
 def _judge_options(criterion: Criterion, where: str) -> dict[str, Any]:
     """``judge_model_options`` of a criterion: the judge model named in the file and the number of samples."""
+    path = f"criteria.{criterion.metric}.judge_model_options"
     raw = _get(criterion.options, "judge_model_options", {}) or {}
     if not isinstance(raw, Mapping):
-        raise MetricError(f"{where}: criterion {criterion.metric!r} judge_model_options must be an object")
-    samples = _get(raw, "num_samples", ADK_DEFAULT_SAMPLES)
+        raise MetricError(f"{where}: {path}: criterion {criterion.metric!r} judge_model_options must be an object, "
+                          f"e.g. {{\"num_samples\": 5}}")
+    raw = read_keys(raw, _JUDGE_KEYS, path, where, "The keys of judge_model_options")
+    if "judge_model_config" in raw:
+        raise MetricError(f"{where}: {path}.judge_model_config: levelfield does not pass ADK's generation settings to "
+                          "the judge; set them on the judge you give (judge=... / --judge) and remove the key")
+    model = raw.get("judge_model")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise MetricError(f"{where}: {path}.judge_model = {model!r}: give the model's name as a string, "
+                          "e.g. \"google_genai:gemini-2.5-flash\"")
+    samples = raw.get("num_samples", ADK_DEFAULT_SAMPLES)
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-        raise MetricError(f"{where}: criterion {criterion.metric!r} judge_model_options.num_samples must be a positive integer, got {samples!r}")
-    limit = _get(raw, "parallelism_limit")
+        raise MetricError(f"{where}: {path}.num_samples: criterion {criterion.metric!r} judge_model_options.num_samples "
+                          f"must be a positive integer, got {samples!r}")
+    if "num_samples" in raw and samples != 1 and criterion.metric in _SAMPLED_ONCE:
+        raise MetricError(f"{where}: {path}.num_samples = {samples}: {criterion.metric} asks its judge once per turn, "
+                          "as ADK does; remove num_samples")
+    limit = raw.get("parallelism_limit")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise MetricError(f"{where}: criterion {criterion.metric!r} judge_model_options.parallelism_limit must be a positive integer")
-    return {"judge_model": _get(raw, "judge_model"), "num_samples": samples, "parallelism_limit": limit}
+        raise MetricError(f"{where}: {path}.parallelism_limit: criterion {criterion.metric!r} judge_model_options."
+                          f"parallelism_limit must be a positive integer, got {limit!r}")
+    return {"judge_model": model, "num_samples": samples, "parallelism_limit": limit}
 
 
 def _criterion_rubrics(criterion: Criterion, where: str) -> list[Rubric]:
-    return read_rubrics(_get(criterion.options, "rubrics"), f"{where}: criterion {criterion.metric!r}")
+    value = _get(criterion.options, "rubrics")
+    if value is None:
+        return []
+    path = f"criteria.{criterion.metric}.rubrics"
+    check_adk_rubrics(value, path, where)
+    return read_rubrics(value, f"{where}: {path}")
 
 
 def _judge_for(criterion: Criterion, judge: Any, model: Any) -> Any:
@@ -1038,13 +1063,23 @@ _OPTION_NAMES = {
 }
 
 
+_SAMPLED_ONCE = ("hallucinations_v1", "safety_v1")
+"""Criteria ADK judges with one sample per turn: ``num_samples`` does not apply."""
+
+
 def _check(criterion: Criterion, where: str) -> None:
     _judge_options(criterion, where)
     _criterion_rubrics(criterion, where)
+    path = f"criteria.{criterion.metric}"
     for name in ("include_intermediate_responses_in_final", "evaluate_intermediate_nl_responses"):
         value = _get(criterion.options, name)
         if value is not None and not isinstance(value, bool):
-            raise MetricError(f"{where}: criterion {criterion.metric!r} {name} must be true or false")
+            raise MetricError(f"{where}: {path}.{name}: criterion {criterion.metric!r} {name} must be true or false, "
+                              f"got {value!r}")
+    stop = _get(criterion.options, "stop_signal")
+    if stop is not None and (not isinstance(stop, str) or not stop.strip()):
+        raise MetricError(f"{where}: {path}.stop_signal = {stop!r}: give the text your simulated user ends with, "
+                          "e.g. \"</finished>\"")
 
 
 def _build(criterion: Criterion, judge: Any) -> Metric:
@@ -1065,7 +1100,10 @@ def _build(criterion: Criterion, judge: Any) -> Metric:
 
 
 for _name, _factory in ADK_CRITERIA.items():
-    register_criterion(_name, CriterionKind(build=_build, check=_check, description=_name))
+    register_criterion(_name, CriterionKind(
+        build=_build, check=_check, description=_name, keys=("judge_model_options", *_OPTION_NAMES.get(_name, ())),
+        reads_intermediate="include_intermediate_responses_in_final" in _OPTION_NAMES.get(_name, ()),
+    ))
     register_judged_metric(
         _name,
         lambda judge, f=_factory: f(judge),

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import MetricError
+from ..core.results.criteria import read_keys
 from .answers import json_objects
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "Verdict",
     "RubricVerdicts",
     "read_rubrics",
+    "check_adk_rubrics",
     "render_rubrics",
     "parse_verdicts",
     "combine_samples",
@@ -147,6 +149,45 @@ def read_rubrics(value: Any, where: str) -> list[Rubric]:
     if repeated:
         raise MetricError(f"{where}: rubric id {repeated[0]!r} is used twice; rubric ids must be unique")
     return rubrics
+
+
+_RUBRIC_KEYS = ("rubric_id", "rubric_content", "description", "type")
+"""ADK's ``Rubric`` fields."""
+
+
+def check_adk_rubrics(value: Any, path: str, where: str) -> None:
+    """Raise unless ``value`` is a list of rubrics in ADK's shape, as a ``test_config.json`` criterion gives them:
+    ``[{"rubric_id": "...", "rubric_content": {"text_property": "..."}, "type": "..."}]``.
+
+    ``path`` is the key path (``criteria.rubric_based_tool_use_quality_v1.rubrics``) and ``where`` the file, for
+    errors. Stricter than ADK only in asking each rubric for a text (ADK's ``text_property`` may be left out,
+    leaving the judge nothing to judge).
+    """
+    example = '[{"rubric_id": "cites", "rubric_content": {"text_property": "The answer names its source."}}]'
+    if not isinstance(value, (list, tuple)):
+        raise MetricError(f"{where}: {path}: rubrics must be a list of rubric objects, got {type(value).__name__}; "
+                          f"write e.g. {example}")
+    for i, item in enumerate(value):
+        at = f"{path}[{i}]"
+        if not isinstance(item, Mapping):
+            raise MetricError(f"{where}: {at}: a rubric must be an object, got {type(item).__name__}; write e.g. {example}")
+        fields = read_keys(item, _RUBRIC_KEYS, at, where, "The keys of a rubric")
+        rid = fields.get("rubric_id")
+        if not isinstance(rid, str) or not rid.strip():
+            raise MetricError(f"{where}: {at}.rubric_id: every rubric needs a rubric_id, a non-empty string unique "
+                              f"among the rubrics; got {rid!r}")
+        content = fields.get("rubric_content")
+        if not isinstance(content, Mapping):
+            raise MetricError(f"{where}: {at}.rubric_content: give an object with the property judged, "
+                              f"e.g. {{\"text_property\": \"The answer names its source.\"}}; got {content!r}")
+        text = read_keys(content, ("text_property",), f"{at}.rubric_content", where,
+                         "The keys of rubric_content").get("text_property")
+        if not isinstance(text, str) or not text.strip():
+            raise MetricError(f"{where}: {at}.rubric_content.text_property: give the property the judge says yes or "
+                              f"no to, as a non-empty string; got {text!r}")
+        for key in ("description", "type"):
+            if fields.get(key) is not None and not isinstance(fields[key], str):
+                raise MetricError(f"{where}: {at}.{key} must be a string, got {fields[key]!r}")
 
 
 def render_rubrics(rubrics: Sequence[Rubric]) -> str:

@@ -452,6 +452,58 @@ def _pairwise_section(cmp: Comparison) -> str:
     return "".join(out)
 
 
+def _robustness_section(cmp: Comparison) -> str:
+    """"How it holds up": each agent's drop under seeded tool faults (``compare(..., faults=...)``)."""
+    found = getattr(cmp, "robustness", None)
+    if found is None:
+        return ""
+    out = ['<section id="robustness"><h2>How it holds up</h2><p class="muted">'
+           f"Each agent ran clean and under {_esc(found.faults)} on the same {found.cases} cases"
+           f"{f' × {found.trials} trials' if found.trials > 1 else ''}. Drop = clean − faulted (failed runs score 0), "
+           "tested by sign-flip permutation of the per-case drops; each range inverts its test at the level Holm "
+           f"decided it at across the agents; significant: adjusted p below {1 - found.confidence:.2g}.</p>"]
+    headers = [("agent", False), ("metric", False), ("cases", True), ("clean", True), ("faulted", True),
+               ("drop", True), ("range", True), ("p adjusted", True), ("", False)]
+    rows = []
+    for r in found.drops.itertuples(index=False):
+        if r.n == 0:
+            mark = '<span class="ns">no case scored on both sides</span>'
+        elif r.significant:
+            mark = f'<span class="sig">{"drops under faults" if r.drop > 0 else "higher under faults"}</span>'
+        else:
+            mark = '<span class="ns">no significant drop</span>'
+        rows.append([_breakable(r.agent), _esc(r.metric), _esc(r.n), _fmt(r.clean), _fmt(r.faulted), _fmt(r.drop),
+                     f'<span class="ci">[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}] {r.ci_level * 100:.4g}%</span>',
+                     _fmt_p(r.p_holm), mark])
+    out.append(_table(headers, rows, "robustness"))
+    kinds = found.fault_kinds
+    if len(kinds):
+        items = []
+        for agent, group in kinds.groupby("agent", sort=False):
+            met = ", ".join(f"{_esc(k.kind)} {_fmt(k.drop)} ({k.runs} run{'s' if k.runs != 1 else ''})"
+                            for k in group.itertuples())
+            items.append(f"<li><b>{_esc(agent)}</b>: {met}</li>")
+        out.append(f'<p class="muted">Fault kinds met, with the mean drop on {_esc(kinds.attrs.get("metric", ""))} of '
+                   f'the runs that met each (a run can meet several):</p><ul class="verdict">{"".join(items)}</ul>')
+    if len(found.consistency):
+        items = []
+        for c in found.consistency.itertuples():
+            parts = []
+            if c.outcome_cases:
+                parts.append(f"same {_esc(c.metric)} in every trial on {c.outcome_agreement:.0%} "
+                             f"[{c.outcome_ci_low:.0%}, {c.outcome_ci_high:.0%}] of {c.outcome_cases} cases")
+            if c.trajectory_cases:
+                parts.append(f"same tool calls on {c.trajectory_agreement:.0%} "
+                             f"[{c.trajectory_ci_low:.0%}, {c.trajectory_ci_high:.0%}] of {c.trajectory_cases}")
+            if parts:
+                items.append(f"<li><b>{_esc(c.agent)}</b> over {c.trials} clean trials: {'; '.join(parts)}</li>")
+        if items:
+            out.append(f'<p class="muted">Consistency ({found.confidence:.0%} exact intervals):</p>'
+                       f'<ul class="verdict">{"".join(items)}</ul>')
+    out.append("</section>")
+    return "".join(out)
+
+
 def _call_text(call: Any) -> str:
     # Agent data may hold anything (sets, objects, cycles): written by to_jsonable's rules, never raising.
     args = json.dumps(to_jsonable(call.tool_input), sort_keys=True, ensure_ascii=False)
@@ -827,6 +879,7 @@ def report_sections(
     conformance = _a2a_section(cmp)
     against = baseline_section(cmp)
     cost = _cost_section(cmp)
+    robust = _robustness_section(cmp)
     body = [
         _verdict_section(cmp),
         _policy_note(cmp),
@@ -836,6 +889,7 @@ def report_sections(
         _charts_section(cmp),
         cost,
         _pairwise_section(cmp),
+        robust,
         _noise_section(cmp),
         failures,
         limited,
@@ -849,6 +903,7 @@ def report_sections(
         '<a href="#charts">Metrics</a>' + ('<a href="#a2a">A2A</a>' if conformance else "")
         + ('<a href="#cost">Cost</a>' if cost else "")
         + ('<a href="#pairwise">Pairwise</a>' if multi else "")
+        + ('<a href="#robustness">How it holds up</a>' if robust else "")
         + ('<a href="#failures">Failures</a>' if failures else "")
         + ('<a href="#limits">Rate limits</a>' if limited else "")
         + '<a href="#cases">Cases</a><a href="#glossary">Glossary</a></nav>'

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["ScriptedChatModel", "ScriptedJudge", "JudgeQuestion", "ScriptedUser", "tool_outputs_by_turn", "last_human_text", "assert_eval", "check_eval",
-           "eval_test", "ConcurrencyLimited"]
+           "eval_test", "ConcurrencyLimited", "FirstCallRefused"]
 
 _LAZY = {
     "ScriptedChatModel": ".chat_model",
@@ -21,6 +21,7 @@ _LAZY = {
     "check_eval": ".gating",
     "eval_test": ".gating",
     "ConcurrencyLimited": ".rate_limited",
+    "FirstCallRefused": ".rate_limited",
 }
 
 

@@ -16,13 +16,19 @@ Wrap any ASGI app (e.g. ``levelfield.adapters.a2a_server.build_app``) and serve 
     print(limited.admitted, limited.refused, limited.peak)
 
 Only POST requests (the calls) count; the agent card and other GETs pass through.
+
+``FirstCallRefused`` is the other kind of 429: it refuses each request's first call, whatever is
+in flight (a per-request check such as a cache warming or an idempotency gate), and admits the
+request when it comes again. A refusal there says nothing about capacity.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ConcurrencyLimited"]
+import json
+
+__all__ = ["ConcurrencyLimited", "FirstCallRefused"]
 
 
 class ConcurrencyLimited:
@@ -65,3 +71,58 @@ class ConcurrencyLimited:
             headers.append((b"retry-after", f"{self.retry_after:g}".encode()))
         await send({"type": "http.response.start", "status": 429, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+def _texts(value: Any) -> list[str]:
+    """Every ``"text"`` string in a JSON value, in order (an A2A message's text parts)."""
+    if isinstance(value, dict):
+        return [t for k, v in value.items() for t in ([v] if k == "text" and isinstance(v, str) else _texts(v))]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts(v)]
+    return []
+
+
+class FirstCallRefused(ConcurrencyLimited):
+    """An ASGI app that answers 429 to the first POST of each request (known by the text it carries,
+    so a retry is the same request) and passes it through when it comes again. No limit in flight."""
+
+    def __init__(self, app: Any, *, retry_after: float | None = None) -> None:
+        super().__init__(app, 1 << 30, retry_after=retry_after)
+        self.seen: set[str] = set()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        try:
+            key = "\n".join(_texts(json.loads(body)))
+        except ValueError:
+            key = body.decode("utf-8", "replace")
+        if key not in self.seen:
+            self.seen.add(key)
+            self.refused += 1
+            await self._too_many(send)
+            return
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        self.in_flight += 1
+        self.admitted += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            await self.app(scope, replay, send)
+        finally:
+            self.in_flight -= 1

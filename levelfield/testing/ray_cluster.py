@@ -40,7 +40,7 @@ from types import TracebackType
 
 __all__ = ["LOOPBACK", "LocalRayCluster", "RayNode", "local_ray_options", "token_auth_here"]
 
-_START_SECONDS = 90.0
+_START_SECONDS = 180.0
 
 LOOPBACK = "127.0.0.2"
 """The address of every test node: on loopback, and not ``127.0.0.1``, which Ray swaps for the LAN address

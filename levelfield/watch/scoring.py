@@ -81,8 +81,11 @@ class Scorer:
         assessments: Any = None,
         budget: HourlyBudget | None = None,
         batch: int = 512,
+        idle_close: float = 300.0,
     ) -> None:
         self.metrics = list(metrics)
+        self.idle_close = idle_close
+        """Seconds without a write after which a window's file is closed (reopened if a late trace comes)."""
         self.windows = windows
         self.on_scored = on_scored
         self.references = dict(references or {})
@@ -109,9 +112,17 @@ class Scorer:
 
     def _run(self) -> None:
         loop = asyncio.new_event_loop()
+        check = min(30.0, self.idle_close / 2)
+        checked = time.monotonic()
         try:
             while True:
-                first = self.queue.get()
+                if time.monotonic() - checked >= check:  # windows no trace was written to lately: close their files
+                    checked = time.monotonic()
+                    self.windows.close_idle(self.idle_close)
+                try:
+                    first = self.queue.get(timeout=check)
+                except queue.Empty:
+                    continue
                 if first is None:
                     return
                 batch, last = [first], False

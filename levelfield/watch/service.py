@@ -158,10 +158,15 @@ class Watcher:
         max_body: int = 16 << 20,
         retry_after: int = 1,
         quiet: bool = True,
+        close_idle_after: float | None = None,
     ) -> None:
         if not 0 <= sample <= 1:
             raise ConfigError(f"sample={sample!r}: give the share of traces to score, between 0 and 1 (0.1 = one in ten)")
-        for name, value in (("trace_timeout", trace_timeout), ("window", window), ("poll", poll)):
+        if close_idle_after is None:
+            close_idle_after = max(60.0, 2 * trace_timeout) if isinstance(trace_timeout, (int, float)) else 60.0
+        self.close_idle_after = close_idle_after
+        for name, value in (("trace_timeout", trace_timeout), ("window", window), ("poll", poll),
+                            ("close_idle_after", close_idle_after)):
             if not (isinstance(value, (int, float)) and value > 0):
                 raise ConfigError(f"{name}={value!r}: must be a positive number of seconds")
         self.late_grace = check_grace(min(DEFAULT_GRACE, trace_timeout) if late_grace is None else late_grace,
@@ -436,7 +441,8 @@ class Watcher:
         tasks: list[asyncio.Task] = []
         server = None
         self.scorer = Scorer(self.metrics, self.windows, self._on_scored, references=self._references,
-                             exporter=self._exporter(), assessments=self.assessments, budget=self.budget)
+                             exporter=self._exporter(), assessments=self.assessments, budget=self.budget,
+                             idle_close=self.close_idle_after)
         sock = None
         try:
             if self.otlp_port is not None:
@@ -620,7 +626,9 @@ def watch(metrics: Sequence[Metric | str], out: str | Path, **options: Any) -> N
     marked under their trace in ``out/late_spans.jsonl``), sampled (``sample``; ``sample_rules`` such as ``"route=/checkout:1.0"`` give the
     traces they match a rate of their own, see :mod:`levelfield.watch.sampling`), scored with
     ``metrics`` and journaled to ``out/windows/`` in
-    windows of ``window`` seconds; ``out/status.json`` holds the live counters. A restart with the
+    windows of ``window`` seconds (a window's file is closed once no trace was written to it for
+    ``close_idle_after`` seconds, default twice the trace timeout and at least 60; a late trace opens it
+    again); ``out/status.json`` holds the live counters. A restart with the
     same ``out`` loses and repeats nothing. ``baseline`` + ``alert_if_worse``: alert when a window
     is significantly worse than the baseline (``out/drift.jsonl``). ``export_otlp``: an OTLP/HTTP
     endpoint the scores are sent to as ``gen_ai.evaluation.result`` events. ``export_mlflow``: scores

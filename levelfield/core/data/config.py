@@ -10,6 +10,7 @@ Every entry point (``evaluate``, ``compare``, their async twins, ``EvalTask``, `
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -127,10 +128,11 @@ class RunConfig:
             raise bad("trials", self.trials, "must be a whole number >= 1")
         if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
             raise bad("retries", self.retries, "must be a whole number >= 0")
-        if self.timeout is not None and (isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or self.timeout <= 0):
-            raise bad("timeout", self.timeout, "must be > 0 seconds, or None for no timeout")
-        if isinstance(self.backoff, bool) or not isinstance(self.backoff, (int, float)) or self.backoff < 0:
-            raise bad("backoff", self.backoff, "must be >= 0 seconds")
+        if self.timeout is not None and (isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float))
+                                         or not 0 < self.timeout < math.inf):
+            raise bad("timeout", self.timeout, "must be a number of seconds > 0, or None for no timeout")
+        if isinstance(self.backoff, bool) or not isinstance(self.backoff, (int, float)) or not 0 <= self.backoff < math.inf:
+            raise bad("backoff", self.backoff, "must be a number of seconds >= 0")
         caps = dict(self.agent_concurrency or {})
         for name, cap in caps.items():
             if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
@@ -161,7 +163,8 @@ class RunConfig:
             object.__setattr__(self, "prices", price_table(self.prices))
         for option in ("max_cost_usd", "judge_max_cost_usd"):
             value = getattr(self, option)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not 0 < value < math.inf):
                 raise bad(option, value, "must be a number of dollars > 0 (the most the calls may spend), "
                                          "or None for no budget")
         if self.resume and self.out is None:

@@ -218,8 +218,6 @@ class AgentOutput(BaseModel):
     """Texts the agent produced before the final one."""
     usage: Usage | None = None
     """Tokens spent by the agent's model calls, when known."""
-    model_calls: int | None = None
-    """How many times the agent called its model(s) in this turn, when the adapter counted them."""
     retrieved_context: list[dict[str, Any]] | None = None
     """Documents the agent's last retrieval step returned, as ``{content, doc_uri}``, when known."""
     handoffs: list[Handoff] = Field(default_factory=list)

@@ -55,6 +55,7 @@ __all__ = [
     "criteria_by_file",
     "apply_criteria",
     "format_verdicts",
+    "read_keys",
 ]
 
 CONFIG_NAME = "test_config.json"
@@ -81,6 +82,12 @@ class CriterionKind:
     """``check(criterion, where)``: raises a MetricError naming ``where`` when its options are wrong."""
     description: str = ""
     """One line saying what it measures and how levelfield computes it."""
+    keys: tuple[str, ...] = ()
+    """The keys its criterion object takes besides ``threshold`` (snake_case; ADK's camelCase spelling is accepted
+    too): any other key is refused with the nearest known one, as ADK's models refuse them or should."""
+    reads_intermediate: bool = False
+    """Whether it reads ``include_intermediate_responses_in_final`` (ADK's base criterion field); when not, only
+    its default ``false`` is accepted."""
 
 
 _KINDS: dict[str, CriterionKind] = {}
@@ -120,6 +127,10 @@ class Criterion:
     ``rubrics``...), for criteria the judge package computes."""
     source: str = field(default="criteria", compare=False, hash=False)
     """Where it was read (the ``test_config.json`` path), for errors."""
+
+    def __post_init__(self) -> None:
+        # Made in Python as well as read from a file: held to the same range (0 to 1; 0 or more for a count).
+        _threshold(self.metric, self.threshold, f"criteria.{self.metric}", self.source)
 
     @property
     def score_name(self) -> str:
@@ -198,23 +209,82 @@ def _known(name: str) -> bool:
     return name in _KINDS or name in metric_names()
 
 
-def _trajectory_options(name: str, value: Mapping[str, Any], where: str) -> dict[str, Any]:
-    match_type = value.get("match_type", value.get("matchType", "EXACT"))
-    if isinstance(match_type, int) and not isinstance(match_type, bool) and 0 <= match_type < len(_MATCH_TYPES):
-        match_type = _MATCH_TYPES[match_type]  # ADK's enum values
-    if not isinstance(match_type, str) or match_type.strip().upper().replace("-", "_").replace(" ", "_") not in _MATCH_TYPES:
-        raise MetricError(f"{where}: criterion {name!r} match_type={match_type!r} is not one of {', '.join(_MATCH_TYPES)}")
-    ignore_args = value.get("ignore_args", value.get("ignoreArgs", False))
-    if not isinstance(ignore_args, bool):
-        raise MetricError(f"{where}: criterion {name!r} ignore_args must be true or false")
-    if name != "tool_trajectory_avg_score" and (match_type.upper() != "EXACT" or ignore_args):
-        raise MetricError(f"{where}: match_type and ignore_args apply to tool_trajectory_avg_score only, not {name!r}")
-    return {"match_type": match_type.strip().upper().replace("-", "_").replace(" ", "_"), "ignore_args": ignore_args}
+_TOP_KEYS = ("criteria", "custom_metrics", "user_simulator_config", "live_model_config")
+"""The keys of ADK's ``EvalConfig``."""
+_NOT_READ = {
+    "custom_metrics": "ADK's custom metric functions are not loaded from test_config.json; pass them as "
+    "lf.metrics.CustomMetric(...) in metrics= and remove the key",
+    "user_simulator_config": "levelfield does not read ADK's user simulator settings; pass simulator=... "
+    "(lf.UserSimulator(model) or lf.testing.ScriptedUser(...)) and remove the key",
+    "live_model_config": "levelfield does not run ADK's live (streaming audio) mode; remove the key",
+}
+"""Keys of ADK's ``EvalConfig`` levelfield does not act on: refused rather than ignored, with what to do instead."""
+_BASE_KEYS = ("threshold", "include_intermediate_responses_in_final")
+"""ADK's ``BaseCriterion`` fields, which every criterion object has."""
+_TRAJECTORY_KEYS = ("match_type", "ignore_args")
+"""ADK's ``ToolTrajectoryCriterion`` fields beyond the base ones."""
+_COUNTS = frozenset({"turns_used", "tool_call_count", "model_call_count", "repeated_tool_calls", "token_count"})
+"""levelfield metrics whose score is a count (0 or more), not a share from 0 to 1."""
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def read_keys(value: Mapping[Any, Any], allowed: Sequence[str], path: str, where: str, fix: str) -> dict[str, Any]:
+    """``value``'s entries under their snake_case names; a key not in ``allowed`` (nor its camelCase) is an error
+    naming the key path, the nearest allowed key and ``fix``."""
+    from ..score.metrics.registry import nearest_name
+
+    aliases = {**{_camel(k): k for k in allowed}, **{k: k for k in allowed}}
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        name = aliases.get(key) if isinstance(key, str) else None
+        if name is None:
+            hint = nearest_name(str(key), [*allowed, *(_camel(k) for k in allowed)])
+            raise MetricError(f"{where}: {path}.{key}: unknown key.{hint} {fix}: {', '.join(allowed)}")
+        if name in out:
+            raise MetricError(f"{where}: {path}: {name!r} is given twice ({name} and {_camel(name)}); keep one")
+        out[name] = item
+    return out
+
+
+def _threshold(name: str, value: Any, path: str, where: str) -> float:
+    """A criterion's threshold, checked: a finite number, from 0 to 1 (0 or more for a count metric)."""
+    scale = "a count, 0 or more" if name in _COUNTS else "a score from 0 to 1"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise MetricError(
+            f"{where}: {path} = {json.dumps(value)}: a threshold must be a number ({name} is {scale}); "
+            f"write it without quotes, e.g. 0.8"
+        )
+    if not math.isfinite(value) or value < 0 or (value > 1 and name not in _COUNTS):
+        raise MetricError(
+            f"{where}: {path} = {value!r} is out of range: {name} is {scale}, and a case passes when its score "
+            f"is at least the threshold; give a number {'of 0 or more' if name in _COUNTS else 'from 0 to 1'}"
+        )
+    return float(value)
+
+
+def _flag(value: Any, path: str, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise MetricError(f"{where}: {path} = {json.dumps(value, default=str)}: give true or false")
+    return value
+
+
+def _match_type(value: Any, path: str, where: str) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(_MATCH_TYPES):
+        return _MATCH_TYPES[value]  # ADK's enum values
+    normalized = value.strip().upper().replace("-", "_").replace(" ", "_") if isinstance(value, str) else None
+    if normalized not in _MATCH_TYPES:
+        raise MetricError(f"{where}: {path} = {json.dumps(value)} is not one of {', '.join(_MATCH_TYPES)}; give one of them")
+    return normalized
 
 
 def _criterion(name: Any, value: Any, where: str) -> Criterion:
     if not isinstance(name, str) or not name:
         raise MetricError(f"{where}: criterion names must be metric names, got {name!r}")
+    path = f"criteria.{name}"
     if name in _INFORMATIONAL:
         # ADK's own words (google.adk.evaluation._efficiency_evaluators): naming one means giving it a threshold.
         raise MetricError(
@@ -224,22 +294,43 @@ def _criterion(name: Any, value: Any, where: str) -> Criterion:
     if not _known(name):
         raise _unknown(name, where)
     if isinstance(value, bool) or not isinstance(value, (int, float, Mapping)):
-        raise MetricError(f"{where}: criterion {name!r} must be a threshold number or an object with 'threshold'")
+        raise MetricError(
+            f"{where}: {path} = {json.dumps(value, default=str)}: criterion {name!r} must be a threshold number or an "
+            f"object with 'threshold', e.g. \"{name}\": 0.8 or \"{name}\": {{\"threshold\": 0.8}}"
+        )
+    if not isinstance(value, Mapping):
+        return _checked(Criterion(metric=name, threshold=_threshold(name, value, path, where), source=where), where)
+    kind = _KINDS.get(name)
+    extra = _TRAJECTORY_KEYS if name == "tool_trajectory_avg_score" else (kind.keys if kind else ())
+    fields = read_keys(value, list(dict.fromkeys([*_BASE_KEYS, *extra])), path, where, f"The keys criterion {name!r} takes")
+    if "threshold" not in fields:
+        raise MetricError(f"{where}: {path} has no 'threshold'; add one, e.g. \"threshold\": 0.8")
+    threshold = _threshold(name, fields.pop("threshold"), f"{path}.threshold", where)
+    intermediate = fields.get("include_intermediate_responses_in_final")
+    if intermediate is not None and _flag(intermediate, f"{path}.include_intermediate_responses_in_final", where) and not (
+        kind and kind.reads_intermediate
+    ):
+        readers = sorted(n for n, k in _KINDS.items() if k.reads_intermediate)
+        raise MetricError(
+            f"{where}: {path}.include_intermediate_responses_in_final: {name} reads only the final answer; "
+            f"the option applies to {', '.join(readers) or 'no criterion here'}. Remove it"
+        )
     options: dict[str, Any] = {}
-    if isinstance(value, Mapping):
-        if "threshold" not in value or isinstance(value["threshold"], bool) or not isinstance(value["threshold"], (int, float)):
-            raise MetricError(f"{where}: criterion {name!r} needs a numeric 'threshold'")
-        if name in _KINDS:
-            # The judge package reads and checks the rest (judge_model_options, rubrics...).
-            options = {"options": {k: v for k, v in value.items() if k != "threshold"}}
-        else:
-            options = _trajectory_options(name, value, where)
-        value = value["threshold"]
-    criterion = Criterion(metric=name, threshold=float(value), source=where, **options)
-    if name in _KINDS:
-        check = _KINDS[name].check
-        if check is not None:
-            check(criterion, where)
+    if name == "tool_trajectory_avg_score":
+        options["match_type"] = _match_type(fields.get("match_type", "EXACT"), f"{path}.match_type", where)
+        options["ignore_args"] = _flag(fields.get("ignore_args", False), f"{path}.ignore_args", where)
+    elif kind is not None:
+        # The judge package reads and checks the values (judge_model_options, rubrics...).
+        options["options"] = fields
+    return _checked(Criterion(metric=name, threshold=threshold, source=where, **options), where)
+
+
+def _checked(criterion: Criterion, where: str) -> Criterion:
+    """``criterion`` once its kind has checked its options and, when it needs no judge, its metric builds."""
+    kind = _KINDS.get(criterion.metric)
+    if kind is not None:
+        if kind.check is not None:
+            kind.check(criterion, where)
         return criterion
     if criterion.needs_judge:
         return criterion  # built with the judge, by criteria_metrics
@@ -254,11 +345,14 @@ def load_criteria(spec: str | Path | Mapping[str, Any] | None = None) -> list[Cr
     """Criteria from a ``test_config.json`` path, its parsed content, or a ``{metric: threshold}`` dict.
 
     ``None`` gives ADK's defaults. A folder means its ``test_config.json`` (defaults when absent).
-    Errors name the file and the criterion.
+    Every field is checked as ADK's ``EvalConfig`` reads it, and more strictly where ADK lets a mistake
+    through (a threshold outside 0 to 1, a misspelt key): errors name the file, the key path
+    (``criteria.tool_trajectory_avg_score.threshold``) and the fix.
     """
-    where = "criteria"
+    where = "the criteria given"
     if spec is None:
         return [Criterion(name, threshold) for name, threshold in DEFAULT_CRITERIA.items()]
+    from_file = isinstance(spec, (str, Path))
     if isinstance(spec, (str, Path)):
         path = Path(spec)
         if path.is_dir():
@@ -271,11 +365,28 @@ def load_criteria(spec: str | Path | Mapping[str, Any] | None = None) -> list[Cr
             spec = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise MetricError(f"{path} line {exc.lineno}: not valid JSON ({exc.msg})") from None
-        if not isinstance(spec, Mapping) or not isinstance(spec.get("criteria"), Mapping):
-            raise MetricError(f"{path}: expected {{\"criteria\": {{\"metric_name\": threshold, ...}}}}")
+        except (UnicodeDecodeError, OSError) as exc:
+            raise MetricError(f"{path}: cannot be read as UTF-8 JSON ({exc})") from None
     if not isinstance(spec, Mapping):
-        raise MetricError(f"criteria must be a test_config.json path or a dict, got {type(spec).__name__}")
-    criteria = spec["criteria"] if isinstance(spec.get("criteria"), Mapping) else spec
+        got = type(spec).__name__
+        raise MetricError(
+            f"{where}: expected {{\"criteria\": {{\"metric_name\": threshold, ...}}}}, got {got}"
+            if from_file else f"criteria must be a test_config.json path or a dict, got {got}"
+        )
+    if from_file and "criteria" not in spec and any(isinstance(k, str) and _known(k) for k in spec):
+        raise MetricError(f"{where}: expected {{\"criteria\": {{\"metric_name\": threshold, ...}}}}; "
+                          "put the criteria inside a \"criteria\" object")
+    if from_file or any(k in spec for k in (*_TOP_KEYS, *map(_camel, _TOP_KEYS))):
+        top = read_keys(spec, _TOP_KEYS, "(top level)", where, "The keys of a test_config.json")
+        for key in top:
+            if key in _NOT_READ:
+                raise MetricError(f"{where}: {key}: {_NOT_READ[key]}")
+        if not isinstance(top.get("criteria"), Mapping):
+            raise MetricError(f"{where}: expected {{\"criteria\": {{\"metric_name\": threshold, ...}}}}"
+                              + (f"; criteria is {type(top['criteria']).__name__}" if "criteria" in top else ""))
+        criteria = top["criteria"]
+    else:
+        criteria = spec
     if not criteria:
         raise MetricError(f"{where}: no criteria given; name at least one metric and its threshold")
     return [_criterion(name, value, where) for name, value in criteria.items()]

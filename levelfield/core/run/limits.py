@@ -6,24 +6,43 @@ limits, and optional token buckets for ``requests_per_minute`` and ``tokens_per_
 
 The controller (``adaptive=True``) is a loss-based window, as TCP congestion control is:
 
-- it starts at the ceiling (``RunConfig.concurrency``, a judge's ``max_concurrency``), so an
-  endpoint without limits runs exactly as with a fixed concurrency (runs that need each other in
-  flight at once still meet), and one that carries fewer calls refuses the excess once, at the start;
-- on a "too many requests" answer (HTTP 429, a 503 with ``Retry-After``, a provider's
-  ``RateLimitError``) the limit falls to the number of calls the endpoint is still holding for
-  us, the window it showed it can carry, but by no more than to 70 % of the limit (CUBIC's
-  decrease factor, RFC 9438 §4.6). This is TCP's multiplicative decrease to the flight size
-  (RFC 5681 §3.1, ``ssthresh = FlightSize / 2``) without the blind halving, because an explicit
-  429 tells when the endpoint was full (a lost packet does not);
-- when even a lone call is refused (nothing else of ours in flight) the endpoint limits by time,
-  not by concurrency: no call starts until its ``Retry-After`` has passed (without one, the call
-  tries again a few times after short pauses, then its own retries decide), and the limit
-  restarts from 1 with slow start
-  (RFC 5681 §3.1) up to half the old limit;
-- after a success it grows additively, one call per window of successes (congestion avoidance),
-  and past the level where it was last refused it probes ``_PROBE`` times more slowly, as CUBIC
-  plateaus around its last maximum (RFC 9438 §4.2), so a steady limit costs one 429 in about
-  ``_PROBE * limit`` calls.
+- it starts at a few calls in flight, ``_INITIAL`` (4, TCP's initial window of up to four segments,
+  RFC 3390) or the ceiling when lower, and grows by slow start (RFC 5681 §3.1): one call more per
+  answer while calls wait for the window (an answer when fewer calls than the window were wanted
+  proves nothing about more, RFC 7661), so the window doubles per window of answers, up to the
+  ceiling (``RunConfig.concurrency``, a judge's ``max_concurrency``). Calls that hold their slots
+  without answering for ``_RAMP`` seconds (slow agents) also double it: they were admitted;
+- every call keeps the calls in flight when it was *sent*: a refusal is judged by those, not by
+  what is in flight when it comes back (a growing window has sent more since);
+- a refusal ("too many requests": HTTP 429, a 503 with ``Retry-After``, a provider's
+  ``RateLimitError``) is first asked what it means. A capacity limit refuses by the number of calls
+  in flight, so the same request sent again at once with as many calls in flight is refused too,
+  most of the time; a per-request refusal (a gateway that refuses each request's first call, a
+  cache warming, a per-prompt check) lets it through every time. So a request's first refusal that
+  names no time to wait is put on trial: it is sent again at once in the slot it held. Until
+  ``_PASSES`` (4) retries in a row were admitted with at least as many calls in flight as their
+  refused first call (fewer proves nothing: slots freed meanwhile), a first refusal also cuts the
+  limit as a capacity signal would, and no more than ``_PASSES`` trials run at once; once they
+  were, the cuts are undone and first refusals leave the limit alone (the 429 storm of a gateway
+  that refuses every first call runs at the ceiling). A retry refused too is a capacity signal,
+  and while any of the last ``_VERDICTS`` (8) trials ended so, first refusals are capacity signals
+  (one in ``_RETRIAL`` still tried, to keep the verdicts current). A refusal that says when to
+  come back (``Retry-After`` > 0) is taken at its word at once;
+- a capacity signal cuts the limit to the calls of ours in flight when the refused call was sent,
+  or to what the endpoint carried when that is lower (Little's law over its last answers: answers
+  per second times seconds per answer; past an overshoot the endpoint took calls in no order), but
+  no lower than half the window at the end of slow start (which doubled it in the time a refusal
+  took to come back; RFC 5681's FlightSize / 2) and 70 % after (CUBIC's factor, RFC 9438 §4.6).
+  Refusals of calls sent before the last cut lower it no further than that (one cut per window
+  sent, RFC 6582);
+- when a lone call's refusal is a capacity signal (nothing else of ours in flight) the endpoint limits by
+  time, not by concurrency: no call starts until its ``Retry-After`` has passed (without one, the
+  call tries again a few times after short pauses, then its own retries decide), and the limit
+  restarts from 1 with slow start up to half the old limit;
+- once refused, it grows additively, one call per window of successes (congestion avoidance,
+  AIMD), and past the level where it was last refused it probes ``_PROBE`` times more slowly, as CUBIC
+  plateaus around its last maximum (RFC 9438 §4.2), so a steady limit costs one 429 (two when it is on
+  trial) in about ``_PROBE * limit`` calls.
 
 A refused call waits out the ``Retry-After`` it was given and is tried again without counting as
 a failed attempt of its run (see ``levelfield.core.run.runner``). With ``adaptive=False`` the
@@ -41,6 +60,7 @@ import collections
 import contextlib
 import contextvars
 import time
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +79,17 @@ _BETA = 0.7
 """The most one refusal lowers the limit (to 70 %, CUBIC's factor, RFC 9438 §4.6), however few calls were in flight."""
 _PROBE = 8
 """How many times more slowly the limit grows past the level where the endpoint last refused a call."""
+_INITIAL = 4
+"""Calls in flight an adaptive limit starts at (or its ceiling when lower): TCP's initial window, RFC 3390."""
+_VERDICTS = 8
+"""Trials remembered: one of them whose retry was refused too makes first refusals capacity signals."""
+_PASSES = 4
+"""Trials whose retry was admitted with at least as many calls in flight (and none refused among the
+last ``_VERDICTS``) that show per-request refusals."""
+_RETRIAL = 4
+"""While first refusals count as capacity signals, one in this many is still put on trial."""
+_RAMP = 0.5
+"""Seconds without an answer after which calls holding every slot double the window in slow start."""
 
 
 def endpoint_of(agent: Any) -> str:
@@ -121,6 +152,9 @@ class LimitStats:
     """Seconds calls spent waiting on limits, all calls together (for a free slot, a token, a Retry-After)."""
     adaptive: bool = True
     """Whether the limit followed the endpoint's rate limits."""
+    per_request: int = 0
+    """Of those, first refusals whose immediate retry the endpoint admitted with as many calls in flight:
+    per-request refusals, not capacity."""
 
     def describe(self) -> str:
         """One line for people: ``...: ran at about 7.9 in flight (adaptive limit 8 of 64, peak 9); 400 call(s),
@@ -160,14 +194,37 @@ class EndpointLimit:
         self.adaptive = adaptive
         self.window = float(self.ceiling)
         """The adaptive limit as a real number (the limit is its whole part)."""
-        self._threshold = float(self.ceiling)  # slow start below it (after a pause), avoidance above
+        if adaptive:
+            self.window = float(min(_INITIAL, self.ceiling))
+        self._threshold = float(self.ceiling)  # slow start below it, avoidance above
         self._refused_at: float | None = None  # the level where the endpoint last refused a call
         self._requests = TokenBucket(requests_per_minute) if requests_per_minute else None
         self._tokens = TokenBucket(tokens_per_minute) if tokens_per_minute else None
         self._paused_until = 0.0
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._timer: asyncio.TimerHandle | None = None
+        self._ramp_timer: asyncio.TimerHandle | None = None
+        self._last_end = time.monotonic()
+        # Calls (by their task) whose first refusal is on trial: their retry takes back their slot at once.
+        self._again: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+        # Their retries, until answered: the calls in flight when the refused first call was sent.
+        self._trial: weakref.WeakKeyDictionary[asyncio.Task[Any], int] = weakref.WeakKeyDictionary()
+        self._verdicts: collections.deque[bool] = collections.deque(maxlen=_VERDICTS)  # retry refused too?
+        self._first_refusals = 0
+        # Each call in flight (by its task): its number and the calls in flight when it was sent, itself included.
+        self._sent: weakref.WeakKeyDictionary[asyncio.Task[Any], tuple[int, int]] = weakref.WeakKeyDictionary()
+        self._seq = 0
+        # The last answers: (when it came, seconds it took), for what the endpoint carried.
+        self._answers: collections.deque[tuple[float, float]] = collections.deque(maxlen=4 * self.ceiling)
+        self._recover = 0  # calls numbered up to this were sent before the last cut: no second cut for them
+        self._base = self.window  # the window before the last cut (the most a run of refusals lowers it from)
+        # Before refusals are shown per-request, a first refusal cuts the limit as a capacity signal
+        # would; this is what it was before, restored when they are shown per-request.
+        self._undo: tuple[float, float] | None = None
         self.in_flight = 0
+        self.history: list[int] = [self.limit] if adaptive else []
+        """The limit each time it changed (the first 10,000 changes): the trajectory tests read."""
+        self.per_request = 0
         # statistics
         self.calls = 0
         self.rate_limited = 0
@@ -192,6 +249,11 @@ class EndpointLimit:
             delay = max(delay, self._tokens.delay(0.0))
         return max(delay, 0.0)
 
+    def _changed(self) -> None:
+        """Note the limit in :attr:`history` when it moved."""
+        if self.adaptive and self.history[-1] != self.limit and len(self.history) < 10_000:
+            self.history.append(self.limit)
+
     def _ready(self) -> bool:
         return self.in_flight < self.limit and self._delay() <= 0.0
 
@@ -199,6 +261,10 @@ class EndpointLimit:
         self._account()
         self.in_flight += 1
         self.calls += 1
+        self._seq += 1
+        task = asyncio.current_task()
+        if task is not None:
+            self._sent[task] = (self._seq, self.in_flight, time.monotonic())
         self.peak = max(self.peak, self.in_flight)
         if self._requests is not None:
             self._requests.take(1.0)
@@ -206,6 +272,12 @@ class EndpointLimit:
     async def acquire(self) -> float:
         """Wait for room to start one call and take it; the seconds waited. Release with :meth:`success`,
         :meth:`refused` or :meth:`failed`."""
+        task = asyncio.current_task()
+        if task is not None and task in self._again:
+            # A refused call sent again at once, in the slot it held: the test of its refusal.
+            self._again.discard(task)
+            self._start()
+            return 0.0
         if not self._waiters and self._ready():
             self._start()
             return 0.0
@@ -238,7 +310,10 @@ class EndpointLimit:
         if not self._waiters:
             return
         head = self._waiters[0]
-        if head.done() or self.in_flight >= self.limit:
+        if head.done():
+            return
+        if self.in_flight >= self.limit:
+            self._arm_ramp()
             return
         delay = self._delay()
         if delay <= 0.0:
@@ -252,18 +327,100 @@ class EndpointLimit:
 
             self._timer = loop.call_later(delay, fire)
 
-    def _end(self, tokens: float | None) -> None:
+    def _arm_ramp(self) -> None:
+        """In slow start, with every slot held and calls waiting: check again in ``_RAMP`` seconds."""
+        if not self.adaptive or self._ramp_timer is not None or self.window >= self._threshold:
+            return
+        self._ramp_timer = asyncio.get_running_loop().call_later(_RAMP, self._ramp)
+
+    def _ramp(self) -> None:
+        """Double the window when the calls holding it have gone ``_RAMP`` seconds without an answer
+        or a refusal: the endpoint admitted them (a refusal comes back at once) and may take more."""
+        self._ramp_timer = None
+        if not self._waiters or self.in_flight < self.limit or self.window >= self._threshold:
+            return
+        if time.monotonic() - self._last_end >= _RAMP:
+            self.window = min(2 * self.window, self._threshold, float(self.ceiling))
+            self._changed()
+            self._wake()
+        self._arm_ramp()
+
+    def _end(self, tokens: float | None) -> tuple[int, int]:
+        """End this task's call; its number and the calls in flight when it was sent (itself included)."""
         self._account()
+        self._last_end = time.monotonic()
+        task = asyncio.current_task()
+        record = self._sent.pop(task, None) if task is not None else None
+        if record is None:  # not started by this task (a caller's own bookkeeping): as if sent now
+            record = (self._seq, self.in_flight, self._last_end)
         self.in_flight -= 1
         if self._tokens is not None and tokens:
             self._tokens.take(float(tokens))
+        self._took = self._last_end - record[2]
+        return record[0], record[1]
+
+    def carried(self) -> float | None:
+        """Calls the endpoint has been holding for us at once, by Little's law over its last answers:
+        answers per second times seconds per answer (None before three answers). Unlike the calls in
+        flight when a refusal comes back, this counts only calls the endpoint took."""
+        if len(self._answers) < 3:
+            return None
+        recent = [a for a in self._answers if a[0] >= self._answers[-1][0] - 4 * max(a[1] for a in self._answers)]
+        if len(recent) < 3 or recent[-1][0] <= recent[0][0]:
+            return None
+        rate = (len(recent) - 1) / (recent[-1][0] - recent[0][0])
+        return rate * sum(a[1] for a in recent[1:]) / (len(recent) - 1)
+
+    def _admitted(self, at: int) -> None:
+        """The endpoint answered this task's call, sent with ``at`` calls in flight. When it was a
+        refused call's retry sent with at least as many in flight as the refused call, the refusal was
+        per-request: a capacity limit would have refused it too. With fewer (calls ended in between),
+        it tells nothing, and no verdict is kept."""
+        task = asyncio.current_task()
+        if task is None or task not in self._trial:
+            return
+        refused_at = self._trial.pop(task)
+        if at < refused_at:
+            return
+        self._verdicts.append(False)
+        self.per_request += 1
+        if self._undo is not None and self._per_request():
+            # Shown per-request: the cuts first refusals made are undone, and slow start goes on.
+            window, threshold = self._undo
+            self._undo = None
+            self.window = max(self.window, window)
+            self._threshold = max(self._threshold, threshold)
+            self._refused_at = None
+            self._changed()
+            self._wake()
+
+    def _per_request(self) -> bool:
+        """Whether this endpoint's first refusals are per-request: ``_PASSES`` retries admitted, none refused."""
+        return not any(self._verdicts) and len(self._verdicts) >= _PASSES
+
+    def _on_trial(self) -> bool:
+        """Whether a request's first refusal is put on trial rather than taken as a capacity signal: while
+        none of the last ``_VERDICTS`` trials had its retry refused, and one first refusal in
+        ``_RETRIAL`` after one had, so the verdicts stay current. Until refusals are shown per-request,
+        no more than ``_PASSES`` trials at once: against a capacity limit each costs a refusal more."""
+        self._first_refusals += 1
+        if self._per_request():
+            return True
+        if len(self._trial) >= _PASSES:
+            return False
+        return not any(self._verdicts) or self._first_refusals % _RETRIAL == 0
 
     def success(self, tokens: float | None = None) -> None:
         """A call ended with an answer (``tokens``: what it spent, for ``tokens_per_minute``)."""
-        self._end(tokens)
-        if self.adaptive and self.window < self.ceiling:
+        full = self.in_flight >= self.limit or bool(self._waiters)
+        _, at = self._end(tokens)
+        self._answers.append((self._last_end, self._took))
+        self._admitted(at)
+        # Only while calls wait for the window does an answer show it too small (RFC 7661): an
+        # endpoint given fewer calls than the window proves nothing about more.
+        if self.adaptive and self.window < self.ceiling and full:
             if self.window < self._threshold:
-                self.window += 1.0  # slow start: the window doubles per window of successes
+                self.window += 1.0  # slow start: the window doubles per window of answers
             elif self._refused_at is not None and self.window + 1.0 >= self._refused_at:
                 step = 1.0 / (_PROBE * self.window)  # probing past where the endpoint refused: slowly
                 self.window += step
@@ -272,42 +429,68 @@ class EndpointLimit:
             else:
                 self.window += 1.0 / self.window
             self.window = min(self.window, float(self.ceiling))
+            self._changed()
         self._wake()
 
     def failed(self, tokens: float | None = None) -> None:
         """A call ended with an error that says nothing about the endpoint's limits."""
-        self._end(tokens)
+        _, at = self._end(tokens)
+        self._admitted(at)
         self._wake()
 
-    def refused(self, retry_after: float | None, *, pause: bool = True) -> float:
+    def refused(self, retry_after: float | None, *, pause: bool = True, sent: tuple[int, int] | None = None) -> float:
         """A call the endpoint refused for its rate limit; the seconds that call should wait before
         trying again (its ``Retry-After``, else 0). ``pause``: a lone refusal holds every call of
-        the endpoint until then (the endpoint limits by time, e.g. a quota per minute)."""
-        self._end(None)
+        the endpoint until then (the endpoint limits by time, e.g. a quota per minute). ``sent``:
+        the call's number and the calls in flight when it was sent (ended already), else it ends here."""
+        seq, at = self._end(None) if sent is None else sent
         self.rate_limited += 1
         wait = max(0.0, retry_after) if retry_after is not None else 0.0
         if self.adaptive:
-            others = self.in_flight
+            # The endpoint was full with the ``others`` of ours in flight when the call was sent (not
+            # when its refusal came back: calls sent since, in a growing window, prove nothing).
+            # Sent alone but refused with calls of ours in flight: those, as when it came back.
+            others = at - 1 if at > 1 else self.in_flight
             if others > 0:
-                # The endpoint was full with ``others`` of ours in flight: that is the window it carries.
-                # Not below _BETA of the window, though: the endpoint may still hold calls whose answers
-                # we already have (it frees them a moment later), so ``others`` can undercount.
+                if seq > self._recover:
+                    # Sent after the last cut: a new signal. Refusals of calls sent before it (a window
+                    # too large, already cut) lower it to their level at most, never compounding below
+                    # _BETA of the window they were sent in (TCP's one cut per window, RFC 6582).
+                    self._base = self.window
+                    self._recover = self._seq
                 before = self.window
-                self.window = min(self.window, max(float(others), _BETA * self.window))
-                self._threshold = self.window
-                self._refused_at = max(before, self.window + 1.0)  # probe slowly up to where it refused
+                # That is the window it carries. Not below _BETA, though: the endpoint may still hold
+                # calls whose answers we already have (it frees them a moment later).
+                # Slow start doubles the window in the time a refusal takes to come back: the first
+                # cut may halve it (RFC 5681's FlightSize / 2), later ones take it to _BETA at most.
+                # Beyond what the endpoint was shown to carry, the calls in flight when it was sent say
+                # little (the window overshot, and the endpoint took calls in no order): what it carried.
+                floor = (0.5 if self._threshold >= self.ceiling else _BETA) * self._base
+                carried = self.carried()
+                level = float(others) if carried is None else min(float(others), max(1.0, round(carried)))
+                self.window = min(self.window, max(level, floor))
+                self._threshold = min(self._threshold, self.window)
+                # Probe slowly up to where it refused.
+                self._refused_at = max(self.window + 1.0, min(before, float(at)))
             else:
                 # Refused with nothing else in flight: a limit in time, not in concurrency.
                 if pause and retry_after is not None:
                     self._paused_until = max(self._paused_until, time.monotonic() + wait)
                 self._threshold = max(1.0, self.window / 2)
                 self.window = 1.0
+            self._changed()
         self._wake()
         return wait
 
     def ended_with(self, exc: BaseException, absorbed: int, max_wait: float | None = None) -> float | None:
         """A call ended by ``exc``; when it is a rate-limit answer this limit absorbs, the seconds to
         wait before trying the call again, else None (an ordinary failure, for the caller's retries).
+
+        A call's first refusal that names no time to wait is put on trial (see the module): the call
+        is sent again at once in the slot it held (after ``_LONE_PAUSE`` when it
+        was alone in flight, as the endpoint may still be freeing calls it answered). Its retry
+        refused too (``absorbed`` > 0) is a capacity signal, as is a first refusal that says when to
+        come back.
 
         Absorbed (``adaptive``, fewer than ``MAX_ABSORBED`` for this call so far): a refusal while
         other calls of ours were in flight (the limit falls to them), a lone refusal whose
@@ -320,11 +503,33 @@ class EndpointLimit:
             return None
         lone = self.in_flight <= 1
         told = rate.retry_after is not None and (max_wait is None or rate.retry_after <= max_wait)
+        task = asyncio.current_task()
+        sent = self._end(None)
+        if task is not None and task in self._trial:
+            del self._trial[task]
+            self._verdicts.append(True)  # the retry was refused too: this endpoint's refusals are capacity
+        first = self.adaptive and absorbed == 0 and not (rate.retry_after or 0) > 0 and task is not None
+        if first and self._on_trial():
+            self._again.add(task)
+            self._trial[task] = sent[1]
+            if not self._per_request() and sent[1] > 1:
+                # Until refusals are shown per-request, one may be the endpoint's limit: it cuts the
+                # limit as such (undone when its retry, or another's, shows it per-request).
+                if self._undo is None:
+                    self._undo = (self.window, self._threshold)
+                self.refused(None, sent=sent)
+            else:
+                self.rate_limited += 1
+            wait = _LONE_PAUSE if lone else 0.0
+            self.waited += wait
+            # No waiter is woken: the slot is this call's retry's, which the caller starts next
+            # (at once, so nothing else takes it; or after a lone pause, when the limit has room anyway).
+            return wait
         # A lone refusal that says nothing may be the endpoint still freeing calls it has answered:
         # tried again a few times after a short, growing pause, then left to the caller.
         untold = lone and not told and absorbed < _LONE_TRIES
         absorb = self.adaptive and absorbed < MAX_ABSORBED and (told or not lone or untold)
-        wait = self.refused(rate.retry_after if told else None, pause=absorb)
+        wait = self.refused(rate.retry_after if told else None, pause=absorb, sent=sent)
         if not absorb:
             return None
         if untold:
@@ -353,6 +558,7 @@ class EndpointLimit:
             peak_in_flight=self.peak,
             calls=self.calls,
             rate_limited=self.rate_limited,
+            per_request=self.per_request,
             waited_seconds=round(self.waited, 3),
             adaptive=self.adaptive,
         )
@@ -457,7 +663,7 @@ class Limits:
         used = [limit for limit in self._limits.values() if limit.calls]
         if not used:
             return ""
-        busiest = max(used, key=lambda l: l.calls)
+        busiest = max(used, key=lambda limit: limit.calls)
         text = f"{busiest.in_flight}/{busiest.limit}"
         if busiest.rate_limited:
             text += f" {busiest.rate_limited}x429"

@@ -10,6 +10,7 @@ statistics options, apart from them::
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal, get_args
 
@@ -50,13 +51,13 @@ class StatsConfig:
             raise ConfigError(f"confidence={self.confidence!r}: must be between 0 and 1")
         if self.test not in PAIRED_TESTS:
             raise ConfigError(f"test={self.test!r}: use one of {', '.join(PAIRED_TESTS)}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ConfigError(f"seed={self.seed!r}: must be a whole number")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ConfigError(f"seed={self.seed!r}: must be a whole number >= 0 (numpy's seeds are never negative)")
         if self.reducer not in REDUCERS:
             raise ConfigError(f"reducer={self.reducer!r}: use one of {', '.join(REDUCERS)}")
         if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not 0 < self.alpha < 1:
             raise ConfigError(f"alpha={self.alpha!r}: must be between 0 and 1")
-        if isinstance(self.margin, bool) or not isinstance(self.margin, (int, float)) or not self.margin >= 0:
+        if isinstance(self.margin, bool) or not isinstance(self.margin, (int, float)) or not 0 <= self.margin < math.inf:
             raise ConfigError(f"margin={self.margin!r}: must be at least 0 (in the metric's units, 0.02 = 2 points)")
 
     def replace(self, **options: Any) -> "StatsConfig":
