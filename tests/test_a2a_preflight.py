@@ -223,3 +223,26 @@ def test_a_card_claiming_0_3_that_a_server_does_not_serve_is_named():
     assert found.check("send", "1.0").status == "pass"
     zero3 = found.check("send", "0.3")
     assert zero3.status == "fail" and "-32601" in zero3.detail and not found.ok
+
+
+def test_a_credential_a_server_echoes_into_a_check_is_never_shown():
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    token = "s3cret-token-9f8e7d"
+
+    def app(url: str) -> Starlette:
+        agent = wire.WireAgent(url, None)
+
+        async def echo(request):
+            return PlainTextResponse(f"bad auth {request.headers.get('authorization')}", status_code=500)
+
+        return Starlette(routes=[Route("/.well-known/agent-card.json", agent.card_route), Route("/", echo, methods=["POST"])])
+
+    with start_asgi(app) as server:
+        found = A2AAgent(server.url, headers={"Authorization": f"Bearer {token}"}).preflight(timeout=5)
+        done = _cli(server.url, "-H", f"Authorization: Bearer {token}", "--timeout", "5")
+    send = found.check("send", "1.0")
+    assert send.status == "fail" and "bad auth" in send.detail and "***" in send.detail
+    assert token not in json.dumps(found.to_dict())
+    assert done.returncode == 1 and "bad auth" in done.stdout and token not in done.stdout

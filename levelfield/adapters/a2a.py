@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import functools
 import itertools
 import json
@@ -756,7 +757,9 @@ class A2AAgent:
 
         found = await _run(self.url, self.headers, self._auth, self._params, prompt or DEFAULT_PROMPT,
                            timeout or min(self.timeout or 30.0, 30.0), every_version=every_version)
-        found.agent = self.name if self._name else found.agent
+        found.agent = self.name if self._name else (self.redact(found.agent) if found.agent else None)
+        # A server may echo a credential into what the checks quote (an error body): never recorded.
+        found.checks = [dataclasses.replace(c, detail=self.redact(c.detail)) for c in found.checks]
         return found
 
     def preflight(self, prompt: str | None = None, *, timeout: float | None = None, every_version: bool = True) -> Any:

@@ -934,7 +934,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_serve_command(sub, port_reader=port, url_reader=http_url)
 
-    from ..adapters.a2a_preflight import add_a2a_check_command  # light: httpx and a2a only when checking
+    from .a2a_check import add_a2a_check_command  # light: httpx and a2a only when checking
 
     add_a2a_check_command(sub)
     return parser
