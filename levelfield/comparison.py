@@ -81,6 +81,10 @@ class AgentCase:
     error_type: str | None = None
     partial: bool = False
     """True when the response and calls are what a failed run produced before failing."""
+    failure_class: str | None = None
+    """Whose fault a failed run was (A2A agents): ``protocol``, ``transport`` or ``agent``."""
+    failure_rule: str | None = None
+    """The spec rule a ``protocol`` failure broke."""
     latency_in_seconds: float = math.nan
     judged: dict[str, JudgedView] = field(default_factory=dict)
     """Judged metrics' reasons for this run, by metric: the judge's explanation and every rubric verdict."""
@@ -387,13 +391,18 @@ class Comparison:
         ``/mean_failed_as_zero`` (with ``"exclude"``); with ``trials=k>1``, ``/flaky`` (cases whose
         trials disagree) and, for a metric that is 0/1 for every agent, ``/pass@k`` (share of cases
         passed in at least one of k trials) and ``/pass^k`` (in all k); then ``runs``,
-        ``failures``, ``failure_rate``, latency mean/p50/p95 and token means when known.
+        ``failures``, ``failure_rate``, latency mean/p50/p95 and token means when known. When an
+        agent's failed runs say whose fault they were (A2A agents), ``protocol_failures``,
+        ``transport_failures`` and ``agent_failures`` count them (NaN: an agent that cannot tell).
         ``attrs`` holds ``failed_runs``, ``confidence`` and ``trials``.
         """
         if self._summary is None:
             rows = {a: self._summary_row(a) for a in self.agents}
             table = pd.DataFrame.from_dict(rows, orient="index")
             table.index.name = "agent"
+            for kind in ("protocol", "transport", "agent"):
+                if f"{kind}_failures" in table:  # an agent without failed runs has none of any kind
+                    table.loc[table["failures"] == 0, f"{kind}_failures"] = 0
             table.attrs.update(failed_runs=self.failed_runs, confidence=self.confidence, trials=self.trials,
                               reducer=self.reducer)
             self._summary = table
@@ -432,6 +441,9 @@ class Comparison:
         row["runs"] = runs
         row["failures"] = costs["failure/count"]
         row["failure_rate"] = costs["failure/mean"] if runs else math.nan
+        for kind in ("protocol", "transport", "agent"):
+            if f"failure/{kind}" in costs:  # A2A agents: whose fault the failures were
+                row[f"{kind}_failures"] = costs[f"failure/{kind}"]
         for key in ("latency_in_seconds/mean", "latency_in_seconds/p50", "latency_in_seconds/p95",
                     "input_tokens/mean", "output_tokens/mean", "total_tokens/mean", "cache_read_tokens/mean",
                     "cache_write_tokens/mean", "reasoning_tokens/mean", "cache_share",
@@ -593,6 +605,8 @@ class Comparison:
                         failure=run.failure,
                         error=run.error,
                         error_type=run.error_type,
+                        failure_class=run.failure_class,
+                        failure_rule=run.failure_rule,
                         partial=run.output is None and run.partial_output is not None,
                         latency_in_seconds=run.latency_in_seconds,
                         judged=judged,
@@ -655,7 +669,13 @@ class Comparison:
             status=status or record_status(self.not_started),
             settings=self.settings(),
             tools=self.tools_header,
+            a2a_preflight=self.a2a_preflight,
         )
+
+    @property
+    def a2a_preflight(self) -> dict[str, dict[str, Any]]:
+        """Each A2A agent's conformance preflight (``Preflight.to_dict()``) by agent name, when one ran."""
+        return {name: found for r in self.results.values() for name, found in getattr(r, "a2a_preflight", {}).items()}
 
     @property
     def metrics_table(self) -> pd.DataFrame:

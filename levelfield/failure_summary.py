@@ -30,6 +30,7 @@ __all__ = [
     "agents_that_always_failed",
     "format_failures",
     "one_line",
+    "failure_classes",
 ]
 
 _EXAMPLE_CHARS = 240
@@ -56,6 +57,10 @@ class ErrorGroup:
     """The first such run's error message, on one line."""
     case_id: str
     """The case the example came from."""
+    failure_class: str | None = None
+    """Whose fault these failures were (A2A agents: ``protocol``, ``transport``, ``agent``), from the example."""
+    rule: str | None = None
+    """The spec rule a protocol failure broke, from the example."""
 
 
 def one_line(text: str | None, limit: int = _EXAMPLE_CHARS) -> str:
@@ -78,7 +83,8 @@ def failure_groups(runs_by_agent: Mapping[str, Sequence[AgentRun]]) -> list[Erro
             first.setdefault(kind, run)
         for kind in sorted(counts, key=lambda k: (-counts[k], k)):
             run = first[kind]
-            groups.append(ErrorGroup(agent, kind, counts[kind], one_line(run.error), run.case_id))
+            groups.append(ErrorGroup(agent, kind, counts[kind], one_line(run.error), run.case_id,
+                                     run.failure_class, run.failure_rule))
     return groups
 
 
@@ -105,13 +111,27 @@ def format_failures(runs_by_agent: Mapping[str, Sequence[AgentRun]], *, top: int
         if not mine:
             continue
         failed, total = counts[agent] if counts is not None else (sum(g.count for g in mine), len(runs))
-        lines.append(f"  {agent}: {failed} of {total} runs failed")
+        lines.append(f"  {agent}: {failed} of {total} runs failed{_by_class(runs)}")
         for g in mine[:top]:
-            lines.append(f"    {g.error_type} x{g.count}, e.g. case {g.case_id}: {g.example}")
+            whose = f" [{g.failure_class}{': ' + g.rule if g.rule else ''}]" if g.failure_class else ""
+            lines.append(f"    {g.error_type} x{g.count}{whose}, e.g. case {g.case_id}: {g.example}")
         if len(mine) > top:
             rest = sum(g.count for g in mine[top:])
             lines.append(f"    ... and {rest} more in {len(mine) - top} other error types")
     return "\n".join(lines)
+
+
+def failure_classes(runs: Sequence[AgentRun]) -> dict[str, int]:
+    """Failed runs by whose fault they were (protocol, transport, agent); empty when no run says."""
+    from .core.results.columns import FAILURE_CLASSES
+
+    said = [r.failure_class for r in runs if r.failure and r.failure_class]
+    return {kind: said.count(kind) for kind in FAILURE_CLASSES} if said else {}
+
+
+def _by_class(runs: Sequence[AgentRun]) -> str:
+    classes = failure_classes(runs)
+    return f" ({', '.join(f'{kind} {n}' for kind, n in classes.items())})" if classes else ""
 
 
 _ANSWER_CHARS = 200

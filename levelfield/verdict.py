@@ -399,18 +399,36 @@ def main_reason(cmp: Compared, agent: str, found: Sequence[MetricVerdict] | None
     kinds: Counter[str] = Counter()
     names: dict[str, Counter[str]] = {}
     runs = 0
+    protocol = 0
     for case_id in cmp.case_ids:
         for run in cmp.case_view(case_id).runs.get(agent, []):
             runs += 1
+            protocol += run.failure and getattr(run, "failure_class", None) == "protocol"
             found_here = _shortfalls(run) if run.failure or trajectories else {}
             kinds.update(found_here.keys())
             for kind, tools in found_here.items():
                 names.setdefault(kind, Counter()).update(tools)
     if not kinds:
         return _largest_gap(cmp, agent, verdicts(cmp) if found is None else found)
+    said = _say(kinds, names, runs, cmp.trials)
+    return said + _protocol_note(protocol, kinds.get("fails", 0), said.startswith("its runs fail"))
+
+
+def _protocol_note(protocol: int, failed: int, about_failures: bool) -> str:
+    """What to add when failures are the protocol's fault, not the agent's answers: never blamed silently."""
+    if not protocol:
+        return ""
+    if not about_failures:
+        return f"; {protocol} of its runs failed on protocol faults (the server broke the A2A spec)"
+    if protocol == failed:
+        return " — protocol faults: the server broke the A2A spec; the agent's answers were not judged"
+    return f" ({protocol} of them protocol faults: the server broke the A2A spec)"
+
+
+def _say(kinds: Counter[str], names: dict[str, Counter[str]], runs: int, trials: int) -> str:
     # Ties go to the plainer story: a failure before a skipped call before wrong arguments before...
     kind, n = min(kinds.items(), key=lambda item: (-item[1], _ORDER.index(item[0])))
-    share = f"in {n} of {runs} {'runs' if cmp.trials > 1 else 'cases'}"
+    share = f"in {n} of {runs} {'runs' if trials > 1 else 'cases'}"
     common = names.get(kind, Counter()).most_common()
     if not common:
         return _SAY[kind].format(share=share, name="", most="")

@@ -28,7 +28,8 @@ from levelfield.core.data.dataset import EvalCase, EvalDataset, Turn  # noqa: E4
 from levelfield.core.data.types import AgentOutput, ToolCall  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent  # noqa: E402
 
-FAST = {"progress": False, "retries": 0}
+# The adapter is under test here; the preflight before the first case has tests of its own.
+FAST = {"progress": False, "retries": 0, "a2a_preflight": False}
 
 
 def _case(prompt: str = "Turn on device_1 in the Living Room.", case_id: str = "c1") -> lf.EvalDataset:

@@ -34,7 +34,8 @@ from levelfield.adapters.a2a_server import start_asgi, start_server  # noqa: E40
 from levelfield.core.data.dataset import EvalCase, EvalDataset, Turn  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent  # noqa: E402
 
-FAST = {"progress": False, "retries": 0, "timeout": 60}
+# The adapter is under test here; the preflight before the first case has tests of its own.
+FAST = {"progress": False, "retries": 0, "timeout": 60, "a2a_preflight": False}
 
 # ADK marks its A2A code experimental and says so on every call.
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")

@@ -26,7 +26,8 @@ from levelfield.core.errors import AdapterError  # noqa: E402
 from samples.home_automation import DATASET  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent  # noqa: E402
 
-FAST = {"progress": False, "retries": 0}
+# The adapter is under test here; the preflight before the first case has tests of its own.
+FAST = {"progress": False, "retries": 0, "a2a_preflight": False}
 
 
 def _one(prompt: str = "Turn on device_1 in the Living Room.") -> EvalDataset:

@@ -30,7 +30,8 @@ from levelfield.core.errors import ConfigError, LevelfieldError  # noqa: E402
 from levelfield.core.data.protocol import AgentRequest  # noqa: E402
 from levelfield.core.data.types import AgentOutput  # noqa: E402
 
-FAST = {"progress": False, "retries": 0, "timeout": 30}
+# The adapter is under test here; the preflight before the first case has tests of its own.
+FAST = {"progress": False, "retries": 0, "timeout": 30, "a2a_preflight": False}
 TOKEN = "s3cret-token-9f8e"
 
 

@@ -53,11 +53,12 @@ CASES = [{"prompt": p, "reference": f"echo {p}"} for i in range(40)
          for p in (f"case {i}", f"天气 {i}", f"Wetter über {i}", f"お天気 {i}")]
 
 
+# These tests count the server's calls exactly: the A2A preflight's probes (a2a_preflight=False) would count too.
 @pytest.mark.parametrize("retry_after", [None, 1])
 def test_a_server_that_admits_n_in_flight_fails_no_run_and_refuses_few_calls(retry_after, tmp_path):
     limited = _Limited(4, retry_after)
     with start_asgi(limited) as server:
-        result = lf.evaluate(CASES, lf.as_agent(server.url), ["exact_match"], concurrency=12, retries=0,
+        result = lf.evaluate(CASES, lf.as_agent(server.url), ["exact_match"], a2a_preflight=False, concurrency=12, retries=0,
                              progress=False, out=tmp_path)
     gate = limited.gate
     assert gate is not None
@@ -93,7 +94,7 @@ def test_a_server_that_admits_n_in_flight_fails_no_run_and_refuses_few_calls(ret
 def test_without_adaptive_the_fixed_concurrency_fails_runs_on_429_as_before():
     limited = _Limited(2)
     with start_asgi(limited) as server:
-        result = lf.evaluate(CASES[:24], lf.as_agent(server.url), ["exact_match"], concurrency=16, retries=0,
+        result = lf.evaluate(CASES[:24], lf.as_agent(server.url), ["exact_match"], a2a_preflight=False, concurrency=16, retries=0,
                              adaptive=False, progress=False)
     failed = [r for r in result.runs if r.failure]
     assert failed and {r.error_type for r in failed} == {"http_429"}
@@ -122,7 +123,7 @@ def test_at_concurrency_64_behind_a_server_admitting_8_few_calls_are_refused_and
     cases = [{"prompt": f"{p} #{n}", "reference": f"echo {p} #{n}"} for n in range(2) for p in (c["prompt"] for c in CASES)]
     limited = _Limited(8)
     with start_asgi(limited) as server:
-        result = lf.evaluate(cases, lf.as_agent(server.url), ["exact_match"], concurrency=64, retries=0, progress=False)
+        result = lf.evaluate(cases, lf.as_agent(server.url), ["exact_match"], a2a_preflight=False, concurrency=64, retries=0, progress=False)
     gate = limited.gate
     assert gate is not None and gate.admitted == len(cases) == 320
     assert not any(r.failure for r in result.runs)
@@ -142,7 +143,7 @@ def test_a_server_that_refuses_each_requests_first_call_does_not_collapse_the_li
         return made[0]
 
     with start_asgi(make) as server:
-        result = lf.evaluate(CASES, lf.as_agent(server.url), ["exact_match"], concurrency=32, retries=0, progress=False)
+        result = lf.evaluate(CASES, lf.as_agent(server.url), ["exact_match"], a2a_preflight=False, concurrency=32, retries=0, progress=False)
     (gate,) = made
     assert not any(r.failure for r in result.runs)
     assert result.summary_metrics["exact_match/mean"] == 1.0

@@ -465,8 +465,9 @@ def test_a2a_agent_keeps_one_context_per_conversation():
         return travel_agent(prompt, history)
 
     with start_server(served) as server:
+        # a2a_preflight=False: the server's calls are counted below, and the preflight's probes would count too.
         result = lf.evaluate(scenario_rows(), A2AAgent(server.url), ["turns_used"], simulator=TRAVELLER,
-                             trials=2, concurrency=1, **FAST)
+                             trials=2, concurrency=1, a2a_preflight=False, **FAST)
     assert [transcript(r)[-1][0] for r in result.runs] == ["Paris, please.", "Paris, please."]
     assert [n for _, n in seen] == [0, 2, 0, 2]  # the server kept each conversation's history
     contexts = [s for s, _ in seen]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import functools
 import itertools
 import json
@@ -31,9 +32,10 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core.run import budget
+from .a2a_failures import AGENT, CLASSES, TRANSPORT, classify
+from .a2a_http import _chain, _checked_headers, _connection_error, _innermost, _split_credentials, _transient  # noqa: F401
 from ..core.run.failures import parse_retry_after
-from ..core.errors import (AdapterError, ConfigError, ConfigTypeError, MissingExtraError, RateLimitedError,
-                           TransientAgentError)
+from ..core.errors import AdapterError, ConfigError, ConfigTypeError, MissingExtraError, RateLimitedError
 from ..core.data.protocol import AgentRequest
 from ..core.data.token_counts import usage_from_counts
 from ..core.data.types import AgentOutput, Handoff, ToolCall, Usage
@@ -210,6 +212,10 @@ class _Turn:
         self.message_only = False
         self.answered = False
         """Whether the answer had a text part or a data part that is not a tool call (set by output())."""
+        self.ended_running = False
+        """The answer (a blocking send, or the stream) ended while the task was still submitted or working."""
+        self.empty_parts = 0
+        """Parts with no content at all (none of text, raw, url, data): a shape the spec does not allow."""
         self._anon = 0
 
     # -- reading events -------------------------------------------------------------------
@@ -268,12 +274,16 @@ class _Turn:
             return
         key = self._key("message", message.message_id)
         if key not in self.items:
-            self.items[key] = [_parts(message.parts, _author(_struct(message, "metadata")) or author)]
+            self.items[key] = [self._counted(_parts(message.parts, _author(_struct(message, "metadata")) or author))]
+
+    def _counted(self, parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        self.empty_parts += sum(1 for p in parts if not any(k in p for k in _CONTENT_KEYS))
+        return parts
 
     def _add_artifact(self, artifact: Any, *, append: bool) -> None:
         key = self._key("artifact", artifact.artifact_id)
         meta = _struct(artifact, "metadata")
-        chunk = _parts(artifact.parts, _author(meta))
+        chunk = self._counted(_parts(artifact.parts, _author(meta)))
         if append and key in self.items:
             self.items[key].append(chunk)
         else:
@@ -387,64 +397,11 @@ def _rest_error(text: str) -> tuple[str, str] | None:
     return (status if status.endswith("error") else f"{status}_error"), str(error.get("message", ""))
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
-    seen: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in seen:
-        seen.append(current)
-        current = current.__cause__ or current.__context__
-    return seen
-
-
-def _transient(message: str, error_type: str, partial: AgentOutput | None) -> TransientAgentError:
-    exc = TransientAgentError(message, error_type=error_type, partial=partial)
-    exc.transient = True  # type: ignore[attr-defined]  # the runner retries errors marked so
-    return exc
-
-
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_UNSAFE_VALUE = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
-    """``headers`` as a dict, each checked; an error names the header, never its value."""
-    checked: dict[str, str] = {}
-    for key, value in (headers or {}).items():
-        if not isinstance(key, str) or not _HEADER_NAME.fullmatch(key):
-            raise ConfigError(f"A2AAgent(headers=...): {key!r} is not a valid HTTP header name")
-        if not isinstance(value, str):
-            raise ConfigTypeError(
-                f"A2AAgent(headers=...): the value of {key!r} is a {type(value).__name__}, expected a string"
-            )
-        if _UNSAFE_VALUE.search(value) or value != value.strip():
-            # A token read from a file often ends in a newline; saying so beats sending it.
-            raise ConfigError(
-                f"A2AAgent(headers=...): the value of {key!r} has a line break, a control character or "
-                "surrounding whitespace (value not shown); strip it, e.g. token.strip()"
-            )
-        if not value.isascii():
-            # httpx sends header values as ASCII: say so now rather than fail every run.
-            raise ConfigError(
-                f"A2AAgent(headers=...): the value of {key!r} has non-ASCII characters (value not shown); HTTP "
-                "header values are ASCII: percent-encode or base64-encode it"
-            )
-        checked[key] = value
-    return checked
-
-
-def _split_credentials(url: str) -> tuple[str, tuple[str, str] | None, list[tuple[str, str]]]:
-    """(the URL without credentials or query, basic-auth user and password, query parameters)."""
-    parts = urllib.parse.urlsplit(url)
-    auth = None
-    if parts.username is not None or parts.password is not None:
-        auth = (urllib.parse.unquote(parts.username or ""), urllib.parse.unquote(parts.password or ""))
-    params = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    clean = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", "")).rstrip("/")
-    return clean, auth, params
+def _marked(error: AdapterError, failure_class: str, rule: str | None) -> AdapterError:
+    """``error`` carrying whose fault it was (``failure_class``) and the rule broken (``failure_rule``)."""
+    error.failure_class = failure_class  # type: ignore[attr-defined]
+    error.failure_rule = rule  # type: ignore[attr-defined]
+    return error
 
 
 _CREDENTIAL_NAME = re.compile(
@@ -639,61 +596,6 @@ def _earliest(*seconds: float | None) -> float | None:
     return min(known) if known else None
 
 
-def _connection_error(
-    where: str, url: str, timeout: float | None, chain: list[BaseException], partial: AgentOutput | None
-) -> AdapterError:
-    """What a failed connection was (refused, DNS, TLS, timeout) and what to check, from the exceptions
-    below httpx's ConnectError: the innermost exception is often noise from closing the connection."""
-    import socket
-    import ssl
-
-    import httpx
-
-    parts = urllib.parse.urlsplit(url)
-    host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
-
-    def find(kind: type[BaseException] | tuple[type[BaseException], ...]) -> BaseException | None:
-        return next((e for e in chain if isinstance(e, kind)), None)
-
-    if (tls := find(ssl.SSLError)) is not None:
-        reason = getattr(tls, "reason", None) or str(tls)
-        return AdapterError(
-            f"{where}: the TLS handshake failed ({reason}); check the scheme (https:// for a TLS server, http:// "
-            "otherwise) and that the server's certificate is valid and trusted (SSL_CERT_FILE)",
-            error_type="tls_error",
-            partial=partial,
-        )
-    if (dns := find(socket.gaierror)) is not None:
-        return _transient(
-            f"{where}: the host name {host!r} could not be resolved ({dns.strerror or dns}); check the URL's "
-            "spelling and this machine's network and DNS",
-            "dns_error",
-            partial,
-        )
-    if find(ConnectionRefusedError) is not None:
-        return _transient(
-            f"{where}: connection refused: is the server running at {url}? (nothing accepts connections on "
-            f"{host}:{port})",
-            "connection_refused",
-            partial,
-        )
-    if find((httpx.ConnectTimeout, TimeoutError)) is not None:
-        return _transient(
-            f"{where}: no connection within {timeout} s; check that {host}:{port} is reachable from here (the host "
-            "is up, no firewall or proxy drops the connection)",
-            "connect_timeout",
-            partial,
-        )
-    cause = next((e for e in chain if isinstance(e, OSError) and e.errno is not None), None) or find(OSError)
-    said = f"{type(cause).__name__}: {cause}" if cause is not None else _innermost(chain)
-    return _transient(f"{where}: cannot connect ({said}); check the URL and that the server is up", "connection_error", partial)
-
-
-def _innermost(chain: list[BaseException]) -> str:
-    last = chain[-1]
-    return f"{type(last).__name__}: {last}" if str(last) else type(last).__name__
-
-
 def _raised_in_sdk(exc: BaseException) -> bool:
     """Whether ``exc`` was raised inside a2a-sdk or protobuf code (reading an answer), not ours."""
     tb = exc.__traceback__
@@ -844,6 +746,28 @@ class A2AAgent:
         """``text`` with this agent's credentials (exact values, see ``is_credential_name``) replaced by ``***``."""
         return text if self._secret_re is None else self._secret_re.sub(_REDACTED, text)
 
+    # -- conformance ----------------------------------------------------------------------------
+    async def apreflight(self, prompt: str | None = None, *, timeout: float | None = None,
+                         every_version: bool = True) -> Any:
+        """Check that this agent speaks A2A (its card, then probe messages): a ``Preflight`` table of
+        checks; see :mod:`levelfield.adapters.a2a_preflight`. Sent with this agent's headers and URL
+        credentials. ``every_version=False``: only the card's first JSON-RPC version is probed (what an
+        evaluation does before its first case: each probe is an answer the agent computes)."""
+        from .a2a_preflight import DEFAULT_PROMPT, _run
+
+        found = await _run(self.url, self.headers, self._auth, self._params, prompt or DEFAULT_PROMPT,
+                           timeout or min(self.timeout or 30.0, 30.0), every_version=every_version)
+        found.agent = self.name if self._name else (self.redact(found.agent) if found.agent else None)
+        # A server may echo a credential into what the checks quote (an error body): never recorded.
+        found.checks = [dataclasses.replace(c, detail=self.redact(c.detail)) for c in found.checks]
+        return found
+
+    def preflight(self, prompt: str | None = None, *, timeout: float | None = None, every_version: bool = True) -> Any:
+        """:meth:`apreflight` from sync code."""
+        from ..core.run.threads import run_coroutine
+
+        return run_coroutine(self.apreflight(prompt, timeout=timeout, every_version=every_version))
+
     # -- clients ------------------------------------------------------------------------------
     async def _client(self) -> Client:
         loop = asyncio.get_running_loop()
@@ -944,12 +868,14 @@ class A2AAgent:
             raise
         except (asyncio.TimeoutError, TimeoutError):
             said = "" if turn.items else "; the server did not answer in time: is it overloaded or stuck?"
-            raise AdapterError(
+            if turn.ended_running:
+                said = "; the answer had ended with the task still working and polling it never saw a final state"
+            raise _marked(AdapterError(
                 self.redact(f"agent {self.name!r} at {self.url}: no complete answer within {self.timeout} s"
                             f"{_progress(turn)}{said} (A2AAgent(timeout=...) bounds the whole turn)"),
                 error_type="timeout",
                 partial=self._output(turn) if turn.items else None,
-            ) from None
+            ), *self._timeout_class(turn)) from None
         return self._finish(turn)
 
     async def _attempts(self, request: AgentRequest, turn: _Turn, deadline: float | None) -> None:
@@ -978,6 +904,7 @@ class A2AAgent:
         client = await self._client()
         async for event in client.send_message(SendMessageRequest(message=self._message(request))):
             turn.add(event)
+        turn.ended_running = turn.state in _RUNNING and bool(turn.task_id) and not turn.message_only
         # A server that answers before the task is done: poll it until it is (the turn's
         # timeout bounds this).
         while turn.state in _RUNNING and turn.task_id and not turn.message_only:
@@ -1019,41 +946,69 @@ class A2AAgent:
         output = self._output(turn)
         if turn.message_only or state == "TASK_STATE_COMPLETED":
             if not turn.answered:
-                raise AdapterError(
+                empty = f"; {turn.empty_parts} part(s) had no content at all" if turn.empty_parts else ""
+                raise _marked(AdapterError(
                     f"agent {self.name!r}: the answer has no text and no data part"
-                    f"{_progress(turn)}; nothing to score as the response",
+                    f"{_progress(turn)}{empty}; nothing to score as the response",
                     error_type="empty_response",
                     partial=output,
-                )
+                ), *(classify("empty_part") if turn.empty_parts else classify("empty_response")))
             return output
         said = f": {self.redact(turn.status_text)}" if turn.status_text else ""
         if state in ("TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"):
             what = "input" if state == "TASK_STATE_INPUT_REQUIRED" else "authentication"
-            raise AdapterError(
+            raise _marked(AdapterError(
                 f"agent {self.name!r} asked for {what} instead of finishing the task{said}",
                 error_type="input_required" if what == "input" else "auth_required",
                 partial=output,
-            )
+            ), AGENT, None)
         if state in ("TASK_STATE_FAILED", "TASK_STATE_REJECTED", "TASK_STATE_CANCELED"):
             word = {"TASK_STATE_FAILED": "failed", "TASK_STATE_REJECTED": "rejected", "TASK_STATE_CANCELED": "canceled"}[state]
             remote_type = turn.status_meta.get(ERROR_TYPE_KEY)
-            raise AdapterError(
+            raise _marked(AdapterError(
                 f"agent {self.name!r}: the task {word}{said}",
                 error_type=str(remote_type) if remote_type else f"task_{word}",
                 partial=output,
-            )
-        raise AdapterError(
+            ), AGENT, None)
+        raise _marked(AdapterError(
             f"agent {self.name!r}: the answer ended while the task was {state or 'not started'}",
             error_type="incomplete",
             partial=output,
-        )
+        ), *classify("incomplete"))
 
     def _error(self, exc: Exception, turn: _Turn, retry_after: float | None = None, left: float | None = None) -> AdapterError:
         """The AdapterError a failed exchange is recorded as (credentials redacted); connection and
         overload errors are transient."""
         error = self._classify(exc, turn, retry_after, left)
         error.args = (self.redact(str(error)),)
-        return error
+        claimed = self.streaming and self._card is not None and self._card.capabilities.streaming
+        return _marked(error, *classify(error.error_type, retry_after=retry_after is not None,
+                                        streaming_claimed=claimed, jsonrpc=self._binding() == "JSONRPC"))
+
+    def _binding(self) -> str | None:
+        """The binding the client speaks: the one forced, else the card's first that A2AAgent speaks."""
+        if self.transport or self._card is None:
+            return self.transport
+        return next((i.protocol_binding for i in self._card.supported_interfaces
+                     if i.protocol_binding in ("JSONRPC", "HTTP+JSON")), None)
+
+    def _timeout_class(self, turn: _Turn | None) -> tuple[str, str | None]:
+        # A turn whose answer ended with the task still working, then never finished: the protocol's
+        # fault; a timeout while the answer was still coming: the transport's.
+        if turn is not None and turn.ended_running:
+            return classify("stream_ended_running")
+        return TRANSPORT, None
+
+    def classify_failure(self, error: BaseException, request: AgentRequest) -> tuple[str, str | None]:
+        """(class, rule) of a failed run: ``protocol``, ``transport`` or ``agent`` (see
+        :mod:`levelfield.adapters.a2a_failures`); the runner records them on the run."""
+        known = getattr(error, "failure_class", None)
+        if known in CLASSES:
+            return known, getattr(error, "failure_rule", None)
+        if isinstance(error, (asyncio.TimeoutError, TimeoutError, asyncio.CancelledError)):
+            # The runner's timeout: what had arrived tells whose fault it was.
+            return self._timeout_class(self._partials.get((request.session_id, request.case_id, request.turn)))
+        return classify(getattr(error, "error_type", None))  # e.g. a card without a usable interface
 
     def _classify(self, exc: Exception, turn: _Turn, retry_after: float | None, left: float | None) -> AdapterError:
         import httpx
@@ -1161,6 +1116,7 @@ class A2AAgent:
 
 
 _RUNNING = ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+_CONTENT_KEYS = ("text", "raw", "url", "data")
 _TOOL_KINDS = (FUNCTION_CALL, FUNCTION_RESPONSE)
 
 

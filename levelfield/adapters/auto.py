@@ -118,3 +118,11 @@ class _Renamed:
 
     async def arun(self, request):
         return await self.inner.arun(request)
+
+    _PASSED_ON = frozenset({"partial_output", "classify_failure", "preflight", "apreflight"})
+    """What the runner and the evaluation ask of an agent besides ``arun``: passed on to the agent renamed."""
+
+    def __getattr__(self, attr: str):
+        if attr in _Renamed._PASSED_ON:
+            return getattr(self.inner, attr)
+        raise AttributeError(attr)

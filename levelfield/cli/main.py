@@ -192,6 +192,9 @@ def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_
                         f"fails the run as response_too_large (default {d.max_response_bytes >> 20}MB)")
     p.add_argument("--retries", type=whole(0), default=d.retries,
                    help=f"retries of errors an adapter marks transient (default {d.retries})")
+    p.add_argument("--no-a2a-preflight", dest="a2a_preflight", action="store_false",
+                   help="do not check A2A agents before the first case (by default their card and a few probe "
+                        "messages are checked, as levelfield a2a-check does, and the result kept in the record)")
     p.add_argument("--no-adaptive", dest="adaptive", action="store_false",
                    help="keep --concurrency fixed: by default the calls in flight to each endpoint (agent, A2A host, "
                         "judge, simulator) follow its rate limits (HTTP 429/503), with --concurrency as the ceiling, "
@@ -332,6 +335,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         isolation=getattr(args, "isolation", "none"),
         max_response_bytes=args.max_response,
         adaptive=getattr(args, "adaptive", True),
+        a2a_preflight=getattr(args, "a2a_preflight", True),
         requests_per_minute=_rates(getattr(args, "rpm", []), "--rpm"),
         tokens_per_minute=_rates(getattr(args, "tpm", []), "--tpm"),
         prices=getattr(args, "prices", None),
@@ -976,6 +980,10 @@ def build_parser() -> argparse.ArgumentParser:
     from ..adapters.a2a_server import add_serve_command  # light: imports a2a only when serving
 
     add_serve_command(sub, port_reader=port, url_reader=http_url)
+
+    from .a2a_check import add_a2a_check_command  # light: httpx and a2a only when checking
+
+    add_a2a_check_command(sub)
     return parser
 
 

@@ -740,10 +740,58 @@ def _failures_section(cmp: Comparison, case_link: Callable[[str], str] = lambda 
          _esc(g.count), f'<a href="{_esc(case_link(g.case_id))}">{_esc(g.case_id)}</a>', f'<span class="emsg">{_esc(g.example)}</span>']
         for g in groups
     ]
+    if any(g.failure_class for g in groups):
+        # A2A agents: whose fault (protocol: the server broke the spec, with the rule; transport; agent).
+        headers.insert(2, ("whose fault", False))
+        for row, g in zip(rows, groups):
+            row.insert(2, _esc(f"{g.failure_class}: {g.rule}" if g.rule else g.failure_class or ""))
     return (
         '<section id="failures"><h2>Failures</h2><p class="muted">Failed runs by agent and error type, with the first '
         "message of each type. Every failed run's own message is in its case below.</p>"
         + _table(headers, rows, "failures") + "</section>"
+    )
+
+
+_TOOL_CALLS = {
+    "adk": "tool calls as ADK-marked data parts (read)",
+    "data": "tool calls as plain data parts (not read: its trajectory metrics are not scored)",
+    "none": "no tool calls seen in its answer",
+    "unknown": "tool calls unknown",
+}
+
+
+def _a2a_section(cmp: Comparison) -> str:
+    """Each A2A agent's conformance preflight, beside the agent: the verdict, its failed and warned
+    checks with the spec section, and how it exposes tool calls (every check in a fold)."""
+    found = cmp.a2a_preflight
+    if not found:
+        return ""
+    parts = []
+    headers = [("check", False), ("version", False), ("status", False), ("detail", False), ("spec", False)]
+    for agent, pre in found.items():
+        swatch = f'<span style="color:{_color(cmp, agent)}">■</span> ' if agent in cmp.agents else ""
+        if "error" in pre:
+            parts.append(f"<h3>{swatch}{_esc(agent)}</h3><p>the preflight could not run: {_esc(pre['error'])}</p>")
+            continue
+        checks = [c for c in pre.get("checks") or [] if isinstance(c, dict)]
+        counts = {s: sum(c.get("status") == s for c in checks) for s in ("pass", "warn", "fail", "skip")}
+        verdict = "conforms" if not counts["fail"] else "does NOT conform"
+        line = (f"{verdict}: {counts['pass']} pass, {counts['warn']} warn, {counts['fail']} fail, {counts['skip']} skip; "
+                f"{_TOOL_CALLS.get(str(pre.get('tool_calls')), str(pre.get('tool_calls')))}; probed "
+                f"{', '.join(pre.get('versions') or []) or 'nothing'}")
+        rows = [[_esc(c.get("name")), _esc(c.get("version") or "-"), f'<span class="etype">{_esc(c.get("status"))}</span>',
+                 _esc(c.get("detail")), _esc(c.get("section"))] for c in checks]
+        bad = [row for row, c in zip(rows, checks) if c.get("status") in ("fail", "warn")]
+        parts.append(
+            f"<h3>{swatch}{_esc(agent)}</h3><p>{_esc(line)}</p>"
+            + (_table(headers, bad, "preflight") if bad else "")
+            + f"<details><summary>every check ({len(checks)})</summary>{_table(headers, rows, 'preflight')}</details>"
+        )
+    return (
+        '<section id="a2a"><h2>A2A conformance</h2><p class="muted">Before the first case each A2A agent was checked '
+        "against the protocol (its card, then probe messages with the first case's prompt; <code>levelfield a2a-check "
+        "URL</code> does the same). A failed run that broke the spec counts as a protocol failure, not the agent's.</p>"
+        + "".join(parts) + "</section>"
     )
 
 
@@ -841,6 +889,7 @@ def report_sections(
     """
     failures = _failures_section(cmp, case_link) if case_link else _failures_section(cmp)
     limited = _limits_section(cmp)
+    conformance = _a2a_section(cmp)
     against = baseline_section(cmp)
     cost = _cost_section(cmp)
     robust = _robustness_section(cmp)
@@ -849,6 +898,7 @@ def report_sections(
         _policy_note(cmp),
         against,
         _summary_section(cmp),
+        conformance,
         _charts_section(cmp),
         cost,
         _pairwise_section(cmp),
@@ -864,7 +914,8 @@ def report_sections(
     nav = (
         "<nav>" + ('<a href="#verdict">Verdict</a>' if multi else "")
         + ('<a href="#baseline">Baseline</a>' if against else "") + '<a href="#summary">Summary</a>'
-        '<a href="#charts">Metrics</a>' + ('<a href="#cost">Cost</a>' if cost else "")
+        '<a href="#charts">Metrics</a>' + ('<a href="#a2a">A2A</a>' if conformance else "")
+        + ('<a href="#cost">Cost</a>' if cost else "")
         + ('<a href="#pairwise">Pairwise</a>' if multi else "")
         + ('<a href="#robustness">How it holds up</a>' if robust else "")
         + ('<a href="#failures">Failures</a>' if failures else "")

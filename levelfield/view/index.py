@@ -286,6 +286,9 @@ class RecordIndex(RunIndex):
         except Exception:  # noqa: BLE001 - unknown specs: every metric then counts as applying
             self._metric_objects = []
         self.settings = dict(header.get("settings") or {})
+        preflight = header.get("a2a_preflight")
+        self.a2a_preflight: dict[str, Any] = dict(preflight) if isinstance(preflight, dict) else {}
+        """Each A2A agent's conformance preflight, as the record's header keeps it."""
         try:
             self.trials = max(int((header.get("options") or {}).get("trials", 1)), 1)
         except (TypeError, ValueError):

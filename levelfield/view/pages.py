@@ -86,7 +86,22 @@ def _scores_line(index: RunIndex, agent: str, color: str) -> str:
         f'<span class="mscore"><span class="mname">{esc(m)}</span>{score_chip(index.mean(m, agent), f"{agent} · {m} (mean)")}</span>'
         for m in index.metrics
     )
-    return f'<div class="agentline"><span class="aname" style="color:{color}">{esc(agent)}</span>{chips}</div>'
+    return (f'<div class="agentline"><span class="aname" style="color:{color}">{esc(agent)}</span>'
+            f"{_a2a_mark(index, agent)}{chips}</div>")
+
+
+def _a2a_mark(index: RunIndex, agent: str) -> str:
+    """Beside an A2A agent's name: whether its preflight found it conforming (the checks on the run page)."""
+    found = getattr(index, "a2a_preflight", {}).get(agent)
+    if not isinstance(found, dict):
+        return ""
+    if "error" in found:
+        return f' <span class="ci" title="{esc(found["error"])}">A2A: not checked</span>'
+    failed = [c for c in found.get("checks") or [] if isinstance(c, dict) and c.get("status") == "fail"]
+    if not failed:
+        return ' <span class="ci" title="the A2A preflight passed">A2A ✓</span>'
+    names = ", ".join(f"{c.get('name')} {c.get('version') or ''}".strip() for c in failed)
+    return f' <span class="fail" title="failed checks: {esc(names)}">A2A: does not conform ({len(failed)})</span>'
 
 
 # -- the runs list ---------------------------------------------------------------------------------

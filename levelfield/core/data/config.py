@@ -110,6 +110,10 @@ class RunConfig:
     ``cmp.budget`` say what each agent spent and how many of its runs were not started; they are
     left for ``resume=True`` with a larger budget. With ``resume`` it is the total of the record,
     the journaled runs' spend included. See ``levelfield.core.data.cost_limit.RunBudget``."""
+    a2a_preflight: bool = True
+    """Before the first case, check that each A2A agent speaks the protocol (its card, then a few probe
+    messages with the first case's prompt; ``levelfield a2a-check``): kept in the run record, shown in the
+    report and ``view`` beside the agent, warned about when a check fails. False: no probes are sent."""
     judge_max_cost_usd: float | None = None
     """Stop sending rows to LLM judges once their spend would pass this many dollars; the rows not
     judged score NaN (a judge failure) and are judged again by ``resume=True`` with a larger budget."""
@@ -148,6 +152,8 @@ class RunConfig:
                       "lf.RayExecutor(...) (one with check() and run_agents())")
         if not isinstance(self.adaptive, bool):
             raise bad("adaptive", self.adaptive, "must be True (follow the endpoints' rate limits) or False")
+        if not isinstance(self.a2a_preflight, bool):
+            raise bad("a2a_preflight", self.a2a_preflight, "must be True (check A2A agents before the first case) or False")
         for option in ("requests_per_minute", "tokens_per_minute"):
             object.__setattr__(self, option, _per_minute(option, getattr(self, option)))
         cap = self.max_response_bytes
@@ -219,6 +225,7 @@ class RunOptions(TypedDict, total=False):
     tokens_per_minute: int | Mapping[str, int] | None
     prices: Mapping[str, Any] | str | Path | None
     max_cost_usd: float | None
+    a2a_preflight: bool
     judge_max_cost_usd: float | None
 
 

@@ -294,6 +294,11 @@ class AgentRun(BaseModel):
     call in the order made, ``{"tool", "index", "source", "fault"}`` where ``source`` is ``replayed`` (answered
     from the cassette or the comparison's shared record), ``recorded``, ``live`` or ``missed`` (not in the
     cassette: the replay policy answered) and ``fault`` the injected fault's kind or None. None: not levelled."""
+    failure_class: str | None = None
+    """Whose fault a failed run was, when the adapter can tell (A2A agents): ``protocol`` (the answer
+    broke the spec), ``transport`` (refused, TLS, timeout) or ``agent``; None otherwise."""
+    failure_rule: str | None = None
+    """The rule a ``protocol`` failure broke, with its spec section."""
 
 
 def _unknown(value: Any) -> None:

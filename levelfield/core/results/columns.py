@@ -23,9 +23,12 @@ from ..data.prices import Cost, PriceTable, agent_usage, cost_note, usage_cost
 from ..data.types import AgentRun
 from ..score.metrics.base import Score
 
-__all__ = ["RunColumns", "CostColumns", "cost_items", "as_array", "COST_KEYS", "score_cost", "mean", "std"]
+__all__ = ["RunColumns", "CostColumns", "cost_items", "as_array", "COST_KEYS", "score_cost", "mean", "std",
+           "FAILURE_CLASSES"]
 
 _TOKENS = ("input_tokens", "output_tokens", "total_tokens")
+FAILURE_CLASSES = ("protocol", "transport", "agent")
+"""Whose fault a failed run was (``AgentRun.failure_class``), in the order counts are shown."""
 _PARTS = ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
 """Token counts a run may leave unreported (kept as columns from the first run that reports one)."""
 
@@ -44,6 +47,8 @@ class CostColumns:
         self.reported = array("b")
         self.unpriced: set[str] = set()
         self.unnamed = False
+        self.failure_classes: dict[str, int] = {}
+        """Failed runs by whose fault they were (``AgentRun.failure_class``), for the runs that say."""
 
     @classmethod
     def of(cls, runs: Sequence[AgentRun], prices: PriceTable | None = None) -> "CostColumns":
@@ -59,6 +64,8 @@ class CostColumns:
         """One more run's latency, failure and (when reported) tokens and cost."""
         self.latency.append(run.latency_in_seconds)
         self.failure.append(1 if run.failure else 0)
+        if run.failure and run.failure_class:
+            self.failure_classes[run.failure_class] = self.failure_classes.get(run.failure_class, 0) + 1
         usage = agent_usage(run)
         if usage is None:
             if self.tokens is not None:
@@ -107,6 +114,11 @@ def cost_items(columns: CostColumns) -> dict[str, Any]:
     out["failure/mean"] = mean(fail)
     out["failure/std"] = std(fail)
     out["failure/count"] = int(fail.sum())
+    classes = getattr(columns, "failure_classes", None)
+    if classes:
+        # Whose fault the failures were (A2A agents): all three said, so a zero is a zero, not unknown.
+        for kind in FAILURE_CLASSES:
+            out[f"failure/{kind}"] = int(classes.get(kind, 0))
     if columns.tokens is not None:
         for key in _TOKENS + tuple(k for k in _PARTS if k in columns.tokens):
             tokens = as_array(columns.tokens[key], float)

@@ -348,13 +348,16 @@ def make_header(
     status: str = "running",
     settings: Mapping[str, Any] | None = None,
     tools: Mapping[str, Any] | None = None,
+    a2a_preflight: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The header line of a record. ``kind`` is ``evaluate`` or ``compare``; ``settings`` holds
     the statistics settings of a comparison (failed-run policy, confidence, test, seed, reducer);
     ``tools`` what levelled the agents' tools (``{"cassette": {path, mode, fingerprint} | None, "faults":
     {rate, kinds, seed, tools, slow_seconds, schedule_version} | None, "agents": {name: {levelled, how | why}}}``),
-    left out when nothing was levelled."""
-    header = {
+    left out when nothing was levelled; ``a2a_preflight`` each A2A agent's conformance preflight
+    (``Preflight.to_dict()``), by agent name, left out when none ran."""
+    extra = {"a2a_preflight": to_jsonable(dict(a2a_preflight))} if a2a_preflight else {}
+    header = {**extra,
         "kind": "header",
         "format": FORMAT,
         "version": VERSION,

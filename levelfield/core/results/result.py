@@ -184,6 +184,8 @@ class EvalResult:
         """Where the cases came from (a file, ``"dataset"``, ``"DataFrame"``)."""
         self.skipped: dict[str, str] = {}
         self.limits: list[Any] = []
+        self.a2a_preflight: dict[str, dict[str, Any]] = {}
+        """The A2A conformance preflight of the agent (``Preflight.to_dict()``) by its name, when one ran."""
         """What each endpoint's limit did (``levelfield.core.run.limits.LimitStats``): the concurrency it
         ran at, rate-limited answers, time waiting on limits; empty for saved predictions."""
         """``{case_id: reason}`` for cases that were not run (e.g. conversation scenarios)."""
@@ -719,6 +721,7 @@ class EvalResult:
             settings={"scored_saved_predictions": self.scored_saved_predictions,
                       **({"budget": self.budget.to_dict()} if self.budget is not None else {})},
             tools=self.tools_header,
+            a2a_preflight=self.a2a_preflight,
         )
 
     def save(self, directory: str | Path) -> dict[str, Path]:
@@ -1154,6 +1157,9 @@ def results_from_record(record: Record) -> dict[str, EvalResult]:
             note = dict((tools.get("agents") or {}).get(agent) or {"levelled": False, "why": "not recorded"})
             note["counts"] = tool_counts(results[agent].runs)
             results[agent].tool_levelling = note
+        preflight = (record.header.get("a2a_preflight") or {}).get(agent)
+        if isinstance(preflight, dict):
+            results[agent].a2a_preflight = {agent: preflight}
     return results
 
 

@@ -28,6 +28,8 @@ from .notices import (BudgetWarning, MissingReferenceWarning, warn_user, NoToolC
                       tool_call_tally,
                       metric_changes, missing_references, reference_changes)
 from ..results.lock import OutLock, held_here
+from ..score.batch import is_trajectory_metric as _is_trajectory_metric
+from .preflight import hidden_tool_calls, run_preflights
 from ..results.record import (RUNS_FILE, Journal, Record, RunKey, carry_generated, check_out_folder, check_resumable,
                               fingerprints_of, make_header, read_record)
 from ..results.columns import RunColumns
@@ -94,6 +96,7 @@ def open_journal(
     kind: str,
     settings: Mapping[str, Any] | None = None,
     tools: Mapping[str, Any] | None = None,
+    a2a_preflight: Mapping[str, Any] | None = None,
 ) -> tuple[Journal | None, dict[RunKey, AgentRun]]:
     """The journal for ``config.out`` (None without one) and the runs it already holds when resuming.
 
@@ -108,7 +111,7 @@ def open_journal(
     lock = None if held_here(out) or (out.exists() and not out.is_dir()) else OutLock.acquire(out)
     try:
         journal, done = _open_journal(out, dataset, agent_names, metrics, config, kind=kind, settings=settings,
-                                      tools=tools)
+                                      tools=tools, a2a_preflight=a2a_preflight)
     except BaseException:
         if lock is not None:
             lock.release()
@@ -127,6 +130,7 @@ def _open_journal(
     kind: str,
     settings: Mapping[str, Any] | None,
     tools: Mapping[str, Any] | None = None,
+    a2a_preflight: Mapping[str, Any] | None = None,
 ) -> tuple[Journal, dict[RunKey, AgentRun]]:
     path = out / RUNS_FILE
     fingerprints = fingerprints_of(dataset)
@@ -155,6 +159,7 @@ def _open_journal(
         kind=kind,
         settings=settings,
         tools=tools,
+        a2a_preflight=a2a_preflight,
     )
     return Journal.create(path, header, list(dataset), fingerprints), {}
 
@@ -227,8 +232,11 @@ async def run_and_score(
         executor.check(agents)  # likewise: an agent the executor cannot ship fails before any run
     warn_missing_references(dataset, metrics)
     scorer = RunScorer(dataset, metrics, budget=judge_budget(config))
+    # Before the first case: do the A2A agents speak the protocol? (Kept in the record; see preflight.py.)
+    preflights = await run_preflights(dataset, agents, config)
+    scorer.hidden_calls = hidden_tool_calls(preflights, dataset)
     journal, done = open_journal(dataset, [a.name for a in agents], metrics, config, kind=kind, settings=settings,
-                                 tools=tools)
+                                 tools=tools, a2a_preflight=preflights)
     conversations = Conversations(simulator, done) if simulator is not None else None
     if stop_early is not None:
         for run in done.values():
@@ -240,7 +248,8 @@ async def run_and_score(
     # a simulator's replays and a sequential stop need the runs at hand: those keep them.)
     if (journal is not None and executor is not None and getattr(executor, "can_stream", False)
             and stop_early is None and simulator is None and not scorer.judged and journal.scores_current):
-        return await _stream(dataset, agents, metrics, config, executor, scorer, journal, done, skipped)
+        results = await _stream(dataset, agents, metrics, config, executor, scorer, journal, done, skipped)
+        return _with_preflights(results, preflights)
 
     # With out= the tables saved at the end say why each run scored as it did: the explanations
     # the engine leaves out are made as runs finish, while agents are still busy, not all after the last.
@@ -281,8 +290,7 @@ async def run_and_score(
             if journal is not None:
                 journal.close()
         tallies = {agent: tool_call_tally(runs) for agent, runs in runs_by_agent.items()}
-        for text in agents_without_tool_calls(tallies, metrics, dataset):
-            warn_user(NoToolCallsWarning(text))
+        _warn_no_tool_calls(tallies, metrics, dataset, scorer.hidden_calls)
         # Runs a decided sequential test never started are its to report; the rest were the budget's.
         stopped_early = stop_early is not None and stop_early.stop()
         ran = {(run.agent_name, run.case_id, run.trial) for runs in runs_by_agent.values() for run in runs} \
@@ -313,7 +321,26 @@ async def run_and_score(
         results[agent.name].not_started = [key for key in not_started if key[0] == agent.name]
         results[agent.name].budget = report
         start += len(runs)
+    return _with_preflights(results, preflights)
+
+
+def _with_preflights(results: dict[str, EvalResult], preflights: Mapping[str, dict[str, Any]]) -> dict[str, EvalResult]:
+    for name, found in preflights.items():
+        if name in results:
+            results[name].a2a_preflight = {name: found}
     return results
+
+
+def _warn_no_tool_calls(tallies: Mapping[str, tuple[int, int]], metrics: Sequence[Metric], dataset: EvalDataset,
+                        hidden: Mapping[str, str]) -> None:
+    """The no-tool-call warning; for an A2A agent the preflight found exposing none, what it found instead."""
+    for text in agents_without_tool_calls({a: t for a, t in tallies.items() if a not in hidden}, metrics, dataset):
+        warn_user(NoToolCallsWarning(text))
+    for agent, said in hidden.items():
+        done, with_calls = tallies.get(agent, (0, 0))
+        if done and not with_calls and any(_is_trajectory_metric(m) for m in metrics):
+            warn_user(NoToolCallsWarning(f"agent {agent!r}: {said} — its trajectory metrics are NaN with that "
+                                         "explanation, not 0"))
 
 
 async def _stream(dataset: EvalDataset, agents: Sequence[AgentRunnable], metrics: Sequence[Metric], config: RunConfig,
@@ -376,8 +403,7 @@ async def _stream(dataset: EvalDataset, agents: Sequence[AgentRunnable], metrics
     for columns in kept.values():
         columns.place(journal.offsets)
     tallies = {name: (columns.successful, columns.with_calls) for name, columns in kept.items()}
-    for text in agents_without_tool_calls(tallies, metrics, dataset):
-        warn_user(NoToolCallsWarning(text))
+    _warn_no_tool_calls(tallies, metrics, dataset, scorer.hidden_calls)
     ids = [c.case_id for c in dataset]
     ran = ({(name, ids[case], trial) for name, columns in kept.items() for case, trial in zip(columns.case, columns.trial)}
            if config.max_cost_usd is not None else set())

@@ -373,6 +373,7 @@ def failed_turn_run(
     and type, and what it had produced — the error's ``partial`` or the adapter's own account
     (``agent.partial_output(request)``, e.g. a timed-out graph's calls so far). Never raises."""
     text, error_type = describe_error(error)
+    failure_class, failure_rule = _failure_class(agent, error, request)
     partial = attribute(error, "partial")
     if partial is None and hasattr(agent, "partial_output"):
         try:
@@ -393,8 +394,24 @@ def failed_turn_run(
         attempts=attempts,
         partial_output=partial if isinstance(partial, AgentOutput) else None,
         turns=turns,
+        failure_class=failure_class,
+        failure_rule=failure_rule,
         **fields,
     )
+
+
+def _failure_class(agent: AgentRunnable, error: BaseException, request: AgentRequest) -> tuple[str | None, str | None]:
+    """Whose fault the failure was, when the agent can tell (``agent.classify_failure``, A2A agents). Never raises."""
+    classify = getattr(agent, "classify_failure", None)
+    if classify is None:
+        return None, None
+    try:
+        found, rule = classify(error, request)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # noqa: BLE001 - a classification is a bonus, never a crash
+        return None, None
+    return (found if isinstance(found, str) else None), (rule if isinstance(rule, str) else None)
 
 
 async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: RunConfig, run_id: str) -> AgentRun:

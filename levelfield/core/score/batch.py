@@ -904,6 +904,17 @@ async def score_rows(
     return rows
 
 
+def is_trajectory_metric(metric: Metric) -> bool:
+    """Whether ``metric`` scores the agent's tool calls (it needs or reads a trajectory)."""
+    return "reference_trajectory" in getattr(metric, "requires", ()) or "predicted_trajectory" in (
+        getattr(metric, "reads", None) or ())
+
+
+def _any_calls(run: AgentRun) -> bool:
+    outputs = [run.output, *run.turns] if run.output is not None else list(run.turns)
+    return any(o is not None and o.trajectory for o in outputs)
+
+
 class RunScorer:
     """Scores runs as they finish, by the engine: sync metrics in batches of the runs that finished
     together (while other runs are still in flight, so scoring costs no wall time), judged metrics
@@ -923,10 +934,22 @@ class RunScorer:
         self._concurrency = concurrency
         self._done: dict[tuple[str, str, int], tuple[ScoringContext | None, dict[str, Score]]] = {}
         self._deferred: list[AgentRun] = []
+        self.hidden_calls: dict[str, str] = {}
+        """Agents known not to expose their tool calls (an A2A preflight found none), each with what to say:
+        their successful runs without a call get NaN with that explanation on trajectory metrics, not 0."""
+        self._trajectory = [m.name for m in self._metrics if is_trajectory_metric(m)]
 
     def _score(self, runs: Sequence[AgentRun]) -> list[tuple[ScoringContext, dict[str, Score]]]:
         contexts = [context_for(self._cases[run.case_id], run) for run in runs]
-        return list(zip(contexts, self._engine.score_contexts(contexts)))
+        rows = self._engine.score_contexts(contexts)
+        if self.hidden_calls and self._trajectory:
+            for run, row in zip(runs, rows):
+                said = self.hidden_calls.get(run.agent_name)
+                if said is not None and not run.failure and not _any_calls(run):
+                    for name in self._trajectory:
+                        if name in row:
+                            row[name] = Score(math.nan, explanation=said)
+        return list(zip(contexts, rows))
 
     def _keep(self, runs: Sequence[AgentRun]) -> list[dict[str, Score]]:
         scored = self._score(runs)

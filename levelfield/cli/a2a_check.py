@@ -1,0 +1,73 @@
+"""``levelfield a2a-check URL``: does the agent at URL speak A2A? The preflight's table, and an exit code.
+
+0 when no check fails, 1 when one does, 2 when the URL is unusable or unreachable (one line on stderr).
+See :mod:`levelfield.adapters.a2a_preflight` for the checks.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..adapters.a2a_preflight import DEFAULT_PROMPT
+
+__all__ = ["add_a2a_check_command"]
+
+
+def _header(text: str) -> tuple[str, str]:
+    import argparse
+
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"{text.split(':')[0]!r}: expected 'Name: value', e.g. 'Authorization: Bearer TOKEN'")
+    return name.strip(), value.strip()
+
+
+def _check_command(args: Any) -> int:
+    import sys
+
+    from ..adapters.a2a import A2AAgent
+    from ..core.errors import LevelfieldError
+
+    url = args.url
+    if not url.startswith(("http://", "https://")):
+        print(f"levelfield a2a-check: {url!r} is not an http(s):// URL; give the agent's base URL, e.g. "
+              "http://127.0.0.1:9999", file=sys.stderr)
+        return 2
+    if args.timeout <= 0:
+        print("levelfield a2a-check: --timeout must be > 0 seconds", file=sys.stderr)
+        return 2
+    try:
+        # Through A2AAgent: its checks of the headers, and what a server echoes of a credential shown as ***.
+        agent = A2AAgent(url, headers=dict(args.header or []), timeout=args.timeout)
+        found = agent.preflight(args.prompt, timeout=args.timeout)
+    except LevelfieldError as exc:  # the message names the URL without its credentials
+        print(f"levelfield a2a-check: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(found.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(found.table())
+    return 0 if found.ok else 1
+
+
+def add_a2a_check_command(subparsers: Any) -> Any:
+    """Add ``levelfield a2a-check URL [--header] [--prompt] [--timeout] [--json]`` to the CLI's subparsers."""
+    parser = subparsers.add_parser(
+        "a2a-check",
+        help="check that a remote agent speaks A2A: its card, then probe messages (exit 1 when a check fails)",
+        description="Read the agent card at URL and send a few probe messages over each JSON-RPC version it offers "
+                    "(1.0, 0.3); print every check with pass/warn/fail/skip and the spec section it comes from. "
+                    "Exit 0 when no check fails, 1 when one does, 2 when the URL is unusable or unreachable.",
+    )
+    parser.add_argument("url", metavar="URL", help="the agent's base URL (its card is at URL/.well-known/agent-card.json)")
+    parser.add_argument("--header", "-H", action="append", type=_header, metavar="'NAME: VALUE'",
+                        help="a header sent with every request, e.g. 'Authorization: Bearer TOKEN' (repeatable)")
+    parser.add_argument("--prompt", default=DEFAULT_PROMPT,
+                        help="what the probe messages say; use one that makes the agent call a tool to see how it "
+                             "exposes tool calls")
+    parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="seconds per request, and how long a running task is polled for a final state (default 30)")
+    parser.add_argument("--json", action="store_true", help="print the checks as JSON")
+    parser.set_defaults(func=_check_command)
+    return parser

@@ -1,0 +1,87 @@
+"""Before the first case: each A2A agent's conformance preflight (``RunConfig(a2a_preflight=True)``).
+
+An agent that can check itself (``agent.apreflight(prompt, every_version=False)``, as ``A2AAgent``
+does) is checked with the first case's prompt, over the protocol version it will be run over; the result (``Preflight.to_dict()``) goes into the run record and the
+results, and a check that fails is warned about. When the preflight found that an agent exposes no
+tool calls over A2A (none in the answer to a case that expects some, or only in plain data parts
+nobody reads), its trajectory metrics say so on each run without calls instead of scoring 0.
+The core does not know A2A: it only calls what the agent offers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..data.dataset import EvalDataset
+from ..data.protocol import AgentRunnable
+from ..data.config import RunConfig
+from .failures import describe_error
+from .notices import LevelfieldWarning, warn_user
+
+__all__ = ["A2APreflightWarning", "run_preflights", "hidden_tool_calls", "NOT_EXPOSED"]
+
+NOT_EXPOSED = "this agent does not expose its tool calls over A2A"
+
+
+class A2APreflightWarning(LevelfieldWarning):
+    """An A2A agent failed a check of its conformance preflight (or it could not run): its failed runs
+    are likely the protocol's fault, and each says so (``AgentRun.failure_class``)."""
+
+
+def _first_prompt(dataset: EvalDataset) -> str | None:
+    for case in dataset:
+        if case.turns:
+            return case.turns[0].prompt
+        if case.prompt:
+            return case.prompt
+    return None
+
+
+async def _one(agent: AgentRunnable, prompt: str | None) -> dict[str, Any]:
+    try:
+        # The version the agent will be run over only: each probe is an answer the agent computes.
+        found = await agent.apreflight(prompt, every_version=False)  # type: ignore[attr-defined]
+    except Exception as exc:  # noqa: BLE001 - the runs will say what is wrong; the evaluation goes on
+        text, _ = describe_error(exc)
+        warn_user(A2APreflightWarning(f"agent {agent.name!r}: the A2A preflight could not run: {text}"))
+        return {"error": text}
+    failed = [c for c in found.checks if c.status == "fail"]
+    if failed:
+        said = "; ".join(f"{c.name}{' (' + c.version + ')' if c.version else ''}: {c.detail}" for c in failed[:3])
+        more = f" and {len(failed) - 3} more" if len(failed) > 3 else ""
+        warn_user(A2APreflightWarning(
+            f"agent {agent.name!r} does not conform to A2A: {said}{more}. Its failed runs that break the spec are "
+            "counted as protocol failures, not the agent's; `levelfield a2a-check URL` shows every check"))
+    return found.to_dict()
+
+
+async def run_preflights(dataset: EvalDataset, agents: Sequence[AgentRunnable], config: RunConfig) -> dict[str, dict[str, Any]]:
+    """Each A2A agent's preflight by name (agents that offer ``apreflight``); {} when turned off."""
+    checked = [a for a in agents if callable(getattr(a, "apreflight", None))]
+    if not config.a2a_preflight or not checked:
+        return {}
+    prompt = _first_prompt(dataset)
+    found = await asyncio.gather(*(_one(a, prompt) for a in checked))
+    return {a.name: f for a, f in zip(checked, found)}
+
+
+def hidden_tool_calls(preflights: Mapping[str, Mapping[str, Any]], dataset: EvalDataset) -> dict[str, str]:
+    """Agents whose preflight shows they expose no tool calls over A2A, each with what to say on its runs.
+
+    Decided only when it can be: plain data parts that look like calls (never read), or no call at all
+    in the answer to the first case when that case expects calls (its prompt is what was probed).
+    """
+    first = next(iter(dataset), None)
+    expects = first is not None and bool(first.reference_trajectory or (first.turns and first.turns[0].reference_trajectory))
+    out: dict[str, str] = {}
+    for name, found in preflights.items():
+        kind = found.get("tool_calls")
+        if kind == "data":
+            out[name] = (f"{NOT_EXPOSED} in a form levelfield reads: the calls come as plain data parts without "
+                         "metadata adk_type (mark them the ADK way, or pass A2AAgent(trajectory_extractor=...)); not scored")
+        elif kind == "none" and expects:
+            out[name] = (f"{NOT_EXPOSED}: the preflight's answer to case {first.case_id!r}, which expects calls, "
+                         "held none; not scored")
+    return out
