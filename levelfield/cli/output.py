@@ -22,8 +22,9 @@ __all__ = ["status", "report_failures", "report_unreadable_judges", "warnings_as
 
 def limit_lines(cmp: "Comparison") -> list[str]:
     """What the endpoints' limits did, when they did anything: the concurrency each ran at, the
-    rate-limited answers absorbed, the time waiting on limits (nothing when no limit was met)."""
-    met = [s for s in cmp.limits if s.rate_limited or s.waited_seconds >= 0.05 or s.limit < s.ceiling]
+    rate-limited answers absorbed, the time waiting on limits (nothing when no limit was met: a
+    window still opening by slow start, below the ceiling at the end of a short run, is not a limit met)."""
+    met = [s for s in cmp.limits if s.met]
     if not met:
         return []
     return ["", "Rate limits (calls in flight per endpoint; --no-adaptive keeps --concurrency fixed):",

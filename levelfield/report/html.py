@@ -800,7 +800,7 @@ def _limits_section(cmp: Comparison) -> str:
 
     From the live limits when the comparison was just run; from the runs' own ``rate_limited`` and
     ``waited_seconds`` when it was loaded from a folder. Nothing when no limit was met."""
-    stats = [s for s in cmp.limits if s.rate_limited or s.waited_seconds >= 0.05 or s.limit < s.ceiling]
+    stats = [s for s in cmp.limits if s.met]
     if stats:
         headers = [("endpoint", False), ("ran at (mean in flight)", True), ("limit", True), ("peak", True),
                    ("calls", True), ("rate-limited", True), ("waiting (s)", True)]

@@ -83,6 +83,10 @@ _INITIAL = 4
 """Calls in flight an adaptive limit starts at (or its ceiling when lower): TCP's initial window, RFC 3390."""
 _VERDICTS = 8
 """Trials remembered: one of them whose retry was refused too makes first refusals capacity signals."""
+_FIRSTS = 16
+"""First calls (not a refused call's retry) whose outcome the per-request verdict reads: refusals that are
+per-request refuse (nearly) every first call, while a capacity limit admits most of them once the limit is
+cut to it. A retry admitted with as many in flight can also be luck, a slot freed between the two."""
 _PASSES = 4
 """Trials whose retry was admitted with at least as many calls in flight (and none refused among the
 last ``_VERDICTS``) that show per-request refusals."""
@@ -156,6 +160,13 @@ class LimitStats:
     """Of those, first refusals whose immediate retry the endpoint admitted with as many calls in flight:
     per-request refusals, not capacity."""
 
+    @property
+    def met(self) -> bool:
+        """Whether a limit held calls back: the endpoint refused some, or calls waited 0.05 s each on
+        average (a token bucket, a Retry-After, a window cut). A window still opening by slow start, below
+        the ceiling at the end of a short run, is not a limit met."""
+        return bool(self.rate_limited) or (self.calls > 0 and self.waited_seconds / self.calls >= 0.05)
+
     def describe(self) -> str:
         """One line for people: ``...: ran at about 7.9 in flight (adaptive limit 8 of 64, peak 9); 400 call(s),
         3 rate-limited, 0.35 s waiting on limits per call``."""
@@ -210,6 +221,7 @@ class EndpointLimit:
         # Their retries, until answered: the calls in flight when the refused first call was sent.
         self._trial: weakref.WeakKeyDictionary[asyncio.Task[Any], int] = weakref.WeakKeyDictionary()
         self._verdicts: collections.deque[bool] = collections.deque(maxlen=_VERDICTS)  # retry refused too?
+        self._firsts: collections.deque[bool] = collections.deque(maxlen=_FIRSTS)  # a first call refused?
         self._first_refusals = 0
         # Each call in flight (by its task): its number and the calls in flight when it was sent, itself included.
         self._sent: weakref.WeakKeyDictionary[asyncio.Task[Any], tuple[int, int]] = weakref.WeakKeyDictionary()
@@ -395,8 +407,11 @@ class EndpointLimit:
             self._wake()
 
     def _per_request(self) -> bool:
-        """Whether this endpoint's first refusals are per-request: ``_PASSES`` retries admitted, none refused."""
-        return not any(self._verdicts) and len(self._verdicts) >= _PASSES
+        """Whether this endpoint's first refusals are per-request: ``_PASSES`` retries admitted, none refused,
+        and three in four of the last first calls refused (a capacity limit admits most first calls)."""
+        firsts = self._firsts
+        return (not any(self._verdicts) and len(self._verdicts) >= _PASSES
+                and len(firsts) >= _PASSES and 4 * sum(firsts) >= 3 * len(firsts))
 
     def _on_trial(self) -> bool:
         """Whether a request's first refusal is put on trial rather than taken as a capacity signal: while
@@ -415,6 +430,9 @@ class EndpointLimit:
         full = self.in_flight >= self.limit or bool(self._waiters)
         _, at = self._end(tokens)
         self._answers.append((self._last_end, self._took))
+        task = asyncio.current_task()
+        if task is None or task not in self._trial:
+            self._firsts.append(False)  # a call admitted at its first try (or after a wait it was told)
         self._admitted(at)
         # Only while calls wait for the window does an answer show it too small (RFC 7661): an
         # endpoint given fewer calls than the window proves nothing about more.
@@ -509,6 +527,8 @@ class EndpointLimit:
             del self._trial[task]
             self._verdicts.append(True)  # the retry was refused too: this endpoint's refusals are capacity
         first = self.adaptive and absorbed == 0 and not (rate.retry_after or 0) > 0 and task is not None
+        if first:
+            self._firsts.append(True)
         if first and self._on_trial():
             self._again.add(task)
             self._trial[task] = sent[1]
