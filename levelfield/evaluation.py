@@ -552,17 +552,7 @@ async def _compare_clean_and_faulted(
         from . import report
 
         report.save(clean, cfg.out_dir)  # again: the report now holds how each agent holds up
-    if experiment is not None:
-        from .experiment import log_comparison
-
-        _log_experiment(lambda: log_comparison(clean, experiment), experiment)
-    if fail_if_worse:
-        from .gate import RegressionError, check_regressions
-
-        gate = check_regressions(clean, fail_if_worse)
-        if gate.failed:
-            raise RegressionError(gate, clean)
-    return clean
+    return _logged_and_gated(clean, experiment, fail_if_worse)
 
 
 def compare_as(kind: str, dataset: Any, agents: Mapping[str, Any] | Sequence[Any], metrics: Sequence[str | Metric] | None,
@@ -645,6 +635,11 @@ async def _compare(
     _warn_if_always_failed(cmp.results)
     # The baseline's rows were judged when it ran: only this run's judges are checked.
     _warn_if_judges_unreadable({a: r for a, r in cmp.results.items() if joined is None or a != joined.name}, resolved)
+    return _logged_and_gated(cmp, experiment, fail_if_worse)
+
+
+def _logged_and_gated(cmp: Comparison, experiment: str | None, fail_if_worse: Any) -> Comparison:
+    """``cmp`` logged to its MLflow experiment and checked by its gate (``RegressionError`` when it fails)."""
     if experiment is not None:
         from .experiment import log_comparison
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from .core.stats.robustness import consistency_table, drop_table, fault_kind_table
 
-__all__ = ["Robustness", "robustness_of"]
+__all__ = ["Robustness", "robustness_of", "consistency_parts"]
 
 
 @dataclass
@@ -73,14 +73,7 @@ class Robustness:
                            f"(a run can meet several): {kinds}")
         if len(self.consistency):
             for row in self.consistency.itertuples():
-                parts = []
-                if row.outcome_cases:
-                    parts.append(f"same {row.metric} in every trial on {row.outcome_agreement:.0%} "
-                                 f"[{row.outcome_ci_low:.0%}, {row.outcome_ci_high:.0%}] of {row.outcome_cases} cases")
-                if row.trajectory_cases:
-                    parts.append(f"same tool calls on {row.trajectory_agreement:.0%} "
-                                 f"[{row.trajectory_ci_low:.0%}, {row.trajectory_ci_high:.0%}] "
-                                 f"of {row.trajectory_cases}")
+                parts = consistency_parts(row)
                 if parts:
                     out.append(f"  consistency of {row.agent} over {row.trials} clean trials: {'; '.join(parts)} "
                                f"({self.consistency.attrs.get('confidence', self.confidence):.0%} exact intervals)")
@@ -88,6 +81,18 @@ class Robustness:
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
+
+
+def consistency_parts(row: Any) -> list[str]:
+    """The agreement of one agent's trials in words (a row of ``Robustness.consistency``): outcome, tool calls."""
+    parts = []
+    if row.outcome_cases:
+        parts.append(f"same {row.metric} in every trial on {row.outcome_agreement:.0%} "
+                     f"[{row.outcome_ci_low:.0%}, {row.outcome_ci_high:.0%}] of {row.outcome_cases} cases")
+    if row.trajectory_cases:
+        parts.append(f"same tool calls on {row.trajectory_agreement:.0%} "
+                     f"[{row.trajectory_ci_low:.0%}, {row.trajectory_ci_high:.0%}] of {row.trajectory_cases}")
+    return parts
 
 
 def _num(value: float) -> str:

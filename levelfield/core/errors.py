@@ -262,3 +262,13 @@ class ContainedBaseException(AdapterError):
         name = type(original).__name__
         super().__init__(f"{name}: {message or name}", error_type=name)
         self.original = original
+
+
+def contained(exc: BaseException) -> BaseException:
+    """``exc``, or a :class:`ContainedBaseException` carrying it if it is not safe to raise into a task
+    (a ``BaseException`` such as ``SystemExit``, or a ``StopIteration`` a future refuses)."""
+    if isinstance(exc, Exception) and not isinstance(exc, (StopIteration, StopAsyncIteration)):
+        return exc
+    wrapper = ContainedBaseException(exc, message_of(exc))
+    wrapper.__cause__ = exc
+    return wrapper

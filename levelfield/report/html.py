@@ -487,14 +487,10 @@ def _robustness_section(cmp: Comparison) -> str:
                    f'the runs that met each (a run can meet several):</p><ul class="verdict">{"".join(items)}</ul>')
     if len(found.consistency):
         items = []
+        from ..robustness import consistency_parts
+
         for c in found.consistency.itertuples():
-            parts = []
-            if c.outcome_cases:
-                parts.append(f"same {_esc(c.metric)} in every trial on {c.outcome_agreement:.0%} "
-                             f"[{c.outcome_ci_low:.0%}, {c.outcome_ci_high:.0%}] of {c.outcome_cases} cases")
-            if c.trajectory_cases:
-                parts.append(f"same tool calls on {c.trajectory_agreement:.0%} "
-                             f"[{c.trajectory_ci_low:.0%}, {c.trajectory_ci_high:.0%}] of {c.trajectory_cases}")
+            parts = [_esc(part) for part in consistency_parts(c)]
             if parts:
                 items.append(f"<li><b>{_esc(c.agent)}</b> over {c.trials} clean trials: {'; '.join(parts)}</li>")
         if items:

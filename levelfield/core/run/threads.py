@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
-from ..errors import ContainedBaseException
+from ..errors import ContainedBaseException, contained
 from .failures import message_of
 from .interrupts import user_interrupted
 
@@ -210,15 +210,6 @@ def quick_handoffs() -> Iterator[None]:
                 if sys.getswitchinterval() == HANDOFF_INTERVAL:  # else the user set another meanwhile: theirs stays
                     sys.setswitchinterval(_handoff_restore)
                 _handoff_restore = None
-
-
-def contained(exc: BaseException) -> BaseException:
-    """``exc``, or a :class:`ContainedBaseException` carrying it if it is not safe to raise into a task."""
-    if isinstance(exc, Exception) and not isinstance(exc, (StopIteration, StopAsyncIteration)):
-        return exc
-    wrapper = ContainedBaseException(exc, message_of(exc))
-    wrapper.__cause__ = exc
-    return wrapper
 
 
 class _DaemonExecutor(concurrent.futures.ThreadPoolExecutor):

@@ -55,7 +55,9 @@ class _Caller:
                                "(CustomMetric(..., timeout=...) to allow longer)") from None
         if ok:
             return value
-        raise _contained(value)
+        from ...errors import contained
+
+        raise contained(value)
 
 
 class CustomMetric(Metric):
@@ -134,16 +136,8 @@ class CustomMetric(Metric):
             raise TimeoutError(f"the metric function gave no result within its timeout of {self.timeout:g} s "
                                "(CustomMetric(..., timeout=...) to allow longer)") from None
         if not ok:
-            raise _contained(out)
+            from ...errors import contained
+
+            raise contained(out)
         return self._read(out)
 
-
-def _contained(exc: BaseException) -> BaseException:
-    """``exc``, or an ordinary exception carrying it when it is a ``BaseException`` (SystemExit & co.)."""
-    if isinstance(exc, Exception) and not isinstance(exc, (StopIteration, StopAsyncIteration)):
-        return exc
-    from ...errors import ContainedBaseException, message_of
-
-    wrapper = ContainedBaseException(exc, message_of(exc))
-    wrapper.__cause__ = exc
-    return wrapper
