@@ -82,3 +82,17 @@ def test_demo_report_opens_by_naming_the_worse_agent_and_why(demo):
 
 def test_demo_finds_the_careful_agents_significantly_better_than_the_hasty_one(demo):
     assert "significantly better than function-hasty (adjusted p=0.031)" in demo["out"]
+
+
+def test_the_demo_prints_nothing_but_its_own_lines_on_stderr():
+    # The A2A preflight sends the demo's own server bad requests on purpose; a2a-sdk's warning for each
+    # ("Request Error ... Method not found") was the first line a newcomer saw.
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "levelfield", "demo", "--quiet"], capture_output=True, text=True,
+                          timeout=600, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr
+    assert "Request Error" not in done.stderr and "Method not found" not in done.stderr
