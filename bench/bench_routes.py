@@ -58,7 +58,8 @@ def ours(route: str, path: str, which: str) -> dict:
     summary = result.summary_metrics
     table = result.metrics_table
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, "rows": len(table), "means": [summary[f"{m}/mean"] for m in metrics], "peak_mb": _peak_mb()}
+    means = [summary[f"{m}/mean"] for m in metrics]
+    return {"seconds": seconds, "rows": len(table), "means": means, "peak_mb": _peak_mb()}
 
 
 def adk(path: str, which: str, subset: int) -> dict:
@@ -88,7 +89,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sets", default="trajectory,rouge_1")
     parser.add_argument("--child", nargs="*")
-    parser.add_argument("--folder", default=None, help="where the saved rows are generated (default: a temporary folder)")
+    parser.add_argument("--folder", default=None, 
+                        help="where the saved rows are generated (default: a temporary folder)")
     args = parser.parse_args()
     if args.child is not None:
         kind, path, which, *rest = args.child
