@@ -10,9 +10,9 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import gzip
 import json
 import re
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -257,30 +257,31 @@ def _deferred_jsonl(path: Path, label: str) -> EvalDataset:
 
     The file's bytes are kept (compressed), so the cases made later are the rows checked now even if
     the file changes meanwhile; saved predictions are scored from the file itself while it is unchanged."""
-    raw = path.read_bytes()
-    stamp = _stamp(path)
+    try:
+        stamp = _stamp(path)
+        # Compressed first, and read back as a stream: what is held is the compressed copy (a few
+        # bytes a row), never the text and its rows at once.
+        packed = gzip.compress(path.read_bytes(), compresslevel=1)
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot be read ({exc})") from None
 
-    def chunks(data: bytes = raw) -> Iterator[list[tuple[Any, str, bool]]]:
-        lines = _jsonl_rows(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"), path, with_clean=True)
-        while chunk := list(itertools.islice(lines, _CHUNK)):
-            filled = _filled([(row, where) for row, where, _ in chunk])
-            yield [(row, where, clean) for (row, where), (_, _, clean) in zip(filled, chunk)]
+    def chunks() -> Iterator[list[tuple[Any, str, bool]]]:
+        with gzip.open(io.BytesIO(packed), "rt", encoding="utf-8") as text:
+            lines = _jsonl_rows(text, path, with_clean=True)
+            while chunk := list(itertools.islice(lines, _CHUNK)):
+                filled = _filled([(row, where) for row, where, _ in chunk])
+                yield [(row, where, clean) for (row, where), (_, _, clean) in zip(filled, chunk)]
 
     try:
         dataset = deferred_dataset(chunks, label)
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    packed = zlib.compress(raw, 1)
-    del raw
-
-    def made_again() -> Iterator[list[tuple[Any, str]]]:
-        return chunks(zlib.decompress(packed))
+    except UnicodeDecodeError as exc:  # as read_rows says it
+        raise DatasetError(f"{path}: cannot be read ({exc})") from None
 
     def in_file(case: EvalCase) -> None:
         if case.file is None:
             case.file = str(path)  # criteria are resolved beside the file a case came from
 
-    dataset = deferred_dataset_from(dataset, made_again, in_file)
+    dataset = deferred_dataset_from(dataset, chunks, in_file)
     return dataset.remember_source(path, unchanged=lambda: _stamp(path) == stamp)
 
 
