@@ -38,6 +38,15 @@ SETS = {"trajectory": TRAJECTORY[:3], "rouge_1": ["response_match_score"]}
 
 
 def _peak_mb() -> float:
+    """This process's peak resident memory. On Linux its own (VmHWM): ``ru_maxrss`` keeps the peak of
+    the process it was forked from across ``exec``, so a child of a large parent reports the parent's."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1e3  # kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
 
 
