@@ -15,7 +15,7 @@ For each size (default 1,000 and 20,000 rows), in one run:
 * google-adk's ``response_match_score`` evaluator (``RougeEvaluator.evaluate_invocations``), one
   case at a time as ADK does, its ``Invocation``s built before the clock starts.
 
-Prints cases/s and the ratios. Best of ``--repeats`` runs.
+Prints cases/s and the ratios: the median of ``--repeats`` interleaved rounds.
 
     python bench/bench_text_metrics.py [--sizes 1000,20000] [--repeats 3]
 """
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import time
 
 SENTENCES = [
@@ -81,19 +82,22 @@ def rows(n: int) -> list[dict]:
     return out
 
 
-def best(fn, repeats: int) -> float:
-    times = []
+def interleaved(fns: dict, repeats: int) -> dict[str, float]:
+    """Each function's median seconds over ``repeats`` rounds, every round running each once (a load
+    change on the shared machine then hits them all alike)."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1000,20000")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
 
     import sacrebleu
@@ -134,17 +138,23 @@ def main() -> None:
             sacrebleu.sentence_bleu(r["response"], [r["reference"]])
             r["response"].strip() == r["reference"].strip()  # noqa: B015
 
+    warm = rows(60)  # first-use costs (imports, sacrebleu's tokenizers) out of the first timed round
+    for metrics in (["rouge_1"], ["rouge_l", "bleu", "exact_match"], ["response_match_score"]):
+        ours(warm, metrics)
+    rs_rouge1(warm)
+    rs_three(warm)
+
     for n in (int(s) for s in args.sizes.split(",")):
         data = rows(n)
         print(f"\n{n:,} rows ({n // (AGENTS * TRIALS):,} cases x {AGENTS} agents x {TRIALS} trials; "
               f"{len({r['reference'] for r in data}):,} distinct references, "
               f"{len({r['response'] for r in data}):,} distinct responses)")
-        t = {
-            "lf_rouge1": best(lambda: ours(data, ["rouge_1"]), args.repeats),
-            "lf_three": best(lambda: ours(data, ["rouge_l", "bleu", "exact_match"]), args.repeats),
-            "lf_rms": best(lambda: ours(data, ["response_match_score"]), args.repeats),
-            "rs_rouge1": best(lambda: rs_rouge1(data), args.repeats),
-            "rs_three": best(lambda: rs_three(data), args.repeats),
+        timed = {
+            "lf_rouge1": lambda: ours(data, ["rouge_1"]),
+            "lf_three": lambda: ours(data, ["rouge_l", "bleu", "exact_match"]),
+            "lf_rms": lambda: ours(data, ["response_match_score"]),
+            "rs_rouge1": lambda: rs_rouge1(data),
+            "rs_three": lambda: rs_three(data),
         }
         if RougeEvaluator is not None:
             evaluator = RougeEvaluator(EvalMetric(metric_name="response_match_score", threshold=0.5))
@@ -159,7 +169,8 @@ def main() -> None:
                 for actual, expected in pairs:
                     evaluator.evaluate_invocations([actual], [expected])
 
-            t["adk"] = best(adk, args.repeats)
+            timed["adk"] = adk
+        t = interleaved(timed, args.repeats)
 
         def line(label: str, key: str) -> None:
             print(f"  {label:<58} {n / t[key]:>10,.0f} cases/s  ({t[key]:.3f} s)")

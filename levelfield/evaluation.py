@@ -16,15 +16,13 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import fields
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from typing_extensions import Unpack
 
-from .baseline import prepare_baseline
 
 from .adapters.auto import as_agent
 from .adapters.spec import SpecAgent, agent_from_spec
-from .comparison import Comparison
 from .core.data.config import RunConfig, RunOptions, run_config
 from .core.stats.config import STATS_OPTIONS, StatsConfig, stats_config
 from .core.errors import ConfigError, ConfigTypeError, LevelfieldError
@@ -45,6 +43,9 @@ from .failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
 from .formats import load_dataset
 from .executors.saved import check_out, score_saved_rows, takes_columnar_path
 from .simulation import as_simulator
+
+if TYPE_CHECKING:  # compare's own: imported when compare is called (scipy's statistics, the report's text)
+    from .comparison import Comparison
 
 __all__ = ["evaluate", "aevaluate", "EvalTask", "compare", "acompare"]
 
@@ -609,6 +610,8 @@ async def _compare(
     joined = None
     if baseline is not None:
         # Loaded before any agent runs, so a bad baseline fails fast.
+        from .baseline import prepare_baseline
+
         joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials,
                                         tools=levelled.header)
     with holding(cfg.out_dir):  # one writer per out folder, from reading its journal to saving the results
@@ -621,6 +624,8 @@ async def _compare(
         levelled.attach(results)
         if joined is not None:
             results[joined.name] = joined.result
+        from .comparison import Comparison
+
         cmp = Comparison(ds, results, resolved, trials=cfg.trials, config=cfg, stats=settings)
         cmp.kind = kind
         cmp.baseline = joined

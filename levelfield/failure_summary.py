@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from .core.data.types import AgentRun
 from .core.run.notices import LevelfieldWarning
-from .judge.metrics import UNREADABLE_ANSWER, is_unreadable
 
 if TYPE_CHECKING:
     from .core.results.result import EvalResult
@@ -193,6 +192,8 @@ def unreadable_judges(results: Mapping[str, EvalResult], metrics: Sequence[Any])
             failed += failures
         if not failed or failed * 2 <= judged:
             continue
+        from .judge.metrics import UNREADABLE_ANSWER, is_unreadable  # judges only: a heavy import
+
         unreadable, example = 0, None
         for result in results.values():
             for row in result.recorded_scores:

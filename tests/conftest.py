@@ -55,6 +55,9 @@ class FullDisk:
     def tell(self):
         return self._handle.tell()
 
+    def fileno(self):
+        return self._handle.fileno()
+
     def close(self):
         self.closed = True
         self._handle.close()

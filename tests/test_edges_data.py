@@ -223,6 +223,9 @@ def full_disk(monkeypatch, after=0):
             def flush(self):
                 handle.flush()
 
+            def fileno(self):
+                return handle.fileno()
+
             def close(self):
                 self.closed = True
                 handle.close()

@@ -54,23 +54,16 @@ def test_the_journal_streams_scores_and_a_loaded_record_explains_them(tmp_path: 
 
 
 def test_with_out_the_saved_tables_explain_every_row_as_the_record_read_back_does(tmp_path: Path, monkeypatch) -> None:
-    """With out= the explanations are made as runs finish (not all after the last); the tables saved
-    at the end hold exactly those a loaded record gives, judged metrics' own kept as they are."""
+    """With out= the explanations are made at the end, for the tables (the journal holds the engine's
+    scores); the tables saved hold exactly those a loaded record gives, judged metrics' own kept as they are."""
     metrics = [*TRAJECTORY, "exact_match", lf.metrics.CustomMetric("says_sunny", lambda i: {
         "says_sunny": float("晴" in (i.get("response") or "")), "explanation": f"Antwort: {i.get('response')}"})]
-    from levelfield.core.results import result as result_module
-
-    def not_at_the_end(*args, **kwargs):
-        raise AssertionError("explanations made after the last run: with out= they are made as runs finish")
-
-    with monkeypatch.context() as patch:
-        patch.setattr(result_module, "explain_scores", not_at_the_end)
-        cmp = lf.compare(CASES, {"a": agent, "b": agent}, metrics, trials=2, progress=False, out=tmp_path)
-        made = {name: cmp.results[name].row_scores for name in ("a", "b")}
+    cmp = lf.compare(CASES, {"a": agent, "b": agent}, metrics, trials=2, progress=False, out=tmp_path)
+    made = {name: cmp.results[name].row_scores for name in ("a", "b")}
     loaded = lf.Comparison.load(tmp_path)
     for name in ("a", "b"):
         live, back = cmp.results[name], loaded.results[name]
-        assert made[name] == back.row_scores  # made as the runs finished; made from the record read back
+        assert made[name] == back.row_scores  # made at the end; made from the record read back
         columns = [f"{m}/explanation" for m in TRAJECTORY]
         assert live.with_explanations()[columns].equals(back.with_explanations()[columns])
     recall = cmp.results["a"].with_explanations()["trajectory_recall/explanation"].tolist()

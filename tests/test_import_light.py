@@ -80,3 +80,26 @@ def test_an_unknown_name_is_an_attribute_error():
         lf.evaluatee  # noqa: B018
     with pytest.raises(ImportError):
         exec("from levelfield import evaluatee")
+
+
+def test_scoring_saved_rows_loads_neither_nltk_nor_scipy_nor_the_comparison():
+    # nltk's package start (scipy.stats among it) costs seconds; its Porter stemmer module alone is needed.
+    code = ("import levelfield as lf\n"
+            "rows = [{'prompt': 'p', 'reference': 'the lights are running', 'response': 'lights run',\n"
+            "         'reference_trajectory': [], 'predicted_trajectory': []}] * 3\n"
+            "r = lf.evaluate(rows, metrics=['response_match_score', 'rouge_l', 'bleu', 'trajectory_exact_match'],\n"
+            "                progress=False)\n"
+            "assert 0 < r.summary_metrics['response_match_score/mean'] < 1\n")
+    loaded = loaded_after(code)
+    assert [m for m in loaded if m.split(".")[0] in ("nltk", "scipy")] == []
+    assert "levelfield.comparison" not in loaded
+
+
+def test_nltk_imported_after_the_stemmer_is_the_whole_package():
+    code = ("import levelfield as lf\n"
+            "lf.evaluate([{'prompt': 'p', 'reference': 'running', 'response': 'runs'}], metrics=['response_match_score'],\n"
+            "            progress=False)\n"
+            "import nltk\n"
+            "from nltk.stem.porter import PorterStemmer\n"
+            "assert hasattr(nltk, 'download') and PorterStemmer().stem('running') == 'run'\n")
+    assert "nltk.corpus" in loaded_after(code)

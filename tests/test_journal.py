@@ -57,13 +57,55 @@ def test_every_run_is_journaled_as_it_finishes(tmp_path):
     seen_on_disk = []
 
     def agent(prompt):
-        # When a run starts, the runs before it (concurrency 1) are already on disk.
+        # When a run starts (concurrency 1), every run before it is on disk but the one just before,
+        # whose line is written as it starts (the slot does not wait for it: it waits once this run ends).
         seen_on_disk.append(len(run_lines(tmp_path / "runs.jsonl")))
         return {"response": prompt, "predicted_trajectory": []}
 
-    lf.evaluate(cases(5), agent, ["exact_match"], concurrency=1, progress=False, out=tmp_path)
-    assert seen_on_disk == [0, 1, 2, 3, 4]
-    assert read_record(tmp_path).complete
+    lf.evaluate(cases(8), agent, ["exact_match"], concurrency=1, progress=False, out=tmp_path)
+    assert all(k - 1 <= seen <= k for k, seen in enumerate(seen_on_disk)), seen_on_disk
+    assert read_record(tmp_path).complete and len(read_record(tmp_path).runs) == 8
+
+
+def _one_run(i=0):
+    from levelfield.core.data.types import AgentOutput, AgentRun
+
+    return AgentRun(case_id=f"c{i}", agent_name="a", trial=0, latency_in_seconds=0.1, output=AgentOutput(response="x"))
+
+
+def test_a_run_is_acknowledged_only_once_an_fsync_made_its_line_durable(tmp_path, monkeypatch):
+    import asyncio
+
+    from levelfield.core.results.record import Journal, fingerprints_of
+
+    data = lf.load_dataset(cases(3))
+    path = tmp_path / "runs.jsonl"
+    synced = []  # the journal's size on disk at each fsync
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.fstat(fd).st_size), real(fd))[1])
+
+    async def main():
+        journal = Journal.create(path, {"kind": "header"}, list(data), fingerprints_of(data))
+        acknowledged = [journal.write(_one_run(i)) for i in range(3)]
+        assert not any(f.done() for f in acknowledged)  # written on the loop's next turn, then synced
+        await asyncio.gather(*acknowledged)
+        size = path.stat().st_size  # every line, the three runs' too
+        journal.close()
+        return size
+
+    size = asyncio.run(main())
+    assert synced and synced[0] == size  # the acknowledgement came after an fsync of the whole file
+
+
+def test_a_journal_whose_fsync_fails_fails_the_evaluation_naming_the_file(tmp_path, monkeypatch):
+    import errno
+
+    def fsync(fd):
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(lf.WriteError, match=r"runs.jsonl: cannot write the journal \(Input/output error\)"):
+        lf.evaluate(cases(5), counting([]), ["exact_match"], progress=False, out=tmp_path)
 
 
 def test_journal_lines_carry_agent_case_trial_and_case_fingerprint(tmp_path):

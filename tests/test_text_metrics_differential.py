@@ -188,3 +188,37 @@ def test_every_whitespace_character_separates_tokens():
     assert [c for c in spaces if _kind(c) != _SEPARATOR] == []
     assert UnicodeTokenizer().tokenize("今天\u3000北京 x\u00a0y") == ["今", "天", "北", "京", "x", "y"]
     assert _kind("今") == _ALONE
+
+
+def test_bleu_segment_statistics_are_sacrebleus_integers_with_one_reference_or_several():
+    from sacrebleu.metrics import BLEU
+
+    from levelfield.core.score.metrics.response import segment_statistics
+
+    for tokenize in ("13a", "zh", "char", "intl"):
+        bleu = BLEU(effective_order=True, tokenize=tokenize)
+        for k, (reference, response) in enumerate(PAIRS):
+            others = [bleu._preprocess_segment(r) for r, _ in PAIRS[k + 1:k + 3]]
+            hypothesis = bleu._preprocess_segment(response)
+            for refs in ([bleu._preprocess_segment(reference)], [bleu._preprocess_segment(reference), *others]):
+                info = bleu._extract_reference_info(refs)
+                assert segment_statistics(bleu, hypothesis, info) == bleu._compute_segment_statistics(hypothesis, info)
+
+
+def test_a_pair_met_again_is_scored_once_with_the_libraries_numbers(monkeypatch):
+    from levelfield.core.score.metrics import response as response_module
+
+    counted = []
+    real = response_module.segment_statistics
+    monkeypatch.setattr(response_module, "segment_statistics", lambda *a: counted.append(1) or real(*a))
+    shuffled = PAIRS * 2
+    random.Random(3).shuffle(shuffled)  # agents and trials that agree, met in any order
+    bleu, rouge_l = lf.metrics.Bleu(), lf.metrics.Rouge("rougeL")
+    oracle = rouge_scorer.RougeScorer(["rougeL"], tokenizer=UnicodeTokenizer())
+    for reference, response in shuffled:
+        expected = min(1.0, sacrebleu.sentence_bleu(response, [reference],
+                                                    tokenize=bleu_tokenize_name(reference, response)).score / 100)
+        assert abs(bleu.score(_ctx(reference, response)) - expected) <= TOLERANCE
+        expected = oracle.score(reference, response)["rougeL"].fmeasure
+        assert abs(rouge_l.score(_ctx(reference, response)) - expected) <= TOLERANCE
+    assert len(counted) == len(set(PAIRS))

@@ -8,17 +8,46 @@ the rows to the core data model, which knows nothing about files.
 from __future__ import annotations
 
 import csv
+import io
+import itertools
+import gzip
 import json
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.data.dataset import EvalDataset, dataset_from_located, dataset_from_rows, too_deep_message
+from ..core.data.dataset import (EvalCase, EvalDataset, dataset_from_located, dataset_from_rows, deferred_dataset,
+                                 too_deep_message)
+from ..core.data.jsonsafe import MAX_DEPTH
 from ..core.errors import DatasetError
 from . import adk, databricks, vertex
 from .arrow import ARROW_SUFFIXES, is_arrow_table, read_arrow_rows, table_rows
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+
 __all__ = ["load_dataset", "read_rows", "csv_rows", "split_selection", "select_cases"]
+
+
+def _jsonl_rows(lines: Iterable[str], path: Path, *, with_clean: bool = False) -> Iterator[tuple[Any, ...]]:
+    """The rows of a JSON Lines file's ``lines`` as ``(row, location)`` pairs (blank lines skipped);
+    ``with_clean``: ``(row, location, clean)``, clean when the line shows the row can hold no lone
+    surrogate (no ``\\uD800``-``\\uDFFF`` escape) and cannot nest deeper than levelfield reads (fewer
+    brackets than that: see ``levelfield.core.data.dataset._checked``, which such a row can skip)."""
+    name = path.name
+    for n, line in enumerate(lines, 1):
+        if line.strip():
+            try:
+                row = json.loads(line)
+                if with_clean:
+                    clean = _SURROGATE_ESCAPE.search(line) is None and line.count("[") + line.count("{") < MAX_DEPTH
+                    yield row, f"{name} line {n}", clean
+                else:
+                    yield row, f"{name} line {n}"
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{path} line {n}: not valid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise DatasetError(too_deep_message(f"{path} line {n}")) from None
 
 
 def _rows_from_json(path: Path, data: Any) -> list[Any]:
@@ -45,17 +74,8 @@ def read_rows(path: Path) -> list[tuple[Any, str]]:
     name = path.name
     try:
         if name.endswith(".jsonl"):
-            rows = []
             with path.open(encoding="utf-8") as f:
-                for n, line in enumerate(f, 1):
-                    if line.strip():
-                        try:
-                            rows.append((json.loads(line), f"{name} line {n}"))
-                        except json.JSONDecodeError as exc:
-                            raise DatasetError(f"{path} line {n}: not valid JSON ({exc.msg})") from None
-                        except RecursionError:
-                            raise DatasetError(too_deep_message(f"{path} line {n}")) from None
-            return rows
+                return list(_jsonl_rows(f, path))
         if name.endswith(".json"):
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
@@ -193,7 +213,9 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
     ``expected_tool_use``/``tool_uses`` -> reference_trajectory (ADK's ``{name, args}`` calls
     become ``{tool_name, tool_input}``). A request may be ``{"messages": [...]}`` or
     ``{"query", "history"}``. Every row is checked here, before any agent runs; an error names
-    the file, row and field.
+    the file, row and field. A JSON Lines file, or a DataFrame of 1,000 rows or more, keeps no case
+    objects once checked: they are made when first asked for (an agent's run), and saved
+    predictions are scored from the rows as loaded, batch by batch, in the memory ``evaluate(path)`` takes.
     """
     if is_arrow_table(data):
         label = source or "Arrow table"
@@ -206,6 +228,8 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
         agent_rows = vertex.agent_data_rows(data, source)  # Vertex's 'agent_data' conversations
         if agent_rows is not None:
             return dataset_from_located(*agent_rows)
+        if _is_frame(data) and len(data) >= _DEFERRED_ROWS:
+            return _deferred_frame(data, source or "DataFrame")
         return _columnar_source(dataset_from_rows(data, source=source), data)
     path = Path(data)
     if isinstance(data, str) and not path.exists() and ":" in data:
@@ -214,11 +238,83 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
             return select_cases(load_dataset(path, source=source), selected)
     if path.is_dir():
         return adk.load_folder(path)
+    if path.name.endswith(".jsonl") and path.is_file():
+        return _deferred_jsonl(path, source or str(path))
     dataset = dataset_from_located(_filled(read_rows(path)), source or str(path))
     for case in dataset:
         if case.file is None:
             case.file = str(path)  # criteria are resolved beside the file a case came from
     return _columnar_source(dataset, path)
+
+
+_DEFERRED_ROWS = 1_000
+"""From this many rows a DataFrame's cases are made when first asked for, not when it is loaded."""
+_CHUNK = 2_000  # rows checked (or made into cases) at a time: what is held of them at once
+
+
+def _deferred_jsonl(path: Path, label: str) -> EvalDataset:
+    """A JSON Lines file's cases, every row checked now, made when first asked for (see ``deferred_dataset``).
+
+    The file's bytes are kept (compressed), so the cases made later are the rows checked now even if
+    the file changes meanwhile; saved predictions are scored from the file itself while it is unchanged."""
+    try:
+        stamp = _stamp(path)
+        # Compressed first, and read back as a stream: what is held is the compressed copy (a few
+        # bytes a row), never the text and its rows at once.
+        packed = gzip.compress(path.read_bytes(), compresslevel=1)
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot be read ({exc})") from None
+
+    def chunks() -> Iterator[list[tuple[Any, str, bool]]]:
+        with gzip.open(io.BytesIO(packed), "rt", encoding="utf-8") as text:
+            lines = _jsonl_rows(text, path, with_clean=True)
+            while chunk := list(itertools.islice(lines, _CHUNK)):
+                filled = _filled([(row, where) for row, where, _ in chunk])
+                yield [(row, where, clean) for (row, where), (_, _, clean) in zip(filled, chunk)]
+
+    try:
+        dataset = deferred_dataset(chunks, label)
+    except UnicodeDecodeError as exc:  # as read_rows says it
+        raise DatasetError(f"{path}: cannot be read ({exc})") from None
+
+    def in_file(case: EvalCase) -> None:
+        if case.file is None:
+            case.file = str(path)  # criteria are resolved beside the file a case came from
+
+    dataset = deferred_dataset_from(dataset, chunks, in_file)
+    return dataset.remember_source(path, unchanged=lambda: _stamp(path) == stamp)
+
+
+def deferred_dataset_from(dataset: EvalDataset, chunks: Callable[[], Iterable[Sequence[tuple[Any, str]]]],
+                          finish: Callable[[EvalCase], None] | None = None) -> EvalDataset:
+    """``dataset`` (deferred, checked) making its cases from ``chunks()`` when first asked, each
+    completed by ``finish``."""
+    from ..core.data.dataset import build_cases
+
+    return EvalDataset.deferred(lambda: build_cases(chunks(), finish), len(dataset), source=dataset.source,
+                                columns=dataset.columns)
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    info = path.stat()
+    return info.st_size, info.st_mtime_ns
+
+
+def _is_frame(data: Any) -> bool:
+    return hasattr(data, "iloc") and hasattr(data, "to_dict") and hasattr(data, "columns")
+
+
+def _deferred_frame(frame: Any, label: str) -> EvalDataset:
+    """A DataFrame's cases, every row checked now, made when first asked for (see ``deferred_dataset``);
+    made from a copy of the frame's columns, so a change to the frame after loading is not seen."""
+    frame = frame.copy(deep=True)  # new columns; the cells (lists, dicts) are shared, not copied
+
+    def chunks() -> Iterator[list[tuple[Any, str]]]:
+        for start in range(0, len(frame), _CHUNK):
+            rows = frame.iloc[start:start + _CHUNK].to_dict("records")
+            yield [(row, f"{label} row {start + i + 1}") for i, row in enumerate(rows)]
+
+    return deferred_dataset(chunks, label).remember_source(frame)
 
 
 def _columnar_source(dataset: EvalDataset, data: Any) -> EvalDataset:

@@ -10,7 +10,7 @@ import math
 import numbers
 import random
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -20,7 +20,11 @@ from ..errors import ConfigError, DatasetError
 from .jsonsafe import MAX_DEPTH, SURROGATE, clean_strings, has_lone_surrogates, too_deep
 from .types import Handoff, Message, ToolCall
 
-__all__ = ["EvalCase", "EvalDataset", "Turn", "Scenario", "parse_scenario", "case_from_row", "dataset_from_rows", "dataset_from_located", "too_deep_message", "ALIASES", "parse_handoffs"]
+__all__ = [
+    "EvalCase", "EvalDataset", "Turn", "Scenario", "parse_scenario", "case_from_row", "dataset_from_rows",
+    "dataset_from_located", "deferred_dataset", "build_cases", "too_deep_message", "ALIASES",
+    "parse_handoffs",
+]
 
 # Canonical field -> accepted column names, first wins.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -186,26 +190,68 @@ class EvalDataset:
     """An ordered collection of cases and the columns they came with."""
 
     def __init__(self, cases: Sequence[EvalCase], *, source: str = "dataset", columns: Sequence[str] = ()):
-        self.cases = list(cases)
-        _check_unique_ids(self.cases, source)
+        self._cases: list[EvalCase] | None = list(cases)
+        self._build: Callable[[], list[EvalCase]] | None = None
+        self._count = len(self._cases)
+        _check_unique_ids(self._cases, source)
         self.source = source
         self.columns = list(columns)
         self._loaded_from: Any = None
         self._loaded_count = -1
 
+    @classmethod
+    def deferred(cls, build: Callable[[], list[EvalCase]], count: int, *, source: str,
+                 columns: Sequence[str] = ()) -> EvalDataset:
+        """A dataset whose rows were checked (``build`` gives its ``count`` cases, ids unique) but whose
+        cases are made only when first asked for: saved predictions scored from the source they were
+        read from need none (no per-row objects held), an agent's run needs them."""
+        dataset = cls.__new__(cls)
+        dataset._cases, dataset._build, dataset._count = None, build, count
+        dataset.source, dataset.columns = source, list(columns)
+        dataset._loaded_from, dataset._loaded_count = None, -1
+        return dataset
+
+    @property
+    def cases(self) -> list[EvalCase]:
+        """The cases, in order (made from the rows on first use when the dataset was loaded deferred)."""
+        if self._cases is None:
+            assert self._build is not None
+            cases = self._build()
+            if len(cases) != self._count:  # the file changed since it was loaded
+                raise DatasetError(f"{self.source}: held {self._count} rows when loaded and {len(cases)} now; "
+                                   "load it again")
+            self._cases, self._build = cases, None
+        return self._cases
+
+    @cases.setter
+    def cases(self, cases: Sequence[EvalCase]) -> None:
+        self._cases, self._build = list(cases), None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_cases"], state["_build"] = self.cases, None  # a deferred build (a closure) does not pickle
+        state["_loaded_from"] = state["_unchanged"] = None
+        return state
+
     @property
     def loaded_from(self) -> Any:
         """The DataFrame, rows or file ``load_dataset`` read these cases from, unchanged since (None
         otherwise): saved predictions are scored from it batch by batch, as ``evaluate(df)`` does."""
-        return self._loaded_from if len(self.cases) == self._loaded_count else None
+        unchanged = getattr(self, "_unchanged", None)
+        if self._loaded_from is None or (unchanged is not None and not unchanged()):
+            return None
+        if self._cases is None:
+            return self._loaded_from  # no case made yet: none changed
+        return self._loaded_from if len(self._cases) == self._loaded_count else None
 
-    def remember_source(self, data: Any) -> EvalDataset:
-        """Keep the columnar source these cases were read from one to one (see :attr:`loaded_from`)."""
-        self._loaded_from, self._loaded_count = data, len(self.cases)
+    def remember_source(self, data: Any, *, unchanged: Callable[[], bool] | None = None) -> EvalDataset:
+        """Keep the columnar source these cases were read from one to one (see :attr:`loaded_from`);
+        ``unchanged()`` says whether it still holds those rows (a file not written since)."""
+        self._loaded_from, self._loaded_count, self._unchanged = data, len(self), unchanged
         return self
 
     def __len__(self) -> int:
-        return len(self.cases)
+        return self._count if self._cases is None else len(self._cases)
 
     def __iter__(self) -> Iterator[EvalCase]:
         return iter(self.cases)
@@ -309,18 +355,24 @@ def _check_id(case: EvalCase, index: int, source: str) -> None:
 def _check_unique_ids(cases: Sequence[EvalCase], source: str) -> None:
     """Raise if a case id is empty or holds a control character, or if two cases share an id,
     naming each repeated id and where its rows are (one pass)."""
-    first: dict[str, int] = {}
-    repeats: dict[str, list[int]] = {}
     for index, case in enumerate(cases):
         _check_id(case, index, source)
-        seen = first.setdefault(case.case_id, index)
+    _refuse_repeats([c.case_id for c in cases], lambda i: _where(cases[i], i, source), source)
+
+
+def _refuse_repeats(ids: Sequence[str], where: Callable[[int], str], source: str) -> None:
+    """Raise if two of ``ids`` are the same, naming each repeated id and where its rows are."""
+    first: dict[str, int] = {}
+    repeats: dict[str, list[int]] = {}
+    for index, case_id in enumerate(ids):
+        seen = first.setdefault(case_id, index)
         if seen != index:
-            repeats.setdefault(case.case_id, [seen]).append(index)
+            repeats.setdefault(case_id, [seen]).append(index)
     if not repeats:
         return
     shown = list(repeats.items())[:10]
     details = "; ".join(
-        f"{case_id!r} at {', '.join(_where(cases[i], i, source) for i in rows[:5])}"
+        f"{case_id!r} at {', '.join(where(i) for i in rows[:5])}"
         + (f" and {len(rows) - 5} more" if len(rows) > 5 else "")
         for case_id, rows in shown
     )
@@ -665,15 +717,57 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, default=repr, check_circular=Tru
 def dataset_from_located(located: Sequence[tuple[Any, str]], source: str) -> EvalDataset:
     """Cases from ``(row, location)`` pairs; a row may already be an EvalCase. Errors name the location."""
     columns: list[str] = []
-    cases = []
-    for i, (row, where) in enumerate(located):
-        try:
-            row = _checked(row)
-            if isinstance(row, dict):
-                columns.extend(k for k in row if k not in columns)
-            cases.append(row if isinstance(row, EvalCase) else case_from_row(row, i, where))
-        except (_TooDeep, RecursionError):  # RecursionError: a JSON cell nested thousands of levels deep
-            raise DatasetError(too_deep_message(where)) from None
+    cases = [_case_of(row, where, i, columns) for i, (row, where) in enumerate(located)]
     if not cases:
         raise DatasetError(f"{source}: the dataset has no rows")
     return EvalDataset(cases, source=source, columns=columns)
+
+
+def _case_of(row: Any, where: str, index: int, columns: list[str], clean: bool = False) -> EvalCase:
+    """Row ``index`` (at ``where``) as a case, its columns added to ``columns``. Errors name the location.
+    ``clean``: the row is known to hold no lone surrogate and to nest shallowly (see :func:`_checked`)."""
+    try:
+        if not clean:
+            row = _checked(row)
+        if isinstance(row, dict):
+            columns.extend(k for k in row if k not in columns)
+        return row if isinstance(row, EvalCase) else case_from_row(row, index, where)
+    except (_TooDeep, RecursionError):  # RecursionError: a JSON cell nested thousands of levels deep
+        raise DatasetError(too_deep_message(where)) from None
+
+
+def deferred_dataset(chunks: Callable[[], Iterable[Sequence[tuple[Any, ...]]]], source: str,
+                     finish: Callable[[EvalCase], None] | None = None) -> EvalDataset:
+    """The cases of the ``(row, location[, clean])`` items ``chunks()`` yields a chunk at a time, every row
+    checked now as :func:`dataset_from_located` checks it (errors name the location) but no case
+    kept: they are made again, by calling ``chunks()`` again, when first asked for (see
+    :meth:`EvalDataset.deferred`). ``finish`` completes each case made (e.g. the file it came from)."""
+    columns: list[str] = []
+    ids: list[str] = []
+    wheres: list[str] = []
+    for chunk in chunks():
+        for row, where, *clean in chunk:
+            index = len(ids)
+            case = _case_of(row, where, index, columns, *clean)
+            _check_id(case, index, source)
+            ids.append(case.case_id)
+            wheres.append(_where(case, index, source))
+    if not ids:
+        raise DatasetError(f"{source}: the dataset has no rows")
+    _refuse_repeats(ids, wheres.__getitem__, source)
+    del wheres
+
+    return EvalDataset.deferred(lambda: build_cases(chunks(), finish), len(ids), source=source, columns=columns)
+
+
+def build_cases(chunks: Iterable[Sequence[tuple[Any, ...]]], finish: Callable[[EvalCase], None] | None = None
+                ) -> list[EvalCase]:
+    """The cases of ``(row, location)`` chunks (rows checked before: see :func:`deferred_dataset`)."""
+    cases: list[EvalCase] = []
+    for chunk in chunks:
+        for row, where, *clean in chunk:
+            case = _case_of(row, where, len(cases), [], *clean)
+            if finish is not None:
+                finish(case)
+            cases.append(case)
+    return cases

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import collections
+import concurrent.futures
 import datetime as _dt
 import functools
 import hashlib
@@ -415,6 +416,11 @@ class Journal:
         """With :meth:`track_offsets`: where each run line written since starts in the file (bytes), in
         the order the runs were written (``written`` before a run's ``write`` is its index here)."""
         self._pos = 0
+        self.durable = True
+        """Whether each written line is made durable (``fsync``) before its run is acknowledged."""
+        self._syncer: concurrent.futures.ThreadPoolExecutor | None = None
+        self._syncing = False
+        self._unsynced: list[asyncio.Future[None]] = []  # written, waiting for the next fsync
         self.lock: OutLock | None = None
         """The folder's writer lock when the journal holds it (released by :meth:`close`), else None."""
 
@@ -515,9 +521,10 @@ class Journal:
     def write(self, run: AgentRun, scores: Mapping[str, Score] | None = None) -> "asyncio.Future[None] | None":
         """Append one finished run (and its scores so far).
 
-        Inside an event loop the line is flushed to the OS once the loop has run what is ready
-        (runs that finish together share one write); the future returned is done then, so a
-        caller can wait for its run to be on disk. Outside a loop it is written at once (None).
+        Inside an event loop the line is written once the loop has run what is ready (runs that
+        finish together share one write), then made durable (``fsync``) on the journal's own thread
+        while the loop goes on; the future returned is done once it is, so a caller can wait for its
+        run to be on disk. Outside a loop it is written and made durable at once (None).
         """
         self._pending.append(_run_line(run, scores, self._fingerprints.get(run.case_id)))
         self.written += 1
@@ -527,6 +534,7 @@ class Journal:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self.flush()
+            self._sync()
             return None
         # One write system call per turn of the event loop rather than per run: a call releases
         # the GIL, and winning it back from a hundred agent threads costs more than the write.
@@ -536,7 +544,8 @@ class Journal:
 
     def flush(self) -> None:
         """Write and flush every pending line. A failure is raised here, or (inside the event
-        loop) set on the future the waiting runs hold, so that none of them waits forever."""
+        loop) set on the future the waiting runs hold, so that none of them waits forever; that
+        future is done once the lines are durable."""
         flushed, self._flushed = self._flushed, None
         try:
             if self._failed is not None:
@@ -556,7 +565,60 @@ class Journal:
                 flushed.set_exception(self._failed)
             return
         if flushed is not None and not flushed.done():
+            self._sync_then(flushed)
+
+    def _sync(self) -> None:
+        """Make what was written durable (``fsync``): a run is acknowledged only once it survives a crash."""
+        if self.durable and not self._f.closed:
+            os.fsync(self._f.fileno())
+
+    def _sync_then(self, flushed: "asyncio.Future[None]") -> None:
+        """``flushed`` is done once the lines written so far are durable (or fails with the journal's error).
+
+        ``fsync`` runs on the journal's own thread, one at a time: lines written while one is under
+        way wait for the next, which makes them all durable together (a group commit)."""
+        if not self.durable:
             flushed.set_result(None)
+            return
+        self._unsynced.append(flushed)
+        if not self._syncing:
+            self._start_sync(flushed.get_loop())
+
+    def _start_sync(self, loop: asyncio.AbstractEventLoop) -> None:
+        waiting, self._unsynced = self._unsynced, []
+        self._syncing = True
+        try:
+            if self._syncer is None:
+                self._syncer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="levelfield-journal")
+            synced = loop.run_in_executor(self._syncer, os.fsync, self._f.fileno())
+        except Exception as exc:  # noqa: BLE001 - a closed file, a stopped thread: the runs waiting hear it
+            synced = loop.create_future()
+            synced.set_exception(exc)
+        synced.add_done_callback(lambda f: self._synced(f, waiting, loop))
+
+    def _synced(self, synced: "asyncio.Future[None]", waiting: list["asyncio.Future[None]"],
+                loop: asyncio.AbstractEventLoop) -> None:
+        self._syncing = False
+        exc = None if synced.cancelled() else synced.exception()
+        if exc is not None:
+            self._failed = self._failed or _journal_error(self.path, exc)  # type: ignore[arg-type]
+        for flushed in waiting:
+            if flushed.done():
+                continue
+            if synced.cancelled():
+                flushed.cancel()
+            elif exc is not None:
+                flushed.set_exception(self._failed)  # type: ignore[arg-type]
+            else:
+                flushed.set_result(None)
+        if self._unsynced:
+            if self._failed is not None:
+                for flushed in self._unsynced:
+                    if not flushed.done():
+                        flushed.set_exception(self._failed)
+                self._unsynced = []
+            else:
+                self._start_sync(loop)
 
     def close(self) -> None:
         """Write what is pending and close the file; after a failed write, just close it (raising
@@ -566,7 +628,13 @@ class Journal:
         try:
             if self._failed is None:
                 self.flush()
+                self._sync()
+        except OSError as exc:
+            self._failed = _journal_error(self.path, exc)
+            raise self._failed from exc
         finally:
+            if self._syncer is not None:
+                self._syncer.shutdown(wait=True)
             try:
                 self._f.close()
             except OSError as exc:  # the last buffered bytes did not fit either

@@ -215,7 +215,6 @@ class EvalResult:
         self._batches = False
         self._rows: Callable[[], Iterable[Any]] | None = None
         self._explained: dict[str, dict[str, Score]] = {}
-        self._explained_before: Mapping[tuple[str, str, int], Mapping[str, Score]] = {}
         self._columns: RunColumns | None = None
         """Runs journaled and not held (:meth:`from_journal`): what is kept of each, in columns."""
         self._journal: Path | None = None
@@ -326,29 +325,19 @@ class EvalResult:
         the run record stores, as the journal did while the runs finished."""
         return self._engine_rows()
 
-    def explained_before(self, rows: Mapping[tuple[str, str, int], Mapping[str, Score]]) -> None:
-        """Explanations already made while the runs finished, by (agent, case id, trial): each run's
-        sync metrics' Scores as ``explain_scores`` gives them (see :meth:`_explained_run`)."""
-        self._explained_before = rows
-
     def _explained_run(self, i: int) -> dict[str, Score]:
         """Run ``i``'s engine scores with the explanations the engine left out."""
         run, scores = self.runs[i], self._engine_scores[i]  # type: ignore[index]
-        made = self._explained_before.get((run.agent_name, run.case_id, run.trial))
-        if made is not None:
-            # As explain_scores gives them: the row path's Score where the engine left out the
-            # explanation, holding the engine's number (judged metrics came later: kept as they are).
-            out = dict(scores)
-            for name, score in made.items():
-                kept = out.get(name)
-                if kept is not None and kept.explanation is None and score.explanation is not None:
-                    out[name] = dataclasses.replace(score, value=kept.value)
-            return out
         case = self._cases_by_id().get(run.case_id)
         return scores if case is None else explain_scores(context_for(case, run), self.metrics, scores)
 
     def _cases_by_id(self) -> dict[str, EvalCase]:
-        return {c.case_id: c for c in self.dataset}
+        # Made once: explaining every run asks it once a run.
+        dataset = self.dataset
+        held = self.__dict__.get("_by_id")
+        if held is None or held[0] is not dataset:
+            held = self.__dict__["_by_id"] = (dataset, {c.case_id: c for c in dataset})
+        return held[1]
 
     @property
     def scores(self) -> list[dict[str, Any]]:

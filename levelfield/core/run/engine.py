@@ -39,7 +39,7 @@ from . import limits
 from ..data.cost_limit import BudgetReport, CostLimit, RunBudget
 from .runner import Executor, run_agents, spending_limit
 from ..score.batch import RunScorer, score_rows
-from ..score.scoring import context_for, explain_scores
+from ..score.scoring import context_for
 from ..data.types import AgentRun
 from ..errors import ConfigError
 from ..score.metrics.base import Score
@@ -251,11 +251,32 @@ async def run_and_score(
         results = await _stream(dataset, agents, metrics, config, executor, scorer, journal, done, skipped)
         return _with_preflights(results, preflights)
 
-    # With out= the tables saved at the end say why each run scored as it did: the explanations
-    # the engine leaves out are made as runs finish, while agents are still busy, not all after the last.
-    explainer = _Explainer(dataset, metrics) if journal is not None else None
+    # With out= the runs that finish in one turn of the event loop are scored together (one pass of
+    # the engine) and journaled together on the loop's next turn: a finished run hands its line off
+    # and its slot waits until the line is durable. Explanations are made at the end, for the tables.
+    arrived: list[AgentRun] = []
+    recorded: asyncio.Future[None] | None = None
+
+    def score_and_journal() -> None:
+        nonlocal recorded
+        runs, waiting = list(arrived), recorded
+        arrived.clear()
+        recorded = None
+        assert waiting is not None and journal is not None
+        try:
+            flushed = None
+            for run, scores in zip(runs, scorer.keep(runs)):
+                flushed = journal.write(run, scores)
+        except Exception as exc:  # noqa: BLE001 - a metric or the journal failed: the runs waiting hear it
+            waiting.set_exception(exc)
+            return
+        if flushed is None:
+            waiting.set_result(None)
+        else:
+            flushed.add_done_callback(lambda f: _pass_on(f, waiting))
 
     def finished(run: AgentRun) -> Awaitable[None] | None:
+        nonlocal recorded
         if stop_early is not None:
             scores = scorer(run)
             stop_early.observe(run, scores)
@@ -263,10 +284,12 @@ async def run_and_score(
         if journal is None:
             scorer.defer(run)
             return None
-        scores = scorer(run)
-        assert explainer is not None
-        explainer.defer(run, scores)
-        return journal.write(run, scores)  # the slot's next run waits until this one is on disk
+        arrived.append(run)
+        if recorded is None:
+            loop = asyncio.get_running_loop()
+            recorded = loop.create_future()
+            loop.call_soon(score_and_journal)
+        return recorded  # the slot's next run waits until this one is on disk
 
     # The agents' spending limit, read after the runs for what each agent spent and was kept from starting.
     spend = spending_limit(config, agents, dataset, done) if config.max_cost_usd is not None and executor is None else None
@@ -312,8 +335,7 @@ async def run_and_score(
         )
         results[agent.name].skipped = skipped
         results[agent.name].limits = rate_limits
-        if explainer is not None:
-            results[agent.name].explained_before(explainer.finish())
+        if journal is not None:
             if not done and not scorer.judged:
                 # Every run is in the journal with the scores it records (judged ones come after the
                 # journal line; a resumed journal may hold runs this result leaves out): save keeps it.
@@ -429,37 +451,6 @@ def _pass_on(source: asyncio.Future[None], target: asyncio.Future[None]) -> None
         target.set_exception(source.exception())  # type: ignore[arg-type]
     else:
         target.set_result(None)
-
-
-class _Explainer:
-    """Each finished run's explanations (those the engine leaves out), made on the event loop's next
-    turn, so a run that finished does not hold up the runs that finished with it."""
-
-    def __init__(self, dataset: EvalDataset, metrics: Sequence[Metric]) -> None:
-        self._cases = {c.case_id: c for c in dataset}
-        self._metrics = [m for m in metrics if not getattr(m, "is_async", False)]
-        self._pending: list[tuple[AgentRun, Mapping[str, Score]]] = []
-        self.rows: dict[RunKey, dict[str, Score]] = {}
-
-    def defer(self, run: AgentRun, scores: Mapping[str, Score]) -> None:
-        self._pending.append((run, scores))
-        if len(self._pending) == 1:
-            try:
-                asyncio.get_running_loop().call_soon(self._explain)
-            except RuntimeError:  # no loop (a worker thread): now
-                self._explain()
-
-    def _explain(self) -> None:
-        pending, self._pending = self._pending, []
-        for run, scores in pending:
-            case = self._cases.get(run.case_id)
-            if case is not None and self._metrics:
-                self.rows[(run.agent_name, run.case_id, run.trial)] = explain_scores(context_for(case, run), self._metrics, scores)
-
-    def finish(self) -> dict[RunKey, dict[str, Score]]:
-        """Every explained row, the last ones made now."""
-        self._explain()
-        return self.rows
 
 
 def judge_budget(config: RunConfig | None) -> CostLimit | None:

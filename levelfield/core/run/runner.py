@@ -581,7 +581,8 @@ async def run_agents(
         limit = spending_limit(config, agents, dataset, done)
     sizes: dict[str, int] = {} if limit is None else {c.case_id: input_size(c) for c in dataset}
 
-    async def one(agent: AgentRunnable, case: EvalCase, trial: int, held: float) -> AgentRun:
+    async def one(agent: AgentRunnable, case: EvalCase, trial: int, held: float,
+                  records: list[asyncio.Future[Any]]) -> AgentRun:
         play = run_case
         if run_scenario is not None and case.conversation_scenario is not None:
             play = run_scenario
@@ -603,15 +604,34 @@ async def run_agents(
         if on_run is not None:
             recorded = on_run(run)
             if recorded is not None:
-                # The run is recorded (e.g. its journal line flushed) before this slot's next run starts.
-                await recorded
+                # The run counts once it is recorded (its journal line durable). The slot's next run
+                # starts meanwhile, and the slot waits for this record when that run ends.
+                recorded = asyncio.ensure_future(recorded)
+                recorded.add_done_callback(lambda f: f.cancelled() or f.exception() or progress.update(run))
+                records.append(recorded)
+                return run
         progress.update(run)
         return run
 
     async def slot() -> None:
         # One of ``concurrency`` slots: runs jobs one after another until none is left. A fixed set
         # of slots costs far less per run than a task per job queued on a semaphore.
+        records: list[asyncio.Future[Any]] = []  # the records (journal lines) of this slot's runs not yet awaited
+        try:
+            await slot_jobs(records)
+        except BaseException:
+            for recorded in records:
+                recorded.add_done_callback(_heard)  # the slot's own failure is the one to raise
+            raise
+        for recorded in records:  # every run of the slot is recorded before it ends (a failed record raises)
+            await recorded
+
+    async def slot_jobs(records: list[asyncio.Future[Any]]) -> None:
         while True:
+            # The run before the last is recorded by now (its line had a whole run's time to be
+            # written): waited for here, so a failed write stops the slot one run later at most.
+            while len(records) > 1:
+                await records.pop(0)
             if stop is not None and stop():
                 return
             taken = queue.take()
@@ -630,10 +650,10 @@ async def run_agents(
                 held = admitted
             try:
                 if slots is None:
-                    fresh[index] = await one(agent, case, trial, held)
+                    fresh[index] = await one(agent, case, trial, held, records)
                 else:
                     async with slots:  # shared with other calls: the bound is theirs and ours together
-                        fresh[index] = await one(agent, case, trial, held)
+                        fresh[index] = await one(agent, case, trial, held, records)
             finally:
                 queue.release(agent.name)
 
@@ -679,6 +699,12 @@ async def run_agents(
         if run is not None:  # None: never started (a budget reached, or stopped early)
             out[agent.name].append(run)
     return out
+
+
+def _heard(future: asyncio.Future[Any]) -> None:
+    """Retrieve a record's failure no one will wait for (asyncio would log it as never retrieved)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def spending_limit(config: RunConfig, agents: Sequence[AgentRunnable], dataset: EvalDataset,

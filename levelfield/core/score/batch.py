@@ -968,6 +968,10 @@ class RunScorer:
         """The sync metrics' scores of ``runs``, kept nowhere: for runs the caller journals and does not hold."""
         return [row for _, row in self._score(runs)] if runs else []
 
+    def keep(self, runs: Sequence[AgentRun]) -> list[dict[str, Score]]:
+        """Score ``runs``' sync metrics now, in one batch, keeping them for :meth:`scores`; returns them."""
+        return self._keep(runs) if runs else []
+
     def __call__(self, run: AgentRun) -> dict[str, Score]:
         """Score ``run``'s sync metrics now (a batch of one); returns them (judged metrics come in :meth:`scores`)."""
         return self._keep([run])[0]

@@ -9,6 +9,10 @@ a reference or a response gives NaN. ``response_match_score`` follows ADK turn b
 
 from __future__ import annotations
 
+from collections import Counter
+from itertools import chain
+from typing import Any
+
 from .base import Metric, Score, ScoringContext
 from .rouge import RougeTexts
 from .tokenizer import bleu_tokenize_name
@@ -62,10 +66,11 @@ class Bleu(Metric):
         self._effective_order = use_effective_order
         self._by_tokenizer: dict[str, object] = {}
         self._references: dict[tuple[str, str], dict] = {}
+        self._pairs: dict[tuple[str, str, str], float] = {}
 
     def __getstate__(self) -> dict:
         # Worker processes get the settings; sacrebleu objects and the reference cache are rebuilt there.
-        return {**self.__dict__, "_by_tokenizer": {}, "_references": {}}
+        return {**self.__dict__, "_by_tokenizer": {}, "_references": {}, "_pairs": {}}
 
     def _bleu(self, tokenize: str):
         bleu = self._by_tokenizer.get(tokenize)
@@ -82,14 +87,44 @@ class Bleu(Metric):
         # sacrebleu's sentence_score, through the hooks its reference caching is built on
         # (preprocess, reference info, segment statistics, score from statistics), so that a
         # reference repeated over agents and trials has its n-grams extracted once.
+        # The same answer to the same reference (agents and trials that agree) is scored once.
+        pair = (tokenize, reference, response)
+        known = self._pairs.get(pair)
+        if known is not None:
+            return known
         key = (tokenize, reference)
         info = self._references.get(key)
         if info is None:
             if len(self._references) >= _MAX_REFERENCES:
                 self._references.clear()
             info = self._references[key] = bleu._extract_reference_info([bleu._preprocess_segment(reference)])
-        stats = bleu._compute_segment_statistics(bleu._preprocess_segment(response), info)
-        return _unit(bleu._compute_score_from_stats(stats).score / 100.0)
+        stats = segment_statistics(bleu, bleu._preprocess_segment(response), info)
+        value = self._pairs[pair] = _unit(bleu._compute_score_from_stats(stats).score / 100.0)
+        if len(self._pairs) >= _MAX_REFERENCES:
+            self._pairs.clear()
+        return value
+
+
+def segment_statistics(bleu: Any, hypothesis: str, info: dict) -> list[int]:
+    """sacrebleu's ``BLEU._compute_segment_statistics(hypothesis, info)``: the same integers
+    (hypothesis and closest reference length, clipped matches and totals per n-gram order), with
+    the hypothesis' n-grams counted a whole order at a time (``zip`` over shifted token lists,
+    the same tuples sacrebleu's ``extract_all_word_ngrams`` makes, every order in one ``Counter``)
+    instead of one by one."""
+    ref_ngrams, ref_lens = info["ref_ngrams"], info["ref_lens"]
+    tokens = hypothesis.split()
+    length = len(tokens)
+    order = bleu.max_ngram_order
+    top = min(order, length)
+    total = [length - n + 1 if n <= top else 0 for n in range(1, order + 1)]
+    correct = [0] * order
+    get = ref_ngrams.get
+    grams = Counter(chain.from_iterable(zip(*[tokens[i:] for i in range(n)]) for n in range(1, top + 1)))
+    for gram, count in grams.items():
+        most = get(gram)
+        if most is not None:
+            correct[len(gram) - 1] += count if count < most else most
+    return [length, bleu._get_closest_ref_len(length, ref_lens), *correct, *total]
 
 
 class Rouge(Metric):

@@ -53,6 +53,7 @@ class RougeTexts:
         self.n = int(rouge_type[5:]) if rouge_type not in ("rougeL", "rougeLsum") else 0
         self._tokenizer = UnicodeTokenizer(use_stemmer=use_stemmer)
         self._texts: dict[str, _Text] = {}
+        self._pairs: dict[tuple[str, str], float] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         # Worker processes get the settings, not the parent's cache.
@@ -72,12 +73,21 @@ class RougeTexts:
 
     def fmeasure(self, reference: str, response: str) -> float:
         """The F-measure of ``response`` against ``reference``, as ``RougeScorer.score(reference, response)`` gives it."""
+        pair = (reference, response)
+        known = self._pairs.get(pair)  # the same answer to the same reference (agents, trials that agree): once
+        if known is not None:
+            return known
         target, prediction = self._text(reference), self._text(response)
         if self.n:
-            return self._ngrams(target, prediction)
-        if self.rouge_type == "rougeL":
-            return self._lcs(target, prediction)
-        return self._lsum(target, self._sentences(target, reference), self._sentences(prediction, response))
+            value = self._ngrams(target, prediction)
+        elif self.rouge_type == "rougeL":
+            value = self._lcs(target, prediction)
+        else:
+            value = self._lsum(target, self._sentences(target, reference), self._sentences(prediction, response))
+        if len(self._pairs) >= _MAX_TEXTS:
+            self._pairs.clear()
+        self._pairs[pair] = value
+        return value
 
     def _counts(self, entry: _Text) -> dict:
         grams = entry.grams

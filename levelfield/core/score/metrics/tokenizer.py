@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
+from typing import Any
 
 __all__ = ["UnicodeTokenizer", "bleu_tokenize_name"]
 
@@ -50,6 +51,41 @@ def _kind(char: str) -> int:
     return _WORD if char.isalnum() or is_mark else _SEPARATOR
 
 
+@lru_cache(maxsize=1)
+def porter_module() -> Any:
+    """nltk's ``nltk.stem.porter`` (the stemmer rouge-score uses), without running ``nltk/__init__``.
+
+    Importing ``nltk`` imports most of it (scipy.stats among the rest): 1.5-3 s of a fresh process,
+    for one small module. Unless ``nltk`` is imported already, its package and ``nltk.stem`` are
+    stood in for by empty packages over the same folders while ``nltk.stem.porter`` (and the few
+    modules it imports) load, under the import lock; then every ``nltk`` entry this made leaves
+    ``sys.modules``, so a later ``import nltk`` is the whole, real one. The code is nltk's own."""
+    import importlib
+    import importlib.util
+    import sys
+    import types
+
+    import _imp
+
+    if "nltk" in sys.modules:
+        return importlib.import_module("nltk.stem.porter")
+    _imp.acquire_lock()
+    try:
+        spec = importlib.util.find_spec("nltk")
+        if spec is None or not spec.submodule_search_locations:
+            return importlib.import_module("nltk.stem.porter")  # raises the usual ImportError
+        folders = list(spec.submodule_search_locations)
+        for name, path in (("nltk", folders), ("nltk.stem", [f"{f}/stem" for f in folders])):
+            shell = types.ModuleType(name)
+            shell.__path__ = path
+            sys.modules[name] = shell
+        return importlib.import_module("nltk.stem.porter")
+    finally:
+        for name in [n for n in sys.modules if n == "nltk" or n.startswith("nltk.")]:
+            del sys.modules[name]
+        _imp.release_lock()
+
+
 class _Stems:
     """rouge-score's Porter stemmer, each word stemmed once: words repeat across texts far more
     than texts do, and stemming is most of the cost of tokenizing."""
@@ -57,9 +93,7 @@ class _Stems:
     _MAX_WORDS = 100_000
 
     def __init__(self) -> None:
-        from nltk.stem import porter
-
-        self._stemmer = porter.PorterStemmer()
+        self._stemmer = porter_module().PorterStemmer()
         self._stems: dict[str, str] = {}
 
     def __getstate__(self) -> dict:

@@ -1,0 +1,145 @@
+"""Saved-row scoring by every route, end to end in a fresh process, beside google-adk (issue #46).
+
+The same saved rows (``bench_scale``'s generator: 1-8 tool calls a row, a response and a
+reference text) are scored by three routes, each in its own process (import, read, score,
+summary and table):
+
+* ``path``: ``lf.evaluate("saved.jsonl", metrics=...)``;
+* ``df``: ``lf.evaluate(pd.read_json("saved.jsonl", lines=True), metrics=...)``;
+* ``load_dataset``: ``lf.evaluate(lf.load_dataset("saved.jsonl"), metrics=...)``;
+
+and by google-adk in its own process (import, read the file, build its ``Invocation``s, score one
+case at a time as ADK does): ``TrajectoryEvaluator`` EXACT + IN_ORDER + ANY_ORDER for the
+trajectory metrics, ``RougeEvaluator`` (``response_match_score``) for ROUGE-1. ADK is timed on
+the first ``--adk-subset`` rows at most and its rate extrapolated (said so). For each size:
+seconds, rows/s, the ratio to ADK's rate, and the peak memory (max RSS) of each process; at the
+largest size the peak of each route against the file route's (target <= 1.5x). Every route
+must give the same means; they are checked against ADK's.
+
+    python bench/bench_routes.py [--sizes 1000,20000,100000] [--adk-subset 20000] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_scale import TRAJECTORY, adk_evaluators, adk_means, adk_pairs, generate, run_child  # noqa: E402
+
+ROUTES = ("path", "df", "load_dataset")
+SETS = {"trajectory": TRAJECTORY[:3], "rouge_1": ["response_match_score"]}
+
+
+def _peak_mb() -> float:
+    """This process's peak resident memory. On Linux its own (VmHWM): ``ru_maxrss`` keeps the peak of
+    the process it was forked from across ``exec``, so a child of a large parent reports the parent's."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1e3  # kB
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+
+
+def ours(route: str, path: str, which: str) -> dict:
+    start = time.perf_counter()
+    import levelfield as lf
+
+    if route == "path":
+        data = path
+    elif route == "df":
+        import pandas as pd
+
+        data = pd.read_json(path, lines=True, dtype=False)
+    else:
+        data = lf.load_dataset(path)
+    metrics = SETS[which]
+    result = lf.evaluate(data, metrics=metrics, progress=False)
+    summary = result.summary_metrics
+    table = result.metrics_table
+    seconds = time.perf_counter() - start
+    means = [summary[f"{m}/mean"] for m in metrics]
+    return {"seconds": seconds, "rows": len(table), "means": means, "peak_mb": _peak_mb()}
+
+
+def adk(path: str, which: str, subset: int) -> dict:
+    start = time.perf_counter()
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            rows.append(json.loads(line))
+            if len(rows) >= subset:
+                break
+    pairs = adk_pairs(rows)
+    if which == "trajectory":
+        means = adk_means(adk_evaluators(), pairs)
+    else:
+        from google.adk.evaluation.eval_metrics import EvalMetric
+        from google.adk.evaluation.final_response_match_v1 import RougeEvaluator
+
+        evaluator = RougeEvaluator(EvalMetric(metric_name="response_match_score", threshold=0.5))
+        means = [sum(evaluator.evaluate_invocations([a], [e]).overall_score for a, e in pairs) / len(pairs)]
+    return {"seconds": time.perf_counter() - start, "rows": len(rows), "means": means, "peak_mb": _peak_mb()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="1000,20000,100000")
+    parser.add_argument("--adk-subset", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sets", default="trajectory,rouge_1")
+    parser.add_argument("--child", nargs="*")
+    parser.add_argument("--folder", default=None, 
+                        help="where the saved rows are generated (default: a temporary folder)")
+    args = parser.parse_args()
+    if args.child is not None:
+        kind, path, which, *rest = args.child
+        answer = adk(path, which, int(rest[0])) if kind == "adk" else ours(kind, path, which)
+        print(json.dumps(answer))
+        return
+    sizes = [int(s) for s in args.sizes.split(",")]
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(args.folder or tmp)
+        for which in args.sets.split(","):
+            print(f"-- {which} ({', '.join(SETS[which])}), fresh process each, median of {args.repeats} interleaved")
+            peaks: dict[str, float] = {}
+            for n in sizes:
+                jsonl, _ = generate(n, folder)
+                runs: dict[str, list[dict]] = {}
+                for _ in range(args.repeats):  # interleaved: a load change hits every route alike
+                    for kind in (*ROUTES, "adk"):
+                        extra = [str(min(n, args.adk_subset))] if kind == "adk" else []
+                        runs.setdefault(kind, []).append(run_child(__file__, kind, str(jsonl), which, *extra))
+                adk_rate = statistics.median(r["rows"] / r["seconds"] for r in runs["adk"])
+                adk_rows = runs["adk"][0]["rows"]
+                means = runs["path"][0]["means"]
+                for kind in ROUTES:
+                    seconds = statistics.median(r["seconds"] for r in runs[kind])
+                    peak = statistics.median(r["peak_mb"] for r in runs[kind])
+                    if n == sizes[-1]:
+                        peaks[kind] = peak
+                    # Row scores are the same; a mean may differ in its last bit (batches summed in another order).
+                    same = all(abs(a - b) <= 1e-12 for r in runs[kind] for a, b in zip(r["means"], means))
+                    print(f"{n:>8} rows  {kind:12s} {seconds:7.3f} s  {n / seconds:10,.0f} rows/s  "
+                          f"{n / seconds / adk_rate:6.1f}x ADK  peak {peak:7.0f} MB{'' if same else '  MEANS DIFFER'}")
+                note = "" if adk_rows == n else f" (timed on {adk_rows} rows, rate extrapolated)"
+                agree = max(abs(a - b) for a, b in zip(means, runs["adk"][0]["means"])) if adk_rows == n else None
+                adk_seconds = statistics.median(r["seconds"] for r in runs["adk"])
+                tail = "" if agree is None else f"; largest difference of means from levelfield's {agree:.1e}"
+                print(f"{n:>8} rows  {'google-adk':12s} {adk_seconds:7.3f} s  {adk_rate:10,.0f} rows/s{note}{tail}")
+            base = peaks["path"]
+            print("peak memory at " + f"{sizes[-1]:,} rows against the file route's: "
+                  + ", ".join(f"{k} {v / base:.2f}x" for k, v in peaks.items()) + " (target <= 1.5x)")
+
+
+if __name__ == "__main__":
+    main()

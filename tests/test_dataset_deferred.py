@@ -1,0 +1,90 @@
+"""A loaded file or large DataFrame is checked whole when loaded, but its cases are made only when
+asked for: saved predictions are scored from the source, with no per-row objects held (issue #46)."""
+
+import gc
+import json
+import pickle
+
+import pandas as pd
+import pytest
+
+import levelfield as lf
+from levelfield.core.data.dataset import EvalCase, dataset_from_located
+from levelfield.formats.files import read_rows
+
+TEXTS = ["Licht aus, bitte", "把灯关掉", "ライトを消して", "Desligue a luz", "lights off"]
+
+
+def rows(n):
+    return [{"case_id": f"c{i}", "prompt": TEXTS[i % 5], "reference": TEXTS[i % 5], "response": TEXTS[(i * 3) % 5],
+             "reference_trajectory": [{"tool_name": "light", "tool_input": {"raum": TEXTS[i % 5]}}],
+             "predicted_trajectory": [{"name": "light", "args": {"raum": TEXTS[i % 5]}}]} for i in range(n)]
+
+
+def write(path, data):
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in data), encoding="utf-8")
+    return path
+
+
+def live_cases():
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, EvalCase))
+
+
+def test_a_loaded_jsonl_file_holds_no_case_until_one_is_asked_for(tmp_path):
+    path = write(tmp_path / "saved.jsonl", rows(300))
+    before = live_cases()
+    dataset = lf.load_dataset(path)
+    assert len(dataset) == 300 and live_cases() == before
+    result = lf.evaluate(dataset, metrics=["exact_match", "trajectory_exact_match"], progress=False)
+    assert result.summary_metrics["row_count"] == 300 and live_cases() - before < 300
+    assert dataset[0].case_id == "c0" and live_cases() - before >= 300  # asked for: made
+
+
+def test_cases_made_later_are_the_cases_a_whole_load_makes(tmp_path):
+    extra = [{"prompt": "no id", "turns": [{"prompt": "a", "reference": "b"}]}]
+    path = write(tmp_path / "saved.jsonl", rows(40) + extra)
+    eager = dataset_from_located(read_rows(path), str(path))
+    deferred = lf.load_dataset(path)
+    assert [c.model_dump() for c in deferred] == [dict(c.model_dump(), file=str(path)) for c in eager]
+    assert deferred.columns == eager.columns and deferred.source == eager.source
+
+
+def test_a_bad_row_still_fails_the_load_naming_the_file_line_and_field(tmp_path):
+    bad = rows(5)
+    bad[3]["predicted_trajectory"] = [{"tool_name": "light", "tool_input": "[1, 2]"}]
+    path = write(tmp_path / "saved.jsonl", bad)
+    with pytest.raises(lf.DatasetError, match=r"saved.jsonl line 4, field 'predicted_trajectory', call 0"):
+        lf.load_dataset(path)
+    twice = rows(3) + [dict(rows(1)[0], prompt="again")]
+    with pytest.raises(lf.DatasetError, match=r"repeated: 'c0' at saved.jsonl line 1, saved.jsonl line 4"):
+        lf.load_dataset(write(tmp_path / "saved.jsonl", twice))
+
+
+def test_a_file_changed_after_loading_does_not_change_the_dataset(tmp_path):
+    path = write(tmp_path / "saved.jsonl", rows(20))
+    dataset = lf.load_dataset(path)
+    changed = rows(20)
+    for row in changed:
+        row["response"] = row["reference"]  # every answer right now
+    write(path, changed)
+    result = lf.evaluate(dataset, metrics=["exact_match"], progress=False)
+    expected = sum(r["response"] == r["reference"] for r in rows(20)) / 20
+    assert result.summary_metrics["exact_match/mean"] == pytest.approx(expected) and expected < 1
+    assert [c.response for c in dataset] == [r["response"] for r in rows(20)]
+
+
+def test_a_large_data_frame_changed_after_loading_does_not_change_the_dataset():
+    frame = pd.DataFrame(rows(1500))
+    dataset = lf.load_dataset(frame)
+    right = (frame["response"] == frame["reference"]).mean()
+    frame["response"] = frame["reference"]
+    result = lf.evaluate(dataset, metrics=["exact_match"], progress=False)
+    assert result.summary_metrics["exact_match/mean"] == pytest.approx(right) and right < 1
+    assert dataset[7].response == TEXTS[21 % 5]
+
+
+def test_a_deferred_dataset_pickles_with_its_cases(tmp_path):
+    dataset = lf.load_dataset(write(tmp_path / "saved.jsonl", rows(12)))
+    copy = pickle.loads(pickle.dumps(dataset))
+    assert [c.model_dump() for c in copy] == [c.model_dump() for c in dataset]
