@@ -138,9 +138,8 @@ class Comparison:
         trials: int = 1,
         stats: StatsConfig | None = None,
         config: RunConfig | None = None,
-        **stats_options: Any,
     ) -> None:
-        self.stats = stats_config(stats, **stats_options)
+        self.stats = stats_config(stats)
         """The statistics options (``lf.StatsConfig``): failed-run rule, confidence, test, seed, reducer, alpha, margin."""
         self.dataset = dataset
         self.results: dict[str, EvalResult] = dict(results)

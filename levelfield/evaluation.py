@@ -407,13 +407,13 @@ def _check_judge_budget(cfg: RunConfig, metrics: Sequence[Metric]) -> None:
 
 
 def _stats_from(stats: StatsConfig | None, options: dict[str, Any], where: str) -> StatsConfig:
-    """``stats`` with the statistics options still given as keywords (deprecated) moved out of ``options``."""
-    legacy = {k: options.pop(k) for k in list(options) if k in STATS_OPTIONS}
-    if legacy:
-        given = ", ".join(f"{k}={v!r}" for k, v in legacy.items())
-        warn_user(f"{where}({given}): statistics options as keywords are deprecated and will be removed in the next "
-              f"release; pass stats=lf.StatsConfig({given})", DeprecationWarning)
-    return stats_config(stats, **legacy)
+    """``stats`` checked; a statistics option given as a keyword is refused with the object to put it in."""
+    given = {k: options[k] for k in options if k in STATS_OPTIONS}
+    if given:
+        text = ", ".join(f"{k}={v!r}" for k, v in given.items())
+        raise ConfigError(f"{where}({text}): statistics options go in one object, stats=lf.StatsConfig({text}); "
+                          "the keywords are run options (lf.RunConfig) only")
+    return stats_config(stats)
 
 
 def _early_stop(stop_early: bool | str, settings: StatsConfig, dataset: Any, metrics: Sequence[Metric],

@@ -86,7 +86,7 @@ def log_comparison(
     """
     from mlflow.entities import Metric, Param, RunTag
 
-    from .report import render_report
+    from .report import render
     from .verdict import verdict_lines
 
     mlflow = require_mlflow()
@@ -94,7 +94,7 @@ def log_comparison(
     experiment_id = _experiment_id(client, experiment)
     group = uuid.uuid4().hex
     verdict = "\n".join(verdict_lines(cmp))
-    report = render_report(cmp)
+    report = render(cmp)
     now = _now_ms()
     run_ids: dict[str, str] = {}
     for agent in cmp.agents:
@@ -155,11 +155,13 @@ def log_evaluation(result: EvalResult, experiment: str, *, run_name: str | None 
     ``evaluate``), plus Vertex's ``<metric>/std`` and ``<metric>/nan_count``.
     """
     from .comparison import Comparison
+    from .core.stats.config import StatsConfig
 
     require_mlflow()
     agent = result.agent_name or "saved predictions"
     trials = max((r.trial for r in result.runs), default=0) + 1
-    cmp = Comparison(result.dataset, {agent: result}, result.metrics, trials=trials, failed_runs="exclude")
+    cmp = Comparison(result.dataset, {agent: result}, result.metrics, trials=trials,
+                     stats=StatsConfig(failed_runs="exclude"))
     cmp.kind = "evaluate"
     vertex = {
         k: float(v)

@@ -20,7 +20,7 @@ from levelfield.cli.main import build_parser  # noqa: E402
 from levelfield.core.errors import ConfigError  # noqa: E402
 from levelfield.core.run.notices import NoToolCallsWarning  # noqa: E402
 from levelfield.core.run.preflight import A2APreflightWarning  # noqa: E402
-from levelfield.report.html import render_report  # noqa: E402
+from levelfield.report import render as render_report  # noqa: E402
 
 FAST = {"progress": False, "retries": 0}
 CASES = lf.load_dataset([

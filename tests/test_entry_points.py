@@ -63,20 +63,16 @@ def test_compare_takes_its_statistics_options_in_one_object():
     assert cmp.summary.attrs["confidence"] == 0.8
 
 
-def test_old_statistics_keywords_still_work_with_a_deprecation_warning_at_the_callers_line():
-    with pytest.warns(DeprecationWarning, match=r"compare\(reducer='max'\).*stats=lf.StatsConfig\(reducer='max'\)") as caught:
-        old = lf.compare(CASES[:2], {"x": every_other}, METRICS, trials=2, concurrency=1, progress=False, reducer="max")
-    assert caught[0].filename == __file__
-    new = lf.compare(CASES[:2], {"x": every_other}, METRICS, trials=2, concurrency=1, progress=False,
-                     stats=lf.StatsConfig(reducer="max"))
-    pd.testing.assert_frame_equal(old.summary.drop(columns=[c for c in old.summary if "latency" in c]),
-                                  new.summary.drop(columns=[c for c in new.summary if "latency" in c]))
+def test_a_statistics_option_given_as_a_keyword_is_refused_with_the_object_to_put_it_in():
+    with pytest.raises(lf.ConfigError, match=r"compare\(reducer='max'\).*stats=lf.StatsConfig\(reducer='max'\)"):
+        lf.compare(CASES[:2], {"x": every_other}, METRICS, trials=2, concurrency=1, progress=False, reducer="max")
+    with pytest.raises(lf.ConfigError, match=r"compare\(seed=7\)"):
+        lf.compare(CASES, {"x": right}, METRICS, progress=False, stats=lf.StatsConfig(confidence=0.8), seed=7)
 
 
-def test_a_keyword_and_the_stats_object_combine_with_the_keyword_winning():
-    with pytest.warns(DeprecationWarning):
-        cmp = lf.compare(CASES, {"x": right}, METRICS, progress=False, stats=lf.StatsConfig(confidence=0.8), seed=7)
-    assert (cmp.confidence, cmp.seed) == (0.8, 7)
+def test_a_comparison_takes_its_statistics_options_only_as_one_object():
+    with pytest.raises(TypeError, match="reducer"):
+        lf.Comparison(lf.load_dataset(CASES), {}, [], reducer="max")
 
 
 def test_the_statistics_options_are_saved_and_loaded_with_the_run(tmp_path):

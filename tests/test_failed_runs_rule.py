@@ -11,7 +11,7 @@ import pytest
 
 import levelfield as lf
 from levelfield.cli import main
-from levelfield.report import render_report
+from levelfield.report import render as render_report
 
 EXACT = "trajectory_exact_match"
 # Twelve cases in four languages; the agent crashes on the three Japanese ones.
@@ -65,7 +65,8 @@ def test_compare_counts_failed_runs_as_zero_and_gives_the_mean_with_them_left_ou
 
 
 def test_compare_with_failures_left_out_gives_the_mean_with_them_as_zero():
-    cmp = lf.compare(CASES, {"a": crashes_on_japanese}, [EXACT], failed_runs="exclude", progress=False)
+    cmp = lf.compare(CASES, {"a": crashes_on_japanese}, [EXACT], stats=lf.StatsConfig(failed_runs="exclude"),
+                     progress=False)
     assert cmp.summary.loc["a", f"{EXACT}/mean"] == 1.0
     assert cmp.summary.loc["a", f"{EXACT}/mean_failed_as_zero"] == pytest.approx(9 / 12)
 

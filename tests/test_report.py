@@ -5,7 +5,7 @@ import re
 import pytest
 
 import levelfield as lf
-from levelfield.report import render_report
+from levelfield.report import render as render_report
 
 PAYLOAD = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 CASES = [

@@ -5,7 +5,7 @@ import re
 import pytest
 
 import levelfield as lf
-from levelfield.report import render_report
+from levelfield.report import render as render_report
 from levelfield.report.html import _grid_columns
 
 REF = [{"tool_name": "a", "tool_input": {}}, {"tool_name": "b", "tool_input": {}}, {"tool_name": "c", "tool_input": {}}]

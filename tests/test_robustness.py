@@ -129,7 +129,7 @@ def test_no_case_differing_is_not_an_interval_of_0_to_0():
 
 
 def test_the_report_and_the_printed_comparison_show_how_it_holds_up(tmp_path):
-    from levelfield.report.html import render_report
+    from levelfield.report import render as render_report
 
     metrics = ["trajectory_exact_match"]
     options = {"metrics": metrics, "trials": 2, "progress": False}

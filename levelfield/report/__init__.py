@@ -9,15 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .html import render_report, write_report
+from .html import render, write
 
 if TYPE_CHECKING:
     from ..comparison import Comparison
 
-__all__ = ["render", "write", "save", "render_report", "write_report"]
-
-render = render_report
-write = write_report
+__all__ = ["render", "write", "save"]
 
 
 def save(cmp: Comparison, directory: str | Path) -> dict[str, Path]:

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..comparison import AgentCase, Comparison
     from ..core.score.diff import MarkedCall
 
-__all__ = ["render_report", "write_report", "report_sections", "asset", "TEXT_LIMIT",
+__all__ = ["render", "write", "report_sections", "asset", "TEXT_LIMIT",
            "escape", "breakable", "long_text", "score_chip", "number", "call_text", "in_reference_order", "agent_color_of"]
 
 TEXT_LIMIT = 20_000
@@ -921,7 +921,7 @@ def report_sections(
     return nav, "".join(body)
 
 
-def render_report(cmp: Comparison, *, title: str | None = None) -> str:
+def render(cmp: Comparison, *, title: str | None = None) -> str:
     """The report as one HTML string."""
     script = _asset("report.js")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
@@ -947,10 +947,10 @@ def render_report(cmp: Comparison, *, title: str | None = None) -> str:
     )
 
 
-def write_report(cmp: Comparison, path: str | Path, *, title: str | None = None) -> Path:
+def write(cmp: Comparison, path: str | Path, *, title: str | None = None) -> Path:
     """Write the report to ``path`` (parent directories created) and return the path; written
     atomically, so a full disk leaves the previous report whole rather than a cut-off one."""
-    return write_text(path, render_report(cmp, title=title))
+    return write_text(path, render(cmp, title=title))
 
 
 # -- shared with the live view (levelfield view): the same escaping, badges and call marks ----------

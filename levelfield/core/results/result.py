@@ -1161,16 +1161,6 @@ def record_status(not_started: Sequence[Any]) -> str:
     return BUDGET_EXHAUSTED if not_started else "complete"
 
 
-def __getattr__(name: str) -> Any:
-    # ColumnarResult was the result type of saved predictions scored batch by batch; there is one now.
-    if name == "ColumnarResult":
-        import warnings
-
-        warnings.warn("ColumnarResult is EvalResult now (one result type); use EvalResult", DeprecationWarning, stacklevel=2)
-        return EvalResult
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def read_table(path: Path) -> Any:
     """A metrics table written by a table writer, by its suffix."""
     import pandas as pd
