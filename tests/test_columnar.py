@@ -531,11 +531,10 @@ def test_parquet_struct_columns_read_as_load_dataset_reads_them(tmp_path: Path) 
     assert table["trajectory_exact_match/score"].tolist() == [1.0] * 6
 
 
-def test_columnar_result_is_a_deprecated_name_of_the_one_result_type() -> None:
+def test_there_is_one_result_type_and_no_second_name_for_it() -> None:
     import levelfield.core.results.result as result_module
 
-    with pytest.warns(DeprecationWarning, match="ColumnarResult is EvalResult now"):
-        assert result_module.ColumnarResult is lf.EvalResult
+    assert not hasattr(result_module, "ColumnarResult") and result_module.EvalResult is lf.EvalResult
 
 
 def test_a_batch_scored_result_saves_the_full_record_and_loads_back(tmp_path: Path) -> None:
