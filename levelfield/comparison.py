@@ -33,6 +33,7 @@ from .core.stats.change import detectable_difference
 from .core.stats.components import SOURCES, split_variance
 from .core.stats.sequential import analysed_cases
 from .core.stats.config import FailedRuns, StatsConfig, stats_config
+from .core.stats.soft_labels import soft_values
 from .core.stats.paired import PairedInference, paired_inference
 from .core.data.config import RunConfig
 from .core.data.cost_limit import BudgetReport
@@ -305,6 +306,8 @@ class Comparison:
             index = {cid: i for i, cid in enumerate(self.case_ids)}
             matrix = np.full((len(index), self.trials), np.nan)
             values = result.score_values(metric)
+            if self.stats.judge_scores == "probability" and getattr(m, "binary", False):
+                values = soft_values(result, metric)  # the judge's probabilities of a pass (soft labels)
             if policy == "zero":
                 values = result.failed_as_zero(m, values)
             ids, trials = result.run_cases()  # journaled runs: from the numbers kept, none read back
