@@ -45,9 +45,12 @@ _PASS_KEYS = ("probability", "p", "prob", "p_pass", "pass_probability")
 _CONFIDENCE_KEYS = ("confidence",)
 _VERDICT_KEYS = ("score", "rating", "grade", "verdict", "result")
 _TRIM = " \t\r\n*_`'\"[](){}.,;:"
-_VERDICT_AT = re.compile(
-    r"""["']?\b(?:""" + "|".join(_VERDICT_KEYS) + r""")\b["']?\s*[:=]\s*[\s"'\[(*_`]*""", re.IGNORECASE
-)
+
+
+def _verdict_at(keys: Sequence[str]) -> re.Pattern[str]:
+    """Where a verdict's value starts: after ``"<key>": "`` (or ``key: ``, ``key=``)."""
+    return re.compile(r"""["']?\b(?:""" + "|".join(map(re.escape, keys)) + r""")\b["']?\s*[:=]\s*[\s"'\[(*_`]*""",
+                      re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -186,18 +189,19 @@ def _rating_of(token: str, ratings: Sequence[str]) -> str | None:
 
 
 def verdict_probability(
-    tokens: Sequence[TokenLogprob], scores: Mapping[str, float], verdict: float
+    tokens: Sequence[TokenLogprob], scores: Mapping[str, float], verdict: float, keys: Sequence[str] = _VERDICT_KEYS
 ) -> float | None:
     """P(pass) from the log-probabilities of the token where the verdict starts, or None when the
     verdict's token cannot be found or does not agree with the verdict read from the text.
 
     ``scores``: the rubric's ratings and their scores (two distinct values); ``verdict``: the score
-    read from the answer. The alternatives listed at that place that begin a rating share the mass.
+    read from the answer; ``keys``: the answer's fields the verdict may be under. The alternatives
+    listed at that place that begin a rating share the mass.
     """
     high = max(scores.values())
     ratings = list(scores)
     text = "".join(t.token for t in tokens)
-    found = list(_VERDICT_AT.finditer(text))
+    found = list(_verdict_at(keys).finditer(text))
     if found:
         offset = found[-1].end()
     elif text.strip() and len(text.strip()) <= 24:
@@ -239,6 +243,7 @@ def pass_probability(
     tokens: Sequence[TokenLogprob] | None,
     scores: Mapping[str, float],
     verdict: float,
+    keys: Sequence[str] = _VERDICT_KEYS,
 ) -> tuple[float, str | None]:
     """One answer's probability of a pass: stated in the answer, else from its log-probabilities, else
     NaN; with the problem when the answer states something that is not a probability."""
@@ -247,7 +252,7 @@ def pass_probability(
     if p is not None or problem is not None:
         return (math.nan if p is None else p), problem
     if tokens:
-        found = verdict_probability(tokens, scores, verdict)
+        found = verdict_probability(tokens, scores, verdict, keys)
         if found is not None:
             return found, None
     return math.nan, None
