@@ -407,7 +407,7 @@ class Comparison:
                 if f"{kind}_failures" in table:  # an agent without failed runs has none of any kind
                     table.loc[table["failures"] == 0, f"{kind}_failures"] = 0
             table.attrs.update(failed_runs=self.failed_runs, confidence=self.confidence, trials=self.trials,
-                              reducer=self.reducer)
+                              reducer=self.reducer, judge_scores=self.stats.judge_scores)
             self._summary = table
         return self._summary
 

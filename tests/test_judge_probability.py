@@ -227,6 +227,9 @@ def test_judge_scores_probability_uses_soft_labels_in_summary_and_paired_test():
     assert soft.paired("ok", "a", "b").d == pytest.approx(np.array(P_A) - np.array(P_B))
     assert soft.paired("ok", "a", "b").test == "wilcoxon"
     assert hard.paired("ok", "a", "b").test == "mcnemar"
+    assert "score the judge's probability of a pass" in str(soft)
+    assert "probability" not in str(hard)
+    assert soft.summary.attrs["judge_scores"] == "probability"
 
 
 def test_judge_scores_probability_with_a_verdict_only_judge_is_refused_with_the_fix():
@@ -314,3 +317,23 @@ def test_the_cli_prints_the_soft_correction_and_calibration(tmp_path, capsys, mo
     assert code == 0, out
     assert "using 6 human labels and the judge's probabilities" in out
     assert "judge calibration against 6 human labels: Brier" in out and "observed" in out
+
+
+def test_adk_yes_no_criteria_read_the_verdict_tokens_probability():
+    rows = [{"case_id": "c1", "prompt": "Capital of France?", "response": "Paris.", "reference": "Paris"}]
+    step = _answer("Same city as the reference.", ["valid"], [("valid", 0.7), ("in", 0.3)], field="verdict")
+    with OpenAIStandIn(model="gpt-4o-mini", script=[step]) as provider:
+        judge = _openai_judge(provider, logprobs=True, top_logprobs=5)
+        metric = lf.metrics.adk.final_response_match_v2(judge=judge, num_samples=3, cache=False)
+        row = lf.evaluate(rows, metrics=[metric], progress=False).metrics_table.iloc[0]
+        assert len(provider.requests) == 3
+    assert row["final_response_match_v2/score"] == 1.0
+    assert row["final_response_match_v2/p"] == pytest.approx(0.7)
+
+
+def test_adk_yes_no_criteria_with_a_verdict_only_judge_have_p_nan():
+    rows = [{"case_id": "c1", "prompt": "Capital of France?", "response": "Paris.", "reference": "Paris"}]
+    judge = lf.testing.ScriptedJudge()
+    table = lf.evaluate(rows, metrics=["safety_v1", "final_response_match_v2"], judge=judge, progress=False).metrics_table
+    assert table.iloc[0]["safety_v1/score"] == 1.0 and math.isnan(table.iloc[0]["safety_v1/p"])
+    assert math.isnan(table.iloc[0]["final_response_match_v2/p"])
