@@ -163,3 +163,12 @@ def test_a_stated_probability_comes_before_logprobs_and_confidence_is_of_the_ver
     assert pass_probability('{"verdict": "yes", "probability": 0.9}', None, tokens, YES_NO, 1.0) == (0.9, None)
     assert pass_probability("yes", None, tokens, YES_NO, 1.0)[0] == pytest.approx(0.6)
     assert math.isnan(pass_probability("yes", None, None, YES_NO, 1.0)[0])  # a verdict only
+
+
+def test_a_verdict_that_starts_inside_a_token_is_read_after_the_shared_lead():
+    """Tokenizers often glue the opening quote to the rating (`"1`): alternatives are compared past it."""
+    tokens = _tokens(('{"score":', 0.0), (' "1', math.log(0.55), ((' "1', math.log(0.55)), (' "0', math.log(0.4)),
+                                                                   ("1", math.log(0.05)))), ('"}', 0.0))
+    scores = {"1": 1.0, "0": 0.0}
+    # "1" without the lead is another place in the text: left out, so p = 0.55 / 0.95.
+    assert verdict_probability(tokens, scores, 1.0) == pytest.approx(0.55 / 0.95)
