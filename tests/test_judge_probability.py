@@ -337,3 +337,21 @@ def test_adk_yes_no_criteria_with_a_verdict_only_judge_have_p_nan():
     table = lf.evaluate(rows, metrics=["safety_v1", "final_response_match_v2"], judge=judge, progress=False).metrics_table
     assert table.iloc[0]["safety_v1/score"] == 1.0 and math.isnan(table.iloc[0]["safety_v1/p"])
     assert math.isnan(table.iloc[0]["final_response_match_v2/p"])
+
+
+def test_the_report_shows_each_judge_against_human_labels_with_its_calibration():
+    truth = [1, 1, 0, 1, 1, 1, 0, 1, 1, 0, 0, 1]
+    cases = _labelled_cases(P_A, truth)
+    soft = lf.compare(cases, {"a": _agent(P_A)}, metrics=[_soft_metric()], progress=False,
+                      stats=lf.StatsConfig(judge_scores="probability"))
+    page = lf.report.render(soft)
+    expected = lf.evaluate(cases, _agent(P_A), [_soft_metric()], progress=False,
+                           stats=lf.StatsConfig(judge_scores="probability")).judge_corrections["ok"]
+    assert '<section id="judges">' in page and 'href="#judges"' in page
+    assert "judge&#x27;s probabilities, calibrated" in page
+    assert f"{expected.calibration.brier:.3f}" in page and f"{expected.calibration.ece:.3f}" in page
+    assert f"{expected.corrected * 100:.1f}%" in page
+    assert "observed pass rate" in page
+    # Without human labels there is no such section.
+    plain = lf.compare(CASES, {"a": _agent(P_A)}, metrics=[_soft_metric()], progress=False)
+    assert 'id="judges"' not in lf.report.render(plain)
