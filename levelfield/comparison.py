@@ -306,7 +306,7 @@ class Comparison:
             index = {cid: i for i, cid in enumerate(self.case_ids)}
             matrix = np.full((len(index), self.trials), np.nan)
             values = result.score_values(metric)
-            if self.stats.judge_scores == "probability" and getattr(m, "binary", False):
+            if self._soft(metric):
                 values = soft_values(result, metric)  # the judge's probabilities of a pass (soft labels)
             if policy == "zero":
                 values = result.failed_as_zero(m, values)
@@ -318,10 +318,16 @@ class Comparison:
             self._trial_scores[key] = matrix
         return self._trial_scores[key]
 
+    def _soft(self, metric: str) -> bool:
+        """Whether ``metric``'s scores here are the judge's probabilities (``StatsConfig(judge_scores="probability")``)."""
+        return self.stats.judge_scores == "probability" and bool(getattr(self._metric(metric), "binary", False))
+
     def sample_scores(self, metric: str, agent: str) -> np.ndarray:
         """A (cases × trials × judge samples) array of one agent's scores: a judged metric asked
         ``num_samples`` times keeps each sample; any other metric (or a failed run) has one."""
         trials = self.trial_scores(metric, agent)
+        if self._soft(metric):  # a row's probability is its samples' mean; each sample's is not kept
+            return trials[:, :, None]
         result = self._agent(agent)
         index = {cid: i for i, cid in enumerate(self.case_ids)}
         column = f"{metric}/sample_values"

@@ -355,3 +355,14 @@ def test_the_report_shows_each_judge_against_human_labels_with_its_calibration()
     # Without human labels there is no such section.
     plain = lf.compare(CASES, {"a": _agent(P_A)}, metrics=[_soft_metric()], progress=False)
     assert 'id="judges"' not in lf.report.render(plain)
+
+
+def test_soft_scores_are_not_mixed_with_the_samples_verdicts_in_the_noise_split():
+    template = PointwiseMetricPromptTemplate(criteria={"ok": "right"}, rating_rubric={"yes": "right", "no": "wrong"},
+                                             input_variables=["prompt"])
+    metric = PointwiseMetric("ok", template, _judge, rubric_scores={"yes": 1, "no": 0}, cache=False, num_samples=3)
+    soft = lf.compare(CASES, {"a": _agent(P_A)}, metrics=[metric], progress=False,
+                      stats=lf.StatsConfig(judge_scores="probability"))
+    samples = soft.sample_scores("ok", "a")
+    assert samples.shape == (12, 1, 1) and samples[:, 0, 0] == pytest.approx(P_A)
+    assert math.isnan(soft.noise("ok").loc[0, "var_judge"])
