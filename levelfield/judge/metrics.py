@@ -272,6 +272,9 @@ class PointwiseMetric(JudgedMetric, Metric):
     ``num_samples=n`` asks the judge n times: the score is the majority rating (binary rubrics)
     or the mean (``aggregation="auto"``, or force ``"majority"`` / ``"mean"``), and
     ``<metric>/agreement`` is the share of samples that gave the most common rating.
+    A two-rating rubric (pass/fail) also keeps ``<metric>/p``: the judge's probability of a pass, from
+    a probability stated in its answer or the log-probabilities of its verdict token (NaN when it
+    gives neither; see :mod:`levelfield.judge.probability`).
     The other keywords configure the judge (see :class:`Judge`) and the cache (True, False, a
     directory, or a :class:`JudgeCache`).
     """
