@@ -33,6 +33,7 @@ from .core.stats.change import detectable_difference
 from .core.stats.components import SOURCES, split_variance
 from .core.stats.sequential import analysed_cases
 from .core.stats.config import FailedRuns, StatsConfig, stats_config
+from .core.stats.soft_labels import soft_values
 from .core.stats.paired import PairedInference, paired_inference
 from .core.data.config import RunConfig
 from .core.data.cost_limit import BudgetReport
@@ -304,6 +305,8 @@ class Comparison:
             index = {cid: i for i, cid in enumerate(self.case_ids)}
             matrix = np.full((len(index), self.trials), np.nan)
             values = result.score_values(metric)
+            if self._soft(metric):
+                values = soft_values(result, metric)  # the judge's probabilities of a pass (soft labels)
             if policy == "zero":
                 values = result.failed_as_zero(m, values)
             ids, trials = result.run_cases()  # journaled runs: from the numbers kept, none read back
@@ -314,10 +317,16 @@ class Comparison:
             self._trial_scores[key] = matrix
         return self._trial_scores[key]
 
+    def _soft(self, metric: str) -> bool:
+        """Whether ``metric``'s scores here are the judge's probabilities (``StatsConfig(judge_scores="probability")``)."""
+        return self.stats.judge_scores == "probability" and bool(getattr(self._metric(metric), "binary", False))
+
     def sample_scores(self, metric: str, agent: str) -> np.ndarray:
         """A (cases × trials × judge samples) array of one agent's scores: a judged metric asked
         ``num_samples`` times keeps each sample; any other metric (or a failed run) has one."""
         trials = self.trial_scores(metric, agent)
+        if self._soft(metric):  # a row's probability is its samples' mean; each sample's is not kept
+            return trials[:, :, None]
         result = self._agent(agent)
         index = {cid: i for i, cid in enumerate(self.case_ids)}
         column = f"{metric}/sample_values"
@@ -403,7 +412,7 @@ class Comparison:
                 if f"{kind}_failures" in table:  # an agent without failed runs has none of any kind
                     table.loc[table["failures"] == 0, f"{kind}_failures"] = 0
             table.attrs.update(failed_runs=self.failed_runs, confidence=self.confidence, trials=self.trials,
-                              reducer=self.reducer)
+                              reducer=self.reducer, judge_scores=self.stats.judge_scores)
             self._summary = table
         return self._summary
 

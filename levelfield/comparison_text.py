@@ -37,8 +37,10 @@ def rule_line(cmp: Compared) -> str:
     failed = f"{failures} of {runs} runs failed" if failures else "no run failed"
     rests = cmp.rests_on() if hasattr(cmp, "rests_on") else ""
     cases = rests or f"{len(cmp.case_ids)} cases"
+    soft = getattr(getattr(cmp, "stats", None), "judge_scores", "verdict") == "probability"
+    scored = "; yes/no judged metrics score the judge's probability of a pass" if soft else ""
     return (f"(mean [{int(cmp.confidence * 100)}% interval] over {cases}; "
-            f"{failure_rule(cmp.failed_runs)}: {failed})")
+            f"{failure_rule(cmp.failed_runs)}: {failed}{scored})")
 
 
 def summary_lines(cmp: Compared) -> list[str]:

@@ -149,12 +149,13 @@ async def aevaluate(
     judge: Any = None,
     tools: Any = None,
     faults: Any = None,
+    stats: StatsConfig | None = None,
     **options: Unpack[RunOptions],
 ) -> EvalResult:
     """Async twin of :func:`evaluate` (the same arguments, the same result)."""
     return await _short_errors_async(_evaluate(dataset, agent, metrics, name=name, config=config, human_labels=human_labels,
                                                simulator=simulator, experiment=experiment, judge=judge, tools=tools,
-                                               faults=faults, options=dict(options)))
+                                               faults=faults, options=dict(options), stats=stats))
 
 
 def evaluate(
@@ -170,6 +171,7 @@ def evaluate(
     judge: Any = None,
     tools: Any = None,
     faults: Any = None,
+    stats: StatsConfig | None = None,
     **options: Unpack[RunOptions],
 ) -> EvalResult:
     """Run ``agent`` on every case of ``dataset`` and score it; without an agent, score saved predictions.
@@ -186,7 +188,9 @@ def evaluate(
     and ``human_label``, a DataFrame or ``{case_id: label}``); each judged 0/1 metric then gets a
     judge-corrected rate in ``result.judge_corrections`` and ``<metric>/corrected_mean`` in the
     summary (``levelfield.core.stats.judge_correction``). A ``human_label`` column in the dataset does
-    the same without this option.
+    the same without this option. ``stats=lf.StatsConfig(judge_scores="probability", confidence=...)``
+    corrects from the judge's probabilities of a pass instead of its verdicts (its other options
+    are for comparisons: ``lf.compare``).
     ``isolation="process"`` runs the agent in worker processes, so a crash (a segfault,
     ``os._exit``) fails that run only; the agent must then be picklable or a ``"pkg.mod:attr"`` spec.
     ``executor="ray"`` (or ``lf.RayExecutor(address=..., num_workers=...)``) runs the agent on a
@@ -202,7 +206,7 @@ def evaluate(
     """
     return _short_errors(lambda: run_coroutine(aevaluate(
         dataset, agent, metrics, name=name, config=config, human_labels=human_labels, simulator=simulator,
-        experiment=experiment, judge=judge, tools=tools, faults=faults, **options)))
+        experiment=experiment, judge=judge, tools=tools, faults=faults, stats=stats, **options)))
 
 
 async def _evaluate(
@@ -219,9 +223,11 @@ async def _evaluate(
     tools: Any = None,
     faults: Any = None,
     options: dict[str, Any],
+    stats: StatsConfig | None = None,
 ) -> EvalResult:
     """The one implementation of ``evaluate`` and ``aevaluate``."""
     _require_experiment_logging(experiment)
+    settings = _evaluate_stats(stats)
     cfg = run_config(config, **options)
     resolved = resolve_metrics(metrics, judge=judge)
     result = None
@@ -238,7 +244,7 @@ async def _evaluate(
             result = _saved_batch_by_batch(dataset, resolved, cfg)
         if result is None:
             result = await _run_evaluation(dataset, agent, resolved, name=name, cfg=cfg, human_labels=human_labels,
-                                           simulator=simulator, tools=tools, faults=faults)
+                                           simulator=simulator, tools=tools, faults=faults, settings=settings)
     _warn_if_judges_unreadable({result.agent_name or "saved": result}, resolved)
     if experiment is not None:
         from .experiment import log_evaluation
@@ -249,9 +255,11 @@ async def _evaluate(
 
 async def _run_evaluation(
     dataset: Any, agent: Any, metrics: list[Metric], *, name: str | None, cfg: RunConfig, human_labels: Any, simulator: Any,
-    tools: Any = None, faults: Any = None,
+    tools: Any = None, faults: Any = None, settings: StatsConfig | None = None,
 ) -> EvalResult:
     ds = load_dataset(dataset)
+    settings = settings or StatsConfig()
+    correcting = {"confidence": settings.confidence, "judge_scores": settings.judge_scores}
     labels = read_human_labels(human_labels) if human_labels is not None else None
     if labels is not None:
         check_label_cases(labels, ds)  # bad labels fail before any agent runs
@@ -275,10 +283,10 @@ async def _run_evaluation(
         levelled.attach({runnable.name: result})
         _warn_if_always_failed({runnable.name: result})
     if labels is not None:
-        result.judge_corrections = correct_judged(result, labels)
+        result.judge_corrections = correct_judged(result, labels, **correcting)
     elif any("human_label" in c.metadata for c in ds) and judged_binary_metrics(result):
         # A 'human_label' column in the dataset corrects the judged metrics without being asked.
-        result.judge_corrections = correct_judged(result)
+        result.judge_corrections = correct_judged(result, **correcting)
     if cfg.out_dir is not None:
         result.save(cfg.out_dir)
     return result
@@ -404,6 +412,18 @@ def _check_judge_budget(cfg: RunConfig, metrics: Sequence[Metric]) -> None:
         raise ConfigError(f"judge_max_cost_usd={cfg.judge_max_cost_usd:g} limits what judged metrics spend, and none of "
                           f"the metrics is judged ({', '.join(m.name for m in metrics) or 'none given'}); "
                           "max_cost_usd limits the agents' runs")
+
+
+def _evaluate_stats(stats: StatsConfig | None) -> StatsConfig:
+    """``evaluate``'s statistics options: only those of the judge correction apply; any other is refused."""
+    settings = stats_config(stats)
+    default = StatsConfig()
+    other = [f"{k}={getattr(settings, k)!r}" for k in STATS_OPTIONS
+             if k not in ("confidence", "judge_scores") and getattr(settings, k) != getattr(default, k)]
+    if other:
+        raise ConfigError(f"evaluate(stats=...): {', '.join(other)} apply to comparisons; evaluate uses only "
+                          "confidence and judge_scores (for the judge correction): pass the others to lf.compare")
+    return settings
 
 
 def _stats_from(stats: StatsConfig | None, options: dict[str, Any], where: str) -> StatsConfig:

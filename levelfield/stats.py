@@ -1,7 +1,8 @@
 """``lf.stats``: the statistics levelfield reports, for use on your own numbers.
 
 Intervals and paired tests (:mod:`levelfield.core.stats.inference`), sample-size planning
-(:mod:`levelfield.core.stats.planning`), judge-error correction (:mod:`levelfield.core.stats.judge_correction`)
+(:mod:`levelfield.core.stats.planning`), judge-error correction (:mod:`levelfield.core.stats.judge_correction`, and from a judge's
+probabilities :mod:`levelfield.core.stats.soft_labels`)
 and the words for a change against a baseline (:mod:`levelfield.core.stats.change`)::
 
     lf.stats.sample_size(p0=0.8, mde=0.05, power=0.8, paired=True, discordance=0.15).cases   # 469
@@ -10,6 +11,7 @@ and the words for a change against a baseline (:mod:`levelfield.core.stats.chang
 from .core.stats.change import Change, describe_change, measure_change
 from .core.stats.components import NoiseSplit, split_variance
 from .core.stats.judge_correction import JudgeCorrection, cohen_kappa, correct_rate
+from .core.stats.soft_labels import Calibration, SoftRate, calibration, soft_rate
 from .core.stats.planning import (
     MeasuredDesign,
     SampleSize,
@@ -34,6 +36,10 @@ __all__ = [
     "JudgeCorrection",
     "correct_rate",
     "cohen_kappa",
+    "SoftRate",
+    "soft_rate",
+    "Calibration",
+    "calibration",
     "Change",
     "measure_change",
     "describe_change",

@@ -41,6 +41,9 @@ class Step:
     bill: Bill
     text: str = ""
     calls: tuple[tuple[str, dict[str, Any]], ...] = ()
+    tokens: tuple[tuple[str, float, tuple[tuple[str, float], ...]], ...] = ()
+    """The text as generated tokens: (token, logprob, ((alternative, logprob), ...)); their joined
+    tokens must be ``text``. Sent (non-streamed) only when the request asks for log-probabilities."""
 
 
 @dataclass
@@ -149,8 +152,16 @@ class OpenAIStandIn(_StandIn):
                                           "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
         }
         completion_id, created = f"chatcmpl-{uuid.uuid4().hex[:16]}", 1_760_000_000
+        logprobs = None
+        if body.get("logprobs") and step.tokens:
+            assert "".join(t for t, _, _ in step.tokens) == step.text, "the tokens must spell the text"
+            top = int(body.get("top_logprobs") or 0)
+            logprobs = {"content": [{"token": t, "logprob": lp, "bytes": list(t.encode("utf-8")),
+                                     "top_logprobs": [{"token": a, "logprob": alp, "bytes": list(a.encode("utf-8"))}
+                                                      for a, alp in alts[:top]]}
+                                    for t, lp, alts in step.tokens], "refusal": None}
         answer = {"id": completion_id, "object": "chat.completion", "created": created, "model": self.model,
-                  "choices": [{"index": 0, "message": message, "logprobs": None,
+                  "choices": [{"index": 0, "message": message, "logprobs": logprobs,
                                "finish_reason": "tool_calls" if calls else "stop"}],
                   "usage": usage, "service_tier": "default", "system_fingerprint": "fp_standin"}
         self._keep(body, answer, bool(body.get("stream")))
@@ -269,7 +280,18 @@ class GeminiStandIn(_StandIn):
         parts: list[dict[str, Any]] = [{"functionCall": {"name": name, "args": args}} for name, args in step.calls]
         if step.text:
             parts.append({"text": step.text})
-        answer = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+        answered: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+        config = body.get("generationConfig") or {}
+        if config.get("responseLogprobs") and step.tokens:
+            assert "".join(t for t, _, _ in step.tokens) == step.text, "the tokens must spell the text"
+            top = int(config.get("logprobs") or 0)
+            answered["logprobsResult"] = {
+                "topCandidates": [{"candidates": [{"token": a, "logProbability": alp} for a, alp in alts[:top]]}
+                                  for _, _, alts in step.tokens],
+                "chosenCandidates": [{"token": t, "logProbability": lp} for t, lp, _ in step.tokens],
+            }
+            answered["avgLogprobs"] = sum(lp for _, lp, _ in step.tokens) / len(step.tokens)
+        answer = {"candidates": [answered],
                   "usageMetadata": usage, "modelVersion": self.model, "responseId": uuid.uuid4().hex[:22]}
         self._keep(body, answer, ":streamGenerateContent" in path)
         if ":streamGenerateContent" not in path:

@@ -460,7 +460,7 @@ def _stats_config(args: argparse.Namespace) -> StatsConfig:
     """The statistics options the command line gives (the rest keep ``StatsConfig``'s defaults)."""
     from ..core.stats.config import StatsConfig
 
-    given = {name: getattr(args, name) for name in ("failed_runs", "alpha", "margin") if getattr(args, name, None) is not None}
+    given = {name: getattr(args, name) for name in ("failed_runs", "alpha", "margin", "judge_scores") if getattr(args, name, None) is not None}
     if getattr(args, "stop_early", False) and getattr(args, "seed", None) is not None:
         given["seed"] = args.seed  # the random order of the cases
     return StatsConfig(**given)
@@ -536,6 +536,9 @@ def _add_gate_options(p: argparse.ArgumentParser) -> None:
                    help="with --fail-if-worse: fail only when worse by more than this, in the metric's units "
                         "(0.02 = 2 points; default 0)")
     p.add_argument("--alpha", type=probability, default=0.05, help="significance level of --fail-if-worse (default 0.05)")
+    p.add_argument("--judge-scores", choices=("verdict", "probability"), default=None,
+                   help="what binary judged metrics' statistics and judge correction use: the judge's 0/1 verdicts "
+                        "(default) or its probability of a pass per row")
 
 
 def _check_gate_options(args: argparse.Namespace, metrics: Sequence[Any]) -> None:
@@ -568,7 +571,8 @@ def _check_baseline(args: argparse.Namespace, cmp: Comparison) -> int:
         for agent in cmp.agents:
             if cmp.baseline is not None and agent == cmp.baseline.name:
                 continue
-            for correction in correct_judged(cmp.results[agent], args.human_labels).values():
+            for correction in correct_judged(cmp.results[agent], args.human_labels, confidence=cmp.stats.confidence,
+                                             judge_scores=cmp.stats.judge_scores).values():
                 print(f"{agent}: {correction.describe()}")
     if cmp.baseline is None:
         if gated:

@@ -39,6 +39,7 @@ rationale is kept (``<metric>/rubrics``) and the samples' agreement is reported
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -51,6 +52,7 @@ from ..core.score.metrics.registry import register_judged_metric
 from .answers import json_objects
 from .client import JUDGE_BACKOFF, JUDGE_MAX_CONCURRENCY, JUDGE_RETRIES, JUDGE_TIMEOUT, JudgeCache, JudgeReply
 from .metrics import JudgedMetric, cost_columns, judge_failure
+from .probability import pass_probability
 from .rubrics import (
     RUBRIC_ANSWER_FORMAT,
     RUBRIC_EXPECTED,
@@ -392,6 +394,10 @@ Reply with one JSON object and nothing else:
 class FinalResponseMatchV2(AdkJudged):
     """ADK's ``final_response_match_v2``: the share of turns whose answer the judge finds valid against the reference."""
 
+    binary = True
+    """Its verdicts are yes/no: each row keeps ``<metric>/p``, the judge's probability of yes (a case of
+    several turns: the mean over its turns, as its score is the share of yes turns)."""
+
     requires = ("reference",)
     description = (
         "ADK final_response_match_v2: per turn, the judge says whether the agent's answer is valid against the "
@@ -452,8 +458,10 @@ def label_row(
     unread = _Unread()
     reasons: list[str] = []
     shares: list[float] = []
+    turn_p: list[float] = []
     for n, replies in enumerate(replies_by_turn, start=1):
         readings = [(r, read(r) if r.error is None else None) for r in replies]
+        turn_p.append(_label_probability(readings, words))
         for reply, value in readings:
             if value is None:
                 unread.reply(reply)
@@ -469,7 +477,22 @@ def label_row(
         reasons.append(f"{label}: {words[int(verdict)]}: {_explanation(kept.text, kept.parsed)}")
     if num_samples > 1 and shares:
         extra["agreement"] = sum(shares) / len(shares)
+    # The judge's probability of yes (see judge.probability): the mean over the turns with a verdict,
+    # NaN unless every one of them has one.
+    judged_p = [p for p, v in zip(turn_p, per_turn) if v is not None]
+    extra["p"] = sum(judged_p) / len(judged_p) if judged_p and not any(math.isnan(p) for p in judged_p) else math.nan
     return _turn_scores_row(per_turn, extra, unread, usage, "\n".join(reasons), expected)
+
+
+_LABEL_KEYS = ("verdict", "is_the_agent_response_valid", "is_valid", "safety", "is_safe")
+
+
+def _label_probability(readings: Sequence[tuple[JudgeReply, float | None]], words: tuple[str, str]) -> float:
+    """One turn's probability of yes: the mean over its readable samples that give one (NaN: none does)."""
+    scores = {words[1]: 1.0, words[0]: 0.0, "true": 1.0, "false": 0.0}
+    found = [pass_probability(r.text, r.parsed, r.logprobs, scores, v, _LABEL_KEYS)[0] for r, v in readings if v is not None]
+    found = [p for p in found if not math.isnan(p)]
+    return sum(found) / len(found) if found else math.nan
 
 
 # -- rubric-based --------------------------------------------------------------------------------
@@ -824,6 +847,10 @@ class Safety(AdkJudged):
     ADK asks Vertex AI's safety metric for this; here your judge answers a safe/unsafe question.
     """
 
+    binary = True
+    """Its verdicts are yes/no: each row keeps ``<metric>/p``, the judge's probability of yes (a case of
+    several turns: the mean over its turns, as its score is the share of yes turns)."""
+
     requires = ("response",)
     description = (
         "safety_v1 computed locally with your judge (ADK asks Vertex AI): per turn 1 when the judge finds the "
@@ -880,6 +907,10 @@ class PerTurnUserSimulatorQuality(AdkJudged):
     (a fault there fails the last turn). A turn counts when its score meets ``threshold``.
     NaN for cases that are not simulated conversations.
     """
+
+    binary = True
+    """Its verdicts are yes/no: each row keeps ``<metric>/p``, the judge's probability of yes (a case of
+    several turns: the mean over its turns, as its score is the share of yes turns)."""
 
     description = (
         "ADK per_turn_user_simulator_quality_v1: in a simulated conversation, the share of user turns that kept "

@@ -38,6 +38,7 @@ from ..core.data.jsonsafe import clean_strings, clean_text
 from ..core.data.token_counts import chat_message_usage
 from ..core.data.types import Usage, content_text
 from .code_identity import code_identity
+from .probability import TokenLogprob, as_judge_answer, token_logprobs
 
 __all__ = [
     "Judge",
@@ -120,8 +121,10 @@ class TextJudge:
             answer = await run_sync(self._target, prompt)
             if inspect.isawaitable(answer):
                 answer = await answer
-        if not isinstance(answer, str):
-            raise MetricError(f"judge function {self.target} returned {type(answer).__name__}; it must return the answer text")
+        answer = as_judge_answer(answer)  # a dict, a chat message or a google-genai response: its text (and logprobs)
+        if not isinstance(answer, str) and not isinstance(getattr(answer, "content", None), str):
+            raise MetricError(f"judge function {self.target} returned {type(answer).__name__}; it must return the "
+                              "answer text (or a dict, a chat message or a google-genai response)")
         return answer
 
 
@@ -306,6 +309,8 @@ class JudgeReply:
     cached: bool = False
     error: str | None = None
     """Why no answer came back (the last error after retries), else None."""
+    logprobs: list[TokenLogprob] | None = None
+    """The answer's tokens with their log-probabilities, when the model gave them (see ``judge.probability``)."""
 
 
 class JudgeCache:
@@ -345,7 +350,7 @@ class JudgeCache:
         text, parsed = record.get("text"), record.get("parsed")
         if not isinstance(text, str) or not (parsed is None or isinstance(parsed, dict)):
             return None
-        return {"text": clean_text(text), "parsed": clean_strings(parsed)}
+        return {"text": clean_text(text), "parsed": clean_strings(parsed), "logprobs": _logprobs_of(record.get("logprobs"))}
 
     def put(self, key: str, record: dict[str, Any]) -> None:
         path = self._path(key)
@@ -363,6 +368,14 @@ class JudgeCache:
 
     def __repr__(self) -> str:
         return f"JudgeCache({str(self.directory)!r})"
+
+
+def _logprobs_of(saved: Any) -> list[TokenLogprob] | None:
+    """Log-probabilities as the cache keeps them (``[token, logprob, [[alt, logprob], ...]]``), or None."""
+    try:
+        return [TokenLogprob(str(t), float(lp), tuple((str(a), float(b)) for a, b in top)) for t, lp, top in saved]
+    except (TypeError, ValueError):
+        return None
 
 
 def default_cache_dir() -> Path:
@@ -503,7 +516,8 @@ class Judge:
     async def _call_once(self, prompt: str, runnable: Any | None) -> JudgeReply:
         if runnable is None:
             message = await self.model.ainvoke(prompt)
-            return JudgeReply(text=_message_text(message), usage=_message_usage(message, self.model))
+            return JudgeReply(text=_message_text(message), usage=_message_usage(message, self.model),
+                              logprobs=token_logprobs(getattr(message, "response_metadata", None)))
         out = await runnable.ainvoke(prompt)
         if isinstance(out, Mapping) and "raw" in out:
             raw, parsed = out.get("raw"), out.get("parsed")
@@ -518,7 +532,8 @@ class Judge:
             text = json.dumps(dict(parsed), ensure_ascii=False, default=str)
         elif not text and raw is not None and getattr(raw, "tool_calls", None):
             text = json.dumps(raw.tool_calls, default=str)
-        return JudgeReply(text=text, parsed=dict(parsed) if parsed is not None else None, usage=_message_usage(raw, self.model))
+        return JudgeReply(text=text, parsed=dict(parsed) if parsed is not None else None, usage=_message_usage(raw, self.model),
+                          logprobs=token_logprobs(getattr(raw, "response_metadata", None)))
 
     def _error_text(self, exc: BaseException, took: float) -> str:
         """A judge call's error as a row shows it: ``Type: message``; a call cut by the judge's timeout says so."""
@@ -570,7 +585,7 @@ class Judge:
         )
         hit = cache.get(key)
         if hit is not None:
-            reply = JudgeReply(text=hit["text"], parsed=hit["parsed"], cached=True)
+            reply = JudgeReply(text=hit["text"], parsed=hit["parsed"], cached=True, logprobs=hit.get("logprobs"))
             if usable is None or usable(reply):
                 return reply
         # The same question already on its way (e.g. one answer judged in several trials):
@@ -646,7 +661,10 @@ class Judge:
             limit.success(reply.usage.total_tokens if reply.usage is not None else None)
             reply.latency, reply.calls = latency, calls
             if cache is not None and key is not None and isinstance(reply.text, str) and (usable is None or usable(reply)):
-                cache.put(key, {"text": reply.text, "parsed": reply.parsed})
+                record: dict[str, Any] = {"text": reply.text, "parsed": reply.parsed}
+                if reply.logprobs:
+                    record["logprobs"] = [[t.token, t.logprob, [list(a) for a in t.top]] for t in reply.logprobs]
+                cache.put(key, record)
             return reply
 
 

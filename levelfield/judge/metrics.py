@@ -25,6 +25,7 @@ from ..core.errors import MetricError
 from ..core.score.metrics.base import NAN, Metric, Score, ScoringContext
 from ..core.data.types import Usage
 from .answers import is_numeric_rating, parse_preference, parse_rating
+from .probability import pass_probability
 from .client import (
     JUDGE_BACKOFF,
     JUDGE_MAX_CONCURRENCY,
@@ -61,6 +62,7 @@ __all__ = [
     "aggregate",
     "cost_columns",
     "judge_failure",
+    "sample_probability",
     "is_unreadable",
     "UNREADABLE_ANSWER",
 ]
@@ -209,6 +211,28 @@ class JudgedMetric:
         return Score(value, explanation=explanation, extra=extra, usage=usage)
 
 
+def sample_probability(
+    replies: Sequence[JudgeReply], readings: Sequence[Reading | None], scores: Mapping[str, float]
+) -> dict[str, Any]:
+    """A binary row's ``p`` (the judge's probability of a pass: the mean over the samples that gave
+    one, NaN when none did; see :mod:`levelfield.judge.probability`) and ``p_error`` when an
+    answer stated a probability that is not one (the verdict stands; that sample's p is left out)."""
+    found: list[float] = []
+    problems: list[str] = []
+    for reply, reading in zip(replies, readings):
+        if reply.error is not None or reading is None:
+            continue
+        p, problem = pass_probability(reply.text, reply.parsed, reply.logprobs, scores, reading[0])
+        if problem is not None:
+            problems.append(problem)
+        elif not math.isnan(p):
+            found.append(p)
+    out: dict[str, Any] = {"p": sum(found) / len(found) if found else NAN}
+    if problems:
+        out["p_error"] = problems[0]
+    return out
+
+
 def aggregate(values: Sequence[float], how: str) -> tuple[float, float]:
     """(score, agreement) of several samples: majority (a tie between verdicts gives their mean) or mean; agreement = share of the modal answer."""
     counts = Counter(values)
@@ -248,6 +272,9 @@ class PointwiseMetric(JudgedMetric, Metric):
     ``num_samples=n`` asks the judge n times: the score is the majority rating (binary rubrics)
     or the mean (``aggregation="auto"``, or force ``"majority"`` / ``"mean"``), and
     ``<metric>/agreement`` is the share of samples that gave the most common rating.
+    A two-rating rubric (pass/fail) also keeps ``<metric>/p``: the judge's probability of a pass, from
+    a probability stated in its answer or the log-probabilities of its verdict token (NaN when it
+    gives neither; see :mod:`levelfield.judge.probability`).
     The other keywords configure the judge (see :class:`Judge`) and the cache (True, False, a
     directory, or a :class:`JudgeCache`).
     """
@@ -328,7 +355,16 @@ class PointwiseMetric(JudgedMetric, Metric):
         """Ask the judge ``num_samples`` times about this row and combine the ratings."""
         prompt = self.render(ctx)
         replies = await self.ask([prompt] * self.num_samples, self._schema, self.read)
-        return self.verdict(replies, [self.read(r) if r.error is None else None for r in replies])
+        readings = [self.read(r) if r.error is None else None for r in replies]
+        score = self.verdict(replies, readings)
+        if self.binary:
+            score.extra.update(sample_probability(replies, readings, self.scores or {}))
+        return score
+
+    @property
+    def binary(self) -> bool:
+        """Whether the rubric has two scores (pass/fail): then each row keeps ``<metric>/p``, the judge's probability of a pass."""
+        return self.scores is not None and len(set(self.scores.values())) == 2
 
     def score(self, ctx: ScoringContext) -> Score:
         """Sync twin of :meth:`ascore`."""

@@ -33,6 +33,7 @@ from ..core.results.writing import write_text
 from ..failure_summary import failure_groups
 from .changes import baseline_section
 from .glossary import describe_metric
+from .judges import judge_section
 from ..core.results.result import FAILED_AS_ZERO, FAILED_LEFT_OUT
 from ..verdict import early_stop_line, failure_rule, other_rule, verdict
 
@@ -889,6 +890,7 @@ def report_sections(
     against = baseline_section(cmp)
     cost = _cost_section(cmp)
     robust = _robustness_section(cmp)
+    judges = judge_section(cmp)
     body = [
         _verdict_section(cmp),
         _policy_note(cmp),
@@ -900,6 +902,7 @@ def report_sections(
         _pairwise_section(cmp),
         robust,
         _noise_section(cmp),
+        judges,
         failures,
         limited,
         _tools_section(cmp),
@@ -914,6 +917,7 @@ def report_sections(
         + ('<a href="#cost">Cost</a>' if cost else "")
         + ('<a href="#pairwise">Pairwise</a>' if multi else "")
         + ('<a href="#robustness">How it holds up</a>' if robust else "")
+        + ('<a href="#judges">Judges</a>' if judges else "")
         + ('<a href="#failures">Failures</a>' if failures else "")
         + ('<a href="#limits">Rate limits</a>' if limited else "")
         + '<a href="#cases">Cases</a><a href="#glossary">Glossary</a></nav>'

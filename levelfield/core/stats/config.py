@@ -21,6 +21,8 @@ from .inference import REDUCERS, PairedTestName, Reducer
 __all__ = ["StatsConfig", "FailedRuns", "STATS_OPTIONS", "stats_config"]
 
 FailedRuns = Literal["zero", "exclude"]
+JudgeScores = Literal["verdict", "probability"]
+JUDGE_SCORES = get_args(JudgeScores)
 PAIRED_TESTS = get_args(PairedTestName)
 
 
@@ -43,6 +45,11 @@ class StatsConfig:
     """Significance level of the regression gate (``fail_if_worse``) and of change verdicts."""
     margin: float = 0.0
     """A drop the gate tolerates, in the metric's units (0.02 = 2 points of a 0/1 metric)."""
+    judge_scores: JudgeScores = "verdict"
+    """What a binary judged metric's statistics use: ``"verdict"`` the judge's 0/1 verdicts;
+    ``"probability"`` its probability of a pass per row (``<metric>/p``; the verdict where it gave
+    none): summaries, intervals, paired tests and the judge correction then use these soft labels
+    (see ``levelfield.core.stats.soft_labels``)."""
 
     def __post_init__(self) -> None:
         if self.failed_runs not in ("zero", "exclude"):
@@ -59,6 +66,9 @@ class StatsConfig:
             raise ConfigError(f"alpha={self.alpha!r}: must be between 0 and 1")
         if isinstance(self.margin, bool) or not isinstance(self.margin, (int, float)) or not 0 <= self.margin < math.inf:
             raise ConfigError(f"margin={self.margin!r}: must be at least 0 (in the metric's units, 0.02 = 2 points)")
+        if self.judge_scores not in JUDGE_SCORES:
+            raise ConfigError(f"judge_scores={self.judge_scores!r}: use 'verdict' (the judge's 0/1 verdicts) or "
+                              "'probability' (its probability of a pass per row)")
 
     def replace(self, **options: Any) -> "StatsConfig":
         """A copy with some options changed (names checked)."""

@@ -15,6 +15,11 @@ uncertainty of Se and Sp (from the labelled rows) to that of q (from all judged 
     Var(p) = [Var(q) + p²·Var(Se) + (1 − p)²·Var(Sp)] / (Se + Sp − 1)²
 
 Agreement between judge and humans is Cohen's kappa (Cohen 1960, Educ. Psychol. Meas. 20:37-46).
+
+With ``judge_scores="probability"`` the rate is corrected from the judge's probabilities instead
+(the calibration-corrected mean of :mod:`levelfield.core.stats.soft_labels`); sensitivity,
+specificity and kappa still describe the verdicts. Where the judge gave probabilities, its
+calibration against the labels (Brier score, ECE, reliability table) comes with the correction.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from . import inference as stats
+from .soft_labels import Calibration, calibration, soft_rate
 from ..errors import ConfigError, DatasetError, MetricError
 
 if TYPE_CHECKING:
@@ -75,6 +81,11 @@ class JudgeCorrection:
     human_rate: float
     """The pass rate of the labelled rows by the humans alone."""
     confidence: float
+    method: str = "rogan-gladen"
+    """How ``corrected`` was found: ``"rogan-gladen"`` from the verdicts, ``"calibrated-probability"``
+    from the judge's probabilities (``StatsConfig(judge_scores="probability")``)."""
+    calibration: Calibration | None = None
+    """The judge's probabilities against the labels, when it gave probabilities on labelled rows."""
 
     def describe(self) -> str:
         """The correction in words: judged, corrected with its interval, and how far to trust the judge."""
@@ -83,10 +94,12 @@ class JudgeCorrection:
             head = (f"{self.metric}: judged {pct(self.judged_rate)}; no correction: the judge is no better than "
                     f"chance against {self.labeled} human labels")
         else:
+            how = " and the judge's probabilities" if self.method == "calibrated-probability" else ""
             head = (f"{self.metric}: judged {pct(self.judged_rate)}, corrected {pct(self.corrected)} "
-                    f"[{pct(self.low)}, {pct(self.high)}] using {self.labeled} human labels")
-        return (f"{head}; judge sensitivity {self.sensitivity:.2f}, specificity {self.specificity:.2f}, "
-                f"kappa {self.kappa:.2f}")
+                    f"[{pct(self.low)}, {pct(self.high)}] using {self.labeled} human labels{how}")
+        words = (f"{head}; judge sensitivity {self.sensitivity:.2f}, specificity {self.specificity:.2f}, "
+                 f"kappa {self.kappa:.2f}")
+        return words if self.calibration is None else f"{words}\n{self.calibration.describe()}"
 
     def summary_items(self) -> dict[str, float | int]:
         """Summary keys: ``<metric>/corrected_mean``, ``/corrected_ci_low|high``,
@@ -100,6 +113,7 @@ class JudgeCorrection:
             f"{m}/judge_specificity": self.specificity,
             f"{m}/judge_kappa": self.kappa,
             f"{m}/human_labels": self.labeled,
+            **(self.calibration.summary_items() if self.calibration is not None else {}),
         }
 
 
@@ -255,7 +269,8 @@ def _labels_from_dataset(result: EvalResult) -> pd.DataFrame | None:
 
 
 def correct_judged(
-    result: EvalResult, labels: Any = None, *, metrics: Sequence[str] | None = None, confidence: float = 0.95
+    result: EvalResult, labels: Any = None, *, metrics: Sequence[str] | None = None, confidence: float = 0.95,
+    judge_scores: str = "verdict",
 ) -> dict[str, JudgeCorrection]:
     """Judge corrections of a result's judged 0/1 metrics from human labels, one per metric.
 
@@ -264,8 +279,11 @@ def correct_judged(
     says which metric a label is for, otherwise labels apply to every judged 0/1 metric
     (``metrics`` picks them by name instead). Failed runs have no judged score and are left out.
     Each run is a row: with several trials, a case's runs count as separate rows, so the interval
-    is somewhat too narrow when trials of a case agree.
+    is somewhat too narrow when trials of a case agree. ``judge_scores="probability"`` corrects the
+    rate from the judge's probabilities (``<metric>/p``; see :mod:`levelfield.core.stats.soft_labels`).
     """
+    if judge_scores not in ("verdict", "probability"):
+        raise ConfigError(f"judge_scores={judge_scores!r}: use 'verdict' or 'probability'")
     table = _labels_from_dataset(result) if labels is None else read_human_labels(labels)
     if table is None:
         raise ConfigError("no human labels: give human_labels=file, or a 'human_label' column in the dataset")
@@ -290,8 +308,42 @@ def correct_judged(
             by_key[(r.case_id, trial)] = r.human_label
         judged = [_score(s.get(f"{name}/score")) for s in result.scores]
         human = [by_key.get((run.case_id, run.trial), by_key.get((run.case_id, None), math.nan)) for run in result.runs]
-        corrections[name] = correct_rate(judged, human, metric=name, confidence=confidence)
+        correction = correct_rate(judged, human, metric=name, confidence=confidence)
+        corrections[name] = _with_probabilities(correction, result, name, human, judge_scores)
     return corrections
+
+
+def _with_probabilities(
+    correction: JudgeCorrection, result: EvalResult, name: str, human: list[float], judge_scores: str
+) -> JudgeCorrection:
+    """``correction`` with the judge's calibration (when it gave probabilities on labelled rows) and,
+    for ``judge_scores="probability"``, the rate corrected from its probabilities."""
+    from dataclasses import replace
+
+    from .soft_labels import soft_values
+
+    if judge_scores == "probability":
+        soft = soft_values(result, name)  # refused when the judge gave no probability
+    else:
+        soft = np.array([_score(s.get(f"{name}/p")) for s in result.scores], dtype=float)
+        if np.isnan(soft).all():
+            return correction
+    probs = np.array([_score(s.get(f"{name}/p")) for s in result.scores], dtype=float)
+    h = np.asarray(human, dtype=float)
+    fitted = calibration(probs, h, metric=name) if (~np.isnan(probs) & ~np.isnan(h)).any() else None
+    if judge_scores != "probability":
+        return replace(correction, calibration=fitted)
+    rate = soft_rate(soft, h, confidence=correction.confidence, metric=name)
+    judged = stats.mean_interval(soft[~np.isnan(soft)], correction.confidence)
+    return replace(correction, judged_rate=_known_mean(soft), judged_low=judged.low, judged_high=judged.high,
+                   corrected=rate.estimate, low=rate.low, high=rate.high, method="calibrated-probability",
+                   calibration=fitted)
+
+
+def _known_mean(values: np.ndarray) -> float:
+    """The mean of the known values (NaN when none)."""
+    known = values[~np.isnan(values)]
+    return float(known.mean()) if known.size else math.nan
 
 
 def _score(value: Any) -> float:
