@@ -151,7 +151,9 @@ class MetricCertification:
     """More rows to label, at the labelled rows' pass rate, to get both (None when either cannot)."""
     certified: bool
     reasons: tuple[str, ...]
-    """Why not certified (each failed condition), or the two conditions met."""
+    """Why not certified (each condition missed, or that cannot be measured); when certified, the two conditions met."""
+    met: tuple[str, ...] = ()
+    """The conditions met (when not certified: the ones that were)."""
 
     @property
     def reason(self) -> str:
@@ -203,7 +205,7 @@ def certify_rates(
     reasons = _reasons(labeled, (pos, sens, sens_low, min_tpr, more_pos, "sensitivity", "positives", "passed", "fails"),
                        (neg, spec, spec_low, min_tnr, more_neg, "specificity", "negatives", "failed", "passes"),
                        confidence=confidence)
-    certified = (not math.isnan(sens_low) and sens_low >= min_tpr) and (not math.isnan(spec_low) and spec_low >= min_tnr)
+    certified = all(ok for ok, _ in reasons)
     return MetricCertification(
         metric=metric, judged=int(scored.sum()), labeled=labeled, positives=pos, negatives=neg,
         true_positives=tp, true_negatives=tn, sensitivity=sens, specificity=spec,
@@ -211,31 +213,33 @@ def certify_rates(
         kappa=cohen_kappa(jj, hh) if labeled else math.nan,
         min_tpr=min_tpr, min_tnr=min_tnr, confidence=confidence,
         more_positives=more_pos, more_negatives=more_neg, more_rows=more_rows,
-        certified=certified, reasons=tuple(reasons),
+        certified=certified, reasons=tuple(text for ok, text in reasons if ok == certified),
+        met=tuple(text for ok, text in reasons if ok),
     )
 
 
-def _reasons(labeled: int, *sides: tuple[Any, ...], confidence: float) -> list[str]:
-    """Each side's condition in words: met, missed (with the labels still needed), or not measurable."""
+def _reasons(labeled: int, *sides: tuple[Any, ...], confidence: float) -> list[tuple[bool, str]]:
+    """Each side's condition in words, and whether it is met: met, missed (with the labels still needed), or not
+    measurable."""
     if labeled == 0:
-        return ["no human label pairs with a row the judge scored: sensitivity and specificity cannot be estimated; "
-                "label some of its rows (by case_id)"]
+        return [(False, "no human label pairs with a row the judge scored: sensitivity and specificity cannot be estimated; "
+                "label some of its rows (by case_id)")]
     out = []
     for n, rate, low, minimum, more, name, side, verb, other in sides:
         floor = _minimum(minimum)
         if n == 0:
             least = labels_needed(1.0, 0, minimum, confidence)
-            out.append(f"{name} cannot be estimated: humans {verb} none of the {labeled} labelled rows (only {other} "
+            out.append((False, f"{name} cannot be estimated: humans {verb} none of the {labeled} labelled rows (only {other} "
                        f"were labelled); label rows humans {verb} (even a judge right on every one needs {least} of "
-                       f"them to show {name} >= {floor})")
+                       f"them to show {name} >= {floor})"))
         elif low >= minimum:
-            out.append(f"{name} lower bound {_low(low)} >= {floor} on {n} {side}")
+            out.append((True, f"{name} lower bound {_low(low)} >= {floor} on {n} {side}"))
         elif more is None:
-            out.append(f"{name} lower bound {_low(low)} < {floor} on {n} {side}, and the observed {name} "
-                       f"{_num(rate)} is not above {floor}: more labels cannot certify this judge")
+            out.append((False, f"{name} lower bound {_low(low)} < {floor} on {n} {side}, and the observed {name} "
+                               f"{_num(rate)} is not above {floor}: more labels cannot certify this judge"))
         else:
-            out.append(f"{name} lower bound {_low(low)} < {floor} on {n} {side}; about {more} more {side} at the "
-                       f"observed {_num(rate)} would certify it")
+            out.append((False, f"{name} lower bound {_low(low)} < {floor} on {n} {side}; about {more} more {side} "
+                               f"at the observed {_num(rate)} would certify it"))
     return out
 
 
@@ -521,9 +525,9 @@ def require_certified(
                                     f"certification given covers {', '.join(found.metric_names) or 'no metric'}")
     refused = [found[m] for m in gated if not found[m].certified]
     if refused:
-        words = "; ".join(f"{m.metric}: {m.reason}" for m in refused)
-        raise UncertifiedJudgeError(f"{option}{who}: the judge is not certified, so the gate does not decide on it: "
-                                    f"{words}")
+        words = "; ".join(f"{option} {m.metric}{who}: the judge is not certified, so the gate does not decide on it: "
+                          f"{m.reason}" for m in refused)
+        raise UncertifiedJudgeError(words + " (levelfield judge-check shows the whole certification)")
     return gated
 
 
