@@ -547,13 +547,15 @@ def _doubt(row: Mapping[str, Any], metric: str) -> tuple[float | None, str, floa
             modal = max(set(samples), key=list(samples).count)
             said = f"{list(samples).count(modal)} of {len(samples)} samples agree"
         else:
-            said = f"agreement {agreement:.2f}"
+            said = f"the majority verdict had {agreement:.0%} of them"
         doubt = max(0.0, min(1.0, 2 * (1 - agreement)))  # a 0/1 verdict's modal share runs from 0.5 to 1
         found.append((doubt, f"{metric}: the judge's samples disagree ({said})" if doubt > 0
                       else f"{metric}: the judge's samples agree ({said})"))
     if not found:
         return None, f"{metric}: no probability or sample disagreement recorded; picked at random", p, agreement
     doubt, reason = max(found, key=lambda f: f[0])
+    if doubt == 0:
+        reason += "; picked at random among the rows the judge is sure of"
     return doubt, reason, p, agreement
 
 
