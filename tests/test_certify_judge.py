@@ -255,7 +255,7 @@ def test_no_labels_at_all(small):
 def test_labels_name_the_agent_whose_answers_they_judge():
     truth, says = truth_and_judge(6, 6, missed_fails=1)
     result = lf.evaluate(rows_of(says), agent, metrics=[scripted_metric(says)], name="mine", progress=False)
-    with pytest.raises(ConfigError, match="the human labels are for agent\(s\) other, not 'mine'"):
+    with pytest.raises(ConfigError, match=r"the human labels are for agent\(s\) other, not 'mine'"):
         lf.certify_judge(result, [{"case_id": "c0", "agent": "other", "human_label": 1}])
     mixed = [{"case_id": c, "agent": "mine", "human_label": v} for c, v in truth.items()]
     mixed += [{"case_id": c, "agent": "other", "human_label": not v} for c, v in truth.items()]

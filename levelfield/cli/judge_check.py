@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +53,11 @@ def _judge_check(args: argparse.Namespace) -> int:
     from ..core.stats.certify import certify_judge, rows_to_label
 
     result = _load(args.result, args.agent)
+    if args.human_labels is None and not any(c.metadata.get("human_label") is not None for c in result.dataset):
+        from .main import UsageError
+
+        raise UsageError("no human labels: give --human-labels FILE (a CSV/JSONL of case_id,human_label), or run on "
+                         "a dataset with a human_label column")
     found = certify_judge(result, args.human_labels, min_tpr=args.min_tpr, min_tnr=args.min_tnr,
                           confidence=args.confidence, metrics=args.metrics or None)
     if args.json:
@@ -64,7 +68,10 @@ def _judge_check(args: argparse.Namespace) -> int:
         picks = rows_to_label(result, args.rows_to_label, args.human_labels, metrics=found.metric_names)
         if args.rows_out:
             picks.to_csv(args.rows_out, index=False)
-        if not args.json:
+        if not args.json and picks.empty:
+            print()
+            print("Rows to label next: none; every row the judge scored has a human label")
+        elif not args.json:
             print()
             print(f"Rows to label next ({len(picks)} of at most {args.rows_to_label}, the judge's least sure first):")
             for r in picks.itertuples(index=False):
@@ -180,11 +187,16 @@ def certify_before_gating(args: argparse.Namespace, results: Any, baseline: str 
         return
     from ..core.stats.certify import UncertifiedJudgeError, certify_judge, judged_metrics
 
+    from .main import UsageError
+
     gated = _gated(args)
     refused = []
     for agent, result in results.items():
         if agent == baseline:
             continue
+        if args.human_labels is None and not any(c.metadata.get("human_label") is not None for c in result.dataset):
+            raise UsageError("--require-certified-judge needs human labels to certify the judge: give --human-labels "
+                             "FILE (a CSV/JSONL of case_id,human_label)")
         judged = judged_metrics(result, binary=False)
         names = list(dict.fromkeys(metric for _, metric in gated if metric in judged))
         if not names:
@@ -195,9 +207,8 @@ def certify_before_gating(args: argparse.Namespace, results: Any, baseline: str 
         print(found.table())
         for m in found.failures:
             options = " and ".join(dict.fromkeys(option for option, metric in gated if metric == m.metric))
-            refused.append(f"{options} {m.metric} ({agent}): {m.reason}")
+            who = f" ({agent})" if agent else ""
+            refused.append(f"{options} {m.metric}{who}: the judge is not certified, so the gate does not decide on "
+                           f"it: {m.reason}")
     if refused:
-        for line in refused:
-            print(f"levelfield {args.command}: the judge is not certified: {line}", file=sys.stderr)
-        raise UncertifiedJudgeError(f"--require-certified-judge: the gate does not decide on an uncertified judge: "
-                                    f"{refused[0]}" + (f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""))
+        raise UncertifiedJudgeError("; ".join(refused))
