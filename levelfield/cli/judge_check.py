@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import ConfigError
 from .arguments import share, whole
 
 __all__ = ["add_judge_check_command", "add_certify_options", "check_certify_options", "certify_before_gating"]
@@ -24,7 +25,6 @@ DEFAULT_MIN = 0.8
 
 def _load(location: str, agent: str | None) -> Any:
     """The saved result at ``location`` (an --out folder or its runs.jsonl), one agent's."""
-    from ..core.errors import ConfigError
     from ..core.results.record import read_record
     from ..core.results.result import results_from_record
 
@@ -54,9 +54,7 @@ def _judge_check(args: argparse.Namespace) -> int:
 
     result = _load(args.result, args.agent)
     if args.human_labels is None and not any(c.metadata.get("human_label") is not None for c in result.dataset):
-        from .main import UsageError
-
-        raise UsageError("no human labels: give --human-labels FILE (a CSV/JSONL of case_id,human_label), or run on "
+        raise ConfigError("no human labels: give --human-labels FILE (a CSV/JSONL of case_id,human_label), or run on "
                          "a dataset with a human_label column")
     found = certify_judge(result, args.human_labels, min_tpr=args.min_tpr, min_tnr=args.min_tnr,
                           confidence=args.confidence, metrics=args.metrics or None)
@@ -116,10 +114,8 @@ def add_judge_check_command(subparsers: Any) -> Any:
 
 def _checked(command: Any) -> Any:
     def run(args: argparse.Namespace) -> int:
-        from .main import UsageError
-
         if args.rows_out and not args.rows_to_label:
-            raise UsageError("--rows-out writes the rows --rows-to-label N picks: give --rows-to-label too")
+            raise ConfigError("--rows-out writes the rows --rows-to-label N picks: give --rows-to-label too")
         return command(args)
 
     return run
@@ -150,23 +146,21 @@ def _gated(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 def check_certify_options(args: argparse.Namespace, dataset: Any, metrics: Any) -> None:
     """Refuse certification options that cannot apply, before any agent runs."""
-    from ..core.stats.certify import _judged_flag
-    from .main import UsageError
-
+    from ..core.stats.certify import scored_by_judge
     if not getattr(args, "require_certified_judge", False):
         given = [flag for flag, value in (("--min-tpr", getattr(args, "min_tpr", None)),
                                           ("--min-tnr", getattr(args, "min_tnr", None))) if value is not None]
         if given:
-            raise UsageError(f"{', '.join(given)}: only with --require-certified-judge")
+            raise ConfigError(f"{', '.join(given)}: only with --require-certified-judge")
         return
     gated = _gated(args)
     if not gated:
-        raise UsageError("--require-certified-judge certifies the judge of a gated metric: give --fail-under "
+        raise ConfigError("--require-certified-judge certifies the judge of a gated metric: give --fail-under "
                          "METRIC=VALUE or --fail-if-worse METRIC too")
-    judged = [m.name for m in metrics if _judged_flag(m, [])]
+    judged = [m.name for m in metrics if scored_by_judge(m, [])]
     if not any(metric in judged for _, metric in gated):
         names = ", ".join(dict.fromkeys(metric for _, metric in gated))
-        raise UsageError(f"--require-certified-judge: no gated metric ({names}) is scored by a judge; leave the "
+        raise ConfigError(f"--require-certified-judge: no gated metric ({names}) is scored by a judge; leave the "
                          "option out, or gate a judged metric")
     labels = getattr(args, "human_labels", None)
     if isinstance(labels, (str, Path)) and dataset is not None:
@@ -175,7 +169,7 @@ def check_certify_options(args: argparse.Namespace, dataset: Any, metrics: Any) 
         args.human_labels = read_human_labels(labels)  # read and checked before any agent runs
         check_label_cases(args.human_labels, dataset)
     if labels is None and dataset is not None and not any(c.metadata.get("human_label") is not None for c in dataset):
-        raise UsageError("--require-certified-judge needs human labels to certify the judge: give --human-labels FILE "
+        raise ConfigError("--require-certified-judge needs human labels to certify the judge: give --human-labels FILE "
                          "(a CSV/JSONL of case_id,human_label)")
 
 
@@ -187,15 +181,13 @@ def certify_before_gating(args: argparse.Namespace, results: Any, baseline: str 
         return
     from ..core.stats.certify import UncertifiedJudgeError, certify_judge, judged_metrics
 
-    from .main import UsageError
-
     gated = _gated(args)
     refused = []
     for agent, result in results.items():
         if agent == baseline:
             continue
         if args.human_labels is None and not any(c.metadata.get("human_label") is not None for c in result.dataset):
-            raise UsageError("--require-certified-judge needs human labels to certify the judge: give --human-labels "
+            raise ConfigError("--require-certified-judge needs human labels to certify the judge: give --human-labels "
                              "FILE (a CSV/JSONL of case_id,human_label)")
         judged = judged_metrics(result, binary=False)
         names = list(dict.fromkeys(metric for _, metric in gated if metric in judged))

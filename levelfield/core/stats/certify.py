@@ -44,6 +44,7 @@ __all__ = [
     "lower_bound",
     "labels_needed",
     "judged_metrics",
+    "scored_by_judge",
     "rows_to_label",
     "require_certified",
 ]
@@ -336,7 +337,7 @@ def _more(m: MetricCertification) -> str:
     return "cannot certify" if m.positives and m.negatives else "unknown"
 
 
-def _judged_flag(metric: Any, scores: Sequence[Mapping[str, Any]]) -> bool:
+def scored_by_judge(metric: Any, scores: Sequence[Mapping[str, Any]] = ()) -> bool:
     """A metric scored by a judge: it has one, was saved with one, or its rows carry the judge's cost columns."""
     if hasattr(metric, "judge"):
         return True
@@ -360,7 +361,7 @@ def judged_metrics(result: EvalResult, *, binary: bool = True) -> list[str]:
     scores = result.scores
     return [
         m.name for m in result.metrics
-        if _judged_flag(m, scores) and (not binary or stats.is_binary([_score(s.get(f"{m.name}/score")) for s in scores]))
+        if scored_by_judge(m, scores) and (not binary or stats.is_binary([_score(s.get(f"{m.name}/score")) for s in scores]))
     ]
 
 
