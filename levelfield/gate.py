@@ -180,9 +180,13 @@ def require_certified_judges(cmp: Comparison, metrics: Sequence[str], certificat
 
     known = baseline is not None or cmp.baseline is not None or cmp.saved_baseline in cmp.agents
     base = _baseline_name(cmp, baseline) if known else None
+    checked = []
     for agent in cmp.agents:
         if agent != base:
-            require_certified(cmp.results[agent], metrics, certification, human_labels, option=option)
+            checked += require_certified(cmp.results[agent], metrics, certification, human_labels, option=option)
+    if not checked:
+        raise ConfigError(f"{option} {', '.join(metrics)}: require_certified_judge certifies the judge of a judged "
+                          "metric, and no gated metric is scored by a judge; leave it out, or gate a judged metric")
 
 
 def changes_table(changes: Sequence[Change]) -> pd.DataFrame:

@@ -320,16 +320,19 @@ def test_the_gate_takes_a_certification_made_before(baseline):
     assert not lf.gate.check_regressions(cmp, METRIC).failed   # without the requirement it gates as before
 
 
-def test_a_gate_on_a_metric_no_judge_scored_needs_no_certificate(baseline):
+def test_a_gate_on_a_metric_no_judge_scored_needs_no_certificate_but_requiring_one_there_is_refused(baseline):
     folder, truth, says = baseline
     rows = [dict(r, reference=r["response"]) for r in rows_of(says)]
     cmp = lf.compare(rows, {"new": agent}, metrics=["rouge_l_sum", scripted_metric(says)], progress=False)
-    cmp2 = lf.compare(rows, {"new2": agent}, metrics=["rouge_l_sum", scripted_metric(says)], progress=False,
-                      baseline={"old": cmp.results["new"]}, fail_if_worse="rouge_l_sum", require_certified_judge=True,
-                      human_labels=labels(truth))
-    assert "new2" in cmp2.agents
+    joined = lf.compare(rows, {"new2": agent}, metrics=["rouge_l_sum", scripted_metric(says)], progress=False,
+                        baseline={"old": cmp.results["new"]})
+    # rouge_l_sum passes through; the judged metric gated beside it is refused.
     with pytest.raises(UncertifiedJudgeError, match=f"fail_if_worse {METRIC} \\(new2\\)"):
-        lf.gate.check_regressions(cmp2, ["rouge_l_sum", METRIC], require_certified_judge=True, human_labels=labels(truth))
+        lf.gate.check_regressions(joined, ["rouge_l_sum", METRIC], require_certified_judge=True,
+                                  human_labels=labels(truth))
+    with pytest.raises(ConfigError, match="fail_if_worse rouge_l_sum: require_certified_judge certifies the judge of a "
+                                          "judged metric, and no gated metric is scored by a judge"):
+        lf.gate.check_regressions(joined, "rouge_l_sum", require_certified_judge=True, human_labels=labels(truth))
 
 
 def test_require_certified_judge_options_that_cannot_apply(baseline):

@@ -207,3 +207,16 @@ def test_a_judged_metric_name_with_judge_runs_on_a_jsonl_dataset_in_a_fresh_proc
                           timeout=300)
     assert done.returncode == 0, done.stderr
     assert METRIC in done.stdout
+
+
+def test_judge_check_json_is_strict_json_when_a_rate_cannot_be_estimated(files, capsys, tmp_path):
+    only_passes = pd.read_csv(files / "labels.csv").iloc[:20]
+    only_passes.to_csv(tmp_path / "passes.csv", index=False)
+    code, out, _ = run(capsys, "judge-check", files / "run", "--human-labels", tmp_path / "passes.csv", "--json")
+
+    def refuse(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    (m,) = json.loads(out, parse_constant=refuse)["metrics"]
+    assert code == 1 and m["specificity"] is None and m["specificity_low"] is None and m["negatives"] == 0
+    assert "specificity cannot be estimated: humans failed none of the 20 labelled rows" in m["reason"]

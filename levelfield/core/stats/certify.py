@@ -166,7 +166,9 @@ class MetricCertification:
         return f"{self.metric}: {verdict}: {self.reason}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__} | {"reason": self.reason}
+        """The fields and the reason, NaN as None (as JSON has it)."""
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__} | {"reason": self.reason}
+        return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in out.items()}
 
 
 def certify_rates(
@@ -196,8 +198,8 @@ def certify_rates(
     sens = tp / pos if pos else math.nan
     spec = tn / neg if neg else math.nan
     sens_low, spec_low = lower_bound(tp, pos, confidence), lower_bound(tn, neg, confidence)
-    more_pos = labels_needed(sens, pos, min_tpr, confidence) if pos else None
-    more_neg = labels_needed(spec, neg, min_tnr, confidence) if neg else None
+    more_pos = _more_than_none(labels_needed(sens, pos, min_tpr, confidence) if pos else None, sens_low, min_tpr)
+    more_neg = _more_than_none(labels_needed(spec, neg, min_tnr, confidence) if neg else None, spec_low, min_tnr)
     labeled = int(both.sum())
     more_rows = None
     if more_pos is not None and more_neg is not None:
@@ -217,6 +219,13 @@ def certify_rates(
         certified=certified, reasons=tuple(text for ok, text in reasons if ok == certified),
         met=tuple(text for ok, text in reasons if ok),
     )
+
+
+def _more_than_none(more: int | None, low: float, minimum: float) -> int | None:
+    """At least one more label when the bound misses the minimum (the projection and the bound are two computations)."""
+    if more is None:
+        return None
+    return 0 if low >= minimum else max(more, 1)
 
 
 def _reasons(labeled: int, *sides: tuple[Any, ...], confidence: float) -> list[tuple[bool, str]]:
