@@ -586,6 +586,15 @@ def rows_to_label(
     ``agreement`` (NaN when not recorded), ``doubt`` (0 sure .. 1 a coin toss), ``reason``, the ``prompt``
     and ``response``, and an empty ``human_label`` to fill in; saved as CSV it is a labels file
     :func:`certify_judge` reads. Rows picked by doubt are not a random sample (see the module docs).
+
+    Args:
+        result: an ``EvalResult``, or a ``Comparison`` with ``agent=``.
+        budget: the most rows to return (how many humans can label), 1 or more.
+        human_labels: the labels so far (as :func:`certify_judge` reads them; None: the dataset's
+            ``human_label`` column, if any): rows they label are left out.
+        metrics: the judged metrics whose doubt counts (default: every judged 0/1 metric); a row's doubt
+            is its largest over them, and ``metric`` names that one.
+        seed: of the random order among rows with equal (or no recorded) doubt.
     """
     if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
         raise ConfigError(f"budget={budget!r}: give the number of rows humans can label, 1 or more")
