@@ -156,6 +156,8 @@ def test_exact_lower_bounds_are_scipys():
         assert lower_bound(x, n) == pytest.approx(0.0 if x == 0 else cp_low(x, n), abs=1e-9)
         # The one-sided 95 % bound is the two-sided 90 % interval's lower end.
         assert lower_bound(x, n) == pytest.approx(binomtest(x, n).proportion_ci(0.90, method="exact").low, abs=1e-9)
+        one_sided = binomtest(x, n, alternative="greater").proportion_ci(0.95, method="exact").low
+        assert lower_bound(x, n) == pytest.approx(one_sided, abs=1e-9)
     assert math.isnan(lower_bound(0, 0))
 
 
@@ -441,3 +443,22 @@ def test_rows_to_label_bad_budget(small):
     for budget in (0, -1, 2.5, True):
         with pytest.raises(ConfigError, match="budget=.*give the number of rows humans can label"):
             lf.rows_to_label(result, budget)
+
+
+def test_in_simulation_a_judge_below_the_minimum_is_certified_at_most_5_percent_of_the_time():
+    # Specificity truly 0.80 (at the minimum, the hardest case), 60 labelled fails and 60 passes a perfect judge gets right.
+    rng = np.random.default_rng(44)
+    certified = 0
+    runs = 600
+    for _ in range(runs):
+        human = np.array([1.0] * 60 + [0.0] * 60)
+        judge = human.copy()
+        judge[60:] = (rng.random(60) > 0.8).astype(float)       # passes a human fail 20 % of the time
+        certified += certify_rates(judge, human).certified
+    assert certified / runs <= 0.05
+
+
+def test_in_simulation_the_lower_bound_is_below_the_true_rate_at_least_95_percent_of_the_time():
+    rng = np.random.default_rng(7)
+    lows = [lower_bound(int(rng.binomial(40, 0.9)), 40) for _ in range(2000)]
+    assert np.mean(np.array(lows) <= 0.9) >= 0.95

@@ -4,7 +4,8 @@ A judged 0/1 metric may fail a build only when its judge is good enough. On the 
 labelled, the judge's sensitivity (TPR: the share of human passes it passes) and specificity (TNR:
 the share of human fails it fails) are counted, and each gets the exact one-sided lower confidence
 bound of Clopper & Pearson (1934), "The use of confidence or fiducial limits illustrated in the case
-of the binomial", Biometrika 26(4):404-413 (computed by ``scipy.stats.binomtest``)::
+of the binomial", Biometrika 26(4):404-413 (the beta quantile of ``scipy.stats.beta``; the same as the lower
+end of ``scipy.stats.binomtest(x, n, alternative="greater").proportion_ci(method="exact")``)::
 
     lower = B⁻¹(1 − confidence; x, n − x + 1)      x of n human passes (fails) the judge got right
 
@@ -62,11 +63,11 @@ def lower_bound(successes: int, trials: int, confidence: float = 0.95) -> float:
     """The exact (Clopper–Pearson) one-sided lower bound of a rate: ``successes`` of ``trials``; NaN for no trials."""
     if trials == 0:
         return math.nan
-    from scipy.stats import binomtest
+    if successes == 0:
+        return 0.0
+    from scipy.stats import beta
 
-    ci = binomtest(int(successes), int(trials), alternative="greater").proportion_ci(confidence_level=confidence,
-                                                                                     method="exact")
-    return float(ci.low)
+    return float(beta.ppf(1 - confidence, int(successes), int(trials) - int(successes) + 1))
 
 
 def _projected_bound(rate: float, n: int, confidence: float) -> float:
