@@ -220,3 +220,13 @@ def test_judge_check_json_is_strict_json_when_a_rate_cannot_be_estimated(files, 
     (m,) = json.loads(out, parse_constant=refuse)["metrics"]
     assert code == 1 and m["specificity"] is None and m["specificity_low"] is None and m["negatives"] == 0
     assert "specificity cannot be estimated: humans failed none of the 20 labelled rows" in m["reason"]
+
+
+def test_compare_reads_its_human_labels_before_any_agent_runs(files, capsys, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("case_id,human_label\nc0,pass\nc404,fail\n", encoding="utf-8")
+    out_dir = tmp_path / "never"
+    code, _, err = run(capsys, "compare", files / "live.jsonl", "--agent", f"a={ECHO}", "-m", METRIC, "--judge", JUDGE,
+                       "-q", "--human-labels", bad, "--out", out_dir)
+    assert code == 2 and "human labels name 1 case(s) not in the dataset: c404" in err
+    assert not (out_dir / "runs.jsonl").exists()

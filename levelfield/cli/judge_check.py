@@ -55,7 +55,7 @@ def _judge_check(args: argparse.Namespace) -> int:
     result = _load(args.result, args.agent)
     if args.human_labels is None and not any(c.metadata.get("human_label") is not None for c in result.dataset):
         raise ConfigError("no human labels: give --human-labels FILE (a CSV/JSONL of case_id,human_label), or run on "
-                         "a dataset with a human_label column")
+                          "a dataset with a human_label column")
     found = certify_judge(result, args.human_labels, min_tpr=args.min_tpr, min_tnr=args.min_tnr,
                           confidence=args.confidence, metrics=args.metrics or None)
     if args.json:
@@ -145,8 +145,15 @@ def _gated(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def check_certify_options(args: argparse.Namespace, dataset: Any, metrics: Any) -> None:
-    """Refuse certification options that cannot apply, before any agent runs."""
+    """Refuse certification options that cannot apply, and read the labels, before any agent runs."""
     from ..core.stats.certify import scored_by_judge
+
+    labels = getattr(args, "human_labels", None)
+    if isinstance(labels, (str, Path)) and dataset is not None:
+        from ..core.stats.judge_correction import check_label_cases, read_human_labels
+
+        args.human_labels = read_human_labels(labels)
+        check_label_cases(args.human_labels, dataset)
     if not getattr(args, "require_certified_judge", False):
         given = [flag for flag, value in (("--min-tpr", getattr(args, "min_tpr", None)),
                                           ("--min-tnr", getattr(args, "min_tnr", None))) if value is not None]
@@ -156,21 +163,15 @@ def check_certify_options(args: argparse.Namespace, dataset: Any, metrics: Any) 
     gated = _gated(args)
     if not gated:
         raise ConfigError("--require-certified-judge certifies the judge of a gated metric: give --fail-under "
-                         "METRIC=VALUE or --fail-if-worse METRIC too")
-    judged = [m.name for m in metrics if scored_by_judge(m, [])]
+                          "METRIC=VALUE or --fail-if-worse METRIC too")
+    judged = [m.name for m in metrics if scored_by_judge(m)]
     if not any(metric in judged for _, metric in gated):
         names = ", ".join(dict.fromkeys(metric for _, metric in gated))
         raise ConfigError(f"--require-certified-judge: no gated metric ({names}) is scored by a judge; leave the "
-                         "option out, or gate a judged metric")
-    labels = getattr(args, "human_labels", None)
-    if isinstance(labels, (str, Path)) and dataset is not None:
-        from ..core.stats.judge_correction import check_label_cases, read_human_labels
-
-        args.human_labels = read_human_labels(labels)  # read and checked before any agent runs
-        check_label_cases(args.human_labels, dataset)
+                          "option out, or gate a judged metric")
     if labels is None and dataset is not None and not any(c.metadata.get("human_label") is not None for c in dataset):
-        raise ConfigError("--require-certified-judge needs human labels to certify the judge: give --human-labels FILE "
-                         "(a CSV/JSONL of case_id,human_label)")
+        raise ConfigError("--require-certified-judge needs human labels to certify the judge: give --human-labels "
+                          "FILE (a CSV/JSONL of case_id,human_label)")
 
 
 def certify_before_gating(args: argparse.Namespace, results: Any, baseline: str | None = None) -> None:
@@ -188,7 +189,7 @@ def certify_before_gating(args: argparse.Namespace, results: Any, baseline: str 
             continue
         if args.human_labels is None and not any(c.metadata.get("human_label") is not None for c in result.dataset):
             raise ConfigError("--require-certified-judge needs human labels to certify the judge: give --human-labels "
-                             "FILE (a CSV/JSONL of case_id,human_label)")
+                              "FILE (a CSV/JSONL of case_id,human_label)")
         judged = judged_metrics(result, binary=False)
         names = list(dict.fromkeys(metric for _, metric in gated if metric in judged))
         if not names:
