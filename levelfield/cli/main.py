@@ -6,9 +6,9 @@ significant regression against ``--baseline``, every run of an agent failed (unl
 judge's answers (``--judge``); 2 bad input (agent spec, dataset, metric, option, saved run, an ``--out``
 folder of other files, a ``--metric`` whose reference column no case has), reported as one line
 on stderr, before any agent runs, or a gate that cannot decide (``--require-certified-judge`` with
-a judge not certified against ``--human-labels``; ``judge-check`` tells why). Warnings (a reference some cases lack, an agent that never
-called a tool, a resumed journal whose references or metrics changed) print as
-``levelfield CMD: warning: ...`` lines and do not change the exit code.
+a judge not certified against ``--human-labels``; ``judge-check`` tells why). Warnings (a reference
+some cases lack, an agent that never called a tool, a resumed journal whose references or metrics
+changed) print as ``levelfield CMD: warning: ...`` lines and do not change the exit code.
 """
 
 from __future__ import annotations
