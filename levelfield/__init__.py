@@ -48,6 +48,8 @@ _LAZY = {
     "load_traces": ".formats",
     "to_adk_evalset": ".formats",
     "Comparison": ".comparison",
+    "certify_judge": ".core.stats.certify",
+    "rows_to_label": ".core.stats.certify",
     "RunConfig": ".core.data.config",
     "StatsConfig": ".core.stats.config",
     "EvalTask": ".evaluation",
@@ -83,6 +85,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from .core.data.types import AgentOutput, AgentRun, Handoff, Message, ToolCall, Usage
     from .core.results.result import EvalResult
     from .core.score.matching import ToolCallMatcher
+    from .core.stats.certify import certify_judge, rows_to_label
     from .core.stats.config import StatsConfig
     from .evaluation import EvalTask, acompare, aevaluate, compare, evaluate
     from .executors import RayExecutor
@@ -123,6 +126,8 @@ __all__ = [
     "compare",
     "acompare",
     "Comparison",
+    "certify_judge",
+    "rows_to_label",
     "RunConfig",
     "StatsConfig",
     "report",

@@ -487,13 +487,17 @@ async def acompare(
     judge: Any = None,
     tools: Any = None,
     faults: Any = None,
+    require_certified_judge: Any = False,
+    human_labels: Any = None,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Async twin of :func:`compare` (the same arguments, the same result)."""
     return await _short_errors_async(_compare(dataset, agents, metrics, config=config, stats=stats, baseline=baseline,
                                               fail_if_worse=fail_if_worse, stop_early=stop_early, simulator=simulator,
                                               experiment=experiment, judge=judge, tools=tools, faults=faults,
-                                              options=dict(options)))
+                                              options=dict(options),
+                                              certify=_certify_request(require_certified_judge, human_labels,
+                                                                       fail_if_worse)))
 
 
 def compare(
@@ -511,6 +515,8 @@ def compare(
     judge: Any = None,
     tools: Any = None,
     faults: Any = None,
+    require_certified_judge: Any = False,
+    human_labels: Any = None,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Run every agent on every case of ``dataset`` and score them with the same metrics.
@@ -526,6 +532,10 @@ def compare(
     folder, an ``EvalResult`` or ``{"main": folder}``), paired by case id and trial.
     ``fail_if_worse=["metric", ...]`` raises ``RegressionError`` when an agent is significantly worse
     than the baseline (Holm-adjusted p < ``stats.alpha``, by more than ``stats.margin``).
+    ``require_certified_judge=True`` (with ``human_labels=`` a CSV/JSONL of case_id,human_label, or the
+    dataset's ``human_label`` column; or a ``JudgeCertification`` from :func:`levelfield.certify_judge`)
+    lets ``fail_if_worse`` gate a judged metric only when its judge is certified on the agents' rows,
+    else raises ``UncertifiedJudgeError`` naming the metric and why.
     ``stop_early=True`` (or a metric name; default the first metric) runs the cases in a random order
     fixed by ``stats.seed`` and stops starting runs once every pair of agents is decided by an
     always-valid sequential test at ``stats.alpha`` (significant; within ``stats.margin`` when one
@@ -538,7 +548,40 @@ def compare(
     return _short_errors(lambda: run_coroutine(acompare(
         dataset, agents, metrics, config=config, stats=stats, baseline=baseline, fail_if_worse=fail_if_worse,
         stop_early=stop_early, simulator=simulator, experiment=experiment, judge=judge, tools=tools, faults=faults,
-        **options)))
+        require_certified_judge=require_certified_judge, human_labels=human_labels, **options)))
+
+
+class _CertifyRequest:
+    """``compare(require_certified_judge=..., human_labels=...)``: what the gate needs to refuse an uncertified judge."""
+
+    def __init__(self, certification: Any, human_labels: Any, *, checked: bool = False) -> None:
+        self.certification = certification
+        self.human_labels = human_labels
+        self.checked = checked
+
+    def read(self, dataset: Any) -> _CertifyRequest:
+        """The labels read and checked against ``dataset`` (a bad file fails before any agent runs)."""
+        if self.human_labels is None or self.checked:
+            return self
+        labels = read_human_labels(self.human_labels)
+        check_label_cases(labels, dataset)
+        return _CertifyRequest(self.certification, labels, checked=True)
+
+    def options(self) -> dict[str, Any]:
+        return {"require_certified_judge": self.certification, "human_labels": self.human_labels}
+
+
+def _certify_request(require_certified_judge: Any, human_labels: Any, fail_if_worse: Any) -> _CertifyRequest | None:
+    """The gate's certification request, refused when it could not apply."""
+    if not require_certified_judge:
+        if human_labels is not None:
+            raise ConfigError("compare(human_labels=...) is read by require_certified_judge=True (the judge certified "
+                              "before fail_if_worse gates on it); to certify or correct a judge on its own, use "
+                              "lf.certify_judge(result, labels) or lf.evaluate(..., human_labels=...)")
+        return None
+    if not fail_if_worse:
+        raise ConfigError("require_certified_judge=True certifies the judge of a gated metric: give fail_if_worse=... too")
+    return _CertifyRequest(require_certified_judge, human_labels)
 
 
 FAULTED_FOLDER = "faulted"
@@ -548,7 +591,7 @@ FAULTED_FOLDER = "faulted"
 async def _compare_clean_and_faulted(
     dataset: Any, agents: Any, metrics: Any, *, cfg: RunConfig, settings: StatsConfig, baseline: Any,
     fail_if_worse: Any, stop_early: bool | str, simulator: Any, experiment: str | None, judge: Any, tools: Any,
-    faults: Any, kind: str,
+    faults: Any, kind: str, certify: Any = None,
 ) -> Comparison:
     """Every agent run on the same cases clean (``tools`` alone) and under ``faults`` (on top of ``tools``):
     the clean comparison is the one returned (its verdict, summary and gate are the agents' quality),
@@ -560,6 +603,8 @@ async def _compare_clean_and_faulted(
     if stop_early:
         raise ConfigError("faults= runs every case clean and under faults to pair them; stop_early does not combine "
                           "with it yet: leave stop_early out, or run the faults alone with lf.evaluate(..., faults=...)")
+    if certify is not None:
+        certify = certify.read(load_dataset(dataset))  # a bad labels file fails before any agent runs
     faulted_cfg = cfg if cfg.out_dir is None else cfg.replace(out=cfg.out_dir / FAULTED_FOLDER)
     clean = await _compare(dataset, agents, metrics, config=cfg, stats=settings, baseline=baseline, fail_if_worse=None,
                            stop_early=False, simulator=simulator, experiment=None, judge=judge, tools=tools, faults=None,
@@ -573,7 +618,7 @@ async def _compare_clean_and_faulted(
         from . import report
 
         report.save(clean, cfg.out_dir)  # again: the report now holds how each agent holds up
-    return _logged_and_gated(clean, experiment, fail_if_worse)
+    return _logged_and_gated(clean, experiment, fail_if_worse, certify)
 
 
 def compare_as(kind: str, dataset: Any, agents: Mapping[str, Any] | Sequence[Any], metrics: Sequence[str | Metric] | None,
@@ -606,6 +651,7 @@ async def _compare(
     options: dict[str, Any],
     kind: str = "compare",
     paired_with_clean: bool = True,
+    certify: Any = None,
 ) -> Comparison:
     """The one implementation of ``compare`` and ``acompare``; ``kind`` names what made the run in its
     record (``evaluate`` when the command line's ``eval --agent`` runs one agent through here).
@@ -618,8 +664,10 @@ async def _compare(
         return await _compare_clean_and_faulted(
             dataset, agents, metrics, cfg=cfg, settings=settings, baseline=baseline, fail_if_worse=fail_if_worse,
             stop_early=stop_early, simulator=simulator, experiment=experiment, judge=judge, tools=tools,
-            faults=faults, kind=kind)
+            faults=faults, kind=kind, certify=certify)
     ds = load_dataset(dataset)
+    if certify is not None:
+        certify = certify.read(ds)  # the labels read and checked against the cases before any agent runs
     resolved = resolve_metrics(metrics, judge=judge)
     runnables = _resolve_agents(agents, cfg)
     executor = _executor(cfg, simulator)
@@ -660,10 +708,10 @@ async def _compare(
     _warn_if_always_failed(cmp.results)
     # The baseline's rows were judged when it ran: only this run's judges are checked.
     _warn_if_judges_unreadable({a: r for a, r in cmp.results.items() if joined is None or a != joined.name}, resolved)
-    return _logged_and_gated(cmp, experiment, fail_if_worse)
+    return _logged_and_gated(cmp, experiment, fail_if_worse, certify)
 
 
-def _logged_and_gated(cmp: Comparison, experiment: str | None, fail_if_worse: Any) -> Comparison:
+def _logged_and_gated(cmp: Comparison, experiment: str | None, fail_if_worse: Any, certify: Any = None) -> Comparison:
     """``cmp`` logged to its MLflow experiment and checked by its gate (``RegressionError`` when it fails)."""
     if experiment is not None:
         from .experiment import log_comparison
@@ -672,7 +720,7 @@ def _logged_and_gated(cmp: Comparison, experiment: str | None, fail_if_worse: An
     if fail_if_worse:
         from .gate import RegressionError, check_regressions
 
-        gate = check_regressions(cmp, fail_if_worse)
+        gate = check_regressions(cmp, fail_if_worse, **(certify.options() if certify is not None else {}))
         if gate.failed:
             raise RegressionError(gate, cmp)
     return cmp

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .core.stats.config import StatsConfig
 
 __all__ = ["GateResult", "RegressionError", "baseline_changes", "scores_changes", "check_regressions", "changes_table",
-           "plan_from"]
+           "plan_from", "require_certified_judges"]
 
 
 @dataclass(frozen=True)
@@ -146,12 +146,20 @@ def check_regressions(
     baseline: str | None = None,
     margin: float | None = None,
     alpha: float | None = None,
+    require_certified_judge: Any = False,
+    human_labels: Any = None,
 ) -> GateResult:
     """The regression gate over the metrics in ``fail_if_worse`` (a list, or ``"m1,m2"``); see the module docs.
 
     A gated metric with no case scored on both sides raises ``ConfigError``: a gate that compared
-    nothing must not pass.
+    nothing must not pass. ``require_certified_judge=True`` (or a ``JudgeCertification`` from
+    ``lf.certify_judge``) refuses to gate a judged metric whose judge is not certified against
+    ``human_labels`` (or the dataset's ``human_label`` column) on the agents' rows: it raises
+    ``UncertifiedJudgeError`` (a ``ConfigError``) naming the metric and the reason.
     """
+    if require_certified_judge:
+        names = _metric_list(cmp, fail_if_worse, "fail_if_worse")
+        require_certified_judges(cmp, names, require_certified_judge, human_labels, baseline=baseline)
     changes = baseline_changes(cmp, fail_if_worse, baseline=baseline, margin=margin, alpha=alpha)
     untested = [c for c in changes if c.verdict == "not testable"]
     if untested:
@@ -161,6 +169,24 @@ def check_regressions(
             "cannot decide; check that the baseline ran the same cases and that the metric applies to them"
         )
     return GateResult(changes)
+
+
+def require_certified_judges(cmp: Comparison, metrics: Sequence[str], certification: Any = True,
+                             human_labels: Any = None, *, baseline: str | None = None,
+                             option: str = "fail_if_worse") -> None:
+    """Refuse (``UncertifiedJudgeError``) when a judged metric among ``metrics`` has a judge not certified on the
+    rows of an agent the gate tests (every agent but the baseline; with no baseline, every agent)."""
+    from .core.stats.certify import require_certified
+
+    known = baseline is not None or cmp.baseline is not None or cmp.saved_baseline in cmp.agents
+    base = _baseline_name(cmp, baseline) if known else None
+    checked = []
+    for agent in cmp.agents:
+        if agent != base:
+            checked += require_certified(cmp.results[agent], metrics, certification, human_labels, option=option)
+    if not checked:
+        raise ConfigError(f"{option} {', '.join(metrics)}: require_certified_judge certifies the judge of a judged "
+                          "metric, and no gated metric is scored by a judge; leave it out, or gate a judged metric")
 
 
 def changes_table(changes: Sequence[Change]) -> pd.DataFrame:

@@ -8,6 +8,7 @@ and the words for a change against a baseline (:mod:`levelfield.core.stats.chang
     lf.stats.sample_size(p0=0.8, mde=0.05, power=0.8, paired=True, discordance=0.15).cases   # 469
 """
 
+from .core.stats.certify import JudgeCertification, MetricCertification, certify_rates, labels_needed, lower_bound
 from .core.stats.change import Change, describe_change, measure_change
 from .core.stats.components import NoiseSplit, split_variance
 from .core.stats.judge_correction import JudgeCorrection, cohen_kappa, correct_rate
@@ -40,6 +41,11 @@ __all__ = [
     "soft_rate",
     "Calibration",
     "calibration",
+    "JudgeCertification",
+    "MetricCertification",
+    "certify_rates",
+    "lower_bound",
+    "labels_needed",
     "Change",
     "measure_change",
     "describe_change",

@@ -115,6 +115,8 @@ def judge_of(args: argparse.Namespace) -> Any:
     spec = getattr(args, "judge", None)
     if not spec:
         return None
+    # The judge package registers the judged metric names (final_response_match_v2, ...) that --judge builds.
+    from .. import judge  # noqa: F401
     if spec.startswith(("http://", "https://")):
         return spec
     return model_spec(spec)

@@ -5,9 +5,10 @@ significant regression against ``--baseline``, every run of an agent failed (unl
 ``--allow-failures``), or most rows of a judged metric failed because no parser could read the
 judge's answers (``--judge``); 2 bad input (agent spec, dataset, metric, option, saved run, an ``--out``
 folder of other files, a ``--metric`` whose reference column no case has), reported as one line
-on stderr, before any agent runs. Warnings (a reference some cases lack, an agent that never
-called a tool, a resumed journal whose references or metrics changed) print as
-``levelfield CMD: warning: ...`` lines and do not change the exit code.
+on stderr, before any agent runs, or a gate that cannot decide (``--require-certified-judge`` with
+a judge not certified against ``--human-labels``; ``judge-check`` tells why). Warnings (a reference
+some cases lack, an agent that never called a tool, a resumed journal whose references or metrics
+changed) print as ``levelfield CMD: warning: ...`` lines and do not change the exit code.
 """
 
 from __future__ import annotations
@@ -411,6 +412,9 @@ def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: lis
     from ..failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
 
     _check_gate_options(args, metrics)
+    from .judge_check import check_certify_options
+
+    check_certify_options(args, dataset, metrics)
     kind = "evaluate" if args.command == "eval" else "compare"  # the record names the command that made it
     with warnings_as_lines(args.command):
         warnings.simplefilter("ignore", AllRunsFailedWarning)  # the CLI prints its own failure summary
@@ -483,6 +487,9 @@ def _finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
         written = ["runs.jsonl", "metrics_table.csv", "summary.json"]
         written += [name for name in ("metrics_table.parquet", "summary.parquet") if (out / name).exists()]
         print(f"Also written: {', '.join(written)} in {out}")
+    from .judge_check import certify_before_gating
+
+    certify_before_gating(args, cmp.results, cmp.baseline.name if cmp.baseline is not None else None)
     code = _check_thresholds(cmp, args.fail_under)
     judged = {a: r for a, r in cmp.results.items() if cmp.baseline is None or a != cmp.baseline.name}
     unreadable = report_unreadable_judges(judged, cmp.metrics, command=args.command)
@@ -539,6 +546,9 @@ def _add_gate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-scores", choices=("verdict", "probability"), default=None,
                    help="what binary judged metrics' statistics and judge correction use: the judge's 0/1 verdicts "
                         "(default) or its probability of a pass per row")
+    from .judge_check import add_certify_options
+
+    add_certify_options(p)
 
 
 def _check_gate_options(args: argparse.Namespace, metrics: Sequence[Any]) -> None:
@@ -638,6 +648,9 @@ def _eval_saved(args: argparse.Namespace) -> int:
     for metric, _ in args.fail_under:
         if metric not in names:
             raise UsageError(f"--fail-under {metric}: not one of the metrics of this run ({', '.join(sorted(names))})")
+    from .judge_check import certify_before_gating, check_certify_options
+
+    check_certify_options(args, None, metrics)
     data: Any = args.dataset
     if args.limit is not None or args.sample is not None or args.seed is not None:
         from ..formats import load_dataset
@@ -667,6 +680,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
     if args.out:
         written = sorted(p.name for p in Path(args.out).iterdir() if p.is_file() and not p.name.startswith("."))
         print(f"\nWritten: {', '.join(written)} in {Path(args.out)}")
+    certify_before_gating(args, {"": result})
     missed = []
     for metric, floor in args.fail_under:
         mean = summary.get(f"{metric}/mean", math.nan)
@@ -685,9 +699,9 @@ def _eval_gated(args: argparse.Namespace) -> int:
 
     if args.metrics or args.fail_under:
         raise UsageError("--config sets the metrics and thresholds; leave out --metric and --fail-under")
-    if args.baseline or args.fail_if_worse or args.human_labels:
-        raise UsageError("--config judges each case by its criteria; --baseline, --fail-if-worse and --human-labels "
-                         "work without --config")
+    if args.baseline or args.fail_if_worse or args.human_labels or args.require_certified_judge:
+        raise UsageError("--config judges each case by its criteria; --baseline, --fail-if-worse, --human-labels and "
+                         "--require-certified-judge work without --config")
     if args.experiment:
         raise UsageError("--experiment is not available with --config (a gate run); run eval without --config to log it")
     if args.limit is not None or args.sample is not None:
@@ -950,6 +964,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(cmp)
     _add_case_options(cmp)
     _add_gate_options(cmp)
+    cmp.add_argument("--human-labels", metavar="FILE",
+                     help="a CSV/JSONL of case_id,human_label (and an agent column for several agents): with "
+                          "--require-certified-judge, certify the judge before it gates; also corrects each judged "
+                          "0/1 metric for the judge's errors")
     cmp.add_argument("--stop-early", nargs="?", const=True, default=False, type=_stop_early, metavar="METRIC|off",
                      help="run the cases in a random order (--seed) and stop starting runs once every pair of agents "
                           "is decided by an always-valid sequential test at --alpha, on METRIC (default: the first "
@@ -988,6 +1006,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .a2a_check import add_a2a_check_command  # light: httpx and a2a only when checking
 
     add_a2a_check_command(sub)
+
+    from .judge_check import add_judge_check_command
+
+    add_judge_check_command(sub)
     return parser
 
 

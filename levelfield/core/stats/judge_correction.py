@@ -210,7 +210,7 @@ def _label(value: Any, where: str) -> float:
 
 
 def read_human_labels(source: Any) -> pd.DataFrame:
-    """Human labels as a table of ``case_id``, ``human_label`` (1.0/0.0) and, when given, ``trial`` and ``metric``.
+    """Human labels as a table of ``case_id``, ``human_label`` (1.0/0.0) and, when given, ``trial``, ``metric`` and ``agent``.
 
     ``source``: a CSV, JSONL or JSON file, a DataFrame, a list of row dicts, or ``{case_id: label}``.
     """
@@ -247,7 +247,7 @@ def read_human_labels(source: Any) -> pd.DataFrame:
     table = table.assign(case_id=table["case_id"].astype(str))
     # Rows are numbered as a spreadsheet shows them: header is row 1.
     table["human_label"] = [_label(v, f"{where} row {i + 2}") for i, v in enumerate(table["human_label"])]
-    columns = [c for c in ("case_id", "trial", "metric", "human_label") if c in table]
+    columns = [c for c in ("case_id", "trial", "metric", "agent", "human_label") if c in table]
     return table[columns]
 
 
