@@ -50,6 +50,7 @@ _LAZY = {
     "Comparison": ".comparison",
     "RunConfig": ".core.data.config",
     "StatsConfig": ".core.stats.config",
+    "panel_report": ".core.stats.panel",
     "EvalTask": ".evaluation",
     "acompare": ".evaluation",
     "aevaluate": ".evaluation",
@@ -84,6 +85,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from .core.results.result import EvalResult
     from .core.score.matching import ToolCallMatcher
     from .core.stats.config import StatsConfig
+    from .core.stats.panel import panel_report
     from .evaluation import EvalTask, acompare, aevaluate, compare, evaluate
     from .executors import RayExecutor
     from .formats import export_scores, load_dataset, load_traces, to_adk_evalset
