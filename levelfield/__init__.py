@@ -127,6 +127,7 @@ __all__ = [
     "Comparison",
     "RunConfig",
     "StatsConfig",
+    "panel_report",
     "report",
     "RayExecutor",
     "EvalTask",

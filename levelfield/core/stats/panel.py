@@ -166,7 +166,7 @@ class PanelReport:
                             for j in range(len(self.judges)))
             lines.append(f"    {name:<{width}}{cells}")
         if not self.labelled:
-            lines.append(f"  effective independent votes: not measured: it needs human labels (human_labels=...); "
+            lines.append("  effective independent votes: not measured: it needs human labels (human_labels=...); "
                          "without them an error the whole panel shares looks like a right answer")
         else:
             lines.append(f"  effective independent votes: {_num(self.effective_votes)} of {self.votes} "
