@@ -90,7 +90,7 @@ class PanelSubset:
 
     def describe(self, unit: str) -> str:
         times = f"{self.samples} sample" + ("s" if self.samples > 1 else "")
-        return f"{' + '.join(self.judges)} × {times}: {_pct(self.agreement)} agreement, {self.cost:,.4g} {unit} a row"
+        return f"{' + '.join(self.judges)} × {times}: {_pct(self.agreement)} agreement, {_cost(self.cost, unit)} a row"
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,7 @@ class PanelReport:
     best: PanelSubset
     """The subset with the highest agreement (the cheapest of those)."""
     cost_unit: str
+    """``"tokens"``, ``"calls"`` (recorded), or ``"given"`` (``costs={...}``, in the caller's unit)."""
     subsets_tried: int
     notes: tuple[str, ...] = ()
 
@@ -197,6 +198,14 @@ class PanelReports(dict):
         for report in self.values():
             out.update(report.summary_items())
         return out
+
+
+def _cost(value: float, unit: str) -> str:
+    if unit == "given":  # costs={...}: the caller's own unit
+        return f"{value:,.4g}"
+    if unit in ("calls", "tokens") and value == 1:
+        unit = unit[:-1]
+    return f"{value:,.4g} {unit}"
 
 
 def _pct(value: float) -> str:
@@ -525,7 +534,7 @@ def _costs(
         bad = [n for n, c in costs.items() if isinstance(c, bool) or not isinstance(c, (int, float)) or not c >= 0]
         if bad:
             raise ConfigError(f"panel_report: costs= for {', '.join(bad)} must be numbers >= 0")
-        return [float(costs[n]) for n in names], "cost"
+        return [float(costs[n]) for n in names], "given"
     calls = {n: 0.0 for n in names}
     tokens: dict[str, float | None] = {n: 0.0 for n in names}
     paid = {n: 0 for n in names}
