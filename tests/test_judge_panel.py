@@ -337,3 +337,22 @@ def test_bad_panel_report_requests_say_what_is_wrong():
     with pytest.raises(lf.DatasetError, match="human labels name 1 case"):
         lf.panel_report(panel, human_labels={"c99": 1})
     assert lf.panel_report(panel, target_agreement=1)["korrekt"].target_agreement == 1.0
+
+
+# -- the HTML report ---------------------------------------------------------------------------------
+
+
+def test_the_html_report_has_a_panels_section_only_when_a_metric_was_judged_by_a_panel():
+    from levelfield.report import render_report
+
+    def other(prompt: str) -> str:
+        return agent(prompt).replace("Lisboa", "Porto")
+
+    panel = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[truthful, lenient, flaky], cache=False)
+    html = render_report(lf.compare(ROWS, {"erste": agent, "zweite": other}, [panel], progress=False))
+    assert '<section id="panels"><h2>Panels of judges</h2>' in html and '<a href="#panels">Panels</a>' in html
+    assert "korrekt: a panel of 3 judges × 1 sample, 8 rows (8 with human labels)" in html
+    assert html.count("effective independent votes:") == 2  # one report per agent
+    single = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, truthful, cache=False)
+    plain = render_report(lf.compare(ROWS, {"erste": agent, "zweite": other}, [single], progress=False))
+    assert 'id="panels"' not in plain and "#panels" not in plain
