@@ -356,3 +356,38 @@ def test_the_html_report_has_a_panels_section_only_when_a_metric_was_judged_by_a
     single = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, truthful, cache=False)
     plain = render_report(lf.compare(ROWS, {"erste": agent, "zweite": other}, [single], progress=False))
     assert 'id="panels"' not in plain and "#panels" not in plain
+
+
+def test_adks_judged_criteria_refuse_a_panel_instead_of_ignoring_it():
+    with pytest.raises(MetricError, match=r"take one judge \(judge=, with num_samples=\); a panel of judges"):
+        lf.metrics.adk.final_response_match_v2(judges=[truthful, lenient])
+    with pytest.raises(MetricError, match="a panel of judges"):
+        lf.metrics.adk.safety_v1(judges=[truthful, lenient])
+
+
+RATED = lf.metrics.PointwiseMetricPromptTemplate(
+    criteria={"Useful": "How useful is the answer?"}, rating_rubric={str(k): f"{k} of 5" for k in range(1, 6)},
+    input_variables=["prompt", "response"])
+
+
+def test_a_panel_rating_one_to_five_is_reported_against_its_majority_and_refuses_pass_fail_labels():
+    def generous(prompt):
+        return json.dumps({"score": "5", "explanation": "ótimo"})
+
+    def exact(prompt):
+        return json.dumps({"score": str(case_of(prompt) % 5 + 1), "explanation": "genau"})
+
+    def half(prompt):
+        i = case_of(prompt)
+        return json.dumps({"score": str(i % 5 + 1 if i % 2 else 5), "explanation": "半分"})
+
+    metric = lf.metrics.PointwiseMetric("nuetzlich", RATED, judges=[generous, exact, half], cache=False)
+    rows = [{k: v for k, v in r.items() if k != "human_label"} for r in ROWS]
+    result = lf.evaluate(rows, agent, [metric], progress=False)
+    assert metric.aggregation == "mean"
+    report = lf.panel_report(result, target_agreement=0.75)["nuetzlich"]
+    by = {s.name: s.agreement_with_panel for s in report.standings}
+    # The panel's majority rating: the modal one of three; "half" agrees with it on every row.
+    assert by["half"] == 1.0 and report.cheapest.judges == ("half",)
+    with pytest.raises(MetricError, match=r"metric 'nuetzlich': human labels are pass/fail, but its judges' ratings are \[2.0, 3.0"):
+        lf.panel_report(result, human_labels={r["case_id"]: 1 for r in ROWS})

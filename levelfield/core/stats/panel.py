@@ -27,7 +27,8 @@ back and reports, per panel metric:
   else its calls per vote (retries included; cached answers cost nothing and are left out), or
   what ``costs={name: cost per vote}`` says.
 
-Majorities and ties: a set of votes' verdict is its most common rating; a tie is read as an even
+Majorities and ties: a set of votes' verdict is its most common rating (also for a metric whose
+score is the votes' mean, e.g. a 1-5 rubric: the report compares ratings, not means); a tie is read as an even
 chance of each tied rating (as the metric's score, a pass/fail tie scores 0.5). Two verdicts agree
 by ``1 − total variation distance`` of these chances: 1 when both are the same rating, 0.5 between
 a tie and one of its ratings, 1 between equal ties. A subset with no vote on a row agrees 0 there.
