@@ -62,13 +62,14 @@ def test_samples_repeating_a_judge_add_no_independent_votes():
     # 3 judges × 3 samples at temperature 0: 9 votes, worth what the 3 judges are.
     rng = np.random.default_rng(7)
     votes, truth = simulate(rng, 3000, 3, 0.2, 0.3, samples=3)
-    report = analyse_panel(votes, names(3), human=truth)
+    report = analyse_panel(votes, names(3), human=truth, target_agreement=0.78)
     known = 3 / (1 + 2 * 0.3)
     assert report.votes == 9
     assert report.effective_votes == pytest.approx(known, rel=0.10)
     assert report.effective_judges == pytest.approx(known, rel=0.10)
-    # Against humans, a judge's extra samples buy nothing: the cheapest subset asks each judge once.
-    assert report.cheapest is None or report.cheapest.samples == 1
+    # Against humans, a judge's extra samples buy nothing: the cheapest way to 78 % asks one judge once.
+    assert report.cheapest.samples == 1 and len(report.cheapest.judges) == 1
+    assert report.full.samples == 3 and report.full.cost == 9.0
 
 
 def test_a_correlated_three_judge_panel_is_worth_fewer_than_three_votes_and_a_cheaper_subset_does():
