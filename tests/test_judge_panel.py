@@ -41,6 +41,22 @@ def simulate(rng, rows, judges, err, rho, samples=1):
     return np.repeat(votes[..., None], samples, axis=2), truth
 
 
+def simulate_samples(rng, rows, judges, samples, err, rho_between, c_within):
+    """A latent panel whose samples differ: a vote copies the row's shared error with probability
+    c_b = √ρ_b, else its judge's own error on the row with probability c_w, else errs on its own.
+    Votes of two judges then correlate ρ_b; two samples of one judge ρ_b + (1 − c_b)²·c_w²."""
+    c_b = math.sqrt(rho_between)
+    truth = (rng.random(rows) < 0.5).astype(float)
+    shared = rng.random(rows) < err
+    judge_err = rng.random((rows, judges)) < err
+    own = rng.random((rows, judges, samples)) < err
+    pick = rng.random((rows, judges, samples))
+    pick_w = rng.random((rows, judges, samples)) < c_within
+    error = np.where(pick < c_b, shared[:, None, None], np.where(pick_w, judge_err[..., None], own))
+    within = rho_between + (1 - c_b) ** 2 * c_within ** 2
+    return np.abs(truth[:, None, None] - error), truth, within
+
+
 def names(n):
     return [f"j{i}" for i in range(n)]
 
@@ -70,6 +86,18 @@ def test_samples_repeating_a_judge_add_no_independent_votes():
     # Against humans, a judge's extra samples buy nothing: the cheapest way to 78 % asks one judge once.
     assert report.cheapest.samples == 1 and len(report.cheapest.judges) == 1
     assert report.full.samples == 3 and report.full.cost == 9.0
+
+
+def test_effective_votes_of_judges_times_samples_within_ten_percent_of_the_known_value():
+    rng = np.random.default_rng(23)
+    for _ in range(4):
+        votes, truth, within = simulate_samples(rng, 3000, 3, 3, 0.2, 0.25, 0.7)
+        n, pairs = 9, 36
+        mean_rho = (3 * 3 * within + 27 * 0.25) / pairs  # 9 pairs within a judge, 27 across judges
+        known = n / (1 + (n - 1) * mean_rho)
+        report = analyse_panel(votes, names(3), human=truth)
+        assert report.effective_votes == pytest.approx(known, rel=0.10)
+        assert report.effective_judges < 3
 
 
 def test_a_correlated_three_judge_panel_is_worth_fewer_than_three_votes_and_a_cheaper_subset_does():
@@ -288,6 +316,39 @@ def test_a_panel_with_a_real_chat_model_client_on_a_local_openai_stand_in():
     assert report.cost_unit == "calls"
     assert report.cheapest.judges == ("openai",) and report.cheapest.agreement == 1.0
     assert report.full.agreement == pytest.approx(0.75)  # odd rows tie 0/1: half right
+
+
+class Counted:
+    """The truthful judge, counting its calls (in a private attribute: not part of what the cache is keyed by)."""
+
+    __name__ = "counted"
+
+    def __init__(self):
+        self._asked = []
+        self._lock = threading.Lock()
+
+    def __call__(self, prompt):
+        with self._lock:
+            self._asked.append(prompt)
+        return truthful(prompt)
+
+
+def test_a_cached_panel_rerun_asks_no_judge_again_and_keeps_each_judges_votes(tmp_path):
+    counted = Counted()
+    asked = counted._asked
+
+    def build():
+        return lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[counted, lenient], cache=tmp_path / "cache")
+
+    first = lf.evaluate(ROWS, agent, [build()], progress=False)
+    assert len(asked) == 8
+    again = lf.evaluate(ROWS, agent, [build()], progress=False)
+    assert len(asked) == 8  # every answer from the cache, each judge's under its own key
+    key = "korrekt/judge/counted/votes"
+    assert [s[key] for s in again.scores] == [s[key] for s in first.scores] == [[float(i % 2 == 0)] for i in range(8)]
+    assert [s["korrekt/judge/lenient/votes"] for s in again.scores] == [[1.0]] * 8
+    assert all(s["korrekt/judge/counted/calls"] == 0 for s in again.scores)
+    assert lf.panel_report(again)["korrekt"].cost_unit == "calls"  # nothing paid: one call a vote assumed
 
 
 # -- bad input -------------------------------------------------------------------------------------
