@@ -273,8 +273,10 @@ def test_the_panel_report_of_an_evaluation_against_the_datasets_human_labels():
     by = {s.name: s for s in report.standings}
     assert by["truthful"].accuracy == 1.0 and by["lenient"].accuracy == 0.5
     assert (by["flaky"].voted, by["flaky"].failed, by["flaky"].accuracy) == (6, 2, 1.0)
-    # truthful never errs: its error correlation is undefined, and said as such.
-    assert math.isnan(report.judge_correlation[0, 1])
+    # truthful and flaky never err: their error correlations are undefined, and so are the effective votes, as said.
+    assert math.isnan(report.judge_correlation[0, 1]) and math.isnan(report.effective_votes)
+    assert "truthful, flaky never or always erred on the labelled rows" in str(report)
+    assert "effective independent votes: not measured for these 3 votes (see the note)" in str(report)
     # One function call a vote each: the truthful judge alone reaches 90 % against the humans, at a third of the cost.
     assert report.cost_unit == "calls"
     assert report.cheapest.judges == ("truthful",) and report.cheapest.cost == 1.0 and report.full.cost == 3.0

@@ -20,7 +20,9 @@ back and reports, per panel metric:
   correlation matrix R, with ρ̄ the mean off-diagonal entry). It is the variance of the mean of
   n equally noisy votes, ``σ²·(1 + (n − 1)·ρ̄)/n``, set equal to that of n_eff independent ones.
   The votes are every judge × sample; with ``num_samples > 1`` the judges alone (each by its
-  majority over its samples) are reported too. Without labels it is not given (NaN);
+  majority over its samples) are reported too. It is not given (NaN) without labels, nor when
+  some pair's correlation cannot be measured (a judge that never errs on the labelled rows): the
+  report names those judges;
 - the **cheapest subset** (judges × the first s samples of each) whose majority reaches
   ``target_agreement`` with the reference: the human labels when given, else the full panel's
   majority. Cost per vote is a judge's recorded tokens per vote when every judge reports tokens,
@@ -170,6 +172,8 @@ class PanelReport:
         if not self.labelled:
             lines.append("  effective independent votes: not measured: it needs human labels (human_labels=...); "
                          "without them an error the whole panel shares looks like a right answer")
+        elif math.isnan(self.effective_votes):
+            lines.append(f"  effective independent votes: not measured for these {self.votes} votes (see the note)")
         else:
             lines.append(f"  effective independent votes: {_num(self.effective_votes)} of {self.votes} "
                          f"(mean pairwise error correlation {_num(self.mean_vote_correlation)}; n / (1 + (n − 1)·ρ̄))")
@@ -266,12 +270,12 @@ def _correlations(errors: np.ndarray, min_rows: int = 3) -> np.ndarray:
 
 
 def _mean_off_diagonal(matrix: np.ndarray) -> float:
+    """The mean pairwise correlation; NaN when any pair has none (a mean of the rest would speak for pairs not measured)."""
     m = matrix.shape[0]
     if m < 2:
         return math.nan
     values = matrix[np.triu_indices(m, k=1)]
-    values = values[~np.isnan(values)]
-    return float(values.mean()) if values.size else math.nan
+    return math.nan if np.isnan(values).any() else float(values.mean())
 
 
 def analyse_panel(
@@ -388,8 +392,14 @@ def analyse_panel(
         notes.append("subsets are measured against the full panel's majority, errors against the human labels")
     if n_judges > EXHAUSTIVE_JUDGES:
         notes.append(f"more than {EXHAUSTIVE_JUDGES} judges: subsets of up to {_SMALL_SUBSETS} judges and the full panel were tried")
-    if n_judges > 1 and math.isnan(mean_judge):
-        notes.append("no pair of judges has an error correlation (too few rows, or a judge that never or always errs)")
+    constant = [names[j] for j in range(n_judges)
+                if (~np.isnan(judge_errors[err_rows, j])).sum() < 3 or np.nanstd(judge_errors[err_rows, j]) == 0]
+    if n_judges * n_samples > 1 and (math.isnan(mean_vote) or math.isnan(mean_judge)):
+        where = "on the labelled rows" if labelled else "against the panel's majority"
+        why = (f"{', '.join(constant)} never or always erred {where} (or voted on fewer than 3 rows), so "
+               "no error correlation with them can be measured" if constant
+               else "some pairs of votes share fewer than 3 rows or never or always err together")
+        notes.append(f"{why}; the effective votes need every pair's (label more rows)" if labelled else why)
     return PanelReport(
         metric=metric, judges=tuple(names), samples=n_samples, rows=rows, labelled=labelled,
         errors_against="humans" if labelled else "panel", standings=tuple(standings),
