@@ -455,3 +455,13 @@ def test_a_panel_rating_one_to_five_is_reported_against_its_majority_and_refuses
     assert by["half"] == 1.0 and report.cheapest.judges == ("half",)
     with pytest.raises(MetricError, match=r"metric 'nuetzlich': human labels are pass/fail, but its judges' ratings are \[2.0, 3.0"):
         lf.panel_report(result, human_labels={r["case_id"]: 1 for r in ROWS})
+
+
+def test_a_saved_and_reloaded_result_gives_the_same_panel_report(tmp_path):
+    from levelfield.core.results.result import EvalResult
+
+    metric = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[truthful, lenient, flaky], cache=False)
+    result = lf.evaluate(ROWS, agent, [metric], progress=False, out=tmp_path / "run")
+    back = EvalResult.load(tmp_path / "run")  # no metric objects: the panel is read from the rows' columns
+    assert back.scores[2]["korrekt/judge/flaky/votes"] == [None]
+    assert str(lf.panel_report(back)) == str(lf.panel_report(result))
