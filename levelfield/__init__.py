@@ -52,6 +52,7 @@ _LAZY = {
     "rows_to_label": ".core.stats.certify",
     "RunConfig": ".core.data.config",
     "StatsConfig": ".core.stats.config",
+    "panel_report": ".core.stats.panel",
     "EvalTask": ".evaluation",
     "acompare": ".evaluation",
     "aevaluate": ".evaluation",
@@ -87,6 +88,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from .core.score.matching import ToolCallMatcher
     from .core.stats.certify import certify_judge, rows_to_label
     from .core.stats.config import StatsConfig
+    from .core.stats.panel import panel_report
     from .evaluation import EvalTask, acompare, aevaluate, compare, evaluate
     from .executors import RayExecutor
     from .formats import export_scores, load_dataset, load_traces, to_adk_evalset
@@ -130,6 +132,7 @@ __all__ = [
     "rows_to_label",
     "RunConfig",
     "StatsConfig",
+    "panel_report",
     "report",
     "RayExecutor",
     "EvalTask",

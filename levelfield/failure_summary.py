@@ -163,6 +163,9 @@ class UnreadableJudge:
 
 
 def _judge_label(metric: Any) -> str:
+    panel = getattr(metric, "panel", ())
+    if panel:  # judges=[...]: every judge of the panel answered unreadably on those rows
+        return "panel of " + ", ".join(p.name for p in panel)
     judge = getattr(metric, "judge", None)
     label = getattr(judge, "label", None)
     return label if isinstance(label, str) else repr(judge)

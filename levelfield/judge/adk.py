@@ -307,6 +307,9 @@ class AdkJudged(JudgedMetric, Metric):
 
 def _judging(options: Mapping[str, Any], samples: int) -> dict[str, Any]:
     """The judge keywords every factory takes, with their defaults."""
+    if "judges" in options:  # a panel is not silently reduced to nothing
+        raise MetricError("ADK's and Vertex's judged criteria take one judge (judge=, with num_samples=); a panel of "
+                          "judges (judges=[...]) is for lf.metrics.PointwiseMetric and lf.metrics.judged.*")
     return {
         "num_samples": options.get("num_samples", samples),
         "cache": options.get("cache", True),

@@ -37,6 +37,7 @@ from .client import (
     resolve_cache,
     resolve_judge,
 )
+from .panel import PanelJudge, panel_verdict, resolve_panel
 from .prompts import (
     PairwiseMetricPromptTemplate,
     PointwiseMetricPromptTemplate,
@@ -130,6 +131,9 @@ class JudgedMetric:
     """How samples combine: ``"majority"`` (a tie between verdicts gives their mean) or ``"mean"``."""
     expected_answer: str = "an answer in the format the prompt asks for"
     """The answer format the metric reads, as said in errors and warnings (with a literal example)."""
+    panel: tuple[PanelJudge, ...] = ()
+    """The judges of a panel (``judges=[...]``), each asked ``num_samples`` times; empty for one judge.
+    With a panel, ``judge`` is its first judge (see :mod:`levelfield.judge.panel`)."""
 
     def _setup_judging(
         self,
@@ -142,6 +146,7 @@ class JudgedMetric:
         backoff: float,
         timeout: float | None,
         structured_output: bool | None,
+        judges: Any = None,
     ) -> None:
         if not isinstance(num_samples, int) or num_samples < 1:
             raise MetricError(f"metric {self.name!r}: num_samples must be a positive int, got {num_samples!r}")
@@ -152,6 +157,9 @@ class JudgedMetric:
             "timeout": timeout,
             "structured_output": structured_output,
         }
+        if judges is not None:
+            self.panel = resolve_panel(judges, metric=self.name, judge=judge, **self._judge_settings)
+            judge = self.panel[0].judge
         # Without a judge of its own, the metric takes the run's (evaluate/compare/check_eval judge=...).
         self.judge = None if judge is None else resolve_judge(judge, metric=self.name, **self._judge_settings)
         self.num_samples = num_samples
@@ -163,16 +171,23 @@ class JudgedMetric:
             self.judge = resolve_judge(judge, metric=self.name, **self._judge_settings)
 
     async def ask(
-        self, prompts: Sequence[str], schema: dict[str, Any], read: Callable[[JudgeReply], Reading | None]
+        self,
+        prompts: Sequence[str],
+        schema: dict[str, Any],
+        read: Callable[[JudgeReply], Reading | None],
+        judge: Judge | None = None,
     ) -> list[JudgeReply]:
-        """One reply per prompt (one prompt per sample); ``read(reply)`` decides which answers are worth caching."""
+        """One reply per prompt (one prompt per sample); ``read(reply)`` decides which answers are worth caching.
+
+        ``judge``: a judge of the metric's panel (default: the metric's judge)."""
         if self.judge is None:
             self.use_default_judge(None)  # raises: says how to give a judge
+        asked = judge or self.judge
         # Each sample is its own cache entry, so a re-run replays all n answers.
         return list(
             await asyncio.gather(
                 *(
-                    self.judge.ask(
+                    asked.ask(
                         p,
                         schema,
                         cache=self.cache,
@@ -275,6 +290,10 @@ class PointwiseMetric(JudgedMetric, Metric):
     A two-rating rubric (pass/fail) also keeps ``<metric>/p``: the judge's probability of a pass, from
     a probability stated in its answer or the log-probabilities of its verdict token (NaN when it
     gives neither; see :mod:`levelfield.judge.probability`).
+    ``judges=[a, b, c]`` (or ``{name: judge}``) instead of ``judge=`` asks a panel: every judge
+    ``num_samples`` times, each answer a vote, the score the votes' majority; each judge's votes
+    are kept per row (see :mod:`levelfield.judge.panel`, and ``lf.panel_report`` for what the
+    panel is worth).
     The other keywords configure the judge (see :class:`Judge`) and the cache (True, False, a
     directory, or a :class:`JudgeCache`).
     """
@@ -296,6 +315,7 @@ class PointwiseMetric(JudgedMetric, Metric):
         backoff: float = JUDGE_BACKOFF,
         timeout: float | None = JUDGE_TIMEOUT,
         structured_output: bool | None = None,
+        judges: Any = None,
     ) -> None:
         if not isinstance(metric, str) or not metric:
             raise MetricError(f"PointwiseMetric needs a metric name, got {metric!r}")
@@ -323,6 +343,7 @@ class PointwiseMetric(JudgedMetric, Metric):
             backoff=backoff,
             timeout=timeout,
             structured_output=structured_output,
+            judges=judges,
         )
 
     def _rubric_scores(self, owner: str, rubric_scores: Mapping[str, float] | None) -> dict[str, float] | None:
@@ -354,6 +375,9 @@ class PointwiseMetric(JudgedMetric, Metric):
     async def ascore(self, ctx: ScoringContext) -> Score:
         """Ask the judge ``num_samples`` times about this row and combine the ratings."""
         prompt = self.render(ctx)
+        if self.panel:
+            asked = [self.ask([prompt] * self.num_samples, self._schema, self.read, judge=p.judge) for p in self.panel]
+            return panel_verdict(self, await asyncio.gather(*asked), self.read)
         replies = await self.ask([prompt] * self.num_samples, self._schema, self.read)
         readings = [self.read(r) if r.error is None else None for r in replies]
         score = self.verdict(replies, readings)
@@ -373,6 +397,9 @@ class PointwiseMetric(JudgedMetric, Metric):
         return run_coroutine(self.ascore(ctx))
 
     def __repr__(self) -> str:
+        if self.panel:
+            names = [p.name for p in self.panel]
+            return f"PointwiseMetric(metric={self.name!r}, judges={names!r}, num_samples={self.num_samples})"
         return f"PointwiseMetric(metric={self.name!r}, judge={self.judge!r}, num_samples={self.num_samples})"
 
 

@@ -876,6 +876,29 @@ def _noise_section(cmp: Comparison) -> str:
             "The advice weighs what each narrows against what it costs (a run and a judge call counted alike).</p></section>")
 
 
+def _panel_section(cmp: Comparison) -> str:
+    """What each panel of judges is worth (``lf.panel_report``), for every agent judged by a panel."""
+    from ..core.errors import LevelfieldError
+    from ..core.stats.panel import panel_metrics, panel_report
+
+    items = []
+    for agent, result in cmp.results.items():
+        if getattr(result, "streamed", False) or not panel_metrics(result):
+            continue
+        try:
+            text = str(panel_report(result))
+        except LevelfieldError as exc:  # e.g. the dataset's human_label field cannot be read: say so here
+            text = f"no panel report: {exc}"
+        items.append(f"<li><b>{_esc(agent)}</b><pre>{_esc(text)}</pre></li>")
+    if not items:
+        return ""
+    return ('<section id="panels"><h2>Panels of judges</h2><ul class="verdict">' + "".join(items)
+            + '</ul><p class="muted">A panel\'s votes are worth n / (1 + (n − 1)·ρ̄) independent ones, ρ̄ the mean '
+            "correlation of their errors against the human labels (the dataset's human_label field); the cheapest "
+            "subset is the cheapest set of judges × samples whose majority reaches 95% agreement with the humans, "
+            "or without labels with the full panel. See docs/judges.md.</p></section>")
+
+
 def report_sections(
     cmp: Comparison, *, cases: str | None = None, case_link: Callable[[str], str] | None = None
 ) -> tuple[str, str]:
@@ -891,6 +914,7 @@ def report_sections(
     cost = _cost_section(cmp)
     robust = _robustness_section(cmp)
     judges = judge_section(cmp)
+    panels = _panel_section(cmp)
     body = [
         _verdict_section(cmp),
         _policy_note(cmp),
@@ -903,6 +927,7 @@ def report_sections(
         robust,
         _noise_section(cmp),
         judges,
+        panels,
         failures,
         limited,
         _tools_section(cmp),
@@ -918,6 +943,7 @@ def report_sections(
         + ('<a href="#pairwise">Pairwise</a>' if multi else "")
         + ('<a href="#robustness">How it holds up</a>' if robust else "")
         + ('<a href="#judges">Judges</a>' if judges else "")
+        + ('<a href="#panels">Panels</a>' if panels else "")
         + ('<a href="#failures">Failures</a>' if failures else "")
         + ('<a href="#limits">Rate limits</a>' if limited else "")
         + '<a href="#cases">Cases</a><a href="#glossary">Glossary</a></nav>'
