@@ -467,13 +467,15 @@ async def acompare(
     judge: Any = None,
     tools: Any = None,
     faults: Any = None,
+    allow_different_evaluators: bool = False,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Async twin of :func:`compare` (the same arguments, the same result)."""
     return await _short_errors_async(_compare(dataset, agents, metrics, config=config, stats=stats, baseline=baseline,
                                               fail_if_worse=fail_if_worse, stop_early=stop_early, simulator=simulator,
                                               experiment=experiment, judge=judge, tools=tools, faults=faults,
-                                              options=dict(options)))
+                                              options=dict(options),
+                                              allow_different_evaluators=allow_different_evaluators))
 
 
 def compare(
@@ -491,6 +493,7 @@ def compare(
     judge: Any = None,
     tools: Any = None,
     faults: Any = None,
+    allow_different_evaluators: bool = False,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Run every agent on every case of ``dataset`` and score them with the same metrics.
@@ -503,7 +506,10 @@ def compare(
     alpha, margin); by default a failed run scores 0 and the paired test is exact McNemar for 0/1
     metrics, Wilcoxon otherwise.
     ``baseline``: saved runs that join as one more agent without running again (an earlier ``out``
-    folder, an ``EvalResult`` or ``{"main": folder}``), paired by case id and trial.
+    folder, an ``EvalResult`` or ``{"main": folder}``), paired by case id and trial. Its judged scores
+    are kept only when the same evaluators gave them (judge model and settings, prompt, rubrics, metric
+    version; see ``result.evaluators``); otherwise the comparison is refused naming what differs, unless
+    ``allow_different_evaluators=True``, which warns and labels the comparison (``cmp.evaluator_notes``).
     ``fail_if_worse=["metric", ...]`` raises ``RegressionError`` when an agent is significantly worse
     than the baseline (Holm-adjusted p < ``stats.alpha``, by more than ``stats.margin``).
     ``stop_early=True`` (or a metric name; default the first metric) runs the cases in a random order
@@ -518,7 +524,7 @@ def compare(
     return _short_errors(lambda: run_coroutine(acompare(
         dataset, agents, metrics, config=config, stats=stats, baseline=baseline, fail_if_worse=fail_if_worse,
         stop_early=stop_early, simulator=simulator, experiment=experiment, judge=judge, tools=tools, faults=faults,
-        **options)))
+        allow_different_evaluators=allow_different_evaluators, **options)))
 
 
 FAULTED_FOLDER = "faulted"
@@ -528,7 +534,7 @@ FAULTED_FOLDER = "faulted"
 async def _compare_clean_and_faulted(
     dataset: Any, agents: Any, metrics: Any, *, cfg: RunConfig, settings: StatsConfig, baseline: Any,
     fail_if_worse: Any, stop_early: bool | str, simulator: Any, experiment: str | None, judge: Any, tools: Any,
-    faults: Any, kind: str,
+    faults: Any, kind: str, allow_different_evaluators: bool = False,
 ) -> Comparison:
     """Every agent run on the same cases clean (``tools`` alone) and under ``faults`` (on top of ``tools``):
     the clean comparison is the one returned (its verdict, summary and gate are the agents' quality),
@@ -543,7 +549,7 @@ async def _compare_clean_and_faulted(
     faulted_cfg = cfg if cfg.out_dir is None else cfg.replace(out=cfg.out_dir / FAULTED_FOLDER)
     clean = await _compare(dataset, agents, metrics, config=cfg, stats=settings, baseline=baseline, fail_if_worse=None,
                            stop_early=False, simulator=simulator, experiment=None, judge=judge, tools=tools, faults=None,
-                           options={}, kind=kind)
+                           options={}, kind=kind, allow_different_evaluators=allow_different_evaluators)
     faulted = await _compare(dataset, agents, metrics, config=faulted_cfg, stats=settings, baseline=None,
                              fail_if_worse=None, stop_early=False, simulator=simulator, experiment=None, judge=judge,
                              tools=tools, faults=faults, options={}, kind=kind, paired_with_clean=False)
@@ -559,13 +565,13 @@ async def _compare_clean_and_faulted(
 def compare_as(kind: str, dataset: Any, agents: Mapping[str, Any] | Sequence[Any], metrics: Sequence[str | Metric] | None,
                *, config: RunConfig | None = None, stats: StatsConfig | None = None, baseline: Any = None,
                stop_early: bool | str = False, simulator: Any = None, experiment: str | None = None,
-               tools: Any = None, faults: Any = None) -> Comparison:
+               tools: Any = None, faults: Any = None, allow_different_evaluators: bool = False) -> Comparison:
     """:func:`compare`, with the run recorded as made by ``kind`` (the record's ``run_kind``): the
     command line's ``eval --agent`` runs its one agent through here as ``evaluate``. Not public."""
     return _short_errors(lambda: run_coroutine(_short_errors_async(_compare(
         dataset, agents, metrics, config=config, stats=stats, baseline=baseline, fail_if_worse=None,
         stop_early=stop_early, simulator=simulator, experiment=experiment, tools=tools, faults=faults, options={},
-        kind=kind))))
+        kind=kind, allow_different_evaluators=allow_different_evaluators))))
 
 
 async def _compare(
@@ -586,6 +592,7 @@ async def _compare(
     options: dict[str, Any],
     kind: str = "compare",
     paired_with_clean: bool = True,
+    allow_different_evaluators: bool = False,
 ) -> Comparison:
     """The one implementation of ``compare`` and ``acompare``; ``kind`` names what made the run in its
     record (``evaluate`` when the command line's ``eval --agent`` runs one agent through here).
@@ -598,7 +605,7 @@ async def _compare(
         return await _compare_clean_and_faulted(
             dataset, agents, metrics, cfg=cfg, settings=settings, baseline=baseline, fail_if_worse=fail_if_worse,
             stop_early=stop_early, simulator=simulator, experiment=experiment, judge=judge, tools=tools,
-            faults=faults, kind=kind)
+            faults=faults, kind=kind, allow_different_evaluators=allow_different_evaluators)
     ds = load_dataset(dataset)
     resolved = resolve_metrics(metrics, judge=judge)
     runnables = _resolve_agents(agents, cfg)
@@ -613,7 +620,7 @@ async def _compare(
         from .baseline import prepare_baseline
 
         joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials,
-                                        tools=levelled.header)
+                                        tools=levelled.header, allow_different_evaluators=allow_different_evaluators)
     with holding(cfg.out_dir):  # one writer per out folder, from reading its journal to saving the results
         try:
             results = await run_and_score(ds, runnables, resolved, cfg, kind=kind, settings=settings.to_dict(),
@@ -629,6 +636,8 @@ async def _compare(
         cmp = Comparison(ds, results, resolved, trials=cfg.trials, config=cfg, stats=settings)
         cmp.kind = kind
         cmp.baseline = joined
+        if joined is not None:
+            cmp.evaluator_notes = list(joined.evaluator_notes)
         cmp.tool_levelling = levelled.report(results)
         cmp.tools_header = levelled.header
         if early is not None:
