@@ -156,9 +156,11 @@ def _options(metric: Metric) -> dict[str, Any]:
             if pname == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 continue
             for attr in (pname, f"_{pname}"):
-                if hasattr(metric, attr):
+                try:
                     args[pname] = getattr(metric, attr)
-                    break
+                except Exception:  # noqa: BLE001 - not kept under that name (or a property that raises)
+                    continue
+                break
     return {k: (list(v) if isinstance(v, tuple) else v) for k, v in args.items()
             if k not in _DESCRIBED_APART and _plain(v)}
 
@@ -172,7 +174,10 @@ def evaluator_of(metric: Metric) -> Evaluator:
     details: Mapping[str, Any] = {}
     describe = getattr(metric, "evaluator_details", None)
     if callable(describe):
-        details = describe() or {}
+        try:
+            details = describe() or {}
+        except Exception as exc:  # noqa: BLE001 - a metric that cannot describe itself must not stop a run
+            details = {"judge_model": f"<not described: {type(exc).__name__}>"}
     return Evaluator(
         metric=metric.name,
         kind=kind,
