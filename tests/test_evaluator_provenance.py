@@ -330,3 +330,28 @@ def test_mlflow_runs_carry_the_evaluator_as_params(tmp_path, monkeypatch):
     assert params["levelfield.evaluator.safety_v1.judge_model"] == "levelfield.testing.judge.scripted-judge"
     assert params["levelfield.evaluator.safety_v1.prompt_sha256"] == who.prompt_sha256
     assert params["levelfield.evaluator.word_count.version"] == "1"
+
+
+def test_watchs_mlflow_assessments_carry_the_evaluator(tmp_path):
+    pytest.importorskip("mlflow", reason="needs the mlflow extra")
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="needs the watch extra")
+    import mlflow
+
+    from levelfield.core.score.metrics.registry import resolve_metrics
+    from levelfield.watch import Watcher
+    from tests.conftest import mlflow_store
+    from tests.test_watch import PROMPTS, references, wait_for
+    from tests.test_watch_mlflow import METRICS, assessments, home_agent
+
+    with mlflow_store(tmp_path / "mlflow.db") as tracking:
+        mlflow.set_experiment("production")
+        agent = home_agent()
+        agent(PROMPTS[0])
+        tid = mlflow.get_last_active_trace_id()
+        with Watcher(METRICS, tmp_path / "out", otlp_port=None, mlflow_experiment="production",
+                     mlflow_tracking_uri=tracking, references=references(tmp_path / "refs.jsonl"), poll=0.1) as w:
+            wait_for(lambda: w.stats.mlflow_assessments == 2)
+        found = assessments(tid)["trajectory_exact_match"]
+    expected = evaluator_of(resolve_metrics(["trajectory_exact_match"])[0])
+    assert found.metadata["levelfield.evaluator.trajectory_exact_match.fingerprint"] == expected.fingerprint
+    assert found.metadata["levelfield.evaluator.trajectory_exact_match.kind"] == expected.kind
