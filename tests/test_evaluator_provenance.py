@@ -355,3 +355,17 @@ def test_watchs_mlflow_assessments_carry_the_evaluator(tmp_path):
     expected = evaluator_of(resolve_metrics(["trajectory_exact_match"])[0])
     assert found.metadata["levelfield.evaluator.trajectory_exact_match.fingerprint"] == expected.fingerprint
     assert found.metadata["levelfield.evaluator.trajectory_exact_match.kind"] == expected.kind
+
+
+def test_a_chat_model_judges_settings_are_named_when_they_differ_and_its_key_is_never_kept():
+    openai = pytest.importorskip("langchain_openai", reason="needs langchain-openai")
+    from levelfield.core.results.provenance import differences
+
+    def judge(temperature):
+        return openai.ChatOpenAI(model="gpt-4o-mini", temperature=temperature, api_key="sk-provenance-test",
+                                 base_url="http://127.0.0.1:9/v1")
+
+    cold, warm = evaluator_of(safety(judge=judge(0.0))), evaluator_of(safety(judge=judge(0.7)))
+    assert cold.judge_model == "gpt-4o-mini"
+    assert differences(cold, warm) == ["judge settings differ (settings.temperature=0.0 vs 0.7)"]
+    assert "sk-provenance-test" not in json.dumps(cold.to_dict()) and "sk-provenance-test" not in json.dumps(cold.attributes())

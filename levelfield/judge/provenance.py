@@ -20,7 +20,9 @@ from ..core.results.provenance import sha256_text
 
 __all__ = ["judged_details", "judge_details", "prompt_text", "rubrics_text", "combined_details"]
 
-_SECRET = re.compile(r"key|token|secret|password|passwd|auth|credential|header|cookie", re.IGNORECASE)
+# A setting named like a secret (api_key, access_token, default_headers...), not like a count (max_tokens).
+_SECRET = re.compile(r"(^|_)(api_?key|key|secret|password|passwd|token|auth|authorization|credentials?|cookies?|headers?)$",
+                     re.IGNORECASE)
 _TEMPLATE_CHARS = 60  # a module constant this long or longer, referred to by a metric's code, is a template text
 
 
@@ -45,6 +47,10 @@ def judge_details(judge: Any) -> dict[str, Any]:
     except ValueError:
         settings = {"identity": identity}
     if isinstance(settings, dict):
+        # The model's identifying params mostly repeat its settings: keep only what they add.
+        own = settings.get("settings") if isinstance(settings.get("settings"), dict) else {}
+        params = settings.get("params") if isinstance(settings.get("params"), dict) else {}
+        settings["params"] = {k: v for k, v in params.items() if own.get(k, object()) != v}
         settings = {k: v for k, v in settings.items() if v not in ({}, [], None)}
     return {
         "judge_model": str(getattr(judge, "label", None) or type(judge).__name__),
