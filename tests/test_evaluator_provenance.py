@@ -369,3 +369,15 @@ def test_a_chat_model_judges_settings_are_named_when_they_differ_and_its_key_is_
     assert cold.judge_model == "gpt-4o-mini"
     assert differences(cold, warm) == ["judge settings differ (settings.temperature=0.0 vs 0.7)"]
     assert "sk-provenance-test" not in json.dumps(cold.to_dict()) and "sk-provenance-test" not in json.dumps(cold.attributes())
+
+
+def test_a_judge_corrected_by_human_labels_keeps_that_record_beside_its_evaluator(tmp_path):
+    labels = {"c0": 1, "c1": 1, "c2": 0, "c3": 1}
+    result = lf.evaluate(CASES, agent, [safety()], human_labels=labels, out=tmp_path / "run", progress=False)
+    correction = result.judge_corrections["safety_v1"]
+    record = lf.EvalResult.load(tmp_path / "run").evaluators["safety_v1"].calibration
+    assert record["kind"] == "judge_correction" and record["human_labels"] == 4
+    assert record["sensitivity"] == correction.sensitivity == 1.0  # the judge said yes to all three humans' yes
+    assert record["specificity"] == correction.specificity == 0.0  # and yes to the one no
+    # Certifying a judge does not change what it measures: the run compares with an uncorrected one.
+    assert lf.EvalResult.load(tmp_path / "run").evaluators["safety_v1"].fingerprint == evaluator_of(safety()).fingerprint
