@@ -381,3 +381,15 @@ def test_a_judge_corrected_by_human_labels_keeps_that_record_beside_its_evaluato
     assert record["specificity"] == correction.specificity == 0.0  # and yes to the one no
     # Certifying a judge does not change what it measures: the run compares with an uncorrected one.
     assert lf.EvalResult.load(tmp_path / "run").evaluators["safety_v1"].fingerprint == evaluator_of(safety()).fingerprint
+
+
+def test_how_a_chat_model_judge_is_called_does_not_make_it_another_evaluator():
+    openai = pytest.importorskip("langchain_openai", reason="needs langchain-openai")
+
+    def judge(**how):
+        return openai.ChatOpenAI(model="gpt-4o-mini", temperature=0, base_url="http://127.0.0.1:9/v1", **how)
+
+    one = evaluator_of(safety(judge=judge(api_key="sk-one", max_retries=2, timeout=10)))
+    other = evaluator_of(safety(judge=judge(api_key="sk-two", max_retries=6, timeout=60)))
+    assert one.fingerprint == other.fingerprint
+    assert evaluator_of(safety(judge=judge(api_key="sk-one", max_tokens=50))).fingerprint != one.fingerprint

@@ -37,8 +37,20 @@ def _hidden(value: Any, name: str = "") -> Any:
     return value
 
 
+# Chat-model settings that change how a call is made, not what the model answers: left out of the
+# judge's identity here (the answer cache keys on every setting; comparability does not need to).
+_HOW_IT_CALLS = frozenset({
+    "max_retries", "timeout", "request_timeout", "streaming", "disable_streaming", "stream_usage", "verbose",
+    "callbacks", "callback_manager", "tags", "metadata", "cache", "rate_limiter", "http_client", "http_async_client",
+    "client", "async_client", "max_concurrency", "cacheable",
+})
+
+
 def judge_details(judge: Any) -> dict[str, Any]:
-    """``judge_model``, ``judge_settings`` and ``judge_sha256`` of a ``Judge`` (``{}`` for None)."""
+    """``judge_model``, ``judge_settings`` and ``judge_sha256`` of a ``Judge`` (``{}`` for None).
+
+    The hash is of the judge's identity (model class, settings, bound arguments, a function judge's
+    code) without the settings that only change how it is called (retries, timeouts, streaming...)."""
     if judge is None:
         return {}
     identity = str(getattr(judge, "identity", "") or "")
@@ -47,15 +59,17 @@ def judge_details(judge: Any) -> dict[str, Any]:
     except ValueError:
         settings = {"identity": identity}
     if isinstance(settings, dict):
-        # The model's identifying params mostly repeat its settings: keep only what they add.
         own = settings.get("settings") if isinstance(settings.get("settings"), dict) else {}
+        own = {k: v for k, v in own.items() if k not in _HOW_IT_CALLS and not _SECRET.search(k)}
         params = settings.get("params") if isinstance(settings.get("params"), dict) else {}
-        settings["params"] = {k: v for k, v in params.items() if own.get(k, object()) != v}
+        # The model's identifying params mostly repeat its settings: keep only what they add.
+        params = {k: v for k, v in params.items() if k not in _HOW_IT_CALLS and own.get(k, object()) != v}
+        settings = {**settings, "settings": own, "params": params}
         settings = {k: v for k, v in settings.items() if v not in ({}, [], None)}
     return {
         "judge_model": str(getattr(judge, "label", None) or type(judge).__name__),
         "judge_settings": _hidden(settings),
-        "judge_sha256": sha256_text(identity),
+        "judge_sha256": sha256_text(json.dumps(settings, sort_keys=True, default=str)),
     }
 
 

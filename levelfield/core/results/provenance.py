@@ -74,7 +74,8 @@ class Evaluator:
     judge_settings: dict[str, Any] | None = None
     """The judge model's class and settings (temperature, ...); values of secret-looking settings are hidden."""
     judge_sha256: str | None = None
-    """A hash of the judge's full identity (model class, every setting, bound arguments, a function judge's code)."""
+    """A hash of the judge's identity (model class, the settings that decide its answers, bound arguments, a
+    function judge's code); how it is called (retries, timeouts, keys) is left out."""
     prompt_sha256: str | None = None
     """The sha256 of the judge's prompt template (for prompts written in code: the template texts it uses)."""
     rubrics_sha256: str | None = None
