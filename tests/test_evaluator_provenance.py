@@ -393,3 +393,11 @@ def test_how_a_chat_model_judge_is_called_does_not_make_it_another_evaluator():
     other = evaluator_of(safety(judge=judge(api_key="sk-two", max_retries=6, timeout=60)))
     assert one.fingerprint == other.fingerprint
     assert evaluator_of(safety(judge=judge(api_key="sk-one", max_tokens=50))).fingerprint != one.fingerprint
+
+
+def test_a_databricks_judge_of_several_templates_is_described_by_all_of_them():
+    judge = ScriptedJudge(verdict=True)
+    correctness = evaluator_of(lf.metrics.databricks.correctness(judge=judge))
+    assert correctness.judge_model == "levelfield.testing.judge.scripted-judge"
+    assert correctness.prompt_sha256 is not None and correctness.rubrics_sha256 is not None
+    assert evaluator_of(lf.metrics.databricks.relevance_to_query(judge=judge)).prompt_sha256 != correctness.prompt_sha256
