@@ -21,6 +21,8 @@ from .comparison import Comparison
 from .core.data.dataset import EvalDataset
 from .core.errors import ConfigError, ConfigTypeError, LevelfieldError, RecordError
 from .core.score.metrics.base import Metric
+from .comparability import check_evaluators
+from .core.results.provenance import evaluators_of
 from .core.results.record import levelling_changes
 from .core.results.result import EvalResult
 from .core.score.batch import RunScorer
@@ -44,6 +46,9 @@ class Baseline:
     """Trials per case the baseline ran."""
     compared_trials: int = 1
     """Trials per case of the comparison it joined (baseline trials beyond these are left out)."""
+    evaluator_notes: list[str] = field(default_factory=list)
+    """What differs between the evaluators of the baseline's kept scores and this run's, when compared
+    anyway (``allow_different_evaluators=True``); and metrics whose evaluator it does not record."""
 
     def describe(self) -> str:
         """One line on how the baseline pairs with the dataset: what is missing and what is extra."""
@@ -107,7 +112,7 @@ def load_baseline(source: Any, *, name: str | None = None) -> tuple[str, EvalRes
 
 async def prepare_baseline(
     source: Any, dataset: EvalDataset, metrics: Sequence[Metric], *, taken: Sequence[str] = (), trials: int = 1,
-    tools: Mapping[str, Any] | None = None,
+    tools: Mapping[str, Any] | None = None, allow_different_evaluators: bool = False,
 ) -> Baseline:
     """Load a baseline, keep its runs of the dataset's cases and score them with ``metrics``.
 
@@ -115,6 +120,9 @@ async def prepare_baseline(
     ``trials``: trials per case of the comparison it joins.
     ``tools``: the comparison's tool levelling (``levelfield.tools``); a baseline whose runs met
     another cassette or fault schedule is refused, naming what differs.
+    ``allow_different_evaluators``: a baseline whose kept (judged) scores came from other evaluators
+    (another judge, prompt, rubric set or metric version) is refused naming what differs, unless this is
+    True: then it joins with a warning, and :attr:`Baseline.evaluator_notes` label the comparison.
     """
     name, saved, where = load_baseline(source)
     changes = levelling_changes(getattr(saved, "tools_header", None), tools)
@@ -140,9 +148,14 @@ async def prepare_baseline(
     # judged (async) metric keeps its saved scores when every kept run has one.
     keep = [m for m in metrics if getattr(m, "is_async", False) and runs and all(m.name in s for s in saved_scores)]
     rescore = [m for m in metrics if m not in keep]
+    # Kept scores were given by the baseline's evaluators: they must be this run's, or the comparison is labelled.
+    saved_evaluators = saved.evaluators
+    notes = check_evaluators(saved_evaluators, evaluators_of(keep), [m.name for m in keep],
+                             allow=allow_different_evaluators, what=f"baseline {name!r} ({where})") if keep else []
     fresh = await RunScorer(dataset, rescore).scores(runs) if rescore else [{} for _ in runs]
     rows = [{m.name: (new[m.name] if m.name in new else old[m.name]) for m in metrics if m.name in new or m.name in old}
             for old, new in zip(saved_scores, fresh)]
     result = EvalResult(dataset, runs, rows, metrics, agent_name=name)
+    result._evaluators = {**evaluators_of(rescore), **{m.name: saved_evaluators[m.name] for m in keep if m.name in saved_evaluators}}
     ran = max((r.trial for r in runs), default=0) + 1
-    return Baseline(name, result, where, missing, extra, ran, trials)
+    return Baseline(name, result, where, missing, extra, ran, trials, notes)

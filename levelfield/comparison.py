@@ -178,6 +178,9 @@ class Comparison:
         met and the agreement of trials (``levelfield.robustness.Robustness``; ``print`` it)."""
         self.saved_baseline: str | None = None
         """When loaded from a folder: the agent that was the baseline of the run that saved it."""
+        self.evaluator_notes: list[str] = []
+        """Lines that label a comparison made across different evaluators (``allow_different_evaluators=True``):
+        what differs, per metric, between the baseline's evaluators and this run's; kept in the record."""
         self._status: str | None = None  # a loaded record's status
         self.not_started: list[tuple[str, str, int]] = [k for r in self.results.values() for k in getattr(r, "not_started", ())]
         """Runs a spending limit (``max_cost_usd``) kept from starting; ``resume=True`` with a larger limit runs them."""
@@ -646,6 +649,8 @@ class Comparison:
             settings["stopped_early"] = self.stopped_early
         if self.baseline is not None:
             settings["baseline"] = self.baseline.name
+        if self.evaluator_notes:
+            settings["evaluator_notes"] = list(self.evaluator_notes)
         if self.budget is not None:
             settings["budget"] = self.budget.to_dict()
         return settings
@@ -678,7 +683,16 @@ class Comparison:
             settings=self.settings(),
             tools=self.tools_header,
             a2a_preflight=self.a2a_preflight,
+            evaluators=self.evaluators,
         )
+
+    @property
+    def evaluators(self) -> dict[str, Any]:
+        """Metric name -> the evaluator that gave its scores (``levelfield.core.results.provenance.Evaluator``):
+        the agents' run (a baseline joined with other evaluators is labelled by :attr:`evaluator_notes`)."""
+        base = self.baseline.name if self.baseline is not None else self.saved_baseline
+        ran = [r for a, r in self.results.items() if a != base] or list(self.results.values())
+        return ran[0].evaluators if ran else {}
 
     @property
     def a2a_preflight(self) -> dict[str, dict[str, Any]]:
@@ -773,6 +787,7 @@ class Comparison:
             raise RecordError(f"{record.path}: bad settings in the header ({exc})") from None
         cmp.kind = str(record.header.get("run_kind") or cmp.kind)  # saved again, it keeps what made it
         cmp.saved_baseline = settings.get("baseline")
+        cmp.evaluator_notes = [str(n) for n in settings.get("evaluator_notes") or []]
         cmp.stopped_early = settings.get("stopped_early")
         cmp.missing_runs = record.missing()
         cmp.complete = record.complete

@@ -15,7 +15,8 @@ from .core.data.textwidth import ljust, rjust, width
 from .core.results.result import FAILED_AS_ZERO, FAILED_LEFT_OUT
 from .verdict import Compared, early_stop_line, failure_rule, other_rule, verdict
 
-__all__ = ["summary_lines", "rule_line", "verdict_text", "pairwise_lines", "comparison_text", "format_comparison"]
+__all__ = ["summary_lines", "rule_line", "verdict_text", "pairwise_lines", "comparison_text", "format_comparison",
+           "evaluator_lines"]
 
 
 def num(x: Any, digits: int = 3) -> str:
@@ -143,9 +144,19 @@ def pairwise_lines(cmp: Compared, metric: str) -> list[str]:
     return lines
 
 
+def evaluator_lines(cmp: Any) -> list[str]:
+    """The label of a comparison made across different evaluators (``allow_different_evaluators=True``), one
+    line per difference; [] when the evaluators agree."""
+    notes = list(getattr(cmp, "evaluator_notes", None) or [])
+    return [f"Evaluators: {note}" for note in notes]
+
+
 def comparison_text(cmp: Compared) -> str:
     """The verdict and the summary, to read in one screen (what ``print(cmp)`` shows)."""
     lines = summary_lines(cmp)
+    labels = evaluator_lines(cmp)
+    if labels:
+        lines += ["", *labels]
     robustness = getattr(cmp, "robustness", None)
     if robustness is not None:
         lines += ["", *robustness.lines()]
@@ -165,6 +176,9 @@ def format_comparison(cmp: Compared, *, pairwise_metric: str | None = None) -> s
     levelled = tool_lines(cmp)
     if levelled:
         lines += ["", *levelled]
+    labels = evaluator_lines(cmp)
+    if labels:
+        lines += ["", *labels]
     robustness = getattr(cmp, "robustness", None)
     if robustness is not None:
         lines += ["", *robustness.lines()]

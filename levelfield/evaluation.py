@@ -489,6 +489,7 @@ async def acompare(
     faults: Any = None,
     require_certified_judge: Any = False,
     human_labels: Any = None,
+    allow_different_evaluators: bool = False,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Async twin of :func:`compare` (the same arguments, the same result)."""
@@ -497,7 +498,8 @@ async def acompare(
                                               experiment=experiment, judge=judge, tools=tools, faults=faults,
                                               options=dict(options),
                                               certify=_certify_request(require_certified_judge, human_labels,
-                                                                       fail_if_worse)))
+                                                                       fail_if_worse),
+                                              allow_different_evaluators=allow_different_evaluators))
 
 
 def compare(
@@ -517,6 +519,7 @@ def compare(
     faults: Any = None,
     require_certified_judge: Any = False,
     human_labels: Any = None,
+    allow_different_evaluators: bool = False,
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Run every agent on every case of ``dataset`` and score them with the same metrics.
@@ -529,7 +532,10 @@ def compare(
     alpha, margin); by default a failed run scores 0 and the paired test is exact McNemar for 0/1
     metrics, Wilcoxon otherwise.
     ``baseline``: saved runs that join as one more agent without running again (an earlier ``out``
-    folder, an ``EvalResult`` or ``{"main": folder}``), paired by case id and trial.
+    folder, an ``EvalResult`` or ``{"main": folder}``), paired by case id and trial. Its judged scores
+    are kept only when the same evaluators gave them (judge model and settings, prompt, rubrics, metric
+    version; see ``result.evaluators``); otherwise the comparison is refused naming what differs, unless
+    ``allow_different_evaluators=True``, which warns and labels the comparison (``cmp.evaluator_notes``).
     ``fail_if_worse=["metric", ...]`` raises ``RegressionError`` when an agent is significantly worse
     than the baseline (Holm-adjusted p < ``stats.alpha``, by more than ``stats.margin``).
     ``require_certified_judge=True`` (with ``human_labels=`` a CSV/JSONL of case_id,human_label, or the
@@ -548,7 +554,8 @@ def compare(
     return _short_errors(lambda: run_coroutine(acompare(
         dataset, agents, metrics, config=config, stats=stats, baseline=baseline, fail_if_worse=fail_if_worse,
         stop_early=stop_early, simulator=simulator, experiment=experiment, judge=judge, tools=tools, faults=faults,
-        require_certified_judge=require_certified_judge, human_labels=human_labels, **options)))
+        require_certified_judge=require_certified_judge, human_labels=human_labels,
+        allow_different_evaluators=allow_different_evaluators, **options)))
 
 
 class _CertifyRequest:
@@ -591,7 +598,7 @@ FAULTED_FOLDER = "faulted"
 async def _compare_clean_and_faulted(
     dataset: Any, agents: Any, metrics: Any, *, cfg: RunConfig, settings: StatsConfig, baseline: Any,
     fail_if_worse: Any, stop_early: bool | str, simulator: Any, experiment: str | None, judge: Any, tools: Any,
-    faults: Any, kind: str, certify: Any = None,
+    faults: Any, kind: str, certify: Any = None, allow_different_evaluators: bool = False,
 ) -> Comparison:
     """Every agent run on the same cases clean (``tools`` alone) and under ``faults`` (on top of ``tools``):
     the clean comparison is the one returned (its verdict, summary and gate are the agents' quality),
@@ -608,7 +615,7 @@ async def _compare_clean_and_faulted(
     faulted_cfg = cfg if cfg.out_dir is None else cfg.replace(out=cfg.out_dir / FAULTED_FOLDER)
     clean = await _compare(dataset, agents, metrics, config=cfg, stats=settings, baseline=baseline, fail_if_worse=None,
                            stop_early=False, simulator=simulator, experiment=None, judge=judge, tools=tools, faults=None,
-                           options={}, kind=kind)
+                           options={}, kind=kind, allow_different_evaluators=allow_different_evaluators)
     faulted = await _compare(dataset, agents, metrics, config=faulted_cfg, stats=settings, baseline=None,
                              fail_if_worse=None, stop_early=False, simulator=simulator, experiment=None, judge=judge,
                              tools=tools, faults=faults, options={}, kind=kind, paired_with_clean=False)
@@ -624,13 +631,13 @@ async def _compare_clean_and_faulted(
 def compare_as(kind: str, dataset: Any, agents: Mapping[str, Any] | Sequence[Any], metrics: Sequence[str | Metric] | None,
                *, config: RunConfig | None = None, stats: StatsConfig | None = None, baseline: Any = None,
                stop_early: bool | str = False, simulator: Any = None, experiment: str | None = None,
-               tools: Any = None, faults: Any = None) -> Comparison:
+               tools: Any = None, faults: Any = None, allow_different_evaluators: bool = False) -> Comparison:
     """:func:`compare`, with the run recorded as made by ``kind`` (the record's ``run_kind``): the
     command line's ``eval --agent`` runs its one agent through here as ``evaluate``. Not public."""
     return _short_errors(lambda: run_coroutine(_short_errors_async(_compare(
         dataset, agents, metrics, config=config, stats=stats, baseline=baseline, fail_if_worse=None,
         stop_early=stop_early, simulator=simulator, experiment=experiment, tools=tools, faults=faults, options={},
-        kind=kind))))
+        kind=kind, allow_different_evaluators=allow_different_evaluators))))
 
 
 async def _compare(
@@ -652,6 +659,7 @@ async def _compare(
     kind: str = "compare",
     paired_with_clean: bool = True,
     certify: Any = None,
+    allow_different_evaluators: bool = False,
 ) -> Comparison:
     """The one implementation of ``compare`` and ``acompare``; ``kind`` names what made the run in its
     record (``evaluate`` when the command line's ``eval --agent`` runs one agent through here).
@@ -664,7 +672,7 @@ async def _compare(
         return await _compare_clean_and_faulted(
             dataset, agents, metrics, cfg=cfg, settings=settings, baseline=baseline, fail_if_worse=fail_if_worse,
             stop_early=stop_early, simulator=simulator, experiment=experiment, judge=judge, tools=tools,
-            faults=faults, kind=kind, certify=certify)
+            faults=faults, kind=kind, certify=certify, allow_different_evaluators=allow_different_evaluators)
     ds = load_dataset(dataset)
     if certify is not None:
         certify = certify.read(ds)  # the labels read and checked against the cases before any agent runs
@@ -681,7 +689,7 @@ async def _compare(
         from .baseline import prepare_baseline
 
         joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials,
-                                        tools=levelled.header)
+                                        tools=levelled.header, allow_different_evaluators=allow_different_evaluators)
     with holding(cfg.out_dir):  # one writer per out folder, from reading its journal to saving the results
         try:
             results = await run_and_score(ds, runnables, resolved, cfg, kind=kind, settings=settings.to_dict(),
@@ -697,6 +705,8 @@ async def _compare(
         cmp = Comparison(ds, results, resolved, trials=cfg.trials, config=cfg, stats=settings)
         cmp.kind = kind
         cmp.baseline = joined
+        if joined is not None:
+            cmp.evaluator_notes = list(joined.evaluator_notes)
         cmp.tool_levelling = levelled.report(results)
         cmp.tools_header = levelled.header
         if early is not None:

@@ -11,6 +11,9 @@ one MLflow run in that experiment with:
   ``failure_rate``, latency and, when usage was reported, ``cost_usd/mean`` (with its interval),
   ``cost_usd/sum`` and judged metrics' ``<metric>/cost_usd/sum``; NaN values are left out rather
   than logged (an unknown cost: the tag ``levelfield.cost_note`` names the model without a price);
+- params: each metric's evaluator (``levelfield.evaluator.<metric>.fingerprint``, ``.version``,
+  ``.judge_model``, ``.judge_settings``, ``.prompt_sha256``, ``.rubrics_sha256``...), so a run in
+  the MLflow UI says which judge, prompt and metric version gave its scores;
 - artifacts: ``metrics_table.csv`` (that agent's rows) and ``report.html`` (the whole report).
 
 Where it goes is MLflow's own choice: ``MLFLOW_TRACKING_URI`` when set, else MLflow's local
@@ -57,6 +60,11 @@ def _metric_name(column: str) -> str:
     name = re.sub(r"pass@(\d+)", r"pass_at_\1", column)
     name = re.sub(r"pass\^(\d+)", r"pass_hat_\1", name)
     return _MLFLOW_NAME.sub("_", name)
+
+
+def _param_name(key: str) -> str:
+    """A param key MLflow accepts (letters, digits, ``_ - . / space``), at most 250 characters."""
+    return re.sub(r"[^\w\-./ ]", "_", key)[:250]
 
 
 def _experiment_id(client: Any, name: str) -> str:
@@ -117,6 +125,8 @@ def log_comparison(
                 "failed_runs": cmp.failed_runs,
                 "agents": ",".join(cmp.agents),
             }
+            for evaluator in cmp.results[agent].evaluators.values():
+                params.update({_param_name(k): v for k, v in evaluator.attributes().items()})
             metrics = [
                 Metric(_metric_name(str(k)), float(v), now, 0)
                 for k, v in cmp.summary.loc[agent].items()

@@ -423,7 +423,8 @@ def _run(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: lis
                        stats=_stats_config(args), baseline=getattr(args, "baseline", None),
                        stop_early=getattr(args, "stop_early", False),
                        simulator=getattr(args, "user_simulator", None), experiment=getattr(args, "experiment", None),
-                       tools=_tool_cassette(args), faults=_faults(args))
+                       tools=_tool_cassette(args), faults=_faults(args),
+                       allow_different_evaluators=getattr(args, "allow_different_evaluators", False))
 
 
 def _tool_cassette(args: argparse.Namespace) -> Any:
@@ -549,10 +550,15 @@ def _add_gate_options(p: argparse.ArgumentParser) -> None:
     from .judge_check import add_certify_options
 
     add_certify_options(p)
+    p.add_argument("--allow-different-evaluators", action="store_true",
+                   help="compare with a --baseline whose judged scores came from other evaluators (another judge, prompt, "
+                        "rubric set or metric version): warn and label the comparison instead of refusing")
 
 
 def _check_gate_options(args: argparse.Namespace, metrics: Sequence[Any]) -> None:
     """Refuse bad gate options before any agent runs."""
+    if getattr(args, "allow_different_evaluators", False) and not getattr(args, "baseline", None):
+        raise UsageError("--allow-different-evaluators applies to a comparison with --baseline DIR; give one or leave it out")
     gated = getattr(args, "fail_if_worse", None)
     if gated is None:
         return
@@ -640,6 +646,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
         ("--simulator", args.simulator), ("--baseline", args.baseline), ("--fail-if-worse", args.fail_if_worse),
         ("--name", args.name), ("--resume", args.resume), ("--isolation", args.isolation != "none"),
         ("--max-cost", args.max_cost is not None), ("--tools", args.tools), ("--faults", args.faults is not None),
+        ("--allow-different-evaluators", args.allow_different_evaluators),
     ) if given]
     if unused:
         raise UsageError(f"{', '.join(unused)}: only with --agent (without one, eval scores the saved predictions in the file)")

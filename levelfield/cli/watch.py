@@ -92,6 +92,9 @@ def add_watch_command(sub: Any) -> None:
                         "comma-separated; Holm-corrected across them)")
     w.add_argument("--alpha", type=probability, default=0.05, help="significance level of the drift alerts (default 0.05)")
     w.add_argument("--margin", type=number(0, what=" (metric units)"), default=0.0, help="alert only for drops beyond this margin (metric units)")
+    w.add_argument("--allow-different-evaluators", action="store_true",
+                   help="with --baseline: test windows against a baseline scored by other evaluators (another judge, "
+                        "prompt, rubric set or metric version), labelling each alert, instead of refusing")
     w.add_argument("--min-window", type=whole(1), default=20, metavar="N", help="windows with fewer scored traces are not tested")
     w.add_argument("--export-otlp", type=http_url, metavar="URL",
                    help="send scores (gen_ai.evaluation.result events) and alerts to this OTLP/HTTP endpoint")
@@ -126,6 +129,7 @@ def _watch(args: argparse.Namespace) -> int:
         alert_if_worse=args.alert_if_worse, alpha=args.alpha, margin=args.margin, min_window=args.min_window,
         export_otlp=args.export_otlp, export_mlflow=args.export_mlflow, references=args.references, fsync=not args.no_fsync,
         judge=judge_of(args), max_cost=args.max_cost, prices=args.prices,
+        allow_different_evaluators=args.allow_different_evaluators,
     )
 
     async def run() -> None:

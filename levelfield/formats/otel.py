@@ -336,6 +336,9 @@ def export_scores(result: Any, exporter: Any, *, service_name: str = "levelfield
     ``gen_ai.evaluation.result`` event per metric carrying ``gen_ai.evaluation.name``,
     ``gen_ai.evaluation.score.value`` and, when the metric explains, ``gen_ai.evaluation.explanation``.
     A NaN score (not computable, failed run) is sent with ``error.type`` saying so, not dropped.
+    Each event carries its evaluator's identity when the result knows it (``result.evaluators``):
+    ``levelfield.evaluator.<metric>.fingerprint``, ``.version``, ``.judge_model``, ``.judge_settings``,
+    ``.prompt_sha256``, ``.rubrics_sha256``... (see ``Evaluator.attributes``).
     """
     try:
         from opentelemetry import trace as otel_trace
@@ -351,6 +354,8 @@ def export_scores(result: Any, exporter: Any, *, service_name: str = "levelfield
     tracer = provider.get_tracer("levelfield")
     cases = {c.case_id: c for c in result.dataset}
     names = [m.name for m in result.metrics]
+    known = getattr(result, "evaluators", None) or {}
+    provenance = {name: known[name].attributes() for name in names if name in known}
     events = 0
     for run, scores in zip(result.runs, result.row_scores):
         case = cases.get(run.case_id)
@@ -380,6 +385,7 @@ def export_scores(result: Any, exporter: Any, *, service_name: str = "levelfield
                     event["error.type"] = "run_failed" if run.failure else "not_computable"
                 if span_id:
                     event["gen_ai.evaluation.source.span_id"] = span_id
+                event.update(provenance.get(name, {}))
                 span.add_event("gen_ai.evaluation.result", attributes=event)
                 events += 1
     provider.force_flush()

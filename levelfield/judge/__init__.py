@@ -31,6 +31,7 @@ imports it. Its modules, each used by the next through its public names:
 - ``rubrics``: rubrics (properties judged yes or no), reading them, reading verdicts back, combining samples;
 - ``adk``: ADK's judged criteria (``final_response_match_v2``, the rubric-based ones, ``hallucinations_v1``,
   ``safety_v1``, the ``multi_turn_*`` ones...), registered as criteria and as names usable with a judge;
+- ``provenance``: what a judged metric tells the run record of its judge (model, settings, prompt and rubric hashes);
 - ``vertex``: Vertex AI's rubric metrics by their Vertex names (``GENERAL_QUALITY`` with rubrics generated
   per case, ``MULTI_TURN_*``, ``HALLUCINATION``), computed locally with your judge.
 

@@ -161,6 +161,12 @@ class DatabricksJudged(Metric):
         for _, judged in self._choices:
             judged.use_default_judge(judge)
 
+    def evaluator_details(self) -> dict[str, Any]:
+        """The judge and every template's prompt and rubric set, for this metric's provenance."""
+        from .provenance import combined_details
+
+        return combined_details(judged for _, judged in self._choices)
+
     def _pick(self, ctx: ScoringContext) -> tuple[PointwiseMetric, ScoringContext] | None:
         extra = _fields(ctx)
         for needs, judged in self._choices:
@@ -197,6 +203,10 @@ class ChunkRelevance(Metric):
     def judge(self) -> Any:
         """The judge (the run's default when this metric was given none)."""
         return self._judge.judge
+
+    def evaluator_details(self) -> dict[str, Any]:
+        """The judge, prompt and rubric set behind this metric's scores, for its provenance."""
+        return self._judge.evaluator_details()
 
     def use_default_judge(self, judge: Any) -> None:
         """Judge with the run's ``judge`` unless this metric was given its own."""

@@ -170,6 +170,12 @@ class JudgedMetric:
         if self.judge is None:
             self.judge = resolve_judge(judge, metric=self.name, **self._judge_settings)
 
+    def evaluator_details(self) -> dict[str, Any]:
+        """The judge, prompt and rubric set behind this metric's scores, for its provenance (see ``levelfield.judge.provenance``)."""
+        from .provenance import judged_details
+
+        return judged_details(self)
+
     async def ask(
         self,
         prompts: Sequence[str],

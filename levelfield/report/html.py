@@ -35,6 +35,7 @@ from .changes import baseline_section
 from .glossary import describe_metric
 from .judges import judge_section
 from ..core.results.result import FAILED_AS_ZERO, FAILED_LEFT_OUT
+from ..comparison_text import evaluator_lines
 from ..verdict import early_stop_line, failure_rule, other_rule, verdict
 
 if TYPE_CHECKING:
@@ -135,6 +136,15 @@ def _metric_link(metric: str) -> str:
 
 
 # -- sections ------------------------------------------------------------------------------
+
+
+def _evaluators_note(cmp: Comparison) -> str:
+    """The label of a comparison made across different evaluators (``allow_different_evaluators=True``), or ""."""
+    lines = evaluator_lines(cmp)
+    if not lines:
+        return ""
+    items = "".join(f"<li>{_esc(line)}</li>" for line in lines)
+    return f'<div class="policy evaluators"><p><b>Scores from different evaluators.</b></p><ul>{items}</ul></div>'
 
 
 def _policy_note(cmp: Comparison) -> str:
@@ -918,6 +928,7 @@ def report_sections(
     body = [
         _verdict_section(cmp),
         _policy_note(cmp),
+        _evaluators_note(cmp),
         against,
         _summary_section(cmp),
         conformance,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlencode, urlsplit
 
+from ..comparability import EvaluatorsDifferError
 from ..core.errors import LevelfieldError
 from ..report.html import asset, report_sections
 from ..serving import check_token
@@ -264,7 +265,12 @@ async def _diff(catalog: Catalog, request: Any) -> Any:
     if not isinstance(sides, tuple):
         return sides
     a, b = sides
-    diff = diff_runs(a, b)
+    allow = request.query_params.get("allow_different_evaluators", "") in ("1", "true", "yes")
+    try:
+        diff = diff_runs(a, b, allow_different_evaluators=allow, warn=False)
+    except EvaluatorsDifferError as exc:
+        anyway = pages.href("/diff", a=a.run_id, b=b.run_id, agent_a=a.agent, agent_b=b.agent, allow_different_evaluators=1)
+        return _html(pages.evaluators_differ_page(str(exc), anyway), 409)
     metric = request.query_params.get("metric", "")
     if metric and metric not in diff.metrics:
         return _missing(f"these runs share no metric {metric!r}")

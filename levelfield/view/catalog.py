@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..comparability import EvaluatorsDifferError
 from ..core.errors import LevelfieldError
 from ..core.stats.change import Change
 from ..gate import scores_changes
@@ -145,7 +146,10 @@ class Catalog:
             pair = pair_agents(other, index)
             if pair is None:
                 return Baseline("n/a", against, note="no agent to compare")
-            diff = diff_runs(Side(against, other, pair[0]), Side(run_id, index, pair[1]))
+            try:
+                diff = diff_runs(Side(against, other, pair[0]), Side(run_id, index, pair[1]), warn=False)
+            except EvaluatorsDifferError as exc:
+                return Baseline("n/a", against, note=str(exc))
             if not diff.cases or not diff.metrics:
                 return Baseline("n/a", against, note="no case or metric in common")
             return _standing(diff.changes, against)

@@ -4,7 +4,10 @@ Cases are paired by case id (the cases both runs hold); an agent of one run by a
 other (the same name when both have it, else the first of each, or the ones asked for). Per-case
 scores are the ones the report counts (:meth:`RunIndex.case_scores`), and the significance is the
 regression gate's paired test, Holm-adjusted across the metrics (:func:`levelfield.gate.scores_changes`),
-with run B's statistics settings: B is read as the new run, A as its baseline.
+with run B's statistics settings: B is read as the new run, A as its baseline. Runs whose metrics
+were scored by other evaluators (judge, prompt, rubrics, metric version) are not diffed unless
+``allow_different_evaluators`` (:func:`levelfield.comparability.check_evaluators`); then the diff is
+labelled (:attr:`RunDiff.evaluator_notes`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..comparability import check_evaluators
 from ..core.stats.change import Change
 from ..gate import scores_changes
 from .index import RunIndex
@@ -78,6 +82,10 @@ class RunDiff:
     """Per metric: B against A with the gate's test."""
     changed: dict[str, list[ChangedCase]] = field(default_factory=dict)
     """Per metric: the cases whose score changed, largest drop first."""
+    evaluator_notes: list[str] = field(default_factory=list)
+    """What differs between the two runs' evaluators (a diff allowed anyway), and metrics not checked."""
+    allowed_different_evaluators: bool = False
+    """The diff was asked for with ``allow_different_evaluators``."""
 
     @property
     def regressions(self) -> list[Change]:
@@ -94,12 +102,19 @@ def pair_agents(a: RunIndex, b: RunIndex, agent_a: str = "", agent_b: str = "") 
     return first_a, first_b
 
 
-def diff_runs(a: Side, b: Side) -> RunDiff:
-    """The cases whose scores changed from ``a`` to ``b``, per metric, and each metric's change tested."""
+def diff_runs(a: Side, b: Side, *, allow_different_evaluators: bool = False, warn: bool = True) -> RunDiff:
+    """The cases whose scores changed from ``a`` to ``b``, per metric, and each metric's change tested.
+
+    Raises ``EvaluatorsDifferError`` naming what differs when a metric's evaluators differ between the
+    runs, unless ``allow_different_evaluators`` (then an ``EvaluatorsDifferWarning`` when ``warn``)."""
     positions_a = {cid: i for i, cid in enumerate(a.index.case_ids)}
     shared = [(positions_a[cid], j, cid) for j, cid in enumerate(b.index.case_ids) if cid in positions_a]
     metrics = [m for m in b.index.metrics if m in a.index.metrics]
-    out = RunDiff(a, b, [cid for _, _, cid in shared], metrics)
+    notes = check_evaluators(getattr(a.index, "evaluators", None), getattr(b.index, "evaluators", None), metrics,
+                             allow=allow_different_evaluators, what=f"run {a.label} (A) against run {b.label} (B)",
+                             warn=warn)
+    out = RunDiff(a, b, [cid for _, _, cid in shared], metrics, evaluator_notes=notes,
+                  allowed_different_evaluators=allow_different_evaluators)
     if not shared:
         return out
     ia = np.array([i for i, _, _ in shared])

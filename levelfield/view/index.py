@@ -28,6 +28,7 @@ from ..core.data.dataset import EvalCase
 from ..core.data.types import AgentRun
 from ..core.errors import RecordError
 from ..core.score.scoring import context_for, explain_scores
+from ..core.results.provenance import evaluators_from_header
 from ..core.results.record import FORMAT, RUNS_FILE, VERSION, metrics_from_specs, score_from_json
 from ..core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
 from ..core.score.metrics.base import Metric, Score
@@ -286,6 +287,8 @@ class RecordIndex(RunIndex):
         except Exception:  # noqa: BLE001 - unknown specs: every metric then counts as applying
             self._metric_objects = []
         self.settings = dict(header.get("settings") or {})
+        self.evaluators = evaluators_from_header(header)
+        """What gave each metric's scores, as the header keeps it; None for a record written before it did."""
         preflight = header.get("a2a_preflight")
         self.a2a_preflight: dict[str, Any] = dict(preflight) if isinstance(preflight, dict) else {}
         """Each A2A agent's conformance preflight, as the record's header keeps it."""

@@ -30,7 +30,8 @@ from .index import RunIndex
 from .query import PER_PAGE, CaseQuery, page_of
 from .transcript import Step, transcript
 
-__all__ = ["shell", "runs_page", "run_page", "case_page", "diff_page", "diff_case_page", "not_found_page", "RunRow"]
+__all__ = ["shell", "runs_page", "run_page", "case_page", "diff_page", "diff_case_page", "not_found_page", "RunRow",
+           "evaluators_differ_page"]
 
 _LABEL = {"match": "match", "mismatch": "args differ", "extra": "extra", "missing": "missing"}
 
@@ -496,6 +497,7 @@ def _verdict_class(verdict: str) -> str:
 def diff_page(diff: RunDiff, *, metric: str, page: int, agents_form: str) -> str:
     """What changed from run A to run B: each metric's change tested, then the changed cases per metric."""
     a, b = diff.a, diff.b
+    kept = {"allow_different_evaluators": 1} if diff.allowed_different_evaluators else {}
     rows = []
     for c in diff.changes:
         rows.append(
@@ -530,10 +532,10 @@ def diff_page(diff: RunDiff, *, metric: str, page: int, agents_form: str) -> str
         if pages > 1:
             nav = []
             if shown_page > 1:
-                nav.append(f'<a href="{href("/diff", a=a.run_id, b=b.run_id, agent_a=a.agent, agent_b=b.agent, metric=m, page=shown_page - 1)}">‹ previous</a>')
+                nav.append(f'<a href="{href("/diff", a=a.run_id, b=b.run_id, agent_a=a.agent, agent_b=b.agent, metric=m, page=shown_page - 1, **kept)}">‹ previous</a>')
             nav.append(f'<span class="muted">page {shown_page} of {pages}</span>')
             if shown_page < pages:
-                nav.append(f'<a href="{href("/diff", a=a.run_id, b=b.run_id, agent_a=a.agent, agent_b=b.agent, metric=m, page=shown_page + 1)}">next ›</a>')
+                nav.append(f'<a href="{href("/diff", a=a.run_id, b=b.run_id, agent_a=a.agent, agent_b=b.agent, metric=m, page=shown_page + 1, **kept)}">next ›</a>')
             more = f'<p class="pager">{" ".join(nav)}</p>'
         table = (
             f'<div class="tablewrap"><table class="changed"><thead><tr><th>case</th><th>prompt</th><th class="num">A</th>'
@@ -545,10 +547,10 @@ def diff_page(diff: RunDiff, *, metric: str, page: int, agents_form: str) -> str
             f"{better:,} better</span></h3>{table}{more}</section>"
         )
     if metric:
-        groups.append(f'<p><a href="{href("/diff", a=a.run_id, b=b.run_id, agent_a=a.agent, agent_b=b.agent)}">every metric</a></p>')
+        groups.append(f'<p><a href="{href("/diff", a=a.run_id, b=b.run_id, agent_a=a.agent, agent_b=b.agent, **kept)}">every metric</a></p>')
     head = (
         f'<h1>A → B</h1><p class="meta"><b>A</b> {esc(a.label)} · {esc(_when(a.index.created))} &nbsp; → &nbsp; '
-        f'<b>B</b> {esc(b.label)} · {esc(_when(b.index.created))}</p>{agents_form}'
+        f'<b>B</b> {esc(b.label)} · {esc(_when(b.index.created))}</p>{agents_form}{_evaluator_label(diff.evaluator_notes)}'
     )
     if not diff.cases:
         return shell("diff", head + '<p class="fail">These runs have no case in common.</p>')
@@ -557,6 +559,21 @@ def diff_page(diff: RunDiff, *, metric: str, page: int, agents_form: str) -> str
 
 
 _DIRECTION_CLASS = {-1: "bad", 0: "", 1: "good"}
+
+
+def _evaluator_label(notes: Sequence[str]) -> str:
+    """The label of a diff made across different evaluators (or with evaluators not recorded), or ""."""
+    if not notes:
+        return ""
+    items = "".join(f"<li>{esc(n)}</li>" for n in notes)
+    kind = "fail" if any(n.startswith("compared across") for n in notes) else "muted"
+    return f'<div class="evaluators {kind}" id="evaluators"><b>Evaluators:</b><ul>{items}</ul></div>'
+
+
+def evaluators_differ_page(message: str, anyway: str) -> str:
+    """The diff refused: the two runs' metrics were scored by other evaluators; ``anyway`` links the diff allowed."""
+    return shell("diff refused", f'<h1>Not comparable</h1><p class="fail" id="refused">{esc(message)}</p>'
+                 f'<p><a href="{anyway}" id="anyway">diff anyway, labelled as compared across different evaluators</a></p>')
 
 
 def _side_chip(value: float, crashed: bool) -> str:

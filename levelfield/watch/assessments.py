@@ -10,7 +10,8 @@ again with the same backoff as a failed call.
 
 Each metric's score becomes one ``Feedback`` named after the metric, from source ``CODE``
 (``LLM_JUDGE`` for a judged metric) with id ``levelfield/<metric>``, its explanation as the
-rationale. A score that is NaN (not computable, a failed run, a judge skipped for the hour's
+rationale, and its evaluator's identity as metadata (``levelfield.evaluator.<metric>.fingerprint``,
+``.judge_model``, ``.prompt_sha256``...). A score that is NaN (not computable, a failed run, a judge skipped for the hour's
 budget) is sent as a feedback with an error saying why, as ``--export-otlp`` does, not dropped.
 
 Sending runs in a thread of its own, so a slow or unreachable MLflow never holds up scoring; a
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ConfigError, MissingExtraError, exception_text
+from ..core.results.provenance import evaluator_of
 from ..core.score.metrics.base import Metric, Score
 from .budget import SKIPPED_FOR_BUDGET, skipped_for_budget
 
@@ -97,6 +99,7 @@ class MlflowAssessments:
         self.stats = stats
         self.tries, self.backoff, self.max_pending = tries, backoff, max_pending
         self._judged = {m.name for m in metrics if _is_judged(m)}
+        self._provenance = {m.name: evaluator_of(m).attributes() for m in metrics}
         self._heap: list[_Pending] = []
         self._seq = itertools.count()
         self._cv = threading.Condition()
@@ -151,8 +154,10 @@ class MlflowAssessments:
             else:
                 code = "JUDGE_FAILED" if score.failed else "NOT_SCORED"
             why = score.error or score.explanation or "not computable for this trace (no reference, or a failed run)"
-            return self._Feedback(name=name, source=source, error=self._Error(error_code=code, error_message=why))
-        return self._Feedback(name=name, value=float(value), source=source, rationale=score.explanation)
+            return self._Feedback(name=name, source=source, error=self._Error(error_code=code, error_message=why),
+                                  metadata=self._provenance.get(name) or None)
+        return self._Feedback(name=name, value=float(value), source=source, rationale=score.explanation,
+                              metadata=self._provenance.get(name) or None)
 
     # -- the sending thread --------------------------------------------------------------------
 

@@ -5,7 +5,10 @@ gate's logic made unpaired (a window and the baseline hold different traces): Fi
 for 0/1 metrics, Mann-Whitney otherwise (:func:`levelfield.core.stats.change.measure_unpaired_change`),
 Holm's correction across the metrics, an alert only for a significant drop. Every check is a line
 of ``out/drift.jsonl`` (so a restart never checks a window twice); an alert is printed and, with an
-OTLP endpoint, sent there too.
+OTLP endpoint, sent there too. A baseline whose metrics were scored by other evaluators (judge,
+prompt, rubrics, metric version) than the watcher's is refused, naming what differs, unless
+``allow_different_evaluators``: then every check is labelled (``evaluator_notes`` in ``drift.jsonl``
+and in the printed alert).
 """
 
 from __future__ import annotations
@@ -13,18 +16,20 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..comparability import check_evaluators
 from ..core.errors import ConfigError, RecordError
+from ..core.results.provenance import Evaluator, evaluators_from_header
 from ..core.results.record import RUNS_FILE, read_record
 from ..core.stats.change import Change, adjust, describe_change, measure_unpaired_change
 from .windows import window_files
 
-__all__ = ["Drift", "record_scores", "DRIFT_FILE"]
+__all__ = ["Drift", "record_scores", "baseline_evaluators", "DRIFT_FILE"]
 
 DRIFT_FILE = "drift.jsonl"
 log = logging.getLogger("levelfield.watch")
@@ -60,6 +65,30 @@ def baseline_paths(baseline: str | Path) -> list[Path]:
                       f"({RUNS_FILE}) there; give the --out folder of an earlier watch or eval")
 
 
+def baseline_evaluators(paths: Sequence[Path]) -> dict[str, Evaluator] | None:
+    """The evaluators the baseline's records keep (read from their header lines); None when one does not keep them.
+
+    Records that disagree among themselves give no single answer: the first record's evaluator of a metric
+    is taken and every other record is checked against it."""
+    found: dict[str, Evaluator] | None = {}
+    for path in paths:
+        with Path(path).open("rb") as f:
+            first = f.readline()
+        try:
+            header = json.loads(first.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise RecordError(f"{path}: the header line cannot be read") from None
+        kept = evaluators_from_header(header) if isinstance(header, dict) else None
+        if kept is None:
+            return None
+        assert found is not None
+        for name, evaluator in kept.items():
+            found.setdefault(name, evaluator)
+            check_evaluators({name: found[name]}, {name: evaluator}, [name], allow=False,
+                             what=f"baseline record {path} against the baseline's first record")
+    return found
+
+
 def _metric_names(alert_if_worse: str | Sequence[str]) -> list[str]:
     names = alert_if_worse.split(",") if isinstance(alert_if_worse, str) else [n for m in alert_if_worse for n in str(m).split(",")]
     return [n.strip() for n in names if n.strip()]
@@ -69,7 +98,8 @@ class Drift:
     """Checks closed windows against a baseline; see the module docs."""
 
     def __init__(self, baseline: str | Path, alert_if_worse: str | Sequence[str], out: Path, *, metrics: Sequence[str],
-                 alpha: float = 0.05, margin: float = 0.0, min_window: int = 20, exporter: Any = None) -> None:
+                 alpha: float = 0.05, margin: float = 0.0, min_window: int = 20, exporter: Any = None,
+                 evaluators: Mapping[str, Evaluator] | None = None, allow_different_evaluators: bool = False) -> None:
         self.metrics = _metric_names(alert_if_worse)
         unknown = [m for m in self.metrics if m not in metrics]
         if unknown or not self.metrics:
@@ -79,9 +109,16 @@ class Drift:
             raise ConfigError(f"alpha={alpha!r}: must be between 0 and 1")
         self.alpha, self.margin, self.min_window, self.exporter = alpha, float(margin), int(min_window), exporter
         try:
-            self.base = record_scores(baseline_paths(baseline), self.metrics)
+            paths = baseline_paths(baseline)
+            self.base = record_scores(paths, self.metrics)
+            saved = baseline_evaluators(paths)
         except RecordError as exc:
             raise ConfigError(f"baseline {str(baseline)!r}: {exc}") from None
+        self.evaluator_notes: list[str] = []
+        """Lines that label every check when the baseline's evaluators differ and that was allowed."""
+        if evaluators is not None:
+            self.evaluator_notes = check_evaluators(saved, evaluators, self.metrics, allow=allow_different_evaluators,
+                                                    what=f"drift baseline {str(baseline)!r}")
         empty = [m for m, v in self.base.items() if not np.isfinite(v).any()]
         if empty:
             raise ConfigError(f"baseline {str(baseline)!r}: no score of {', '.join(empty)}; it was scored with other "
@@ -103,6 +140,8 @@ class Drift:
         values = record_scores([window], self.metrics)
         n = {m: int(np.isfinite(v).sum()) for m, v in values.items()}
         entry: dict[str, Any] = {"window": name, "n": n, "baseline_n": {m: int(np.isfinite(v).sum()) for m, v in self.base.items()}}
+        if self.evaluator_notes:
+            entry["evaluator_notes"] = list(self.evaluator_notes)
         regressions: list[Change] = []
         if max(n.values()) < self.min_window:
             entry.update(alert=False, status=f"too few traces to test (fewer than {self.min_window})")
@@ -119,7 +158,8 @@ class Drift:
         self.checked.add(name)
         if regressions:
             words = "; ".join(f"{c.metric}: {describe_change(c)}" for c in regressions)
-            print(f"levelfield watch: ALERT window {Path(name).stem}: {words}", flush=True)
+            label = f" [{'; '.join(self.evaluator_notes)}]" if self.evaluator_notes else ""
+            print(f"levelfield watch: ALERT window {Path(name).stem}: {words}{label}", flush=True)
             if self.exporter is not None:
                 from .exporting import export_alert
 

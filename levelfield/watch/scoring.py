@@ -197,6 +197,9 @@ class Scorer:
         from ..formats.otel import export_scores
 
         result = EvalResult(dataset, runs, scores, self.metrics, agent_name=None, scored_saved_predictions=True)
+        if getattr(self, "_evaluators", None) is None:
+            self._evaluators = result.evaluators  # the metrics' provenance, described once for every batch
+        result._evaluators = self._evaluators
         try:
             export_scores(result, self.exporter)
         except Exception as exc:  # an endpoint that is down must not stop scoring: the journal has the scores

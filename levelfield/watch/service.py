@@ -24,6 +24,7 @@ from typing import Any
 
 from ..core.errors import ConfigError, TraceError
 from ..core.results.writing import write_text
+from ..core.results.provenance import evaluators_of
 from ..core.score.metrics.base import Metric, Score
 from ..core.score.metrics.registry import resolve_metrics
 from ..formats.spans import Span
@@ -159,6 +160,7 @@ class Watcher:
         retry_after: int = 1,
         quiet: bool = True,
         close_idle_after: float | None = None,
+        allow_different_evaluators: bool = False,
     ) -> None:
         if not 0 <= sample <= 1:
             raise ConfigError(f"sample={sample!r}: give the share of traces to score, between 0 and 1 (0.1 = one in ten)")
@@ -196,6 +198,9 @@ class Watcher:
         self._folder_path = folder
         self._mlflow = (mlflow_experiment, mlflow_tracking_uri)
         self._drift_options = (baseline, alert_if_worse, alpha, margin, min_window)
+        if allow_different_evaluators and baseline is None:
+            raise ConfigError("allow_different_evaluators applies to drift against a baseline: give baseline= or leave it out")
+        self.allow_different_evaluators = bool(allow_different_evaluators)
         if alert_if_worse and baseline is None:
             raise ConfigError("alert_if_worse needs a baseline: give baseline= a watch folder or a saved run")
         self.budget = (HourlyBudget(max_cost, price_table(prices), self.out / "state" / "judge_budget.json")
@@ -511,7 +516,8 @@ class Watcher:
 
             self.drift = Drift(baseline, alert_if_worse or [m.name for m in self.metrics], self.out, alpha=alpha,
                                margin=margin, min_window=min_window, exporter=self.scorer.exporter,
-                               metrics=[m.name for m in self.metrics])
+                               metrics=[m.name for m in self.metrics], evaluators=evaluators_of(self.metrics),
+                               allow_different_evaluators=self.allow_different_evaluators)
         if self._folder_path is not None:
             from .sources import FolderSource
 
@@ -630,7 +636,9 @@ def watch(metrics: Sequence[Metric | str], out: str | Path, **options: Any) -> N
     ``close_idle_after`` seconds, default twice the trace timeout and at least 60; a late trace opens it
     again); ``out/status.json`` holds the live counters. A restart with the
     same ``out`` loses and repeats nothing. ``baseline`` + ``alert_if_worse``: alert when a window
-    is significantly worse than the baseline (``out/drift.jsonl``). ``export_otlp``: an OTLP/HTTP
+    is significantly worse than the baseline (``out/drift.jsonl``); a baseline scored by other evaluators
+    (judge, prompt, rubrics, metric version) is refused naming what differs, unless
+    ``allow_different_evaluators=True`` (then each check is labelled). ``export_otlp``: an OTLP/HTTP
     endpoint the scores are sent to as ``gen_ai.evaluation.result`` events. ``export_mlflow``: scores
     go back to MLflow as assessments on their traces (traces from ``mlflow_experiment`` always,
     unless False; every trace MLflow holds with True or a tracking URI). ``max_cost``: dollars the

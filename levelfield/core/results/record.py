@@ -350,13 +350,18 @@ def make_header(
     settings: Mapping[str, Any] | None = None,
     tools: Mapping[str, Any] | None = None,
     a2a_preflight: Mapping[str, Any] | None = None,
+    evaluators: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The header line of a record. ``kind`` is ``evaluate`` or ``compare``; ``settings`` holds
     the statistics settings of a comparison (failed-run policy, confidence, test, seed, reducer);
     ``tools`` what levelled the agents' tools (``{"cassette": {path, mode, fingerprint} | None, "faults":
     {rate, kinds, seed, tools, slow_seconds, schedule_version} | None, "agents": {name: {levelled, how | why}}}``),
     left out when nothing was levelled; ``a2a_preflight`` each A2A agent's conformance preflight
-    (``Preflight.to_dict()``), by agent name, left out when none ran."""
+    (``Preflight.to_dict()``), by agent name, left out when none ran. ``evaluators``: what gave each
+    metric's scores (metric name -> ``provenance.Evaluator``); by default the metrics' own
+    (:func:`levelfield.core.results.provenance.evaluators_of`)."""
+    from .provenance import evaluators_json, evaluators_of
+
     extra = {"a2a_preflight": to_jsonable(dict(a2a_preflight))} if a2a_preflight else {}
     header = {**extra,
         "kind": "header",
@@ -371,6 +376,7 @@ def make_header(
         "metrics": [metric_spec(m) for m in metrics],
         "options": to_jsonable(dict(options)),
         "settings": to_jsonable(dict(settings or {})),
+        "evaluators": to_jsonable(evaluators_json(evaluators_of(metrics) if evaluators is None else evaluators)),
     }
     if tools is not None:
         header["tools"] = to_jsonable(dict(tools))

@@ -25,6 +25,7 @@ from ..score.batch import explain_row, scored_rows
 from ..score.scoring import context_for, explain_scores
 from ..score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT, Metric, Score, score_columns
 from .columns import COST_KEYS as _COST_KEYS, CostColumns, as_array, RunColumns, cost_items, mean as _mean, score_cost as _cost, std as _std
+from .provenance import Evaluator, evaluators_from_header, evaluators_of
 from .record import (RUNS_FILE, Record, finish_journal, fingerprints_of, make_header, metrics_from_specs, read_record,
                      read_runs_at, write_record)
 from ..data.types import AgentOutput, AgentRun, Usage
@@ -202,6 +203,8 @@ class EvalResult:
         spent and how many the limit kept from starting (``str(result.budget)`` says it in words)."""
         self.judge_corrections: dict[str, Any] = {}
         """Metric name -> ``JudgeCorrection`` when ``evaluate(..., human_labels=...)`` corrected a judged metric."""
+        self._evaluators: dict[str, Evaluator] | None = None
+        """What gave the scores as recorded (a result read back, a baseline's kept scores); None: the metrics' own."""
         self.table_path: Path | None = None
         """Where the metrics table was streamed (saved predictions with ``out=``), when it was."""
         self._dataset: EvalDataset | None = None
@@ -694,6 +697,25 @@ class EvalResult:
         failures = self.run_failures()
         return f"EvalResult(agent={self.agent_name!r}, rows={len(failures)}, failures={int(failures.sum())})"
 
+    # -- provenance --------------------------------------------------------------------------
+
+    @property
+    def evaluators(self) -> dict[str, Evaluator]:
+        """Metric name -> the :class:`~levelfield.core.results.provenance.Evaluator` that gave its scores
+        (metric name and version, judge model and settings, prompt and rubric hashes, calibration).
+
+        A result read back has the ones its record kept; a metric its record does not name (a record
+        written before evaluators were kept) is absent: its provenance is unknown."""
+        if self._evaluators is not None:
+            return dict(self._evaluators)
+        found = evaluators_of(self.metrics)
+        for name, correction in self.judge_corrections.items():
+            if name in found and hasattr(correction, "sensitivity"):
+                found[name] = found[name].with_calibration(to_jsonable({
+                    "kind": "judge_correction", "human_labels": correction.labeled, "sensitivity": correction.sensitivity,
+                    "specificity": correction.specificity, "kappa": correction.kappa}))
+        return found
+
     # -- saving and loading ------------------------------------------------------------------
 
     def record_header(self, *, status: str | None = None) -> dict[str, Any]:
@@ -711,6 +733,7 @@ class EvalResult:
                       **({"budget": self.budget.to_dict()} if self.budget is not None else {})},
             tools=self.tools_header,
             a2a_preflight=self.a2a_preflight,
+            evaluators=self.evaluators,
         )
 
     def save(self, directory: str | Path) -> dict[str, Path]:
@@ -1149,6 +1172,7 @@ def results_from_record(record: Record) -> dict[str, EvalResult]:
         preflight = (record.header.get("a2a_preflight") or {}).get(agent)
         if isinstance(preflight, dict):
             results[agent].a2a_preflight = {agent: preflight}
+        results[agent]._evaluators = evaluators_from_header(record.header) or {}
     return results
 
 
