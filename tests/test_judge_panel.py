@@ -465,3 +465,25 @@ def test_a_saved_and_reloaded_result_gives_the_same_panel_report(tmp_path):
     back = EvalResult.load(tmp_path / "run")  # no metric objects: the panel is read from the rows' columns
     assert back.scores[2]["korrekt/judge/flaky/votes"] == [None]
     assert str(lf.panel_report(back)) == str(lf.panel_report(result))
+
+
+def test_a_panels_provenance_names_every_judge_and_changes_when_one_judge_changes():
+    from levelfield.judge.provenance import judged_details
+
+    def judge_a(prompt):
+        return '{"explanation": "ok", "rating": 1}'
+
+    def judge_b(prompt):
+        return '{"explanation": "ok", "rating": 1}'
+
+    def judge_c(prompt):
+        return '{"explanation": "ok", "rating": 0}'
+
+    def details(*judges):
+        metric = lf.metrics.PointwiseMetric(metric="m", metric_prompt_template="Is it right? {response}",
+                                            judges=list(judges), cache=False)
+        return judged_details(metric)
+
+    ab, ac = details(judge_a, judge_b), details(judge_a, judge_c)
+    assert ab["judge_model"] == "panel of judge_a, judge_b" and set(ab["judge_settings"]) == {"judge_a", "judge_b"}
+    assert ab["judge_sha256"] != ac["judge_sha256"] and details(judge_a, judge_b)["judge_sha256"] == ab["judge_sha256"]

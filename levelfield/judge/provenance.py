@@ -147,7 +147,14 @@ def rubrics_text(metric: Any) -> str | None:
 
 def judged_details(metric: Any) -> dict[str, Any]:
     """Everything a judged metric says of its evaluator: its judge, prompt and rubric hashes, samples."""
-    out = judge_details(getattr(metric, "judge", None))
+    panel = getattr(metric, "panel", None) or ()
+    if panel:  # a panel is every judge in it, by the name its columns carry
+        members = {p.name: judge_details(p.judge) for p in panel}
+        out = {"judge_model": "panel of " + ", ".join(members),
+               "judge_settings": {name: d["judge_settings"] for name, d in members.items()},
+               "judge_sha256": sha256_text(json.dumps({n: d["judge_sha256"] for n, d in members.items()}, sort_keys=True))}
+    else:
+        out = judge_details(getattr(metric, "judge", None))
     prompt = prompt_text(metric)
     rubrics = rubrics_text(metric)
     out["prompt_sha256"] = None if prompt is None else sha256_text(prompt)
