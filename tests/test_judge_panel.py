@@ -407,7 +407,7 @@ def test_bad_panel_report_requests_say_what_is_wrong():
 
 
 def test_the_html_report_has_a_panels_section_only_when_a_metric_was_judged_by_a_panel():
-    from levelfield.report import render_report
+    from levelfield.report import render as render_report
 
     def other(prompt: str) -> str:
         return agent(prompt).replace("Lisboa", "Porto")

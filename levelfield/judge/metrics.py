@@ -37,7 +37,7 @@ from .client import (
     resolve_cache,
     resolve_judge,
 )
-from .panel import PanelJudge, panel_verdict, resolve_panel
+from .panel import PanelJudge, resolve_panel
 from .prompts import (
     PairwiseMetricPromptTemplate,
     PointwiseMetricPromptTemplate,
@@ -642,3 +642,62 @@ def _judge_position(score: Score, orders: Sequence[bool], readings: Sequence[Rea
             f"position bias: the judge preferred {score.extra['orders']['a_first']} with agent A shown first and "
             f"{score.extra['orders']['b_first']} with agent B shown first; scored a tie. {score.explanation or ''}"
         ).strip()
+
+
+def _panel_failure_text(score: Score) -> str:
+    """Why a judge gave no verdict on a row, from the failed Score :func:`judge_failure` built."""
+    return score.error or (score.extra or {}).get("error") or score.explanation or "no verdict"
+
+
+def panel_verdict(
+    metric: JudgedMetric,
+    replies: Sequence[Sequence[JudgeReply]],
+    read: Callable[[JudgeReply], Reading | None],
+) -> Score:
+    """The row's Score from every panel judge's replies (``replies[j]``: judge ``j``'s samples, in panel order)."""
+    flat = [reply for per_judge in replies for reply in per_judge]
+    extra, usage = cost_columns(flat)
+    panel: dict[str, Any] = {}
+    good_all: list[tuple[float, str]] = []
+    failed: list[tuple[str, str]] = []
+    for member, answers in zip(metric.panel, replies):
+        readings = [read(r) if r.error is None else None for r in answers]
+        good = [g for g in readings if g is not None]
+        key = f"judge/{member.name}"
+        panel[f"{key}/votes"] = [None if g is None else g[0] for g in readings]
+        spent, _ = cost_columns(answers)
+        panel[f"{key}/calls"] = spent["judge_calls"]
+        if "input_tokens" in spent:
+            panel[f"{key}/tokens"] = spent["input_tokens"] + spent["output_tokens"]
+        if good:
+            panel[f"{key}/score"] = aggregate([v for v, _ in good], metric.aggregation)[0]
+            good_all.extend(good)
+        else:
+            why = _panel_failure_text(judge_failure(
+                {}, None, answers=[r.text for r in answers if r.error is None],
+                errors=[r.error for r in answers if r.error is not None], expected=metric.expected_answer))
+            panel[f"{key}/score"] = NAN
+            panel[f"{key}/error"] = why
+            failed.append((member.name, why))
+    n = len(metric.panel)
+    extra["samples_failed"] = len(flat) - len(good_all)
+    extra["judges_failed"] = len(failed)
+    said = "; ".join(f"{name} failed: {why}" for name, why in failed)
+    extra["panel"] = f"{n - len(failed)} of {n} judges voted" + (f"; {said}" if said else "")
+    extra.update(panel)
+    if not good_all:
+        score = judge_failure(
+            extra, usage,
+            answers=[r.text for r in flat if r.error is None],
+            errors=[r.error for r in flat if r.error is not None],
+            expected=metric.expected_answer,
+        )
+        error = f"every judge of the panel failed: {said}"
+        return Score(score.value, explanation=score.explanation, extra=score.extra, failed=True, usage=usage, error=error)
+    value, agreement = aggregate([v for v, _ in good_all], metric.aggregation)
+    extra["agreement"] = agreement
+    extra["sample_values"] = [v for v, _ in good_all]
+    explanation = min(good_all, key=lambda g: abs(g[0] - value))[1]
+    if failed:
+        explanation = f"[{extra['panel']}] {explanation}"
+    return Score(value, explanation=explanation, extra=extra, usage=usage)
