@@ -129,7 +129,8 @@ def main() -> None:
                 jsonl, _ = generate(n, folder)
                 runs: dict[str, list[dict]] = {}
                 for kind in (*ROUTES, "adk"):  # one warm-up round: the file cache, first-use costs
-                    run_child(__file__, kind, str(jsonl), which, *([str(min(n, args.adk_subset))] if kind == "adk" else []))
+                    extra = [str(min(n, args.adk_subset))] if kind == "adk" else []
+                    run_child(__file__, kind, str(jsonl), which, *extra)
                 for _ in range(args.repeats):  # interleaved: a load change hits every route alike
                     for kind in (*ROUTES, "adk"):
                         extra = [str(min(n, args.adk_subset))] if kind == "adk" else []
@@ -147,7 +148,8 @@ def main() -> None:
                     # Row scores are the same; a mean may differ in its last bit (batches summed in another order).
                     same = all(abs(a - b) <= 1e-12 for r in runs[kind] for a, b in zip(r["means"], means))
                     print(f"{n:>8} rows  {kind:12s} {seconds:7.3f} s  {n / seconds:10,.0f} rows/s  "
-                          f"{n / seconds / adk_rate:6.1f}x ADK  (cpu {cpu:6.3f} s, {n / cpu / adk_cpu_rate:5.1f}x ADK)  "
+                          f"{n / seconds / adk_rate:6.1f}x ADK  "
+                          f"(cpu {cpu:6.3f} s, {n / cpu / adk_cpu_rate:5.1f}x ADK)  "
                           f"peak {peak:7.0f} MB{'' if same else '  MEANS DIFFER'}")
                 note = "" if adk_rows == n else f" (timed on {adk_rows} rows, rate extrapolated)"
                 agree = max(abs(a - b) for a, b in zip(means, runs["adk"][0]["means"])) if adk_rows == n else None
