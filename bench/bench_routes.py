@@ -14,7 +14,9 @@ trajectory metrics, ``RougeEvaluator`` (``response_match_score``) for ROUGE-1. A
 the first ``--adk-subset`` rows at most and its rate extrapolated (said so). For each size:
 seconds, rows/s, the ratio to ADK's rate, and the peak memory (max RSS) of each process; at the
 largest size the peak of each route against the file route's (target <= 1.5x). Every route
-must give the same means; they are checked against ADK's.
+must give the same means; they are checked against ADK's. Each process's CPU time is printed
+beside its wall time (on a shared machine it moves less with the load), after one warm-up round;
+levelfield's modules are compiled to bytecode first, as an installed package's are.
 
     python bench/bench_routes.py [--sizes 1000,20000,100000] [--adk-subset 20000] [--repeats 3]
 """
@@ -22,7 +24,9 @@ must give the same means; they are checked against ADK's.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
+import os
 import resource
 import statistics
 import sys
@@ -30,6 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_scale import TRAJECTORY, adk_evaluators, adk_means, adk_pairs, generate, run_child  # noqa: E402
 
@@ -51,7 +56,7 @@ def _peak_mb() -> float:
 
 
 def ours(route: str, path: str, which: str) -> dict:
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     import levelfield as lf
 
     if route == "path":
@@ -68,11 +73,12 @@ def ours(route: str, path: str, which: str) -> dict:
     table = result.metrics_table
     seconds = time.perf_counter() - start
     means = [summary[f"{m}/mean"] for m in metrics]
-    return {"seconds": seconds, "rows": len(table), "means": means, "peak_mb": _peak_mb()}
+    return {"seconds": seconds, "cpu": time.process_time() - cpu, "rows": len(table), "means": means,
+            "peak_mb": _peak_mb()}
 
 
 def adk(path: str, which: str, subset: int) -> dict:
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     rows = []
     with open(path, encoding="utf-8") as f:
         for line in f:
@@ -88,7 +94,8 @@ def adk(path: str, which: str, subset: int) -> dict:
 
         evaluator = RougeEvaluator(EvalMetric(metric_name="response_match_score", threshold=0.5))
         means = [sum(evaluator.evaluate_invocations([a], [e]).overall_score for a, e in pairs) / len(pairs)]
-    return {"seconds": time.perf_counter() - start, "rows": len(rows), "means": means, "peak_mb": _peak_mb()}
+    return {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu, "rows": len(rows),
+            "means": means, "peak_mb": _peak_mb()}
 
 
 def main() -> None:
@@ -107,6 +114,12 @@ def main() -> None:
         print(json.dumps(answer))
         return
     sizes = [int(s) for s in args.sizes.split(",")]
+    # levelfield's modules as an installed package has them: compiled once. Without this, a shell with
+    # PYTHONDONTWRITEBYTECODE=1 makes every child compile levelfield from source (~0.5 s) while pandas
+    # and google-adk load from their installed .pyc files.
+    compileall.compile_dir(str(ROOT / "levelfield"), quiet=1)
+    print(f"load average {os.getloadavg()[0]:.2f} at the start; seconds are wall time, cpu the process's CPU "
+          "time (less sensitive to other work on a shared machine)")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.folder or tmp)
         for which in args.sets.split(","):
@@ -115,27 +128,36 @@ def main() -> None:
             for n in sizes:
                 jsonl, _ = generate(n, folder)
                 runs: dict[str, list[dict]] = {}
+                for kind in (*ROUTES, "adk"):  # one warm-up round: the file cache, first-use costs
+                    extra = [str(min(n, args.adk_subset))] if kind == "adk" else []
+                    run_child(__file__, kind, str(jsonl), which, *extra)
                 for _ in range(args.repeats):  # interleaved: a load change hits every route alike
                     for kind in (*ROUTES, "adk"):
                         extra = [str(min(n, args.adk_subset))] if kind == "adk" else []
                         runs.setdefault(kind, []).append(run_child(__file__, kind, str(jsonl), which, *extra))
                 adk_rate = statistics.median(r["rows"] / r["seconds"] for r in runs["adk"])
+                adk_cpu_rate = statistics.median(r["rows"] / r["cpu"] for r in runs["adk"])
                 adk_rows = runs["adk"][0]["rows"]
                 means = runs["path"][0]["means"]
                 for kind in ROUTES:
                     seconds = statistics.median(r["seconds"] for r in runs[kind])
+                    cpu = statistics.median(r["cpu"] for r in runs[kind])
                     peak = statistics.median(r["peak_mb"] for r in runs[kind])
                     if n == sizes[-1]:
                         peaks[kind] = peak
                     # Row scores are the same; a mean may differ in its last bit (batches summed in another order).
                     same = all(abs(a - b) <= 1e-12 for r in runs[kind] for a, b in zip(r["means"], means))
                     print(f"{n:>8} rows  {kind:12s} {seconds:7.3f} s  {n / seconds:10,.0f} rows/s  "
-                          f"{n / seconds / adk_rate:6.1f}x ADK  peak {peak:7.0f} MB{'' if same else '  MEANS DIFFER'}")
+                          f"{n / seconds / adk_rate:6.1f}x ADK  "
+                          f"(cpu {cpu:6.3f} s, {n / cpu / adk_cpu_rate:5.1f}x ADK)  "
+                          f"peak {peak:7.0f} MB{'' if same else '  MEANS DIFFER'}")
                 note = "" if adk_rows == n else f" (timed on {adk_rows} rows, rate extrapolated)"
                 agree = max(abs(a - b) for a, b in zip(means, runs["adk"][0]["means"])) if adk_rows == n else None
                 adk_seconds = statistics.median(r["seconds"] for r in runs["adk"])
+                adk_cpu = statistics.median(r["cpu"] for r in runs["adk"])
                 tail = "" if agree is None else f"; largest difference of means from levelfield's {agree:.1e}"
-                print(f"{n:>8} rows  {'google-adk':12s} {adk_seconds:7.3f} s  {adk_rate:10,.0f} rows/s{note}{tail}")
+                print(f"{n:>8} rows  {'google-adk':12s} {adk_seconds:7.3f} s  {adk_rate:10,.0f} rows/s  "
+                      f"(cpu {adk_cpu:6.3f} s){note}{tail}")
             base = peaks["path"]
             print("peak memory at " + f"{sizes[-1]:,} rows against the file route's: "
                   + ", ".join(f"{k} {v / base:.2f}x" for k, v in peaks.items()) + " (target <= 1.5x)")

@@ -24,7 +24,10 @@ The runner / Vertex ratios compare levelfield's whole ``evaluate`` (runs and sco
 target <= 0.75. The machine is shared: each figure set prints the load average before and after;
 compare only figures taken at similar loads.
 
-    python bench/bench_runner.py [--cases 2000] [--concurrency 100] [--sleep 0.05] [--repeats 5] [--no-vertex]
+``--where`` says where the save at the end goes (explanations, the table, the files, the summary),
+from a cProfile of each save; the profiler slows the saves, so its ratios are not the figures.
+
+    python bench/bench_runner.py [--cases 2000] [--concurrency 100] [--sleep 0.05] [--repeats 5] [--no-vertex] [--where]
 """
 
 from __future__ import annotations
@@ -32,8 +35,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import cProfile
 import json
 import os
+import pstats
 import statistics
 import subprocess
 import sys
@@ -153,6 +158,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-vertex", action="store_true", help="skip Vertex EvalTask")
     parser.add_argument("--vertex-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--where", action="store_true",
+                        help="also say where out='s save at the end goes (a cProfile of each save, medians); the "
+                             "profiler slows the saves, so take the ratios from a run without it")
     args = parser.parse_args()
     pause = args.sleep
     if args.vertex_child:
@@ -186,12 +194,19 @@ def main() -> None:
     saving: list[float] = []
     save = lf.EvalResult.save
 
+    parts: dict[str, list[float]] = {}
+
     def timed_save(self, directory):  # type: ignore[no-untyped-def]
+        profile = cProfile.Profile() if args.where else None
         start = time.perf_counter()
         try:
-            return save(self, directory)
+            if profile is None:
+                return save(self, directory)
+            return profile.runcall(save, self, directory)
         finally:
             saving.append(time.perf_counter() - start)
+            if profile is not None:
+                _save_parts(profile, parts)
 
     lf.EvalResult.save = timed_save  # type: ignore[method-assign]
     load = os.getloadavg()[0]
@@ -224,6 +239,13 @@ def main() -> None:
               f"{med['journal alone'] / med['runner alone']:.3f}x the runner alone (target <= 1.03); the tables "
               f"at the end {med['out='] - med['journal alone']:.3f} s")
     print(f"{'':11s}  {_load(load).strip(' ;')}")
+    if parts:
+        total = statistics.median(parts.pop("save"))
+        print(f"where out='s save at the end goes (median of {args.repeats * len(agents)} saves under cProfile, "
+              f"{total:.3f} s in all):")
+        for part, seconds in parts.items():
+            share = statistics.median(seconds)
+            print(f"  {part:<58} {share:7.3f} s  {share / total:6.1%}")
 
     if args.no_vertex:
         return
@@ -241,6 +263,25 @@ def main() -> None:
         phase = statistics.median(phases)
         print(f"{'':16s}its agent-running phase alone {phase:.3f} s = {phase / ideal:.3f}x ideal; levelfield's whole "
               f"evaluate / that phase = {ours / phase:.3f}{_load(load)}")
+
+
+# The pieces of EvalResult.save, by the function that does each (cumulative seconds under cProfile).
+SAVE_PARTS = {
+    "save": ("result.py", "save"),
+    "explanations (each run scored again for its explanation)": ("result.py", "_explained_run"),
+    "the table built from the explained scores": ("result.py", "_table_of"),
+    "the tables written (metrics_table.csv and .parquet)": ("result.py", "write_table_files"),
+    "the journal's final header (runs.jsonl)": ("record.py", "finish_journal"),
+    "the summary computed": ("result.py", "summary_metrics"),
+    "the summary written (summary.json)": ("result.py", "write_summary"),
+}
+
+
+def _save_parts(profile: "cProfile.Profile", parts: dict[str, list[float]]) -> None:
+    stats = pstats.Stats(profile).stats  # {(file, line, function): (calls, primitive, tottime, cumtime, callers)}
+    for label, (file, function) in SAVE_PARTS.items():
+        seconds = sum(v[3] for (f, _, fn), v in stats.items() if f.endswith(file) and fn == function)
+        parts.setdefault(label, []).append(seconds)
 
 
 def _load(before: float) -> str:

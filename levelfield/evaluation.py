@@ -21,31 +21,43 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from typing_extensions import Unpack
 
 
-from .adapters.auto import as_agent
-from .adapters.spec import SpecAgent, agent_from_spec
 from .core.data.config import RunConfig, RunOptions, run_config
-from .core.stats.config import STATS_OPTIONS, StatsConfig, stats_config
 from .core.errors import ConfigError, ConfigTypeError, LevelfieldError
 from .core.results.lock import holding
-from .core.run.engine import EarlyStop, run_and_score, score_saved
-from .core.stats.sequential import StopRule
-from .core.stats.judge_correction import check_label_cases, correct_judged, judged_binary_metrics, read_human_labels
-from .core.score.metrics.base import Metric
 from .core.score.metrics.registry import nearest_name, resolve_metrics
-from .core.data.protocol import AgentRunnable
 from .core.run.notices import MissingReferenceWarning, unscored_metrics, warn_user
-from .core.results.result import EvalResult
-from .core.run.runner import Executor
 from .core.run.threads import run_coroutine
-from .executors import RayExecutor, resolve_executor, ships_agents
-from .executors.ray import score_saved_on_ray, scores_on_ray_data
+from .executors import resolve_executor, ships_agents
 from .failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning, failure_groups, unreadable_judges
-from .formats import load_dataset
 from .executors.saved import check_out, score_saved_rows, takes_columnar_path
-from .simulation import as_simulator
 
-if TYPE_CHECKING:  # compare's own: imported when compare is called (scipy's statistics, the report's text)
+# Scoring saved rows needs none of the rest (the runner, adapters, simulator and judges, Ray, the
+# statistics of a comparison): each loads in the function that uses it, so that the first
+# ``lf.evaluate(path, metrics=...)`` of a process does not pay for them (issue #46).
+if TYPE_CHECKING:
     from .comparison import Comparison
+    from .core.data.protocol import AgentRunnable
+    from .core.results.result import EvalResult
+    from .core.run.engine import EarlyStop
+    from .core.run.runner import Executor
+    from .core.score.metrics.base import Metric
+    from .core.stats.config import StatsConfig
+
+
+def load_dataset(data: Any) -> Any:
+    """``levelfield.formats.load_dataset``, loaded when first called."""
+    from .formats.files import load_dataset as load
+
+    return load(data)
+
+
+def as_simulator(simulator: Any) -> Any:
+    """``levelfield.simulation.as_simulator``, loaded when first called."""
+    if simulator is None:
+        return None
+    from .simulation import as_simulator as simulator_of
+
+    return simulator_of(simulator)
 
 __all__ = ["evaluate", "aevaluate", "EvalTask", "compare", "acompare"]
 
@@ -122,10 +134,13 @@ def _saved_batch_by_batch(dataset: Any, metrics: Sequence[Metric], cfg: RunConfi
     source = getattr(dataset, "loaded_from", None)
     dataset = dataset if source is None else source
     executor = resolve_executor(cfg.executor) if ships_agents(cfg.executor) else None
-    if (isinstance(executor, RayExecutor) and scores_on_ray_data(dataset)
+    ray = None
+    if executor is not None:
+        from .executors import ray
+    if (ray is not None and isinstance(executor, ray.RayExecutor) and ray.scores_on_ray_data(dataset)
             and takes_columnar_path(dataset, metrics, cfg.replace(workers=2))):  # at any size: Ray was asked for
         # A saved-predictions file scored on Ray Data, with the same columnar scorer.
-        result = score_saved_on_ray(executor, dataset, metrics, cfg)
+        result = ray.score_saved_on_ray(executor, dataset, metrics, cfg)
     elif takes_columnar_path(dataset, metrics, cfg):
         # Saved predictions in a file or in memory: scored batch by batch, in bounded memory.
         result = score_saved_rows(dataset, metrics, cfg)
@@ -227,7 +242,7 @@ async def _evaluate(
 ) -> EvalResult:
     """The one implementation of ``evaluate`` and ``aevaluate``."""
     _require_experiment_logging(experiment)
-    settings = _evaluate_stats(stats)
+    settings = None if stats is None else _evaluate_stats(stats)  # None: the defaults (loaded only if needed)
     cfg = run_config(config, **options)
     resolved = resolve_metrics(metrics, judge=judge)
     result = None
@@ -257,6 +272,10 @@ async def _run_evaluation(
     dataset: Any, agent: Any, metrics: list[Metric], *, name: str | None, cfg: RunConfig, human_labels: Any, simulator: Any,
     tools: Any = None, faults: Any = None, settings: StatsConfig | None = None,
 ) -> EvalResult:
+    from .core.run.engine import run_and_score, score_saved
+    from .core.stats.config import StatsConfig
+    from .core.stats.judge_correction import check_label_cases, correct_judged, judged_binary_metrics, read_human_labels
+
     ds = load_dataset(dataset)
     settings = settings or StatsConfig()
     correcting = {"confidence": settings.confidence, "judge_scores": settings.judge_scores}
@@ -356,6 +375,9 @@ def _overlay(base: RunConfig, given: RunConfig | None) -> RunConfig:
 def _agent(agent: Any, name: str | None, config: RunConfig) -> AgentRunnable:
     # A spec string ("pkg.mod:attr", a URL) is loaded here; when agents run in other processes
     # (process isolation, Ray) it stays a spec, so each worker builds the agent itself.
+    from .adapters.auto import as_agent
+    from .adapters.spec import SpecAgent, agent_from_spec
+
     if isinstance(agent, str):
         if ships_agents(config.executor):
             return SpecAgent(agent, name=name)
@@ -416,6 +438,8 @@ def _check_judge_budget(cfg: RunConfig, metrics: Sequence[Metric]) -> None:
 
 def _evaluate_stats(stats: StatsConfig | None) -> StatsConfig:
     """``evaluate``'s statistics options: only those of the judge correction apply; any other is refused."""
+    from .core.stats.config import STATS_OPTIONS, StatsConfig, stats_config
+
     settings = stats_config(stats)
     default = StatsConfig()
     other = [f"{k}={getattr(settings, k)!r}" for k in STATS_OPTIONS
@@ -428,6 +452,8 @@ def _evaluate_stats(stats: StatsConfig | None) -> StatsConfig:
 
 def _stats_from(stats: StatsConfig | None, options: dict[str, Any], where: str) -> StatsConfig:
     """``stats`` checked; a statistics option given as a keyword is refused with the object to put it in."""
+    from .core.stats.config import STATS_OPTIONS, stats_config
+
     given = {k: options[k] for k in options if k in STATS_OPTIONS}
     if given:
         text = ", ".join(f"{k}={v!r}" for k, v in given.items())
@@ -446,6 +472,9 @@ def _early_stop(stop_early: bool | str, settings: StatsConfig, dataset: Any, met
         raise ConfigTypeError(f"stop_early={stop_early!r}: pass True (the first metric decides) or a metric name")
     if baseline is not None:
         raise ConfigError("stop_early does not combine with baseline=... yet: the baseline's runs are not re-run")
+    from .core.run.engine import EarlyStop
+    from .core.stats.sequential import StopRule
+
     metric = metrics[0].name if stop_early is True else stop_early
     rule = StopRule(metric, seed=settings.seed, alpha=settings.alpha, margin=settings.margin,
                     failed_runs=settings.failed_runs, reducer=settings.reducer)
@@ -570,6 +599,8 @@ class _CertifyRequest:
         """The labels read and checked against ``dataset`` (a bad file fails before any agent runs)."""
         if self.human_labels is None or self.checked:
             return self
+        from .core.stats.judge_correction import check_label_cases, read_human_labels
+
         labels = read_human_labels(self.human_labels)
         check_label_cases(labels, dataset)
         return _CertifyRequest(self.certification, labels, checked=True)
@@ -690,6 +721,8 @@ async def _compare(
 
         joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials,
                                         tools=levelled.header, allow_different_evaluators=allow_different_evaluators)
+    from .core.run.engine import run_and_score
+
     with holding(cfg.out_dir):  # one writer per out folder, from reading its journal to saving the results
         try:
             results = await run_and_score(ds, runnables, resolved, cfg, kind=kind, settings=settings.to_dict(),

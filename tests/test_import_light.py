@@ -1,6 +1,7 @@
 """``import levelfield`` and the command line's start stay light: the heavy packages (and the parts
 of levelfield that need them) load when a name that needs them is first used, never at import."""
 
+import json
 import subprocess
 import sys
 
@@ -103,3 +104,32 @@ def test_nltk_imported_after_the_stemmer_is_the_whole_package():
             "from nltk.stem.porter import PorterStemmer\n"
             "assert hasattr(nltk, 'download') and PorterStemmer().stem('running') == 'run'\n")
     assert "nltk.corpus" in loaded_after(code)
+
+
+# What scoring saved rows must not load: the runner and engine, the adapters, the simulator and
+# judges, Ray's executor, the outside formats a JSON Lines file does not use, a comparison's statistics.
+NOT_FOR_SAVED_ROWS = ("levelfield.core.run.runner", "levelfield.core.run.engine", "levelfield.core.run.conversation",
+                      "levelfield.adapters", "levelfield.simulation", "levelfield.judge", "levelfield.executors.ray",
+                      "levelfield.executors.local", "levelfield.formats.adk", "levelfield.formats.databricks",
+                      "levelfield.formats.vertex", "levelfield.formats.mlflow", "levelfield.formats.otel",
+                      "levelfield.core.stats", "levelfield.comparison", "levelfield.report", "levelfield.gate")
+
+
+@pytest.mark.parametrize("route", ["path", "df", "load_dataset"])
+def test_scoring_a_saved_file_by_every_route_loads_only_the_scoring_side(tmp_path, route):
+    saved = tmp_path / "saved.jsonl"
+    rows = [{"prompt": "p", "reference": "the lights are off", "response": "lights off",
+             "reference_trajectory": [{"tool_name": "t", "tool_input": {"x": i}}],
+             "predicted_trajectory": [{"tool_name": "t", "tool_input": {"x": i % 2}}]} for i in range(4)]
+    saved.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    data = {"path": repr(str(saved)), "df": f"pd.read_json({str(saved)!r}, lines=True)",
+            "load_dataset": f"lf.load_dataset({str(saved)!r})"}[route]
+    code = ("import pandas as pd\n"
+            "import levelfield as lf\n"
+            f"r = lf.evaluate({data}, metrics=['trajectory_exact_match', 'rouge_1'], progress=False)\n"
+            "assert r.summary_metrics['trajectory_exact_match/mean'] == 0.5 and len(r.metrics_table) == 4\n")
+    loaded = loaded_after(code)
+    assert [m for m in loaded if any(m == n or m.startswith(n + ".") for n in NOT_FOR_SAVED_ROWS)] == []
+    # The bare "google" and "google.cloud" namespaces are made by .pth files at start-up.
+    assert [m for m in loaded if m.split(".")[0] in ("scipy", "nltk", "langchain", "a2a", "google", "ray")
+            and m not in ("google", "google.cloud")] == []

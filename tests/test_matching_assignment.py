@@ -76,3 +76,24 @@ def test_aligning_a_small_trajectory_imports_no_scipy():
             "print(sorted({n.split('.')[0] for n in sys.modules} & {'scipy', 'numpy', 'pandas'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _pairs_are_a_matching(grid, assignment):
+    columns = [j for j in assignment if j >= 0]
+    return len(columns) == len(set(columns)) and all(grid[i][j] for i, j in enumerate(assignment) if j >= 0)
+
+
+def test_python_matching_has_the_size_of_scipys_optimal_assignment():
+    # A second oracle, of another algorithm: the 0/1 assignment problem solved by linear_sum_assignment
+    # (maximize the matched cells) has the size of a maximum matching.
+    from scipy.optimize import linear_sum_assignment
+
+    rng = np.random.default_rng(4646)
+    for _ in range(300):
+        rows, columns = rng.integers(1, 25, size=2)
+        grid = (rng.random((rows, columns)) < rng.choice([0.05, 0.15, 0.3, 0.6, 0.9])).tolist()
+        weights = np.array(grid, dtype=float)
+        r, c = linear_sum_assignment(weights, maximize=True)
+        ours = _maximum_matching(grid)
+        assert _pairs_are_a_matching(grid, ours)
+        assert sum(j >= 0 for j in ours) == int(weights[r, c].sum()), grid

@@ -8,21 +8,41 @@ scoring and the results stay in the calling process, so they are the same.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError
-from ..core.run.runner import Executor
-from .local import LocalExecutor
-from .ray import RayExecutor
+
+if TYPE_CHECKING:
+    from ..core.run.runner import Executor
+    from .local import LocalExecutor
+    from .ray import RayExecutor
 
 __all__ = ["Executor", "LocalExecutor", "RayExecutor", "resolve_executor", "ships_agents"]
+
+# Scoring saved rows (``executors.saved``) needs neither the runner nor Ray's module: they load on first use.
+_LAZY = {"Executor": "..core.run.runner", "LocalExecutor": ".local", "RayExecutor": ".ray"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
 
 def resolve_executor(executor: Any) -> Executor:
     """The executor object ``RunConfig.executor`` stands for (a name becomes its default executor)."""
     if executor == "local":
+        from .local import LocalExecutor
+
         return LocalExecutor()
     if executor == "ray":
+        from .ray import RayExecutor
+
         return RayExecutor()
     if isinstance(executor, str):
         raise ConfigError(f"executor={executor!r}: must be 'local', 'ray' or an executor object such as lf.RayExecutor(...)")
@@ -31,4 +51,8 @@ def resolve_executor(executor: Any) -> Executor:
 
 def ships_agents(executor: Any) -> bool:
     """Whether the agents run in other processes, so agent spec strings are sent as strings."""
-    return not (executor == "local" or isinstance(executor, LocalExecutor))
+    if isinstance(executor, str):  # a name: only "local" runs here (another name is refused by resolve_executor)
+        return executor != "local"
+    from .local import LocalExecutor
+
+    return not isinstance(executor, LocalExecutor)

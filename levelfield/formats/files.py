@@ -13,7 +13,7 @@ import itertools
 import gzip
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,6 @@ from ..core.data.dataset import (EvalCase, EvalDataset, dataset_from_located, da
                                  too_deep_message)
 from ..core.data.jsonsafe import MAX_DEPTH
 from ..core.errors import DatasetError
-from . import adk, databricks, vertex
 from .arrow import ARROW_SUFFIXES, is_arrow_table, read_arrow_rows, table_rows
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
@@ -50,7 +49,19 @@ def _jsonl_rows(lines: Iterable[str], path: Path, *, with_clean: bool = False) -
                 raise DatasetError(too_deep_message(f"{path} line {n}")) from None
 
 
+def _with_cell(data: Any, column: str) -> bool:
+    """Whether in-memory rows (a DataFrame, or a sequence of mappings) have a ``column`` cell: only
+    then is the outside format that reads it (Databricks ``trace``, Vertex ``agent_data``) loaded."""
+    if hasattr(data, "columns") and hasattr(data, "to_dict"):
+        return column in data.columns
+    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
+        return any(isinstance(r, Mapping) and column in r for r in data)
+    return False
+
+
 def _rows_from_json(path: Path, data: Any) -> list[Any]:
+    from . import adk  # ADK's eval-set shapes, loaded for a .json file only
+
     if isinstance(data, list):
         if path.name.endswith(adk.TEST_SUFFIX) and adk.is_legacy_test_file(data):
             return [adk.case_from_legacy(data, path)]  # ADK reads the whole file as one session
@@ -199,7 +210,20 @@ def select_cases(dataset: EvalDataset, ids: Sequence[str]) -> EvalDataset:
 
 def _filled(located: list[tuple[Any, str]]) -> list[tuple[Any, str]]:
     """Rows with what an outside format's cell holds read into them: a Databricks ``trace``, a Vertex ``agent_data``."""
-    return vertex.fill_located(databricks.fill_located(located))
+    if any(isinstance(row, Mapping) and "trace" in row for row, _ in located):
+        from . import databricks
+
+        located = databricks.fill_located(located)
+    return _agent_data_filled(located)
+
+
+def _agent_data_filled(located: list[tuple[Any, str]]) -> list[tuple[Any, str]]:
+    """Rows with a Vertex ``agent_data`` cell read into them (the module loads only when one has it)."""
+    if any(isinstance(row, Mapping) and "agent_data" in row for row, _ in located):
+        from . import vertex
+
+        return vertex.fill_located(located)
+    return located
 
 
 def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
@@ -222,12 +246,18 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
         located = [(r, f"{label} row {i + 1}") for i, r in enumerate(table_rows(data))]
         return dataset_from_located(_filled(located), label)
     if not isinstance(data, (str, Path)):
-        traced = databricks.traced_rows(data, source)  # a Databricks 'trace' column fills what rows leave out
-        if traced is not None:
-            return dataset_from_located(vertex.fill_located(traced[0]), traced[1])
-        agent_rows = vertex.agent_data_rows(data, source)  # Vertex's 'agent_data' conversations
-        if agent_rows is not None:
-            return dataset_from_located(*agent_rows)
+        if _with_cell(data, "trace"):
+            from . import databricks
+
+            traced = databricks.traced_rows(data, source)  # a Databricks 'trace' column fills what rows leave out
+            if traced is not None:
+                return dataset_from_located(_agent_data_filled(traced[0]), traced[1])
+        if _with_cell(data, "agent_data"):
+            from . import vertex
+
+            agent_rows = vertex.agent_data_rows(data, source)  # Vertex's 'agent_data' conversations
+            if agent_rows is not None:
+                return dataset_from_located(*agent_rows)
         if _is_frame(data) and len(data) >= _DEFERRED_ROWS:
             return _deferred_frame(data, source or "DataFrame")
         return _columnar_source(dataset_from_rows(data, source=source), data)
@@ -237,6 +267,8 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
         if selected is not None:
             return select_cases(load_dataset(path, source=source), selected)
     if path.is_dir():
+        from . import adk
+
         return adk.load_folder(path)
     if path.name.endswith(".jsonl") and path.is_file():
         return _deferred_jsonl(path, source or str(path))

@@ -2,12 +2,15 @@
 
 The names of the metrics in ``core`` are listed here. Packages above core add theirs when they
 are imported (the LLM judge registers its prebuilt judged metrics), so this module knows none of
-them: it imports no package above core.
+them: it imports no package above core. Those packages are loaded (by name, :data:`_PLUGINS`) the
+first time a name or metric object that the registries do not hold is met, so that scoring with
+the built-in metrics alone never imports the judges or the simulator.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Callable, Iterable, Sequence
 
 from typing import Any
@@ -91,6 +94,25 @@ DEFAULT_METRICS = (
 )
 
 
+_PLUGINS = ("levelfield.judge", "levelfield.simulation")
+"""The packages above core that register metric names, hints and converters when imported."""
+_plugins_loaded = False
+
+
+def _load_plugins() -> None:
+    """Import :data:`_PLUGINS` once, so that the names they register are known."""
+    global _plugins_loaded
+    if not _plugins_loaded:
+        _plugins_loaded = True
+        for name in _PLUGINS:
+            importlib.import_module(name)
+
+
+def _known(spec: Any) -> bool:
+    """Whether ``spec`` resolves without the packages above core: a built-in name or a Metric object."""
+    return spec in _REGISTRY if isinstance(spec, str) else isinstance(spec, Metric)
+
+
 def register_metric(name: str, factory: Callable[[], Metric]) -> None:
     """Make ``name`` usable as a string in ``metrics=[...]``."""
     if name in _REGISTRY:
@@ -133,11 +155,14 @@ def register_metric_converter(convert: Callable[[Any, Any], Metric | None]) -> N
 
 def is_judged_metric(name: str) -> bool:
     """Whether the metric named ``name`` is built with a judge (see :func:`register_judged_metric`)."""
+    if name not in _REGISTRY:
+        _load_plugins()
     return name in _JUDGED
 
 
 def metric_names() -> list[str]:
     """Every metric name usable as a string (judged ones included: they need a judge)."""
+    _load_plugins()
     return sorted({*_REGISTRY, *_JUDGED})
 
 
@@ -188,6 +213,9 @@ def resolve_metrics(metrics: Sequence[str | Metric] | None, *, judge: Any = None
         metrics = DEFAULT_METRICS
     if isinstance(metrics, (str, Metric)):
         metrics = [metrics]
+    metrics = list(metrics)
+    if not all(_known(spec) for spec in metrics):
+        _load_plugins()
     out: list[Metric] = []
     for spec in metrics:
         if isinstance(spec, str):
