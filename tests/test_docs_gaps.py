@@ -32,3 +32,15 @@ def test_guide_config_examples_name_files_that_exist():
     for line in lines:
         config = line.split("--config", 1)[1].split()[0]
         assert (root / config).is_file(), f"{config} (named in {line.strip()!r}) does not exist"
+
+
+def test_readme_extras_table_lists_every_extra_of_pyproject():
+    import re
+    from pathlib import Path
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    root = Path(__file__).resolve().parents[1]
+    extras = set(tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"])
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    table = set(re.findall(r"^\| `([a-z0-9-]+)` \|", readme, re.M))
+    assert table == extras, f"README's extras table lists {sorted(table)}; pyproject.toml has {sorted(extras)}"
