@@ -372,6 +372,7 @@ def test_a_new_run_changes_the_version_and_shows_in_the_list(tmp_path):
 # -- saved predictions, the catalog, the command --------------------------------------------------------
 
 
+@pytest.mark.slow  # the eval command in a subprocess, with worker processes
 def test_a_scored_table_of_saved_predictions_is_listed_and_paged(tmp_path):
     rows = [{"case_id": f"r{i}", "prompt": "p", "reference": "done", "response": "done" if i % 2 else "nope"} for i in range(60)]
     data = tmp_path / "saved.jsonl"
@@ -390,6 +391,7 @@ def test_catalog_ids_are_folders_below_the_served_folders_parent(runs):
     assert read_record(runs / "v1").agents == ["home"]
 
 
+@pytest.mark.slow  # the view command in a subprocess
 def test_view_command_warns_when_bound_wider_than_this_machine(runs):
     proc = subprocess.Popen([sys.executable, "-m", "levelfield", "view", str(runs), "--host", "0.0.0.0", "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
