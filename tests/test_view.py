@@ -301,7 +301,7 @@ def test_markup_in_every_field_is_escaped(tmp_path):
     folder = tmp_path / "runs" / '<svg onload="window.__pwned=3">'
     lf.compare(cases, {f"a{PAYLOAD}": hostile}, ["trajectory_exact_match", "rouge_l_sum"], out=folder, progress=False)
     app = TestClient(create_app([tmp_path / "runs"], allowed_hosts=["testserver"]))
-    run_id = f'runs/<svg onload="window.__pwned=3">'
+    run_id = 'runs/<svg onload="window.__pwned=3">'
     pages = [app.get("/").text, app.get("/run", params={"run": run_id}).text,
              app.get("/case", params={"run": run_id, "case": f"c{PAYLOAD}"}).text,
              app.get("/case", params={"run": run_id, "case": "crash"}).text,
