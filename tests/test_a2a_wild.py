@@ -325,6 +325,7 @@ def test_a_stream_of_keep_alives_only_ends_at_the_agent_timeout(raw_server):
     assert "whole turn" in run.error and run.latency_in_seconds < 10
 
 
+@pytest.mark.slow  # waits out a 3 s agent timeout
 def test_a_task_left_working_is_polled_until_the_agent_timeout(raw_server):
     working = {"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_WORKING"}}
 
@@ -583,6 +584,7 @@ def test_url_user_info_and_an_authorization_header_together_are_refused():
     assert TOKEN not in str(caught.value) and "pw" not in str(caught.value)
 
 
+@pytest.mark.slow  # the CLI in a subprocess, interrupted
 def test_the_ctrl_c_resume_hint_shows_no_url_credential(tmp_path):
     import os
     import signal

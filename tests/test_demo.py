@@ -14,6 +14,9 @@ from levelfield.demo import demo_agents
 from levelfield.adapters import a2a_server
 
 
+pytestmark = pytest.mark.slow  # the demo runs every framework, A2A servers included, in a subprocess
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     """Run the demo once, recording the A2A servers it starts."""

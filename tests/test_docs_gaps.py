@@ -1,4 +1,4 @@
-"""The README's promises that were not kept: names importable where the docs say, extras named when missing."""
+"""The docs' promises that were not kept: names importable where the docs say, extras named when missing."""
 
 import sys
 
@@ -21,10 +21,26 @@ def test_eval_test_without_pytest_names_the_extra_to_install(monkeypatch):
         lf.testing.eval_test("tests/fixture/", lambda prompt: "hi")
 
 
-def test_readme_config_example_names_files_that_exist():
+def test_guide_config_examples_name_files_that_exist():
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    line = next(l for l in readme.splitlines() if "--config" in l and l.lstrip().startswith("--config"))
-    config = line.split("--config", 1)[1].split()[0]
-    assert (Path(__file__).resolve().parents[1] / config).is_file()
+    root = Path(__file__).resolve().parents[1]
+    pages = [root / "README.md", *sorted((root / "docs" / "guide").glob("*.md"))]
+    lines = [text for page in pages for text in page.read_text(encoding="utf-8").splitlines()
+             if text.lstrip().startswith("--config")]
+    assert lines, "the guide shows `levelfield eval ... --config FILE` (an ADK test_config.json)"
+    for line in lines:
+        config = line.split("--config", 1)[1].split()[0]
+        assert (root / config).is_file(), f"{config} (named in {line.strip()!r}) does not exist"
+
+
+def test_readme_extras_table_lists_every_extra_of_pyproject():
+    import re
+    from pathlib import Path
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    root = Path(__file__).resolve().parents[1]
+    extras = set(tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"])
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    table = set(re.findall(r"^\| `([a-z0-9-]+)` \|", readme, re.M))
+    assert table == extras, f"README's extras table lists {sorted(table)}; pyproject.toml has {sorted(extras)}"

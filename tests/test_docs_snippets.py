@@ -1,4 +1,4 @@
-"""Every Python snippet of README.md and docs/*.md runs, offline, as written.
+"""Every Python snippet of README.md, docs/*.md and the guide (docs/guide/*.md) runs, offline, as written.
 
 The snippets of one file run in order in one namespace, as a reader would paste them into one
 session. A snippet that cannot run here (it needs a hosted judge model, a deployed agent, a
@@ -9,6 +9,8 @@ refused while the snippets run, so "offline" is checked, not assumed.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import ipaddress
 import re
 import socket
@@ -18,7 +20,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "guide").glob("*.md"))]
+# The guide's map lists the pages; it has nothing to run.
+NO_SNIPPET = {ROOT / "docs" / "guide" / "index.md"}
 BLOCK = re.compile(r"(?:<!--\s*snippet:\s*(?P<directive>[^>]*?)\s*-->\s*\n)?```python\n(?P<code>.*?)```", re.S)
 
 
@@ -74,10 +78,53 @@ def offline(monkeypatch, workdir):
 
 
 def test_every_docs_page_has_a_snippet():
-    pages = {p.name for p in (ROOT / "docs").glob("*.md")}
-    assert {"vertex.md", "adk.md", "langchain.md", "a2a.md"} <= pages
-    with_code = {s.values[0].name for s in SNIPPETS if s.values[0].parent.name == "docs" and not s.values[3]}
-    assert pages <= with_code, "every docs page needs a snippet that runs"
+    pages = {p for p in FILES if p != ROOT / "README.md"} - NO_SNIPPET
+    assert {ROOT / "docs" / name for name in ("vertex.md", "adk.md", "langchain.md", "a2a.md")} <= pages
+    assert {p.name for p in pages if p.parent.name == "guide"} >= {"running.md", "datasets.md", "comparing.md"}
+    with_code = {s.values[0] for s in SNIPPETS if not s.values[3]}
+    missing = sorted(str(p.relative_to(ROOT)) for p in pages - with_code)
+    assert not missing, f"every docs page needs a snippet that runs: {missing}"
+
+
+def test_the_guide_map_links_every_guide_page():
+    guide = ROOT / "docs" / "guide"
+    index = (guide / "index.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for page in guide.glob("*.md"):
+        if page.name != "index.md":
+            assert f"]({page.name})" in index, f"docs/guide/index.md does not link {page.name}"
+            assert f"(docs/guide/{page.name})" in readme, f"README.md's 'Where next' does not link {page.name}"
+
+
+def test_relative_links_in_the_docs_point_at_files_that_exist():
+    broken = []
+    for path in FILES:
+        prose = re.sub(r"```.*?```|`[^`\n]*`", "", path.read_text(encoding="utf-8"), flags=re.S)  # links, not code
+        for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+            if "://" in target or target.startswith("#"):
+                continue
+            if not (path.parent / target.split("#", 1)[0]).exists():
+                broken.append(f"{path.relative_to(ROOT)}: {target}")
+    assert not broken, broken
+
+
+def test_the_readme_shows_what_its_comparison_prints(offline):
+    """The output under the README's first snippet is what that snippet prints (``...`` stands for
+    lines left out, such as the latency, which changes from run to run)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first = next(s.values for s in SNIPPETS if s.values[0] == ROOT / "README.md")
+    shown = re.search(r"```text\n(.*?)```", readme[readme.index(first[4]):], re.S).group(1).splitlines()
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile(first[4], "README.md", "exec"), {"__name__": "readme_first_snippet"})  # noqa: S102 - our own docs
+    lines = printed.getvalue().splitlines()
+    at = 0
+    for line in shown:
+        if line.strip() == "...":
+            continue
+        assert line in lines[at:], f"README shows {line!r}, but the snippet printed:\n{printed.getvalue()}"
+        at = lines.index(line, at) + 1
 
 
 @pytest.mark.parametrize("path, index, line, directive, code", SNIPPETS)

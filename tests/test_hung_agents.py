@@ -75,6 +75,7 @@ def run_script(code: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # a subprocess that must exit despite the hung thread
 def test_process_exits_when_the_evaluation_ends_despite_a_hung_sync_agent():
     done = run_script("""
         import threading
@@ -93,6 +94,7 @@ def test_process_exits_when_the_evaluation_ends_despite_a_hung_sync_agent():
     assert done.stdout.strip() == "['timeout', None]"
 
 
+@pytest.mark.slow  # a subprocess running a LangGraph agent whose tool hangs
 def test_process_exits_despite_a_hung_sync_tool_of_a_langgraph_agent():
     # LangChain runs sync tools on the loop's default executor, not through levelfield's run_sync.
     done = run_script("""

@@ -18,6 +18,8 @@ HEAVY_MODULES = ("google.adk", "google.genai", "google.cloud.aiplatform", "googl
                  "levelfield.gate", "levelfield.report", "levelfield.view", "levelfield.watch", "levelfield.judge",
                  "levelfield.formats")
 
+pytestmark = pytest.mark.slow  # every test starts fresh interpreters
+
 
 def loaded_after(code: str) -> list[str]:
     """``sorted(sys.modules)`` in a fresh interpreter after running ``code``."""

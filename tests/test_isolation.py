@@ -15,6 +15,8 @@ import pytest
 import levelfield as lf
 from levelfield.cli.main import main as cli_main
 
+pytestmark = pytest.mark.slow  # every test starts worker processes; some kill them or press Ctrl-C
+
 # Agents live at module level: a worker process imports them from this module.
 
 

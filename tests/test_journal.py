@@ -170,7 +170,8 @@ def test_a_changed_reference_does_not_block_resume_and_is_rescored(tmp_path):
     lf.evaluate(cases(3), counting([]), ["exact_match"], progress=False, out=tmp_path)
     new = cases(3)
     new[0]["reference"] = "something else"
-    result = lf.evaluate(new, counting([]), ["exact_match"], progress=False, out=tmp_path, resume=True)
+    with pytest.warns(UserWarning, match=r"the references of 1 case\(s\) changed .*'c0'"):
+        result = lf.evaluate(new, counting([]), ["exact_match"], progress=False, out=tmp_path, resume=True)
     assert [s["exact_match/score"] for s in result.scores] == [0.0, 1.0, 1.0]
 
 

@@ -22,7 +22,8 @@ from _resume import journal_runs, run_keys
 ROOT = Path(__file__).resolve().parents[1]
 ROWS = [{"prompt": f"case {i}", "reference": f"answer to case {i}"} for i in range(40)]
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL and fork-free subprocess timing are POSIX's")
+pytestmark = [pytest.mark.slow,  # writers in subprocesses, killed with SIGKILL
+              pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL and fork-free subprocess timing are POSIX's")]
 
 DRIVER = textwrap.dedent(
     """

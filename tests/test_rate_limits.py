@@ -29,6 +29,8 @@ from levelfield.testing import ConcurrencyLimited, FirstCallRefused  # noqa: E40
 
 DELAY = 0.05
 
+pytestmark = pytest.mark.slow  # real servers refusing calls, 64 runs behind 8 slots: seconds each
+
 
 async def _echo(prompt: str) -> str:
     await asyncio.sleep(DELAY)

@@ -14,7 +14,7 @@ import pytest
 import levelfield as lf
 from _browser import CHROMIUM, NO_CHROMIUM, Cdp, chromium
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)]
 websockets = pytest.importorskip("websockets", reason="the browser test talks to Chromium with websockets")
 
 PAYLOAD = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"

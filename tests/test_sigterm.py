@@ -20,6 +20,8 @@ from levelfield.core.results.record import read_record
 ROOT = Path(__file__).resolve().parents[1]
 N = 24
 
+pytestmark = pytest.mark.slow  # each test starts the CLI in a subprocess and signals it
+
 SLOW_AGENT = '''
 import os, time
 

@@ -301,7 +301,7 @@ def test_markup_in_every_field_is_escaped(tmp_path):
     folder = tmp_path / "runs" / '<svg onload="window.__pwned=3">'
     lf.compare(cases, {f"a{PAYLOAD}": hostile}, ["trajectory_exact_match", "rouge_l_sum"], out=folder, progress=False)
     app = TestClient(create_app([tmp_path / "runs"], allowed_hosts=["testserver"]))
-    run_id = f'runs/<svg onload="window.__pwned=3">'
+    run_id = 'runs/<svg onload="window.__pwned=3">'
     pages = [app.get("/").text, app.get("/run", params={"run": run_id}).text,
              app.get("/case", params={"run": run_id, "case": f"c{PAYLOAD}"}).text,
              app.get("/case", params={"run": run_id, "case": "crash"}).text,
@@ -372,6 +372,7 @@ def test_a_new_run_changes_the_version_and_shows_in_the_list(tmp_path):
 # -- saved predictions, the catalog, the command --------------------------------------------------------
 
 
+@pytest.mark.slow  # the eval command in a subprocess, with worker processes
 def test_a_scored_table_of_saved_predictions_is_listed_and_paged(tmp_path):
     rows = [{"case_id": f"r{i}", "prompt": "p", "reference": "done", "response": "done" if i % 2 else "nope"} for i in range(60)]
     data = tmp_path / "saved.jsonl"
@@ -390,6 +391,7 @@ def test_catalog_ids_are_folders_below_the_served_folders_parent(runs):
     assert read_record(runs / "v1").agents == ["home"]
 
 
+@pytest.mark.slow  # the view command in a subprocess
 def test_view_command_warns_when_bound_wider_than_this_machine(runs):
     proc = subprocess.Popen([sys.executable, "-m", "levelfield", "view", str(runs), "--host", "0.0.0.0", "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -20,7 +20,7 @@ import levelfield as lf
 from _browser import CHROMIUM, NO_CHROMIUM, Cdp, chromium
 from _view_runs import three_runs, written_at
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)]
 websockets = pytest.importorskip("websockets", reason="the browser test talks to Chromium with websockets")
 pytest.importorskip("starlette", reason="levelfield view needs the view extra")
 

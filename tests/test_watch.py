@@ -34,6 +34,9 @@ from levelfield.watch.service import WatchStats  # noqa: E402
 from levelfield.watch.windows import window_files  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.slow  # watchers in subprocesses, one killed with SIGKILL and restarted
+
 PROMPTS = ["Licht aus in der Küche", "把客厅的灯关掉", "リビングの電気を消して", "Desligue a luz do quarto"]
 
 

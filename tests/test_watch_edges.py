@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 METRICS = ["trajectory_exact_match"]
 LIMIT = 1 << 20
 
+pytestmark = pytest.mark.slow  # the watch command in subprocesses, seconds each
+
 
 def one_trace() -> bytes:
     exp = InMemorySpanExporter()

@@ -1,0 +1,50 @@
+"""The suite's tiers hold: the markers are registered, the browser tests carry theirs, and the quick
+loop CONTRIBUTING.md gives names only registered markers."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    tomllib = pytest.importorskip("tomli")
+
+
+def _pytest_config() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+
+
+def _registered() -> set[str]:
+    return {line.split(":", 1)[0].strip() for line in _pytest_config()["markers"]}
+
+
+def test_ray_slow_and_browser_are_registered_markers():
+    assert {"ray", "slow", "browser"} <= _registered()
+
+
+def test_every_test_file_that_drives_a_browser_is_marked_browser():
+    drivers = [p for p in sorted((ROOT / "tests").rglob("test_*.py")) if "from _browser import" in p.read_text(encoding="utf-8")]
+    assert drivers, "tests/_browser.py has users"
+    unmarked = [p.name for p in drivers if "pytest.mark.browser" not in p.read_text(encoding="utf-8")]
+    assert not unmarked, f"these files drive Chromium but are not marked browser: {unmarked}"
+
+
+def test_the_quick_loop_in_contributing_names_registered_markers():
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    loop = re.search(r'pytest -q -m "([^"]+)"', text)
+    assert loop, "CONTRIBUTING.md gives the quick loop as pytest -q -m \"...\""
+    named = set(re.findall(r"not (\w+)", loop.group(1)))
+    assert named == {"ray", "slow"} and named <= _registered()
+
+
+def test_warnings_are_errors_with_the_expected_ones_listed():
+    filters = _pytest_config()["filterwarnings"]
+    assert filters[0] == "error", "the first filter makes every warning an error; the ones after it are the exceptions"
+    assert all(f.split(":", 1)[0] in {"ignore", "default", "error"} for f in filters)
