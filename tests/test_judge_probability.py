@@ -138,7 +138,7 @@ def test_langchain_google_genai_gives_a_verdict_only():
                                                    max_retries=0)
         row = lf.evaluate(ROW, metrics=[lf.metrics.judged.safety(judge=judge, cache=False, structured_output=False)],
                           progress=False).metrics_table.iloc[0]
-    assert row["safety/score"] == 1.0
+    assert row["safety/score"] == 1.0, row.get("safety/error")
     assert math.isnan(row["safety/p"])
 
 

@@ -248,8 +248,11 @@ def test_failures_read_3_of_39(travel):
 
 
 def test_a_budget_stop_says_how_many_cases_the_numbers_rest_on(tmp_path):
-    cmp = lf.compare(ROWS, {"careful": careful, "hasty": hasty}, METRICS, prices=PRICES, progress=False,
-                     concurrency=1, max_cost_usd=0.012)
+    from levelfield.core.run.notices import BudgetWarning
+
+    with pytest.warns(BudgetWarning, match="max_cost_usd=0.012 reached"):
+        cmp = lf.compare(ROWS, {"careful": careful, "hasty": hasty}, METRICS, prices=PRICES, progress=False,
+                         concurrency=1, max_cost_usd=0.012)
     assert cmp.not_started
     run = cmp.cases_run()
     text = str(cmp)
