@@ -107,6 +107,7 @@ class Trace:
         sent_at = {e[2]: e[1] for e in starts}
         out["refusal_latency"] = statistics.median(e[1] - sent_at[e[2]] for e in refusals if e[2] in sent_at)
         out["ramps_before"] = sum(1 for e in self.events if e[0] == "ramp" and e[3] > e[2] and e[1] <= first[1])
+        out["retries_refused"] = sum(1 for e in refusals if e[7] > 0)
         oks = [e for e in self.events if e[0] == "ok"]
         out["ok_before"] = sum(1 for e in oks if e[1] <= first[1])
         return out
@@ -207,7 +208,7 @@ def main() -> None:
                   f"window {row.get('first_window', 0):.1f} -> {row.get('after_cut', 0):.1f}; refusals of calls sent "
                   f"before it came back {row.get('sent_before_first')}, within 50 ms of it {row.get('first_burst')}; "
                   f"refusal latency {1000 * row.get('refusal_latency', 0):.0f} ms, ramps before {row.get('ramps_before')}, "
-                  f"answers before {row.get('ok_before')}",
+                  f"answers before {row.get('ok_before')}, retries refused {row.get('retries_refused')}",
                   flush=True)
         if shares:
             print(f"refused: median {100 * statistics.median(shares):.1f} %, worst {100 * max(shares):.1f} %, "

@@ -92,8 +92,11 @@ _PASSES = 4
 last ``_VERDICTS``) that show per-request refusals."""
 _RETRIAL = 4
 """While first refusals count as capacity signals, one in this many is still put on trial."""
-_RAMP = 0.5
-"""Seconds without an answer after which calls holding every slot double the window in slow start."""
+_RAMP = 1.0
+"""Seconds without an answer after which calls holding every slot double the window in slow start (a
+refusal comes back sooner: on a busy machine it was measured to take up to 0.6 s)."""
+_MAX_PROBE_SCALE = 16
+"""The most times more slowly again the limit probes past a level where it was refused in a row."""
 
 
 def endpoint_of(agent: Any) -> str:
@@ -216,6 +219,16 @@ class EndpointLimit:
         self._timer: asyncio.TimerHandle | None = None
         self._ramp_timer: asyncio.TimerHandle | None = None
         self._last_end = time.monotonic()
+        self._last_start = 0.0
+        self._took = 0.0
+        self._sent_window = self.window
+        # The most calls in flight that the endpoint was shown to take: the calls in flight when an
+        # answered call was sent (itself included), or calls held ``_RAMP`` seconds without a refusal.
+        # Slow start never takes the window past twice that (one doubling per proof).
+        self._proven = 0
+        # Cuts in a row at (about) the same level: each one halves the speed of the probing past it.
+        self._probe_scale = 1
+        self._last_cut: float | None = None
         # Calls (by their task) whose first refusal is on trial: their retry takes back their slot at once.
         self._again: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
         # Their retries, until answered: the calls in flight when the refused first call was sent.
@@ -274,9 +287,10 @@ class EndpointLimit:
         self.in_flight += 1
         self.calls += 1
         self._seq += 1
+        self._last_start = time.monotonic()
         task = asyncio.current_task()
         if task is not None:
-            self._sent[task] = (self._seq, self.in_flight, time.monotonic())
+            self._sent[task] = (self._seq, self.in_flight, self._last_start, self.window)
         self.peak = max(self.peak, self.in_flight)
         if self._requests is not None:
             self._requests.take(1.0)
@@ -351,8 +365,11 @@ class EndpointLimit:
         self._ramp_timer = None
         if not self._waiters or self.in_flight < self.limit or self.window >= self._threshold:
             return
-        if time.monotonic() - self._last_end >= _RAMP:
-            self.window = min(2 * self.window, self._threshold, float(self.ceiling))
+        now = time.monotonic()
+        # Every call in flight held _RAMP seconds (none sent or ended since): the endpoint took them.
+        if now - self._last_end >= _RAMP and now - self._last_start >= _RAMP:
+            self._proven = max(self._proven, self.in_flight)
+            self.window = min(2 * self.window, 2.0 * self._proven, self._threshold, float(self.ceiling))
             self._changed()
             self._wake()
         self._arm_ramp()
@@ -364,11 +381,12 @@ class EndpointLimit:
         task = asyncio.current_task()
         record = self._sent.pop(task, None) if task is not None else None
         if record is None:  # not started by this task (a caller's own bookkeeping): as if sent now
-            record = (self._seq, self.in_flight, self._last_end)
+            record = (self._seq, self.in_flight, self._last_end, self.window)
         self.in_flight -= 1
         if self._tokens is not None and tokens:
             self._tokens.take(float(tokens))
         self._took = self._last_end - record[2]
+        self._sent_window = record[3]
         return record[0], record[1]
 
     def carried(self) -> float | None:
@@ -403,6 +421,8 @@ class EndpointLimit:
             self.window = max(self.window, window)
             self._threshold = max(self._threshold, threshold)
             self._refused_at = None
+            self._probe_scale = 1
+            self._last_cut = None
             self._changed()
             self._wake()
 
@@ -413,15 +433,17 @@ class EndpointLimit:
         return (not any(self._verdicts) and len(self._verdicts) >= _PASSES
                 and len(firsts) >= _PASSES and 4 * sum(firsts) >= 3 * len(firsts))
 
-    def _on_trial(self) -> bool:
-        """Whether a request's first refusal is put on trial rather than taken as a capacity signal: while
-        none of the last ``_VERDICTS`` trials had its retry refused, and one first refusal in
-        ``_RETRIAL`` after one had, so the verdicts stay current. Until refusals are shown per-request,
-        no more than ``_PASSES`` trials at once: against a capacity limit each costs a refusal more."""
+    def _on_trial(self, at: int) -> bool:
+        """Whether a request's first refusal (of a call sent with ``at`` calls in flight) is put on trial
+        rather than taken as a capacity signal: while none of the last ``_VERDICTS`` trials had its retry
+        refused, and one first refusal in ``_RETRIAL`` after one had, so the verdicts stay current. Until
+        refusals are shown per-request, no more than ``_PASSES`` trials at once among the first calls
+        (the initial window, where a per-request gate shows itself), one past them: against a capacity
+        limit each costs a refusal more, and slow start's overshoot refuses several calls at once."""
         self._first_refusals += 1
         if self._per_request():
             return True
-        if len(self._trial) >= _PASSES:
+        if len(self._trial) >= (_PASSES if at <= _INITIAL else 1):
             return False
         return not any(self._verdicts) or self._first_refusals % _RETRIAL == 0
 
@@ -433,17 +455,24 @@ class EndpointLimit:
         task = asyncio.current_task()
         if task is None or task not in self._trial:
             self._firsts.append(False)  # a call admitted at its first try (or after a wait it was told)
+        self._proven = max(self._proven, self._sent_window)
         self._admitted(at)
         # Only while calls wait for the window does an answer show it too small (RFC 7661): an
         # endpoint given fewer calls than the window proves nothing about more.
         if self.adaptive and self.window < self.ceiling and full:
             if self.window < self._threshold:
-                self.window += 1.0  # slow start: the window doubles per window of answers
+                # Slow start: the window doubles per window of answers, but never past twice what the
+                # endpoint was shown to take. Answers of calls sent before the window grew keep coming
+                # while the refusals of the calls it sent past the endpoint's limit are on their way
+                # (as slow as an answer on a busy machine): unbounded, it doubled again meanwhile.
+                self.window = max(self.window, min(self.window + 1.0, 2.0 * max(self._proven, _INITIAL)))
             elif self._refused_at is not None and self.window + 1.0 >= self._refused_at:
-                step = 1.0 / (_PROBE * self.window)  # probing past where the endpoint refused: slowly
+                # Probing past where the endpoint refused: slowly, and more slowly each time it refused there again.
+                step = 1.0 / (_PROBE * self._probe_scale * self.window)
                 self.window += step
                 if self.window >= self._refused_at:
                     self._refused_at = None  # a whole step past it without refusal: it has room again
+                    self._probe_scale = 1
             else:
                 self.window += 1.0 / self.window
             self.window = min(self.window, float(self.ceiling))
@@ -470,7 +499,8 @@ class EndpointLimit:
             # Sent alone but refused with calls of ours in flight: those, as when it came back.
             others = at - 1 if at > 1 else self.in_flight
             if others > 0:
-                if seq > self._recover:
+                new = seq > self._recover
+                if new:
                     # Sent after the last cut: a new signal. Refusals of calls sent before it (a window
                     # too large, already cut) lower it to their level at most, never compounding below
                     # _BETA of the window they were sent in (TCP's one cut per window, RFC 6582).
@@ -488,6 +518,11 @@ class EndpointLimit:
                 level = float(others) if carried is None else min(float(others), max(1.0, round(carried)))
                 self.window = min(self.window, max(level, floor))
                 self._threshold = min(self._threshold, self.window)
+                if new and self._last_cut is not None and self.window <= self._last_cut + 1.0:
+                    # A new cut (not the rest of one) at about the level of the last: the endpoint's limit is
+                    # steady there, and each probe past it costs a refusal: probe half as often.
+                    self._probe_scale = min(_MAX_PROBE_SCALE, 2 * self._probe_scale)
+                self._last_cut = self.window
                 # Probe slowly up to where it refused.
                 self._refused_at = max(self.window + 1.0, min(before, float(at)))
             else:
@@ -529,7 +564,7 @@ class EndpointLimit:
         first = self.adaptive and absorbed == 0 and not (rate.retry_after or 0) > 0 and task is not None
         if first:
             self._firsts.append(True)
-        if first and self._on_trial():
+        if first and self._on_trial(sent[1]):
             self._again.add(task)
             self._trial[task] = sent[1]
             if not self._per_request() and sent[1] > 1:
