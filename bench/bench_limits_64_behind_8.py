@@ -67,8 +67,12 @@ class Trace:
             return wait
 
         def success(self, tokens=None):  # type: ignore[no-untyped-def]
+            before, threshold = self.window, self._threshold
             trace.originals["success"](self, tokens)
-            trace.events.append(("ok", time.monotonic() - trace.t0, self.in_flight, self.window))
+            proven = getattr(self, "_proven", None)
+            capped = (proven is not None and before < threshold and self.window < before + 1.0
+                      and self.window >= 2.0 * max(proven, 4) - 1e-9 and (self.in_flight + 1 >= int(before) or self._waiters))
+            trace.events.append(("ok", time.monotonic() - trace.t0, self.in_flight, self.window, capped))
 
         def _changed(self):  # type: ignore[no-untyped-def]
             trace.originals["_changed"](self)
@@ -107,6 +111,7 @@ class Trace:
         sent_at = {e[2]: e[1] for e in starts}
         out["refusal_latency"] = statistics.median(e[1] - sent_at[e[2]] for e in refusals if e[2] in sent_at)
         out["ramps_before"] = sum(1 for e in self.events if e[0] == "ramp" and e[3] > e[2] and e[1] <= first[1])
+        out["capped"] = sum(1 for e in self.events if e[0] == "ok" and e[4])
         out["retries_refused"] = sum(1 for e in refusals if e[7] > 0)
         oks = [e for e in self.events if e[0] == "ok"]
         out["ok_before"] = sum(1 for e in oks if e[1] <= first[1])
@@ -208,7 +213,8 @@ def main() -> None:
                   f"window {row.get('first_window', 0):.1f} -> {row.get('after_cut', 0):.1f}; refusals of calls sent "
                   f"before it came back {row.get('sent_before_first')}, within 50 ms of it {row.get('first_burst')}; "
                   f"refusal latency {1000 * row.get('refusal_latency', 0):.0f} ms, ramps before {row.get('ramps_before')}, "
-                  f"answers before {row.get('ok_before')}, retries refused {row.get('retries_refused')}",
+                  f"answers before {row.get('ok_before')}, retries refused {row.get('retries_refused')}, "
+                  f"slow-start growth held by the 2x cap {row.get('capped')}",
                   flush=True)
         if shares:
             print(f"refused: median {100 * statistics.median(shares):.1f} %, worst {100 * max(shares):.1f} %, "

@@ -95,7 +95,7 @@ _RETRIAL = 4
 _RAMP = 1.0
 """Seconds without an answer after which calls holding every slot double the window in slow start (a
 refusal comes back sooner: on a busy machine it was measured to take up to 0.6 s)."""
-_MAX_PROBE_SCALE = 16
+_MAX_PROBE_SCALE = 8
 """The most times more slowly again the limit probes past a level where it was refused in a row."""
 
 
@@ -472,7 +472,6 @@ class EndpointLimit:
                 self.window += step
                 if self.window >= self._refused_at:
                     self._refused_at = None  # a whole step past it without refusal: it has room again
-                    self._probe_scale = 1
             else:
                 self.window += 1.0 / self.window
             self.window = min(self.window, float(self.ceiling))
@@ -518,10 +517,12 @@ class EndpointLimit:
                 level = float(others) if carried is None else min(float(others), max(1.0, round(carried)))
                 self.window = min(self.window, max(level, floor))
                 self._threshold = min(self._threshold, self.window)
-                if new and self._last_cut is not None and self.window <= self._last_cut + 1.0:
+                if new:
                     # A new cut (not the rest of one) at about the level of the last: the endpoint's limit is
-                    # steady there, and each probe past it costs a refusal: probe half as often.
-                    self._probe_scale = min(_MAX_PROBE_SCALE, 2 * self._probe_scale)
+                    # steady there, and each probe past it costs a refusal: probe half as often. Higher: it
+                    # moved, probe at the usual pace.
+                    steady = self._last_cut is not None and self.window <= self._last_cut + 1.0
+                    self._probe_scale = min(_MAX_PROBE_SCALE, 2 * self._probe_scale) if steady else 1
                 self._last_cut = self.window
                 # Probe slowly up to where it refused.
                 self._refused_at = max(self.window + 1.0, min(before, float(at)))
