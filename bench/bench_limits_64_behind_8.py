@@ -52,8 +52,8 @@ class Trace:
         for name in ("_start", "ended_with", "success", "_changed", "_ramp"):
             self.originals[name] = getattr(cls, name)
 
-        def _start(self):  # type: ignore[no-untyped-def]
-            trace.originals["_start"](self)
+        def _start(self, *args):  # type: ignore[no-untyped-def]
+            trace.originals["_start"](self, *args)
             trace.events.append(("start", time.monotonic() - trace.t0, self._seq, self.in_flight, self.window))
 
         def ended_with(self, exc, absorbed, max_wait=None):  # type: ignore[no-untyped-def]

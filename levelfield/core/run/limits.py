@@ -10,8 +10,9 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   RFC 3390) or the ceiling when lower, and grows by slow start (RFC 5681 §3.1): one call more per
   answer while calls wait for the window (an answer when fewer calls than the window were wanted
   proves nothing about more, RFC 7661), so the window doubles per window of answers, up to the
-  ceiling (``RunConfig.concurrency``, a judge's ``max_concurrency``). Calls that hold their slots
-  without answering for ``_RAMP`` seconds (slow agents) also double it: they were admitted;
+  ceiling (``RunConfig.concurrency``, a judge's ``max_concurrency``), and never past twice the
+  largest window an answered call was sent in. Calls that all hold their slots without answering
+  for ``_RAMP`` seconds (slow agents; a refusal comes back sooner) also double it: they were admitted;
 - every call keeps the calls in flight when it was *sent*: a refusal is judged by those, not by
   what is in flight when it comes back (a growing window has sent more since);
 - a refusal ("too many requests": HTTP 429, a 503 with ``Retry-After``, a provider's
@@ -22,7 +23,8 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   names no time to wait is put on trial: it is sent again at once in the slot it held. Until
   ``_PASSES`` (4) retries in a row were admitted with at least as many calls in flight as their
   refused first call (fewer proves nothing: slots freed meanwhile), a first refusal also cuts the
-  limit as a capacity signal would, and no more than ``_PASSES`` trials run at once; once they
+  limit as a capacity signal would, and no more than ``_PASSES`` trials run at once among the first
+  calls, one past them (slow start's overshoot refuses several calls together); once they
   were, the cuts are undone and first refusals leave the limit alone (the 429 storm of a gateway
   that refuses every first call runs at the ceiling). A retry refused too is a capacity signal,
   and while any of the last ``_VERDICTS`` (8) trials ended so, first refusals are capacity signals
@@ -41,8 +43,9 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   restarts from 1 with slow start up to half the old limit;
 - once refused, it grows additively, one call per window of successes (congestion avoidance,
   AIMD), and past the level where it was last refused it probes ``_PROBE`` times more slowly, as CUBIC
-  plateaus around its last maximum (RFC 9438 §4.2), so a steady limit costs one 429 (two when it is on
-  trial) in about ``_PROBE * limit`` calls.
+  plateaus around its last maximum (RFC 9438 §4.2); each new cut at about the level of the last one
+  halves that pace again (up to ``_MAX_PROBE_SCALE`` times), so a steady limit costs ever fewer 429s:
+  one in about ``_PROBE * limit`` calls, then twice as many, and so on.
 
 A refused call waits out the ``Retry-After`` it was given and is tried again without counting as
 a failed attempt of its run (see ``levelfield.core.run.runner``). With ``adaptive=False`` the
@@ -282,13 +285,12 @@ class EndpointLimit:
     def _ready(self) -> bool:
         return self.in_flight < self.limit and self._delay() <= 0.0
 
-    def _start(self) -> None:
+    def _start(self, task: asyncio.Task[Any] | None) -> None:
         self._account()
         self.in_flight += 1
         self.calls += 1
         self._seq += 1
         self._last_start = time.monotonic()
-        task = asyncio.current_task()
         if task is not None:
             self._sent[task] = (self._seq, self.in_flight, self._last_start, self.window)
         self.peak = max(self.peak, self.in_flight)
@@ -302,10 +304,10 @@ class EndpointLimit:
         if task is not None and task in self._again:
             # A refused call sent again at once, in the slot it held: the test of its refusal.
             self._again.discard(task)
-            self._start()
+            self._start(task)
             return 0.0
         if not self._waiters and self._ready():
-            self._start()
+            self._start(task)
             return 0.0
         started = time.monotonic()
         loop = asyncio.get_running_loop()
@@ -318,7 +320,7 @@ class EndpointLimit:
                 # Only the first waiter is ever woken, and it stays first until it leaves.
                 if self._ready():
                     self._waiters.popleft()
-                    self._start()
+                    self._start(task)
                     self._wake()  # there may be room for the next one too
                     waited = time.monotonic() - started
                     self.waited += waited
@@ -374,11 +376,10 @@ class EndpointLimit:
             self._wake()
         self._arm_ramp()
 
-    def _end(self, tokens: float | None) -> tuple[int, int]:
+    def _end(self, tokens: float | None, task: asyncio.Task[Any] | None) -> tuple[int, int]:
         """End this task's call; its number and the calls in flight when it was sent (itself included)."""
         self._account()
         self._last_end = time.monotonic()
-        task = asyncio.current_task()
         record = self._sent.pop(task, None) if task is not None else None
         if record is None:  # not started by this task (a caller's own bookkeeping): as if sent now
             record = (self._seq, self.in_flight, self._last_end, self.window)
@@ -401,12 +402,11 @@ class EndpointLimit:
         rate = (len(recent) - 1) / (recent[-1][0] - recent[0][0])
         return rate * sum(a[1] for a in recent[1:]) / (len(recent) - 1)
 
-    def _admitted(self, at: int) -> None:
+    def _admitted(self, at: int, task: asyncio.Task[Any] | None) -> None:
         """The endpoint answered this task's call, sent with ``at`` calls in flight. When it was a
         refused call's retry sent with at least as many in flight as the refused call, the refusal was
         per-request: a capacity limit would have refused it too. With fewer (calls ended in between),
         it tells nothing, and no verdict is kept."""
-        task = asyncio.current_task()
         if task is None or task not in self._trial:
             return
         refused_at = self._trial.pop(task)
@@ -450,21 +450,20 @@ class EndpointLimit:
     def success(self, tokens: float | None = None) -> None:
         """A call ended with an answer (``tokens``: what it spent, for ``tokens_per_minute``)."""
         full = self.in_flight >= self.limit or bool(self._waiters)
-        _, at = self._end(tokens)
-        self._answers.append((self._last_end, self._took))
         task = asyncio.current_task()
+        _, at = self._end(tokens, task)
+        self._answers.append((self._last_end, self._took))
         if task is None or task not in self._trial:
             self._firsts.append(False)  # a call admitted at its first try (or after a wait it was told)
         self._proven = max(self._proven, self._sent_window)
-        self._admitted(at)
+        self._admitted(at, task)
         # Only while calls wait for the window does an answer show it too small (RFC 7661): an
         # endpoint given fewer calls than the window proves nothing about more.
         if self.adaptive and self.window < self.ceiling and full:
             if self.window < self._threshold:
-                # Slow start: the window doubles per window of answers, but never past twice what the
-                # endpoint was shown to take. Answers of calls sent before the window grew keep coming
-                # while the refusals of the calls it sent past the endpoint's limit are on their way
-                # (as slow as an answer on a busy machine): unbounded, it doubled again meanwhile.
+                # Slow start: the window doubles per window of answers, and never past twice the largest
+                # window an answered call was sent in (a bound: late answers of calls sent in a small
+                # window cannot take it further while the refusals of its overshoot are on their way).
                 self.window = max(self.window, min(self.window + 1.0, 2.0 * max(self._proven, _INITIAL)))
             elif self._refused_at is not None and self.window + 1.0 >= self._refused_at:
                 # Probing past where the endpoint refused: slowly, and more slowly each time it refused there again.
@@ -480,8 +479,9 @@ class EndpointLimit:
 
     def failed(self, tokens: float | None = None) -> None:
         """A call ended with an error that says nothing about the endpoint's limits."""
-        _, at = self._end(tokens)
-        self._admitted(at)
+        task = asyncio.current_task()
+        _, at = self._end(tokens, task)
+        self._admitted(at, task)
         self._wake()
 
     def refused(self, retry_after: float | None, *, pause: bool = True, sent: tuple[int, int] | None = None) -> float:
@@ -489,7 +489,7 @@ class EndpointLimit:
         trying again (its ``Retry-After``, else 0). ``pause``: a lone refusal holds every call of
         the endpoint until then (the endpoint limits by time, e.g. a quota per minute). ``sent``:
         the call's number and the calls in flight when it was sent (ended already), else it ends here."""
-        seq, at = self._end(None) if sent is None else sent
+        seq, at = self._end(None, asyncio.current_task()) if sent is None else sent
         self.rate_limited += 1
         wait = max(0.0, retry_after) if retry_after is not None else 0.0
         if self.adaptive:
@@ -558,7 +558,7 @@ class EndpointLimit:
         lone = self.in_flight <= 1
         told = rate.retry_after is not None and (max_wait is None or rate.retry_after <= max_wait)
         task = asyncio.current_task()
-        sent = self._end(None)
+        sent = self._end(None, task)
         if task is not None and task in self._trial:
             del self._trial[task]
             self._verdicts.append(True)  # the retry was refused too: this endpoint's refusals are capacity
