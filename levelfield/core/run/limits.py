@@ -433,17 +433,21 @@ class EndpointLimit:
         return (not any(self._verdicts) and len(self._verdicts) >= _PASSES
                 and len(firsts) >= _PASSES and 4 * sum(firsts) >= 3 * len(firsts))
 
-    def _on_trial(self, at: int) -> bool:
-        """Whether a request's first refusal (of a call sent with ``at`` calls in flight) is put on trial
+    def _on_trial(self, seq: int, at: int) -> bool:
+        """Whether a request's first refusal (of call ``seq``, sent with ``at`` calls in flight) is put on trial
         rather than taken as a capacity signal: while none of the last ``_VERDICTS`` trials had its retry
         refused, and one first refusal in ``_RETRIAL`` after one had, so the verdicts stay current. Until
         refusals are shown per-request, no more than ``_PASSES`` trials at once among the first calls
-        (the initial window, where a per-request gate shows itself), one past them: against a capacity
+        (the initial window, where a per-request gate shows itself), one past them, and none for a call
+        sent before the last cut (the rest of a window already judged too large): against a capacity
         limit each costs a refusal more, and slow start's overshoot refuses several calls at once."""
         self._first_refusals += 1
         if self._per_request():
             return True
-        if len(self._trial) >= (_PASSES if at <= _INITIAL else 1):
+        if at <= _INITIAL:
+            if len(self._trial) >= _PASSES:
+                return False
+        elif self._trial or seq <= self._recover:
             return False
         return not any(self._verdicts) or self._first_refusals % _RETRIAL == 0
 
@@ -565,7 +569,7 @@ class EndpointLimit:
         first = self.adaptive and absorbed == 0 and not (rate.retry_after or 0) > 0 and task is not None
         if first:
             self._firsts.append(True)
-        if first and self._on_trial(sent[1]):
+        if first and self._on_trial(*sent):
             self._again.add(task)
             self._trial[task] = sent[1]
             if not self._per_request() and sent[1] > 1:
