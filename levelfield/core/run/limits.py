@@ -10,8 +10,9 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   RFC 3390) or the ceiling when lower, and grows by slow start (RFC 5681 §3.1): one call more per
   answer while calls wait for the window (an answer when fewer calls than the window were wanted
   proves nothing about more, RFC 7661), so the window doubles per window of answers, up to the
-  ceiling (``RunConfig.concurrency``, a judge's ``max_concurrency``). Calls that hold their slots
-  without answering for ``_RAMP`` seconds (slow agents) also double it: they were admitted;
+  ceiling (``RunConfig.concurrency``, a judge's ``max_concurrency``), and never past twice the
+  largest window an answered call was sent in. Calls that all hold their slots without answering
+  for ``_RAMP`` seconds (slow agents; a refusal comes back sooner) also double it: they were admitted;
 - every call keeps the calls in flight when it was *sent*: a refusal is judged by those, not by
   what is in flight when it comes back (a growing window has sent more since);
 - a refusal ("too many requests": HTTP 429, a 503 with ``Retry-After``, a provider's
@@ -22,7 +23,8 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   names no time to wait is put on trial: it is sent again at once in the slot it held. Until
   ``_PASSES`` (4) retries in a row were admitted with at least as many calls in flight as their
   refused first call (fewer proves nothing: slots freed meanwhile), a first refusal also cuts the
-  limit as a capacity signal would, and no more than ``_PASSES`` trials run at once; once they
+  limit as a capacity signal would, and no more than ``_PASSES`` trials run at once among the first
+  calls, one past them (slow start's overshoot refuses several calls together); once they
   were, the cuts are undone and first refusals leave the limit alone (the 429 storm of a gateway
   that refuses every first call runs at the ceiling). A retry refused too is a capacity signal,
   and while any of the last ``_VERDICTS`` (8) trials ended so, first refusals are capacity signals
@@ -41,8 +43,9 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   restarts from 1 with slow start up to half the old limit;
 - once refused, it grows additively, one call per window of successes (congestion avoidance,
   AIMD), and past the level where it was last refused it probes ``_PROBE`` times more slowly, as CUBIC
-  plateaus around its last maximum (RFC 9438 §4.2), so a steady limit costs one 429 (two when it is on
-  trial) in about ``_PROBE * limit`` calls.
+  plateaus around its last maximum (RFC 9438 §4.2); each new cut at about the level of the last one
+  halves that pace again (up to ``_MAX_PROBE_SCALE`` times), so a steady limit costs ever fewer 429s:
+  one in about ``_PROBE * limit`` calls, then twice as many, and so on.
 
 A refused call waits out the ``Retry-After`` it was given and is tried again without counting as
 a failed attempt of its run (see ``levelfield.core.run.runner``). With ``adaptive=False`` the
@@ -92,8 +95,11 @@ _PASSES = 4
 last ``_VERDICTS``) that show per-request refusals."""
 _RETRIAL = 4
 """While first refusals count as capacity signals, one in this many is still put on trial."""
-_RAMP = 0.5
-"""Seconds without an answer after which calls holding every slot double the window in slow start."""
+_RAMP = 1.0
+"""Seconds without an answer after which calls holding every slot double the window in slow start (a
+refusal comes back sooner: on a busy machine it was measured to take up to 0.6 s)."""
+_MAX_PROBE_SCALE = 8
+"""The most times more slowly again the limit probes past a level where it was refused in a row."""
 
 
 def endpoint_of(agent: Any) -> str:
@@ -216,6 +222,16 @@ class EndpointLimit:
         self._timer: asyncio.TimerHandle | None = None
         self._ramp_timer: asyncio.TimerHandle | None = None
         self._last_end = time.monotonic()
+        self._last_start = 0.0
+        self._took = 0.0
+        self._sent_window = self.window
+        # The most calls in flight that the endpoint was shown to take: the calls in flight when an
+        # answered call was sent (itself included), or calls held ``_RAMP`` seconds without a refusal.
+        # Slow start never takes the window past twice that (one doubling per proof).
+        self._proven = 0
+        # Cuts in a row at (about) the same level: each one halves the speed of the probing past it.
+        self._probe_scale = 1
+        self._last_cut: float | None = None
         # Calls (by their task) whose first refusal is on trial: their retry takes back their slot at once.
         self._again: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
         # Their retries, until answered: the calls in flight when the refused first call was sent.
@@ -269,14 +285,14 @@ class EndpointLimit:
     def _ready(self) -> bool:
         return self.in_flight < self.limit and self._delay() <= 0.0
 
-    def _start(self) -> None:
+    def _start(self, task: asyncio.Task[Any] | None) -> None:
         self._account()
         self.in_flight += 1
         self.calls += 1
         self._seq += 1
-        task = asyncio.current_task()
+        self._last_start = time.monotonic()
         if task is not None:
-            self._sent[task] = (self._seq, self.in_flight, time.monotonic())
+            self._sent[task] = (self._seq, self.in_flight, self._last_start, self.window)
         self.peak = max(self.peak, self.in_flight)
         if self._requests is not None:
             self._requests.take(1.0)
@@ -288,10 +304,10 @@ class EndpointLimit:
         if task is not None and task in self._again:
             # A refused call sent again at once, in the slot it held: the test of its refusal.
             self._again.discard(task)
-            self._start()
+            self._start(task)
             return 0.0
         if not self._waiters and self._ready():
-            self._start()
+            self._start(task)
             return 0.0
         started = time.monotonic()
         loop = asyncio.get_running_loop()
@@ -304,7 +320,7 @@ class EndpointLimit:
                 # Only the first waiter is ever woken, and it stays first until it leaves.
                 if self._ready():
                     self._waiters.popleft()
-                    self._start()
+                    self._start(task)
                     self._wake()  # there may be room for the next one too
                     waited = time.monotonic() - started
                     self.waited += waited
@@ -351,24 +367,27 @@ class EndpointLimit:
         self._ramp_timer = None
         if not self._waiters or self.in_flight < self.limit or self.window >= self._threshold:
             return
-        if time.monotonic() - self._last_end >= _RAMP:
-            self.window = min(2 * self.window, self._threshold, float(self.ceiling))
+        now = time.monotonic()
+        # Every call in flight held _RAMP seconds (none sent or ended since): the endpoint took them.
+        if now - self._last_end >= _RAMP and now - self._last_start >= _RAMP:
+            self._proven = max(self._proven, self.in_flight)
+            self.window = min(2 * self.window, 2.0 * self._proven, self._threshold, float(self.ceiling))
             self._changed()
             self._wake()
         self._arm_ramp()
 
-    def _end(self, tokens: float | None) -> tuple[int, int]:
+    def _end(self, tokens: float | None, task: asyncio.Task[Any] | None) -> tuple[int, int]:
         """End this task's call; its number and the calls in flight when it was sent (itself included)."""
         self._account()
         self._last_end = time.monotonic()
-        task = asyncio.current_task()
         record = self._sent.pop(task, None) if task is not None else None
         if record is None:  # not started by this task (a caller's own bookkeeping): as if sent now
-            record = (self._seq, self.in_flight, self._last_end)
+            record = (self._seq, self.in_flight, self._last_end, self.window)
         self.in_flight -= 1
         if self._tokens is not None and tokens:
             self._tokens.take(float(tokens))
         self._took = self._last_end - record[2]
+        self._sent_window = record[3]
         return record[0], record[1]
 
     def carried(self) -> float | None:
@@ -383,12 +402,11 @@ class EndpointLimit:
         rate = (len(recent) - 1) / (recent[-1][0] - recent[0][0])
         return rate * sum(a[1] for a in recent[1:]) / (len(recent) - 1)
 
-    def _admitted(self, at: int) -> None:
+    def _admitted(self, at: int, task: asyncio.Task[Any] | None) -> None:
         """The endpoint answered this task's call, sent with ``at`` calls in flight. When it was a
         refused call's retry sent with at least as many in flight as the refused call, the refusal was
         per-request: a capacity limit would have refused it too. With fewer (calls ended in between),
         it tells nothing, and no verdict is kept."""
-        task = asyncio.current_task()
         if task is None or task not in self._trial:
             return
         refused_at = self._trial.pop(task)
@@ -403,6 +421,8 @@ class EndpointLimit:
             self.window = max(self.window, window)
             self._threshold = max(self._threshold, threshold)
             self._refused_at = None
+            self._probe_scale = 1
+            self._last_cut = None
             self._changed()
             self._wake()
 
@@ -413,34 +433,45 @@ class EndpointLimit:
         return (not any(self._verdicts) and len(self._verdicts) >= _PASSES
                 and len(firsts) >= _PASSES and 4 * sum(firsts) >= 3 * len(firsts))
 
-    def _on_trial(self) -> bool:
-        """Whether a request's first refusal is put on trial rather than taken as a capacity signal: while
-        none of the last ``_VERDICTS`` trials had its retry refused, and one first refusal in
-        ``_RETRIAL`` after one had, so the verdicts stay current. Until refusals are shown per-request,
-        no more than ``_PASSES`` trials at once: against a capacity limit each costs a refusal more."""
+    def _on_trial(self, seq: int, at: int) -> bool:
+        """Whether a request's first refusal (of call ``seq``, sent with ``at`` calls in flight) is put on trial
+        rather than taken as a capacity signal: while none of the last ``_VERDICTS`` trials had its retry
+        refused, and one first refusal in ``_RETRIAL`` after one had, so the verdicts stay current. Until
+        refusals are shown per-request, no more than ``_PASSES`` trials at once among the first calls
+        (the initial window, where a per-request gate shows itself), one past them, and none for a call
+        sent before the last cut (the rest of a window already judged too large): against a capacity
+        limit each costs a refusal more, and slow start's overshoot refuses several calls at once."""
         self._first_refusals += 1
         if self._per_request():
             return True
-        if len(self._trial) >= _PASSES:
+        if at <= _INITIAL:
+            if len(self._trial) >= _PASSES:
+                return False
+        elif self._trial or seq <= self._recover:
             return False
         return not any(self._verdicts) or self._first_refusals % _RETRIAL == 0
 
     def success(self, tokens: float | None = None) -> None:
         """A call ended with an answer (``tokens``: what it spent, for ``tokens_per_minute``)."""
         full = self.in_flight >= self.limit or bool(self._waiters)
-        _, at = self._end(tokens)
-        self._answers.append((self._last_end, self._took))
         task = asyncio.current_task()
+        _, at = self._end(tokens, task)
+        self._answers.append((self._last_end, self._took))
         if task is None or task not in self._trial:
             self._firsts.append(False)  # a call admitted at its first try (or after a wait it was told)
-        self._admitted(at)
+        self._proven = max(self._proven, self._sent_window)
+        self._admitted(at, task)
         # Only while calls wait for the window does an answer show it too small (RFC 7661): an
         # endpoint given fewer calls than the window proves nothing about more.
         if self.adaptive and self.window < self.ceiling and full:
             if self.window < self._threshold:
-                self.window += 1.0  # slow start: the window doubles per window of answers
+                # Slow start: the window doubles per window of answers, and never past twice the largest
+                # window an answered call was sent in (a bound: late answers of calls sent in a small
+                # window cannot take it further while the refusals of its overshoot are on their way).
+                self.window = max(self.window, min(self.window + 1.0, 2.0 * max(self._proven, _INITIAL)))
             elif self._refused_at is not None and self.window + 1.0 >= self._refused_at:
-                step = 1.0 / (_PROBE * self.window)  # probing past where the endpoint refused: slowly
+                # Probing past where the endpoint refused: slowly, and more slowly each time it refused there again.
+                step = 1.0 / (_PROBE * self._probe_scale * self.window)
                 self.window += step
                 if self.window >= self._refused_at:
                     self._refused_at = None  # a whole step past it without refusal: it has room again
@@ -452,8 +483,9 @@ class EndpointLimit:
 
     def failed(self, tokens: float | None = None) -> None:
         """A call ended with an error that says nothing about the endpoint's limits."""
-        _, at = self._end(tokens)
-        self._admitted(at)
+        task = asyncio.current_task()
+        _, at = self._end(tokens, task)
+        self._admitted(at, task)
         self._wake()
 
     def refused(self, retry_after: float | None, *, pause: bool = True, sent: tuple[int, int] | None = None) -> float:
@@ -461,7 +493,7 @@ class EndpointLimit:
         trying again (its ``Retry-After``, else 0). ``pause``: a lone refusal holds every call of
         the endpoint until then (the endpoint limits by time, e.g. a quota per minute). ``sent``:
         the call's number and the calls in flight when it was sent (ended already), else it ends here."""
-        seq, at = self._end(None) if sent is None else sent
+        seq, at = self._end(None, asyncio.current_task()) if sent is None else sent
         self.rate_limited += 1
         wait = max(0.0, retry_after) if retry_after is not None else 0.0
         if self.adaptive:
@@ -470,7 +502,8 @@ class EndpointLimit:
             # Sent alone but refused with calls of ours in flight: those, as when it came back.
             others = at - 1 if at > 1 else self.in_flight
             if others > 0:
-                if seq > self._recover:
+                new = seq > self._recover
+                if new:
                     # Sent after the last cut: a new signal. Refusals of calls sent before it (a window
                     # too large, already cut) lower it to their level at most, never compounding below
                     # _BETA of the window they were sent in (TCP's one cut per window, RFC 6582).
@@ -488,6 +521,13 @@ class EndpointLimit:
                 level = float(others) if carried is None else min(float(others), max(1.0, round(carried)))
                 self.window = min(self.window, max(level, floor))
                 self._threshold = min(self._threshold, self.window)
+                if new:
+                    # A new cut (not the rest of one) at about the level of the last: the endpoint's limit is
+                    # steady there, and each probe past it costs a refusal: probe half as often. Higher: it
+                    # moved, probe at the usual pace.
+                    steady = self._last_cut is not None and self.window <= self._last_cut + 1.0
+                    self._probe_scale = min(_MAX_PROBE_SCALE, 2 * self._probe_scale) if steady else 1
+                self._last_cut = self.window
                 # Probe slowly up to where it refused.
                 self._refused_at = max(self.window + 1.0, min(before, float(at)))
             else:
@@ -522,14 +562,14 @@ class EndpointLimit:
         lone = self.in_flight <= 1
         told = rate.retry_after is not None and (max_wait is None or rate.retry_after <= max_wait)
         task = asyncio.current_task()
-        sent = self._end(None)
+        sent = self._end(None, task)
         if task is not None and task in self._trial:
             del self._trial[task]
             self._verdicts.append(True)  # the retry was refused too: this endpoint's refusals are capacity
         first = self.adaptive and absorbed == 0 and not (rate.retry_after or 0) > 0 and task is not None
         if first:
             self._firsts.append(True)
-        if first and self._on_trial():
+        if first and self._on_trial(*sent):
             self._again.add(task)
             self._trial[task] = sent[1]
             if not self._per_request() and sent[1] > 1:

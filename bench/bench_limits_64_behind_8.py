@@ -1,0 +1,228 @@
+"""Benchmark and trace: concurrency 64 behind a server admitting 8 in flight (issue #42's 5 % target).
+
+The workload of tests/test_rate_limits.py's 64-behind-8 test: 320 requests to levelfield's own A2A
+server on 127.0.0.1 behind ``ConcurrencyLimited(limit=8)`` (429 without ``Retry-After``), each
+answered after 50 ms, ``concurrency=64``, ``retries=0``. Per run it prints the share of requests
+refused, failed runs, and what the adaptive limit did up to its first cut: the window when the first
+refusal came back, the client's calls in flight then and when the refused call was sent, the peak
+in flight, and how many refusals came from calls sent before the first cut (``--trace`` prints the
+window's whole trajectory with times).
+
+``--load N`` spins N busy processes (``while 1: pass``) during the runs, as a loaded CI machine.
+``--runner`` also times an endpoint with no limit (2,000 cases, 50 ms, concurrency 100) adaptive and
+``adaptive=False``, median of ``--repeats``: what slow start costs when nothing refuses.
+
+    python bench/bench_limits_64_behind_8.py [--runs 10] [--load 0] [--trace] [--runner]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import statistics
+import threading
+import time
+
+import levelfield as lf
+from levelfield.adapters.a2a_server import build_app, start_asgi
+from levelfield.core.run import limits as limits_module
+from levelfield.testing import ConcurrencyLimited
+
+DELAY = 0.05
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+class Trace:
+    """Wraps EndpointLimit's methods to note the window, the calls in flight and each refusal."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+        self.t0 = time.monotonic()
+        self.first_cut_seq: int | None = None
+        self.originals = {}
+
+    def install(self) -> None:
+        cls = limits_module.EndpointLimit
+        trace = self
+        for name in ("_start", "ended_with", "success", "_changed", "_ramp"):
+            self.originals[name] = getattr(cls, name)
+
+        def _start(self, *args):  # type: ignore[no-untyped-def]
+            trace.originals["_start"](self, *args)
+            trace.events.append(("start", time.monotonic() - trace.t0, self._seq, self.in_flight, self.window))
+
+        def ended_with(self, exc, absorbed, max_wait=None):  # type: ignore[no-untyped-def]
+            task = asyncio.current_task()
+            sent = self._sent.get(task)
+            in_flight = self.in_flight
+            window = self.window
+            wait = trace.originals["ended_with"](self, exc, absorbed, max_wait)
+            trace.events.append(("refused", time.monotonic() - trace.t0, sent[0] if sent else None,
+                                 sent[1] if sent else None, in_flight, window, self.window, absorbed))
+            return wait
+
+        def success(self, tokens=None):  # type: ignore[no-untyped-def]
+            before, threshold = self.window, self._threshold
+            trace.originals["success"](self, tokens)
+            proven = getattr(self, "_proven", None)
+            capped = (proven is not None and before < threshold and self.window < before + 1.0
+                      and self.window >= 2.0 * max(proven, 4) - 1e-9 and (self.in_flight + 1 >= int(before) or self._waiters))
+            trace.events.append(("ok", time.monotonic() - trace.t0, self.in_flight, self.window, capped))
+
+        def _changed(self):  # type: ignore[no-untyped-def]
+            trace.originals["_changed"](self)
+            trace.events.append(("window", time.monotonic() - trace.t0, self.window, self.in_flight))
+
+        def _ramp(self):  # type: ignore[no-untyped-def]
+            before = self.window
+            trace.originals["_ramp"](self)
+            trace.events.append(("ramp", time.monotonic() - trace.t0, before, self.window))
+
+        cls._ramp = _ramp
+        cls._start = _start
+        cls.ended_with = ended_with
+        cls.success = success
+        cls._changed = _changed
+
+    def uninstall(self) -> None:
+        cls = limits_module.EndpointLimit
+        for name, fn in self.originals.items():
+            setattr(cls, name, fn)
+
+    def summary(self) -> dict:
+        refusals = [e for e in self.events if e[0] == "refused"]
+        starts = [e for e in self.events if e[0] == "start"]
+        out = {"peak": max((e[3] for e in starts), default=0), "refusals": len(refusals)}
+        if not refusals:
+            return out
+        first = refusals[0]
+        out.update(first_at=first[1], first_sent_with=first[3], first_in_flight=first[4], first_window=first[5],
+                   after_cut=first[6])
+        # The window's largest value before the first refusal came back, and the seq sent when it came.
+        seq_at_first = max(e[2] for e in starts if e[1] <= first[1])
+        out["seq_at_first"] = seq_at_first
+        out["sent_before_first"] = sum(1 for e in refusals if e[2] is not None and e[2] <= seq_at_first)
+        out["first_burst"] = sum(1 for e in refusals if e[1] <= first[1] + DELAY)
+        sent_at = {e[2]: e[1] for e in starts}
+        out["refusal_latency"] = statistics.median(e[1] - sent_at[e[2]] for e in refusals if e[2] in sent_at)
+        out["ramps_before"] = sum(1 for e in self.events if e[0] == "ramp" and e[3] > e[2] and e[1] <= first[1])
+        out["capped"] = sum(1 for e in self.events if e[0] == "ok" and e[4])
+        out["retries_refused"] = sum(1 for e in refusals if e[7] > 0)
+        oks = [e for e in self.events if e[0] == "ok"]
+        out["ok_before"] = sum(1 for e in oks if e[1] <= first[1])
+        return out
+
+
+def one_run(trace_it: bool) -> dict:
+    prompts = [f"case {i}" for i in range(40)] + [f"天气 {i}" for i in range(40)] + [f"Wetter über {i}" for i in range(40)] + \
+        [f"お天気 {i}" for i in range(40)]
+    cases = [{"prompt": f"{p} #{n}", "reference": f"echo {p} #{n}"} for n in range(2) for p in prompts]
+
+    async def echo(prompt: str) -> str:
+        await asyncio.sleep(DELAY)
+        return f"echo {prompt}"
+
+    made: list[ConcurrencyLimited] = []
+
+    def make(url: str) -> ConcurrencyLimited:
+        made.append(ConcurrencyLimited(build_app(echo, url=url, name="limited"), 8))
+        return made[0]
+
+    trace = Trace()
+    trace.install()
+    try:
+        with start_asgi(make) as server:
+            trace.t0 = time.monotonic()
+            start = time.perf_counter()
+            result = lf.evaluate(cases, lf.as_agent(server.url), ["exact_match"], a2a_preflight=False, concurrency=64,
+                                 retries=0, progress=False)
+            wall = time.perf_counter() - start
+    finally:
+        trace.uninstall()
+    gate = made[0]
+    row = {"share": gate.refused / (gate.admitted + gate.refused), "refused": gate.refused,
+           "failed": sum(r.failure for r in result.runs), "wall": wall, **trace.summary()}
+    if trace_it:
+        shown = 0
+        last = None
+        for event in trace.events:
+            if event[0] == "refused":
+                shown += 1
+            if shown > 20:
+                break
+            if event[0] == "window" and last is not None and event[2] == last:
+                continue
+            if event[0] == "window":
+                last = event[2]
+            if event[0] in ("window", "refused", "ramp"):
+                print("   ", event[0], " ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in event[1:]))
+    return row
+
+
+def runner(repeats: int) -> None:
+    rows = [{"prompt": f"p {i}", "reference": "done"} for i in range(2000)]
+
+    async def agent(prompt: str) -> str:
+        await asyncio.sleep(DELAY)
+        return "done"
+
+    ideal = 2000 / 100 * DELAY
+    lf.evaluate(rows[:200], agent, ["exact_match"], concurrency=100, progress=False)  # warm-up
+    walls: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(repeats):
+        for adaptive in (True, False):
+            start = time.perf_counter()
+            lf.evaluate(rows, agent, ["exact_match"], concurrency=100, adaptive=adaptive, progress=False)
+            walls[adaptive].append(time.perf_counter() - start)
+    for adaptive in (True, False):
+        med = statistics.median(walls[adaptive])
+        print(f"no limit, 2000 x 50 ms at 100, adaptive={adaptive!s:5}: {med:.3f} s = {med / ideal:.3f}x ideal "
+              f"(median of {repeats})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--load", type=int, default=0, help="busy processes spinning during the runs")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="busy Python threads in this process during the runs (contention for the GIL, as a long test session's leftovers)")
+    parser.add_argument("--trace", action="store_true")
+    parser.add_argument("--runner", action="store_true")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(args.load)]
+    for p in spinners:
+        p.start()
+    for _ in range(args.threads):
+        threading.Thread(target=_spin, daemon=True).start()
+    try:
+        if args.runner:
+            runner(args.repeats)
+        shares = []
+        for i in range(args.runs):
+            row = one_run(args.trace)
+            shares.append(row["share"])
+            print(f"run {i}: {100 * row['share']:.1f} % refused ({row['refused']}), failed {row['failed']}, "
+                  f"{row['wall']:.2f} s; peak in flight {row['peak']}; first refusal at {row.get('first_at', 0):.3f} s "
+                  f"sent with {row.get('first_sent_with')} in flight, {row.get('first_in_flight')} in flight when back, "
+                  f"window {row.get('first_window', 0):.1f} -> {row.get('after_cut', 0):.1f}; refusals of calls sent "
+                  f"before it came back {row.get('sent_before_first')}, within 50 ms of it {row.get('first_burst')}; "
+                  f"refusal latency {1000 * row.get('refusal_latency', 0):.0f} ms, ramps before {row.get('ramps_before')}, "
+                  f"answers before {row.get('ok_before')}, retries refused {row.get('retries_refused')}, "
+                  f"slow-start growth held by the 2x cap {row.get('capped')}",
+                  flush=True)
+        if shares:
+            print(f"refused: median {100 * statistics.median(shares):.1f} %, worst {100 * max(shares):.1f} %, "
+                  f"best {100 * min(shares):.1f} % over {len(shares)} runs (load {args.load}, threads {args.threads})")
+    finally:
+        for p in spinners:
+            p.terminate()
+
+
+if __name__ == "__main__":
+    main()
