@@ -134,8 +134,9 @@ def test_langchain_google_genai_gives_a_verdict_only():
     chat_google = pytest.importorskip("langchain_google_genai")
     step = _answer("Correct booking.", ["1"], [("1", 0.85), ("0", 0.15)])
     with GeminiStandIn(model="gemini-2.5-flash", script=[step]) as provider:
+        # vertexai=False: after a test that ran vertexai.init(project=...), the client would pick Vertex's routes
         judge = chat_google.ChatGoogleGenerativeAI(model="gemini-2.5-flash", base_url=provider.url, api_key="test-key",
-                                                   max_retries=0)
+                                                   vertexai=False, max_retries=0)
         row = lf.evaluate(ROW, metrics=[lf.metrics.judged.safety(judge=judge, cache=False, structured_output=False)],
                           progress=False).metrics_table.iloc[0]
     assert row["safety/score"] == 1.0, row.get("safety/error")
