@@ -54,12 +54,12 @@ def test_an_adk_eval_set_naming_every_criterion_runs_with_a_scripted_judge_on_th
     # ADK's efficiency criteria are not in the file (ADK refuses a threshold for them): reported on every eval.
     informational = {"tool_call_count_v1", "inference_call_count_v1", "token_usage_v1", "invocation_duration_v1"}
     for name in [*EVERY_CRITERION, *informational]:  # every criterion: its score, and pass/FAIL unless informational
-        line = next(l for l in passing.splitlines() if l.strip().startswith(name + " "))
+        line = next(x for x in passing.splitlines() if x.strip().startswith(name + " "))
         assert ("(info)" in line) == (name in informational)
         assert line.split()[-1] != "FAIL" and (line.split()[-1] == "pass") == (name not in informational)
     assert "final_response_match_v2 (>= 0.8)" in failing and "0.333 FAIL" in failing
     # The langgraph agent called its model twice in the one-turn case (tool call, then the answer).
-    assert next(l for l in passing.splitlines() if "inference_call_count_v1" in l).split()[-1] == "2.000"
+    assert next(x for x in passing.splitlines() if "inference_call_count_v1" in x).split()[-1] == "2.000"
     # Why the judge failed it, turn by turn.
     assert "final_response_match_v2, the judge said:\n    turn 1: valid: compared with the reference\n    turn 2: invalid:" in out
 

@@ -47,7 +47,7 @@ def test_cli_exits_one_when_every_run_of_the_agent_failed(pasted, capsys):
 
 def test_cli_prints_the_error_type_an_example_and_its_case(pasted, capsys):
     _, out, _ = run(capsys, "eval", SAMPLE, "--agent", f"{pasted}:my_agent", "-m", "trajectory_recall", "-q")
-    line = next(l for l in out.splitlines() if "bad_output x18" in l)
+    line = next(x for x in out.splitlines() if "bad_output x18" in x)
     assert "e.g. case turn_off_device_2" in line
     assert "'tool_input'" in line and "got set" in line
 

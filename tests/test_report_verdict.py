@@ -94,7 +94,7 @@ def test_cli_prints_the_verdict_in_words(cmp):
 
 
 def test_cli_pairwise_lines_say_not_significant(cmp):
-    line = next(l for l in format_comparison(cmp).splitlines() if " vs " in l and "right" in l and "almost" in l)
+    line = next(x for x in format_comparison(cmp).splitlines() if " vs " in x and "right" in x and "almost" in x)
     assert "cannot be significant: too few cases differ" in line
 
 

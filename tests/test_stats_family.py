@@ -102,9 +102,9 @@ def test_pairwise_p_values_follow_tarone_then_holm(four):
     # Discordant cases of each pair (wins of A, losses of A), read off the agents above.
     discordant = {("right", "copy"): (0, 0), ("right", "wrong_nine"): (9, 0), ("right", "wrong_two"): (2, 0),
                   ("copy", "wrong_nine"): (9, 0), ("copy", "wrong_two"): (2, 0), ("wrong_nine", "wrong_two"): (0, 7)}
-    for pair, (w, l) in discordant.items():
-        assert table.loc[pair, "p_value"] == pytest.approx(exact_mcnemar_p(w, l))
-        assert table.loc[pair, "p_min"] == pytest.approx(exact_mcnemar_p(w + l, 0))
+    for pair, (w, lost) in discordant.items():
+        assert table.loc[pair, "p_value"] == pytest.approx(exact_mcnemar_p(w, lost))
+        assert table.loc[pair, "p_min"] == pytest.approx(exact_mcnemar_p(w + lost, 0))
     # p_min: 1, 2/2^9, 0.5, 2/2^9, 0.5, 2/2^7. K(1)=3 > 1, K(2)=3 > 2 (all three under 0.025),
     # K(3)=3 ≤ 3 (2/2^7 = 0.0156 < 0.0167): the family is the three pairs with 9 or 7 discordant cases.
     in_family = {("right", "wrong_nine"), ("copy", "wrong_nine"), ("wrong_nine", "wrong_two")}

@@ -776,7 +776,9 @@ def _dumps(runs: list[AgentRun]) -> bytes:
         try:
             cloudpickle.dumps(run)
         except Exception:  # noqa: BLE001
-            bare = (lambda o: None if o is None else o.model_copy(update={"raw": None}))
+            def bare(o: Any) -> Any:
+                return None if o is None else o.model_copy(update={"raw": None})
+
             run = run.model_copy(update={
                 "output": bare(run.output), "partial_output": bare(run.partial_output),
                 "turns": [bare(t) for t in run.turns],

@@ -35,8 +35,10 @@ def _twin(call: lf.ToolCall, rng: random.Random) -> lf.ToolCall:
         key = rng.choice(list(args))
         value = args[key]
         # The type twins ADK's == cannot tell apart, and ones it can.
-        swaps = {True: 1, 1: True, False: 0, 0: False, 1.0: 1, 2.5: "2.5", "on": "On"}
-        args[key] = swaps.get(value, value) if not isinstance(value, (list, dict)) else value
+        # Keyed by type too: True, 1 and 1.0 are one dict key, so a plain dict kept only one of them.
+        swaps = {(bool, True): 1, (int, 1): True, (bool, False): 0, (int, 0): False, (float, 1.0): 1,
+                 (float, 2.5): "2.5", (str, "on"): "On"}
+        args[key] = swaps.get((type(value), value), value) if not isinstance(value, (list, dict)) else value
     elif roll < 0.25 and args:
         args[rng.choice(list(args))] = rng.choice(VALUES)
     return lf.ToolCall(tool_name=call.tool_name, tool_input=args)
