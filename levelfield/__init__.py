@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 # The error tree is light (no dependency) and what callers catch: it loads with the package.
 from .core.errors import (
@@ -29,6 +29,8 @@ from .core.errors import (
     RateLimitedError,
     WriteError,
 )
+
+from ._lazy import lazy_members
 
 # Everything else loads on first use (PEP 562), so that ``import levelfield`` and the command line
 # start without pandas, NumPy, SciPy or pydantic: name -> the module that holds it (a submodule
@@ -96,20 +98,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from .tools import Faults, ToolCassette
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    loaded = importlib.import_module(module, __name__)
-    value = loaded if module == f".{name}" else getattr(loaded, name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_members(__name__, _LAZY, globals())
 
 
 __version__ = "0.1.0"

@@ -6,7 +6,7 @@ load on first use and name the extra to install when their framework is missing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .auto import as_agent, register_adapter
@@ -16,6 +16,8 @@ __all__ = ["as_agent", "register_adapter", "FunctionAgent", "LangChainAgent", "A
 
 # All names load on first use, so that the command line (which registers ``serve`` from this
 # package) starts without pydantic.
+from .._lazy import lazy_members
+
 _LAZY = {
     "as_agent": ".auto",
     "register_adapter": ".auto",
@@ -27,10 +29,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        module = importlib.import_module(_LAZY[name], __name__)
-        return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_members(__name__, _LAZY, globals())

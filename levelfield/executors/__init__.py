@@ -20,20 +20,12 @@ if TYPE_CHECKING:
 __all__ = ["Executor", "LocalExecutor", "RayExecutor", "resolve_executor", "ships_agents"]
 
 # Scoring saved rows (``executors.saved``) needs neither the runner nor Ray's module: they load on first use.
+from .._lazy import lazy_members
+
 _LAZY = {"Executor": "..core.run.runner", "LocalExecutor": ".local", "RayExecutor": ".ray"}
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
+__getattr__, __dir__ = lazy_members(__name__, _LAZY, globals())
 def resolve_executor(executor: Any) -> Executor:
     """The executor object ``RunConfig.executor`` stands for (a name becomes its default executor)."""
     if executor == "local":

@@ -9,7 +9,7 @@ the GenAI conventions; scores written back), ``openinference``, ``langsmith`` (r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .adk import write_evalset as to_adk_evalset
@@ -20,20 +20,11 @@ if TYPE_CHECKING:
 __all__ = ["load_dataset", "load_traces", "to_adk_evalset", "export_scores"]
 
 # Each format loads when first used: reading saved rows (``formats.batches``) needs none of the others.
+from .._lazy import lazy_members
+
 _LAZY = {"load_dataset": (".files", "load_dataset"), "load_traces": (".traces", "load_traces"),
          "to_adk_evalset": (".adk", "write_evalset"), "export_scores": (".otel", "export_scores")}
 
 
-def __getattr__(name: str) -> Any:
-    where = _LAZY.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+__getattr__, __dir__ = lazy_members(__name__, _LAZY, globals())
 
-    value = getattr(importlib.import_module(where[0], __name__), where[1])
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))

@@ -5,10 +5,10 @@ Names load lazily so that importing ``levelfield.testing`` does not import LangC
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = ["ScriptedChatModel", "ScriptedJudge", "JudgeQuestion", "ScriptedUser", "tool_outputs_by_turn", "last_human_text", "assert_eval", "check_eval",
            "eval_test", "ConcurrencyLimited", "FirstCallRefused"]
+
+from .._lazy import lazy_members
 
 _LAZY = {
     "ScriptedChatModel": ".chat_model",
@@ -25,9 +25,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_members(__name__, _LAZY, globals())

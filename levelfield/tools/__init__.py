@@ -8,7 +8,9 @@ See ``docs/tools.md``. Names load on first use, so ``import levelfield`` stays l
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_members
 
 _LAZY = {
     "ToolCassette": ".cassette",
@@ -33,12 +35,4 @@ __all__ = ["ToolCassette", "CassetteError", "Faults", "FAULT_KINDS", "InjectedTo
            "InjectedToolRefusal", "ReplayedToolError", "ToolNotRecordedError", "tool_counts"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_members(__name__, _LAZY, globals())

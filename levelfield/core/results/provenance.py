@@ -17,13 +17,12 @@ never imports the judge package.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from ..score.metrics.base import Metric
+from ..score.metrics.base import Metric, kept_arguments
 
 __all__ = [
     "Evaluator",
@@ -148,20 +147,7 @@ def _options(metric: Metric) -> dict[str, Any]:
     if spec:
         args = dict(spec.get("args") or {})
     else:
-        args = {}
-        try:
-            params = inspect.signature(type(metric).__init__).parameters
-        except (TypeError, ValueError):
-            params = {}
-        for pname, param in params.items():
-            if pname == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                continue
-            for attr in (pname, f"_{pname}"):
-                try:
-                    args[pname] = getattr(metric, attr)
-                except Exception:  # noqa: BLE001 - not kept under that name (or a property that raises)
-                    continue
-                break
+        args = kept_arguments(metric)
     return {k: (list(v) if isinstance(v, tuple) else v) for k, v in args.items()
             if k not in _DESCRIBED_APART and _plain(v)}
 

@@ -28,7 +28,6 @@ import concurrent.futures
 import datetime as _dt
 import functools
 import hashlib
-import inspect
 import json
 import math
 import os
@@ -44,7 +43,7 @@ from pydantic import ValidationError
 from ..data.dataset import EvalCase
 from ..errors import MetricError, RecordError, WriteError
 from ..data.jsonsafe import dumps, model_json, to_jsonable
-from ..score.metrics.base import Metric, Score, ScoringContext
+from ..score.metrics.base import Metric, Score, ScoringContext, kept_arguments
 from ..data.types import AgentRun, Usage
 from .lock import LOCK_FILE, OutLock
 from .writing import replacing, writing
@@ -166,20 +165,7 @@ def carry_generated(saved: Iterable[EvalCase], cases: Iterable[EvalCase]) -> Non
 def metric_spec(metric: Metric) -> dict[str, Any]:
     """What is known of a metric, to save beside its scores: name, class, ``requires``, arguments."""
     cls = type(metric)
-    args: dict[str, Any] = {}
-    try:
-        params = inspect.signature(cls.__init__).parameters
-    except (TypeError, ValueError):
-        params = {}
-    for pname, param in params.items():
-        if pname == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        for attr in (pname, f"_{pname}"):
-            if hasattr(metric, attr):
-                value = getattr(metric, attr)
-                if not callable(value) or isinstance(value, type):
-                    args[pname] = to_jsonable(value)
-                break
+    args = {k: to_jsonable(v) for k, v in kept_arguments(metric).items() if not callable(v) or isinstance(v, type)}
     return {
         "name": metric.name,
         "class": f"{cls.__module__}.{cls.__qualname__}",

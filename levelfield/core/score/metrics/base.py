@@ -11,7 +11,8 @@ from typing import Any, ClassVar
 from ..matching import Alignment, ToolCallMatcher, align
 from ...data.types import Handoff, ToolCall, Usage
 
-__all__ = ["Metric", "Score", "ScoringContext", "TurnContext", "NAN", "score_columns", "FAILED_AS_ZERO", "FAILED_LEFT_OUT"]
+__all__ = ["Metric", "Score", "ScoringContext", "TurnContext", "NAN", "score_columns", "FAILED_AS_ZERO", "FAILED_LEFT_OUT",
+           "kept_arguments"]
 
 FAILED_AS_ZERO = "mean_failed_as_zero"
 """Summary key suffix of a metric's mean when failed runs count as 0 (``<metric>/mean_failed_as_zero``)."""
@@ -271,3 +272,25 @@ def as_float(value: Any) -> float:
     except (TypeError, ValueError):
         return NAN
     return out if not math.isinf(out) else NAN
+
+
+def kept_arguments(metric: Any) -> dict[str, Any]:
+    """The constructor arguments a metric keeps as attributes (``name`` or ``_name``), by parameter name:
+    what the run record saves of it and what its evaluator's identity holds."""
+    import inspect
+
+    args: dict[str, Any] = {}
+    try:
+        params = inspect.signature(type(metric).__init__).parameters
+    except (TypeError, ValueError):
+        return args
+    for pname, param in params.items():
+        if pname == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        for attr in (pname, f"_{pname}"):
+            try:
+                args[pname] = getattr(metric, attr)
+            except Exception:  # noqa: BLE001 - not kept under that name (or a property that raises)
+                continue
+            break
+    return args
