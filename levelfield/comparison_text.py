@@ -153,13 +153,7 @@ def evaluator_lines(cmp: Any) -> list[str]:
 
 def comparison_text(cmp: Compared) -> str:
     """The verdict and the summary, to read in one screen (what ``print(cmp)`` shows)."""
-    lines = summary_lines(cmp)
-    labels = evaluator_lines(cmp)
-    if labels:
-        lines += ["", *labels]
-    robustness = getattr(cmp, "robustness", None)
-    if robustness is not None:
-        lines += ["", *robustness.lines()]
+    lines = summary_lines(cmp) + _closing_lines(cmp)
     text = "\n".join(t for t in (early_stop_line(cmp), verdict_text(cmp)) if t)
     return "\n".join([text, "", *lines] if text else lines)
 
@@ -176,13 +170,19 @@ def format_comparison(cmp: Compared, *, pairwise_metric: str | None = None) -> s
     levelled = tool_lines(cmp)
     if levelled:
         lines += ["", *levelled]
+    return "\n".join(lines + _closing_lines(cmp))
+
+
+def _closing_lines(cmp: Compared) -> list[str]:
+    """What follows the tables in both printouts: the evaluators' labels, then how the agents hold up under faults."""
+    lines: list[str] = []
     labels = evaluator_lines(cmp)
     if labels:
         lines += ["", *labels]
     robustness = getattr(cmp, "robustness", None)
     if robustness is not None:
         lines += ["", *robustness.lines()]
-    return "\n".join(lines)
+    return lines
 
 
 def tool_lines(cmp: Any) -> list[str]:
