@@ -18,7 +18,7 @@ import asyncio
 import time
 
 import levelfield as lf
-from levelfield.core.run.conversation import UserTurn
+from levelfield._core.run.conversation import UserTurn
 
 
 class SleepyUser:

@@ -26,7 +26,7 @@ import time
 
 import levelfield as lf
 from levelfield.adapters.a2a_server import build_app, start_asgi
-from levelfield.core.run import limits as limits_module
+from levelfield._core.run import limits as limits_module
 from levelfield.testing import ConcurrencyLimited
 
 DELAY = 0.05

@@ -24,7 +24,7 @@ import numpy as np
 from scipy import stats as sps
 
 import levelfield as lf
-from levelfield.core.stats.sequential import SequentialMonitor
+from levelfield._core.stats.sequential import SequentialMonitor
 
 
 def monitor_run(scores: dict[str, np.ndarray], n: int, margin: float = 0.0) -> SequentialMonitor:

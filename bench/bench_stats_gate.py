@@ -13,9 +13,9 @@ import numpy as np
 from scipy import stats as sps
 
 import levelfield as lf
-from levelfield.core.stats.change import adjust, measure_change
-from levelfield.core.stats.judge_correction import correct_rate
-from levelfield.core.stats.planning import mcnemar_power
+from levelfield._core.stats.change import adjust, measure_change
+from levelfield._core.stats.judge_correction import correct_rate
+from levelfield._core.stats.planning import mcnemar_power
 
 
 def paired_rate_power(n: int, psi: float, delta: float, draws: int, rng: np.random.Generator) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 # The error tree is light (no dependency) and what callers catch: it loads with the package.
-from .core.errors import (
+from ._core.errors import (
     AdapterError,
     AgentOutputError,
     AgentSpecError,
@@ -43,34 +43,34 @@ _LAZY = {
     "testing": ".testing",  # which loads its own names lazily: no LangChain import
     "tools": ".tools",  # likewise (cassettes, faults, their errors)
     "as_agent": ".adapters.auto",
-    "EvalCase": ".core.data.dataset",
-    "EvalDataset": ".core.data.dataset",
+    "EvalCase": "._core.data.dataset",
+    "EvalDataset": "._core.data.dataset",
     "export_scores": ".formats",
     "load_dataset": ".formats",
     "load_traces": ".formats",
     "to_adk_evalset": ".formats",
     "Comparison": ".comparison",
-    "certify_judge": ".core.stats.certify",
-    "rows_to_label": ".core.stats.certify",
-    "RunConfig": ".core.data.config",
-    "StatsConfig": ".core.stats.config",
-    "panel_report": ".core.stats.panel",
+    "certify_judge": "._core.stats.certify",
+    "rows_to_label": "._core.stats.certify",
+    "RunConfig": "._core.data.config",
+    "StatsConfig": "._core.stats.config",
+    "panel_report": "._core.stats.panel",
     "EvalTask": ".evaluation",
     "acompare": ".evaluation",
     "aevaluate": ".evaluation",
     "compare": ".evaluation",
     "evaluate": ".evaluation",
     "RayExecutor": ".executors",
-    "ToolCallMatcher": ".core.score.matching",
-    "AgentRequest": ".core.data.protocol",
-    "AgentRunnable": ".core.data.protocol",
-    "EvalResult": ".core.results.result",
-    "AgentOutput": ".core.data.types",
-    "AgentRun": ".core.data.types",
-    "Handoff": ".core.data.types",
-    "Message": ".core.data.types",
-    "ToolCall": ".core.data.types",
-    "Usage": ".core.data.types",
+    "ToolCallMatcher": "._core.score.matching",
+    "AgentRequest": "._core.data.protocol",
+    "AgentRunnable": "._core.data.protocol",
+    "EvalResult": "._core.results.result",
+    "AgentOutput": "._core.data.types",
+    "AgentRun": "._core.data.types",
+    "Handoff": "._core.data.types",
+    "Message": "._core.data.types",
+    "ToolCall": "._core.data.types",
+    "Usage": "._core.data.types",
     "TaskSuccess": ".simulation",
     "ToolCassette": ".tools",
     "Faults": ".tools",
@@ -82,15 +82,15 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from . import gate, metrics, report, stats, testing, tools
     from .adapters.auto import as_agent
     from .comparison import Comparison
-    from .core.data.config import RunConfig
-    from .core.data.dataset import EvalCase, EvalDataset
-    from .core.data.protocol import AgentRequest, AgentRunnable
-    from .core.data.types import AgentOutput, AgentRun, Handoff, Message, ToolCall, Usage
-    from .core.results.result import EvalResult
-    from .core.score.matching import ToolCallMatcher
-    from .core.stats.certify import certify_judge, rows_to_label
-    from .core.stats.config import StatsConfig
-    from .core.stats.panel import panel_report
+    from ._core.data.config import RunConfig
+    from ._core.data.dataset import EvalCase, EvalDataset
+    from ._core.data.protocol import AgentRequest, AgentRunnable
+    from ._core.data.types import AgentOutput, AgentRun, Handoff, Message, ToolCall, Usage
+    from ._core.results.result import EvalResult
+    from ._core.score.matching import ToolCallMatcher
+    from ._core.stats.certify import certify_judge, rows_to_label
+    from ._core.stats.config import StatsConfig
+    from ._core.stats.panel import panel_report
     from .evaluation import EvalTask, acompare, aevaluate, compare, evaluate
     from .executors import RayExecutor
     from .formats import export_scores, load_dataset, load_traces, to_adk_evalset

@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from .comparison import Comparison
-from .core.data.dataset import EvalDataset
-from .core.errors import ConfigError, ConfigTypeError, LevelfieldError, RecordError
-from .core.score.metrics.base import Metric
+from ._core.data.dataset import EvalDataset
+from ._core.errors import ConfigError, ConfigTypeError, LevelfieldError, RecordError
+from ._core.score.metrics.base import Metric
 from .comparability import check_evaluators
-from .core.results.provenance import evaluators_of
-from .core.results.record import levelling_changes
-from .core.results.result import EvalResult
-from .core.score.batch import RunScorer
+from ._core.results.provenance import evaluators_of
+from ._core.results.record import levelling_changes
+from ._core.results.result import EvalResult
+from ._core.score.batch import RunScorer
 
 __all__ = ["Baseline", "load_baseline", "prepare_baseline"]
 

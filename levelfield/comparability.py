@@ -2,7 +2,7 @@
 
 Two runs are compared (a baseline joined to ``compare``, the gate against it, ``view``'s diff of two
 runs, ``watch``'s drift against a baseline) only when each metric's evaluator is the same on both
-sides (:class:`levelfield.core.results.provenance.Evaluator`: metric version and options, judge
+sides (:class:`levelfield._core.results.provenance.Evaluator`: metric version and options, judge
 model and settings, prompt and rubric hashes). Otherwise :func:`check_evaluators` refuses with an
 :class:`EvaluatorsDifferError` naming what differs; with ``allow_different_evaluators=True``
 (``--allow-different-evaluators``) it warns (:class:`EvaluatorsDifferWarning`) and returns the lines
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from .core.errors import ConfigError
-from .core.results.provenance import Evaluator, evaluator_differences
-from .core.run.notices import LevelfieldWarning, warn_user
+from ._core.errors import ConfigError
+from ._core.results.provenance import Evaluator, evaluator_differences
+from ._core.run.notices import LevelfieldWarning, warn_user
 
 __all__ = ["EvaluatorsDifferError", "EvaluatorsDifferWarning", "check_evaluators", "ALLOW_HINT"]
 

@@ -28,26 +28,26 @@ import numpy as np
 import pandas as pd
 
 from .comparison_text import comparison_text
-from .core.stats import inference as stats
-from .core.stats.change import detectable_difference
-from .core.stats.components import SOURCES, split_variance
-from .core.stats.sequential import analysed_cases
-from .core.stats.config import FailedRuns, StatsConfig, stats_config
-from .core.stats.soft_labels import soft_values
-from .core.stats.paired import PairedInference, paired_inference
-from .core.data.config import RunConfig
-from .core.data.cost_limit import BudgetReport
-from .core.data.dataset import EvalCase, EvalDataset
-from .core.score.diff import MarkedCall, mark_trajectory
-from .core.errors import ConfigError, MetricError, RecordError
-from .core.data.jsonsafe import to_jsonable
-from .core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
-from .core.score.metrics.base import Metric
-from .core.results.record import RUNS_FILE, finish_journal, fingerprints_of, make_header, read_record, write_record
-from .core.results.result import (FAILED_AS_ZERO, FAILED_LEFT_OUT, EvalResult, parquet_available, record_status,
+from ._core.stats import inference as stats
+from ._core.stats.change import detectable_difference
+from ._core.stats.components import SOURCES, split_variance
+from ._core.stats.sequential import analysed_cases
+from ._core.stats.config import FailedRuns, StatsConfig, stats_config
+from ._core.stats.soft_labels import soft_values
+from ._core.stats.paired import PairedInference, paired_inference
+from ._core.data.config import RunConfig
+from ._core.data.cost_limit import BudgetReport
+from ._core.data.dataset import EvalCase, EvalDataset
+from ._core.score.diff import MarkedCall, mark_trajectory
+from ._core.errors import ConfigError, MetricError, RecordError
+from ._core.data.jsonsafe import to_jsonable
+from ._core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
+from ._core.score.metrics.base import Metric
+from ._core.results.record import RUNS_FILE, finish_journal, fingerprints_of, make_header, read_record, write_record
+from ._core.results.result import (FAILED_AS_ZERO, FAILED_LEFT_OUT, EvalResult, parquet_available, record_status,
                                   results_from_record, table_to_parquet, write_table_files, write_tables_in_pages)
-from .core.results.writing import write_text
-from .core.data.types import AgentRun
+from ._core.results.writing import write_text
+from ._core.data.types import AgentRun
 from .verdict import Verdict, verdict
 
 __all__ = [
@@ -223,7 +223,7 @@ class Comparison:
 
     @property
     def limits(self) -> list[Any]:
-        """What each endpoint's limit did during the runs (``levelfield.core.run.limits.LimitStats``):
+        """What each endpoint's limit did during the runs (``levelfield._core.run.limits.LimitStats``):
         the concurrency it ran at, rate-limited answers, time waiting on limits; empty when loaded."""
         for result in self.results.values():
             if getattr(result, "limits", None):
@@ -356,7 +356,7 @@ class Comparison:
     def noise(self, metric: str | None = None) -> pd.DataFrame:
         """Where each agent's noise comes from, per metric: the variance between cases, between
         trials (the agent's own nondeterminism) and between judge samples, with intervals, each
-        source's share, and in words which to increase (see ``levelfield.core.stats.components``).
+        source's share, and in words which to increase (see ``levelfield._core.stats.components``).
 
         A source without replicates (one trial; an unjudged metric) is NaN and its variance stays
         inside the cases' component.
@@ -500,15 +500,15 @@ class Comparison:
         ``wins``/``ties``/``losses`` (cases A scored higher/equal/lower), ``significant``
         (``p_holm`` below 1 − confidence), ``p_min``, ``in_family`` and ``mde``.
 
-        The family of comparisons is Tarone's (Biometrics 1990; :func:`levelfield.core.stats.inference.tarone_family`):
+        The family of comparisons is Tarone's (Biometrics 1990; :func:`levelfield._core.stats.inference.tarone_family`):
         a pair whose smallest achievable p-value (``p_min``: every differing case going one way)
         could not reach significance is left out (``in_family`` False, ``p_holm`` NaN) — two
         identical agents never count against the others. Holm's step-down runs over the pairs left
         in. Each interval inverts the pair's own test at the level Holm decided it at
-        (``ci_level``; :func:`levelfield.core.stats.inference.family_levels`), so an interval
+        (``ci_level``; :func:`levelfield._core.stats.inference.family_levels`), so an interval
         leaves out 0 exactly when the pair is significant. ``mde``: the smallest difference these
         cases could detect with 80% power at that level, to read next to a non-significant
-        result (see ``levelfield.core.stats.change.detectable_difference``).
+        result (see ``levelfield._core.stats.change.detectable_difference``).
         """
         test = test or self.test
         key = (metric, test)
@@ -670,7 +670,7 @@ class Comparison:
         })
 
     def record_header(self, *, status: str | None = None) -> dict[str, Any]:
-        """The run-record header of this comparison (see ``levelfield.core.results.record``); its
+        """The run-record header of this comparison (see ``levelfield._core.results.record``); its
         status is ``complete``, or ``budget_exhausted`` when a spending limit kept runs from starting."""
         return make_header(
             source=self.dataset.source,
@@ -688,7 +688,7 @@ class Comparison:
 
     @property
     def evaluators(self) -> dict[str, Any]:
-        """Metric name -> the evaluator that gave its scores (``levelfield.core.results.provenance.Evaluator``):
+        """Metric name -> the evaluator that gave its scores (``levelfield._core.results.provenance.Evaluator``):
         the agents' run (a baseline joined with other evaluators is labelled by :attr:`evaluator_notes`)."""
         base = self.baseline.name if self.baseline is not None else self.saved_baseline
         ran = [r for a, r in self.results.items() if a != base] or list(self.results.values())

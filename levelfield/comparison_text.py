@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .core.data.money import dollars
-from .core.data.textwidth import ljust, rjust, width
-from .core.results.result import FAILED_AS_ZERO, FAILED_LEFT_OUT
+from ._core.data.money import dollars
+from ._core.data.textwidth import ljust, rjust, width
+from ._core.results.result import FAILED_AS_ZERO, FAILED_LEFT_OUT
 from .verdict import Compared, early_stop_line, failure_rule, other_rule, verdict
 
 __all__ = ["summary_lines", "rule_line", "verdict_text", "pairwise_lines", "comparison_text", "format_comparison",

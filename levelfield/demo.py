@@ -9,8 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .adapters.auto import as_agent
-from .core.errors import MissingExtraError
-from .core.score.metrics.registry import DEFAULT_METRICS
+from ._core.errors import MissingExtraError
+from ._core.score.metrics.registry import DEFAULT_METRICS
 
 __all__ = ["DEMO_METRICS", "demo_agents"]
 

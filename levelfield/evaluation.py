@@ -1,12 +1,12 @@
 """The entry points: ``evaluate`` (and its async twin), Vertex's ``EvalTask`` shape, and
 ``compare``. They turn what the user passed into agents (``as_agent``, agent specs) and hand
-them to the adapter-free engine in ``levelfield.core``.
+them to the adapter-free engine in ``levelfield._core``.
 
 Run options (concurrency, timeout, retries, backoff, trials, progress, agent_concurrency, out,
 resume, overwrite, isolation, executor) are the fields of
-:class:`~levelfield.core.data.config.RunConfig`, given as ``config=RunConfig(...)`` and/or as
+:class:`~levelfield._core.data.config.RunConfig`, given as ``config=RunConfig(...)`` and/or as
 keywords; their defaults are defined there, once. A comparison's statistics options are the fields
-of :class:`~levelfield.core.stats.config.StatsConfig`, given as ``stats=StatsConfig(...)``.
+of :class:`~levelfield._core.stats.config.StatsConfig`, given as ``stats=StatsConfig(...)``.
 
 Each sync entry point is its async twin run to completion: one implementation.
 """
@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from typing_extensions import Unpack
 
 
-from .core.data.config import RunConfig, RunOptions, run_config
-from .core.errors import ConfigError, ConfigTypeError, LevelfieldError
-from .core.results.lock import holding
-from .core.score.metrics.registry import nearest_name, resolve_metrics
-from .core.run.notices import MissingReferenceWarning, unscored_metrics, warn_user
-from .core.run.threads import run_coroutine
+from ._core.data.config import RunConfig, RunOptions, run_config
+from ._core.errors import ConfigError, ConfigTypeError, LevelfieldError
+from ._core.results.lock import holding
+from ._core.score.metrics.registry import nearest_name, resolve_metrics
+from ._core.run.notices import MissingReferenceWarning, unscored_metrics, warn_user
+from ._core.run.threads import run_coroutine
 from .executors import resolve_executor, ships_agents
 from .failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning, failure_groups, unreadable_judges
 from .executors.saved import check_out, score_saved_rows, takes_columnar_path
@@ -36,12 +36,12 @@ from .executors.saved import check_out, score_saved_rows, takes_columnar_path
 # ``lf.evaluate(path, metrics=...)`` of a process does not pay for them (issue #46).
 if TYPE_CHECKING:
     from .comparison import Comparison
-    from .core.data.protocol import AgentRunnable
-    from .core.results.result import EvalResult
-    from .core.run.engine import EarlyStop
-    from .core.run.runner import Executor
-    from .core.score.metrics.base import Metric
-    from .core.stats.config import StatsConfig
+    from ._core.data.protocol import AgentRunnable
+    from ._core.results.result import EvalResult
+    from ._core.run.engine import EarlyStop
+    from ._core.run.runner import Executor
+    from ._core.score.metrics.base import Metric
+    from ._core.stats.config import StatsConfig
 
 
 def load_dataset(data: Any) -> Any:
@@ -202,7 +202,7 @@ def evaluate(
     ``human_labels``: pass/fail labels by humans on some cases (a CSV/JSONL file with ``case_id``
     and ``human_label``, a DataFrame or ``{case_id: label}``); each judged 0/1 metric then gets a
     judge-corrected rate in ``result.judge_corrections`` and ``<metric>/corrected_mean`` in the
-    summary (``levelfield.core.stats.judge_correction``). A ``human_label`` column in the dataset does
+    summary (``levelfield._core.stats.judge_correction``). A ``human_label`` column in the dataset does
     the same without this option. ``stats=lf.StatsConfig(judge_scores="probability", confidence=...)``
     corrects from the judge's probabilities of a pass instead of its verdicts (its other options
     are for comparisons: ``lf.compare``).
@@ -272,9 +272,9 @@ async def _run_evaluation(
     dataset: Any, agent: Any, metrics: list[Metric], *, name: str | None, cfg: RunConfig, human_labels: Any, simulator: Any,
     tools: Any = None, faults: Any = None, settings: StatsConfig | None = None,
 ) -> EvalResult:
-    from .core.run.engine import run_and_score, score_saved
-    from .core.stats.config import StatsConfig
-    from .core.stats.judge_correction import check_label_cases, correct_judged, judged_binary_metrics, read_human_labels
+    from ._core.run.engine import run_and_score, score_saved
+    from ._core.stats.config import StatsConfig
+    from ._core.stats.judge_correction import check_label_cases, correct_judged, judged_binary_metrics, read_human_labels
 
     ds = load_dataset(dataset)
     settings = settings or StatsConfig()
@@ -438,7 +438,7 @@ def _check_judge_budget(cfg: RunConfig, metrics: Sequence[Metric]) -> None:
 
 def _evaluate_stats(stats: StatsConfig | None) -> StatsConfig:
     """``evaluate``'s statistics options: only those of the judge correction apply; any other is refused."""
-    from .core.stats.config import STATS_OPTIONS, StatsConfig, stats_config
+    from ._core.stats.config import STATS_OPTIONS, StatsConfig, stats_config
 
     settings = stats_config(stats)
     default = StatsConfig()
@@ -452,7 +452,7 @@ def _evaluate_stats(stats: StatsConfig | None) -> StatsConfig:
 
 def _stats_from(stats: StatsConfig | None, options: dict[str, Any], where: str) -> StatsConfig:
     """``stats`` checked; a statistics option given as a keyword is refused with the object to put it in."""
-    from .core.stats.config import STATS_OPTIONS, stats_config
+    from ._core.stats.config import STATS_OPTIONS, stats_config
 
     given = {k: options[k] for k in options if k in STATS_OPTIONS}
     if given:
@@ -472,8 +472,8 @@ def _early_stop(stop_early: bool | str, settings: StatsConfig, dataset: Any, met
         raise ConfigTypeError(f"stop_early={stop_early!r}: pass True (the first metric decides) or a metric name")
     if baseline is not None:
         raise ConfigError("stop_early does not combine with baseline=... yet: the baseline's runs are not re-run")
-    from .core.run.engine import EarlyStop
-    from .core.stats.sequential import StopRule
+    from ._core.run.engine import EarlyStop
+    from ._core.stats.sequential import StopRule
 
     metric = metrics[0].name if stop_early is True else stop_early
     rule = StopRule(metric, seed=settings.seed, alpha=settings.alpha, margin=settings.margin,
@@ -575,7 +575,7 @@ def compare(
     fixed by ``stats.seed`` and stops starting runs once every pair of agents is decided by an
     always-valid sequential test at ``stats.alpha`` (significant; within ``stats.margin`` when one
     is given; or no longer reachable); ``cmp.stopped_early`` says where and why, and a later
-    ``resume=True`` without it runs the remaining cases (see ``levelfield.core.stats.sequential``).
+    ``resume=True`` without it runs the remaining cases (see ``levelfield._core.stats.sequential``).
     ``simulator`` plays the conversation-scenario cases (every agent meets the same user).
     ``experiment="name"`` logs each agent's run to MLflow. ``out=`` writes the run record, tables,
     summary and ``report.html``. ``judge`` builds the metric names that need one (see :func:`evaluate`).
@@ -599,7 +599,7 @@ class _CertifyRequest:
         """The labels read and checked against ``dataset`` (a bad file fails before any agent runs)."""
         if self.human_labels is None or self.checked:
             return self
-        from .core.stats.judge_correction import check_label_cases, read_human_labels
+        from ._core.stats.judge_correction import check_label_cases, read_human_labels
 
         labels = read_human_labels(self.human_labels)
         check_label_cases(labels, dataset)
@@ -721,7 +721,7 @@ async def _compare(
 
         joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials,
                                         tools=levelled.header, allow_different_evaluators=allow_different_evaluators)
-    from .core.run.engine import run_and_score
+    from ._core.run.engine import run_and_score
 
     with holding(cfg.out_dir):  # one writer per out folder, from reading its journal to saving the results
         try:

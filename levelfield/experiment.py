@@ -33,11 +33,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .core.errors import ConfigError, MissingExtraError
+from ._core.errors import ConfigError, MissingExtraError
 
 if TYPE_CHECKING:
     from .comparison import Comparison
-    from .core.results.result import EvalResult
+    from ._core.results.result import EvalResult
 
 __all__ = ["require_mlflow", "check_experiment_name", "log_evaluation", "log_comparison"]
 
@@ -165,7 +165,7 @@ def log_evaluation(result: EvalResult, experiment: str, *, run_name: str | None 
     ``evaluate``), plus Vertex's ``<metric>/std`` and ``<metric>/nan_count``.
     """
     from .comparison import Comparison
-    from .core.stats.config import StatsConfig
+    from ._core.stats.config import StatsConfig
 
     require_mlflow()
     agent = result.agent_name or "saved predictions"

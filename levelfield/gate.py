@@ -4,7 +4,7 @@ For each gated metric and each agent, the comparison's paired test (exact McNema
 metrics, Wilcoxon signed-rank otherwise) compares the agent with the baseline case by case;
 Holm's correction runs across every (metric, agent) tested, and the gate fails when an adjusted
 p is below ``alpha`` with the agent on the worse side. With a ``margin`` the question becomes
-"worse by more than the margin?" (a non-inferiority test, :func:`levelfield.core.stats.inference.noninferiority_p`),
+"worse by more than the margin?" (a non-inferiority test, :func:`levelfield._core.stats.inference.noninferiority_p`),
 so a drop smaller than the margin never fails the gate. Run-to-run noise therefore fails it in at
 most ``alpha`` of runs, and a real drop of the planned size in at least the planned power.
 """
@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .core.stats.change import Change, adjust, describe_change, measure_change
-from .core.errors import ConfigError, MetricError, RegressionError
-from .core.stats.planning import Alternative, MeasuredDesign, SampleSize, measure_design, sample_size
+from ._core.stats.change import Change, adjust, describe_change, measure_change
+from ._core.errors import ConfigError, MetricError, RegressionError
+from ._core.stats.planning import Alternative, MeasuredDesign, SampleSize, measure_design, sample_size
 
 if TYPE_CHECKING:
     from .comparison import Comparison
-    from .core.stats.config import StatsConfig
+    from ._core.stats.config import StatsConfig
 
 __all__ = ["GateResult", "RegressionError", "baseline_changes", "scores_changes", "check_regressions", "changes_table",
            "plan_from", "require_certified_judges"]
@@ -176,7 +176,7 @@ def require_certified_judges(cmp: Comparison, metrics: Sequence[str], certificat
                              option: str = "fail_if_worse") -> None:
     """Refuse (``UncertifiedJudgeError``) when a judged metric among ``metrics`` has a judge not certified on the
     rows of an agent the gate tests (every agent but the baseline; with no baseline, every agent)."""
-    from .core.stats.certify import require_certified
+    from ._core.stats.certify import require_certified
 
     known = baseline is not None or cmp.baseline is not None or cmp.saved_baseline in cmp.agents
     base = _baseline_name(cmp, baseline) if known else None

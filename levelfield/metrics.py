@@ -1,8 +1,8 @@
 """``lf.metrics``: the metric classes users build metrics lists from, the LLM-judged ones included."""
 
-from .core.score.matching import ToolCallMatcher
-from .core.score.metrics import *  # noqa: F403
-from .core.score.metrics import __all__ as _core_all
+from ._core.score.matching import ToolCallMatcher
+from ._core.score.metrics import *  # noqa: F403
+from ._core.score.metrics import __all__ as _core_all
 from .judge import (
     Judge,
     JudgeCache,

@@ -2,7 +2,7 @@
 
 ``compare(..., faults=lf.Faults(...))`` runs every agent twice on the same cases, with its tools as
 they are and with the seeded faults; :func:`robustness_of` puts the two comparisons side by side.
-The statistics are :mod:`levelfield.core.stats.robustness`'s: per agent and metric the paired drop
+The statistics are :mod:`levelfield._core.stats.robustness`'s: per agent and metric the paired drop
 clean − faulted (failed runs score 0), its permutation test and the interval that inverts it at the
 level Holm decided it at across the agents; the fault kinds that went with the largest drops; and,
 with trials, how often an agent's trials agree.
@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from .core.stats.robustness import consistency_table, drop_table, fault_kind_table
+from ._core.stats.robustness import consistency_table, drop_table, fault_kind_table
 
 __all__ = ["Robustness", "robustness_of", "consistency_parts"]
 

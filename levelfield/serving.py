@@ -33,7 +33,7 @@ def bind(host: str, port: int, *, backlog: int = 2048) -> socket.socket:
 def check_token(token: str, option: str = "--auth-token") -> None:
     """Refuse a bearer token that is too short to guard anything or cannot travel in a header and a
     cookie as it is (``levelfield view`` and ``watch`` share this rule); ``option`` names it in the error."""
-    from .core.errors import ConfigError
+    from ._core.errors import ConfigError
 
     if not isinstance(token, str) or not re.fullmatch(r"[A-Za-z0-9._~+/=!#$%&*^`|-]{8,}", token):
         raise ConfigError(

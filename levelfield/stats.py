@@ -1,19 +1,19 @@
 """``lf.stats``: the statistics levelfield reports, for use on your own numbers.
 
-Intervals and paired tests (:mod:`levelfield.core.stats.inference`), sample-size planning
-(:mod:`levelfield.core.stats.planning`), judge-error correction (:mod:`levelfield.core.stats.judge_correction`, and from a judge's
-probabilities :mod:`levelfield.core.stats.soft_labels`)
-and the words for a change against a baseline (:mod:`levelfield.core.stats.change`)::
+Intervals and paired tests (:mod:`levelfield._core.stats.inference`), sample-size planning
+(:mod:`levelfield._core.stats.planning`), judge-error correction (:mod:`levelfield._core.stats.judge_correction`, and from a judge's
+probabilities :mod:`levelfield._core.stats.soft_labels`)
+and the words for a change against a baseline (:mod:`levelfield._core.stats.change`)::
 
     lf.stats.sample_size(p0=0.8, mde=0.05, power=0.8, paired=True, discordance=0.15).cases   # 469
 """
 
-from .core.stats.certify import JudgeCertification, MetricCertification, certify_rates, labels_needed, lower_bound
-from .core.stats.change import Change, describe_change, measure_change
-from .core.stats.components import NoiseSplit, split_variance
-from .core.stats.judge_correction import JudgeCorrection, cohen_kappa, correct_rate
-from .core.stats.soft_labels import Calibration, SoftRate, calibration, soft_rate
-from .core.stats.planning import (
+from ._core.stats.certify import JudgeCertification, MetricCertification, certify_rates, labels_needed, lower_bound
+from ._core.stats.change import Change, describe_change, measure_change
+from ._core.stats.components import NoiseSplit, split_variance
+from ._core.stats.judge_correction import JudgeCorrection, cohen_kappa, correct_rate
+from ._core.stats.soft_labels import Calibration, SoftRate, calibration, soft_rate
+from ._core.stats.planning import (
     MeasuredDesign,
     SampleSize,
     design_effect,
@@ -22,8 +22,8 @@ from .core.stats.planning import (
     minimum_detectable_effect,
     sample_size,
 )
-from .core.stats.inference import *  # noqa: F403
-from .core.stats.inference import __all__ as _stats_all
+from ._core.stats.inference import *  # noqa: F403
+from ._core.stats.inference import __all__ as _stats_all
 
 __all__ = [
     *_stats_all,

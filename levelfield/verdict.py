@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from .core.data.money import dollars
+from ._core.data.money import dollars
 
 __all__ = [
     "Compared",

@@ -30,7 +30,7 @@ import _a2a_wire as wire  # noqa: E402
 from levelfield.adapters.a2a import A2AAgent  # noqa: E402
 from levelfield.adapters.a2a_preflight import Preflight, preflight  # noqa: E402
 from levelfield.adapters.a2a_server import start_asgi, start_server  # noqa: E402
-from levelfield.core.errors import AdapterError  # noqa: E402
+from levelfield._core.errors import AdapterError  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

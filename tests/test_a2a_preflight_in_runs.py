@@ -17,9 +17,9 @@ import levelfield as lf  # noqa: E402
 from levelfield.adapters.a2a import A2AAgent  # noqa: E402
 from levelfield.adapters.a2a_server import start_asgi, start_server  # noqa: E402
 from levelfield.cli.main import build_parser  # noqa: E402
-from levelfield.core.errors import ConfigError  # noqa: E402
-from levelfield.core.run.notices import NoToolCallsWarning  # noqa: E402
-from levelfield.core.run.preflight import A2APreflightWarning  # noqa: E402
+from levelfield._core.errors import ConfigError  # noqa: E402
+from levelfield._core.run.notices import NoToolCallsWarning  # noqa: E402
+from levelfield._core.run.preflight import A2APreflightWarning  # noqa: E402
 from levelfield.report import render as render_report  # noqa: E402
 
 FAST = {"progress": False, "retries": 0}

@@ -23,7 +23,7 @@ from google.genai import types
 
 import levelfield as lf
 from levelfield.adapters.adk import AdkAgent
-from levelfield.core.data.protocol import AgentRequest
+from levelfield._core.data.protocol import AgentRequest
 from levelfield.testing import ScriptedUser
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -307,7 +307,7 @@ def test_efficiency_criteria_equal_adks_own_evaluators_on_the_same_live_run(caps
     from google.adk.evaluation.evaluation_generator import EvaluationGenerator
     from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALUATOR_REGISTRY
 
-    from levelfield.core.results.criteria import efficiency_criteria
+    from levelfield._core.results.criteria import efficiency_criteria
 
     # Two turns: a tool call then an answer (2 model calls); an answer without a call (1 model call).
     agent = AdkAgent(LlmAgent(name="weather", model=StepLlm(steps=[
@@ -348,7 +348,7 @@ def test_a_threshold_for_an_efficiency_criterion_is_refused_in_adks_own_words(na
     from google.adk.evaluation.eval_metrics import EvalMetric
     from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALUATOR_REGISTRY
 
-    from levelfield.core.results.criteria import load_criteria
+    from levelfield._core.results.criteria import load_criteria
 
     with pytest.raises(ValueError) as adk:
         DEFAULT_METRIC_EVALUATOR_REGISTRY.get_evaluator(EvalMetric(metric_name=name, threshold=1.0))

@@ -11,7 +11,7 @@ import pytest
 
 import levelfield as lf
 from levelfield.cli.main import main
-from levelfield.core.data.dataset import EvalCase, EvalDataset
+from levelfield._core.data.dataset import EvalCase, EvalDataset
 from levelfield.failure_summary import JudgeAnswersUnreadableWarning
 from levelfield.testing import ScriptedChatModel
 

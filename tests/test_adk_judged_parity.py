@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 import levelfield as lf
-from levelfield.core.data.dataset import EvalCase, EvalDataset, Turn
-from levelfield.core.results.criteria import apply_criteria, criteria_metrics, load_criteria
+from levelfield._core.data.dataset import EvalCase, EvalDataset, Turn
+from levelfield._core.results.criteria import apply_criteria, criteria_metrics, load_criteria
 from levelfield.testing import ScriptedChatModel, last_human_text
 
 adk_eval = pytest.importorskip("google.adk.evaluation")
@@ -364,7 +364,7 @@ def test_efficiency_criteria_equal_adks_evaluators_on_the_same_invocations():
     case = EvalCase(case_id="c", prompt="Wetter in Zürich?",
                     turns=[Turn(prompt=i.user_content.parts[0].text) for i in invocations])
     run = lf.AgentRun(case_id="c", agent_name="a", output=outputs[-1], turns=outputs, latency_in_seconds=0.1)
-    from levelfield.core.score.scoring import context_for
+    from levelfield._core.score.scoring import context_for
 
     ctx = context_for(case, run)
     for name in ("tool_call_count_v1", "inference_call_count_v1", "token_usage_v1"):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import levelfield as lf
-from levelfield.core.score.metrics.base import ScoringContext, TurnContext
+from levelfield._core.score.metrics.base import ScoringContext, TurnContext
 from levelfield.metrics import ResponseMatchScore, ToolTrajectoryAvgScore
 
 FIXTURE = Path(__file__).parent / "fixture"
@@ -132,7 +132,7 @@ def test_scores_equal_adks_evaluators_on_the_same_predictions(agent):
     table = result.metrics_table.set_index("case_id")
     compared = 0
     for case, run in zip(ds, result.runs):
-        turns = case.turns or [lf.core.data.dataset.Turn(prompt=case.prompt, reference=case.reference,
+        turns = case.turns or [lf._core.data.dataset.Turn(prompt=case.prompt, reference=case.reference,
                                                      reference_trajectory=case.reference_trajectory)]
         outputs = run.turns or [run.output]
         actual = _adk_invocations([t.prompt for t in turns], [(o.response, o.trajectory) for o in outputs])

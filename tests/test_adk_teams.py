@@ -17,7 +17,7 @@ from vertexai import agent_engines
 
 import levelfield as lf
 from levelfield.adapters.agent_engine import AgentEngineAgent
-from levelfield.core.data.protocol import AgentRequest
+from levelfield._core.data.protocol import AgentRequest
 from samples.home_automation.agents import agent_engine_agent as sample
 
 FAST = {"progress": False, "retries": 0}

@@ -20,8 +20,8 @@ from vertexai import agent_engines
 
 import levelfield as lf
 from levelfield.adapters.agent_engine import AgentEngineAgent
-from levelfield.core.data.dataset import EvalCase, EvalDataset, Turn
-from levelfield.core.data.protocol import AgentRequest
+from levelfield._core.data.dataset import EvalCase, EvalDataset, Turn
+from levelfield._core.data.protocol import AgentRequest
 from samples.home_automation.agents import agent_engine_agent as sample
 from samples.home_automation.agents.function_agents import careful_agent
 

@@ -17,8 +17,8 @@ from google.api_core import exceptions as google_exceptions
 
 import levelfield as lf
 from levelfield.adapters.agent_engine import AgentEngineAgent
-from levelfield.core.errors import MissingExtraError
-from levelfield.core.data.protocol import AgentRequest
+from levelfield._core.errors import MissingExtraError
+from levelfield._core.data.protocol import AgentRequest
 from samples.home_automation.agents import agent_engine_agent as sample
 
 DATASET = Path(__file__).resolve().parents[1] / "samples" / "home_automation" / "dataset.jsonl"

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import levelfield as lf
-from levelfield.core.errors import DatasetError
-from levelfield.core.run.engine import score_saved
-from levelfield.core.score.batch import batches_of, score_batches
-from levelfield.core.score.metrics.registry import resolve_metrics
+from levelfield._core.errors import DatasetError
+from levelfield._core.run.engine import score_saved
+from levelfield._core.score.batch import batches_of, score_batches
+from levelfield._core.score.metrics.registry import resolve_metrics
 from levelfield.formats import load_dataset
 
 FAST = {"progress": False, "retries": 0}

@@ -59,7 +59,7 @@ GRAPH = {name: imports_of(name) for name in MODULES}
 def room_of(name: str) -> str | None:
     """The core room a module lives in (``"data"``, ...), ``"errors"`` for core.errors, None outside core."""
     parts = name.split(".")
-    if parts[:2] != ["levelfield", "core"] or len(parts) < 3:
+    if parts[:2] != ["levelfield", "_core"] or len(parts) < 3:
         return None
     return parts[2]
 
@@ -76,7 +76,7 @@ def test_core_rooms_import_only_the_rooms_below_them():
         if room not in CORE_ROOMS:
             continue
         allowed = set(CORE_ROOMS[: CORE_ROOMS.index(room) + 1]) | {"errors"}
-        offenders += [f"{name} imports {t}" for t in targets if room_of(t) not in allowed and t != "levelfield.core"]
+        offenders += [f"{name} imports {t}" for t in targets if room_of(t) not in allowed and t != "levelfield._core"]
     assert offenders == []
 
 
@@ -84,9 +84,9 @@ def test_core_imports_nothing_above_it():
     offenders = [
         f"{name} imports {target}"
         for name, targets in GRAPH.items()
-        if name.startswith("levelfield.core")
+        if name.startswith("levelfield._core")
         for target in targets
-        if not target.startswith("levelfield.core")
+        if not target.startswith("levelfield._core")
     ]
     assert offenders == []
 
@@ -154,7 +154,7 @@ def test_no_import_circle_between_modules():
 
 
 def test_core_never_imports_adapters():
-    offenders = [f"{n} imports {t}" for n, ts in GRAPH.items() if n.startswith("levelfield.core")
+    offenders = [f"{n} imports {t}" for n, ts in GRAPH.items() if n.startswith("levelfield._core")
                  for t in ts if t.startswith("levelfield.adapters")]
     assert offenders == []
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import levelfield as lf
-from levelfield.core.errors import ConfigError, ConfigTypeError
+from levelfield._core.errors import ConfigError, ConfigTypeError
 
 CASES = [
     {"case_id": "a", "prompt": "turn on light", "reference": "done",

@@ -8,7 +8,7 @@ import math
 import pytest
 
 import levelfield as lf
-from levelfield.core.run.notices import BudgetWarning
+from levelfield._core.run.notices import BudgetWarning
 
 PRICES = {"cheap-model": {"input_per_mtok": 1.0, "output_per_mtok": 1.0},
           "dear-model": {"input_per_mtok": 100.0, "output_per_mtok": 100.0}}
@@ -93,8 +93,8 @@ def test_a_longer_case_is_estimated_dearer_once_the_agents_runs_show_length_cost
 
 
 def test_a_shorter_case_is_never_estimated_below_the_agents_mean():
-    from levelfield.core.data.cost_limit import RunBudget
-    from levelfield.core.data.types import AgentOutput, AgentRun, Usage
+    from levelfield._core.data.cost_limit import RunBudget
+    from levelfield._core.data.types import AgentOutput, AgentRun, Usage
 
     budget = RunBudget(1.0, PRICES, ["a"])
     for size in (10, 20, 30, 40):

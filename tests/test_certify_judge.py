@@ -17,9 +17,9 @@ import pytest
 from scipy.stats import beta
 
 import levelfield as lf
-from levelfield.core.errors import ConfigError, DatasetError, MetricError
-from levelfield.core.score.metrics.base import Metric, Score
-from levelfield.core.stats.certify import (
+from levelfield._core.errors import ConfigError, DatasetError, MetricError
+from levelfield._core.score.metrics.base import Metric, Score
+from levelfield._core.stats.certify import (
     JudgeCertification,
     UncertifiedJudgeError,
     certify_rates,

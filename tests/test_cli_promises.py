@@ -6,7 +6,7 @@ import pytest
 
 import levelfield as lf
 from levelfield.cli.main import build_parser, main
-from levelfield.core.results.record import read_record
+from levelfield._core.results.record import read_record
 
 SAMPLE = "samples/home_automation/dataset.jsonl"
 CAREFUL = "samples.home_automation.agents.function_agents:careful_agent"

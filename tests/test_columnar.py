@@ -17,11 +17,11 @@ import pytest
 
 import levelfield as lf
 import levelfield.executors.saved as saved_module
-from levelfield.core.score.batch import BatchScorer, _ListBatch, batches_of, score_batches
-from levelfield.core.errors import ConfigError, DatasetError, MissingExtraError, RecordError
-from levelfield.core.run.engine import score_saved
-from levelfield.core.score.scoring import context_for, score_sync
-from levelfield.core.score.metrics.registry import resolve_metrics
+from levelfield._core.score.batch import BatchScorer, _ListBatch, batches_of, score_batches
+from levelfield._core.errors import ConfigError, DatasetError, MissingExtraError, RecordError
+from levelfield._core.run.engine import score_saved
+from levelfield._core.score.scoring import context_for, score_sync
+from levelfield._core.score.metrics.registry import resolve_metrics
 from levelfield.formats import load_dataset
 from levelfield.executors.saved import score_saved_rows
 
@@ -532,7 +532,7 @@ def test_parquet_struct_columns_read_as_load_dataset_reads_them(tmp_path: Path) 
 
 
 def test_there_is_one_result_type_and_no_second_name_for_it() -> None:
-    import levelfield.core.results.result as result_module
+    import levelfield._core.results.result as result_module
 
     assert not hasattr(result_module, "ColumnarResult") and result_module.EvalResult is lf.EvalResult
 

@@ -8,7 +8,7 @@ import pytest
 
 import levelfield as lf
 from levelfield.comparison import Comparison
-from levelfield.core.score.diff import mark_trajectory
+from levelfield._core.score.diff import mark_trajectory
 from samples.home_automation.agents.function_agents import careful_agent, hasty_agent
 
 SAMPLE = "samples/home_automation/dataset.jsonl"

@@ -11,8 +11,8 @@ import genai_prices
 import pytest
 
 import levelfield as lf
-from levelfield.core.data import prices as price_module
-from levelfield.core.results.record import read_record
+from levelfield._core.data import prices as price_module
+from levelfield._core.results.record import read_record
 from levelfield.testing import ScriptedChatModel
 from levelfield.testing.chat_model import last_human_text
 from samples.home_automation.agents.langgraph_agent import make_graph
@@ -282,7 +282,7 @@ def compare_budgeted(out, **options):
 
 
 def test_a_budget_stops_starting_runs_and_leaves_them_out_of_the_journal(tmp_path):
-    with pytest.warns(lf.core.run.notices.BudgetWarning, match="not started"):
+    with pytest.warns(lf._core.run.notices.BudgetWarning, match="not started"):
         cmp = compare_budgeted(tmp_path, max_cost_usd=0.05)
     ran = sum(r["runs"] for _, r in cmp.summary.iterrows())
     spent = sum(cmp.summary["cost_usd/sum"])
@@ -296,7 +296,7 @@ def test_a_budget_stops_starting_runs_and_leaves_them_out_of_the_journal(tmp_pat
 
 
 def test_resume_with_a_larger_budget_finishes_with_the_numbers_of_an_unbudgeted_run(tmp_path):
-    with pytest.warns(lf.core.run.notices.BudgetWarning):
+    with pytest.warns(lf._core.run.notices.BudgetWarning):
         compare_budgeted(tmp_path / "budgeted", max_cost_usd=0.05)
     finished = compare_budgeted(tmp_path / "budgeted", max_cost_usd=1.0, resume=True)
     whole = compare_budgeted(tmp_path / "whole")
@@ -309,15 +309,15 @@ def test_resume_with_a_larger_budget_finishes_with_the_numbers_of_an_unbudgeted_
 
 
 def test_resume_with_the_same_budget_starts_nothing_more(tmp_path):
-    with pytest.warns(lf.core.run.notices.BudgetWarning):
+    with pytest.warns(lf._core.run.notices.BudgetWarning):
         first = compare_budgeted(tmp_path, max_cost_usd=0.05)
-    with pytest.warns(lf.core.run.notices.BudgetWarning):
+    with pytest.warns(lf._core.run.notices.BudgetWarning):
         again = compare_budgeted(tmp_path, max_cost_usd=0.05, resume=True)
     assert sorted(again.not_started) == sorted(first.not_started)
 
 
 def test_a_budget_needs_no_out_folder_and_evaluate_keeps_what_ran():
-    with pytest.warns(lf.core.run.notices.BudgetWarning, match="give out="):
+    with pytest.warns(lf._core.run.notices.BudgetWarning, match="give out="):
         result = lf.evaluate(budget_rows(), spender("dear-model"), ["exact_match"], prices=OWN, concurrency=1,
                              max_cost_usd=0.025, **FAST)
     assert len(result.runs) == 2 and len(result.not_started) == 6  # $0.01 a run: the third would pass $0.025
@@ -325,7 +325,7 @@ def test_a_budget_needs_no_out_folder_and_evaluate_keeps_what_ran():
 
 
 def test_a_budget_cannot_count_unpriced_runs_and_says_so():
-    with pytest.warns(lf.core.run.notices.BudgetWarning, match="house-model-7"):
+    with pytest.warns(lf._core.run.notices.BudgetWarning, match="house-model-7"):
         result = lf.evaluate(budget_rows(), spender("house-model-7"), [], max_cost_usd=0.001, **FAST)
     assert len(result.runs) == 8
 
@@ -349,7 +349,7 @@ def test_the_judge_budget_stops_judging_and_resume_judges_the_rest(tmp_path, mon
     metric = lf.metrics.PointwiseMetric("helpful", template, ScriptedChatModel(judge, model_name="j"),
                                         structured_output=False, max_concurrency=1)
     prices = {**OWN, "j": {"input_per_mtok": 1000.0, "output_per_mtok": 1000.0}}
-    with pytest.warns(lf.core.run.notices.BudgetWarning, match="judge_max_cost_usd"):
+    with pytest.warns(lf._core.run.notices.BudgetWarning, match="judge_max_cost_usd"):
         first = lf.evaluate(budget_rows(), spender("cheap-model"), [metric], prices=prices, out=tmp_path / "run",
                             judge_max_cost_usd=0.5, **FAST)
     judged = first.metrics_table["helpful/score"].notna()

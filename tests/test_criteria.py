@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import levelfield as lf
-from levelfield.core.results.criteria import (
+from levelfield._core.results.criteria import (
     DEFAULT_CRITERIA,
     Criterion,
     criteria_metrics,
@@ -140,7 +140,7 @@ def test_a_threshold_for_an_efficiency_criterion_is_refused_with_adks_reason(nam
 
 
 def test_efficiency_criteria_are_informational():
-    from levelfield.core.results.criteria import efficiency_criteria
+    from levelfield._core.results.criteria import efficiency_criteria
 
     criteria = efficiency_criteria()
     assert [c.metric for c in criteria] == ["tool_call_count_v1", "inference_call_count_v1", "token_usage_v1",
@@ -262,7 +262,7 @@ def test_table_shows_each_case_its_scores_and_the_verdict():
 
 
 def test_files_asking_the_same_metric_with_other_options_get_their_own_score_column(tmp_path):
-    from levelfield.core.results.criteria import criteria_by_file
+    from levelfield._core.results.criteria import criteria_by_file
 
     for name, match_type in (("a", "EXACT"), ("b", "IN_ORDER")):
         folder = tmp_path / name

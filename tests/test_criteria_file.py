@@ -17,7 +17,7 @@ import pytest
 import levelfield as lf
 import levelfield.judge  # noqa: F401  (registers ADK's judged criteria)
 from levelfield.cli.main import main
-from levelfield.core.results.criteria import load_criteria
+from levelfield._core.results.criteria import load_criteria
 
 RUBRIC = {"rubric_id": "cites", "rubric_content": {"text_property": "The answer names its source."}}
 
@@ -187,7 +187,7 @@ def test_a_bad_file_on_the_command_line_is_one_line_and_exit_2(tmp_path, capsys)
 
 @pytest.mark.parametrize("threshold", [1.5, -0.5, float("nan"), True])
 def test_a_criterion_made_in_python_is_held_to_the_same_range(threshold):
-    from levelfield.core.results.criteria import Criterion
+    from levelfield._core.results.criteria import Criterion
 
     with pytest.raises(lf.MetricError, match=r"criteria\.response_match_score = "):
         Criterion("response_match_score", threshold)

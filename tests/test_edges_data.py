@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import levelfield as lf
-from levelfield.core.results.record import Journal, read_record
+from levelfield._core.results.record import Journal, read_record
 
 ROOT = Path(__file__).resolve().parents[1]
 LONE = "\ud800"  # half of a UTF-16 pair: what a model's output cut mid-character leaves
@@ -61,7 +61,7 @@ def test_a_cleaned_answer_keeps_what_the_agent_gave_in_raw():
 
 
 def test_a_cleaned_output_without_raw_keeps_the_output_as_given_there():
-    from levelfield.core.data.types import AgentRun, clean_run
+    from levelfield._core.data.types import AgentRun, clean_run
 
     given = lf.AgentOutput(response=f"a{LONE}", intermediate_responses=[f"b{LONE}"])
     run = clean_run(AgentRun(case_id="c", agent_name="x", output=given))
@@ -70,7 +70,7 @@ def test_a_cleaned_output_without_raw_keeps_the_output_as_given_there():
 
 
 def test_a_run_without_lone_surrogates_is_kept_as_it_is():
-    from levelfield.core.data.types import AgentRun, clean_run
+    from levelfield._core.data.types import AgentRun, clean_run
 
     run = AgentRun(case_id="c", agent_name="x", output=lf.AgentOutput(response="日本語 😀 Straße"))
     assert clean_run(run) is run
@@ -95,7 +95,7 @@ def test_a_comparison_with_lone_surrogates_saves_its_report(tmp_path):
 
 
 def test_a_journal_line_that_cannot_be_encoded_fails_the_evaluation_instead_of_hanging(tmp_path, monkeypatch):
-    import levelfield.core.run.runner as runner
+    import levelfield._core.run.runner as runner
 
     monkeypatch.setattr(runner, "clean_run", lambda run: run)  # as before text was cleaned on entry
     with pytest.raises(lf.RecordError, match=r"runs.jsonl: cannot write the journal \(UnicodeEncodeError"):
@@ -260,7 +260,7 @@ def test_a_journal_cut_inside_its_header_names_that_cause(tmp_path):
 
 
 def test_a_report_that_fails_half_way_leaves_the_previous_report_whole(tmp_path, monkeypatch):
-    import levelfield.core.results.writing as writing
+    import levelfield._core.results.writing as writing
 
     cmp = lf.compare(cases(3), {"a": lambda p: p, "b": lambda p: p.upper()}, ["exact_match"], progress=False)
     report = lf.report.write(cmp, tmp_path / "report.html")
@@ -312,7 +312,7 @@ def test_to_csv_neutralises_formula_cells_from_answers():
 
 
 def test_csv_keeps_plain_numbers_and_numeric_scores_as_numbers(tmp_path):
-    from levelfield.core.results.result import table_to_csv
+    from levelfield._core.results.result import table_to_csv
 
     table = pd.DataFrame({"case_id": ["-0.5", "=1"], "score/score": [-0.5, 1.0], "note": ["-3", "+2e5"]})
     table_to_csv(table, tmp_path / "t.csv")
@@ -338,7 +338,7 @@ def test_the_cli_metrics_table_and_comparison_csv_are_neutralised_but_jsonl_and_
 def test_the_batch_table_writer_writes_a_neutralised_csv(tmp_path):
     import numpy as np
 
-    from levelfield.core.score.batch import ScoredBatch
+    from levelfield._core.score.batch import ScoredBatch
     from levelfield.formats.batches import table_writer
 
     writer = table_writer(tmp_path / "t.csv")
@@ -536,7 +536,7 @@ def test_the_sigint_handler_is_restored_after_an_evaluation():
 
 
 def test_an_async_agent_spinning_on_the_loop_is_stopped_at_its_timeout_and_named():
-    from levelfield.core.run.runner import BlockingAgentWarning
+    from levelfield._core.run.runner import BlockingAgentWarning
 
     async def spinner(prompt):
         if prompt.startswith("frage 1"):
@@ -553,7 +553,7 @@ def test_an_async_agent_sleeping_on_the_loop_is_named_while_it_still_blocks(monk
     import time
     import warnings
 
-    import levelfield.core.run.watchdog as watchdog
+    import levelfield._core.run.watchdog as watchdog
 
     monkeypatch.setattr(watchdog, "STUCK_SECONDS", 0.2)
     seen_while_blocked = []

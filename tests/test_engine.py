@@ -9,11 +9,11 @@ import math
 from pathlib import Path
 
 import levelfield as lf
-from levelfield.core.data.types import AgentOutput, AgentRun, ToolCall
-from levelfield.core.score import batch
-from levelfield.core.score.batch import BatchScorer, RunScorer
-from levelfield.core.score.metrics.registry import resolve_metrics
-from levelfield.core.score.scoring import context_for, score_sync
+from levelfield._core.data.types import AgentOutput, AgentRun, ToolCall
+from levelfield._core.score import batch
+from levelfield._core.score.batch import BatchScorer, RunScorer
+from levelfield._core.score.metrics.registry import resolve_metrics
+from levelfield._core.score.scoring import context_for, score_sync
 from levelfield.formats import load_dataset
 
 TRAJECTORY = ["trajectory_exact_match", "trajectory_in_order_match", "trajectory_any_order_match",
@@ -114,5 +114,5 @@ def test_a_failed_run_and_a_case_without_reference_are_nan_in_the_engine() -> No
 
 
 def test_score_rows_is_the_engine() -> None:
-    assert lf.core.score.scoring.__dict__.get("score_rows") is None  # the row path is only each metric's score()
-    assert batch.score_rows.__module__ == "levelfield.core.score.batch"
+    assert lf._core.score.scoring.__dict__.get("score_rows") is None  # the row path is only each metric's score()
+    assert batch.score_rows.__module__ == "levelfield._core.score.batch"

@@ -102,7 +102,7 @@ def test_evaluate_and_aevaluate_give_the_same_table():
 def test_aevaluate_raises_the_short_error_and_warns_as_evaluate_does():
     with pytest.raises(lf.MetricError, match="rouge_l") as info:
         asyncio.run(lf.aevaluate(CASES, right, ["rogue_l"], progress=False))
-    assert "levelfield/core" not in "".join(str(entry.path) for entry in info.traceback)  # no engine frames
+    assert "levelfield/_core" not in "".join(str(entry.path) for entry in info.traceback)  # no engine frames
     with pytest.warns(AllRunsFailedWarning, match="every run of agent 'broken' failed") as caught:
         asyncio.run(lf.aevaluate(CASES, broken, METRICS, progress=False))
     assert caught[0].filename == __file__

@@ -5,7 +5,7 @@ import warnings
 import pytest
 
 import levelfield as lf
-from levelfield.core.run.failures import describe_error
+from levelfield._core.run.failures import describe_error
 from levelfield.failure_summary import AllRunsFailedWarning
 
 

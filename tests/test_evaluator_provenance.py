@@ -10,9 +10,9 @@ import pytest
 
 import levelfield as lf
 from levelfield.comparability import EvaluatorsDifferError, EvaluatorsDifferWarning
-from levelfield.core.results.provenance import Evaluator, evaluator_of, evaluators_of
-from levelfield.core.results.record import RUNS_FILE
-from levelfield.core.score.metrics.base import Metric, Score
+from levelfield._core.results.provenance import Evaluator, evaluator_of, evaluators_of
+from levelfield._core.results.record import RUNS_FILE
+from levelfield._core.score.metrics.base import Metric, Score
 from levelfield.judge import PointwiseMetric
 from levelfield.testing import ScriptedJudge
 
@@ -337,7 +337,7 @@ def test_watchs_mlflow_assessments_carry_the_evaluator(tmp_path):
     pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="needs the watch extra")
     import mlflow
 
-    from levelfield.core.score.metrics.registry import resolve_metrics
+    from levelfield._core.score.metrics.registry import resolve_metrics
     from levelfield.watch import Watcher
     from tests.conftest import mlflow_store
     from tests.test_watch import PROMPTS, references, wait_for
@@ -359,7 +359,7 @@ def test_watchs_mlflow_assessments_carry_the_evaluator(tmp_path):
 
 def test_a_chat_model_judges_settings_are_named_when_they_differ_and_its_key_is_never_kept():
     openai = pytest.importorskip("langchain_openai", reason="needs langchain-openai")
-    from levelfield.core.results.provenance import differences
+    from levelfield._core.results.provenance import differences
 
     def judge(temperature):
         return openai.ChatOpenAI(model="gpt-4o-mini", temperature=temperature, api_key="sk-provenance-test",

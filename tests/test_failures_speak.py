@@ -9,7 +9,7 @@ import pytest
 
 import levelfield as lf
 from levelfield.cli.main import main
-from levelfield.core.data.types import AgentRun
+from levelfield._core.data.types import AgentRun
 from levelfield.failure_summary import AllRunsFailedWarning, agents_that_always_failed, failure_groups, format_failures
 
 SAMPLE = "samples/home_automation/dataset.jsonl"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import levelfield as lf
-from levelfield.core.score.metrics.trajectory import adk_args
+from levelfield._core.score.metrics.trajectory import adk_args
 from levelfield.formats import adk
 
 FIXTURE = Path(__file__).parent / "fixture"

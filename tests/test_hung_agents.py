@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import levelfield as lf
-from levelfield.core.run.runner import BlockingAgentWarning
+from levelfield._core.run.runner import BlockingAgentWarning
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -153,7 +153,7 @@ def test_well_behaved_async_agents_raise_no_blocking_warning(recwarn):
 
 
 def test_sync_calls_reuse_idle_threads_instead_of_starting_one_each():
-    from levelfield.core.run.threads import _DaemonThreads
+    from levelfield._core.run.threads import _DaemonThreads
 
     pool = _DaemonThreads(idle_seconds=5)  # a pool of its own: other tests' idle threads do not count
     names = []
@@ -166,7 +166,7 @@ def test_sync_calls_reuse_idle_threads_instead_of_starting_one_each():
 
 
 def test_a_hung_call_makes_the_pool_start_another_thread_for_the_next():
-    from levelfield.core.run.threads import _DaemonThreads
+    from levelfield._core.run.threads import _DaemonThreads
 
     pool = _DaemonThreads(idle_seconds=5)
     stuck, release, done = threading.Event(), threading.Event(), threading.Event()

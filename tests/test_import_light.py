@@ -110,11 +110,11 @@ def test_nltk_imported_after_the_stemmer_is_the_whole_package():
 
 # What scoring saved rows must not load: the runner and engine, the adapters, the simulator and
 # judges, Ray's executor, the outside formats a JSON Lines file does not use, a comparison's statistics.
-NOT_FOR_SAVED_ROWS = ("levelfield.core.run.runner", "levelfield.core.run.engine", "levelfield.core.run.conversation",
+NOT_FOR_SAVED_ROWS = ("levelfield._core.run.runner", "levelfield._core.run.engine", "levelfield._core.run.conversation",
                       "levelfield.adapters", "levelfield.simulation", "levelfield.judge", "levelfield.executors.ray",
                       "levelfield.executors.local", "levelfield.formats.adk", "levelfield.formats.databricks",
                       "levelfield.formats.vertex", "levelfield.formats.mlflow", "levelfield.formats.otel",
-                      "levelfield.core.stats", "levelfield.comparison", "levelfield.report", "levelfield.gate")
+                      "levelfield._core.stats", "levelfield.comparison", "levelfield.report", "levelfield.gate")
 
 
 @pytest.mark.parametrize("route", ["path", "df", "load_dataset"])

@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 import levelfield as lf
-from levelfield.core.results.record import read_record
+from levelfield._core.results.record import read_record
 
 CASES = [{"case_id": f"c{i}", "prompt": f"Frage {i}: 你好", "reference": "ok"} for i in range(6)]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import levelfield as lf
-from levelfield.core.results.record import read_record
+from levelfield._core.results.record import read_record
 from tests.conftest import disk_full_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,7 +68,7 @@ def test_every_run_is_journaled_as_it_finishes(tmp_path):
 
 
 def _one_run(i=0):
-    from levelfield.core.data.types import AgentOutput, AgentRun
+    from levelfield._core.data.types import AgentOutput, AgentRun
 
     return AgentRun(case_id=f"c{i}", agent_name="a", trial=0, latency_in_seconds=0.1, output=AgentOutput(response="x"))
 
@@ -76,7 +76,7 @@ def _one_run(i=0):
 def test_a_run_is_acknowledged_only_once_an_fsync_made_its_line_durable(tmp_path, monkeypatch):
     import asyncio
 
-    from levelfield.core.results.record import Journal, fingerprints_of
+    from levelfield._core.results.record import Journal, fingerprints_of
 
     data = lf.load_dataset(cases(3))
     path = tmp_path / "runs.jsonl"
@@ -321,7 +321,7 @@ def test_a_journal_killed_mid_run_holds_every_case_before_its_runs(tmp_path):
 def test_a_new_journal_in_an_event_loop_writes_its_cases_after_returning_and_all_of_them_on_close(tmp_path):
     import asyncio
 
-    from levelfield.core.results.record import Journal, fingerprints_of
+    from levelfield._core.results.record import Journal, fingerprints_of
 
     data = lf.load_dataset(cases(450))
 
@@ -354,7 +354,7 @@ def test_case_lines_that_cannot_be_written_fail_the_evaluation_naming_the_journa
 def test_case_lines_that_cannot_be_written_are_raised_on_close_when_no_run_finished(tmp_path, case_lines_do_not_fit):
     import asyncio
 
-    from levelfield.core.results.record import Journal, fingerprints_of
+    from levelfield._core.results.record import Journal, fingerprints_of
 
     data = lf.load_dataset(cases(3))
 
@@ -371,7 +371,7 @@ def test_case_lines_that_cannot_be_written_are_raised_on_close_when_no_run_finis
 
 
 def _mixed_runs(n: int) -> list:
-    from levelfield.core.data.types import AgentOutput, AgentRun, ToolCall
+    from levelfield._core.data.types import AgentOutput, AgentRun, ToolCall
 
     texts = ["Licht aus, bitte", "把灯关掉", "ライトを消して", "Desligue a luz", "plain"]
     return [AgentRun(case_id=f"c{i}", agent_name="ä-agent", trial=i % 2, latency_in_seconds=0.1 * i,
@@ -384,8 +384,8 @@ def _mixed_runs(n: int) -> list:
 def test_tracked_offsets_read_each_run_back_alone_whatever_its_text(tmp_path, in_a_loop):
     import asyncio
 
-    from levelfield.core.results.record import Journal, fingerprints_of, read_runs_at
-    from levelfield.core.score.metrics.base import Score
+    from levelfield._core.results.record import Journal, fingerprints_of, read_runs_at
+    from levelfield._core.score.metrics.base import Score
 
     data = lf.load_dataset([{"case_id": f"c{i}", "prompt": "灯" * i} for i in range(40)])
     runs = _mixed_runs(40)
@@ -413,7 +413,7 @@ def test_tracked_offsets_read_each_run_back_alone_whatever_its_text(tmp_path, in
 
 
 def test_finishing_a_journal_gives_it_its_header_and_says_how_far_its_lines_moved(tmp_path):
-    from levelfield.core.results.record import Journal, finish_journal, read_runs_at
+    from levelfield._core.results.record import Journal, finish_journal, read_runs_at
 
     runs = _mixed_runs(5)
     journal = Journal.create(tmp_path / "runs.jsonl", {"kind": "header", "format": "levelfield.run-record", "version": 1,
@@ -439,7 +439,7 @@ def test_finishing_a_journal_gives_it_its_header_and_says_how_far_its_lines_move
 def test_a_table_written_in_pages_is_the_table_written_whole(tmp_path, late, passes):
     import pandas as pd
 
-    from levelfield.core.results.result import table_to_csv, table_to_parquet, write_tables_in_pages
+    from levelfield._core.results.result import table_to_csv, table_to_parquet, write_tables_in_pages
 
     rows = [{"case_id": f"c{i}", "trial": 0, "prompt": "把灯关掉" if i % 2 else "Licht aus", "m/score": i / 10,
              "total_tokens": None, "input_tokens": None, "cost_usd": None, "failure": int(i == 7), "error": None}
@@ -469,7 +469,7 @@ def test_a_table_written_in_pages_is_the_table_written_whole(tmp_path, late, pas
 
 @pytest.mark.parametrize("judged", [False, True], ids=["computed", "judged"])
 def test_save_keeps_the_journal_as_the_record_unless_scores_came_after_it(tmp_path, monkeypatch, judged):
-    from levelfield.core.results import result as result_module
+    from levelfield._core.results import result as result_module
 
     async def shouted(row):  # an async metric, scored with the judged ones at the end: after the journal line
         return float(row["response"].isupper())

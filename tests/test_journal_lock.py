@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import levelfield as lf
-from levelfield.core.results.lock import LOCK_FILE, FolderInUseError, OutLock
+from levelfield._core.results.lock import LOCK_FILE, FolderInUseError, OutLock
 
 from _resume import journal_runs, run_keys
 

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
-from levelfield.core.data.jsonsafe import MAX_DEPTH, to_jsonable
+from levelfield._core.data.jsonsafe import MAX_DEPTH, to_jsonable
 
 
 def dumps(value):

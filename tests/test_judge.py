@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 import levelfield as lf
-from levelfield.core.score.metrics.base import ScoringContext
+from levelfield._core.score.metrics.base import ScoringContext
 from levelfield.judge import Judge, JudgeCache, parse_preference, parse_rating
 from levelfield.testing import ScriptedChatModel
 from levelfield.testing.chat_model import count_tokens, last_human_text
@@ -250,7 +250,7 @@ def test_transient_error_that_persists_gives_nan_after_the_retries():
     score = metric(judge.model, retries=2).score(ctx())
     # A lone 429 without Retry-After is first tried again a few times by the adaptive limit (the
     # provider may still be freeing calls it answered), then the judge's own retries decide.
-    from levelfield.core.run.limits import _LONE_TRIES
+    from levelfield._core.run.limits import _LONE_TRIES
 
     assert math.isnan(score.value) and score.failed and judge.calls == 3 + _LONE_TRIES
     judge = Scripted(RateLimitError("slow down"))

@@ -300,7 +300,7 @@ class SyncUser:
         self.threads: set[str] = set()
 
     def next_turn(self, scenario, transcript):
-        from levelfield.core.run.conversation import UserTurn
+        from levelfield._core.run.conversation import UserTurn
 
         self.threads.add(threading.current_thread().name)
         if self.hangs and len(transcript) == 1:
@@ -333,7 +333,7 @@ def test_a_sync_simulator_that_hangs_times_out_as_a_simulator_failure():
 @pytest.mark.parametrize("exc", [KeyboardInterrupt("sim"), SystemExit(2), Fatal("sim")],
                          ids=["KeyboardInterrupt", "SystemExit", "BaseException"])
 def test_a_simulator_raising_a_base_exception_fails_its_run_and_the_evaluation_goes_on(exc, is_async, tmp_path):
-    from levelfield.core.run.conversation import UserTurn
+    from levelfield._core.run.conversation import UserTurn
 
     class Raising:
         max_turns = 4

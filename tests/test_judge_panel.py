@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import levelfield as lf
-from levelfield.core.errors import ConfigError, MetricError
-from levelfield.core.stats.panel import analyse_panel, effective_votes
+from levelfield._core.errors import ConfigError, MetricError
+from levelfield._core.stats.panel import analyse_panel, effective_votes
 
 from provider_standins import Bill, OpenAIStandIn, Step
 
@@ -458,7 +458,7 @@ def test_a_panel_rating_one_to_five_is_reported_against_its_majority_and_refuses
 
 
 def test_a_saved_and_reloaded_result_gives_the_same_panel_report(tmp_path):
-    from levelfield.core.results.result import EvalResult
+    from levelfield._core.results.result import EvalResult
 
     metric = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[truthful, lenient, flaky], cache=False)
     result = lf.evaluate(ROWS, agent, [metric], progress=False, out=tmp_path / "run")

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import levelfield as lf
-from levelfield.core.errors import ConfigError, LevelfieldError
+from levelfield._core.errors import ConfigError, LevelfieldError
 from levelfield.judge import PointwiseMetric
 from levelfield.judge.prompts import PointwiseMetricPromptTemplate
 

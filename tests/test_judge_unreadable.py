@@ -16,8 +16,8 @@ import pytest
 
 import levelfield as lf
 from levelfield.cli.main import main
-from levelfield.core.data.dataset import EvalCase, EvalDataset
-from levelfield.core.score.metrics.base import ScoringContext
+from levelfield._core.data.dataset import EvalCase, EvalDataset
+from levelfield._core.score.metrics.base import ScoringContext
 from levelfield.failure_summary import JudgeAnswersUnreadableWarning
 
 ROOT = Path(__file__).resolve().parents[1]

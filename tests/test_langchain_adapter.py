@@ -17,7 +17,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 import levelfield as lf
-from levelfield.core.data.dataset import EvalCase, EvalDataset, Turn
+from levelfield._core.data.dataset import EvalCase, EvalDataset, Turn
 from levelfield.adapters import LangChainAgent, as_agent
 from levelfield.adapters.langchain import TrajectoryRecorder
 from levelfield.testing import ScriptedChatModel
@@ -394,7 +394,7 @@ def test_missing_langchain_core_names_the_extra_to_install():
 
     code = (
         "import sys; sys.modules['langchain_core'] = None\n"
-        "from levelfield.core.errors import MissingExtraError\n"
+        "from levelfield._core.errors import MissingExtraError\n"
         "try:\n"
         "    from levelfield.adapters import LangChainAgent\n"
         "except MissingExtraError as exc:\n"

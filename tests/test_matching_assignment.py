@@ -11,8 +11,8 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
 import levelfield as lf
-from levelfield.core.score import matching
-from levelfield.core.score.matching import _maximum_matching, align
+from levelfield._core.score import matching
+from levelfield._core.score.matching import _maximum_matching, align
 
 
 @st.composite
@@ -68,7 +68,7 @@ def test_align_gives_the_same_pairs_below_and_above_the_size_where_scipy_takes_o
 
 def test_aligning_a_small_trajectory_imports_no_scipy():
     code = ("import sys, levelfield as lf\n"
-            "from levelfield.core.score.matching import align\n"
+            "from levelfield._core.score.matching import align\n"
             "m = lf.ToolCallMatcher(args='subset')\n"
             "p = [lf.ToolCall(tool_name='a', tool_input={'k': 1, 'm': 1}), lf.ToolCall(tool_name='a', tool_input={'k': 1})]\n"
             "r = [lf.ToolCall(tool_name='a', tool_input={'k': 1}), lf.ToolCall(tool_name='a', tool_input={'k': 1, 'm': 1})]\n"

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import levelfield as lf
-from levelfield.core.score.matching import align
-from levelfield.core.score.metrics import base
-from levelfield.core.score.metrics.base import ScoringContext
+from levelfield._core.score.matching import align
+from levelfield._core.score.metrics import base
+from levelfield._core.score.metrics.base import ScoringContext
 
 
 def call(name: str, **args) -> lf.ToolCall:

@@ -108,7 +108,7 @@ def test_without_trials_or_samples_the_report_has_no_noise_section(tmp_path):
 
 
 def test_advice_of_agents_whose_every_run_scored_the_same_says_so_without_nan():
-    from levelfield.core.stats.components import split_variance
+    from levelfield._core.stats.components import split_variance
 
     advice = split_variance(np.ones((6, 3))).advice()
     assert advice == "No noise to split: every run scored the same." and "nan" not in advice

@@ -4,7 +4,7 @@ import pytest
 
 import levelfield as lf
 from levelfield.cli import main
-from levelfield.core.errors import RecordError
+from levelfield._core.errors import RecordError
 
 ROWS = [{"case_id": "c1", "prompt": "Bonjour, 世界", "reference": "Olá"}]
 SAVED = [{"case_id": "c1", "prompt": "Hallo", "reference": "Olá", "response": "Olá"}]

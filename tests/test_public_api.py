@@ -11,7 +11,7 @@ import typing
 import pytest
 
 import levelfield as lf
-from levelfield.core.data.config import RunConfig, RunOptions
+from levelfield._core.data.config import RunConfig, RunOptions
 
 PACKAGE = sorted([
     # running and comparing

@@ -28,9 +28,9 @@ import levelfield as lf  # noqa: E402
 from _ray_loopback import linux_only, off_loopback, on_loopback, ray_tree  # noqa: E402
 from _resume import journal_runs, kill_then_resume, run_keys  # noqa: E402
 from levelfield.adapters.a2a_server import start_server  # noqa: E402
-from levelfield.core.data.types import AgentRun  # noqa: E402
-from levelfield.core.results import result as result_module  # noqa: E402
-from levelfield.core.run.notices import ResumeWarning  # noqa: E402
+from levelfield._core.data.types import AgentRun  # noqa: E402
+from levelfield._core.results import result as result_module  # noqa: E402
+from levelfield._core.run.notices import ResumeWarning  # noqa: E402
 from levelfield.failure_summary import AllRunsFailedWarning  # noqa: E402
 from levelfield.executors.ray import _on_loopback  # noqa: E402
 from levelfield.testing.ray_cluster import LOOPBACK, local_ray_options  # noqa: E402
@@ -312,7 +312,7 @@ def saved_files(tmp_path_factory) -> dict[str, Path]:
 
 
 def _scored_locally(path: Path) -> lf.EvalResult:
-    from levelfield.core.score.metrics.registry import resolve_metrics
+    from levelfield._core.score.metrics.registry import resolve_metrics
     from levelfield.executors.saved import score_saved_rows
 
     return score_saved_rows(path, resolve_metrics(SAVED_METRICS), lf.RunConfig(progress=False))
@@ -476,7 +476,7 @@ def _views(view: Any) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def _as_csv(table: pd.DataFrame, path: Path) -> pd.DataFrame:
-    from levelfield.core.results.result import table_to_csv
+    from levelfield._core.results.result import table_to_csv
 
     table_to_csv(table, path)
     return pd.read_csv(path)

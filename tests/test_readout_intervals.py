@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 import levelfield as lf
-from levelfield.core.stats import inference as stats
-from levelfield.core.stats.change import adjust, measure_change, measure_unpaired_change
-from levelfield.core.stats.paired import TwoSampleInference, paired_inference, signed_rank_p
+from levelfield._core.stats import inference as stats
+from levelfield._core.stats.change import adjust, measure_change, measure_unpaired_change
+from levelfield._core.stats.paired import TwoSampleInference, paired_inference, signed_rank_p
 
 LEVELS = (0.1, 0.05, 0.025, 0.0167, 0.01)
 
@@ -248,7 +248,7 @@ def test_failures_read_3_of_39(travel):
 
 
 def test_a_budget_stop_says_how_many_cases_the_numbers_rest_on(tmp_path):
-    from levelfield.core.run.notices import BudgetWarning
+    from levelfield._core.run.notices import BudgetWarning
 
     with pytest.warns(BudgetWarning, match="max_cost_usd=0.012 reached"):
         cmp = lf.compare(ROWS, {"careful": careful, "hasty": hasty}, METRICS, prices=PRICES, progress=False,
@@ -288,7 +288,7 @@ def test_pairs_with_equal_evidence_show_equal_intervals_at_the_strictest_of_thei
 
 def test_a_bound_at_zero_is_printed_without_a_minus_sign():
     from levelfield.comparison_text import num
-    from levelfield.core.stats.change import _amount
+    from levelfield._core.stats.change import _amount
 
     assert (num(-1e-17, 2), _amount(-0.0, True), _amount(-1e-17, True)) == ("0.00", "0.0", "0.0")
     assert num(-0.01, 2) == "-0.01" and _amount(-0.002, True) == "-0.2"

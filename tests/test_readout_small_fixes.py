@@ -51,8 +51,8 @@ def before(prompt):
     return {"response": BY_PROMPT[prompt], "predicted_trajectory": calls}
 
 def after(prompt):
-    from levelfield.core.data.types import AgentOutput, ToolCall
-    from levelfield.core.errors import AdapterError
+    from levelfield._core.data.types import AgentOutput, ToolCall
+    from levelfield._core.errors import AdapterError
 
     if prompt == ANSWERS["pt_1"][0]:  # found the room, then the switch service went down
         made = AgentOutput(response="", trajectory=[ToolCall(**LIGHT[0])])
@@ -178,8 +178,8 @@ def _view_client(root):
 
 
 def test_case_page_of_a_turn_that_failed_shows_what_that_turn_made(tmp_path):
-    from levelfield.core.data.types import AgentOutput, ToolCall
-    from levelfield.core.errors import AdapterError
+    from levelfield._core.data.types import AgentOutput, ToolCall
+    from levelfield._core.errors import AdapterError
 
     def agent(prompt):
         if "Küche" in prompt:
@@ -283,7 +283,7 @@ def test_cli_out_refuses_a_folder_holding_the_users_metrics_table(thirteen, user
 
 @pytest.mark.parametrize("saved", [False, True], ids=["agent", "saved predictions"])
 def test_out_refuses_it_from_python_too(users_table, saved):
-    from levelfield.core.errors import RecordError
+    from levelfield._core.errors import RecordError
 
     rows = [{"case_id": "um", "prompt": "Olá", "reference": "你好", **({"response": "你好"} if saved else {})}]
     agent = None if saved else (lambda prompt: "你好")
@@ -357,7 +357,7 @@ def test_report_writes_dollars_in_plain_decimals(priced_report):
 
 def test_money_has_one_formatter():
     from levelfield.comparison_text import _usd
-    from levelfield.core.data.money import dollars
+    from levelfield._core.data.money import dollars
     from levelfield.verdict import _dollars
 
     assert [dollars(x) for x in (8.32e-06, 0.0042, 0.01, 0.125, 8.3249, 1234.5, 0)] == \

@@ -21,7 +21,7 @@ genai_prices = pytest.importorskip("genai_prices")
 pytest.importorskip("langchain.agents")
 
 import levelfield as lf  # noqa: E402
-from levelfield.core.data.types import AgentRun, Usage  # noqa: E402
+from levelfield._core.data.types import AgentRun, Usage  # noqa: E402
 
 from provider_standins import AnthropicStandIn, Bill, GeminiStandIn, OpenAIStandIn, Step  # noqa: E402
 
@@ -293,7 +293,7 @@ def test_a_record_written_before_cache_tokens_loads_and_is_priced_at_the_full_in
     assert (usage.cache_read_tokens, usage.cache_write_tokens, usage.reasoning_tokens) == (None, None, None)
     assert usage.cache_share is None
     assert usage.model_dump(exclude_none=True) == old  # and writes the same line back
-    from levelfield.core.data.prices import usage_cost
+    from levelfield._core.data.prices import usage_cost
 
     expected = genai_prices.calc_price(genai_prices.Usage(input_tokens=1200, output_tokens=300), "gpt-4o-mini")
     assert usage_cost(usage, {}).usd == pytest.approx(float(expected.total_price), rel=1e-12)
@@ -309,7 +309,7 @@ def test_an_old_journal_without_cache_fields_loads_and_its_summary_has_no_cache_
 
 
 def test_a_price_table_prices_cache_reads_writes_and_reasoning_at_their_own_rates():
-    from levelfield.core.data.prices import price_table, usage_cost
+    from levelfield._core.data.prices import price_table, usage_cost
 
     table = price_table({"house-model": {"input_per_mtok": 2.0, "output_per_mtok": 8.0, "cache_read_per_mtok": 0.5,
                                          "cache_write_per_mtok": 2.5, "reasoning_per_mtok": 10.0}})
@@ -445,7 +445,7 @@ SAME_CALL = Usage(input_tokens=1200, cache_read_tokens=1000, output_tokens=300, 
      "input_token_details": {"cache_read": 1000}, "output_token_details": {"reasoning": 64}},
 ], ids=["openai-chat", "openai-responses", "anthropic", "gemini-rest", "google-genai", "langchain"])
 def test_each_providers_counts_of_one_call_read_as_the_same_usage(raw):
-    from levelfield.core.data.token_counts import usage_from_counts
+    from levelfield._core.data.token_counts import usage_from_counts
 
     usage = usage_from_counts(raw)
     assert usage.model_dump(exclude={"cache_write_tokens"}) == SAME_CALL.model_dump(exclude={"cache_write_tokens"})

@@ -7,7 +7,7 @@ import sacrebleu
 from rouge_score import rouge_scorer
 
 import levelfield as lf
-from levelfield.core.score.metrics.base import ScoringContext
+from levelfield._core.score.metrics.base import ScoringContext
 
 PAIRS = [
     ("The Living Room is now set to 23 degrees.", "The Living Room temperature is now set to your preferred 23 degrees."),

@@ -11,7 +11,7 @@ import pytest
 from scipy.stats import binomtest
 
 import levelfield as lf
-from levelfield.core.stats.robustness import consistency_table, drop_table, exact_share_interval, fault_kind_table
+from levelfield._core.stats.robustness import consistency_table, drop_table, exact_share_interval, fault_kind_table
 from levelfield.robustness import robustness_of
 
 

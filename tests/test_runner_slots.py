@@ -125,7 +125,7 @@ def test_an_evaluation_leaves_no_gc_hook_and_nothing_frozen_behind():
 def test_sync_agents_run_with_a_short_switch_interval_and_the_previous_one_comes_back():
     import sys
 
-    from levelfield.core.run.threads import HANDOFF_INTERVAL
+    from levelfield._core.run.threads import HANDOFF_INTERVAL
 
     before = sys.getswitchinterval()
     seen = []
@@ -192,7 +192,7 @@ def test_a_shorter_switch_interval_is_kept_and_one_set_during_the_runs_is_not_un
 def test_two_evaluations_at_once_share_the_short_interval_until_the_last_one_ends():
     import sys
 
-    from levelfield.core.run.threads import HANDOFF_INTERVAL
+    from levelfield._core.run.threads import HANDOFF_INTERVAL
 
     before = sys.getswitchinterval()
     first_done = threading.Event()

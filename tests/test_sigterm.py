@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from levelfield.core.results.record import read_record
+from levelfield._core.results.record import read_record
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 24

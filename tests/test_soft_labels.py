@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from levelfield.core.errors import ConfigError
-from levelfield.core.stats.judge_correction import correct_rate
-from levelfield.core.stats.soft_labels import calibration, checked_probabilities, soft_rate
+from levelfield._core.errors import ConfigError
+from levelfield._core.stats.judge_correction import correct_rate
+from levelfield._core.stats.soft_labels import calibration, checked_probabilities, soft_rate
 from levelfield.judge.probability import TokenLogprob, pass_probability, stated_probability, verdict_probability
 
 

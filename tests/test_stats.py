@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from levelfield.core.stats import inference as stats
+from levelfield._core.stats import inference as stats
 
 
 def test_wilson_interval_matches_newcombe_1998_table():

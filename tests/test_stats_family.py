@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 import levelfield as lf
-from levelfield.core.stats import inference as stats
+from levelfield._core.stats import inference as stats
 
 ALPHA = 0.05
 EXACT = "trajectory_exact_match"

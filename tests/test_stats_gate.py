@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 import levelfield as lf
-from levelfield.core.stats.change import Change, adjust, describe_change, measure_change
-from levelfield.core.errors import ConfigError, MetricError
-from levelfield.core.stats.planning import mcnemar_power
+from levelfield._core.stats.change import Change, adjust, describe_change, measure_change
+from levelfield._core.errors import ConfigError, MetricError
+from levelfield._core.stats.planning import mcnemar_power
 from levelfield.gate import RegressionError, baseline_changes, changes_table, check_regressions
 
 SEEDS = range(200)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import levelfield as lf
-from levelfield.core.errors import ConfigError, DatasetError, MetricError
-from levelfield.core.stats.judge_correction import cohen_kappa, correct_rate, read_human_labels
+from levelfield._core.errors import ConfigError, DatasetError, MetricError
+from levelfield._core.stats.judge_correction import cohen_kappa, correct_rate, read_human_labels
 from levelfield.testing import ScriptedChatModel
 from levelfield.testing.chat_model import last_human_text
 

@@ -7,8 +7,8 @@ import pytest
 from scipy import stats as sps
 
 import levelfield as lf
-from levelfield.core.errors import ConfigError
-from levelfield.core.stats.planning import mcnemar_power
+from levelfield._core.errors import ConfigError
+from levelfield._core.stats.planning import mcnemar_power
 
 DRAWS = 4000  # simulated evaluations per check: the power estimate's SE is under 0.7 points
 

@@ -11,7 +11,7 @@ import pytest
 
 import levelfield as lf
 from levelfield.cli.main import main as cli_main
-from levelfield.core.results.record import read_record
+from levelfield._core.results.record import read_record
 
 CASES = [{"case_id": f"c{i}", "prompt": f"p{i}", "reference_trajectory": [{"tool_name": "t", "tool_input": {"i": i}}]}
          for i in range(300)]

@@ -17,8 +17,8 @@ from rouge_score import rouge_scorer
 from rouge_score.tokenizers import DefaultTokenizer
 
 import levelfield as lf
-from levelfield.core.score.metrics.base import ScoringContext
-from levelfield.core.score.metrics.tokenizer import UnicodeTokenizer, bleu_tokenize_name
+from levelfield._core.score.metrics.base import ScoringContext
+from levelfield._core.score.metrics.tokenizer import UnicodeTokenizer, bleu_tokenize_name
 
 TOLERANCE = 1e-9
 
@@ -180,7 +180,7 @@ def test_every_whitespace_character_separates_tokens():
     import re
     import sys
 
-    from levelfield.core.score.metrics.tokenizer import _ALONE, _SEPARATOR, _kind
+    from levelfield._core.score.metrics.tokenizer import _ALONE, _SEPARATOR, _kind
 
     chars = [chr(c) for c in range(sys.maxunicode + 1)]
     spaces = [c for c in chars if re.fullmatch(r"\s", c) or c.isspace()]
@@ -193,7 +193,7 @@ def test_every_whitespace_character_separates_tokens():
 def test_bleu_segment_statistics_are_sacrebleus_integers_with_one_reference_or_several():
     from sacrebleu.metrics import BLEU
 
-    from levelfield.core.score.metrics.response import segment_statistics
+    from levelfield._core.score.metrics.response import segment_statistics
 
     for tokenize in ("13a", "zh", "char", "intl"):
         bleu = BLEU(effective_order=True, tokenize=tokenize)
@@ -206,7 +206,7 @@ def test_bleu_segment_statistics_are_sacrebleus_integers_with_one_reference_or_s
 
 
 def test_a_pair_met_again_is_scored_once_with_the_libraries_numbers(monkeypatch):
-    from levelfield.core.score.metrics import response as response_module
+    from levelfield._core.score.metrics import response as response_module
 
     counted = []
     real = response_module.segment_statistics

@@ -607,7 +607,7 @@ def test_langgraph_live_tools_are_recorded_with_what_langchain_passes_them(tmp_p
 
 
 def test_an_injected_rate_limit_reaches_the_agent_and_is_not_waited_out_by_the_runner():
-    from levelfield.core.run.failures import rate_limit_of
+    from levelfield._core.run.failures import rate_limit_of
 
     def agent(prompt: str, tools: Any = [lambda city: city]) -> str:
         return tools[0](city=prompt)

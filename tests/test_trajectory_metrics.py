@@ -5,7 +5,7 @@ import math
 import pytest
 
 import levelfield as lf
-from levelfield.core.score.metrics.base import ScoringContext
+from levelfield._core.score.metrics.base import ScoringContext
 
 
 def call(name, **args):

@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import levelfield as lf
-from levelfield.core.score.matching import align
+from levelfield._core.score.matching import align
 
 values = st.one_of(st.integers(-2, 2), st.sampled_from([0.0, 1.0, 2.5]), st.sampled_from(["x", "y"]), st.booleans())
 calls = st.builds(

@@ -4,8 +4,8 @@ import math
 
 import numpy as np
 
-from levelfield.core.stats.change import describe_change, measure_unpaired_change
-from levelfield.core.stats.inference import noninferiority_p_unpaired, two_sample_test
+from levelfield._core.stats.change import describe_change, measure_unpaired_change
+from levelfield._core.stats.inference import noninferiority_p_unpaired, two_sample_test
 
 
 def test_fisher_on_the_lady_tasting_tea_gives_the_published_p():

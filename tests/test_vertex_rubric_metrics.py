@@ -11,7 +11,7 @@ import re
 import pytest
 
 import levelfield as lf
-from levelfield.core.data.dataset import EvalCase, EvalDataset, Turn
+from levelfield._core.data.dataset import EvalCase, EvalDataset, Turn
 from levelfield.failure_summary import JudgeAnswersUnreadableWarning
 
 

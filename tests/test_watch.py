@@ -28,7 +28,7 @@ from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
-from levelfield.core.results.record import read_record  # noqa: E402
+from levelfield._core.results.record import read_record  # noqa: E402
 from levelfield.watch import Watcher  # noqa: E402
 from levelfield.watch.service import WatchStats  # noqa: E402
 from levelfield.watch.windows import window_files  # noqa: E402

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import levelfield as lf
-from levelfield.core.results.record import read_record
+from levelfield._core.results.record import read_record
 from levelfield.watch import Watcher
 from levelfield.watch.windows import window_files
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 import levelfield as lf
-from levelfield.core.errors import ConfigError
+from levelfield._core.errors import ConfigError
 
 pytest.importorskip("opentelemetry.proto")
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402

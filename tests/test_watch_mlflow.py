@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import levelfield as lf
-from levelfield.core.errors import ConfigError
+from levelfield._core.errors import ConfigError
 from levelfield.watch import Watcher
 
 mlflow = pytest.importorskip("mlflow")
@@ -266,7 +266,7 @@ class socket_closed:
 
 def test_the_assessments_waiting_for_mlflow_are_bounded(tmp_path, tracking):
     """MLflow slower than the traffic: beyond max_pending traces, the next are counted as failed, not held."""
-    from levelfield.core.score.metrics.base import Score
+    from levelfield._core.score.metrics.base import Score
     from levelfield.watch import WatchStats
     from levelfield.watch.assessments import MlflowAssessments
 

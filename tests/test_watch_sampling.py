@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from levelfield.core.errors import ConfigError
+from levelfield._core.errors import ConfigError
 from levelfield.watch import Watcher
 from levelfield.watch.sampling import SampleRule
 from tests.conftest import mlflow_store

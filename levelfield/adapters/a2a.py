@@ -31,14 +31,14 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..core.run import budget
+from .._core.run import budget
 from .a2a_failures import AGENT, CLASSES, TRANSPORT, classify
 from .a2a_http import _chain, _checked_headers, _connection_error, _innermost, _split_credentials, _transient  # noqa: F401
-from ..core.run.failures import parse_retry_after
-from ..core.errors import AdapterError, ConfigError, ConfigTypeError, MissingExtraError, RateLimitedError
-from ..core.data.protocol import AgentRequest
-from ..core.data.token_counts import usage_from_counts
-from ..core.data.types import AgentOutput, Handoff, ToolCall, Usage
+from .._core.run.failures import parse_retry_after
+from .._core.errors import AdapterError, ConfigError, ConfigTypeError, MissingExtraError, RateLimitedError
+from .._core.data.protocol import AgentRequest
+from .._core.data.token_counts import usage_from_counts
+from .._core.data.types import AgentOutput, Handoff, ToolCall, Usage
 
 if TYPE_CHECKING:
     from a2a.client import Client
@@ -764,7 +764,7 @@ class A2AAgent:
 
     def preflight(self, prompt: str | None = None, *, timeout: float | None = None, every_version: bool = True) -> Any:
         """:meth:`apreflight` from sync code."""
-        from ..core.run.threads import run_coroutine
+        from .._core.run.threads import run_coroutine
 
         return run_coroutine(self.apreflight(prompt, timeout=timeout, every_version=every_version))
 

@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..core.errors import AdapterError
-from ..core.run.failures import parse_retry_after
+from .._core.errors import AdapterError
+from .._core.run.failures import parse_retry_after
 
 __all__ = ["Check", "Preflight", "preflight", "apreflight", "STATUSES", "DEFAULT_PROMPT", "TOOL_CALLS"]
 
@@ -819,7 +819,7 @@ async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | No
 def preflight(url: str, *, headers: Mapping[str, str] | None = None, prompt: str = DEFAULT_PROMPT,
               timeout: float = 30.0) -> Preflight:
     """:func:`apreflight` from sync code (also inside a running event loop, e.g. Jupyter)."""
-    from ..core.run.threads import run_coroutine
+    from .._core.run.threads import run_coroutine
 
     return run_coroutine(apreflight(url, headers=headers, prompt=prompt, timeout=timeout))
 

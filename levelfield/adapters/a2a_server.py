@@ -30,17 +30,17 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..core.data.config import ISOLATION_MODES, parse_size
-from ..core.errors import ConfigError, MissingExtraError
-from ..core.run.failures import cancelled_from_outside as _cancelled_from_outside
-from ..core.run.failures import describe_error
+from .._core.data.config import ISOLATION_MODES, parse_size
+from .._core.errors import ConfigError, MissingExtraError
+from .._core.run.failures import cancelled_from_outside as _cancelled_from_outside
+from .._core.run.failures import describe_error
 from ..serving import BackgroundServer, bind, is_loopback, run_in_thread, url_of
 
 if TYPE_CHECKING:
     from a2a.types.a2a_pb2 import AgentCard
 
-    from ..core.data.protocol import AgentRunnable
-    from ..core.data.types import ToolCall
+    from .._core.data.protocol import AgentRunnable
+    from .._core.data.types import ToolCall
 
 __all__ = [
     "build_agent_card",
@@ -166,8 +166,8 @@ def _executor_class() -> type:
     from a2a.types.a2a_pb2 import TaskState
     from google.protobuf.json_format import MessageToDict
 
-    from ..core.data.protocol import AgentRequest
-    from ..core.data.types import AgentOutput, Message
+    from .._core.data.protocol import AgentRequest
+    from .._core.data.types import AgentOutput, Message
     from .a2a import ERROR_TYPE_KEY, LEVELFIELD_KEY, USAGE_KEY, restore_ints
 
     class LevelfieldExecutor(AgentExecutor):
@@ -461,7 +461,7 @@ def build_app(
     runnable = as_agent(agent, name=name)
     workers = None
     if isolation == "process":
-        from ..core.run.isolation import ProcessIsolation
+        from .._core.run.isolation import ProcessIsolation
 
         workers = ProcessIsolation([runnable])  # checks now that the agent can be sent to a worker
         runnable = workers.wrap(runnable)

@@ -19,9 +19,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..core.data.protocol import AgentRequest
-from ..core.data.types import AgentOutput
-from ..core.errors import AdapterError, ConfigTypeError, MissingExtraError, TransientAgentError, exception_text
+from .._core.data.protocol import AgentRequest
+from .._core.data.types import AgentOutput
+from .._core.errors import AdapterError, ConfigTypeError, MissingExtraError, TransientAgentError, exception_text
 from .adk_events import (CURRENT_RUN, RunCalls, event_dict, install_inner_calls, is_transient, output_from_events,
                          with_inner_calls, with_tool_errors)
 

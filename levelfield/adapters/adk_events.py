@@ -18,9 +18,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.data.token_counts import genai_usage
-from ..core.data.types import AgentOutput, Handoff, ToolCall, Usage
-from ..core.errors import AdapterError, AgentOutputError, TransientAgentError
+from .._core.data.token_counts import genai_usage
+from .._core.data.types import AgentOutput, Handoff, ToolCall, Usage
+from .._core.errors import AdapterError, AgentOutputError, TransientAgentError
 
 __all__ = [
     "TRANSIENT_CODES",

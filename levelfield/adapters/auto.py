@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..core.data.protocol import AgentRunnable
-from ..core.errors import ConfigTypeError
+from .._core.data.protocol import AgentRunnable
+from .._core.errors import ConfigTypeError
 
 __all__ = ["as_agent", "register_adapter"]
 

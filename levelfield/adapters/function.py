@@ -8,11 +8,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..core.errors import AgentOutputError, ConfigTypeError, DatasetError
-from ..core.data.protocol import AgentRequest
-from ..core.run.threads import run_sync
-from ..core.data.dataset import parse_handoffs
-from ..core.data.types import AgentOutput, ToolCall, Usage
+from .._core.errors import AgentOutputError, ConfigTypeError, DatasetError
+from .._core.data.protocol import AgentRequest
+from .._core.run.threads import run_sync
+from .._core.data.dataset import parse_handoffs
+from .._core.data.types import AgentOutput, ToolCall, Usage
 
 __all__ = ["FunctionAgent", "output_from_value"]
 

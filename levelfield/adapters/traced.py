@@ -19,9 +19,9 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..core.errors import AgentOutputError, MissingExtraError
-from ..core.data.protocol import AgentRequest
-from ..core.data.types import AgentOutput, Usage
+from .._core.errors import AgentOutputError, MissingExtraError
+from .._core.data.protocol import AgentRequest
+from .._core.data.types import AgentOutput, Usage
 from .function import FunctionAgent, output_from_value
 
 __all__ = ["TracedAgent", "SpanRouter"]
@@ -172,7 +172,7 @@ class TracedAgent:
         # async natively, history/session_id keywords); only its reading of the value is skipped.
         import inspect
 
-        from ..core.run.threads import run_sync
+        from .._core.run.threads import run_sync
 
         call = self._call
         kwargs = call._kwargs(request)

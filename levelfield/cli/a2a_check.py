@@ -27,7 +27,7 @@ def _check_command(args: Any) -> int:
     import sys
 
     from ..adapters.a2a import A2AAgent
-    from ..core.errors import LevelfieldError
+    from .._core.errors import LevelfieldError
 
     url = args.url
     if not url.startswith(("http://", "https://")):

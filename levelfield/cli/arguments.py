@@ -98,7 +98,7 @@ def budget(text: str) -> float:
 def model_spec(spec: str) -> Any:
     """What ``module:attr`` names (a ``make_*`` factory called), else ``spec`` as a ``provider:model`` string."""
     from ..adapters.spec import load_agent_spec
-    from ..core.errors import AgentSpecError
+    from .._core.errors import AgentSpecError
 
     try:
         return load_agent_spec(spec)

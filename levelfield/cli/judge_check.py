@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ConfigError
+from .._core.errors import ConfigError
 from .arguments import share, whole
 
 __all__ = ["add_judge_check_command", "add_certify_options", "check_certify_options", "certify_before_gating"]
@@ -25,8 +25,8 @@ DEFAULT_MIN = 0.8
 
 def _load(location: str, agent: str | None) -> Any:
     """The saved result at ``location`` (an --out folder or its runs.jsonl), one agent's."""
-    from ..core.results.record import read_record
-    from ..core.results.result import results_from_record
+    from .._core.results.record import read_record
+    from .._core.results.result import results_from_record
 
     path = Path(location)
     if not path.exists():
@@ -50,7 +50,7 @@ def _load(location: str, agent: str | None) -> Any:
 
 
 def _judge_check(args: argparse.Namespace) -> int:
-    from ..core.stats.certify import certify_judge, rows_to_label
+    from .._core.stats.certify import certify_judge, rows_to_label
 
     result = _load(args.result, args.agent)
     if args.human_labels is None and not any(c.metadata.get("human_label") is not None for c in result.dataset):
@@ -146,11 +146,11 @@ def _gated(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 def check_certify_options(args: argparse.Namespace, dataset: Any, metrics: Any) -> None:
     """Refuse certification options that cannot apply, and read the labels, before any agent runs."""
-    from ..core.stats.certify import scored_by_judge
+    from .._core.stats.certify import scored_by_judge
 
     labels = getattr(args, "human_labels", None)
     if isinstance(labels, (str, Path)) and dataset is not None:
-        from ..core.stats.judge_correction import check_label_cases, read_human_labels
+        from .._core.stats.judge_correction import check_label_cases, read_human_labels
 
         args.human_labels = read_human_labels(labels)
         check_label_cases(args.human_labels, dataset)
@@ -180,7 +180,7 @@ def certify_before_gating(args: argparse.Namespace, results: Any, baseline: str 
     exit 2) when a judge is not certified."""
     if not getattr(args, "require_certified_judge", False):
         return
-    from ..core.stats.certify import UncertifiedJudgeError, certify_judge, judged_metrics
+    from .._core.stats.certify import UncertifiedJudgeError, certify_judge, judged_metrics
 
     gated = _gated(args)
     refused = []

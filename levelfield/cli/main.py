@@ -32,7 +32,7 @@ from .arguments import http_url, number, port, probability, share, whole
 if TYPE_CHECKING:
     from ..comparison import Comparison
     from ..comparison_text import format_comparison
-    from ..core.stats.config import StatsConfig
+    from .._core.stats.config import StatsConfig
 
 __all__ = ["main", "format_summary", "format_comparison"]
 
@@ -87,8 +87,8 @@ def _timeout(text: str) -> float | None:
 
 
 def _max_response(text: str) -> int | None:
-    from ..core.data.config import parse_size
-    from ..core.errors import ConfigError
+    from .._core.data.config import parse_size
+    from .._core.errors import ConfigError
 
     if text.lower() == "none":
         return None
@@ -171,7 +171,7 @@ _OUT_REFUSED = "; a DIR that holds other files but no run record is refused unle
 
 def _add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_runs: str = "zero") -> None:
     """The options of a run; ``failed_runs`` is the default rule, the one its Python twin uses."""
-    from ..core.data.config import RunConfig
+    from .._core.data.config import RunConfig
 
     d = RunConfig()
     p.add_argument("--metric", "-m", action="append", dest="metrics", metavar="NAME",
@@ -319,7 +319,7 @@ def _simulator(args: argparse.Namespace) -> Any:
 
 def _run_config(args: argparse.Namespace) -> Any:
     """The RunConfig the command line asks for (checked before any agent runs)."""
-    from ..core.data.config import RunConfig
+    from .._core.data.config import RunConfig
 
     if (args.resume or args.overwrite) and not args.out:
         raise UsageError("--resume and --overwrite need --out DIR (the folder of the run record)")
@@ -365,7 +365,7 @@ def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str
     status(f"loading {args.dataset} and {len(specs)} agent{'s' if len(specs) != 1 else ''}...", quiet=args.quiet)
     from ..adapters.spec import SpecAgent, agent_from_spec
     from ..formats import load_dataset
-    from ..core.score.metrics.registry import resolve_metrics
+    from .._core.score.metrics.registry import resolve_metrics
 
     args.user_simulator = _simulator(args)
     dataset = _some_cases(args, load_dataset(args.dataset))
@@ -397,7 +397,7 @@ def _refuse_unscorable(args: argparse.Namespace, dataset: Any, metrics: Sequence
     before any agent runs (a default metric is run, and the warning says why it shows '-')."""
     if not args.metrics:
         return
-    from ..core.run.notices import missing_references
+    from .._core.run.notices import missing_references
 
     for missing in missing_references(list(dataset), metrics):
         if missing.everywhere:
@@ -463,7 +463,7 @@ def _stop_early(value: str) -> bool | str:
 
 def _stats_config(args: argparse.Namespace) -> StatsConfig:
     """The statistics options the command line gives (the rest keep ``StatsConfig``'s defaults)."""
-    from ..core.stats.config import StatsConfig
+    from .._core.stats.config import StatsConfig
 
     given = {name: getattr(args, name) for name in ("failed_runs", "alpha", "margin", "judge_scores") if getattr(args, name, None) is not None}
     if getattr(args, "stop_early", False) and getattr(args, "seed", None) is not None:
@@ -576,12 +576,12 @@ def _check_gate_options(args: argparse.Namespace, metrics: Sequence[Any]) -> Non
 
 def _check_baseline(args: argparse.Namespace, cmp: Comparison) -> int:
     """Print every metric's change against the baseline in words; 1 when --fail-if-worse finds a regression."""
-    from ..core.stats.change import describe_change
+    from .._core.stats.change import describe_change
     from ..gate import baseline_changes, check_regressions
 
     gated = getattr(args, "fail_if_worse", None)
     if getattr(args, "human_labels", None) is not None:
-        from ..core.stats.judge_correction import correct_judged
+        from .._core.stats.judge_correction import correct_judged
 
         print()
         for agent in cmp.agents:
@@ -619,7 +619,7 @@ def _eval(args: argparse.Namespace) -> int:
         return _eval_saved(args)
     dataset, metrics, agents = _load_inputs(args, [(args.name, args.agent)])
     if args.human_labels:
-        from ..core.stats.judge_correction import check_label_cases, read_human_labels
+        from .._core.stats.judge_correction import check_label_cases, read_human_labels
 
         args.human_labels = read_human_labels(args.human_labels)  # read and checked before any agent runs
         check_label_cases(args.human_labels, dataset)
@@ -638,7 +638,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
 
     from ..comparison_text import num
     from .output import report_unreadable_judges, warnings_as_lines
-    from ..core.score.metrics.registry import resolve_metrics
+    from .._core.score.metrics.registry import resolve_metrics
     from ..evaluation import evaluate
     from ..failure_summary import JudgeAnswersUnreadableWarning
 
@@ -859,7 +859,7 @@ def _add_plan_command(sub: Any) -> None:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from ..core.stats.planning import minimum_detectable_effect, sample_size
+    from .._core.stats.planning import minimum_detectable_effect, sample_size
 
     if args.from_dir:
         return _plan_from(args)
@@ -1022,7 +1022,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
-    from ..core.errors import LevelfieldError
+    from .._core.errors import LevelfieldError
 
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -1077,8 +1077,8 @@ def _interrupted_note(args: argparse.Namespace, argv: Sequence[str], how: str = 
     out = getattr(args, "out", None)
     if not out or args.command == "demo":
         return f"levelfield {args.command}: {how}; nothing was saved (give --out DIR to journal runs as they finish)"
-    from ..core.errors import LevelfieldError
-    from ..core.results.record import read_record
+    from .._core.errors import LevelfieldError
+    from .._core.results.record import read_record
 
     try:
         record = read_record(out)

@@ -15,7 +15,7 @@ from ..failure_summary import format_failures, unreadable_judges
 
 if TYPE_CHECKING:
     from ..comparison import Comparison
-    from ..core.results.result import EvalResult
+    from .._core.results.result import EvalResult
 
 __all__ = ["status", "report_failures", "report_unreadable_judges", "warnings_as_lines", "limit_lines"]
 
@@ -41,7 +41,7 @@ def status(message: str, *, quiet: bool = False) -> None:
 def warnings_as_lines(command: str) -> Iterator[None]:
     """Print levelfield's warnings (``LevelfieldWarning``) as they come, as ``levelfield CMD: warning: ...``
     lines on stderr (each one, not once per place); other warnings print as Python prints them."""
-    from ..core.run.notices import LevelfieldWarning
+    from .._core.run.notices import LevelfieldWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("always", LevelfieldWarning)

@@ -34,8 +34,8 @@ def _seconds(text: str) -> float:
 
 
 def _prices(text: str) -> str:
-    from ..core.data.prices import price_table
-    from ..core.errors import ConfigError
+    from .._core.data.prices import price_table
+    from .._core.errors import ConfigError
 
     try:
         price_table(text)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import ConfigError
+from .._core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from ..core.run.runner import Executor
+    from .._core.run.runner import Executor
     from .local import LocalExecutor
     from .ray import RayExecutor
 
@@ -22,7 +22,7 @@ __all__ = ["Executor", "LocalExecutor", "RayExecutor", "resolve_executor", "ship
 # Scoring saved rows (``executors.saved``) needs neither the runner nor Ray's module: they load on first use.
 from .._lazy import lazy_members
 
-_LAZY = {"Executor": "..core.run.runner", "LocalExecutor": ".local", "RayExecutor": ".ray"}
+_LAZY = {"Executor": ".._core.run.runner", "LocalExecutor": ".local", "RayExecutor": ".ray"}
 
 
 __getattr__, __dir__ = lazy_members(__name__, _LAZY, globals())

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..core.data.config import RunConfig
-from ..core.data.dataset import EvalDataset
-from ..core.data.protocol import AgentRunnable
-from ..core.data.types import AgentRun
-from ..core.run.runner import OnRun, PlayScenario, run_agents
+from .._core.data.config import RunConfig
+from .._core.data.dataset import EvalDataset
+from .._core.data.protocol import AgentRunnable
+from .._core.data.types import AgentRun
+from .._core.run.runner import OnRun, PlayScenario, run_agents
 
 __all__ = ["LocalExecutor"]
 
 
 class LocalExecutor:
-    """Runs every agent in this process with ``levelfield.core.run.runner`` (concurrency, timeouts, retries, trials)."""
+    """Runs every agent in this process with ``levelfield._core.run.runner`` (concurrency, timeouts, retries, trials)."""
 
     name = "local"
 
@@ -31,7 +31,7 @@ class LocalExecutor:
         done: Mapping[tuple[str, str, int], AgentRun] | None = None,
         run_scenario: PlayScenario | None = None,
     ) -> dict[str, list[AgentRun]]:
-        """Every agent on every case and trial, as :func:`levelfield.core.run.runner.run_agents`."""
+        """Every agent on every case and trial, as :func:`levelfield._core.run.runner.run_agents`."""
         return await run_agents(dataset, agents, config, on_run=on_run, done=done, run_scenario=run_scenario)
 
     def __repr__(self) -> str:

@@ -4,7 +4,7 @@
 ``.jsonl``/``.parquet``/``.arrow``/``.csv`` file, a DataFrame, a pyarrow Table or a list of dicts):
 the rows are read and scored a batch at a time (``workers=`` processes at once) and, with
 ``out=``, the metrics table is streamed to ``out/metrics_table.parquet`` beside ``summary.json``,
-so a file larger than memory scores in bounded memory. See ``levelfield.core.score.batch``.
+so a file larger than memory scores in bounded memory. See ``levelfield._core.score.batch``.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.data.config import RunConfig
-from ..core.errors import RecordError
-from ..core.results.record import check_out_folder
-from ..core.run.notices import warn_user
-from ..core.results.result import EvalResult, parquet_available, write_summary
-from ..core.score.batch import ScoredBatch, detail_columns, score_batches
-from ..core.score.metrics.base import Metric
+from .._core.data.config import RunConfig
+from .._core.errors import RecordError
+from .._core.results.record import check_out_folder
+from .._core.run.notices import warn_user
+from .._core.results.result import EvalResult, parquet_available, write_summary
+from .._core.score.batch import ScoredBatch, detail_columns, score_batches
+from .._core.score.metrics.base import Metric
 from ..formats.batches import batch_source, columnar_readable, table_writer
 
 __all__ = ["takes_columnar_path", "score_saved_rows", "check_out", "TABLE_NAMES"]

@@ -30,13 +30,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
-from ..core.data.dataset import EvalCase, EvalDataset, Turn, parse_scenario, too_deep_message
-from ..core.errors import DatasetError
-from ..core.results.result import EvalResult
-from ..core.results.writing import write_text
-from ..core.data.token_counts import genai_usage
-from ..core.data.types import AgentOutput, ToolCall, Usage
-from ..core.data.types import AgentRun
+from .._core.data.dataset import EvalCase, EvalDataset, Turn, parse_scenario, too_deep_message
+from .._core.errors import DatasetError
+from .._core.results.result import EvalResult
+from .._core.results.writing import write_text
+from .._core.data.token_counts import genai_usage
+from .._core.data.types import AgentOutput, ToolCall, Usage
+from .._core.data.types import AgentRun
 
 __all__ = [
     "is_evalset",

@@ -5,7 +5,7 @@ DataFrame wrote (a trajectory as ``list<struct>``) comes back without the keys A
 make its rows one struct type: Arrow stores the union of every row's keys and fills the missing
 ones with null, so ``{"device": "lamp"}`` beside ``{"room": "hall"}`` would read back as
 ``{"device": "lamp", "room": None}``. Inside a struct a null therefore reads as an absent key.
-Result tables are written by ``levelfield.core.results.result.table_to_parquet``, which stores list and
+Result tables are written by ``levelfield._core.results.result.table_to_parquet``, which stores list and
 dict cells as JSON text (as the CSV writer does) and so keeps them exactly: null values, mixed
 types across rows, any nesting.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import DatasetError, MissingExtraError
+from .._core.errors import DatasetError, MissingExtraError
 
 __all__ = ["ARROW_SUFFIXES", "require_pyarrow", "is_arrow_table", "read_arrow_rows", "table_rows"]
 

@@ -2,7 +2,7 @@
 
 Readers yield batches that are cheap to send to another process (a byte range of a JSON Lines
 file, the row groups of a Parquet file, a slice of rows in memory); a batch is parsed where it
-is scored (``levelfield.core.score.batch``). Writers take scored batches and stream the metrics
+is scored (``levelfield._core.score.batch``). Writers take scored batches and stream the metrics
 table out (Parquet, JSON Lines or CSV), into a temporary file renamed only when complete.
 """
 
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.score.batch import FIXED_COLUMNS, ScoredBatch, batches_of
-from ..core.data.dataset import too_deep_message
-from ..core.errors import DatasetError, MissingExtraError
-from ..core.results.result import CSV_OPTIONS, spreadsheet_safe
-from ..core.results.writing import writing
+from .._core.score.batch import FIXED_COLUMNS, ScoredBatch, batches_of
+from .._core.data.dataset import too_deep_message
+from .._core.errors import DatasetError, MissingExtraError
+from .._core.results.result import CSV_OPTIONS, spreadsheet_safe
+from .._core.results.writing import writing
 
 __all__ = [
     "BatchSource",
@@ -424,6 +424,6 @@ def table_writer(path: str | Path) -> TableWriter:
         return _JsonlWriter(path)
     if name.endswith(".csv"):
         return _CsvWriter(path)
-    from ..core.errors import ConfigError
+    from .._core.errors import ConfigError
 
     raise ConfigError(f"{path}: a metrics table is written as .parquet, .jsonl or .csv")

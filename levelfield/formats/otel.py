@@ -346,7 +346,7 @@ def export_scores(result: Any, exporter: Any, *, service_name: str = "levelfield
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     except ImportError:
-        from ..core.errors import MissingExtraError
+        from .._core.errors import MissingExtraError
 
         raise MissingExtraError("traces", "opentelemetry-sdk", "lf.export_scores") from None
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.errors import MissingExtraError, TraceError
+from .._core.errors import MissingExtraError, TraceError
 from .otel import classify, error_of, keep_attributes
 from .spans import Span
 

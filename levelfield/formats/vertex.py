@@ -29,8 +29,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
-from ..core.data.types import Handoff, ToolCall
-from ..core.errors import DatasetError
+from .._core.data.types import Handoff, ToolCall
+from .._core.errors import DatasetError
 from .adk import Event, content_text, tool_call
 
 __all__ = ["COLUMN", "row_from_agent_data", "fill_located", "agent_data_rows"]

@@ -45,10 +45,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..core.errors import MetricError
-from ..core.results.criteria import Criterion, CriterionKind, read_keys, register_criterion
-from ..core.score.metrics.base import Metric, Score, ScoringContext, TurnContext
-from ..core.score.metrics.registry import register_judged_metric
+from .._core.errors import MetricError
+from .._core.results.criteria import Criterion, CriterionKind, read_keys, register_criterion
+from .._core.score.metrics.base import Metric, Score, ScoringContext, TurnContext
+from .._core.score.metrics.registry import register_judged_metric
 from .answers import json_objects
 from .client import JUDGE_BACKOFF, JUDGE_MAX_CONCURRENCY, JUDGE_RETRIES, JUDGE_TIMEOUT, JudgeCache, JudgeReply
 from .metrics import JudgedMetric, cost_columns, judge_failure
@@ -297,7 +297,7 @@ class AdkJudged(JudgedMetric, Metric):
 
     def score(self, ctx: ScoringContext) -> Score:
         """Sync twin of :meth:`ascore`."""
-        from ..core.run.threads import run_coroutine
+        from .._core.run.threads import run_coroutine
 
         return run_coroutine(self.ascore(ctx))
 

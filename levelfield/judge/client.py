@@ -29,14 +29,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ContainedBaseException, MetricError, MissingExtraError, message_of, type_name
-from ..core.run import limits
-from ..core.run.failures import cancelled_from_outside
-from ..core.run.interrupts import user_interrupted, watching as watching_interrupts
-from ..core.run.threads import run_sync
-from ..core.data.jsonsafe import clean_strings, clean_text
-from ..core.data.token_counts import chat_message_usage
-from ..core.data.types import Usage, content_text
+from .._core.errors import ContainedBaseException, MetricError, MissingExtraError, message_of, type_name
+from .._core.run import limits
+from .._core.run.failures import cancelled_from_outside
+from .._core.run.interrupts import user_interrupted, watching as watching_interrupts
+from .._core.run.threads import run_sync
+from .._core.data.jsonsafe import clean_strings, clean_text
+from .._core.data.token_counts import chat_message_usage
+from .._core.data.types import Usage, content_text
 from .code_identity import code_identity
 from .probability import TokenLogprob, as_judge_answer, token_logprobs
 
@@ -110,7 +110,7 @@ class TextJudge:
     async def ainvoke(self, prompt: str) -> str:
         """The judge's answer to ``prompt``, as text."""
         if hasattr(self._target, "arun"):
-            from ..core.data.protocol import AgentRequest
+            from .._core.data.protocol import AgentRequest
 
             out = await self._target.arun(AgentRequest(prompt=prompt, case_id="judge"))
             return out.response
@@ -413,7 +413,7 @@ class Judge:
     Give one ``Judge`` to several metrics to share one limit; metrics given the same model
     object with the same settings share one automatically. ``max_concurrency`` is the ceiling:
     with ``adaptive`` (the default) the calls in flight follow the provider's rate limits (see
-    ``levelfield.core.run.limits``); ``requests_per_minute`` / ``tokens_per_minute`` bound the rate.
+    ``levelfield._core.run.limits``); ``requests_per_minute`` / ``tokens_per_minute`` bound the rate.
     ``structured_output``: None uses the model's ``with_structured_output`` when it has one and
     parses text otherwise; True or False forces one way.
     """

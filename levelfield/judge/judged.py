@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.score.metrics.registry import register_metric_hint
+from .._core.score.metrics.registry import register_metric_hint
 from .metrics import PointwiseMetric
 from .prompts import PointwiseMetricPromptTemplate
 

@@ -21,9 +21,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import MetricError
-from ..core.score.metrics.base import NAN, Metric, Score, ScoringContext
-from ..core.data.types import Usage
+from .._core.errors import MetricError
+from .._core.score.metrics.base import NAN, Metric, Score, ScoringContext
+from .._core.data.types import Usage
 from .answers import is_numeric_rating, parse_preference, parse_rating
 from .probability import pass_probability
 from .client import (
@@ -53,7 +53,7 @@ from .prompts import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..core.results.result import EvalResult
+    from .._core.results.result import EvalResult
 
 __all__ = [
     "JudgedMetric",
@@ -398,7 +398,7 @@ class PointwiseMetric(JudgedMetric, Metric):
 
     def score(self, ctx: ScoringContext) -> Score:
         """Sync twin of :meth:`ascore`."""
-        from ..core.run.threads import run_coroutine
+        from .._core.run.threads import run_coroutine
 
         return run_coroutine(self.ascore(ctx))
 
@@ -523,7 +523,7 @@ class PairwiseMetric(JudgedMetric):
 
     def score_pair(self, a: ScoringContext, b: ScoringContext, *, key: str | None = None) -> Score:
         """Sync twin of :meth:`ascore_pair`."""
-        from ..core.run.threads import run_coroutine
+        from .._core.run.threads import run_coroutine
 
         return run_coroutine(self.ascore_pair(a, b, key=key))
 
@@ -531,7 +531,7 @@ class PairwiseMetric(JudgedMetric):
         """Async twin of :meth:`compare_results`."""
         import pandas as pd
 
-        from ..core.score.scoring import context_for
+        from .._core.score.scoring import context_for
 
         def rows(result: EvalResult) -> dict[tuple[str, int], ScoringContext]:
             cases = {c.case_id: c for c in result.dataset}
@@ -571,7 +571,7 @@ class PairwiseMetric(JudgedMetric):
         judge failed on a row), written by :meth:`Score.columns` as every results table is.
         Summarize it with :meth:`summarize`.
         """
-        from ..core.run.threads import run_coroutine
+        from .._core.run.threads import run_coroutine
 
         return run_coroutine(self.acompare_results(result_a, result_b))
 

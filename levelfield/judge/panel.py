@@ -19,7 +19,7 @@ A judge that fails on a row (errors, or answers no parser reads) is a recorded f
 on that row; the verdict is the other judges'. Every judge failing is the row's judge failure (NaN,
 ``<metric>/failed``), as for a single judge. What a panel is worth (accuracy, error correlation,
 effective number of independent votes, the cheapest subset) is ``lf.panel_report(result)``
-(``levelfield.core.stats.panel``).
+(``levelfield._core.stats.panel``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import MetricError
+from .._core.errors import MetricError
 from .client import Judge, resolve_judge
 
 

@@ -1,7 +1,7 @@
 """What a judged metric tells the run record of its judge: the model and settings, the prompt's and the rubrics' hashes.
 
 :func:`judged_details` is what ``JudgedMetric.evaluator_details()`` returns, read by
-:func:`levelfield.core.results.provenance.evaluator_of`. The prompt hash is the sha256 of the
+:func:`levelfield._core.results.provenance.evaluator_of`. The prompt hash is the sha256 of the
 metric's prompt template (a ``PointwiseMetricPromptTemplate``'s text with its answer format), or,
 for a metric that writes its prompt in code (ADK's and Vertex's criteria), of the template texts
 its code uses: the module's prompt constants its methods refer to, and its ``instruction``. Edit a
@@ -16,7 +16,7 @@ import types
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..core.results.provenance import sha256_text
+from .._core.results.provenance import sha256_text
 
 __all__ = ["judged_details", "judge_details", "prompt_text", "rubrics_text", "combined_details"]
 
@@ -113,7 +113,7 @@ def prompt_text(metric: Any) -> str | None:
     found: dict[str, str] = {}
     seen: set[int] = set()
     for cls in type(metric).__mro__:
-        if cls.__module__.startswith(("levelfield.core", "builtins", "abc")) or cls.__qualname__ == "JudgedMetric":
+        if cls.__module__.startswith(("levelfield._core", "builtins", "abc")) or cls.__qualname__ == "JudgedMetric":
             continue
         for value in vars(cls).values():
             _texts_of(value, found, seen)

@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import MetricError
-from ..core.results.criteria import read_keys
+from .._core.errors import MetricError
+from .._core.results.criteria import read_keys
 from .answers import json_objects
 
 __all__ = [

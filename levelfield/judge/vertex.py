@@ -34,9 +34,9 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core.errors import MetricError
-from ..core.score.metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
-from ..core.score.metrics.registry import register_judged_metric, register_metric_converter
+from .._core.errors import MetricError
+from .._core.score.metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
+from .._core.score.metrics.registry import register_judged_metric, register_metric_converter
 from . import adk
 from .answers import json_objects
 from .client import JudgeReply

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
-from ..core.stats.change import describe_change
+from .._core.stats.change import describe_change
 from ..gate import baseline_changes
 
 if TYPE_CHECKING:

@@ -26,21 +26,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core.data.jsonsafe import to_jsonable
-from ..core.data.money import dollars
-from ..core.data.textwidth import width
-from ..core.results.writing import write_text
+from .._core.data.jsonsafe import to_jsonable
+from .._core.data.money import dollars
+from .._core.data.textwidth import width
+from .._core.results.writing import write_text
 from ..failure_summary import failure_groups
 from .changes import baseline_section
 from .glossary import describe_metric
 from .judges import judge_section
-from ..core.results.result import FAILED_AS_ZERO, FAILED_LEFT_OUT
+from .._core.results.result import FAILED_AS_ZERO, FAILED_LEFT_OUT
 from ..comparison_text import evaluator_lines
 from ..verdict import early_stop_line, failure_rule, other_rule, verdict
 
 if TYPE_CHECKING:
     from ..comparison import AgentCase, Comparison
-    from ..core.score.diff import MarkedCall
+    from .._core.score.diff import MarkedCall
 
 __all__ = ["render", "write", "report_sections", "asset", "TEXT_LIMIT",
            "escape", "breakable", "long_text", "score_chip", "number", "call_text", "in_reference_order", "agent_color_of"]
@@ -888,8 +888,8 @@ def _noise_section(cmp: Comparison) -> str:
 
 def _panel_section(cmp: Comparison) -> str:
     """What each panel of judges is worth (``lf.panel_report``), for every agent judged by a panel."""
-    from ..core.errors import LevelfieldError
-    from ..core.stats.panel import panel_metrics, panel_report
+    from .._core.errors import LevelfieldError
+    from .._core.stats.panel import panel_metrics, panel_report
 
     items = []
     for agent, result in cmp.results.items():

@@ -12,8 +12,8 @@ import html
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import LevelfieldError
-from ..core.stats.judge_correction import correct_judged, judged_binary_metrics
+from .._core.errors import LevelfieldError
+from .._core.stats.judge_correction import correct_judged, judged_binary_metrics
 
 if TYPE_CHECKING:
     from ..comparison import Comparison

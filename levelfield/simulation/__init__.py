@@ -3,16 +3,16 @@
 ``UserSimulator(model)`` plays the user with any LangChain chat model; ``lf.testing.ScriptedUser``
 plays it by rules, offline and deterministic. ``TaskSuccess(judge=...)`` judges whether the
 conversation reached the scenario's goal; ``"turns_used"`` counts the turns the agent took.
-The conversation loop itself (turns, replay, simulator faults) is ``levelfield.core.run.conversation``.
+The conversation loop itself (turns, replay, simulator faults) is ``levelfield._core.run.conversation``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..core.run.conversation import DEFAULT_MAX_TURNS, Exchange, SimulatedUser, UserTurn
-from ..core.errors import ConfigTypeError
-from ..core.score.metrics.conversation import TurnsUsed
+from .._core.run.conversation import DEFAULT_MAX_TURNS, Exchange, SimulatedUser, UserTurn
+from .._core.errors import ConfigTypeError
+from .._core.score.metrics.conversation import TurnsUsed
 from .llm import UserSimulator
 from .scripted import ScriptedUser
 from .task_success import TaskSuccess

@@ -6,9 +6,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Union
 
-from ..core.run.conversation import DEFAULT_MAX_TURNS, Exchange, UserTurn
-from ..core.data.dataset import Scenario
-from ..core.errors import ConfigError, ConfigTypeError
+from .._core.run.conversation import DEFAULT_MAX_TURNS, Exchange, UserTurn
+from .._core.data.dataset import Scenario
+from .._core.errors import ConfigError, ConfigTypeError
 
 __all__ = ["ScriptedUser", "Rule", "Reply"]
 

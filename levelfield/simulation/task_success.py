@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.score.metrics.base import ScoringContext
-from ..core.score.metrics.registry import register_metric_hint
+from .._core.score.metrics.base import ScoringContext
+from .._core.score.metrics.registry import register_metric_hint
 from ..judge.metrics import PointwiseMetric
 from ..judge.prompts import PointwiseMetricPromptTemplate
 

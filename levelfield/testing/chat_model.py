@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Union
 
-from ..core.errors import ConfigError, ConfigTypeError, MissingExtraError
+from .._core.errors import ConfigError, ConfigTypeError, MissingExtraError
 
 try:
     from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun

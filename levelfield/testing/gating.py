@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import MissingExtraError
-from ..core.results.criteria import (
+from .._core.errors import MissingExtraError
+from .._core.results.criteria import (
     CaseVerdict,
     Criterion,
     apply_criteria,
@@ -30,12 +30,12 @@ from ..core.results.criteria import (
 )
 from typing_extensions import Unpack
 
-from ..core.data.config import RunConfig, RunOptions, run_config
-from ..core.data.dataset import EvalCase, EvalDataset, Turn
+from .._core.data.config import RunConfig, RunOptions, run_config
+from .._core.data.dataset import EvalCase, EvalDataset, Turn
 from ..formats import load_dataset
-from ..core.results.result import EvalResult
-from ..core.data.types import AgentOutput, ToolCall
-from ..core.data.types import AgentRun
+from .._core.results.result import EvalResult
+from .._core.data.types import AgentOutput, ToolCall
+from .._core.data.types import AgentRun
 
 __all__ = ["GateReport", "check_eval", "assert_eval", "eval_test", "resolve_criteria"]
 

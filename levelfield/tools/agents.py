@@ -16,9 +16,9 @@ import asyncio
 import inspect
 from typing import Any
 
-from ..core.data.protocol import AgentRequest
-from ..core.data.types import AgentOutput
-from ..core.run.scope import current_scope
+from .._core.data.protocol import AgentRequest
+from .._core.data.types import AgentOutput
+from .._core.run.scope import current_scope
 from .level import Leveller
 
 __all__ = ["LevelledAgent", "level_agent"]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from ..core.errors import ConfigError, ConfigTypeError, RecordError
+from .._core.errors import ConfigError, ConfigTypeError, RecordError
 
 __all__ = ["ToolCassette", "CassetteError", "Entry", "CASSETTE_VERSION", "storable", "canonical_args"]
 
@@ -76,7 +76,7 @@ def call_key(case_id: str, tool: str, args: Mapping[str, Any]) -> tuple[str, Has
     """The in-memory key of a call: its case and the trajectory matcher's canonical key of (tool, args)."""
     global _MATCHER
     if _MATCHER is None:
-        from ..core.score.matching import ToolCallMatcher
+        from .._core.score.matching import ToolCallMatcher
 
         _MATCHER = ToolCallMatcher()
     return case_id, _MATCHER.key(_Keyed(tool, args if isinstance(args, dict) else dict(args)))

@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.errors import ConfigError, ConfigTypeError
+from .._core.errors import ConfigError, ConfigTypeError
 
 __all__ = ["Faults", "FAULT_KINDS", "SCHEDULE_VERSION", "InjectedToolError", "InjectedToolTimeout",
            "InjectedToolRefusal"]

@@ -3,7 +3,7 @@ the tool (recording its answer), then apply the run's seeded fault; note the cal
 
 Framework interceptors (``intercept_*``) call :func:`call_tool` / :func:`acall_tool` (or, where the
 framework runs the tool between two callbacks, :func:`begin` and the :class:`Call` it returns).
-Which run a call serves comes from the runner's :class:`~levelfield.core.run.scope.RunScope`:
+Which run a call serves comes from the runner's :class:`~levelfield._core.run.scope.RunScope`:
 concurrent runs of one graph each meet their own case's answers and faults.
 """
 
@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from ..core.run.scope import RunScope, current_scope
+from .._core.run.scope import RunScope, current_scope
 from .cassette import CassetteError, Entry, ToolCassette, call_key
 from .faults import Faults, faulted_output, raise_fault
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core.errors import ConfigError, ConfigTypeError
-from ..core.run.notices import warn_user
+from .._core.errors import ConfigError, ConfigTypeError
+from .._core.run.notices import warn_user
 from .cassette import ToolCassette
 from .faults import Faults
 from .level import Leveller

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.results.tool_counts import SOURCES, tool_counts
+from .._core.results.tool_counts import SOURCES, tool_counts
 
 __all__ = ["tool_counts", "SOURCES", "levelling_lines"]
 

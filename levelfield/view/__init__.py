@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from ..core.errors import MissingExtraError
+from .._core.errors import MissingExtraError
 from ..serving import BackgroundServer, bind, is_loopback, run_in_thread, url_of
 
 __all__ = ["create_app", "start", "serve", "ViewServer", "is_loopback"]
@@ -68,7 +68,7 @@ def serve(roots: Sequence[str | Path], *, host: str = "127.0.0.1", port: int = 0
     """Serve the view until interrupted, saying where, and warning when other machines can reach it."""
     missing = [str(r) for r in roots if not Path(r).exists()]
     if missing:
-        from ..core.errors import ConfigError
+        from .._core.errors import ConfigError
 
         raise ConfigError(f"{', '.join(missing)}: no such folder; give the folders your runs are written to (--out DIR)")
     server, sock, url = _server(roots, host, port, token, "warning")

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import unquote, urlencode, urlsplit
 
 from ..comparability import EvaluatorsDifferError
-from ..core.errors import LevelfieldError
+from .._core.errors import LevelfieldError
 from ..report.html import asset, report_sections
 from ..serving import check_token
 from . import pages

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..comparability import EvaluatorsDifferError
-from ..core.errors import LevelfieldError
-from ..core.stats.change import Change
+from .._core.errors import LevelfieldError
+from .._core.stats.change import Change
 from ..gate import scores_changes
 from .diff import Side, diff_runs, pair_agents
 from .index import RunIndex, find_runs

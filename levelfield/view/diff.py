@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..comparability import check_evaluators
-from ..core.stats.change import Change
+from .._core.stats.change import Change
 from ..gate import scores_changes
 from .index import RunIndex
 

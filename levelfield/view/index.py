@@ -24,16 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from ..core.data.dataset import EvalCase
-from ..core.data.types import AgentRun
-from ..core.errors import RecordError
-from ..core.score.scoring import context_for, explain_scores
-from ..core.results.provenance import evaluators_from_header
-from ..core.results.record import FORMAT, RUNS_FILE, VERSION, metrics_from_specs, score_from_json
-from ..core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
-from ..core.score.metrics.base import Metric, Score
-from ..core.stats.config import StatsConfig
-from ..core.stats.inference import reduce_trials
+from .._core.data.dataset import EvalCase
+from .._core.data.types import AgentRun
+from .._core.errors import RecordError
+from .._core.score.scoring import context_for, explain_scores
+from .._core.results.provenance import evaluators_from_header
+from .._core.results.record import FORMAT, RUNS_FILE, VERSION, metrics_from_specs, score_from_json
+from .._core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
+from .._core.score.metrics.base import Metric, Score
+from .._core.stats.config import StatsConfig
+from .._core.stats.inference import reduce_trials
 
 __all__ = ["RunEntry", "RunIndex", "RecordIndex", "TableIndex", "find_runs", "TABLE_FILES", "SEARCH_CHARS"]
 
@@ -422,7 +422,7 @@ class TableIndex(RunIndex):
         return True
 
     def detail(self, case: int) -> tuple[EvalCase, list[tuple[AgentRun, dict[str, Score]]]]:
-        from ..core.data.types import AgentOutput
+        from .._core.data.types import AgentOutput
 
         row = {k: v for k, v in self._rows[case].items() if not _missing(v)}
         fields = {k: _json_cell(row[k]) for k in ("prompt", "reference", "reference_trajectory") if k in row}

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from ..core.data.dataset import EvalCase
-from ..core.data.jsonsafe import to_jsonable
-from ..core.data.types import AgentRun, ToolCall
-from ..core.score.metrics.base import Score
-from ..core.stats.change import describe_change
+from .._core.data.dataset import EvalCase
+from .._core.data.jsonsafe import to_jsonable
+from .._core.data.types import AgentRun, ToolCall
+from .._core.score.metrics.base import Score
+from .._core.stats.change import describe_change
 from ..report.html import agent_color_of, breakable, call_text, long_text, number, score_chip
 from ..report.html import escape as esc
 from .catalog import Baseline

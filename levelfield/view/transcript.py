@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ..core.data.dataset import EvalCase
-from ..core.data.types import AgentOutput, AgentRun, Handoff, ToolCall
-from ..core.score.diff import MarkedCall, mark_trajectory
-from ..core.score.matching import ToolCallMatcher
+from .._core.data.dataset import EvalCase
+from .._core.data.types import AgentOutput, AgentRun, Handoff, ToolCall
+from .._core.score.diff import MarkedCall, mark_trajectory
+from .._core.score.matching import ToolCallMatcher
 from ..report.html import in_reference_order
 
 __all__ = ["Step", "transcript"]

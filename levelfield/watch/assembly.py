@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..core.errors import ConfigError
+from .._core.errors import ConfigError
 from ..formats.spans import Span
 
 __all__ = ["DEFAULT_GRACE", "MAX_GRACE", "Assembler", "Trace", "check_grace"]

@@ -35,9 +35,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import ConfigError, MissingExtraError, exception_text
-from ..core.results.provenance import evaluator_of
-from ..core.score.metrics.base import Metric, Score
+from .._core.errors import ConfigError, MissingExtraError, exception_text
+from .._core.results.provenance import evaluator_of
+from .._core.score.metrics.base import Metric, Score
 from .budget import SKIPPED_FOR_BUDGET, skipped_for_budget
 
 __all__ = ["MlflowAssessments", "mlflow_trace_id"]

@@ -1,6 +1,6 @@
 """The judges' spending limit per clock hour (``--max-cost``): what judged metrics may spend each hour.
 
-Each hour (UTC, on the clock of the scoring) starts a new :class:`~levelfield.core.data.cost_limit.CostLimit`
+Each hour (UTC, on the clock of the scoring) starts a new :class:`~levelfield._core.data.cost_limit.CostLimit`
 of ``usd_per_hour``, asked before each judged score as ``judge_max_cost_usd`` is in ``compare``.
 Once the hour's budget is spent, the traces scored in the rest of that hour still get every
 unjudged metric, and each judged metric they would have had is recorded as skipped for the
@@ -19,11 +19,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..core.data.cost_limit import CostLimit
-from ..core.data.prices import PriceTable
-from ..core.errors import ConfigError
-from ..core.results.writing import write_text
-from ..core.score.metrics.base import NAN, Score
+from .._core.data.cost_limit import CostLimit
+from .._core.data.prices import PriceTable
+from .._core.errors import ConfigError
+from .._core.results.writing import write_text
+from .._core.score.metrics.base import NAN, Score
 
 __all__ = ["HourlyBudget", "SKIPPED_FOR_BUDGET", "skipped_for_budget"]
 

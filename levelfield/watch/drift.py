@@ -2,7 +2,7 @@
 
 Each closed window is tested against the baseline on every ``alert_if_worse`` metric with the
 gate's logic made unpaired (a window and the baseline hold different traces): Fisher's exact test
-for 0/1 metrics, Mann-Whitney otherwise (:func:`levelfield.core.stats.change.measure_unpaired_change`),
+for 0/1 metrics, Mann-Whitney otherwise (:func:`levelfield._core.stats.change.measure_unpaired_change`),
 Holm's correction across the metrics, an alert only for a significant drop. Every check is a line
 of ``out/drift.jsonl`` (so a restart never checks a window twice); an alert is printed and, with an
 OTLP endpoint, sent there too. A baseline whose metrics were scored by other evaluators (judge,
@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from ..comparability import check_evaluators
-from ..core.errors import ConfigError, RecordError
-from ..core.results.provenance import Evaluator, evaluators_from_header
-from ..core.results.record import RUNS_FILE, read_record
-from ..core.stats.change import Change, adjust, describe_change, measure_unpaired_change
+from .._core.errors import ConfigError, RecordError
+from .._core.results.provenance import Evaluator, evaluators_from_header
+from .._core.results.record import RUNS_FILE, read_record
+from .._core.stats.change import Change, adjust, describe_change, measure_unpaired_change
 from .windows import window_files
 
 __all__ = ["Drift", "record_scores", "baseline_evaluators", "DRIFT_FILE"]

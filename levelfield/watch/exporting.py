@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.errors import MissingExtraError
+from .._core.errors import MissingExtraError
 
 __all__ = ["otlp_exporter", "export_alert"]
 
@@ -52,7 +52,7 @@ def export_alert(exporter: Any, window: str, changes: Sequence[Any]) -> None:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-    from ..core.stats.change import describe_change
+    from .._core.stats.change import describe_change
 
     provider = TracerProvider(resource=Resource.create({"service.name": "levelfield"}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))

@@ -16,7 +16,7 @@ import hmac
 import zlib
 from typing import Any
 
-from ..core.errors import TraceError, WriteError
+from .._core.errors import TraceError, WriteError
 
 __all__ = ["make_app", "decode"]
 

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import ConfigError
+from .._core.errors import ConfigError
 from ..formats.spans import Span
 
 __all__ = ["SampleRule", "Sampler", "sampled", "span_attributes", "mapping_attributes", "ROOT_NAME"]

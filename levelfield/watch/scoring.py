@@ -17,14 +17,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.data.dataset import EvalCase, dataset_from_rows
-from ..core.data.types import AgentRun
-from ..core.errors import LevelfieldError, exception_text
-from ..core.results.result import SAVED_AGENT, EvalResult
-from ..core.run.engine import saved_runs
-from ..core.score.metrics.base import Metric, Score
-from ..core.score.batch import score_rows
-from ..core.score.scoring import context_for
+from .._core.data.dataset import EvalCase, dataset_from_rows
+from .._core.data.types import AgentRun
+from .._core.errors import LevelfieldError, exception_text
+from .._core.results.result import SAVED_AGENT, EvalResult
+from .._core.run.engine import saved_runs
+from .._core.score.metrics.base import Metric, Score
+from .._core.score.batch import score_rows
+from .._core.score.scoring import context_for
 from ..formats.spans import Span, TraceError, failed_row, row_from_spans
 from .budget import HourlyBudget
 from .windows import Windows
@@ -167,7 +167,7 @@ class Scorer:
 
     def _score(self, batch: list[Item], loop: asyncio.AbstractEventLoop) -> None:
         cases = self._cases(batch)
-        from ..core.data.dataset import EvalDataset
+        from .._core.data.dataset import EvalDataset
 
         dataset = EvalDataset(cases, source="levelfield watch")
         try:

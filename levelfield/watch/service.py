@@ -22,13 +22,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ConfigError, TraceError
-from ..core.results.writing import write_text
-from ..core.results.provenance import evaluators_of
-from ..core.score.metrics.base import Metric, Score
-from ..core.score.metrics.registry import resolve_metrics
+from .._core.errors import ConfigError, TraceError
+from .._core.results.writing import write_text
+from .._core.results.provenance import evaluators_of
+from .._core.score.metrics.base import Metric, Score
+from .._core.score.metrics.registry import resolve_metrics
 from ..formats.spans import Span
-from ..core.data.prices import price_table
+from .._core.data.prices import price_table
 from .assembly import DEFAULT_GRACE, Assembler, Trace, check_grace
 from .budget import HourlyBudget, skipped_for_budget
 from .receiver import decode, make_app

@@ -16,8 +16,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ConfigError, DatasetError, LevelfieldError
-from ..core.results.writing import write_text
+from .._core.errors import ConfigError, DatasetError, LevelfieldError
+from .._core.results.writing import write_text
 from .sampling import mapping_attributes, span_attributes
 from .windows import journaled_ids
 
@@ -133,7 +133,7 @@ class MlflowSource:
         try:
             from mlflow import MlflowClient
         except ImportError:
-            from ..core.errors import MissingExtraError
+            from .._core.errors import MissingExtraError
 
             raise MissingExtraError("mlflow", "mlflow-skinny", "levelfield watch --mlflow-experiment") from None
         self.watcher = watcher
@@ -141,7 +141,7 @@ class MlflowSource:
             self.client = MlflowClient(tracking_uri)
             found = self.client.get_experiment_by_name(experiment)
         except Exception as exc:  # an unknown scheme, a server that does not answer
-            from ..core.errors import exception_text
+            from .._core.errors import exception_text
 
             raise ConfigError(f"mlflow_experiment={experiment!r}: cannot reach MLflow at {tracking_uri!r} "
                               f"({exception_text(exc)})") from None
@@ -208,7 +208,7 @@ class MlflowSource:
 def _mlflow_attributes(trace: Any) -> dict[str, set[str]]:
     """What the sampling rules match on an MLflow trace: its tags and metadata, its root span's name
     (the trace name) and its agents."""
-    from ..core.errors import TraceError
+    from .._core.errors import TraceError
     from ..formats.mlflow import spans_from_trace
 
     info = trace.info

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.errors import WriteError
+from .._core.errors import WriteError
 
 __all__ = ["Spool", "Frame", "PROTOBUF", "JSON"]
 

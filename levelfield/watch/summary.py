@@ -13,9 +13,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..core.data.money import dollars
-from ..core.errors import RecordError
-from ..core.results.record import read_record
+from .._core.data.money import dollars
+from .._core.errors import RecordError
+from .._core.results.record import read_record
 from .budget import skipped_for_budget
 from .drift import DRIFT_FILE
 from .windows import window_files, window_start

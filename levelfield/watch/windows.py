@@ -2,7 +2,7 @@
 
 A trace belongs to the window of the time it ended (its event time), so traces replayed after a
 restart land where they belong. Each window file is the run record every levelfield command reads
-(:mod:`levelfield.core.results.record`): a header (``run_kind: "watch"``, the window's start and
+(:mod:`levelfield._core.results.record`): a header (``run_kind: "watch"``, the window's start and
 end in ``settings``), then per trace a case line (what was asked, what the agent answered) and a
 run line (the run and its scores), flushed as they are written, so ``lf.EvalResult.load`` reads any
 window, even one still being written. Which traces are journaled is read back from these files
@@ -19,11 +19,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.data.dataset import EvalCase
-from ..core.data.types import AgentRun
-from ..core.results.record import Journal, make_header
-from ..core.results.result import SAVED_AGENT
-from ..core.score.metrics.base import Metric, Score
+from .._core.data.dataset import EvalCase
+from .._core.data.types import AgentRun
+from .._core.results.record import Journal, make_header
+from .._core.results.result import SAVED_AGENT
+from .._core.score.metrics.base import Metric, Score
 
 __all__ = ["Windows", "window_files", "window_name", "journaled_ids", "WINDOWS_DIR"]
 

@@ -94,7 +94,7 @@ def test_every_case_of_an_adk_eval_set_scores_as_adks_evaluators(answer):
 def test_each_legacy_file_gets_the_criteria_adks_agent_evaluator_finds_for_it():
     from google.adk.evaluation.agent_evaluator import AgentEvaluator
 
-    from levelfield.core.results.criteria import criteria_by_file
+    from levelfield._core.results.criteria import criteria_by_file
 
     ds = lf.load_dataset(FILES)
     ours = criteria_by_file({c.case_id: c.file for c in ds})

@@ -10,7 +10,7 @@ import unicodedata
 import pytest
 from adk_oracle import adk_response_scores, invocation
 
-from levelfield.core.score.metrics.base import ScoringContext, TurnContext
+from levelfield._core.score.metrics.base import ScoringContext, TurnContext
 from levelfield.metrics import ResponseMatchScore
 
 SENTENCES = [

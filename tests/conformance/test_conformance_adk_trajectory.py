@@ -11,7 +11,7 @@ import pytest
 from adk_oracle import adk_trajectory_scores, invocation
 
 import levelfield as lf
-from levelfield.core.score.metrics.base import ScoringContext, TurnContext
+from levelfield._core.score.metrics.base import ScoringContext, TurnContext
 from levelfield.metrics import ToolTrajectoryAvgScore
 
 TOOLS = ["get_weather", "set_device_info", "天气查询", "погода", "wetter_abfragen", "予約する"]

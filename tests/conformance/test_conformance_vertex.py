@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import levelfield as lf
-from levelfield.core.score.metrics.base import ScoringContext
-from levelfield.core.score.metrics.tokenizer import bleu_tokenize_name
+from levelfield._core.score.metrics.base import ScoringContext
+from levelfield._core.score.metrics.tokenizer import bleu_tokenize_name
 
 A = lf.ToolCall(tool_name="get_weather", tool_input={"city": "Paris"})
 A_FAILED = lf.ToolCall(tool_name="get_weather", tool_input={"city": "Paris"}, error="timeout")

@@ -48,7 +48,7 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   one in about ``_PROBE * limit`` calls, then twice as many, and so on.
 
 A refused call waits out the ``Retry-After`` it was given and is tried again without counting as
-a failed attempt of its run (see ``levelfield.core.run.runner``). With ``adaptive=False`` the
+a failed attempt of its run (see ``levelfield._core.run.runner``). With ``adaptive=False`` the
 bound is the fixed ceiling and rate-limit answers are ordinary transient errors, as before.
 
 The token buckets count what the endpoint reports: a call takes one request token before it

@@ -1,6 +1,6 @@
 """Writing a run's files: whole files or none, and one clear error naming the path and the cause.
 
-A full disk or a folder that cannot be written is a :class:`~levelfield.core.errors.WriteError`
+A full disk or a folder that cannot be written is a :class:`~levelfield._core.errors.WriteError`
 (a ``RecordError`` and an ``OSError``) naming the file, never a raw ``OSError`` traceback; a file
 replaced by :func:`replacing` is either the old one or the whole new one, never cut short.
 """

@@ -8,7 +8,7 @@ seeded faults injected into them ("faulted"; ``levelfield.tools``). The faults a
   the agent is the drop this measures); the drop is the mean of clean − faulted over the cases both
   sides scored. Its test is the sign-flip permutation test of the per-case drops (their mean is the
   statistic, so the interval is around the mean drop, exact up to 13 cases and seeded beyond), and
-  its interval inverts that test (:mod:`levelfield.core.stats.paired`) at the level Holm decided it
+  its interval inverts that test (:mod:`levelfield._core.stats.paired`) at the level Holm decided it
   at across the agents, one family per metric: the interval leaves out 0 exactly when the drop is
   significant. When no case differs, the interval is ±(1 − (α/2)^(1/n)): the drop that n cases
   without a single difference cannot rule out.

@@ -134,7 +134,7 @@ class _TrajectoryMetric(Metric):
 
         Written with operators only, so that it takes one row's alignment (a float comes back) or
         a batch's alignments held as arrays (an array comes back): saved predictions scored batch
-        by batch (``levelfield.core.score.batch``) use the same code as ``score``."""
+        by batch (``levelfield._core.score.batch``) use the same code as ``score``."""
         raise NotImplementedError
 
     def __init__(self, *, matcher: ToolCallMatcher | None = None, name: str | None = None, agent: str | None = None) -> None:

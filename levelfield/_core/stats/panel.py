@@ -5,7 +5,7 @@ A judged metric built with ``judges=[...]`` keeps every judge's votes per row
 back and reports, per panel metric:
 
 - each judge's **accuracy** against human labels (where given; pass/fail labels, read as
-  :func:`~levelfield.core.stats.judge_correction.read_human_labels` reads them) and its agreement
+  :func:`~levelfield._core.stats.judge_correction.read_human_labels` reads them) and its agreement
   with the panel's majority;
 - the **pairwise error correlation** between judges: the Pearson correlation of their error
   indicators. With human labels an error is a verdict that differs from the label (on labelled

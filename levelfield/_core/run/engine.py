@@ -210,7 +210,7 @@ async def run_and_score(
     """Every agent on every case and trial, each run scored (and journaled) as it finishes; one result per agent.
 
     ``stop_early``: cases start in its random order and no new run starts once every pair of
-    agents is decided (see ``levelfield.core.stats.sequential``); when it stopped, the results hold
+    agents is decided (see ``levelfield._core.stats.sequential``); when it stopped, the results hold
     the runs of the cases it analysed, no more (runs of later cases that were in flight are
     journaled, and counted in its report, but left out), so they do not depend on timing.
 

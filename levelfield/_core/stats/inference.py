@@ -3,7 +3,7 @@
 Everything here works on per-case values: when a case ran several trials, its trials are
 averaged first, so a case counts once and two agents stay paired case by case. Means get Wilson
 intervals (SciPy's ``binomtest``) or a BCa bootstrap (``bootstrap``). Paired tests and the
-intervals beside them come from :mod:`levelfield.core.stats.paired`, where each interval is its
+intervals beside them come from :mod:`levelfield._core.stats.paired`, where each interval is its
 test inverted; unpaired tests from SciPy (``fisher_exact``, ``mannwhitneyu``). Holm's step-down
 adjustment, the levels it decides each test at, Tarone's choice of the family of testable pairs
 and the pass@k estimators, which SciPy does not have, are written here. SciPy is imported when a
@@ -217,7 +217,7 @@ def paired_test(
     Cases where either value is NaN are left out. ``auto`` picks the exact McNemar test (a
     two-sided binomial test on the discordant cases) when both are 0/1, else the Wilcoxon
     signed-rank test (exact with ties and zeros up to 50 differing cases). The interval is the
-    inversion of the same test at ``confidence`` (see :mod:`levelfield.core.stats.paired`), so it
+    inversion of the same test at ``confidence`` (see :mod:`levelfield._core.stats.paired`), so it
     leaves out 0 exactly when ``p_value < 1 − confidence``; ``interval=False`` skips it (NaN).
     ``p_min`` is the p the same test would give if every differing case went A's way (see
     :func:`tarone_family`).

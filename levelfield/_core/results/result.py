@@ -81,7 +81,7 @@ def summarize(table: Mapping[str, Any], metric_names: Sequence[str]) -> dict[str
 
 
 def run_costs(runs: Sequence[AgentRun], prices: PriceTable | None = None) -> dict[str, Any]:
-    """What runs cost, the one place it is computed (see :func:`levelfield.core.results.columns.cost_items`):
+    """What runs cost, the one place it is computed (see :func:`levelfield._core.results.columns.cost_items`):
     latency, failures, the agent's tokens and dollars; and for simulated conversations the simulated
     user's failures and cost, counted apart."""
     out = cost_items(CostColumns.of(runs, prices))
@@ -187,7 +187,7 @@ class EvalResult:
         self.limits: list[Any] = []
         self.a2a_preflight: dict[str, dict[str, Any]] = {}
         """The A2A conformance preflight of the agent (``Preflight.to_dict()``) by its name, when one ran."""
-        """What each endpoint's limit did (``levelfield.core.run.limits.LimitStats``): the concurrency it
+        """What each endpoint's limit did (``levelfield._core.run.limits.LimitStats``): the concurrency it
         ran at, rate-limited answers, time waiting on limits; empty for saved predictions."""
         """``{case_id: reason}`` for cases that were not run (e.g. conversation scenarios)."""
         self.not_started: list[tuple[str, str, int]] = []
@@ -241,7 +241,7 @@ class EvalResult:
     ) -> EvalResult:
         """The result of saved predictions scored batch by batch: their ``table`` (or where it was
         written, ``table_path``) and ``summary``; ``rows()`` gives the saved rows' batches again
-        (``levelfield.core.score.batch.RowBatch``), for what is computed when asked."""
+        (``levelfield._core.score.batch.RowBatch``), for what is computed when asked."""
         result = cls.__new__(cls)
         result._start(metrics, None, True, config, source)
         result._summary = dict(summary)
@@ -701,7 +701,7 @@ class EvalResult:
 
     @property
     def evaluators(self) -> dict[str, Evaluator]:
-        """Metric name -> the :class:`~levelfield.core.results.provenance.Evaluator` that gave its scores
+        """Metric name -> the :class:`~levelfield._core.results.provenance.Evaluator` that gave its scores
         (metric name and version, judge model and settings, prompt and rubric hashes, calibration).
 
         A result read back has the ones its record kept; a metric its record does not name (a record
@@ -719,7 +719,7 @@ class EvalResult:
     # -- saving and loading ------------------------------------------------------------------
 
     def record_header(self, *, status: str | None = None) -> dict[str, Any]:
-        """The run-record header of this result (see ``levelfield.core.results.record``); its status
+        """The run-record header of this result (see ``levelfield._core.results.record``); its status
         is ``complete``, or ``budget_exhausted`` when runs were not started."""
         return make_header(
             source=self.dataset.source,

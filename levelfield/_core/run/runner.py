@@ -7,10 +7,10 @@ marks transient are retried with exponential backoff; every case and trial yield
 failed run, and the other runs go on. Only the user's Ctrl-C (or a cancellation of the evaluation
 itself) stops it.
 
-Sync agents run on daemon threads (``levelfield.core.run.threads.run_sync``): a call that outlives
+Sync agents run on daemon threads (``levelfield._core.run.threads.run_sync``): a call that outlives
 its timeout is left behind, so it neither holds one of the ``concurrency`` slots nor keeps the
 process from exiting. With ``RunConfig(isolation="process")`` agents run in worker processes instead
-(``levelfield.core.run.isolation``), so a crash in native code or ``os._exit`` kills a worker, not the
+(``levelfield._core.run.isolation``), so a crash in native code or ``os._exit`` kills a worker, not the
 evaluation.
 """
 
@@ -94,7 +94,7 @@ _loop_watchdog: contextvars.ContextVar[LoopWatchdog | None] = contextvars.Contex
 class _Watched:
     """Awaits an agent's coroutine step by step, timing each step: a step that blocks the event
     loop for long cannot be preempted by any timeout, so the agent is named in a warning. While a
-    step runs, the evaluation's watchdog (``levelfield.core.run.watchdog``) watches it: a step
+    step runs, the evaluation's watchdog (``levelfield._core.run.watchdog``) watches it: a step
     still running past the run's timeout is ended from outside and becomes a TimeoutError."""
 
     __slots__ = ("_awaitable", "_agent", "_case", "_timeout")
@@ -547,7 +547,7 @@ async def run_agents(
     ``run_scenario`` plays the conversation-scenario cases (a simulated user; see ``conversation``).
     ``config.max_cost_usd``: an agent's run starts only while its likely cost fits in what is left;
     an agent whose next run would not fit stops, the others go on (see
-    ``levelfield.core.data.cost_limit.RunBudget``; ``cost_limit``: the caller's, to read afterwards).
+    ``levelfield._core.data.cost_limit.RunBudget``; ``cost_limit``: the caller's, to read afterwards).
     The runs not started are left out of what is returned.
     ``only`` (agent name, case id, trial) keys: run just these, and return just their runs (one
     batch of a remote executor's worker). ``slots``: the bound on runs in flight, shared with other

@@ -17,7 +17,7 @@ uncertainty of Se and Sp (from the labelled rows) to that of q (from all judged 
 Agreement between judge and humans is Cohen's kappa (Cohen 1960, Educ. Psychol. Meas. 20:37-46).
 
 With ``judge_scores="probability"`` the rate is corrected from the judge's probabilities instead
-(the calibration-corrected mean of :mod:`levelfield.core.stats.soft_labels`); sensitivity,
+(the calibration-corrected mean of :mod:`levelfield._core.stats.soft_labels`); sensitivity,
 specificity and kappa still describe the verdicts. Where the judge gave probabilities, its
 calibration against the labels (Brier score, ECE, reliability table) comes with the correction.
 """
@@ -280,7 +280,7 @@ def correct_judged(
     (``metrics`` picks them by name instead). Failed runs have no judged score and are left out.
     Each run is a row: with several trials, a case's runs count as separate rows, so the interval
     is somewhat too narrow when trials of a case agree. ``judge_scores="probability"`` corrects the
-    rate from the judge's probabilities (``<metric>/p``; see :mod:`levelfield.core.stats.soft_labels`).
+    rate from the judge's probabilities (``<metric>/p``; see :mod:`levelfield._core.stats.soft_labels`).
     """
     if judge_scores not in ("verdict", "probability"):
         raise ConfigError(f"judge_scores={judge_scores!r}: use 'verdict' or 'probability'")

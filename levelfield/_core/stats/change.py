@@ -59,7 +59,7 @@ class Change:
     level: float = math.nan
     """Confidence of the interval: 1 − alpha alone, 1 − the Holm level after :func:`adjust`."""
     inference: Any = field(default=None, repr=False, compare=False)
-    """The test as a function of the shift (:mod:`levelfield.core.stats.paired`), to recompute the interval."""
+    """The test as a function of the shift (:mod:`levelfield._core.stats.paired`), to recompute the interval."""
 
     @property
     def significant(self) -> bool:
@@ -143,7 +143,7 @@ def measure_unpaired_change(
 
     The gate's logic without the pairing: the permutation test of the difference of the two means
     (Fisher's comparison of proportions for 0/1 metrics), with the interval that inverts it
-    (:class:`~levelfield.core.stats.paired.TwoSampleInference`); with a margin, the same test of
+    (:class:`~levelfield._core.stats.paired.TwoSampleInference`); with a margin, the same test of
     "the difference is −margin".
     """
     if not 0 < alpha < 1:
@@ -192,7 +192,7 @@ def detectable_difference(
     ``t`` is their :func:`stats.paired_test`. McNemar: Connor's formula at the observed discordance
     (when no difference within it reaches that power: the smallest difference that could be
     significant at all, k of n cases differing one way with 2 · 0.5^k < alpha);
-    otherwise the normal formula at the observed SD of the differences (:mod:`levelfield.core.stats.planning`).
+    otherwise the normal formula at the observed SD of the differences (:mod:`levelfield._core.stats.planning`).
     """
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if t.n < 2:

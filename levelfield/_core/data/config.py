@@ -23,7 +23,7 @@ __all__ = ["RunConfig", "RunOptions", "run_config", "options_applied", "ISOLATIO
 
 ISOLATION_MODES = ("none", "process")
 """Where agents run: ``"none"`` in this process (async agents on the event loop, sync ones on
-daemon threads), ``"process"`` in worker processes (see ``levelfield.core.run.isolation``)."""
+daemon threads), ``"process"`` in worker processes (see ``levelfield._core.run.isolation``)."""
 
 EXECUTORS = ("local", "ray")
 """Where runs execute, by name: ``"local"`` (this machine) or ``"ray"`` (a Ray cluster; see
@@ -79,7 +79,7 @@ class RunConfig:
     that run only; agents must then be picklable or ``"pkg.mod:attr"`` spec strings."""
     workers: int = 1
     """Processes that score saved predictions (``-1``: one per core); batches are scored in
-    parallel, in bounded memory (see ``levelfield.core.score.batch``)."""
+    parallel, in bounded memory (see ``levelfield._core.score.batch``)."""
     executor: Any = "local"
     """Where runs execute: ``"local"`` (this process, the default), ``"ray"`` (a Ray cluster at
     ``RAY_ADDRESS``, else a local Ray), or an executor object such as
@@ -90,7 +90,7 @@ class RunConfig:
     adaptive: bool = True
     """Follow each endpoint's rate limits (agent, A2A host, judge, simulator): on HTTP 429/503 its calls
     in flight drop to what it carries and grow back slowly; a refused call waits its ``Retry-After``
-    and is tried again without counting as a failed attempt (``levelfield.core.run.limits``).
+    and is tried again without counting as a failed attempt (``levelfield._core.run.limits``).
     ``concurrency`` is the ceiling. False: a fixed ``concurrency``, rate-limit answers are retried as
     any transient error."""
     requests_per_minute: int | Mapping[str, int] | None = None
@@ -109,7 +109,7 @@ class RunConfig:
     more than expected (or an agent's first, of unknown cost) can pass it. ``result.budget`` /
     ``cmp.budget`` say what each agent spent and how many of its runs were not started; they are
     left for ``resume=True`` with a larger budget. With ``resume`` it is the total of the record,
-    the journaled runs' spend included. See ``levelfield.core.data.cost_limit.RunBudget``."""
+    the journaled runs' spend included. See ``levelfield._core.data.cost_limit.RunBudget``."""
     a2a_preflight: bool = True
     """Before the first case, check that each A2A agent speaks the protocol (its card, then a few probe
     messages with the first case's prompt; ``levelfield a2a-check``): kept in the run record, shown in the

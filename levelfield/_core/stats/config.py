@@ -1,6 +1,6 @@
 """How a comparison's numbers become a verdict: one ``StatsConfig`` whose defaults are defined here.
 
-Run options (how runs execute) are :class:`~levelfield.core.data.config.RunConfig`; these are the
+Run options (how runs execute) are :class:`~levelfield._core.data.config.RunConfig`; these are the
 statistics options, apart from them::
 
     lf.compare(ds, agents, stats=lf.StatsConfig(confidence=0.99, reducer="max"))
@@ -49,7 +49,7 @@ class StatsConfig:
     """What a binary judged metric's statistics use: ``"verdict"`` the judge's 0/1 verdicts;
     ``"probability"`` its probability of a pass per row (``<metric>/p``; the verdict where it gave
     none): summaries, intervals, paired tests and the judge correction then use these soft labels
-    (see ``levelfield.core.stats.soft_labels``)."""
+    (see ``levelfield._core.stats.soft_labels``)."""
 
     def __post_init__(self) -> None:
         if self.failed_runs not in ("zero", "exclude"):

@@ -345,7 +345,7 @@ def make_header(
     left out when nothing was levelled; ``a2a_preflight`` each A2A agent's conformance preflight
     (``Preflight.to_dict()``), by agent name, left out when none ran. ``evaluators``: what gave each
     metric's scores (metric name -> ``provenance.Evaluator``); by default the metrics' own
-    (:func:`levelfield.core.results.provenance.evaluators_of`)."""
+    (:func:`levelfield._core.results.provenance.evaluators_of`)."""
     from .provenance import evaluators_json, evaluators_of
 
     extra = {"a2a_preflight": to_jsonable(dict(a2a_preflight))} if a2a_preflight else {}

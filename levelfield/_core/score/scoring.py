@@ -184,7 +184,7 @@ _UNSCORED = Score(NAN)
 
 def score_sync(ctx: ScoringContext, metrics: Sequence[Metric]) -> dict[str, Score]:
     """The scores of the sync metrics for one row, by metric name: each metric's own ``score`` (the
-    per-metric API; the engine, ``levelfield.core.score.batch``, calls it for metrics that declare nothing better)."""
+    per-metric API; the engine, ``levelfield._core.score.batch``, calls it for metrics that declare nothing better)."""
     row: dict[str, Score] = {}
     for metric in metrics:
         if not metric.computable(ctx):
