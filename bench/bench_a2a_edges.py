@@ -93,7 +93,7 @@ def _big_answer_server(megabytes: int) -> tuple[str, threading.Thread]:
 
 def big_answer(megabytes: int, cap: int | None) -> None:
     import levelfield as lf
-    from levelfield.adapters.a2a import A2AAgent
+    from levelfield.adapters import A2AAgent
 
     url, _ = _big_answer_server(megabytes)
     dataset = lf.load_dataset([{"case_id": "c1", "prompt": "everything, please"}])

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import levelfield as lf
-from levelfield.comparison import Comparison
+from levelfield import Comparison
 from levelfield.comparison_text import format_comparison
 
 CITIES = [("Lisbon", "en"), ("Berlin", "de"), ("Madrid", "es"), ("東京", "ja"), ("Porto", "en"), ("München", "de"),

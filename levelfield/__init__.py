@@ -20,6 +20,7 @@ from ._core.errors import (
     DatasetError,
     ExecutorError,
     LevelfieldError,
+    LevelfieldWarning,
     MetricError,
     MissingExtraError,
     RecordError,
@@ -45,10 +46,10 @@ _LAZY = {
     "as_agent": ".adapters.auto",
     "EvalCase": "._core.data.dataset",
     "EvalDataset": "._core.data.dataset",
-    "export_scores": ".formats",
-    "load_dataset": ".formats",
-    "load_traces": ".formats",
-    "to_adk_evalset": ".formats",
+    "export_scores": ".formats.otel",
+    "load_dataset": ".formats.files",
+    "load_traces": ".formats.traces",
+    "to_adk_evalset": (".formats.adk", "write_evalset"),
     "Comparison": ".comparison",
     "certify_judge": "._core.stats.certify",
     "rows_to_label": "._core.stats.certify",
@@ -60,7 +61,7 @@ _LAZY = {
     "aevaluate": ".evaluation",
     "compare": ".evaluation",
     "evaluate": ".evaluation",
-    "RayExecutor": ".executors",
+    "RayExecutor": ".executors.ray",
     "ToolCallMatcher": "._core.score.matching",
     "AgentRequest": "._core.data.protocol",
     "AgentRunnable": "._core.data.protocol",
@@ -71,11 +72,25 @@ _LAZY = {
     "Message": "._core.data.types",
     "ToolCall": "._core.data.types",
     "Usage": "._core.data.types",
-    "TaskSuccess": ".simulation",
-    "ToolCassette": ".tools",
-    "Faults": ".tools",
-    "UserSimulator": ".simulation",
-    "UserTurn": ".simulation",
+    "TaskSuccess": ".simulation.task_success",
+    "ToolCassette": ".tools.cassette",
+    "Faults": ".tools.faults",
+    "UserSimulator": ".simulation.llm",
+    "UserTurn": "._core.run.conversation",
+    # the warnings (one tree under LevelfieldWarning) and the errors that live beside their feature
+    "BudgetWarning": "._core.run.notices",
+    "MissingReferenceWarning": "._core.run.notices",
+    "NoToolCallsWarning": "._core.run.notices",
+    "ResumeWarning": "._core.run.notices",
+    "A2APreflightWarning": "._core.run.preflight",
+    "BlockingAgentWarning": "._core.run.watchdog",
+    "NotLevelledWarning": ".tools.setup",
+    "AllRunsFailedWarning": ".failure_summary",
+    "JudgeAnswersUnreadableWarning": ".failure_summary",
+    "EvaluatorsDifferWarning": ".comparability",
+    "EvaluatorsDifferError": ".comparability",
+    "UncertifiedJudgeError": "._core.stats.certify",
+    "FolderInUseError": "._core.results.lock",
 }
 
 if TYPE_CHECKING:  # what type checkers and editors see: the same names, imported
@@ -92,10 +107,24 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from ._core.stats.config import StatsConfig
     from ._core.stats.panel import panel_report
     from .evaluation import EvalTask, acompare, aevaluate, compare, evaluate
-    from .executors import RayExecutor
-    from .formats import export_scores, load_dataset, load_traces, to_adk_evalset
-    from .simulation import TaskSuccess, UserSimulator, UserTurn
-    from .tools import Faults, ToolCassette
+    from .executors.ray import RayExecutor
+    from .formats.adk import write_evalset as to_adk_evalset
+    from .formats.files import load_dataset
+    from .formats.otel import export_scores
+    from .formats.traces import load_traces
+    from ._core.run.conversation import UserTurn
+    from .simulation.llm import UserSimulator
+    from .simulation.task_success import TaskSuccess
+    from .tools.cassette import ToolCassette
+    from .tools.faults import Faults
+    from ._core.run.notices import BudgetWarning, MissingReferenceWarning, NoToolCallsWarning, ResumeWarning
+    from ._core.run.preflight import A2APreflightWarning
+    from ._core.run.watchdog import BlockingAgentWarning
+    from .tools.setup import NotLevelledWarning
+    from .failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
+    from .comparability import EvaluatorsDifferError, EvaluatorsDifferWarning
+    from ._core.stats.certify import UncertifiedJudgeError
+    from ._core.results.lock import FolderInUseError
 
 
 __getattr__, __dir__ = lazy_members(__name__, _LAZY, globals())
@@ -160,4 +189,19 @@ __all__ = [
     "RecordError",
     "TraceError",
     "WriteError",
+    "EvaluatorsDifferError",
+    "UncertifiedJudgeError",
+    "FolderInUseError",
+    # warnings
+    "LevelfieldWarning",
+    "BudgetWarning",
+    "MissingReferenceWarning",
+    "NoToolCallsWarning",
+    "ResumeWarning",
+    "A2APreflightWarning",
+    "BlockingAgentWarning",
+    "NotLevelledWarning",
+    "AllRunsFailedWarning",
+    "JudgeAnswersUnreadableWarning",
+    "EvaluatorsDifferWarning",
 ]

@@ -761,7 +761,8 @@ def _logged_and_gated(cmp: Comparison, experiment: str | None, fail_if_worse: An
 
         _log_experiment(lambda: log_comparison(cmp, experiment), experiment)
     if fail_if_worse:
-        from .gate import RegressionError, check_regressions
+        from ._core.errors import RegressionError
+        from .gate import check_regressions
 
         gate = check_regressions(cmp, fail_if_worse, **(certify.options() if certify is not None else {}))
         if gate.failed:

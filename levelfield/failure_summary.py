@@ -35,7 +35,7 @@ __all__ = [
 _EXAMPLE_CHARS = 240
 
 
-class AllRunsFailedWarning(UserWarning):
+class AllRunsFailedWarning(LevelfieldWarning):
     """Every run of an agent failed: almost always a wrong output shape or a broken agent."""
 
 

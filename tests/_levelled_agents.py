@@ -17,7 +17,7 @@ from langchain.agents import create_agent
 from langchain_core.tools import tool
 
 from levelfield.testing import ScriptedChatModel
-from levelfield.testing.chat_model import last_human_text, tool_outputs_by_turn
+from levelfield.testing import last_human_text, tool_outputs_by_turn
 
 _live = random.Random()  # unseeded on purpose: live tools differ from run to run
 

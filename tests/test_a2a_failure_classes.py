@@ -21,7 +21,7 @@ from starlette.routing import Route  # noqa: E402
 
 import _a2a_wire as wire  # noqa: E402
 import levelfield as lf  # noqa: E402
-from levelfield.adapters.a2a import A2AAgent  # noqa: E402
+from levelfield.adapters import A2AAgent  # noqa: E402
 from levelfield.adapters.a2a_server import start_asgi, start_server  # noqa: E402
 from levelfield.failure_summary import format_failures  # noqa: E402
 

@@ -27,7 +27,7 @@ from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, Agen
 from starlette.applications import Starlette  # noqa: E402
 
 import _a2a_wire as wire  # noqa: E402
-from levelfield.adapters.a2a import A2AAgent  # noqa: E402
+from levelfield.adapters import A2AAgent  # noqa: E402
 from levelfield.adapters.a2a_preflight import Preflight, preflight  # noqa: E402
 from levelfield.adapters.a2a_server import start_asgi, start_server  # noqa: E402
 from levelfield._core.errors import AdapterError  # noqa: E402

@@ -19,7 +19,7 @@ pytest.importorskip("uvicorn")
 import httpx  # noqa: E402
 
 import levelfield as lf  # noqa: E402
-from levelfield.adapters.a2a import A2AAgent  # noqa: E402
+from levelfield.adapters import A2AAgent  # noqa: E402
 from levelfield.adapters.a2a_server import add_serve_command, start_server  # noqa: E402
 from levelfield._core.data.dataset import EvalCase, EvalDataset  # noqa: E402
 from levelfield._core.errors import AdapterError  # noqa: E402
@@ -383,7 +383,7 @@ def test_a_token_that_no_http_client_can_send_is_refused():
 
 
 def test_serve_on_loopback_gives_no_warning_and_the_cli_knows_the_new_options():
-    from levelfield.serving import is_loopback as _loopback
+    from levelfield._serving import is_loopback as _loopback
 
     assert _loopback("127.0.0.1") and _loopback("::1") and _loopback("localhost")
     assert not _loopback("0.0.0.0") and not _loopback("192.168.1.5") and not _loopback("my-host")

@@ -12,7 +12,7 @@ import pytest
 import levelfield as lf
 from levelfield.cli.main import main
 from levelfield._core.data.dataset import EvalCase, EvalDataset
-from levelfield.failure_summary import JudgeAnswersUnreadableWarning
+from levelfield import JudgeAnswersUnreadableWarning
 from levelfield.testing import ScriptedChatModel
 
 FIXTURE = Path(__file__).parent / "judged_fixture"
@@ -187,7 +187,7 @@ def test_num_samples_gives_the_judges_agreement_per_row_and_consistency_in_the_s
 
 
 def test_per_turn_user_simulator_quality_judges_each_user_turn_of_a_simulated_conversation():
-    from levelfield.simulation import ScriptedUser
+    from levelfield.testing import ScriptedUser
 
     case = EvalCase(case_id="sim", conversation_scenario={
         "starting_prompt": "Turn on device_1.", "conversation_plan": "Ask to turn on device_1, then say thanks."})

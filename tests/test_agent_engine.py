@@ -19,7 +19,7 @@ from google.genai import types
 from vertexai import agent_engines
 
 import levelfield as lf
-from levelfield.adapters.agent_engine import AgentEngineAgent
+from levelfield.adapters import AgentEngineAgent
 from levelfield._core.data.dataset import EvalCase, EvalDataset, Turn
 from levelfield._core.data.protocol import AgentRequest
 from samples.home_automation.agents import agent_engine_agent as sample

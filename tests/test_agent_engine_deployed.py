@@ -16,7 +16,7 @@ from fixtures_agent_engine.standins import RESOURCE, deployed
 from google.api_core import exceptions as google_exceptions
 
 import levelfield as lf
-from levelfield.adapters.agent_engine import AgentEngineAgent
+from levelfield.adapters import AgentEngineAgent
 from levelfield._core.errors import MissingExtraError
 from levelfield._core.data.protocol import AgentRequest
 from samples.home_automation.agents import agent_engine_agent as sample

@@ -15,7 +15,7 @@ from levelfield._core.errors import DatasetError
 from levelfield._core.run.engine import score_saved
 from levelfield._core.score.batch import batches_of, score_batches
 from levelfield._core.score.metrics.registry import resolve_metrics
-from levelfield.formats import load_dataset
+from levelfield import load_dataset
 
 FAST = {"progress": False, "retries": 0}
 

@@ -12,7 +12,7 @@ import google.auth
 import pytest
 
 import levelfield as lf
-from levelfield.adapters.agent_engine import AgentEngineAgent
+from levelfield.adapters import AgentEngineAgent
 from samples.home_automation.agents import agent_engine_agent as sample
 
 agentplatform = pytest.importorskip("agentplatform", reason="google-cloud-aiplatform without the agentplatform names")

@@ -22,7 +22,7 @@ from levelfield._core.errors import ConfigError, DatasetError, MissingExtraError
 from levelfield._core.run.engine import score_saved
 from levelfield._core.score.scoring import context_for, score_sync
 from levelfield._core.score.metrics.registry import resolve_metrics
-from levelfield.formats import load_dataset
+from levelfield import load_dataset
 from levelfield.executors.saved import score_saved_rows
 
 pa = pytest.importorskip("pyarrow")

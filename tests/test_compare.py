@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import levelfield as lf
-from levelfield.comparison import Comparison
+from levelfield import Comparison
 from levelfield._core.score.diff import mark_trajectory
 from samples.home_automation.agents.function_agents import careful_agent, hasty_agent
 

@@ -14,7 +14,7 @@ import levelfield as lf
 from levelfield._core.data import prices as price_module
 from levelfield._core.results.record import read_record
 from levelfield.testing import ScriptedChatModel
-from levelfield.testing.chat_model import last_human_text
+from levelfield.testing import last_human_text
 from samples.home_automation.agents.langgraph_agent import make_graph
 
 FAST = {"progress": False, "retries": 0}
@@ -396,7 +396,7 @@ def test_with_a_budget_runs_still_go_in_parallel_once_the_first_has_finished():
 
 def test_a2a_round_trip_keeps_the_model_of_the_usage():
     pytest.importorskip("uvicorn")
-    from levelfield.adapters.a2a import A2AAgent
+    from levelfield.adapters import A2AAgent
     from levelfield.adapters.a2a_server import start_server
 
     async def team(prompt: str) -> lf.AgentOutput:
@@ -422,7 +422,7 @@ def test_adk_events_name_the_model_that_spent_the_tokens():
     pytest.importorskip("vertexai")
     from google.genai import types
     from google.adk.models.llm_response import LlmResponse
-    from levelfield.adapters.agent_engine import AgentEngineAgent
+    from levelfield.adapters import AgentEngineAgent
     from tests.test_agent_engine import adk_app
 
     def answer(text: str, model: str, tokens: tuple[int, int]) -> LlmResponse:

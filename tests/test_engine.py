@@ -14,7 +14,7 @@ from levelfield._core.score import batch
 from levelfield._core.score.batch import BatchScorer, RunScorer
 from levelfield._core.score.metrics.registry import resolve_metrics
 from levelfield._core.score.scoring import context_for, score_sync
-from levelfield.formats import load_dataset
+from levelfield import load_dataset
 
 TRAJECTORY = ["trajectory_exact_match", "trajectory_in_order_match", "trajectory_any_order_match",
               "trajectory_precision", "trajectory_recall"]

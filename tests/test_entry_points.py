@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import levelfield as lf
-from levelfield.failure_summary import AllRunsFailedWarning
+from levelfield import AllRunsFailedWarning
 
 CASES = [
     {"case_id": "a", "prompt": "turn on light", "reference": "done",

@@ -6,7 +6,7 @@ import pytest
 
 import levelfield as lf
 from levelfield._core.run.failures import describe_error
-from levelfield.failure_summary import AllRunsFailedWarning
+from levelfield import AllRunsFailedWarning
 
 
 def _bare_not_implemented():

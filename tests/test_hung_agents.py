@@ -103,7 +103,7 @@ def test_process_exits_despite_a_hung_sync_tool_of_a_langgraph_agent():
         from langchain_core.tools import tool
         import levelfield as lf
         from levelfield.testing import ScriptedChatModel
-        from levelfield.testing.chat_model import tool_outputs_by_turn
+        from levelfield.testing import tool_outputs_by_turn
 
         @tool
         def wait_forever(x: str) -> str:

@@ -19,9 +19,11 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 import levelfield as lf
 from levelfield._core.score.metrics.base import ScoringContext
-from levelfield.judge import Judge, JudgeCache, parse_preference, parse_rating
+from levelfield.judge import parse_preference, parse_rating
+from levelfield.metrics import Judge, JudgeCache
 from levelfield.testing import ScriptedChatModel
-from levelfield.testing.chat_model import count_tokens, last_human_text
+from levelfield.testing.chat_model import count_tokens
+from levelfield.testing import last_human_text
 from samples.home_automation.agents.function_agents import careful_agent, hasty_agent
 
 DATASET = Path(__file__).resolve().parents[1] / "samples" / "home_automation" / "dataset.jsonl"
@@ -254,7 +256,7 @@ def test_transient_error_that_persists_gives_nan_after_the_retries():
 
     assert math.isnan(score.value) and score.failed and judge.calls == 3 + _LONE_TRIES
     judge = Scripted(RateLimitError("slow down"))
-    from levelfield.judge.client import Judge
+    from levelfield.metrics import Judge
 
     fixed = Judge(judge.model, retries=2, backoff=0.0, structured_output=False, adaptive=False)
     score = lf.metrics.PointwiseMetric("follows", FOLLOWS, fixed).score(ctx())

@@ -13,7 +13,7 @@ import time
 import pytest
 
 import levelfield as lf
-from levelfield.failure_summary import JudgeAnswersUnreadableWarning
+from levelfield import JudgeAnswersUnreadableWarning
 
 ROWS = [{"prompt": f"case {i}"} for i in range(8)]
 GOOD = '{"explanation": "fine", "score": "1"}'

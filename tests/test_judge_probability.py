@@ -15,8 +15,8 @@ import pytest
 
 import levelfield as lf
 from levelfield._core.errors import ConfigError, LevelfieldError
-from levelfield.judge import PointwiseMetric
-from levelfield.judge.prompts import PointwiseMetricPromptTemplate
+from levelfield.metrics import PointwiseMetric
+from levelfield.metrics import PointwiseMetricPromptTemplate
 
 sys.path.insert(0, str(Path(__file__).parent))
 from provider_standins import Bill, GeminiStandIn, OpenAIStandIn, Step  # noqa: E402

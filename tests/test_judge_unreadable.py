@@ -18,7 +18,7 @@ import levelfield as lf
 from levelfield.cli.main import main
 from levelfield._core.data.dataset import EvalCase, EvalDataset
 from levelfield._core.score.metrics.base import ScoringContext
-from levelfield.failure_summary import JudgeAnswersUnreadableWarning
+from levelfield import JudgeAnswersUnreadableWarning
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -97,7 +97,7 @@ def test_a_judged_metric_that_reads_the_same_answer_is_not_a_failure(metric):
 
 
 def test_per_turn_user_simulator_quality_with_unreadable_answers_is_a_judge_failure_not_a_score():
-    from levelfield.simulation import ScriptedUser
+    from levelfield.testing import ScriptedUser
 
     case = EvalCase(case_id="sim", conversation_scenario={
         "starting_prompt": "Turn on device_1.", "conversation_plan": "Ask to turn on device_1, then say thanks."})

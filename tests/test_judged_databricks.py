@@ -11,7 +11,7 @@ import pytest
 
 import levelfield as lf
 from levelfield.testing import ScriptedChatModel
-from levelfield.testing.chat_model import last_human_text
+from levelfield.testing import last_human_text
 
 dbx = lf.metrics.databricks
 

@@ -13,7 +13,7 @@ from langgraph.types import Command, Send
 
 import levelfield as lf
 from levelfield.testing import ScriptedChatModel
-from levelfield.testing.chat_model import last_human_text, tool_outputs_by_turn
+from levelfield.testing import last_human_text, tool_outputs_by_turn
 
 FAST = {"progress": False, "retries": 0}
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import levelfield as lf
-from levelfield.judge import PointwiseMetric
+from levelfield.metrics import PointwiseMetric
 
 TRUE = {"case": 0.04, "trial": 0.01, "judge": 0.02}
 

@@ -204,7 +204,7 @@ class RateLimitError(Exception):
 
 
 def _limited_model(limit: int, counts: dict[str, int]) -> Any:
-    from levelfield.testing.chat_model import ScriptedChatModel
+    from levelfield.testing import ScriptedChatModel
 
     class LimitedModel(ScriptedChatModel):
         async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
@@ -223,7 +223,7 @@ def _limited_model(limit: int, counts: dict[str, int]) -> Any:
 
 
 def test_a_judge_whose_model_raises_rate_limit_errors_answers_every_prompt():
-    from levelfield.judge.client import Judge
+    from levelfield.metrics import Judge
 
     counts = {"in_flight": 0, "admitted": 0, "refused": 0}
     judge = Judge(_limited_model(3, counts), max_concurrency=8, retries=0, structured_output=False)
@@ -238,7 +238,7 @@ def test_a_judge_whose_model_raises_rate_limit_errors_answers_every_prompt():
 
 
 def test_without_adaptive_the_judge_gives_up_on_rate_limits_as_before():
-    from levelfield.judge.client import Judge
+    from levelfield.metrics import Judge
 
     counts = {"in_flight": 0, "admitted": 0, "refused": 0}
     judge = Judge(_limited_model(2, counts), max_concurrency=24, retries=0, structured_output=False, adaptive=False)

@@ -14,7 +14,7 @@ import pytest
 
 import levelfield as lf
 from levelfield.cli.main import main
-from levelfield.failure_summary import AllRunsFailedWarning
+from levelfield import AllRunsFailedWarning
 
 # Thirteen cases, in several languages: the agents echo the case's answer, so every run passes but
 # the ones an agent is written to crash on.
@@ -212,7 +212,7 @@ def test_a_single_agent_graphs_transcript_shows_no_hand_off(tmp_path):
     from langchain_core.tools import tool
 
     from levelfield.testing import ScriptedChatModel
-    from levelfield.testing.chat_model import tool_outputs_by_turn
+    from levelfield.testing import tool_outputs_by_turn
 
     @tool
     def refund(invoice: int) -> str:

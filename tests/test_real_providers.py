@@ -195,7 +195,7 @@ def test_adk_gemini_through_adk_app_reads_cached_and_thought_tokens(gemini_api_e
     from google.adk.models.google_llm import Gemini
     from vertexai import agent_engines
 
-    from levelfield.adapters.agent_engine import AgentEngineAgent
+    from levelfield.adapters import AgentEngineAgent
     from samples.home_automation.agents import agent_engine_agent as sample
 
     model = "gemini-2.5-flash"
@@ -411,7 +411,7 @@ def test_a2a_usage_metadata_in_geminis_terms_gives_the_billed_usage():
 def test_levelfields_a2a_server_passes_every_token_kind_to_the_client():
     pytest.importorskip("a2a.server.request_handlers")
     pytest.importorskip("uvicorn")
-    from levelfield.adapters.a2a import A2AAgent
+    from levelfield.adapters import A2AAgent
     from levelfield.adapters.a2a_server import start_server
 
     spent = Usage(input_tokens=1200, cache_read_tokens=1000, cache_write_tokens=100, output_tokens=300,

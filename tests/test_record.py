@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import levelfield as lf
-from levelfield.comparison import Comparison
+from levelfield import Comparison
 from levelfield._core.score.metrics.base import Metric, Score
 from levelfield._core.results.record import FORMAT, VERSION, read_record
 

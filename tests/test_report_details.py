@@ -14,7 +14,7 @@ CASES = [
     {"case_id": "kanji", "prompt": "電気をつけて", "reference": "つけました", "reference_trajectory": []},
 ]
 METRICS = ["trajectory_exact_match", "trajectory_recall", "rouge_l_sum"]
-pytestmark = pytest.mark.filterwarnings("ignore::levelfield.failure_summary.AllRunsFailedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::levelfield.AllRunsFailedWarning")
 
 
 def skips_b(prompt):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from levelfield.serving import bind, is_loopback, url_of
+from levelfield._serving import bind, is_loopback, url_of
 
 
 @pytest.mark.parametrize(

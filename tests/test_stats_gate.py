@@ -7,7 +7,8 @@ import levelfield as lf
 from levelfield._core.stats.change import Change, adjust, describe_change, measure_change
 from levelfield._core.errors import ConfigError, MetricError
 from levelfield._core.stats.planning import mcnemar_power
-from levelfield.gate import RegressionError, baseline_changes, changes_table, check_regressions
+from levelfield import RegressionError
+from levelfield.gate import baseline_changes, changes_table, check_regressions
 
 SEEDS = range(200)
 P0 = 0.8

@@ -448,7 +448,7 @@ def test_a_tool_output_a_cassette_cannot_store_fails_the_run_naming_file_and_ent
 
 
 def test_a_remote_a2a_agent_is_reported_as_not_levelled():
-    from levelfield.adapters.a2a import A2AAgent
+    from levelfield.adapters import A2AAgent
     from levelfield.tools.agents import level_agent
     from levelfield.tools.level import Leveller
 

@@ -12,7 +12,7 @@ import pytest
 
 import levelfield as lf
 from levelfield._core.data.dataset import EvalCase, EvalDataset, Turn
-from levelfield.failure_summary import JudgeAnswersUnreadableWarning
+from levelfield import JudgeAnswersUnreadableWarning
 
 
 @pytest.fixture(autouse=True)

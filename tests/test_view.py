@@ -15,7 +15,7 @@ import pytest
 
 import levelfield as lf
 from _view_runs import CASES, METRICS, home_agent, three_runs, written_at
-from levelfield.comparison import Comparison
+from levelfield import Comparison
 from levelfield._core.results.record import read_record
 from levelfield.view.catalog import Catalog
 from levelfield.view.index import RecordIndex

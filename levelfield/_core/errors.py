@@ -31,6 +31,7 @@ from typing import Any
 
 __all__ = [
     "LevelfieldError",
+    "LevelfieldWarning",
     "ConfigError",
     "ConfigTypeError",
     "AgentSpecError",
@@ -57,6 +58,10 @@ __all__ = [
 
 class LevelfieldError(Exception):
     """Base class of every error levelfield raises."""
+
+
+class LevelfieldWarning(UserWarning):
+    """Base of the warnings levelfield gives when a result could mislead."""
 
 
 class ConfigError(LevelfieldError, ValueError):

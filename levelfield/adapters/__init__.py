@@ -9,17 +9,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .auto import as_agent, register_adapter
+    from .auto import register_adapter
     from .function import FunctionAgent
 
-__all__ = ["as_agent", "register_adapter", "FunctionAgent", "LangChainAgent", "A2AAgent", "AgentEngineAgent", "TracedAgent"]
+__all__ = ["register_adapter", "FunctionAgent", "LangChainAgent", "A2AAgent", "AgentEngineAgent", "TracedAgent"]
 
 # All names load on first use, so that the command line (which registers ``serve`` from this
 # package) starts without pydantic.
 from .._lazy import lazy_members
 
 _LAZY = {
-    "as_agent": ".auto",
     "register_adapter": ".auto",
     "FunctionAgent": ".function",
     "LangChainAgent": ".langchain",

@@ -34,7 +34,7 @@ from .._core.data.config import ISOLATION_MODES, parse_size
 from .._core.errors import ConfigError, MissingExtraError
 from .._core.run.failures import cancelled_from_outside as _cancelled_from_outside
 from .._core.run.failures import describe_error
-from ..serving import BackgroundServer, bind, is_loopback, run_in_thread, url_of
+from .._serving import BackgroundServer, bind, is_loopback, run_in_thread, url_of
 
 if TYPE_CHECKING:
     from a2a.types.a2a_pb2 import AgentCard

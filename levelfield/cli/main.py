@@ -301,7 +301,8 @@ def _simulator(args: argparse.Namespace) -> Any:
         if getattr(args, "max_turns", None) is not None:
             raise UsageError("--max-turns needs --simulator SPEC")
         return None
-    from ..simulation import SimulatedUser, UserSimulator
+    from ..simulation import SimulatedUser
+    from ..simulation.llm import UserSimulator
 
     model = _model_spec(spec)
     if isinstance(model, SimulatedUser):
@@ -352,7 +353,7 @@ def _executor(args: argparse.Namespace) -> Any:
     if address and executor != "ray":
         raise UsageError("--ray-address needs --executor ray")
     if address:
-        from ..executors import RayExecutor
+        from ..executors.ray import RayExecutor
 
         return RayExecutor(address=address)
     return executor
@@ -364,7 +365,7 @@ def _load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str
 
     status(f"loading {args.dataset} and {len(specs)} agent{'s' if len(specs) != 1 else ''}...", quiet=args.quiet)
     from ..adapters.spec import SpecAgent, agent_from_spec
-    from ..formats import load_dataset
+    from ..formats.files import load_dataset
     from .._core.score.metrics.registry import resolve_metrics
 
     args.user_simulator = _simulator(args)
@@ -660,7 +661,7 @@ def _eval_saved(args: argparse.Namespace) -> int:
     check_certify_options(args, None, metrics)
     data: Any = args.dataset
     if args.limit is not None or args.sample is not None or args.seed is not None:
-        from ..formats import load_dataset
+        from ..formats.files import load_dataset
 
         data = _some_cases(args, load_dataset(args.dataset))
     start = time.perf_counter()
@@ -800,7 +801,7 @@ def _demo(args: argparse.Namespace) -> int:
     from .. import report
     from ..demo import DEMO_METRICS, demo_agents
     from ..evaluation import compare
-    from ..formats import load_dataset
+    from ..formats.files import load_dataset
 
     from .output import status
 

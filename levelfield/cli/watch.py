@@ -112,7 +112,7 @@ def add_watch_command(sub: Any) -> None:
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from ..serving import check_token, is_loopback
+    from .._serving import check_token, is_loopback
     from ..watch import Watcher
     from .arguments import judge_of
 

@@ -15,14 +15,13 @@ from .._core.errors import ConfigError
 if TYPE_CHECKING:
     from .._core.run.runner import Executor
     from .local import LocalExecutor
-    from .ray import RayExecutor
 
-__all__ = ["Executor", "LocalExecutor", "RayExecutor", "resolve_executor", "ships_agents"]
+__all__ = ["Executor", "LocalExecutor", "resolve_executor", "ships_agents"]
 
 # Scoring saved rows (``executors.saved``) needs neither the runner nor Ray's module: they load on first use.
 from .._lazy import lazy_members
 
-_LAZY = {"Executor": ".._core.run.runner", "LocalExecutor": ".local", "RayExecutor": ".ray"}
+_LAZY = {"Executor": ".._core.run.runner", "LocalExecutor": ".local"}
 
 
 __getattr__, __dir__ = lazy_members(__name__, _LAZY, globals())

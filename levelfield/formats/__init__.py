@@ -9,22 +9,7 @@ the GenAI conventions; scores written back), ``openinference``, ``langsmith`` (r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .adk import write_evalset as to_adk_evalset
-    from .files import load_dataset
-    from .otel import export_scores
-    from .traces import load_traces
-
-__all__ = ["load_dataset", "load_traces", "to_adk_evalset", "export_scores"]
-
-# Each format loads when first used: reading saved rows (``formats.batches``) needs none of the others.
-from .._lazy import lazy_members
-
-_LAZY = {"load_dataset": (".files", "load_dataset"), "load_traces": (".traces", "load_traces"),
-         "to_adk_evalset": (".adk", "write_evalset"), "export_scores": (".otel", "export_scores")}
-
-
-__getattr__, __dir__ = lazy_members(__name__, _LAZY, globals())
+# Their public home is the package: ``lf.load_dataset``, ``lf.load_traces``, ``lf.to_adk_evalset`` and
+# ``lf.export_scores``. Nothing loads here, so reading saved rows (``formats.batches``) needs no other format.
+__all__: list[str] = []
 

@@ -40,23 +40,16 @@ LangChain is imported only when a judge is resolved or called, never at ``import
 
 from . import adk, databricks, judged, vertex
 from .answers import parse_preference, parse_rating
-from .client import Judge, JudgeCache, JudgeReply, default_cache_dir, is_transient_judge_error, resolve_judge
-from .metrics import JudgedMetric, PairwiseMetric, PointwiseMetric
-from .prompts import PairwiseMetricPromptTemplate, PointwiseMetricPromptTemplate
+from .client import JudgeReply, default_cache_dir, is_transient_judge_error, resolve_judge
+from .metrics import JudgedMetric
 
 __all__ = [
     "adk",
     "vertex",
     "judged",
     "databricks",
-    "Judge",
-    "JudgeCache",
     "JudgeReply",
     "JudgedMetric",
-    "PointwiseMetric",
-    "PointwiseMetricPromptTemplate",
-    "PairwiseMetric",
-    "PairwiseMetricPromptTemplate",
     "resolve_judge",
     "default_cache_dir",
     "parse_rating",

@@ -5,7 +5,7 @@
                lf.metrics.judged.final_response_quality(judge=my_chat_model)]
 
 Every function takes the judge (a LangChain chat model or a ``"provider:model"`` string) and any
-keyword of :class:`~levelfield.judge.PointwiseMetric` (``num_samples``, ``cache``,
+keyword of :class:`~levelfield.metrics.PointwiseMetric` (``num_samples``, ``cache``,
 ``max_concurrency``...), plus ``name=`` to rename the metric. The templates are module constants:
 ``print(lf.metrics.judged.SAFETY)`` shows what the judge is asked.
 """

@@ -10,19 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._core.run.conversation import DEFAULT_MAX_TURNS, Exchange, SimulatedUser, UserTurn
+from .._core.run.conversation import DEFAULT_MAX_TURNS, Exchange, SimulatedUser
 from .._core.errors import ConfigTypeError
 from .._core.score.metrics.conversation import TurnsUsed
 from .llm import UserSimulator
-from .scripted import ScriptedUser
-from .task_success import TaskSuccess
+from . import task_success  # noqa: F401  (registers the metric name "task_success" for the registry's hint)
 
 __all__ = [
-    "UserSimulator",
-    "ScriptedUser",
-    "TaskSuccess",
     "TurnsUsed",
-    "UserTurn",
     "Exchange",
     "SimulatedUser",
     "DEFAULT_MAX_TURNS",

@@ -32,7 +32,7 @@ from typing_extensions import Unpack
 
 from .._core.data.config import RunConfig, RunOptions, run_config
 from .._core.data.dataset import EvalCase, EvalDataset, Turn
-from ..formats import load_dataset
+from ..formats.files import load_dataset
 from .._core.results.result import EvalResult
 from .._core.data.types import AgentOutput, ToolCall
 from .._core.data.types import AgentRun

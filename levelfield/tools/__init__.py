@@ -13,9 +13,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_members
 
 _LAZY = {
-    "ToolCassette": ".cassette",
     "CassetteError": ".cassette",
-    "Faults": ".faults",
     "FAULT_KINDS": ".faults",
     "InjectedToolError": ".faults",
     "InjectedToolTimeout": ".faults",
@@ -26,12 +24,12 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from .cassette import CassetteError, ToolCassette
-    from .faults import FAULT_KINDS, Faults, InjectedToolError, InjectedToolRefusal, InjectedToolTimeout
+    from .cassette import CassetteError
+    from .faults import FAULT_KINDS, InjectedToolError, InjectedToolRefusal, InjectedToolTimeout
     from .level import ReplayedToolError, ToolNotRecordedError
     from .summary import tool_counts
 
-__all__ = ["ToolCassette", "CassetteError", "Faults", "FAULT_KINDS", "InjectedToolError", "InjectedToolTimeout",
+__all__ = ["CassetteError", "FAULT_KINDS", "InjectedToolError", "InjectedToolTimeout",
            "InjectedToolRefusal", "ReplayedToolError", "ToolNotRecordedError", "tool_counts"]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._core.errors import ConfigError, ConfigTypeError
+from .._core.errors import ConfigError, ConfigTypeError, LevelfieldWarning
 from .._core.run.notices import warn_user
 from .cassette import ToolCassette
 from .faults import Faults
@@ -15,7 +15,7 @@ from .summary import tool_counts
 __all__ = ["Levelling", "levelling", "NotLevelledWarning"]
 
 
-class NotLevelledWarning(UserWarning):
+class NotLevelledWarning(LevelfieldWarning):
     """An agent of a levelled evaluation whose tools cannot be levelled (a remote agent, ...)."""
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from .._core.errors import MissingExtraError
-from ..serving import BackgroundServer, bind, is_loopback, run_in_thread, url_of
+from .._serving import BackgroundServer, bind, is_loopback, run_in_thread, url_of
 
 __all__ = ["create_app", "start", "serve", "ViewServer", "is_loopback"]
 

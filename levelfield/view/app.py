@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlencode, urlsplit
 from ..comparability import EvaluatorsDifferError
 from .._core.errors import LevelfieldError
 from ..report.html import asset, report_sections
-from ..serving import check_token
+from .._serving import check_token
 from . import pages
 from .catalog import Catalog
 from .diff import Side, diff_runs, pair_agents

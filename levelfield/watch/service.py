@@ -486,7 +486,7 @@ class Watcher:
             self.write_status()
 
     def _bind(self) -> Any:
-        from ..serving import bind
+        from .._serving import bind
 
         try:
             return bind(self.host, int(self.otlp_port or 0))
@@ -574,7 +574,7 @@ def _check_options(*, otlp_port: Any, auth_token: Any, alpha: Any, margin: Any, 
     if otlp_port is not None and not (whole(otlp_port) and 0 <= otlp_port <= 65535):
         raise ConfigError(f"otlp_port={otlp_port!r}: give a port from 0 (any free one) to 65535, or None for no receiver")
     if auth_token is not None:
-        from ..serving import check_token
+        from .._serving import check_token
 
         check_token(auth_token, "auth_token")
     if not (number(alpha) and 0 < alpha < 1):

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import LevelfieldWarning
 from ..data.dataset import ALIASES, EvalCase
 from ..data.jsonsafe import to_jsonable
 from ..data.types import AgentRun
@@ -41,10 +42,6 @@ __all__ = [
     "reference_changes",
     "metric_changes",
 ]
-
-
-class LevelfieldWarning(UserWarning):
-    """Base of the warnings levelfield gives when a result could mislead."""
 
 
 def _directory(module: Any) -> str:

@@ -22,6 +22,8 @@ import threading
 import time
 import warnings
 
+from ..errors import LevelfieldWarning
+
 __all__ = ["LoopWatchdog", "LoopBlocked", "BlockingAgentWarning", "STUCK_SECONDS"]
 
 STUCK_SECONDS = 5.0
@@ -29,7 +31,7 @@ STUCK_SECONDS = 5.0
 _INTERVAL = 0.05  # how often the watchdog looks at the step in progress
 
 
-class BlockingAgentWarning(RuntimeWarning):
+class BlockingAgentWarning(LevelfieldWarning, RuntimeWarning):
     """An async agent held the event loop: no other run progressed, and its timeout could not stop it."""
 
 

@@ -31,7 +31,7 @@ SAMPLE_AGENTS = {
 
 def _demo(spec: str) -> int:
     import levelfield as lf
-    from levelfield.adapters.a2a import A2AAgent
+    from levelfield.adapters import A2AAgent
     from levelfield.adapters.a2a_server import start_server
     from levelfield.adapters.spec import load_agent_spec
 

@@ -19,7 +19,7 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from levelfield.testing.chat_model import ScriptedChatModel, last_human_text, tool_outputs_by_turn
+from levelfield.testing import ScriptedChatModel, last_human_text, tool_outputs_by_turn
 
 from ..policy import decide
 from ..tools import TOOLS
