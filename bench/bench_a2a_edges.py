@@ -128,7 +128,7 @@ def serve_memory(requests: int, every: int) -> None:
 
         async def send_all() -> None:
             async with httpx.AsyncClient(timeout=30) as client:
-                for attempt in range(100):  # the server is still starting
+                for _ in range(100):  # the server is still starting
                     try:
                         await client.get(f"{url}.well-known/agent-card.json")
                         break

@@ -43,7 +43,7 @@ def main(sizes: list[int]) -> None:
         t0 = time.perf_counter()
         cmp = lf.compare(make_cases(n), agents, metrics, progress=False, concurrency=16)
         t1 = time.perf_counter()
-        cmp.summary
+        _ = cmp.summary
         t2 = time.perf_counter()
         for m in metrics:
             cmp.pairwise(m)

@@ -116,10 +116,10 @@ def main(argv: list[str] | None = None) -> None:
             cmp = build(n, args.trials)
             report = Path(tmp) / f"report_{n}.html"
             rows.append((n, {
-                "str(cmp)": timed(lambda: str(fresh(cmp)), args.repeat),
-                "verdict()": timed(lambda: fresh(cmp).verdict(), args.repeat),
-                "CLI text": timed(lambda: format_comparison(fresh(cmp)), args.repeat),
-                "report": timed(lambda: lf.report.write(fresh(cmp), report), args.repeat),
+                "str(cmp)": timed(lambda cmp=cmp: str(fresh(cmp)), args.repeat),
+                "verdict()": timed(lambda cmp=cmp: fresh(cmp).verdict(), args.repeat),
+                "CLI text": timed(lambda cmp=cmp: format_comparison(fresh(cmp)), args.repeat),
+                "report": timed(lambda cmp=cmp, report=report: lf.report.write(fresh(cmp), report), args.repeat),
             }))
     names = list(rows[0][1])
     largest = rows[-1][1]

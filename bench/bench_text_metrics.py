@@ -150,11 +150,11 @@ def main() -> None:
               f"{len({r['reference'] for r in data}):,} distinct references, "
               f"{len({r['response'] for r in data}):,} distinct responses)")
         timed = {
-            "lf_rouge1": lambda: ours(data, ["rouge_1"]),
-            "lf_three": lambda: ours(data, ["rouge_l", "bleu", "exact_match"]),
-            "lf_rms": lambda: ours(data, ["response_match_score"]),
-            "rs_rouge1": lambda: rs_rouge1(data),
-            "rs_three": lambda: rs_three(data),
+            "lf_rouge1": lambda data=data: ours(data, ["rouge_1"]),
+            "lf_three": lambda data=data: ours(data, ["rouge_l", "bleu", "exact_match"]),
+            "lf_rms": lambda data=data: ours(data, ["response_match_score"]),
+            "rs_rouge1": lambda data=data: rs_rouge1(data),
+            "rs_three": lambda data=data: rs_three(data),
         }
         if RougeEvaluator is not None:
             evaluator = RougeEvaluator(EvalMetric(metric_name="response_match_score", threshold=0.5))
@@ -165,14 +165,14 @@ def main() -> None:
 
             pairs = [(inv(r["response"]), inv(r["reference"])) for r in data]
 
-            def adk() -> None:
+            def adk(pairs=pairs, evaluator=evaluator) -> None:
                 for actual, expected in pairs:
                     evaluator.evaluate_invocations([actual], [expected])
 
             timed["adk"] = adk
         t = interleaved(timed, args.repeats)
 
-        def line(label: str, key: str) -> None:
+        def line(label: str, key: str, n: int = n, t: dict = t) -> None:
             print(f"  {label:<58} {n / t[key]:>10,.0f} cases/s  ({t[key]:.3f} s)")
 
         line("levelfield rouge_1 (lf.evaluate)", "lf_rouge1")

@@ -96,7 +96,7 @@ def fn_get_time(city: str) -> str:
     return _stamp(city, "fn")
 
 
-def function_agent(prompt: str, tools: Any = {"get_time": fn_get_time}) -> dict[str, Any]:
+def function_agent(prompt: str, tools: Any = {"get_time": fn_get_time}) -> dict[str, Any]:  # noqa: B006 (levelfield passes tools=; the default is the real one)
     output = tools["get_time"](city=prompt)
     return {"response": output, "predicted_trajectory": [{"tool_name": "get_time", "tool_input": {"city": prompt},
                                                           "tool_output": output}]}

@@ -25,7 +25,7 @@ def right(prompt):
     return {"response": "你好", "predicted_trajectory": []}
 
 
-def every_other(prompt, _calls={"n": 0}):
+def every_other(prompt, _calls={"n": 0}):  # noqa: B006 (state kept across calls on purpose)
     _calls["n"] += 1
     return right(prompt) if _calls["n"] % 2 else {"response": "no", "predicted_trajectory": []}
 

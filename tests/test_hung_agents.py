@@ -159,7 +159,7 @@ def test_sync_calls_reuse_idle_threads_instead_of_starting_one_each():
     names = []
     for _ in range(20):  # one call after another: the thread of the last call is idle for the next
         done = threading.Event()
-        pool.submit(lambda: (names.append(threading.current_thread().name), done.set()))
+        pool.submit(lambda done=done: (names.append(threading.current_thread().name), done.set()))
         assert done.wait(5)
         time.sleep(0.01)
     assert len(set(names)) == 1

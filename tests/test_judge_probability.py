@@ -240,7 +240,7 @@ def test_judge_scores_probability_with_a_verdict_only_judge_is_refused_with_the_
                      stats=lf.StatsConfig(judge_scores="probability"))
     with pytest.raises(ConfigError, match=r"judge_scores='probability': metric 'ok' has no judge probability on any row.*"
                                           r"logprobs=True.*judge_scores=\"verdict\""):
-        cmp.summary
+        _ = cmp.summary
 
 
 def test_a_bad_judge_scores_option_names_the_choices():

@@ -75,12 +75,12 @@ def coin_judge_factory():
 
     def judge(prompt: str) -> str:  # a deterministic judge whose samples disagree now and then
         calls["n"] += 1
-        return '{"score": %d, "explanation": "ok"}' % (1 if calls["n"] % 3 else 0)
+        return f'{{"score": {1 if calls["n"] % 3 else 0}, "explanation": "ok"}}'
 
     return judge
 
 
-def flaky(prompt, _state={"n": 0}):
+def flaky(prompt, _state={"n": 0}):  # noqa: B006 (state kept across calls on purpose)
     _state["n"] += 1
     return "yes" if _state["n"] % 4 else "no"
 

@@ -439,7 +439,7 @@ def test_a_journal_changed_under_a_streamed_result_is_an_error_naming_it(cluster
     journal = tmp_path / "runs.jsonl"
     journal.write_text(journal.read_text(encoding="utf-8")[:200], encoding="utf-8")
     with pytest.raises(lf.RecordError, match=r"runs\.jsonl at byte \d+"):
-        result.runs
+        _ = result.runs
 
 
 def test_resume_on_ray_with_other_metrics_scores_every_run_again(cluster, tmp_path):

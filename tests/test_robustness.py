@@ -156,14 +156,14 @@ def weather(city: str) -> str:
     return f"sunny in {city}"
 
 
-def planted_agent(prompt: str, tools: Any = {"weather": weather}) -> str:
+def planted_agent(prompt: str, tools: Any = {"weather": weather}) -> str:  # noqa: B006 (levelfield passes tools=)
     try:
         return tools["weather"](city=prompt)
     except Exception:  # noqa: BLE001 - gives up on the first tool error
         return "Sorry, I could not find out."
 
 
-def careful_agent(prompt: str, tools: Any = {"weather": weather}) -> str:
+def careful_agent(prompt: str, tools: Any = {"weather": weather}) -> str:  # noqa: B006 (levelfield passes tools=)
     for _ in range(4):  # tries again: each call is another draw of the schedule
         try:
             return tools["weather"](city=prompt)

@@ -131,7 +131,7 @@ def test_faults_apply_to_live_tools_on_the_same_calls_twice():
         calls.append(key)
         return f"v-{key}"
 
-    def agent(prompt: str, tools: Any = [lookup]) -> str:
+    def agent(prompt: str, tools: Any = [lookup]) -> str:  # noqa: B006 (levelfield passes tools=)
         try:
             return tools[0](key=prompt)
         except lf.tools.InjectedToolError:
@@ -342,7 +342,7 @@ def test_agents_making_the_same_call_at_once_share_one_live_call(tmp_path):
         return f"{city}@{time.time_ns()}"
 
     def make(name: str) -> Any:
-        def agent(prompt: str, tools: Any = [slow_lookup]) -> str:
+        def agent(prompt: str, tools: Any = [slow_lookup]) -> str:  # noqa: B006 (levelfield passes tools=)
             return tools[0](city=prompt)
         agent.__name__ = name
         return agent
@@ -431,7 +431,7 @@ def test_a_tool_output_a_cassette_cannot_store_fails_the_run_naming_file_and_ent
     def odd(city: str) -> object:
         return object()
 
-    def agent(prompt: str, tools: Any = [odd]) -> str:
+    def agent(prompt: str, tools: Any = [odd]) -> str:  # noqa: B006 (levelfield passes tools=)
         try:
             return str(tools[0](city=prompt))
         except Exception:  # noqa: BLE001 - an agent that swallows tool errors must not hide this one
@@ -512,7 +512,7 @@ def test_async_function_tools_are_levelled(tmp_path):
     async def get_time(city: str) -> str:
         raise AssertionError("replayed")
 
-    async def agent(prompt: str, tools: Any = {"get_time": get_time}) -> str:
+    async def agent(prompt: str, tools: Any = {"get_time": get_time}) -> str:  # noqa: B006 (levelfield passes tools=)
         await asyncio.sleep(0)
         return await tools["get_time"](prompt)
 
@@ -609,7 +609,7 @@ def test_langgraph_live_tools_are_recorded_with_what_langchain_passes_them(tmp_p
 def test_an_injected_rate_limit_reaches_the_agent_and_is_not_waited_out_by_the_runner():
     from levelfield._core.run.failures import rate_limit_of
 
-    def agent(prompt: str, tools: Any = [lambda city: city]) -> str:
+    def agent(prompt: str, tools: Any = [lambda city: city]) -> str:  # noqa: B006 (levelfield passes tools=)
         return tools[0](city=prompt)
 
     result = lf.evaluate(dataset(1), agent, ["exact_match"], faults=lf.Faults(rate=1, kinds=("rate_limit",)), **FAST)
@@ -646,10 +646,10 @@ def test_a_sync_tool_called_on_the_event_loop_does_not_wait_for_an_answer_being_
 
     quick_sync.__name__ = slow_async.__name__ = "get_time"
 
-    async def recorder(prompt: str, tools: Any = [slow_async]) -> str:
+    async def recorder(prompt: str, tools: Any = [slow_async]) -> str:  # noqa: B006 (levelfield passes tools=)
         return await tools[0](city=prompt)
 
-    async def blocking(prompt: str, tools: Any = [quick_sync]) -> str:
+    async def blocking(prompt: str, tools: Any = [quick_sync]) -> str:  # noqa: B006 (levelfield passes tools=)
         await asyncio.sleep(0.05)  # the recorder has claimed the call and awaits its tool on the loop
         return tools[0](city=prompt)  # a sync call on the loop's thread
 

@@ -122,7 +122,7 @@ def test_an_unknown_vertex_name_suggests_the_nearest():
     with pytest.raises(lf.MetricError, match=r"unknown metric 'GENERAL_QUALTY'\. Did you mean 'GENERAL_QUALITY'\?"):
         lf.evaluate([{"prompt": "p", "response": "r"}], metrics=["GENERAL_QUALTY"], judge=RubricJudge(GERMAN), progress=False)
     with pytest.raises(AttributeError, match=r"Did you mean 'MULTI_TURN_TASK_SUCCESS'\?"):
-        lf.metrics.RubricMetric.MULTI_TURN_TASK_SUCESS
+        _ = lf.metrics.RubricMetric.MULTI_TURN_TASK_SUCESS
     with pytest.raises(lf.MetricError, match=r"has no version 'v3'"):
         lf.metrics.RubricMetric.GENERAL_QUALITY(version="v3")
 

@@ -304,7 +304,7 @@ def test_kill_9_and_restart_loses_no_acknowledged_trace_and_scores_none_twice(tm
     ids = [tid for tid, _ in rows]
     assert len(ids) == len(set(ids)) == len(traces)  # nothing twice
     assert set(ids) == acknowledged  # nothing lost
-    for tid, scores in rows[:5]:
+    for _tid, scores in rows[:5]:
         assert set(scores) == {"response_match_score", "trajectory_exact_match"}
     partial = {f"{t[0].context.trace_id:032x}" for t in traces[:40]}
     cases = {c.case_id: c for p in window_files(out) for c in read_record(p).cases}

@@ -84,7 +84,7 @@ def send(port: int, n: int) -> tuple[set[str], int]:
     mem = InMemorySpanExporter()
     chosen, sent = set(), 0
     made = providers(port, mem)
-    for service, provider in made:
+    for _service, provider in made:
         tracer = provider.get_tracer("app")
         for i in range(n):
             route, agent = TRAFFIC[i % len(TRAFFIC)]

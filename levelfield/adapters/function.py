@@ -103,7 +103,7 @@ class FunctionAgent:
             raise ConfigTypeError(f"FunctionAgent needs a callable, got {type(fn).__name__}")
         self.fn = fn
         self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
-        target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else getattr(fn, "__call__", fn)
+        target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else getattr(fn, "__call__", fn)  # noqa: B004 (the method, not a test)
         self._is_async = inspect.iscoroutinefunction(target)
         try:
             params = inspect.signature(fn).parameters

@@ -115,7 +115,7 @@ def _object(obj: Any, out: list[str], depth: int, seen: set[int]) -> None:
     """An object judge (a class with ``__call__``, an agent): its type, its code, its public settings."""
     cls = type(obj)
     out.append(f"object {cls.__module__}.{cls.__qualname__}")
-    call = getattr(cls, "__call__", None)
+    call = getattr(cls, "__call__", None)  # noqa: B004 (the method, not a test)
     if isinstance(call, types.FunctionType):
         _describe(call, out, depth + 1, seen)
     for name in ("name", "url", "card_url"):

@@ -12,7 +12,7 @@ from .._core.errors import ConfigError, ConfigTypeError
 
 __all__ = ["ScriptedUser", "Rule", "Reply"]
 
-Reply = Union[str, None, UserTurn]
+Reply = Union[str, None, UserTurn]  # noqa: UP007 (a runtime alias, kept readable beside None)
 """What the user does: say a text, end the conversation (None), or a full :class:`UserTurn`."""
 
 Rule = tuple[Union[str, "re.Pattern[str]", Callable[[str], bool]], Reply]

@@ -34,7 +34,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 __all__ = ["ScriptedChatModel", "Policy", "Decision", "last_human_text", "tool_outputs_by_turn", "count_tokens"]
 
-Decision = Union[str, Sequence[tuple[str, dict[str, Any]]], AIMessage]
+Decision = Union[str, Sequence[tuple[str, dict[str, Any]]], AIMessage]  # noqa: UP007 (runtime alias; 3.10 cannot | a typing generic alias)
 """What a policy returns: a final answer, parallel tool calls, or a ready message."""
 
 Policy = Callable[[list[BaseMessage]], Decision]

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any, Union
+from typing import Any
 
 Call = tuple[str, dict[str, Any]]
-Decision = Union[list[Call], str]
+Decision = list[Call] | str
 
 _ROOMS = ("Living Room", "Bedroom", "Kitchen", "Garage")
 

@@ -122,7 +122,7 @@ def fingerprints_of(cases: Iterable[EvalCase]) -> dict[str, str]:
         return cached
     out = {c.case_id: case_fingerprint(c) for c in cases}
     try:
-        setattr(cases, "_lf_fingerprints", out)
+        cases._lf_fingerprints = out
     except AttributeError:  # a list or tuple of cases: nothing to cache on
         pass
     return out
@@ -369,7 +369,7 @@ def make_header(
     return header
 
 
-@functools.lru_cache(maxsize=None)  # reading the installed metadata takes ~2 ms, on every journal and save
+@functools.cache  # reading the installed metadata takes ~2 ms, on every journal and save
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 

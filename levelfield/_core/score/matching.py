@@ -18,7 +18,7 @@ from ..data.types import ToolCall
 __all__ = ["ArgsMode", "ToolRule", "ToolCallMatcher", "Alignment", "align"]
 
 ArgsMode = Literal["exact", "ignore", "subset", "superset"]
-ToolRule = Union[ArgsMode, Sequence[str], Callable[[dict, dict], bool]]
+ToolRule = Union[ArgsMode, Sequence[str], Callable[[dict, dict], bool]]  # noqa: UP007 (a runtime alias: 3.10 cannot | a Literal with a generic alias)
 """How one tool's arguments are compared: a mode, the list of keys to compare, or
 ``fn(predicted_input, reference_input) -> bool``."""
 
