@@ -7,13 +7,17 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .arguments import UsageError, judge_of, workers
 from .compare import run_comparison
-from .inputs import executor_of, load_inputs, run_config, simulator_of, some_cases
+from .inputs import (check_gate_options, executor_of, load_inputs, run_config, simulator_of, some_cases,
+                     stats_config, tool_cassette)
 from .options import add_case_options, add_gate_options, add_run_options
 from .readout import finish
+
+if TYPE_CHECKING:
+    from ..comparison import Comparison
 
 __all__ = ["add_parser", "run"]
 
@@ -49,8 +53,40 @@ def run(args: argparse.Namespace) -> int:
 
         args.human_labels = read_human_labels(args.human_labels)  # read and checked before any agent runs
         check_label_cases(args.human_labels, dataset)
-    cmp = run_comparison(args, dataset, metrics, agents)
+    if args.baseline or args.faults is not None:
+        # Against a saved run, or clean against faulted runs: two sets of runs compared, so a comparison.
+        cmp = run_comparison(args, dataset, metrics, agents)
+    else:
+        cmp = _evaluate(args, dataset, metrics, agents[0])
     return finish(args, cmp, f"levelfield eval: {agents[0].name} on {len(dataset)} cases of {dataset.source}{args.cases_note}")
+
+
+def _evaluate(args: argparse.Namespace, dataset: Any, metrics: list[Any], agent: Any) -> Comparison:
+    """One agent run through ``lf.evaluate``, read as a one-agent comparison for the printout; with
+    ``--out``, the folder holds what ``compare`` writes there (the record, tables, summary, report)."""
+    import warnings
+
+    from .. import report
+    from .._core.stats.config import StatsConfig
+    from ..comparison import Comparison
+    from ..evaluation import evaluate
+    from ..failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
+    from .judge_check import check_certify_options
+    from .output import warnings_as_lines
+
+    check_gate_options(args, metrics)
+    check_certify_options(args, dataset, metrics)
+    config, stats = run_config(args), stats_config(args)
+    with warnings_as_lines(args.command):
+        warnings.simplefilter("ignore", AllRunsFailedWarning)  # the CLI prints its own failure summary
+        warnings.simplefilter("ignore", JudgeAnswersUnreadableWarning)  # printed by finish, with the exit code
+        result = evaluate(dataset, agent, metrics, name=agent.name, config=config, human_labels=args.human_labels,
+                          simulator=args.user_simulator, experiment=args.experiment, tools=tool_cassette(args),
+                          stats=StatsConfig(confidence=stats.confidence, judge_scores=stats.judge_scores))
+    cmp = Comparison.of_evaluation(result, stats=stats, config=config)
+    if config.out_dir is not None:
+        report.save(cmp, config.out_dir)  # the comparison's summary and the HTML report, as compare writes them
+    return cmp
 
 
 def _eval_saved(args: argparse.Namespace) -> int:

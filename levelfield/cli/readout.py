@@ -91,8 +91,11 @@ def check_baseline(args: argparse.Namespace, cmp: Comparison) -> int:
         for agent in cmp.agents:
             if cmp.baseline is not None and agent == cmp.baseline.name:
                 continue
-            for correction in correct_judged(cmp.results[agent], args.human_labels, confidence=cmp.stats.confidence,
-                                             judge_scores=cmp.stats.judge_scores).values():
+            result = cmp.results[agent]
+            # lf.evaluate corrected its result (eval); a comparison's agents are corrected here
+            corrections = result.judge_corrections or correct_judged(
+                result, args.human_labels, confidence=cmp.stats.confidence, judge_scores=cmp.stats.judge_scores)
+            for correction in corrections.values():
                 print(f"{agent}: {correction.describe()}")
     if cmp.baseline is None:
         if gated:
