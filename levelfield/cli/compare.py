@@ -38,6 +38,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``compare``: every agent on the same cases, the comparison printed; returns the exit code."""
     dataset, metrics, agents = load_inputs(args, [named_spec(s) for s in args.agents])
     cmp = run_comparison(args, dataset, metrics, agents)
     return finish(args, cmp, f"levelfield compare: {len(agents)} agents on {len(dataset)} cases of {dataset.source}"
@@ -45,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_comparison(args: argparse.Namespace, dataset: Any, metrics: list[Any], agents: list[Any]) -> Comparison:
+    """The agents run on the dataset through ``compare`` (recorded as ``evaluate`` for ``eval``), the
+    gate and certification options checked first."""
     import warnings
 
     from .output import warnings_as_lines

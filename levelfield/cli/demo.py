@@ -20,6 +20,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``demo``: the sample agents compared, the report written."""
     from ..comparison_text import format_comparison
     from samples.home_automation import DATASET
 

@@ -43,6 +43,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``eval``: one agent through ``lf.evaluate`` (a comparison with --baseline or --faults), the
+    saved predictions of a file (no --agent), or ADK criteria (--config); returns the exit code."""
     if getattr(args, "config", None):
         return _eval_gated(args)
     if args.agent is None:

@@ -12,7 +12,7 @@ from .arguments import UsageError, judge_of, model_spec
 if TYPE_CHECKING:
     from .._core.stats.config import StatsConfig
 
-__all__ = ["some_cases", "simulator_of", "run_config", "executor_of", "rates", "load_inputs", "refuse_unscorable",
+__all__ = ["some_cases", "simulator_of", "run_config", "executor_of", "load_inputs", "refuse_unscorable",
            "tool_cassette", "faults_of", "stats_config", "check_gate_options"]
 
 
@@ -79,8 +79,8 @@ def run_config(args: argparse.Namespace) -> Any:
         max_response_bytes=args.max_response,
         adaptive=getattr(args, "adaptive", True),
         a2a_preflight=getattr(args, "a2a_preflight", True),
-        requests_per_minute=rates(getattr(args, "rpm", []), "--rpm"),
-        tokens_per_minute=rates(getattr(args, "tpm", []), "--tpm"),
+        requests_per_minute=_rates(getattr(args, "rpm", []), "--rpm"),
+        tokens_per_minute=_rates(getattr(args, "tpm", []), "--tpm"),
         prices=getattr(args, "prices", None),
         max_cost_usd=getattr(args, "max_cost", None),
         judge_max_cost_usd=getattr(args, "judge_max_cost", None),
@@ -206,7 +206,7 @@ def check_gate_options(args: argparse.Namespace, metrics: Sequence[Any]) -> None
         raise UsageError(f"--margin {args.margin:g}: must be at least 0 (in the metric's units, 0.02 = 2 points)")
 
 
-def rates(given: Sequence[tuple[str | None, int]], flag: str) -> int | dict[str, int] | None:
+def _rates(given: Sequence[tuple[str | None, int]], flag: str) -> int | dict[str, int] | None:
     """``--rpm`` / ``--tpm`` values as RunConfig takes them: one number, or one per name."""
     if not given:
         return None

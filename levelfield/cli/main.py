@@ -21,13 +21,10 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from . import compare, demo, plan, report, view
+from . import a2a_check, compare, demo, judge_check, plan, report, view, watch
 from . import eval as eval_command
-from .a2a_check import add_a2a_check_command
 from .arguments import UsageError, http_url, port
 from .interrupt import RUNS_AGENTS, interrupted_note, terminate_as_interrupt
-from .judge_check import add_judge_check_command
-from .watch import add_watch_command
 
 __all__ = ["main", "build_parser"]
 
@@ -40,12 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="levelfield", description="Evaluate AI agents on a level field.")
     parser.add_argument("--version", action="version", version=f"levelfield {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (demo, eval_command, compare, report, plan, view):
+    for command in (demo, eval_command, compare, report, plan, view, watch):
         command.add_parser(sub)
-    add_watch_command(sub)
-    add_serve_command(sub, port_reader=port, url_reader=http_url)
-    add_a2a_check_command(sub)
-    add_judge_check_command(sub)
+    add_serve_command(sub, port_reader=port, url_reader=http_url)  # the A2A adapter's command
+    for command in (a2a_check, judge_check):
+        command.add_parser(sub)
     return parser
 
 

@@ -44,6 +44,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``plan``: the cases needed, from assumed numbers or (``--from``) a saved comparison."""
     from .._core.stats.planning import minimum_detectable_effect, sample_size
 
     if args.from_dir:

@@ -26,6 +26,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``report``: the HTML report of a saved run re-rendered, or a watch folder summed up."""
     from ..comparison_text import format_comparison
     from .. import report
     from ..comparison import Comparison

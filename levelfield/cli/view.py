@@ -27,6 +27,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``view``: serve the run browser until Ctrl-C."""
     from ..view import serve
 
     try:
