@@ -756,6 +756,22 @@ class Comparison:
                 yield [{"agent": agent, **row} for row in rows]
 
     @classmethod
+    def of_evaluation(cls, result: EvalResult, *, stats: StatsConfig | None = None,
+                      config: RunConfig | None = None) -> "Comparison":
+        """One ``evaluate`` result read as a one-agent comparison (``kind`` ``evaluate``), for the readouts
+        that read comparisons: the command line's tables and report, MLflow. ``stats``: by default failed
+        runs are left out of the means, as in ``evaluate``."""
+        agent = result.agent_name or "saved predictions"
+        trials = config.trials if config is not None else max((r.trial for r in result.runs), default=0) + 1
+        cmp = cls(result.dataset, {agent: result}, result.metrics, trials=trials, config=config,
+                  stats=stats if stats is not None else StatsConfig(failed_runs="exclude"))
+        cmp.kind = "evaluate"
+        cmp.tools_header = result.tools_header
+        if result.tool_levelling is not None:
+            cmp.tool_levelling = {agent: result.tool_levelling}
+        return cmp
+
+    @classmethod
     def load(cls, directory: str | Path) -> "Comparison":
         """Re-read a saved comparison (or evaluation) from its run record, e.g. to re-render its report.
 

@@ -664,7 +664,8 @@ def compare_as(kind: str, dataset: Any, agents: Mapping[str, Any] | Sequence[Any
                stop_early: bool | str = False, simulator: Any = None, experiment: str | None = None,
                tools: Any = None, faults: Any = None, allow_different_evaluators: bool = False) -> Comparison:
     """:func:`compare`, with the run recorded as made by ``kind`` (the record's ``run_kind``): the
-    command line's ``eval --agent`` runs its one agent through here as ``evaluate``. Not public."""
+    command line's ``eval --agent`` with ``--baseline`` or ``--faults`` (its runs compared with saved
+    ones, or clean with faulted ones) runs its one agent through here as ``evaluate``. Not public."""
     return _short_errors(lambda: run_coroutine(_short_errors_async(_compare(
         dataset, agents, metrics, config=config, stats=stats, baseline=baseline, fail_if_worse=None,
         stop_early=stop_early, simulator=simulator, experiment=experiment, tools=tools, faults=faults, options={},
@@ -693,7 +694,7 @@ async def _compare(
     allow_different_evaluators: bool = False,
 ) -> Comparison:
     """The one implementation of ``compare`` and ``acompare``; ``kind`` names what made the run in its
-    record (``evaluate`` when the command line's ``eval --agent`` runs one agent through here).
+    record (``evaluate`` when the command line's ``eval --agent --baseline``/``--faults`` runs one agent here).
     With ``faults``, each agent runs clean and under the faults (``paired_with_clean``; see
     :func:`_compare_clean_and_faulted`)."""
     _require_experiment_logging(experiment)

@@ -165,14 +165,10 @@ def log_evaluation(result: EvalResult, experiment: str, *, run_name: str | None 
     ``evaluate``), plus Vertex's ``<metric>/std`` and ``<metric>/nan_count``.
     """
     from .comparison import Comparison
-    from ._core.stats.config import StatsConfig
 
     require_mlflow()
-    agent = result.agent_name or "saved predictions"
-    trials = max((r.trial for r in result.runs), default=0) + 1
-    cmp = Comparison(result.dataset, {agent: result}, result.metrics, trials=trials,
-                     stats=StatsConfig(failed_runs="exclude"))
-    cmp.kind = "evaluate"
+    cmp = Comparison.of_evaluation(result)
+    agent = cmp.agents[0]
     vertex = {
         k: float(v)
         for k, v in result.summary_metrics.items()

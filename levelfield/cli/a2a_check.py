@@ -11,7 +11,7 @@ from typing import Any
 
 from ..adapters.a2a_preflight import DEFAULT_PROMPT
 
-__all__ = ["add_a2a_check_command"]
+__all__ = ["add_parser", "run"]
 
 
 def _header(text: str) -> tuple[str, str]:
@@ -23,7 +23,7 @@ def _header(text: str) -> tuple[str, str]:
     return name.strip(), value.strip()
 
 
-def _check_command(args: Any) -> int:
+def run(args: Any) -> int:
     import sys
 
     from ..adapters.a2a import A2AAgent
@@ -51,7 +51,7 @@ def _check_command(args: Any) -> int:
     return 0 if found.ok else 1
 
 
-def add_a2a_check_command(subparsers: Any) -> Any:
+def add_parser(subparsers: Any) -> Any:
     """Add ``levelfield a2a-check URL [--header] [--prompt] [--timeout] [--json]`` to the CLI's subparsers."""
     parser = subparsers.add_parser(
         "a2a-check",
@@ -69,5 +69,5 @@ def add_a2a_check_command(subparsers: Any) -> Any:
     parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
                         help="seconds per request, and how long a running task is polled for a final state (default 30)")
     parser.add_argument("--json", action="store_true", help="print the checks as JSON")
-    parser.set_defaults(func=_check_command)
+    parser.set_defaults(func=run)
     return parser

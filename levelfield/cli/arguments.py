@@ -1,4 +1,4 @@
-"""Argument readers shared by the commands (``main`` and ``watch``): numbers in their range, dollars, a
+"""Argument readers shared by the commands (``eval``, ``compare``, ``plan``, ``watch``...): numbers in their range, dollars, a
 model spec, the judge. A reader raises ``argparse.ArgumentTypeError``, which argparse prints naming
 the option (``argument --seed: -1: give 0 or more``), exit 2."""
 
@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["budget", "dollars", "whole", "number", "share", "probability", "port", "http_url", "judge_of", "model_spec"]
+__all__ = ["UsageError", "budget", "dollars", "whole", "positive", "number", "share", "probability", "port", "http_url",
+           "judge_of", "model_spec", "timeout_seconds", "response_size", "per_minute", "threshold", "named_spec",
+           "workers", "stop_early_switch"]
 
 
 def whole(low: int, high: int | None = None, *, also: tuple[int, ...] = (), what: str = "") -> Callable[[str], int]:
@@ -120,3 +123,91 @@ def judge_of(args: argparse.Namespace) -> Any:
     if spec.startswith(("http://", "https://")):
         return spec
     return model_spec(spec)
+
+
+class UsageError(Exception):
+    """Bad input on the command line: printed as one line, exit code 2."""
+
+
+
+positive = whole(1)
+"""A whole number of 1 or more."""
+
+
+def timeout_seconds(text: str) -> float | None:
+    if text.lower() in ("none", "0"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds (or 'none'), got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text}: give a number of seconds more than 0, or 'none' for no timeout")
+    return value
+
+
+def response_size(text: str) -> int | None:
+    from .._core.data.config import parse_size
+    from .._core.errors import ConfigError
+
+    if text.lower() == "none":
+        return None
+    try:
+        return parse_size(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def per_minute(text: str) -> tuple[str | None, int]:
+    """``--rpm N`` / ``--rpm NAME=N``: (None or the name, N)."""
+    name, sep, value = text.rpartition("=")
+    try:
+        rate = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N or NAME=N (a whole number per minute), got {text!r}") from None
+    if rate < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 a minute, got {rate}")
+    return (name.strip() or None) if sep else None, rate
+
+
+
+def threshold(text: str) -> tuple[str, float]:
+    metric, sep, value = text.partition("=")
+    try:
+        if not sep or not metric.strip():
+            raise ValueError
+        bound = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected METRIC=VALUE (e.g. trajectory_exact_match=0.8), got {text!r}") from None
+    if not math.isfinite(bound) or bound < 0:
+        raise argparse.ArgumentTypeError(f"{text}: give a number of 0 or more for {metric.strip()} "
+                                         "(a score from 0 to 1, or a count)")
+    return metric.strip(), bound
+
+
+_NAME = re.compile(r"^[\w .()\-]+$")
+
+
+def named_spec(text: str) -> tuple[str | None, str]:
+    """``name=SPEC`` -> (name, spec); a bare SPEC (no name) -> (None, spec)."""
+    name, sep, spec = text.partition("=")
+    if sep and name and _NAME.match(name) and spec:
+        return name.strip(), spec
+    return None, text
+
+
+
+def workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1 and value != -1:
+        raise argparse.ArgumentTypeError(f"{value}: give 1 or more processes, or -1 for one per core")
+    return value
+
+
+
+def stop_early_switch(value: str) -> bool | str:
+    """``--stop-early METRIC`` / ``--stop-early off``."""
+    return False if value.lower() in ("off", "no", "false") else value

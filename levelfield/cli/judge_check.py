@@ -16,7 +16,7 @@ from typing import Any
 from .._core.errors import ConfigError
 from .arguments import share, whole
 
-__all__ = ["add_judge_check_command", "add_certify_options", "check_certify_options", "certify_before_gating"]
+__all__ = ["add_parser", "run", "add_certify_options", "check_certify_options", "certify_before_gating"]
 
 _rate = share(what=" (the least rate to certify, e.g. 0.8)")
 _confidence = share(what=" (the confidence of the lower bounds, e.g. 0.95)")
@@ -49,7 +49,7 @@ def _load(location: str, agent: str | None) -> Any:
     return next(iter(results.values()))
 
 
-def _judge_check(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from .._core.stats.certify import certify_judge, rows_to_label
 
     result = _load(args.result, args.agent)
@@ -79,7 +79,7 @@ def _judge_check(args: argparse.Namespace) -> int:
     return 0 if found.certified else 1
 
 
-def add_judge_check_command(subparsers: Any) -> Any:
+def add_parser(subparsers: Any) -> Any:
     """Add ``levelfield judge-check RESULT --human-labels FILE [--min-tpr --min-tnr ...]`` to the CLI's subparsers."""
     parser = subparsers.add_parser(
         "judge-check",
@@ -108,7 +108,7 @@ def add_judge_check_command(subparsers: Any) -> Any:
     parser.add_argument("--rows-out", metavar="FILE.csv",
                         help="with --rows-to-label: write them as a labels sheet to fill in")
     parser.add_argument("--json", action="store_true", help="print the certification as JSON")
-    parser.set_defaults(func=_checked(_judge_check))
+    parser.set_defaults(func=_checked(run))
     return parser
 
 

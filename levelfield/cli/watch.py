@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["add_watch_command", "print_watch_report"]
+__all__ = ["add_parser", "run", "print_watch_report"]
 
 
 def _share(text: str) -> float:
@@ -44,7 +44,7 @@ def _prices(text: str) -> str:
     return text
 
 
-def add_watch_command(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
     """Add ``watch`` to the subcommands."""
     from .arguments import dollars, http_url, number, probability, whole
     w = sub.add_parser("watch", help="score production traces as they arrive (OTLP/HTTP, a folder, MLflow) until stopped")
@@ -108,10 +108,11 @@ def add_watch_command(sub: Any) -> None:
     w.add_argument("--no-fsync", action="store_true",
                    help="acknowledge requests once written to the OS, without waiting for the disk (faster; a power "
                         "cut, unlike a crash, may then lose acknowledged traces)")
-    w.set_defaults(func=_watch)
+    w.set_defaults(func=run)
 
 
-def _watch(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """Run ``watch``: score traces as they arrive until Ctrl-C, then print what was seen."""
     from .._serving import check_token, is_loopback
     from ..watch import Watcher
     from .arguments import judge_of
@@ -132,7 +133,7 @@ def _watch(args: argparse.Namespace) -> int:
         allow_different_evaluators=args.allow_different_evaluators,
     )
 
-    async def run() -> None:
+    async def watch_until_stopped() -> None:
         task = asyncio.create_task(watcher.run())
         while watcher.port is None and watcher.otlp_port is not None and not task.done():
             await asyncio.sleep(0.01)
@@ -146,7 +147,7 @@ def _watch(args: argparse.Namespace) -> int:
         print(f"levelfield watch: journaling to {args.out}/windows; stop with Ctrl-C", flush=True)
         await task
 
-    asyncio.run(run())
+    asyncio.run(watch_until_stopped())
     s = watcher.stats
     print(f"levelfield watch: stopped; {s.scored_traces} traces scored, {watcher.pending} left for the next start, "
           f"{s.shed_traces} shed, {s.bad_requests} bad requests, {s.alerts} alerts"
