@@ -256,6 +256,12 @@ async def _evaluate(
                           "(judge_max_cost_usd limits the judges)")
     if agent is None and cfg.agent_concurrency:
         raise ConfigError("agent_concurrency caps agents' runs; scoring saved predictions runs no agent")
+    if agent is None and cfg.trials != 1:
+        raise ConfigError(f"trials={cfg.trials} runs the agent on every case that many times; scoring saved predictions "
+                          "runs no agent (each saved row is scored once, its trial kept as saved)")
+    if agent is None and cfg.isolation != "none":
+        raise ConfigError(f"isolation={cfg.isolation!r} runs agents in worker processes; scoring saved predictions runs "
+                          "no agent (workers= sets the processes that score them)")
     _check_judge_budget(cfg, resolved)
     if agent is None and (tools is not None or faults is not None):
         raise ConfigError("tools=/faults= level the tools of agents' runs; scoring saved predictions runs no agent")
