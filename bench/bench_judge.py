@@ -5,7 +5,7 @@ Three figures, all offline with scripted LangChain judges:
    cache), i.e. rendering, the LangChain call path, parsing and bookkeeping; and with a warm
    on-disk cache (no judge call at all).
 2. concurrency: wall time to judge N rows with a judge that takes a fixed delay per answer,
-   at several ``max_concurrency`` limits; the ideal is ``ceil(N / limit) * delay``.
+   at several ``JudgeConfig(concurrency=...)`` limits; the ideal is ``ceil(N / limit) * delay``.
 
     python bench/bench_judge.py [--rows 500] [--delay 0.02]
 """

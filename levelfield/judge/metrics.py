@@ -119,8 +119,10 @@ class JudgedMetric:
     judge: Judge | None
     """The judge model with its concurrency limit, retries and timeout (shared by metrics given the same model);
     None until the run's judge is given (:meth:`use_default_judge`) when the metric was built without one."""
+    judge_config: JudgeConfig
+    """How the judge is asked, as given (see :class:`~levelfield.JudgeConfig`)."""
     num_samples: int
-    """How many times the judge is asked per row."""
+    """How many times the judge is asked per row (``judge_config.samples``, else the metric's default)."""
     cache: JudgeCache | None
     """Where answers are kept between runs (None: no cache)."""
     aggregation: str = "majority"
@@ -144,7 +146,6 @@ class JudgedMetric:
         ``structured_output`` are the metric's own defaults, used where ``config`` leaves them None."""
         config = judge_config(config)
         self.judge_config = config
-        """How the judge is asked (see :class:`~levelfield.JudgeConfig`)."""
         self._judge_settings = config.judge_settings(structured_output)
         if judges is not None:
             self.panel = resolve_panel(judges, metric=self.name, judge=judge, **self._judge_settings)
