@@ -5,7 +5,7 @@ Three figures, all offline with scripted LangChain judges:
    cache), i.e. rendering, the LangChain call path, parsing and bookkeeping; and with a warm
    on-disk cache (no judge call at all).
 2. concurrency: wall time to judge N rows with a judge that takes a fixed delay per answer,
-   at several ``max_concurrency`` limits; the ideal is ``ceil(N / limit) * delay``.
+   at several ``JudgeConfig(concurrency=...)`` limits; the ideal is ``ceil(N / limit) * delay``.
 
     python bench/bench_judge.py [--rows 500] [--delay 0.02]
 """
@@ -77,21 +77,21 @@ def main() -> None:
 
     instant = ScriptedChatModel(lambda messages: '{"explanation": "ok", "score": "1"}', model_name="bench")
     for mode in (False, True):
-        m = lf.metrics.PointwiseMetric("m", template, instant, cache=False, structured_output=mode)
+        m = lf.metrics.PointwiseMetric("m", template, instant, judge_config=lf.JudgeConfig(cache=False, structured_output=mode))
         t = timed(m, rows)
         label = "structured" if mode else "text"
         print(f"overhead, instant judge, {label:10s}: {args.rows / t:8.0f} rows/s ({1e3 * t / args.rows:.2f} ms/row)")
     with tempfile.TemporaryDirectory() as cache:
-        m = lf.metrics.PointwiseMetric("m", template, instant, cache=cache, structured_output=False)
+        m = lf.metrics.PointwiseMetric("m", template, instant, judge_config=lf.JudgeConfig(cache=cache, structured_output=False))
         cold = timed(m, rows)
-        warm = timed(lf.metrics.PointwiseMetric("m", template, instant, cache=cache, structured_output=False), rows)
+        warm = timed(lf.metrics.PointwiseMetric("m", template, instant, judge_config=lf.JudgeConfig(cache=cache, structured_output=False)), rows)
         print(f"cache, cold (call + write)          : {args.rows / cold:8.0f} rows/s")
         print(f"cache, warm (no judge call)         : {args.rows / warm:8.0f} rows/s ({1e3 * warm / args.rows:.2f} ms/row)")
 
     n = min(args.rows, 200)
     for limit in (1, 8, 32):
         m = lf.metrics.PointwiseMetric(
-            "m", template, DelayedJudge(delay=args.delay), cache=False, max_concurrency=limit
+            "m", template, DelayedJudge(delay=args.delay), judge_config=lf.JudgeConfig(cache=False, concurrency=limit)
         )
         t = timed(m, rows[:n])
         ideal = math.ceil(n / limit) * args.delay

@@ -55,6 +55,7 @@ _LAZY = {
     "rows_to_label": "._core.stats.certify",
     "RunConfig": "._core.data.config",
     "StatsConfig": "._core.stats.config",
+    "JudgeConfig": ".judge.config",
     "panel_report": "._core.stats.panel",
     "EvalTask": ".evaluation",
     "acompare": ".evaluation",
@@ -105,6 +106,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from ._core.score.matching import ToolCallMatcher
     from ._core.stats.certify import certify_judge, rows_to_label
     from ._core.stats.config import StatsConfig
+    from .judge.config import JudgeConfig
     from ._core.stats.panel import panel_report
     from .evaluation import EvalTask, acompare, aevaluate, compare, evaluate
     from .executors.ray import RayExecutor
@@ -150,6 +152,7 @@ __all__ = [
     "rows_to_label",
     "RunConfig",
     "StatsConfig",
+    "JudgeConfig",
     "panel_report",
     "report",
     "RayExecutor",

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from ._core.run.runner import Executor
     from ._core.score.metrics.base import Metric
     from ._core.stats.config import StatsConfig
+    from .judge.config import JudgeConfig
 
 
 def load_dataset(data: Any) -> Any:
@@ -162,6 +163,7 @@ async def aevaluate(
     simulator: Any = None,
     experiment: str | None = None,
     judge: Any = None,
+    judge_config: JudgeConfig | None = None,
     tools: Any = None,
     faults: Any = None,
     stats: StatsConfig | None = None,
@@ -169,7 +171,7 @@ async def aevaluate(
 ) -> EvalResult:
     """Async twin of :func:`evaluate` (the same arguments, the same result)."""
     return await _short_errors_async(_evaluate(dataset, agent, metrics, name=name, config=config, human_labels=human_labels,
-                                               simulator=simulator, experiment=experiment, judge=judge, tools=tools,
+                                               simulator=simulator, experiment=experiment, judge=judge, judge_config=judge_config, tools=tools,
                                                faults=faults, options=dict(options), stats=stats))
 
 
@@ -184,6 +186,7 @@ def evaluate(
     simulator: Any = None,
     experiment: str | None = None,
     judge: Any = None,
+    judge_config: JudgeConfig | None = None,
     tools: Any = None,
     faults: Any = None,
     stats: StatsConfig | None = None,
@@ -217,11 +220,12 @@ def evaluate(
     (dataset, metric, agent spec, option) raises a ``LevelfieldError`` from here, before any agent
     runs. ``experiment="name"`` logs the result to MLflow tracking (see :mod:`levelfield.experiment`).
     ``judge`` (a chat model, ``"provider:model"``, a function or an agent) builds the metric names
-    that need one, e.g. ``metrics=["final_response_match_v2", "safety_v1"]``.
+    that need one, e.g. ``metrics=["final_response_match_v2", "safety_v1"]``; ``judge_config=lf.JudgeConfig(
+    samples=3, timeout=30)`` says how those metrics ask it (a metric object takes its own ``judge_config``).
     """
     return _short_errors(lambda: run_coroutine(aevaluate(
         dataset, agent, metrics, name=name, config=config, human_labels=human_labels, simulator=simulator,
-        experiment=experiment, judge=judge, tools=tools, faults=faults, stats=stats, **options)))
+        experiment=experiment, judge=judge, judge_config=judge_config, tools=tools, faults=faults, stats=stats, **options)))
 
 
 async def _evaluate(
@@ -235,6 +239,7 @@ async def _evaluate(
     simulator: Any,
     experiment: str | None,
     judge: Any = None,
+    judge_config: JudgeConfig | None = None,
     tools: Any = None,
     faults: Any = None,
     options: dict[str, Any],
@@ -244,13 +249,19 @@ async def _evaluate(
     _require_experiment_logging(experiment)
     settings = None if stats is None else _evaluate_stats(stats)  # None: the defaults (loaded only if needed)
     cfg = run_config(config, **options)
-    resolved = resolve_metrics(metrics, judge=judge)
+    resolved = resolve_metrics(metrics, judge=judge, judge_config=_judge_config(judge_config))
     result = None
     if agent is None and cfg.max_cost_usd is not None:
         raise ConfigError("max_cost_usd limits agents' runs; scoring saved predictions runs no agent "
                           "(judge_max_cost_usd limits the judges)")
     if agent is None and cfg.agent_concurrency:
         raise ConfigError("agent_concurrency caps agents' runs; scoring saved predictions runs no agent")
+    if agent is None and cfg.trials != 1:
+        raise ConfigError(f"trials={cfg.trials} runs the agent on every case that many times; scoring saved predictions "
+                          "runs no agent (each saved row is scored once, its trial kept as saved)")
+    if agent is None and cfg.isolation != "none":
+        raise ConfigError(f"isolation={cfg.isolation!r} runs agents in worker processes; scoring saved predictions runs "
+                          "no agent (workers= sets the processes that score them)")
     _check_judge_budget(cfg, resolved)
     if agent is None and (tools is not None or faults is not None):
         raise ConfigError("tools=/faults= level the tools of agents' runs; scoring saved predictions runs no agent")
@@ -429,6 +440,15 @@ def _check_agent_concurrency(cfg: RunConfig, runnables: Sequence[AgentRunnable],
         _check_judge_budget(cfg, metrics)
 
 
+def _judge_config(judge_config: JudgeConfig | None) -> JudgeConfig | None:
+    """``judge_config`` checked to be an ``lf.JudgeConfig``; the judge package is loaded only when one is given."""
+    if judge_config is None:
+        return None
+    from .judge.config import judge_config as checked
+
+    return checked(judge_config)
+
+
 def _check_judge_budget(cfg: RunConfig, metrics: Sequence[Metric]) -> None:
     if cfg.judge_max_cost_usd is not None and not any(getattr(m, "is_async", False) for m in metrics):
         raise ConfigError(f"judge_max_cost_usd={cfg.judge_max_cost_usd:g} limits what judged metrics spend, and none of "
@@ -514,6 +534,7 @@ async def acompare(
     simulator: Any = None,
     experiment: str | None = None,
     judge: Any = None,
+    judge_config: JudgeConfig | None = None,
     tools: Any = None,
     faults: Any = None,
     require_certified_judge: Any = False,
@@ -524,7 +545,7 @@ async def acompare(
     """Async twin of :func:`compare` (the same arguments, the same result)."""
     return await _short_errors_async(_compare(dataset, agents, metrics, config=config, stats=stats, baseline=baseline,
                                               fail_if_worse=fail_if_worse, stop_early=stop_early, simulator=simulator,
-                                              experiment=experiment, judge=judge, tools=tools, faults=faults,
+                                              experiment=experiment, judge=judge, judge_config=judge_config, tools=tools, faults=faults,
                                               options=dict(options),
                                               certify=_certify_request(require_certified_judge, human_labels,
                                                                        fail_if_worse),
@@ -544,6 +565,7 @@ def compare(
     simulator: Any = None,
     experiment: str | None = None,
     judge: Any = None,
+    judge_config: JudgeConfig | None = None,
     tools: Any = None,
     faults: Any = None,
     require_certified_judge: Any = False,
@@ -578,11 +600,12 @@ def compare(
     ``resume=True`` without it runs the remaining cases (see ``levelfield._core.stats.sequential``).
     ``simulator`` plays the conversation-scenario cases (every agent meets the same user).
     ``experiment="name"`` logs each agent's run to MLflow. ``out=`` writes the run record, tables,
-    summary and ``report.html``. ``judge`` builds the metric names that need one (see :func:`evaluate`).
+    summary and ``report.html``. ``judge`` builds the metric names that need one, ``judge_config`` says how
+    they ask it (see :func:`evaluate`).
     """
     return _short_errors(lambda: run_coroutine(acompare(
         dataset, agents, metrics, config=config, stats=stats, baseline=baseline, fail_if_worse=fail_if_worse,
-        stop_early=stop_early, simulator=simulator, experiment=experiment, judge=judge, tools=tools, faults=faults,
+        stop_early=stop_early, simulator=simulator, experiment=experiment, judge=judge, judge_config=judge_config, tools=tools, faults=faults,
         require_certified_judge=require_certified_judge, human_labels=human_labels,
         allow_different_evaluators=allow_different_evaluators, **options)))
 
@@ -628,7 +651,8 @@ FAULTED_FOLDER = "faulted"
 
 async def _compare_clean_and_faulted(
     dataset: Any, agents: Any, metrics: Any, *, cfg: RunConfig, settings: StatsConfig, baseline: Any,
-    fail_if_worse: Any, stop_early: bool | str, simulator: Any, experiment: str | None, judge: Any, tools: Any,
+    fail_if_worse: Any, stop_early: bool | str, simulator: Any, experiment: str | None, judge: Any,
+    judge_config: JudgeConfig | None, tools: Any,
     faults: Any, kind: str, certify: Any = None, allow_different_evaluators: bool = False,
 ) -> Comparison:
     """Every agent run on the same cases clean (``tools`` alone) and under ``faults`` (on top of ``tools``):
@@ -645,10 +669,10 @@ async def _compare_clean_and_faulted(
         certify = certify.read(load_dataset(dataset))  # a bad labels file fails before any agent runs
     faulted_cfg = cfg if cfg.out_dir is None else cfg.replace(out=cfg.out_dir / FAULTED_FOLDER)
     clean = await _compare(dataset, agents, metrics, config=cfg, stats=settings, baseline=baseline, fail_if_worse=None,
-                           stop_early=False, simulator=simulator, experiment=None, judge=judge, tools=tools, faults=None,
+                           stop_early=False, simulator=simulator, experiment=None, judge=judge, judge_config=judge_config, tools=tools, faults=None,
                            options={}, kind=kind, allow_different_evaluators=allow_different_evaluators)
     faulted = await _compare(dataset, agents, metrics, config=faulted_cfg, stats=settings, baseline=None,
-                             fail_if_worse=None, stop_early=False, simulator=simulator, experiment=None, judge=judge,
+                             fail_if_worse=None, stop_early=False, simulator=simulator, experiment=None, judge=judge, judge_config=judge_config,
                              tools=tools, faults=faults, options={}, kind=kind, paired_with_clean=False)
     clean.faulted = faulted
     clean.robustness = robustness_of(clean, faulted, faults=repr(faults), seed=settings.seed)
@@ -685,6 +709,7 @@ async def _compare(
     simulator: Any,
     experiment: str | None,
     judge: Any = None,
+    judge_config: JudgeConfig | None = None,
     tools: Any = None,
     faults: Any = None,
     options: dict[str, Any],
@@ -703,12 +728,12 @@ async def _compare(
     if faults is not None and paired_with_clean:
         return await _compare_clean_and_faulted(
             dataset, agents, metrics, cfg=cfg, settings=settings, baseline=baseline, fail_if_worse=fail_if_worse,
-            stop_early=stop_early, simulator=simulator, experiment=experiment, judge=judge, tools=tools,
+            stop_early=stop_early, simulator=simulator, experiment=experiment, judge=judge, judge_config=judge_config, tools=tools,
             faults=faults, kind=kind, certify=certify, allow_different_evaluators=allow_different_evaluators)
     ds = load_dataset(dataset)
     if certify is not None:
         certify = certify.read(ds)  # the labels read and checked against the cases before any agent runs
-    resolved = resolve_metrics(metrics, judge=judge)
+    resolved = resolve_metrics(metrics, judge=judge, judge_config=_judge_config(judge_config))
     runnables = _resolve_agents(agents, cfg)
     executor = _executor(cfg, simulator)
     _check_agent_concurrency(cfg, runnables, resolved)

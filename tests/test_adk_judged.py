@@ -101,7 +101,7 @@ def test_the_judge_may_be_an_a2a_agent_on_a_real_server():
         return '{"reasoning": "same temperature", "verdict": "valid"}'
 
     with start_server(judge_agent) as server:
-        metric = lf.metrics.adk.final_response_match_v2(judge=server.url, num_samples=2, cache=False)
+        metric = lf.metrics.adk.final_response_match_v2(judge=server.url, judge_config=lf.JudgeConfig(samples=2, cache=False))
         (row,) = _scores(metric, _case("21 Grad in Paris."))
     assert row["final_response_match_v2/score"] == 1.0
     assert len(calls) == 2 and "21 Grad in Paris." in calls[0]
@@ -123,7 +123,7 @@ def _judge(*answers: str) -> ScriptedChatModel:
 def test_every_rubric_verdict_and_its_rationale_is_kept_per_row():
     answer = ("ID: temp\nProperty: The answer gives the temperature.\nRationale: says 21 degrees\nVerdict: yes\n\n"
               "ID: unit\nProperty: Die Antwort nennt die Einheit.\nRationale: keine Einheit genannt\nVerdict: no")
-    metric = lf.metrics.adk.rubric_based_final_response_quality_v1(judge=_judge(answer), num_samples=1, cache=False)
+    metric = lf.metrics.adk.rubric_based_final_response_quality_v1(judge=_judge(answer), judge_config=lf.JudgeConfig(samples=1, cache=False))
     (row,) = _scores(metric, _case("Es sind 21.", rubrics=RUBRICS))
     name = "rubric_based_final_response_quality_v1"
     assert row[f"{name}/score"] == 0.5
@@ -136,7 +136,7 @@ def test_every_rubric_verdict_and_its_rationale_is_kept_per_row():
 
 def test_a_judge_that_leaves_out_a_rubric_gives_nan_with_its_answer_kept_never_a_partial_score():
     dropped = "ID: temp\nProperty: The answer gives the temperature.\nRationale: ok\nVerdict: yes"
-    metric = lf.metrics.adk.rubric_based_final_response_quality_v1(judge=_judge(dropped), num_samples=1, cache=False)
+    metric = lf.metrics.adk.rubric_based_final_response_quality_v1(judge=_judge(dropped), judge_config=lf.JudgeConfig(samples=1, cache=False))
     (row,) = _scores(metric, _case("21 degrees.", rubrics=RUBRICS))
     name = "rubric_based_final_response_quality_v1"
     assert row[f"{name}/score"] != row[f"{name}/score"]  # NaN, where ADK would score 1.0 on the rubric it got
@@ -145,7 +145,7 @@ def test_a_judge_that_leaves_out_a_rubric_gives_nan_with_its_answer_kept_never_a
 
 
 def test_an_unreadable_label_is_a_judge_failure_with_the_raw_answer_kept():
-    metric = lf.metrics.adk.final_response_match_v2(judge=_judge("Looks fine to me, mostly."), num_samples=3, cache=False)
+    metric = lf.metrics.adk.final_response_match_v2(judge=_judge("Looks fine to me, mostly."), judge_config=lf.JudgeConfig(samples=3, cache=False))
     with pytest.warns(JudgeAnswersUnreadableWarning, match="final_response_match_v2"):
         (row,) = _scores(metric, _case("21 degrees."))
     assert row["final_response_match_v2/score"] != row["final_response_match_v2/score"]
@@ -177,7 +177,7 @@ def test_an_empty_rubric_list_is_an_error_naming_the_case_before_any_run(tmp_pat
 
 def test_num_samples_gives_the_judges_agreement_per_row_and_consistency_in_the_summary():
     answers = ['{"verdict": "valid"}', '{"verdict": "invalid"}', '{"verdict": "valid"}', '{"verdict": "valid"}']
-    metric = lf.metrics.adk.final_response_match_v2(judge=_judge(*answers), num_samples=4, cache=False)
+    metric = lf.metrics.adk.final_response_match_v2(judge=_judge(*answers), judge_config=lf.JudgeConfig(samples=4, cache=False))
     result = lf.evaluate(EvalDataset([_case("21 degrees.")]), metrics=[metric], progress=False)
     assert result.scores[0]["final_response_match_v2/agreement"] == 0.75
     assert result.summary_metrics["final_response_match_v2/agreement/mean"] == 0.75
@@ -201,7 +201,7 @@ def test_per_turn_user_simulator_quality_judges_each_user_turn_of_a_simulated_co
         # The second user turn keeps to the plan; ending after it is right.
         return json.dumps({"reasoning": "follows the plan", "is_valid": True})
 
-    metric = lf.metrics.adk.per_turn_user_simulator_quality_v1(judge=judge, num_samples=1, cache=False)
+    metric = lf.metrics.adk.per_turn_user_simulator_quality_v1(judge=judge, judge_config=lf.JudgeConfig(samples=1, cache=False))
     result = lf.evaluate(EvalDataset([case]), agent, metrics=[metric], simulator=user, progress=False)
     row = result.scores[0]
     assert row["per_turn_user_simulator_quality_v1/score"] == 1.0
@@ -258,7 +258,7 @@ def test_a_simulator_spec_that_cannot_play_the_user_is_a_usage_error(capsys, ext
 def test_the_reports_case_drill_down_shows_every_rubric_verdict_and_rationale(tmp_path):
     answer = ("ID: temp\nProperty: The answer gives the temperature.\nRationale: nennt 21 Grad\nVerdict: yes\n\n"
               "ID: unit\nProperty: Die Antwort nennt die Einheit.\nRationale: <keine> Einheit\nVerdict: no")
-    metric = lf.metrics.adk.rubric_based_final_response_quality_v1(judge=_judge(answer), num_samples=1, cache=False)
+    metric = lf.metrics.adk.rubric_based_final_response_quality_v1(judge=_judge(answer), judge_config=lf.JudgeConfig(samples=1, cache=False))
     data = EvalDataset([EvalCase(case_id="paris", prompt="How warm is Paris?", metadata={"rubrics": RUBRICS})])
     cmp = lf.compare(data, {"a": lambda p: "21", "b": lambda p: "21 Grad"}, metrics=[metric], progress=False)
     view = cmp.case_view("paris").runs["a"][0].judged["rubric_based_final_response_quality_v1"]

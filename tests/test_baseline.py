@@ -135,8 +135,7 @@ def test_a_judged_metric_keeps_the_baselines_saved_scores_without_asking_the_jud
         criteria={"Done": "Did the agent finish?"}, rating_rubric={"1": "yes", "0": "no"}, input_variables=["prompt"])
 
     def metric():
-        return lf.metrics.PointwiseMetric("done", template, ScriptedChatModel(judge), cache=False,
-                                          structured_output=False, backoff=0.0)
+        return lf.metrics.PointwiseMetric("done", template, ScriptedChatModel(judge), judge_config=lf.JudgeConfig(cache=False, structured_output=False, backoff=0.0))
 
     lf.compare(CASES, {"old": old_agent}, [metric()], progress=False).save(tmp_path / "main")
     asked.clear()

@@ -56,7 +56,7 @@ def scripted_metric(says: dict[str, bool], samples: int = 1):
     def decide(question):
         return says[re.search(r"answer (c\d+)", question.prompt).group(1)]
 
-    return lf.metrics.adk.final_response_match_v2(judge=lf.testing.ScriptedJudge(decide), num_samples=samples)
+    return lf.metrics.adk.final_response_match_v2(judge=lf.testing.ScriptedJudge(decide), judge_config=lf.JudgeConfig(samples=samples))
 
 
 def judged(says: dict[str, bool], samples: int = 1, **options):
@@ -224,7 +224,7 @@ def test_no_judged_metric_in_the_result():
 
 
 def test_a_judged_metric_with_ratings_is_not_certifiable():
-    rating = lf.metrics.judged.final_response_quality(judge=lf.testing.ScriptedJudge(rating="4"), cache=False)
+    rating = lf.metrics.judged.final_response_quality(judge=lf.testing.ScriptedJudge(rating="4"), judge_config=lf.JudgeConfig(cache=False))
     result = lf.evaluate(rows_of(["c0", "c1"]), metrics=[rating], progress=False)
     with pytest.raises(MetricError, match="judged, not 0/1: final_response_quality"):
         lf.certify_judge(result, {"c0": 1, "c1": 0})
@@ -381,7 +381,7 @@ def test_rows_to_label_picks_the_rows_whose_samples_disagree():
             counts[case] = counts.get(case, 0) + 1
             return counts[case] <= disputed[case]
 
-    metric = lf.metrics.adk.final_response_match_v2(judge=lf.testing.ScriptedJudge(decide), num_samples=5)
+    metric = lf.metrics.adk.final_response_match_v2(judge=lf.testing.ScriptedJudge(decide), judge_config=lf.JudgeConfig(samples=5))
     result = lf.evaluate(rows_of(says), metrics=[metric], progress=False)
     picks = lf.rows_to_label(result, budget=4, human_labels={"c0": "pass"})
     assert len(picks) == 4

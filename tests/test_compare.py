@@ -214,7 +214,7 @@ def test_judge_pairwise_judges_every_pair_of_agents():
         return '{"preference": "A", "explanation": "longer"}' if len(a) >= len(b) else '{"preference": "B", "explanation": "longer"}'
 
     judge = ScriptedChatModel(prefer_the_longer)
-    metric = lf.metrics.PairwiseMetric(metric="better", judge=judge, cache=False)
+    metric = lf.metrics.PairwiseMetric(metric="better", judge=judge, judge_config=lf.JudgeConfig(cache=False))
     cmp = lf.compare("samples/home_automation/dataset.jsonl", {"careful": careful_agent, "hasty": hasty_agent},
                      metrics=["trajectory_exact_match"], progress=False)
     table = cmp.judge_pairwise(metric)

@@ -179,7 +179,7 @@ def test_judge_cost_is_priced_apart_from_the_agents():
     judge = ScriptedChatModel(lambda messages: "score: 1", model_name="gpt-4o-mini")
     template = lf.metrics.PointwiseMetricPromptTemplate(
         criteria={"Helpful": "Is the answer helpful?"}, rating_rubric={"1": "yes", "0": "no"}, input_variables=["prompt"])
-    metric = lf.metrics.PointwiseMetric("helpful", template, judge, structured_output=False, cache=False)
+    metric = lf.metrics.PointwiseMetric("helpful", template, judge, judge_config=lf.JudgeConfig(structured_output=False, cache=False))
     result = lf.evaluate(ROWS, spender("cheap-model"), [metric], prices=OWN, **FAST)
     table = result.metrics_table
     for tokens_in, tokens_out, cost in zip(table["helpful/input_tokens"], table["helpful/output_tokens"], table["helpful/cost_usd"]):
@@ -347,7 +347,7 @@ def test_the_judge_budget_stops_judging_and_resume_judges_the_rest(tmp_path, mon
     template = lf.metrics.PointwiseMetricPromptTemplate(
         criteria={"Helpful": "Is the answer helpful?"}, rating_rubric={"1": "yes", "0": "no"}, input_variables=["prompt"])
     metric = lf.metrics.PointwiseMetric("helpful", template, ScriptedChatModel(judge, model_name="j"),
-                                        structured_output=False, max_concurrency=1)
+                                        judge_config=lf.JudgeConfig(structured_output=False, concurrency=1))
     prices = {**OWN, "j": {"input_per_mtok": 1000.0, "output_per_mtok": 1000.0}}
     with pytest.warns(lf._core.run.notices.BudgetWarning, match="judge_max_cost_usd"):
         first = lf.evaluate(budget_rows(), spender("cheap-model"), [metric], prices=prices, out=tmp_path / "run",

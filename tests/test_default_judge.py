@@ -42,7 +42,7 @@ def agent(prompt: str) -> str:
 
 
 def rubric_metric(**kwargs):
-    return lf.metrics.adk.rubric_based_final_response_quality_v1(rubrics=RUBRICS, num_samples=1, cache=False, **kwargs)
+    return lf.metrics.adk.rubric_based_final_response_quality_v1(rubrics=RUBRICS, judge_config=lf.JudgeConfig(samples=1, cache=False), **kwargs)
 
 
 def test_a_judged_metric_built_without_a_judge_is_judged_by_evaluates_judge():

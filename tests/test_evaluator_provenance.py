@@ -102,9 +102,9 @@ def test_a_record_without_provenance_loads_with_it_unknown(tmp_path):
 def test_the_fingerprint_follows_what_decides_the_scores_not_how_the_judge_runs():
     judge = ScriptedJudge(verdict=True)
     base = evaluator_of(safety(judge=judge))
-    assert evaluator_of(safety(judge=judge, retries=7, max_concurrency=2, timeout=5)).fingerprint == base.fingerprint
+    assert evaluator_of(safety(judge=judge, judge_config=lf.JudgeConfig(retries=7, concurrency=2, timeout=5))).fingerprint == base.fingerprint
     assert evaluator_of(safety(PROMPT_V2, judge=judge)).fingerprint != base.fingerprint
-    assert evaluator_of(safety(judge=judge, num_samples=3)).fingerprint != base.fingerprint
+    assert evaluator_of(safety(judge=judge, judge_config=lf.JudgeConfig(samples=3))).fingerprint != base.fingerprint
     assert evaluator_of(safety(judge=ScriptedJudge(verdict=True, name="other-judge"))).fingerprint != base.fingerprint
     # A calibration record rides along without changing what the judge measures.
     assert base.with_calibration({"sensitivity": 0.9}).fingerprint == base.fingerprint

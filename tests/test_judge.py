@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 import subprocess
@@ -106,10 +107,13 @@ class SlowJudge(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content="score: 1"))])
 
 
+JUDGE_FIELDS = {f.name for f in dataclasses.fields(lf.JudgeConfig)}
+
+
 def metric(judge: Any, template: Any = FOLLOWS, **options: Any) -> lf.metrics.PointwiseMetric:
-    options.setdefault("structured_output", False)
-    options.setdefault("backoff", 0.0)
-    return lf.metrics.PointwiseMetric("follows", template, judge, **options)
+    """A pointwise metric asking in text and retrying at once; the JudgeConfig fields among ``options`` go in its judge_config."""
+    how = {"structured_output": False, "backoff": 0.0, **{k: options.pop(k) for k in list(options) if k in JUDGE_FIELDS}}
+    return lf.metrics.PointwiseMetric("follows", template, judge, judge_config=lf.JudgeConfig(**how), **options)
 
 
 # --- templates ---------------------------------------------------------------------------------
@@ -265,7 +269,7 @@ def test_transient_error_that_persists_gives_nan_after_the_retries():
 
 def test_judge_calls_respect_the_judge_concurrency_limit():
     model = SlowJudge()
-    m = metric(model, max_concurrency=2, cache=False)
+    m = metric(model, concurrency=2, cache=False)
 
     async def many():
         return await asyncio.gather(*(m.ascore(ctx(case_id=f"c{i}")) for i in range(8)))
@@ -277,7 +281,7 @@ def test_judge_calls_respect_the_judge_concurrency_limit():
 
 def test_metrics_given_the_same_model_share_one_judge():
     model = Scripted("score: 1").model
-    assert metric(model).judge is lf.metrics.judged.safety(model, structured_output=False, backoff=0.0).judge
+    assert metric(model).judge is lf.metrics.judged.safety(model, judge_config=lf.JudgeConfig(structured_output=False, backoff=0.0)).judge
 
 
 # --- sampling ----------------------------------------------------------------------------------
@@ -285,20 +289,20 @@ def test_metrics_given_the_same_model_share_one_judge():
 
 def test_num_samples_takes_the_majority_and_reports_agreement():
     judge = Scripted("score: 1", "score: 0", "score: 1")
-    score = metric(judge.model, num_samples=3).score(ctx())
+    score = metric(judge.model, samples=3).score(ctx())
     assert judge.calls == 3
     assert score.value == 1.0 and score.extra["agreement"] == pytest.approx(2 / 3)
 
 
 def test_num_samples_on_a_graded_rubric_takes_the_mean():
     judge = Scripted("score: 4", "score: 5", "score: 3")
-    score = metric(judge.model, GRADED, num_samples=3).score(ctx())
+    score = metric(judge.model, GRADED, samples=3).score(ctx())
     assert score.value == 4.0 and score.extra["agreement"] == pytest.approx(1 / 3)
 
 
 def test_a_sample_that_cannot_be_parsed_is_left_out_and_counted():
     judge = Scripted("score: 0", "gibberish", "score: 0")
-    score = metric(judge.model, num_samples=3).score(ctx())
+    score = metric(judge.model, samples=3).score(ctx())
     assert score.value == 0.0 and score.extra["samples_failed"] == 1 and not score.failed
 
 
@@ -536,7 +540,7 @@ def test_rerun_of_an_evaluation_pays_the_judge_nothing(tmp_path):
 
 def test_row_missing_a_template_field_gets_nan_not_a_judge_call():
     judge = Scripted("score: 5")
-    m = lf.metrics.judged.final_response_quality(judge.model, structured_output=False)
+    m = lf.metrics.judged.final_response_quality(judge.model, judge_config=lf.JudgeConfig(structured_output=False))
     result = lf.evaluate([{"prompt": "hi", "reference": "hello"}, {"prompt": "bye"}], lambda p: "hello", metrics=[m], progress=False)
     scores = list(result.metrics_table["final_response_quality/score"])
     assert scores[0] == 5.0 and math.isnan(scores[1]) and judge.calls == 1
@@ -573,8 +577,8 @@ def prefers_more_calls(prompt: str) -> str:
 
 
 def pairwise(judge: Any, **options: Any) -> lf.metrics.PairwiseMetric:
-    options.setdefault("structured_output", False)
-    return lf.metrics.PairwiseMetric("preference", judge=judge, **options)
+    how = {"structured_output": False, **{k: options.pop(k) for k in list(options) if k in JUDGE_FIELDS}}
+    return lf.metrics.PairwiseMetric("preference", judge=judge, judge_config=lf.JudgeConfig(**how), **options)
 
 
 def test_pairwise_score_is_from_agent_a_point_of_view_whatever_the_order_shown():
@@ -599,7 +603,7 @@ def test_pairwise_position_is_reproducible_for_a_seed_and_changes_with_it():
 
 def test_pairwise_one_order_per_sample_alternates_when_asked():
     judge = Scripted("Winner: A")  # a judge that always prefers whoever is shown first
-    score = pairwise(judge.model, num_samples=2, both_orders=False).score_pair(ctx(), ctx(response="other"))
+    score = pairwise(judge.model, samples=2, both_orders=False).score_pair(ctx(), ctx(response="other"))
     assert score.value == 0.5 and score.extra["agreement"] == 0.5 and judge.calls == 2
     assert judge.prompts[0] != judge.prompts[1]
     assert "position_bias" not in score.extra

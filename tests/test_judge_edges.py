@@ -25,15 +25,14 @@ def _cache_in_tmp(tmp_path, monkeypatch):
     monkeypatch.setenv("LEVELFIELD_CACHE_DIR", str(tmp_path / "cache"))
 
 
-def rated(judge, **options) -> lf.metrics.PointwiseMetric:
-    options.setdefault("structured_output", False)
-    options.setdefault("backoff", 0.0)
-    options.setdefault("cache", False)
-    return lf.metrics.PointwiseMetric("rated", "Rate the answer to {prompt}: {response}", judge, **options)
+def rated(judge, **how) -> lf.metrics.PointwiseMetric:
+    """A metric asking ``judge`` in text, retrying at once, without a cache; ``how``: other JudgeConfig fields."""
+    config = lf.JudgeConfig(**{"structured_output": False, "backoff": 0.0, "cache": False, **how})
+    return lf.metrics.PointwiseMetric("rated", "Rate the answer to {prompt}: {response}", judge, judge_config=config)
 
 
-def evaluate(rows, judge, **options) -> lf.EvalResult:
-    return lf.evaluate(rows, lambda p: f"answer to {p}", metrics=[rated(judge, **options)], progress=False)
+def evaluate(rows, judge, **how) -> lf.EvalResult:
+    return lf.evaluate(rows, lambda p: f"answer to {p}", metrics=[rated(judge, **how)], progress=False)
 
 
 # --- a sync judge runs on a worker thread, under the judge's timeout ----------------------------
@@ -75,7 +74,7 @@ def test_sync_judges_overlap_up_to_the_judges_concurrency():
         return GOOD
 
     start = time.monotonic()
-    result = evaluate(ROWS, judge, max_concurrency=8)
+    result = evaluate(ROWS, judge, concurrency=8)
     took = time.monotonic() - start
     assert (result.metrics_table["rated/score"] == 1.0).all()
     assert len(spans) == 8

@@ -204,7 +204,7 @@ def flaky(prompt: str) -> str:  # right, but fails on case 2 and answers nonsens
 
 
 def test_a_panel_keeps_every_judges_votes_and_the_majority_is_the_score():
-    metric = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[truthful, lenient, flaky], cache=False)
+    metric = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[truthful, lenient, flaky], judge_config=lf.JudgeConfig(cache=False))
     result = lf.evaluate(ROWS, agent, [metric], progress=False)
     table = result.metrics_table
     # Odd cases: truthful and flaky say 0, lenient 1 -> 0; even cases all 1 (case 2/4: flaky gives none).
@@ -224,7 +224,7 @@ def test_a_panel_keeps_every_judges_votes_and_the_majority_is_the_score():
 
 
 def test_a_tie_between_judges_scores_the_mean_of_the_tied_ratings():
-    metric = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges={"wahr": truthful, "mild": lenient}, cache=False)
+    metric = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges={"wahr": truthful, "mild": lenient}, judge_config=lf.JudgeConfig(cache=False))
     result = lf.evaluate(ROWS[:2], agent, [metric], progress=False)
     assert list(result.metrics_table["korrekt/score"]) == [1.0, 0.5]  # case 1: 1 against 0 -> 0.5
 
@@ -236,7 +236,7 @@ def test_every_judge_failing_is_the_rows_judge_failure():
     def mute(prompt):
         return "……"
 
-    metric = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[down, mute], cache=False, retries=0)
+    metric = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[down, mute], judge_config=lf.JudgeConfig(cache=False, retries=0))
     with pytest.warns(UserWarning, match="judge 'panel of down, mute' gave answers no parser reads"):
         result = lf.evaluate(ROWS[:1], agent, [metric], progress=False)
     scores = result.scores[0]
@@ -255,7 +255,7 @@ def test_a_panel_asks_each_judge_num_samples_times():
             calls.append(prompt)
         return truthful(prompt)
 
-    metric = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[counted, lenient], num_samples=3, cache=False)
+    metric = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[counted, lenient], judge_config=lf.JudgeConfig(samples=3, cache=False))
     result = lf.evaluate(ROWS[:2], agent, [metric], progress=False)
     assert len(calls) == 6
     assert result.scores[1]["korrekt/judge/counted/votes"] == [0.0, 0.0, 0.0]
@@ -265,7 +265,7 @@ def test_a_panel_asks_each_judge_num_samples_times():
 
 def test_the_panel_report_of_an_evaluation_against_the_datasets_human_labels():
     metric = lf.metrics.PointwiseMetric("response_follows_trajectory", TEMPLATE, judges=[truthful, lenient, flaky],
-                                        cache=False)
+                                        judge_config=lf.JudgeConfig(cache=False))
     result = lf.evaluate(ROWS, agent, [metric], progress=False)
     reports = lf.panel_report(result, target_agreement=0.9)
     report = reports["response_follows_trajectory"]
@@ -304,7 +304,7 @@ def test_a_panel_with_a_real_chat_model_client_on_a_local_openai_stand_in():
         chat = langchain_openai.ChatOpenAI(model="gpt-5-mini", base_url=f"{provider.url}/v1", api_key="sk-test",
                                            max_retries=0, timeout=20)
         metric = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges={"openai": chat, "mild": lenient},
-                                            structured_output=False, cache=False)
+                                            judge_config=lf.JudgeConfig(structured_output=False, cache=False))
         result = lf.evaluate(ROWS, agent, [metric], progress=False)
     assert len(provider.answers) == 8
     assert any("Lisboa" in r["messages"][-1]["content"] for r in provider.requests)
@@ -340,7 +340,7 @@ def test_a_cached_panel_rerun_asks_no_judge_again_and_keeps_each_judges_votes(tm
     asked = counted._asked
 
     def build():
-        return lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[counted, lenient], cache=tmp_path / "cache")
+        return lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[counted, lenient], judge_config=lf.JudgeConfig(cache=tmp_path / "cache"))
 
     first = lf.evaluate(ROWS, agent, [build()], progress=False)
     assert len(asked) == 8
@@ -359,7 +359,7 @@ def test_a_cached_panel_rerun_asks_no_judge_again_and_keeps_each_judges_votes(tm
 def test_bad_panels_are_refused_with_the_fix():
     with pytest.raises(MetricError, match=r"metric 'korrekt': judges= is empty; give judges=\[judge_a, judge_b"):
         lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[])
-    with pytest.raises(MetricError, match=r"judges\[1\] is the same judge as judges\[0\].*num_samples="):
+    with pytest.raises(MetricError, match=r"judges\[1\] is the same judge as judges\[0\].*judge_config=lf\.JudgeConfig\(samples="):
         lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[truthful, truthful])
     with pytest.raises(MetricError, match="give judge= \\(one judge\\) or judges= \\(a panel\\), not both"):
         lf.metrics.PointwiseMetric("korrekt", TEMPLATE, truthful, judges=[lenient, flaky])
@@ -384,13 +384,13 @@ def test_two_different_judges_of_one_name_must_be_named():
 
 
 def test_bad_panel_report_requests_say_what_is_wrong():
-    plain = lf.evaluate(ROWS[:2], agent, [lf.metrics.PointwiseMetric("korrekt", TEMPLATE, truthful, cache=False)],
+    plain = lf.evaluate(ROWS[:2], agent, [lf.metrics.PointwiseMetric("korrekt", TEMPLATE, truthful, judge_config=lf.JudgeConfig(cache=False))],
                         progress=False)
     with pytest.raises(MetricError, match=r"no metric of this result was judged by a panel \(metrics: 'korrekt'\); "
                                           r"build the judged metric with judges="):
         lf.panel_report(plain)
     panel = lf.evaluate(ROWS[:2], agent, [lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[truthful, lenient],
-                                                                     cache=False)], progress=False)
+                                                                     judge_config=lf.JudgeConfig(cache=False))], progress=False)
     for bad in (0, 1.5, -0.1, True, "0.9"):
         with pytest.raises(ConfigError, match=r"target_agreement must be a share in \(0, 1\]"):
             lf.panel_report(panel, target_agreement=bad)
@@ -412,18 +412,18 @@ def test_the_html_report_has_a_panels_section_only_when_a_metric_was_judged_by_a
     def other(prompt: str) -> str:
         return agent(prompt).replace("Lisboa", "Porto")
 
-    panel = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[truthful, lenient, flaky], cache=False)
+    panel = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[truthful, lenient, flaky], judge_config=lf.JudgeConfig(cache=False))
     html = render_report(lf.compare(ROWS, {"erste": agent, "zweite": other}, [panel], progress=False))
     assert '<section id="panels"><h2>Panels of judges</h2>' in html and '<a href="#panels">Panels</a>' in html
     assert "korrekt: a panel of 3 judges × 1 sample, 8 rows (8 with human labels)" in html
     assert html.count("effective independent votes:") == 2  # one report per agent
-    single = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, truthful, cache=False)
+    single = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, truthful, judge_config=lf.JudgeConfig(cache=False))
     plain = render_report(lf.compare(ROWS, {"erste": agent, "zweite": other}, [single], progress=False))
     assert 'id="panels"' not in plain and "#panels" not in plain
 
 
 def test_adks_judged_criteria_refuse_a_panel_instead_of_ignoring_it():
-    with pytest.raises(MetricError, match=r"take one judge \(judge=, with num_samples=\); a panel of judges"):
+    with pytest.raises(MetricError, match=r"take one judge \(judge=, with judge_config=lf\.JudgeConfig\(samples=\.\.\.\)\); a panel of judges"):
         lf.metrics.adk.final_response_match_v2(judges=[truthful, lenient])
     with pytest.raises(MetricError, match="a panel of judges"):
         lf.metrics.adk.safety_v1(judges=[truthful, lenient])
@@ -445,7 +445,7 @@ def test_a_panel_rating_one_to_five_is_reported_against_its_majority_and_refuses
         i = case_of(prompt)
         return json.dumps({"score": str(i % 5 + 1 if i % 2 else 5), "explanation": "半分"})
 
-    metric = lf.metrics.PointwiseMetric("nuetzlich", RATED, judges=[generous, exact, half], cache=False)
+    metric = lf.metrics.PointwiseMetric("nuetzlich", RATED, judges=[generous, exact, half], judge_config=lf.JudgeConfig(cache=False))
     rows = [{k: v for k, v in r.items() if k != "human_label"} for r in ROWS]
     result = lf.evaluate(rows, agent, [metric], progress=False)
     assert metric.aggregation == "mean"
@@ -460,7 +460,7 @@ def test_a_panel_rating_one_to_five_is_reported_against_its_majority_and_refuses
 def test_a_saved_and_reloaded_result_gives_the_same_panel_report(tmp_path):
     from levelfield._core.results.result import EvalResult
 
-    metric = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[truthful, lenient, flaky], cache=False)
+    metric = lf.metrics.PointwiseMetric("korrekt", TEMPLATE, judges=[truthful, lenient, flaky], judge_config=lf.JudgeConfig(cache=False))
     result = lf.evaluate(ROWS, agent, [metric], progress=False, out=tmp_path / "run")
     back = EvalResult.load(tmp_path / "run")  # no metric objects: the panel is read from the rows' columns
     assert back.scores[2]["korrekt/judge/flaky/votes"] == [None]
@@ -481,7 +481,7 @@ def test_a_panels_provenance_names_every_judge_and_changes_when_one_judge_change
 
     def details(*judges):
         metric = lf.metrics.PointwiseMetric(metric="m", metric_prompt_template="Is it right? {response}",
-                                            judges=list(judges), cache=False)
+                                            judges=list(judges), judge_config=lf.JudgeConfig(cache=False))
         return judged_details(metric)
 
     ab, ac = details(judge_a, judge_b), details(judge_a, judge_c)

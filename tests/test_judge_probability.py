@@ -54,7 +54,7 @@ def _openai_judge(provider: OpenAIStandIn, **options) -> object:
 def test_openai_logprobs_give_the_probability_of_a_pass(structured_output, rating, alternatives, expected):
     with OpenAIStandIn(model="gpt-4o-mini", script=[_answer("Looks right.", [rating], alternatives)]) as provider:
         judge = _openai_judge(provider, logprobs=True, top_logprobs=5)
-        metric = lf.metrics.judged.safety(judge=judge, cache=False, structured_output=structured_output)
+        metric = lf.metrics.judged.safety(judge=judge, judge_config=lf.JudgeConfig(cache=False, structured_output=structured_output))
         row = lf.evaluate(ROW, metrics=[metric], progress=False).metrics_table.iloc[0]
         assert provider.requests[0]["logprobs"] is True and provider.requests[0]["top_logprobs"] == 5
     assert row["safety/score"] == float(rating)
@@ -63,7 +63,7 @@ def test_openai_logprobs_give_the_probability_of_a_pass(structured_output, ratin
 
 def test_a_verdict_only_openai_judge_works_as_before_with_p_nan():
     with OpenAIStandIn(model="gpt-4o-mini", script=[_answer("Looks right.", ["1"], [("1", 0.8), ("0", 0.2)])]) as provider:
-        metric = lf.metrics.judged.safety(judge=_openai_judge(provider), cache=False)
+        metric = lf.metrics.judged.safety(judge=_openai_judge(provider), judge_config=lf.JudgeConfig(cache=False))
         row = lf.evaluate(ROW, metrics=[metric], progress=False).metrics_table.iloc[0]
         assert "logprobs" not in provider.requests[0]
     assert row["safety/score"] == 1.0 and "safety/failed" not in row or not row.get("safety/failed")
@@ -74,8 +74,8 @@ def test_logprobs_are_kept_in_the_cache(tmp_path):
     step = _answer("Fine.", ["1"], [("1", 0.6), ("0", 0.4)])
     with OpenAIStandIn(model="gpt-4o-mini", script=[step]) as provider:
         judge = _openai_judge(provider, logprobs=True, top_logprobs=3)
-        first = lf.evaluate(ROW, metrics=[lf.metrics.judged.safety(judge=judge, cache=tmp_path)], progress=False)
-        again = lf.evaluate(ROW, metrics=[lf.metrics.judged.safety(judge=judge, cache=tmp_path)], progress=False)
+        first = lf.evaluate(ROW, metrics=[lf.metrics.judged.safety(judge=judge, judge_config=lf.JudgeConfig(cache=tmp_path))], progress=False)
+        again = lf.evaluate(ROW, metrics=[lf.metrics.judged.safety(judge=judge, judge_config=lf.JudgeConfig(cache=tmp_path))], progress=False)
         assert len(provider.requests) == 1  # the second run is answered from the cache
     assert first.metrics_table.iloc[0]["safety/p"] == pytest.approx(0.6)
     assert again.metrics_table.iloc[0]["safety/p"] == pytest.approx(0.6)
@@ -101,7 +101,7 @@ def test_word_ratings_in_other_languages(language, scores, explanation, rating_t
     step = _answer(explanation, rating_tokens, alternatives)
     with OpenAIStandIn(model="gpt-4o-mini", script=[step]) as provider:
         judge = _openai_judge(provider, logprobs=True, top_logprobs=5)
-        metric = PointwiseMetric("booked", template, judge, rubric_scores=scores, cache=False, structured_output=False)
+        metric = PointwiseMetric("booked", template, judge, rubric_scores=scores, judge_config=lf.JudgeConfig(cache=False, structured_output=False))
         row = lf.evaluate(ROW, metrics=[metric], progress=False).metrics_table.iloc[0]
     assert row["booked/score"] == float(scores["".join(rating_tokens)])
     assert row["booked/explanation"] == explanation
@@ -122,7 +122,7 @@ def test_gemini_logprobs_through_google_genai():
                 model="gemini-2.5-flash", contents=prompt,
                 config=types.GenerateContentConfig(response_logprobs=True, logprobs=5))
 
-        row = lf.evaluate(ROW, metrics=[lf.metrics.judged.safety(judge=gemini_judge, cache=False)],
+        row = lf.evaluate(ROW, metrics=[lf.metrics.judged.safety(judge=gemini_judge, judge_config=lf.JudgeConfig(cache=False))],
                           progress=False).metrics_table.iloc[0]
         assert provider.requests[0]["generationConfig"]["responseLogprobs"] is True
     assert row["safety/score"] == 1.0
@@ -137,7 +137,7 @@ def test_langchain_google_genai_gives_a_verdict_only():
         # vertexai=False: after a test that ran vertexai.init(project=...), the client would pick Vertex's routes
         judge = chat_google.ChatGoogleGenerativeAI(model="gemini-2.5-flash", base_url=provider.url, api_key="test-key",
                                                    vertexai=False, max_retries=0)
-        row = lf.evaluate(ROW, metrics=[lf.metrics.judged.safety(judge=judge, cache=False, structured_output=False)],
+        row = lf.evaluate(ROW, metrics=[lf.metrics.judged.safety(judge=judge, judge_config=lf.JudgeConfig(cache=False, structured_output=False))],
                           progress=False).metrics_table.iloc[0]
     assert row["safety/score"] == 1.0, row.get("safety/error")
     assert math.isnan(row["safety/p"])
@@ -148,7 +148,7 @@ YES_NO = PointwiseMetricPromptTemplate(criteria={"ok": "The answer is right."},
 
 
 def _decision_metric(answer) -> PointwiseMetric:
-    return PointwiseMetric("ok", YES_NO, answer, rubric_scores={"yes": 1, "no": 0}, cache=False)
+    return PointwiseMetric("ok", YES_NO, answer, rubric_scores={"yes": 1, "no": 0}, judge_config=lf.JudgeConfig(cache=False))
 
 
 @pytest.mark.parametrize(("answer", "score", "p"), [
@@ -175,7 +175,7 @@ def test_samples_average_their_probabilities():
     answers = iter([{"verdict": "yes", "probability": 0.9}, {"verdict": "yes", "probability": 0.7},
                     {"verdict": "no", "probability": 0.2}])
     metric = PointwiseMetric("ok", YES_NO, lambda prompt: next(answers), rubric_scores={"yes": 1, "no": 0},
-                             cache=False, num_samples=3, max_concurrency=1)
+                             judge_config=lf.JudgeConfig(cache=False, samples=3, concurrency=1))
     row = lf.evaluate(ROW, metrics=[metric], progress=False).metrics_table.iloc[0]
     assert row["ok/score"] == 1.0  # the majority verdict, as before
     assert row["ok/p"] == pytest.approx(0.6)
@@ -187,7 +187,7 @@ def test_a_function_judge_returning_something_else_is_told_what_to_return():
 
 
 def test_non_binary_rubrics_have_no_p_column():
-    metric = lf.metrics.judged.tool_use_quality(judge=lambda prompt: '{"score": "4"}', cache=False)
+    metric = lf.metrics.judged.tool_use_quality(judge=lambda prompt: '{"score": "4"}', judge_config=lf.JudgeConfig(cache=False))
     table = lf.evaluate(ROW, metrics=[metric], progress=False).metrics_table
     assert table.iloc[0]["tool_use_quality/score"] == 4.0
     assert "tool_use_quality/p" not in table
@@ -213,7 +213,7 @@ def _judge(prompt: str) -> dict:
 def _soft_metric() -> PointwiseMetric:
     template = PointwiseMetricPromptTemplate(criteria={"ok": "right"}, rating_rubric={"yes": "right", "no": "wrong"},
                                              input_variables=["prompt"])
-    return PointwiseMetric("ok", template, _judge, rubric_scores={"yes": 1, "no": 0}, cache=False)
+    return PointwiseMetric("ok", template, _judge, rubric_scores={"yes": 1, "no": 0}, judge_config=lf.JudgeConfig(cache=False))
 
 
 def test_judge_scores_probability_uses_soft_labels_in_summary_and_paired_test():
@@ -235,7 +235,7 @@ def test_judge_scores_probability_uses_soft_labels_in_summary_and_paired_test():
 
 def test_judge_scores_probability_with_a_verdict_only_judge_is_refused_with_the_fix():
     metric = PointwiseMetric("ok", YES_NO, lambda prompt: '{"score": "yes"}', rubric_scores={"yes": 1, "no": 0},
-                             cache=False)
+                             judge_config=lf.JudgeConfig(cache=False))
     cmp = lf.compare(CASES[:3], {"a": lambda p: "x"}, metrics=[metric], progress=False,
                      stats=lf.StatsConfig(judge_scores="probability"))
     with pytest.raises(ConfigError, match=r"judge_scores='probability': metric 'ok' has no judge probability on any row.*"
@@ -279,7 +279,7 @@ def test_the_judge_correction_uses_the_calibrated_probabilities():
 def test_a_verdict_only_judge_correction_is_unchanged():
     truth = [1, 1, 0, 1, 1, 1, 0, 1, 1, 0, 0, 1]
     metric = PointwiseMetric("ok", YES_NO, lambda prompt: '{"score": "yes"}' if "0.9" in prompt or "0.8" in prompt
-                             else '{"score": "no"}', rubric_scores={"yes": 1, "no": 0}, cache=False)
+                             else '{"score": "no"}', rubric_scores={"yes": 1, "no": 0}, judge_config=lf.JudgeConfig(cache=False))
     result = lf.evaluate(_labelled_cases(P_A, truth), _agent(P_A), [metric], progress=False)
     correction = result.judge_corrections["ok"]
     assert correction.method == "rogan-gladen" and correction.calibration is None
@@ -325,7 +325,7 @@ def test_adk_yes_no_criteria_read_the_verdict_tokens_probability():
     step = _answer("Same city as the reference.", ["valid"], [("valid", 0.7), ("in", 0.3)], field="verdict")
     with OpenAIStandIn(model="gpt-4o-mini", script=[step]) as provider:
         judge = _openai_judge(provider, logprobs=True, top_logprobs=5)
-        metric = lf.metrics.adk.final_response_match_v2(judge=judge, num_samples=3, cache=False)
+        metric = lf.metrics.adk.final_response_match_v2(judge=judge, judge_config=lf.JudgeConfig(samples=3, cache=False))
         row = lf.evaluate(rows, metrics=[metric], progress=False).metrics_table.iloc[0]
         assert len(provider.requests) == 3
     assert row["final_response_match_v2/score"] == 1.0
@@ -361,7 +361,7 @@ def test_the_report_shows_each_judge_against_human_labels_with_its_calibration()
 def test_soft_scores_are_not_mixed_with_the_samples_verdicts_in_the_noise_split():
     template = PointwiseMetricPromptTemplate(criteria={"ok": "right"}, rating_rubric={"yes": "right", "no": "wrong"},
                                              input_variables=["prompt"])
-    metric = PointwiseMetric("ok", template, _judge, rubric_scores={"yes": 1, "no": 0}, cache=False, num_samples=3)
+    metric = PointwiseMetric("ok", template, _judge, rubric_scores={"yes": 1, "no": 0}, judge_config=lf.JudgeConfig(cache=False, samples=3))
     soft = lf.compare(CASES, {"a": _agent(P_A)}, metrics=[metric], progress=False,
                       stats=lf.StatsConfig(judge_scores="probability"))
     samples = soft.sample_scores("ok", "a")

@@ -46,12 +46,12 @@ def _unread_warnings(caught) -> list[str]:
 # Every judged metric family, built with a given judge; the second item is a piece of the format it expects.
 FAMILIES = {
     "pointwise (binary rubric)": (lambda j: lf.metrics.judged.safety(judge=j), '"score": "1"'),
-    "adk final_response_match_v2": (lambda j: lf.metrics.adk.final_response_match_v2(judge=j, num_samples=2),
+    "adk final_response_match_v2": (lambda j: lf.metrics.adk.final_response_match_v2(judge=j, judge_config=lf.JudgeConfig(samples=2)),
                                     '"verdict": "valid"'),
     "adk safety_v1": (lambda j: lf.metrics.adk.safety_v1(judge=j), '"verdict": "safe"'),
     "adk rubric-based": (lambda j: lf.metrics.adk.rubric_based_final_response_quality_v1(
-        judge=j, rubrics=["The answer says the light is on."], num_samples=1), "Verdict: yes"),
-    "adk multi-turn": (lambda j: lf.metrics.adk.multi_turn_task_success_v1(judge=j, num_samples=1), "Verdict: yes"),
+        judge=j, rubrics=["The answer says the light is on."], judge_config=lf.JudgeConfig(samples=1)), "Verdict: yes"),
+    "adk multi-turn": (lambda j: lf.metrics.adk.multi_turn_task_success_v1(judge=j, judge_config=lf.JudgeConfig(samples=1)), "Verdict: yes"),
     "adk hallucinations_v1": (lambda j: lf.metrics.adk.hallucinations_v1(judge=j), "<sentence>"),
     "vertex GENERAL_QUALITY": (lambda j: lf.metrics.RubricMetric.GENERAL_QUALITY(judge=j), '{"rubrics": [{"id": "1"'),
     "databricks correctness": (lambda j: lf.metrics.databricks.correctness(judge=j), '"score": "1"'),
@@ -102,7 +102,7 @@ def test_per_turn_user_simulator_quality_with_unreadable_answers_is_a_judge_fail
     case = EvalCase(case_id="sim", conversation_scenario={
         "starting_prompt": "Turn on device_1.", "conversation_plan": "Ask to turn on device_1, then say thanks."})
     user = ScriptedUser([("Done", "Thanks!"), ("welcome", None)])
-    metric = lf.metrics.adk.per_turn_user_simulator_quality_v1(judge=unreadable, num_samples=1)
+    metric = lf.metrics.adk.per_turn_user_simulator_quality_v1(judge=unreadable, judge_config=lf.JudgeConfig(samples=1))
     with pytest.warns(JudgeAnswersUnreadableWarning, match="per_turn_user_simulator_quality_v1"):
         result = lf.evaluate(EvalDataset([case]), lambda p: "Done." if "device_1" in p else "You're welcome.",
                              metrics=[metric], simulator=user, progress=False)
@@ -133,7 +133,7 @@ def _mixed_judge(bad_cases: set[str]):
 
 @pytest.mark.parametrize("bad, warned", [({"0", "1"}, False), ({"0", "1", "2"}, False), ({"0", "1", "2", "3"}, True)])
 def test_failures_are_counted_and_only_a_majority_of_unreadable_rows_warns(bad, warned):
-    metric = lf.metrics.judged.safety(judge=_mixed_judge(bad), cache=False)
+    metric = lf.metrics.judged.safety(judge=_mixed_judge(bad), judge_config=lf.JudgeConfig(cache=False))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = lf.evaluate(_rows(6), metrics=[metric], progress=False)
@@ -152,7 +152,7 @@ def test_judge_errors_are_not_called_unreadable():
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = lf.evaluate(_rows(), metrics=[lf.metrics.judged.safety(judge=broken, retries=0)], progress=False)
+        result = lf.evaluate(_rows(), metrics=[lf.metrics.judged.safety(judge=broken, judge_config=lf.JudgeConfig(retries=0))], progress=False)
     table = result.metrics_table
     assert table["safety/failed"].eq(True).all() and "safety/unreadable_answer" not in table
     assert table["safety/error"].str.contains("judge unreachable").all()
@@ -184,10 +184,10 @@ def _answering(answer: str):
 @pytest.mark.parametrize("metric, answer, value, explained", [
     (lambda j: lf.metrics.judged.safety(judge=j),
      '{"explanation": "A resposta é segura e não causa danos.", "score": "1"}', 1.0, "A resposta é segura"),
-    (lambda j: lf.metrics.adk.final_response_match_v2(judge=j, num_samples=1),
+    (lambda j: lf.metrics.adk.final_response_match_v2(judge=j, judge_config=lf.JudgeConfig(samples=1)),
      '```json\n{"reasoning": "回答与参考答案一致，灯已打开。", "verdict": "valid"}\n```', 1.0, "回答与参考答案一致"),
     (lambda j: lf.metrics.adk.rubric_based_final_response_quality_v1(
-        judge=j, rubrics=[{"id": "an", "property": "Die Antwort sagt, dass das Licht an ist."}], num_samples=1),
+        judge=j, rubrics=[{"id": "an", "property": "Die Antwort sagt, dass das Licht an ist."}], judge_config=lf.JudgeConfig(samples=1)),
      "ID: an\nProperty: Die Antwort sagt, dass das Licht an ist.\nRationale: Die Antwort bestätigt es nicht.\nVerdict: no",
      0.0, "Die Antwort bestätigt es nicht."),
     (lambda j: lf.metrics.adk.safety_v1(judge=j),

@@ -60,7 +60,7 @@ def run(metric, rows=(ROW,)):
 
 def test_correctness_checks_each_expected_fact_against_the_response():
     judge = Judge(lambda p: all(f.strip("- ") in section(p, "response") for f in section(p, "expected_facts").splitlines()))
-    table = run(dbx.correctness(judge.model, structured_output=False))
+    table = run(dbx.correctness(judge.model, judge_config=lf.JudgeConfig(structured_output=False)))
     assert table.iloc[0]["correctness/score"] == 1.0
     assert "- zehn Sekunden" in section(judge.prompts[0], "expected_facts")
 
@@ -68,18 +68,18 @@ def test_correctness_checks_each_expected_fact_against_the_response():
 def test_correctness_without_facts_compares_with_the_expected_response():
     judge = Judge(lambda p: "zehn Sekunden" in section(p, "reference"))
     row = {k: v for k, v in ROW.items() if k != "expected_facts"}
-    assert run(dbx.correctness(judge.model, structured_output=False), [row]).iloc[0]["correctness/score"] == 1.0
+    assert run(dbx.correctness(judge.model, judge_config=lf.JudgeConfig(structured_output=False)), [row]).iloc[0]["correctness/score"] == 1.0
     assert "expected_facts" not in judge.prompts[0]
 
 
 def test_groundedness_shows_the_judge_the_retrieved_chunks_with_their_uris():
     judge = Judge(lambda p: "kb://reset" in section(p, "retrieved_context"))
-    assert run(dbx.groundedness(judge.model, structured_output=False)).iloc[0]["groundedness/score"] == 1.0
+    assert run(dbx.groundedness(judge.model, judge_config=lf.JudgeConfig(structured_output=False))).iloc[0]["groundedness/score"] == 1.0
 
 
 def test_chunk_relevance_is_the_share_of_chunks_the_judge_finds_relevant():
     judge = Judge(lambda p: "Zurücksetzen" in section(p, "chunk"))
-    table = run(dbx.chunk_relevance(judge.model, structured_output=False))
+    table = run(dbx.chunk_relevance(judge.model, judge_config=lf.JudgeConfig(structured_output=False)))
     assert table.iloc[0]["chunk_relevance/score"] == 0.5
     assert len(judge.prompts) == 2
     assert "1 of 2 chunks relevant" in table.iloc[0]["chunk_relevance/explanation"]
@@ -88,12 +88,12 @@ def test_chunk_relevance_is_the_share_of_chunks_the_judge_finds_relevant():
 def test_guideline_adherence_lists_named_guideline_groups():
     judge = Judge(lambda p: "Sprache:\n- Antworte auf Deutsch" in section(p, "guidelines"))
     row = dict(ROW, guidelines={"Sprache": ["Antworte auf Deutsch"]})
-    assert run(dbx.guideline_adherence(judge.model, structured_output=False), [row]).iloc[0]["guideline_adherence/score"] == 1.0
+    assert run(dbx.guideline_adherence(judge.model, judge_config=lf.JudgeConfig(structured_output=False)), [row]).iloc[0]["guideline_adherence/score"] == 1.0
 
 
 def test_relevance_to_query_reads_request_and_response():
     judge = Judge(lambda p: "Thermostat" in section(p, "prompt") and "Taste" in section(p, "response"))
-    assert run(dbx.relevance_to_query(judge.model, structured_output=False)).iloc[0]["relevance_to_query/score"] == 1.0
+    assert run(dbx.relevance_to_query(judge.model, judge_config=lf.JudgeConfig(structured_output=False))).iloc[0]["relevance_to_query/score"] == 1.0
 
 
 @pytest.mark.parametrize(
@@ -103,7 +103,7 @@ def test_relevance_to_query_reads_request_and_response():
 def test_a_row_without_what_the_metric_needs_is_nan_and_costs_no_judge_call(make, missing):
     judge = Judge(lambda p: True)
     row = {k: v for k, v in ROW.items() if k != missing}
-    metric = make(judge.model, structured_output=False)
+    metric = make(judge.model, judge_config=lf.JudgeConfig(structured_output=False))
     assert math.isnan(run(metric, [row]).iloc[0][f"{metric.name}/score"])
     assert judge.prompts == []
 
@@ -127,7 +127,7 @@ def test_judged_metrics_score_traces_loaded_from_otlp():
             r.set_attribute("retrieval.documents.0.document.id", "kb://reset")
         root.set_attribute("output.value", "按住按钮十秒。")
     judge = Judge(lambda p: section(p, "response") in section(p, "retrieved_context"))
-    table = lf.evaluate(lf.load_traces(exp.get_finished_spans()), metrics=[dbx.groundedness(judge.model, structured_output=False)]).metrics_table
+    table = lf.evaluate(lf.load_traces(exp.get_finished_spans()), metrics=[dbx.groundedness(judge.model, judge_config=lf.JudgeConfig(structured_output=False))]).metrics_table
     assert table.iloc[0]["groundedness/score"] == 1.0
 
 

@@ -89,7 +89,7 @@ def test_comparison_noise_splits_trials_and_judge_samples_and_the_report_says_wh
     judged = PointwiseMetric(
         metric="says_yes",
         metric_prompt_template="Does the answer say yes? Answer with a JSON score 0 or 1.\n{response}",
-        judge=coin_judge_factory(), num_samples=3,
+        judge=coin_judge_factory(), judge_config=lf.JudgeConfig(samples=3),
     )
     cmp = lf.compare(CASES, {"flaky": flaky, "steady": lambda p: "yes"}, ["exact_match", judged], trials=2,
                      progress=False)

@@ -27,7 +27,7 @@ PACKAGE = sorted([
     # simulated users, tools
     "UserSimulator", "UserTurn", "TaskSuccess", "ToolCassette", "Faults",
     # judges
-    "certify_judge", "rows_to_label", "panel_report",
+    "JudgeConfig", "certify_judge", "rows_to_label", "panel_report",
     # subpackages
     "metrics", "stats", "gate", "report", "testing", "tools",
     # errors

@@ -342,7 +342,7 @@ def test_a_judge_on_the_real_openai_client_is_priced_with_its_cache_and_reasonin
         template = lf.metrics.PointwiseMetricPromptTemplate(
             criteria={"Hilfreich": "Ist die Antwort hilfreich?"}, rating_rubric={"1": "ja", "0": "nein"},
             input_variables=["prompt"])
-        metric = lf.metrics.PointwiseMetric("hilfreich", template, judge, structured_output=False, cache=False)
+        metric = lf.metrics.PointwiseMetric("hilfreich", template, judge, judge_config=lf.JudgeConfig(structured_output=False, cache=False))
         result = lf.evaluate([{"prompt": "Wie spät ist es in München?"}], agent=lambda p: "Es ist 12 Uhr.", metrics=[metric])
     assert len(provider.answers) == 1
     assert result.metrics_table["hilfreich/score"].iloc[0] == 1

@@ -53,7 +53,7 @@ def judged_metric():
         criteria={"ok": "Is the response fine?"}, rating_rubric={"1": "fine", "0": "not fine"},
         input_variables=["prompt"],
     )
-    return lf.metrics.PointwiseMetric(metric="judged_ok", metric_prompt_template=template, judge=judge, cache=False)
+    return lf.metrics.PointwiseMetric(metric="judged_ok", metric_prompt_template=template, judge=judge, judge_config=lf.JudgeConfig(cache=False))
 
 
 EVERY_KIND = [

@@ -350,7 +350,7 @@ def test_task_success_judge_sees_the_plan_and_the_transcript_and_fixed_cases_are
         seen.append("\n".join(m.content for m in messages))
         return '{"score": "1", "explanation": "booked as planned"}'
 
-    metric = lf.TaskSuccess(judge=ScriptedChatModel(judge, model_name="judge"), cache=False)
+    metric = lf.TaskSuccess(judge=ScriptedChatModel(judge, model_name="judge"), judge_config=lf.JudgeConfig(cache=False))
     rows = scenario_rows() + [{"case_id": "fixed", "prompt": "I need a flight."}]
     result = lf.evaluate(rows, travel_agent, [metric], simulator=TRAVELLER, **FAST)
 
@@ -374,7 +374,7 @@ def test_task_success_judge_reads_a_non_latin_conversation_verbatim():
 
     rows = [{"case_id": "zh", "scenario": {"starting_prompt": "我需要一个航班。", "conversation_plan": "Einen Flug nach São Paulo buchen."}}]
     user = ScriptedUser([("Stadt", "去圣保罗，谢谢。"), ("Reserviert", None)])
-    metric = lf.TaskSuccess(judge=ScriptedChatModel(judge, model_name="judge"), cache=False)
+    metric = lf.TaskSuccess(judge=ScriptedChatModel(judge, model_name="judge"), judge_config=lf.JudgeConfig(cache=False))
     result = lf.evaluate(rows, agent, [metric], simulator=user, **FAST)
 
     assert result.scores[0]["task_success/score"] == 0.0

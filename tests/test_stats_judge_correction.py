@@ -110,8 +110,7 @@ def scripted_judge(messages) -> str:
 
 
 def judged_metric():
-    return lf.metrics.PointwiseMetric("correct", TEMPLATE, ScriptedChatModel(scripted_judge), cache=False,
-                                      structured_output=False, backoff=0.0)
+    return lf.metrics.PointwiseMetric("correct", TEMPLATE, ScriptedChatModel(scripted_judge), judge_config=lf.JudgeConfig(cache=False, structured_output=False, backoff=0.0))
 
 
 # Labels on half the cases: 30 right answers (judge misses 3) and 20 wrong ones (judge passes 4).

@@ -152,7 +152,7 @@ def test_generated_rubrics_are_saved_in_the_run_record_and_a_resumed_run_never_g
     first = RubricJudge(GERMAN, name="first")
     data = [{"case_id": "paris", "prompt": "Wie warm ist es in Paris?"}]
     agent = _agents()["vague"]
-    quality = lf.metrics.RubricMetric.GENERAL_QUALITY(version="v1", cache=False)
+    quality = lf.metrics.RubricMetric.GENERAL_QUALITY(version="v1", judge_config=lf.JudgeConfig(cache=False))
     lf.evaluate(data, agent, metrics=[quality], judge=first, out=tmp_path / "run", progress=False)
     assert first.generated == 1
     saved = lf.EvalResult.load(tmp_path / "run")
@@ -223,7 +223,7 @@ def test_multi_turn_vertex_names_compute_as_the_adk_criteria_of_the_same_spec_na
     case = EvalCase(case_id="c", turns=[Turn(prompt="Schalte Licht 1 ein.", response="Erledigt.",
                                                 predicted_trajectory=[lf.ToolCall(tool_name="set", tool_input={"id": 1}, agent="home")])])
     by_vertex = lf.evaluate(EvalDataset([case]), metrics=["MULTI_TURN_TOOL_USE_QUALITY"], judge=judge, progress=False).scores[0]
-    by_adk = lf.evaluate(EvalDataset([case]), metrics=[lf.metrics.adk.multi_turn_tool_use_quality_v1(judge, num_samples=1)],
+    by_adk = lf.evaluate(EvalDataset([case]), metrics=[lf.metrics.adk.multi_turn_tool_use_quality_v1(judge, judge_config=lf.JudgeConfig(samples=1))],
                          progress=False).scores[0]
     assert by_vertex["multi_turn_tool_use_quality_v1/score"] == by_adk["multi_turn_tool_use_quality_v1/score"] == 0.75
 

@@ -48,7 +48,7 @@ def helpful(judge: Judge) -> lf.metrics.PointwiseMetric:
         criteria={"Hilfreich": "Hilft die Antwort dem Nutzer?"}, rating_rubric={"1": "ja", "0": "nein"},
         input_variables=["prompt", "response"])
     return lf.metrics.PointwiseMetric("helpful", template, ScriptedChatModel(judge, model_name="judge-j"),
-                                      structured_output=False, max_concurrency=1, cache=False)
+                                      judge_config=lf.JudgeConfig(structured_output=False, concurrency=1, cache=False))
 
 
 PRICES = {"judge-j": {"input_per_mtok": PRICE, "output_per_mtok": PRICE}}

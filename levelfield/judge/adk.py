@@ -33,24 +33,25 @@ and a judge failure (``<metric>/failed``, ``/error`` naming the format expected,
 ``/unreadable_answer``), never a partial score; unreadable samples are kept (``<metric>/unparsed``); a rubric the judge left out
 makes that sample unreadable instead of silently dropping the rubric; every verdict and its
 rationale is kept (``<metric>/rubrics``) and the samples' agreement is reported
-(``<metric>/agreement``) when ``num_samples > 1``. ADK's default of 5 samples is kept.
+(``<metric>/agreement``) when the judge is asked more than once (``lf.JudgeConfig(samples=...)``). ADK's
+default of 5 samples is kept.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .._core.errors import MetricError
+from .._core.errors import ConfigError, MetricError
 from .._core.results.criteria import Criterion, CriterionKind, read_keys, register_criterion
 from .._core.score.metrics.base import Metric, Score, ScoringContext, TurnContext
 from .._core.score.metrics.registry import register_judged_metric
 from .answers import json_objects
-from .client import JUDGE_BACKOFF, JUDGE_MAX_CONCURRENCY, JUDGE_RETRIES, JUDGE_TIMEOUT, JudgeCache, JudgeReply
+from .client import JudgeReply
+from .config import JudgeConfig, refuse_judge_keywords
 from .metrics import JudgedMetric, cost_columns, judge_failure
 from .probability import pass_probability
 from .rubrics import (
@@ -266,30 +267,22 @@ class AdkJudged(JudgedMetric, Metric):
     description: str = ""
     """What the metric measures and how levelfield computes it."""
 
-    def _setup(
-        self,
-        name: str,
-        judge: Any,
-        *,
-        num_samples: int,
-        cache: bool | str | os.PathLike[str] | JudgeCache | None,
-        max_concurrency: int,
-        retries: int,
-        backoff: float,
-        timeout: float | None,
-        structured_output: bool | None,
-    ) -> None:
+    default_samples: int = ADK_DEFAULT_SAMPLES
+    """Times the judge is asked per row when ``judge_config`` leaves ``samples`` None (ADK's default)."""
+
+    def _setup(self, name: str, judge: Any, options: Mapping[str, Any]) -> None:
+        """The metric's name and judge; ``options``, the constructor's other keywords, hold ``judge_config`` only
+        (a panel, and the judge's options given as keywords, are refused saying what to give)."""
         self.name = name
-        self._setup_judging(
-            judge,
-            num_samples=num_samples,
-            cache=cache,
-            max_concurrency=max_concurrency,
-            retries=retries,
-            backoff=backoff,
-            timeout=timeout,
-            structured_output=structured_output,
-        )
+        options = dict(options)
+        config = options.pop("judge_config", None)
+        if "judges" in options:  # a panel is not silently reduced to nothing
+            raise MetricError("ADK's and Vertex's judged criteria take one judge (judge=, with "
+                              "judge_config=lf.JudgeConfig(samples=...)); a panel of judges (judges=[...]) is for "
+                              "lf.metrics.PointwiseMetric and lf.metrics.judged.*")
+        refuse_judge_keywords(f"{type(self).__name__} {name!r}", options)
+        # ADK's prompts ask for a text format and ADK reads text: structured output only when asked for.
+        self._setup_judging(judge, config, samples=self.default_samples, structured_output=False)
 
     async def _samples(self, prompt: str, readable: Callable[[JudgeReply], bool]) -> list[JudgeReply]:
         """``num_samples`` answers to one prompt; ``readable(reply)`` says which are worth caching."""
@@ -303,22 +296,6 @@ class AdkJudged(JudgedMetric, Metric):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, judge={self.judge!r}, num_samples={self.num_samples})"
-
-
-def _judging(options: Mapping[str, Any], samples: int) -> dict[str, Any]:
-    """The judge keywords every factory takes, with their defaults."""
-    if "judges" in options:  # a panel is not silently reduced to nothing
-        raise MetricError("ADK's and Vertex's judged criteria take one judge (judge=, with num_samples=); a panel of "
-                          "judges (judges=[...]) is for lf.metrics.PointwiseMetric and lf.metrics.judged.*")
-    return {
-        "num_samples": options.get("num_samples", samples),
-        "cache": options.get("cache", True),
-        "max_concurrency": options.get("max_concurrency", JUDGE_MAX_CONCURRENCY),
-        "retries": options.get("retries", JUDGE_RETRIES),
-        "backoff": options.get("backoff", JUDGE_BACKOFF),
-        "timeout": options.get("timeout", JUDGE_TIMEOUT),
-        "structured_output": options.get("structured_output", False),
-    }
 
 
 class _Unread:
@@ -415,7 +392,7 @@ class FinalResponseMatchV2(AdkJudged):
         include_intermediate_responses_in_final: bool = False,
         **options: Any,
     ) -> None:
-        self._setup(name, judge, **_judging(options, ADK_DEFAULT_SAMPLES))
+        self._setup(name, judge, options)
         self.with_intermediate = include_intermediate_responses_in_final
         self.expected_answer = _label_format("verdict", '"valid" or "invalid"')
 
@@ -554,7 +531,7 @@ class RubricJudged(AdkJudged):
     ) -> None:
         if scope not in ("turn", "conversation"):
             raise MetricError(f"metric {name!r}: scope must be 'turn' or 'conversation', got {scope!r}")
-        self._setup(name, judge, **_judging(options, ADK_DEFAULT_SAMPLES))
+        self._setup(name, judge, options)
         self.rubric_type = rubric_type
         self.scope = scope
         self.focus = focus
@@ -768,12 +745,17 @@ class Hallucinations(AdkJudged):
         "context (request, tool calls and outputs); supported and not-applicable sentences count 1, unsupported, "
         "contradictory and disputed 0; turns and the case average the sentence scores."
     )
+    default_samples = 1
 
     def __init__(
         self, judge: Any = None, *, name: str = "hallucinations_v1", evaluate_intermediate_nl_responses: bool = False, **options: Any
     ) -> None:
-        # ADK asks this judge once per step (its num_samples is not used here either).
-        self._setup(name, judge, **_judging({**options, "num_samples": 1}, 1))
+        # ADK asks this judge once per step (its num_samples is not read either): other samples are refused.
+        samples = getattr(options.get("judge_config"), "samples", None)
+        if samples not in (None, 1):
+            raise ConfigError(f"{name}: JudgeConfig(samples={samples!r}) does not apply: the judge is asked once per "
+                              "step of the answer, as ADK does; leave samples unset")
+        self._setup(name, judge, options)
         self.with_intermediate = evaluate_intermediate_nl_responses
         self.expected_answer = HALLUCINATION_EXPECTED
 
@@ -860,8 +842,10 @@ class Safety(AdkJudged):
         "answer safe, 0 when unsafe; the case averages its turns."
     )
 
+    default_samples = 1
+
     def __init__(self, judge: Any = None, *, name: str = "safety_v1", **options: Any) -> None:
-        self._setup(name, judge, **_judging(options, 1))
+        self._setup(name, judge, options)
         self.expected_answer = _label_format("verdict", '"safe" or "unsafe"', why="explanation")
 
     @staticmethod
@@ -924,7 +908,7 @@ class PerTurnUserSimulatorQuality(AdkJudged):
         self, judge: Any = None, *, name: str = "per_turn_user_simulator_quality_v1", threshold: float = 1.0,
         stop_signal: str = "</finished>", **options: Any
     ) -> None:
-        self._setup(name, judge, **_judging(options, ADK_DEFAULT_SAMPLES))
+        self._setup(name, judge, options)
         self.threshold = threshold
         self.stop_signal = stop_signal
         self.expected_answer = _label_format("is_valid", "true or false")
@@ -1098,7 +1082,7 @@ _OPTION_NAMES = {
 
 
 _SAMPLED_ONCE = ("hallucinations_v1", "safety_v1")
-"""Criteria ADK judges with one sample per turn: ``num_samples`` does not apply."""
+"""Criteria ADK judges with one sample per turn: ``judge_model_options.num_samples`` does not apply."""
 
 
 def _check(criterion: Criterion, where: str) -> None:
@@ -1118,11 +1102,12 @@ def _check(criterion: Criterion, where: str) -> None:
 
 def _build(criterion: Criterion, judge: Any) -> Metric:
     judging = _judge_options(criterion, "test_config.json")
-    kwargs: dict[str, Any] = {"num_samples": judging["num_samples"]}
+    how: dict[str, Any] = {"samples": judging["num_samples"]}
     if judging["parallelism_limit"] is not None:
-        kwargs["max_concurrency"] = judging["parallelism_limit"]
-    if criterion.metric in ("hallucinations_v1", "safety_v1"):
-        kwargs.pop("num_samples")  # ADK samples these once
+        how["concurrency"] = judging["parallelism_limit"]
+    if criterion.metric in _SAMPLED_ONCE:
+        how.pop("samples")  # ADK samples these once
+    kwargs: dict[str, Any] = {"judge_config": JudgeConfig(**how)}
     for name in _OPTION_NAMES.get(criterion.metric, ()):
         value = _get(criterion.options, name)
         if value is not None:
@@ -1140,7 +1125,7 @@ for _name, _factory in ADK_CRITERIA.items():
     ))
     register_judged_metric(
         _name,
-        lambda judge, f=_factory: f(judge),
+        lambda judge, f=_factory, **options: f(judge, **options),
         f"lf.metrics.adk.{_name}(judge=...), or give judge=... to lf.evaluate / --judge SPEC on the command line",
     )
 del _name, _factory

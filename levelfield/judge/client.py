@@ -543,7 +543,7 @@ class Judge:
         if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) and not text:
             if self.timeout and took >= self.timeout * 0.99:
                 text = (f"the judge gave no answer within its timeout of {self.timeout:g} s "
-                        "(set timeout= on the metric or the Judge to wait longer)")
+                        "(judge_config=lf.JudgeConfig(timeout=...) on the metric waits longer)")
             else:
                 text = "timed out"
         return clean_text(f"{type_name(exc)}: {text}")

@@ -5,8 +5,8 @@
                lf.metrics.judged.final_response_quality(judge=my_chat_model)]
 
 Every function takes the judge (a LangChain chat model or a ``"provider:model"`` string) and any
-keyword of :class:`~levelfield.metrics.PointwiseMetric` (``num_samples``, ``cache``,
-``max_concurrency``...), plus ``name=`` to rename the metric. The templates are module constants:
+keyword of :class:`~levelfield.metrics.PointwiseMetric` (``judge_config=lf.JudgeConfig(samples=3, cache=False)``,
+``judges=[...]``...), plus ``name=`` to rename the metric. The templates are module constants:
 ``print(lf.metrics.judged.SAFETY)`` shows what the judge is asked.
 """
 

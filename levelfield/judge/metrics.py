@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
-import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -27,16 +26,13 @@ from .._core.data.types import Usage
 from .answers import is_numeric_rating, parse_preference, parse_rating
 from .probability import pass_probability
 from .client import (
-    JUDGE_BACKOFF,
-    JUDGE_MAX_CONCURRENCY,
-    JUDGE_RETRIES,
-    JUDGE_TIMEOUT,
     Judge,
     JudgeCache,
     JudgeReply,
     resolve_cache,
     resolve_judge,
 )
+from .config import JudgeConfig, judge_config, refuse_judge_keywords
 from .panel import PanelJudge, resolve_panel
 from .prompts import (
     PairwiseMetricPromptTemplate,
@@ -123,8 +119,10 @@ class JudgedMetric:
     judge: Judge | None
     """The judge model with its concurrency limit, retries and timeout (shared by metrics given the same model);
     None until the run's judge is given (:meth:`use_default_judge`) when the metric was built without one."""
+    judge_config: JudgeConfig
+    """How the judge is asked, as given (see :class:`~levelfield.JudgeConfig`)."""
     num_samples: int
-    """How many times the judge is asked per row."""
+    """How many times the judge is asked per row (``judge_config.samples``, else the metric's default)."""
     cache: JudgeCache | None
     """Where answers are kept between runs (None: no cache)."""
     aggregation: str = "majority"
@@ -138,32 +136,24 @@ class JudgedMetric:
     def _setup_judging(
         self,
         judge: Any,
+        config: JudgeConfig | None,
         *,
-        num_samples: int,
-        cache: bool | str | os.PathLike[str] | JudgeCache | None,
-        max_concurrency: int,
-        retries: int,
-        backoff: float,
-        timeout: float | None,
-        structured_output: bool | None,
+        samples: int = 1,
+        structured_output: bool | None = None,
         judges: Any = None,
     ) -> None:
-        if not isinstance(num_samples, int) or num_samples < 1:
-            raise MetricError(f"metric {self.name!r}: num_samples must be a positive int, got {num_samples!r}")
-        self._judge_settings = {
-            "max_concurrency": max_concurrency,
-            "retries": retries,
-            "backoff": backoff,
-            "timeout": timeout,
-            "structured_output": structured_output,
-        }
+        """The metric's judge (or panel), samples and cache from ``config``; ``samples`` and
+        ``structured_output`` are the metric's own defaults, used where ``config`` leaves them None."""
+        config = judge_config(config)
+        self.judge_config = config
+        self._judge_settings = config.judge_settings(structured_output)
         if judges is not None:
             self.panel = resolve_panel(judges, metric=self.name, judge=judge, **self._judge_settings)
             judge = self.panel[0].judge
         # Without a judge of its own, the metric takes the run's (evaluate/compare/check_eval judge=...).
         self.judge = None if judge is None else resolve_judge(judge, metric=self.name, **self._judge_settings)
-        self.num_samples = num_samples
-        self.cache = resolve_cache(cache)
+        self.num_samples = config.samples if config.samples is not None else samples
+        self.cache = resolve_cache(config.cache)
 
     def use_default_judge(self, judge: Any) -> None:
         """Judge with ``judge`` unless the metric was given its own; with neither, an error saying how to give one."""
@@ -290,18 +280,19 @@ class PointwiseMetric(JudgedMetric, Metric):
     with ``{prompt}``, ``{response}``, ``{predicted_trajectory}``... placeholders (the judge is
     then asked for a number). Rubric ratings that are numbers are the scores; for word ratings
     give ``rubric_scores={"pass": 1, "fail": 0}``.
-    ``num_samples=n`` asks the judge n times: the score is the majority rating (binary rubrics)
+    ``judge_config=lf.JudgeConfig(samples=n)`` asks the judge n times: the score is the majority rating (binary rubrics)
     or the mean (``aggregation="auto"``, or force ``"majority"`` / ``"mean"``), and
     ``<metric>/agreement`` is the share of samples that gave the most common rating.
     A two-rating rubric (pass/fail) also keeps ``<metric>/p``: the judge's probability of a pass, from
     a probability stated in its answer or the log-probabilities of its verdict token (NaN when it
     gives neither; see :mod:`levelfield.judge.probability`).
     ``judges=[a, b, c]`` (or ``{name: judge}``) instead of ``judge=`` asks a panel: every judge
-    ``num_samples`` times, each answer a vote, the score the votes' majority; each judge's votes
+    ``samples`` times, each answer a vote, the score the votes' majority; each judge's votes
     are kept per row (see :mod:`levelfield.judge.panel`, and ``lf.panel_report`` for what the
     panel is worth).
-    The other keywords configure the judge (see :class:`Judge`) and the cache (True, False, a
-    directory, or a :class:`JudgeCache`).
+    ``judge_config`` (an :class:`~levelfield.JudgeConfig`) says how the judge is asked: samples, the
+    cache, concurrency, retries, backoff, timeout and structured output; those given as keywords
+    (``num_samples=3``) are refused with the field to use.
     """
 
     is_async = True  # judge calls are awaited, concurrently across rows
@@ -312,19 +303,15 @@ class PointwiseMetric(JudgedMetric, Metric):
         metric_prompt_template: PointwiseMetricPromptTemplate | str,
         judge: Any = None,
         *,
-        num_samples: int = 1,
+        judge_config: JudgeConfig | None = None,
         aggregation: str = "auto",
         rubric_scores: Mapping[str, float] | None = None,
-        cache: bool | str | os.PathLike[str] | JudgeCache = True,
-        max_concurrency: int = JUDGE_MAX_CONCURRENCY,
-        retries: int = JUDGE_RETRIES,
-        backoff: float = JUDGE_BACKOFF,
-        timeout: float | None = JUDGE_TIMEOUT,
-        structured_output: bool | None = None,
         judges: Any = None,
+        **moved: Any,
     ) -> None:
         if not isinstance(metric, str) or not metric:
             raise MetricError(f"PointwiseMetric needs a metric name, got {metric!r}")
+        refuse_judge_keywords(f"PointwiseMetric {metric!r}", moved)
         self.name = metric
         owner = f"PointwiseMetric {metric!r}"
         self.metric_prompt_template = pointwise_template(metric_prompt_template, owner)
@@ -340,17 +327,7 @@ class PointwiseMetric(JudgedMetric, Metric):
         self._schema = answer_schema("score", choices, "A rating of the agent's work by the rubric.")
         self._answer_format = answer_format("score", choices)
         self.expected_answer = expected_json("score", choices, example=choices[0] if choices else "4")
-        self._setup_judging(
-            judge,
-            num_samples=num_samples,
-            cache=cache,
-            max_concurrency=max_concurrency,
-            retries=retries,
-            backoff=backoff,
-            timeout=timeout,
-            structured_output=structured_output,
-            judges=judges,
-        )
+        self._setup_judging(judge, judge_config, judges=judges)
 
     def _rubric_scores(self, owner: str, rubric_scores: Mapping[str, float] | None) -> dict[str, float] | None:
         rubric = self.metric_prompt_template.rating_rubric
@@ -416,7 +393,7 @@ class PairwiseMetric(JudgedMetric):
     """A judge model compares two agents' work on the same case: 1 = A better, 0 = B better, 0.5 = tie.
 
     By default (``both_orders=True``) every case is judged in both orders, A shown first and B
-    shown first (each ``num_samples`` times), and the verdicts are turned back to A's point of view.
+    shown first (each ``judge_config.samples`` times), and the verdicts are turned back to A's point of view.
     When the two orders disagree, the judge preferred a position, not an agent: the pair is
     scored a tie (0.5), never the verdict of one order, and ``<metric>/position_bias`` is True
     (False when the orders agree); :meth:`summarize` counts those cases. A tie rather than NaN, so
@@ -434,18 +411,14 @@ class PairwiseMetric(JudgedMetric):
         metric_prompt_template: PairwiseMetricPromptTemplate | str | None = None,
         judge: Any = None,
         *,
-        num_samples: int = 1,
         seed: int = 0,
         both_orders: bool = True,
-        cache: bool | str | os.PathLike[str] | JudgeCache = True,
-        max_concurrency: int = JUDGE_MAX_CONCURRENCY,
-        retries: int = JUDGE_RETRIES,
-        backoff: float = JUDGE_BACKOFF,
-        timeout: float | None = JUDGE_TIMEOUT,
-        structured_output: bool | None = None,
+        judge_config: JudgeConfig | None = None,
+        **moved: Any,
     ) -> None:
         if not isinstance(metric, str) or not metric:
             raise MetricError(f"PairwiseMetric needs a metric name, got {metric!r}")
+        refuse_judge_keywords(f"PairwiseMetric {metric!r}", moved)
         self.name = metric
         owner = f"PairwiseMetric {metric!r}"
         self.metric_prompt_template = pairwise_template(metric_prompt_template, owner)
@@ -456,16 +429,7 @@ class PairwiseMetric(JudgedMetric):
         self._schema = answer_schema("winner", ["A", "B", "tie"], "Which agent did better.")
         self._answer_format = answer_format("winner", ["A", "B", "tie"])
         self.expected_answer = expected_json("winner", ["A", "B", "tie"], example="A")
-        self._setup_judging(
-            judge,
-            num_samples=num_samples,
-            cache=cache,
-            max_concurrency=max_concurrency,
-            retries=retries,
-            backoff=backoff,
-            timeout=timeout,
-            structured_output=structured_output,
-        )
+        self._setup_judging(judge, judge_config)
 
     def swapped(self, key: str, sample: int = 0) -> bool:
         """Whether agent B is shown first for this case key and sample (seeded, reproducible)."""

@@ -92,7 +92,7 @@ def resolve_panel(judges: Any, *, metric: str, judge: Any, **settings: Any) -> t
             first = seen[made.identity]
             raise MetricError(
                 f"{owner}: {where} is the same judge as judges[{first}] ({made.label}, same model and settings); "
-                "a panel needs different judges. Remove one, or ask one judge several times with num_samples=")
+                "a panel needs different judges. Remove one, or ask one judge several times with judge_config=lf.JudgeConfig(samples=...)")
         seen[made.identity] = i
         label = name if name is not None else judge_name(made)
         if "/" in label:

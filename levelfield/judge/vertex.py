@@ -40,6 +40,7 @@ from .._core.score.metrics.registry import register_judged_metric, register_metr
 from . import adk
 from .answers import json_objects
 from .client import JudgeReply
+from .config import judge_config
 from .metrics import cost_columns, judge_failure
 from .rubrics import RUBRIC_ANSWER_FORMAT, RUBRIC_EXPECTED, Rubric, parse_verdicts, read_rubrics, render_rubrics
 
@@ -163,11 +164,11 @@ class GeneralQuality(adk.RubricJudged):
     """
 
     requires = ("response",)
+    default_samples = 1  # Vertex's predefined metrics are sampled once
 
     def __init__(
         self, judge: Any = None, *, name: str = "general_quality_v1", rubric_group_name: str | None = None, **options: Any
     ) -> None:
-        options.setdefault("num_samples", 1)  # Vertex's predefined metrics are sampled once
         super().__init__(
             judge,
             name=name,
@@ -290,7 +291,9 @@ def build_vertex_metric(name: str, judge: Any = None, *, version: str | None = N
         metric: Any = adk.hallucinations_v1(judge, **options)
         metric.description = vertex + "the share of the answer's sentences the context (request, tool calls and outputs) supports."
         return metric
-    options.setdefault("num_samples", 1)  # Vertex samples its predefined metrics once (ADK's default is 5)
+    # Vertex samples its predefined metrics once (ADK's default is 5), unless judge_config says otherwise.
+    config = judge_config(options.get("judge_config"))
+    options["judge_config"] = config if config.samples is not None else config.replace(samples=1)
     metric = adk.ADK_CRITERIA[f"{base}_v1"](judge, **options)
     metric.description = vertex + metric.description.split(": ", 1)[-1]
     return metric
@@ -369,7 +372,7 @@ for _base, _versions in _VERSIONS.items():
             continue
         register_judged_metric(
             _name,
-            lambda judge, n=_name: build_vertex_metric(n, judge),
+            lambda judge, n=_name, **options: build_vertex_metric(n, judge, **options),
             f"lf.metrics.RubricMetric.{_base.upper()}(judge=...), or give judge=... to lf.evaluate / --judge SPEC",
         )
 del _base, _versions, _name

@@ -30,7 +30,7 @@ class TaskSuccess(PointwiseMetric):
     by the end of the conversation, 0 otherwise; NaN for rows that are not simulated conversations.
 
     ``judge``: any LangChain chat model or ``"provider:model"`` string; the other keywords are
-    :class:`~levelfield.metrics.PointwiseMetric`'s (``num_samples``, ``cache``...).
+    :class:`~levelfield.metrics.PointwiseMetric`'s (``judge_config=lf.JudgeConfig(samples=3)``...).
     """
 
     def __init__(self, judge: Any = None, *, name: str = "task_success", **options: Any) -> None:

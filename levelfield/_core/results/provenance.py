@@ -39,7 +39,7 @@ __all__ = [
 # (the judge, its prompt template and rubric scores: see the judge fields).
 _DESCRIBED_APART = frozenset({"judge", "cache", "max_concurrency", "retries", "backoff", "timeout", "name", "metric",
                               "structured_output", "requests_per_minute", "tokens_per_minute", "adaptive",
-                              "metric_prompt_template", "rubric_scores", "rubrics"})
+                              "metric_prompt_template", "rubric_scores", "rubrics", "judge_config"})
 
 
 def sha256_text(text: str) -> str:

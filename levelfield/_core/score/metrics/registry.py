@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from typing import Any
 
-from ...errors import MetricError
+from ...errors import ConfigError, MetricError
 from .base import Metric, Score, ScoringContext
 from .agents import HandoffMatch, ToolAttribution
 from .conversation import TurnsUsed
@@ -75,7 +75,7 @@ _REGISTRY: dict[str, Callable[[], Metric]] = {
 }
 
 # Names whose metric needs a judge model: built when resolve_metrics is given one (see register_judged_metric).
-_JUDGED: dict[str, Callable[[Any], Metric]] = {}
+_JUDGED: dict[str, Callable[..., Metric]] = {}
 
 # Names that exist but need arguments: say how to build them (see register_metric_hint).
 _NEEDS_ARGS = {
@@ -132,8 +132,9 @@ def register_metric_hint(name: str, how_to_build: str) -> None:
     _NEEDS_ARGS[name] = how_to_build
 
 
-def register_judged_metric(name: str, factory: Callable[[Any], Metric], how_to_build: str) -> None:
-    """Make ``name`` usable in ``metrics=[...]`` when a judge is given: ``factory(judge)`` builds it.
+def register_judged_metric(name: str, factory: Callable[..., Metric], how_to_build: str) -> None:
+    """Make ``name`` usable in ``metrics=[...]`` when a judge is given: ``factory(judge)`` builds it
+    (``factory(judge, judge_config=...)`` when the run gives one).
 
     Without a judge the name is an error saying ``how_to_build`` it (a judge is never chosen silently).
     """
@@ -202,13 +203,19 @@ class _ObjectMetric(Metric):
         return repr(self.wrapped)
 
 
-def resolve_metrics(metrics: Sequence[str | Metric] | None, *, judge: Any = None) -> list[Metric]:
+def resolve_metrics(metrics: Sequence[str | Metric] | None, *, judge: Any = None, judge_config: Any = None) -> list[Metric]:
     """Turn names and metric objects into metric objects; unknown or duplicate names are errors.
 
     ``judge`` (a chat model, a callable, an agent...) builds the names that need one, e.g.
     ``"final_response_match_v2"``, and is the judge of every judged metric object given without
     one (a metric's own judge wins); without it those are errors saying how to give one.
+    ``judge_config`` (an ``lf.JudgeConfig``) is how the metrics built from names ask the judge; it is
+    refused when no metric is built so (a metric object takes its own), as an option that would do nothing.
     """
+    if judge_config is not None and judge is None:
+        raise ConfigError("judge_config=... says how the metrics built from names (e.g. 'safety_v1') ask the run's "
+                          "judge, and no judge=... is given: give judge=... too, or give the metric object its own "
+                          "judge and judge_config")
     if metrics is None:
         metrics = DEFAULT_METRICS
     if isinstance(metrics, (str, Metric)):
@@ -217,10 +224,12 @@ def resolve_metrics(metrics: Sequence[str | Metric] | None, *, judge: Any = None
     if not all(_known(spec) for spec in metrics):
         _load_plugins()
     out: list[Metric] = []
+    built: list[str] = []
     for spec in metrics:
         if isinstance(spec, str):
             if spec in _JUDGED and judge is not None:
-                out.append(_JUDGED[spec](judge))
+                out.append(_JUDGED[spec](judge) if judge_config is None else _JUDGED[spec](judge, judge_config=judge_config))
+                built.append(spec)
                 continue
             if spec in _NEEDS_ARGS:
                 raise MetricError(f"metric {spec!r} needs arguments: use {_NEEDS_ARGS[spec]}")
@@ -238,6 +247,10 @@ def resolve_metrics(metrics: Sequence[str | Metric] | None, *, judge: Any = None
             if converted is None:
                 raise MetricError(f"{spec!r} is not a metric name or a Metric object")
             out.append(converted)
+    if judge_config is not None and not built:
+        raise ConfigError(f"judge_config=... says how the metrics built from names (e.g. 'safety_v1') ask the run's "
+                          f"judge, and none of these metrics is one ({', '.join(m.name for m in out) or 'none given'}): "
+                          "a metric object takes its own, e.g. PointwiseMetric(..., judge_config=lf.JudgeConfig(...))")
     for metric in out:
         # A judged metric built without a judge takes this one; with neither, its error says how to give one.
         use_default_judge = getattr(metric, "use_default_judge", None)
