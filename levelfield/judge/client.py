@@ -21,7 +21,6 @@ import inspect
 import json
 import os
 import tempfile
-import time
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
@@ -31,8 +30,8 @@ from typing import Any
 
 from .._core.errors import ContainedBaseException, MetricError, MissingExtraError, message_of, type_name
 from .._core.run import limits
-from .._core.run.failures import cancelled_from_outside
-from .._core.run.interrupts import user_interrupted, watching as watching_interrupts
+from .._core.run.interrupts import watching as watching_interrupts
+from .._core.run.retry import call_with_retries, is_transient
 from .._core.run.threads import run_sync
 from .._core.data.jsonsafe import clean_strings, clean_text
 from .._core.data.token_counts import chat_message_usage
@@ -144,42 +143,9 @@ def as_judge_model(judge: Any) -> Any:
     raise MetricError(f"judge must be a chat model, a function, an agent or a 'provider:model' string, got "
                       f"{type(judge).__name__}; " + _HOW_TO_GIVE_A_JUDGE)
 
-# Exception class names that mean "try again later" across the common provider SDKs
-# (openai, anthropic, google.api_core, httpx); matched by name so that none is imported.
-_TRANSIENT_NAMES = frozenset(
-    {
-        "RateLimitError",
-        "APIConnectionError",
-        "APITimeoutError",
-        "InternalServerError",
-        "OverloadedError",
-        "ServiceUnavailable",
-        "ServiceUnavailableError",
-        "ResourceExhausted",
-        "DeadlineExceeded",
-        "TooManyRequests",
-        "ConnectError",
-        "ConnectTimeout",
-        "ReadTimeout",
-        "RemoteProtocolError",
-    }
-)
-
-
 def is_transient_judge_error(exc: BaseException) -> bool:
     """Whether a judge call that raised ``exc`` is worth retrying (rate limits, 5xx, timeouts, dropped connections)."""
-    if getattr(exc, "transient", False) or getattr(exc, "error_type", None) == "transient":
-        return True
-    if isinstance(exc, (TimeoutError, asyncio.TimeoutError, ConnectionError)):
-        return True
-    status = getattr(exc, "status_code", None)
-    if status is None:
-        status = getattr(exc, "code", None)
-    if status is None:
-        status = getattr(getattr(exc, "response", None), "status_code", None)
-    if isinstance(status, int) and (status in (408, 409, 425, 429) or 500 <= status < 600):
-        return True
-    return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
+    return is_transient(exc, provider_errors=True, timeouts=True)
 
 
 def _init_chat_model(spec: str) -> Any:
@@ -609,63 +575,46 @@ class Judge:
         key: str | None,
         usable: Callable[[JudgeReply], bool] | None,
     ) -> JudgeReply:
-        """Ask the model, retrying transient errors with exponential backoff; cache a usable answer.
+        """Ask the model, retrying transient errors with jittered exponential backoff; cache a usable answer.
 
         Rate-limit answers go to the judge's endpoint limit (adaptive concurrency): absorbed ones are
         waited out and asked again without spending a retry."""
-        calls = 0
-        tries = 0
-        absorbed = 0
-        latency = 0.0
-        limit = self._limit()
-        while True:
-            calls += 1
-            tries += 1
-            await limit.acquire()
-            start = time.perf_counter()
-            try:
-                call = self._call_once(prompt, runnable)
-                reply = await (asyncio.wait_for(call, self.timeout) if self.timeout else call)
-            except asyncio.CancelledError as exc:
-                limit.failed()
-                # The evaluation's own cancellation stops it (Python 3.10 cannot tell: stop too);
-                # a CancelledError the judge raised itself is that row's judge failure.
-                if getattr(asyncio.current_task(), "cancelling", None) is None or cancelled_from_outside():
-                    raise
-                return JudgeReply(error=self._error_text(exc, 0.0), latency=latency, calls=calls)
-            except KeyboardInterrupt as exc:
-                limit.failed()
-                if user_interrupted():
-                    raise  # the user's Ctrl-C: it stops the evaluation
-                latency += time.perf_counter() - start
-                return JudgeReply(error=self._error_text(exc, 0.0), latency=latency, calls=calls)
-            except Exception as exc:
-                took = time.perf_counter() - start
-                latency += took
-                wait = limit.ended_with(exc, absorbed, self.timeout)
-                if wait is not None:
-                    absorbed += 1
-                    tries -= 1
-                    await asyncio.sleep(wait)
-                    continue
-                if tries <= self.retries and is_transient_judge_error(exc):
-                    await asyncio.sleep(self.backoff * 2 ** (tries - 1))
-                    continue
-                return JudgeReply(error=self._error_text(exc, took), latency=latency, calls=calls)
-            except BaseException as exc:  # noqa: BLE001 - SystemExit & co. from a judge fail its row, as an agent's run
-                limit.failed()
-                latency += time.perf_counter() - start
-                return JudgeReply(error=self._error_text(exc, 0.0), latency=latency, calls=calls)
-            reply = _safe(reply)
-            latency += time.perf_counter() - start
-            limit.success(reply.usage.total_tokens if reply.usage is not None else None)
-            reply.latency, reply.calls = latency, calls
-            if cache is not None and key is not None and isinstance(reply.text, str) and (usable is None or usable(reply)):
-                record: dict[str, Any] = {"text": reply.text, "parsed": reply.parsed}
-                if reply.logprobs:
-                    record["logprobs"] = [[t.token, t.logprob, [list(a) for a in t.top]] for t in reply.logprobs]
-                cache.put(key, record)
-            return reply
+
+        async def call() -> JudgeReply:
+            once = self._call_once(prompt, runnable)
+            return _safe(await (asyncio.wait_for(once, self.timeout) if self.timeout else once))
+
+        tried = await call_with_retries(
+            call,
+            retries=self.retries,
+            backoff=self.backoff,
+            transient=is_transient_judge_error,
+            limit=self._limit(),
+            timeout=self.timeout,
+            tokens=_reply_tokens,
+        )
+        exc = tried.error
+        if exc is not None:
+            # The evaluation's own cancellation stops it (Python 3.10 cannot tell a CancelledError
+            # the judge raised itself from it: stop too); the judge's own is that row's judge failure.
+            if isinstance(exc, asyncio.CancelledError) and getattr(asyncio.current_task(), "cancelling", None) is None:
+                raise exc
+            # Only an Exception's time says whether the judge's timeout cut it.
+            took = tried.latency if isinstance(exc, Exception) else 0.0
+            return JudgeReply(error=self._error_text(exc, took), latency=tried.total, calls=tried.calls)
+        reply = tried.value
+        assert reply is not None
+        reply.latency, reply.calls = tried.total, tried.calls
+        if cache is not None and key is not None and isinstance(reply.text, str) and (usable is None or usable(reply)):
+            record: dict[str, Any] = {"text": reply.text, "parsed": reply.parsed}
+            if reply.logprobs:
+                record["logprobs"] = [[t.token, t.logprob, [list(a) for a in t.top]] for t in reply.logprobs]
+            cache.put(key, record)
+        return reply
+
+
+def _reply_tokens(reply: JudgeReply) -> int | None:
+    return reply.usage.total_tokens if reply.usage is not None else None
 
 
 # Judges built from the same model object (or string) and settings share one concurrency limit.

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -32,8 +31,9 @@ from ..data.dataset import EvalCase, Scenario
 from ..errors import ConfigTypeError
 from ..data.protocol import AgentRequest, AgentRunnable
 from . import limits
-from .failures import cancelled_from_outside, describe_error, is_transient
+from .failures import cancelled_from_outside, describe_error
 from .interrupts import user_interrupted
+from .retry import call_with_retries, is_transient
 from .threads import run_sync
 from .runner import Spent, _run_turn, failed_turn_run
 from ..data.types import AgentOutput, Conversation, Message, Usage
@@ -105,52 +105,46 @@ class ReplayedUser:
 
 async def _ask(user: SimulatedUser, scenario: Scenario, transcript: Sequence[Exchange], config: RunConfig,
                spent: Spent | None = None) -> UserTurn:
-    """The user's next turn, under the run's timeout, transient errors retried as an agent's are.
+    """The user's next turn, under the run's timeout, transient errors retried with the run's
+    retries and backoff; raises what the simulator's last try raised.
 
     A simulator that calls a model names it (``endpoint``): its calls then go through that
     endpoint's limit (adaptive concurrency, ``requests_per_minute`` / ``tokens_per_minute`` under
-    the ``"simulator"`` key), and its rate-limit answers are absorbed as an agent's are."""
+    the ``"simulator"`` key), and its rate-limit answers are absorbed as an agent's are (their
+    waits count in the run's ``waited_seconds``; ``rate_limited`` counts the agent's alone)."""
     endpoint = getattr(user, "endpoint", None)
     registry = limits.current()
     limit = None
     if registry is not None and isinstance(endpoint, str):
         limit = registry.for_service("simulator", endpoint, config.concurrency)
-    attempt = 0
-    absorbed = 0
-    while True:
-        attempt += 1
-        if limit is not None:
-            waited = await limit.acquire()
-            if spent is not None:
-                spent.waited += waited
-        try:
-            call = _next_turn(user, scenario, list(transcript))
-            turn = await (call if config.timeout is None else asyncio.wait_for(call, config.timeout))
-        except asyncio.CancelledError:
-            if limit is not None:
-                limit.failed()
-            raise
-        except BaseException as exc:
-            if not isinstance(exc, Exception):  # KeyboardInterrupt & co.: the caller tells whose they are
-                if limit is not None:
-                    limit.failed()
-                raise
-            wait = None if limit is None else limit.ended_with(exc, absorbed, config.timeout)
-            if wait is not None:  # absorbed: not a failed attempt
-                absorbed += 1
-                attempt -= 1
-                if spent is not None:
-                    spent.waited += wait
-                await asyncio.sleep(wait)
-                continue
-            if attempt > config.retries or not (is_transient(exc) or is_transient_model_error(exc)):
-                raise
-            await asyncio.sleep(config.backoff * (2 ** (attempt - 1)) * (0.5 + random.random()))
-            continue
-        if limit is not None:
-            usage = getattr(turn, "usage", None)
-            limit.success(usage.total_tokens if isinstance(usage, Usage) else None)
-        return turn
+
+    def call() -> Any:
+        turn = _next_turn(user, scenario, list(transcript))
+        return turn if config.timeout is None else asyncio.wait_for(turn, config.timeout)
+
+    tried = await call_with_retries(
+        call,
+        retries=config.retries,
+        backoff=config.backoff,
+        # A model's "try again later" is retried; the run's own timeout is not.
+        transient=_simulator_transient,
+        limit=limit,
+        timeout=config.timeout,
+        tokens=_turn_tokens,
+        on_wait=None if spent is None else (lambda seconds, absorbed: spent.add(seconds, False)),
+    )
+    if tried.error is not None:
+        raise tried.error
+    return tried.value
+
+
+def _simulator_transient(exc: BaseException) -> bool:
+    return is_transient(exc, provider_errors=True)
+
+
+def _turn_tokens(turn: Any) -> int | None:
+    usage = getattr(turn, "usage", None)
+    return usage.total_tokens if isinstance(usage, Usage) else None
 
 
 async def _next_turn(user: SimulatedUser, scenario: Scenario, transcript: list[Exchange]) -> Any:
@@ -163,15 +157,6 @@ async def _next_turn(user: SimulatedUser, scenario: Scenario, transcript: list[E
     if inspect.isawaitable(turn):
         turn = await turn
     return turn
-
-
-def is_transient_model_error(exc: BaseException) -> bool:
-    """A chat model's "try again later" (HTTP 408/429/5xx, or a rate-limit / timeout error class)."""
-    status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
-    if isinstance(status, int) and (status in (408, 429) or 500 <= status < 600):
-        return True
-    names = ("RateLimitError", "APITimeoutError", "APIConnectionError", "ServiceUnavailable", "ResourceExhausted")
-    return any(cls.__name__ in names for cls in type(exc).__mro__)
 
 
 def _add(total: Usage | None, more: Usage | None) -> Usage | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import AdapterError, RateLimitedError, type_name, exception_text, message_of, raised_where
 
-__all__ = ["describe_error", "exception_text", "raised_where", "is_transient", "message_of", "attribute",
+__all__ = ["describe_error", "exception_text", "raised_where", "message_of", "attribute",
            "cancelled_from_outside", "RateLimit", "rate_limit_of", "parse_retry_after"]
 
 
@@ -37,14 +37,6 @@ def attribute(exc: BaseException, name: str) -> Any:
         raise
     except BaseException:  # noqa: BLE001 - an exception with a hostile __getattr__
         return None
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Errors worth retrying: those an adapter marks transient."""
-    try:
-        return bool(attribute(exc, "transient")) or attribute(exc, "error_type") == "transient"
-    except Exception:  # noqa: BLE001 - a truth value that raises
-        return False
 
 
 @dataclass(frozen=True)

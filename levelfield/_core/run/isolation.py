@@ -39,7 +39,8 @@ from typing import Any
 from . import budget
 from ..errors import AdapterError, AgentOutputError, ConfigError, WorkerError
 from ..data.protocol import AgentRequest, AgentRunnable
-from .failures import describe_error, is_transient
+from .failures import describe_error
+from .retry import is_transient
 from .threads import run_sync
 from ..data.types import AgentOutput
 

@@ -1,7 +1,7 @@
 """The execution engine: every case of a dataset through one or more agents, nothing lost.
 
 Runs are async with a bounded number in flight; each attempt has a timeout; errors an adapter
-marks transient are retried with exponential backoff; every case and trial yields an
+marks transient are retried with jittered exponential backoff (``levelfield._core.run.retry``); every case and trial yields an
 ``AgentRun``, whatever the agent did: an agent that raises anything (``SystemExit``, its own
 ``CancelledError``, an exception whose message cannot be read...), hangs or answers nonsense is a
 failed run, and the other runs go on. Only the user's Ctrl-C (or a cancellation of the evaluation
@@ -20,7 +20,6 @@ import asyncio
 import collections
 import contextvars
 import gc
-import random
 import time
 import uuid
 import warnings
@@ -32,10 +31,10 @@ from ..data.config import RunConfig
 from ..data.dataset import EvalCase, EvalDataset
 from ..errors import AgentOutputError
 from ..data.cost_limit import RunBudget, input_size
-from .failures import attribute, describe_error, is_transient
-from .failures import cancelled_from_outside as _cancelled_from_outside
-from .interrupts import user_interrupted, watching as watching_interrupts
+from .failures import attribute, describe_error
+from .interrupts import watching as watching_interrupts
 from .isolation import ProcessIsolation
+from .retry import call_with_retries
 from .scope import CURRENT_SCOPE, RunScope
 from .notices import BudgetWarning, warn_user
 from .threads import quick_handoffs
@@ -297,63 +296,38 @@ class Spent:
         self.waited = 0.0
         self.rate_limited = 0
 
+    def add(self, seconds: float, absorbed: bool) -> None:
+        """A wait on an endpoint's limit: ``absorbed`` when it waited out a rate-limit answer."""
+        self.waited += seconds
+        if absorbed:
+            self.rate_limited += 1
+
     def fields(self) -> dict[str, Any]:
         """As ``AgentRun`` fields."""
         return {"waited_seconds": round(self.waited, 6), "rate_limited": self.rate_limited}
 
 
+def _output_tokens(output: AgentOutput) -> int | None:
+    usage = output.usage
+    return usage.total_tokens if usage is not None else None
+
+
 async def _run_turn(
     agent: AgentRunnable, request: AgentRequest, config: RunConfig, spent: Spent | None = None
 ) -> tuple[AgentOutput | None, BaseException | None, float, int]:
+    """One turn of a run, retried: (output or None, error or None, the last attempt's seconds, attempts).
+    Only what the adapter marks transient is retried: it knows its framework's errors."""
     registry = limits.current()
-    limit = None if registry is None else registry.for_agent(agent)
-    attempt = 0
-    absorbed = 0
-    while True:
-        attempt += 1
-        if limit is not None:
-            waited = await limit.acquire()
-            if spent is not None:
-                spent.waited += waited
-        start = time.perf_counter()
-        try:
-            output = await _attempt(agent, request, config.timeout)
-        except asyncio.CancelledError as exc:
-            if limit is not None:
-                limit.failed()
-            if _cancelled_from_outside():
-                raise
-            error: BaseException = exc
-        except KeyboardInterrupt as exc:
-            if limit is not None:
-                limit.failed()
-            if user_interrupted():
-                raise  # the user's Ctrl-C on this thread: stop the evaluation
-            error = exc  # raised by the agent's code: one failed run
-        except BaseException as exc:  # noqa: BLE001 - every other failure is recorded, never raised
-            error = exc
-            wait = None if limit is None else limit.ended_with(exc, absorbed, config.timeout)
-            if wait is not None:
-                # Absorbed: not a failed attempt. The limit fell; wait what the endpoint asked, try again.
-                absorbed += 1
-                attempt -= 1
-                if spent is not None:
-                    spent.rate_limited += 1
-                    spent.waited += wait
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                continue
-        else:
-            if limit is not None:
-                usage = output.usage
-                limit.success(usage.total_tokens if usage is not None else None)
-            return output, None, time.perf_counter() - start, attempt
-        latency = time.perf_counter() - start
-        if attempt <= config.retries and is_transient(error):
-            delay = config.backoff * (2 ** (attempt - 1))
-            await asyncio.sleep(delay * (0.5 + random.random()))
-            continue
-        return None, error, latency, attempt
+    tried = await call_with_retries(
+        lambda: _attempt(agent, request, config.timeout),
+        retries=config.retries,
+        backoff=config.backoff,
+        limit=None if registry is None else registry.for_agent(agent),
+        timeout=config.timeout,
+        tokens=_output_tokens,
+        on_wait=None if spent is None else spent.add,
+    )
+    return tried.value, tried.error, tried.latency, tried.attempts
 
 
 def failed_turn_run(
