@@ -58,7 +58,7 @@ JUDGE_MAX_CONCURRENCY = 8
 JUDGE_RETRIES = 3
 """Retries of a judge call that hit a rate limit or a server error."""
 JUDGE_BACKOFF = 1.0
-"""First retry delay in seconds; doubles with each retry."""
+"""Seconds the first retry waits at most; doubles with each retry, the wait drawn uniformly below it."""
 JUDGE_TIMEOUT = 120.0
 """Seconds per judge call."""
 

@@ -60,7 +60,8 @@ class RunConfig:
     retries: int = 2
     """Retries of errors an adapter marks transient (connection refused, HTTP 429/503)."""
     backoff: float = 0.5
-    """First retry delay in seconds; doubles with each retry (with jitter)."""
+    """Seconds the first retry waits at most; doubles with each retry (up to 60 s), the wait drawn
+    uniformly below it ("full jitter", ``levelfield._core.run.retry``)."""
     trials: int = 1
     """Runs of every case per agent."""
     progress: bool = True

@@ -23,6 +23,7 @@ import asyncio
 import random
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .failures import attribute, cancelled_from_outside
@@ -116,25 +117,22 @@ def backoff_delay(retry: int, base: float, cap: float | None = BACKOFF_CAP,
     return ceiling * rng()
 
 
+@dataclass(slots=True)
 class Tried(Generic[T]):
     """How a call with retries ended: its value, or the error it failed with for good."""
 
-    __slots__ = ("value", "error", "attempts", "calls", "latency", "total")
-
-    def __init__(self, value: T | None, error: BaseException | None, attempts: int, calls: int,
-                 latency: float, total: float) -> None:
-        self.value = value
-        """What the call returned; None when it failed."""
-        self.error = error
-        """What the last call raised; None when it answered."""
-        self.attempts = attempts
-        """Calls made, retries included and rate-limit answers the limit absorbed left out."""
-        self.calls = calls
-        """Every call made, absorbed ones included (what the endpoint was asked)."""
-        self.latency = latency
-        """Seconds the last call took."""
-        self.total = total
-        """Seconds every call took together (waits on the limit and backoffs left out)."""
+    value: T | None
+    """What the call returned; None when it failed."""
+    error: BaseException | None
+    """What the last call raised; None when it answered."""
+    attempts: int
+    """Calls made, retries included and rate-limit answers the limit absorbed left out."""
+    calls: int
+    """Every call made, absorbed ones included (what the endpoint was asked)."""
+    latency: float
+    """Seconds the last call took."""
+    total: float
+    """Seconds every call took together (waits on the limit and backoffs left out)."""
 
 
 def _no_tokens(value: Any) -> None:

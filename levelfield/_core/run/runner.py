@@ -1,11 +1,11 @@
 """The execution engine: every case of a dataset through one or more agents, nothing lost.
 
 Runs are async with a bounded number in flight; each attempt has a timeout; errors an adapter
-marks transient are retried with jittered exponential backoff (``levelfield._core.run.retry``); every case and trial yields an
-``AgentRun``, whatever the agent did: an agent that raises anything (``SystemExit``, its own
-``CancelledError``, an exception whose message cannot be read...), hangs or answers nonsense is a
-failed run, and the other runs go on. Only the user's Ctrl-C (or a cancellation of the evaluation
-itself) stops it.
+marks transient are retried with jittered exponential backoff (``levelfield._core.run.retry``);
+every case and trial yields an ``AgentRun``, whatever the agent did: an agent that raises
+anything (``SystemExit``, its own ``CancelledError``, an exception whose message cannot be
+read...), hangs or answers nonsense is a failed run, and the other runs go on. Only the user's
+Ctrl-C (or a cancellation of the evaluation itself) stops it.
 
 Sync agents run on daemon threads (``levelfield._core.run.threads.run_sync``): a call that outlives
 its timeout is left behind, so it neither holds one of the ``concurrency`` slots nor keeps the
