@@ -7,7 +7,6 @@ import random
 import pytest
 
 import levelfield as lf
-from levelfield._core.errors import AgentOutputError, RateLimitedError
 from levelfield._core.run.retry import BACKOFF_CAP, backoff_delay, call_with_retries, is_transient
 from levelfield.judge import is_transient_judge_error
 
@@ -150,7 +149,7 @@ class Limit:
         return 0.25
 
     def ended_with(self, exc, absorbed, max_wait=None):
-        if isinstance(exc, RateLimitedError) and absorbed < self.absorb:
+        if isinstance(exc, lf.RateLimitedError) and absorbed < self.absorb:
             self.log.append("absorbed")
             return 0.5
         self.log.append("failed")
@@ -166,7 +165,7 @@ class Limit:
 def test_absorbed_rate_limits_are_waited_out_without_spending_a_retry(sleeps):
     limit = Limit(absorb=2)
     waits: list[tuple[float, bool]] = []
-    call = Flaky(RateLimitedError("429"), RateLimitedError("429"))
+    call = Flaky(lf.RateLimitedError("429"), lf.RateLimitedError("429"))
     tried = asyncio.run(call_with_retries(call, retries=0, backoff=0.0, limit=limit, tokens=lambda v: len(v),
                                           on_wait=lambda s, absorbed: waits.append((s, absorbed))))
     assert tried.value == "ok" and tried.attempts == 1 and tried.calls == 3
@@ -177,9 +176,9 @@ def test_absorbed_rate_limits_are_waited_out_without_spending_a_retry(sleeps):
 
 def test_a_rate_limit_the_limit_does_not_absorb_is_the_retries_to_decide():
     limit = Limit(absorb=1)
-    call = Flaky(*[RateLimitedError("429")] * 4)
+    call = Flaky(*[lf.RateLimitedError("429")] * 4)
     tried = asyncio.run(call_with_retries(call, retries=1, backoff=0.0, limit=limit))
-    assert isinstance(tried.error, RateLimitedError) and tried.attempts == 2 and tried.calls == 3
+    assert isinstance(tried.error, lf.RateLimitedError) and tried.attempts == 2 and tried.calls == 3
     assert limit.log.count("failed") == 2
 
 
@@ -232,10 +231,10 @@ def _response(status):
 # timeouts and dropped connections as well.
 CLASSIFIER = {
     "TransientAgentError": (lf.TransientAgentError("503"), True, True, True),
-    "RateLimitedError": (RateLimitedError("429", retry_after=1.0), True, True, True),
+    "RateLimitedError": (lf.RateLimitedError("429", retry_after=1.0), True, True, True),
     "marked attribute": (Marked(), True, True, True),
-    "error_type transient": (AgentOutputError("x", error_type="transient"), True, True, True),
-    "other AdapterError": (AgentOutputError("x"), False, False, False),
+    "error_type transient": (lf.AgentOutputError("x", error_type="transient"), True, True, True),
+    "other AdapterError": (lf.AgentOutputError("x"), False, False, False),
     "ValueError": (ValueError("x"), False, False, False),
     "PermissionError": (PermissionError("bad key"), False, False, False),
     "RuntimeError": (RuntimeError("simulator model unreachable"), False, False, False),
