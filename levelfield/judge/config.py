@@ -39,7 +39,7 @@ class JudgeConfig:
     retries: int = JUDGE_RETRIES
     """Retries of a judge call that hit a rate limit, a server error or a timeout."""
     backoff: float = JUDGE_BACKOFF
-    """First retry delay in seconds; doubles with each retry."""
+    """Seconds the first retry waits at most; doubles with each retry, the wait drawn uniformly below it."""
     timeout: float | None = JUDGE_TIMEOUT
     """Seconds per judge call; None for no timeout."""
     structured_output: bool | None = None
