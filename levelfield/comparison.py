@@ -757,7 +757,7 @@ class Comparison:
 
     @classmethod
     def of_evaluation(cls, result: EvalResult, *, stats: StatsConfig | None = None,
-                      config: RunConfig | None = None) -> "Comparison":
+                      config: RunConfig | None = None) -> Comparison:
         """One ``evaluate`` result read as a one-agent comparison (``kind`` ``evaluate``), for the readouts
         that read comparisons: the command line's tables and report, MLflow. ``stats``: by default failed
         runs are left out of the means, as in ``evaluate``."""

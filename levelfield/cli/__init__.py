@@ -1,4 +1,5 @@
-"""The command line: ``levelfield demo | eval | compare | report | plan | serve``."""
+"""The command line: ``levelfield demo | eval | compare | report | plan | view | watch | serve | a2a-check |
+judge-check``, one module per command (``add_parser`` and ``run``), put together by ``main``."""
 
 from .main import main
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["status", "report_failures", "report_unreadable_judges", "warnings_as_lines", "limit_lines"]
 
 
-def limit_lines(cmp: "Comparison") -> list[str]:
+def limit_lines(cmp: Comparison) -> list[str]:
     """What the endpoints' limits did, when they did anything: the concurrency each ran at, the
     rate-limited answers absorbed, the time waiting on limits (nothing when no limit was met: a
     window still opening by slow start, below the ceiling at the end of a short run, is not a limit met)."""
