@@ -338,7 +338,7 @@ def test_the_cli_metrics_table_and_comparison_csv_are_neutralised_but_jsonl_and_
 def test_the_batch_table_writer_writes_a_neutralised_csv(tmp_path):
     import numpy as np
 
-    from levelfield._core.score.batch import ScoredBatch
+    from levelfield._core.score.batch.scorer import ScoredBatch
     from levelfield.formats.batches import table_writer
 
     writer = table_writer(tmp_path / "t.csv")

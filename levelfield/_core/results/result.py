@@ -21,7 +21,8 @@ from ..data.dataset import EvalCase, EvalDataset, case_from_row
 from ..errors import MissingExtraError, RecordError
 from ..data.jsonsafe import dumps, to_jsonable
 from ..data.prices import Cost, PriceTable, cost_note, total_cost, usage_cost
-from ..score.batch import explain_row, scored_rows
+from ..score.batch.rows import scored_rows
+from ..score.batch.scorer import explain_row
 from ..score.scoring import context_for, explain_scores
 from ..score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT, Metric, Score, score_columns
 from .columns import COST_KEYS as _COST_KEYS, CostColumns, as_array, RunColumns, cost_items, mean as _mean, score_cost as _cost, std as _std
