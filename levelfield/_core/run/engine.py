@@ -33,7 +33,8 @@ from .preflight import hidden_tool_calls, run_preflights
 from ..results.record import (RUNS_FILE, Journal, Record, RunKey, carry_generated, check_out_folder, check_resumable,
                               fingerprints_of, make_header, read_record)
 from ..results.columns import RunColumns
-from ..results.result import EvalResult, saved_run
+from ..results.result import EvalResult
+from ..results.saved_run import saved_run
 from .isolation import check_picklable
 from . import limits
 from ..data.cost_limit import BudgetReport, CostLimit, RunBudget
