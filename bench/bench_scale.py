@@ -162,7 +162,8 @@ def score(path: str, workers: int, metrics: list[str], breakdown: bool) -> dict:
 
 def _phases(path: str, metrics: list[str]) -> dict:
     """Where one worker's time goes: reading rows, scoring them, writing the table."""
-    from levelfield._core.score.batch import BatchScorer, _ListBatch
+    from levelfield._core.score.batch.rows import _ListBatch
+    from levelfield._core.score.batch.scorer import BatchScorer
     from levelfield._core.score.metrics.registry import resolve_metrics
     from levelfield.formats.batches import batch_source, table_writer
 

@@ -25,7 +25,7 @@ from .comparability import check_evaluators
 from ._core.results.provenance import evaluators_of
 from ._core.results.record import levelling_changes
 from ._core.results.result import EvalResult
-from ._core.score.batch import RunScorer
+from ._core.score.batch.runs import RunScorer
 
 __all__ = ["Baseline", "load_baseline", "prepare_baseline"]
 

@@ -44,8 +44,9 @@ from ._core.data.jsonsafe import to_jsonable
 from ._core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
 from ._core.score.metrics.base import Metric
 from ._core.results.record import RUNS_FILE, finish_journal, fingerprints_of, make_header, read_record, write_record
-from ._core.results.result import (FAILED_AS_ZERO, FAILED_LEFT_OUT, EvalResult, parquet_available, record_status,
-                                  results_from_record, table_to_parquet, write_table_files, write_tables_in_pages)
+from ._core.results.result import EvalResult, record_status, results_from_record
+from ._core.results.tables import parquet_available, table_to_parquet, write_table_files, write_tables_in_pages
+from ._core.score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT
 from ._core.results.writing import write_text
 from ._core.data.types import AgentRun
 from .verdict import Verdict, verdict

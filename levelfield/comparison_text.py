@@ -12,7 +12,7 @@ from typing import Any
 
 from ._core.data.money import dollars
 from ._core.data.textwidth import ljust, rjust, width
-from ._core.results.result import FAILED_AS_ZERO, FAILED_LEFT_OUT
+from ._core.score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT
 from .verdict import Compared, early_stop_line, failure_rule, other_rule, verdict
 
 __all__ = ["summary_lines", "rule_line", "verdict_text", "pairwise_lines", "comparison_text", "format_comparison",

@@ -312,7 +312,7 @@ def test_to_csv_neutralises_formula_cells_from_answers():
 
 
 def test_csv_keeps_plain_numbers_and_numeric_scores_as_numbers(tmp_path):
-    from levelfield._core.results.result import table_to_csv
+    from levelfield._core.results.tables import table_to_csv
 
     table = pd.DataFrame({"case_id": ["-0.5", "=1"], "score/score": [-0.5, 1.0], "note": ["-3", "+2e5"]})
     table_to_csv(table, tmp_path / "t.csv")
@@ -338,7 +338,7 @@ def test_the_cli_metrics_table_and_comparison_csv_are_neutralised_but_jsonl_and_
 def test_the_batch_table_writer_writes_a_neutralised_csv(tmp_path):
     import numpy as np
 
-    from levelfield._core.score.batch import ScoredBatch
+    from levelfield._core.score.batch.scorer import ScoredBatch
     from levelfield.formats.batches import table_writer
 
     writer = table_writer(tmp_path / "t.csv")

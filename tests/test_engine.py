@@ -11,7 +11,8 @@ from pathlib import Path
 import levelfield as lf
 from levelfield._core.data.types import AgentOutput, AgentRun, ToolCall
 from levelfield._core.score import batch
-from levelfield._core.score.batch import BatchScorer, RunScorer
+from levelfield._core.score.batch.runs import RunScorer
+from levelfield._core.score.batch.scorer import BatchScorer
 from levelfield._core.score.metrics.registry import resolve_metrics
 from levelfield._core.score.scoring import context_for, score_sync
 from levelfield import load_dataset

@@ -439,7 +439,7 @@ def test_finishing_a_journal_gives_it_its_header_and_says_how_far_its_lines_move
 def test_a_table_written_in_pages_is_the_table_written_whole(tmp_path, late, passes):
     import pandas as pd
 
-    from levelfield._core.results.result import table_to_csv, table_to_parquet, write_tables_in_pages
+    from levelfield._core.results.tables import table_to_csv, table_to_parquet, write_tables_in_pages
 
     rows = [{"case_id": f"c{i}", "trial": 0, "prompt": "把灯关掉" if i % 2 else "Licht aus", "m/score": i / 10,
              "total_tokens": None, "input_tokens": None, "cost_usd": None, "failure": int(i == 7), "error": None}
@@ -469,7 +469,7 @@ def test_a_table_written_in_pages_is_the_table_written_whole(tmp_path, late, pas
 
 @pytest.mark.parametrize("judged", [False, True], ids=["computed", "judged"])
 def test_save_keeps_the_journal_as_the_record_unless_scores_came_after_it(tmp_path, monkeypatch, judged):
-    from levelfield._core.results import result as result_module
+    from levelfield._core.results import held as result_module
 
     async def shouted(row):  # an async metric, scored with the judged ones at the end: after the journal line
         return float(row["response"].isupper())

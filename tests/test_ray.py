@@ -29,7 +29,7 @@ from _ray_loopback import linux_only, off_loopback, on_loopback, ray_tree  # noq
 from _resume import journal_runs, kill_then_resume, run_keys  # noqa: E402
 from levelfield.adapters.a2a_server import start_server  # noqa: E402
 from levelfield._core.data.types import AgentRun  # noqa: E402
-from levelfield._core.results import result as result_module  # noqa: E402
+from levelfield._core.results import tables as result_module  # noqa: E402
 from levelfield._core.run.notices import ResumeWarning  # noqa: E402
 from levelfield import AllRunsFailedWarning  # noqa: E402
 from levelfield.executors.ray import _on_loopback  # noqa: E402
@@ -476,7 +476,7 @@ def _views(view: Any) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def _as_csv(table: pd.DataFrame, path: Path) -> pd.DataFrame:
-    from levelfield._core.results.result import table_to_csv
+    from levelfield._core.results.tables import table_to_csv
 
     table_to_csv(table, path)
     return pd.read_csv(path)

@@ -40,8 +40,9 @@ from ..adapters.auto import as_agent
 from ..adapters.spec import SpecAgent, load_agent_spec
 from .._core import errors
 from .._core.results.result import EvalResult
-from .._core.score.batch import RunningSummary, ScoredBatch, BatchScorer
-from .._core.results.result import write_summary
+from .._core.score.batch.scorer import BatchScorer, ScoredBatch
+from .._core.score.batch.summary import RunningSummary
+from .._core.results.tables import write_summary
 from .._core.data.config import RunConfig
 from .._core.data.dataset import ALIASES, EvalDataset
 from .._core.errors import AdapterError, ConfigError, DatasetError, ExecutorError, LevelfieldError, MissingExtraError

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._core.score.batch import FIXED_COLUMNS, ScoredBatch, batches_of
+from .._core.score.batch.rows import batches_of
+from .._core.score.batch.scorer import FIXED_COLUMNS, ScoredBatch
 from .._core.data.dataset import too_deep_message
 from .._core.errors import DatasetError, MissingExtraError
-from .._core.results.result import CSV_OPTIONS, spreadsheet_safe
+from .._core.results.tables import CSV_OPTIONS, spreadsheet_safe
 from .._core.results.writing import writing
 
 __all__ = [

@@ -34,7 +34,7 @@ from ..failure_summary import failure_groups
 from .changes import baseline_section
 from .glossary import describe_metric
 from .judges import judge_section
-from .._core.results.result import FAILED_AS_ZERO, FAILED_LEFT_OUT
+from .._core.score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT
 from ..comparison_text import evaluator_lines
 from ..verdict import early_stop_line, failure_rule, other_rule, verdict
 

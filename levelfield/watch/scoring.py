@@ -20,7 +20,8 @@ from typing import Any
 from .._core.data.dataset import EvalCase, dataset_from_rows
 from .._core.data.types import AgentRun
 from .._core.errors import LevelfieldError, exception_text
-from .._core.results.result import SAVED_AGENT, EvalResult
+from .._core.results.result import EvalResult
+from .._core.results.saved_run import SAVED_AGENT
 from .._core.run.engine import saved_runs
 from .._core.score.metrics.base import Metric, Score
 from .._core.score.batch import score_rows

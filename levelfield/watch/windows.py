@@ -22,7 +22,7 @@ from typing import Any
 from .._core.data.dataset import EvalCase
 from .._core.data.types import AgentRun
 from .._core.results.record import Journal, make_header
-from .._core.results.result import SAVED_AGENT
+from .._core.results.saved_run import SAVED_AGENT
 from .._core.score.metrics.base import Metric, Score
 
 __all__ = ["Windows", "window_files", "window_name", "journaled_ids", "WINDOWS_DIR"]

@@ -28,17 +28,19 @@ from .notices import (BudgetWarning, MissingReferenceWarning, warn_user, NoToolC
                       tool_call_tally,
                       metric_changes, missing_references, reference_changes)
 from ..results.lock import OutLock, held_here
-from ..score.batch import is_trajectory_metric as _is_trajectory_metric
+from ..score.batch.runs import is_trajectory_metric as _is_trajectory_metric
 from .preflight import hidden_tool_calls, run_preflights
 from ..results.record import (RUNS_FILE, Journal, Record, RunKey, carry_generated, check_out_folder, check_resumable,
                               fingerprints_of, make_header, read_record)
 from ..results.columns import RunColumns
-from ..results.result import EvalResult, saved_run
+from ..results.result import EvalResult
+from ..results.saved_run import saved_run
 from .isolation import check_picklable
 from . import limits
 from ..data.cost_limit import BudgetReport, CostLimit, RunBudget
 from .runner import Executor, run_agents, spending_limit
-from ..score.batch import RunScorer, score_rows
+from ..score.batch import score_rows
+from ..score.batch.runs import RunScorer
 from ..score.scoring import context_for
 from ..data.types import AgentRun
 from ..errors import ConfigError

@@ -1,0 +1,200 @@
+"""Runs held in memory as a result's rows (:class:`HeldRuns`): runs scored as they finish, a record
+read back, journaled runs read back. :class:`RunsInMemory` is what every source holding its runs
+shares (saved predictions too, once their rows are read)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..data.dataset import EvalCase, EvalDataset
+from ..data.types import AgentRun
+from ..score.metrics.base import FAILED_AS_ZERO, Metric, Score, score_columns
+from ..score.scoring import context_for, explain_scores
+from .columns import CostColumns, mean as _mean
+from .record import RUNS_FILE, finish_journal, fingerprints_of, write_record
+from .source import Owner, RowSource, describe_runs
+from .summary import floats, number, run_costs, summarize, summary_columns
+from .table_row import table_row
+from .tables import parquet_available, trimmed, write_summary, write_table_files
+
+__all__ = ["RunsInMemory", "HeldRuns"]
+
+
+class RunsInMemory:
+    """What a source whose runs are in memory computes of them: per-run numbers, costs, the tables
+    of runs scored as they finish, and the saved record. Subclasses say where the runs come from
+    (:meth:`runs`, :meth:`dataset`) and what the engine gave (:meth:`engine_rows`)."""
+
+    journal: Path | None = None
+    streamed = False
+
+    def __init__(self, owner: Owner) -> None:
+        self.owner = owner
+        self._row_scores: list[dict[str, Score]] | None = None
+        self._table: pd.DataFrame | None = None
+        self._summary: dict[str, Any] | None = None
+        self._by_id: tuple[EvalDataset, dict[str, EvalCase]] | None = None
+
+    def read_back(self) -> RowSource:
+        return self
+
+    def dataset(self) -> EvalDataset:
+        raise NotImplementedError
+
+    def runs(self) -> list[AgentRun]:
+        raise NotImplementedError
+
+    def engine_rows(self) -> list[dict[str, Score]]:
+        raise NotImplementedError
+
+    def row_scores(self) -> list[dict[str, Score]]:
+        raise NotImplementedError
+
+    def _explained(self, i: int) -> dict[str, Score]:
+        """Run ``i``'s Scores with their explanations."""
+        raise NotImplementedError
+
+    def cases_by_id(self) -> dict[str, EvalCase]:
+        # Made once: explaining every run asks it once a run.
+        dataset = self.dataset()
+        if self._by_id is None or self._by_id[0] is not dataset:
+            self._by_id = (dataset, {c.case_id: c for c in dataset})
+        return self._by_id[1]
+
+    def table_of(self, row_scores: Sequence[Mapping[str, Score]]) -> pd.DataFrame:
+        """The metrics table of runs scored as they finish, with ``row_scores`` as their scores."""
+        by_id = self.cases_by_id()
+        prices, saved = self.owner.config.prices, self.owner.scored_saved_predictions
+        return trimmed(pd.DataFrame([table_row(by_id[r.case_id], r, score_columns(rs), rs, prices=prices, saved=saved)
+                                     for r, rs in zip(self.runs(), row_scores)]))
+
+    def summary(self) -> dict[str, Any]:
+        if self._summary is None:
+            names = [m.name for m in self.owner.metrics]
+            columns = summary_columns(self.engine_rows(), names, self.owner.config.prices)
+            columns["failure"] = [int(r.failure) for r in self.runs()]  # row_count when there are no metrics
+            summary = summarize(columns, names)
+            for metric in self.owner.metrics:
+                if f"{metric.name}/score" in columns:
+                    summary[f"{metric.name}/{FAILED_AS_ZERO}"] = _mean(
+                        self.failed_as_zero(metric, floats(columns[f"{metric.name}/score"])))
+            summary.update(run_costs(self.runs(), self.owner.config.prices))
+            self._summary = summary
+        return self._summary
+
+    def explain(self, case_id: str) -> dict[str, Score]:
+        for i, run in enumerate(self.runs()):
+            if run.case_id == case_id:
+                return dict(self._row_scores[i] if self._row_scores is not None else self._explained(i))
+        raise KeyError(f"{self.owner.source}: no case {case_id!r} in this result")
+
+    def case_runs(self, case_id: str) -> list[AgentRun]:
+        return [run for run in self.runs() if run.case_id == case_id]
+
+    def run_failures(self) -> np.ndarray:
+        return np.array([r.failure for r in self.runs()], dtype=bool)
+
+    def run_cases(self) -> tuple[list[str], np.ndarray]:
+        runs = self.runs()
+        return [r.case_id for r in runs], np.array([r.trial for r in runs], dtype=int)
+
+    def score_values(self, metric: str) -> np.ndarray:
+        return np.array([number(row[metric].value) if metric in row else math.nan for row in self.engine_rows()], dtype=float)
+
+    def cost_columns(self) -> CostColumns:
+        return CostColumns.of(self.runs(), self.owner.config.prices)
+
+    def run_costs(self) -> dict[str, Any]:
+        return run_costs(self.runs(), self.owner.config.prices)
+
+    def limit_totals(self) -> tuple[int, float]:
+        runs = self.runs()
+        return sum(r.rate_limited for r in runs), sum(r.waited_seconds for r in runs)
+
+    def run_order(self) -> np.ndarray | None:
+        return None
+
+    def failures(self) -> list[AgentRun]:
+        return [r for r in self.runs() if r.failure]
+
+    def failed_as_zero(self, metric: Metric, values: np.ndarray) -> np.ndarray:
+        out = np.array(values, dtype=float)
+        by_id = {c.case_id: c for c in self.dataset()}
+        for i, run in enumerate(self.runs()):
+            if run.failure and run.case_id in by_id and metric.applies_to(by_id[run.case_id]):
+                out[i] = 0.0
+        return out
+
+    def journal_moved(self, by: int) -> None:
+        pass  # nothing here points into the journal
+
+    def save(self, out: Path, header: Callable[[], dict[str, Any]], summary: Callable[[], Mapping[str, Any]]) -> dict[str, Path]:
+        paths = {"runs": out / RUNS_FILE, "metrics_table": out / "metrics_table.csv", "summary": out / "summary.json"}
+        if self.journal is not None and paths["runs"].resolve() == self.journal.resolve():
+            finish_journal(self.journal, header())  # the runs are there already
+        else:
+            dataset = self.dataset()
+            write_record(paths["runs"], header(), list(dataset), fingerprints_of(dataset), zip(self.runs(), self.engine_rows()))
+        # The tables a person reads say why; the record keeps what the engine gave.
+        paths.update(write_table_files(self.with_explanations(None), paths["metrics_table"],
+                                       out / "metrics_table.parquet" if parquet_available() else None))
+        write_summary(paths["summary"], summary())
+        return paths
+
+    def with_explanations(self, case_ids: Iterable[str] | None) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def describe(self, agent_name: str | None) -> str:
+        return describe_runs(agent_name, self.run_failures())
+
+
+class HeldRuns(RunsInMemory):
+    """Runs held in memory with the scores the engine gave them; the explanations the engine left
+    out are made when asked. ``summary``: one already computed of these runs (journaled runs read back)."""
+
+    def __init__(self, owner: Owner, dataset: EvalDataset, runs: Sequence[AgentRun], scores: Sequence[Mapping[str, Score]],
+                 *, journal: Path | None = None, summary: dict[str, Any] | None = None) -> None:
+        super().__init__(owner)
+        self._dataset = dataset
+        self._runs = list(runs)
+        self._engine_scores = [dict(row) for row in scores]
+        self.journal = journal
+        self._summary = summary
+
+    def dataset(self) -> EvalDataset:
+        return self._dataset
+
+    def runs(self) -> list[AgentRun]:
+        return self._runs
+
+    def engine_rows(self) -> list[dict[str, Score]]:
+        return self._engine_scores
+
+    def row_scores(self) -> list[dict[str, Score]]:
+        if self._row_scores is None:
+            self._row_scores = [self._explained(i) for i in range(len(self._engine_scores))]
+        return self._row_scores
+
+    def _explained(self, i: int) -> dict[str, Score]:
+        """Run ``i``'s engine scores with the explanations the engine left out."""
+        run, scores = self._runs[i], self._engine_scores[i]
+        case = self.cases_by_id().get(run.case_id)
+        return scores if case is None else explain_scores(context_for(case, run), self.owner.metrics, scores)
+
+    def metrics_table(self) -> pd.DataFrame:
+        if self._table is None:
+            self._table = self.table_of(self._engine_scores)
+        return self._table
+
+    def with_explanations(self, case_ids: Iterable[str] | None) -> pd.DataFrame:
+        if case_ids is None:
+            return self.table_of(self.row_scores())
+        wanted = {str(c) for c in case_ids}
+        return self.table_of([self._explained(i) if run.case_id in wanted else raw
+                              for i, (run, raw) in enumerate(zip(self._runs, self._engine_scores))])
