@@ -36,23 +36,23 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..adapters.auto import as_agent
-from ..adapters.spec import SpecAgent, load_agent_spec
-from .._core import errors
-from .._core.results.result import EvalResult
-from .._core.score.batch import RunningSummary, ScoredBatch, BatchScorer
-from .._core.results.result import write_summary
-from .._core.data.config import RunConfig
-from .._core.data.dataset import ALIASES, EvalDataset
-from .._core.errors import AdapterError, ConfigError, DatasetError, ExecutorError, LevelfieldError, MissingExtraError
-from .._core.score.metrics.base import Metric
-from .._core.data.protocol import AgentRequest, AgentRunnable
-from .._core.data.types import AgentRun
-from .._core.run import limits
-from .._core.run.runner import OnRun, PlayScenario, interleaved_plan, run_agents as run_locally
-from .._core.data.types import AgentOutput
-from ..formats.batches import BATCH_ROWS, batch_source, table_writer
-from .saved import TABLE_NAMES, check_out
+from ...adapters.auto import as_agent
+from ...adapters.spec import SpecAgent, load_agent_spec
+from ..._core import errors
+from ..._core.results.result import EvalResult
+from ..._core.score.batch import RunningSummary, ScoredBatch, BatchScorer
+from ..._core.results.result import write_summary
+from ..._core.data.config import RunConfig
+from ..._core.data.dataset import ALIASES, EvalDataset
+from ..._core.errors import AdapterError, ConfigError, DatasetError, ExecutorError, LevelfieldError, MissingExtraError
+from ..._core.score.metrics.base import Metric
+from ..._core.data.protocol import AgentRequest, AgentRunnable
+from ..._core.data.types import AgentRun
+from ..._core.run import limits
+from ..._core.run.runner import OnRun, PlayScenario, interleaved_plan, run_agents as run_locally
+from ..._core.data.types import AgentOutput
+from ...formats.batches import BATCH_ROWS, batch_source, table_writer
+from ..saved import TABLE_NAMES, check_out
 
 __all__ = ["RayExecutor", "score_saved_on_ray", "scores_on_ray_data"]
 
