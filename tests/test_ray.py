@@ -32,7 +32,7 @@ from levelfield._core.data.types import AgentRun  # noqa: E402
 from levelfield._core.results import result as result_module  # noqa: E402
 from levelfield._core.run.notices import ResumeWarning  # noqa: E402
 from levelfield import AllRunsFailedWarning  # noqa: E402
-from levelfield.executors.ray.executor import _on_loopback  # noqa: E402
+from levelfield.executors.ray.runtime_env import _on_loopback  # noqa: E402
 from levelfield.testing.ray_cluster import LOOPBACK, local_ray_options  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent, hasty_agent  # noqa: E402
 
