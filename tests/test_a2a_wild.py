@@ -25,7 +25,7 @@ from a2a.server.request_handlers.response_helpers import agent_card_to_dict  # n
 
 import levelfield as lf  # noqa: E402
 from levelfield.adapters import A2AAgent  # noqa: E402
-from levelfield.adapters.a2a_server import build_agent_card, start_server  # noqa: E402
+from levelfield.adapters.a2a.server import build_agent_card, start_server  # noqa: E402
 from levelfield._core.errors import ConfigError, LevelfieldError  # noqa: E402
 from levelfield._core.data.protocol import AgentRequest  # noqa: E402
 from levelfield._core.data.types import AgentOutput  # noqa: E402

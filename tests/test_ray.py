@@ -27,7 +27,7 @@ ray = pytest.importorskip("ray")
 import levelfield as lf  # noqa: E402
 from _ray_loopback import linux_only, off_loopback, on_loopback, ray_tree  # noqa: E402
 from _resume import journal_runs, kill_then_resume, run_keys  # noqa: E402
-from levelfield.adapters.a2a_server import start_server  # noqa: E402
+from levelfield.adapters.a2a.server import start_server  # noqa: E402
 from levelfield._core.data.types import AgentRun  # noqa: E402
 from levelfield._core.results import result as result_module  # noqa: E402
 from levelfield._core.run.notices import ResumeWarning  # noqa: E402

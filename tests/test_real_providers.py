@@ -412,7 +412,7 @@ def test_levelfields_a2a_server_passes_every_token_kind_to_the_client():
     pytest.importorskip("a2a.server.request_handlers")
     pytest.importorskip("uvicorn")
     from levelfield.adapters import A2AAgent
-    from levelfield.adapters.a2a_server import start_server
+    from levelfield.adapters.a2a.server import start_server
 
     spent = Usage(input_tokens=1200, cache_read_tokens=1000, cache_write_tokens=100, output_tokens=300,
                   reasoning_tokens=64, total_tokens=1500, model="claude-sonnet-4-6")

@@ -1007,7 +1007,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_watch_command(sub)
 
-    from ..adapters.a2a_server import add_serve_command  # light: imports a2a only when serving
+    from ..adapters.a2a.server import add_serve_command  # light: imports a2a only when serving
 
     add_serve_command(sub, port_reader=port, url_reader=http_url)
 
@@ -1086,7 +1086,7 @@ def _interrupted_note(args: argparse.Namespace, argv: Sequence[str], how: str = 
         kept = f"{len(record.runs)} of {len(record.expected_keys())} runs are saved in {record.path}"
     except LevelfieldError:
         kept = f"no run had finished; nothing is saved in {out}"
-    from ..adapters.a2a import hide_url_credentials  # light: a2a-sdk is imported only by A2AAgent
+    from ..adapters.a2a.agent import hide_url_credentials  # light: a2a-sdk is imported only by A2AAgent
 
     again = [a for a in argv if a != "--overwrite"]
     if "--resume" not in again:

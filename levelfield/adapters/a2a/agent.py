@@ -31,14 +31,14 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._core.run import budget
-from .a2a_failures import AGENT, CLASSES, TRANSPORT, classify
-from .a2a_http import _chain, _checked_headers, _connection_error, _innermost, _split_credentials, _transient  # noqa: F401
-from .._core.run.failures import parse_retry_after
-from .._core.errors import AdapterError, ConfigError, ConfigTypeError, MissingExtraError, RateLimitedError
-from .._core.data.protocol import AgentRequest
-from .._core.data.token_counts import usage_from_counts
-from .._core.data.types import AgentOutput, Handoff, ToolCall, Usage
+from ..._core.run import budget
+from .failures import AGENT, CLASSES, TRANSPORT, classify
+from .http import _chain, _checked_headers, _connection_error, _innermost, _split_credentials, _transient  # noqa: F401
+from ..._core.run.failures import parse_retry_after
+from ..._core.errors import AdapterError, ConfigError, ConfigTypeError, MissingExtraError, RateLimitedError
+from ..._core.data.protocol import AgentRequest
+from ..._core.data.token_counts import usage_from_counts
+from ..._core.data.types import AgentOutput, Handoff, ToolCall, Usage
 
 if TYPE_CHECKING:
     from a2a.client import Client
@@ -750,10 +750,10 @@ class A2AAgent:
     async def apreflight(self, prompt: str | None = None, *, timeout: float | None = None,
                          every_version: bool = True) -> Any:
         """Check that this agent speaks A2A (its card, then probe messages): a ``Preflight`` table of
-        checks; see :mod:`levelfield.adapters.a2a_preflight`. Sent with this agent's headers and URL
+        checks; see :mod:`levelfield.adapters.a2a.preflight`. Sent with this agent's headers and URL
         credentials. ``every_version=False``: only the card's first JSON-RPC version is probed (what an
         evaluation does before its first case: each probe is an answer the agent computes)."""
-        from .a2a_preflight import DEFAULT_PROMPT, _run
+        from .preflight import DEFAULT_PROMPT, _run
 
         found = await _run(self.url, self.headers, self._auth, self._params, prompt or DEFAULT_PROMPT,
                            timeout or min(self.timeout or 30.0, 30.0), every_version=every_version)
@@ -764,7 +764,7 @@ class A2AAgent:
 
     def preflight(self, prompt: str | None = None, *, timeout: float | None = None, every_version: bool = True) -> Any:
         """:meth:`apreflight` from sync code."""
-        from .._core.run.threads import run_coroutine
+        from ..._core.run.threads import run_coroutine
 
         return run_coroutine(self.apreflight(prompt, timeout=timeout, every_version=every_version))
 
@@ -1001,7 +1001,7 @@ class A2AAgent:
 
     def classify_failure(self, error: BaseException, request: AgentRequest) -> tuple[str, str | None]:
         """(class, rule) of a failed run: ``protocol``, ``transport`` or ``agent`` (see
-        :mod:`levelfield.adapters.a2a_failures`); the runner records them on the run."""
+        :mod:`levelfield.adapters.a2a.failures`); the runner records them on the run."""
         known = getattr(error, "failure_class", None)
         if known in CLASSES:
             return known, getattr(error, "failure_rule", None)

@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .._core.errors import AdapterError
-from .._core.run.failures import parse_retry_after
+from ..._core.errors import AdapterError
+from ..._core.run.failures import parse_retry_after
 
 __all__ = ["Check", "Preflight", "preflight", "apreflight", "STATUSES", "DEFAULT_PROMPT", "TOOL_CALLS"]
 
@@ -760,7 +760,7 @@ async def apreflight(url: str, *, headers: Mapping[str, str] | None = None, prom
         AdapterError: the card could not be requested at all (refused, TLS, DNS, timeout); the
             message says which and what to check.
     """
-    from .a2a_http import _checked_headers, _split_credentials
+    from .http import _checked_headers, _split_credentials
 
     base, auth, params = _split_credentials(url)
     return await _run(base, _checked_headers(headers), auth, params, prompt, timeout)
@@ -772,7 +772,7 @@ async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | No
     client picks), so an evaluation's automatic check costs the agent two answers, not four."""
     import httpx
 
-    from .a2a_http import _chain, _connection_error
+    from .http import _chain, _connection_error
 
     async with httpx.AsyncClient(headers={"Accept-Encoding": "identity", **checked}, params=params,
                                  auth=httpx.BasicAuth(*auth) if auth else None, timeout=httpx.Timeout(timeout)) as http:
@@ -819,7 +819,7 @@ async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | No
 def preflight(url: str, *, headers: Mapping[str, str] | None = None, prompt: str = DEFAULT_PROMPT,
               timeout: float = 30.0) -> Preflight:
     """:func:`apreflight` from sync code (also inside a running event loop, e.g. Jupyter)."""
-    from .._core.run.threads import run_coroutine
+    from ..._core.run.threads import run_coroutine
 
     return run_coroutine(apreflight(url, headers=headers, prompt=prompt, timeout=timeout))
 

@@ -7,8 +7,8 @@ import re
 import urllib.parse
 from collections.abc import Mapping
 
-from .._core.data.types import AgentOutput
-from .._core.errors import AdapterError, ConfigError, ConfigTypeError, TransientAgentError
+from ..._core.data.types import AgentOutput
+from ..._core.errors import AdapterError, ConfigError, ConfigTypeError, TransientAgentError
 
 __all__: list[str] = []  # private helpers of the A2A modules
 

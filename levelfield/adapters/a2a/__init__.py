@@ -1,0 +1,52 @@
+"""A2A: evaluate a remote agent that speaks the A2A protocol (a2a-sdk 1.x), and serve one.
+
+One module a job: ``agent`` (``A2AAgent``: one turn sent, its answer read, its failure said),
+``events`` (a2a tasks, messages and events read into the normalized output), ``secrets`` (the
+credentials redacted wherever a server could echo them), ``http`` (the HTTP side: headers,
+credentials in a URL, connection errors, the response size cap), ``failures`` (whose fault a
+failed run was), ``preflight`` (the conformance checks), ``server`` (``levelfield serve``).
+
+Names load on first use, and a2a-sdk only when an agent is built or served, so the command line
+(which registers ``serve`` and ``a2a-check`` from here) starts light.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_members
+
+if TYPE_CHECKING:
+    from .agent import (
+        ADK_TYPE_KEY,
+        AUTHOR_KEYS,
+        FUNCTION_CALL,
+        FUNCTION_RESPONSE,
+        LEVELFIELD_KEY,
+        A2AAgent,
+        ResponseTooLarge,
+        TrajectoryExtractor,
+        adk_trajectory,
+        hide_url_credentials,
+        is_credential_name,
+        restore_ints,
+    )
+
+__all__ = [
+    "A2AAgent",
+    "TrajectoryExtractor",
+    "adk_trajectory",
+    "restore_ints",
+    "ADK_TYPE_KEY",
+    "FUNCTION_CALL",
+    "FUNCTION_RESPONSE",
+    "LEVELFIELD_KEY",
+    "AUTHOR_KEYS",
+    "ResponseTooLarge",
+    "is_credential_name",
+    "hide_url_credentials",
+]
+
+_LAZY = {name: ".agent" for name in __all__}
+
+__getattr__, __dir__ = lazy_members(__name__, _LAZY, globals())
