@@ -391,7 +391,7 @@ def test_a_name_that_does_not_resolve_is_a_dns_error_naming_the_host():
 
     import httpx
 
-    from levelfield.adapters.a2a import _chain, _connection_error
+    from levelfield.adapters.a2a.http import _chain, _connection_error
 
     exc = _raised(httpx.ConnectError("[Errno -2] Name or service not known"), socket.gaierror(-2, "Name or service not known"))
     error = _connection_error("agent 'a'", "http://nonexistent.invalid", 5, _chain(exc), None)
@@ -402,7 +402,7 @@ def test_a_name_that_does_not_resolve_is_a_dns_error_naming_the_host():
 def test_a_connection_that_times_out_is_a_connect_timeout_naming_host_and_port():
     import httpx
 
-    from levelfield.adapters.a2a import _chain, _connection_error
+    from levelfield.adapters.a2a.http import _chain, _connection_error
 
     exc = _raised(httpx.ConnectTimeout("timed out"), TimeoutError("timed out"))
     error = _connection_error("agent 'a'", "https://10.255.255.1", 3, _chain(exc), None)

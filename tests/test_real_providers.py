@@ -400,7 +400,7 @@ def test_the_report_shows_the_share_of_the_prompt_read_from_cache(tmp_path):
 
 def test_a2a_usage_metadata_in_geminis_terms_gives_the_billed_usage():
     pytest.importorskip("a2a")
-    from levelfield.adapters.a2a import USAGE_KEY, _usage_from
+    from levelfield.adapters.a2a.events import USAGE_KEY, _usage_from
 
     meta = {USAGE_KEY: {"promptTokenCount": 1200, "cachedContentTokenCount": 1000, "candidatesTokenCount": 16,
                         "thoughtsTokenCount": 64, "totalTokenCount": 1280}, "model_version": "gemini-2.5-flash"}

@@ -17,20 +17,19 @@ from typing import TYPE_CHECKING
 from ..._lazy import lazy_members
 
 if TYPE_CHECKING:
-    from .agent import (
+    from .agent import A2AAgent
+    from .events import (
         ADK_TYPE_KEY,
         AUTHOR_KEYS,
         FUNCTION_CALL,
         FUNCTION_RESPONSE,
         LEVELFIELD_KEY,
-        A2AAgent,
-        ResponseTooLarge,
         TrajectoryExtractor,
         adk_trajectory,
-        hide_url_credentials,
-        is_credential_name,
         restore_ints,
     )
+    from .http import ResponseTooLarge
+    from .secrets import hide_url_credentials, is_credential_name
 
 __all__ = [
     "A2AAgent",
@@ -47,6 +46,13 @@ __all__ = [
     "hide_url_credentials",
 ]
 
-_LAZY = {name: ".agent" for name in __all__}
+_LAZY = {
+    "A2AAgent": ".agent",
+    **{name: ".events" for name in ("TrajectoryExtractor", "adk_trajectory", "restore_ints", "ADK_TYPE_KEY",
+                                    "FUNCTION_CALL", "FUNCTION_RESPONSE", "LEVELFIELD_KEY", "AUTHOR_KEYS")},
+    "ResponseTooLarge": ".http",
+    "is_credential_name": ".secrets",
+    "hide_url_credentials": ".secrets",
+}
 
 __getattr__, __dir__ = lazy_members(__name__, _LAZY, globals())

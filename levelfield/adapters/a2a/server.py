@@ -139,7 +139,7 @@ def _tool_call_parts(call: ToolCall) -> tuple[Any, Any]:
     A call without an id is sent without one (the client pairs it with its response by order),
     so the trajectory comes back exactly as the agent reported it.
     """
-    from .agent import ADK_TYPE_KEY, FUNCTION_CALL, FUNCTION_RESPONSE, TOOL_ERROR_KEY
+    from .events import ADK_TYPE_KEY, FUNCTION_CALL, FUNCTION_RESPONSE, TOOL_ERROR_KEY
 
     meta: dict[str, Any] = {}
     if call.agent:
@@ -168,7 +168,7 @@ def _executor_class() -> type:
 
     from ..._core.data.protocol import AgentRequest
     from ..._core.data.types import AgentOutput, Message
-    from .agent import ERROR_TYPE_KEY, LEVELFIELD_KEY, USAGE_KEY, restore_ints
+    from .events import ERROR_TYPE_KEY, LEVELFIELD_KEY, USAGE_KEY, restore_ints
 
     class LevelfieldExecutor(AgentExecutor):
         """Runs a levelfield ``AgentRunnable`` for each A2A message; history kept per context id."""
