@@ -1,0 +1,630 @@
+"""The A2A preflight's probes: the agent card read and checked, probe messages sent over raw
+JSON-RPC (A2A 1.0 and 0.3), and what the answers said, normalized across the two versions and checked
+against the specification, one ``Check`` at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..._core.errors import AdapterError
+from ..._core.run.failures import parse_retry_after
+from .checks import (
+    _KNOWN_STATES,
+    CARD_PATHS,
+    INTERRUPTED,
+    RUNNING,
+    S_CANCEL,
+    S_CAPABILITIES,
+    S_CARD,
+    S_DISCOVERY,
+    S_ERRORS,
+    S_GET,
+    S_INTERFACES,
+    S_JSONRPC,
+    S_PARTS,
+    S_SEND,
+    S_STATES,
+    S_STREAM,
+    S_STREAM_EVENTS,
+    TERMINAL,
+    Check,
+)
+
+__all__: list[str] = []  # private to the preflight: _Prober, _read_card, _check_card, _tool_calls_in
+
+# -- what the answers said, normalized across 0.3 and 1.0 ---------------------------------------------
+
+
+@dataclass
+class _Event:
+    kind: str
+    """task, message, status or artifact."""
+    state: str | None = None
+    """The task state it carries (0.3 spelling: completed, input-required, ...)."""
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    task_id: str | None = None
+
+
+def _state(raw: Any) -> str | None:
+    if not isinstance(raw, str) or not raw:
+        return None
+    return raw.removeprefix("TASK_STATE_").lower().replace("_", "-").replace("cancelled", "canceled")
+
+
+def _message_parts(message: Any) -> list[dict[str, Any]]:
+    parts = message.get("parts") if isinstance(message, dict) else None
+    return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+
+
+def _task_parts(task: dict[str, Any]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for message in task.get("history") or []:
+        if isinstance(message, dict) and message.get("role") not in ("user", "ROLE_USER"):
+            parts += _message_parts(message)
+    for artifact in task.get("artifacts") or []:
+        parts += _message_parts(artifact)
+    status = task.get("status") if isinstance(task.get("status"), dict) else {}
+    parts += _message_parts(status.get("message"))
+    return parts
+
+
+def _events_of(result: Any, version: str) -> list[_Event]:
+    """The event(s) one JSON-RPC result holds, or [] when it has no recognizable shape."""
+    if not isinstance(result, dict):
+        return []
+    if version == "0.3":
+        kind = result.get("kind")
+        payloads = {"task": "task", "message": "message", "status-update": "status", "artifact-update": "artifact"}
+        wrapped = {payloads[kind]: result} if kind in payloads else {}
+    else:
+        keys = {"task": "task", "message": "message", "statusUpdate": "status", "artifactUpdate": "artifact"}
+        wrapped = {keys[k]: v for k, v in result.items() if k in keys and isinstance(v, dict)}
+    out = []
+    for kind, body in wrapped.items():
+        status = body.get("status") if isinstance(body.get("status"), dict) else {}
+        if kind == "task":
+            out.append(_Event("task", _state(status.get("state")), _task_parts(body), body.get("id")))
+        elif kind == "message":
+            out.append(_Event("message", None, _message_parts(body), body.get("taskId")))
+        elif kind == "status":
+            out.append(_Event("status", _state(status.get("state")), _message_parts(status.get("message")), body.get("taskId")))
+        else:
+            out.append(_Event("artifact", None, _message_parts(body.get("artifact")), body.get("taskId")))
+    return out
+
+
+def _task_event(result: Any, version: str) -> _Event | None:
+    """The task a GetTask / CancelTask result holds (1.0 answers the Task itself, 0.3 a task with kind)."""
+    if not isinstance(result, dict):
+        return None
+    if version == "0.3":
+        events = _events_of(result, version)
+        return events[0] if events and events[0].kind == "task" else None
+    if "status" not in result and "id" not in result:
+        return None
+    return _events_of({"task": result}, version)[0]
+
+
+def _shape_error(result: Any, version: str, streaming: bool) -> str | None:
+    """Why ``result`` is not a valid answer in ``version``, checked with a2a-sdk's own types."""
+    if version == "0.3":
+        from pydantic import ValidationError
+
+        from a2a.compat.v0_3 import types as v03
+
+        models = {"task": v03.Task, "message": v03.Message, "status-update": v03.TaskStatusUpdateEvent,
+                  "artifact-update": v03.TaskArtifactUpdateEvent}
+        kind = result.get("kind") if isinstance(result, dict) else None
+        allowed = models if streaming else {k: models[k] for k in ("task", "message")}
+        if kind not in allowed:
+            return f"the result's kind is {kind!r}, expected one of {', '.join(allowed)}"
+        try:
+            allowed[kind].model_validate(result)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            return f"{kind}: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+        return None
+    from google.protobuf.json_format import ParseDict, ParseError
+
+    from a2a.types.a2a_pb2 import SendMessageResponse, StreamResponse
+
+    if not isinstance(result, dict):
+        return f"the result is a {type(result).__name__}, expected an object"
+    try:
+        parsed = ParseDict(copy.deepcopy(result), StreamResponse() if streaming else SendMessageResponse())
+    except (ParseError, ValueError, TypeError) as exc:
+        return str(exc).splitlines()[0][:300]
+    if parsed.WhichOneof("payload") is None:
+        return "the result holds none of " + ("task, message, statusUpdate, artifactUpdate" if streaming else "task, message")
+    return None
+
+
+def _part_error(part: dict[str, Any], version: str) -> str | None:
+    """Why one part is not a valid part: it must hold exactly one kind of content."""
+    if version == "0.3":
+        kind = part.get("kind")
+        need = {"text": "text", "data": "data", "file": "file"}
+        if kind not in need:
+            return f"a part's kind is {kind!r}, expected text, data or file"
+        if need[kind] not in part:
+            return f"a {kind} part has no {need[kind]!r} field"
+        if kind == "text" and not isinstance(part["text"], str):
+            return "a text part's text is not a string"
+        if kind == "data" and not isinstance(part["data"], dict):
+            return "a data part's data is not an object"
+        return None
+    held = [k for k in ("text", "raw", "url", "data") if k in part]
+    if len(held) != 1:
+        return f"a part holds {' and '.join(held) if held else 'no content'}; exactly one of text, raw, url, data is required"
+    if "kind" in part:
+        return "a part has a 'kind' field: that is the 0.3 shape, not 1.0's"
+    return None
+
+
+_CALL_ARG_KEYS = ("args", "arguments", "input", "parameters", "tool_input")
+
+
+def _tool_calls_in(parts: list[dict[str, Any]]) -> str:
+    """adk / data / none: how the parts carry tool calls."""
+    plain = False
+    for part in parts:
+        meta = part.get("metadata") if isinstance(part.get("metadata"), dict) else {}
+        if meta.get("adk_type") in ("function_call", "function_response"):
+            return "adk"
+        data = part.get("data")
+        if isinstance(data, dict) and (
+            ("name" in data and any(k in data for k in _CALL_ARG_KEYS))
+            or any(k in data for k in ("tool_calls", "function_call", "tool_call", "functionCall"))
+        ):
+            plain = True
+    return "data" if plain else "none"
+
+
+# -- the probes ---------------------------------------------------------------------------------------
+
+_METHODS = {
+    "1.0": {"send": "SendMessage", "stream": "SendStreamingMessage", "get": "GetTask", "cancel": "CancelTask"},
+    "0.3": {"send": "message/send", "stream": "message/stream", "get": "tasks/get", "cancel": "tasks/cancel"},
+}
+
+
+def _message(prompt: str, version: str) -> dict[str, Any]:
+    if version == "0.3":
+        return {"kind": "message", "role": "user", "messageId": uuid.uuid4().hex, "parts": [{"kind": "text", "text": prompt}]}
+    return {"role": "ROLE_USER", "messageId": uuid.uuid4().hex, "parts": [{"text": prompt}]}
+
+
+class _Answer:
+    """One JSON-RPC exchange as the server answered it."""
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+        self.headers: Mapping[str, str] = {}
+        self.body: Any = None
+        self.error: str | None = None
+        """Why the answer is not a JSON-RPC response (transport or framing), when it is not."""
+        self.timed_out = False
+        """No answer within the preflight's timeout (a slow agent: nothing to judge)."""
+
+    @property
+    def rpc_error(self) -> dict[str, Any] | None:
+        err = self.body.get("error") if isinstance(self.body, dict) else None
+        return err if isinstance(err, dict) else None
+
+    @property
+    def result(self) -> Any:
+        return self.body.get("result") if isinstance(self.body, dict) else None
+
+
+class _Prober:
+    def __init__(self, http: Any, url: str, timeout: float, prompt: str) -> None:
+        self.http = http
+        self.url = url
+        self.timeout = timeout
+        self.prompt = prompt
+        self.checks: list[Check] = []
+        self.busy: list[tuple[str, int, str | None]] = []
+        """(what, HTTP status, Retry-After) of every 429/503 seen."""
+        self.parts: list[dict[str, Any]] = []
+        self.read_any = False
+        self.slow: set[str] = set()
+        """Versions whose send probe got no answer in time."""
+
+    def add(self, name: str, status: str, section: str, detail: str = "", version: str = "") -> None:
+        self.checks.append(Check(name, status, section, detail, version))
+
+    def _note(self, what: str, response: Any) -> None:
+        if response.status_code in (429, 503):
+            self.busy.append((what, response.status_code, response.headers.get("retry-after")))
+
+    async def rpc(self, version: str, method: str, params: Any, *, raw: bytes | None = None, rid: Any = None) -> _Answer:
+        import httpx
+
+        answer = _Answer()
+        rid = rid if rid is not None else uuid.uuid4().hex[:8]
+        headers = {"Content-Type": "application/json"}
+        if version != "0.3":
+            headers["A2A-Version"] = version
+        request = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+        content = raw if raw is not None else json.dumps(request).encode()
+        for _ in range(3):
+            try:
+                response = await self.http.post(self.url, content=content, headers=headers)
+            except httpx.HTTPError as exc:
+                answer.error = f"{type(exc).__name__}: {exc}"
+                answer.timed_out = isinstance(exc, httpx.TimeoutException)
+                return answer
+            self._note(method, response)
+            wait = parse_retry_after(response.headers.get("retry-after")) if response.status_code in (429, 503) else None
+            if wait is None or wait > min(self.timeout, 5.0):
+                break
+            await asyncio.sleep(wait)  # a busy server that says when: wait as asked, as an evaluation would
+        answer.status, answer.headers = response.status_code, response.headers
+        try:
+            answer.body = response.json()
+        except ValueError:
+            answer.error = f"HTTP {response.status_code}, the body is not JSON ({response.text[:80]!r})"
+            return answer
+        if raw is None:
+            answer.error = _framing_error(answer.body, rid)
+        return answer
+
+    async def stream(self, version: str, params: Any) -> tuple[list[tuple[Any, str | None]], str | None, int | None]:
+        """Each streamed JSON-RPC result with its framing error; why the stream could not be read; HTTP status."""
+        import httpx
+
+        rid = uuid.uuid4().hex[:8]
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if version != "0.3":
+            headers["A2A-Version"] = version
+        body = {"jsonrpc": "2.0", "id": rid, "method": _METHODS[version]["stream"], "params": params}
+        out: list[tuple[Any, str | None]] = []
+        try:
+            async with self.http.stream("POST", self.url, json=body, headers=headers) as response:
+                self._note("stream", response)
+                kind = response.headers.get("content-type", "")
+                if response.status_code != 200 or not kind.startswith("text/event-stream"):
+                    text = (await response.aread()).decode(errors="replace")[:200]
+                    return out, f"HTTP {response.status_code} {kind or 'no content type'}: {text}", response.status_code
+                data: list[str] = []
+                async for line in response.aiter_lines():
+                    if line.startswith("data:"):
+                        data.append(line[5:].strip())
+                    elif not line.strip() and data:
+                        out.append(_sse_event("\n".join(data), rid))
+                        data = []
+                if data:
+                    out.append(_sse_event("\n".join(data), rid))
+        except httpx.TimeoutException:
+            return out, TIMED_OUT, None
+        except httpx.HTTPError as exc:
+            return out, f"the stream broke: {type(exc).__name__}: {exc}", None
+        return out, None, 200
+
+    # -- one protocol version over JSON-RPC -----------------------------------------------------------
+    async def probe(self, version: str, streaming: bool) -> None:
+        v = version
+        send = await self.rpc(v, _METHODS[v]["send"], {"message": _message(self.prompt, v)})
+        if send.status in (401, 403):
+            # Not the server's fault, and nothing can be judged without: say what to pass.
+            raise AdapterError(f"A2A preflight of {self.url}: HTTP {send.status}, the server refused the probe message; "
+                               "pass its credentials (A2AAgent(headers=...), a2a-check --header 'Authorization: Bearer ...')",
+                               error_type="unauthorized")
+        task_id, states = await self._check_send(send, v)
+        if task_id:
+            await self._check_get(v, task_id, states[-1] if states else None)
+        if streaming and v in self.slow:
+            self.add("stream", "skip", S_STREAM, "skipped: the send probe got no answer in time", v)
+        elif streaming:
+            await self._check_stream(v)
+        else:
+            self.add("stream", "skip", S_STREAM, "the card does not claim streaming (capabilities.streaming)", v)
+        await self._check_cancel(v)
+        await self._check_errors(v)
+
+    async def _check_send(self, send: _Answer, v: str) -> tuple[str | None, list[str]]:
+        if send.status in (429, 503):
+            self.add("send", "fail", S_SEND, f"HTTP {send.status}: the server refused the probe as busy", v)
+            return None, []
+        if send.timed_out:
+            self.slow.add(v)
+            self.add("send", "warn", S_SEND, f"no answer within {self.timeout:g} s (a slow agent?): the checks of "
+                     "the answer were skipped; raise the timeout to judge them", v)
+            return None, []
+        if send.rpc_error is not None and send.rpc_error.get("code") not in _PROTOCOL_CODES and not send.error:
+            # A JSON-RPC error is a conformant answer: the agent reported a failure of its own.
+            self.add("send", "warn", S_SEND, f"the agent answered the probe with error {send.rpc_error.get('code')} "
+                     f"({send.rpc_error.get('message')}): a conformant answer, but the checks of a task were skipped", v)
+            return None, []
+        if send.error or send.rpc_error:
+            said = send.error or f"JSON-RPC error {send.rpc_error.get('code')}: {send.rpc_error.get('message')}"
+            self.add("send", "fail", S_SEND if send.rpc_error else S_JSONRPC,
+                     f"a well-formed probe message was not answered with a task or message: {said}", v)
+            return None, []
+        problem = _shape_error(send.result, v, streaming=False)
+        events = _events_of(send.result, v)
+        if problem or not events:
+            self.add("send", "fail", S_SEND, f"the answer is not a valid task or message: {problem or 'no task, no message'}", v)
+            return None, []
+        self.read_any = True
+        event = events[0]
+        self.add("send", "pass", S_SEND, f"answered with a {event.kind}" + (f" ({event.state})" if event.state else ""), v)
+        self._check_parts("send.parts", [p for e in events for p in e.parts], v)
+        states = [event.state] if event.state else []
+        if event.kind == "task":
+            states = await self._poll(v, event.task_id, states)
+            self._check_final("send.final_state", states, v, "the task")
+        return event.task_id, states
+
+    async def _poll(self, v: str, task_id: str | None, states: list[str]) -> list[str]:
+        """Follow a task answered as still running with GetTask until it ends or the timeout passes."""
+        deadline = time.monotonic() + self.timeout
+        while task_id and states and states[-1] in RUNNING and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+            got = await self.rpc(v, _METHODS[v]["get"], {"id": task_id})
+            task = _task_event(got.result, v) if not (got.error or got.rpc_error) else None
+            if task is None or task.state is None:
+                break
+            if task.state != states[-1]:
+                states.append(task.state)
+            self.parts += task.parts
+        return states
+
+    def _check_final(self, name: str, states: list[str], v: str, what: str, polled: bool = True) -> None:
+        if not states:
+            self.add(name, "fail", S_STATES, f"{what} carries no state", v)
+            return
+        unknown = [s for s in states if s not in _KNOWN_STATES]
+        if unknown:
+            self.add(name, "fail", S_STATES, f"{what} has state {unknown[0]!r}, which is no A2A task state", v)
+            return
+        bad_order = next((i for i in range(1, len(states)) if states[i - 1] in TERMINAL and states[i] != states[i - 1]), None)
+        if bad_order is not None:
+            self.add(name, "fail", S_STATES, f"{what} left the final state {states[bad_order - 1]} for {states[bad_order]}: "
+                     "a task in a terminal state cannot change", v)
+            return
+        last = states[-1]
+        seen = " -> ".join(states)
+        if last in TERMINAL:
+            self.add(name, "pass", S_STATES, f"states {seen}", v)
+        elif last in INTERRUPTED:
+            self.add(name, "warn", S_STATES, f"states {seen}: the task stopped to ask for {last.split('-')[0]}", v)
+        else:
+            when = f"within {self.timeout:g} s of polling GetTask" if polled else "before the stream ended"
+            self.add(name, "fail", S_STATES, f"states {seen}: the task never reached a final state ({when})", v)
+
+    def _check_parts(self, name: str, parts: list[dict[str, Any]], v: str) -> None:
+        self.parts += parts
+        bad = next((e for e in (_part_error(p, v) for p in parts) if e), None)
+        if bad:
+            self.add(name, "fail", S_PARTS, bad, v)
+        elif not parts:
+            self.add(name, "warn", S_PARTS, "the answer has no parts: no text, no data, nothing to score", v)
+        else:
+            self.add(name, "pass", S_PARTS, f"{len(parts)} part(s), each of one kind", v)
+
+    async def _check_get(self, v: str, task_id: str, state: str | None) -> None:
+        got = await self.rpc(v, _METHODS[v]["get"], {"id": task_id})
+        if got.error or got.rpc_error:
+            said = got.error or f"JSON-RPC error {got.rpc_error.get('code')}: {got.rpc_error.get('message')}"
+            self.add("get_task", "fail", S_GET, f"the task just answered could not be read back: {said}", v)
+            return
+        task = _task_event(got.result, v)
+        if task is None or task.task_id != task_id:
+            self.add("get_task", "fail", S_GET, "GetTask did not answer with the task asked for", v)
+        elif state in TERMINAL and task.state != state:
+            self.add("get_task", "fail", S_GET, f"the task ended {state} but GetTask says {task.state}", v)
+        else:
+            self.add("get_task", "pass", S_GET, f"the task read back ({task.state})", v)
+
+    async def _check_stream(self, v: str) -> None:
+        events_raw, broken, status = await self.stream(v, {"message": _message(self.prompt, v)})
+        if broken == TIMED_OUT:
+            self.add("stream", "warn", S_STREAM, f"the stream was still going after {self.timeout:g} s "
+                     f"({len(events_raw)} event(s)): its final state was not judged; raise the timeout to judge it", v)
+            return
+        agent_error = next((e for _, e in events_raw if e and e.startswith(_AGENT_ERROR)), None)
+        if agent_error is not None:
+            self.add("stream", "warn", S_STREAM, f"{agent_error}: a conformant answer, but the checks of a task "
+                     "were skipped", v)
+            return
+        if broken is not None and not events_raw:
+            self.add("stream", "fail", S_STREAM, f"the card claims streaming but the stream was not served: {broken}", v)
+            return
+        framing = next((e for _, e in events_raw if e), None)
+        shape = next((s for s in (_shape_error(r, v, streaming=True) for r, e in events_raw if not e) if s), None)
+        if framing or shape:
+            self.add("stream.events", "fail", S_STREAM_EVENTS, framing or shape or "", v)
+            return
+        events = [e for r, _ in events_raw for e in _events_of(r, v)]
+        if not events:
+            self.add("stream", "fail", S_STREAM, "the stream ended without any event", v)
+            return
+        self.read_any = True
+        self.add("stream", "pass", S_STREAM, f"{len(events)} event(s)" + (f"; then {broken}" if broken else ""), v)
+        if events[0].kind not in ("task", "message"):
+            self.add("stream.first_event", "warn", S_STREAM_EVENTS, f"the first event is a {events[0].kind} update, "
+                     "not the task or message it belongs to", v)
+        missing = next((e for e in events if e.kind == "status" and e.state is None), None)
+        if missing is not None:
+            self.add("stream.status", "fail", S_STREAM_EVENTS, "a status update carries no status.state", v)
+        self._check_parts("stream.parts", [p for e in events for p in e.parts], v)
+        if events[0].kind == "message" and len(events) == 1:
+            self.add("stream.final_state", "pass", S_STATES, "answered with a message (no task)", v)
+            return
+        states: list[str] = []
+        for event in events:
+            if event.state and (not states or states[-1] != event.state):
+                states.append(event.state)
+        if any(e.kind == "message" for e in events) and len(events) > 1:
+            self.add("stream.final_state", "fail", S_STREAM_EVENTS, "a message came with task events in one stream", v)
+        else:
+            self._check_final("stream.final_state", states, v, "the streamed task", polled=False)
+
+    async def _check_cancel(self, v: str) -> None:
+        got = await self.rpc(v, _METHODS[v]["cancel"], {"id": f"levelfield-no-such-task-{uuid.uuid4().hex[:8]}"})
+        if got.error:
+            self.add("cancel", "fail", S_JSONRPC, f"cancelling an unknown task: {got.error}", v)
+        elif got.rpc_error is None:
+            self.add("cancel", "fail", S_CANCEL, "cancelling a task that does not exist was answered with a result, "
+                     "not TaskNotFoundError", v)
+        elif got.rpc_error.get("code") == -32001:
+            self.add("cancel", "pass", S_CANCEL, "an unknown task is TaskNotFoundError (-32001)", v)
+        else:
+            self.add("cancel", "warn", S_CANCEL, f"an unknown task is error {got.rpc_error.get('code')} "
+                     f"({got.rpc_error.get('message')}), expected TaskNotFoundError (-32001)", v)
+
+    async def _check_errors(self, v: str) -> None:
+        wrong: list[str] = []
+        result_for_bad: list[str] = []
+        cases = [
+            ("unknown method", -32601, dict(method="levelfield/no-such-method", params={})),
+            ("invalid params", -32602, dict(method=_METHODS[v]["send"], params={"message": "not a message"})),
+            ("invalid JSON", -32700, dict(method="", params=None, raw=b"{not json")),
+        ]
+        for what, code, kwargs in cases:
+            got = await self.rpc(v, **kwargs)
+            if got.body is None:
+                wrong.append(f"{what}: {got.error}")
+            elif got.rpc_error is None:
+                result_for_bad.append(what)
+            elif got.rpc_error.get("code") != code and not (code == -32602 and got.rpc_error.get("code") == -32600):
+                wrong.append(f"{what}: error {got.rpc_error.get('code')}, expected {code}")
+        if result_for_bad:
+            self.add("errors", "fail", S_ERRORS, f"a bad request ({', '.join(result_for_bad)}) was answered with a "
+                     "result instead of a JSON-RPC error: an error reported as success", v)
+        elif wrong:
+            self.add("errors", "warn", S_ERRORS, "; ".join(wrong), v)
+        else:
+            self.add("errors", "pass", S_ERRORS, "unknown method -32601, invalid params -32602, invalid JSON -32700", v)
+
+
+def _framing_error(body: Any, rid: Any) -> str | None:
+    if not isinstance(body, dict) or body.get("jsonrpc") != "2.0":
+        return "the answer is not a JSON-RPC 2.0 response (no \"jsonrpc\": \"2.0\")"
+    if ("result" in body) == ("error" in body):
+        return "a JSON-RPC response must hold exactly one of result and error"
+    if body.get("id") != rid:
+        return f"the response id {body.get('id')!r} is not the request's {rid!r}"
+    return None
+
+
+def _sse_event(data: str, rid: Any) -> tuple[Any, str | None]:
+    try:
+        body = json.loads(data)
+    except ValueError:
+        return None, f"an SSE data field is not JSON: {data[:80]!r}"
+    framing = _framing_error(body, rid)
+    if framing:
+        return None, framing
+    if "error" in body:
+        err = body["error"] if isinstance(body["error"], dict) else {}
+        if err.get("code") not in _PROTOCOL_CODES:
+            return None, f"{_AGENT_ERROR} {err.get('code')} ({err.get('message')})"
+        return None, f"the stream carried JSON-RPC error {err.get('code')}: {err.get('message')}"
+    return body["result"], None
+
+
+_AGENT_ERROR = "the agent answered the probe with error"
+_PROTOCOL_CODES = (-32700, -32600, -32601, -32602)
+"""JSON-RPC errors to a well-formed probe that mean the server broke the protocol, not that the agent failed."""
+TIMED_OUT = "timed out"
+
+
+# -- the card -----------------------------------------------------------------------------------------
+
+_REQUIRED = ("name", "description", "version", "capabilities", "defaultInputModes", "defaultOutputModes", "skills")
+
+
+async def _read_card(http: Any, base: str, checks: _Prober) -> dict[str, Any] | None:
+    last = ""
+    for path in CARD_PATHS:
+        response = await http.get(f"{base}{path}")
+        checks._note("card", response)
+        if response.status_code == 200:
+            try:
+                card = response.json()
+            except ValueError:
+                checks.add("card.fetch", "fail", S_DISCOVERY, f"{path} is not JSON")
+                return None
+            if not isinstance(card, dict):
+                checks.add("card.fetch", "fail", S_DISCOVERY, f"{path} holds a {type(card).__name__}, not an object")
+                return None
+            if path != CARD_PATHS[0]:
+                checks.add("card.fetch", "warn", S_DISCOVERY, f"the card is only at the old path {path}")
+            else:
+                checks.add("card.fetch", "pass", S_DISCOVERY, f"read from {path}")
+            return card
+        last = f"{path}: HTTP {response.status_code}"
+    checks.add("card.fetch", "fail", S_DISCOVERY, f"no agent card ({last})")
+    return None
+
+
+def _check_card(card: dict[str, Any], p: _Prober) -> tuple[list[tuple[str, str, str]], bool]:
+    """The card's checks; returns its JSON-RPC interfaces as (version, url, binding) and whether it claims streaming."""
+    missing = [k for k in _REQUIRED if k not in card]
+    if "supportedInterfaces" not in card and "url" not in card:
+        missing.append("supportedInterfaces (1.0) or url (0.3)")
+    empty = [k for k in ("name", "description", "version") if k in card and not (isinstance(card[k], str) and card[k].strip())]
+    if missing or empty:
+        said = "; ".join(x for x in (f"missing {', '.join(missing)}" if missing else "",
+                                     f"empty or not a string: {', '.join(empty)}" if empty else "") if x)
+        p.add("card.required_fields", "fail", S_CARD, said)
+    else:
+        p.add("card.required_fields", "pass", S_CARD, "name, description, version, capabilities, modes, skills, interfaces")
+    if "skills" in card and not isinstance(card["skills"], list):
+        p.add("card.skills", "fail", S_CARD, "skills is not a list")
+
+    from a2a.client.card_resolver import parse_agent_card
+
+    try:
+        parsed = parse_agent_card(copy.deepcopy(card))
+    except Exception as exc:  # the SDK's own reading of the card
+        p.add("card.schema", "fail", S_CARD, f"a2a-sdk cannot read the card: {str(exc).splitlines()[0][:200]}")
+        return [], False
+    interfaces = [(i.protocol_version, i.url, i.protocol_binding) for i in parsed.supported_interfaces]
+    if not interfaces:
+        p.add("card.interfaces", "fail", S_INTERFACES, "the card declares no interface (supportedInterfaces / url)")
+        return [], False
+    bad_url = [u for _, u, _ in interfaces if not u.startswith(("http://", "https://"))]
+    no_version = [b for ver, _, b in interfaces if not ver]
+    spoken = [(ver, u, b) for ver, u, b in interfaces
+              if b in ("JSONRPC", "HTTP+JSON") and (ver.startswith("0.3") or ver.startswith("1."))]
+    if bad_url:
+        p.add("card.interfaces", "fail", S_INTERFACES, f"an interface URL is not an absolute http(s) URL: {bad_url[0]!r}")
+    elif no_version and "supportedInterfaces" in card:
+        p.add("card.interfaces", "fail", S_INTERFACES, f"an interface ({no_version[0]}) has no protocolVersion")
+    elif not spoken:
+        offered = ", ".join(f"{b} {ver or '?'}" for ver, _, b in interfaces)
+        p.add("card.interfaces", "fail", S_INTERFACES, f"no interface levelfield speaks (JSON-RPC or HTTP+JSON, 0.3 or 1.x); "
+              f"offered: {offered}")
+    else:
+        p.add("card.interfaces", "pass", S_INTERFACES, ", ".join(f"{b} {ver}" for ver, _, b in interfaces))
+    versions = sorted({ver for ver, _, _ in interfaces if ver})
+    unknown = [ver for ver in versions if not (ver.startswith("0.3") or ver.startswith("1."))]
+    if unknown:
+        p.add("card.protocol_version", "warn", S_INTERFACES, f"protocol version(s) {', '.join(unknown)} are not 0.3 or 1.x")
+    else:
+        p.add("card.protocol_version", "pass", S_INTERFACES, ", ".join(versions) or "0.3 (the 0.3 default)")
+    capabilities = card.get("capabilities")
+    streaming = False
+    if not isinstance(capabilities, dict):
+        p.add("card.capabilities", "fail", S_CAPABILITIES, "capabilities is not an object")
+    elif "streaming" in capabilities and not isinstance(capabilities["streaming"], bool):
+        p.add("card.capabilities", "fail", S_CAPABILITIES,
+              f"capabilities.streaming is {capabilities['streaming']!r}, not a boolean")
+    else:
+        streaming = capabilities.get("streaming") is True
+        p.add("card.capabilities", "pass", S_CAPABILITIES, f"streaming {'claimed' if streaming else 'not claimed'}")
+    rpc = [(("0.3" if ver.startswith("0.3") else "1.0"), u, b) for ver, u, b in spoken if b == "JSONRPC"]
+    if spoken and not rpc:
+        p.add("probes", "warn", S_INTERFACES, "the card offers only HTTP+JSON; the preflight probes the JSON-RPC binding, "
+              "so only the card was checked")
+    return rpc, streaming
