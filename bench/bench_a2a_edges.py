@@ -46,7 +46,7 @@ def _big_answer_server(megabytes: int) -> tuple[str, threading.Thread]:
     """A raw HTTP server: the card, then a JSON-RPC answer of ``megabytes`` MB sent in 1 MB chunks."""
     from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 
-    from levelfield.adapters.a2a_server import build_agent_card
+    from levelfield.adapters.a2a.server import build_agent_card
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))

@@ -25,7 +25,7 @@ import threading
 import time
 
 import levelfield as lf
-from levelfield.adapters.a2a_server import build_app, start_asgi
+from levelfield.adapters.a2a.server import build_app, start_asgi
 from levelfield._core.run import limits as limits_module
 from levelfield.testing import ConcurrencyLimited
 

@@ -21,7 +21,7 @@ import asyncio
 import time
 
 import levelfield as lf
-from levelfield.adapters.a2a_server import build_app, start_asgi
+from levelfield.adapters.a2a.server import build_app, start_asgi
 from levelfield.testing import ConcurrencyLimited, FirstCallRefused
 
 

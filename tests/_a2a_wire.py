@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from levelfield.adapters.a2a_server import start_asgi
+from levelfield.adapters.a2a.server import start_asgi
 
 DEFECTS = {
     "bad_card": "card.required_fields",

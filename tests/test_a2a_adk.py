@@ -30,7 +30,7 @@ from google.genai import types  # noqa: E402
 
 import levelfield as lf  # noqa: E402
 from levelfield.adapters import A2AAgent  # noqa: E402
-from levelfield.adapters.a2a_server import start_asgi, start_server  # noqa: E402
+from levelfield.adapters.a2a.server import start_asgi, start_server  # noqa: E402
 from levelfield._core.data.dataset import EvalCase, EvalDataset, Turn  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent  # noqa: E402
 

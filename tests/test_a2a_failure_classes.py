@@ -22,7 +22,7 @@ from starlette.routing import Route  # noqa: E402
 import _a2a_wire as wire  # noqa: E402
 import levelfield as lf  # noqa: E402
 from levelfield.adapters import A2AAgent  # noqa: E402
-from levelfield.adapters.a2a_server import start_asgi, start_server  # noqa: E402
+from levelfield.adapters.a2a.server import start_asgi, start_server  # noqa: E402
 from levelfield.failure_summary import format_failures  # noqa: E402
 
 FAST = {"progress": False, "retries": 0, "a2a_preflight": False}  # classification needs no preflight

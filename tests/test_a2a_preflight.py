@@ -28,8 +28,8 @@ from starlette.applications import Starlette  # noqa: E402
 
 import _a2a_wire as wire  # noqa: E402
 from levelfield.adapters import A2AAgent  # noqa: E402
-from levelfield.adapters.a2a_preflight import Preflight, preflight  # noqa: E402
-from levelfield.adapters.a2a_server import start_asgi, start_server  # noqa: E402
+from levelfield.adapters.a2a.preflight import Preflight, preflight  # noqa: E402
+from levelfield.adapters.a2a.server import start_asgi, start_server  # noqa: E402
 from levelfield._core.errors import AdapterError  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent  # noqa: E402
 
@@ -206,7 +206,7 @@ def test_a_card_claiming_0_3_that_a_server_does_not_serve_is_named():
     # A real a2a-sdk server whose card lists 0.3 interfaces, without the 0.3 routes: 1.0 passes, 0.3 fails.
     from a2a.server.routes import create_rest_routes
 
-    from levelfield.adapters.a2a_server import build_agent_card
+    from levelfield.adapters.a2a.server import build_agent_card
     from test_a2a import Scripted
 
     async def done(updater, context, queue):

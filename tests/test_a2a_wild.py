@@ -25,7 +25,7 @@ from a2a.server.request_handlers.response_helpers import agent_card_to_dict  # n
 
 import levelfield as lf  # noqa: E402
 from levelfield.adapters import A2AAgent  # noqa: E402
-from levelfield.adapters.a2a_server import build_agent_card, start_server  # noqa: E402
+from levelfield.adapters.a2a.server import build_agent_card, start_server  # noqa: E402
 from levelfield._core.errors import ConfigError, LevelfieldError  # noqa: E402
 from levelfield._core.data.protocol import AgentRequest  # noqa: E402
 from levelfield._core.data.types import AgentOutput  # noqa: E402
@@ -391,7 +391,7 @@ def test_a_name_that_does_not_resolve_is_a_dns_error_naming_the_host():
 
     import httpx
 
-    from levelfield.adapters.a2a import _chain, _connection_error
+    from levelfield.adapters.a2a.http import _chain, _connection_error
 
     exc = _raised(httpx.ConnectError("[Errno -2] Name or service not known"), socket.gaierror(-2, "Name or service not known"))
     error = _connection_error("agent 'a'", "http://nonexistent.invalid", 5, _chain(exc), None)
@@ -402,7 +402,7 @@ def test_a_name_that_does_not_resolve_is_a_dns_error_naming_the_host():
 def test_a_connection_that_times_out_is_a_connect_timeout_naming_host_and_port():
     import httpx
 
-    from levelfield.adapters.a2a import _chain, _connection_error
+    from levelfield.adapters.a2a.http import _chain, _connection_error
 
     exc = _raised(httpx.ConnectTimeout("timed out"), TimeoutError("timed out"))
     error = _connection_error("agent 'a'", "https://10.255.255.1", 3, _chain(exc), None)

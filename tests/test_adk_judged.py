@@ -92,7 +92,7 @@ def test_a_judged_criterion_by_name_needs_a_judge_and_uses_the_one_given():
 
 def test_the_judge_may_be_an_a2a_agent_on_a_real_server():
     pytest.importorskip("a2a.server.request_handlers")
-    from levelfield.adapters.a2a_server import start_server
+    from levelfield.adapters.a2a.server import start_server
 
     calls = []
 

@@ -397,7 +397,7 @@ def test_with_a_budget_runs_still_go_in_parallel_once_the_first_has_finished():
 def test_a2a_round_trip_keeps_the_model_of_the_usage():
     pytest.importorskip("uvicorn")
     from levelfield.adapters import A2AAgent
-    from levelfield.adapters.a2a_server import start_server
+    from levelfield.adapters.a2a.server import start_server
 
     async def team(prompt: str) -> lf.AgentOutput:
         usage = (lf.Usage(input_tokens=10, output_tokens=5, total_tokens=15, model="cheap-model")

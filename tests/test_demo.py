@@ -11,7 +11,7 @@ import pytest
 
 from levelfield import cli
 from levelfield.demo import demo_agents
-from levelfield.adapters import a2a_server
+from levelfield.adapters.a2a import server as a2a_server
 
 
 pytestmark = pytest.mark.slow  # the demo runs every framework, A2A servers included, in a subprocess

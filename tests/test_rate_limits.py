@@ -20,7 +20,7 @@ pytest.importorskip("a2a.server.request_handlers")
 pytest.importorskip("uvicorn")
 
 import levelfield as lf  # noqa: E402
-from levelfield.adapters.a2a_server import build_app, start_asgi  # noqa: E402
+from levelfield.adapters.a2a.server import build_app, start_asgi  # noqa: E402
 from levelfield._core.errors import AdapterError, ConfigError, RateLimitedError  # noqa: E402
 from levelfield._core.results.record import read_record  # noqa: E402
 from levelfield._core.run.failures import rate_limit_of  # noqa: E402

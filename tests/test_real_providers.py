@@ -400,7 +400,7 @@ def test_the_report_shows_the_share_of_the_prompt_read_from_cache(tmp_path):
 
 def test_a2a_usage_metadata_in_geminis_terms_gives_the_billed_usage():
     pytest.importorskip("a2a")
-    from levelfield.adapters.a2a import USAGE_KEY, _usage_from
+    from levelfield.adapters.a2a.events import USAGE_KEY, _usage_from
 
     meta = {USAGE_KEY: {"promptTokenCount": 1200, "cachedContentTokenCount": 1000, "candidatesTokenCount": 16,
                         "thoughtsTokenCount": 64, "totalTokenCount": 1280}, "model_version": "gemini-2.5-flash"}
@@ -412,7 +412,7 @@ def test_levelfields_a2a_server_passes_every_token_kind_to_the_client():
     pytest.importorskip("a2a.server.request_handlers")
     pytest.importorskip("uvicorn")
     from levelfield.adapters import A2AAgent
-    from levelfield.adapters.a2a_server import start_server
+    from levelfield.adapters.a2a.server import start_server
 
     spent = Usage(input_tokens=1200, cache_read_tokens=1000, cache_write_tokens=100, output_tokens=300,
                   reasoning_tokens=64, total_tokens=1500, model="claude-sonnet-4-6")

@@ -456,7 +456,7 @@ def test_langgraph_graph_keeps_one_thread_per_conversation():
 def test_a2a_agent_keeps_one_context_per_conversation():
     pytest.importorskip("a2a.server.request_handlers")
     from levelfield.adapters import A2AAgent
-    from levelfield.adapters.a2a_server import start_server
+    from levelfield.adapters.a2a.server import start_server
 
     seen: list[tuple[str | None, int]] = []
 

@@ -22,7 +22,7 @@ _LAZY = {
     "register_adapter": ".auto",
     "FunctionAgent": ".function",
     "LangChainAgent": ".langchain",
-    "A2AAgent": ".a2a",
+    "A2AAgent": ".a2a.agent",
     "AgentEngineAgent": ".agent_engine",
     "TracedAgent": ".traced",
 }

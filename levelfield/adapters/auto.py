@@ -68,7 +68,7 @@ def as_agent(obj: Any, *, name: str | None = None) -> AgentRunnable:
             return wrap(obj, name)
     if isinstance(obj, str):
         if obj.startswith(("http://", "https://")):
-            from .a2a import A2AAgent
+            from .a2a.agent import A2AAgent
 
             return A2AAgent(obj, name=name)
         if _RESOURCE.match(obj):
@@ -80,7 +80,7 @@ def as_agent(obj: Any, *, name: str | None = None) -> AgentRunnable:
             "resource name projects/P/locations/L/reasoningEngines/ID"
         )
     if _is_a2a_card(obj):
-        from .a2a import A2AAgent
+        from .a2a.agent import A2AAgent
 
         return A2AAgent(obj, name=name)
     if _is_adk(obj):

@@ -1,7 +1,7 @@
 """``levelfield a2a-check URL``: does the agent at URL speak A2A? The preflight's table, and an exit code.
 
 0 when no check fails, 1 when one does, 2 when the URL is unusable or unreachable (one line on stderr).
-See :mod:`levelfield.adapters.a2a_preflight` for the checks.
+See :mod:`levelfield.adapters.a2a.preflight` for the checks.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..adapters.a2a_preflight import DEFAULT_PROMPT
+from ..adapters.a2a.preflight import DEFAULT_PROMPT
 
 __all__ = ["add_parser", "run"]
 
@@ -26,7 +26,7 @@ def _header(text: str) -> tuple[str, str]:
 def run(args: Any) -> int:
     import sys
 
-    from ..adapters.a2a import A2AAgent
+    from ..adapters.a2a.agent import A2AAgent
     from .._core.errors import LevelfieldError
 
     url = args.url

@@ -59,7 +59,7 @@ def interrupted_note(args: argparse.Namespace, argv: Sequence[str], how: str = "
         kept = f"{len(record.runs)} of {len(record.expected_keys())} runs are saved in {record.path}"
     except LevelfieldError:
         kept = f"no run had finished; nothing is saved in {out}"
-    from ..adapters.a2a import hide_url_credentials  # light: a2a-sdk is imported only by A2AAgent
+    from ..adapters.a2a.secrets import hide_url_credentials  # light: a2a-sdk is imported only by A2AAgent
 
     again = [a for a in argv if a != "--overwrite"]
     if "--resume" not in again:

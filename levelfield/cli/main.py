@@ -32,7 +32,7 @@ __all__ = ["main", "build_parser"]
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand (each command module's packages load only when it runs)."""
     from .. import __version__
-    from ..adapters.a2a_server import add_serve_command  # light: imports a2a only when serving
+    from ..adapters.a2a.server import add_serve_command  # light: imports a2a only when serving
 
     parser = argparse.ArgumentParser(prog="levelfield", description="Evaluate AI agents on a level field.")
     parser.add_argument("--version", action="version", version=f"levelfield {__version__}")

@@ -1,7 +1,7 @@
 """A rate-limited endpoint for offline tests and benchmarks: an ASGI app in front of another that
 admits ``limit`` requests in flight and answers HTTP 429 above it, as a provider's gateway does.
 
-Wrap any ASGI app (e.g. ``levelfield.adapters.a2a_server.build_app``) and serve it with
+Wrap any ASGI app (e.g. ``levelfield.adapters.a2a.server.build_app``) and serve it with
 ``start_asgi``::
 
     limited = None

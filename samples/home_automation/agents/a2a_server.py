@@ -32,7 +32,7 @@ SAMPLE_AGENTS = {
 def _demo(spec: str) -> int:
     import levelfield as lf
     from levelfield.adapters import A2AAgent
-    from levelfield.adapters.a2a_server import start_server
+    from levelfield.adapters.a2a.server import start_server
     from levelfield.adapters.spec import load_agent_spec
 
     from .. import DATASET
@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     spec = SAMPLE_AGENTS.get(args.agent, args.agent)
     if args.demo:
         return _demo(spec)
-    from levelfield.adapters.a2a_server import serve
+    from levelfield.adapters.a2a.server import serve
     from levelfield.adapters.spec import load_agent_spec
 
     serve(load_agent_spec(spec), host=args.host, port=args.port)

@@ -30,17 +30,17 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from .._core.data.config import ISOLATION_MODES, parse_size
-from .._core.errors import ConfigError, MissingExtraError
-from .._core.run.failures import cancelled_from_outside as _cancelled_from_outside
-from .._core.run.failures import describe_error
-from .._serving import BackgroundServer, bind, is_loopback, run_in_thread, url_of
+from ..._core.data.config import ISOLATION_MODES, parse_size
+from ..._core.errors import ConfigError, MissingExtraError
+from ..._core.run.failures import cancelled_from_outside as _cancelled_from_outside
+from ..._core.run.failures import describe_error
+from ..._serving import BackgroundServer, bind, is_loopback, run_in_thread, url_of
 
 if TYPE_CHECKING:
     from a2a.types.a2a_pb2 import AgentCard
 
-    from .._core.data.protocol import AgentRunnable
-    from .._core.data.types import ToolCall
+    from ..._core.data.protocol import AgentRunnable
+    from ..._core.data.types import ToolCall
 
 __all__ = [
     "build_agent_card",
@@ -139,7 +139,7 @@ def _tool_call_parts(call: ToolCall) -> tuple[Any, Any]:
     A call without an id is sent without one (the client pairs it with its response by order),
     so the trajectory comes back exactly as the agent reported it.
     """
-    from .a2a import ADK_TYPE_KEY, FUNCTION_CALL, FUNCTION_RESPONSE, TOOL_ERROR_KEY
+    from .events import ADK_TYPE_KEY, FUNCTION_CALL, FUNCTION_RESPONSE, TOOL_ERROR_KEY
 
     meta: dict[str, Any] = {}
     if call.agent:
@@ -166,9 +166,9 @@ def _executor_class() -> type:
     from a2a.types.a2a_pb2 import TaskState
     from google.protobuf.json_format import MessageToDict
 
-    from .._core.data.protocol import AgentRequest
-    from .._core.data.types import AgentOutput, Message
-    from .a2a import ERROR_TYPE_KEY, LEVELFIELD_KEY, USAGE_KEY, restore_ints
+    from ..._core.data.protocol import AgentRequest
+    from ..._core.data.types import AgentOutput, Message
+    from .events import ERROR_TYPE_KEY, LEVELFIELD_KEY, USAGE_KEY, restore_ints
 
     class LevelfieldExecutor(AgentExecutor):
         """Runs a levelfield ``AgentRunnable`` for each A2A message; history kept per context id."""
@@ -448,7 +448,7 @@ def build_app(
     from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
     from starlette.applications import Starlette
 
-    from .auto import as_agent
+    from ..auto import as_agent
 
     if isolation not in ISOLATION_MODES:
         raise ConfigError(f"isolation={isolation!r}: must be 'none' (the agent runs in the server's process) or "
@@ -461,7 +461,7 @@ def build_app(
     runnable = as_agent(agent, name=name)
     workers = None
     if isolation == "process":
-        from .._core.run.isolation import ProcessIsolation
+        from ..._core.run.isolation import ProcessIsolation
 
         workers = ProcessIsolation([runnable])  # checks now that the agent can be sent to a worker
         runnable = workers.wrap(runnable)
@@ -568,7 +568,7 @@ def serve(
 
 
 def _serve_command(args: argparse.Namespace) -> int:
-    from .spec import AgentSpecError, agent_from_spec
+    from ..spec import AgentSpecError, agent_from_spec
 
     token = args.auth_token if args.auth_token is not None else os.environ.get(TOKEN_ENV) or None
     try:

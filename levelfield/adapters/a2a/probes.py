@@ -1,18 +1,6 @@
-"""Does a remote agent speak A2A? A conformance preflight, run before judging it.
-
-``preflight(url)`` reads the agent card, then sends a few probe messages over each JSON-RPC
-interface the card offers (A2A 1.0 and 0.3) and checks what the specification requires of the
-answers: the card's required fields and interfaces, task states and their order, a final state
-reached, message and part shapes, streaming when the card claims it, ``GetTask``, cancelling,
-JSON-RPC error codes for bad requests, ``Retry-After`` on 429/503, and how the agent exposes its
-tool calls (ADK-marked data parts, plain data parts, none). The result is a :class:`Preflight`:
-a table of :class:`Check` rows, each pass / warn / fail / skip with the spec section it comes from.
-
-Sections are cited as the A2A 0.3 specification numbers them (``§7.2 message/stream``); the
-1.0 names (``SendStreamingMessage``) are the same methods. Probes go over raw HTTP, so what is
-checked is what the server sent, not what a client library made of it; answers are validated
-with a2a-sdk's own types (the 1.0 protobuf messages, the 0.3 pydantic models).
-"""
+"""The A2A preflight's probes: the agent card read and checked, probe messages sent over raw
+JSON-RPC (A2A 1.0 and 0.3), and what the answers said, normalized across the two versions and checked
+against the specification, one ``Check`` at a time."""
 
 from __future__ import annotations
 
@@ -22,133 +10,34 @@ import json
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from .._core.errors import AdapterError
-from .._core.run.failures import parse_retry_after
+from ..._core.errors import AdapterError
+from ..._core.run.failures import parse_retry_after
+from .checks import (
+    _KNOWN_STATES,
+    CARD_PATHS,
+    INTERRUPTED,
+    RUNNING,
+    S_CANCEL,
+    S_CAPABILITIES,
+    S_CARD,
+    S_DISCOVERY,
+    S_ERRORS,
+    S_GET,
+    S_INTERFACES,
+    S_JSONRPC,
+    S_PARTS,
+    S_SEND,
+    S_STATES,
+    S_STREAM,
+    S_STREAM_EVENTS,
+    TERMINAL,
+    Check,
+)
 
-__all__ = ["Check", "Preflight", "preflight", "apreflight", "STATUSES", "DEFAULT_PROMPT", "TOOL_CALLS"]
-
-STATUSES = ("pass", "warn", "fail", "skip")
-DEFAULT_PROMPT = "Hello. In one sentence, what can you do?"
-"""What the probes send when no prompt is given (an evaluation sends its first case's prompt)."""
-
-TOOL_CALLS = {
-    "adk": "ADK-marked data parts (metadata adk_type = function_call / function_response): levelfield reads them",
-    "data": "plain data parts that look like tool calls but carry no adk_type mark: levelfield does not read them "
-            "(mark them the ADK way, or pass A2AAgent(trajectory_extractor=...))",
-    "none": "no tool calls in the probe answers: the agent does not expose its tool calls over A2A, "
-            "or did not use a tool for this prompt",
-    "unknown": "not known: no probe answer could be read",
-}
-"""How an agent exposes its tool calls, as the preflight found it."""
-
-CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
-
-# Spec sections (A2A 0.3 numbering; 1.0's AgentCard is §4.4.1).
-S_CARD = "A2A 0.3 §5.5 AgentCard; 1.0 §4.4.1 AgentCard"
-S_DISCOVERY = "A2A 0.3 §5.3 well-known URI (/.well-known/agent-card.json)"
-S_INTERFACES = "A2A 0.3 §5.6 transport declaration; 1.0 §4.4.1 AgentCard.supportedInterfaces"
-S_CAPABILITIES = "A2A 0.3 §5.5.2 AgentCapabilities"
-S_SEND = "A2A 0.3 §7.1 message/send (1.0 SendMessage)"
-S_STREAM = "A2A 0.3 §7.2 message/stream, §3.3.1 JSON-RPC streaming (1.0 SendStreamingMessage)"
-S_STREAM_EVENTS = "A2A 0.3 §7.2.1 SendStreamingMessageResponse, §7.2.2 TaskStatusUpdateEvent"
-S_STATES = "A2A 0.3 §6.3 TaskState (terminal: completed, failed, canceled, rejected)"
-S_PARTS = "A2A 0.3 §6.4 Message, §6.5 Part (exactly one of text, file, data)"
-S_GET = "A2A 0.3 §7.3 tasks/get (1.0 GetTask)"
-S_CANCEL = "A2A 0.3 §7.4 tasks/cancel, §8.2 TaskNotFoundError -32001"
-S_JSONRPC = "A2A 0.3 §6.11 JSON-RPC structures"
-S_ERRORS = "A2A 0.3 §8.1 standard JSON-RPC errors (-32700, -32601, -32602)"
-S_RETRY = "RFC 6585 §4 (429), RFC 9110 §10.2.3 Retry-After: a client can only wait as long as the server says"
-S_TOOLS = "ADK's A2A convention: data parts with metadata adk_type (not part of the A2A spec)"
-
-TERMINAL = ("completed", "failed", "canceled", "rejected")
-INTERRUPTED = ("input-required", "auth-required")
-RUNNING = ("submitted", "working")
-_KNOWN_STATES = TERMINAL + INTERRUPTED + RUNNING
-
-
-@dataclass(frozen=True)
-class Check:
-    """One row of the preflight: what was checked, how it went, where the rule comes from."""
-
-    name: str
-    """What was checked, e.g. ``card.required_fields``, ``stream.final_state``."""
-    status: str
-    """``pass``, ``warn`` (allowed but a problem for an evaluation), ``fail`` (breaks the spec) or ``skip``."""
-    section: str
-    """The spec section (or RFC) the rule comes from."""
-    detail: str = ""
-    """What was seen, in a sentence."""
-    version: str = ""
-    """The protocol version the probe spoke (``1.0``, ``0.3``); empty for card checks."""
-
-
-@dataclass
-class Preflight:
-    """What the preflight found about one A2A endpoint."""
-
-    url: str
-    agent: str | None = None
-    """The name on the card, when the card could be read."""
-    checks: list[Check] = field(default_factory=list)
-    tool_calls: str = "unknown"
-    """How the agent exposes tool calls: a key of :data:`TOOL_CALLS`."""
-    versions: list[str] = field(default_factory=list)
-    """The JSON-RPC protocol versions probed."""
-
-    @property
-    def failed(self) -> list[Check]:
-        return [c for c in self.checks if c.status == "fail"]
-
-    @property
-    def warnings(self) -> list[Check]:
-        return [c for c in self.checks if c.status == "warn"]
-
-    @property
-    def ok(self) -> bool:
-        """No check failed (warnings allowed)."""
-        return not self.failed
-
-    def check(self, name: str, version: str | None = None) -> Check | None:
-        """The first check named ``name`` (of that protocol ``version``, when given)."""
-        return next((c for c in self.checks if c.name == name and (version is None or c.version == version)), None)
-
-    def counts(self) -> dict[str, int]:
-        return {s: sum(c.status == s for c in self.checks) for s in STATUSES}
-
-    def summary(self) -> str:
-        """One line: the verdict and the counts."""
-        n = self.counts()
-        head = "conforms" if self.ok else "does NOT conform"
-        return (f"A2A preflight of {self.agent or self.url}: {head} ({n['pass']} pass, {n['warn']} warn, "
-                f"{n['fail']} fail, {n['skip']} skip); tool calls: {self.tool_calls}")
-
-    def table(self) -> str:
-        """The checks as a fixed-width text table, then the summary line."""
-        rows = [("check", "ver", "status", "detail", "spec")] + [
-            (c.name, c.version or "-", c.status.upper() if c.status in ("fail", "warn") else c.status, c.detail, c.section)
-            for c in self.checks
-        ]
-        widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        lines = [
-            f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}" + (f"  [{r[4]}]" if i else "  [spec]")
-            for i, r in enumerate(rows)
-        ]
-        return "\n".join([*lines, "", self.summary(), f"  tool calls: {TOOL_CALLS.get(self.tool_calls, self.tool_calls)}"])
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"url": self.url, "agent": self.agent, "tool_calls": self.tool_calls, "versions": list(self.versions),
-                "ok": self.ok, "checks": [asdict(c) for c in self.checks]}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Preflight:
-        fields = Check.__dataclass_fields__
-        checks = [Check(**{k: v for k, v in c.items() if k in fields}) for c in data.get("checks") or []]
-        return cls(url=str(data.get("url", "")), agent=data.get("agent"), checks=checks,
-                   tool_calls=str(data.get("tool_calls", "unknown")), versions=list(data.get("versions") or []))
-
+__all__: list[str] = []  # private to the preflight: _Prober, _read_card, _check_card, _tool_calls_in
 
 # -- what the answers said, normalized across 0.3 and 1.0 ---------------------------------------------
 
@@ -739,87 +628,3 @@ def _check_card(card: dict[str, Any], p: _Prober) -> tuple[list[tuple[str, str, 
         p.add("probes", "warn", S_INTERFACES, "the card offers only HTTP+JSON; the preflight probes the JSON-RPC binding, "
               "so only the card was checked")
     return rpc, streaming
-
-
-# -- entry points -------------------------------------------------------------------------------------
-
-
-async def apreflight(url: str, *, headers: Mapping[str, str] | None = None, prompt: str = DEFAULT_PROMPT,
-                     timeout: float = 30.0) -> Preflight:
-    """Check the A2A agent at ``url``: its card, then probes over each JSON-RPC version it offers.
-
-    Args:
-        url: the agent's base URL (its card is read from ``/.well-known/agent-card.json``).
-        headers: sent with every request (e.g. ``{"Authorization": "Bearer ..."}``).
-        prompt: what the probe messages say (an evaluation sends its first case's prompt, so the
-            tool-call check sees the tools the cases use).
-        timeout: seconds each request may take, and how long a task answered as still running is
-            polled for a final state.
-
-    Raises:
-        AdapterError: the card could not be requested at all (refused, TLS, DNS, timeout); the
-            message says which and what to check.
-    """
-    from .a2a_http import _checked_headers, _split_credentials
-
-    base, auth, params = _split_credentials(url)
-    return await _run(base, _checked_headers(headers), auth, params, prompt, timeout)
-
-
-async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | None, params: list[tuple[str, str]],
-               prompt: str, timeout: float, every_version: bool = True) -> Preflight:
-    """The preflight; ``every_version=False`` probes only the card's first JSON-RPC version (the one a
-    client picks), so an evaluation's automatic check costs the agent two answers, not four."""
-    import httpx
-
-    from .a2a_http import _chain, _connection_error
-
-    async with httpx.AsyncClient(headers={"Accept-Encoding": "identity", **checked}, params=params,
-                                 auth=httpx.BasicAuth(*auth) if auth else None, timeout=httpx.Timeout(timeout)) as http:
-        probe = _Prober(http, base, timeout, prompt)
-        try:
-            card = await _read_card(http, base, probe)
-        except httpx.TimeoutException as exc:
-            raise AdapterError(f"A2A preflight of {base}: no answer to the card request within {timeout:g} s",
-                               error_type="timeout") from exc
-        except httpx.HTTPError as exc:
-            raise _connection_error(f"A2A preflight of {base}", base, timeout, _chain(exc), None) from exc
-        result = Preflight(url=base)
-        if card is not None:
-            result.agent = card.get("name") if isinstance(card.get("name"), str) else None
-            interfaces, streaming = _check_card(card, probe)
-            seen: set[str] = set()
-            for version, iface_url, _ in interfaces:
-                if version in seen or (seen and not every_version):
-                    continue
-                seen.add(version)
-                probe.url = iface_url
-                result.versions.append(version)
-                await probe.probe(version, streaming)
-        if probe.busy:
-            missing = [(what, status) for what, status, after in probe.busy if parse_retry_after(after) is None]
-            if missing:
-                what, status = missing[0]
-                probe.add("retry_after", "fail", S_RETRY, f"HTTP {status} to {what} without a usable Retry-After header: "
-                          "a client cannot know when to try again")
-            else:
-                probe.add("retry_after", "pass", S_RETRY, f"{len(probe.busy)} busy answer(s), each with Retry-After")
-        else:
-            probe.add("retry_after", "skip", S_RETRY, "no 429 or 503 answer was seen during the preflight")
-        if probe.read_any:
-            result.tool_calls = _tool_calls_in(probe.parts)
-            status = {"adk": "pass", "data": "warn", "none": "warn"}[result.tool_calls]
-            probe.add("tool_calls", status, S_TOOLS, TOOL_CALLS[result.tool_calls])
-        else:
-            probe.add("tool_calls", "skip", S_TOOLS, TOOL_CALLS["unknown"])
-        result.checks = probe.checks
-        return result
-
-
-def preflight(url: str, *, headers: Mapping[str, str] | None = None, prompt: str = DEFAULT_PROMPT,
-              timeout: float = 30.0) -> Preflight:
-    """:func:`apreflight` from sync code (also inside a running event loop, e.g. Jupyter)."""
-    from .._core.run.threads import run_coroutine
-
-    return run_coroutine(apreflight(url, headers=headers, prompt=prompt, timeout=timeout))
-

@@ -1,0 +1,109 @@
+"""Does a remote agent speak A2A? A conformance preflight, run before judging it.
+
+``preflight(url)`` reads the agent card, then sends a few probe messages over each JSON-RPC
+interface the card offers (A2A 1.0 and 0.3) and checks what the specification requires of the
+answers: the card's required fields and interfaces, task states and their order, a final state
+reached, message and part shapes, streaming when the card claims it, ``GetTask``, cancelling,
+JSON-RPC error codes for bad requests, ``Retry-After`` on 429/503, and how the agent exposes its
+tool calls (ADK-marked data parts, plain data parts, none). The result is a :class:`Preflight`:
+a table of :class:`Check` rows, each pass / warn / fail / skip with the spec section it comes from.
+
+Sections are cited as the A2A 0.3 specification numbers them (``§7.2 message/stream``); the
+1.0 names (``SendStreamingMessage``) are the same methods. Probes go over raw HTTP, so what is
+checked is what the server sent, not what a client library made of it; answers are validated
+with a2a-sdk's own types (the 1.0 protobuf messages, the 0.3 pydantic models).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..._core.errors import AdapterError
+from ..._core.run.failures import parse_retry_after
+from .checks import DEFAULT_PROMPT, STATUSES, TOOL_CALLS, S_RETRY, S_TOOLS, Check, Preflight
+from .probes import _check_card, _Prober, _read_card, _tool_calls_in
+
+__all__ = ["Check", "Preflight", "preflight", "apreflight", "STATUSES", "DEFAULT_PROMPT", "TOOL_CALLS"]
+
+
+# -- entry points -------------------------------------------------------------------------------------
+
+
+async def apreflight(url: str, *, headers: Mapping[str, str] | None = None, prompt: str = DEFAULT_PROMPT,
+                     timeout: float = 30.0) -> Preflight:
+    """Check the A2A agent at ``url``: its card, then probes over each JSON-RPC version it offers.
+
+    Args:
+        url: the agent's base URL (its card is read from ``/.well-known/agent-card.json``).
+        headers: sent with every request (e.g. ``{"Authorization": "Bearer ..."}``).
+        prompt: what the probe messages say (an evaluation sends its first case's prompt, so the
+            tool-call check sees the tools the cases use).
+        timeout: seconds each request may take, and how long a task answered as still running is
+            polled for a final state.
+
+    Raises:
+        AdapterError: the card could not be requested at all (refused, TLS, DNS, timeout); the
+            message says which and what to check.
+    """
+    from .http import _checked_headers, _split_credentials
+
+    base, auth, params = _split_credentials(url)
+    return await _run(base, _checked_headers(headers), auth, params, prompt, timeout)
+
+
+async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | None, params: list[tuple[str, str]],
+               prompt: str, timeout: float, every_version: bool = True) -> Preflight:
+    """The preflight; ``every_version=False`` probes only the card's first JSON-RPC version (the one a
+    client picks), so an evaluation's automatic check costs the agent two answers, not four."""
+    import httpx
+
+    from .http import _chain, _connection_error
+
+    async with httpx.AsyncClient(headers={"Accept-Encoding": "identity", **checked}, params=params,
+                                 auth=httpx.BasicAuth(*auth) if auth else None, timeout=httpx.Timeout(timeout)) as http:
+        probe = _Prober(http, base, timeout, prompt)
+        try:
+            card = await _read_card(http, base, probe)
+        except httpx.TimeoutException as exc:
+            raise AdapterError(f"A2A preflight of {base}: no answer to the card request within {timeout:g} s",
+                               error_type="timeout") from exc
+        except httpx.HTTPError as exc:
+            raise _connection_error(f"A2A preflight of {base}", base, timeout, _chain(exc), None) from exc
+        result = Preflight(url=base)
+        if card is not None:
+            result.agent = card.get("name") if isinstance(card.get("name"), str) else None
+            interfaces, streaming = _check_card(card, probe)
+            seen: set[str] = set()
+            for version, iface_url, _ in interfaces:
+                if version in seen or (seen and not every_version):
+                    continue
+                seen.add(version)
+                probe.url = iface_url
+                result.versions.append(version)
+                await probe.probe(version, streaming)
+        if probe.busy:
+            missing = [(what, status) for what, status, after in probe.busy if parse_retry_after(after) is None]
+            if missing:
+                what, status = missing[0]
+                probe.add("retry_after", "fail", S_RETRY, f"HTTP {status} to {what} without a usable Retry-After header: "
+                          "a client cannot know when to try again")
+            else:
+                probe.add("retry_after", "pass", S_RETRY, f"{len(probe.busy)} busy answer(s), each with Retry-After")
+        else:
+            probe.add("retry_after", "skip", S_RETRY, "no 429 or 503 answer was seen during the preflight")
+        if probe.read_any:
+            result.tool_calls = _tool_calls_in(probe.parts)
+            status = {"adk": "pass", "data": "warn", "none": "warn"}[result.tool_calls]
+            probe.add("tool_calls", status, S_TOOLS, TOOL_CALLS[result.tool_calls])
+        else:
+            probe.add("tool_calls", "skip", S_TOOLS, TOOL_CALLS["unknown"])
+        result.checks = probe.checks
+        return result
+
+
+def preflight(url: str, *, headers: Mapping[str, str] | None = None, prompt: str = DEFAULT_PROMPT,
+              timeout: float = 30.0) -> Preflight:
+    """:func:`apreflight` from sync code (also inside a running event loop, e.g. Jupyter)."""
+    from ..._core.run.threads import run_coroutine
+
+    return run_coroutine(apreflight(url, headers=headers, prompt=prompt, timeout=timeout))
