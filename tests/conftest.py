@@ -22,6 +22,36 @@ def pytest_configure(config: pytest.Config) -> None:
     _same_examples_every_run()
 
 
+# Marker -> the xdist group its tests share: one worker runs them one after another. The Ray tests
+# start Ray clusters (one `ray.init` per module, `ray start` nodes) and measure each other's nodes;
+# two Chromiums at once would double the heaviest processes of the suite on a 2-core machine.
+SHARED_WORKER = {"ray": "ray", "browser": "browser"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``--dist loadgroup``, pyproject's addopts) each test is sent to whichever
+    worker is free, except the tests of one xdist group, which one worker runs in turn: the tests
+    of a marker in SHARED_WORKER, and the tests of a module that has a fixture of its own wider
+    than a test (a server, a run, a graph built once), which would otherwise be built once in each
+    worker. Runs before xdist's own hook, which reads the groups; without xdist it changes nothing."""
+    for item in items:
+        group = next((name for marker, name in SHARED_WORKER.items() if item.get_closest_marker(marker)), None)
+        if group is None and _has_wide_fixture_of_its_module(item):
+            group = item.nodeid.split("::", 1)[0]
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _has_wide_fixture_of_its_module(item: pytest.Item) -> bool:
+    module = getattr(getattr(item, "module", None), "__name__", None)
+    info = getattr(item, "_fixtureinfo", None)
+    if module is None or info is None:
+        return False
+    return any(definition.scope != "function" and getattr(definition.func, "__module__", None) == module
+               for definitions in info.name2fixturedefs.values() for definition in definitions)
+
+
 def _same_examples_every_run() -> None:
     """The property tests try the same examples on every run (Hypothesis' own ``ci`` profile:
     derandomized, no example database, no deadline, no too-slow health check), wherever they run:
