@@ -1,6 +1,6 @@
 """Benchmark and trace: concurrency 64 behind a server admitting 8 in flight (issue #42's 5 % target).
 
-The workload of tests/test_rate_limits.py's 64-behind-8 test: 320 requests to levelfield's own A2A
+The workload of tests/core/run/test_rate_limits.py's 64-behind-8 test: 320 requests to levelfield's own A2A
 server on 127.0.0.1 behind ``ConcurrencyLimited(limit=8)`` (429 without ``Retry-After``), each
 answered after 50 ms, ``concurrency=64``, ``retries=0``. Per run it prints the share of requests
 refused, failed runs, and what the adaptive limit did up to its first cut: the window when the first

@@ -340,8 +340,8 @@ def test_watchs_mlflow_assessments_carry_the_evaluator(tmp_path):
     from levelfield._core.score.metrics.registry import resolve_metrics
     from levelfield.watch import Watcher
     from tests.conftest import mlflow_store
-    from tests.test_watch import PROMPTS, references, wait_for
-    from tests.test_watch_mlflow import METRICS, assessments, home_agent
+    from tests.watch.test_watch import PROMPTS, references, wait_for
+    from tests.watch.test_watch_mlflow import METRICS, assessments, home_agent
 
     with mlflow_store(tmp_path / "mlflow.db") as tracking:
         mlflow.set_experiment("production")

@@ -21,7 +21,7 @@ on the labelled rows (n − 2 degrees of freedom)::
 
 and the interval is θ ± t(n − 2)·√Var. The better the probabilities predict the labels, the
 smaller ``s_e²`` and the narrower the interval; thresholding them first (Rogan–Gladen on the
-verdicts) throws that information away. ``tests/test_soft_labels.py`` checks coverage and width by
+verdicts) throws that information away. ``tests/core/stats/test_soft_labels.py`` checks coverage and width by
 simulation.
 
 **Calibration.** Against the human labels: the Brier score (mean squared error of p), the
