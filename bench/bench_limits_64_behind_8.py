@@ -149,7 +149,8 @@ def one_run(trace_it: bool, queued: bool = False) -> dict:
         trace.uninstall()
     gate = made[0]
     row = {"share": gate.refused / (gate.admitted + gate.refused), "refused": gate.refused,
-           "failed": sum(r.failure for r in result.runs), "wall": wall, **trace.summary()}
+           "failed": sum(r.failure for r in result.runs),
+           "errors": sorted({r.error_type for r in result.runs if r.failure}), "wall": wall, **trace.summary()}
     if trace_it:
         shown = 0
         last = None
@@ -211,7 +212,7 @@ def main() -> None:
         for i in range(args.runs):
             row = one_run(args.trace, args.queued)
             shares.append(row["share"])
-            print(f"run {i}: {100 * row['share']:.1f} % refused ({row['refused']}), failed {row['failed']}, "
+            print(f"run {i}: {100 * row['share']:.1f} % refused ({row['refused']}), failed {row['failed']}{' ' + str(row['errors']) if row['errors'] else ''}, "
                   f"{row['wall']:.2f} s; peak in flight {row['peak']}; first refusal at {row.get('first_at', 0):.3f} s "
                   f"sent with {row.get('first_sent_with')} in flight, {row.get('first_in_flight')} in flight when back, "
                   f"window {row.get('first_window', 0):.1f} -> {row.get('after_cut', 0):.1f}; refusals of calls sent "

@@ -62,6 +62,7 @@ import asyncio
 import collections
 import contextlib
 import contextvars
+import statistics
 import time
 import weakref
 from collections.abc import Iterator, Mapping
@@ -101,9 +102,10 @@ refusal comes back sooner: on a busy machine it was measured to take up to 0.6 s
 _MAX_PROBE_SCALE = 8
 """The most times more slowly again the limit probes past a level where it was refused in a row."""
 _LATEST = 8
-"""Answers whose latency is read for queueing: all of them slow, not one (a long prompt, a busy moment)."""
+"""Answers whose median latency is read for queueing: most of them slow, not one (a long prompt, a busy moment)."""
 _QUEUED = 1.5
-"""How many times the endpoint's fastest answer the last ``_LATEST`` answers all took when calls queue ahead of it."""
+"""How many times the lowest median latency of ``_LATEST`` answers in a row its last ones take when calls queue
+ahead of it."""
 
 
 def endpoint_of(agent: Any) -> str:
@@ -248,9 +250,10 @@ class EndpointLimit:
         self._seq = 0
         # The last answers: (when it came, seconds it took), for what the endpoint carried.
         self._answers: collections.deque[tuple[float, float]] = collections.deque(maxlen=4 * self.ceiling)
-        # Seconds the last answers took, and the fastest answer yet: slow start holds while they all queue.
+        # Seconds the last answers took, and the lowest median of _LATEST answers in a row (answers that
+        # did not queue): slow start holds while the last ones take much longer.
         self._latest: collections.deque[float] = collections.deque(maxlen=_LATEST)
-        self._fastest = float("inf")
+        self._unqueued: float | None = None
         self._recover = 0  # calls numbered up to this were sent before the last cut: no second cut for them
         self._base = self.window  # the window before the last cut (the most a run of refusals lowers it from)
         # Before refusals are shown per-request, a first refusal cuts the limit as a capacity signal
@@ -401,7 +404,7 @@ class EndpointLimit:
         """Calls the endpoint has been holding for us at once, by Little's law over its last answers:
         answers per second times seconds per answer (None before three answers). Unlike the calls in
         flight when a refusal comes back, this counts only calls the endpoint took. ``took``: seconds
-        per answer to count instead of their mean (the fastest: the calls it was serving, not queueing)."""
+        per answer to count instead of their mean (those before any queue: the calls it was serving, not queueing)."""
         if len(self._answers) < 3:
             return None
         recent = [a for a in self._answers if a[0] >= self._answers[-1][0] - 4 * max(a[1] for a in self._answers)]
@@ -462,13 +465,15 @@ class EndpointLimit:
         return not any(self._verdicts) or self._first_refusals % _RETRIAL == 0
 
     def _queueing(self) -> bool:
-        """Whether the last ``_LATEST`` answers all took ``_QUEUED`` times the endpoint's fastest: calls wait
-        in a queue ahead of it. A server can queue requests ahead of its limit (an intake short of CPU)
-        and admit them later all at once, so no refusal comes back while slow start would open the
-        window to the ceiling, to be refused together; only the latency says so (as TCP's delay-based
-        slow-start exits read round-trip times). It holds slow start, not ends it: once the answers come
+        """Whether the last ``_LATEST`` answers took, at the median, ``_QUEUED`` times the lowest such median:
+        calls wait in a queue ahead of the endpoint. A server can queue requests ahead of its limit (an
+        intake short of CPU) and admit them later all at once, so no refusal comes back while slow start
+        would open the window to the ceiling, to be refused together; only the latency says so (as TCP's
+        delay-based slow-start exits read round-trip times). Medians of as many answers on both sides,
+        so that answers whose times merely vary (long and short prompts) rarely pass for a queue, and
+        one fast answer does not end one; the lowest, as the first answers may be slow (connections opening). It holds slow start, not ends it: once the answers come
         fast again (a busy moment passed) the window grows on."""
-        return len(self._latest) == _LATEST and min(self._latest) > _QUEUED * self._fastest
+        return self._unqueued is not None and statistics.median(self._latest) > _QUEUED * self._unqueued
 
     def success(self, tokens: float | None = None) -> None:
         """A call ended with an answer (``tokens``: what it spent, for ``tokens_per_minute``)."""
@@ -477,7 +482,9 @@ class EndpointLimit:
         _, at = self._end(tokens, task)
         self._answers.append((self._last_end, self._took))
         self._latest.append(self._took)
-        self._fastest = min(self._fastest, self._took)
+        if len(self._latest) == _LATEST:
+            median = statistics.median(self._latest)
+            self._unqueued = median if self._unqueued is None else min(self._unqueued, median)
         if task is None or task not in self._trial:
             self._firsts.append(False)  # a call admitted at its first try (or after a wait it was told)
         self._proven = max(self._proven, self._sent_window)
@@ -543,9 +550,9 @@ class EndpointLimit:
                 carried = self.carried()
                 if carried is not None and self._queueing():
                     # The answers queue ahead of the endpoint: the calls it served at once are those its
-                    # fastest answer's time holds at this rate (Little's law without the queue); the rest
+                    # first answers' time holds at this rate (Little's law without the queue); the rest
                     # waited in front of it and rush it when the queue drains.
-                    carried = min(carried, self.carried(self._fastest) or carried)
+                    carried = min(carried, self.carried(self._unqueued) or carried)
                 level = float(others) if carried is None else min(float(others), max(1.0, round(carried)))
                 self.window = min(self.window, max(level, floor))
                 self._threshold = min(self._threshold, self.window)
