@@ -13,6 +13,11 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   ceiling (``RunConfig.concurrency``, a judge's ``max_concurrency``), and never past twice the
   largest window an answered call was sent in. Calls that all hold their slots without answering
   for ``_RAMP`` seconds (slow agents; a refusal comes back sooner) also double it: they were admitted;
+- slow start holds while the answers queue: the median time of the last ``_LATEST`` (8) answers is
+  ``_QUEUED`` (1.5) times the lowest such median (a delay signal, as TCP's delay-based slow-start exits
+  read round-trip times). A server may queue requests ahead of its limit and refuse none until the
+  queue rushes it; a refusal then cuts the limit to the calls the endpoint served, its answers per
+  second times the unqueued answer's time, not the calls queued in front of it;
 - every call keeps the calls in flight when it was *sent*: a refusal is judged by those, not by
   what is in flight when it comes back (a growing window has sent more since);
 - a refusal ("too many requests": HTTP 429, a 503 with ``Retry-After``, a provider's
