@@ -476,8 +476,9 @@ class EndpointLimit:
         would open the window to the ceiling, to be refused together; only the latency says so (as TCP's
         delay-based slow-start exits read round-trip times). Medians of as many answers on both sides,
         so that answers whose times merely vary (long and short prompts) rarely pass for a queue, and
-        one fast answer does not end one; the lowest, as the first answers may be slow (connections opening). It holds slow start, not ends it: once the answers come
-        fast again (a busy moment passed) the window grows on."""
+        one fast answer does not end one; the lowest, as the first answers may be slow (connections
+        opening). It holds slow start, not ends it: once the answers come fast again (a busy moment
+        passed) the window grows on."""
         return self._unqueued is not None and statistics.median(self._latest) > _QUEUED * self._unqueued
 
     def success(self, tokens: float | None = None) -> None:
@@ -555,7 +556,7 @@ class EndpointLimit:
                 carried = self.carried()
                 if carried is not None and self._queueing():
                     # The answers queue ahead of the endpoint: the calls it served at once are those its
-                    # first answers' time holds at this rate (Little's law without the queue); the rest
+                    # unqueued answers' time holds at this rate (Little's law without the queue); the rest
                     # waited in front of it and rush it when the queue drains.
                     carried = min(carried, self.carried(self._unqueued) or carried)
                 level = float(others) if carried is None else min(float(others), max(1.0, round(carried)))
