@@ -13,7 +13,7 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   ceiling (``RunConfig.concurrency``, a judge's ``max_concurrency``), and never past twice the
   largest window an answered call was sent in. Calls that all hold their slots without answering
   for ``_RAMP`` seconds (slow agents; a refusal comes back sooner) also double it: they were admitted;
-- slow start holds while the answers queue: the median time of the last ``_LATEST`` (8) answers is
+- until the endpoint refuses a call, slow start holds while the answers queue: the median time of the last ``_LATEST`` (8) answers is
   ``_QUEUED`` (1.5) times the lowest such median (a delay signal, as TCP's delay-based slow-start exits
   read round-trip times). A server may queue requests ahead of its limit and refuse none until the
   queue rushes it; a refusal then cuts the limit to the calls the endpoint served, its answers per
@@ -502,8 +502,10 @@ class EndpointLimit:
                 # Slow start: the window doubles per window of answers, and never past twice the largest
                 # window an answered call was sent in (a bound: late answers of calls sent in a small
                 # window cannot take it further while the refusals of its overshoot are on their way).
-                # It holds while the answers queue (see _queueing): more calls would only lengthen the queue.
-                if not self._queueing():
+                # Until the endpoint refuses a call, it holds while the answers queue (see _queueing): more
+                # calls would only lengthen the queue. Once it refused one, its refusals say more (a server
+                # refusing each request's first call, in this process, answers later as more are in flight).
+                if self.rate_limited or not self._queueing():
                     self.window = max(self.window, min(self.window + 1.0, 2.0 * max(self._proven, _INITIAL)))
             elif self._refused_at is not None and self.window + 1.0 >= self._refused_at:
                 # Probing past where the endpoint refused: slowly, and more slowly each time it refused there again.
