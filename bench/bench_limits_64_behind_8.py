@@ -8,11 +8,13 @@ refusal came back, the client's calls in flight then and when the refused call w
 in flight, and how many refusals came from calls sent before the first cut (``--trace`` prints the
 window's whole trajectory with times).
 
-``--load N`` spins N busy processes (``while 1: pass``) during the runs, as a loaded CI machine.
+``--queued`` puts a slow intake ahead of the gate (``QueuedAhead``: the first 100 requests pass one
+at a time, 8 ms each, then the queue rushes the gate), the server that once let slow start open to 64
+with no refusal. ``--load N`` spins N busy processes (``while 1: pass``) during the runs, as a loaded CI machine.
 ``--runner`` also times an endpoint with no limit (2,000 cases, 50 ms, concurrency 100) adaptive and
 ``adaptive=False``, median of ``--repeats``: what slow start costs when nothing refuses.
 
-    python bench/bench_limits_64_behind_8.py [--runs 10] [--load 0] [--trace] [--runner]
+    python bench/bench_limits_64_behind_8.py [--runs 10] [--load 0] [--trace] [--runner] [--queued]
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import time
 import levelfield as lf
 from levelfield.adapters.a2a.server import build_app, start_asgi
 from levelfield._core.run import limits as limits_module
-from levelfield.testing import ConcurrencyLimited
+from levelfield.testing import ConcurrencyLimited, QueuedAhead
 
 DELAY = 0.05
 
@@ -118,7 +120,7 @@ class Trace:
         return out
 
 
-def one_run(trace_it: bool) -> dict:
+def one_run(trace_it: bool, queued: bool = False) -> dict:
     prompts = [f"case {i}" for i in range(40)] + [f"天气 {i}" for i in range(40)] + [f"Wetter über {i}" for i in range(40)] + \
         [f"お天気 {i}" for i in range(40)]
     cases = [{"prompt": f"{p} #{n}", "reference": f"echo {p} #{n}"} for n in range(2) for p in prompts]
@@ -130,7 +132,8 @@ def one_run(trace_it: bool) -> dict:
     made: list[ConcurrencyLimited] = []
 
     def make(url: str) -> ConcurrencyLimited:
-        made.append(ConcurrencyLimited(build_app(echo, url=url, name="limited"), 8))
+        app = build_app(echo, url=url, name="limited")
+        made.append(QueuedAhead(app, 8) if queued else ConcurrencyLimited(app, 8))
         return made[0]
 
     trace = Trace()
@@ -146,7 +149,8 @@ def one_run(trace_it: bool) -> dict:
         trace.uninstall()
     gate = made[0]
     row = {"share": gate.refused / (gate.admitted + gate.refused), "refused": gate.refused,
-           "failed": sum(r.failure for r in result.runs), "wall": wall, **trace.summary()}
+           "failed": sum(r.failure for r in result.runs),
+           "errors": sorted({r.error_type for r in result.runs if r.failure}), "wall": wall, **trace.summary()}
     if trace_it:
         shown = 0
         last = None
@@ -193,6 +197,7 @@ def main() -> None:
                         help="busy Python threads in this process during the runs (contention for the GIL, as a long test session's leftovers)")
     parser.add_argument("--trace", action="store_true")
     parser.add_argument("--runner", action="store_true")
+    parser.add_argument("--queued", action="store_true", help="a slow intake queues requests ahead of the gate")
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(args.load)]
@@ -205,9 +210,9 @@ def main() -> None:
             runner(args.repeats)
         shares = []
         for i in range(args.runs):
-            row = one_run(args.trace)
+            row = one_run(args.trace, args.queued)
             shares.append(row["share"])
-            print(f"run {i}: {100 * row['share']:.1f} % refused ({row['refused']}), failed {row['failed']}, "
+            print(f"run {i}: {100 * row['share']:.1f} % refused ({row['refused']}), failed {row['failed']}{' ' + str(row['errors']) if row['errors'] else ''}, "
                   f"{row['wall']:.2f} s; peak in flight {row['peak']}; first refusal at {row.get('first_at', 0):.3f} s "
                   f"sent with {row.get('first_sent_with')} in flight, {row.get('first_in_flight')} in flight when back, "
                   f"window {row.get('first_window', 0):.1f} -> {row.get('after_cut', 0):.1f}; refusals of calls sent "
@@ -218,7 +223,8 @@ def main() -> None:
                   flush=True)
         if shares:
             print(f"refused: median {100 * statistics.median(shares):.1f} %, worst {100 * max(shares):.1f} %, "
-                  f"best {100 * min(shares):.1f} % over {len(shares)} runs (load {args.load}, threads {args.threads})")
+                  f"best {100 * min(shares):.1f} % over {len(shares)} runs (load {args.load}, threads {args.threads}"
+                  f"{', queued ahead' if args.queued else ''})")
     finally:
         for p in spinners:
             p.terminate()

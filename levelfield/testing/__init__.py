@@ -6,7 +6,7 @@ Names load lazily so that importing ``levelfield.testing`` does not import LangC
 from __future__ import annotations
 
 __all__ = ["ScriptedChatModel", "ScriptedJudge", "JudgeQuestion", "ScriptedUser", "tool_outputs_by_turn", "last_human_text", "assert_eval", "check_eval",
-           "eval_test", "ConcurrencyLimited", "FirstCallRefused"]
+           "eval_test", "ConcurrencyLimited", "FirstCallRefused", "QueuedAhead"]
 
 from .._lazy import lazy_members
 
@@ -22,6 +22,7 @@ _LAZY = {
     "eval_test": ".gating",
     "ConcurrencyLimited": ".rate_limited",
     "FirstCallRefused": ".rate_limited",
+    "QueuedAhead": ".rate_limited",
 }
 
 

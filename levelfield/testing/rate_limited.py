@@ -20,15 +20,21 @@ Only POST requests (the calls) count; the agent card and other GETs pass through
 ``FirstCallRefused`` is the other kind of 429: it refuses each request's first call, whatever is
 in flight (a per-request check such as a cache warming or an idempotency gate), and admits the
 request when it comes again. A refusal there says nothing about capacity.
+
+``QueuedAhead`` is a gate with a slow intake in front of it: its first requests pass one at a time,
+each taking ``intake`` seconds, before they reach the gate, as a server whose accepting thread is
+short of CPU queues requests ahead of its limit; then the intake opens and the queue rushes the gate.
+While it is slow no refusal comes back however many calls are sent: only the answers' growing
+latency tells a client that its calls are queueing.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
-import json
-
-__all__ = ["ConcurrencyLimited", "FirstCallRefused"]
+__all__ = ["ConcurrencyLimited", "FirstCallRefused", "QueuedAhead"]
 
 
 class ConcurrencyLimited:
@@ -126,3 +132,27 @@ class FirstCallRefused(ConcurrencyLimited):
             await self.app(scope, replay, send)
         finally:
             self.in_flight -= 1
+
+
+class QueuedAhead(ConcurrencyLimited):
+    """``ConcurrencyLimited`` behind a slow intake: the first ``slow_for`` POST requests queue and pass one at
+    a time, ``intake`` seconds each, then every request queued passes at once (the queue rushes the gate)."""
+
+    def __init__(self, app: Any, limit: int, *, intake: float = 0.008, slow_for: int = 100,
+                 retry_after: float | None = None) -> None:
+        super().__init__(app, limit, retry_after=retry_after)
+        self.intake = intake
+        self.slow_for = slow_for
+        self.taken = 0
+        """POST requests through the intake so far."""
+        self._lock: asyncio.Lock | None = None  # made in the server's own event loop
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") == "http" and scope.get("method") == "POST" and self.taken < self.slow_for:
+            if self._lock is None:
+                self._lock = asyncio.Lock()
+            async with self._lock:
+                if self.taken < self.slow_for:
+                    self.taken += 1
+                    await asyncio.sleep(self.intake)
+        await super().__call__(scope, receive, send)

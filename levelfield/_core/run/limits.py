@@ -13,6 +13,11 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   ceiling (``RunConfig.concurrency``, a judge's ``max_concurrency``), and never past twice the
   largest window an answered call was sent in. Calls that all hold their slots without answering
   for ``_RAMP`` seconds (slow agents; a refusal comes back sooner) also double it: they were admitted;
+- until the endpoint refuses a call, slow start holds while the answers queue: the median time of the last ``_LATEST`` (8) answers is
+  ``_QUEUED`` (1.5) times the lowest such median (a delay signal, as TCP's delay-based slow-start exits
+  read round-trip times). A server may queue requests ahead of its limit and refuse none until the
+  queue rushes it; a refusal then cuts the limit to the calls the endpoint served, its answers per
+  second times the unqueued answer's time, not the calls queued in front of it;
 - every call keeps the calls in flight when it was *sent*: a refusal is judged by those, not by
   what is in flight when it comes back (a growing window has sent more since);
 - a refusal ("too many requests": HTTP 429, a 503 with ``Retry-After``, a provider's
@@ -62,6 +67,7 @@ import asyncio
 import collections
 import contextlib
 import contextvars
+import statistics
 import time
 import weakref
 from collections.abc import Iterator, Mapping
@@ -100,6 +106,11 @@ _RAMP = 1.0
 refusal comes back sooner: on a busy machine it was measured to take up to 0.6 s)."""
 _MAX_PROBE_SCALE = 8
 """The most times more slowly again the limit probes past a level where it was refused in a row."""
+_LATEST = 8
+"""Answers whose median latency is read for queueing: most of them slow, not one (a long prompt, a busy moment)."""
+_QUEUED = 1.5
+"""How many times the lowest median latency of ``_LATEST`` answers in a row its last ones take when calls queue
+ahead of it."""
 
 
 def endpoint_of(agent: Any) -> str:
@@ -244,6 +255,10 @@ class EndpointLimit:
         self._seq = 0
         # The last answers: (when it came, seconds it took), for what the endpoint carried.
         self._answers: collections.deque[tuple[float, float]] = collections.deque(maxlen=4 * self.ceiling)
+        # Seconds the last answers took, and the lowest median of _LATEST answers in a row (answers that
+        # did not queue): slow start holds while the last ones take much longer.
+        self._latest: collections.deque[float] = collections.deque(maxlen=_LATEST)
+        self._unqueued: float | None = None
         self._recover = 0  # calls numbered up to this were sent before the last cut: no second cut for them
         self._base = self.window  # the window before the last cut (the most a run of refusals lowers it from)
         # Before refusals are shown per-request, a first refusal cuts the limit as a capacity signal
@@ -390,16 +405,19 @@ class EndpointLimit:
         self._sent_window = record[3]
         return record[0], record[1]
 
-    def carried(self) -> float | None:
+    def carried(self, took: float | None = None) -> float | None:
         """Calls the endpoint has been holding for us at once, by Little's law over its last answers:
         answers per second times seconds per answer (None before three answers). Unlike the calls in
-        flight when a refusal comes back, this counts only calls the endpoint took."""
+        flight when a refusal comes back, this counts only calls the endpoint took. ``took``: seconds
+        per answer to count instead of their mean (those before any queue: the calls it was serving, not queueing)."""
         if len(self._answers) < 3:
             return None
         recent = [a for a in self._answers if a[0] >= self._answers[-1][0] - 4 * max(a[1] for a in self._answers)]
         if len(recent) < 3 or recent[-1][0] <= recent[0][0]:
             return None
         rate = (len(recent) - 1) / (recent[-1][0] - recent[0][0])
+        if took is not None:
+            return rate * took
         return rate * sum(a[1] for a in recent[1:]) / (len(recent) - 1)
 
     def _admitted(self, at: int, task: asyncio.Task[Any] | None) -> None:
@@ -451,12 +469,28 @@ class EndpointLimit:
             return False
         return not any(self._verdicts) or self._first_refusals % _RETRIAL == 0
 
+    def _queueing(self) -> bool:
+        """Whether the last ``_LATEST`` answers took, at the median, ``_QUEUED`` times the lowest such median:
+        calls wait in a queue ahead of the endpoint. A server can queue requests ahead of its limit (an
+        intake short of CPU) and admit them later all at once, so no refusal comes back while slow start
+        would open the window to the ceiling, to be refused together; only the latency says so (as TCP's
+        delay-based slow-start exits read round-trip times). Medians of as many answers on both sides,
+        so that answers whose times merely vary (long and short prompts) rarely pass for a queue, and
+        one fast answer does not end one; the lowest, as the first answers may be slow (connections
+        opening). It holds slow start, not ends it: once the answers come fast again (a busy moment
+        passed) the window grows on."""
+        return self._unqueued is not None and statistics.median(self._latest) > _QUEUED * self._unqueued
+
     def success(self, tokens: float | None = None) -> None:
         """A call ended with an answer (``tokens``: what it spent, for ``tokens_per_minute``)."""
         full = self.in_flight >= self.limit or bool(self._waiters)
         task = asyncio.current_task()
         _, at = self._end(tokens, task)
         self._answers.append((self._last_end, self._took))
+        self._latest.append(self._took)
+        if len(self._latest) == _LATEST:
+            median = statistics.median(self._latest)
+            self._unqueued = median if self._unqueued is None else min(self._unqueued, median)
         if task is None or task not in self._trial:
             self._firsts.append(False)  # a call admitted at its first try (or after a wait it was told)
         self._proven = max(self._proven, self._sent_window)
@@ -468,7 +502,11 @@ class EndpointLimit:
                 # Slow start: the window doubles per window of answers, and never past twice the largest
                 # window an answered call was sent in (a bound: late answers of calls sent in a small
                 # window cannot take it further while the refusals of its overshoot are on their way).
-                self.window = max(self.window, min(self.window + 1.0, 2.0 * max(self._proven, _INITIAL)))
+                # Until the endpoint refuses a call, it holds while the answers queue (see _queueing): more
+                # calls would only lengthen the queue. Once it refused one, its refusals say more (a server
+                # refusing each request's first call, in this process, answers later as more are in flight).
+                if self.rate_limited or not self._queueing():
+                    self.window = max(self.window, min(self.window + 1.0, 2.0 * max(self._proven, _INITIAL)))
             elif self._refused_at is not None and self.window + 1.0 >= self._refused_at:
                 # Probing past where the endpoint refused: slowly, and more slowly each time it refused there again.
                 step = 1.0 / (_PROBE * self._probe_scale * self.window)
@@ -518,6 +556,11 @@ class EndpointLimit:
                 # little (the window overshot, and the endpoint took calls in no order): what it carried.
                 floor = (0.5 if self._threshold >= self.ceiling else _BETA) * self._base
                 carried = self.carried()
+                if carried is not None and self._queueing():
+                    # The answers queue ahead of the endpoint: the calls it served at once are those its
+                    # unqueued answers' time holds at this rate (Little's law without the queue); the rest
+                    # waited in front of it and rush it when the queue drains.
+                    carried = min(carried, self.carried(self._unqueued) or carried)
                 level = float(others) if carried is None else min(float(others), max(1.0, round(carried)))
                 self.window = min(self.window, max(level, floor))
                 self._threshold = min(self._threshold, self.window)

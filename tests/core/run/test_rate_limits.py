@@ -25,7 +25,7 @@ from levelfield._core.errors import AdapterError, ConfigError, RateLimitedError 
 from levelfield._core.results.record import read_record  # noqa: E402
 from levelfield._core.run.failures import rate_limit_of  # noqa: E402
 from levelfield._core.run.limits import EndpointLimit, Limits  # noqa: E402
-from levelfield.testing import ConcurrencyLimited, FirstCallRefused  # noqa: E402
+from levelfield.testing import ConcurrencyLimited, FirstCallRefused, QueuedAhead  # noqa: E402
 
 DELAY = 0.05
 
@@ -119,30 +119,53 @@ def test_the_compare_command_at_concurrency_64_runs_at_about_the_servers_limit(t
     assert re.search(r"failed runs\s+0/160", out)
 
 
-def test_at_concurrency_64_behind_a_server_admitting_8_few_calls_are_refused_and_no_run_fails():
-    # Issue #42: starting at the ceiling refused 14-16 % of the calls (the first burst of 64 on 8); at most
-    # 5 % may be refused. Slow start finds the 8 a few calls past it; the probes past a steady limit slow
-    # down each time it refuses them again, and slow start's overshoot puts one refusal on trial at a time.
-    # bench/bench_limits_64_behind_8.py measures the shares: in 20 runs (10 alone, 10 on a busy machine)
-    # 18 refused 1.2-4.5 %, one 5.6 %, and in one the server's intake (uvicorn's thread, short of the GIL)
-    # queued requests ahead of its gate: no refusal came back for 67 answers and slow start reached the
-    # ceiling (56 refused, 14.9 %, the old burst). So the median of three runs is held to the 5 %, and each
-    # to no more than the first burst of the ceiling (64 - 8 refused).
+def _refused_shares(make: Any, runs: int = 3) -> list[float]:
+    """The share of requests refused in each of ``runs`` evaluations of 320 cases at concurrency 64
+    against the server ``make`` builds (a gate admitting 8); no run may fail."""
     cases = [{"prompt": f"{p} #{n}", "reference": f"echo {p} #{n}"} for n in range(2) for p in (c["prompt"] for c in CASES)]
     shares = []
-    for _ in range(3):
-        limited = _Limited(8)
-        with start_asgi(limited) as server:
+    for _ in range(runs):
+        made: list[ConcurrencyLimited] = []
+
+        def build(url: str) -> ConcurrencyLimited:
+            made.append(make(build_app(_echo, url=url, name="limited")))
+            return made[0]
+
+        with start_asgi(build) as server:
             result = lf.evaluate(cases, lf.as_agent(server.url), ["exact_match"], a2a_preflight=False, concurrency=64,
                                  retries=0, progress=False)
-        gate = limited.gate
-        assert gate is not None and gate.admitted == len(cases) == 320
-        assert not any(r.failure for r in result.runs)
+        (gate,) = made
+        assert gate.admitted == len(cases) == 320
+        assert not any(r.failure for r in result.runs), [r.error for r in result.runs if r.failure][:3]
         requests = gate.admitted + gate.refused
         (stats,) = result.limits
         assert stats.calls == requests and stats.rate_limited == gate.refused
         shares.append(gate.refused / requests)
-    assert sorted(shares)[1] <= 0.05 and max(shares) <= 56 / (320 + 56), shares
+    return shares
+
+
+def test_at_concurrency_64_behind_a_server_admitting_8_few_calls_are_refused_and_no_run_fails():
+    # Issue #42: starting at the ceiling refused 14-16 % of the calls (the first burst of 64 on 8); at most
+    # 5 % may be refused, in every run. Slow start finds the 8 a few calls past it; the probes past a steady
+    # limit slow down each time it refuses them again, and slow start's overshoot puts one refusal on trial
+    # at a time, and it holds while the answers queue (a server's intake queueing requests ahead of its gate
+    # once let it open to 64 with no refusal: 14.9 %, the next test). bench/bench_limits_64_behind_8.py
+    # measures the shares: 0.9-3.9 % in 30 runs (20 on a machine loaded 3-9x its cores by other processes;
+    # 1.5-2.7 % in the 10 with the code as it is).
+    shares = _refused_shares(lambda app: ConcurrencyLimited(app, 8))
+    assert max(shares) <= 0.05, shares
+
+
+def test_behind_a_server_that_queues_calls_ahead_of_its_gate_slow_start_holds_on_their_latency():
+    # A server whose intake, short of CPU, queued requests ahead of its gate once let slow start open to 64
+    # with no refusal (67 answers came back first), and the queue then rushed the gate: 14.9 % refused, and
+    # 12-18 % against QueuedAhead. The answers' latency shows the queue: slow start holds while it grows,
+    # and the cut counts only the calls the endpoint served. bench/bench_limits_64_behind_8.py --queued
+    # measures the shares: 0.3-6.2 % in 10 runs (median 4.0 %, three at 5.9-6.2 %: the queue drained and slow
+    # start, its hold over once the first refusal came, overshot again while the refusals came back late). Not
+    # yet the 5 % in each run: each is held below 10 %, under the old burst of the ceiling.
+    shares = _refused_shares(lambda app: QueuedAhead(app, 8))
+    assert max(shares) <= 0.10, shares
 
 
 def test_a_server_that_refuses_each_requests_first_call_does_not_collapse_the_limit():
