@@ -22,10 +22,12 @@ def pytest_configure(config: pytest.Config) -> None:
     _same_examples_every_run()
 
 
-# Marker -> the xdist group its tests share: one worker runs them one after another. The Ray tests
-# start Ray clusters (one `ray.init` per module, `ray start` nodes) and measure each other's nodes;
-# two Chromiums at once would double the heaviest processes of the suite on a 2-core machine.
-SHARED_WORKER = {"ray": "ray", "browser": "browser"}
+# Marker -> the xdist group its tests share: one worker runs them one after another. Two Chromiums at
+# once would double the heaviest processes of the suite on a 2-core machine. A Ray test module's tests
+# share one worker (one `ray.init` per module, or its own `ray start` nodes, each on its own ports and
+# temp dir); the two Ray modules may run beside each other, each being most of a worker's time.
+SHARED_WORKER = {"browser": "browser"}
+BY_MODULE = ("ray",)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -37,7 +39,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     worker. Runs before xdist's own hook, which reads the groups; without xdist it changes nothing."""
     for item in items:
         group = next((name for marker, name in SHARED_WORKER.items() if item.get_closest_marker(marker)), None)
-        if group is None and _has_wide_fixture_of_its_module(item):
+        if group is None and (any(item.get_closest_marker(m) for m in BY_MODULE) or _has_wide_fixture_of_its_module(item)):
             group = item.nodeid.split("::", 1)[0]
         if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))

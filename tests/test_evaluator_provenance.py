@@ -76,7 +76,7 @@ def test_the_record_keeps_each_metrics_evaluator_and_reads_it_back(tmp_path):
     template = metric.metric_prompt_template.template + "\n\n" + metric._answer_format
     assert kept["safety_v1"]["prompt_sha256"] == hashlib.sha256(template.encode()).hexdigest()
     assert kept["safety_v1"]["judge_model"] == "levelfield.testing.judge.scripted-judge"
-    assert kept["safety_v1"]["kind"] == "levelfield.metrics.PointwiseMetric"
+    assert kept["safety_v1"]["kind"] == "levelfield.judge.metrics.PointwiseMetric"
     assert kept["exact_match"]["kind"].endswith("ExactMatch") and "judge_model" not in kept["exact_match"]
     back = lf.EvalResult.load(tmp_path / "run")
     assert isinstance(back.evaluators["safety_v1"], Evaluator)

@@ -107,7 +107,7 @@ def test_every_warning_is_a_levelfield_warning_and_every_error_a_levelfield_erro
 
 ROOT = Path(__file__).resolve().parents[1]
 _IMPORT = re.compile(r"^\s*from (levelfield(?:\.\w+)*) import \(?([\w ,\n]+?)\)?\s*(?:#.*)?$", re.M)
-_ATTRIBUTE = re.compile(r"\b(?:lf|levelfield)((?:\.[a-z]\w*)+)\.([A-Z]\w*)\b")
+_ATTRIBUTE = re.compile(r"(?<![\"'])\b(?:lf|levelfield)((?:\.[a-z]\w*)+)\.([A-Z]\w*)\b")  # not inside a string: a recorded class path is data
 
 
 def _named_elsewhere(text: str, homes: dict[int, list[str]]) -> list[str]:

@@ -50,9 +50,9 @@ def test_warnings_are_errors_with_the_expected_ones_listed():
     assert all(f.split(":", 1)[0] in {"ignore", "default", "error"} for f in filters)
 
 
-def test_the_suite_runs_on_every_core_with_the_ray_and_browser_tests_each_on_one_worker():
-    from conftest import SHARED_WORKER
+def test_the_suite_runs_on_every_core_with_each_ray_module_and_the_browser_tests_on_one_worker():
+    from conftest import BY_MODULE, SHARED_WORKER
 
     options = _pytest_config()["addopts"].split()
     assert options[options.index("-n") + 1] == "auto" and options[options.index("--dist") + 1] == "loadgroup"
-    assert set(SHARED_WORKER) == {"ray", "browser"} <= _registered()
+    assert set(SHARED_WORKER) == {"browser"} <= _registered() and set(BY_MODULE) == {"ray"} <= _registered()
