@@ -90,8 +90,8 @@ async def _plain(url: str, requests: int, concurrency: int, streaming: bool) -> 
 
 def _levelfield(url: str, requests: int, concurrency: int, streaming: bool) -> tuple[float, float]:
     import levelfield as lf
-    from levelfield.adapters import A2AAgent
     from levelfield._core.data.dataset import EvalCase, EvalDataset
+    from levelfield.adapters import A2AAgent
 
     dataset = EvalDataset([EvalCase(case_id=f"c{i}", prompt=f"case {i}") for i in range(requests)])
     agent = A2AAgent(url, streaming=streaming, name="bench")

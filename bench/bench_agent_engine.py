@@ -23,8 +23,8 @@ from pathlib import Path
 warnings.simplefilter("ignore")
 
 import levelfield as lf  # noqa: E402
-from levelfield.adapters import AgentEngineAgent  # noqa: E402
 from levelfield._core.data.protocol import AgentRequest  # noqa: E402
+from levelfield.adapters import AgentEngineAgent  # noqa: E402
 from samples.home_automation.agents import agent_engine_agent as sample  # noqa: E402
 
 DATASET = Path(__file__).resolve().parents[1] / "samples" / "home_automation" / "dataset.jsonl"

@@ -23,8 +23,8 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 import levelfield as lf
-from levelfield._core.score.metrics.base import ScoringContext
 from levelfield._core.score.batch import score_rows
+from levelfield._core.score.metrics.base import ScoringContext
 from levelfield.testing import ScriptedChatModel
 
 

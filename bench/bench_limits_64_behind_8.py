@@ -27,8 +27,8 @@ import threading
 import time
 
 import levelfield as lf
-from levelfield.adapters.a2a.server import build_app, start_asgi
 from levelfield._core.run import limits as limits_module
+from levelfield.adapters.a2a.server import build_app, start_asgi
 from levelfield.testing import ConcurrencyLimited, QueuedAhead
 
 DELAY = 0.05

@@ -17,8 +17,8 @@ import random
 import time
 
 import levelfield as lf
-from levelfield._core.score.metrics.base import ScoringContext
 from levelfield._core.score.batch import score_rows
+from levelfield._core.score.metrics.base import ScoringContext
 
 TOOLS = ["get_device_info", "set_device_info", "get_temperature", "set_temperature", "get_user_preferences"]
 ROOMS = ["Living Room", "Bedroom", "Kitchen"]

@@ -277,7 +277,7 @@ SAVE_PARTS = {
 }
 
 
-def _save_parts(profile: "cProfile.Profile", parts: dict[str, list[float]]) -> None:
+def _save_parts(profile: cProfile.Profile, parts: dict[str, list[float]]) -> None:
     stats = pstats.Stats(profile).stats  # {(file, line, function): (calls, primitive, tottime, cumtime, callers)}
     for label, (file, function) in SAVE_PARTS.items():
         seconds = sum(v[3] for (f, _, fn), v in stats.items() if f.endswith(file) and fn == function)

@@ -20,9 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from levelfield import (
+    Faults,  # noqa: E402
+    ToolCassette,  # noqa: E402
+)
 from levelfield._core.run.scope import CURRENT_SCOPE, RunScope  # noqa: E402
-from levelfield import ToolCassette  # noqa: E402
-from levelfield import Faults  # noqa: E402
 from levelfield.tools.intercept_function import levelled_function  # noqa: E402
 from levelfield.tools.level import Leveller  # noqa: E402
 

@@ -23,14 +23,13 @@ from ._core.errors import (
     LevelfieldWarning,
     MetricError,
     MissingExtraError,
+    RateLimitedError,
     RecordError,
     RegressionError,
     TraceError,
     TransientAgentError,
-    RateLimitedError,
     WriteError,
 )
-
 from ._lazy import lazy_members
 
 # Everything else loads on first use (PEP 562), so that ``import levelfield`` and the command line
@@ -96,37 +95,36 @@ _LAZY = {
 
 if TYPE_CHECKING:  # what type checkers and editors see: the same names, imported
     from . import gate, metrics, report, stats, testing, tools
-    from .adapters.auto import as_agent
-    from .comparison import Comparison
     from ._core.data.config import RunConfig
     from ._core.data.dataset import EvalCase, EvalDataset
     from ._core.data.protocol import AgentRequest, AgentRunnable
     from ._core.data.types import AgentOutput, AgentRun, Handoff, Message, ToolCall, Usage
+    from ._core.results.lock import FolderInUseError
     from ._core.results.result import EvalResult
+    from ._core.run.conversation import UserTurn
+    from ._core.run.notices import BudgetWarning, MissingReferenceWarning, NoToolCallsWarning, ResumeWarning
+    from ._core.run.preflight import A2APreflightWarning
+    from ._core.run.watchdog import BlockingAgentWarning
     from ._core.score.matching import ToolCallMatcher
-    from ._core.stats.certify import certify_judge, rows_to_label
+    from ._core.stats.certify import UncertifiedJudgeError, certify_judge, rows_to_label
     from ._core.stats.config import StatsConfig
-    from .judge.config import JudgeConfig
     from ._core.stats.panel import panel_report
+    from .adapters.auto import as_agent
+    from .comparability import EvaluatorsDifferError, EvaluatorsDifferWarning
+    from .comparison import Comparison
     from .evaluation import EvalTask, acompare, aevaluate, compare, evaluate
     from .executors.ray import RayExecutor
+    from .failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
     from .formats.adk import write_evalset as to_adk_evalset
     from .formats.files import load_dataset
     from .formats.otel import export_scores
     from .formats.traces import load_traces
-    from ._core.run.conversation import UserTurn
+    from .judge.config import JudgeConfig
     from .simulation.llm import UserSimulator
     from .simulation.task_success import TaskSuccess
     from .tools.cassette import ToolCassette
     from .tools.faults import Faults
-    from ._core.run.notices import BudgetWarning, MissingReferenceWarning, NoToolCallsWarning, ResumeWarning
-    from ._core.run.preflight import A2APreflightWarning
-    from ._core.run.watchdog import BlockingAgentWarning
     from .tools.setup import NotLevelledWarning
-    from .failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
-    from .comparability import EvaluatorsDifferError, EvaluatorsDifferWarning
-    from ._core.stats.certify import UncertifiedJudgeError
-    from ._core.results.lock import FolderInUseError
 
 
 __getattr__, __dir__ = lazy_members(__name__, _LAZY, globals())

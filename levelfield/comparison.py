@@ -27,28 +27,27 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from .comparison_text import comparison_text
-from ._core.stats import inference as stats
-from ._core.stats.change import detectable_difference
-from ._core.stats.components import SOURCES, split_variance
-from ._core.stats.sequential import analysed_cases
-from ._core.stats.config import FailedRuns, StatsConfig, stats_config
-from ._core.stats.soft_labels import soft_values
-from ._core.stats.paired import PairedInference, paired_inference
 from ._core.data.config import RunConfig
 from ._core.data.cost_limit import BudgetReport
 from ._core.data.dataset import EvalCase, EvalDataset
-from ._core.score.diff import MarkedCall, mark_trajectory
-from ._core.errors import ConfigError, MetricError, RecordError
 from ._core.data.jsonsafe import to_jsonable
-from ._core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
-from ._core.score.metrics.base import Metric
-from ._core.results.record import RUNS_FILE, finish_journal, fingerprints_of, make_header, read_record, write_record
+from ._core.data.types import AgentRun
+from ._core.errors import ConfigError, MetricError, RecordError
+from ._core.results.record import RUNS_FILE, fingerprints_of, finish_journal, make_header, read_record, write_record
 from ._core.results.result import EvalResult, record_status, results_from_record
 from ._core.results.tables import parquet_available, table_to_parquet, write_table_files, write_tables_in_pages
-from ._core.score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT
 from ._core.results.writing import write_text
-from ._core.data.types import AgentRun
+from ._core.score.diff import MarkedCall, mark_trajectory
+from ._core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
+from ._core.score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT, Metric
+from ._core.stats import inference as stats
+from ._core.stats.change import detectable_difference
+from ._core.stats.components import SOURCES, split_variance
+from ._core.stats.config import FailedRuns, StatsConfig, stats_config
+from ._core.stats.paired import PairedInference, paired_inference
+from ._core.stats.sequential import analysed_cases
+from ._core.stats.soft_labels import soft_values
+from .comparison_text import comparison_text
 from .verdict import Verdict, verdict
 
 __all__ = [
@@ -773,7 +772,7 @@ class Comparison:
         return cmp
 
     @classmethod
-    def load(cls, directory: str | Path) -> "Comparison":
+    def load(cls, directory: str | Path) -> Comparison:
         """Re-read a saved comparison (or evaluation) from its run record, e.g. to re-render its report.
 
         Summaries and tests are recomputed from the stored scores, so they equal the ones before

@@ -8,9 +8,9 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from .adapters.auto import as_agent
 from ._core.errors import MissingExtraError
 from ._core.score.metrics.registry import DEFAULT_METRICS
+from .adapters.auto import as_agent
 
 __all__ = ["DEMO_METRICS", "demo_agents"]
 

@@ -20,28 +20,27 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from typing_extensions import Unpack
 
-
 from ._core.data.config import RunConfig, RunOptions, run_config
 from ._core.errors import ConfigError, ConfigTypeError, LevelfieldError
 from ._core.results.lock import holding
-from ._core.score.metrics.registry import nearest_name, resolve_metrics
 from ._core.run.notices import MissingReferenceWarning, unscored_metrics, warn_user
 from ._core.run.threads import run_coroutine
+from ._core.score.metrics.registry import nearest_name, resolve_metrics
 from .executors import resolve_executor, ships_agents
-from .failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning, failure_groups, unreadable_judges
 from .executors.saved import check_out, score_saved_rows, takes_columnar_path
+from .failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning, failure_groups, unreadable_judges
 
 # Scoring saved rows needs none of the rest (the runner, adapters, simulator and judges, Ray, the
 # statistics of a comparison): each loads in the function that uses it, so that the first
 # ``lf.evaluate(path, metrics=...)`` of a process does not pay for them (issue #46).
 if TYPE_CHECKING:
-    from .comparison import Comparison
     from ._core.data.protocol import AgentRunnable
     from ._core.results.result import EvalResult
     from ._core.run.engine import EarlyStop
     from ._core.run.runner import Executor
     from ._core.score.metrics.base import Metric
     from ._core.stats.config import StatsConfig
+    from .comparison import Comparison
     from .judge.config import JudgeConfig
 
 
@@ -285,7 +284,12 @@ async def _run_evaluation(
 ) -> EvalResult:
     from ._core.run.engine import run_and_score, score_saved
     from ._core.stats.config import StatsConfig
-    from ._core.stats.judge_correction import check_label_cases, correct_judged, judged_binary_metrics, read_human_labels
+    from ._core.stats.judge_correction import (
+        check_label_cases,
+        correct_judged,
+        judged_binary_metrics,
+        read_human_labels,
+    )
 
     ds = load_dataset(dataset)
     settings = settings or StatsConfig()

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 from ._core.errors import ConfigError, MissingExtraError
 
 if TYPE_CHECKING:
-    from .comparison import Comparison
     from ._core.results.result import EvalResult
+    from .comparison import Comparison
 
 __all__ = ["require_mlflow", "check_experiment_name", "log_evaluation", "log_comparison"]
 

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ._core.stats.change import Change, adjust, describe_change, measure_change
 from ._core.errors import ConfigError, MetricError
+from ._core.stats.change import Change, adjust, describe_change, measure_change
 from ._core.stats.planning import Alternative, MeasuredDesign, SampleSize, measure_design, sample_size
 
 if TYPE_CHECKING:
-    from .comparison import Comparison
     from ._core.stats.config import StatsConfig
+    from .comparison import Comparison
 
 __all__ = ["GateResult", "baseline_changes", "scores_changes", "check_regressions", "changes_table",
            "plan_from", "require_certified_judges"]

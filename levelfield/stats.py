@@ -11,8 +11,9 @@ and the words for a change against a baseline (:mod:`levelfield._core.stats.chan
 from ._core.stats.certify import JudgeCertification, MetricCertification, certify_rates, labels_needed, lower_bound
 from ._core.stats.change import Change, describe_change, measure_change
 from ._core.stats.components import NoiseSplit, split_variance
+from ._core.stats.inference import *  # noqa: F403
+from ._core.stats.inference import __all__ as _stats_all
 from ._core.stats.judge_correction import JudgeCorrection, cohen_kappa, correct_rate
-from ._core.stats.soft_labels import Calibration, SoftRate, calibration, soft_rate
 from ._core.stats.planning import (
     MeasuredDesign,
     SampleSize,
@@ -22,8 +23,7 @@ from ._core.stats.planning import (
     minimum_detectable_effect,
     sample_size,
 )
-from ._core.stats.inference import *  # noqa: F403
-from ._core.stats.inference import __all__ as _stats_all
+from ._core.stats.soft_labels import Calibration, SoftRate, calibration, soft_rate
 
 __all__ = [
     *_stats_all,

@@ -190,7 +190,7 @@ class Verdict:
         return "\n".join(self.lines())
 
 
-def _and(names: "Sequence[str]") -> str:
+def _and(names: Sequence[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     names = list(names)
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

@@ -70,7 +70,7 @@ class GeminiStandIn:
 
         return Gemini(model=name, base_url=self.url, client_kwargs={"api_key": "local-test-key", "vertexai": False})
 
-    def __enter__(self) -> "GeminiStandIn":
+    def __enter__(self) -> GeminiStandIn:
         self._thread.start()
         return self
 

@@ -16,8 +16,7 @@ from google.genai import types
 from langchain.agents import create_agent
 from langchain_core.tools import tool
 
-from levelfield.testing import ScriptedChatModel
-from levelfield.testing import last_human_text, tool_outputs_by_turn
+from levelfield.testing import ScriptedChatModel, last_human_text, tool_outputs_by_turn
 
 _live = random.Random()  # unseeded on purpose: live tools differ from run to run
 

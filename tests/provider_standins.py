@@ -62,7 +62,7 @@ class _StandIn:
         self._server: ThreadingHTTPServer | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
-    def __enter__(self) -> "_StandIn":
+    def __enter__(self) -> _StandIn:
         stand_in = self
 
         class Handler(BaseHTTPRequestHandler):

@@ -5,8 +5,8 @@ import warnings
 import pytest
 
 import levelfield as lf
-from levelfield._core.run.failures import describe_error
 from levelfield import AllRunsFailedWarning
+from levelfield._core.run.failures import describe_error
 
 
 def _bare_not_implemented():

@@ -2,9 +2,9 @@
 
 import os
 import subprocess
-from pathlib import Path
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 

@@ -22,8 +22,16 @@ from typing import Any
 from .._core.data.protocol import AgentRequest
 from .._core.data.types import AgentOutput
 from .._core.errors import AdapterError, ConfigTypeError, MissingExtraError, TransientAgentError, exception_text
-from .adk_events import (CURRENT_RUN, RunCalls, event_dict, install_inner_calls, is_transient, output_from_events,
-                         with_inner_calls, with_tool_errors)
+from .adk_events import (
+    CURRENT_RUN,
+    RunCalls,
+    event_dict,
+    install_inner_calls,
+    is_transient,
+    output_from_events,
+    with_inner_calls,
+    with_tool_errors,
+)
 
 __all__ = ["AdkAgent", "is_adk_agent"]
 

@@ -24,14 +24,31 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from .._core.errors import (AdapterError, AgentOutputError, ConfigError, ConfigTypeError, MissingExtraError,
-                           TransientAgentError, exception_text)
 from .._core.data.protocol import AgentRequest
-from .._core.run.threads import run_sync
 from .._core.data.token_counts import langchain_usage
 from .._core.data.types import AgentOutput, ToolCall, Usage, content_text
-from .adk_events import (CURRENT_RUN, TRANSIENT_CODES, RunCalls, event_error, install_inner_calls, is_adk_event,
-                         is_transient, output_from_events, session_state, with_inner_calls)
+from .._core.errors import (
+    AdapterError,
+    AgentOutputError,
+    ConfigError,
+    ConfigTypeError,
+    MissingExtraError,
+    TransientAgentError,
+    exception_text,
+)
+from .._core.run.threads import run_sync
+from .adk_events import (
+    CURRENT_RUN,
+    TRANSIENT_CODES,
+    RunCalls,
+    event_error,
+    install_inner_calls,
+    is_adk_event,
+    is_transient,
+    output_from_events,
+    session_state,
+    with_inner_calls,
+)
 from .function import output_from_value
 
 __all__ = ["AgentEngineAgent", "parse_agent_engine_output", "OPERATIONS"]

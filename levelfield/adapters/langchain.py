@@ -22,11 +22,18 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from .._core.errors import AdapterError, AgentOutputError, ConfigError, ConfigTypeError, MissingExtraError, exception_text
-from .._core.data.protocol import AgentRequest
 from .._core.data.jsonsafe import to_jsonable
+from .._core.data.protocol import AgentRequest
 from .._core.data.token_counts import chat_message_usage, openai_usage
 from .._core.data.types import AgentOutput, Handoff, Message, ToolCall, Usage, content_text
+from .._core.errors import (
+    AdapterError,
+    AgentOutputError,
+    ConfigError,
+    ConfigTypeError,
+    MissingExtraError,
+    exception_text,
+)
 
 try:
     from langchain_core.callbacks import BaseCallbackHandler

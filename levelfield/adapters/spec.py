@@ -8,9 +8,9 @@ import os
 import sys
 from typing import Any
 
-from .._core.errors import AgentSpecError
 from .._core.data.protocol import AgentRequest, AgentRunnable
 from .._core.data.types import AgentOutput
+from .._core.errors import AgentSpecError
 
 __all__ = ["load_agent_spec", "agent_from_spec", "SpecAgent", "AgentSpecError"]
 

@@ -19,9 +19,9 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from .._core.errors import AgentOutputError, MissingExtraError
 from .._core.data.protocol import AgentRequest
 from .._core.data.types import AgentOutput, Usage
+from .._core.errors import AgentOutputError, MissingExtraError
 from .function import FunctionAgent, output_from_value
 
 __all__ = ["TracedAgent", "SpanRouter"]
@@ -76,7 +76,7 @@ class SpanRouter:
         return True
 
 
-_routers: "weakref.WeakKeyDictionary[Any, SpanRouter]" = weakref.WeakKeyDictionary()
+_routers: weakref.WeakKeyDictionary[Any, SpanRouter] = weakref.WeakKeyDictionary()
 _routers_lock = threading.Lock()
 
 

@@ -26,8 +26,8 @@ def _header(text: str) -> tuple[str, str]:
 def run(args: Any) -> int:
     import sys
 
-    from ..adapters.a2a.agent import A2AAgent
     from .._core.errors import LevelfieldError
+    from ..adapters.a2a.agent import A2AAgent
 
     url = args.url
     if not url.startswith(("http://", "https://")):

@@ -100,8 +100,8 @@ def budget(text: str) -> float:
 
 def model_spec(spec: str) -> Any:
     """What ``module:attr`` names (a ``make_*`` factory called), else ``spec`` as a ``provider:model`` string."""
-    from ..adapters.spec import load_agent_spec
     from .._core.errors import AgentSpecError
+    from ..adapters.spec import load_agent_spec
 
     try:
         return load_agent_spec(spec)

@@ -50,9 +50,9 @@ def run_comparison(args: argparse.Namespace, dataset: Any, metrics: list[Any], a
     gate and certification options checked first."""
     import warnings
 
-    from .output import warnings_as_lines
     from ..evaluation import compare_as
     from ..failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
+    from .output import warnings_as_lines
 
     check_gate_options(args, metrics)
     from .judge_check import check_certify_options

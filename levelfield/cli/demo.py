@@ -21,14 +21,13 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``demo``: the sample agents compared, the report written."""
-    from ..comparison_text import format_comparison
     from samples.home_automation import DATASET
 
     from .. import report
+    from ..comparison_text import format_comparison
     from ..demo import DEMO_METRICS, demo_agents
     from ..evaluation import compare
     from ..formats.files import load_dataset
-
     from .output import status
 
     status("starting the sample agents (importing LangGraph, the Vertex AI SDK and a2a-sdk takes a few seconds)...",

@@ -11,8 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 from .arguments import UsageError, judge_of, workers
 from .compare import run_comparison
-from .inputs import (check_gate_options, executor_of, load_inputs, run_config, simulator_of, some_cases,
-                     stats_config, tool_cassette)
+from .inputs import (
+    check_gate_options,
+    executor_of,
+    load_inputs,
+    run_config,
+    simulator_of,
+    some_cases,
+    stats_config,
+    tool_cassette,
+)
 from .options import add_case_options, add_gate_options, add_run_options
 from .readout import finish
 
@@ -97,14 +105,13 @@ def _eval_saved(args: argparse.Namespace) -> int:
     Large files are read and scored a batch at a time (``--workers`` processes), the metrics table
     streamed to ``--out`` as Parquet, so a file larger than memory scores in bounded memory."""
     import time
-
     import warnings
 
-    from ..comparison_text import num
-    from .output import report_unreadable_judges, warnings_as_lines
     from .._core.score.metrics.registry import resolve_metrics
+    from ..comparison_text import num
     from ..evaluation import evaluate
     from ..failure_summary import JudgeAnswersUnreadableWarning
+    from .output import report_unreadable_judges, warnings_as_lines
 
     unused = [flag for flag, given in (
         ("--simulator", args.simulator), ("--baseline", args.baseline), ("--fail-if-worse", args.fail_if_worse),

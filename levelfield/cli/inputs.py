@@ -106,9 +106,9 @@ def load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str]
     from .output import status
 
     status(f"loading {args.dataset} and {len(specs)} agent{'s' if len(specs) != 1 else ''}...", quiet=args.quiet)
+    from .._core.score.metrics.registry import resolve_metrics
     from ..adapters.spec import SpecAgent, agent_from_spec
     from ..formats.files import load_dataset
-    from .._core.score.metrics.registry import resolve_metrics
 
     args.user_simulator = simulator_of(args)
     dataset = some_cases(args, load_dataset(args.dataset))

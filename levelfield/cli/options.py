@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import argparse
 
-from .arguments import budget, number, per_minute, positive, probability, response_size, threshold, timeout_seconds, whole
+from .arguments import (
+    budget,
+    number,
+    per_minute,
+    positive,
+    probability,
+    response_size,
+    threshold,
+    timeout_seconds,
+    whole,
+)
 
 __all__ = ["add_run_options", "add_case_options", "add_gate_options"]
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from ..failure_summary import format_failures, unreadable_judges
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
     from .._core.results.result import EvalResult
+    from ..comparison import Comparison
 
 __all__ = ["status", "report_failures", "report_unreadable_judges", "warnings_as_lines", "limit_lines"]
 

@@ -27,9 +27,9 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``report``: the HTML report of a saved run re-rendered, or a watch folder summed up."""
-    from ..comparison_text import format_comparison
     from .. import report
     from ..comparison import Comparison
+    from ..comparison_text import format_comparison
 
     directory = Path(args.directory)
     if not directory.is_dir():

@@ -16,9 +16,9 @@ from typing import Any
 from .._core.data.config import RunConfig
 from .._core.errors import RecordError
 from .._core.results.record import check_out_folder
-from .._core.run.notices import warn_user
 from .._core.results.result import EvalResult
 from .._core.results.tables import parquet_available, write_summary
+from .._core.run.notices import warn_user
 from .._core.score.batch.pool import score_batches
 from .._core.score.batch.scorer import ScoredBatch, detail_columns
 from .._core.score.metrics.base import Metric

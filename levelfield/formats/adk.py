@@ -31,12 +31,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
 from .._core.data.dataset import EvalCase, EvalDataset, Turn, parse_scenario, too_deep_message
+from .._core.data.token_counts import genai_usage
+from .._core.data.types import AgentOutput, AgentRun, ToolCall, Usage
 from .._core.errors import DatasetError
 from .._core.results.result import EvalResult
 from .._core.results.writing import write_text
-from .._core.data.token_counts import genai_usage
-from .._core.data.types import AgentOutput, ToolCall, Usage
-from .._core.data.types import AgentRun
 
 __all__ = [
     "is_evalset",

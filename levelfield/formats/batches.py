@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._core.score.batch.rows import batches_of
-from .._core.score.batch.scorer import FIXED_COLUMNS, ScoredBatch
 from .._core.data.dataset import too_deep_message
 from .._core.errors import DatasetError, MissingExtraError
 from .._core.results.tables import CSV_OPTIONS, spreadsheet_safe
 from .._core.results.writing import writing
+from .._core.score.batch.rows import batches_of
+from .._core.score.batch.scorer import FIXED_COLUMNS, ScoredBatch
 
 __all__ = [
     "BatchSource",

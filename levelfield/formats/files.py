@@ -8,17 +8,23 @@ the rows to the core data model, which knows nothing about files.
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import itertools
-import gzip
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._core.data.dataset import (EvalCase, EvalDataset, dataset_from_located, dataset_from_rows, deferred_dataset,
-                                 too_deep_message)
+from .._core.data.dataset import (
+    EvalCase,
+    EvalDataset,
+    dataset_from_located,
+    dataset_from_rows,
+    deferred_dataset,
+    too_deep_message,
+)
 from .._core.data.jsonsafe import MAX_DEPTH
 from .._core.errors import DatasetError
 from .arrow import ARROW_SUFFIXES, is_arrow_table, read_arrow_rows, table_rows

@@ -12,7 +12,19 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from .spans import AGENT, LLM, OTHER, RETRIEVER, TOOL, Span, TraceError, documents_of, failed_row, parse_json, row_from_spans
+from .spans import (
+    AGENT,
+    LLM,
+    OTHER,
+    RETRIEVER,
+    TOOL,
+    Span,
+    TraceError,
+    documents_of,
+    failed_row,
+    parse_json,
+    row_from_spans,
+)
 
 __all__ = ["spans_from_run", "row_from_run", "rows_from_flat"]
 

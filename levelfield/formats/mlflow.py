@@ -13,7 +13,21 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .spans import AGENT, LLM, OTHER, RETRIEVER, TOOL, Span, TraceError, count_of, documents_of, failed_row, hex_id, json_loads, row_from_spans
+from .spans import (
+    AGENT,
+    LLM,
+    OTHER,
+    RETRIEVER,
+    TOOL,
+    Span,
+    TraceError,
+    count_of,
+    documents_of,
+    failed_row,
+    hex_id,
+    json_loads,
+    row_from_spans,
+)
 
 __all__ = ["spans_from_trace", "row_from_trace", "trace_dict", "classify_attributes"]
 

@@ -17,7 +17,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from . import openinference
-from .spans import AGENT, LLM, OTHER, RETRIEVER, TOOL, Span, TraceError, count_of, documents_of, failed_row, hex_id, parse_json, row_from_spans
+from .spans import (
+    AGENT,
+    LLM,
+    OTHER,
+    RETRIEVER,
+    TOOL,
+    Span,
+    TraceError,
+    count_of,
+    documents_of,
+    failed_row,
+    hex_id,
+    parse_json,
+    row_from_spans,
+)
 
 __all__ = ["rows_from_otlp", "rows_from_spans", "span_from_sdk", "spans_from_otlp", "export_scores", "hex_id", "classify", "error_of"]
 

@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._core.errors import TraceError
 from .._core.data.token_counts import counted_usage
 from .._core.data.types import ToolCall, Usage, content_text
+from .._core.errors import TraceError
 
 __all__ = [
     "Span",

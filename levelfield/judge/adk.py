@@ -60,9 +60,9 @@ from .rubrics import (
     Rubric,
     RubricVerdicts,
     Verdict,
+    check_adk_rubrics,
     combine_samples,
     parse_verdicts,
-    check_adk_rubrics,
     read_rubrics,
     render_rubrics,
 )

@@ -28,14 +28,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .._core.data.jsonsafe import clean_strings, clean_text
+from .._core.data.token_counts import chat_message_usage
+from .._core.data.types import Usage, content_text
 from .._core.errors import ContainedBaseException, MetricError, MissingExtraError, message_of, type_name
 from .._core.run import limits
 from .._core.run.interrupts import watching as watching_interrupts
 from .._core.run.retry import call_with_retries, is_transient
 from .._core.run.threads import run_sync
-from .._core.data.jsonsafe import clean_strings, clean_text
-from .._core.data.token_counts import chat_message_usage
-from .._core.data.types import Usage, content_text
 from .code_identity import code_identity
 from .probability import TokenLogprob, as_judge_answer, token_logprobs
 
@@ -99,7 +99,7 @@ class TextJudge:
         """What the judge does: its code's hash (see :func:`levelfield.judge.code_identity.code_identity`)."""
         self.cacheable = getattr(target, "cacheable", True)
         """False for a judge whose answers are not worth keeping (a scripted one, ``lf.testing.ScriptedJudge``)."""
-        fn = target if inspect.isfunction(target) or inspect.ismethod(target) else getattr(target, "__call__", target)
+        fn = target if inspect.isfunction(target) or inspect.ismethod(target) else getattr(target, "__call__", target)  # noqa: B004 (the method, not a test)
         self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
 
     @property
@@ -329,7 +329,7 @@ class JudgeCache:
             os.replace(tmp, path)
         except OSError as exc:  # a read-only disk must not fail the evaluation
             if not self._warned:
-                warnings.warn(f"levelfield: judge cache at {self.directory} is not writable ({exc}); going on without it")
+                warnings.warn(f"levelfield: judge cache at {self.directory} is not writable ({exc}); going on without it", stacklevel=2)
                 self._warned = True
 
     def __repr__(self) -> str:

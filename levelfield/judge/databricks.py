@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from .._core.run.threads import run_coroutine
 from .._core.score.metrics.base import NAN, Metric, Score, ScoringContext
 from .._core.score.metrics.registry import register_metric_hint
-from .._core.run.threads import run_coroutine
 from .metrics import PointwiseMetric
 from .prompts import PointwiseMetricPromptTemplate
 

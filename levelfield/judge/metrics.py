@@ -20,11 +20,10 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._core.data.types import Usage
 from .._core.errors import MetricError
 from .._core.score.metrics.base import NAN, Metric, Score, ScoringContext
-from .._core.data.types import Usage
 from .answers import is_numeric_rating, parse_preference, parse_rating
-from .probability import pass_probability
 from .client import (
     Judge,
     JudgeCache,
@@ -34,6 +33,7 @@ from .client import (
 )
 from .config import JudgeConfig, judge_config, refuse_judge_keywords
 from .panel import PanelJudge, resolve_panel
+from .probability import pass_probability
 from .prompts import (
     PairwiseMetricPromptTemplate,
     PointwiseMetricPromptTemplate,

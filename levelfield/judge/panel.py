@@ -31,7 +31,6 @@ from typing import Any
 from .._core.errors import MetricError
 from .client import Judge, resolve_judge
 
-
 __all__ = ["PanelJudge", "resolve_panel", "judge_name"]
 
 _HOW = "give judges=[judge_a, judge_b, ...] (two or more different judges) or judges={'name': judge, ...}"

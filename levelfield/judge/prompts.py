@@ -17,9 +17,9 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._core.data.types import ToolCall
 from .._core.errors import MetricError
 from .._core.score.metrics.base import ScoringContext
-from .._core.data.types import ToolCall
 from .answers import preference_label
 
 __all__ = [

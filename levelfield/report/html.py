@@ -30,17 +30,17 @@ from .._core.data.jsonsafe import to_jsonable
 from .._core.data.money import dollars
 from .._core.data.textwidth import width
 from .._core.results.writing import write_text
+from .._core.score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT
+from ..comparison_text import evaluator_lines
 from ..failure_summary import failure_groups
+from ..verdict import early_stop_line, failure_rule, other_rule, verdict
 from .changes import baseline_section
 from .glossary import describe_metric
 from .judges import judge_section
-from .._core.score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT
-from ..comparison_text import evaluator_lines
-from ..verdict import early_stop_line, failure_rule, other_rule, verdict
 
 if TYPE_CHECKING:
-    from ..comparison import AgentCase, Comparison
     from .._core.score.diff import MarkedCall
+    from ..comparison import AgentCase, Comparison
 
 __all__ = ["render", "write", "report_sections", "asset", "TEXT_LIMIT",
            "escape", "breakable", "long_text", "score_chip", "number", "call_text", "in_reference_order", "agent_color_of"]

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._core.run.conversation import DEFAULT_MAX_TURNS, Exchange, SimulatedUser
 from .._core.errors import ConfigTypeError
+from .._core.run.conversation import DEFAULT_MAX_TURNS, Exchange, SimulatedUser
 from .._core.score.metrics.conversation import TurnsUsed
-from .llm import UserSimulator
 from . import task_success  # noqa: F401  (registers the metric name "task_success" for the registry's hint)
+from .llm import UserSimulator
 
 __all__ = [
     "TurnsUsed",

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._core.run.conversation import DEFAULT_MAX_TURNS, Exchange, UserTurn
 from .._core.data.dataset import Scenario
-from .._core.errors import ConfigError, ConfigTypeError, MissingExtraError
 from .._core.data.token_counts import chat_message_usage
 from .._core.data.types import content_text
+from .._core.errors import ConfigError, ConfigTypeError, MissingExtraError
+from .._core.run.conversation import DEFAULT_MAX_TURNS, Exchange, UserTurn
 
 __all__ = ["UserSimulator", "DEFAULT_STOP_PHRASE"]
 

@@ -6,9 +6,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Union
 
-from .._core.run.conversation import DEFAULT_MAX_TURNS, Exchange, UserTurn
 from .._core.data.dataset import Scenario
 from .._core.errors import ConfigError, ConfigTypeError
+from .._core.run.conversation import DEFAULT_MAX_TURNS, Exchange, UserTurn
 
 __all__ = ["ScriptedUser", "Rule", "Reply"]
 

@@ -16,6 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import Unpack
+
+from .._core.data.config import RunConfig, RunOptions, run_config
+from .._core.data.dataset import EvalCase, EvalDataset, Turn
+from .._core.data.types import AgentOutput, AgentRun, ToolCall
 from .._core.errors import MissingExtraError
 from .._core.results.criteria import (
     CaseVerdict,
@@ -28,14 +33,8 @@ from .._core.results.criteria import (
     load_criteria,
     with_efficiency,
 )
-from typing_extensions import Unpack
-
-from .._core.data.config import RunConfig, RunOptions, run_config
-from .._core.data.dataset import EvalCase, EvalDataset, Turn
-from ..formats.files import load_dataset
 from .._core.results.result import EvalResult
-from .._core.data.types import AgentOutput, ToolCall
-from .._core.data.types import AgentRun
+from ..formats.files import load_dataset
 
 __all__ = ["GateReport", "check_eval", "assert_eval", "eval_test", "resolve_criteria"]
 

@@ -12,17 +12,17 @@ cookie and drops the token from the address).
 from __future__ import annotations
 
 import hmac
-from functools import partial
 from collections.abc import Sequence
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlencode, urlsplit
 
-from ..comparability import EvaluatorsDifferError
 from .._core.errors import LevelfieldError
-from ..report.html import asset, report_sections
 from .._serving import check_token
+from ..comparability import EvaluatorsDifferError
+from ..report.html import asset, report_sections
 from . import pages
 from .catalog import Catalog
 from .diff import Side, diff_runs, pair_agents

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..comparability import EvaluatorsDifferError
 from .._core.errors import LevelfieldError
 from .._core.stats.change import Change
+from ..comparability import EvaluatorsDifferError
 from ..gate import scores_changes
 from .diff import Side, diff_runs, pair_agents
 from .index import RunIndex, find_runs

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..comparability import check_evaluators
 from .._core.stats.change import Change
+from ..comparability import check_evaluators
 from ..gate import scores_changes
 from .index import RunIndex
 

@@ -27,11 +27,11 @@ import numpy as np
 from .._core.data.dataset import EvalCase
 from .._core.data.types import AgentRun
 from .._core.errors import RecordError
-from .._core.score.scoring import context_for, explain_scores
 from .._core.results.provenance import evaluators_from_header
 from .._core.results.record import FORMAT, RUNS_FILE, VERSION, metrics_from_specs, score_from_json
 from .._core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
 from .._core.score.metrics.base import Metric, Score
+from .._core.score.scoring import context_for, explain_scores
 from .._core.stats.config import StatsConfig
 from .._core.stats.inference import reduce_trials
 

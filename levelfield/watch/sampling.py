@@ -74,7 +74,7 @@ class SampleRule:
     """The rule as it was given (named in errors and in the windows' header)."""
 
     @classmethod
-    def parse(cls, text: str) -> "SampleRule":
+    def parse(cls, text: str) -> SampleRule:
         """A rule from ``KEY=PATTERN:RATE``; a ConfigError naming the rule and the expected form."""
         if not isinstance(text, str):
             raise ConfigError(f"sample rule {text!r}: {_FORM}")

@@ -23,8 +23,8 @@ from .._core.errors import LevelfieldError, exception_text
 from .._core.results.result import EvalResult
 from .._core.results.saved_run import SAVED_AGENT
 from .._core.run.engine import saved_runs
-from .._core.score.metrics.base import Metric, Score
 from .._core.score.batch import score_rows
+from .._core.score.metrics.base import Metric, Score
 from .._core.score.scoring import context_for
 from ..formats.spans import Span, TraceError, failed_row, row_from_spans
 from .budget import HourlyBudget

@@ -22,17 +22,17 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .._core.data.prices import price_table
 from .._core.errors import ConfigError, TraceError
-from .._core.results.writing import write_text
 from .._core.results.provenance import evaluators_of
+from .._core.results.writing import write_text
 from .._core.score.metrics.base import Metric, Score
 from .._core.score.metrics.registry import resolve_metrics
 from ..formats.spans import Span
-from .._core.data.prices import price_table
 from .assembly import DEFAULT_GRACE, Assembler, Trace, check_grace
 from .budget import HourlyBudget, skipped_for_budget
 from .receiver import decode, make_app
-from .sampling import SampleRule, Sampler, span_attributes
+from .sampling import Sampler, SampleRule, span_attributes
 from .scoring import Item, Scorer
 from .spool import Spool
 from .windows import Windows, journaled_ids
@@ -529,7 +529,7 @@ class Watcher:
 
     # -- running in a thread (Python API, tests) ------------------------------------------------
 
-    def start(self) -> "Watcher":
+    def start(self) -> Watcher:
         """Run in a background thread; returns once the receiver listens (``.port``)."""
         def main() -> None:
             try:
@@ -555,7 +555,7 @@ class Watcher:
         if self._error is not None:
             raise self._error
 
-    def __enter__(self) -> "Watcher":
+    def __enter__(self) -> Watcher:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -22,11 +22,11 @@ from starlette.responses import PlainTextResponse  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
 import levelfield as lf  # noqa: E402
-from levelfield.adapters.a2a import adk_trajectory, restore_ints  # noqa: E402
-from levelfield.adapters import A2AAgent
-from levelfield.adapters.a2a.server import _data_part, build_agent_card, build_app, start_asgi, start_server  # noqa: E402
 from levelfield._core.data.dataset import EvalCase, EvalDataset, Turn  # noqa: E402
 from levelfield._core.data.types import AgentOutput, ToolCall  # noqa: E402
+from levelfield.adapters import A2AAgent
+from levelfield.adapters.a2a import adk_trajectory, restore_ints  # noqa: E402
+from levelfield.adapters.a2a.server import _data_part, build_agent_card, build_app, start_asgi, start_server  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent  # noqa: E402
 
 # The adapter is under test here; the preflight before the first case has tests of its own.

@@ -29,9 +29,9 @@ from google.adk.models.llm_response import LlmResponse  # noqa: E402
 from google.genai import types  # noqa: E402
 
 import levelfield as lf  # noqa: E402
+from levelfield._core.data.dataset import EvalCase, EvalDataset, Turn  # noqa: E402
 from levelfield.adapters import A2AAgent  # noqa: E402
 from levelfield.adapters.a2a.server import start_asgi, start_server  # noqa: E402
-from levelfield._core.data.dataset import EvalCase, EvalDataset, Turn  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent  # noqa: E402
 
 # The adapter is under test here; the preflight before the first case has tests of its own.

@@ -27,10 +27,10 @@ from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, Agen
 from starlette.applications import Starlette  # noqa: E402
 
 import _a2a_wire as wire  # noqa: E402
+from levelfield._core.errors import AdapterError  # noqa: E402
 from levelfield.adapters import A2AAgent  # noqa: E402
 from levelfield.adapters.a2a.preflight import Preflight, preflight  # noqa: E402
 from levelfield.adapters.a2a.server import start_asgi, start_server  # noqa: E402
-from levelfield._core.errors import AdapterError  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

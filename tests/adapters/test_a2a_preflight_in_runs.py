@@ -14,12 +14,12 @@ pytest.importorskip("uvicorn")
 
 import _a2a_wire as wire  # noqa: E402
 import levelfield as lf  # noqa: E402
-from levelfield.adapters import A2AAgent  # noqa: E402
-from levelfield.adapters.a2a.server import start_asgi, start_server  # noqa: E402
-from levelfield.cli.main import build_parser  # noqa: E402
 from levelfield._core.errors import ConfigError  # noqa: E402
 from levelfield._core.run.notices import NoToolCallsWarning  # noqa: E402
 from levelfield._core.run.preflight import A2APreflightWarning  # noqa: E402
+from levelfield.adapters import A2AAgent  # noqa: E402
+from levelfield.adapters.a2a.server import start_asgi, start_server  # noqa: E402
+from levelfield.cli.main import build_parser  # noqa: E402
 from levelfield.report import render as render_report  # noqa: E402
 
 FAST = {"progress": False, "retries": 0}

@@ -19,10 +19,10 @@ pytest.importorskip("uvicorn")
 import httpx  # noqa: E402
 
 import levelfield as lf  # noqa: E402
-from levelfield.adapters import A2AAgent  # noqa: E402
-from levelfield.adapters.a2a.server import add_serve_command, start_server  # noqa: E402
 from levelfield._core.data.dataset import EvalCase, EvalDataset  # noqa: E402
 from levelfield._core.errors import AdapterError  # noqa: E402
+from levelfield.adapters import A2AAgent  # noqa: E402
+from levelfield.adapters.a2a.server import add_serve_command, start_server  # noqa: E402
 from samples.home_automation import DATASET  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent  # noqa: E402
 
@@ -374,8 +374,8 @@ def test_serve_on_all_interfaces_warns_shows_the_real_address_and_takes_the_toke
 
 
 def test_a_token_that_no_http_client_can_send_is_refused():
-    from levelfield.adapters.a2a.server import build_app
     from levelfield._core.errors import ConfigError
+    from levelfield.adapters.a2a.server import build_app
 
     for token in ("Schlüssel", "two words", ""):
         with pytest.raises(ConfigError, match="auth_token"):

@@ -24,11 +24,11 @@ pytest.importorskip("uvicorn")
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict  # noqa: E402
 
 import levelfield as lf  # noqa: E402
-from levelfield.adapters import A2AAgent  # noqa: E402
-from levelfield.adapters.a2a.server import build_agent_card, start_server  # noqa: E402
-from levelfield._core.errors import ConfigError, LevelfieldError  # noqa: E402
 from levelfield._core.data.protocol import AgentRequest  # noqa: E402
 from levelfield._core.data.types import AgentOutput  # noqa: E402
+from levelfield._core.errors import ConfigError, LevelfieldError  # noqa: E402
+from levelfield.adapters import A2AAgent  # noqa: E402
+from levelfield.adapters.a2a.server import build_agent_card, start_server  # noqa: E402
 
 # The adapter is under test here; the preflight before the first case has tests of its own.
 FAST = {"progress": False, "retries": 0, "timeout": 30, "a2a_preflight": False}
@@ -287,8 +287,8 @@ def test_an_answer_under_the_cap_is_read_whole(raw_server):
 
 
 def test_the_cli_takes_the_cap_as_max_response(raw_server, tmp_path):
-    from levelfield.cli import main
     from levelfield._core.results.record import read_record
+    from levelfield.cli import main
 
     async def big(request: Request, writer: asyncio.StreamWriter) -> None:
         await send_json(writer, rpc(request, completed_task("résumé " * 200_000)))

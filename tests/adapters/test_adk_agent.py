@@ -22,8 +22,8 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 import levelfield as lf
-from levelfield.adapters.adk import AdkAgent
 from levelfield._core.data.protocol import AgentRequest
+from levelfield.adapters.adk import AdkAgent
 from levelfield.testing import ScriptedUser
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

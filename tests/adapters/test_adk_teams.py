@@ -16,8 +16,8 @@ from google.genai import types
 from vertexai import agent_engines
 
 import levelfield as lf
-from levelfield.adapters import AgentEngineAgent
 from levelfield._core.data.protocol import AgentRequest
+from levelfield.adapters import AgentEngineAgent
 from samples.home_automation.agents import agent_engine_agent as sample
 
 FAST = {"progress": False, "retries": 0}

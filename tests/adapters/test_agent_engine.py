@@ -19,9 +19,9 @@ from google.genai import types
 from vertexai import agent_engines
 
 import levelfield as lf
-from levelfield.adapters import AgentEngineAgent
 from levelfield._core.data.dataset import EvalCase, EvalDataset, Turn
 from levelfield._core.data.protocol import AgentRequest
+from levelfield.adapters import AgentEngineAgent
 from samples.home_automation.agents import agent_engine_agent as sample
 from samples.home_automation.agents.function_agents import careful_agent
 

@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from fixtures_agent_engine.standins import RESOURCE, deployed
 from google.api_core import exceptions as google_exceptions
 
 import levelfield as lf
-from levelfield.adapters import AgentEngineAgent
-from levelfield._core.errors import MissingExtraError
+from fixtures_agent_engine.standins import RESOURCE, deployed
 from levelfield._core.data.protocol import AgentRequest
+from levelfield._core.errors import MissingExtraError
+from levelfield.adapters import AgentEngineAgent
 from samples.home_automation.agents import agent_engine_agent as sample
 
 DATASET = Path(__file__).resolve().parents[2] / "samples" / "home_automation" / "dataset.jsonl"

@@ -17,12 +17,11 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 import levelfield as lf
-from levelfield._core.data.dataset import EvalCase, EvalDataset, Turn
 from levelfield import as_agent
+from levelfield._core.data.dataset import EvalCase, EvalDataset, Turn
 from levelfield.adapters import LangChainAgent
 from levelfield.adapters.langchain import TrajectoryRecorder
-from levelfield.testing import ScriptedChatModel
-from levelfield.testing import last_human_text, tool_outputs_by_turn
+from levelfield.testing import ScriptedChatModel, last_human_text, tool_outputs_by_turn
 from samples.home_automation.agents.function_agents import careful_agent
 from samples.home_automation.agents.langgraph_agent import make_graph, make_model
 from samples.home_automation.tools import TOOLS, ToolError

@@ -12,8 +12,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, Send
 
 import levelfield as lf
-from levelfield.testing import ScriptedChatModel
-from levelfield.testing import last_human_text, tool_outputs_by_turn
+from levelfield.testing import ScriptedChatModel, last_human_text, tool_outputs_by_turn
 
 FAST = {"progress": False, "retries": 0}
 

@@ -22,7 +22,6 @@ pytest.importorskip("langchain.agents")
 
 import levelfield as lf  # noqa: E402
 from levelfield._core.data.types import AgentRun, Usage  # noqa: E402
-
 from provider_standins import AnthropicStandIn, Bill, GeminiStandIn, OpenAIStandIn, Step  # noqa: E402
 
 CALL = ("get_weather", {"city": "Lisboa"})

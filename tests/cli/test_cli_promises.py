@@ -5,8 +5,8 @@ import json
 import pytest
 
 import levelfield as lf
-from levelfield.cli.main import build_parser, main
 from levelfield._core.results.record import read_record
+from levelfield.cli.main import build_parser, main
 
 SAMPLE = "samples/home_automation/dataset.jsonl"
 CAREFUL = "samples.home_automation.agents.function_agents:careful_agent"

@@ -10,9 +10,8 @@ from urllib.parse import urlparse
 import pytest
 
 from levelfield import cli
-from levelfield.demo import demo_agents
 from levelfield.adapters.a2a import server as a2a_server
-
+from levelfield.demo import demo_agents
 
 pytestmark = pytest.mark.slow  # the demo runs every framework, A2A servers included, in a subprocess
 

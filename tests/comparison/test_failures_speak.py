@@ -8,10 +8,10 @@ import warnings
 import pytest
 
 import levelfield as lf
-from levelfield.cli.main import main
-from levelfield._core.data.types import AgentRun
-from levelfield.failure_summary import agents_that_always_failed, failure_groups, format_failures
 from levelfield import AllRunsFailedWarning
+from levelfield._core.data.types import AgentRun
+from levelfield.cli.main import main
+from levelfield.failure_summary import agents_that_always_failed, failure_groups, format_failures
 
 SAMPLE = "samples/home_automation/dataset.jsonl"
 CAREFUL = "samples.home_automation.agents.function_agents:careful_agent"

@@ -7,8 +7,8 @@ import warnings
 import pytest
 
 import levelfield as lf
-from levelfield.cli import main
 from levelfield._core.run.notices import MissingReferenceWarning, NoToolCallsWarning, ResumeWarning
+from levelfield.cli import main
 
 SAMPLE = "samples/home_automation/dataset.jsonl"
 CAREFUL = "samples.home_automation.agents.function_agents:careful_agent"

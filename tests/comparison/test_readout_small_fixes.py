@@ -13,8 +13,8 @@ import unicodedata
 import pytest
 
 import levelfield as lf
-from levelfield.cli.main import main
 from levelfield import AllRunsFailedWarning
+from levelfield.cli.main import main
 
 # Thirteen cases, in several languages: the agents echo the case's answer, so every run passes but
 # the ones an agent is written to crash on.
@@ -211,8 +211,7 @@ def test_a_single_agent_graphs_transcript_shows_no_hand_off(tmp_path):
     from langchain.agents import create_agent
     from langchain_core.tools import tool
 
-    from levelfield.testing import ScriptedChatModel
-    from levelfield.testing import tool_outputs_by_turn
+    from levelfield.testing import ScriptedChatModel, tool_outputs_by_turn
 
     @tool
     def refund(invoice: int) -> str:
@@ -356,8 +355,8 @@ def test_report_writes_dollars_in_plain_decimals(priced_report):
 
 
 def test_money_has_one_formatter():
-    from levelfield.comparison_text import _usd
     from levelfield._core.data.money import dollars
+    from levelfield.comparison_text import _usd
     from levelfield.verdict import _dollars
 
     assert [dollars(x) for x in (8.32e-06, 0.0042, 0.01, 0.125, 8.3249, 1234.5, 0)] == \

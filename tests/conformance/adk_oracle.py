@@ -19,8 +19,8 @@ from google.adk.evaluation.final_response_match_v1 import RougeEvaluator  # noqa
 from google.adk.evaluation.trajectory_evaluator import TrajectoryEvaluator  # noqa: E402
 from google.genai import types  # noqa: E402
 
-from levelfield._core.score.metrics.trajectory import adk_args  # noqa: E402
 from levelfield._core.data.types import ToolCall  # noqa: E402
+from levelfield._core.score.metrics.trajectory import adk_args  # noqa: E402
 
 __all__ = ["invocation", "adk_trajectory_scores", "adk_response_scores", "adk_call"]
 

@@ -27,11 +27,11 @@ ray = pytest.importorskip("ray")
 import levelfield as lf  # noqa: E402
 from _ray_loopback import linux_only, off_loopback, on_loopback, ray_tree  # noqa: E402
 from _resume import journal_runs, kill_then_resume, run_keys  # noqa: E402
-from levelfield.adapters.a2a.server import start_server  # noqa: E402
+from levelfield import AllRunsFailedWarning  # noqa: E402
 from levelfield._core.data.types import AgentRun  # noqa: E402
 from levelfield._core.results import tables as result_module  # noqa: E402
 from levelfield._core.run.notices import ResumeWarning  # noqa: E402
-from levelfield import AllRunsFailedWarning  # noqa: E402
+from levelfield.adapters.a2a.server import start_server  # noqa: E402
 from levelfield.executors.ray.runtime_env import _on_loopback  # noqa: E402
 from levelfield.testing.ray_cluster import LOOPBACK, local_ray_options  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent, hasty_agent  # noqa: E402

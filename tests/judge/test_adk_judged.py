@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import levelfield as lf
-from levelfield.cli.main import main
-from levelfield._core.data.dataset import EvalCase, EvalDataset
 from levelfield import JudgeAnswersUnreadableWarning
+from levelfield._core.data.dataset import EvalCase, EvalDataset
+from levelfield.cli.main import main
 from levelfield.testing import ScriptedChatModel
 
 FIXTURE = Path(__file__).resolve().parents[1] / "judged_fixture"

@@ -26,11 +26,11 @@ from levelfield.testing import ScriptedChatModel, last_human_text
 
 adk_eval = pytest.importorskip("google.adk.evaluation")
 
+from google.adk.evaluation.eval_case import Invocation, InvocationEvent, InvocationEvents  # noqa: E402
+from google.adk.evaluation.eval_config import EvalConfig, get_eval_metrics_from_config  # noqa: E402
+from google.adk.evaluation.eval_metrics import EvalMetric, EvalStatus  # noqa: E402
 from google.adk.evaluation.eval_rubrics import Rubric as AdkRubric  # noqa: E402
 from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALUATOR_REGISTRY  # noqa: E402
-from google.adk.evaluation.eval_case import Invocation, InvocationEvent, InvocationEvents  # noqa: E402
-from google.adk.evaluation.eval_metrics import EvalMetric, EvalStatus  # noqa: E402
-from google.adk.evaluation.eval_config import EvalConfig, get_eval_metrics_from_config  # noqa: E402
 from google.adk.models.base_llm import BaseLlm  # noqa: E402
 from google.adk.models.llm_request import LlmRequest  # noqa: E402
 from google.adk.models.llm_response import LlmResponse  # noqa: E402

@@ -12,19 +12,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import PrivateAttr
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import PrivateAttr
 
 import levelfield as lf
 from levelfield._core.score.metrics.base import ScoringContext
 from levelfield.judge import parse_preference, parse_rating
 from levelfield.metrics import Judge, JudgeCache
-from levelfield.testing import ScriptedChatModel
+from levelfield.testing import ScriptedChatModel, last_human_text
 from levelfield.testing.chat_model import count_tokens
-from levelfield.testing import last_human_text
 from samples.home_automation.agents.function_agents import careful_agent, hasty_agent
 
 DATASET = Path(__file__).resolve().parents[2] / "samples" / "home_automation" / "dataset.jsonl"

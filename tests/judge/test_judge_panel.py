@@ -18,7 +18,6 @@ import pytest
 import levelfield as lf
 from levelfield._core.errors import ConfigError, MetricError
 from levelfield._core.stats.panel import analyse_panel, effective_votes
-
 from provider_standins import Bill, OpenAIStandIn, Step
 
 # -- simulated panels of known error correlation -----------------------------------------------------

@@ -15,8 +15,7 @@ import pytest
 
 import levelfield as lf
 from levelfield._core.errors import ConfigError, LevelfieldError
-from levelfield.metrics import PointwiseMetric
-from levelfield.metrics import PointwiseMetricPromptTemplate
+from levelfield.metrics import PointwiseMetric, PointwiseMetricPromptTemplate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from provider_standins import Bill, GeminiStandIn, OpenAIStandIn, Step  # noqa: E402

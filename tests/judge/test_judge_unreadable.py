@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 import levelfield as lf
-from levelfield.cli.main import main
+from levelfield import JudgeAnswersUnreadableWarning
 from levelfield._core.data.dataset import EvalCase, EvalDataset
 from levelfield._core.score.metrics.base import ScoringContext
-from levelfield import JudgeAnswersUnreadableWarning
+from levelfield.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))

@@ -10,8 +10,7 @@ import re
 import pytest
 
 import levelfield as lf
-from levelfield.testing import ScriptedChatModel
-from levelfield.testing import last_human_text
+from levelfield.testing import ScriptedChatModel, last_human_text
 
 dbx = lf.metrics.databricks
 

@@ -11,8 +11,8 @@ import re
 import pytest
 
 import levelfield as lf
-from levelfield._core.data.dataset import EvalCase, EvalDataset, Turn
 from levelfield import JudgeAnswersUnreadableWarning
+from levelfield._core.data.dataset import EvalCase, EvalDataset, Turn
 
 
 @pytest.fixture(autouse=True)

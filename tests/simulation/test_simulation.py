@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 import levelfield as lf
-from levelfield._core.run.conversation import Exchange, ReplayedUser, UserTurn
 from levelfield._core.data.dataset import Scenario
 from levelfield._core.data.types import AgentOutput
+from levelfield._core.run.conversation import Exchange, ReplayedUser, UserTurn
 from levelfield.testing import ScriptedUser
 
 FAST = {"progress": False, "retries": 0}

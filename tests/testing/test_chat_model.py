@@ -8,9 +8,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
-from levelfield.testing import ScriptedChatModel
+from levelfield.testing import ScriptedChatModel, last_human_text, tool_outputs_by_turn
 from levelfield.testing.chat_model import count_tokens
-from levelfield.testing import last_human_text, tool_outputs_by_turn
 
 
 @tool

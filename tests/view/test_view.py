@@ -21,9 +21,8 @@ from levelfield.view.catalog import Catalog
 from levelfield.view.index import RecordIndex
 
 pytest.importorskip("starlette", reason="levelfield view needs the view extra")
-from starlette.testclient import TestClient  # noqa: E402
-
 import httpx  # noqa: E402
+from starlette.testclient import TestClient  # noqa: E402
 
 from levelfield.view import create_app, start  # noqa: E402
 

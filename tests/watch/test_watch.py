@@ -29,8 +29,10 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
 from levelfield._core.results.record import read_record  # noqa: E402
-from levelfield.watch import Watcher  # noqa: E402
-from levelfield.watch import WatchStats  # noqa: E402
+from levelfield.watch import (
+    Watcher,  # noqa: E402
+    WatchStats,  # noqa: E402
+)
 from levelfield.watch.windows import window_files  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,8 +20,8 @@ from levelfield.watch.windows import window_files
 
 pytest.importorskip("langchain_core")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
-from levelfield.testing.chat_model import count_tokens  # noqa: E402
 from levelfield.testing import ScriptedChatModel, last_human_text
+from levelfield.testing.chat_model import count_tokens  # noqa: E402
 from tests.watch.test_watch import agent_trace, exporter_provider, references, wait_for  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

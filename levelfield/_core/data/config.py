@@ -187,7 +187,7 @@ class RunConfig:
         """``out`` as a Path, or None."""
         return None if self.out is None else Path(self.out)
 
-    def replace(self, **options: Any) -> "RunConfig":
+    def replace(self, **options: Any) -> RunConfig:
         """A copy with some options changed (names checked)."""
         return run_config(self, **options)
 

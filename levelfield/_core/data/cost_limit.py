@@ -280,7 +280,7 @@ class RunBudget:
         """Agent -> why some of its runs' cost is unknown (they count as nothing spent)."""
         return {name: a.unpriced for name, a in self._agents.items() if a.unpriced}
 
-    def report(self, not_started: Mapping[str, int]) -> "BudgetReport":
+    def report(self, not_started: Mapping[str, int]) -> BudgetReport:
         """What each agent spent and was kept from starting (``not_started``: agent -> runs)."""
         agents = {}
         for name, a in self._agents.items():
@@ -379,7 +379,7 @@ class BudgetReport:
                 "agents": {name: a.to_dict() for name, a in self.agents.items()}}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "BudgetReport":
+    def from_dict(cls, data: Mapping[str, Any]) -> BudgetReport:
         agents = {}
         for name, a in (data.get("agents") or {}).items():
             per_run = a.get("per_run_usd")

@@ -120,12 +120,12 @@ class Usage(BaseModel):
     """The part of ``output_tokens`` spent on reasoning ("thinking") before the answer."""
     model: str | None = None
     """The model that spent every one of these tokens, when known."""
-    by_model: dict[str, "Usage"] | None = None
+    by_model: dict[str, Usage] | None = None
     """When several models spent them: each named model's share (tokens beyond their sum came
     from a model whose name nobody reported)."""
 
     @model_validator(mode="after")
-    def _parts_within_totals(self) -> "Usage":
+    def _parts_within_totals(self) -> Usage:
         cached = (self.cache_read_tokens or 0) + (self.cache_write_tokens or 0)
         if cached > self.input_tokens:
             raise ValueError(f"cache_read_tokens + cache_write_tokens ({cached}) exceed input_tokens "
@@ -135,7 +135,7 @@ class Usage(BaseModel):
                              "output_tokens counts every generated token, reasoning included")
         return self
 
-    def __add__(self, other: "Usage | None") -> "Usage":
+    def __add__(self, other: Usage | None) -> Usage:
         if other is None:
             return self
         total = Usage(
@@ -158,7 +158,7 @@ class Usage(BaseModel):
             total.by_model = shares
         return total
 
-    def model_shares(self) -> dict[str, "Usage"]:
+    def model_shares(self) -> dict[str, Usage]:
         """Each named model's tokens (``{}`` when no model was named)."""
         if self.by_model is not None:
             return dict(self.by_model)

@@ -51,7 +51,7 @@ class CostColumns:
         """Failed runs by whose fault they were (``AgentRun.failure_class``), for the runs that say."""
 
     @classmethod
-    def of(cls, runs: Sequence[AgentRun], prices: PriceTable | None = None) -> "CostColumns":
+    def of(cls, runs: Sequence[AgentRun], prices: PriceTable | None = None) -> CostColumns:
         columns = cls(prices)
         for run in runs:
             columns.add(run)

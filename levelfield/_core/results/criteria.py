@@ -35,8 +35,8 @@ from ..score.metrics.base import Metric
 from ..score.metrics.efficiency_adk import EFFICIENCY_METRICS
 
 if TYPE_CHECKING:
-    from .result import EvalResult
     from ..data.types import AgentRun
+    from .result import EvalResult
 
 __all__ = [
     "Criterion",
@@ -76,9 +76,9 @@ _INFORMATIONAL = frozenset(EFFICIENCY_METRICS)
 class CriterionKind:
     """A criterion the judge package computes: how its options are checked and how its metric is built."""
 
-    build: Callable[["Criterion", Any], Metric]
+    build: Callable[[Criterion, Any], Metric]
     """``build(criterion, judge)``: the metric computing it, with ``judge`` (None when none was given)."""
-    check: Callable[["Criterion", str], None] | None = None
+    check: Callable[[Criterion, str], None] | None = None
     """``check(criterion, where)``: raises a MetricError naming ``where`` when its options are wrong."""
     description: str = ""
     """One line saying what it measures and how levelfield computes it."""

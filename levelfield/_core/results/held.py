@@ -16,8 +16,9 @@ from ..data.dataset import EvalCase, EvalDataset
 from ..data.types import AgentRun
 from ..score.metrics.base import FAILED_AS_ZERO, Metric, Score, score_columns
 from ..score.scoring import context_for, explain_scores
-from .columns import CostColumns, mean as _mean
-from .record import RUNS_FILE, finish_journal, fingerprints_of, write_record
+from .columns import CostColumns
+from .columns import mean as _mean
+from .record import RUNS_FILE, fingerprints_of, finish_journal, write_record
 from .source import Owner, RowSource, describe_runs
 from .summary import floats, number, run_costs, summarize, summary_columns
 from .table_row import table_row

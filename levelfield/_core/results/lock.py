@@ -63,7 +63,7 @@ class OutLock:
         self._made_folder = made_folder
 
     @classmethod
-    def acquire(cls, folder: str | os.PathLike[str]) -> "OutLock":
+    def acquire(cls, folder: str | os.PathLike[str]) -> OutLock:
         """Hold ``folder``'s lock (creating the folder), or raise :class:`FolderInUseError` naming the holder."""
         folder = Path(folder)
         made_folder = not folder.exists()

@@ -99,7 +99,7 @@ class Evaluator:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Evaluator":
+    def from_dict(cls, data: Mapping[str, Any]) -> Evaluator:
         """An evaluator read back from a record (unknown keys ignored, missing ones left empty)."""
         known = {f.name for f in fields(cls)}
         kept = {k: v for k, v in data.items() if k in known}
@@ -108,7 +108,7 @@ class Evaluator:
             kept["version"] = str(kept["version"])
         return cls(**kept)
 
-    def with_calibration(self, calibration: Mapping[str, Any] | None) -> "Evaluator":
+    def with_calibration(self, calibration: Mapping[str, Any] | None) -> Evaluator:
         """This evaluator with a calibration or certification record attached (None removes it)."""
         return replace(self, calibration=None if calibration is None else dict(calibration))
 

@@ -22,9 +22,9 @@ process killed mid-write) is ignored; any other unreadable line is an error nami
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import collections
 import concurrent.futures
+import contextlib
 import datetime as _dt
 import functools
 import hashlib
@@ -41,10 +41,10 @@ from typing import IO, Any, ClassVar
 from pydantic import ValidationError
 
 from ..data.dataset import EvalCase
-from ..errors import MetricError, RecordError, WriteError
 from ..data.jsonsafe import dumps, model_json, to_jsonable
-from ..score.metrics.base import Metric, Score, ScoringContext, kept_arguments
 from ..data.types import AgentRun, Usage
+from ..errors import MetricError, RecordError, WriteError
+from ..score.metrics.base import Metric, Score, ScoringContext, kept_arguments
 from .lock import LOCK_FILE, OutLock
 from .writing import replacing, writing
 
@@ -417,7 +417,7 @@ class Journal:
         """The folder's writer lock when the journal holds it (released by :meth:`close`), else None."""
 
     @classmethod
-    def create(cls, path: Path, header: Mapping[str, Any], cases: Sequence[EvalCase], fingerprints: Mapping[str, str]) -> "Journal":
+    def create(cls, path: Path, header: Mapping[str, Any], cases: Sequence[EvalCase], fingerprints: Mapping[str, str]) -> Journal:
         """Start a new record at ``path``: the header now, the case lines before any run line, runs as they finish.
 
         Inside an event loop the case lines are written a few hundred per turn of the loop, while
@@ -486,7 +486,7 @@ class Journal:
             asyncio.get_running_loop().call_soon(self._write_some_cases)
 
     @classmethod
-    def reopen(cls, record: Record) -> "Journal":
+    def reopen(cls, record: Record) -> Journal:
         """Append to an existing record (resume), after repairing its end: a torn last line (a
         process killed mid-write) is cut off, a last line without its newline gets one."""
         with writing(record.path, "cannot repair the journal"):
@@ -496,7 +496,7 @@ class Journal:
         return journal
 
     @classmethod
-    def append_to(cls, path: Path) -> "Journal":
+    def append_to(cls, path: Path) -> Journal:
         """Append to the record at ``path`` without reading it back first (a record that grows by
         cases as well as runs, like a watch window), after repairing its end as :meth:`reopen` does."""
         with writing(path, "cannot repair the journal"):
@@ -510,7 +510,7 @@ class Journal:
         self._fingerprints[case.case_id] = fingerprint
         self._pending.append(_case_line(case, fingerprint))
 
-    def write(self, run: AgentRun, scores: Mapping[str, Score] | None = None) -> "asyncio.Future[None] | None":
+    def write(self, run: AgentRun, scores: Mapping[str, Score] | None = None) -> asyncio.Future[None] | None:
         """Append one finished run (and its scores so far).
 
         Inside an event loop the line is written once the loop has run what is ready (runs that
@@ -564,7 +564,7 @@ class Journal:
         if self.durable and not self._f.closed:
             os.fsync(self._f.fileno())
 
-    def _sync_then(self, flushed: "asyncio.Future[None]") -> None:
+    def _sync_then(self, flushed: asyncio.Future[None]) -> None:
         """``flushed`` is done once the lines written so far are durable (or fails with the journal's error).
 
         ``fsync`` runs on the journal's own thread, one at a time: lines written while one is under
@@ -588,7 +588,7 @@ class Journal:
             synced.set_exception(exc)
         synced.add_done_callback(lambda f: self._synced(f, waiting, loop))
 
-    def _synced(self, synced: "asyncio.Future[None]", waiting: list["asyncio.Future[None]"],
+    def _synced(self, synced: asyncio.Future[None], waiting: list[asyncio.Future[None]],
                 loop: asyncio.AbstractEventLoop) -> None:
         self._syncing = False
         exc = None if synced.cancelled() else synced.exception()
@@ -639,7 +639,7 @@ class Journal:
         if unreported is not None:
             raise unreported
 
-    def __enter__(self) -> "Journal":
+    def __enter__(self) -> Journal:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -341,7 +341,7 @@ class EvalResult:
         return self._source.save(Path(directory), self.record_header, lambda: self.summary_metrics)
 
     @classmethod
-    def load(cls, location: str | Path, *, agent: str | None = None) -> "EvalResult":
+    def load(cls, location: str | Path, *, agent: str | None = None) -> EvalResult:
         """Read a result back from a saved folder (or its ``runs.jsonl``); the summary is recomputed
         from the stored scores. A record of several agents needs ``agent=`` (or ``Comparison.load``)."""
         record = read_record(location)

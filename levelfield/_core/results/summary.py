@@ -13,7 +13,11 @@ import pandas as pd
 from ..data.prices import Cost, PriceTable, cost_note, total_cost, usage_cost
 from ..data.types import AgentRun
 from ..score.metrics.base import Score
-from .columns import COST_KEYS as _COST_KEYS, CostColumns, cost_items, mean as _mean, score_cost as _cost, std as _std
+from .columns import COST_KEYS as _COST_KEYS
+from .columns import CostColumns, cost_items
+from .columns import mean as _mean
+from .columns import score_cost as _cost
+from .columns import std as _std
 
 __all__ = ["summarize", "run_costs", "judge_costs", "summary_columns", "floats", "number"]
 

@@ -98,7 +98,7 @@ class _Layout:
     """Learnt from the first page alone: every other page is checked against it."""
 
     @classmethod
-    def of_first(cls, rows: list[dict[str, Any]], trials: int, parquet: bool) -> "_Layout":
+    def of_first(cls, rows: list[dict[str, Any]], trials: int, parquet: bool) -> _Layout:
         page = pd.DataFrame(rows)
         names = list(trimmed(page, trials=trials).columns)
         schema = None
@@ -108,7 +108,7 @@ class _Layout:
         return cls(names, {str(c) for c in page.columns} - set(names) - {"trial"}, schema, checked=True)
 
     @classmethod
-    def of_all(cls, pages: Iterable[list[dict[str, Any]]], trials: int, parquet: bool) -> "_Layout":
+    def of_all(cls, pages: Iterable[list[dict[str, Any]]], trials: int, parquet: bool) -> _Layout:
         columns: dict[str, None] = {}
         filled: set[str] = set()
         schemas = []

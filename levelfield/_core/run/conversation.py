@@ -28,16 +28,15 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..data.config import RunConfig
 from ..data.dataset import EvalCase, Scenario
-from ..errors import ConfigTypeError
 from ..data.protocol import AgentRequest, AgentRunnable
+from ..data.types import AgentOutput, AgentRun, Conversation, Message, Usage
+from ..errors import ConfigTypeError
 from . import limits
 from .failures import cancelled_from_outside, describe_error
 from .interrupts import user_interrupted
 from .retry import call_with_retries, is_transient
-from .threads import run_sync
 from .runner import Spent, _run_turn, failed_turn_run
-from ..data.types import AgentOutput, Conversation, Message, Usage
-from ..data.types import AgentRun
+from .threads import run_sync
 
 __all__ = [
     "UserTurn",

@@ -12,41 +12,58 @@ from __future__ import annotations
 
 import asyncio
 import math
-
-import numpy as np
 from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..data.config import RunConfig
-from .conversation import Conversations, SimulatedUser
+from ..data.cost_limit import BudgetReport, CostLimit, RunBudget
 from ..data.dataset import EvalDataset
-from ..errors import DatasetError, RecordError
-from ..score.metrics.base import Metric
 from ..data.protocol import AgentRunnable
-from .notices import (BudgetWarning, MissingReferenceWarning, warn_user, NoToolCallsWarning, ResumeWarning, agents_without_tool_calls,
-                      tool_call_tally,
-                      metric_changes, missing_references, reference_changes)
-from ..results.lock import OutLock, held_here
-from ..score.batch.runs import is_trajectory_metric as _is_trajectory_metric
-from .preflight import hidden_tool_calls, run_preflights
-from ..results.record import (RUNS_FILE, Journal, Record, RunKey, carry_generated, check_out_folder, check_resumable,
-                              fingerprints_of, make_header, read_record)
+from ..data.types import AgentRun
+from ..errors import ConfigError, DatasetError, RecordError
 from ..results.columns import RunColumns
+from ..results.lock import OutLock, held_here
+from ..results.record import (
+    RUNS_FILE,
+    Journal,
+    Record,
+    RunKey,
+    carry_generated,
+    check_out_folder,
+    check_resumable,
+    fingerprints_of,
+    make_header,
+    read_record,
+)
 from ..results.result import EvalResult
 from ..results.saved_run import saved_run
-from .isolation import check_picklable
-from . import limits
-from ..data.cost_limit import BudgetReport, CostLimit, RunBudget
-from .runner import Executor, run_agents, spending_limit
 from ..score.batch import score_rows
 from ..score.batch.runs import RunScorer
+from ..score.batch.runs import is_trajectory_metric as _is_trajectory_metric
+from ..score.metrics.base import Metric, Score
 from ..score.scoring import context_for
-from ..data.types import AgentRun
-from ..errors import ConfigError
-from ..score.metrics.base import Score
 from ..stats.inference import reduce_trials
 from ..stats.sequential import SequentialMonitor, StopRule
+from . import limits
+from .conversation import Conversations, SimulatedUser
+from .isolation import check_picklable
+from .notices import (
+    BudgetWarning,
+    MissingReferenceWarning,
+    NoToolCallsWarning,
+    ResumeWarning,
+    agents_without_tool_calls,
+    metric_changes,
+    missing_references,
+    reference_changes,
+    tool_call_tally,
+    warn_user,
+)
+from .preflight import hidden_tool_calls, run_preflights
+from .runner import Executor, run_agents, spending_limit
 
 __all__ = ["score_saved", "saved_runs", "run_and_score", "open_journal", "warn_missing_references", "EarlyStop"]
 

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import AdapterError, RateLimitedError, type_name, exception_text, message_of, raised_where
+from ..errors import AdapterError, RateLimitedError, exception_text, message_of, raised_where, type_name
 
 __all__ = ["describe_error", "exception_text", "raised_where", "message_of", "attribute",
            "cancelled_from_outside", "RateLimit", "rate_limit_of", "parse_retry_after"]

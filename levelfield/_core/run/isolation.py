@@ -36,13 +36,13 @@ import types
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from . import budget
-from ..errors import AdapterError, AgentOutputError, ConfigError, WorkerError
 from ..data.protocol import AgentRequest, AgentRunnable
+from ..data.types import AgentOutput
+from ..errors import AdapterError, AgentOutputError, ConfigError, WorkerError
+from . import budget
 from .failures import describe_error
 from .retry import is_transient
 from .threads import run_sync
-from ..data.types import AgentOutput
 
 __all__ = ["ProcessIsolation", "WorkerError", "check_picklable"]
 

@@ -707,7 +707,7 @@ class Limits:
         self._agents: dict[str, EndpointLimit | None] = {}  # by agent name: the limit of its endpoint
 
     @classmethod
-    def of(cls, config: Any) -> "Limits":
+    def of(cls, config: Any) -> Limits:
         """The limits a ``RunConfig`` asks for."""
         return cls(
             adaptive=config.adaptive,

@@ -19,10 +19,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import LevelfieldWarning
 from ..data.dataset import ALIASES, EvalCase
 from ..data.jsonsafe import to_jsonable
 from ..data.types import AgentRun
+from ..errors import LevelfieldWarning
 from ..results.record import metric_spec
 from ..score.metrics.base import Metric
 

@@ -14,9 +14,9 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..data.config import RunConfig
 from ..data.dataset import EvalDataset
 from ..data.protocol import AgentRunnable
-from ..data.config import RunConfig
 from .failures import describe_error
 from .notices import LevelfieldWarning, warn_user
 

@@ -26,22 +26,21 @@ import warnings
 from collections.abc import Awaitable, Callable, Collection, Generator, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-from . import budget, limits
 from ..data.config import RunConfig
-from ..data.dataset import EvalCase, EvalDataset
-from ..errors import AgentOutputError
 from ..data.cost_limit import RunBudget, input_size
+from ..data.dataset import EvalCase, EvalDataset
+from ..data.protocol import AgentRequest, AgentRunnable
+from ..data.types import AgentOutput, AgentRun, Message, clean_run
+from ..errors import AgentOutputError
+from . import budget, limits
 from .failures import attribute, describe_error
 from .interrupts import watching as watching_interrupts
 from .isolation import ProcessIsolation
+from .notices import BudgetWarning, warn_user
 from .retry import call_with_retries
 from .scope import CURRENT_SCOPE, RunScope
-from .notices import BudgetWarning, warn_user
 from .threads import quick_handoffs
 from .watchdog import BlockingAgentWarning, LoopBlocked, LoopWatchdog
-from ..data.protocol import AgentRequest, AgentRunnable
-from ..data.types import AgentOutput, Message
-from ..data.types import AgentRun, clean_run
 
 __all__ = ["run_agents", "spending_limit", "interleaved_plan", "BlockingAgentWarning", "Executor", "OnRun", "PlayScenario", "Spent"]
 

@@ -123,7 +123,7 @@ class _Inbox:
                 future.set_result(outcome)
 
 
-_inboxes: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox]" = weakref.WeakKeyDictionary()
+_inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox] = weakref.WeakKeyDictionary()
 
 
 def _inbox(loop: asyncio.AbstractEventLoop) -> _Inbox | None:

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .matching import DEFAULT_MATCHER, ToolCallMatcher, align
 from ..data.types import ToolCall
+from .matching import DEFAULT_MATCHER, ToolCallMatcher, align
 
 __all__ = ["MarkedCall", "mark_trajectory"]
 

@@ -12,8 +12,8 @@ import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple, Union
 
-from ..errors import MetricError
 from ..data.types import ToolCall
+from ..errors import MetricError
 
 __all__ = ["ArgsMode", "ToolRule", "ToolCallMatcher", "Alignment", "align"]
 

@@ -8,12 +8,11 @@ from dataclasses import replace
 from typing import Any
 
 from ..data.cost_limit import CostLimit
-from ..data.prices import usage_cost
-from ..data.types import transcript_text
 from ..data.dataset import EvalCase
-from .metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
-from ..data.types import AgentOutput, AgentRun, Usage
+from ..data.prices import usage_cost
+from ..data.types import AgentOutput, AgentRun, Usage, transcript_text
 from ..errors import exception_text
+from .metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
 
 __all__ = ["context_for", "conversation_context", "score_sync", "score_async", "order_like", "split_metrics", "run_spend",
            "explain_scores"]

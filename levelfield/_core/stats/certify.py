@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..errors import ConfigError, MetricError
 from . import inference as stats
 from .judge_correction import check_label_cases, cohen_kappa, read_human_labels
-from ..errors import ConfigError, MetricError
 
 if TYPE_CHECKING:
     from ..results.result import EvalResult

@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import inference as stats
 from ..errors import ConfigError
+from . import inference as stats
 from .paired import TwoSampleInference, paired_inference
 from .planning import minimum_detectable_effect
 

@@ -70,7 +70,7 @@ class StatsConfig:
             raise ConfigError(f"judge_scores={self.judge_scores!r}: use 'verdict' (the judge's 0/1 verdicts) or "
                               "'probability' (its probability of a pass per row)")
 
-    def replace(self, **options: Any) -> "StatsConfig":
+    def replace(self, **options: Any) -> StatsConfig:
         """A copy with some options changed (names checked)."""
         return stats_config(self, **options)
 
@@ -79,7 +79,7 @@ class StatsConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, saved: dict[str, Any]) -> "StatsConfig":
+    def from_dict(cls, saved: dict[str, Any]) -> StatsConfig:
         """The options saved by :meth:`to_dict` (unknown keys, such as a baseline's name, ignored)."""
         return cls(**{k: v for k, v in saved.items() if k in STATS_OPTIONS})
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+
 from ..errors import ConfigError
 from .paired import paired_inference
 

@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..errors import ConfigError, DatasetError, MetricError
 from . import inference as stats
 from .soft_labels import Calibration, calibration, soft_rate
-from ..errors import ConfigError, DatasetError, MetricError
 
 if TYPE_CHECKING:
     from ..results.result import EvalResult

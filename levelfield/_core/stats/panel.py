@@ -419,7 +419,7 @@ def _check_target(target: Any) -> None:
 
 # -- reading a result -------------------------------------------------------------------------------
 
-def panel_metrics(result: "EvalResult") -> dict[str, list[str]]:
+def panel_metrics(result: EvalResult) -> dict[str, list[str]]:
     """``{metric: [judge names]}`` for the result's metrics that kept a panel's votes, judges in panel order."""
     found: dict[str, list[str]] = {}
     by_object = {m.name: [p.name for p in getattr(m, "panel", ())] for m in getattr(result, "metrics", ())
@@ -440,7 +440,7 @@ def panel_metrics(result: "EvalResult") -> dict[str, list[str]]:
     return found
 
 
-def _labels(result: "EvalResult", human_labels: Any) -> Any:
+def _labels(result: EvalResult, human_labels: Any) -> Any:
     if human_labels is not None:
         table = read_human_labels(human_labels)
     else:
@@ -453,7 +453,7 @@ def _labels(result: "EvalResult", human_labels: Any) -> Any:
     return table
 
 
-def _human_column(table: Any, metric: str, result: "EvalResult", runs: Sequence[Any]) -> np.ndarray:
+def _human_column(table: Any, metric: str, result: EvalResult, runs: Sequence[Any]) -> np.ndarray:
     if table is None:
         return np.full(len(runs), np.nan)
     rows = table if "metric" not in table else table[table["metric"].isna() | (table["metric"] == metric)]
@@ -474,7 +474,7 @@ def _vote(value: Any) -> float:
 
 
 def panel_report(
-    result: "EvalResult",
+    result: EvalResult,
     human_labels: Any = None,
     *,
     target_agreement: float = 0.95,
@@ -532,7 +532,7 @@ def panel_report(
 
 
 def _costs(
-    result: "EvalResult", metric: str, names: Sequence[str], samples: int, costs: Mapping[str, float] | None
+    result: EvalResult, metric: str, names: Sequence[str], samples: int, costs: Mapping[str, float] | None
 ) -> tuple[list[float], str]:
     """Each judge's cost of one vote and its unit: given, else recorded tokens (when every judge reports them), else calls."""
     if costs is not None:

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 from ..._core.errors import AdapterError
 from ..._core.run.failures import parse_retry_after
-from .checks import DEFAULT_PROMPT, STATUSES, TOOL_CALLS, S_RETRY, S_TOOLS, Check, Preflight
+from .checks import DEFAULT_PROMPT, S_RETRY, S_TOOLS, STATUSES, TOOL_CALLS, Check, Preflight
 from .probes import _check_card, _Prober, _read_card, _tool_calls_in
 
 __all__ = ["Check", "Preflight", "preflight", "apreflight", "STATUSES", "DEFAULT_PROMPT", "TOOL_CALLS"]

@@ -115,9 +115,8 @@ def _task_event(result: Any, version: str) -> _Event | None:
 def _shape_error(result: Any, version: str, streaming: bool) -> str | None:
     """Why ``result`` is not a valid answer in ``version``, checked with a2a-sdk's own types."""
     if version == "0.3":
-        from pydantic import ValidationError
-
         from a2a.compat.v0_3 import types as v03
+        from pydantic import ValidationError
 
         models = {"task": v03.Task, "message": v03.Message, "status-update": v03.TaskStatusUpdateEvent,
                   "artifact-update": v03.TaskArtifactUpdateEvent}
@@ -131,9 +130,8 @@ def _shape_error(result: Any, version: str, streaming: bool) -> str | None:
             first = exc.errors()[0]
             return f"{kind}: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
         return None
-    from google.protobuf.json_format import ParseDict, ParseError
-
     from a2a.types.a2a_pb2 import SendMessageResponse, StreamResponse
+    from google.protobuf.json_format import ParseDict, ParseError
 
     if not isinstance(result, dict):
         return f"the result is a {type(result).__name__}, expected an object"

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ...adapters.auto import as_agent
-from ...adapters.spec import SpecAgent, load_agent_spec
 from ..._core.data.config import RunConfig
 from ..._core.data.dataset import EvalDataset
 from ..._core.data.protocol import AgentRequest, AgentRunnable
@@ -15,6 +13,8 @@ from ..._core.data.types import AgentOutput, AgentRun
 from ..._core.errors import AdapterError, ConfigError
 from ..._core.run import limits
 from ..._core.run.runner import run_agents as run_locally
+from ...adapters.auto import as_agent
+from ...adapters.spec import SpecAgent, load_agent_spec
 from .plan import RunKey
 
 __all__: list[str] = []  # private helpers of the Ray executor: _Worker, _pickled, _loads

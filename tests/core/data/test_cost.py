@@ -13,8 +13,7 @@ import pytest
 import levelfield as lf
 from levelfield._core.data import prices as price_module
 from levelfield._core.results.record import read_record
-from levelfield.testing import ScriptedChatModel
-from levelfield.testing import last_human_text
+from levelfield.testing import ScriptedChatModel, last_human_text
 from samples.home_automation.agents.langgraph_agent import make_graph
 
 FAST = {"progress": False, "retries": 0}
@@ -420,8 +419,9 @@ def test_a2a_round_trip_keeps_the_model_of_the_usage():
 
 def test_adk_events_name_the_model_that_spent_the_tokens():
     pytest.importorskip("vertexai")
-    from google.genai import types
     from google.adk.models.llm_response import LlmResponse
+    from google.genai import types
+
     from levelfield.adapters import AgentEngineAgent
     from tests.adapters.test_agent_engine import adk_app
 

@@ -14,10 +14,10 @@ import levelfield as lf
 from levelfield._core.results.criteria import (
     DEFAULT_CRITERIA,
     Criterion,
+    apply_criteria,
     criteria_metrics,
     find_config,
     format_verdicts,
-    apply_criteria,
     load_criteria,
 )
 from samples.home_automation.agents.function_agents import careful_agent, hasty_agent

@@ -16,8 +16,8 @@ import pytest
 
 import levelfield as lf
 import levelfield.judge  # noqa: F401  (registers ADK's judged criteria)
-from levelfield.cli.main import main
 from levelfield._core.results.criteria import load_criteria
+from levelfield.cli.main import main
 
 RUBRIC = {"rubric_id": "cites", "rubric_content": {"text_property": "The answer names its source."}}
 

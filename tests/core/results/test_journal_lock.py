@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 
 import levelfield as lf
-from levelfield._core.results.lock import LOCK_FILE, FolderInUseError, OutLock
-
 from _resume import journal_runs, run_keys
+from levelfield._core.results.lock import LOCK_FILE, FolderInUseError, OutLock
 
 ROOT = Path(__file__).resolve().parents[3]
 ROWS = [{"prompt": f"case {i}", "reference": f"answer to case {i}"} for i in range(40)]

@@ -3,8 +3,8 @@
 import pytest
 
 import levelfield as lf
-from levelfield.cli import main
 from levelfield._core.errors import RecordError
+from levelfield.cli import main
 
 ROWS = [{"case_id": "c1", "prompt": "Bonjour, 世界", "reference": "Olá"}]
 SAVED = [{"case_id": "c1", "prompt": "Hallo", "reference": "Olá", "response": "Olá"}]

@@ -8,8 +8,8 @@ import pytest
 
 import levelfield as lf
 from levelfield import Comparison
-from levelfield._core.score.metrics.base import Metric, Score
 from levelfield._core.results.record import FORMAT, VERSION, read_record
+from levelfield._core.score.metrics.base import Metric, Score
 
 CASES = [
     {"case_id": "a", "prompt": "turn on light", "reference": "done",

@@ -9,13 +9,13 @@ import math
 from pathlib import Path
 
 import levelfield as lf
+from levelfield import load_dataset
 from levelfield._core.data.types import AgentOutput, AgentRun, ToolCall
 from levelfield._core.score import batch
 from levelfield._core.score.batch.runs import RunScorer
 from levelfield._core.score.batch.scorer import BatchScorer
 from levelfield._core.score.metrics.registry import resolve_metrics
 from levelfield._core.score.scoring import context_for, score_sync
-from levelfield import load_dataset
 
 TRAJECTORY = ["trajectory_exact_match", "trajectory_in_order_match", "trajectory_any_order_match",
               "trajectory_precision", "trajectory_recall"]

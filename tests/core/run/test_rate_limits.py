@@ -20,11 +20,11 @@ pytest.importorskip("a2a.server.request_handlers")
 pytest.importorskip("uvicorn")
 
 import levelfield as lf  # noqa: E402
-from levelfield.adapters.a2a.server import build_app, start_asgi  # noqa: E402
 from levelfield._core.errors import AdapterError, ConfigError, RateLimitedError  # noqa: E402
 from levelfield._core.results.record import read_record  # noqa: E402
 from levelfield._core.run.failures import rate_limit_of  # noqa: E402
 from levelfield._core.run.limits import EndpointLimit, Limits  # noqa: E402
+from levelfield.adapters.a2a.server import build_app, start_asgi  # noqa: E402
 from levelfield.testing import ConcurrencyLimited, FirstCallRefused, QueuedAhead  # noqa: E402
 
 DELAY = 0.05
@@ -127,7 +127,7 @@ def _refused_shares(make: Any, runs: int = 3) -> list[float]:
     for _ in range(runs):
         made: list[ConcurrencyLimited] = []
 
-        def build(url: str) -> ConcurrencyLimited:
+        def build(url: str, made: list[ConcurrencyLimited] = made) -> ConcurrencyLimited:
             made.append(make(build_app(_echo, url=url, name="limited")))
             return made[0]
 

@@ -8,8 +8,7 @@ from langchain.agents import create_agent
 from langchain_core.tools import tool
 
 import levelfield as lf
-from levelfield.testing import ScriptedChatModel
-from levelfield.testing import tool_outputs_by_turn
+from levelfield.testing import ScriptedChatModel, tool_outputs_by_turn
 
 CASES = [{"case_id": f"c{i}", "prompt": f"p{i}", "reference": "ok"} for i in range(4)]
 

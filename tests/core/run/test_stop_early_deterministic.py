@@ -10,8 +10,8 @@ import re
 import pytest
 
 import levelfield as lf
-from levelfield.cli.main import main as cli_main
 from levelfield._core.results.record import read_record
+from levelfield.cli.main import main as cli_main
 
 CASES = [{"case_id": f"c{i}", "prompt": f"p{i}", "reference_trajectory": [{"tool_name": "t", "tool_input": {"i": i}}]}
          for i in range(300)]

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import levelfield as lf
+from levelfield import load_dataset
 from levelfield._core.errors import DatasetError
 from levelfield._core.run.engine import score_saved
 from levelfield._core.score.batch.pool import score_batches
 from levelfield._core.score.batch.rows import batches_of
 from levelfield._core.score.metrics.registry import resolve_metrics
-from levelfield import load_dataset
 
 FAST = {"progress": False, "retries": 0}
 

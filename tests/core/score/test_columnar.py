@@ -17,14 +17,14 @@ import pytest
 
 import levelfield as lf
 import levelfield.executors.saved as saved_module
+from levelfield import load_dataset
+from levelfield._core.errors import ConfigError, DatasetError, MissingExtraError, RecordError
+from levelfield._core.run.engine import score_saved
 from levelfield._core.score.batch.pool import score_batches
 from levelfield._core.score.batch.rows import _ListBatch, batches_of
 from levelfield._core.score.batch.scorer import BatchScorer
-from levelfield._core.errors import ConfigError, DatasetError, MissingExtraError, RecordError
-from levelfield._core.run.engine import score_saved
-from levelfield._core.score.scoring import context_for, score_sync
 from levelfield._core.score.metrics.registry import resolve_metrics
-from levelfield import load_dataset
+from levelfield._core.score.scoring import context_for, score_sync
 from levelfield.executors.saved import score_saved_rows
 
 pa = pytest.importorskip("pyarrow")

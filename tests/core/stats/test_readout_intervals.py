@@ -287,8 +287,8 @@ def test_pairs_with_equal_evidence_show_equal_intervals_at_the_strictest_of_thei
 
 
 def test_a_bound_at_zero_is_printed_without_a_minus_sign():
-    from levelfield.comparison_text import num
     from levelfield._core.stats.change import _amount
+    from levelfield.comparison_text import num
 
     assert (num(-1e-17, 2), _amount(-0.0, True), _amount(-1e-17, True)) == ("0.00", "0.0", "0.0")
     assert num(-0.01, 2) == "-0.01" and _amount(-0.002, True) == "-0.2"

@@ -9,8 +9,8 @@ import pytest
 from scipy import stats as sps
 
 import levelfield as lf
-from levelfield.cli.main import main as cli_main
 from levelfield._core.stats.sequential import MAX_BET, Bettor, SequentialMonitor
+from levelfield.cli.main import main as cli_main
 
 CASES = [{"case_id": f"c{i}", "prompt": f"p{i}", "reference_trajectory": [{"tool_name": "t", "tool_input": {"i": i}}]}
          for i in range(300)]

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 import levelfield as lf
-from levelfield._core.stats.change import Change, adjust, describe_change, measure_change
-from levelfield._core.errors import ConfigError, MetricError
-from levelfield._core.stats.planning import mcnemar_power
 from levelfield import RegressionError
+from levelfield._core.errors import ConfigError, MetricError
+from levelfield._core.stats.change import Change, adjust, describe_change, measure_change
+from levelfield._core.stats.planning import mcnemar_power
 from levelfield.gate import baseline_changes, changes_table, check_regressions
 
 SEEDS = range(200)

@@ -9,8 +9,7 @@ import pytest
 import levelfield as lf
 from levelfield._core.errors import ConfigError, DatasetError, MetricError
 from levelfield._core.stats.judge_correction import cohen_kappa, correct_rate, read_human_labels
-from levelfield.testing import ScriptedChatModel
-from levelfield.testing import last_human_text
+from levelfield.testing import ScriptedChatModel, last_human_text
 
 
 def simulate(rng, *, rate=0.4, rows=4000, labels=600, sensitivity=0.9, specificity=0.8):

@@ -17,7 +17,21 @@ from ..matching import ToolCallMatcher, align
 from ..metrics.base import Metric, Score, ScoringContext
 from ..scoring import context_for, order_like, score_sync
 from .align import CallKeys, align_batch
-from .rows import _FAILED, _FIELD_AT, _FIELDS, _NOT_FLAT, _SCENARIO, RowBatch, _calls, _calls_absent, _Irregular, _Layout, _light_calls, _missing, _text
+from .rows import (
+    _FAILED,
+    _FIELD_AT,
+    _FIELDS,
+    _NOT_FLAT,
+    _SCENARIO,
+    RowBatch,
+    _calls,
+    _calls_absent,
+    _Irregular,
+    _Layout,
+    _light_calls,
+    _missing,
+    _text,
+)
 
 __all__ = ["BatchScorer", "ScoredBatch", "FIXED_COLUMNS", "explain_row", "detail_columns"]
 
@@ -295,7 +309,7 @@ class BatchScorer:
                         details.setdefault(metric.name, {})[i] = Score(_NAN, failed=True, error=exception_text(exc))
             if whole:
                 self._score_row(row, start + i, i, batch.where(i), is_failed, values, failed, whole, details)
-        for (keyer, rows_of, p_of, r_of), (_, group) in zip(kernels, groups.values()):
+        for (_keyer, rows_of, p_of, r_of), (_, group) in zip(kernels, groups.values()):
             if rows_of:
                 a = align_batch(p_of, r_of)
                 for metric in group:

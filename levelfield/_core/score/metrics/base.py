@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
-from ..matching import Alignment, ToolCallMatcher, align
 from ...data.types import Handoff, ToolCall, Usage
+from ..matching import Alignment, ToolCallMatcher, align
 
 __all__ = ["Metric", "Score", "ScoringContext", "TurnContext", "NAN", "score_columns", "FAILED_AS_ZERO", "FAILED_LEFT_OUT",
            "kept_arguments"]
@@ -60,7 +60,7 @@ class Score:
         return cols
 
     @classmethod
-    def of(cls, result: "float | Score | None") -> "Score":
+    def of(cls, result: float | Score | None) -> Score:
         """What a metric's ``score`` returned, as a Score (a bare number becomes its value; inf and junk NaN)."""
         if isinstance(result, Score):
             value = as_float(result.value)
@@ -68,7 +68,7 @@ class Score:
         return cls(as_float(result))
 
 
-def score_columns(scores: "Mapping[str, Score]") -> dict[str, Any]:
+def score_columns(scores: Mapping[str, Score]) -> dict[str, Any]:
     """One row's scores (metric name -> Score) as table columns, in metric order."""
     row: dict[str, Any] = {}
     for name, score in scores.items():

@@ -12,12 +12,11 @@ from __future__ import annotations
 import difflib
 import importlib
 from collections.abc import Callable, Iterable, Sequence
-
 from typing import Any
 
 from ...errors import ConfigError, MetricError
-from .base import Metric, Score, ScoringContext
 from .agents import HandoffMatch, ToolAttribution
+from .base import Metric, Score, ScoringContext
 from .conversation import TurnsUsed
 from .efficiency import ModelCallCount, RepeatedToolCalls, TokenCount, ToolCallCount
 from .efficiency_adk import EFFICIENCY_METRICS

@@ -60,12 +60,11 @@ def porter_module() -> Any:
     stood in for by empty packages over the same folders while ``nltk.stem.porter`` (and the few
     modules it imports) load, under the import lock; then every ``nltk`` entry this made leaves
     ``sys.modules``, so a later ``import nltk`` is the whole, real one. The code is nltk's own."""
+    import _imp
     import importlib
     import importlib.util
     import sys
     import types
-
-    import _imp
 
     if "nltk" in sys.modules:
         return importlib.import_module("nltk.stem.porter")

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from ..matching import DEFAULT_MATCHER, Alignment, ToolCallMatcher, align
 from ...data.types import ToolCall
+from ..matching import DEFAULT_MATCHER, Alignment, ToolCallMatcher, align
 from .agents import absent_note, for_agent
 from .base import Metric, Score, ScoringContext
 
