@@ -13,7 +13,22 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["bind", "url_of", "is_loopback", "check_token", "BackgroundServer", "run_in_thread"]
+__all__ = ["bind", "url_of", "is_loopback", "check_token", "BackgroundServer", "run_in_thread", "replay_body"]
+
+
+def replay_body(body: bytes, receive: Any) -> Any:
+    """An ASGI ``receive`` that gives a request body already read, then waits on the client as before
+    (so a disconnect still arrives): for middleware that must read the body before passing it on."""
+    sent = False
+
+    async def replayed() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
 
 
 def bind(host: str, port: int, *, backlog: int = 2048) -> socket.socket:

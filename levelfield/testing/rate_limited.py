@@ -34,6 +34,8 @@ import asyncio
 import json
 from typing import Any
 
+from .._serving import replay_body
+
 __all__ = ["ConcurrencyLimited", "FirstCallRefused", "QueuedAhead"]
 
 
@@ -116,20 +118,11 @@ class FirstCallRefused(ConcurrencyLimited):
             self.refused += 1
             await self._too_many(send)
             return
-        replayed = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
         self.in_flight += 1
         self.admitted += 1
         self.peak = max(self.peak, self.in_flight)
         try:
-            await self.app(scope, replay, send)
+            await self.app(scope, replay_body(body, receive), send)
         finally:
             self.in_flight -= 1
 

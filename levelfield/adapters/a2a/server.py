@@ -34,7 +34,7 @@ from ..._core.data.config import ISOLATION_MODES, parse_size
 from ..._core.errors import ConfigError, MissingExtraError
 from ..._core.run.failures import cancelled_from_outside as _cancelled_from_outside
 from ..._core.run.failures import describe_error
-from ..._serving import BackgroundServer, bind, is_loopback, run_in_thread, url_of
+from ..._serving import BackgroundServer, bind, is_loopback, replay_body, run_in_thread, url_of
 
 if TYPE_CHECKING:
     from a2a.types.a2a_pb2 import AgentCard
@@ -384,7 +384,7 @@ class _Guard:
                 # A JSON-RPC notification is never answered; every A2A method expects an answer, so none is run.
                 await _reply(send, 204, b"")
                 return
-        await self.app(scope, _replay(bytes(body), receive), send)
+        await self.app(scope, replay_body(bytes(body), receive), send)
 
     def _authorized(self, headers: dict[str, bytes]) -> bool:
         scheme, _, given = headers.get("authorization", b"").partition(b" ")
@@ -408,20 +408,6 @@ async def _reply(send: Any, status: int, body: bytes, headers: list[tuple[bytes,
         head = []
     await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": body})
-
-
-def _replay(body: bytes, receive: Any) -> Any:
-    """A ``receive`` that gives the body already read, then waits on the client as before (disconnects)."""
-    sent = False
-
-    async def replayed() -> dict[str, Any]:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replayed
 
 
 def build_app(
