@@ -37,6 +37,7 @@ from ._core.errors import ConfigError, MissingExtraError
 
 if TYPE_CHECKING:
     from ._core.results.result import EvalResult
+    from ._core.stats.config import StatsConfig
     from .comparison import Comparison
 
 __all__ = ["require_mlflow", "check_experiment_name", "log_evaluation", "log_comparison"]
@@ -158,16 +159,18 @@ def log_comparison(
     return run_ids
 
 
-def log_evaluation(result: EvalResult, experiment: str, *, run_name: str | None = None) -> str:
+def log_evaluation(result: EvalResult, experiment: str, *, run_name: str | None = None,
+                   stats: StatsConfig | None = None) -> str:
     """Log one ``evaluate`` result as an MLflow run in ``experiment``; returns the run id.
 
-    The numbers are the same a one-agent comparison shows (failed runs left out, as in
-    ``evaluate``), plus Vertex's ``<metric>/std`` and ``<metric>/nan_count``.
+    The numbers are the same a one-agent comparison shows (by default failed runs left out, as in
+    ``evaluate``; ``stats`` as the command line was given them), plus Vertex's ``<metric>/std`` and
+    ``<metric>/nan_count``.
     """
     from .comparison import Comparison
 
     require_mlflow()
-    cmp = Comparison.of_evaluation(result)
+    cmp = Comparison.of_evaluation(result, stats=stats)
     agent = cmp.agents[0]
     vertex = {
         k: float(v)

@@ -1,5 +1,6 @@
 """experiment=: each agent's run logged to MLflow tracking, read back with MLflow's own API from a local store."""
 
+import json
 import os
 import subprocess
 import sys
@@ -115,6 +116,27 @@ def test_cli_experiment_option_logs_each_agent(capsys):
     capsys.readouterr()
     assert code == 0
     assert [r.info.run_name for r in runs_of("lf-cli")] == ["careful", "hasty"]
+
+
+def fails_every_third(prompt: str) -> str:
+    """An agent whose runs fail on a third of the cases (by the prompt's length), for --failed-runs."""
+    if len(prompt) % 3 == 0:
+        raise RuntimeError("down")
+    return "ok"
+
+
+@pytest.mark.parametrize("rule", ["zero", "exclude"])
+def test_cli_eval_logs_the_means_it_prints_whatever_the_failed_runs_rule(capsys, tmp_path, rule):
+    code = main(["eval", SAMPLE, "--agent", "test_experiment:fails_every_third", "--name", "flaky", "-m",
+                 "trajectory_exact_match", "--failed-runs", rule, "-q", "--experiment", f"lf-eval-{rule}",
+                 "--allow-failures", "--out", str(tmp_path / "out")])
+    capsys.readouterr()
+    assert code == 0
+    (run,) = runs_of(f"lf-eval-{rule}")
+    logged = run.data.metrics["trajectory_exact_match/mean"]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["failed_runs"] == rule
+    assert logged == pytest.approx(summary["summary"]["flaky"]["trajectory_exact_match/mean"])
 
 
 def test_missing_mlflow_fails_before_any_agent_runs(monkeypatch):

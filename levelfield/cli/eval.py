@@ -79,7 +79,7 @@ def _evaluate(args: argparse.Namespace, dataset: Any, metrics: list[Any], agent:
     from .. import report
     from .._core.stats.config import StatsConfig
     from ..comparison import Comparison
-    from ..evaluation import evaluate
+    from ..evaluation import _log_experiment, _require_experiment_logging, evaluate
     from ..failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
     from .judge_check import check_certify_options
     from .output import warnings_as_lines
@@ -87,13 +87,18 @@ def _evaluate(args: argparse.Namespace, dataset: Any, metrics: list[Any], agent:
     check_gate_options(args, metrics)
     check_certify_options(args, dataset, metrics)
     config, stats = run_config(args), stats_config(args)
+    _require_experiment_logging(args.experiment)  # before any agent runs
     with warnings_as_lines(args.command):
         warnings.simplefilter("ignore", AllRunsFailedWarning)  # the CLI prints its own failure summary
         warnings.simplefilter("ignore", JudgeAnswersUnreadableWarning)  # printed by finish, with the exit code
         result = evaluate(dataset, agent, metrics, name=agent.name, config=config, human_labels=args.human_labels,
-                          simulator=args.user_simulator, experiment=args.experiment, tools=tool_cassette(args),
+                          simulator=args.user_simulator, tools=tool_cassette(args),
                           stats=StatsConfig(confidence=stats.confidence, judge_scores=stats.judge_scores))
     cmp = Comparison.of_evaluation(result, stats=stats, config=config)
+    if args.experiment:  # logged with the statistics printed (--failed-runs), not evaluate's defaults
+        from ..experiment import log_evaluation
+
+        _log_experiment(lambda: log_evaluation(result, args.experiment, stats=stats), args.experiment)
     if config.out_dir is not None:
         report.save(cmp, config.out_dir)  # the comparison's summary and the HTML report, as compare writes them
     return cmp
