@@ -112,11 +112,13 @@ def test_the_fingerprint_follows_what_decides_the_scores_not_how_the_judge_runs(
 
 def test_an_adk_criterions_prompt_written_in_code_is_hashed_by_its_template_texts(monkeypatch):
     from levelfield.judge import adk
+    from levelfield.judge.adk import final_response
 
     judge = ScriptedJudge(verdict=True)
     before = evaluator_of(adk.FinalResponseMatchV2(judge=judge)).prompt_sha256
     assert before is not None
-    monkeypatch.setattr(adk, "_FINAL_RESPONSE_MATCH_PROMPT", adk._FINAL_RESPONSE_MATCH_PROMPT.replace("correct", "right"))
+    monkeypatch.setattr(final_response, "_FINAL_RESPONSE_MATCH_PROMPT",
+                        final_response._FINAL_RESPONSE_MATCH_PROMPT.replace("correct", "right"))
     assert evaluator_of(adk.FinalResponseMatchV2(judge=judge)).prompt_sha256 != before
 
 

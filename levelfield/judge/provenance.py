@@ -81,8 +81,12 @@ def _names(code: types.CodeType) -> list[str]:
     return names
 
 
-def _texts_of(fn: Any, found: dict[str, str], seen: set[int]) -> None:
-    """The template texts (long module-level string constants) ``fn`` refers to, following the functions of its module."""
+def _texts_of(fn: Any, found: dict[str, str], seen: set[int], home: str) -> None:
+    """The template texts (long module-level string constants) ``fn`` refers to, following the functions of its module.
+
+    Each is keyed by ``home``, the module path of the class whose method ``fn`` is (its ``__module__``), so
+    that code moved between a package's modules keeps the hash while the class keeps its path.
+    """
     fn = getattr(fn, "__func__", fn)
     if isinstance(fn, (staticmethod, classmethod)):
         fn = fn.__func__
@@ -95,12 +99,12 @@ def _texts_of(fn: Any, found: dict[str, str], seen: set[int]) -> None:
     for name in sorted(set(_names(fn.__code__))):
         value = module_globals.get(name)
         if isinstance(value, str) and len(value) >= _TEMPLATE_CHARS:
-            found[f"{fn.__module__}.{name}"] = value
+            found[f"{home}.{name}"] = value
         elif isinstance(value, Mapping) and value and all(isinstance(v, str) for v in value.values()) \
                 and any(len(v) >= _TEMPLATE_CHARS for v in value.values()):
-            found[f"{fn.__module__}.{name}"] = json.dumps(dict(value), sort_keys=True, ensure_ascii=False)
+            found[f"{home}.{name}"] = json.dumps(dict(value), sort_keys=True, ensure_ascii=False)
         elif isinstance(value, types.FunctionType) and value.__module__ == fn.__module__:
-            _texts_of(value, found, seen)
+            _texts_of(value, found, seen, home)
 
 
 def prompt_text(metric: Any) -> str | None:
@@ -116,7 +120,7 @@ def prompt_text(metric: Any) -> str | None:
         if cls.__module__.startswith(("levelfield._core", "builtins", "abc")) or cls.__qualname__ == "JudgedMetric":
             continue
         for value in vars(cls).values():
-            _texts_of(value, found, seen)
+            _texts_of(value, found, seen, cls.__module__)
     instruction = getattr(metric, "instruction", None)
     if isinstance(instruction, str):
         found["instruction"] = instruction
