@@ -71,7 +71,7 @@ def test_to_html_writes_the_file(tmp_path):
 
 
 def test_a_report_of_more_cases_than_it_shows_puts_the_ones_that_differ_or_failed_first(monkeypatch):
-    from levelfield.report import html as report_html
+    from levelfield.report import cases as report_cases
 
     cases = [{"case_id": f"c{i}", "prompt": f"Schalte Gerät {i} aus / 关掉设备{i}", "reference": f"aus {i}"} for i in range(12)]
 
@@ -85,11 +85,11 @@ def test_a_report_of_more_cases_than_it_shows_puts_the_ones_that_differ_or_faile
         return f"aus {n}" if n not in (3, 7) else "an"
 
     cmp = lf.compare(cases, {"steady": steady, "shaky": shaky}, ["exact_match"], progress=False, retries=0)
-    monkeypatch.setattr(report_html, "REPORT_CASES", 5)
+    monkeypatch.setattr(report_cases, "REPORT_CASES", 5)
     page = render_report(cmp)
     shown = re.findall(r'<details class="case" id="case-(c\d+)"', page)
     assert shown == ["c0", "c1", "c3", "c7", "c9"]  # the 3 that differ or failed, then the first others, in order
     assert "5 of 12 cases are shown" in page
-    monkeypatch.setattr(report_html, "REPORT_CASES", 12)
+    monkeypatch.setattr(report_cases, "REPORT_CASES", 12)
     page = render_report(cmp)
     assert len(re.findall(r'<details class="case"', page)) == 12 and "cases are shown" not in page

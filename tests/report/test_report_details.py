@@ -6,7 +6,7 @@ import pytest
 
 import levelfield as lf
 from levelfield.report import render as render_report
-from levelfield.report.html import _grid_columns
+from levelfield.report.cases import _grid_columns
 
 REF = [{"tool_name": "a", "tool_input": {}}, {"tool_name": "b", "tool_input": {}}, {"tool_name": "c", "tool_input": {}}]
 CASES = [

@@ -13,6 +13,7 @@ from ..._core.score.metrics.base import TurnContext
 
 __all__ = ["dialogue_text", "calls_json"]
 
+
 def _calls_json(calls: Sequence[Any]) -> str:
     """The tool calls of a turn as numbered steps with their outputs (or errors), as indented JSON."""
     if not calls:
