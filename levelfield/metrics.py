@@ -9,7 +9,8 @@ from .judge import (
     vertex,  # Vertex AI's rubric metrics by their Vertex names: GENERAL_QUALITY, MULTI_TURN_*, HALLUCINATION
 )
 from .judge.client import Judge, JudgeCache
-from .judge.metrics import PairwiseMetric, PointwiseMetric
+from .judge.metrics import PointwiseMetric
+from .judge.pairwise import PairwiseMetric
 from .judge.prompts import PairwiseMetricPromptTemplate, PointwiseMetricPromptTemplate
 from .judge.vertex import RubricMetric
 

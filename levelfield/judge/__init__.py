@@ -21,8 +21,8 @@ imports it. Its modules, each used by the next through its public names:
 - ``client``: :class:`Judge` (the model, its concurrency limit, retries, timeout) and :class:`JudgeCache`;
 - ``answers``: reading ratings and preferences out of what a judge wrote;
 - ``prompts``: the prompt templates, rendering a row into them, the answer format asked for;
-- ``metrics``: :class:`JudgedMetric` (the verdict, aggregation and cost columns, written once),
-  :class:`PointwiseMetric` and :class:`PairwiseMetric`;
+- ``metrics``: :class:`JudgedMetric` (the verdict, aggregation and cost columns, written once) and
+  :class:`PointwiseMetric`; ``pairwise``: :class:`PairwiseMetric`;
 - ``panel``: panels of judges (``judges=[...]``): each judge's votes kept per row, the verdict their
   majority, a failing judge recorded on its row (what a panel is worth: ``lf.panel_report``);
 - ``judged``: prebuilt judged metrics for agents; importing it registers their names, so that
