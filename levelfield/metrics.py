@@ -8,7 +8,8 @@ from .judge import (
     judged,
     vertex,  # Vertex AI's rubric metrics by their Vertex names: GENERAL_QUALITY, MULTI_TURN_*, HALLUCINATION
 )
-from .judge.client import Judge, JudgeCache
+from .judge.cache import JudgeCache
+from .judge.client import Judge
 from .judge.metrics import PointwiseMetric
 from .judge.pairwise import PairwiseMetric
 from .judge.prompts import PairwiseMetricPromptTemplate, PointwiseMetricPromptTemplate

@@ -18,7 +18,8 @@ run asks again); ``evaluate``/``compare`` warn when it is most rows of a metric
 The package sits above ``levelfield._core`` and talks to it only through public names; core never
 imports it. Its modules, each used by the next through its public names:
 
-- ``client``: :class:`Judge` (the model, its concurrency limit, retries, timeout) and :class:`JudgeCache`;
+- ``client``: :class:`Judge` (the model, its concurrency limit, retries, timeout); ``model_identity``: what
+  makes two judge models the same (the cache's key); ``cache``: :class:`JudgeCache`, answers kept on disk;
 - ``answers``: reading ratings and preferences out of what a judge wrote;
 - ``prompts``: the prompt templates, rendering a row into them, the answer format asked for;
 - ``metrics``: :class:`JudgedMetric` (the verdict, aggregation and cost columns, written once) and
@@ -40,7 +41,8 @@ LangChain is imported only when a judge is resolved or called, never at ``import
 
 from . import adk, databricks, judged, vertex
 from .answers import parse_preference, parse_rating
-from .client import JudgeReply, default_cache_dir, is_transient_judge_error, resolve_judge
+from .cache import default_cache_dir
+from .client import JudgeReply, is_transient_judge_error, resolve_judge
 from .metrics import JudgedMetric
 
 __all__ = [

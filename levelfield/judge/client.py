@@ -6,8 +6,8 @@ answers prompts (a levelfield agent, e.g. ``lf.as_agent("http://host/")`` for an
 ``http(s)://`` URL of one). :class:`Judge` wraps one: it knows the model's identity (what the cache is
 keyed by), limits its concurrent calls per event loop, retries transient errors with backoff,
 asks for structured output when the model can give it, and never raises for a judge error
-(a :class:`JudgeReply` carries it instead). :class:`JudgeCache` keeps answers on disk so a re-run
-does not pay twice; :func:`resolve_judge` shares one ``Judge`` among metrics given the same model
+(a :class:`JudgeReply` carries it instead). :class:`~levelfield.judge.cache.JudgeCache` keeps answers on disk so a
+re-run does not pay twice; :func:`resolve_judge` shares one ``Judge`` among metrics given the same model
 and settings. Nothing here knows about prompts, ratings or metrics. LangChain is imported only
 when a judge is resolved or called, never at ``import levelfield``.
 """
@@ -15,17 +15,11 @@ when a judge is resolved or called, never at ``import levelfield``.
 from __future__ import annotations
 
 import asyncio
-import enum
-import hashlib
 import inspect
 import json
-import os
-import tempfile
-import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from .._core.data.jsonsafe import clean_strings, clean_text
@@ -36,18 +30,16 @@ from .._core.run import limits
 from .._core.run.interrupts import watching as watching_interrupts
 from .._core.run.retry import call_with_retries, is_transient
 from .._core.run.threads import run_sync
+from .cache import JudgeCache
 from .code_identity import code_identity
+from .model_identity import model_identity
 from .probability import TokenLogprob, as_judge_answer, token_logprobs
 
 __all__ = [
     "Judge",
-    "JudgeCache",
     "JudgeReply",
     "resolve_judge",
-    "resolve_cache",
-    "default_cache_dir",
     "is_transient_judge_error",
-    "model_identity",
     "TextJudge",
     "as_judge_model",
 ]
@@ -62,10 +54,6 @@ JUDGE_BACKOFF = 1.0
 JUDGE_TIMEOUT = 120.0
 """Seconds per judge call."""
 
-# Bump when the cached record's meaning changes, so old entries are not misread.
-# 2: the key holds every setting of the judge model, and only usable answers are stored.
-# 3: a function judge's key holds its code, not only its name.
-_CACHE_VERSION = 3
 
 _PROVIDER_ALIASES = {"vertex": "google_vertexai", "vertexai": "google_vertexai"}
 
@@ -174,79 +162,6 @@ def _init_chat_model(spec: str) -> Any:
         raise MetricError(f"judge {spec!r} could not be created: {type(exc).__name__}: {exc}") from exc
 
 
-def _plain(value: Any, depth: int = 0) -> Any:
-    """A setting as stable JSON-able data: equal settings give equal data in every process.
-
-    Objects that are not plain data (HTTP clients, callables, handlers) stand for their type,
-    never their repr, which would hold a memory address and change the key on every run.
-    """
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if depth > 8:
-        return type(value).__qualname__
-    if type(value).__name__ in ("SecretStr", "SecretBytes"):
-        return "<secret>"  # a key does not change answers; never put one in a cache key
-    if isinstance(value, enum.Enum):
-        return _plain(value.value, depth + 1)
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v, depth + 1) for v in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted((_plain(v, depth + 1) for v in value), key=repr)
-    if hasattr(type(value), "model_fields"):  # a pydantic model (e.g. a nested config object)
-        return _settings(value, depth + 1)
-    kind = value if isinstance(value, type) or (callable(value) and hasattr(value, "__qualname__")) else type(value)
-    return f"{getattr(kind, '__module__', '')}.{getattr(kind, '__qualname__', type(kind).__name__)}"
-
-
-def _settings(model: Any, depth: int = 0) -> dict[str, Any]:
-    """Every setting of a model object: its pydantic fields (LangChain chat models are pydantic
-    models), else its public attributes; LangChain marks plumbing (callbacks, clients, caches,
-    rate limiters) as excluded fields, which are left out."""
-    fields = getattr(type(model), "model_fields", None)
-    if isinstance(fields, Mapping):
-        names = [name for name, info in fields.items() if not getattr(info, "exclude", False)]
-    else:
-        names = [name for name in getattr(model, "__dict__", {}) if not name.startswith("_")]
-    out: dict[str, Any] = {}
-    for name in names:
-        try:
-            out[name] = _plain(getattr(model, name), depth)
-        except Exception:  # a property that raises is not a setting we can read
-            continue
-    return out
-
-
-def model_identity(model: Any) -> str:
-    """What makes two judges give the same answers: model class, every setting, bound kwargs.
-
-    Two judges of one class that differ in any field (model name, temperature, base URL, top_p,
-    a nested config...) have different identities, so they never share cached answers.
-    """
-    kwargs: dict[str, Any] = {}
-    inner = model
-    # model.bind(temperature=0) wraps the model; its kwargs change answers, so they are part of it.
-    while hasattr(inner, "bound") and isinstance(getattr(inner, "kwargs", None), dict):
-        kwargs = {**inner.kwargs, **kwargs}
-        inner = inner.bound
-    cls = type(inner)
-    try:
-        params = _plain(dict(inner._identifying_params))
-    except Exception:
-        params = {}
-    return json.dumps(
-        {
-            "class": f"{cls.__module__}.{cls.__qualname__}",
-            "settings": _settings(inner),
-            "params": params,
-            "bound": _plain(kwargs),
-        },
-        sort_keys=True,
-        default=str,
-    )
-
-
 def _message_text(message: Any) -> str:
     """The text of a chat message, whether its content is a string or a list of content blocks."""
     return content_text(getattr(message, "content", message))
@@ -277,89 +192,6 @@ class JudgeReply:
     """Why no answer came back (the last error after retries), else None."""
     logprobs: list[TokenLogprob] | None = None
     """The answer's tokens with their log-probabilities, when the model gave them (see ``judge.probability``)."""
-
-
-class JudgeCache:
-    """Judge answers on disk, one small JSON file per call, so a re-run does not pay twice.
-
-    ``directory`` defaults to ``$LEVELFIELD_CACHE_DIR/judge`` or ``.levelfield-cache/judge`` under
-    the working directory at the time of the call. Delete the directory to forget everything.
-    """
-
-    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
-        self._directory = Path(directory) if directory is not None else None
-        self._warned = False
-
-    @property
-    def directory(self) -> Path:
-        return self._directory if self._directory is not None else default_cache_dir()
-
-    @staticmethod
-    def key(parts: Mapping[str, Any]) -> str:
-        """A stable hash of everything that determines the judge's answer."""
-        blob = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-    def _path(self, key: str) -> Path:
-        return self.directory / key[:2] / f"{key}.json"
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The stored answer ``{"text": str, "parsed": dict | None}``, or None: a miss, and so is
-        a record of the wrong shape (a hand-edited, truncated or older file), which is asked again."""
-        try:
-            with self._path(key).open(encoding="utf-8") as f:
-                record = json.load(f)
-        except (OSError, ValueError):
-            return None
-        if not isinstance(record, dict) or record.get("version") != _CACHE_VERSION:
-            return None
-        text, parsed = record.get("text"), record.get("parsed")
-        if not isinstance(text, str) or not (parsed is None or isinstance(parsed, dict)):
-            return None
-        return {"text": clean_text(text), "parsed": clean_strings(parsed), "logprobs": _logprobs_of(record.get("logprobs"))}
-
-    def put(self, key: str, record: dict[str, Any]) -> None:
-        path = self._path(key)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # Write then rename, so a concurrent reader never sees half a file.
-            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({**record, "version": _CACHE_VERSION}, f, ensure_ascii=False)
-            os.replace(tmp, path)
-        except OSError as exc:  # a read-only disk must not fail the evaluation
-            if not self._warned:
-                warnings.warn(f"levelfield: judge cache at {self.directory} is not writable ({exc}); going on without it", stacklevel=2)
-                self._warned = True
-
-    def __repr__(self) -> str:
-        return f"JudgeCache({str(self.directory)!r})"
-
-
-def _logprobs_of(saved: Any) -> list[TokenLogprob] | None:
-    """Log-probabilities as the cache keeps them (``[token, logprob, [[alt, logprob], ...]]``), or None."""
-    try:
-        return [TokenLogprob(str(t), float(lp), tuple((str(a), float(b)) for a, b in top)) for t, lp, top in saved]
-    except (TypeError, ValueError):
-        return None
-
-
-def default_cache_dir() -> Path:
-    """``$LEVELFIELD_CACHE_DIR/judge``, else ``.levelfield-cache/judge`` under the working directory."""
-    return Path(os.environ.get("LEVELFIELD_CACHE_DIR") or ".levelfield-cache") / "judge"
-
-
-def resolve_cache(cache: bool | str | os.PathLike[str] | JudgeCache | None) -> JudgeCache | None:
-    """The cache a judged metric's ``cache=`` option names: True the default one, False/None none, a directory, or a :class:`JudgeCache`."""
-    if cache is None or cache is False:
-        return None
-    if cache is True:
-        return JudgeCache()
-    if isinstance(cache, JudgeCache):
-        return cache
-    if isinstance(cache, (str, os.PathLike)):
-        return JudgeCache(cache)
-    raise MetricError(f"cache must be True, False, a directory or a JudgeCache, got {type(cache).__name__}")
 
 
 def _safe(reply: JudgeReply) -> JudgeReply:

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._core.errors import ConfigError, ConfigTypeError
-from .client import JUDGE_BACKOFF, JUDGE_MAX_CONCURRENCY, JUDGE_RETRIES, JUDGE_TIMEOUT, JudgeCache
+from .cache import JudgeCache
+from .client import JUDGE_BACKOFF, JUDGE_MAX_CONCURRENCY, JUDGE_RETRIES, JUDGE_TIMEOUT
 
 __all__ = ["JudgeConfig", "MOVED_KEYWORDS", "judge_config", "refuse_judge_keywords"]
 

@@ -23,13 +23,8 @@ from .._core.data.types import Usage
 from .._core.errors import MetricError
 from .._core.score.metrics.base import NAN, Metric, Score, ScoringContext
 from .answers import is_numeric_rating, parse_rating
-from .client import (
-    Judge,
-    JudgeCache,
-    JudgeReply,
-    resolve_cache,
-    resolve_judge,
-)
+from .cache import JudgeCache, resolve_cache
+from .client import Judge, JudgeReply, resolve_judge
 from .config import JudgeConfig, judge_config, refuse_judge_keywords
 from .panel import PanelJudge, resolve_panel
 from .probability import pass_probability
