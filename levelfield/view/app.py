@@ -23,7 +23,7 @@ from .._core.errors import LevelfieldError
 from .._serving import check_token
 from ..comparability import EvaluatorsDifferError
 from ..report.html import asset, report_sections
-from . import pages
+from . import diff_pages, pages
 from .catalog import Catalog
 from .diff import Side, diff_runs, pair_agents
 from .query import CaseQuery
@@ -270,12 +270,12 @@ async def _diff(catalog: Catalog, request: Any) -> Any:
         diff = diff_runs(a, b, allow_different_evaluators=allow, warn=False)
     except EvaluatorsDifferError as exc:
         anyway = pages.href("/diff", a=a.run_id, b=b.run_id, agent_a=a.agent, agent_b=b.agent, allow_different_evaluators=1)
-        return _html(pages.evaluators_differ_page(str(exc), anyway), 409)
+        return _html(diff_pages.evaluators_differ_page(str(exc), anyway), 409)
     metric = request.query_params.get("metric", "")
     if metric and metric not in diff.metrics:
         return _missing(f"these runs share no metric {metric!r}")
     page = CaseQuery.parse(_params(request)).page
-    return _html(_versioned(pages.diff_page(diff, metric=metric, page=page, agents_form=_agents_form(a, b)),
+    return _html(_versioned(diff_pages.diff_page(diff, metric=metric, page=page, agents_form=_agents_form(a, b)),
                             catalog.version()))
 
 
@@ -298,7 +298,7 @@ async def _diff_case(catalog: Catalog, request: Any) -> Any:
     runs_b = [(r, b.index.counted(pb, r, s)) for r, s in runs_b if r.agent_name == b.agent]
     differs = (case_a.reference, case_a.reference_trajectory) != (case_b.reference, case_b.reference_trajectory)
     back = pages.href("/diff", a=a.run_id, b=b.run_id, agent_a=a.agent, agent_b=b.agent)
-    return _html(_versioned(pages.diff_case_page(back, a, b, case_b, runs_a, runs_b, differs), catalog.version()))
+    return _html(_versioned(diff_pages.diff_case_page(back, a, b, case_b, runs_a, runs_b, differs), catalog.version()))
 
 
 async def _version(catalog: Catalog, request: Any) -> Any:

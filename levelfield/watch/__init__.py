@@ -7,9 +7,11 @@ opentelemetry-proto, the OTLP exporter, mlflow) are imported when a watcher star
 ``scoring`` (the scoring thread), ``windows`` (the windowed run records), ``drift`` (alerts
 against a baseline), ``sources`` (a folder of trace files, MLflow), ``exporting`` (scores and
 alerts over OTLP), ``assessments`` (scores back to MLflow), ``summary`` (what ``levelfield report
-DIR`` shows), ``service`` (the watcher that ties them together).
+DIR`` shows), ``status`` (the watcher's counters), ``options`` (its options checked), ``service``
+(the watcher that ties them together).
 """
 
-from .service import Watcher, WatchStats, watch
+from .service import Watcher, watch
+from .status import WatchStats
 
 __all__ = ["Watcher", "WatchStats", "watch"]

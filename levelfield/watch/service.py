@@ -12,13 +12,10 @@ import asyncio
 import contextlib
 import json
 import logging
-import math
 import signal
 import threading
 import time
-from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -31,81 +28,21 @@ from .._core.score.metrics.registry import resolve_metrics
 from ..formats.spans import Span
 from .assembly import DEFAULT_GRACE, Assembler, Trace, check_grace
 from .budget import HourlyBudget, skipped_for_budget
+from .options import _check_options
 from .receiver import decode, make_app
 from .sampling import Sampler, SampleRule, span_attributes
 from .scoring import Item, Scorer
 from .spool import Spool
+from .status import WatchStats
 from .windows import Windows, journaled_ids
 
-__all__ = ["Watcher", "WatchStats", "watch"]
+__all__ = ["Watcher", "watch"]
 
 log = logging.getLogger("levelfield.watch")
 
 STATUS_FILE = "status.json"
 LATE_FILE = "late_spans.jsonl"
 """One line per request that brought spans of traces already scored: ``trace_id``, ``late_spans``, ``at``."""
-
-
-@dataclass
-class WatchStats:
-    """What the watcher has seen and done since it started (also written to ``out/status.json``)."""
-
-    requests: int = 0
-    accepted_requests: int = 0
-    bad_requests: int = 0
-    """Malformed requests answered 400 (or 413/415)."""
-    unauthorized: int = 0
-    shed_requests: int = 0
-    """Requests answered 503 because the queue was full (exporters send them again)."""
-    shed_traces: int = 0
-    """Traces in the shed requests."""
-    spans: int = 0
-    rejected_spans: int = 0
-    """Spans that could not be read (reported back as OTLP partial success)."""
-    sampled_out_traces: int = 0
-    late_spans: int = 0
-    """Spans of a trace already scored (after its grace or its trace timeout), dropped; each is marked in
-    ``late_spans.jsonl`` under its trace."""
-    late_traces: int = 0
-    """Traces scored without spans that came later (the first time each was seen late)."""
-    duplicate_traces: int = 0
-    replayed_requests: int = 0
-    """Spooled requests read back at start (left by a previous run)."""
-    timed_out_traces: int = 0
-    scored_traces: int = 0
-    failed_traces: int = 0
-    alerts: int = 0
-    judge_skipped_for_budget: int = 0
-    """Judged scores not asked for because the hour's judge budget (``max_cost``) was spent."""
-    mlflow_assessments: int = 0
-    """Scores logged to MLflow as assessments on their traces."""
-    mlflow_failed_traces: int = 0
-    """Traces whose assessments MLflow refused after every retry (their scores are journaled)."""
-    mlflow_missing_traces: int = 0
-    """Traces sent to MLflow that MLflow does not hold (nothing logged for them)."""
-    time_to_score: deque = field(default_factory=lambda: deque(maxlen=100_000), repr=False)
-    """Seconds from a trace's end to its score being journaled (the latest 100,000)."""
-
-    def percentile(self, q: float) -> float:
-        """The ``q``-th percentile of :attr:`time_to_score` (NaN before any)."""
-        return _percentiles(list(self.time_to_score), q)[0]
-
-    def as_dict(self) -> dict[str, Any]:
-        """The counters and the time to score's p50 and p99 (None before any). Safe from another thread
-        while the loop scores: the times are copied in one step (``list`` of a deque holds the GIL
-        throughout), where ``asdict`` or iterating them in Python could meet an append half way
-        ("deque mutated during iteration")."""
-        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "time_to_score"}
-        out["time_to_score_p50"], out["time_to_score_p99"] = _percentiles(list(self.time_to_score), 50, 99)
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}
-
-
-def _percentiles(times: list[float], *qs: float) -> list[float]:
-    if not times:
-        return [math.nan] * len(qs)
-    import numpy as np
-
-    return [float(v) for v in np.percentile(np.asarray(times, dtype=float), qs)]
 
 
 class _Server:
@@ -560,40 +497,6 @@ class Watcher:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
-
-
-def _check_options(*, otlp_port: Any, auth_token: Any, alpha: Any, margin: Any, min_window: Any, export_otlp: Any,
-                   prices: Any, max_body: Any) -> None:
-    """Refuse an option out of its range before anything starts, naming it."""
-    def number(value: Any) -> bool:
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-    def whole(value: Any) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool)
-
-    if otlp_port is not None and not (whole(otlp_port) and 0 <= otlp_port <= 65535):
-        raise ConfigError(f"otlp_port={otlp_port!r}: give a port from 0 (any free one) to 65535, or None for no receiver")
-    if auth_token is not None:
-        from .._serving import check_token
-
-        check_token(auth_token, "auth_token")
-    if not (number(alpha) and 0 < alpha < 1):
-        raise ConfigError(f"alpha={alpha!r}: the drift alerts' significance level must be between 0 and 1 (e.g. 0.05)")
-    if not (number(margin) and margin >= 0):
-        raise ConfigError(f"margin={margin!r}: give 0 or more, in the metric's units (0.02 = 2 points)")
-    if not (whole(min_window) and min_window >= 1):
-        raise ConfigError(f"min_window={min_window!r}: give a whole number of traces, 1 or more")
-    if not (whole(max_body) and max_body >= 1):
-        raise ConfigError(f"max_body={max_body!r}: give a whole number of bytes, 1 or more")
-    if export_otlp is not None:
-        from urllib.parse import urlsplit
-
-        parts = urlsplit(export_otlp) if isinstance(export_otlp, str) else None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"export_otlp={export_otlp!r}: give the http(s):// URL of an OTLP/HTTP endpoint, "
-                              "e.g. http://127.0.0.1:4318")
-    if prices is not None:
-        price_table(prices)  # read now: a missing or bad file is refused at start, not at the first judged trace
 
 
 def _assessments(export_mlflow: bool | str | None, experiment: str | None, tracking_uri: str | None,
