@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .._core.score.diff import MarkedCall
     from ..comparison import AgentCase, Comparison
 
-__all__ = ['REPORT_CASES']
+__all__ = ["REPORT_CASES"]
 
 
 def _call_text(call: Any) -> str:

@@ -14,7 +14,7 @@ from .._core.data.money import dollars
 if TYPE_CHECKING:
     from ..comparison import Comparison
 
-__all__ = ['TEXT_LIMIT', 'agent_color_of']
+__all__ = ["TEXT_LIMIT", "agent_color_of"]
 
 TEXT_LIMIT = 20_000
 """Characters of a prompt, response or error shown before it is shortened."""
