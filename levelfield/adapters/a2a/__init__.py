@@ -6,7 +6,7 @@ credentials redacted wherever a server could echo them), ``http`` (the HTTP side
 credentials in a URL, connection errors, the response size cap), ``failures`` (whose fault a
 failed run was), ``preflight`` (the conformance check: ``checks`` what it reports, ``card`` the
 agent card checked, ``probes`` what it sends, ``answers`` how it reads what came back), ``server``
-(``levelfield serve``).
+(``levelfield serve``: ``task_executor`` runs the agent per message, ``guard`` stands in front).
 
 Names load on first use, and a2a-sdk only when an agent is built or served, so the command line
 (which registers ``serve`` and ``a2a-check`` from here) starts light.
