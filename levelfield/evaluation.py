@@ -36,7 +36,7 @@ from .failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
 if TYPE_CHECKING:
     from ._core.data.protocol import AgentRunnable
     from ._core.results.result import EvalResult
-    from ._core.run.engine import EarlyStop
+    from ._core.run.early_stop import EarlyStop
     from ._core.run.runner import Executor
     from ._core.score.metrics.base import Metric
     from ._core.stats.config import StatsConfig
@@ -496,7 +496,7 @@ def _early_stop(stop_early: bool | str, settings: StatsConfig, dataset: Any, met
         raise ConfigTypeError(f"stop_early={stop_early!r}: pass True (the first metric decides) or a metric name")
     if baseline is not None:
         raise ConfigError("stop_early does not combine with baseline=... yet: the baseline's runs are not re-run")
-    from ._core.run.engine import EarlyStop
+    from ._core.run.early_stop import EarlyStop
     from ._core.stats.sequential import StopRule
 
     metric = metrics[0].name if stop_early is True else stop_early

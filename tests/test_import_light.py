@@ -111,6 +111,8 @@ def test_nltk_imported_after_the_stemmer_is_the_whole_package():
 # What scoring saved rows must not load: the runner and engine, the adapters, the simulator and
 # judges, Ray's executor, the outside formats a JSON Lines file does not use, a comparison's statistics.
 NOT_FOR_SAVED_ROWS = ("levelfield._core.run.runner", "levelfield._core.run.engine", "levelfield._core.run.conversation",
+                      "levelfield._core.run.case", "levelfield._core.run.attempt", "levelfield._core.run.journaling",
+                      "levelfield._core.run.early_stop",
                       "levelfield.adapters", "levelfield.simulation", "levelfield.judge", "levelfield.executors.ray",
                       "levelfield.executors.local", "levelfield.formats.adk", "levelfield.formats.databricks",
                       "levelfield.formats.vertex", "levelfield.formats.mlflow", "levelfield.formats.otel",

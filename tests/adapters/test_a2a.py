@@ -26,7 +26,8 @@ from levelfield._core.data.dataset import EvalCase, EvalDataset, Turn  # noqa: E
 from levelfield._core.data.types import AgentOutput, ToolCall  # noqa: E402
 from levelfield.adapters import A2AAgent
 from levelfield.adapters.a2a import adk_trajectory, restore_ints  # noqa: E402
-from levelfield.adapters.a2a.server import _data_part, build_agent_card, build_app, start_asgi, start_server  # noqa: E402
+from levelfield.adapters.a2a.server import build_agent_card, build_app, start_asgi, start_server  # noqa: E402
+from levelfield.adapters.a2a.task_executor import _data_part  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent  # noqa: E402
 
 # The adapter is under test here; the preflight before the first case has tests of its own.

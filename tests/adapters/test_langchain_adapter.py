@@ -20,7 +20,7 @@ import levelfield as lf
 from levelfield import as_agent
 from levelfield._core.data.dataset import EvalCase, EvalDataset, Turn
 from levelfield.adapters import LangChainAgent
-from levelfield.adapters.langchain import TrajectoryRecorder
+from levelfield.adapters.langchain_recorder import TrajectoryRecorder
 from levelfield.testing import ScriptedChatModel, last_human_text, tool_outputs_by_turn
 from samples.home_automation.agents.function_agents import careful_agent
 from samples.home_automation.agents.langgraph_agent import make_graph, make_model

@@ -32,10 +32,10 @@ from ..data.protocol import AgentRequest, AgentRunnable
 from ..data.types import AgentOutput, AgentRun, Conversation, Message, Usage
 from ..errors import ConfigTypeError
 from . import limits
+from .case import Spent, _run_turn, failed_turn_run
 from .failures import cancelled_from_outside, describe_error
 from .interrupts import user_interrupted
 from .retry import call_with_retries, is_transient
-from .runner import Spent, _run_turn, failed_turn_run
 from .threads import run_sync
 
 __all__ = [

@@ -5,67 +5,50 @@ The public entry points (``lf.evaluate``, ``lf.compare``, ``EvalTask``) live in
 this engine, so ``core`` never imports an adapter.
 
 With ``config.out`` every finished run is journaled to ``out/runs.jsonl`` (see ``record``) as it
-finishes; with ``config.resume`` the runs already in that journal are kept, not run again.
+finishes; with ``config.resume`` the runs already in that journal are kept, not run again (the
+journal is opened by ``levelfield._core.run.journaling``). A comparison that stops early is fed
+through ``levelfield._core.run.early_stop``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Awaitable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ..data.config import RunConfig
 from ..data.cost_limit import BudgetReport, CostLimit, RunBudget
 from ..data.dataset import EvalDataset
 from ..data.protocol import AgentRunnable
 from ..data.types import AgentRun
-from ..errors import ConfigError, DatasetError, RecordError
+from ..errors import DatasetError
 from ..results.columns import RunColumns
-from ..results.lock import OutLock, held_here
-from ..results.record import (
-    RUNS_FILE,
-    Journal,
-    Record,
-    RunKey,
-    carry_generated,
-    check_out_folder,
-    check_resumable,
-    fingerprints_of,
-    make_header,
-    read_record,
-)
+from ..results.record import Journal, RunKey
 from ..results.result import EvalResult
 from ..results.saved_run import saved_run
 from ..score.batch import score_rows
 from ..score.batch.runs import RunScorer
 from ..score.batch.runs import is_trajectory_metric as _is_trajectory_metric
-from ..score.metrics.base import Metric, Score
+from ..score.metrics.base import Metric
 from ..score.scoring import context_for
-from ..stats.inference import reduce_trials
-from ..stats.sequential import SequentialMonitor, StopRule
 from . import limits
 from .conversation import Conversations, SimulatedUser
+from .early_stop import EarlyStop
 from .isolation import check_picklable
+from .journaling import open_journal
 from .notices import (
     BudgetWarning,
     MissingReferenceWarning,
     NoToolCallsWarning,
-    ResumeWarning,
     agents_without_tool_calls,
-    metric_changes,
     missing_references,
-    reference_changes,
     tool_call_tally,
     warn_user,
 )
 from .preflight import hidden_tool_calls, run_preflights
 from .runner import Executor, run_agents, spending_limit
 
-__all__ = ["score_saved", "saved_runs", "run_and_score", "open_journal", "warn_missing_references", "EarlyStop"]
+__all__ = ["score_saved", "saved_runs", "run_and_score", "warn_missing_references"]
 
 
 def saved_runs(dataset: EvalDataset) -> list[AgentRun]:
@@ -104,107 +87,6 @@ async def score_saved(dataset: EvalDataset, metrics: Sequence[Metric], config: R
     result = EvalResult(dataset, runs, scores, metrics, agent_name=None, scored_saved_predictions=True, config=config)
     result.skipped = skipped
     return result
-
-
-def open_journal(
-    dataset: EvalDataset,
-    agent_names: Sequence[str],
-    metrics: Sequence[Metric],
-    config: RunConfig,
-    *,
-    kind: str,
-    settings: Mapping[str, Any] | None = None,
-    tools: Mapping[str, Any] | None = None,
-    a2a_preflight: Mapping[str, Any] | None = None,
-) -> tuple[Journal | None, dict[RunKey, AgentRun]]:
-    """The journal for ``config.out`` (None without one) and the runs it already holds when resuming.
-
-    A record already in ``out`` is an error unless ``resume`` (continue it) or ``overwrite``
-    (replace it): a finished run is never thrown away by accident.
-    """
-    out = config.out_dir
-    if out is None:
-        return None, {}
-    # One writer per folder: taken before the journal is read, so two resumes cannot both run what
-    # it lacks. The entry points hold it until the results are saved; else the journal holds it.
-    lock = None if held_here(out) or (out.exists() and not out.is_dir()) else OutLock.acquire(out)
-    try:
-        journal, done = _open_journal(out, dataset, agent_names, metrics, config, kind=kind, settings=settings,
-                                      tools=tools, a2a_preflight=a2a_preflight)
-    except BaseException:
-        if lock is not None:
-            lock.release()
-        raise
-    journal.lock = lock
-    return journal, done
-
-
-def _open_journal(
-    out: Path,
-    dataset: EvalDataset,
-    agent_names: Sequence[str],
-    metrics: Sequence[Metric],
-    config: RunConfig,
-    *,
-    kind: str,
-    settings: Mapping[str, Any] | None,
-    tools: Mapping[str, Any] | None = None,
-    a2a_preflight: Mapping[str, Any] | None = None,
-) -> tuple[Journal, dict[RunKey, AgentRun]]:
-    path = out / RUNS_FILE
-    fingerprints = fingerprints_of(dataset)
-    check_out_folder(out, overwrite=config.overwrite)
-    if path.exists() and path.stat().st_size > 0:
-        if config.resume:
-            record = read_record(path)
-            check_resumable(record, fingerprints=fingerprints, agents=agent_names, trials=config.trials, tools=tools)
-            changed = _say_what_changed(record, dataset, metrics)
-            carry_generated(record.cases, dataset)  # e.g. generated rubrics: the saved runs are re-scored on them
-            done = {key: run for key, (run, _) in record.runs.items() if key[2] < config.trials}
-            journal = Journal.reopen(record)
-            journal.scores_current = not changed and all(scores is not None for _, scores in record.runs.values())
-            return journal, done
-        if not config.overwrite:
-            raise RecordError(
-                f"{out} already holds a run record ({path.name}); resume it with resume=True (--resume), "
-                "replace it with overwrite=True (--overwrite), or choose another out folder"
-            )
-    header = make_header(
-        source=dataset.source,
-        fingerprints=fingerprints,
-        agents=agent_names,
-        metrics=metrics,
-        options=config.to_dict(),
-        kind=kind,
-        settings=settings,
-        tools=tools,
-        a2a_preflight=a2a_preflight,
-    )
-    return Journal.create(path, header, list(dataset), fingerprints), {}
-
-
-def _say_what_changed(record: Record, dataset: EvalDataset, metrics: Sequence[Metric]) -> bool:
-    """Warn about what a resumed journal was run with that differs now: references (the saved runs
-    are kept and scored against the new ones) and metrics (every run is scored with the new list).
-    Whether anything did (the saved runs' scores are then out of date)."""
-    changed = reference_changes(record.cases, list(dataset))
-    if changed:
-        shown = "; ".join(f"{case_id!r} ({', '.join(fields)})" for case_id, fields in changed[:5])
-        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
-        warn_user(ResumeWarning(
-            f"resuming {record.path}: the references of {len(changed)} case(s) changed since their runs were "
-            f"journaled: {shown}{more}. Their saved runs are kept, not run again, and scored against the new "
-            "references (run again with overwrite=True / --overwrite to re-run them)"
-        ))
-    added, removed, renewed = metric_changes(record.header.get("metrics") or [], metrics)
-    if added or removed or renewed:
-        parts = [f"{label} {', '.join(map(repr, names))}" for label, names in
-                 (("added", added), ("removed", removed), ("with other arguments", renewed)) if names]
-        warn_user(ResumeWarning(
-            f"resuming {record.path}: the metrics differ from the journal's ({'; '.join(parts)}); every run, "
-            "saved or new, is scored with the metrics given now, and the record will list them"
-        ))
-    return bool(changed or added or removed or renewed)
 
 
 def warn_missing_references(dataset: EvalDataset, metrics: Sequence[Metric]) -> None:
@@ -514,108 +396,3 @@ def _warn_budget_spent(config: RunConfig, report: BudgetReport) -> None:
     agents = "\n".join(f"  {line}" for line in report.agent_lines())
     warn_user(BudgetWarning(
         f"{report.headline()} and left out of the results; {resume}. Per agent:\n{agents}"))
-
-
-class EarlyStop:
-    """The bridge between finished runs and a :class:`SequentialMonitor`: each run's score on the
-    rule's metric, its trials reduced per case and a failed run scored by the failed-run rule, fed
-    to the monitor; ``stop()`` tells the runner when every pair is decided."""
-
-    def __init__(self, rule: StopRule, dataset: EvalDataset, metrics: Sequence[Metric], agents: Sequence[str],
-                 config: RunConfig, *, executor: Executor | None = None, simulator: SimulatedUser | None = None) -> None:
-        by_name = {m.name: m for m in metrics}
-        if rule.metric not in by_name:
-            raise ConfigError(f"stop_early={rule.metric!r}: not one of the metrics of this comparison "
-                              f"({', '.join(by_name)})")
-        self.metric = by_name[rule.metric]
-        if getattr(self.metric, "is_async", False):
-            raise ConfigError(f"stop_early={rule.metric!r}: a judged metric is scored at the end, not as runs finish; "
-                              "stop on a metric scored locally (e.g. trajectory_exact_match)")
-        if len(agents) < 2:
-            raise ConfigError("stop_early compares agents pair by pair: it needs at least two agents")
-        if executor is not None:
-            raise ConfigError("stop_early runs on the local runner; it does not combine with executor='ray' yet")
-        if simulator is not None:
-            raise ConfigError("stop_early does not combine with a simulator yet (its conversations are replayed in order)")
-        self.rule = rule
-        self.trials = config.trials
-        self.agents = list(agents)
-        # Scenario cases are skipped without a simulator (and a simulator is refused above).
-        self.cases = {c.case_id: c for c in dataset if c.conversation_scenario is None}
-        self.order = rule.order(list(self.cases))
-        self.monitor = SequentialMonitor(self.agents, self.order, alpha=rule.alpha, margin=rule.margin,
-                                         pairs=list(rule.pairs) if rule.pairs else None)
-        self._trials: dict[tuple[str, str], dict[int, float]] = {}
-        self.started_runs = 0
-        self.left_out = 0
-        """Runs made after the stop (in flight when it came), journaled but not analysed."""
-
-    def run_order(self, dataset: EvalDataset) -> EvalDataset:
-        """The dataset with its cases in the rule's random order (the order runs start in)."""
-        return EvalDataset([self.cases[c] for c in self.order], source=dataset.source)
-
-    def in_dataset_order(self, dataset: EvalDataset, runs: Mapping[str, list[AgentRun]]) -> dict[str, list[AgentRun]]:
-        """Each agent's runs back in dataset order, then trial order (as every result is)."""
-        index = {c.case_id: i for i, c in enumerate(dataset)}
-        return {a: sorted(rs, key=lambda r: (index[r.case_id], r.trial)) for a, rs in runs.items()}
-
-    def stop(self) -> bool:
-        return self.monitor.done
-
-    @property
-    def stopped(self) -> bool:
-        """Every pair was decided before the last case: the runs after the stop are not analysed."""
-        return self.monitor.decided_at is not None and self.monitor.decided_at < len(self.order)
-
-    @property
-    def cases_analysed(self) -> int:
-        """The cases the statistics (and the results) are over: the first ones of the seeded order,
-        up to the case that decided the last pair; every case complete when it did not stop."""
-        return self.monitor.decided_at if self.stopped else self.monitor.analysed  # type: ignore[return-value]
-
-    def analysed_runs(self, runs: Mapping[str, list[AgentRun]]) -> dict[str, list[AgentRun]]:
-        """``runs`` without those of the cases after the stop (in flight when it came; which ones
-        depends on timing): what is left is the same whatever order the runs finished in."""
-        if not self.stopped:
-            return dict(runs)
-        analysed = set(self.order[: self.cases_analysed])
-        kept = {a: [r for r in rs if r.case_id in analysed] for a, rs in runs.items()}
-        self.left_out = sum(len(rs) for rs in runs.values()) - sum(len(rs) for rs in kept.values())
-        return kept
-
-    def observe(self, run: AgentRun, scores: Mapping[str, Score]) -> None:
-        if run.agent_name not in self.agents or run.case_id not in self.cases:
-            return
-        self.started_runs += 1
-        score = scores.get(self.metric.name)
-        value = math.nan if score is None else float(score.value)
-        if run.failure:
-            applies = self.metric.applies_to(self.cases[run.case_id])
-            value = 0.0 if (self.rule.failed_runs == "zero" and applies) else math.nan
-        trials = self._trials.setdefault((run.agent_name, run.case_id), {})
-        trials[run.trial] = value
-        if len(trials) == self.trials:
-            reduced = reduce_trials(np.array([[trials[t] for t in sorted(trials)]]), self.rule.reducer)[0]
-            self.monitor.add(run.agent_name, run.case_id, float(reduced))
-
-    def report(self) -> dict[str, Any]:
-        """What stopping early did (for the run record): ``cases_analysed``, the cases the statistics,
-        the results and the summary's ``/n`` are over, and ``runs_analysed`` their runs (both a
-        function of the seed and the scores, not of timing); ``runs_made`` every run made, including
-        ``runs_left_out``, those of later cases in flight at the stop (journaled, not analysed); each
-        pair's decision."""
-        total = len(self.order)
-        analysed = self.cases_analysed
-        return {
-            "rule": self.rule.to_dict(),
-            "stopped": self.stopped,
-            "cases_analysed": analysed,
-            "cases": total,
-            "runs_planned": total * len(self.agents) * self.trials,
-            "runs_analysed": analysed * len(self.agents) * self.trials,
-            "runs_made": self.started_runs,
-            "runs_left_out": self.left_out,
-            "verdict": self.monitor.summary(),
-            "pairs": [{"a": p.a, "b": p.b, "decision": p.decision, "winner": p.winner, "p_value": p.p_value,
-                       "n": p.n, "mean_difference": p.mean_difference} for p in self.monitor.pairs],
-        }

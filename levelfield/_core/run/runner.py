@@ -1,7 +1,8 @@
 """The execution engine: every case of a dataset through one or more agents, nothing lost.
 
-Runs are async with a bounded number in flight; each attempt has a timeout; errors an adapter
-marks transient are retried with jittered exponential backoff (``levelfield._core.run.retry``);
+Runs are async with a bounded number in flight (a fixed set of slots taking jobs in plan order,
+within each agent's own limit), each case played once per trial by ``levelfield._core.run.case``
+(its turns retried, each attempt timed out and watched: ``levelfield._core.run.attempt``);
 every case and trial yields an ``AgentRun``, whatever the agent did: an agent that raises
 anything (``SystemExit``, its own ``CancelledError``, an exception whose message cannot be
 read...), hangs or answers nonsense is a failed run, and the other runs go on. Only the user's
@@ -18,34 +19,29 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextvars
 import gc
-import time
 import uuid
-import warnings
-from collections.abc import Awaitable, Callable, Collection, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from ..data.config import RunConfig
 from ..data.cost_limit import RunBudget, input_size
 from ..data.dataset import EvalCase, EvalDataset
-from ..data.protocol import AgentRequest, AgentRunnable
-from ..data.types import AgentOutput, AgentRun, Message, clean_run
-from ..errors import AgentOutputError
+from ..data.protocol import AgentRunnable
+from ..data.types import AgentRun, clean_run
 from . import budget, limits
-from .failures import attribute, describe_error
+from .attempt import _deadline_queues, _Deadlines, _loop_watchdog, _warned_blocking
+from .case import run_case
 from .interrupts import watching as watching_interrupts
 from .isolation import ProcessIsolation
 from .notices import BudgetWarning, warn_user
-from .retry import call_with_retries
 from .scope import CURRENT_SCOPE, RunScope
 from .threads import quick_handoffs
-from .watchdog import BlockingAgentWarning, LoopBlocked, LoopWatchdog
+from .watchdog import BlockingAgentWarning, LoopWatchdog
 
-__all__ = ["run_agents", "spending_limit", "interleaved_plan", "BlockingAgentWarning", "Executor", "OnRun", "PlayScenario", "Spent"]
+__all__ = ["run_agents", "spending_limit", "interleaved_plan", "BlockingAgentWarning", "Executor", "OnRun", "PlayScenario"]
 
 T = TypeVar("T")
-_timeout_scope = getattr(asyncio, "timeout", None)  # Python 3.11+
 
 
 class _Progress:
@@ -78,355 +74,6 @@ class _Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
-
-
-# -- one attempt ------------------------------------------------------------------------------
-
-# Agents already named in a BlockingAgentWarning during this evaluation (set by run_agents).
-_warned_blocking: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("levelfield_warned_blocking", default=None)
-_BLOCKING_SECONDS = 1.0  # a step longer than this (or than the timeout) is named in a warning
-# The watchdog of the current evaluation's event loop (set by run_agents).
-_loop_watchdog: contextvars.ContextVar[LoopWatchdog | None] = contextvars.ContextVar("levelfield_loop_watchdog", default=None)
-
-
-class _Watched:
-    """Awaits an agent's coroutine step by step, timing each step: a step that blocks the event
-    loop for long cannot be preempted by any timeout, so the agent is named in a warning. While a
-    step runs, the evaluation's watchdog (``levelfield._core.run.watchdog``) watches it: a step
-    still running past the run's timeout is ended from outside and becomes a TimeoutError."""
-
-    __slots__ = ("_awaitable", "_agent", "_case", "_timeout")
-
-    def __init__(self, awaitable: Awaitable[Any], agent: str, case_id: str, timeout: float | None) -> None:
-        self._awaitable = awaitable
-        self._agent = agent
-        self._case = case_id
-        self._timeout = timeout
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        steps = self._awaitable.__await__()
-        clock = time.perf_counter
-        watchdog = _loop_watchdog.get()
-        longest = 0.0
-        value: Any = None
-        error: BaseException | None = None
-        try:
-            while True:
-                start = clock()
-                step = None if watchdog is None else watchdog.begin(self._agent, self._case, self._timeout)
-                try:
-                    try:
-                        signal = steps.send(value) if error is None else steps.throw(error)
-                    finally:
-                        longest = max(longest, clock() - start)
-                        if step is not None:
-                            watchdog.end(step)  # type: ignore[union-attr]
-                except StopIteration as stop:
-                    return stop.value
-                except LoopBlocked:
-                    _close(steps)
-                    raise TimeoutError from None
-                value, error = None, None
-                try:
-                    value = yield signal
-                except BaseException as exc:  # noqa: BLE001 - passed on to the agent, as await would
-                    error = exc
-        finally:
-            limit = _BLOCKING_SECONDS if self._timeout is None else min(_BLOCKING_SECONDS, self._timeout)
-            if longest >= limit:
-                self._warn(longest)
-
-    def _warn(self, seconds: float) -> None:
-        warned = _warned_blocking.get()
-        if warned is None or self._agent in warned:
-            return
-        warned.add(self._agent)
-        limit = "" if self._timeout is None else f" and its timeout ({self._timeout:g} s) could not stop it"
-        warnings.warn(
-            f"agent {self._agent!r} blocked the event loop for {seconds:.1f} s in one step (case {self._case!r}): "
-            f"no other run progressed meanwhile{limit}. An async agent must not make blocking calls: make it a "
-            "sync function (levelfield runs those in threads) or wrap the blocking call in asyncio.to_thread()",
-            BlockingAgentWarning,
-            stacklevel=2,
-        )
-
-
-def _close(steps: Any) -> None:
-    """Close an agent's coroutine that was ended from outside; whatever it raises is its own."""
-    try:
-        steps.close()
-    except BaseException:  # noqa: BLE001 - the run is already over (timed out)
-        pass
-
-
-async def _guarded(awaitable: Awaitable[T]) -> tuple[bool, Any]:
-    # Python 3.10's wait_for runs the agent in a task of its own, whose SystemExit would escape
-    # to the event loop: catch everything but cancellation inside that task.
-    try:
-        return True, await awaitable
-    except asyncio.CancelledError:
-        raise
-    except BaseException as exc:  # noqa: BLE001
-        return False, exc
-
-
-class _Deadline:
-    """One attempt's deadline in a :class:`_Deadlines` queue."""
-
-    __slots__ = ("when", "task", "cancelling", "expired")
-
-    def __init__(self, when: float, task: asyncio.Task, cancelling: int) -> None:
-        self.when = when
-        self.task: asyncio.Task | None = task  # None once the attempt is over
-        self.cancelling = cancelling  # the task's cancel requests at the start (not ours)
-        self.expired = False
-
-
-class _Deadlines:
-    """The timeouts of one length on one event loop (Python 3.11+), as one timer and a queue.
-
-    Deadlines of one length come due in the order they were set, so the queue is sorted by
-    construction: one timer armed for its head serves every attempt, where ``asyncio.timeout``
-    pushes a timer handle per attempt onto the loop's heap and cancels it (measured: ~10 us an
-    attempt against ~4 us here). An attempt past its deadline is cancelled in place and turned
-    into a TimeoutError, as ``asyncio.timeout`` does.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, seconds: float) -> None:
-        self._loop = loop
-        self._seconds = seconds
-        self._queue: collections.deque[_Deadline] = collections.deque()
-        self._timer: asyncio.TimerHandle | None = None
-
-    def start(self, task: asyncio.Task) -> _Deadline:
-        queue = self._queue
-        while queue and queue[0].task is None:  # attempts already over
-            queue.popleft()
-        entry = _Deadline(self._loop.time() + self._seconds, task, task.cancelling())
-        queue.append(entry)
-        if self._timer is None:
-            self._timer = self._loop.call_at(entry.when, self._expire, entry.when)
-        return entry
-
-    def _expire(self, due: float) -> None:
-        self._timer = None
-        queue = self._queue
-        while queue:
-            entry = queue[0]
-            if entry.task is None:
-                queue.popleft()
-            elif entry.when <= due:
-                queue.popleft()
-                entry.expired = True
-                entry.task.cancel()
-            else:
-                self._timer = self._loop.call_at(entry.when, self._expire, entry.when)
-                return
-
-    def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._queue.clear()
-
-
-# Deadline queues of the current evaluation, by timeout length (set by run_agents).
-_deadline_queues: contextvars.ContextVar[dict[float, _Deadlines] | None] = contextvars.ContextVar(
-    "levelfield_deadlines", default=None
-)
-
-
-async def _within(watched: _Watched, timeout: float) -> Any:
-    queues = _deadline_queues.get()
-    task = asyncio.current_task()
-    if queues is None or task is None or not hasattr(task, "uncancel"):
-        if _timeout_scope is not None:
-            async with _timeout_scope(timeout):
-                return await watched
-        ok, output = await asyncio.wait_for(_guarded(watched), timeout)  # pragma: no cover - Python 3.10
-        if not ok:  # pragma: no cover
-            raise output
-        return output  # pragma: no cover
-    deadlines = queues.get(timeout)
-    if deadlines is None:
-        deadlines = queues[timeout] = _Deadlines(asyncio.get_running_loop(), timeout)
-    entry = deadlines.start(task)
-    try:
-        return await watched
-    except asyncio.CancelledError as exc:
-        if entry.expired:
-            entry.expired = False
-            if task.uncancel() <= entry.cancelling:  # no other cancel request: ours, a timeout
-                raise TimeoutError from exc
-        raise
-    finally:
-        entry.task = None
-        if entry.expired:  # the agent swallowed our cancellation and returned anyway
-            task.uncancel()
-
-
-async def _attempt(agent: AgentRunnable, request: AgentRequest, timeout: float | None) -> AgentOutput:
-    started = time.perf_counter()
-    watched = _Watched(agent.arun(request), agent.name, request.case_id, timeout)
-    if timeout is None:
-        output = await watched
-    else:
-        # The adapter may ask how long it has left (a server's Retry-After must fit in it).
-        token = budget.set_deadline(timeout)
-        try:
-            output = await _within(watched, timeout)
-        finally:
-            budget.reset_deadline(token)
-    if not isinstance(output, AgentOutput):
-        raise AgentOutputError(
-            f"agent {agent.name!r} returned {type(output).__name__} from arun(); an adapter must return AgentOutput"
-        )
-    # Each turn's own time (invocation_duration_v1 averages it per turn); the run's latency spans every turn.
-    output.duration_seconds = round(time.perf_counter() - started, 6)
-    return output
-
-
-class Spent:
-    """What a run spent waiting on limits: seconds, and rate-limit answers absorbed."""
-
-    __slots__ = ("waited", "rate_limited")
-
-    def __init__(self) -> None:
-        self.waited = 0.0
-        self.rate_limited = 0
-
-    def add(self, seconds: float, absorbed: bool) -> None:
-        """A wait on an endpoint's limit: ``absorbed`` when it waited out a rate-limit answer."""
-        self.waited += seconds
-        if absorbed:
-            self.rate_limited += 1
-
-    def fields(self) -> dict[str, Any]:
-        """As ``AgentRun`` fields."""
-        return {"waited_seconds": round(self.waited, 6), "rate_limited": self.rate_limited}
-
-
-def _output_tokens(output: AgentOutput) -> int | None:
-    usage = output.usage
-    return usage.total_tokens if usage is not None else None
-
-
-async def _run_turn(
-    agent: AgentRunnable, request: AgentRequest, config: RunConfig, spent: Spent | None = None
-) -> tuple[AgentOutput | None, BaseException | None, float, int]:
-    """One turn of a run, retried: (output or None, error or None, the last attempt's seconds, attempts).
-    Only what the adapter marks transient is retried: it knows its framework's errors."""
-    registry = limits.current()
-    tried = await call_with_retries(
-        lambda: _attempt(agent, request, config.timeout),
-        retries=config.retries,
-        backoff=config.backoff,
-        limit=None if registry is None else registry.for_agent(agent),
-        timeout=config.timeout,
-        tokens=_output_tokens,
-        on_wait=None if spent is None else spent.add,
-    )
-    return tried.value, tried.error, tried.latency, tried.attempts
-
-
-def failed_turn_run(
-    agent: AgentRunnable,
-    case: EvalCase,
-    trial: int,
-    request: AgentRequest,
-    error: BaseException,
-    *,
-    where: str,
-    latency: float,
-    attempts: int,
-    turns: list[AgentOutput],
-    **fields: Any,
-) -> AgentRun:
-    """The failed run of a turn that failed: its error (prefixed by ``where``, e.g. "turn 2 of 3: ")
-    and type, and what it had produced — the error's ``partial`` or the adapter's own account
-    (``agent.partial_output(request)``, e.g. a timed-out graph's calls so far). Never raises."""
-    text, error_type = describe_error(error)
-    failure_class, failure_rule = _failure_class(agent, error, request)
-    partial = attribute(error, "partial")
-    if partial is None and hasattr(agent, "partial_output"):
-        try:
-            partial = agent.partial_output(request)
-        except KeyboardInterrupt:
-            raise
-        except BaseException:  # noqa: BLE001 - what a failed run had is a bonus, never a crash
-            partial = None
-    return AgentRun(
-        case_id=case.case_id,
-        agent_name=agent.name,
-        trial=trial,
-        output=None,
-        latency_in_seconds=latency,
-        failure=True,
-        error=f"{where}{text}",
-        error_type=error_type,
-        attempts=attempts,
-        partial_output=partial if isinstance(partial, AgentOutput) else None,
-        turns=turns,
-        failure_class=failure_class,
-        failure_rule=failure_rule,
-        **fields,
-    )
-
-
-def _failure_class(agent: AgentRunnable, error: BaseException, request: AgentRequest) -> tuple[str | None, str | None]:
-    """Whose fault the failure was, when the agent can tell (``agent.classify_failure``, A2A agents). Never raises."""
-    classify = getattr(agent, "classify_failure", None)
-    if classify is None:
-        return None, None
-    try:
-        found, rule = classify(error, request)
-    except KeyboardInterrupt:
-        raise
-    except BaseException:  # noqa: BLE001 - a classification is a bonus, never a crash
-        return None, None
-    return (found if isinstance(found, str) else None), (rule if isinstance(rule, str) else None)
-
-
-async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: RunConfig, run_id: str) -> AgentRun:
-    """Run one case (all its turns) once; always returns an AgentRun."""
-    session_id = f"lf-{run_id}-{case.case_id}-{trial}"
-    prompts = [t.prompt for t in case.turns] if case.turns else [case.prompt or ""]
-    history: list[Message] = list(case.history)
-    turns: list[AgentOutput] = []
-    latency = 0.0
-    attempts = 0
-    spent = Spent()
-    for index, prompt in enumerate(prompts):
-        # Validated: pydantic's compiled validator is faster than model_construct's Python loop.
-        request = AgentRequest(
-            prompt=prompt,
-            history=list(history),
-            case_id=case.case_id,
-            session_id=session_id,
-            turn=index,
-            state=dict(case.state),
-        )
-        output, error, turn_latency, turn_attempts = await _run_turn(agent, request, config, spent)
-        latency += turn_latency
-        attempts = max(attempts, turn_attempts)
-        if error is not None:
-            where = f"turn {index + 1} of {len(prompts)}: " if len(prompts) > 1 else ""
-            return failed_turn_run(agent, case, trial, request, error, where=where, latency=latency,
-                                   attempts=attempts, turns=turns, **spent.fields())
-        turns.append(output)
-        if index + 1 < len(prompts):
-            history += [Message(role="user", content=prompt), Message(role="assistant", content=output.response)]
-    return AgentRun(
-        case_id=case.case_id,
-        agent_name=agent.name,
-        trial=trial,
-        output=turns[-1],
-        latency_in_seconds=latency,
-        failure=False,
-        attempts=attempts,
-        turns=turns if len(turns) > 1 else [],
-        **spent.fields(),
-    )
 
 
 def interleaved_plan(agents: Sequence[T], cases: Iterable[EvalCase], trials: int) -> list[tuple[T, EvalCase, int]]:

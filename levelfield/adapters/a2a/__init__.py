@@ -4,8 +4,9 @@ One module a job: ``agent`` (``A2AAgent``: one turn sent, its answer read, its f
 ``events`` (a2a tasks, messages and events read into the normalized output), ``secrets`` (the
 credentials redacted wherever a server could echo them), ``http`` (the HTTP side: headers,
 credentials in a URL, connection errors, the response size cap), ``failures`` (whose fault a
-failed run was), ``preflight`` (the conformance check: ``checks`` what it reports, ``probes``
-what it sends and reads), ``server`` (``levelfield serve``).
+failed run was), ``preflight`` (the conformance check: ``checks`` what it reports, ``card`` the
+agent card checked, ``probes`` what it sends, ``answers`` how it reads what came back), ``server``
+(``levelfield serve``: ``task_executor`` runs the agent per message, ``guard`` stands in front).
 
 Names load on first use, and a2a-sdk only when an agent is built or served, so the command line
 (which registers ``serve`` and ``a2a-check`` from here) starts light.

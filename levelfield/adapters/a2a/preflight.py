@@ -20,8 +20,10 @@ from collections.abc import Mapping
 
 from ..._core.errors import AdapterError
 from ..._core.run.failures import parse_retry_after
+from .answers import _tool_calls_in
+from .card import _check_card, _read_card
 from .checks import DEFAULT_PROMPT, S_RETRY, S_TOOLS, STATUSES, TOOL_CALLS, Check, Preflight
-from .probes import _check_card, _Prober, _read_card, _tool_calls_in
+from .probes import _Prober
 
 __all__ = ["Check", "Preflight", "preflight", "apreflight", "STATUSES", "DEFAULT_PROMPT", "TOOL_CALLS"]
 

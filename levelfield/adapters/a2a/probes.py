@@ -1,32 +1,35 @@
-"""The A2A preflight's probes: the agent card read and checked, probe messages sent over raw
-JSON-RPC (A2A 1.0 and 0.3), and what the answers said, normalized across the two versions and checked
-against the specification, one ``Check`` at a time."""
+"""The A2A preflight's probes: messages sent over raw JSON-RPC (A2A 1.0 and 0.3) and each answer
+checked against the specification, one ``Check`` at a time (the answers are read by
+``levelfield.adapters.a2a.answers``; the card is checked by ``levelfield.adapters.a2a.card``)."""
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..._core.errors import AdapterError
 from ..._core.run.failures import parse_retry_after
+from .answers import (
+    _AGENT_ERROR,
+    _PROTOCOL_CODES,
+    _events_of,
+    _framing_error,
+    _part_error,
+    _shape_error,
+    _sse_event,
+    _task_event,
+)
 from .checks import (
     _KNOWN_STATES,
-    CARD_PATHS,
     INTERRUPTED,
     RUNNING,
     S_CANCEL,
-    S_CAPABILITIES,
-    S_CARD,
-    S_DISCOVERY,
     S_ERRORS,
     S_GET,
-    S_INTERFACES,
     S_JSONRPC,
     S_PARTS,
     S_SEND,
@@ -37,152 +40,7 @@ from .checks import (
     Check,
 )
 
-__all__: list[str] = []  # private to the preflight: _Prober, _read_card, _check_card, _tool_calls_in
-
-# -- what the answers said, normalized across 0.3 and 1.0 ---------------------------------------------
-
-
-@dataclass
-class _Event:
-    kind: str
-    """task, message, status or artifact."""
-    state: str | None = None
-    """The task state it carries (0.3 spelling: completed, input-required, ...)."""
-    parts: list[dict[str, Any]] = field(default_factory=list)
-    task_id: str | None = None
-
-
-def _state(raw: Any) -> str | None:
-    if not isinstance(raw, str) or not raw:
-        return None
-    return raw.removeprefix("TASK_STATE_").lower().replace("_", "-").replace("cancelled", "canceled")
-
-
-def _message_parts(message: Any) -> list[dict[str, Any]]:
-    parts = message.get("parts") if isinstance(message, dict) else None
-    return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
-
-
-def _task_parts(task: dict[str, Any]) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    for message in task.get("history") or []:
-        if isinstance(message, dict) and message.get("role") not in ("user", "ROLE_USER"):
-            parts += _message_parts(message)
-    for artifact in task.get("artifacts") or []:
-        parts += _message_parts(artifact)
-    status = task.get("status") if isinstance(task.get("status"), dict) else {}
-    parts += _message_parts(status.get("message"))
-    return parts
-
-
-def _events_of(result: Any, version: str) -> list[_Event]:
-    """The event(s) one JSON-RPC result holds, or [] when it has no recognizable shape."""
-    if not isinstance(result, dict):
-        return []
-    if version == "0.3":
-        kind = result.get("kind")
-        payloads = {"task": "task", "message": "message", "status-update": "status", "artifact-update": "artifact"}
-        wrapped = {payloads[kind]: result} if kind in payloads else {}
-    else:
-        keys = {"task": "task", "message": "message", "statusUpdate": "status", "artifactUpdate": "artifact"}
-        wrapped = {keys[k]: v for k, v in result.items() if k in keys and isinstance(v, dict)}
-    out = []
-    for kind, body in wrapped.items():
-        status = body.get("status") if isinstance(body.get("status"), dict) else {}
-        if kind == "task":
-            out.append(_Event("task", _state(status.get("state")), _task_parts(body), body.get("id")))
-        elif kind == "message":
-            out.append(_Event("message", None, _message_parts(body), body.get("taskId")))
-        elif kind == "status":
-            out.append(_Event("status", _state(status.get("state")), _message_parts(status.get("message")), body.get("taskId")))
-        else:
-            out.append(_Event("artifact", None, _message_parts(body.get("artifact")), body.get("taskId")))
-    return out
-
-
-def _task_event(result: Any, version: str) -> _Event | None:
-    """The task a GetTask / CancelTask result holds (1.0 answers the Task itself, 0.3 a task with kind)."""
-    if not isinstance(result, dict):
-        return None
-    if version == "0.3":
-        events = _events_of(result, version)
-        return events[0] if events and events[0].kind == "task" else None
-    if "status" not in result and "id" not in result:
-        return None
-    return _events_of({"task": result}, version)[0]
-
-
-def _shape_error(result: Any, version: str, streaming: bool) -> str | None:
-    """Why ``result`` is not a valid answer in ``version``, checked with a2a-sdk's own types."""
-    if version == "0.3":
-        from a2a.compat.v0_3 import types as v03
-        from pydantic import ValidationError
-
-        models = {"task": v03.Task, "message": v03.Message, "status-update": v03.TaskStatusUpdateEvent,
-                  "artifact-update": v03.TaskArtifactUpdateEvent}
-        kind = result.get("kind") if isinstance(result, dict) else None
-        allowed = models if streaming else {k: models[k] for k in ("task", "message")}
-        if kind not in allowed:
-            return f"the result's kind is {kind!r}, expected one of {', '.join(allowed)}"
-        try:
-            allowed[kind].model_validate(result)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            return f"{kind}: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
-        return None
-    from a2a.types.a2a_pb2 import SendMessageResponse, StreamResponse
-    from google.protobuf.json_format import ParseDict, ParseError
-
-    if not isinstance(result, dict):
-        return f"the result is a {type(result).__name__}, expected an object"
-    try:
-        parsed = ParseDict(copy.deepcopy(result), StreamResponse() if streaming else SendMessageResponse())
-    except (ParseError, ValueError, TypeError) as exc:
-        return str(exc).splitlines()[0][:300]
-    if parsed.WhichOneof("payload") is None:
-        return "the result holds none of " + ("task, message, statusUpdate, artifactUpdate" if streaming else "task, message")
-    return None
-
-
-def _part_error(part: dict[str, Any], version: str) -> str | None:
-    """Why one part is not a valid part: it must hold exactly one kind of content."""
-    if version == "0.3":
-        kind = part.get("kind")
-        need = {"text": "text", "data": "data", "file": "file"}
-        if kind not in need:
-            return f"a part's kind is {kind!r}, expected text, data or file"
-        if need[kind] not in part:
-            return f"a {kind} part has no {need[kind]!r} field"
-        if kind == "text" and not isinstance(part["text"], str):
-            return "a text part's text is not a string"
-        if kind == "data" and not isinstance(part["data"], dict):
-            return "a data part's data is not an object"
-        return None
-    held = [k for k in ("text", "raw", "url", "data") if k in part]
-    if len(held) != 1:
-        return f"a part holds {' and '.join(held) if held else 'no content'}; exactly one of text, raw, url, data is required"
-    if "kind" in part:
-        return "a part has a 'kind' field: that is the 0.3 shape, not 1.0's"
-    return None
-
-
-_CALL_ARG_KEYS = ("args", "arguments", "input", "parameters", "tool_input")
-
-
-def _tool_calls_in(parts: list[dict[str, Any]]) -> str:
-    """adk / data / none: how the parts carry tool calls."""
-    plain = False
-    for part in parts:
-        meta = part.get("metadata") if isinstance(part.get("metadata"), dict) else {}
-        if meta.get("adk_type") in ("function_call", "function_response"):
-            return "adk"
-        data = part.get("data")
-        if isinstance(data, dict) and (
-            ("name" in data and any(k in data for k in _CALL_ARG_KEYS))
-            or any(k in data for k in ("tool_calls", "function_call", "tool_call", "functionCall"))
-        ):
-            plain = True
-    return "data" if plain else "none"
+__all__: list[str] = []  # private to the preflight: _Prober
 
 
 # -- the probes ---------------------------------------------------------------------------------------
@@ -504,125 +362,4 @@ class _Prober:
             self.add("errors", "pass", S_ERRORS, "unknown method -32601, invalid params -32602, invalid JSON -32700", v)
 
 
-def _framing_error(body: Any, rid: Any) -> str | None:
-    if not isinstance(body, dict) or body.get("jsonrpc") != "2.0":
-        return "the answer is not a JSON-RPC 2.0 response (no \"jsonrpc\": \"2.0\")"
-    if ("result" in body) == ("error" in body):
-        return "a JSON-RPC response must hold exactly one of result and error"
-    if body.get("id") != rid:
-        return f"the response id {body.get('id')!r} is not the request's {rid!r}"
-    return None
-
-
-def _sse_event(data: str, rid: Any) -> tuple[Any, str | None]:
-    try:
-        body = json.loads(data)
-    except ValueError:
-        return None, f"an SSE data field is not JSON: {data[:80]!r}"
-    framing = _framing_error(body, rid)
-    if framing:
-        return None, framing
-    if "error" in body:
-        err = body["error"] if isinstance(body["error"], dict) else {}
-        if err.get("code") not in _PROTOCOL_CODES:
-            return None, f"{_AGENT_ERROR} {err.get('code')} ({err.get('message')})"
-        return None, f"the stream carried JSON-RPC error {err.get('code')}: {err.get('message')}"
-    return body["result"], None
-
-
-_AGENT_ERROR = "the agent answered the probe with error"
-_PROTOCOL_CODES = (-32700, -32600, -32601, -32602)
-"""JSON-RPC errors to a well-formed probe that mean the server broke the protocol, not that the agent failed."""
 TIMED_OUT = "timed out"
-
-
-# -- the card -----------------------------------------------------------------------------------------
-
-_REQUIRED = ("name", "description", "version", "capabilities", "defaultInputModes", "defaultOutputModes", "skills")
-
-
-async def _read_card(http: Any, base: str, checks: _Prober) -> dict[str, Any] | None:
-    last = ""
-    for path in CARD_PATHS:
-        response = await http.get(f"{base}{path}")
-        checks._note("card", response)
-        if response.status_code == 200:
-            try:
-                card = response.json()
-            except ValueError:
-                checks.add("card.fetch", "fail", S_DISCOVERY, f"{path} is not JSON")
-                return None
-            if not isinstance(card, dict):
-                checks.add("card.fetch", "fail", S_DISCOVERY, f"{path} holds a {type(card).__name__}, not an object")
-                return None
-            if path != CARD_PATHS[0]:
-                checks.add("card.fetch", "warn", S_DISCOVERY, f"the card is only at the old path {path}")
-            else:
-                checks.add("card.fetch", "pass", S_DISCOVERY, f"read from {path}")
-            return card
-        last = f"{path}: HTTP {response.status_code}"
-    checks.add("card.fetch", "fail", S_DISCOVERY, f"no agent card ({last})")
-    return None
-
-
-def _check_card(card: dict[str, Any], p: _Prober) -> tuple[list[tuple[str, str, str]], bool]:
-    """The card's checks; returns its JSON-RPC interfaces as (version, url, binding) and whether it claims streaming."""
-    missing = [k for k in _REQUIRED if k not in card]
-    if "supportedInterfaces" not in card and "url" not in card:
-        missing.append("supportedInterfaces (1.0) or url (0.3)")
-    empty = [k for k in ("name", "description", "version") if k in card and not (isinstance(card[k], str) and card[k].strip())]
-    if missing or empty:
-        said = "; ".join(x for x in (f"missing {', '.join(missing)}" if missing else "",
-                                     f"empty or not a string: {', '.join(empty)}" if empty else "") if x)
-        p.add("card.required_fields", "fail", S_CARD, said)
-    else:
-        p.add("card.required_fields", "pass", S_CARD, "name, description, version, capabilities, modes, skills, interfaces")
-    if "skills" in card and not isinstance(card["skills"], list):
-        p.add("card.skills", "fail", S_CARD, "skills is not a list")
-
-    from a2a.client.card_resolver import parse_agent_card
-
-    try:
-        parsed = parse_agent_card(copy.deepcopy(card))
-    except Exception as exc:  # the SDK's own reading of the card
-        p.add("card.schema", "fail", S_CARD, f"a2a-sdk cannot read the card: {str(exc).splitlines()[0][:200]}")
-        return [], False
-    interfaces = [(i.protocol_version, i.url, i.protocol_binding) for i in parsed.supported_interfaces]
-    if not interfaces:
-        p.add("card.interfaces", "fail", S_INTERFACES, "the card declares no interface (supportedInterfaces / url)")
-        return [], False
-    bad_url = [u for _, u, _ in interfaces if not u.startswith(("http://", "https://"))]
-    no_version = [b for ver, _, b in interfaces if not ver]
-    spoken = [(ver, u, b) for ver, u, b in interfaces
-              if b in ("JSONRPC", "HTTP+JSON") and (ver.startswith("0.3") or ver.startswith("1."))]
-    if bad_url:
-        p.add("card.interfaces", "fail", S_INTERFACES, f"an interface URL is not an absolute http(s) URL: {bad_url[0]!r}")
-    elif no_version and "supportedInterfaces" in card:
-        p.add("card.interfaces", "fail", S_INTERFACES, f"an interface ({no_version[0]}) has no protocolVersion")
-    elif not spoken:
-        offered = ", ".join(f"{b} {ver or '?'}" for ver, _, b in interfaces)
-        p.add("card.interfaces", "fail", S_INTERFACES, f"no interface levelfield speaks (JSON-RPC or HTTP+JSON, 0.3 or 1.x); "
-              f"offered: {offered}")
-    else:
-        p.add("card.interfaces", "pass", S_INTERFACES, ", ".join(f"{b} {ver}" for ver, _, b in interfaces))
-    versions = sorted({ver for ver, _, _ in interfaces if ver})
-    unknown = [ver for ver in versions if not (ver.startswith("0.3") or ver.startswith("1."))]
-    if unknown:
-        p.add("card.protocol_version", "warn", S_INTERFACES, f"protocol version(s) {', '.join(unknown)} are not 0.3 or 1.x")
-    else:
-        p.add("card.protocol_version", "pass", S_INTERFACES, ", ".join(versions) or "0.3 (the 0.3 default)")
-    capabilities = card.get("capabilities")
-    streaming = False
-    if not isinstance(capabilities, dict):
-        p.add("card.capabilities", "fail", S_CAPABILITIES, "capabilities is not an object")
-    elif "streaming" in capabilities and not isinstance(capabilities["streaming"], bool):
-        p.add("card.capabilities", "fail", S_CAPABILITIES,
-              f"capabilities.streaming is {capabilities['streaming']!r}, not a boolean")
-    else:
-        streaming = capabilities.get("streaming") is True
-        p.add("card.capabilities", "pass", S_CAPABILITIES, f"streaming {'claimed' if streaming else 'not claimed'}")
-    rpc = [(("0.3" if ver.startswith("0.3") else "1.0"), u, b) for ver, u, b in spoken if b == "JSONRPC"]
-    if spoken and not rpc:
-        p.add("probes", "warn", S_INTERFACES, "the card offers only HTTP+JSON; the preflight probes the JSON-RPC binding, "
-              "so only the card was checked")
-    return rpc, streaming
