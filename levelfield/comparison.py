@@ -33,7 +33,8 @@ from ._core.data.dataset import EvalCase, EvalDataset
 from ._core.data.jsonsafe import to_jsonable
 from ._core.data.types import AgentRun
 from ._core.errors import ConfigError, MetricError, RecordError
-from ._core.results.record import RUNS_FILE, fingerprints_of, finish_journal, make_header, read_record, write_record
+from ._core.results.fingerprints import fingerprints_of
+from ._core.results.record import RUNS_FILE, finish_journal, make_header, read_record, write_record
 from ._core.results.result import EvalResult, record_status, results_from_record
 from ._core.results.tables import parquet_available, table_to_parquet, write_table_files, write_tables_in_pages
 from ._core.results.writing import write_text

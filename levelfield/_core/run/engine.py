@@ -25,20 +25,12 @@ from ..data.protocol import AgentRunnable
 from ..data.types import AgentRun
 from ..errors import ConfigError, DatasetError, RecordError
 from ..results.columns import RunColumns
+from ..results.fingerprints import fingerprints_of
+from ..results.journal import Journal
 from ..results.lock import OutLock, held_here
-from ..results.record import (
-    RUNS_FILE,
-    Journal,
-    Record,
-    RunKey,
-    carry_generated,
-    check_out_folder,
-    check_resumable,
-    fingerprints_of,
-    make_header,
-    read_record,
-)
+from ..results.record import RUNS_FILE, Record, RunKey, make_header, read_record
 from ..results.result import EvalResult
+from ..results.resume import carry_generated, check_out_folder, check_resumable
 from ..results.saved_run import saved_run
 from ..score.batch import score_rows
 from ..score.batch.runs import RunScorer
