@@ -57,9 +57,9 @@ _LAZY = {
     "JudgeConfig": ".judge.config",
     "panel_report": "._core.stats.panel",
     "EvalTask": ".evaluation",
-    "acompare": ".evaluation",
+    "acompare": ".comparing",
     "aevaluate": ".evaluation",
-    "compare": ".evaluation",
+    "compare": ".comparing",
     "evaluate": ".evaluation",
     "RayExecutor": ".executors.ray",
     "ToolCallMatcher": "._core.score.matching",
@@ -111,8 +111,9 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from ._core.stats.panel import panel_report
     from .adapters.auto import as_agent
     from .comparability import EvaluatorsDifferError, EvaluatorsDifferWarning
+    from .comparing import acompare, compare
     from .comparison import Comparison
-    from .evaluation import EvalTask, acompare, aevaluate, compare, evaluate
+    from .evaluation import EvalTask, aevaluate, evaluate
     from .executors.ray import RayExecutor
     from .failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
     from .formats.adk import write_evalset as to_adk_evalset
