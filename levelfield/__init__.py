@@ -51,15 +51,15 @@ _LAZY = {
     "to_adk_evalset": (".formats.adk", "write_evalset"),
     "Comparison": ".comparison",
     "certify_judge": "._core.stats.certify",
-    "rows_to_label": "._core.stats.certify",
+    "rows_to_label": "._core.stats.labelling",
     "RunConfig": "._core.data.config",
     "StatsConfig": "._core.stats.config",
     "JudgeConfig": ".judge.config",
     "panel_report": "._core.stats.panel",
     "EvalTask": ".evaluation",
-    "acompare": ".evaluation",
+    "acompare": ".comparing",
     "aevaluate": ".evaluation",
-    "compare": ".evaluation",
+    "compare": ".comparing",
     "evaluate": ".evaluation",
     "RayExecutor": ".executors.ray",
     "ToolCallMatcher": "._core.score.matching",
@@ -106,13 +106,15 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from ._core.run.preflight import A2APreflightWarning
     from ._core.run.watchdog import BlockingAgentWarning
     from ._core.score.matching import ToolCallMatcher
-    from ._core.stats.certify import UncertifiedJudgeError, certify_judge, rows_to_label
+    from ._core.stats.certify import UncertifiedJudgeError, certify_judge
     from ._core.stats.config import StatsConfig
+    from ._core.stats.labelling import rows_to_label
     from ._core.stats.panel import panel_report
     from .adapters.auto import as_agent
     from .comparability import EvaluatorsDifferError, EvaluatorsDifferWarning
+    from .comparing import acompare, compare
     from .comparison import Comparison
-    from .evaluation import EvalTask, acompare, aevaluate, compare, evaluate
+    from .evaluation import EvalTask, aevaluate, evaluate
     from .executors.ray import RayExecutor
     from .failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
     from .formats.adk import write_evalset as to_adk_evalset

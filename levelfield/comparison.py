@@ -11,32 +11,28 @@ left out, and ``summary`` carries the policy in ``summary.attrs["failed_runs"]``
 
 Trials are reduced per case before any statistic (``reducer="mean"`` by default; ``"max"``,
 ``"min"``, ``"median"``), so every case weighs the same and two agents are compared case by case.
+
+The statistics live here; one case's runs side by side (``case_view``) in
+:mod:`levelfield.comparison_cases`, saving and loading in :mod:`levelfield.comparison_record`, the
+text ``print(cmp)`` shows in :mod:`levelfield.comparison_text`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ._core.data.config import RunConfig
 from ._core.data.cost_limit import BudgetReport
-from ._core.data.dataset import EvalCase, EvalDataset
-from ._core.data.jsonsafe import to_jsonable
+from ._core.data.dataset import EvalDataset
 from ._core.data.types import AgentRun
-from ._core.errors import ConfigError, MetricError, RecordError
-from ._core.results.record import RUNS_FILE, fingerprints_of, finish_journal, make_header, read_record, write_record
-from ._core.results.result import EvalResult, record_status, results_from_record
-from ._core.results.tables import parquet_available, table_to_parquet, write_table_files, write_tables_in_pages
-from ._core.results.writing import write_text
+from ._core.errors import MetricError
+from ._core.results.result import EvalResult
 from ._core.score.diff import MarkedCall, mark_trajectory
 from ._core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
 from ._core.score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT, Metric
@@ -45,8 +41,9 @@ from ._core.stats.change import detectable_difference
 from ._core.stats.components import SOURCES, split_variance
 from ._core.stats.config import FailedRuns, StatsConfig, stats_config
 from ._core.stats.paired import PairedInference, paired_inference
-from ._core.stats.sequential import analysed_cases
 from ._core.stats.soft_labels import soft_values
+from .comparison_cases import AgentCase, CaseView, CaseViews, JudgedView
+from .comparison_record import ComparisonRecord
 from .comparison_text import comparison_text
 from .verdict import Verdict, verdict
 
@@ -67,60 +64,7 @@ OTHER_MEAN = {"zero": FAILED_LEFT_OUT, "exclude": FAILED_AS_ZERO}
 _AGENT_FIELDS = frozenset({"response", "predicted_trajectory", "turns", "failure"})
 
 
-@dataclass
-class AgentCase:
-    """One agent's run of one case (one trial), ready to show next to the others."""
-
-    agent: str
-    trial: int
-    response: str | None
-    calls: list[MarkedCall]
-    scores: dict[str, float]
-    """Each metric's score for this run as used in the statistics (failures per the policy)."""
-    failure: bool = False
-    error: str | None = None
-    error_type: str | None = None
-    partial: bool = False
-    """True when the response and calls are what a failed run produced before failing."""
-    failure_class: str | None = None
-    """Whose fault a failed run was (A2A agents): ``protocol``, ``transport`` or ``agent``."""
-    failure_rule: str | None = None
-    """The spec rule a ``protocol`` failure broke."""
-    latency_in_seconds: float = math.nan
-    judged: dict[str, JudgedView] = field(default_factory=dict)
-    """Judged metrics' reasons for this run, by metric: the judge's explanation and every rubric verdict."""
-
-
-@dataclass
-class JudgedView:
-    """Why a judge scored one run as it did: its explanation, and each rubric's verdict with its rationale."""
-
-    explanation: str | None = None
-    verdicts: list[dict[str, Any]] = field(default_factory=list)
-    """``{"id", "property", "verdict", "rationale", "turn"?, "agreement"?}`` per rubric, as ``<metric>/rubrics`` holds them."""
-
-
-def _judged_views(scores: Mapping[str, Any]) -> dict[str, JudgedView]:
-    """The judged metrics' reasons in one run's scores (metrics whose Score carries rubric verdicts or a judge's cost)."""
-    out = {}
-    for name, score in scores.items():
-        extra = getattr(score, "extra", None) or {}
-        verdicts = extra.get("rubrics")
-        if isinstance(verdicts, list) or "judge_calls" in extra:
-            out[name] = JudgedView(getattr(score, "explanation", None), list(verdicts) if isinstance(verdicts, list) else [])
-    return out
-
-
-@dataclass
-class CaseView:
-    """A case with every agent's runs side by side."""
-
-    case: EvalCase
-    runs: dict[str, list[AgentCase]] = field(default_factory=dict)
-    """Agent name -> its runs of this case, one per trial."""
-
-
-class Comparison:
+class Comparison(CaseViews, ComparisonRecord):
     """Several agents run on the same cases, with the statistics to tell them apart.
 
     ``results[name]`` is each agent's ``EvalResult``; ``summary`` one row per agent;
@@ -556,8 +500,6 @@ class Comparison:
                                                  test=self.test, seed=self.seed)
         return self._paired[key]
 
-    # -- one case --------------------------------------------------------------------------
-
     def judge_pairwise(self, metric: Any) -> pd.DataFrame:
         """Every pair of agents judged side by side on each case by an LLM ``PairwiseMetric``.
 
@@ -572,59 +514,6 @@ class Comparison:
             row.update({k[len(prefix):]: v for k, v in verdict.items() if k.startswith(prefix) and k != prefix + "mean"})
             rows.append(row)
         return pd.DataFrame(rows)
-
-    def case_view(self, case_id: str) -> CaseView:
-        """Every agent's runs of one case: response, calls marked against the reference, scores, error."""
-        if self._case_index is None:
-            self._case_index = {cid: i for i, cid in enumerate(self.case_ids)}
-        if case_id not in self._case_index:
-            raise KeyError(f"no case {case_id!r} in this comparison")
-        i = self._case_index[case_id]
-        case = self.dataset[i]
-        view = CaseView(case)
-        matcher = self.matcher
-        if self._runs_by_case is None:
-            held = {agent: result for agent, result in self.results.items() if not result.streamed}
-            self._held = set(held)
-            # Built once: the report asks for every case, and scanning all runs each time is quadratic.
-            # (Runs that live in the journal are read back case by case, a page at a time: see case_runs.)
-            self._runs_by_case = {(agent, run.case_id): [] for agent, result in held.items() for run in result.runs}
-            self._row_of = {agent: {id(r): i for i, r in enumerate(result.runs)} for agent, result in held.items()}
-            for agent, result in held.items():
-                for run in result.runs:
-                    self._runs_by_case[(agent, run.case_id)].append(run)
-        for agent in self.results:
-            entries = []
-            result = self.results[agent]
-            row_of = self._row_of.get(agent, {})
-            runs = self._runs_by_case.get((agent, case_id), []) if agent in self._held else result.case_runs(case_id)
-            for run in runs:
-                out = run.output or run.partial_output
-                row = row_of.get(id(run))
-                judged = _judged_views(result.row_scores[row]) if row is not None and row < len(result.row_scores) else {}
-                scores = {
-                    m: float(self.trial_scores(m, agent)[i, run.trial]) if run.trial < self.trials else math.nan
-                    for m in self.metric_names
-                }
-                entries.append(
-                    AgentCase(
-                        agent=agent,
-                        trial=run.trial,
-                        response=out.response if out is not None else None,
-                        calls=mark_trajectory(out.trajectory if out else [], case.reference_trajectory, matcher),
-                        scores=scores,
-                        failure=run.failure,
-                        error=run.error,
-                        error_type=run.error_type,
-                        failure_class=run.failure_class,
-                        failure_rule=run.failure_rule,
-                        partial=run.output is None and run.partial_output is not None,
-                        latency_in_seconds=run.latency_in_seconds,
-                        judged=judged,
-                    )
-                )
-            view.runs[agent] = sorted(entries, key=lambda e: e.trial)
-        return view
 
     # -- output ----------------------------------------------------------------------------
 
@@ -642,119 +531,6 @@ class Comparison:
         """The verdict and the summary table, to read in one screen: ``print(cmp)``."""
         return comparison_text(self)
 
-    def settings(self) -> dict[str, Any]:
-        """The statistics settings of this comparison (saved in its run record)."""
-        settings = self.stats.to_dict()
-        if self.stopped_early is not None:
-            settings["stopped_early"] = self.stopped_early
-        if self.baseline is not None:
-            settings["baseline"] = self.baseline.name
-        if self.evaluator_notes:
-            settings["evaluator_notes"] = list(self.evaluator_notes)
-        if self.budget is not None:
-            settings["budget"] = self.budget.to_dict()
-        return settings
-
-    def summary_dict(self) -> dict[str, Any]:
-        """Everything ``summary.json`` holds: settings, the summary rows and every pairwise table."""
-        return to_jsonable({
-            "dataset": self.dataset.source,
-            "cases": len(self.dataset),
-            "agents": self.agents,
-            "metrics": self.metric_names,
-            "trials": self.trials,
-            **self.settings(),
-            "summary": self.summary.to_dict(orient="index"),
-            "pairwise": {m: self.pairwise(m).to_dict(orient="records") for m in self.metric_names},
-            **({"noise": self.noise().to_dict(orient="records")} if self.splits_noise else {}),
-        })
-
-    def record_header(self, *, status: str | None = None) -> dict[str, Any]:
-        """The run-record header of this comparison (see ``levelfield._core.results.record``); its
-        status is ``complete``, or ``budget_exhausted`` when a spending limit kept runs from starting."""
-        return make_header(
-            source=self.dataset.source,
-            fingerprints=fingerprints_of(self.dataset),
-            agents=self.agents,
-            metrics=self.metrics,
-            options=self.config.to_dict(),
-            kind=self.kind,
-            status=status or record_status(self.not_started),
-            settings=self.settings(),
-            tools=self.tools_header,
-            a2a_preflight=self.a2a_preflight,
-            evaluators=self.evaluators,
-        )
-
-    @property
-    def evaluators(self) -> dict[str, Any]:
-        """Metric name -> the evaluator that gave its scores (``levelfield._core.results.provenance.Evaluator``):
-        the agents' run (a baseline joined with other evaluators is labelled by :attr:`evaluator_notes`)."""
-        base = self.baseline.name if self.baseline is not None else self.saved_baseline
-        ran = [r for a, r in self.results.items() if a != base] or list(self.results.values())
-        return ran[0].evaluators if ran else {}
-
-    @property
-    def a2a_preflight(self) -> dict[str, dict[str, Any]]:
-        """Each A2A agent's conformance preflight (``Preflight.to_dict()``) by agent name, when one ran."""
-        return {name: found for r in self.results.values() for name, found in getattr(r, "a2a_preflight", {}).items()}
-
-    @property
-    def metrics_table(self) -> pd.DataFrame:
-        """One row per agent, case and trial: ``agent``, ``trial``, then each agent's ``EvalResult.metrics_table`` columns."""
-        tables = []
-        for agent, result in self.results.items():
-            table = result.metrics_table.copy()
-            if "trial" not in table:
-                table.insert(1, "trial", [r.trial for r in result.runs])
-            table.insert(0, "agent", agent)
-            tables.append(table)
-        return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
-
-    def to_parquet(self, path: str | Path, *, table: Literal["runs", "summary"] = "runs") -> Path:
-        """Write the per-run table (``table="runs"``, :attr:`metrics_table`) or the per-agent
-        ``summary`` (``table="summary"``, agent as a column) as Parquet; needs ``levelfield[parquet]``."""
-        if table == "runs":
-            return table_to_parquet(self.metrics_table, path)
-        if table == "summary":
-            return table_to_parquet(self.summary.reset_index(), path)
-        raise ConfigError(f"to_parquet(table={table!r}): use 'runs' (one row per run) or 'summary' (one row per agent)")
-
-    def save(self, directory: str | Path) -> dict[str, Path]:
-        """Write ``runs.jsonl`` (the run record), ``metrics_table.csv`` and ``summary.json``; with pyarrow
-        installed, ``metrics_table.parquet`` and ``summary.parquet`` too. The HTML report is the report
-        package's job: ``lf.report.write(cmp, path)``."""
-        out = Path(directory)  # each writer below makes the folder (or names why it cannot)
-        paths = {
-            "runs": out / RUNS_FILE,
-            "metrics_table": out / "metrics_table.csv",
-            "summary": out / "summary.json",
-        }
-        journals = {r.journal for r in self.results.values()}
-        if len(journals) == 1 and None not in journals and paths["runs"].resolve() == next(iter(journals)).resolve():
-            # The journal holds every run with its recorded scores: with its final header, it is the record.
-            moved = finish_journal(paths["runs"], self.record_header())
-            for result in self.results.values():
-                result.journal_moved(moved)
-        else:
-            entries = [(run, row) for result in self.results.values() for run, row in zip(result.runs, result.recorded_scores)]
-            write_record(paths["runs"], self.record_header(), list(self.dataset), fingerprints_of(self.dataset), entries)
-        if all(r.streamed for r in self.results.values()):
-            paths.update(write_tables_in_pages(self._table_pages, out, trials=-1))  # a page of runs read back at a time
-        else:
-            paths.update(write_table_files(self.metrics_table, paths["metrics_table"],
-                                           out / "metrics_table.parquet" if parquet_available() else None))
-        if parquet_available():
-            paths["summary_parquet"] = self.to_parquet(out / "summary.parquet", table="summary")
-        write_text(paths["summary"], json.dumps(self.summary_dict(), indent=2, ensure_ascii=False))
-        return paths
-
-    def _table_pages(self, size: int) -> Iterator[list[dict[str, Any]]]:
-        """The rows of :attr:`metrics_table`, a page of journaled runs at a time, agent after agent."""
-        for agent, result in self.results.items():
-            for rows in result.table_pages(size, explain=False):
-                yield [{"agent": agent, **row} for row in rows]
-
     @classmethod
     def of_evaluation(cls, result: EvalResult, *, stats: StatsConfig | None = None,
                       config: RunConfig | None = None) -> Comparison:
@@ -769,58 +545,6 @@ class Comparison:
         cmp.tools_header = result.tools_header
         if result.tool_levelling is not None:
             cmp.tool_levelling = {agent: result.tool_levelling}
-        return cmp
-
-    @classmethod
-    def load(cls, directory: str | Path) -> Comparison:
-        """Re-read a saved comparison (or evaluation) from its run record, e.g. to re-render its report.
-
-        Summaries and tests are recomputed from the stored scores, so they equal the ones before
-        saving. An interrupted journal loads with the runs it has; ``missing_runs`` lists the rest.
-        """
-        record = read_record(directory)
-        early = (record.header.get("settings") or {}).get("stopped_early")
-        if early and early.get("stopped"):
-            # The results of a sequential comparison hold the cases it analysed; the journal also
-            # keeps the runs of later cases that were in flight at the stop.
-            keep = set(analysed_cases(early, [c.case_id for c in record.cases if c.conversation_scenario is None]))
-            record = dataclasses.replace(record, runs={k: v for k, v in record.runs.items() if k[1] in keep})
-        results = results_from_record(record)
-        if not results:
-            raise RecordError(f"{record.path}: names no agent")
-        first = next(iter(results.values()))
-        settings = dict(record.header.get("settings") or {})
-        try:
-            cmp = cls(
-                first.dataset,
-                results,
-                first.metrics,
-                trials=record.trials,
-                stats=StatsConfig.from_dict(settings),
-                config=first.config,
-            )
-        except ConfigError as exc:
-            raise RecordError(f"{record.path}: bad settings in the header ({exc})") from None
-        cmp.kind = str(record.header.get("run_kind") or cmp.kind)  # saved again, it keeps what made it
-        cmp.saved_baseline = settings.get("baseline")
-        cmp.evaluator_notes = [str(n) for n in settings.get("evaluator_notes") or []]
-        cmp.stopped_early = settings.get("stopped_early")
-        cmp.missing_runs = record.missing()
-        cmp.complete = record.complete
-        cmp._status = record.header.get("status")
-        if isinstance(record.header.get("tools"), dict):
-            cmp.tools_header = record.header["tools"]
-            cmp.tool_levelling = {a: r.tool_levelling for a, r in results.items() if r.tool_levelling is not None}
-        faulted = record.path.parent / "faulted"
-        if faulted.is_dir() and not (isinstance(cmp.tools_header, dict) and cmp.tools_header.get("faults")):
-            # compare(faults=...) recorded the runs under faults beside the clean ones: read them back too.
-            from .robustness import robustness_of
-
-            cmp.faulted = cls.load(faulted)
-            spec = (cmp.faulted.tools_header or {}).get("faults") or {}
-            said = (f"Faults(rate={spec.get('rate', 0):g}, kinds={tuple(spec.get('kinds') or ())!r}, "
-                    f"seed={spec.get('seed')}, tools={spec.get('tools')!r})")
-            cmp.robustness = robustness_of(cmp, cmp.faulted, faults=said, seed=cmp.seed)
         return cmp
 
 

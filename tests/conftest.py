@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
-from levelfield._core.results.record import Journal
+from levelfield._core.results.journal import Journal
 
 
 def pytest_configure(config: pytest.Config) -> None:

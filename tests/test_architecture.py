@@ -13,8 +13,8 @@ FRAMEWORKS = ("langchain", "langgraph", "a2a", "vertexai", "google.adk", "google
 # The rooms of core, lowest first: each may import core.errors and the rooms before it, never one after it.
 CORE_ROOMS = ("data", "score", "results", "stats", "run")
 # Packages above core, and what sits above them: formats, adapters, judges and executors never reach up here.
-UPPER = ("levelfield.cli", "levelfield.evaluation", "levelfield.report", "levelfield.view", "levelfield.demo", "levelfield.comparison",
-         "levelfield.gate", "levelfield.baseline", "levelfield.experiment", "levelfield.watch")
+UPPER = ("levelfield.cli", "levelfield.evaluation", "levelfield.comparing", "levelfield.report", "levelfield.view",
+         "levelfield.demo", "levelfield.comparison", "levelfield.gate", "levelfield.baseline", "levelfield.experiment", "levelfield.watch")
 
 
 def module_name(path: Path) -> str:

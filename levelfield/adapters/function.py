@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .._core.data.dataset import parse_handoffs
 from .._core.data.protocol import AgentRequest
+from .._core.data.rows import parse_handoffs
 from .._core.data.types import AgentOutput, ToolCall, Usage
 from .._core.errors import AgentOutputError, ConfigTypeError, DatasetError
 from .._core.run.threads import run_sync

@@ -50,7 +50,7 @@ def run_comparison(args: argparse.Namespace, dataset: Any, metrics: list[Any], a
     gate and certification options checked first."""
     import warnings
 
-    from ..evaluation import compare_as
+    from ..comparing import compare_as
     from ..failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
     from .output import warnings_as_lines
 

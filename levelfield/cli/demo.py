@@ -24,9 +24,9 @@ def run(args: argparse.Namespace) -> int:
     from samples.home_automation import DATASET
 
     from .. import report
+    from ..comparing import compare
     from ..comparison_text import format_comparison
     from ..demo import DEMO_METRICS, demo_agents
-    from ..evaluation import compare
     from ..formats.files import load_dataset
     from .output import status
 

@@ -50,7 +50,8 @@ def _load(location: str, agent: str | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._core.stats.certify import certify_judge, rows_to_label
+    from .._core.stats.certify import certify_judge
+    from .._core.stats.labelling import rows_to_label
 
     result = _load(args.result, args.agent)
     if args.human_labels is None and not any(c.metadata.get("human_label") is not None for c in result.dataset):

@@ -15,8 +15,8 @@ from typing import Any
 
 from .._core.data.config import RunConfig
 from .._core.errors import RecordError
-from .._core.results.record import check_out_folder
 from .._core.results.result import EvalResult
+from .._core.results.resume import check_out_folder
 from .._core.results.tables import parquet_available, write_summary
 from .._core.run.notices import warn_user
 from .._core.score.batch.pool import score_batches

@@ -30,7 +30,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
-from .._core.data.dataset import EvalCase, EvalDataset, Turn, parse_scenario, too_deep_message
+from .._core.data.dataset import EvalCase, EvalDataset, Turn
+from .._core.data.rows import parse_scenario, too_deep_message
 from .._core.data.token_counts import genai_usage
 from .._core.data.types import AgentOutput, AgentRun, ToolCall, Usage
 from .._core.errors import DatasetError

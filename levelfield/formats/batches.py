@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._core.data.dataset import too_deep_message
+from .._core.data.rows import too_deep_message
 from .._core.errors import DatasetError, MissingExtraError
 from .._core.results.tables import CSV_OPTIONS, spreadsheet_safe
 from .._core.results.writing import writing

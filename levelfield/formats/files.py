@@ -17,15 +17,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._core.data.dataset import (
-    EvalCase,
-    EvalDataset,
-    dataset_from_located,
-    dataset_from_rows,
-    deferred_dataset,
-    too_deep_message,
-)
+from .._core.data.dataset import EvalCase, EvalDataset
 from .._core.data.jsonsafe import MAX_DEPTH
+from .._core.data.rows import dataset_from_located, dataset_from_rows, deferred_dataset, too_deep_message
 from .._core.errors import DatasetError
 from .arrow import ARROW_SUFFIXES, is_arrow_table, read_arrow_rows, table_rows
 
@@ -38,7 +32,7 @@ def _jsonl_rows(lines: Iterable[str], path: Path, *, with_clean: bool = False) -
     """The rows of a JSON Lines file's ``lines`` as ``(row, location)`` pairs (blank lines skipped);
     ``with_clean``: ``(row, location, clean)``, clean when the line shows the row can hold no lone
     surrogate (no ``\\uD800``-``\\uDFFF`` escape) and cannot nest deeper than levelfield reads (fewer
-    brackets than that: see ``levelfield._core.data.dataset._checked``, which such a row can skip)."""
+    brackets than that: see ``levelfield._core.data.rows._checked``, which such a row can skip)."""
     name = path.name
     for n, line in enumerate(lines, 1):
         if line.strip():
@@ -327,7 +321,7 @@ def deferred_dataset_from(dataset: EvalDataset, chunks: Callable[[], Iterable[Se
                           finish: Callable[[EvalCase], None] | None = None) -> EvalDataset:
     """``dataset`` (deferred, checked) making its cases from ``chunks()`` when first asked, each
     completed by ``finish``."""
-    from .._core.data.dataset import build_cases
+    from .._core.data.rows import build_cases
 
     return EvalDataset.deferred(lambda: build_cases(chunks(), finish), len(dataset), source=dataset.source,
                                 columns=dataset.columns)

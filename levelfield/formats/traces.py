@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._core.data.dataset import EvalDataset, dataset_from_rows, too_deep_message
+from .._core.data.dataset import EvalDataset
+from .._core.data.rows import dataset_from_rows, too_deep_message
 from .._core.errors import DatasetError, LevelfieldError
 from . import langsmith, mlflow, otel
 from .spans import TraceError, failed_row, json_loads, parse_json

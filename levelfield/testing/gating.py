@@ -22,14 +22,12 @@ from .._core.data.config import RunConfig, RunOptions, run_config
 from .._core.data.dataset import EvalCase, EvalDataset, Turn
 from .._core.data.types import AgentOutput, AgentRun, ToolCall
 from .._core.errors import MissingExtraError
+from .._core.results.case_verdicts import CaseVerdict, apply_criteria, format_verdicts
 from .._core.results.criteria import (
-    CaseVerdict,
     Criterion,
-    apply_criteria,
     criteria_by_file,
     criteria_metrics,
     find_config,
-    format_verdicts,
     load_criteria,
     with_efficiency,
 )

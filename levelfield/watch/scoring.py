@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._core.data.dataset import EvalCase, dataset_from_rows
+from .._core.data.dataset import EvalCase
+from .._core.data.rows import dataset_from_rows
 from .._core.data.types import AgentRun
 from .._core.errors import LevelfieldError, exception_text
 from .._core.results.result import EvalResult

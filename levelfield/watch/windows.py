@@ -21,7 +21,8 @@ from typing import Any
 
 from .._core.data.dataset import EvalCase
 from .._core.data.types import AgentRun
-from .._core.results.record import Journal, make_header
+from .._core.results.journal import Journal
+from .._core.results.record import make_header
 from .._core.results.saved_run import SAVED_AGENT
 from .._core.score.metrics.base import Metric, Score
 

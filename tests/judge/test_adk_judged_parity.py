@@ -21,7 +21,8 @@ import pytest
 
 import levelfield as lf
 from levelfield._core.data.dataset import EvalCase, EvalDataset, Turn
-from levelfield._core.results.criteria import apply_criteria, criteria_metrics, load_criteria
+from levelfield._core.results.case_verdicts import apply_criteria
+from levelfield._core.results.criteria import criteria_metrics, load_criteria
 from levelfield.testing import ScriptedChatModel, last_human_text
 
 adk_eval = pytest.importorskip("google.adk.evaluation")

@@ -18,7 +18,8 @@ from ..score.metrics.base import FAILED_AS_ZERO, Metric, Score, score_columns
 from ..score.scoring import context_for, explain_scores
 from .columns import CostColumns
 from .columns import mean as _mean
-from .record import RUNS_FILE, fingerprints_of, finish_journal, write_record
+from .fingerprints import fingerprints_of
+from .record import RUNS_FILE, finish_journal, write_record
 from .source import Owner, RowSource, describe_runs
 from .summary import floats, number, run_costs, summarize, summary_columns
 from .table_row import table_row

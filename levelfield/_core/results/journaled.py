@@ -21,8 +21,9 @@ from ..score.scoring import context_for, explain_scores
 from . import tables
 from .columns import CostColumns, RunColumns, as_array, cost_items
 from .columns import mean as _mean
+from .fingerprints import fingerprints_of
 from .held import HeldRuns
-from .record import RUNS_FILE, fingerprints_of, finish_journal, read_runs_at, write_record
+from .record import RUNS_FILE, finish_journal, read_runs_at, write_record
 from .source import Owner, describe_runs
 from .summary import summarize
 from .table_row import table_row

@@ -24,10 +24,11 @@ from ..data.types import AgentRun
 from ..errors import RecordError
 from ..score.metrics.base import Metric, Score, score_columns
 from .columns import CostColumns, RunColumns
+from .fingerprints import fingerprints_of
 from .held import HeldRuns
 from .journaled import JournaledRuns
 from .provenance import Evaluator, evaluators_from_header, evaluators_of
-from .record import Record, fingerprints_of, make_header, metrics_from_specs, read_record
+from .record import Record, make_header, metrics_from_specs, read_record
 from .saved_batches import SavedBatches
 from .saved_run import SAVED_AGENT
 from .source import RowSource

@@ -13,7 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..data.dataset import EvalCase, EvalDataset, case_from_row
+from ..data.dataset import EvalCase, EvalDataset
+from ..data.rows import case_from_row
 from ..data.types import AgentRun
 from ..score.batch.rows import scored_rows
 from ..score.batch.scorer import explain_row

@@ -23,7 +23,8 @@ from ..data.protocol import AgentRunnable
 from ..data.types import AgentRun
 from ..errors import DatasetError
 from ..results.columns import RunColumns
-from ..results.record import Journal, RunKey
+from ..results.journal import Journal
+from ..results.record import RunKey
 from ..results.result import EvalResult
 from ..results.saved_run import saved_run
 from ..score.batch import score_rows

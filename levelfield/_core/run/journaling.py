@@ -15,19 +15,11 @@ from ..data.config import RunConfig
 from ..data.dataset import EvalDataset
 from ..data.types import AgentRun
 from ..errors import RecordError
+from ..results.fingerprints import fingerprints_of
+from ..results.journal import Journal
 from ..results.lock import OutLock, held_here
-from ..results.record import (
-    RUNS_FILE,
-    Journal,
-    Record,
-    RunKey,
-    carry_generated,
-    check_out_folder,
-    check_resumable,
-    fingerprints_of,
-    make_header,
-    read_record,
-)
+from ..results.record import RUNS_FILE, Record, RunKey, make_header, read_record
+from ..results.resume import carry_generated, check_out_folder, check_resumable
 from ..score.metrics.base import Metric
 from .notices import ResumeWarning, metric_changes, reference_changes, warn_user
 

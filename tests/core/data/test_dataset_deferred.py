@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 import levelfield as lf
-from levelfield._core.data.dataset import EvalCase, dataset_from_located
+from levelfield._core.data.dataset import EvalCase
+from levelfield._core.data.rows import dataset_from_located
 from levelfield.formats.files import read_rows
 
 TEXTS = ["Licht aus, bitte", "把灯关掉", "ライトを消して", "Desligue a luz", "lights off"]

@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 import levelfield as lf
-from levelfield._core.results.record import Journal, read_record
+from levelfield._core.results.journal import Journal
+from levelfield._core.results.record import read_record
 
 ROOT = Path(__file__).resolve().parents[3]
 LONE = "\ud800"  # half of a UTF-16 pair: what a model's output cut mid-character leaves

@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 
 import levelfield as lf
+from levelfield._core.results.case_verdicts import apply_criteria, format_verdicts
 from levelfield._core.results.criteria import (
     DEFAULT_CRITERIA,
     Criterion,
-    apply_criteria,
     criteria_metrics,
     find_config,
-    format_verdicts,
     load_criteria,
 )
 from samples.home_automation.agents.function_agents import careful_agent, hasty_agent

@@ -76,7 +76,8 @@ def _one_run(i=0):
 def test_a_run_is_acknowledged_only_once_an_fsync_made_its_line_durable(tmp_path, monkeypatch):
     import asyncio
 
-    from levelfield._core.results.record import Journal, fingerprints_of
+    from levelfield._core.results.fingerprints import fingerprints_of
+    from levelfield._core.results.journal import Journal
 
     data = lf.load_dataset(cases(3))
     path = tmp_path / "runs.jsonl"
@@ -321,7 +322,8 @@ def test_a_journal_killed_mid_run_holds_every_case_before_its_runs(tmp_path):
 def test_a_new_journal_in_an_event_loop_writes_its_cases_after_returning_and_all_of_them_on_close(tmp_path):
     import asyncio
 
-    from levelfield._core.results.record import Journal, fingerprints_of
+    from levelfield._core.results.fingerprints import fingerprints_of
+    from levelfield._core.results.journal import Journal
 
     data = lf.load_dataset(cases(450))
 
@@ -354,7 +356,8 @@ def test_case_lines_that_cannot_be_written_fail_the_evaluation_naming_the_journa
 def test_case_lines_that_cannot_be_written_are_raised_on_close_when_no_run_finished(tmp_path, case_lines_do_not_fit):
     import asyncio
 
-    from levelfield._core.results.record import Journal, fingerprints_of
+    from levelfield._core.results.fingerprints import fingerprints_of
+    from levelfield._core.results.journal import Journal
 
     data = lf.load_dataset(cases(3))
 
@@ -384,7 +387,9 @@ def _mixed_runs(n: int) -> list:
 def test_tracked_offsets_read_each_run_back_alone_whatever_its_text(tmp_path, in_a_loop):
     import asyncio
 
-    from levelfield._core.results.record import Journal, fingerprints_of, read_runs_at
+    from levelfield._core.results.fingerprints import fingerprints_of
+    from levelfield._core.results.journal import Journal
+    from levelfield._core.results.record import read_runs_at
     from levelfield._core.score.metrics.base import Score
 
     data = lf.load_dataset([{"case_id": f"c{i}", "prompt": "灯" * i} for i in range(40)])
@@ -413,7 +418,8 @@ def test_tracked_offsets_read_each_run_back_alone_whatever_its_text(tmp_path, in
 
 
 def test_finishing_a_journal_gives_it_its_header_and_says_how_far_its_lines_moved(tmp_path):
-    from levelfield._core.results.record import Journal, finish_journal, read_runs_at
+    from levelfield._core.results.journal import Journal
+    from levelfield._core.results.record import finish_journal, read_runs_at
 
     runs = _mixed_runs(5)
     journal = Journal.create(tmp_path / "runs.jsonl", {"kind": "header", "format": "levelfield.run-record", "version": 1,

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ...data.dataset import ALIASES, case_from_row
+from ...data.dataset import ALIASES
+from ...data.rows import case_from_row
 from ...errors import DatasetError, exception_text
 from ..matching import ToolCallMatcher, align
 from ..metrics.base import Metric, Score, ScoringContext
