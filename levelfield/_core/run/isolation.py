@@ -3,8 +3,8 @@
 With ``RunConfig(isolation="process")`` the runner sends each run to a worker process. Workers
 are forked from multiprocessing's ``forkserver`` (levelfield preloaded, so a worker starts in
 milliseconds) where the OS has it; with ``spawn`` on Windows, or when an agent is defined in the
-script being run (``__main__``, which only ``spawn`` re-imports). A worker's start-up is not
-counted in a run's timeout. ``os._exit``, a segfault in native
+script being run (``__main__``, which only ``spawn`` re-imports). A worker's start-up, and the
+loading of the agent in it (up to the run's timeout), are not counted in a run's timeout. ``os._exit``, a segfault in native
 code, a leak that gets the worker killed: the run is recorded as failed (``error_type
 "worker_died"``, with the exit code or signal) and a fresh worker takes the next one. A run past
 its timeout has its worker killed, so a hung agent holds neither a slot nor a process.
@@ -45,6 +45,11 @@ from .retry import is_transient
 from .threads import run_sync
 
 __all__ = ["ProcessIsolation", "WorkerError", "check_picklable"]
+
+
+# Seconds an agent's loading in a worker (its imports, its unpickling) may take outside the run's
+# timeout: generous, as a worker's start is, yet an import that hangs still ends in a failed run.
+_LOAD_WAIT = 60.0
 
 
 class _Lease:
@@ -198,11 +203,20 @@ class ProcessIsolation:
         return _InWorker(self, agent.name)
 
     @contextlib.asynccontextmanager
-    async def lease(self) -> AsyncIterator[None]:
-        """Keep one worker for the runs inside (the turns and retries of one case)."""
+    async def lease(self, name: str | None = None, wait: float | None = None) -> AsyncIterator[None]:
+        """Keep one worker for the runs inside (the turns and retries of one case of agent ``name``);
+        ``wait``: the run's timeout; the agent's loading may take the longer of it and ``_LOAD_WAIT``
+        before it is left to the run's own call (under that timeout)."""
         lease = _Lease()
-        # Started before the case's timeouts begin: a worker's start-up is not the agent's time.
+        # Started, and the agent loaded in it, before the case's timeouts begin: a worker's start-up
+        # and the import of the agent's code are not the agent's time.
         lease.worker = await self._acquire()
+        if name is not None and lease.worker is not None and name not in lease.worker.loaded:
+            if not await run_sync(self._load, lease.worker, name, max(wait or 0.0, _LOAD_WAIT)):
+                # Still loading (an import that hangs) or died loading: the run's own call, under its
+                # timeout, loads it in a fresh worker and records what happens.
+                self._discard(lease.worker)
+                lease.worker = None
         token = _lease.set(lease)
         try:
             yield
@@ -229,6 +243,20 @@ class ProcessIsolation:
             return worker
         self._discard(worker)
         return None
+
+    def _load(self, worker: _Worker, name: str, wait: float | None) -> bool:
+        """Load agent ``name`` in ``worker`` (blocking: run in a thread); False if not answered in ``wait`` s.
+        A load that fails is left for the run: its call sends the agent again and fails with the reason."""
+        try:
+            worker.conn.send(("load", name, self._blobs[name]))
+            ready = multiprocessing.connection.wait([worker.conn, worker.process.sentinel], timeout=wait)
+            if worker.conn not in ready:
+                return False
+            if worker.conn.recv().get("loaded"):
+                worker.loaded.add(name)
+        except (EOFError, OSError):
+            pass
+        return True
 
     def _discard(self, worker: _Worker) -> None:
         worker.kill()
@@ -294,7 +322,8 @@ class ProcessIsolation:
 
 
 def _worker_main(conn: Any, path: list[str]) -> None:
-    """A worker's life: answer ``("run", agent name, pickled agent or None, request)`` until told to stop."""
+    """A worker's life: answer ``("load", agent name, pickled agent)`` and ``("run", agent name, pickled agent
+    or None, request)`` until told to stop."""
     # The user's Ctrl-C reaches every process of the terminal's group: the parent decides.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.path[:] = path  # as the parent has it now (a fork server keeps the path it started with)
@@ -312,6 +341,9 @@ def _worker_main(conn: Any, path: list[str]) -> None:
             continue
         if message[0] == "stop":
             break
+        if message[0] == "load":
+            _send(conn, {"loaded": _load_agent(agents, message[1], message[2]) is None})
+            continue
         _, name, blob, request, spend = message
         with budget.spending(spend):  # the run's timeout left and response cap, as the runner has them
             reply = loop.run_until_complete(_answer(agents, name, blob, request))
@@ -320,13 +352,21 @@ def _worker_main(conn: Any, path: list[str]) -> None:
         loop.close()
 
 
-async def _answer(agents: dict[str, Any], name: str, blob: bytes | None, request: AgentRequest) -> dict[str, Any]:
+def _load_agent(agents: dict[str, Any], name: str, blob: bytes | None) -> str | None:
+    """Unpickle agent ``name`` into ``agents`` unless there; the reason when it cannot be loaded."""
     if name not in agents:
         try:
             agents[name] = pickle.loads(blob)  # type: ignore[arg-type]
         except BaseException as exc:  # noqa: BLE001
             text, _ = describe_error(exc)
-            return {"loaded": False, "error": (f"agent {name!r} could not be loaded in a worker process: {text}", "worker_setup", False, None)}
+            return f"agent {name!r} could not be loaded in a worker process: {text}"
+    return None
+
+
+async def _answer(agents: dict[str, Any], name: str, blob: bytes | None, request: AgentRequest) -> dict[str, Any]:
+    problem = _load_agent(agents, name, blob)
+    if problem is not None:
+        return {"loaded": False, "error": (problem, "worker_setup", False, None)}
     try:
         output = await agents[name].arun(request)
         if not isinstance(output, AgentOutput):

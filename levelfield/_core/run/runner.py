@@ -212,7 +212,7 @@ async def run_agents(
             if isolation is None:
                 run = await play(agent, case, trial, config, run_id)
             else:
-                async with isolation.lease():  # one worker for all the turns of a case
+                async with isolation.lease(agent.name, config.timeout):  # one worker for all the turns of a case
                     run = await play(agent, case, trial, config, run_id)
         finally:
             CURRENT_SCOPE.reset(token)

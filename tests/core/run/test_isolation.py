@@ -55,6 +55,24 @@ class FlakyOnce:
         return lf.AgentOutput(response="ok")
 
 
+def _loaded_after(seconds: float) -> "SlowToLoad":
+    time.sleep(seconds)  # in the worker: an agent whose import or unpickling takes this long
+    return SlowToLoad(seconds)
+
+
+class SlowToLoad:
+    """Quick to answer, slow to load in a worker (a heavy import, a model read at unpickling)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def __call__(self, prompt: str) -> str:
+        return f"loaded in {self.seconds} s, answered at once"
+
+    def __reduce__(self):
+        return _loaded_after, (self.seconds,)
+
+
 class Unpicklable:
     """An agent holding a lock: it cannot be pickled, but it can be named by its spec."""
 
@@ -100,6 +118,20 @@ def test_a_hung_agent_times_out_and_its_worker_is_replaced():
     runs = {r.case_id: r for r in result.runs}
     assert runs["hang"].error_type == "timeout"
     assert runs["after"].output.response.startswith("answer from")
+
+
+def test_loading_the_agent_in_a_worker_is_not_the_runs_time():
+    # 0.6 s to load, 0.5 s to answer: before, the load counted against the first run's timeout.
+    result = evaluate([{"case_id": "a", "prompt": "a"}, {"case_id": "b", "prompt": "b"}], SlowToLoad(0.6),
+                      concurrency=1, timeout=0.5)
+    assert [r.error for r in result.runs] == [None, None]
+    assert result.runs[0].output.response == "loaded in 0.6 s, answered at once"
+
+
+def test_an_agent_that_never_loads_fails_its_run_by_the_timeout(monkeypatch):
+    monkeypatch.setattr("levelfield._core.run.isolation._LOAD_WAIT", 1.0)
+    result = evaluate([{"case_id": "a", "prompt": "a"}], SlowToLoad(600), concurrency=1, timeout=0.5)
+    assert result.runs[0].error_type == "timeout"
 
 
 def test_every_turn_of_a_case_runs_in_the_same_worker():
