@@ -141,16 +141,15 @@ def disk_full_for(monkeypatch: pytest.MonkeyPatch, refused: str) -> None:
 
 
 @pytest.fixture
-def fresh_heap() -> Iterator[None]:
+def fresh_heap() -> None:
     """gc sees only the objects made during the test: those alive before it (in a worker of the whole
-    suite, millions, from every framework imported so far) are frozen out of its scans. A test that
-    counts live objects with ``gc.get_objects()`` counts what it made, and its ``gc.collect()`` takes
-    milliseconds instead of seconds."""
+    suite, millions, from every framework imported so far) are frozen out of its scans, as collection's
+    are (pytest_collection_finish). A test that counts live objects with ``gc.get_objects()`` counts
+    what it made, and its ``gc.collect()`` takes milliseconds instead of seconds. Not unfrozen after:
+    that would unfreeze collection's objects too; the garbage is collected first, so only what was
+    alive stays."""
+    gc.collect()
     gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
 
 
 @pytest.fixture
