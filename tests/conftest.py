@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
@@ -20,6 +21,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     _same_examples_every_run()
+    config.pluginmanager.register(GroupInNodeId(), "levelfield-xdist-group-in-node-id")
 
 
 # Marker -> the xdist group its tests share: one worker runs them one after another. Two Chromiums at
@@ -43,6 +45,39 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             group = item.nodeid.split("::", 1)[0]
         if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection made (every framework the test modules import, over a million objects in a
+    worker of the whole suite) is frozen out of the garbage collector's scans: each full collection
+    during the tests otherwise walks all of it again, seconds a time (gc.freeze, as CPython's docs
+    suggest for a process that imports much up front). Objects the tests make are collected as ever."""
+    gc.freeze()
+
+
+class GroupInNodeId:
+    """The xdist group carried to the scheduler, as pytest-xdist means to. An xdist worker under
+    ``--dist loadgroup`` tells the scheduler a test's group by ending its node id in ``@group``; xdist
+    3.8 writes that to ``item._nodeid``, which pytest 9.2 no longer reads (the id is ``item._id``, a
+    NodeId; pytest-xdist issue #1386), so every group was split over the workers: each Ray module
+    started its cluster in both workers, each browser module its Chromium, each module-wide fixture
+    was built twice. Runs after xdist's own hook and adds the suffix only where it is missing, so a
+    fixed xdist, or an older pytest, is left to do it."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if not getattr(config.option, "loadgroup", False):  # set in xdist's workers under --dist loadgroup
+            return
+        try:
+            from _pytest.nodeid import NodeId
+        except ImportError:  # a pytest before structured ids: xdist's own suffix took
+            return
+        for item in items:
+            names = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                            for mark in item.iter_markers("xdist_group")})
+            nodeid = item.nodeid
+            if names and nodeid.rfind("@") <= nodeid.rfind("]") and isinstance(getattr(item, "_id", None), NodeId):
+                item._id = NodeId.parse(f"{nodeid}@{'_'.join(names)}")  # xdist's form, which its scheduler splits
 
 
 def _has_wide_fixture_of_its_module(item: pytest.Item) -> bool:
@@ -103,6 +138,18 @@ def disk_full_for(monkeypatch: pytest.MonkeyPatch, refused: str) -> None:
         opened(self, path, FullDisk(handle, refused), fingerprints)
 
     monkeypatch.setattr(Journal, "__init__", init)
+
+
+@pytest.fixture
+def fresh_heap() -> None:
+    """gc sees only the objects made during the test: those alive before it (in a worker of the whole
+    suite, millions, from every framework imported so far) are frozen out of its scans, as collection's
+    are (pytest_collection_finish). A test that counts live objects with ``gc.get_objects()`` counts
+    what it made, and its ``gc.collect()`` takes milliseconds instead of seconds. Not unfrozen after:
+    that would unfreeze collection's objects too; the garbage is collected first, so only what was
+    alive stays."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture

@@ -56,3 +56,15 @@ def test_the_suite_runs_on_every_core_with_each_ray_module_and_the_browser_tests
     options = _pytest_config()["addopts"].split()
     assert options[options.index("-n") + 1] == "auto" and options[options.index("--dist") + 1] == "loadgroup"
     assert set(SHARED_WORKER) == {"browser"} <= _registered() and set(BY_MODULE) == {"ray"} <= _registered()
+
+
+def test_each_xdist_group_reaches_the_scheduler_in_the_node_ids(request):
+    """A worker under ``--dist loadgroup`` tells xdist's scheduler a test's group by the ``@group`` end of
+    its node id; without it every group is split over the workers, its module fixtures (a Ray cluster,
+    a Chromium) built in each (pytest-xdist #1386 with pytest 9.2; conftest.GroupInNodeId)."""
+    if not getattr(request.config.option, "loadgroup", False):
+        pytest.skip("checks an xdist worker under --dist loadgroup, the suite's default")
+    grouped = {item.nodeid: "_".join(sorted({str(m.args[0]) for m in item.iter_markers("xdist_group")}))
+               for item in request.session.items if item.get_closest_marker("xdist_group")}
+    assert grouped, "conftest groups the Ray, browser and module-fixture tests"
+    assert [nodeid for nodeid, group in grouped.items() if not nodeid.endswith("@" + group)] == []

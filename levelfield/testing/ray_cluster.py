@@ -95,7 +95,7 @@ class LocalRayCluster:
         ])
         node.head = True
         self.address = self._read_address(node)
-        node.node_id = self._wait_for_nodes(1)[-1]
+        node.node_id = self._wait_for_new_node(set())
         return self.address
 
     def add_node(self, cpus: int | None = None) -> RayNode:
@@ -104,8 +104,7 @@ class LocalRayCluster:
             raise RuntimeError("start() the head first")
         before = set(self._alive_ids())
         node = self._launch(f"node{len(self.nodes)}", ["--address", self.address], cpus=cpus)
-        joined = [n for n in self._wait_for_nodes(len(before) + 1, node) if n not in before]
-        node.node_id = joined[0]
+        node.node_id = self._wait_for_new_node(before, node)
         return node
 
     def _launch(self, name: str, args: Sequence[str], cpus: int | None = None) -> RayNode:
@@ -155,7 +154,9 @@ class LocalRayCluster:
         return [info.node_id.hex() for info in client.get_all_node_info(timeout=10).values()
                 if info.state == 0]  # ALIVE
 
-    def _wait_for_nodes(self, count: int, node: RayNode | None = None) -> list[str]:
+    def _wait_for_new_node(self, before: set[str], node: RayNode | None = None) -> str:
+        """The id of an alive node not in ``before``. Waits for a new id, not for one more alive node: a
+        node killed just before may still count as alive in ``before`` and be marked dead meanwhile."""
         deadline = time.monotonic() + _START_SECONDS
         last: Exception | None = None
         while time.monotonic() < deadline:
@@ -163,13 +164,13 @@ class LocalRayCluster:
             if watched.process.poll() is not None:
                 raise RuntimeError(f"ray start ended ({watched.process.returncode}):\n{_tail(watched.log)}")
             try:
-                alive = self._alive_ids()
-                if len(alive) >= count:
-                    return alive
+                joined = [node_id for node_id in self._alive_ids() if node_id not in before]
+                if joined:
+                    return joined[0]
             except Exception as exc:  # noqa: BLE001 - the GCS is still starting
                 last = exc
             time.sleep(0.3)
-        raise RuntimeError(f"{count} Ray node(s) not up in {_START_SECONDS:.0f} s ({last}):\n{_tail(watched.log)}")
+        raise RuntimeError(f"Ray node not up in {_START_SECONDS:.0f} s ({last}):\n{_tail(watched.log)}")
 
     # -- ending -------------------------------------------------------------------------------
 

@@ -377,7 +377,8 @@ def _live_runs() -> int:
 
 
 @pytest.mark.parametrize("page", [None, 5], ids=["one-page", "pages-of-5"])
-def test_evaluate_on_ray_with_out_holds_no_run_and_saves_what_a_local_run_saves(cluster, tmp_path, monkeypatch, page):
+def test_evaluate_on_ray_with_out_holds_no_run_and_saves_what_a_local_run_saves(cluster, tmp_path, monkeypatch, page,
+                                                                                 fresh_heap):
     if page is not None:
         monkeypatch.setattr(result_module, "TABLE_PAGE", page)  # 36 runs: 8 pages, the tables' columns learnt first
     metrics = ["trajectory_exact_match", "trajectory_recall", "exact_match", "rouge_l_sum"]

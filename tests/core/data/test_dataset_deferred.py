@@ -28,11 +28,12 @@ def write(path, data):
 
 
 def live_cases():
+    """Cases made during the test (run with the fresh_heap fixture) and still alive."""
     gc.collect()
     return sum(1 for o in gc.get_objects() if isinstance(o, EvalCase))
 
 
-def test_a_loaded_jsonl_file_holds_no_case_until_one_is_asked_for(tmp_path):
+def test_a_loaded_jsonl_file_holds_no_case_until_one_is_asked_for(tmp_path, fresh_heap):
     path = write(tmp_path / "saved.jsonl", rows(300))
     before = live_cases()
     dataset = lf.load_dataset(path)
