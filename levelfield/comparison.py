@@ -167,7 +167,7 @@ class Comparison(CaseViews, ComparisonRecord):
 
     @property
     def limits(self) -> list[Any]:
-        """What each endpoint's limit did during the runs (``levelfield._core.run.limits.LimitStats``):
+        """What each endpoint's limit did during the runs (``levelfield._core.run.limit_stats.LimitStats``):
         the concurrency it ran at, rate-limited answers, time waiting on limits; empty when loaded."""
         for result in self.results.values():
             if getattr(result, "limits", None):

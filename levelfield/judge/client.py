@@ -26,7 +26,7 @@ from .._core.data.jsonsafe import clean_strings, clean_text
 from .._core.data.token_counts import chat_message_usage
 from .._core.data.types import Usage, content_text
 from .._core.errors import ContainedBaseException, MetricError, MissingExtraError, message_of, type_name
-from .._core.run import limits
+from .._core.run import endpoints, limits
 from .._core.run.interrupts import watching as watching_interrupts
 from .._core.run.retry import call_with_retries, is_transient
 from .._core.run.threads import run_sync
@@ -281,7 +281,7 @@ class Judge:
         reported with the agents'), else this judge's own; one per event loop."""
         settings = {"adaptive": self.adaptive, "requests_per_minute": self.requests_per_minute,
                     "tokens_per_minute": self.tokens_per_minute}
-        registry = limits.current()
+        registry = endpoints.current()
         if registry is not None:
             return registry.for_service("judge", self.endpoint, self.max_concurrency, **settings)
         loop = asyncio.get_running_loop()

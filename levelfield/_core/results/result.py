@@ -81,7 +81,7 @@ class EvalResult:
         self.limits: list[Any] = []
         self.a2a_preflight: dict[str, dict[str, Any]] = {}
         """The A2A conformance preflight of the agent (``Preflight.to_dict()``) by its name, when one ran."""
-        """What each endpoint's limit did (``levelfield._core.run.limits.LimitStats``): the concurrency it
+        """What each endpoint's limit did (``levelfield._core.run.limit_stats.LimitStats``): the concurrency it
         ran at, rate-limited answers, time waiting on limits; empty for saved predictions."""
         """``{case_id: reason}`` for cases that were not run (e.g. conversation scenarios)."""
         self.not_started: list[tuple[str, str, int]] = []

@@ -14,7 +14,7 @@ from ..data.config import RunConfig
 from ..data.dataset import EvalCase
 from ..data.protocol import AgentRequest, AgentRunnable
 from ..data.types import AgentOutput, AgentRun, Message
-from . import limits
+from . import endpoints
 from .attempt import _attempt
 from .failures import attribute, describe_error
 from .retry import call_with_retries
@@ -52,7 +52,7 @@ async def _run_turn(
 ) -> tuple[AgentOutput | None, BaseException | None, float, int]:
     """One turn of a run, retried: (output or None, error or None, the last attempt's seconds, attempts).
     Only what the adapter marks transient is retried: it knows its framework's errors."""
-    registry = limits.current()
+    registry = endpoints.current()
     tried = await call_with_retries(
         lambda: _attempt(agent, request, config.timeout),
         retries=config.retries,

@@ -31,7 +31,7 @@ from ..data.dataset import EvalCase, Scenario
 from ..data.protocol import AgentRequest, AgentRunnable
 from ..data.types import AgentOutput, AgentRun, Conversation, Message, Usage
 from ..errors import ConfigTypeError
-from . import limits
+from . import endpoints
 from .case import Spent, _run_turn, failed_turn_run
 from .failures import cancelled_from_outside, describe_error
 from .interrupts import user_interrupted
@@ -112,7 +112,7 @@ async def _ask(user: SimulatedUser, scenario: Scenario, transcript: Sequence[Exc
     the ``"simulator"`` key), and its rate-limit answers are absorbed as an agent's are (their
     waits count in the run's ``waited_seconds``; ``rate_limited`` counts the agent's alone)."""
     endpoint = getattr(user, "endpoint", None)
-    registry = limits.current()
+    registry = endpoints.current()
     limit = None
     if registry is not None and isinstance(endpoint, str):
         limit = registry.for_service("simulator", endpoint, config.concurrency)

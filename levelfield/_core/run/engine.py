@@ -32,7 +32,7 @@ from ..score.batch.runs import RunScorer
 from ..score.batch.runs import is_trajectory_metric as _is_trajectory_metric
 from ..score.metrics.base import Metric
 from ..score.scoring import context_for
-from . import limits
+from . import endpoints
 from .conversation import Conversations, SimulatedUser
 from .early_stop import EarlyStop
 from .isolation import check_picklable
@@ -196,8 +196,8 @@ async def run_and_score(
     # The agents' spending limit, read after the runs for what each agent spent and was kept from starting.
     spend = spending_limit(config, agents, dataset, done) if config.max_cost_usd is not None and executor is None else None
     # One set of endpoint limits for the whole evaluation: the agents' runs and the judge's calls.
-    registry = limits.Limits.of(config)
-    with limits.using(registry):
+    registry = endpoints.Limits.of(config)
+    with endpoints.using(registry):
         try:
             if stop_early is None:
                 if executor is None:
@@ -317,8 +317,8 @@ async def _stream(dataset: EvalDataset, agents: Sequence[AgentRunnable], metrics
         else:
             flushed.add_done_callback(lambda f: _pass_on(f, done_writing))
 
-    registry = limits.Limits.of(config)
-    with limits.using(registry):
+    registry = endpoints.Limits.of(config)
+    with endpoints.using(registry):
         try:
             await executor.run_agents(dataset, agents, config, on_run=finished, done=keys, keep=False)  # type: ignore[call-arg]
         finally:

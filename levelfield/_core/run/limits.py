@@ -56,7 +56,8 @@ A refused call waits out the ``Retry-After`` it was given and is tried again wit
 a failed attempt of its run (see ``levelfield._core.run.runner``). With ``adaptive=False`` the
 bound is the fixed ceiling and rate-limit answers are ordinary transient errors, as before.
 
-The token buckets count what the endpoint reports: a call takes one request token before it
+The endpoints' limits of one evaluation are kept by ``levelfield._core.run.endpoints``. The token
+buckets (``levelfield._core.run.token_bucket``) count what the endpoint reports: a call takes one request token before it
 starts and pays its reported tokens (``usage.total_tokens``) when it ends; a bucket in debt holds
 new calls until it has refilled.
 """
@@ -66,17 +67,16 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import contextvars
 import statistics
 import time
 import weakref
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from .failures import rate_limit_of
+from .limit_stats import LimitStats
+from .token_bucket import TokenBucket
 
-__all__ = ["MAX_ABSORBED", "EndpointLimit", "Limits", "LimitStats", "TokenBucket", "current", "using", "set_current", "reset_current", "endpoint_of"]
+__all__ = ["MAX_ABSORBED", "EndpointLimit"]
 
 MAX_ABSORBED = 20
 """Rate-limit answers one call may absorb; past them a refusal counts as a failed attempt (the
@@ -111,94 +111,6 @@ _LATEST = 8
 _QUEUED = 1.5
 """How many times the lowest median latency of ``_LATEST`` answers in a row its last ones take when calls queue
 ahead of it."""
-
-
-def endpoint_of(agent: Any) -> str:
-    """The endpoint an agent's calls go to: its ``endpoint`` (an A2A agent's host), else its name."""
-    endpoint = getattr(agent, "endpoint", None)
-    return endpoint if isinstance(endpoint, str) and endpoint else f"agent {agent.name}"
-
-
-class TokenBucket:
-    """``per_minute`` tokens a minute, up to one second's worth at once; a debt holds takers until repaid.
-
-    Written here rather than taken from a rate-limiter package: the tokens a call spends are known
-    only after it ends, so the bucket must let a call start and bill it afterwards (a debt), which
-    the leaky-bucket limiters available (aiolimiter, LangChain's InMemoryRateLimiter) do not.
-    """
-
-    def __init__(self, per_minute: float) -> None:
-        self.rate = per_minute / 60.0
-        self.capacity = max(1.0, self.rate)
-        self.tokens = self.capacity
-        self._at = time.monotonic()
-
-    def _refill(self) -> None:
-        now = time.monotonic()
-        self.tokens = min(self.capacity, self.tokens + (now - self._at) * self.rate)
-        self._at = now
-
-    def delay(self, need: float) -> float:
-        """Seconds until ``need`` tokens are there (0: now)."""
-        self._refill()
-        if self.tokens >= need:
-            return 0.0
-        return (need - self.tokens) / self.rate
-
-    def take(self, amount: float) -> None:
-        """Spend ``amount`` tokens (the balance may go below zero: a debt later calls wait out)."""
-        self._refill()
-        self.tokens -= amount
-
-
-@dataclass(frozen=True)
-class LimitStats:
-    """What one endpoint's limit did during an evaluation."""
-
-    endpoint: str
-    """What the calls went to: ``agent <name>``, ``a2a http://host:port``, ``judge <model>``, ``simulator <model>``."""
-    ceiling: int
-    """The most calls in flight allowed (``concurrency``)."""
-    limit: int
-    """The limit at the end (the ceiling when the endpoint never refused a call, or without ``adaptive``)."""
-    mean_in_flight: float
-    """Calls in flight on average while the endpoint was in use: the concurrency it effectively ran at."""
-    peak_in_flight: int
-    """The most calls in flight at once."""
-    calls: int
-    """Calls started (refused ones included)."""
-    rate_limited: int
-    """Calls the endpoint refused for its rate limit (HTTP 429/503, a provider's RateLimitError)."""
-    waited_seconds: float
-    """Seconds calls spent waiting on limits, all calls together (for a free slot, a token, a Retry-After)."""
-    adaptive: bool = True
-    """Whether the limit followed the endpoint's rate limits."""
-    per_request: int = 0
-    """Of those, first refusals whose immediate retry the endpoint admitted with as many calls in flight:
-    per-request refusals, not capacity."""
-
-    @property
-    def met(self) -> bool:
-        """Whether a limit held calls back: the endpoint refused some, or calls waited 0.05 s each on
-        average (a token bucket, a Retry-After, a window cut). A window still opening by slow start, below
-        the ceiling at the end of a short run, is not a limit met."""
-        return bool(self.rate_limited) or (self.calls > 0 and self.waited_seconds / self.calls >= 0.05)
-
-    def describe(self) -> str:
-        """One line for people: ``...: ran at about 7.9 in flight (adaptive limit 8 of 64, peak 9); 400 call(s),
-        3 rate-limited, 0.35 s waiting on limits per call``."""
-        level = f"ran at about {self.mean_in_flight:.1f} in flight"
-        if self.adaptive:
-            bound = f"adaptive limit {self.limit} of {self.ceiling}"
-        else:
-            bound = f"fixed limit {self.ceiling}"
-        per_call = self.waited_seconds / self.calls if self.calls else 0.0
-        return (f"{self.endpoint}: {level} ({bound}, peak {self.peak_in_flight}); {self.calls} call(s), "
-                f"{self.rate_limited} rate-limited, {per_call:.2f} s waiting on limits per call")
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields."""
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
 class EndpointLimit:
@@ -668,140 +580,3 @@ class EndpointLimit:
 
     def __repr__(self) -> str:
         return f"EndpointLimit({self.endpoint!r}, limit={self.limit}, ceiling={self.ceiling}, in_flight={self.in_flight})"
-
-
-def _per(setting: int | float | Mapping[str, Any] | None, *names: str) -> float | None:
-    """A per-endpoint setting: one number for every agent, or the value under one of ``names``."""
-    if setting is None:
-        return None
-    if isinstance(setting, Mapping):
-        for name in names:
-            if name in setting:
-                return setting[name]
-        return None
-    return setting
-
-
-class Limits:
-    """The endpoint limits of one evaluation, by endpoint; built from its RunConfig's options.
-
-    ``requests_per_minute`` and ``tokens_per_minute`` are one number (every agent) or a mapping by
-    agent name, where ``"judge"`` and ``"simulator"`` name the judge and the simulated user.
-    """
-
-    def __init__(
-        self,
-        *,
-        adaptive: bool = True,
-        concurrency: int = 8,
-        agent_concurrency: Mapping[str, int] | None = None,
-        requests_per_minute: int | float | Mapping[str, Any] | None = None,
-        tokens_per_minute: int | float | Mapping[str, Any] | None = None,
-    ) -> None:
-        self.adaptive = adaptive
-        self.concurrency = concurrency
-        self.agent_concurrency = dict(agent_concurrency or {})
-        self.requests_per_minute = requests_per_minute
-        self.tokens_per_minute = tokens_per_minute
-        self._limits: dict[str, EndpointLimit] = {}
-        self._agents: dict[str, EndpointLimit | None] = {}  # by agent name: the limit of its endpoint
-
-    @classmethod
-    def of(cls, config: Any) -> Limits:
-        """The limits a ``RunConfig`` asks for."""
-        return cls(
-            adaptive=config.adaptive,
-            concurrency=config.concurrency,
-            agent_concurrency=config.agent_concurrency,
-            requests_per_minute=config.requests_per_minute,
-            tokens_per_minute=config.tokens_per_minute,
-        )
-
-    def _limited(self, *names: str) -> bool:
-        return self.adaptive or _per(self.requests_per_minute, *names) is not None or (
-            _per(self.tokens_per_minute, *names) is not None
-        )
-
-    def for_agent(self, agent: Any) -> EndpointLimit | None:
-        """The limit of the endpoint ``agent`` calls; None when nothing limits it (no adaptive, no rates)."""
-        name = agent.name
-        if name in self._agents:
-            return self._agents[name]
-        if not self._limited(name):
-            self._agents[name] = None
-            return None
-        endpoint = endpoint_of(agent)
-        limit = self._limits.get(endpoint)
-        if limit is None:
-            ceiling = min(self.concurrency, self.agent_concurrency.get(name, self.concurrency))
-            limit = self._limits[endpoint] = EndpointLimit(
-                endpoint, ceiling, adaptive=self.adaptive,
-                requests_per_minute=_per(self.requests_per_minute, name),
-                tokens_per_minute=_per(self.tokens_per_minute, name),
-            )
-        self._agents[name] = limit
-        return limit
-
-    def for_service(self, role: str, endpoint: str, ceiling: int, *, adaptive: bool | None = None,
-                    requests_per_minute: float | None = None, tokens_per_minute: float | None = None) -> EndpointLimit:
-        """The limit of a model levelfield itself calls: ``role`` is ``"judge"`` or ``"simulator"``;
-        rates given here win over this evaluation's mapping entry for the role."""
-        limit = self._limits.get(endpoint)
-        if limit is None:
-            # A plain number in RunConfig is for the agents; a mapping may name the role.
-            rpm = requests_per_minute or (_per(self.requests_per_minute, role) if isinstance(self.requests_per_minute, Mapping) else None)
-            tpm = tokens_per_minute or (_per(self.tokens_per_minute, role) if isinstance(self.tokens_per_minute, Mapping) else None)
-            limit = self._limits[endpoint] = EndpointLimit(
-                endpoint, ceiling, adaptive=self.adaptive if adaptive is None else adaptive,
-                requests_per_minute=rpm, tokens_per_minute=tpm,
-            )
-        return limit
-
-    def stats(self) -> list[LimitStats]:
-        """Every endpoint's statistics, in the order they were first called."""
-        return [limit.stats() for limit in self._limits.values() if limit.calls]
-
-    def summary(self) -> str:
-        """``8/64 56x429 0.70s waiting/call``: the busiest endpoint in flight of its limit, for a progress bar."""
-        used = [limit for limit in self._limits.values() if limit.calls]
-        if not used:
-            return ""
-        busiest = max(used, key=lambda limit: limit.calls)
-        text = f"{busiest.in_flight}/{busiest.limit}"
-        if busiest.rate_limited:
-            text += f" {busiest.rate_limited}x429"
-        # Per call, as the closing summary says it: a sum over calls in flight together outgrows the wall clock.
-        calls = sum(limit.calls for limit in used)
-        waited = sum(limit.waited for limit in used) / calls
-        if waited >= 0.005:
-            text += f" {waited:.2f}s waiting/call"
-        return text
-
-
-_current: contextvars.ContextVar[Limits | None] = contextvars.ContextVar("levelfield_limits", default=None)
-
-
-def current() -> Limits | None:
-    """The limits of the evaluation running in this context, or None outside one."""
-    return _current.get()
-
-
-def set_current(limits: Limits) -> contextvars.Token[Limits | None]:
-    """Make ``limits`` the current evaluation's in this context; undo with ``reset_current(token)``."""
-    return _current.set(limits)
-
-
-def reset_current(token: contextvars.Token[Limits | None]) -> None:
-    """Restore the limits ``set_current`` replaced."""
-    _current.reset(token)
-
-
-@contextlib.contextmanager
-def using(limits: Limits) -> Iterator[Limits]:
-    """Make ``limits`` the current evaluation's in this block (the engine, a Ray worker)."""
-    token = set_current(limits)
-    try:
-        yield limits
-    finally:
-        reset_current(token)
-

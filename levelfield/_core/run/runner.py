@@ -29,7 +29,7 @@ from ..data.cost_limit import RunBudget, input_size
 from ..data.dataset import EvalCase, EvalDataset
 from ..data.protocol import AgentRunnable
 from ..data.types import AgentRun, clean_run
-from . import budget, limits
+from . import budget, endpoints
 from .attempt import _deadline_queues, _Deadlines, _loop_watchdog, _warned_blocking
 from .case import run_case
 from .interrupts import watching as watching_interrupts
@@ -48,7 +48,7 @@ class _Progress:
     """The progress bar: runs done, failures, and the busiest endpoint's calls in flight / limit,
     rate-limited answers and time spent waiting on limits."""
 
-    def __init__(self, total: int, enabled: bool, desc: str, registry: limits.Limits | None = None) -> None:
+    def __init__(self, total: int, enabled: bool, desc: str, registry: endpoints.Limits | None = None) -> None:
         self.failures = 0
         self.bar = None
         self._registry = registry
@@ -191,7 +191,7 @@ async def run_agents(
     desc = agents[0].name if len(agents) == 1 else f"{len(agents)} agents"
     # The endpoints' limits: the caller's (the engine's, shared with the judge; a Ray worker's,
     # shared by its batches), else this evaluation's own.
-    registry = limits.current() or limits.Limits.of(config)
+    registry = endpoints.current() or endpoints.Limits.of(config)
     progress = _Progress(len(jobs), config.progress, desc, registry)
     queue = _JobQueue(jobs, {a.name: config.agent_concurrency[a.name] for a in agents if a.name in config.agent_concurrency})
     fresh: list[AgentRun | None] = [None] * len(jobs)
@@ -278,7 +278,7 @@ async def run_agents(
                 queue.release(agent.name)
 
     warned = _warned_blocking.set(set())
-    limits_token = limits.set_current(registry)
+    limits_token = endpoints.set_current(registry)
     absorbing = budget.set_absorbing(config.adaptive)
     response_cap = budget.set_response_cap(config.max_response_bytes)
     deadline_queues: dict[float, _Deadlines] = {}
@@ -302,7 +302,7 @@ async def run_agents(
             _warned_blocking.reset(warned)
             budget.reset_response_cap(response_cap)
             budget.reset_absorbing(absorbing)
-            limits.reset_current(limits_token)
+            endpoints.reset_current(limits_token)
             _deadline_queues.reset(deadlines_token)
             for deadlines in deadline_queues.values():
                 deadlines.close()

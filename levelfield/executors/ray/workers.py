@@ -11,7 +11,7 @@ from ..._core.data.dataset import EvalDataset
 from ..._core.data.protocol import AgentRequest, AgentRunnable
 from ..._core.data.types import AgentOutput, AgentRun
 from ..._core.errors import AdapterError, ConfigError
-from ..._core.run import limits
+from ..._core.run import endpoints
 from ..._core.run.runner import run_agents as run_locally
 from ...adapters.auto import as_agent
 from ...adapters.spec import SpecAgent, load_agent_spec
@@ -86,7 +86,7 @@ class _Worker:
         self._agents: list[Any] | None = None
         self._loading: asyncio.Lock | None = None
         self._slots: asyncio.Semaphore | None = None
-        self._limits = limits.Limits.of(config)  # the endpoints' limits of this worker, for all its batches
+        self._limits = endpoints.Limits.of(config)  # the endpoints' limits of this worker, for all its batches
 
     async def ping(self) -> bool:
         """Answer (once the worker is up after a restart): whether its dataset and agents are loaded."""
@@ -127,6 +127,6 @@ class _Worker:
         cases = EvalDataset([self._cases[i] for i in ids], source=self._source)
         names = {key[0] for key in batch}
         agents = [a for a in every_agent if a.name in names]
-        with limits.using(self._limits):
+        with endpoints.using(self._limits):
             runs = await run_locally(cases, agents, self._config, only=batch, slots=self._slots)
         return _dumps([run for agent_runs in runs.values() for run in agent_runs])

@@ -22,8 +22,9 @@ pytest.importorskip("uvicorn")
 import levelfield as lf  # noqa: E402
 from levelfield._core.errors import AdapterError, ConfigError, RateLimitedError  # noqa: E402
 from levelfield._core.results.record import read_record  # noqa: E402
+from levelfield._core.run.endpoints import Limits  # noqa: E402
 from levelfield._core.run.failures import rate_limit_of  # noqa: E402
-from levelfield._core.run.limits import EndpointLimit, Limits  # noqa: E402
+from levelfield._core.run.limits import EndpointLimit  # noqa: E402
 from levelfield.adapters.a2a.server import build_app, start_asgi  # noqa: E402
 from levelfield.testing import ConcurrencyLimited, FirstCallRefused, QueuedAhead  # noqa: E402
 
