@@ -14,7 +14,6 @@ import os
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,8 @@ import pandas as pd
 import pytest
 
 ray = pytest.importorskip("ray")
+
+from ray_agents import ExitAlways, ExitOnce, echo_cjk_agent  # noqa: E402
 
 import levelfield as lf  # noqa: E402
 from _ray_loopback import linux_only, off_loopback, on_loopback, ray_tree  # noqa: E402
@@ -46,7 +47,7 @@ QUIET = {"progress": False}
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
-    """One local Ray for the module; its workers import levelfield, the samples and this file."""
+    """One local Ray for the module; its workers import levelfield, the samples and ray_agents.py."""
     before = os.environ.get("PYTHONPATH")
     # The raylet, and so every worker (this module's and a CLI driver's), inherits this path.
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(Path(__file__).parent), str(Path(__file__).resolve().parents[1])] + ([before] if before else []))
@@ -67,45 +68,7 @@ def a2a_url() -> Iterator[str]:
         yield server.url
 
 
-# -- agents the workers import from this module ------------------------------------------------
-
-
-def make_pid_agent() -> Any:
-    """A factory (built on each worker from the spec "test_ray:make_pid_agent"): says where it was built and ran."""
-    built = os.getpid()
-
-    def pid_agent(prompt: str) -> str:
-        return f"built {built} ran {os.getpid()}"
-
-    return pid_agent
-
-
-class ExitOnce:
-    """careful_agent, except that on one case it kills its worker process, once (a marker file says it did)."""
-
-    def __init__(self, marker: str, case_text: str = "device_2") -> None:
-        self.marker = marker
-        self.case_text = case_text
-
-    def __call__(self, prompt: str) -> dict[str, Any]:
-        if self.case_text in prompt and not os.path.exists(self.marker):
-            Path(self.marker).touch()
-            os._exit(1)
-        return careful_agent(prompt)
-
-
-class ExitAlways:
-    """careful_agent, except that on one case it kills its worker process every time."""
-
-    def __call__(self, prompt: str) -> dict[str, Any]:
-        if prompt == "Turn off device_2 in the Bedroom.":
-            os._exit(1)
-        return careful_agent(prompt)
-
-
-def slow_careful_agent(prompt: str) -> dict[str, Any]:
-    time.sleep(0.4)
-    return careful_agent(prompt)
+# The agents the workers import are in ray_agents.py (a light module: see its docstring).
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -150,7 +113,7 @@ def test_eval_task_takes_a_ray_executor_in_its_config(cluster):
 
 
 def test_a_spec_string_agent_is_built_on_the_workers(cluster):
-    result = lf.evaluate(DATASET, "test_ray:make_pid_agent", metrics=[], executor="ray", **QUIET)
+    result = lf.evaluate(DATASET, "ray_agents:make_pid_agent", metrics=[], executor="ray", **QUIET)
     answers = [run.output.response.split() for run in result.runs]
     built = {int(words[1]) for words in answers}
     ran = {int(words[3]) for words in answers}
@@ -215,7 +178,7 @@ def test_a_run_that_kills_its_worker_every_time_is_one_failed_run(cluster):
 def test_resume_after_the_driver_is_killed_runs_only_what_the_journal_lacks(cluster, tmp_path):
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(Path(__file__).parent), str(Path(__file__).resolve().parents[1])])}
-    command = [sys.executable, "-m", "levelfield", "eval", DATASET, "--agent", "test_ray:slow_careful_agent",
+    command = [sys.executable, "-m", "levelfield", "eval", DATASET, "--agent", "ray_agents:slow_careful_agent",
                "--name", "slow", "--trials", "3", "--executor", "ray", "--ray-address", cluster, "--out", str(out), "-q"]
     kill_then_resume(command, env, out, journaled=8, total=54)
 
@@ -364,14 +327,6 @@ CJK = [
 ] + [{"case_id": "ja-0", "prompt": "ライトを消して", "reference": "ライトを消しました"}]
 
 
-def echo_cjk_agent(prompt: str) -> str:
-    """Answers every Chinese case but the third right; multi-byte text moves every journal offset."""
-    if prompt.startswith("把第"):
-        n = prompt[2:prompt.index("个")]
-        return f"好的：第{n}个设备已关闭" if n != "2" else "没有这个设备"
-    return "ライトを消しました"
-
-
 def _live_runs() -> int:
     return sum(1 for o in gc.get_objects() if type(o) is AgentRun)
 
@@ -425,7 +380,7 @@ def test_compare_on_ray_with_out_gives_the_local_summary_verdict_and_table(clust
 def test_chinese_and_japanese_runs_are_read_back_from_the_journal_exactly(cluster, tmp_path):
     metrics = ["exact_match", "rouge_l_sum", "bleu"]
     local = lf.evaluate(CJK, echo_cjk_agent, metrics, name="echo", **QUIET)
-    remote = lf.evaluate(CJK, "test_ray:echo_cjk_agent", metrics, name="echo", executor="ray", out=tmp_path, **QUIET)
+    remote = lf.evaluate(CJK, "ray_agents:echo_cjk_agent", metrics, name="echo", executor="ray", out=tmp_path, **QUIET)
     assert remote.streamed
     assert [r.case_id for r in remote.failures] == []
     assert remote.summary_metrics["exact_match/mean"] == pytest.approx(6 / 7)
@@ -436,7 +391,7 @@ def test_chinese_and_japanese_runs_are_read_back_from_the_journal_exactly(cluste
 
 
 def test_a_journal_changed_under_a_streamed_result_is_an_error_naming_it(cluster, tmp_path):
-    result = lf.evaluate(CJK, "test_ray:echo_cjk_agent", ["exact_match"], executor="ray", out=tmp_path, **QUIET)
+    result = lf.evaluate(CJK, "ray_agents:echo_cjk_agent", ["exact_match"], executor="ray", out=tmp_path, **QUIET)
     journal = tmp_path / "runs.jsonl"
     journal.write_text(journal.read_text(encoding="utf-8")[:200], encoding="utf-8")
     with pytest.raises(lf.RecordError, match=r"runs\.jsonl at byte \d+"):
@@ -483,14 +438,10 @@ def _as_csv(table: pd.DataFrame, path: Path) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
-def broken_agent(prompt: str) -> str:
-    raise RuntimeError(f"kaputt, 坏了: {prompt[:10]}")
-
-
 def test_an_agent_failing_every_streamed_run_is_told_with_its_error_and_every_run_is_kept(cluster, tmp_path):
     with pytest.warns(AllRunsFailedWarning, match=r"every run of agent 'broken' failed \(36 runs\); most often "
                                                       r"RuntimeError x36, e\.g\. case .*kaputt, 坏了"):
-        result = lf.evaluate(DATASET, "test_ray:broken_agent", ["exact_match"], name="broken", trials=2,
+        result = lf.evaluate(DATASET, "ray_agents:broken_agent", ["exact_match"], name="broken", trials=2,
                              executor="ray", out=tmp_path, retries=0, **QUIET)
     assert result.summary_metrics["failure/count"] == 36 and result.summary_metrics["exact_match/nan_count"] == 36
     assert result.streamed  # the failed runs were read back for the warning, the rest of the record was not

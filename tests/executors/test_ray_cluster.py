@@ -20,6 +20,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ import pandas as pd
 import pytest
 
 ray = pytest.importorskip("ray")
+
+from ray_agents import slowish_careful_agent, where_agent  # noqa: E402
 
 import levelfield as lf  # noqa: E402
 from _ray_loopback import linux_only, off_loopback, on_loopback, ray_tree  # noqa: E402
@@ -63,18 +66,7 @@ def on(cluster: LocalRayCluster, **settings: Any) -> lf.RayExecutor:
     return lf.RayExecutor(address=cluster.address, heartbeat=HEARTBEAT, **settings)
 
 
-# -- agents the workers import from this module ------------------------------------------------
-
-
-def where_agent(prompt: str) -> str:
-    """Says which Ray node ran it."""
-    time.sleep(0.05)
-    return ray.get_runtime_context().get_node_id()
-
-
-def slow_careful_agent(prompt: str) -> dict[str, Any]:
-    time.sleep(0.25)
-    return careful_agent(prompt)
+# The agents the workers import are in ray_agents.py (a light module: see its docstring).
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -179,7 +171,7 @@ def test_a_node_killed_half_way_loses_no_run_and_the_call_returns(cluster, tmp_p
     extra = cluster.add_node()  # 3 nodes, one worker each; this one dies half way
     out = tmp_path / "out"
     killer = _kill_when_journaled(cluster, extra, out, 20)
-    result = lf.evaluate(DATASET, slow_careful_agent, name="careful", trials=3, executor=on(cluster, concurrency_per_worker=2),
+    result = lf.evaluate(DATASET, slowish_careful_agent, name="careful", trials=3, executor=on(cluster, concurrency_per_worker=2),
                          out=out, **QUIET)
     killer.join(30)
     assert extra.killed
@@ -211,14 +203,14 @@ def test_a_node_lost_with_no_other_left_stops_with_an_error_and_the_journal_resu
         killer = _kill_when_journaled(cluster, extra, out, 12)
         executor = on(cluster, num_workers=1, concurrency_per_worker=2, wait_for_workers=5)
         with pytest.raises(lf.ExecutorError, match=r"no Ray worker has answered .* runs finished.*resume=True"):
-            lf.evaluate(DATASET, slow_careful_agent, name="careful", trials=3, executor=executor, out=out, **QUIET)
+            lf.evaluate(DATASET, slowish_careful_agent, name="careful", trials=3, executor=executor, out=out, **QUIET)
         killer.join(30)
         before = {(r["agent"], r["case_id"], r["trial"]): r for r in journal_runs(out)}
         assert 12 <= len(before) < 54
     finally:
         for hold in holds:
             ray.kill(hold)
-    resumed = lf.evaluate(DATASET, slow_careful_agent, name="careful", trials=3, executor=on(cluster), out=out,
+    resumed = lf.evaluate(DATASET, slowish_careful_agent, name="careful", trials=3, executor=on(cluster), out=out,
                           resume=True, **QUIET)
     runs = journal_runs(out)
     keys = [(r["agent"], r["case_id"], r["trial"]) for r in runs]
@@ -248,7 +240,7 @@ def test_start_timeout_is_checked():
 def test_resume_after_the_driver_is_killed_on_the_cluster(cluster, tmp_path):
     out = tmp_path / "out"
     env = {**cluster.env(), "PYTHONPATH": WORKERS_PATH}
-    command = [sys.executable, "-m", "levelfield", "eval", DATASET, "--agent", "test_ray_cluster:slow_careful_agent",
+    command = [sys.executable, "-m", "levelfield", "eval", DATASET, "--agent", "ray_agents:slowish_careful_agent",
                "--name", "slow", "--trials", "3", "--executor", "ray", "--ray-address", cluster.address,
                "--out", str(out), "-q"]
     kill_then_resume(command, env, out, journaled=8, total=54)
@@ -359,13 +351,21 @@ def test_every_call_of_docs_ray_md_works_as_written_on_the_cluster(cluster, tmp_
     (project / "docs_ray.py").write_text("\n".join(python), encoding="utf-8")
     # As the page says: the head's address and token auth in the environment; levelfield installed.
     env = {**cluster.env(), "RAY_ADDRESS": cluster.address, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "docs_ray.py"], cwd=project, env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    for command in cli:
-        ran = subprocess.run([sys.executable, "-m", *shlex.split(command)], cwd=project, env=env, capture_output=True,
-                             text=True, timeout=300)
-        assert ran.returncode == 0, (command, ran.stderr[-3000:])
+    # The page's Python and each of its commands write folders of their own: the commands start once the
+    # Python has uploaded its working_dir (this folder: before its compare journals anything), and run beside
+    # it, each its own driver as a reader runs it, so their start-ups (Python, levelfield, Ray) overlap.
+    with ThreadPoolExecutor(max_workers=1 + len(cli)) as pool:
+        script = pool.submit(subprocess.run, [sys.executable, "docs_ray.py"], cwd=project, env=env,
+                             capture_output=True, text=True, timeout=300)
+        while not script.done() and not (project / "results" / "compare" / "runs.jsonl").exists():
+            time.sleep(0.1)
+        drivers = [(command, pool.submit(subprocess.run, [sys.executable, "-m", *shlex.split(command)], cwd=project,
+                                          env=env, capture_output=True, text=True, timeout=300)) for command in cli]
+        done = script.result()
+        assert done.returncode == 0, done.stderr[-3000:]
+        for command, running in drivers:
+            ran = running.result()
+            assert ran.returncode == 0, (command, ran.stderr[-3000:])
     assert len(journal_runs(project / "results" / "eval")) == 18
     assert len(journal_runs(project / "results" / "compare")) == 2 * 3 * 18
     assert len(journal_runs(project / "results" / "cli")) == 2 * 18

@@ -375,6 +375,10 @@ class _Dispatch:
         if slot.state == "up":
             slot.state = "reviving"  # a task sent while it restarts would fail too, and be blamed
         slot.why = _describe(error)
+        if slot.ping is None and slot.state == "reviving":
+            # Asked now rather than at the next beat: Ray answers it as soon as the worker is back,
+            # so its runs go on without waiting up to a beat (5 s by default) after each crash.
+            self.send_ping(slot)
 
     async def flush(self) -> None:
         if self.writes:
@@ -393,13 +397,16 @@ class _Dispatch:
                 continue
             owes = slot.busy or slot.state != "up"
             if slot.ping is None and owes and now - max(slot.seen, slot.pinged) >= self.beat:
-                slot.ping = asyncio.wrap_future(slot.actor.ping.remote().future())
-                slot.pinged = now
+                self.send_ping(slot)
             # A worker that never answered is starting (scheduled, its process started, its code
             # loaded): held to start_timeout, not to the heartbeat; the others take its runs meanwhile.
             bound = self.executor.heartbeat if slot.started else self.executor.start_timeout
             if slot.state in ("up", "reviving") and owes and now - slot.seen > bound:
                 self.away(index, f"no answer for {bound:g} s" + ("" if slot.started else " since it was started"))
+
+    def send_ping(self, slot: _Slot) -> None:
+        slot.ping = asyncio.wrap_future(slot.actor.ping.remote().future())
+        slot.pinged = time.monotonic()
 
     def away(self, index: int, why: str) -> None:
         """A worker that does not answer (its node is lost): its runs go to the others, unblamed."""

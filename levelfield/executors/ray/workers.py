@@ -4,7 +4,7 @@ local runner, and the agents and runs pickled for the trip to it and back."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..._core.data.config import RunConfig
 from ..._core.data.dataset import EvalDataset
@@ -15,7 +15,9 @@ from ..._core.run import endpoints
 from ..._core.run.runner import run_agents as run_locally
 from ...adapters.auto import as_agent
 from ...adapters.spec import SpecAgent, load_agent_spec
-from .plan import RunKey
+
+if TYPE_CHECKING:  # a worker needs no plan (its NumPy is the driver's)
+    from .plan import RunKey
 
 __all__: list[str] = []  # private helpers of the Ray executor: _Worker, _pickled, _loads
 
