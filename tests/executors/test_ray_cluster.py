@@ -20,7 +20,6 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -351,21 +350,13 @@ def test_every_call_of_docs_ray_md_works_as_written_on_the_cluster(cluster, tmp_
     (project / "docs_ray.py").write_text("\n".join(python), encoding="utf-8")
     # As the page says: the head's address and token auth in the environment; levelfield installed.
     env = {**cluster.env(), "RAY_ADDRESS": cluster.address, "PYTHONPATH": str(ROOT)}
-    # The page's Python and each of its commands write folders of their own: the commands start once the
-    # Python has uploaded its working_dir (this folder: before its compare journals anything), and run beside
-    # it, each its own driver as a reader runs it, so their start-ups (Python, levelfield, Ray) overlap.
-    with ThreadPoolExecutor(max_workers=1 + len(cli)) as pool:
-        script = pool.submit(subprocess.run, [sys.executable, "docs_ray.py"], cwd=project, env=env,
-                             capture_output=True, text=True, timeout=300)
-        while not script.done() and not (project / "results" / "compare" / "runs.jsonl").exists():
-            time.sleep(0.1)
-        drivers = [(command, pool.submit(subprocess.run, [sys.executable, "-m", *shlex.split(command)], cwd=project,
-                                          env=env, capture_output=True, text=True, timeout=300)) for command in cli]
-        done = script.result()
-        assert done.returncode == 0, done.stderr[-3000:]
-        for command, running in drivers:
-            ran = running.result()
-            assert ran.returncode == 0, (command, ran.stderr[-3000:])
+    done = subprocess.run([sys.executable, "docs_ray.py"], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for command in cli:
+        ran = subprocess.run([sys.executable, "-m", *shlex.split(command)], cwd=project, env=env, capture_output=True,
+                             text=True, timeout=300)
+        assert ran.returncode == 0, (command, ran.stderr[-3000:])
     assert len(journal_runs(project / "results" / "eval")) == 18
     assert len(journal_runs(project / "results" / "compare")) == 2 * 3 * 18
     assert len(journal_runs(project / "results" / "cli")) == 2 * 18
