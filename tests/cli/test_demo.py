@@ -3,37 +3,33 @@
 import contextlib
 import html
 import io
+import os
 import socket
+import subprocess
 import sys
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
-from levelfield import cli
+from levelfield import EvalDataset, cli
 from levelfield.adapters.a2a import server as a2a_server
 from levelfield.demo import demo_agents
+from levelfield.formats import files
 
 pytestmark = pytest.mark.slow  # the demo runs every framework, A2A servers included, in a subprocess
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    """Run the demo once, recording the A2A servers it starts."""
-    started = []
-    real = a2a_server.start_server
-
-    def spy(*args, **kwargs):
-        server = real(*args, **kwargs)
-        started.append(server)
-        return server
-
+    """Run the demo once, as a user runs it: ``levelfield demo`` in a process of its own."""
     out = tmp_path_factory.mktemp("demo")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(a2a_server, "start_server", spy)
-        capture = io.StringIO()
-        with contextlib.redirect_stdout(capture):
-            code = cli.main(["demo", "--out", str(out), "--quiet"])
-    return {"code": code, "out": capture.getvalue(), "dir": out, "servers": started}
+    done = subprocess.run([sys.executable, "-m", "levelfield", "demo", "--out", str(out), "--quiet"],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return {"code": done.returncode, "out": done.stdout, "err": done.stderr, "dir": out}
 
 
 def test_demo_exits_zero_and_says_where_the_report_is(demo):
@@ -54,9 +50,29 @@ def test_every_framework_gets_the_careful_agents_exact_match_score(demo):
     assert row.count("1.000 [0.82, 1.00]") == 4 and "0.556" in row
 
 
-def test_demo_stops_the_a2a_server_it_started(demo):
-    assert len(demo["servers"]) == 1
-    url = urlparse(demo["servers"][0].url)
+def test_demo_stops_the_a2a_server_it_started(monkeypatch, tmp_path):
+    # In this process, to see the server it starts: the demo command as it runs, on the sample's first
+    # three cases (the module's demo, a process of its own, is checked whole by the other tests).
+    started = []
+    real = a2a_server.start_server
+
+    def spy(*args, **kwargs):
+        server = real(*args, **kwargs)
+        started.append(server)
+        return server
+
+    loaded = files.load_dataset
+
+    def first_cases(*args, **kwargs):
+        data = loaded(*args, **kwargs)
+        return EvalDataset(list(data)[:3], source=data.source)
+
+    monkeypatch.setattr(a2a_server, "start_server", spy)
+    monkeypatch.setattr(files, "load_dataset", first_cases)
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert cli.main(["demo", "--out", str(tmp_path), "--quiet"]) == 0
+    assert len(started) == 1
+    url = urlparse(started[0].url)
     with pytest.raises(OSError):
         socket.create_connection((url.hostname, url.port), timeout=2).close()
 
@@ -86,15 +102,8 @@ def test_demo_finds_the_careful_agents_significantly_better_than_the_hasty_one(d
     assert "significantly better than function-hasty (adjusted p=0.031)" in demo["out"]
 
 
-def test_the_demo_prints_nothing_but_its_own_lines_on_stderr():
+def test_the_demo_prints_nothing_but_its_own_lines_on_stderr(demo):
     # The A2A preflight sends the demo's own server bad requests on purpose; a2a-sdk's warning for each
     # ("Request Error ... Method not found") was the first line a newcomer saw.
-    import os
-    import subprocess
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-m", "levelfield", "demo", "--quiet"], capture_output=True, text=True,
-                          timeout=600, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
-    assert done.returncode == 0, done.stderr
-    assert "Request Error" not in done.stderr and "Method not found" not in done.stderr
+    assert demo["code"] == 0, demo["err"]
+    assert "Request Error" not in demo["err"] and "Method not found" not in demo["err"]
