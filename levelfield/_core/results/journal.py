@@ -30,6 +30,7 @@ __all__ = ["Journal"]
 
 
 _CASES_A_TURN = 200  # case lines a new journal writes per turn of the event loop (~1 ms)
+_ACK_WAIT = 0.002  # seconds the journal's thread waits for the loop to collect acknowledgements before waking it
 
 
 _Line = tuple[Callable[..., str], tuple[Any, ...]]
@@ -288,13 +289,16 @@ class _WriteBehind:
 
     One ``fsync`` at a time: what is handed over while one is under way is written after it and made
     durable by the next, together (a group commit). Serialising here keeps the JSON of each run off
-    the event loop, whose turns hand the next calls to the agents' threads."""
+    the event loop, whose turns hand the next calls to the agents' threads. The loop collects the
+    acknowledgements when it next hands lines over; only when it hands none over within
+    ``_ACK_WAIT`` is it woken for them (a wake-up per fsync would cost the loop a turn each)."""
 
     def __init__(self, journal: Journal, loop: asyncio.AbstractEventLoop) -> None:
         self._journal = journal
         self._loop = loop
         self._ready = threading.Condition()
         self._queue: list[tuple[list[_Line], asyncio.Future[None] | None]] = []
+        self._durable: list[tuple[list[asyncio.Future[None]], BaseException | None]] = []  # not acknowledged yet
         self._handed = 0  # hand-overs so far
         self._written = 0  # hand-overs written (or failed) so far
         self._stopping = False
@@ -302,10 +306,15 @@ class _WriteBehind:
         self._thread.start()
 
     def submit(self, lines: list[_Line], flushed: asyncio.Future[None] | None) -> None:
+        """On the loop: hand ``lines`` over (``flushed`` is done once they are durable), and acknowledge
+        the runs made durable since the last hand-over."""
         with self._ready:
             self._queue.append((lines, flushed))
             self._handed += 1
+            durable, self._durable = self._durable, []
             self._ready.notify_all()
+        for waiting, failed in durable:
+            _acknowledge(waiting, failed)
 
     def wait_written(self) -> None:
         """Until every hand-over so far is written (not necessarily durable yet)."""
@@ -321,39 +330,55 @@ class _WriteBehind:
         self._thread.join()
 
     def _run(self) -> None:
-        journal = self._journal
         while True:
+            with self._ready:
+                if self._durable and not self._queue and not self._stopping:
+                    # The loop's next hand-over collects these; if none comes soon, wake the loop.
+                    self._ready.wait_for(lambda: bool(self._queue) or self._stopping, timeout=_ACK_WAIT)
+                late: list[tuple[list[asyncio.Future[None]], BaseException | None]] = []
+                if not self._queue:  # no hand-over on its way to collect them
+                    late, self._durable = self._durable, []
+            for waiting, failed in late:
+                try:
+                    self._loop.call_soon_threadsafe(_acknowledge, waiting, failed)
+                except RuntimeError:  # the loop is closed: no one is waiting any more
+                    pass
             with self._ready:
                 while not self._queue and not self._stopping:
                     self._ready.wait()
                 if not self._queue:
                     return
                 batch, self._queue = self._queue, []
-            waiting = [flushed for _, flushed in batch if flushed is not None]
-            before = failed = journal._failed
-            if failed is None:
-                try:
-                    journal._put([make(*args) for lines, _ in batch for make, args in lines])
-                except Exception as exc:  # noqa: BLE001 - a full disk, a line that cannot be encoded: the runs hear it
-                    failed = journal._fail(exc)
-            with self._ready:
-                self._written += len(batch)
-                self._ready.notify_all()
-            if failed is None and journal.durable:
-                try:
-                    os.fsync(journal._f.fileno())
-                except Exception as exc:  # noqa: BLE001 - likewise
-                    failed = journal._fail(exc)
-            if failed is not None:
-                if waiting:
-                    journal._unreported = None  # the runs waiting are told
-                elif before is None:
-                    journal._unreported = journal._failed  # no run to tell: close() raises it
+            waiting, failed = self._write(batch)
             if waiting:
-                try:
-                    self._loop.call_soon_threadsafe(_acknowledge, waiting, failed)
-                except RuntimeError:  # the loop is closed: no one is waiting any more
-                    pass
+                with self._ready:
+                    self._durable.append((waiting, failed))
+
+    def _write(self, batch: list[tuple[list[_Line], asyncio.Future[None] | None]]
+               ) -> tuple[list[asyncio.Future[None]], BaseException | None]:
+        """Serialise, write and fsync ``batch``; the futures waiting for it, and its failure if any."""
+        journal = self._journal
+        waiting = [flushed for _, flushed in batch if flushed is not None]
+        before = failed = journal._failed
+        if failed is None:
+            try:
+                journal._put([make(*args) for lines, _ in batch for make, args in lines])
+            except Exception as exc:  # noqa: BLE001 - a full disk, a line that cannot be encoded: the runs hear it
+                failed = journal._fail(exc)
+        with self._ready:
+            self._written += len(batch)
+            self._ready.notify_all()
+        if failed is None and journal.durable:
+            try:
+                os.fsync(journal._f.fileno())
+            except Exception as exc:  # noqa: BLE001 - likewise
+                failed = journal._fail(exc)
+        if failed is not None:
+            if waiting:
+                journal._unreported = None  # the runs waiting are told
+            elif before is None:
+                journal._unreported = journal._failed  # no run to tell: close() raises it
+        return waiting, failed
 
 
 def _acknowledge(waiting: Sequence[asyncio.Future[None]], failed: BaseException | None) -> None:
