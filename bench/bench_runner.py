@@ -268,12 +268,12 @@ def main() -> None:
 # The pieces of EvalResult.save, by the function that does each (cumulative seconds under cProfile).
 SAVE_PARTS = {
     "save": ("result.py", "save"),
-    "explanations (each run scored again for its explanation)": ("result.py", "_explained_run"),
-    "the table built from the explained scores": ("result.py", "_table_of"),
-    "the tables written (metrics_table.csv and .parquet)": ("result.py", "write_table_files"),
+    "explanations (each run scored again for its explanation)": ("held.py", "_explained"),
+    "the table built from the explained scores": ("held.py", "table_of"),
+    "the tables written (metrics_table.csv and .parquet)": ("tables.py", "write_table_files"),
     "the journal's final header (runs.jsonl)": ("record.py", "finish_journal"),
-    "the summary computed": ("result.py", "summary_metrics"),
-    "the summary written (summary.json)": ("result.py", "write_summary"),
+    "the summary computed": ("held.py", "summary"),
+    "the summary written (summary.json)": ("tables.py", "write_summary"),
 }
 
 

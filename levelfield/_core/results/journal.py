@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import concurrent.futures
 import contextlib
 import os
+import threading
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -30,11 +30,20 @@ __all__ = ["Journal"]
 
 
 _CASES_A_TURN = 200  # case lines a new journal writes per turn of the event loop (~1 ms)
+_ACK_WAIT = 0.002  # seconds the journal's thread waits for the loop to collect acknowledgements before waking it
+
+
+_Line = tuple[Callable[..., str], tuple[Any, ...]]
+"""A line not serialised yet: the function that makes it and its arguments (serialised by whoever writes it)."""
 
 
 class Journal:
-    """Appends each finished run to ``runs.jsonl`` and flushes it, so a killed process loses only
-    the runs in flight. Open it with :meth:`create` (a new record) or :meth:`reopen` (resume).
+    """Appends each finished run to ``runs.jsonl`` and makes it durable, so a killed process loses
+    only the runs in flight. Open it with :meth:`create` (a new record) or :meth:`reopen` (resume).
+
+    Inside an event loop the lines are serialised, written and fsynced by the journal's own thread
+    (write-behind), so the loop only hands the finished runs over; a run is acknowledged (its
+    future done) only once an ``fsync`` made its line durable.
 
     A line that cannot be written (a full disk) fails the runs waiting for it with a
     :class:`WriteError` naming the file and the cause; it never leaves them waiting."""
@@ -44,8 +53,8 @@ class Journal:
         self._f = handle
         self._fingerprints = dict(fingerprints)
         self._cases: collections.deque[EvalCase] = collections.deque()  # case lines not written yet
-        self._pending: list[str] = []
-        self._flushed: asyncio.Future[None] | None = None
+        self._pending: list[_Line] = []  # lines queued in this turn of the loop, not handed over yet
+        self._flushed: asyncio.Future[None] | None = None  # what the pending lines' runs wait for
         self._failed: RecordError | None = None
         self._unreported: RecordError | None = None  # a failure no run has been told of yet
         self.written = 0
@@ -60,9 +69,8 @@ class Journal:
         self._pos = 0
         self.durable = True
         """Whether each written line is made durable (``fsync``) before its run is acknowledged."""
-        self._syncer: concurrent.futures.ThreadPoolExecutor | None = None
-        self._syncing = False
-        self._unsynced: list[asyncio.Future[None]] = []  # written, waiting for the next fsync
+        self._io = threading.Lock()  # the file: the loop's case lines and the writer thread's lines
+        self._writer: _WriteBehind | None = None
         self.lock: OutLock | None = None
         """The folder's writer lock when the journal holds it (released by :meth:`close`), else None."""
 
@@ -104,31 +112,43 @@ class Journal:
     def track_offsets(self) -> None:
         """From now on, note where each run line starts (``offsets``), so a run can be read back
         from the file alone (:func:`read_runs_at`) instead of being held."""
-        self._f.flush()
-        self._pos = self._f.tell()
-        self.offsets = array("q")
+        with self._io:
+            self._f.flush()
+            self._pos = self._f.tell()
+            self.offsets = array("q")
 
     def _put(self, lines: Sequence[str]) -> None:
-        """Write whole lines (each without its newline), noting where the run lines start when tracked."""
+        """Write whole lines (each without its newline) and flush them, noting where the run lines
+        start when tracked. Holds the file (``_io``): the caller's thread may be the loop's or the writer's."""
         if not lines:
             return
-        if self.offsets is not None:
-            pos, offsets = self._pos, self.offsets
-            for line in lines:
-                if line.startswith('{"kind":"run"'):
-                    offsets.append(pos)
-                pos += (len(line) if line.isascii() else len(line.encode("utf-8"))) + 1
-            self._pos = pos
-        self._f.write("\n".join(lines) + "\n")
+        with self._io:
+            if self.offsets is not None:
+                pos, offsets = self._pos, self.offsets
+                for line in lines:
+                    if line.startswith('{"kind":"run"'):
+                        offsets.append(pos)
+                    pos += (len(line) if line.isascii() else len(line.encode("utf-8"))) + 1
+                self._pos = pos
+            self._f.write("\n".join(lines) + "\n")
+            self._f.flush()
+
+    def _take(self) -> list[_Line]:
+        """The lines not handed over yet, in order: the case lines left, then what was queued."""
+        cases, self._cases = self._cases, collections.deque()
+        lines: list[_Line] = [(_case_line, (c, self._fingerprints[c.case_id])) for c in cases]
+        lines += self._pending
+        self._pending = []
+        return lines
 
     def _write_some_cases(self) -> None:
-        """Write the next case lines, and ask the loop to come back for the rest."""
+        """Write the next case lines, and ask the loop to come back for the rest (until the first
+        runs are handed to the writer thread, which takes the rest with them)."""
         if not self._cases or self._failed is not None or self._f.closed:
             return
         batch = [self._cases.popleft() for _ in range(min(_CASES_A_TURN, len(self._cases)))]
         try:
             self._put([_case_line(c, self._fingerprints[c.case_id]) for c in batch])
-            self._f.flush()
         except Exception as exc:  # noqa: BLE001 - raised to the runs by their flush, or by close()
             self._failed = self._unreported = _journal_error(self.path, exc)
             return
@@ -158,17 +178,18 @@ class Journal:
         with the next flush before any run queued after it."""
         fingerprint = fingerprint or case_fingerprint(case)
         self._fingerprints[case.case_id] = fingerprint
-        self._pending.append(_case_line(case, fingerprint))
+        self._pending.append((_case_line, (case, fingerprint)))
 
     def write(self, run: AgentRun, scores: Mapping[str, Score] | None = None) -> asyncio.Future[None] | None:
-        """Append one finished run (and its scores so far).
+        """Append one finished run (and its scores so far); ``run`` and ``scores`` are not changed after.
 
-        Inside an event loop the line is written once the loop has run what is ready (runs that
-        finish together share one write), then made durable (``fsync``) on the journal's own thread
-        while the loop goes on; the future returned is done once it is, so a caller can wait for its
-        run to be on disk. Outside a loop it is written and made durable at once (None).
+        Inside an event loop the run is handed to the journal's thread once the loop has run what is
+        ready (runs that finish together share one hand-over, one write and one ``fsync``), or at
+        :meth:`hand_over`; that thread serialises, writes and fsyncs while the loop goes on. The
+        future returned is done once the line is durable, so a caller can wait for its run to be on
+        disk. Outside a loop it is written and made durable at once (None).
         """
-        self._pending.append(_run_line(run, scores, self._fingerprints.get(run.case_id)))
+        self._pending.append((_run_line, (run, scores, self._fingerprints.get(run.case_id))))
         self.written += 1
         if self._flushed is not None:
             return self._flushed
@@ -178,89 +199,53 @@ class Journal:
             self.flush()
             self._sync()
             return None
-        # One write system call per turn of the event loop rather than per run: a call releases
-        # the GIL, and winning it back from a hundred agent threads costs more than the write.
+        if self._writer is None:
+            self._writer = _WriteBehind(self, loop)
         self._flushed = loop.create_future()
-        loop.call_soon(self.flush)
+        loop.call_soon(self.hand_over)
         return self._flushed
 
-    def flush(self) -> None:
-        """Write and flush every pending line. A failure is raised here, or (inside the event
-        loop) set on the future the waiting runs hold, so that none of them waits forever; that
-        future is done once the lines are durable."""
+    def hand_over(self) -> None:
+        """Hand the runs written so far to the journal's thread now, rather than at the end of the
+        loop's turn (a caller that wrote every run that finished together)."""
         flushed, self._flushed = self._flushed, None
+        if flushed is None and not self._pending:
+            return
+        lines = self._take()
+        if self._writer is None:  # lines queued without a loop (write_case): written at once
+            self._pending = lines
+            self.flush()
+            return
+        self._writer.submit(lines, flushed)
+
+    def flush(self) -> None:
+        """Write and flush every pending line now (after what the journal's thread holds). A failure
+        is raised here unless the runs waiting for those lines were told of it."""
+        if self._writer is not None:
+            self.hand_over()
+            self._writer.wait_written()
+            unreported, self._unreported = self._unreported, None
+            if unreported is not None:
+                raise unreported
+            return
         try:
             if self._failed is not None:
                 raise self._failed
             if (self._cases or self._pending) and not self._f.closed:
-                cases, self._cases = self._cases, collections.deque()
-                lines = [_case_line(c, self._fingerprints[c.case_id]) for c in cases] + self._pending
-                self._pending = []
-                self._put(lines)
-                self._f.flush()
+                self._put([make(*args) for make, args in self._take()])
         except Exception as exc:  # a full disk, or a line that cannot be encoded: loud, never a hang
             self._failed = self._failed or _journal_error(self.path, exc)
             self._unreported = None
-            if flushed is None:
-                raise self._failed from exc
-            if not flushed.done():
-                flushed.set_exception(self._failed)
-            return
-        if flushed is not None and not flushed.done():
-            self._sync_then(flushed)
+            raise self._failed from exc
 
     def _sync(self) -> None:
         """Make what was written durable (``fsync``): a run is acknowledged only once it survives a crash."""
         if self.durable and not self._f.closed:
             os.fsync(self._f.fileno())
 
-    def _sync_then(self, flushed: asyncio.Future[None]) -> None:
-        """``flushed`` is done once the lines written so far are durable (or fails with the journal's error).
-
-        ``fsync`` runs on the journal's own thread, one at a time: lines written while one is under
-        way wait for the next, which makes them all durable together (a group commit)."""
-        if not self.durable:
-            flushed.set_result(None)
-            return
-        self._unsynced.append(flushed)
-        if not self._syncing:
-            self._start_sync(flushed.get_loop())
-
-    def _start_sync(self, loop: asyncio.AbstractEventLoop) -> None:
-        waiting, self._unsynced = self._unsynced, []
-        self._syncing = True
-        try:
-            if self._syncer is None:
-                self._syncer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="levelfield-journal")
-            synced = loop.run_in_executor(self._syncer, os.fsync, self._f.fileno())
-        except Exception as exc:  # noqa: BLE001 - a closed file, a stopped thread: the runs waiting hear it
-            synced = loop.create_future()
-            synced.set_exception(exc)
-        synced.add_done_callback(lambda f: self._synced(f, waiting, loop))
-
-    def _synced(self, synced: asyncio.Future[None], waiting: list[asyncio.Future[None]],
-                loop: asyncio.AbstractEventLoop) -> None:
-        self._syncing = False
-        exc = None if synced.cancelled() else synced.exception()
-        if exc is not None:
-            self._failed = self._failed or _journal_error(self.path, exc)  # type: ignore[arg-type]
-        for flushed in waiting:
-            if flushed.done():
-                continue
-            if synced.cancelled():
-                flushed.cancel()
-            elif exc is not None:
-                flushed.set_exception(self._failed)  # type: ignore[arg-type]
-            else:
-                flushed.set_result(None)
-        if self._unsynced:
-            if self._failed is not None:
-                for flushed in self._unsynced:
-                    if not flushed.done():
-                        flushed.set_exception(self._failed)
-                self._unsynced = []
-            else:
-                self._start_sync(loop)
+    def _fail(self, exc: BaseException) -> RecordError:
+        self._failed = self._failed or _journal_error(self.path, exc)  # type: ignore[arg-type]
+        return self._failed
 
     def close(self) -> None:
         """Write what is pending and close the file; after a failed write, just close it (raising
@@ -268,15 +253,17 @@ class Journal:
         if self._f.closed:
             return
         try:
+            if self._writer is not None:
+                self.hand_over()
+                self._writer.stop()  # every line handed over is written and durable, or failed
             if self._failed is None:
                 self.flush()
-                self._sync()
+                if self._writer is None:  # else its last fsync made every line durable
+                    self._sync()
         except OSError as exc:
             self._failed = _journal_error(self.path, exc)
             raise self._failed from exc
         finally:
-            if self._syncer is not None:
-                self._syncer.shutdown(wait=True)
             try:
                 self._f.close()
             except OSError as exc:  # the last buffered bytes did not fit either
@@ -294,6 +281,115 @@ class Journal:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class _WriteBehind:
+    """A journal's own thread: takes the lines the loop hands over, serialises them, writes them and
+    makes them durable, then tells the loop which runs are on disk.
+
+    One ``fsync`` at a time: what is handed over while one is under way is written after it and made
+    durable by the next, together (a group commit). Serialising here keeps the JSON of each run off
+    the event loop, whose turns hand the next calls to the agents' threads. The loop collects the
+    acknowledgements when it next hands lines over; only when it hands none over within
+    ``_ACK_WAIT`` is it woken for them (a wake-up per fsync would cost the loop a turn each)."""
+
+    def __init__(self, journal: Journal, loop: asyncio.AbstractEventLoop) -> None:
+        self._journal = journal
+        self._loop = loop
+        self._ready = threading.Condition()
+        self._queue: list[tuple[list[_Line], asyncio.Future[None] | None]] = []
+        self._durable: list[tuple[list[asyncio.Future[None]], BaseException | None]] = []  # not acknowledged yet
+        self._handed = 0  # hand-overs so far
+        self._written = 0  # hand-overs written (or failed) so far
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="levelfield-journal", daemon=True)
+        self._thread.start()
+
+    def submit(self, lines: list[_Line], flushed: asyncio.Future[None] | None) -> None:
+        """On the loop: hand ``lines`` over (``flushed`` is done once they are durable), and acknowledge
+        the runs made durable since the last hand-over."""
+        with self._ready:
+            self._queue.append((lines, flushed))
+            self._handed += 1
+            durable, self._durable = self._durable, []
+            self._ready.notify_all()
+        for waiting, failed in durable:
+            _acknowledge(waiting, failed)
+
+    def wait_written(self) -> None:
+        """Until every hand-over so far is written (not necessarily durable yet)."""
+        with self._ready:
+            target = self._handed
+            self._ready.wait_for(lambda: self._written >= target or not self._thread.is_alive())
+
+    def stop(self) -> None:
+        """Write what is handed over, make it durable, and end the thread."""
+        with self._ready:
+            self._stopping = True
+            self._ready.notify_all()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._ready:
+                if self._durable and not self._queue and not self._stopping:
+                    # The loop's next hand-over collects these; if none comes soon, wake the loop.
+                    self._ready.wait_for(lambda: bool(self._queue) or self._stopping, timeout=_ACK_WAIT)
+                late: list[tuple[list[asyncio.Future[None]], BaseException | None]] = []
+                if not self._queue:  # no hand-over on its way to collect them
+                    late, self._durable = self._durable, []
+            for waiting, failed in late:
+                try:
+                    self._loop.call_soon_threadsafe(_acknowledge, waiting, failed)
+                except RuntimeError:  # the loop is closed: no one is waiting any more
+                    pass
+            with self._ready:
+                while not self._queue and not self._stopping:
+                    self._ready.wait()
+                if not self._queue:
+                    return
+                batch, self._queue = self._queue, []
+            waiting, failed = self._write(batch)
+            if waiting:
+                with self._ready:
+                    self._durable.append((waiting, failed))
+
+    def _write(self, batch: list[tuple[list[_Line], asyncio.Future[None] | None]]
+               ) -> tuple[list[asyncio.Future[None]], BaseException | None]:
+        """Serialise, write and fsync ``batch``; the futures waiting for it, and its failure if any."""
+        journal = self._journal
+        waiting = [flushed for _, flushed in batch if flushed is not None]
+        before = failed = journal._failed
+        if failed is None:
+            try:
+                journal._put([make(*args) for lines, _ in batch for make, args in lines])
+            except Exception as exc:  # noqa: BLE001 - a full disk, a line that cannot be encoded: the runs hear it
+                failed = journal._fail(exc)
+        with self._ready:
+            self._written += len(batch)
+            self._ready.notify_all()
+        if failed is None and journal.durable:
+            try:
+                os.fsync(journal._f.fileno())
+            except Exception as exc:  # noqa: BLE001 - likewise
+                failed = journal._fail(exc)
+        if failed is not None:
+            if waiting:
+                journal._unreported = None  # the runs waiting are told
+            elif before is None:
+                journal._unreported = journal._failed  # no run to tell: close() raises it
+        return waiting, failed
+
+
+def _acknowledge(waiting: Sequence[asyncio.Future[None]], failed: BaseException | None) -> None:
+    """On the loop: the runs whose lines are durable (or failed) hear it."""
+    for flushed in waiting:
+        if flushed.done():
+            continue
+        if failed is None:
+            flushed.set_result(None)
+        else:
+            flushed.set_exception(failed)
 
 
 def _journal_error(path: Path, exc: Exception) -> RecordError:

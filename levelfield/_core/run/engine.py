@@ -169,6 +169,7 @@ async def run_and_score(
             flushed = None
             for run, scores in zip(runs, scorer.keep(runs)):
                 flushed = journal.write(run, scores)
+            journal.hand_over()  # to the journal's thread now: it serialises, writes and fsyncs them
         except Exception as exc:  # noqa: BLE001 - a metric or the journal failed: the runs waiting hear it
             waiting.set_exception(exc)
             return
@@ -309,6 +310,7 @@ async def _stream(dataset: EvalDataset, agents: Sequence[AgentRunnable], metrics
             for run, scores in zip(runs, scorer.score_now(runs)):
                 kept[run.agent_name].add_run(run, scores, position[run.case_id], -1 - journal.written)
                 flushed = journal.write(run, scores)
+            journal.hand_over()
         except Exception as exc:  # noqa: BLE001 - a metric or the journal failed: the runs waiting hear it
             done_writing.set_exception(exc)
             return

@@ -201,6 +201,14 @@ async def run_agents(
         limit = spending_limit(config, agents, dataset, done)
     sizes: dict[str, int] = {} if limit is None else {c.case_id: input_size(c) for c in dataset}
 
+    uncounted: dict[asyncio.Future[Any], list[AgentRun]] = {}  # runs waiting for their record, by record
+
+    def count_recorded(recorded: asyncio.Future[Any]) -> None:
+        runs = uncounted.pop(recorded, [])
+        if not (recorded.cancelled() or recorded.exception()):
+            for run in runs:
+                progress.update(run)
+
     async def one(agent: AgentRunnable, case: EvalCase, trial: int, held: float,
                   records: list[asyncio.Future[Any]]) -> AgentRun:
         play = run_case
@@ -227,7 +235,11 @@ async def run_agents(
                 # The run counts once it is recorded (its journal line durable). The slot's next run
                 # starts meanwhile, and the slot waits for this record when that run ends.
                 recorded = asyncio.ensure_future(recorded)
-                recorded.add_done_callback(lambda f: f.cancelled() or f.exception() or progress.update(run))
+                counted = uncounted.get(recorded)
+                if counted is None:  # runs recorded together (one journal write) share one callback
+                    counted = uncounted[recorded] = []
+                    recorded.add_done_callback(count_recorded)
+                counted.append(run)
                 records.append(recorded)
                 return run
         progress.update(run)

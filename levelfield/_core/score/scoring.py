@@ -244,5 +244,7 @@ def explain_scores(ctx: ScoringContext, metrics: Sequence[Metric], scores: Mappi
     if unexplained:
         for name, scored in score_sync(ctx, unexplained).items():
             if scored.explanation is not None:
-                out[name] = replace(scored, value=out[name].value)
+                value = out[name].value  # the engine's number; a copy of the Score only when it differs
+                same = type(scored.value) is type(value) and scored.value == value
+                out[name] = scored if same else replace(scored, value=value)
     return out
