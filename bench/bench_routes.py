@@ -1,19 +1,28 @@
 """Saved-row scoring by every route, end to end in a fresh process, beside google-adk (issue #46).
 
 The same saved rows (``bench_scale``'s generator: 1-8 tool calls a row, a response and a
-reference text) are scored by three routes, each in its own process (import, read, score,
-summary and table):
+reference text) are scored by three routes, each in its own process:
 
 * ``path``: ``lf.evaluate("saved.jsonl", metrics=...)``;
 * ``df``: ``lf.evaluate(pd.read_json("saved.jsonl", lines=True), metrics=...)``;
 * ``load_dataset``: ``lf.evaluate(lf.load_dataset("saved.jsonl"), metrics=...)``;
 
-and by google-adk in its own process (import, read the file, build its ``Invocation``s, score one
-case at a time as ADK does): ``TrajectoryEvaluator`` EXACT + IN_ORDER + ANY_ORDER for the
+What is timed, from the first line of the child process's work (the interpreter started and the
+bench's own modules loaded, nothing of levelfield, pandas or google-adk): ``import levelfield``;
+reading the rows as the route does (the ``df`` route imports pandas and runs ``pd.read_json``: what
+a user pays to have the DataFrame; ``load_dataset`` checks every row); ``lf.evaluate``; and
+``result.summary_metrics`` (the means compared with ADK's). That is the main figure. Then, in the
+same process, ``result.metrics_table``, the per-row table as a pandas DataFrame (Vertex AI's
+shape): the ``+ table`` figure is the time up to that point. A route that reads a file makes its
+table (and imports pandas) only then; ADK's route has no table to make.
+
+google-adk runs in its own process (import, read the file, build its ``Invocation``s, score one
+case at a time as ADK does, the means): ``TrajectoryEvaluator`` EXACT + IN_ORDER + ANY_ORDER for the
 trajectory metrics, ``RougeEvaluator`` (``response_match_score``) for ROUGE-1. ADK is timed on
 the first ``--adk-subset`` rows at most and its rate extrapolated (said so). For each size:
-seconds, rows/s, the ratio to ADK's rate, and the peak memory (max RSS) of each process; at the
-largest size the peak of each route against the file route's (target <= 1.5x). Every route
+seconds, rows/s, the ratio to ADK's rate (to the summary, and with the table), the seconds spent
+reading (before ``lf.evaluate``), and the peak memory (VmHWM, at the end: with the table) of each
+process; at the largest size the peak of each route against the file route's (target <= 1.5x). Every route
 must give the same means; they are checked against ADK's. Each process's CPU time is printed
 beside its wall time (on a shared machine it moves less with the load), after one warm-up round;
 levelfield's modules are compiled to bytecode first, as an installed package's are.
@@ -56,6 +65,7 @@ def _peak_mb() -> float:
 
 
 def ours(route: str, path: str, which: str) -> dict:
+    """One route, timed as the module doc says: to the summary, then with the table."""
     start, cpu = time.perf_counter(), time.process_time()
     import levelfield as lf
 
@@ -67,14 +77,17 @@ def ours(route: str, path: str, which: str) -> dict:
         data = pd.read_json(path, lines=True, dtype=False)
     else:
         data = lf.load_dataset(path)
+    read = time.perf_counter() - start
     metrics = SETS[which]
     result = lf.evaluate(data, metrics=metrics, progress=False)
     summary = result.summary_metrics
+    seconds, summary_cpu = time.perf_counter() - start, time.process_time() - cpu
     table = result.metrics_table
-    seconds = time.perf_counter() - start
+    with_table, table_cpu = time.perf_counter() - start, time.process_time() - cpu
+    assert len(table) == summary["row_count"]
     means = [summary[f"{m}/mean"] for m in metrics]
-    return {"seconds": seconds, "cpu": time.process_time() - cpu, "rows": len(table), "means": means,
-            "peak_mb": _peak_mb()}
+    return {"seconds": seconds, "cpu": summary_cpu, "table_seconds": with_table, "table_cpu": table_cpu,
+            "read_seconds": read, "rows": summary["row_count"], "means": means, "peak_mb": _peak_mb()}
 
 
 def adk(path: str, which: str, subset: int) -> dict:
@@ -119,7 +132,8 @@ def main() -> None:
     # and google-adk load from their installed .pyc files.
     compileall.compile_dir(str(ROOT / "levelfield"), quiet=1)
     print(f"load average {os.getloadavg()[0]:.2f} at the start; seconds are wall time, cpu the process's CPU "
-          "time (less sensitive to other work on a shared machine)")
+          "time (less sensitive to other work on a shared machine); first figures: to the summary, "
+          "'+ table': then the metrics table (a pandas DataFrame); 'read': wall seconds before lf.evaluate")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.folder or tmp)
         for which in args.sets.split(","):
@@ -140,9 +154,9 @@ def main() -> None:
                 adk_rows = runs["adk"][0]["rows"]
                 means = runs["path"][0]["means"]
                 for kind in ROUTES:
-                    seconds = statistics.median(r["seconds"] for r in runs[kind])
-                    cpu = statistics.median(r["cpu"] for r in runs[kind])
-                    peak = statistics.median(r["peak_mb"] for r in runs[kind])
+                    seconds, cpu, table_seconds, table_cpu, read, peak = (
+                        statistics.median(r[key] for r in runs[kind])
+                        for key in ("seconds", "cpu", "table_seconds", "table_cpu", "read_seconds", "peak_mb"))
                     if n == sizes[-1]:
                         peaks[kind] = peak
                     # Row scores are the same; a mean may differ in its last bit (batches summed in another order).
@@ -150,7 +164,9 @@ def main() -> None:
                     print(f"{n:>8} rows  {kind:12s} {seconds:7.3f} s  {n / seconds:10,.0f} rows/s  "
                           f"{n / seconds / adk_rate:6.1f}x ADK  "
                           f"(cpu {cpu:6.3f} s, {n / cpu / adk_cpu_rate:5.1f}x ADK)  "
-                          f"peak {peak:7.0f} MB{'' if same else '  MEANS DIFFER'}")
+                          f"+ table {table_seconds:7.3f} s {n / table_seconds / adk_rate:5.1f}x ADK "
+                          f"(cpu {table_cpu:6.3f} s, {n / table_cpu / adk_cpu_rate:5.1f}x)  "
+                          f"read {read:6.3f} s  peak {peak:7.0f} MB{'' if same else '  MEANS DIFFER'}")
                 note = "" if adk_rows == n else f" (timed on {adk_rows} rows, rate extrapolated)"
                 agree = max(abs(a - b) for a, b in zip(means, runs["adk"][0]["means"])) if adk_rows == n else None
                 adk_seconds = statistics.median(r["seconds"] for r in runs["adk"])

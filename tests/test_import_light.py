@@ -137,3 +137,25 @@ def test_scoring_a_saved_file_by_every_route_loads_only_the_scoring_side(tmp_pat
     # The bare "google" and "google.cloud" namespaces are made by .pth files at start-up.
     assert [m for m in loaded if m.split(".")[0] in ("scipy", "nltk", "langchain", "a2a", "google", "ray")
             and m not in ("google", "google.cloud")] == []
+
+
+@pytest.mark.parametrize("route", ["path", "load_dataset"])
+def test_the_summary_of_a_saved_file_loads_no_pandas_until_the_table_is_asked_for(tmp_path, route):
+    # The metrics table is a pandas DataFrame (Vertex AI's shape); a summary read alone does not pay
+    # for pandas and the pyarrow it loads: most of a fresh process's time at 1,000 rows (issue #46).
+    saved = tmp_path / "saved.jsonl"
+    rows = [{"id": f"c{i}", "prompt": "p", "reference": "the lights are off", "response": "lights off",
+             "reference_trajectory": [{"tool_name": "t", "tool_input": {"x": i}}],
+             "predicted_trajectory": [{"tool_name": "t", "tool_input": {"x": i % 2}}]} for i in range(4)]
+    saved.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    data = repr(str(saved)) if route == "path" else f"lf.load_dataset({str(saved)!r})"
+    code = ("import sys\n"
+            "import levelfield as lf\n"
+            f"r = lf.evaluate({data}, metrics=['trajectory_exact_match', 'rouge_1'], progress=False)\n"
+            "assert r.summary_metrics['trajectory_exact_match/mean'] == 0.5\n"
+            "assert [m for m in ('pandas', 'pyarrow') if m in sys.modules] == []\n"
+            "table = r.metrics_table\n"
+            "assert type(table).__module__.startswith('pandas') and table['case_id'].tolist() == ['c0', 'c1', 'c2', 'c3']\n"
+            "assert table['trajectory_exact_match/score'].tolist() == [1.0, 1.0, 0.0, 0.0]\n")
+    loaded = loaded_after(code)
+    assert "pandas" in loaded  # the table, once asked for

@@ -103,8 +103,6 @@ class _Progress:
 
 def score_saved_rows(data: Any, metrics: Sequence[Metric], config: RunConfig, *, source: str | None = None) -> EvalResult:
     """Score the saved predictions in ``data`` batch by batch (see module doc)."""
-    import pandas as pd
-
     src = batch_source(data, source=source)
     out = config.out_dir
     writer = None
@@ -141,25 +139,40 @@ def score_saved_rows(data: Any, metrics: Sequence[Metric], config: RunConfig, *,
         write_summary(out / "summary.json", totals)
         return EvalResult.from_batches(metrics, totals, source=src.source, config=config, table_path=table_path, skipped=skipped,
                               rows=again)
+    names = [m.name for m in metrics]
+    if src.frame is not None and not skipped:
+        # Rows given in memory: the table is made now, from the rows as they are now.
+        return EvalResult.from_batches(metrics, totals, source=src.source, config=config,
+                                       table=_table(kept, names, src.frame), skipped=skipped, rows=again)
+    # Rows read from a file: the table is made when first asked, so that a summary read alone loads
+    # no pandas (nor the pyarrow pandas loads): a fresh process scoring 1,000 rows spends most of its
+    # time importing them otherwise (issue #46).
+    return EvalResult.from_batches(metrics, totals, source=src.source, config=config,
+                                   make_table=lambda: _table(kept, names, None), skipped=skipped, rows=again)
+
+
+def _table(kept: Sequence[ScoredBatch], names: Sequence[str], frame: Any) -> Any:
+    """The metrics table (a pandas DataFrame) of the scored batches ``kept``: case ids and scores,
+    what a metric adds after its score; rows given in memory (``frame``) keep their own columns."""
+    import numpy as np
+    import pandas as pd
+
     columns: dict[str, list[Any]] = {}
     for batch in kept:
         for name, column in batch.columns.items():
             columns.setdefault(name, []).append(column)
-    import numpy as np
-
     scored = pd.DataFrame(
         {name: (np.concatenate(parts) if name != "case_id" else [x for p in parts for x in p]) for name, parts in columns.items()}
     )
-    for name, extra in detail_columns(kept, [m.name for m in metrics]).items():
+    for name, extra in detail_columns(kept, list(names)).items():
         # What a metric said besides its number (extra columns, an error), after its score, as the row path wrote it.
         at = scored.columns.get_loc(f"{name}/score") + 1
         for offset, (key, column) in enumerate(extra.items()):
             scored.insert(at + offset, key, column)
-    table = scored
-    if src.frame is not None and not skipped:
-        # Rows given in memory: their own columns, then the scores (as Vertex AI's table has them).
-        given = src.frame if isinstance(src.frame, pd.DataFrame) else pd.DataFrame(src.frame)
-        given = given.reset_index(drop=True).drop(columns=["case_id"], errors="ignore")
-        added = [c for c in scored.columns if c != "case_id" and c not in given.columns]
-        table = pd.concat([scored[["case_id"]], given, scored[added]], axis=1)
-    return EvalResult.from_batches(metrics, totals, source=src.source, config=config, table=table, skipped=skipped, rows=again)
+    if frame is None:
+        return scored
+    # Rows given in memory: their own columns, then the scores (as Vertex AI's table has them).
+    given = frame if isinstance(frame, pd.DataFrame) else pd.DataFrame(frame)
+    given = given.reset_index(drop=True).drop(columns=["case_id"], errors="ignore")
+    added = [c for c in scored.columns if c != "case_id" and c not in given.columns]
+    return pd.concat([scored[["case_id"]], given, scored[added]], axis=1)

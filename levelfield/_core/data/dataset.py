@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ConfigError, DatasetError
 from .types import Handoff, Message, ToolCall
 
+# The models build their validators when first used (``defer_build``), as ``types``' do (issue #46).
+
 __all__ = ["EvalCase", "EvalDataset", "Turn", "Scenario", "ALIASES"]
 
 # Canonical field -> accepted column names, first wins.
@@ -38,6 +40,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
 
 class Turn(BaseModel):
     """One turn of a multi-turn case: what the user says, what is expected, and optionally a saved answer."""
+
+    model_config = ConfigDict(defer_build=True)
 
     prompt: str
     """The user's message for this turn."""
@@ -62,7 +66,7 @@ class Turn(BaseModel):
 class Scenario(BaseModel):
     """A conversation a simulated user plays out (ADK's ``conversation_scenario`` field names)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     starting_prompt: str
     """The user's first message, sent as is (no simulator call)."""
@@ -89,6 +93,8 @@ class Scenario(BaseModel):
 
 class EvalCase(BaseModel):
     """One row of a dataset: what to ask, what is expected, and optionally a saved answer."""
+
+    model_config = ConfigDict(defer_build=True)
 
     case_id: str
     prompt: str | None = None

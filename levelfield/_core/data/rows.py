@@ -11,7 +11,7 @@ import json
 import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 from pydantic.alias_generators import to_snake
@@ -435,16 +435,93 @@ def deferred_dataset(chunks: Callable[[], Iterable[Sequence[tuple[Any, ...]]]], 
     for chunk in chunks():
         for row, where, *clean in chunk:
             index = len(ids)
-            case = _case_of(row, where, index, columns, *clean)
-            _check_id(case, index, source)
+            case = _row_checked(row, where, index, columns, *clean)
+            _check_id(case, index, source)  # type: ignore[arg-type] - reads case_id, location, columns
             ids.append(case.case_id)
-            wheres.append(_where(case, index, source))
+            wheres.append(_where(case, index, source))  # type: ignore[arg-type]
     if not ids:
         raise DatasetError(f"{source}: the dataset has no rows")
     _refuse_repeats(ids, wheres.__getitem__, source)
     del wheres
 
     return EvalDataset.deferred(lambda: build_cases(chunks(), finish), len(ids), source=source, columns=columns)
+
+
+class _PlainCase(NamedTuple):
+    """What checking a row keeps of the case it makes (its id, where it is, the columns it used),
+    for a plain row: :func:`case_from_row` would make that case, so none is made (issue #46)."""
+
+    case_id: str
+    location: str
+    columns: dict[str, str]
+
+
+_PLAIN_FIELDS = frozenset(("case_id", "prompt", "reference", "response", *_TRAJECTORY_FIELDS))
+"""The fields a plain row may fill; a row filling any other (history, state, documents, hand-offs,
+turns, a scenario) is checked by making its case."""
+_NOT_PLAIN_COLUMNS = ("turns", "scenario", "conversation_scenario")
+
+
+def _row_checked(row: Any, where: str, index: int, columns: list[str], clean: bool = False) -> EvalCase | _PlainCase:
+    """Row ``index`` checked as :func:`_case_of` checks it: a plain row (text cells, lists of
+    ``{tool_name, tool_input}`` calls: what saved predictions hold) by looking at its cells, which
+    makes no pydantic object; any other row by making its case, which names what is wrong."""
+    try:
+        checked = row if clean else _checked(row)
+    except (_TooDeep, RecursionError):
+        raise DatasetError(too_deep_message(where)) from None
+    plain = _plain_case(checked, where, index)
+    if plain is None:
+        return _case_of(checked, where, index, columns, True)
+    columns.extend(k for k in checked if k not in columns)
+    return plain
+
+
+def _plain_case(row: Any, where: str, index: int) -> _PlainCase | None:
+    """The case id, location and columns of the case :func:`case_from_row` makes of ``row``, when
+    ``row`` is plain enough to be sure it makes one without error (None otherwise: not sure)."""
+    if type(row) is not dict or not where or any(type(k) is not str for k in row):
+        return None
+    if any(not _is_missing(row.get(c)) for c in _NOT_PLAIN_COLUMNS if c in row):
+        return None
+    used: dict[str, str] = {}
+    for field, names in ALIASES.items():
+        for name in names:
+            if name in row:
+                if field not in _PLAIN_FIELDS and not _is_missing(row[name]):
+                    return None
+                used[field] = name
+                break
+    for field in ("prompt", "reference", "response"):
+        value = row.get(used[field]) if field in used else None
+        if not (_is_missing(value) or (type(value) is str and not (field == "prompt" and value.strip().startswith("{")))):
+            return None  # a request object, a number...: case_from_row reads it
+    for field in _TRAJECTORY_FIELDS:
+        if field in used and not _plain_calls(row[used[field]]):
+            return None
+    case_id = row.get(used["case_id"]) if "case_id" in used else None
+    if _is_missing(case_id):
+        case_id = str(index)
+    elif type(case_id) is not str:
+        return None
+    return _PlainCase(case_id, where, used)
+
+
+def _plain_calls(value: Any) -> bool:
+    """Whether a trajectory cell is empty or a list of calls ``ToolCall`` takes as they are."""
+    if _is_missing(value):
+        return True
+    if type(value) is not list:
+        return False  # JSON text, an array: case_from_row reads it
+    for item in value:
+        if type(item) is not dict or type(item.get("tool_name")) is not str:
+            return False
+        args = item.get("tool_input")
+        if args is not None and (type(args) is not dict or any(type(k) is not str for k in args)):
+            return False
+        if any(item.get(k) is not None and type(item[k]) is not str for k in ("id", "agent", "error")):
+            return False
+    return True
 
 
 def build_cases(chunks: Iterable[Sequence[tuple[Any, ...]]], finish: Callable[[EvalCase], None] | None = None

@@ -12,6 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .jsonsafe import clean_strings, has_lone_surrogates
 
+# Every model here builds its validator when first used (``defer_build``), not at import: scoring saved
+# rows imports these types and makes none of them, and building them all took a fifth of that
+# route's start-up (issue #46). Validation is the same either way.
+
 __all__ = ["ToolCall", "Usage", "Handoff", "AgentOutput", "AgentRun", "clean_run", "Conversation", "Message", "content_text", "transcript_text"]
 
 
@@ -34,7 +38,7 @@ def content_text(content: Any) -> str:
 class ToolCall(BaseModel):
     """One tool call of a trajectory; field names match Vertex AI's evaluation columns."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     tool_name: str
     """Name of the tool that was called."""
@@ -106,6 +110,8 @@ class Usage(BaseModel):
     provider's prompt cache. ``output_tokens`` is every generated token, reasoning included (Gemini
     counts thoughts apart: the adapters add them in); ``reasoning_tokens`` is the part of it spent
     thinking. A part is None when the source did not report it (not the same as 0)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     input_tokens: int = 0
     """Every prompt token, cache reads and cache writes included."""
@@ -183,7 +189,7 @@ class Handoff(BaseModel):
     """Control passing from one (sub-)agent to another: an ADK transfer, a LangGraph supervisor
     handing off to a worker (or the worker handing back), one agent node running after another."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     from_agent: str | None = None
     """The agent that had control (None when unknown, e.g. the first agent of a stream)."""
@@ -193,6 +199,8 @@ class Handoff(BaseModel):
 
 class Message(BaseModel):
     """One prior message of a conversation."""
+
+    model_config = ConfigDict(defer_build=True)
 
     role: Literal["user", "assistant", "system", "tool"] = "user"
     content: str
@@ -209,6 +217,8 @@ class Message(BaseModel):
 
 class AgentOutput(BaseModel):
     """What an adapter returns for one turn: the final response and the trajectory."""
+
+    model_config = ConfigDict(defer_build=True)
 
     response: str
     """The agent's final text answer."""
@@ -244,6 +254,8 @@ class Conversation(BaseModel):
     scenario's starting prompt), so the two lists together are the whole transcript.
     """
 
+    model_config = ConfigDict(defer_build=True)
+
     user_turns: list[str] = Field(default_factory=list)
     """The user's messages, in order, as the agent received them."""
     status: ConversationStatus = "finished"
@@ -264,6 +276,8 @@ class Conversation(BaseModel):
 
 class AgentRun(BaseModel):
     """What the runner records for one case, agent and trial, whatever the agent did."""
+
+    model_config = ConfigDict(defer_build=True)
 
     case_id: str
     agent_name: str

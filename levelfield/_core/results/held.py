@@ -8,10 +8,9 @@ import gc
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ..data.dataset import EvalCase, EvalDataset
 from ..data.types import AgentRun
@@ -25,6 +24,9 @@ from .source import Owner, RowSource, describe_runs
 from .summary import floats, number, run_costs, summarize, summary_columns
 from .table_row import table_row
 from .tables import parquet_available, trimmed, write_summary, write_table_files
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["RunsInMemory", "HeldRuns"]
 
@@ -72,6 +74,8 @@ class RunsInMemory:
 
     def table_of(self, row_scores: Sequence[Mapping[str, Score]]) -> pd.DataFrame:
         """The metrics table of runs scored as they finish, with ``row_scores`` as their scores."""
+        import pandas as pd  # loaded when a table is asked for, not with every result
+
         by_id = self.cases_by_id()
         prices, saved = self.owner.config.prices, self.owner.scored_saved_predictions
         return trimmed(pd.DataFrame([table_row(by_id[r.case_id], r, score_columns(rs), rs, prices=prices, saved=saved)

@@ -9,10 +9,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ..data.dataset import EvalCase, EvalDataset
 from ..data.types import AgentRun
@@ -27,6 +26,9 @@ from .record import RUNS_FILE, finish_journal, read_runs_at, write_record
 from .source import Owner, describe_runs
 from .summary import summarize
 from .table_row import table_row
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["JournaledRuns"]
 

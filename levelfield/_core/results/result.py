@@ -11,10 +11,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from ..data.config import RunConfig
 from ..data.cost_limit import BudgetReport
@@ -34,6 +31,11 @@ from .saved_run import SAVED_AGENT
 from .source import RowSource
 from .tables import table_to_csv, table_to_parquet
 from .writing import replacing
+
+# Annotations only: a result of saved rows whose summary is all that is read never loads pandas (issue #46).
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 __all__ = ["EvalResult", "results_from_record", "record_status", "BUDGET_EXHAUSTED"]
 
@@ -112,18 +114,21 @@ class EvalResult:
         source: str,
         config: RunConfig | None = None,
         table: pd.DataFrame | None = None,
+        make_table: Callable[[], pd.DataFrame] | None = None,
         table_path: Path | None = None,
         skipped: Mapping[str, str] | None = None,
         rows: Callable[[], Iterable[Any]] | None = None,
     ) -> EvalResult:
-        """The result of saved predictions scored batch by batch: their ``table`` (or where it was
-        written, ``table_path``) and ``summary``; ``rows()`` gives the saved rows' batches again
-        (``levelfield._core.score.batch.rows.RowBatch``), for what is computed when asked."""
+        """The result of saved predictions scored batch by batch: their ``table`` (or ``make_table()``
+        making it when first asked, or where it was written, ``table_path``) and ``summary``; ``rows()``
+        gives the saved rows' batches again (``levelfield._core.score.batch.rows.RowBatch``), for what
+        is computed when asked."""
         result = cls.__new__(cls)
         result._start(metrics, None, True, config, source)
         result.table_path = table_path
         result.skipped = dict(skipped or {})
-        result._source = SavedBatches(result, summary, table=table, table_path=table_path, rows=rows)
+        result._source = SavedBatches(result, summary, table=table, make_table=make_table, table_path=table_path,
+                                      rows=rows)
         return result
 
     @classmethod

@@ -9,9 +9,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from ..data.dataset import EvalCase, EvalDataset
 from ..data.rows import case_from_row
@@ -24,19 +22,25 @@ from .saved_run import SAVED_AGENT, saved_run
 from .source import Owner
 from .tables import parquet_available, read_table, table_to_csv, table_to_parquet, write_summary
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["SavedBatches"]
 
 
 class SavedBatches(RunsInMemory):
-    """Saved predictions scored batch by batch: their ``table`` (or where it was written,
-    ``table_path``) and ``summary``; ``rows()`` gives the saved rows' batches again
-    (``levelfield._core.score.batch.rows.RowBatch``), None when they cannot be read again."""
+    """Saved predictions scored batch by batch: their ``table`` (or ``make_table()`` making it when
+    first asked, or where it was written, ``table_path``) and ``summary``; ``rows()`` gives the saved
+    rows' batches again (``levelfield._core.score.batch.rows.RowBatch``), None when they cannot be
+    read again."""
 
     def __init__(self, owner: Owner, summary: Mapping[str, Any], *, table: pd.DataFrame | None,
-                 table_path: Path | None, rows: Callable[[], Iterable[Any]] | None) -> None:
+                 table_path: Path | None, rows: Callable[[], Iterable[Any]] | None,
+                 make_table: Callable[[], pd.DataFrame] | None = None) -> None:
         super().__init__(owner)
         self._summary = dict(summary)
         self._table = table
+        self._make_table = make_table
         self.table_path = table_path
         self._rows = rows
         self._dataset: EvalDataset | None = None
@@ -107,6 +111,9 @@ class SavedBatches(RunsInMemory):
         return out
 
     def metrics_table(self) -> pd.DataFrame:
+        if self._table is None and self._make_table is not None:
+            # Made when first asked: a summary read alone never loads pandas (issue #46).
+            self._table, self._make_table = self._make_table(), None
         if self._table is None and self.table_path is not None:
             self._table = read_table(self.table_path)
         assert self._table is not None

@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ..data.prices import Cost, PriceTable, cost_note, total_cost, usage_cost
 from ..data.types import AgentRun
@@ -23,6 +22,8 @@ __all__ = ["summarize", "run_costs", "judge_costs", "summary_columns", "floats",
 
 
 def floats(values: Any) -> np.ndarray:
+    import pandas as pd  # loaded when runs are summarized, not with every result (saved rows have running sums)
+
     return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype=float)
 
 
@@ -32,6 +33,8 @@ def summarize(table: Mapping[str, Any], metric_names: Sequence[str]) -> dict[str
     ``table`` maps column names to columns: a DataFrame, or a dict of lists. What the runs cost
     (latency, failures, tokens) comes from :func:`run_costs`.
     """
+    import pandas as pd
+
     summary: dict[str, Any] = {"row_count": len(next(iter(table.values()), [])) if not isinstance(table, pd.DataFrame) else len(table)}
     for name in metric_names:
         if f"{name}/score" not in table:

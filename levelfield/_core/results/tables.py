@@ -11,13 +11,16 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from ..data.jsonsafe import dumps, to_jsonable
 from ..errors import MissingExtraError
 from .writing import replacing, write_text
+
+# pandas is loaded by the functions that make or write a table: a result whose summary alone is read
+# (saved rows scored batch by batch) never needs it (issue #46).
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["TABLE_PAGE", "write_tables_in_pages", "write_table_files", "table_to_csv", "CSV_OPTIONS", "spreadsheet_cell",
            "spreadsheet_safe", "write_summary", "parquet_available", "table_to_parquet", "read_table", "trimmed"]
@@ -64,6 +67,8 @@ def write_tables_in_pages(pages: Callable[[int], Iterable[list[dict[str, Any]]]]
     whole table's columns and types first, then the pages. ``pages(size)`` gives the rows again
     each time it is called; ``trials``: as :func:`trimmed`'s.
     """
+    import pandas as pd
+
     size = size or TABLE_PAGE
     parquet = parquet_available()
     paths = {"metrics_table": out / "metrics_table.csv"}
@@ -99,6 +104,8 @@ class _Layout:
 
     @classmethod
     def of_first(cls, rows: list[dict[str, Any]], trials: int, parquet: bool) -> _Layout:
+        import pandas as pd
+
         page = pd.DataFrame(rows)
         names = list(trimmed(page, trials=trials).columns)
         schema = None
@@ -109,6 +116,8 @@ class _Layout:
 
     @classmethod
     def of_all(cls, pages: Iterable[list[dict[str, Any]]], trials: int, parquet: bool) -> _Layout:
+        import pandas as pd
+
         columns: dict[str, None] = {}
         filled: set[str] = set()
         schemas = []
@@ -130,6 +139,8 @@ class _Layout:
         return cls(names, set(columns) - set(names), schema)
 
     def page(self, rows: list[dict[str, Any]]) -> pd.DataFrame:
+        import pandas as pd
+
         if not self.checked:
             return pd.DataFrame(rows, columns=self.names)
         page = pd.DataFrame(rows)
@@ -175,6 +186,8 @@ def write_table_files(table: pd.DataFrame, csv: Path, parquet: Path | None = Non
 
 def _json_cells(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with its list and dict cells as JSON text (the columns without any left as they are)."""
+    import pandas as pd
+
     out = None
     for col in table.columns[[pd.api.types.is_object_dtype(dtype) for dtype in table.dtypes]]:
         values = table[col].tolist()
@@ -215,6 +228,8 @@ def spreadsheet_safe(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` as CSV should hold it: list and dict cells as JSON text, text cells (and column
     names) through :func:`spreadsheet_cell`; numeric columns untouched. Parquet and JSON Lines
     keep the raw values."""
+    import pandas as pd
+
     table = table.rename(columns=lambda name: spreadsheet_cell(name) if isinstance(name, str) else name)
     text = [pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype) for dtype in table.dtypes]
     for col in table.columns[text]:

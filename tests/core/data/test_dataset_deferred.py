@@ -90,3 +90,64 @@ def test_a_deferred_dataset_pickles_with_its_cases(tmp_path):
     dataset = lf.load_dataset(write(tmp_path / "saved.jsonl", rows(12)))
     copy = pickle.loads(pickle.dumps(dataset))
     assert [c.model_dump() for c in copy] == [c.model_dump() for c in dataset]
+
+
+# Cells of every kind a row may hold, good and bad: a plain row is checked by looking at its cells
+# (no case made), any other by making its case; both must accept and refuse the same rows.
+_CALL = {"tool_name": "t", "tool_input": {"a": 1}}
+CELLS = [None, float("nan"), "", " ", "text", "line\nbreak", '{"messages": [{"role": "user", "content": "hi"}]}',
+         '{"query": "q"}', "{not json}", 3, 2.5, True, [], {}, [_CALL], [_CALL, {"tool_name": "u"}],
+         [{"tool_name": 5}], [{"name": "t", "args": {}}], [{"tool_name": "t", "tool_input": '{"a": 1}'}],
+         [{"tool_name": "t", "tool_input": "not json"}], [{"tool_name": "t", "id": 3}], [{"tool_name": "t", "id": "x"}],
+         [{"tool_name": "t", "tool_input": None, "agent": None}], [{"tool_name": "t", "tool_input": [1]}],
+         json.dumps([_CALL]), [1, 2], {"a": 1}, [{"role": "user", "content": "hi"}]]
+COLUMNS = ["id", "case_id", "prompt", "request", "reference", "expected_response", "response", "predicted_trajectory",
+           "reference_trajectory", "expected_tool_use", "history", "state", "turns", "scenario", "handoffs", "other"]
+
+
+def random_rows(rnd, n):
+    return [{c: rnd.choice(CELLS) for c in rnd.sample(COLUMNS, rnd.randint(1, 7))} for _ in range(n)]
+
+
+def test_checking_a_row_without_making_its_case_accepts_what_making_it_accepts():
+    import random
+
+    from levelfield._core.data.rows import _plain_case, case_from_row
+
+    rnd = random.Random(46)
+    plain = 0
+    for i, row in enumerate(random_rows(rnd, 4000)):
+        looked = _plain_case(row, f"f.jsonl line {i + 1}", i)
+        if looked is None:
+            continue
+        plain += 1
+        case = case_from_row(row, i, f"f.jsonl line {i + 1}")  # raises if the look let a bad row through
+        assert (looked.case_id, looked.location, looked.columns) == (case.case_id, case.location, case.columns)
+    assert plain > 100  # the look answers for many rows, not only the trivial ones
+
+
+def test_a_deferred_load_accepts_refuses_and_names_rows_as_when_it_made_every_case(monkeypatch):
+    import random
+
+    from levelfield._core.data import rows as rows_module
+
+    def outcome(located):
+        try:
+            dataset = rows_module.deferred_dataset(lambda: [located], "f.jsonl")
+        except lf.DatasetError as exc:
+            return str(exc)
+        return [c.model_dump() for c in dataset.cases], dataset.columns
+
+    rnd = random.Random(7)
+    datasets = []
+    for _ in range(300):
+        located = [(row, f"f.jsonl line {i + 1}") for i, row in enumerate(random_rows(rnd, rnd.randint(1, 6)))]
+        if rnd.random() < 0.5:  # plain rows, some with repeated, empty or two-line ids
+            located = [({"id": rnd.choice(["a", "b", "", "x\ny", None]), "prompt": "p", "predicted_trajectory": [_CALL]},
+                        f"f.jsonl line {i + 1}") for i in range(rnd.randint(1, 4))]
+        datasets.append(located)
+    looked = [outcome(located) for located in datasets]
+    monkeypatch.setattr(rows_module, "_plain_case", lambda row, where, index: None)  # every row's case made
+    made = [outcome(located) for located in datasets]
+    assert looked == made
+    assert 30 < sum(isinstance(o, str) for o in made) < 270
