@@ -111,6 +111,17 @@ _LATEST = 8
 _QUEUED = 1.5
 """How many times the lowest median latency of ``_LATEST`` answers in a row its last ones take when calls queue
 ahead of it."""
+_RISE = 1.25
+"""How many times the lowest median latency the last answers take when they start to queue: slow start grows
+``_CSS`` times more gently past it (RFC 9406's conservative slow start), as the median lags the window."""
+_CSS = 4
+"""How many times more slowly slow start grows while the latency rises (RFC 9406's CSS_GROWTH_DIVISOR)."""
+_ROSE = 2
+"""How many times more slowly slow start grows, once the latency rose, when it is low again (a window of
+answers 1.5 times the last instead of twice): the median lags the window, and a drained queue refills fast."""
+_DRAIN = 1.25
+"""The window a queue seen before any refusal drains to, in calls the endpoint serves (its answers per second
+times the unqueued answer's time): a few more than those keep it busy; the rest only wait in its queue."""
 
 
 class EndpointLimit:
@@ -171,6 +182,7 @@ class EndpointLimit:
         # did not queue): slow start holds while the last ones take much longer.
         self._latest: collections.deque[float] = collections.deque(maxlen=_LATEST)
         self._unqueued: float | None = None
+        self._rose = False  # the answers' latency rose past _RISE before any refusal: slow start grows gently since
         self._recover = 0  # calls numbered up to this were sent before the last cut: no second cut for them
         self._base = self.window  # the window before the last cut (the most a run of refusals lowers it from)
         # Before refusals are shown per-request, a first refusal cuts the limit as a capacity signal
@@ -417,8 +429,24 @@ class EndpointLimit:
                 # Until the endpoint refuses a call, it holds while the answers queue (see _queueing): more
                 # calls would only lengthen the queue. Once it refused one, its refusals say more (a server
                 # refusing each request's first call, in this process, answers later as more are in flight).
-                if self.rate_limited or not self._queueing():
-                    self.window = max(self.window, min(self.window + 1.0, 2.0 * max(self._proven, _INITIAL)))
+                step = 1.0
+                if not self.rate_limited and self._unqueued is not None:
+                    delay = statistics.median(self._latest) / self._unqueued
+                    if delay > _QUEUED:
+                        # The median lags the window by a window of answers, so the hold comes late: the calls
+                        # sent meanwhile wait in the endpoint's queue, and a queue that opens at once (a server
+                        # whose intake queues ahead of its gate) rushes the gate with all of them. Drained to a
+                        # few more than the endpoint serves, it loses no answer per second and rushes few.
+                        step = 0.0
+                        served = self.carried(self._unqueued)
+                        if served is not None:
+                            self.window = min(self.window, max(_DRAIN * served, float(min(_INITIAL, self.ceiling))))
+                    if delay > _RISE:
+                        self._rose = True
+                        step = min(step, 1.0 / _CSS)
+                    elif self._rose:
+                        step = 1.0 / _ROSE
+                self.window = max(self.window, min(self.window + step, 2.0 * max(self._proven, _INITIAL)))
             elif self._refused_at is not None and self.window + 1.0 >= self._refused_at:
                 # Probing past where the endpoint refused: slowly, and more slowly each time it refused there again.
                 step = 1.0 / (_PROBE * self._probe_scale * self.window)
