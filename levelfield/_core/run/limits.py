@@ -16,8 +16,12 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
 - until the endpoint refuses a call, slow start holds while the answers queue: the median time of the last ``_LATEST`` (8) answers is
   ``_QUEUED`` (1.5) times the lowest such median (a delay signal, as TCP's delay-based slow-start exits
   read round-trip times). A server may queue requests ahead of its limit and refuse none until the
-  queue rushes it; a refusal then cuts the limit to the calls the endpoint served, its answers per
-  second times the unqueued answer's time, not the calls queued in front of it;
+  queue rushes it. As the median lags the window, slow start grows gently once it rose: a quarter of a
+  call per answer past ``_RISE`` (1.25) times the lowest median (RFC 9406's conservative slow start),
+  half a call below it after; and a queue drains the window to ``_DRAIN`` (1.25) times the calls the
+  endpoint serves, so that few wait in front of it when it opens. A refusal then cuts the limit to the
+  calls the endpoint served, its answers per second times the unqueued answer's time, not the calls
+  queued in front of it;
 - every call keeps the calls in flight when it was *sent*: a refusal is judged by those, not by
   what is in flight when it comes back (a growing window has sent more since);
 - a refusal ("too many requests": HTTP 429, a 503 with ``Retry-After``, a provider's
