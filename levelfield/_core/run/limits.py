@@ -16,10 +16,11 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
 - until the endpoint refuses a call, slow start holds while the answers queue: the median time of the last ``_LATEST`` (8) answers is
   ``_QUEUED`` (1.5) times the lowest such median (a delay signal, as TCP's delay-based slow-start exits
   read round-trip times). A server may queue requests ahead of its limit and refuse none until the
-  queue rushes it. As the median lags the window, slow start grows gently once it rose: a quarter of a
-  call per answer past ``_RISE`` (1.25) times the lowest median (RFC 9406's conservative slow start),
-  half a call below it after; and a queue drains the window to ``_DRAIN`` (1.25) times the calls the
-  endpoint serves, so that few wait in front of it when it opens. A refusal then cuts the limit to the
+  queue rushes it. As the median lags the window, slow start grows gently while it rises: a quarter of
+  a call per answer past ``_RISE`` (1.25) times the lowest median (RFC 9406's conservative slow start);
+  a queue drains the window to ``_DRAIN`` (1.25) times the calls the endpoint serves, so that few wait
+  in front of it when it opens, and half a call per answer after. A rise of less than ``_JITTER``
+  (20 ms) is none. A refusal then cuts the limit to the
   calls the endpoint served, its answers per second times the unqueued answer's time, not the calls
   queued in front of it;
 - every call keeps the calls in flight when it was *sent*: a refusal is judged by those, not by
@@ -121,8 +122,12 @@ _RISE = 1.25
 _CSS = 4
 """How many times more slowly slow start grows while the latency rises (RFC 9406's CSS_GROWTH_DIVISOR)."""
 _ROSE = 2
-"""How many times more slowly slow start grows, once the latency rose, when it is low again (a window of
+"""How many times more slowly slow start grows after a queue drained, when the latency is low again (a window of
 answers 1.5 times the last instead of twice): the median lags the window, and a drained queue refills fast."""
+_JITTER = 0.02
+"""Seconds the median latency must exceed the lowest median by before it counts as a rise or a queue that slows
+slow start or drains it: an agent answering in 20 ms varies by that much on a busy machine (RFC 9406 clamps
+its delay threshold in absolute time too)."""
 _DRAIN = 1.25
 """The window a queue seen before any refusal drains to, in calls the endpoint serves (its answers per second
 times the unqueued answer's time): a few more than those keep it busy; the rest only wait in its queue."""
@@ -186,7 +191,7 @@ class EndpointLimit:
         # did not queue): slow start holds while the last ones take much longer.
         self._latest: collections.deque[float] = collections.deque(maxlen=_LATEST)
         self._unqueued: float | None = None
-        self._rose = False  # the answers' latency rose past _RISE before any refusal: slow start grows gently since
+        self._rose = False  # a queue drained before any refusal: slow start grows gently since
         self._recover = 0  # calls numbered up to this were sent before the last cut: no second cut for them
         self._base = self.window  # the window before the last cut (the most a run of refusals lowers it from)
         # Before refusals are shown per-request, a first refusal cuts the limit as a capacity signal
@@ -435,8 +440,10 @@ class EndpointLimit:
                 # refusing each request's first call, in this process, answers later as more are in flight).
                 step = 1.0
                 if not self.rate_limited and self._unqueued is not None:
-                    delay = statistics.median(self._latest) / self._unqueued
+                    median = statistics.median(self._latest)
+                    delay = median / self._unqueued if median - self._unqueued >= _JITTER else 1.0
                     if delay > _QUEUED:
+                        self._rose = True
                         # The median lags the window by a window of answers, so the hold comes late: the calls
                         # sent meanwhile wait in the endpoint's queue, and a queue that opens at once (a server
                         # whose intake queues ahead of its gate) rushes the gate with all of them. Drained to a
@@ -446,7 +453,6 @@ class EndpointLimit:
                         if served is not None:
                             self.window = min(self.window, max(_DRAIN * served, float(min(_INITIAL, self.ceiling))))
                     if delay > _RISE:
-                        self._rose = True
                         step = min(step, 1.0 / _CSS)
                     elif self._rose:
                         step = 1.0 / _ROSE
