@@ -20,7 +20,7 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   a call per answer past ``_RISE`` (1.25) times the lowest median (RFC 9406's conservative slow start);
   a queue drains the window to ``_DRAIN`` (1.25) times the calls the endpoint serves, so that few wait
   in front of it when it opens, and half a call per answer after. A rise of less than ``_JITTER``
-  (20 ms) is none. A refusal then cuts the limit to the
+  (50 ms) is none. A refusal then cuts the limit to the
   calls the endpoint served, its answers per second times the unqueued answer's time, not the calls
   queued in front of it;
 - every call keeps the calls in flight when it was *sent*: a refusal is judged by those, not by
@@ -124,9 +124,9 @@ _CSS = 4
 _ROSE = 2
 """How many times more slowly slow start grows after a queue drained, when the latency is low again (a window of
 answers 1.5 times the last instead of twice): the median lags the window, and a drained queue refills fast."""
-_JITTER = 0.02
+_JITTER = 0.05
 """Seconds the median latency must exceed the lowest median by before it counts as a rise or a queue that slows
-slow start or drains it: an agent answering in 20 ms varies by that much on a busy machine (RFC 9406 clamps
+slow start or drains it: an agent answering in 20 ms took 40-60 ms at times on a busy machine (RFC 9406 clamps
 its delay threshold in absolute time too)."""
 _DRAIN = 1.25
 """The window a queue seen before any refusal drains to, in calls the endpoint serves (its answers per second
