@@ -16,8 +16,8 @@ with no refusal. ``--load N`` spins N busy processes (``while 1: pass``) during 
 
     python bench/bench_limits_64_behind_8.py [--runs 10] [--load 0] [--trace] [--runner] [--queued]
 
-Last figures (2 cores shared with other work, load average 5-9). At 8e8f15b, 5 runs each: plain 1.8-2.7 %
-refused, --queued 0.9-2.7 %; --runner adaptive 1.423x ideal against 1.151x for adaptive=False (before the
+Last figures (2 cores shared with other work, load average 5-9). At 8e8f15b, 5 runs each: plain 1.8-2.7 %,
+with --load 2 0.9-2.1 %; --queued 0.9-2.7 %, with --load 2 1.2-2.4 %; no failed run; --runner adaptive 1.423x ideal against 1.151x for adaptive=False (before the
 change: 1.379x, 1.164x). At ca23e20 (the same drain; the gentle growth after any rise), 10 runs each:
 plain 0.9-2.4 %, with --load 2 1.2-3.0 %; --queued 0.9-3.0 %, with --load 2 0.0-2.1 %; no failed run.
 Before the drain and the gentle growth of slow start past a latency rise, --queued gave 0.3-6.7 %.
