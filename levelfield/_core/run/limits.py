@@ -381,7 +381,7 @@ class EndpointLimit:
         task = asyncio.current_task()
         number, at = self._end(tokens, task)
         self._answers.append((self._last_end, self._took))
-        self._queue.answered(number, self._took)
+        self._queue.answered(number, self._took, self._last_end)
         if task is None or task not in self._trial:
             self._firsts.append(False)  # a call admitted at its first try (or after a wait it was told)
         self._proven = max(self._proven, self._sent_window)

@@ -12,19 +12,25 @@ read round-trip times (RFC 9406):
   an agent answering in 20 ms took 40-60 ms at times on a busy machine;
 - past ``_RISE`` (1.25) times the lowest, slow start grows ``_CSS`` (4) times more gently (RFC 9406's
   conservative slow start), as the median lags the window by a window of answers;
-- past ``_QUEUED`` (1.5) times, it holds, and the queue is *seen*. A stall of our own process (a loaded
-  machine that did not run the event loop for a moment) slows the answers of the calls in flight just
-  as much, but not those sent after it: the queue is *confirmed* only when ``_CONFIRM`` (4) answers of
-  calls sent after it was seen queue too (a queue ahead of the endpoint delays every call sent while the
-  window stays above what it serves). Unconfirmed, the hold ends and slow start goes on;
-- a confirmed queue drains the window to ``_DRAIN`` (1.25) times the calls the endpoint serves (its
+- past ``_QUEUED`` (1.5) times, it holds: calls wait in a queue ahead of the endpoint. A stall of our own
+  process (a loaded machine that did not run the event loop for a moment) slows the answers of the calls
+  in flight just as much, but no answer comes back while it lasts, where an endpoint with calls queued
+  hands them back at its pace, one at least every answer's time. So a delay after a silence between two
+  answers longer than ``_QUEUED`` times the lowest median (and than ``_JITTER``) only makes a queue
+  *seen*: it is *confirmed* when ``_CONFIRM`` (4) answers of calls sent after it was seen queue too (a
+  queue ahead of the endpoint delays every call sent while the window stays above what it serves; a
+  stall, only those in flight). Unconfirmed, the hold ends and slow start goes on. A delay without such
+  a silence is a queue at once: a round trip held at the lagging window lets more calls wait in front
+  of a gate;
+- a confirmed queue drains the window to ``DRAIN`` (1.25) times the calls the endpoint serves (its
   answers per second times the unqueued answer's time), so that few wait in front of it when it opens,
   and the window drains again while the queue lasts. Slow start then grows by half a call per answer
   (a window of answers 1.5 times the last instead of twice), as a drained queue refills fast;
-- the endpoint served the drained window whole when a window of answers of calls sent a round trip after
-  the drain (the first ones find its queue flushed by the drain) comes back at about the lowest latency (``_BACK``: half way to the ``_DRAIN`` times the lowest that a
-  window at the endpoint's capacity would show, by Little's law): the rate it was drained to was read
-  low (a stall), and slow start doubles again.
+- the endpoint served the drained window whole when a window of answers of calls sent a round trip
+  after the drain (the first ones find its queue flushed by the drain) comes back at about the lowest
+  latency (``_BACK``: half way to the ``DRAIN`` times the lowest that a window at the endpoint's
+  capacity would show, by Little's law): the rate it was drained to was read low (a stall), and slow
+  start doubles again.
 
 Once the endpoint refused a call, its refusals say more than the latency (see ``levelfield._core.run.limits``).
 """
@@ -73,6 +79,7 @@ class QueueSignal:
     def __init__(self) -> None:
         self._latest: collections.deque[float] = collections.deque(maxlen=_LATEST)  # seconds the last answers took
         self._numbers: collections.deque[int] = collections.deque(maxlen=_LATEST)  # their calls' numbers
+        self._ends: collections.deque[float] = collections.deque(maxlen=_LATEST + 1)  # when they (and one before) came back
         self.unqueued: float | None = None
         """The lowest median seconds of ``_LATEST`` answers in a row: answers that did not queue (None before)."""
         self._seen: int | None = None  # the last call sent when a queue showed, while it is not confirmed
@@ -82,10 +89,12 @@ class QueueSignal:
         # the endpoint's queue flushed by the drain and say nothing of the drained window; those sent after them do.
         self._settled: int | None = None
 
-    def answered(self, number: int, took: float) -> None:
-        """The call numbered ``number`` (in the order calls were sent) was answered after ``took`` seconds."""
+    def answered(self, number: int, took: float, at: float) -> None:
+        """The call numbered ``number`` (in the order calls were sent) was answered at ``at`` (seconds, monotonic)
+        after ``took`` seconds."""
         self._latest.append(took)
         self._numbers.append(number)
+        self._ends.append(at)
         if len(self._latest) == _LATEST:
             median = statistics.median(self._latest)
             self.unqueued = median if self.unqueued is None else min(self.unqueued, median)
@@ -129,7 +138,12 @@ class QueueSignal:
                 self._drained, self._settled = last, None
                 return 0.0, True
             if self._seen is None:
-                self._seen, self._after = last, []
+                ends = list(self._ends)
+                silence = max(b - a for a, b in zip(ends, ends[1:]))
+                if silence <= max(_QUEUED * self.unqueued, _JITTER):
+                    self._drained, self._settled = last, None  # late at the endpoint's pace: its queue
+                    return 0.0, True
+                self._seen, self._after = last, []  # late after a silence: a stall, or a queue; the next calls tell
             # Held meanwhile: more calls would only lengthen a queue.
             return 0.0, False
         if delay > _RISE:

@@ -90,8 +90,8 @@ def test_a_queue_ahead_of_the_endpoint_drains_the_window_to_about_what_it_serves
     drained = next(i for i in range(1, len(windows)) if windows[i] < windows[i - 1])
     assert windows[drained] <= 12, windows[drained - 1:drained + 1]
     # Past it, slow start grows by half a call per answer, and the queue drains it again (a window of answers
-    # late): it stays within twice what the endpoint serves.
-    assert max(windows) < 32 and max(windows[drained:]) <= 20, windows
+    # late): it stays within three times what the endpoint serves.
+    assert max(windows) < 32 and max(windows[drained:]) <= 24, windows
 
 
 def test_after_a_drain_the_window_doubles_again_once_the_endpoint_serves_it_whole(monkeypatch):
