@@ -14,9 +14,9 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   largest window an answered call was sent in. Calls that all hold their slots without answering
   for ``_RAMP`` seconds (slow agents; a refusal comes back sooner) also double it: they were admitted;
 - until the endpoint refuses a call, slow start reads the answers' latency for a queue ahead of the
-  endpoint (``levelfield._core.run.queue_signal``): it grows more gently as the latency rises, holds
-  while the answers queue, and drains the window to a few more than the calls the endpoint serves once
-  calls sent after the queue showed queue too (a stall of our own process delays only those in flight).
+  endpoint (``levelfield._core.run.queue_signal``): it grows more gently as the latency rises, and
+  drains the window to a few more than the calls the endpoint serves while the answers queue; the
+  answers of calls in flight through a silence (a stall of our own process) are not read.
   A server may queue requests ahead of its limit and refuse none until the queue rushes it; a refusal
   then cuts the limit to the calls the endpoint served, its answers per second times the unqueued
   answer's time, not the calls queued in front of it;
@@ -144,6 +144,7 @@ class EndpointLimit:
         self._last_end = time.monotonic()
         self._last_start = 0.0
         self._took = 0.0
+        self._sent_at = 0.0  # when the call that ended last was sent
         self._sent_window = self.window
         # The most calls in flight that the endpoint was shown to take: the calls in flight when an
         # answered call was sent (itself included), or calls held ``_RAMP`` seconds without a refusal.
@@ -307,6 +308,7 @@ class EndpointLimit:
         self.in_flight -= 1
         if self._tokens is not None and tokens:
             self._tokens.take(float(tokens))
+        self._sent_at = record[2]
         self._took = self._last_end - record[2]
         self._sent_window = record[3]
         return record[0], record[1]
@@ -381,7 +383,7 @@ class EndpointLimit:
         task = asyncio.current_task()
         number, at = self._end(tokens, task)
         self._answers.append((self._last_end, self._took))
-        self._queue.answered(number, self._took, self._last_end)
+        self._queue.answered(number, self._sent_at, self._last_end)
         if task is None or task not in self._trial:
             self._firsts.append(False)  # a call admitted at its first try (or after a wait it was told)
         self._proven = max(self._proven, self._sent_window)
