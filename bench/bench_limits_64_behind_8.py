@@ -156,7 +156,9 @@ def one_run(trace_it: bool, queued: bool = False) -> dict:
     gate = made[0]
     row = {"share": gate.refused / (gate.admitted + gate.refused), "refused": gate.refused,
            "failed": sum(r.failure for r in result.runs),
-           "errors": sorted({r.error_type for r in result.runs if r.failure}), "wall": wall, **trace.summary()}
+           # The messages, not only the types: a lost connection names its innermost cause.
+           "errors": sorted({f"{r.error_type}: {r.error}" for r in result.runs if r.failure}), "wall": wall,
+           **trace.summary()}
     if trace_it:
         shown = 0
         last = None
