@@ -16,11 +16,12 @@ with no refusal. ``--load N`` spins N busy processes (``while 1: pass``) during 
 
     python bench/bench_limits_64_behind_8.py [--runs 10] [--load 0] [--trace] [--runner] [--queued]
 
-Last figures (2 cores shared with other work, load average 5-9). At 8e8f15b, 5 runs each: plain 1.8-2.7 %,
-with --load 2 0.9-2.1 %; --queued 0.9-2.7 %, with --load 2 1.2-2.4 %; no failed run; --runner adaptive 1.423x ideal against 1.151x for adaptive=False (before the
-change: 1.379x, 1.164x). At ca23e20 (the same drain; the gentle growth after any rise), 10 runs each:
-plain 0.9-2.4 %, with --load 2 1.2-3.0 %; --queued 0.9-3.0 %, with --load 2 0.0-2.1 %; no failed run.
-Before the drain and the gentle growth of slow start past a latency rise, --queued gave 0.3-6.7 %.
+Last figures (2 cores shared with other work, load average 10-17, the whole test file running beside). With the
+stall-proof queue signal (queue_signal: answers of calls in flight through a silence are not read), 5 runs each:
+plain 0.9-2.7 % (median 1.5 %); --queued 0.6-1.5 % (median 0.9 %); no failed run; --runner adaptive 3.697x ideal
+against 4.000x for adaptive=False (both CPU-bound at that load). At wt7's 8e8f15b (load 5-9): plain 1.8-2.7 %,
+--queued 0.9-2.7 %, --runner 1.423x against 1.151x (before its drain: 1.379x, 1.164x). Before the drain and
+the gentle growth of slow start past a latency rise, --queued gave 0.3-6.7 %.
 """
 
 from __future__ import annotations
