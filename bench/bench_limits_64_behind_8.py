@@ -15,6 +15,14 @@ with no refusal. ``--load N`` spins N busy processes (``while 1: pass``) during 
 ``adaptive=False``, median of ``--repeats``: what slow start costs when nothing refuses.
 
     python bench/bench_limits_64_behind_8.py [--runs 10] [--load 0] [--trace] [--runner] [--queued]
+
+Last figures (2 cores shared with other work, load average 10-17, the whole test file running beside). With the
+stall-proof queue signal (queue_signal: answers of calls in flight through a silence are not read), 5 runs each:
+plain 0.9-2.7 % (median 1.5 %); --queued 0.6-1.5 % (median 0.9 %); no failed run; --runner adaptive 3.697x ideal
+against 4.000x for adaptive=False (both CPU-bound at that load); at load 1-2, 1.560x and 1.439x against 1.335x
+and 1.250x (main's code just after: 1.647x and 1.551x against 1.298x and 1.284x). At wt7's 8e8f15b (load 5-9): plain 1.8-2.7 %,
+--queued 0.9-2.7 %, --runner 1.423x against 1.151x (before its drain: 1.379x, 1.164x). Before the drain and
+the gentle growth of slow start past a latency rise, --queued gave 0.3-6.7 %.
 """
 
 from __future__ import annotations
@@ -150,7 +158,9 @@ def one_run(trace_it: bool, queued: bool = False) -> dict:
     gate = made[0]
     row = {"share": gate.refused / (gate.admitted + gate.refused), "refused": gate.refused,
            "failed": sum(r.failure for r in result.runs),
-           "errors": sorted({r.error_type for r in result.runs if r.failure}), "wall": wall, **trace.summary()}
+           # The messages, not only the types: a lost connection names its innermost cause.
+           "errors": sorted({f"{r.error_type}: {r.error}" for r in result.runs if r.failure}), "wall": wall,
+           **trace.summary()}
     if trace_it:
         shown = 0
         last = None

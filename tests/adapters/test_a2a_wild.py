@@ -235,6 +235,40 @@ def test_a_body_cut_off_mid_way_is_a_lost_connection_not_a_failure_to_connect(ra
     assert "broke before the answer was complete" in run.error and "cannot connect" not in run.error
 
 
+def test_a_connection_closed_without_an_answer_says_so_not_a_stray_loop_error(raw_server):
+    # What a client sees when the server closes an idle keep-alive connection just as a request goes out on
+    # it. The message named "(RuntimeError: no running event loop)" as the cause: run_coroutine started the
+    # evaluation inside the except block of its loop check, and every exception raised in a task took that
+    # RuntimeError as its __context__ (about 1 in 20 busy runs of bench/bench_limits_64_behind_8.py).
+    async def close(request: Request, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = raw_server(close, streaming=False)
+    run = _run(A2AAgent(server.url))
+    assert run.failure and run.error_type == "connection_lost"
+    assert "disconnected without sending a response" in run.error, run.error
+    assert "no running event loop" not in run.error, run.error
+
+
+def test_the_agents_connections_expire_before_a_uvicorn_server_closes_them(raw_server):
+    # httpx keeps an idle connection 5 s by default, as long as uvicorn (levelfield's own A2A server) keeps it
+    # open: a request sent on it at about 5 s met the server closing it ("Server disconnected without sending
+    # a response"). Expired sooner, the pool opens a new connection instead.
+    import uvicorn
+
+    server = raw_server(lambda request, writer: send_json(writer, rpc(request, completed_task())), streaming=False)
+    agent = A2AAgent(server.url)
+
+    async def expiry() -> float:
+        _, http = await agent._connect()
+        try:
+            return http._transport._pool._keepalive_expiry
+        finally:
+            await http.aclose()
+
+    assert asyncio.run(expiry()) < uvicorn.Config(app=None).timeout_keep_alive
+
+
 # -- answers larger than the cap ---------------------------------------------------------------
 
 CAP = 1 << 20  # small caps in tests: the behaviour is the same at the 32 MB default

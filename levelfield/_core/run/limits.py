@@ -13,11 +13,13 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   ceiling (``RunConfig.concurrency``, a judge's ``max_concurrency``), and never past twice the
   largest window an answered call was sent in. Calls that all hold their slots without answering
   for ``_RAMP`` seconds (slow agents; a refusal comes back sooner) also double it: they were admitted;
-- until the endpoint refuses a call, slow start holds while the answers queue: the median time of the last ``_LATEST`` (8) answers is
-  ``_QUEUED`` (1.5) times the lowest such median (a delay signal, as TCP's delay-based slow-start exits
-  read round-trip times). A server may queue requests ahead of its limit and refuse none until the
-  queue rushes it; a refusal then cuts the limit to the calls the endpoint served, its answers per
-  second times the unqueued answer's time, not the calls queued in front of it;
+- until the endpoint refuses a call, slow start reads the answers' latency for a queue ahead of the
+  endpoint (``levelfield._core.run.queue_signal``): it grows more gently as the latency rises, and
+  drains the window to a few more than the calls the endpoint serves while the answers queue; the
+  answers of calls in flight through a silence (a stall of our own process) are not read.
+  A server may queue requests ahead of its limit and refuse none until the queue rushes it; a refusal
+  then cuts the limit to the calls the endpoint served, its answers per second times the unqueued
+  answer's time, not the calls queued in front of it;
 - every call keeps the calls in flight when it was *sent*: a refusal is judged by those, not by
   what is in flight when it comes back (a growing window has sent more since);
 - a refusal ("too many requests": HTTP 429, a 503 with ``Retry-After``, a provider's
@@ -67,13 +69,13 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import statistics
 import time
 import weakref
 from typing import Any
 
 from .failures import rate_limit_of
 from .limit_stats import LimitStats
+from .queue_signal import DRAIN, QueueSignal
 from .token_bucket import TokenBucket
 
 __all__ = ["MAX_ABSORBED", "EndpointLimit"]
@@ -106,11 +108,6 @@ _RAMP = 1.0
 refusal comes back sooner: on a busy machine it was measured to take up to 0.6 s)."""
 _MAX_PROBE_SCALE = 8
 """The most times more slowly again the limit probes past a level where it was refused in a row."""
-_LATEST = 8
-"""Answers whose median latency is read for queueing: most of them slow, not one (a long prompt, a busy moment)."""
-_QUEUED = 1.5
-"""How many times the lowest median latency of ``_LATEST`` answers in a row its last ones take when calls queue
-ahead of it."""
 
 
 class EndpointLimit:
@@ -147,6 +144,7 @@ class EndpointLimit:
         self._last_end = time.monotonic()
         self._last_start = 0.0
         self._took = 0.0
+        self._sent_at = 0.0  # when the call that ended last was sent
         self._sent_window = self.window
         # The most calls in flight that the endpoint was shown to take: the calls in flight when an
         # answered call was sent (itself included), or calls held ``_RAMP`` seconds without a refusal.
@@ -167,10 +165,7 @@ class EndpointLimit:
         self._seq = 0
         # The last answers: (when it came, seconds it took), for what the endpoint carried.
         self._answers: collections.deque[tuple[float, float]] = collections.deque(maxlen=4 * self.ceiling)
-        # Seconds the last answers took, and the lowest median of _LATEST answers in a row (answers that
-        # did not queue): slow start holds while the last ones take much longer.
-        self._latest: collections.deque[float] = collections.deque(maxlen=_LATEST)
-        self._unqueued: float | None = None
+        self._queue = QueueSignal()  # the answers' latency: slow start's reading of a queue ahead of the endpoint
         self._recover = 0  # calls numbered up to this were sent before the last cut: no second cut for them
         self._base = self.window  # the window before the last cut (the most a run of refusals lowers it from)
         # Before refusals are shown per-request, a first refusal cuts the limit as a capacity signal
@@ -313,6 +308,7 @@ class EndpointLimit:
         self.in_flight -= 1
         if self._tokens is not None and tokens:
             self._tokens.take(float(tokens))
+        self._sent_at = record[2]
         self._took = self._last_end - record[2]
         self._sent_window = record[3]
         return record[0], record[1]
@@ -381,28 +377,13 @@ class EndpointLimit:
             return False
         return not any(self._verdicts) or self._first_refusals % _RETRIAL == 0
 
-    def _queueing(self) -> bool:
-        """Whether the last ``_LATEST`` answers took, at the median, ``_QUEUED`` times the lowest such median:
-        calls wait in a queue ahead of the endpoint. A server can queue requests ahead of its limit (an
-        intake short of CPU) and admit them later all at once, so no refusal comes back while slow start
-        would open the window to the ceiling, to be refused together; only the latency says so (as TCP's
-        delay-based slow-start exits read round-trip times). Medians of as many answers on both sides,
-        so that answers whose times merely vary (long and short prompts) rarely pass for a queue, and
-        one fast answer does not end one; the lowest, as the first answers may be slow (connections
-        opening). It holds slow start, not ends it: once the answers come fast again (a busy moment
-        passed) the window grows on."""
-        return self._unqueued is not None and statistics.median(self._latest) > _QUEUED * self._unqueued
-
     def success(self, tokens: float | None = None) -> None:
         """A call ended with an answer (``tokens``: what it spent, for ``tokens_per_minute``)."""
         full = self.in_flight >= self.limit or bool(self._waiters)
         task = asyncio.current_task()
-        _, at = self._end(tokens, task)
+        number, at = self._end(tokens, task)
         self._answers.append((self._last_end, self._took))
-        self._latest.append(self._took)
-        if len(self._latest) == _LATEST:
-            median = statistics.median(self._latest)
-            self._unqueued = median if self._unqueued is None else min(self._unqueued, median)
+        self._queue.answered(number, self._sent_at, self._last_end)
         if task is None or task not in self._trial:
             self._firsts.append(False)  # a call admitted at its first try (or after a wait it was told)
         self._proven = max(self._proven, self._sent_window)
@@ -414,11 +395,21 @@ class EndpointLimit:
                 # Slow start: the window doubles per window of answers, and never past twice the largest
                 # window an answered call was sent in (a bound: late answers of calls sent in a small
                 # window cannot take it further while the refusals of its overshoot are on their way).
-                # Until the endpoint refuses a call, it holds while the answers queue (see _queueing): more
-                # calls would only lengthen the queue. Once it refused one, its refusals say more (a server
-                # refusing each request's first call, in this process, answers later as more are in flight).
-                if self.rate_limited or not self._queueing():
-                    self.window = max(self.window, min(self.window + 1.0, 2.0 * max(self._proven, _INITIAL)))
+                # Until the endpoint refuses a call, it reads the answers' latency for a queue ahead of the
+                # endpoint (see queue_signal): more calls would only lengthen it. Once it refused one, its refusals
+                # say more (a server refusing each request's first call, in this process, answers later as more
+                # are in flight).
+                step = 1.0
+                if not self.rate_limited:
+                    step, drain = self._queue.step(self._seq)
+                    served = self.carried(self._queue.unqueued) if drain else None
+                    if served is not None:
+                        # The median lags the window by a window of answers, so the hold comes late: the calls
+                        # sent meanwhile wait in the endpoint's queue, and a queue that opens at once (a server
+                        # whose intake queues ahead of its gate) rushes the gate with all of them. Drained to a
+                        # few more than the endpoint serves, it loses no answer per second and rushes few.
+                        self.window = min(self.window, max(DRAIN * served, float(min(_INITIAL, self.ceiling))))
+                self.window = max(self.window, min(self.window + step, 2.0 * max(self._proven, _INITIAL)))
             elif self._refused_at is not None and self.window + 1.0 >= self._refused_at:
                 # Probing past where the endpoint refused: slowly, and more slowly each time it refused there again.
                 step = 1.0 / (_PROBE * self._probe_scale * self.window)
@@ -468,11 +459,11 @@ class EndpointLimit:
                 # little (the window overshot, and the endpoint took calls in no order): what it carried.
                 floor = (0.5 if self._threshold >= self.ceiling else _BETA) * self._base
                 carried = self.carried()
-                if carried is not None and self._queueing():
+                if carried is not None and self._queue.queueing():
                     # The answers queue ahead of the endpoint: the calls it served at once are those its
                     # unqueued answers' time holds at this rate (Little's law without the queue); the rest
                     # waited in front of it and rush it when the queue drains.
-                    carried = min(carried, self.carried(self._unqueued) or carried)
+                    carried = min(carried, self.carried(self._queue.unqueued) or carried)
                 level = float(others) if carried is None else min(float(others), max(1.0, round(carried)))
                 self.window = min(self.window, max(level, floor))
                 self._threshold = min(self._threshold, self.window)

@@ -277,6 +277,13 @@ def run_coroutine(coro: Awaitable[T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        running = False
+    else:
+        running = True
+    if not running:
+        # Not inside the except block: a coroutine resumed there sees its RuntimeError as the exception being
+        # handled, and every exception raised in a task that handles none gets it as its __context__. An A2A
+        # connection that broke then said "(RuntimeError: no running event loop)" as its innermost cause.
         return asyncio.run(_on_daemon_executor(coro))
     box: dict[str, Any] = {}
 

@@ -267,7 +267,7 @@ class A2AAgent:
         http = httpx.AsyncClient(
             **self._http_options(self.timeout),
             # As many connections as the runner may have runs in flight.
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256, keepalive_expiry=_KEEPALIVE),
             event_hooks={"response": [_acap_response]},
         )
         try:
@@ -494,6 +494,10 @@ class A2AAgent:
 
 
 _RUNNING = ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+_KEEPALIVE = 4.0
+"""Seconds an idle connection is kept for the next call: under the 5 s after which uvicorn (levelfield's own
+server), Node and Apache close one. At httpx's default, also 5 s, a call sent on a connection idle that long
+could meet the server closing it ("Server disconnected without sending a response"), a run lost for nothing."""
 
 
 class _LoopClient:

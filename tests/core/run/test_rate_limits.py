@@ -151,24 +151,22 @@ def test_at_concurrency_64_behind_a_server_admitting_8_few_calls_are_refused_and
     # limit slow down each time it refuses them again, and slow start's overshoot puts one refusal on trial
     # at a time, and it holds while the answers queue (a server's intake queueing requests ahead of its gate
     # once let it open to 64 with no refusal: 14.9 %, the next test). bench/bench_limits_64_behind_8.py
-    # measures the shares: 0.9-3.9 % in 30 runs (20 on a machine loaded 3-9x its cores by other processes;
-    # 1.5-2.7 % in the 10 with the code as it is). In the whole suite, beside another xdist worker, one run of
-    # three reached 6.2 % (refusals come back late on a CPU-starved client): the median is held to 5 %, each
-    # run to 10 %, under the old first burst.
+    # measures the shares (see its docstring for the last figures, alone and beside two busy processes):
+    # each run is held to 5 %.
     shares = _refused_shares(lambda app: ConcurrencyLimited(app, 8))
-    assert sorted(shares)[1] <= 0.05 and max(shares) <= 0.10, shares
+    assert max(shares) <= 0.05, shares
 
 
 def test_behind_a_server_that_queues_calls_ahead_of_its_gate_slow_start_holds_on_their_latency():
     # A server whose intake, short of CPU, queued requests ahead of its gate once let slow start open to 64
     # with no refusal (67 answers came back first), and the queue then rushed the gate: 14.9 % refused, and
-    # 12-18 % against QueuedAhead. The answers' latency shows the queue: slow start holds while it grows,
-    # and the cut counts only the calls the endpoint served. bench/bench_limits_64_behind_8.py --queued
-    # measures the shares: 0.3-6.2 % in 10 runs (median 4.0 %, three at 5.9-6.2 %: the queue drained and slow
-    # start, its hold over once the first refusal came, overshot again while the refusals came back late). Not
-    # yet the 5 % in each run: each is held below 10 %, under the old burst of the ceiling.
+    # 12-18 % against QueuedAhead. The answers' latency shows the queue: slow start grows gently once it rises,
+    # and when it queues, the window drains to a few more than the calls the endpoint serves, so the rush
+    # finds few calls waiting (holding alone let the lagging median reach 14-24 in flight: 3-6.7 % refused);
+    # the cut counts only the calls the endpoint served. bench/bench_limits_64_behind_8.py --queued measures
+    # the shares: each run is held to 5 %.
     shares = _refused_shares(lambda app: QueuedAhead(app, 8))
-    assert max(shares) <= 0.10, shares
+    assert max(shares) <= 0.05, shares
 
 
 def test_a_server_that_refuses_each_requests_first_call_does_not_collapse_the_limit():
