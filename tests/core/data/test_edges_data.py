@@ -200,8 +200,10 @@ def test_the_cli_reports_an_unwritable_out_folder_in_one_line(tmp_path):
 
 
 def full_disk(monkeypatch, after=0):
-    """Every journal write of runs after the first ``after`` ones fails with ENOSPC (the header
-    and the case lines, written first, fit)."""
+    """The disk fills after the first ``after`` run lines of the journal: a write holding more
+    writes the run lines that fit and fails with ENOSPC (the header and the case lines, written
+    first, fit). Counted by line, not by write: the journal's thread writes the runs finished
+    together in one write."""
     writes = {"n": 0}
     real_create = Journal.create.__func__
 
@@ -216,8 +218,11 @@ def full_disk(monkeypatch, after=0):
             def write(self, text):
                 if '"kind":"run"' not in text:
                     return real_write(text)
-                writes["n"] += 1
-                if writes["n"] > after:
+                lines = text.splitlines(keepends=True)
+                room = max(0, after - writes["n"])
+                writes["n"] += min(room, len(lines))
+                if len(lines) > room:
+                    real_write("".join(lines[:room]))
                     raise OSError(errno.ENOSPC, "No space left on device")
                 return real_write(text)
 
