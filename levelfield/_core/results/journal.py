@@ -96,9 +96,8 @@ class Journal:
                 raise
         journal = cls(path, handle, fingerprints)
         journal._cases.extend(cases)
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
+        loop = _running_loop()
+        if loop is None:
             try:
                 journal.flush()
             except BaseException:
@@ -193,9 +192,8 @@ class Journal:
         self.written += 1
         if self._flushed is not None:
             return self._flushed
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
+        loop = _running_loop()
+        if loop is None:
             self.flush()
             self._sync()
             return None
@@ -379,6 +377,16 @@ class _WriteBehind:
             elif before is None:
                 journal._unreported = journal._failed  # no run to tell: close() raises it
         return waiting, failed
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """This thread's running event loop, or None. Asked outside an ``except RuntimeError`` block: a write
+    made inside one would carry that RuntimeError as the context of any error it raised (a full disk
+    then read "During handling of ... no running event loop")."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _acknowledge(waiting: Sequence[asyncio.Future[None]], failed: BaseException | None) -> None:

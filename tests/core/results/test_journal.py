@@ -370,6 +370,30 @@ def test_case_lines_that_cannot_be_written_are_raised_on_close_when_no_run_finis
         asyncio.run(main())
 
 
+@pytest.mark.parametrize("refused", ["case", "run"])
+def test_a_journal_written_outside_an_event_loop_raises_its_disk_error_without_a_stray_cause(tmp_path, monkeypatch, refused):
+    # Outside a loop the lines are written at once. They once were written inside the ``except RuntimeError``
+    # that asked for a running loop, so the disk's error carried "no running event loop" as its context: the
+    # traceback said "During handling of the above exception" about an error that never mattered.
+    from levelfield._core.data.types import AgentOutput, AgentRun
+    from levelfield._core.results.fingerprints import fingerprints_of
+    from levelfield._core.results.journal import Journal
+
+    disk_full_for(monkeypatch, refused)
+    data = lf.load_dataset(cases(2))
+    journal = None
+    with pytest.raises(OSError) as info:
+        journal = Journal.create(tmp_path / "runs.jsonl", {"kind": "header"}, list(data), fingerprints_of(data))
+        journal.write(AgentRun(case_id="c0", agent_name="a", output=AgentOutput(response="Olá 你好 Grüße こんにちは")))
+    if journal is not None:
+        journal._f.close()
+    chain, exc = [], info.value
+    while exc is not None:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    assert not any(isinstance(e, RuntimeError) for e in chain), [repr(e) for e in chain]
+
+
 # -- runs read back by where their lines start (a journal-backed result) -------------------------
 
 

@@ -96,9 +96,13 @@ class RunScorer:
         self._deferred.append(run)
         if len(self._deferred) == 1:
             try:
-                asyncio.get_running_loop().call_soon(self._score_deferred)
-            except RuntimeError:  # no loop: score now
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+            if loop is None:  # no loop: score now (outside the except, so a metric's error carries no RuntimeError)
                 self._score_deferred()
+            else:
+                loop.call_soon(self._score_deferred)
 
     def _score_deferred(self) -> None:
         runs, self._deferred = self._deferred, []
