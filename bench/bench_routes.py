@@ -6,6 +6,15 @@ reference text) are scored by three routes, each in its own process:
 * ``path``: ``lf.evaluate("saved.jsonl", metrics=...)``;
 * ``df``: ``lf.evaluate(pd.read_json("saved.jsonl", lines=True), metrics=...)``;
 * ``load_dataset``: ``lf.evaluate(lf.load_dataset("saved.jsonl"), metrics=...)``;
+* ``df_in_hand``: ``lf.evaluate(df, metrics=...)`` given a DataFrame already read (``pd.read_json``
+  before the clock starts: a user on this route has pandas loaded and the DataFrame in memory);
+* ``load_dataset_df``: ``lf.evaluate(lf.load_dataset(df), metrics=...)``, the DataFrame in hand too.
+
+The two routes in hand count what levelfield does with the DataFrame it is given: ``import
+levelfield``, the load and the scoring. The ``df`` route also counts ``import pandas`` and
+``pd.read_json`` (about 0.6 s of which pandas' import is ~0.5 s on a 2-core machine: at 1,000 rows a
+quarter of google-adk's whole time). Their peak memory is read from the moment the DataFrame is
+read (the kernel's high-water mark reset then): the DataFrame held, and what levelfield adds on top.
 
 What is timed, from the first line of the child process's work (the interpreter started and the
 bench's own modules loaded, nothing of levelfield, pandas or google-adk): ``import levelfield``;
@@ -22,7 +31,8 @@ trajectory metrics, ``RougeEvaluator`` (``response_match_score``) for ROUGE-1. A
 the first ``--adk-subset`` rows at most and its rate extrapolated (said so). For each size:
 seconds, rows/s, the ratio to ADK's rate (to the summary, and with the table), the seconds spent
 reading (before ``lf.evaluate``), and the peak memory (VmHWM, at the end: with the table) of each
-process; at the largest size the peak of each route against the file route's (target <= 1.5x). Every route
+process, and what the route added to what the process held when it began (a DataFrame in hand); at the
+largest size both against the file route's (target <= 1.5x). Every route
 must give the same means; they are checked against ADK's. Each process's CPU time is printed
 beside its wall time (on a shared machine it moves less with the load), after one warm-up round;
 levelfield's modules are compiled to bytecode first, as an installed package's are.
@@ -47,7 +57,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_scale import TRAJECTORY, adk_evaluators, adk_means, adk_pairs, generate, run_child  # noqa: E402
 
-ROUTES = ("path", "df", "load_dataset")
+ROUTES = ("path", "df", "load_dataset", "df_in_hand", "load_dataset_df")
+IN_HAND = ("df_in_hand", "load_dataset_df")
+"""Routes timed from a DataFrame in hand: pandas imported and the rows read before the clock starts."""
 SETS = {"trajectory": TRAJECTORY[:3], "rouge_1": ["response_match_score"]}
 
 
@@ -64,8 +76,37 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
 
 
+def _rss_mb() -> float:
+    """This process's resident memory now (VmRSS), 0 where /proc is not there."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1e3  # kB
+    except OSError:
+        pass
+    return 0.0
+
+
+def _reset_peak() -> None:
+    """Start this process's peak resident memory again from what it holds now (Linux: writing 5 to
+    clear_refs resets VmHWM), so the peak read at the end is the route's, on top of what it was given."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as refs:
+            refs.write("5")
+    except OSError:
+        pass
+
+
 def ours(route: str, path: str, which: str) -> dict:
     """One route, timed as the module doc says: to the summary, then with the table."""
+    frame = None
+    if route in IN_HAND:
+        import pandas as pd
+
+        frame = pd.read_json(path, lines=True, dtype=False)
+        _reset_peak()  # read_json's own peak is the user's, before levelfield is given the DataFrame
+    held = _rss_mb()  # what the process holds before the route: the interpreter (and the DataFrame in hand)
     start, cpu = time.perf_counter(), time.process_time()
     import levelfield as lf
 
@@ -75,8 +116,12 @@ def ours(route: str, path: str, which: str) -> dict:
         import pandas as pd
 
         data = pd.read_json(path, lines=True, dtype=False)
-    else:
+    elif route == "load_dataset":
         data = lf.load_dataset(path)
+    elif route == "df_in_hand":
+        data = frame
+    else:
+        data = lf.load_dataset(frame)
     read = time.perf_counter() - start
     metrics = SETS[which]
     result = lf.evaluate(data, metrics=metrics, progress=False)
@@ -87,7 +132,8 @@ def ours(route: str, path: str, which: str) -> dict:
     assert len(table) == summary["row_count"]
     means = [summary[f"{m}/mean"] for m in metrics]
     return {"seconds": seconds, "cpu": summary_cpu, "table_seconds": with_table, "table_cpu": table_cpu,
-            "read_seconds": read, "rows": summary["row_count"], "means": means, "peak_mb": _peak_mb()}
+            "read_seconds": read, "rows": summary["row_count"], "means": means, "peak_mb": (peak := _peak_mb()),
+            "added_mb": peak - held}
 
 
 def adk(path: str, which: str, subset: int) -> dict:
@@ -139,6 +185,7 @@ def main() -> None:
         for which in args.sets.split(","):
             print(f"-- {which} ({', '.join(SETS[which])}), fresh process each, median of {args.repeats} interleaved")
             peaks: dict[str, float] = {}
+            added: dict[str, float] = {}
             for n in sizes:
                 jsonl, _ = generate(n, folder)
                 runs: dict[str, list[dict]] = {}
@@ -154,29 +201,35 @@ def main() -> None:
                 adk_rows = runs["adk"][0]["rows"]
                 means = runs["path"][0]["means"]
                 for kind in ROUTES:
-                    seconds, cpu, table_seconds, table_cpu, read, peak = (
+                    seconds, cpu, table_seconds, table_cpu, read, peak, adds = (
                         statistics.median(r[key] for r in runs[kind])
-                        for key in ("seconds", "cpu", "table_seconds", "table_cpu", "read_seconds", "peak_mb"))
+                        for key in ("seconds", "cpu", "table_seconds", "table_cpu", "read_seconds", "peak_mb", "added_mb"))
                     if n == sizes[-1]:
-                        peaks[kind] = peak
+                        peaks[kind], added[kind] = peak, adds
                     # Row scores are the same; a mean may differ in its last bit (batches summed in another order).
                     same = all(abs(a - b) <= 1e-12 for r in runs[kind] for a, b in zip(r["means"], means))
-                    print(f"{n:>8} rows  {kind:12s} {seconds:7.3f} s  {n / seconds:10,.0f} rows/s  "
+                    print(f"{n:>8} rows  {kind:15s} {seconds:7.3f} s  {n / seconds:10,.0f} rows/s  "
                           f"{n / seconds / adk_rate:6.1f}x ADK  "
                           f"(cpu {cpu:6.3f} s, {n / cpu / adk_cpu_rate:5.1f}x ADK)  "
                           f"+ table {table_seconds:7.3f} s {n / table_seconds / adk_rate:5.1f}x ADK "
                           f"(cpu {table_cpu:6.3f} s, {n / table_cpu / adk_cpu_rate:5.1f}x)  "
-                          f"read {read:6.3f} s  peak {peak:7.0f} MB{'' if same else '  MEANS DIFFER'}")
+                          f"read {read:6.3f} s  peak {peak:7.0f} MB (adds {adds:6.0f}){'' if same else '  MEANS DIFFER'}")
                 note = "" if adk_rows == n else f" (timed on {adk_rows} rows, rate extrapolated)"
                 agree = max(abs(a - b) for a, b in zip(means, runs["adk"][0]["means"])) if adk_rows == n else None
                 adk_seconds = statistics.median(r["seconds"] for r in runs["adk"])
                 adk_cpu = statistics.median(r["cpu"] for r in runs["adk"])
                 tail = "" if agree is None else f"; largest difference of means from levelfield's {agree:.1e}"
-                print(f"{n:>8} rows  {'google-adk':12s} {adk_seconds:7.3f} s  {adk_rate:10,.0f} rows/s  "
+                print(f"{n:>8} rows  {'google-adk':15s} {adk_seconds:7.3f} s  {adk_rate:10,.0f} rows/s  "
                       f"(cpu {adk_cpu:6.3f} s){note}{tail}")
             base = peaks["path"]
             print("peak memory at " + f"{sizes[-1]:,} rows against the file route's: "
                   + ", ".join(f"{k} {v / base:.2f}x" for k, v in peaks.items()) + " (target <= 1.5x)")
+            # A route given a DataFrame holds it whatever levelfield does (pandas' object columns of nested
+            # calls: several times the file route's whole peak at 100,000 rows): what levelfield adds on top.
+            base = added["path"]
+            print("memory levelfield adds at " + f"{sizes[-1]:,} rows (peak less what the process held when the "
+                  "route began) against the file route's: "
+                  + ", ".join(f"{k} {v / base:.2f}x" for k, v in added.items()))
 
 
 if __name__ == "__main__":

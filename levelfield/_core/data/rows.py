@@ -477,34 +477,76 @@ def _row_checked(row: Any, where: str, index: int, columns: list[str], clean: bo
     return plain
 
 
+class _Plan(NamedTuple):
+    """What a plain row's keys decide, the same for every row with those keys (a file's rows mostly share
+    them): the names to find missing (columns of a conversation, fields a plain row may not fill), the
+    text fields, the trajectory cells, the case id's name, and the fields each name fills."""
+
+    missing: tuple[str, ...]
+    texts: tuple[tuple[str, str], ...]
+    trajectories: tuple[str, ...]
+    case_id: str | None
+    used: dict[str, str]
+
+
+_PLANS: dict[tuple[Any, ...], _Plan | None] = {}
+_MAX_PLANS = 256
+
+
+def _plan(keys: tuple[Any, ...]) -> _Plan | None:
+    """The plan of a row with ``keys`` (None: keys that are not all text, never plain)."""
+    plan = _PLANS.get(keys, False)
+    if plan is not False:
+        return plan  # type: ignore[return-value]
+    if any(type(k) is not str for k in keys):
+        plan = None
+    else:
+        present = set(keys)
+        missing = [c for c in _NOT_PLAIN_COLUMNS if c in present]
+        used: dict[str, str] = {}
+        for field, names in ALIASES.items():
+            for name in names:
+                if name in present:
+                    if field not in _PLAIN_FIELDS:
+                        missing.append(name)
+                    used[field] = name
+                    break
+        plan = _Plan(tuple(missing), tuple((f, used[f]) for f in ("prompt", "reference", "response") if f in used),
+                     tuple(used[f] for f in _TRAJECTORY_FIELDS if f in used), used.get("case_id"), used)
+    if len(_PLANS) >= _MAX_PLANS:
+        _PLANS.clear()
+    _PLANS[keys] = plan
+    return plan
+
+
 def _plain_case(row: Any, where: str, index: int) -> _PlainCase | None:
     """The case id, location and columns of the case :func:`case_from_row` makes of ``row``, when
     ``row`` is plain enough to be sure it makes one without error (None otherwise: not sure)."""
-    if type(row) is not dict or not where or any(type(k) is not str for k in row):
+    if type(row) is not dict or not where:
         return None
-    if any(not _is_missing(row.get(c)) for c in _NOT_PLAIN_COLUMNS if c in row):
+    plan = _plan(tuple(row))
+    if plan is None:
         return None
-    used: dict[str, str] = {}
-    for field, names in ALIASES.items():
-        for name in names:
-            if name in row:
-                if field not in _PLAIN_FIELDS and not _is_missing(row[name]):
-                    return None
-                used[field] = name
-                break
-    for field in ("prompt", "reference", "response"):
-        value = row.get(used[field]) if field in used else None
+    for name in plan.missing:
+        if not _is_missing(row[name]):
+            return None
+    for field, name in plan.texts:
+        value = row[name]
         if not (_is_missing(value) or (type(value) is str and not (field == "prompt" and value.strip().startswith("{")))):
             return None  # a request object, a number...: case_from_row reads it
-    for field in _TRAJECTORY_FIELDS:
-        if field in used and not _plain_calls(row[used[field]]):
+    for name in plan.trajectories:
+        if not _plain_calls(row[name]):
             return None
-    case_id = row.get(used["case_id"]) if "case_id" in used else None
+    case_id = row[plan.case_id] if plan.case_id is not None else None
     if _is_missing(case_id):
         case_id = str(index)
     elif type(case_id) is not str:
         return None
-    return _PlainCase(case_id, where, used)
+    return _PlainCase(case_id, where, plan.used)
+
+
+_TEXT_ONLY = {str}
+_OPTIONAL_TEXT = ("id", "agent", "error")
 
 
 def _plain_calls(value: Any) -> bool:
@@ -517,9 +559,11 @@ def _plain_calls(value: Any) -> bool:
         if type(item) is not dict or type(item.get("tool_name")) is not str:
             return False
         args = item.get("tool_input")
-        if args is not None and (type(args) is not dict or any(type(k) is not str for k in args)):
+        if args is not None and (type(args) is not dict or not set(map(type, args)) <= _TEXT_ONLY):
             return False
-        if any(item.get(k) is not None and type(item[k]) is not str for k in ("id", "agent", "error")):
+        # Anything past the name and the input: an id, an agent, an error must be text when given.
+        if len(item) > (2 if "tool_input" in item else 1) and any(
+                item.get(k) is not None and type(item[k]) is not str for k in _OPTIONAL_TEXT):
             return False
     return True
 
