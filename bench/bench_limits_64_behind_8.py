@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
+import os
 import statistics
 import threading
 import time
@@ -215,6 +216,7 @@ def main() -> None:
         p.start()
     for _ in range(args.threads):
         threading.Thread(target=_spin, daemon=True).start()
+    print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
     try:
         if args.runner:
             runner(args.repeats)
@@ -235,6 +237,7 @@ def main() -> None:
             print(f"refused: median {100 * statistics.median(shares):.1f} %, worst {100 * max(shares):.1f} %, "
                   f"best {100 * min(shares):.1f} % over {len(shares)} runs (load {args.load}, threads {args.threads}"
                   f"{', queued ahead' if args.queued else ''})")
+        print(f"load average at end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     finally:
         for p in spinners:
             p.terminate()

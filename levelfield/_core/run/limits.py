@@ -31,7 +31,9 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   ``_PASSES`` (4) retries in a row were admitted with at least as many calls in flight as their
   refused first call (fewer proves nothing: slots freed meanwhile), a first refusal also cuts the
   limit as a capacity signal would, and no more than ``_PASSES`` trials run at once among the first
-  calls, one past them (slow start's overshoot refuses several calls together); once they
+  calls, one past them (slow start's overshoot refuses several calls together), and none for a call
+  sent with more calls in flight than the largest window an answered call was sent in (the overshoot itself: its retry, sent at
+  once into a full endpoint, was refused too, a refusal more in one run of 64 behind 8 in two); once they
   were, the cuts are undone and first refusals leave the limit alone (the 429 storm of a gateway
   that refuses every first call runs at the ceiling). A retry refused too is a capacity signal,
   and while any of the last ``_VERDICTS`` (8) trials ended so, first refusals are capacity signals
@@ -49,8 +51,10 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   call tries again a few times after short pauses, then its own retries decide), and the limit
   restarts from 1 with slow start up to half the old limit;
 - once refused, it grows additively, one call per window of successes (congestion avoidance,
-  AIMD), and past the level where it was last refused it probes ``_PROBE`` times more slowly, as CUBIC
-  plateaus around its last maximum (RFC 9438 §4.2); each new cut at about the level of the last one
+  AIMD), and from a level below where it was last refused to a level above it (``_SLOW_LEVELS``: at
+  the usual pace the window reached the level above a few answers after the refused one, and a steady
+  limit refused it at once) it probes ``_PROBE`` times more slowly, as CUBIC plateaus around its last
+  maximum (RFC 9438 §4.2); each new cut at about the level of the last one
   halves that pace again (up to ``_MAX_PROBE_SCALE`` times), so a steady limit costs ever fewer 429s:
   one in about ``_PROBE * limit`` calls, then twice as many, and so on.
 
@@ -377,8 +381,8 @@ class EndpointLimit:
             if len(self._trial) >= _PASSES:
                 return False
         elif self._trial or seq <= self._recover or at > max(self._proven, _INITIAL):
-            # Sent with more in flight than any answered call was sent at: slow start's overshoot, a capacity
-            # limit's refusal most likely, and its retry would be refused too (a refusal more).
+            # Sent with more in flight than the largest window an answered call was sent in: slow start's
+            # overshoot, a capacity limit's refusal most likely, and its retry would be refused too (a refusal more).
             return False
         return not any(self._verdicts) or self._first_refusals % _RETRIAL == 0
 
