@@ -32,8 +32,9 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   refused first call (fewer proves nothing: slots freed meanwhile), a first refusal also cuts the
   limit as a capacity signal would, and no more than ``_PASSES`` trials run at once among the first
   calls, one past them (slow start's overshoot refuses several calls together), and none for a call
-  sent with more calls in flight than the largest window an answered call was sent in (the overshoot itself: its retry, sent at
-  once into a full endpoint, was refused too, a refusal more in one run of 64 behind 8 in two); once they
+  sent with more calls in flight than the largest window an answered call was sent in (the overshoot
+  itself: its retry, sent at once into a full endpoint, was refused too, a refusal more in about one
+  run of 64 behind 8 in two); once they
   were, the cuts are undone and first refusals leave the limit alone (the 429 storm of a gateway
   that refuses every first call runs at the ceiling). A retry refused too is a capacity signal,
   and while any of the last ``_VERDICTS`` (8) trials ended so, first refusals are capacity signals

@@ -149,8 +149,8 @@ def _refused_shares(make: Any, runs: int = 3) -> list[float]:
 def test_at_concurrency_64_behind_a_server_admitting_8_few_calls_are_refused_and_no_run_fails():
     # Issue #42: starting at the ceiling refused 14-16 % of the calls (the first burst of 64 on 8); at most
     # 5 % may be refused. Slow start finds the 8 a few calls past it; the probes past a steady
-    # limit slow down each time it refuses them again, and slow start's overshoot puts one refusal on trial
-    # at a time, and it holds while the answers queue (a server's intake queueing requests ahead of its gate
+    # limit slow down each time it refuses them again (the level above a refused one is probed slowly too),
+    # slow start's overshoot puts none of its refusals on trial, and it holds while the answers queue (a server's intake queueing requests ahead of its gate
     # once let it open to 64 with no refusal: 14.9 %, the next test). bench/bench_limits_64_behind_8.py
     # measures the shares (see its docstring for the last figures, alone and beside two busy processes):
     # each run is held to 5 %.
