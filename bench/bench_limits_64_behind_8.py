@@ -25,9 +25,10 @@ median 1.4 %, worst 2.4 %; --runner (load 1.23-0.96): adaptive 1.358x ideal agai
 bench_rate_limits' storm: adaptive 0.82x the fixed concurrency's time. The tail is slow start's overshoot
 while our own process lags (client and server share it and its GIL): the client counts calls in flight that
 the server has not yet received or already answered, and up to 24-27 were open before the first refusal came
-back. Two bounds tried for it did not cut the tail and were left out: slow start growing 4x more gently once
-a round's answers per second stop growing by 25 % (BBR's full-pipe test), and a cap at twice the answers that
-came within an unqueued answer's time (BBR's bandwidth-delay product; it also halved the ramp's pace).
+back. Three bounds tried for it did not cut the tail and were left out: slow start growing 4x more gently once
+a round's answers per second stop growing by 25 % (BBR's full-pipe test), a cap at twice the answers that
+came within an unqueued answer's time (BBR's bandwidth-delay product; it also halved the ramp's pace), and
+late answers (1.5x the unqueued time and 50 ms more) proving no larger window (worse: windows of 28-30).
 
 Earlier figures (2 cores shared with other work, load average 10-17, the whole test file running beside). With the
 stall-proof queue signal (queue_signal: answers of calls in flight through a silence are not read), 5 runs each:
