@@ -16,7 +16,21 @@ with no refusal. ``--load N`` spins N busy processes (``while 1: pass``) during 
 
     python bench/bench_limits_64_behind_8.py [--runs 10] [--load 0] [--trace] [--runner] [--queued]
 
-Last figures (2 cores shared with other work, load average 10-17, the whole test file running beside). With the
+Last figures (wt9, 10 runs each; the load average printed at start and end): no trial for the overshoot's
+refusals and the level above a refused one probed slowly. Plain, quiet (load 0.02-0.74): median 1.8 %, worst
+5.6 % (19 refused: slow start's window was 18 when the first refusal came back, 9 refusals of calls sent before
+it, then the steady limit's); plain with the targeted test files running on 3 xdist workers beside (load
+1.15-4.16): median 1.2 %, worst 2.7 %, and at 1.39-3.61 median 1.8 %, worst 3.0 %; --queued (load 0.76-0.94):
+median 1.4 %, worst 2.4 %; --runner (load 1.23-0.96): adaptive 1.358x ideal against 1.155x for adaptive=False;
+bench_rate_limits' storm: adaptive 0.82x the fixed concurrency's time. The tail is slow start's overshoot
+while our own process lags (client and server share it and its GIL): the client counts calls in flight that
+the server has not yet received or already answered, and up to 24-27 were open before the first refusal came
+back. Three bounds tried for it did not cut the tail and were left out: slow start growing 4x more gently once
+a round's answers per second stop growing by 25 % (BBR's full-pipe test), a cap at twice the answers that
+came within an unqueued answer's time (BBR's bandwidth-delay product; it also halved the ramp's pace), and
+late answers (1.5x the unqueued time and 50 ms more) proving no larger window (worse: windows of 28-30).
+
+Earlier figures (2 cores shared with other work, load average 10-17, the whole test file running beside). With the
 stall-proof queue signal (queue_signal: answers of calls in flight through a silence are not read), 5 runs each:
 plain 0.9-2.7 % (median 1.5 %); --queued 0.6-1.5 % (median 0.9 %); no failed run; --runner adaptive 3.697x ideal
 against 4.000x for adaptive=False (both CPU-bound at that load); at load 1-2, 1.560x and 1.439x against 1.335x
@@ -30,6 +44,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
+import os
 import statistics
 import threading
 import time
@@ -215,6 +230,7 @@ def main() -> None:
         p.start()
     for _ in range(args.threads):
         threading.Thread(target=_spin, daemon=True).start()
+    print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
     try:
         if args.runner:
             runner(args.repeats)
@@ -235,6 +251,7 @@ def main() -> None:
             print(f"refused: median {100 * statistics.median(shares):.1f} %, worst {100 * max(shares):.1f} %, "
                   f"best {100 * min(shares):.1f} % over {len(shares)} runs (load {args.load}, threads {args.threads}"
                   f"{', queued ahead' if args.queued else ''})")
+        print(f"load average at end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     finally:
         for p in spinners:
             p.terminate()

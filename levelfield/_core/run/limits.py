@@ -31,7 +31,10 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   ``_PASSES`` (4) retries in a row were admitted with at least as many calls in flight as their
   refused first call (fewer proves nothing: slots freed meanwhile), a first refusal also cuts the
   limit as a capacity signal would, and no more than ``_PASSES`` trials run at once among the first
-  calls, one past them (slow start's overshoot refuses several calls together); once they
+  calls, one past them (slow start's overshoot refuses several calls together), and none for a call
+  sent with more calls in flight than the largest window an answered call was sent in (the overshoot
+  itself: its retry, sent at once into a full endpoint, was refused too, a refusal more in about one
+  run of 64 behind 8 in two); once they
   were, the cuts are undone and first refusals leave the limit alone (the 429 storm of a gateway
   that refuses every first call runs at the ceiling). A retry refused too is a capacity signal,
   and while any of the last ``_VERDICTS`` (8) trials ended so, first refusals are capacity signals
@@ -49,8 +52,10 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   call tries again a few times after short pauses, then its own retries decide), and the limit
   restarts from 1 with slow start up to half the old limit;
 - once refused, it grows additively, one call per window of successes (congestion avoidance,
-  AIMD), and past the level where it was last refused it probes ``_PROBE`` times more slowly, as CUBIC
-  plateaus around its last maximum (RFC 9438 §4.2); each new cut at about the level of the last one
+  AIMD), and from a level below where it was last refused to a level above it (``_SLOW_LEVELS``: at
+  the usual pace the window reached the level above a few answers after the refused one, and a steady
+  limit refused it at once) it probes ``_PROBE`` times more slowly, as CUBIC plateaus around its last
+  maximum (RFC 9438 §4.2); each new cut at about the level of the last one
   halves that pace again (up to ``_MAX_PROBE_SCALE`` times), so a steady limit costs ever fewer 429s:
   one in about ``_PROBE * limit`` calls, then twice as many, and so on.
 
@@ -106,6 +111,8 @@ _RETRIAL = 4
 _RAMP = 1.0
 """Seconds without an answer after which calls holding every slot double the window in slow start (a
 refusal comes back sooner: on a busy machine it was measured to take up to 0.6 s)."""
+_SLOW_LEVELS = 2
+"""Levels probed slowly from the one where the endpoint last refused a call: it and the one above it."""
 _MAX_PROBE_SCALE = 8
 """The most times more slowly again the limit probes past a level where it was refused in a row."""
 
@@ -152,6 +159,7 @@ class EndpointLimit:
         self._proven = 0
         # Cuts in a row at (about) the same level: each one halves the speed of the probing past it.
         self._probe_scale = 1
+        self._slow_levels = 0  # levels from the refused one up still to probe slowly
         self._last_cut: float | None = None
         # Calls (by their task) whose first refusal is on trial: their retry takes back their slot at once.
         self._again: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
@@ -373,7 +381,9 @@ class EndpointLimit:
         if at <= _INITIAL:
             if len(self._trial) >= _PASSES:
                 return False
-        elif self._trial or seq <= self._recover:
+        elif self._trial or seq <= self._recover or at > max(self._proven, _INITIAL):
+            # Sent with more in flight than the largest window an answered call was sent in: slow start's
+            # overshoot, a capacity limit's refusal most likely, and its retry would be refused too (a refusal more).
             return False
         return not any(self._verdicts) or self._first_refusals % _RETRIAL == 0
 
@@ -415,7 +425,10 @@ class EndpointLimit:
                 step = 1.0 / (_PROBE * self._probe_scale * self.window)
                 self.window += step
                 if self.window >= self._refused_at:
-                    self._refused_at = None  # a whole step past it without refusal: it has room again
+                    # A whole step past it without refusal. The level above is probed slowly too (a steady limit
+                    # refused the level it was cut from, and at once the one above it); past that, it has room again.
+                    self._refused_at = self._refused_at + 1.0 if self._slow_levels > 1 else None
+                    self._slow_levels -= 1
             else:
                 self.window += 1.0 / self.window
             self.window = min(self.window, float(self.ceiling))
@@ -474,8 +487,9 @@ class EndpointLimit:
                     steady = self._last_cut is not None and self.window <= self._last_cut + 1.0
                     self._probe_scale = min(_MAX_PROBE_SCALE, 2 * self._probe_scale) if steady else 1
                 self._last_cut = self.window
-                # Probe slowly up to where it refused.
+                # Probe slowly up to where it refused, and the level above it.
                 self._refused_at = max(self.window + 1.0, min(before, float(at)))
+                self._slow_levels = _SLOW_LEVELS
             else:
                 # Refused with nothing else in flight: a limit in time, not in concurrency.
                 if pause and retry_after is not None:

@@ -1,4 +1,4 @@
-"""Slow start's reading of a queue ahead of the endpoint, on a simulated clock (issue #42).
+"""Slow start, and its reading of a queue ahead of the endpoint, on a simulated clock (issue #42).
 
 Each test drives an :class:`EndpointLimit` with real asyncio tasks while the limit reads a clock the test
 moves: every call is answered at a time the simulated endpoint sets, in time order, so the latencies are
@@ -17,10 +17,11 @@ from levelfield._core.run.limits import EndpointLimit
 
 
 def _drive(monkeypatch, calls: int, answer_at: Callable[[float], float],
-           stall: tuple[float, float] | None = None) -> tuple[EndpointLimit, list[float]]:
+           stall: tuple[float, float] | None = None,
+           times: list[float] | None = None) -> tuple[EndpointLimit, list[float]]:
     """Run ``calls`` calls at ceiling 64; a call sent at ``t`` is answered at ``answer_at(t)``. ``stall``:
     (from, seconds) during which our process runs nothing: answers due then come back when it ends.
-    The limit and its window after each answer."""
+    The limit and its window after each answer (``times``: filled with the clock at each answer)."""
     clock = types.SimpleNamespace(now=0.0)
     monkeypatch.setattr(limits_module, "time", types.SimpleNamespace(monotonic=lambda: clock.now))
 
@@ -51,10 +52,24 @@ def _drive(monkeypatch, calls: int, answer_at: Callable[[float], float],
             for _ in range(10):
                 await asyncio.sleep(0)
             windows.append(limit.window)
+            if times is not None:
+                times.append(clock.now)
         await asyncio.gather(*tasks)
         return limit, windows
 
     return asyncio.run(go())
+
+
+def test_slow_start_doubles_the_window_per_round_trip_on_an_endpoint_that_refuses_nothing(monkeypatch):
+    # An agent answering in 20 ms that refuses nothing: one call more per answer while calls wait, so the window
+    # doubles per round trip, 4 -> 8 -> 16 -> 32 -> 64 at 20, 40, 60 and 80 ms (the real-agent ramp test in
+    # test_rate_limits.py reads this through a loaded machine's scheduling; here the rule alone is pinned).
+    times: list[float] = []
+    limit, windows = _drive(monkeypatch, 400, lambda sent: sent + 0.02, times=times)
+    assert windows[:60] == [float(5 + n) for n in range(60)], windows[:60]
+    reached = {w: round(times[windows.index(float(w))], 3) for w in (8, 16, 32, 64)}
+    assert reached == {8: 0.02, 16: 0.04, 32: 0.06, 64: 0.08}, reached
+    assert limit.rate_limited == 0 and set(windows[60:]) == {64.0}
 
 
 def test_a_stall_of_our_own_process_neither_holds_nor_drains_slow_start(monkeypatch):

@@ -23,6 +23,7 @@ import levelfield as lf  # noqa: E402
 from levelfield._core.errors import AdapterError, ConfigError, RateLimitedError  # noqa: E402
 from levelfield._core.results.record import read_record  # noqa: E402
 from levelfield._core.run.endpoints import Limits  # noqa: E402
+from levelfield._core.run.endpoints import current as current_limits  # noqa: E402
 from levelfield._core.run.failures import rate_limit_of  # noqa: E402
 from levelfield._core.run.limits import EndpointLimit  # noqa: E402
 from levelfield.adapters.a2a.server import build_app, start_asgi  # noqa: E402
@@ -148,8 +149,8 @@ def _refused_shares(make: Any, runs: int = 3) -> list[float]:
 def test_at_concurrency_64_behind_a_server_admitting_8_few_calls_are_refused_and_no_run_fails():
     # Issue #42: starting at the ceiling refused 14-16 % of the calls (the first burst of 64 on 8); at most
     # 5 % may be refused. Slow start finds the 8 a few calls past it; the probes past a steady
-    # limit slow down each time it refuses them again, and slow start's overshoot puts one refusal on trial
-    # at a time, and it holds while the answers queue (a server's intake queueing requests ahead of its gate
+    # limit slow down each time it refuses them again (the level above a refused one is probed slowly too),
+    # slow start's overshoot puts none of its refusals on trial, and it holds while the answers queue (a server's intake queueing requests ahead of its gate
     # once let it open to 64 with no refusal: 14.9 %, the next test). bench/bench_limits_64_behind_8.py
     # measures the shares (see its docstring for the last figures, alone and beside two busy processes):
     # each run is held to 5 %.
@@ -195,11 +196,14 @@ def test_a_server_that_refuses_each_requests_first_call_does_not_collapse_the_li
 
 
 def test_an_agent_that_refuses_nothing_reaches_its_concurrency_within_a_few_round_trips():
-    running = {"now": 0, "peak": 0, "starts": 0, "full_at": None}
+    running = {"now": 0, "peak": 0, "starts": 0, "ended": 0, "full_at": None, "answers_to_32": None}
 
     async def agent(prompt: str) -> str:
         running["now"] += 1
         running["starts"] += 1
+        (stats,) = current_limits().stats()
+        if stats.limit == 32 and running["answers_to_32"] is None:
+            running["answers_to_32"] = running["ended"]  # the answers after which the limit's window was 32
         running["peak"] = max(running["peak"], running["now"])
         if running["now"] == 32 and running["full_at"] is None:
             running["full_at"] = running["starts"]
@@ -208,12 +212,19 @@ def test_an_agent_that_refuses_nothing_reaches_its_concurrency_within_a_few_roun
             return prompt
         finally:
             running["now"] -= 1
+            running["ended"] += 1
 
     result = lf.evaluate(CASES, agent, ["exact_match"], concurrency=32, progress=False)
     assert not any(r.failure for r in result.runs)
     assert running["peak"] == 32
-    # Slow start from 4 doubles per round trip: 4 + 8 + 16 calls before the window reaches 32.
-    assert running["full_at"] is not None and running["full_at"] <= 4 + 8 + 16 + 32, running
+    # Slow start from 4 doubles per round trip, one call more per answer: the window is 32 after the answers
+    # of 4 + 8 + 16 calls (x1.5 per round trip, half a call per answer, would take 56), and 32 run at once
+    # after 4 + 8 + 16 + 32 calls started (tests/core/run/test_queue_signal.py pins the rule on a simulated
+    # clock). On a heavily loaded machine the started calls run late while earlier ones end: the agent saw 32
+    # at once after 62-91 starts with four busy processes on two cores (the window still 32 after 28
+    # answers), so the agent's view has a round trip of slack at the full window; the limit's, a few answers.
+    assert running["answers_to_32"] is not None and running["answers_to_32"] <= 4 + 8 + 16 + 4, running
+    assert running["full_at"] is not None and running["full_at"] <= 4 + 8 + 16 + 32 + 32, running
     (stats,) = result.limits
     assert stats.limit == 32 and stats.rate_limited == 0
 
@@ -347,6 +358,9 @@ def test_past_the_initial_window_one_first_refusal_at_a_time_is_put_on_trial():
     async def go() -> tuple[int, int]:
         limit = EndpointLimit("e", 64)
         limit.window = 12.0
+        # Slow start took it to 12 on answers of calls sent with 6 in flight: a refusal of a call sent with
+        # more is its overshoot, never put on trial (the next test); the 5th and 6th calls' may be.
+        limit._proven = 6
         tasks = []
         release = asyncio.Event()
 
@@ -371,6 +385,64 @@ def test_past_the_initial_window_one_first_refusal_at_a_time_is_put_on_trial():
     # Calls sent 5th to 12th were refused: one is on trial (its retry holds its slot), the others cut the limit.
     assert trials == 1, trials
     assert in_flight == 4  # the four admitted (the retry on trial takes its slot back when sent)
+
+
+def test_a_refusal_of_a_call_sent_past_what_the_endpoint_was_shown_to_hold_is_not_put_on_trial():
+    # Slow start's overshoot: the answers of the first four calls took the window to 8, and the calls sent with
+    # 5 to 8 in flight are refused (a gate admitting 4). Each put on trial would be sent again at once into a
+    # full gate and refused again: a refusal more each (1-2 a run of 64 behind 8), so none is; the first cuts.
+    async def go() -> tuple[int, int, int]:
+        limit = EndpointLimit("e", 64)
+        limit.window, limit._proven = 8.0, 4  # the answers of the first four calls took it to 8
+        release = asyncio.Event()
+
+        async def call(refused: bool) -> float | None:
+            await limit.acquire()
+            await release.wait()
+            if not refused:
+                return await asyncio.sleep(1)
+            return limit.ended_with(RateLimitError("busy"), 0)
+
+        tasks = [asyncio.ensure_future(call(refused=i >= 4)) for i in range(8)]
+        await asyncio.sleep(0)
+        release.set()
+        await asyncio.sleep(0.1)
+        trials, refused = len(limit._trial), limit.rate_limited
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return trials, refused, limit.limit
+
+    trials, refused, after = asyncio.run(go())
+    assert trials == 0 and refused == 4, (trials, refused)
+    assert after == 4  # cut to the four calls the gate held
+
+
+def test_after_a_cut_the_level_above_the_refused_one_is_probed_slowly_too():
+    # A steady limit of 8 refused a call sent with 8 in flight: the window probes 8 slowly, then 9 slowly too
+    # (at the usual pace it reached 9 a few answers after 8, and the gate refused it at once: a refusal more).
+    async def go() -> tuple[int, int]:
+        limit = EndpointLimit("e", 16)
+        limit.window = 8.0
+        for _ in range(8):
+            await limit.acquire()
+        limit.refused(None)  # refused with 7 others in flight: cut to them
+        assert limit.limit == 7
+        counts = {}
+        for level in (8, 9):
+            count = 0
+            while limit.limit < level:  # answers, each slot taken again at once (and a new one when it grew)
+                limit.success()
+                while limit.in_flight < limit.limit:
+                    await limit.acquire()
+                count += 1
+            counts[level] = count
+        return counts[8], counts[9]
+
+    to_eight, to_nine = asyncio.run(go())
+    # Probed at 1 / (_PROBE x window) a call per answer: about 56 answers from 7 to 8 and 64 from 8 to 9 (at the
+    # usual pace 8 to 9 took 8).
+    assert to_eight >= 40 and to_nine >= 40, (to_eight, to_nine)
 
 
 def test_slow_start_grows_only_while_calls_wait_for_the_window():
