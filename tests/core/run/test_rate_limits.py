@@ -27,7 +27,7 @@ from levelfield._core.run.endpoints import current as current_limits  # noqa: E4
 from levelfield._core.run.failures import rate_limit_of  # noqa: E402
 from levelfield._core.run.limits import EndpointLimit  # noqa: E402
 from levelfield.adapters.a2a.server import build_app, start_asgi  # noqa: E402
-from levelfield.testing import ConcurrencyLimited, FirstCallRefused, QueuedAhead  # noqa: E402
+from levelfield.testing import ConcurrencyLimited, FirstCallRefused  # noqa: E402
 
 DELAY = 0.05
 
@@ -121,28 +121,29 @@ def test_the_compare_command_at_concurrency_64_runs_at_about_the_servers_limit(t
     assert re.search(r"failed runs\s+0/160", out)
 
 
-def _refused_shares(make: Any, runs: int = 3) -> list[float]:
+def _refused_shares(kind: str, runs: int = 3) -> list[float]:
     """The share of requests refused in each of ``runs`` evaluations of 320 cases at concurrency 64
-    against the server ``make`` builds (a gate admitting 8); no run may fail."""
+    against a server behind a gate admitting 8 (``GateProcess`` ``kind``), in a process of its own as a
+    proxy is; no run may fail. In this process the server's thread shares the interpreter lock with the
+    evaluation's loop, whose answers then come back late and in bursts: the limit counts calls in flight the
+    server has already answered (runs of 5.5-8 s where with the server in its own process they take
+    3.3-4.3 s; see bench/bench_limits_64_behind_8.py's figures without and with ``--apart``)."""
+    from tests.core.run.gate_process import GateProcess
+
     cases = [{"prompt": f"{p} #{n}", "reference": f"echo {p} #{n}"} for n in range(2) for p in (c["prompt"] for c in CASES)]
     shares = []
     for _ in range(runs):
-        made: list[ConcurrencyLimited] = []
-
-        def build(url: str, made: list[ConcurrencyLimited] = made) -> ConcurrencyLimited:
-            made.append(make(build_app(_echo, url=url, name="limited")))
-            return made[0]
-
-        with start_asgi(build) as server:
-            result = lf.evaluate(cases, lf.as_agent(server.url), ["exact_match"], a2a_preflight=False, concurrency=64,
+        with GateProcess(kind) as gate:
+            result = lf.evaluate(cases, lf.as_agent(gate.url), ["exact_match"], a2a_preflight=False, concurrency=64,
                                  retries=0, progress=False)
-        (gate,) = made
-        assert gate.admitted == len(cases) == 320
+            admitted, refused, peak = gate.counts()
+        assert admitted == len(cases) == 320
+        assert peak <= 8
         assert not any(r.failure for r in result.runs), [r.error for r in result.runs if r.failure][:3]
-        requests = gate.admitted + gate.refused
+        requests = admitted + refused
         (stats,) = result.limits
-        assert stats.calls == requests and stats.rate_limited == gate.refused
-        shares.append(gate.refused / requests)
+        assert stats.calls == requests and stats.rate_limited == refused
+        shares.append(refused / requests)
     return shares
 
 
@@ -154,7 +155,7 @@ def test_at_concurrency_64_behind_a_server_admitting_8_few_calls_are_refused_and
     # once let it open to 64 with no refusal: 14.9 %, the next test). bench/bench_limits_64_behind_8.py
     # measures the shares (see its docstring for the last figures, alone and beside two busy processes):
     # each run is held to 5 %.
-    shares = _refused_shares(lambda app: ConcurrencyLimited(app, 8))
+    shares = _refused_shares("plain")
     assert max(shares) <= 0.05, shares
 
 
@@ -166,7 +167,7 @@ def test_behind_a_server_that_queues_calls_ahead_of_its_gate_slow_start_holds_on
     # finds few calls waiting (holding alone let the lagging median reach 14-24 in flight: 3-6.7 % refused);
     # the cut counts only the calls the endpoint served. bench/bench_limits_64_behind_8.py --queued measures
     # the shares: each run is held to 5 %.
-    shares = _refused_shares(lambda app: QueuedAhead(app, 8))
+    shares = _refused_shares("queued")
     assert max(shares) <= 0.05, shares
 
 
