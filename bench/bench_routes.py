@@ -63,29 +63,28 @@ IN_HAND = ("df_in_hand", "load_dataset_df")
 SETS = {"trajectory": TRAJECTORY[:3], "rouge_1": ["response_match_score"]}
 
 
-def _peak_mb() -> float:
-    """This process's peak resident memory. On Linux its own (VmHWM): ``ru_maxrss`` keeps the peak of
-    the process it was forked from across ``exec``, so a child of a large parent reports the parent's."""
+def _status_mb(field: str) -> float | None:
+    """A memory figure of this process from /proc/self/status (``VmHWM``, ``VmRSS``), None without /proc."""
     try:
         with open("/proc/self/status", encoding="ascii") as status:
             for line in status:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) / 1e3  # kB
     except OSError:
         pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+    return None
+
+
+def _peak_mb() -> float:
+    """This process's peak resident memory. On Linux its own (VmHWM): ``ru_maxrss`` keeps the peak of
+    the process it was forked from across ``exec``, so a child of a large parent reports the parent's."""
+    peak = _status_mb("VmHWM")
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3 if peak is None else peak
 
 
 def _rss_mb() -> float:
     """This process's resident memory now (VmRSS), 0 where /proc is not there."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1e3  # kB
-    except OSError:
-        pass
-    return 0.0
+    return _status_mb("VmRSS") or 0.0
 
 
 def _release_free_memory() -> None:
