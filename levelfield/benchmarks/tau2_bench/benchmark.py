@@ -122,6 +122,13 @@ class Tau2Benchmark:
         reward = Tau2Reward(self)
         return [reward, *([Tau2RewardPart(reward, p) for p in PARTS] if parts else [])]
 
+    def pass_hat_k(self, results: Any, *, k: int | None = None, confidence: float = 0.95) -> Any:
+        """τ²'s pass^k from a comparison (or one evaluation) run with ``trials=k``: per agent its value, interval,
+        and the tasks whose verdict flipped between trials (see ``passk.pass_hat_k_table``)."""
+        from .passk import pass_hat_k_table
+
+        return pass_hat_k_table(results, metric="tau2_reward", k=k, confidence=confidence)
+
     @property
     def provenance(self) -> dict[str, Any]:
         """What the results rest on: the τ² package and data version, the domain, its mode and task count."""
