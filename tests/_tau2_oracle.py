@@ -27,6 +27,20 @@ def plan(bench: Any, task_id: str, mutate: Mutation | None = None) -> tuple[Call
     return calls, text
 
 
+WRITES = ("exchange", "return", "cancel", "modify", "book", "update", "send")
+
+
+def careless_on_some_trials(task_id: str, calls: Calls) -> Calls:
+    """Skips every write on the trials a hash of (task, trial) picks (one in three): verdicts that flip."""
+    import zlib
+
+    scope = current_scope()
+    assert scope is not None
+    if zlib.crc32(f"{task_id}-{scope.trial}".encode()) % 3 == 0:
+        return [c for c in calls if not c[0].startswith(WRITES)]
+    return calls
+
+
 def _task() -> str:
     scope = current_scope()
     assert scope is not None, "the oracle runs inside an evaluation"

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("tau2")
 
 import levelfield as lf  # noqa: E402
-from _tau2_oracle import adk_oracle, function_oracle, langgraph_oracle, plan  # noqa: E402
+from _tau2_oracle import adk_oracle, careless_on_some_trials, function_oracle, langgraph_oracle, plan  # noqa: E402
 from levelfield.benchmarks.tau2_bench._package import tau2_package  # noqa: E402
 from levelfield.benchmarks.tau2_bench.benchmark import OPENING  # noqa: E402
 from levelfield.testing import ScriptedUser  # noqa: E402
@@ -309,17 +309,6 @@ def test_the_metric_runs_in_an_async_evaluation_too():
 
 
 # -- pass^k over trials, compared --------------------------------------------------------------
-
-
-def careless_on_some_trials(task_id, calls):
-    """Skips the writes on the trials a hash of (task, trial) picks: verdicts that flip between trials."""
-    import zlib
-
-    from levelfield._core.run.scope import current_scope
-
-    if zlib.crc32(f"{task_id}-{current_scope().trial}".encode()) % 3 == 0:
-        return [c for c in calls if not c[0].startswith(("exchange", "return", "cancel", "modify"))]
-    return calls
 
 
 def test_two_agents_compared_on_retail_with_three_trials_print_pass_hat_k_the_verdict_and_intervals():
