@@ -24,7 +24,7 @@ from ._core.stats.planning import Alternative, MeasuredDesign, SampleSize, measu
 
 if TYPE_CHECKING:
     from ._core.stats.config import StatsConfig
-    from .comparison import Comparison
+    from .comparison._comparison import Comparison
 
 __all__ = ["GateResult", "baseline_changes", "scores_changes", "check_regressions", "changes_table",
            "plan_from", "require_certified_judges"]

@@ -249,7 +249,7 @@ def check_eval(
     ``simulator`` (``lf.UserSimulator(model)``, ``lf.testing.ScriptedUser(...)``, a chat model) plays
     the user of ``conversation_scenario`` cases; without one they are listed as not run.
     """
-    from ..evaluation import evaluate
+    from .._entry.evaluation import evaluate
 
     cfg = run_config(config, **options) if config is not None else run_config(**{"progress": False, **options})
     dataset: EvalDataset = load_dataset(source)

@@ -12,7 +12,7 @@ from scipy.stats import binomtest
 
 import levelfield as lf
 from levelfield._core.stats.robustness import consistency_table, drop_table, exact_share_interval, fault_kind_table
-from levelfield.robustness import robustness_of
+from levelfield.comparison._robustness import robustness_of
 
 
 def simulate(rng, *, cases=20, trials=5, drop=0.15):

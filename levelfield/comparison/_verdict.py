@@ -7,7 +7,7 @@ gets wrong, the extra call it makes, or the error its runs fail with. Then, per 
 agent with the highest mean and, against every other agent, whether the paired test (adjusted
 across the pairs that can differ, see ``Comparison.pairwise``) says it is significantly better.
 
-This module sits below ``levelfield.comparison``: it reads a comparison through the small
+This module sits below ``levelfield.comparison._comparison``: it reads a comparison through the small
 :class:`Compared` protocol and imports neither the comparison nor the report, so both can use it.
 """
 
@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from ._core.data.money import dollars
+from .._core.data.money import dollars
 
 __all__ = [
     "Compared",

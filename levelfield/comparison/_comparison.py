@@ -13,8 +13,8 @@ Trials are reduced per case before any statistic (``reducer="mean"`` by default;
 ``"min"``, ``"median"``), so every case weighs the same and two agents are compared case by case.
 
 The statistics live here; one case's runs side by side (``case_view``) in
-:mod:`levelfield.comparison_cases`, saving and loading in :mod:`levelfield.comparison_record`, the
-text ``print(cmp)`` shows in :mod:`levelfield.comparison_text`.
+:mod:`levelfield.comparison._cases`, saving and loading in :mod:`levelfield.comparison._record`, the
+text ``print(cmp)`` shows in :mod:`levelfield.comparison._text`.
 """
 
 from __future__ import annotations
@@ -27,25 +27,25 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._core.data.config import RunConfig
-from ._core.data.cost_limit import BudgetReport
-from ._core.data.dataset import EvalDataset
-from ._core.data.types import AgentRun
-from ._core.errors import MetricError
-from ._core.results.result import EvalResult
-from ._core.score.diff import MarkedCall, mark_trajectory
-from ._core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
-from ._core.score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT, Metric
-from ._core.stats import inference as stats
-from ._core.stats.change import detectable_difference
-from ._core.stats.components import SOURCES, split_variance
-from ._core.stats.config import FailedRuns, StatsConfig, stats_config
-from ._core.stats.paired import PairedInference, paired_inference
-from ._core.stats.soft_labels import soft_values
-from .comparison_cases import AgentCase, CaseView, CaseViews, JudgedView
-from .comparison_record import ComparisonRecord
-from .comparison_text import comparison_text
-from .verdict import Verdict, verdict
+from .._core.data.config import RunConfig
+from .._core.data.cost_limit import BudgetReport
+from .._core.data.dataset import EvalDataset
+from .._core.data.types import AgentRun
+from .._core.errors import MetricError
+from .._core.results.result import EvalResult
+from .._core.score.diff import MarkedCall, mark_trajectory
+from .._core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
+from .._core.score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT, Metric
+from .._core.stats import inference as stats
+from .._core.stats.change import detectable_difference
+from .._core.stats.components import SOURCES, split_variance
+from .._core.stats.config import FailedRuns, StatsConfig, stats_config
+from .._core.stats.paired import PairedInference, paired_inference
+from .._core.stats.soft_labels import soft_values
+from ._cases import AgentCase, CaseView, CaseViews, JudgedView
+from ._record import ComparisonRecord
+from ._text import comparison_text
+from ._verdict import Verdict, verdict
 
 __all__ = [
     "Comparison",
@@ -112,14 +112,14 @@ class Comparison(CaseViews, ComparisonRecord):
         """Per agent: its tools levelled or not (``levelled``, ``how`` | ``why``) and its calls counted by
         source (``replayed`` from the cassette or the shared record, ``recorded``, ``live``, ``missed``) and
         fault (``counts``); None when nothing was levelled (see ``levelfield.tools``)."""
-        """Set by ``compare(baseline=...)``: the ``levelfield.baseline.Baseline`` that joined as an agent."""
+        """Set by ``compare(baseline=...)``: the ``levelfield.comparison._baseline.Baseline`` that joined as an agent."""
         self.stopped_early: dict[str, Any] | None = None
         """Set by ``compare(stop_early=...)``: where the sequential test stopped, and each pair's decision."""
         self.faulted: Comparison | None = None
         """Set by ``compare(faults=...)``: the same agents on the same cases under the seeded tool faults."""
         self.robustness: Any = None
         """Set by ``compare(faults=...)``: each agent's drop under the seeded tool faults, the fault kinds
-        met and the agreement of trials (``levelfield.robustness.Robustness``; ``print`` it)."""
+        met and the agreement of trials (``levelfield.comparison._robustness.Robustness``; ``print`` it)."""
         self.saved_baseline: str | None = None
         """When loaded from a folder: the agent that was the baseline of the run that saved it."""
         self.evaluator_notes: list[str] = []

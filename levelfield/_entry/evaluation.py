@@ -2,7 +2,8 @@
 
 They turn what the user passed into agents (``as_agent``, agent specs) and hand them to the
 adapter-free engine in ``levelfield._core``; what they do for one agent (agents from specs, executors,
-option checks, short errors, warnings) :mod:`levelfield.comparing` does for ``compare`` too.
+option checks, short errors, warnings) :mod:`levelfield._entry.comparing` does for ``compare`` too, through the
+helpers they share (:mod:`levelfield._entry.shared`).
 
 Run options (concurrency, timeout, retries, backoff, trials, progress, agent_concurrency, out,
 resume, overwrite, isolation, executor) are the fields of
@@ -15,115 +16,49 @@ Each sync entry point is its async twin run to completion: one implementation.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Unpack
 
-from ._core.data.config import RunConfig, RunOptions, run_config
-from ._core.errors import ConfigError, LevelfieldError
-from ._core.results.lock import holding
-from ._core.run.notices import MissingReferenceWarning, unscored_metrics, warn_user
-from ._core.run.threads import run_coroutine
-from ._core.score.metrics.registry import nearest_name, resolve_metrics
-from .executors import resolve_executor, ships_agents
-from .executors.saved import check_out, score_saved_rows, takes_columnar_path
-from .failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning, failure_groups, unreadable_judges
+from .._core.data.config import RunConfig, RunOptions, run_config
+from .._core.errors import ConfigError
+from .._core.results.lock import holding
+from .._core.run.notices import MissingReferenceWarning, unscored_metrics, warn_user
+from .._core.run.threads import run_coroutine
+from .._core.score.metrics.registry import resolve_metrics
+from ..executors import resolve_executor, ships_agents
+from ..executors.saved import check_out, score_saved_rows, takes_columnar_path
+from .shared import (
+    agent_of,
+    as_simulator,
+    check_agent_concurrency,
+    check_judge_budget,
+    executor_of,
+    judge_config_of,
+    levelling_of,
+    load_dataset,
+    log_experiment,
+    require_experiment_logging,
+    short_errors,
+    short_errors_async,
+    warn_if_always_failed,
+    warn_if_judges_unreadable,
+)
 
 # Scoring saved rows needs none of the rest (the runner, adapters, simulator and judges, Ray, the
 # statistics of a comparison): each loads in the function that uses it, so that the first
 # ``lf.evaluate(path, metrics=...)`` of a process does not pay for them (issue #46).
 if TYPE_CHECKING:
-    from ._core.data.protocol import AgentRunnable
-    from ._core.results.result import EvalResult
-    from ._core.run.runner import Executor
-    from ._core.score.metrics.base import Metric
-    from ._core.stats.config import StatsConfig
-    from .judge.config import JudgeConfig
+    from .._core.data.protocol import AgentRunnable
+    from .._core.results.result import EvalResult
+    from .._core.score.metrics.base import Metric
+    from .._core.stats.config import StatsConfig
+    from ..judge.config import JudgeConfig
 
-
-def load_dataset(data: Any) -> Any:
-    """``levelfield.formats.load_dataset``, loaded when first called."""
-    from .formats.files import load_dataset as load
-
-    return load(data)
-
-
-def as_simulator(simulator: Any) -> Any:
-    """``levelfield.simulation.as_simulator``, loaded when first called."""
-    if simulator is None:
-        return None
-    from .simulation import as_simulator as simulator_of
-
-    return simulator_of(simulator)
 
 __all__ = ["evaluate", "aevaluate", "EvalTask"]
-
-T = TypeVar("T")
-
-
-def _short_errors(call: Callable[[], T]) -> T:
-    """Run an entry point's body; a levelfield error surfaces from the entry point itself.
-
-    Without this, a bad dataset row or agent spec ends in thirty lines of asyncio frames
-    above a message that already says what and where. ``LEVELFIELD_DEBUG=1`` keeps them.
-    """
-    try:
-        return call()
-    except LevelfieldError as exc:
-        if os.environ.get("LEVELFIELD_DEBUG"):
-            raise
-        raise exc.with_traceback(None) from None
-
-
-async def _short_errors_async(call: Awaitable[T]) -> T:
-    """:func:`_short_errors` for the async entry points."""
-    try:
-        return await call
-    except LevelfieldError as exc:
-        if os.environ.get("LEVELFIELD_DEBUG"):
-            raise
-        raise exc.with_traceback(None) from None
-
-
-def _warn_if_always_failed(results: Mapping[str, EvalResult]) -> None:
-    # The runs are kept (an evaluation never loses one), but a silent all-NaN table misleads.
-    for agent, result in results.items():
-        failed = result.run_failures()  # journaled runs are not read back for this: only the failed ones
-        if len(failed) and failed.all():
-            group = failure_groups({agent: result.failures})[0]
-            warn_user(
-                AllRunsFailedWarning(
-                    f"every run of agent {agent!r} failed ({len(failed)} runs); most often "
-                    f"{group.error_type} x{group.count}, e.g. case {group.case_id}: {group.example}"
-                )
-            )
-
-
-def _warn_if_judges_unreadable(results: Mapping[str, EvalResult], metrics: Sequence[Metric]) -> None:
-    # A judge whose answers no parser reads leaves NaN on every row: said once per metric, never silent.
-    for found in unreadable_judges(results, metrics):
-        warn_user(JudgeAnswersUnreadableWarning(found.message()))
-
-
-def _require_experiment_logging(experiment: str | None) -> None:
-    # Checked before any agent runs, so a missing extra does not cost a whole evaluation.
-    if experiment is not None:
-        from .experiment import check_experiment_name, require_mlflow
-
-        check_experiment_name(experiment)
-        require_mlflow()
-
-
-def _log_experiment(log: Callable[[], Any], experiment: str) -> None:
-    # The evaluation is done and paid for: a tracking store that refuses it must not lose it.
-    try:
-        log()
-    except Exception as exc:  # noqa: BLE001 - any store or network failure
-        warn_user(f"could not log to MLflow experiment {experiment!r} ({type(exc).__name__}: {exc}); "
-              "the result is returned as usual", RuntimeWarning)
 
 
 def _saved_batch_by_batch(dataset: Any, metrics: Sequence[Metric], cfg: RunConfig) -> EvalResult | None:
@@ -136,7 +71,7 @@ def _saved_batch_by_batch(dataset: Any, metrics: Sequence[Metric], cfg: RunConfi
     executor = resolve_executor(cfg.executor) if ships_agents(cfg.executor) else None
     ray = None
     if executor is not None:
-        from .executors import ray
+        from ..executors import ray
     if (ray is not None and isinstance(executor, ray.RayExecutor) and ray.scores_on_ray_data(dataset)
             and takes_columnar_path(dataset, metrics, cfg.replace(workers=2))):  # at any size: Ray was asked for
         # A saved-predictions file scored on Ray Data, with the same columnar scorer.
@@ -169,7 +104,7 @@ async def aevaluate(
     **options: Unpack[RunOptions],
 ) -> EvalResult:
     """Async twin of :func:`evaluate` (the same arguments, the same result)."""
-    return await _short_errors_async(_evaluate(dataset, agent, metrics, name=name, config=config, human_labels=human_labels,
+    return await short_errors_async(_evaluate(dataset, agent, metrics, name=name, config=config, human_labels=human_labels,
                                                simulator=simulator, experiment=experiment, judge=judge, judge_config=judge_config, tools=tools,
                                                faults=faults, options=dict(options), stats=stats))
 
@@ -217,12 +152,12 @@ def evaluate(
     that plays the dataset's conversation-scenario cases; without one they are skipped.
     A failed run never stops the evaluation (a warning says so when every run failed); bad input
     (dataset, metric, agent spec, option) raises a ``LevelfieldError`` from here, before any agent
-    runs. ``experiment="name"`` logs the result to MLflow tracking (see :mod:`levelfield.experiment`).
+    runs. ``experiment="name"`` logs the result to MLflow tracking (see :mod:`levelfield._entry.experiment`).
     ``judge`` (a chat model, ``"provider:model"``, a function or an agent) builds the metric names
     that need one, e.g. ``metrics=["final_response_match_v2", "safety_v1"]``; ``judge_config=lf.JudgeConfig(
     samples=3, timeout=30)`` says how those metrics ask it (a metric object takes its own ``judge_config``).
     """
-    return _short_errors(lambda: run_coroutine(aevaluate(
+    return short_errors(lambda: run_coroutine(aevaluate(
         dataset, agent, metrics, name=name, config=config, human_labels=human_labels, simulator=simulator,
         experiment=experiment, judge=judge, judge_config=judge_config, tools=tools, faults=faults, stats=stats, **options)))
 
@@ -245,10 +180,10 @@ async def _evaluate(
     stats: StatsConfig | None = None,
 ) -> EvalResult:
     """The one implementation of ``evaluate`` and ``aevaluate``."""
-    _require_experiment_logging(experiment)
+    require_experiment_logging(experiment)
     settings = None if stats is None else _evaluate_stats(stats)  # None: the defaults (loaded only if needed)
     cfg = run_config(config, **options)
-    resolved = resolve_metrics(metrics, judge=judge, judge_config=_judge_config(judge_config))
+    resolved = resolve_metrics(metrics, judge=judge, judge_config=judge_config_of(judge_config))
     result = None
     if agent is None and cfg.max_cost_usd is not None:
         raise ConfigError("max_cost_usd limits agents' runs; scoring saved predictions runs no agent "
@@ -261,7 +196,7 @@ async def _evaluate(
     if agent is None and cfg.isolation != "none":
         raise ConfigError(f"isolation={cfg.isolation!r} runs agents in worker processes; scoring saved predictions runs "
                           "no agent (workers= sets the processes that score them)")
-    _check_judge_budget(cfg, resolved)
+    check_judge_budget(cfg, resolved)
     if agent is None and (tools is not None or faults is not None):
         raise ConfigError("tools=/faults= level the tools of agents' runs; scoring saved predictions runs no agent")
     with holding(cfg.out_dir):  # one writer per out folder, from reading its journal to saving the results
@@ -270,11 +205,11 @@ async def _evaluate(
         if result is None:
             result = await _run_evaluation(dataset, agent, resolved, name=name, cfg=cfg, human_labels=human_labels,
                                            simulator=simulator, tools=tools, faults=faults, settings=settings)
-    _warn_if_judges_unreadable({result.agent_name or "saved": result}, resolved)
+    warn_if_judges_unreadable({result.agent_name or "saved": result}, resolved)
     if experiment is not None:
         from .experiment import log_evaluation
 
-        _log_experiment(lambda: log_evaluation(result, experiment), experiment)
+        log_experiment(lambda: log_evaluation(result, experiment), experiment)
     return result
 
 
@@ -282,9 +217,9 @@ async def _run_evaluation(
     dataset: Any, agent: Any, metrics: list[Metric], *, name: str | None, cfg: RunConfig, human_labels: Any, simulator: Any,
     tools: Any = None, faults: Any = None, settings: StatsConfig | None = None,
 ) -> EvalResult:
-    from ._core.run.engine import run_and_score, score_saved
-    from ._core.stats.config import StatsConfig
-    from ._core.stats.judge_correction import (
+    from .._core.run.engine import run_and_score, score_saved
+    from .._core.stats.config import StatsConfig
+    from .._core.stats.judge_correction import (
         check_label_cases,
         correct_judged,
         judged_binary_metrics,
@@ -299,15 +234,15 @@ async def _run_evaluation(
         check_label_cases(labels, ds)  # bad labels fail before any agent runs
     if agent is None and simulator is not None:
         raise ConfigError("simulator=... plays the user of a conversation with an agent: pass agent=... too")
-    executor = _executor(cfg, simulator)
+    executor = executor_of(cfg, simulator)
     if agent is None:
         if cfg.out_dir is not None:
             check_out(cfg.out_dir, cfg)  # before scoring: a folder of other files or results is not replaced unasked
         result = await score_saved(ds, metrics, cfg)
     else:
-        runnable: AgentRunnable = _agent(agent, name, cfg)
-        _check_agent_concurrency(cfg, [runnable], metrics)
-        levelled = _levelling(tools, faults, cfg, [runnable])
+        runnable: AgentRunnable = agent_of(agent, name, cfg)
+        check_agent_concurrency(cfg, [runnable], metrics)
+        levelled = levelling_of(tools, faults, cfg, [runnable])
         try:
             result = (await run_and_score(ds, levelled.agents, metrics, cfg, kind="evaluate",
                                           simulator=as_simulator(simulator), executor=executor,
@@ -315,7 +250,7 @@ async def _run_evaluation(
         finally:
             levelled.close()
         levelled.attach({runnable.name: result})
-        _warn_if_always_failed({runnable.name: result})
+        warn_if_always_failed({runnable.name: result})
     if labels is not None:
         result.judge_corrections = correct_judged(result, labels, **correcting)
     elif any("human_label" in c.metadata for c in ds) and judged_binary_metrics(result):
@@ -367,14 +302,14 @@ class EvalTask:
         run named ``experiment_run_name`` (default: the agent's name).
         """
         experiment = self.experiment
-        _short_errors(lambda: _require_experiment_logging(experiment))
+        short_errors(lambda: require_experiment_logging(experiment))
         cfg = run_config(_overlay(self.config, config), **options)
         saved = self._data if runnable is None and self._dataset is None else self.dataset
         result = evaluate(saved, runnable, self.metrics, config=cfg)
         if experiment is not None:
             from .experiment import log_evaluation
 
-            _log_experiment(lambda: log_evaluation(result, experiment, run_name=experiment_run_name), experiment)
+            log_experiment(lambda: log_evaluation(result, experiment, run_name=experiment_run_name), experiment)
         return result
 
 
@@ -387,82 +322,9 @@ def _overlay(base: RunConfig, given: RunConfig | None) -> RunConfig:
     return base.replace(**changed)
 
 
-def _agent(agent: Any, name: str | None, config: RunConfig) -> AgentRunnable:
-    # A spec string ("pkg.mod:attr", a URL) is loaded here; when agents run in other processes
-    # (process isolation, Ray) it stays a spec, so each worker builds the agent itself.
-    from .adapters.auto import as_agent
-    from .adapters.spec import SpecAgent, agent_from_spec
-
-    if isinstance(agent, str):
-        if ships_agents(config.executor):
-            return SpecAgent(agent, name=name)
-        return agent_from_spec(agent, name=name, isolation=config.isolation)
-    return as_agent(agent, name=name)
-
-
-def _levelling(tools: Any, faults: Any, cfg: RunConfig, runnables: Sequence[AgentRunnable]) -> Any:
-    """The agents with their tools levelled (``tools=``, ``faults=``; see ``levelfield.tools``)."""
-    from .tools.setup import levelling
-
-    return levelling(tools, faults, cfg, runnables, ships=ships_agents(cfg.executor))
-
-
-def _executor(config: RunConfig, simulator: Any) -> Executor | None:
-    """Where the runs execute; None: this process (the local runner)."""
-    if not ships_agents(config.executor):
-        return None
-    if config.max_cost_usd is not None:
-        raise ConfigError(f"max_cost_usd limits the runs this process starts; it does not combine with "
-                          f"executor={config.executor!r} yet: run with the local executor to set a budget")
-    if simulator is not None:
-        raise ConfigError(f"simulator=... plays conversations in this process; it does not combine with "
-                          f"executor={config.executor!r} yet: run the scenario cases locally")
-    return resolve_executor(config.executor)
-
-
-def _check_agent_concurrency(cfg: RunConfig, runnables: Sequence[AgentRunnable],
-                             metrics: Sequence[Metric] | None = None) -> None:
-    """Refuse options that do not apply to these agents and metrics, naming the option and why: an option
-    that passes silently looks like it worked."""
-    names = [r.name for r in runnables]
-    unknown = sorted(set(cfg.agent_concurrency) - set(names))
-    if unknown:
-        raise ConfigError(f"agent_concurrency names unknown agents: {', '.join(unknown)} "
-                          f"(the agents are: {', '.join(names)})")
-    endpoints = {*names, "judge", "simulator"}
-    for option in ("requests_per_minute", "tokens_per_minute"):
-        value = getattr(cfg, option)
-        if isinstance(value, Mapping):
-            for key in sorted(set(value) - endpoints, key=str):
-                raise ConfigError(f"{option} names {key!r}, which is no agent of this run.{nearest_name(str(key), endpoints)} "
-                                  f"(give agent names, 'judge' or 'simulator': {', '.join(sorted(endpoints))})")
-    if cfg.workers != 1:
-        raise ConfigError(f"workers={cfg.workers} sets the processes that score saved predictions; with an agent it would "
-                          "do nothing: runs in flight are set by concurrency= (isolation='process' runs agents in "
-                          "processes, executor='ray' on a cluster)")
-    if metrics is not None:
-        _check_judge_budget(cfg, metrics)
-
-
-def _judge_config(judge_config: JudgeConfig | None) -> JudgeConfig | None:
-    """``judge_config`` checked to be an ``lf.JudgeConfig``; the judge package is loaded only when one is given."""
-    if judge_config is None:
-        return None
-    from .judge.config import judge_config as checked
-
-    return checked(judge_config)
-
-
-def _check_judge_budget(cfg: RunConfig, metrics: Sequence[Metric]) -> None:
-    if cfg.judge_max_cost_usd is not None and not any(getattr(m, "is_async", False) for m in metrics):
-        raise ConfigError(f"judge_max_cost_usd={cfg.judge_max_cost_usd:g} limits what judged metrics spend, and none of "
-                          f"the metrics is judged ({', '.join(m.name for m in metrics) or 'none given'}); "
-                          "max_cost_usd limits the agents' runs")
-
-
 def _evaluate_stats(stats: StatsConfig | None) -> StatsConfig:
     """``evaluate``'s statistics options: only those of the judge correction apply; any other is refused."""
-    from ._core.stats.config import STATS_OPTIONS, StatsConfig, stats_config
+    from .._core.stats.config import STATS_OPTIONS, StatsConfig, stats_config
 
     settings = stats_config(stats)
     default = StatsConfig()

@@ -1,7 +1,7 @@
 """One case across agents: every agent's runs of a case side by side, marked and scored (``Comparison.case_view``).
 
 The report's case pages read these views; :class:`CaseViews` is a base class of
-:class:`~levelfield.comparison.Comparison`, which holds the scores they show.
+:class:`~levelfield.Comparison`, which holds the scores they show.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._core.data.dataset import EvalCase
-from ._core.score.diff import MarkedCall, mark_trajectory
+from .._core.data.dataset import EvalCase
+from .._core.score.diff import MarkedCall, mark_trajectory
 
 __all__ = ["AgentCase", "JudgedView", "CaseView", "CaseViews"]
 
@@ -71,7 +71,7 @@ class CaseView:
 
 
 class CaseViews:
-    """``case_view``: the part of a :class:`~levelfield.comparison.Comparison` that shows one case."""
+    """``case_view``: the part of a :class:`~levelfield.Comparison` that shows one case."""
 
     # -- one case --------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """A comparison saved and read back: its run record, tables and ``summary.json``, and ``Comparison.load``.
 
-:class:`ComparisonRecord` is a base class of :class:`~levelfield.comparison.Comparison`: what it
+:class:`ComparisonRecord` is a base class of :class:`~levelfield.Comparison`: what it
 writes (``save``, ``record_header``, ``summary_dict``, ``to_parquet``) and how it reads a saved one
 back (``load``), the statistics being recomputed from the stored scores.
 """
@@ -16,21 +16,21 @@ from typing import Any, Literal
 import pandas as pd
 from typing_extensions import Self
 
-from ._core.data.jsonsafe import to_jsonable
-from ._core.errors import ConfigError, RecordError
-from ._core.results.fingerprints import fingerprints_of
-from ._core.results.record import RUNS_FILE, finish_journal, make_header, read_record, write_record
-from ._core.results.result import record_status, results_from_record
-from ._core.results.tables import parquet_available, table_to_parquet, write_table_files, write_tables_in_pages
-from ._core.results.writing import write_text
-from ._core.stats.config import StatsConfig
-from ._core.stats.sequential import analysed_cases
+from .._core.data.jsonsafe import to_jsonable
+from .._core.errors import ConfigError, RecordError
+from .._core.results.fingerprints import fingerprints_of
+from .._core.results.record import RUNS_FILE, finish_journal, make_header, read_record, write_record
+from .._core.results.result import record_status, results_from_record
+from .._core.results.tables import parquet_available, table_to_parquet, write_table_files, write_tables_in_pages
+from .._core.results.writing import write_text
+from .._core.stats.config import StatsConfig
+from .._core.stats.sequential import analysed_cases
 
 __all__ = ["ComparisonRecord"]
 
 
 class ComparisonRecord:
-    """Saving and loading: the part of a :class:`~levelfield.comparison.Comparison` that writes and reads its record."""
+    """Saving and loading: the part of a :class:`~levelfield.Comparison` that writes and reads its record."""
 
     def settings(self) -> dict[str, Any]:
         """The statistics settings of this comparison (saved in its run record)."""
@@ -188,7 +188,7 @@ class ComparisonRecord:
         faulted = record.path.parent / "faulted"
         if faulted.is_dir() and not (isinstance(cmp.tools_header, dict) and cmp.tools_header.get("faults")):
             # compare(faults=...) recorded the runs under faults beside the clean ones: read them back too.
-            from .robustness import robustness_of
+            from ._robustness import robustness_of
 
             cmp.faulted = cls.load(faulted)
             spec = (cmp.faulted.tools_header or {}).get("faults") or {}
