@@ -151,33 +151,61 @@ def compare(
 ) -> Comparison:
     """Run every agent on every case of ``dataset`` and score them with the same metrics.
 
-    ``agents``: ``{"name": agent}``, each anything ``as_agent`` accepts or a spec string
-    (``"module:attr"``, an ``http(s)://`` A2A URL, an Agent Engine resource name).
-    ``config`` / keywords: run options (``lf.RunConfig``: concurrency, timeout, retries, trials,
-    out, resume, executor, ...); ``agent_concurrency={"name": n}`` caps one agent further.
-    ``stats``: statistics options (``lf.StatsConfig``: failed_runs, confidence, test, seed, reducer,
-    alpha, margin); by default a failed run scores 0 and the paired test is exact McNemar for 0/1
-    metrics, Wilcoxon otherwise.
-    ``baseline``: saved runs that join as one more agent without running again (an earlier ``out``
-    folder, an ``EvalResult`` or ``{"main": folder}``), paired by case id and trial. Its judged scores
-    are kept only when the same evaluators gave them (judge model and settings, prompt, rubrics, metric
-    version; see ``result.evaluators``); otherwise the comparison is refused naming what differs, unless
-    ``allow_different_evaluators=True``, which warns and labels the comparison (``cmp.evaluator_notes``).
-    ``fail_if_worse=["metric", ...]`` raises ``RegressionError`` when an agent is significantly worse
-    than the baseline (Holm-adjusted p < ``stats.alpha``, by more than ``stats.margin``).
-    ``require_certified_judge=True`` (with ``human_labels=`` a CSV/JSONL of case_id,human_label, or the
-    dataset's ``human_label`` column; or a ``JudgeCertification`` from :func:`levelfield.certify_judge`)
-    lets ``fail_if_worse`` gate a judged metric only when its judge is certified on the agents' rows,
-    else raises ``UncertifiedJudgeError`` naming the metric and why.
-    ``stop_early=True`` (or a metric name; default the first metric) runs the cases in a random order
-    fixed by ``stats.seed`` and stops starting runs once every pair of agents is decided by an
-    always-valid sequential test at ``stats.alpha`` (significant; within ``stats.margin`` when one
-    is given; or no longer reachable); ``cmp.stopped_early`` says where and why, and a later
-    ``resume=True`` without it runs the remaining cases (see ``levelfield._core.stats.sequential``).
-    ``simulator`` plays the conversation-scenario cases (every agent meets the same user).
-    ``experiment="name"`` logs each agent's run to MLflow. ``out=`` writes the run record, tables,
-    summary and ``report.html``. ``judge`` builds the metric names that need one, ``judge_config`` says how
-    they ask it (see :func:`evaluate`).
+    By default a failed run scores 0, and the paired test is exact McNemar for 0/1 metrics, Wilcoxon
+    otherwise, Holm-adjusted across the pairs that can differ. A failed run never stops the
+    comparison; bad input raises a ``LevelfieldError`` from here, before any agent runs.
+
+    Args:
+        dataset: The cases, as ``lf.evaluate`` takes them (a DataFrame, rows, a path, an ``lf.EvalDataset``).
+        agents: ``{"name": agent}`` (or a list, named by their adapters), each anything ``lf.as_agent``
+            accepts or a spec string (``"module:attr"``, an ``http(s)://`` A2A URL, an Agent Engine
+            resource name).
+        metrics: Metric names or objects; None: the default set.
+        config: Run options as one ``lf.RunConfig``; a keyword in ``options`` wins over it.
+        stats: Statistics options as one ``lf.StatsConfig`` (``failed_runs``, ``confidence``, ``test``,
+            ``seed``, ``reducer``, ``alpha``, ``margin``, ``judge_scores``); given as keywords they are refused.
+        baseline: Saved runs that join as one more agent without running again (an earlier ``out``
+            folder, an ``lf.EvalResult`` or ``{"main": folder}``), paired by case id and trial. Its judged
+            scores are kept only when the same evaluators gave them (judge model and settings, prompt,
+            rubrics, metric version); otherwise the comparison is refused naming what differs.
+        fail_if_worse: Metric names (a list, or ``"m1,m2"``): raise ``lf.RegressionError`` when an agent
+            is significantly worse than the baseline (Holm-adjusted p below ``stats.alpha``, by more
+            than ``stats.margin``; see ``lf.gate.check_regressions``).
+        stop_early: True (or a metric name; default the first metric): run the cases in a random order
+            fixed by ``stats.seed`` and stop starting runs once every pair of agents is decided by an
+            always-valid sequential test at ``stats.alpha``; ``cmp.stopped_early`` says where and why,
+            and a later ``resume=True`` without it runs the remaining cases.
+        simulator: A simulated user that plays the conversation-scenario cases (every agent meets the same user).
+        experiment: An MLflow experiment name: each agent's run is logged to MLflow tracking.
+        judge: The judge of the metric names that need one (a chat model, ``"provider:model"``, a
+            function or an agent; see ``lf.evaluate``).
+        judge_config: How those metrics ask their judge (``lf.JudgeConfig``).
+        tools: Level every agent's tools the same way: an ``lf.ToolCassette`` (or its path) replays
+            recorded tool answers, so every agent sees the same ones (see ``lf.tools``).
+        faults: ``lf.Faults(rate=..., kinds=..., seed=...)``: every agent runs the cases twice, clean and
+            under the seeded tool faults; the clean comparison is returned, with ``cmp.faulted`` (the one
+            under faults) and ``cmp.robustness`` (each agent's drop); with ``out=DIR`` the faulted runs
+            are recorded in ``DIR/faulted``.
+        require_certified_judge: True, or an ``lf.certify_judge`` result: ``fail_if_worse`` gates a judged
+            metric only when its judge is certified on the agents' rows against ``human_labels``, else
+            raises ``lf.UncertifiedJudgeError`` naming the metric and why.
+        human_labels: Pass/fail labels by humans (a CSV or JSON Lines file of ``case_id,human_label``, or
+            the dataset's ``human_label`` column) for ``require_certified_judge``.
+        allow_different_evaluators: Join a baseline scored by other evaluators anyway: it warns and labels
+            the comparison (``cmp.evaluator_notes``).
+        **options: Run options by keyword, the fields of ``lf.RunConfig`` (see ``lf.evaluate``, which
+            names each): ``concurrency``, ``timeout``, ``retries``, ``backoff``, ``trials``, ``progress``,
+            ``agent_concurrency`` (``{"name": n}`` caps one agent further), ``out`` (the run record, tables,
+            summary and ``report.html`` are written there), ``resume``, ``overwrite``, ``isolation``,
+            ``workers``, ``executor``, ``max_response_bytes``, ``adaptive``, ``requests_per_minute``,
+            ``tokens_per_minute``, ``prices``, ``max_cost_usd``, ``a2a_preflight``, ``judge_max_cost_usd``.
+
+    Returns:
+        An ``lf.Comparison``: ``summary``, ``pairwise(metric)``, ``verdict()``; ``print(cmp)`` says it.
+
+    Raises:
+        LevelfieldError: Bad input, before any agent runs; ``RegressionError`` when ``fail_if_worse`` finds
+            a significant drop.
     """
     return short_errors(lambda: run_coroutine(acompare(
         dataset, agents, metrics, config=config, stats=stats, baseline=baseline, fail_if_worse=fail_if_worse,
@@ -221,8 +249,6 @@ def _certify_request(require_certified_judge: Any, human_labels: Any, fail_if_wo
     return _CertifyRequest(require_certified_judge, human_labels)
 
 
-FAULTED_FOLDER = "faulted"
-"""Where ``compare(faults=..., out=DIR)`` records the runs under faults: ``DIR/faulted`` (the clean ones go to ``DIR``)."""
 
 
 async def _compare_clean_and_faulted(
@@ -236,13 +262,13 @@ async def _compare_clean_and_faulted(
     with ``.faulted`` (the comparison under faults) and ``.robustness`` (each agent's paired drop, the
     fault kinds met, the agreement of trials). With ``out=DIR`` the faulted runs have their own record in
     ``DIR/faulted``; ``resume=True`` resumes both."""
-    from ..comparison._robustness import robustness_of
-
     if stop_early:
         raise ConfigError("faults= runs every case clean and under faults to pair them; stop_early does not combine "
                           "with it yet: leave stop_early out, or run the faults alone with lf.evaluate(..., faults=...)")
     if certify is not None:
         certify = certify.read(load_dataset(dataset))  # a bad labels file fails before any agent runs
+    from ..comparison._record import FAULTED_FOLDER
+
     faulted_cfg = cfg if cfg.out_dir is None else cfg.replace(out=cfg.out_dir / FAULTED_FOLDER)
     clean = await _compare(dataset, agents, metrics, config=cfg, stats=settings, baseline=baseline, fail_if_worse=None,
                            stop_early=False, simulator=simulator, experiment=None, judge=judge, judge_config=judge_config, tools=tools, faults=None,
@@ -250,8 +276,7 @@ async def _compare_clean_and_faulted(
     faulted = await _compare(dataset, agents, metrics, config=faulted_cfg, stats=settings, baseline=None,
                              fail_if_worse=None, stop_early=False, simulator=simulator, experiment=None, judge=judge, judge_config=judge_config,
                              tools=tools, faults=faults, options={}, kind=kind, paired_with_clean=False)
-    clean.faulted = faulted
-    clean.robustness = robustness_of(clean, faulted, faults=repr(faults), seed=settings.seed)
+    clean = clean.with_context(faulted=faulted, faults=repr(faults))  # its robustness: how each agent holds up
     if cfg.out_dir is not None:
         from .. import report
 
@@ -336,16 +361,13 @@ async def _compare(
         if joined is not None:
             results[joined.name] = joined.result
         from ..comparison._comparison import Comparison
+        from ..comparison._context import ComparisonContext
 
-        cmp = Comparison(ds, results, resolved, trials=cfg.trials, config=cfg, stats=settings)
-        cmp.kind = kind
-        cmp.baseline = joined
-        if joined is not None:
-            cmp.evaluator_notes = list(joined.evaluator_notes)
-        cmp.tool_levelling = levelled.report(results)
-        cmp.tools_header = levelled.header
-        if early is not None:
-            cmp.stopped_early = early.report()
+        context = ComparisonContext(
+            kind=kind, baseline=joined, evaluator_notes=list(joined.evaluator_notes) if joined is not None else [],
+            tool_levelling=levelled.report(results), tools_header=levelled.header,
+            stopped_early=early.report() if early is not None else None)
+        cmp = Comparison(ds, results, resolved, config=cfg, stats=settings, context=context)
         if cfg.out_dir is not None:
             from .. import report
 

@@ -69,9 +69,11 @@ def _saved_batch_by_batch(dataset: Any, metrics: Sequence[Metric], cfg: RunConfi
     source = getattr(dataset, "loaded_from", None)
     dataset = dataset if source is None else source
     executor = resolve_executor(cfg.executor) if ships_agents(cfg.executor) else None
-    ray = None
+    ray: Any = None
     if executor is not None:
-        from ..executors import ray
+        from ..executors import ray as ray_module
+
+        ray = ray_module
     if (ray is not None and isinstance(executor, ray.RayExecutor) and ray.scores_on_ray_data(dataset)
             and takes_columnar_path(dataset, metrics, cfg.replace(workers=2))):  # at any size: Ray was asked for
         # A saved-predictions file scored on Ray Data, with the same columnar scorer.
@@ -128,34 +130,55 @@ def evaluate(
 ) -> EvalResult:
     """Run ``agent`` on every case of ``dataset`` and score it; without an agent, score saved predictions.
 
-    ``dataset``: a DataFrame, list of dicts, path or EvalDataset. ``agent``: anything ``as_agent``
-    accepts (a function, a LangChain runnable, an A2A URL, an Agent Engine agent...) or a spec
-    string (``"pkg.mod:attr"``). ``metrics``: names (``"trajectory_exact_match"``, ``"rouge_l_sum"``,
-    ...) or metric objects. Run options (see ``RunConfig``): each run has ``timeout`` seconds per
-    attempt; errors the adapter marks transient are retried ``retries`` times with exponential
-    ``backoff``; ``trials`` runs every case that many times; ``out="dir"`` journals every run as it
-    finishes and writes the results there; ``resume=True`` runs only what that journal lacks.
-    A run that fails is recorded as a failed row; the evaluation always completes.
-    ``human_labels``: pass/fail labels by humans on some cases (a CSV/JSONL file with ``case_id``
-    and ``human_label``, a DataFrame or ``{case_id: label}``); each judged 0/1 metric then gets a
-    judge-corrected rate in ``result.judge_corrections`` and ``<metric>/corrected_mean`` in the
-    summary (``levelfield._core.stats.judge_correction``). A ``human_label`` column in the dataset does
-    the same without this option. ``stats=lf.StatsConfig(judge_scores="probability", confidence=...)``
-    corrects from the judge's probabilities of a pass instead of its verdicts (its other options
-    are for comparisons: ``lf.compare``).
-    ``isolation="process"`` runs the agent in worker processes, so a crash (a segfault,
-    ``os._exit``) fails that run only; the agent must then be picklable or a ``"pkg.mod:attr"`` spec.
-    ``executor="ray"`` (or ``lf.RayExecutor(address=..., num_workers=...)``) runs the agent on a
-    Ray cluster (see :mod:`levelfield.executors.ray`); journal, scores and results stay here and
-    are the same as a local run's.
-    ``simulator``: a user simulator (``lf.UserSimulator(model)``, ``lf.testing.ScriptedUser(...)``)
-    that plays the dataset's conversation-scenario cases; without one they are skipped.
-    A failed run never stops the evaluation (a warning says so when every run failed); bad input
-    (dataset, metric, agent spec, option) raises a ``LevelfieldError`` from here, before any agent
-    runs. ``experiment="name"`` logs the result to MLflow tracking (see :mod:`levelfield._entry.experiment`).
-    ``judge`` (a chat model, ``"provider:model"``, a function or an agent) builds the metric names
-    that need one, e.g. ``metrics=["final_response_match_v2", "safety_v1"]``; ``judge_config=lf.JudgeConfig(
-    samples=3, timeout=30)`` says how those metrics ask it (a metric object takes its own ``judge_config``).
+    A run that fails is recorded as a failed row and never stops the evaluation (a warning says so
+    when every run failed); bad input (dataset, metric, agent spec, option) raises a
+    ``LevelfieldError`` from here, before any agent runs.
+
+    Args:
+        dataset: The cases: a DataFrame, a list of dicts, a file path (JSON Lines, CSV, Parquet, an ADK
+            eval set...) or an ``lf.EvalDataset``. Without ``agent``, its rows hold the saved predictions.
+        agent: Anything ``lf.as_agent`` accepts (a function, a LangChain runnable, an ADK agent, an
+            A2A URL, an Agent Engine agent...) or a spec string (``"pkg.mod:attr"``). None: score the
+            saved predictions in ``dataset``.
+        metrics: Metric names (``"trajectory_exact_match"``, ``"rouge_l_sum"``, ...) or metric objects
+            (``lf.metrics``); None: the default set.
+        name: The agent's name in the result (default: the adapter's).
+        config: Run options as one ``lf.RunConfig``; a keyword in ``options`` wins over it.
+        human_labels: Pass/fail labels by humans on some cases (a CSV or JSON Lines file with
+            ``case_id`` and ``human_label``, a DataFrame or ``{case_id: label}``): each judged 0/1 metric
+            then gets a judge-corrected rate in ``result.judge_corrections`` and ``<metric>/corrected_mean``
+            in the summary. A ``human_label`` column in the dataset does the same unasked.
+        simulator: A simulated user (``lf.UserSimulator(model)``, ``lf.testing.ScriptedUser(...)``) that
+            plays the dataset's conversation-scenario cases; without one they are skipped.
+        experiment: An MLflow experiment name: the result is logged to MLflow tracking
+            (``levelfield[mlflow]``).
+        judge: A chat model, ``"provider:model"``, a function or an agent: the judge of the metric names
+            that need one (``metrics=["final_response_match_v2", "safety_v1"]``).
+        judge_config: How those metrics ask their judge (``lf.JudgeConfig(samples=3, timeout=30)``); a
+            metric object takes its own.
+        tools: Level the agent's tools: an ``lf.ToolCassette`` (or its path) replays recorded tool
+            answers, so every run sees the same ones (see ``lf.tools``).
+        faults: ``lf.Faults(rate=..., kinds=..., seed=...)``: seeded tool faults injected into the
+            agent's tool calls (timeouts, errors, malformed answers), to see how it holds up.
+        stats: ``lf.StatsConfig`` for the judge correction only (``confidence``, and
+            ``judge_scores="probability"`` to correct from the judge's probabilities of a pass); its
+            other options are for comparisons (``lf.compare``) and are refused here.
+        **options: Run options by keyword: the fields of ``lf.RunConfig``, each documented there:
+            ``concurrency``, ``timeout`` (seconds per attempt), ``retries`` and ``backoff`` (transient
+            errors), ``trials`` (runs of every case), ``progress``, ``agent_concurrency``, ``out`` (a
+            folder: every run journaled as it finishes, the results written there), ``resume`` (run
+            only what that journal lacks), ``overwrite``, ``isolation`` (``"process"``: a crash fails
+            one run only), ``workers`` (processes scoring saved predictions), ``executor`` (``"ray"``
+            or ``lf.RayExecutor(...)``: runs on a Ray cluster, the same results), ``max_response_bytes``,
+            ``adaptive``, ``requests_per_minute``, ``tokens_per_minute``, ``prices``, ``max_cost_usd``,
+            ``a2a_preflight`` and ``judge_max_cost_usd``.
+
+    Returns:
+        An ``lf.EvalResult``: ``summary_metrics``, ``metrics_table``, the runs and their scores.
+
+    Raises:
+        LevelfieldError: Bad input (``DatasetError``, ``MetricError``, ``ConfigError``, ...), naming
+            what and where, before any agent runs.
     """
     return short_errors(lambda: run_coroutine(aevaluate(
         dataset, agent, metrics, name=name, config=config, human_labels=human_labels, simulator=simulator,
@@ -228,7 +251,7 @@ async def _run_evaluation(
 
     ds = load_dataset(dataset)
     settings = settings or StatsConfig()
-    correcting = {"confidence": settings.confidence, "judge_scores": settings.judge_scores}
+    correcting: dict[str, Any] = {"confidence": settings.confidence, "judge_scores": settings.judge_scores}
     labels = read_human_labels(human_labels) if human_labels is not None else None
     if labels is not None:
         check_label_cases(labels, ds)  # bad labels fail before any agent runs
@@ -262,7 +285,17 @@ async def _run_evaluation(
 
 
 class EvalTask:
-    """Vertex AI's entry point: ``EvalTask(dataset, metrics, experiment=...).evaluate(runnable=agent)``."""
+    """Vertex AI's entry point: ``EvalTask(dataset, metrics, experiment=...).evaluate(runnable=agent)``.
+
+    Args:
+        dataset: The cases, as ``lf.evaluate`` takes them (a DataFrame, rows, a path, an
+            ``lf.EvalDataset``); with saved predictions in its rows, ``evaluate()`` without a
+            runnable scores them. Bad input fails here, before any agent runs.
+        metrics: Metric names or objects; None: the default set.
+        experiment: An MLflow experiment each ``evaluate`` logs its result to (``levelfield[mlflow]``).
+        config: The task's run options as one ``lf.RunConfig``; a keyword in ``options`` wins over it.
+        **options: Run options by keyword, the fields of ``lf.RunConfig`` (see ``lf.evaluate``).
+    """
 
     def __init__(
         self,
@@ -298,8 +331,17 @@ class EvalTask:
     ) -> EvalResult:
         """Run ``runnable`` (any agent ``as_agent`` accepts) on the dataset, or score saved predictions.
 
-        With ``experiment`` set on the task, the result is logged to that MLflow experiment, in a
-        run named ``experiment_run_name`` (default: the agent's name).
+        Args:
+            runnable: The agent (anything ``lf.as_agent`` accepts, or a ``"pkg.mod:attr"`` spec); None:
+                score the saved predictions in the task's dataset.
+            experiment_run_name: The MLflow run's name when the task has an ``experiment`` (default:
+                the agent's name).
+            config: Run options for this evaluation; those it sets away from their defaults replace
+                the task's.
+            **options: Run options by keyword, the fields of ``lf.RunConfig``; they win over both.
+
+        Returns:
+            An ``lf.EvalResult``, logged to the task's MLflow experiment when it has one.
         """
         experiment = self.experiment
         short_errors(lambda: require_experiment_logging(experiment))
