@@ -4,7 +4,6 @@ shape, its environment for ``tools=``, its user instructions for a simulated use
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 from ..._core.errors import ConfigError
@@ -147,10 +146,3 @@ def _action_text(action: Any) -> str:
     args = ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in action.arguments.items())
     return f"{action.name}({args})"
 
-
-def task_ids_sample(benchmark: Tau2Benchmark, n: int, seed: int) -> Sequence[str]:
-    """``n`` task ids drawn with ``seed`` (a seeded sample of the domain)."""
-    import random
-
-    ids = list(benchmark.tasks)
-    return random.Random(seed).sample(ids, min(n, len(ids)))
