@@ -128,6 +128,9 @@ def load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str]
                 agents.append(agent_from_spec(spec, name=name, isolation=getattr(args, "isolation", "none")))
         except TypeError as exc:
             raise UsageError(f"agent {spec!r}: {exc}") from None
+    for agent in agents:  # an A2A agent's card is read (for its name) within the run's timeout, as a whole
+        if args.timeout is not None and hasattr(agent, "card_timeout"):
+            agent.card_timeout = args.timeout
     seen = [a.name for a in agents]
     repeated = sorted({n for n in seen if seen.count(n) > 1})
     if repeated:
