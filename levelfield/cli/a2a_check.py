@@ -27,9 +27,8 @@ def run(args: Any) -> int:
     import sys
 
     from .._core.errors import LevelfieldError
-    from ..adapters.a2a.agent import A2AAgent
-
     from .._core.run import budget
+    from ..adapters.a2a.agent import A2AAgent
 
     url = args.url
     if not url.startswith(("http://", "https://")):

@@ -193,6 +193,23 @@ def _text(value: Any, where: str, column: str) -> str | None:
     raise DatasetError(f"{where}, field '{column}': expected text, got {type(value).__name__}")
 
 
+def _reference(value: Any, where: str, column: str) -> str | int | float | None:
+    """A reference cell: text as it is, and a number kept a number (``42`` stays 42; text metrics compare
+    ``str(42)``); an empty cell (NaN, as pandas reads one) is no reference. Infinity is no answer to compare."""
+    if hasattr(value, "item") and type(value).__module__ == "numpy":
+        value = value.item()
+    if _is_missing(value) or isinstance(value, str):
+        return value if isinstance(value, str) else None
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise DatasetError(f"{where}, field '{column}': {value} is no reference an answer can match; give the "
+                               "expected answer, or leave the cell empty for none")
+        return value
+    raise DatasetError(f"{where}, field '{column}': expected text or a number, got {type(value).__name__}")
+
+
 def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
     """One dataset row (any accepted column names) -> an EvalCase; errors name ``where`` and the field."""
     if not isinstance(row, dict):
@@ -222,7 +239,7 @@ def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
         "case_id": case_id,
         "prompt": prompt,
         "history": history,
-        "reference": _text(get("reference"), where, used.get("reference", "reference")),
+        "reference": _reference(get("reference"), where, used.get("reference", "reference")),
         "response": _text(get("response"), where, "response"),
         "location": where,
         "columns": used,
