@@ -75,7 +75,7 @@ def as_agent(obj: Any, *, name: str | None = None) -> AgentRunnable:
             from .agent_engine import AgentEngineAgent
 
             return AgentEngineAgent(obj, name=name)
-        from .spec import looks_like_url
+        from .schemeless import looks_like_url
 
         if looks_like_url(obj):
             raise ConfigTypeError(f"cannot make an agent of the string {obj!r}: it looks like a URL without its scheme; "

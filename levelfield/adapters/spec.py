@@ -5,24 +5,15 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 import sys
 from typing import Any
 
 from .._core.data.protocol import AgentRequest, AgentRunnable
 from .._core.data.types import AgentOutput
 from .._core.errors import AgentSpecError
+from .schemeless import looks_like_url
 
-__all__ = ["looks_like_url", "load_agent_spec", "agent_from_spec", "SpecAgent", "AgentSpecError"]
-
-
-_HOST_PORT = re.compile(r"^(localhost|\[[0-9a-fA-F:]+\]|\d{1,3}(\.\d{1,3}){3}|[\w-]+(\.[\w-]+)+):\d{1,5}(/.*)?$")
-
-
-def looks_like_url(spec: str) -> bool:
-    """``host:port[/path]`` (an IP, ``localhost`` or a dotted host name and a port): a URL whose ``http://`` was left
-    out, not ``module:attr`` (no module name is all digits after a colon)."""
-    return bool(_HOST_PORT.match(spec)) or spec.startswith("localhost/") or spec.startswith("//")
+__all__ = ["load_agent_spec", "agent_from_spec", "SpecAgent", "AgentSpecError"]
 
 
 def load_agent_spec(spec: str) -> Any:

@@ -217,8 +217,9 @@ def check_fail_under(args: argparse.Namespace, metrics: Sequence[Any]) -> None:
         if metric not in names:
             raise UsageError(f"--fail-under {metric}: not one of the metrics of this run ({', '.join(sorted(names))})")
         if floor > 1 and metric in SCORED_0_TO_1:
+            percent = f": {metric}={floor / 100:g}, not {floor:g}" if 2 <= floor <= 100 else " (from 0 to 1)"
             raise UsageError(f"--fail-under {metric}={floor:g}: {metric} scores from 0 to 1, so no mean reaches "
-                             f"{floor:g}; give the floor as a share: {metric}={floor / 100:g}, not {floor:g}")
+                             f"{floor:g}; give the floor as a share{percent}")
 
 
 def tool_cassette(args: argparse.Namespace) -> Any:

@@ -28,6 +28,9 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 __all__ = ["load_dataset", "read_rows", "csv_rows", "split_selection", "select_cases"]
 
 
+_SAID_NON_FINITE: set[tuple[str, str, int]] = set()
+
+
 class _NonFinite:
     """``NaN``/``Infinity`` literals met in a JSON file (not JSON, though Python reads them): kept as numbers
     in the dataset, but JSON has no such number, so a saved run holds null there; said once per file."""
@@ -42,7 +45,9 @@ class _NonFinite:
         return float(literal.replace("Infinity", "inf"))
 
     def warn(self) -> None:
-        if self.count:
+        said = (str(self.path), self.first, self.count)
+        if self.count and said not in _SAID_NON_FINITE:  # a file is read twice (counted, then built): said once
+            _SAID_NON_FINITE.add(said)
             from .._core.errors import LevelfieldWarning
             from .._core.run.notices import warn_user
 

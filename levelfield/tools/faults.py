@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._core.errors import ConfigError, ConfigTypeError, LevelfieldWarning
-from .._core.run.notices import warn_user
 
 __all__ = ["Faults", "FaultsWarning", "FAULT_KINDS", "SCHEDULE_VERSION", "InjectedToolError", "InjectedToolTimeout",
            "InjectedToolRefusal"]
@@ -79,6 +78,8 @@ class Faults:
             raise ConfigError(f"Faults(slow_seconds={slow_seconds!r}): the delay of a 'slow' fault, a number of "
                               "seconds of 0 or more (e.g. slow_seconds=0.5)")
         if tools is not None and not list(tools) and rate > 0:
+            from .._core.run.notices import warn_user  # not at import: the levelling names load light
+
             warn_user(FaultsWarning("Faults(tools=[]) names no tool, so no call meets a fault; give the tool names "
                                     "faults may hit, or tools=None for every tool"))
         self.rate = float(rate)

@@ -14,7 +14,7 @@ pytest.importorskip("a2a")
 
 import levelfield as lf  # noqa: E402
 from _remote_bounds import CARD, BadCardServer  # noqa: E402
-from levelfield.adapters.a2a import A2AAgent  # noqa: E402
+from levelfield.adapters import A2AAgent  # noqa: E402
 from levelfield.adapters.a2a.preflight import preflight  # noqa: E402
 from levelfield.cli.main import main  # noqa: E402
 

@@ -23,7 +23,6 @@ from .answers import (
     _sse_event,
     _task_event,
 )
-from .bounded import within
 from .checks import (
     _KNOWN_STATES,
     INTERRUPTED,
@@ -40,7 +39,6 @@ from .checks import (
     TERMINAL,
     Check,
 )
-from .http import ResponseTooLarge, _chain
 
 __all__: list[str] = []  # private to the preflight: _Prober
 
@@ -81,8 +79,17 @@ class _Answer:
         return self.body.get("result") if isinstance(self.body, dict) else None
 
 
-def _too_large(exc: BaseException) -> ResponseTooLarge | None:
+def _too_large(exc: BaseException) -> Any:
+    """The ``ResponseTooLarge`` in ``exc``'s chain (the size cap stopped a read), or None."""
+    from .http import ResponseTooLarge, _chain
+
     return next((e for e in _chain(exc) if isinstance(e, ResponseTooLarge)), None)
+
+
+async def within(seconds: float | None, awaitable: Any) -> Any:
+    from .bounded import within as bounded
+
+    return await bounded(seconds, awaitable)
 
 
 class _Prober:
@@ -129,7 +136,7 @@ class _Prober:
                 answer.timed_out = isinstance(exc, httpx.TimeoutException)
                 return answer
             except Exception as exc:
-                if not isinstance(too_large := _too_large(exc), ResponseTooLarge):
+                if (too_large := _too_large(exc)) is None:
                     raise
                 answer.error = f"{too_large}; the read was stopped there"
                 return answer
@@ -184,7 +191,7 @@ class _Prober:
         except httpx.HTTPError as exc:
             return out, f"the stream broke: {type(exc).__name__}: {exc}", None
         except Exception as exc:
-            if not isinstance(too_large := _too_large(exc), ResponseTooLarge):
+            if (too_large := _too_large(exc)) is None:
                 raise
             return out, f"{too_large}; the read was stopped there", None
         return out, broken, status
