@@ -13,6 +13,7 @@ CARD = (b'{"name": "slow", "description": "an agent whose card trickles", "versi
 
 class BadCardServer:
     """``mode="trickle"``: the card one byte every ``every`` seconds (all of it would take minutes);
+    ``mode="trickle_answers"``: the card at once, and every other answer (the probes') one byte at a time;
     ``mode="huge"``: a card that never ends (64 KB at a time, up to ``limit`` bytes), no Content-Length."""
 
     def __init__(self, mode: str, *, every: float = 0.5, limit: int = 1 << 30) -> None:
@@ -58,7 +59,11 @@ class BadCardServer:
             with self._lock:
                 self.requests += 1
             try:
-                if self.mode == "trickle":
+                if self.mode == "trickle_answers" and request.startswith(b"GET"):  # the card at once, the rest trickles
+                    card = CARD.replace(b"http://127.0.0.1:1", self.url.encode())
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                                 % len(card) + card)
+                elif self.mode in ("trickle", "trickle_answers"):
                     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                                  b"Content-Length: %d\r\n\r\n" % len(CARD))
                     for i in range(len(CARD)):

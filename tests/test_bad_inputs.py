@@ -240,3 +240,10 @@ def _field_doc(name: str) -> str:
 
     source = inspect.getsource(lf.JudgeConfig)
     return source[source.index(f"    {name}:"):][:600]
+
+
+def test_infinity_in_a_python_row_is_kept_with_a_warning_not_silently_null():
+    with pytest.warns(lf.LevelfieldWarning, match=r"dataset row 2, field 'budget': inf is kept as a number"):
+        result = lf.evaluate([{"prompt": "q", "reference": "a"}, {"prompt": "r", "reference": "b", "budget": math.inf}],
+                             lambda p: "a", metrics=["exact_match"], progress=False)
+    assert result.dataset.cases[1].metadata["budget"] == math.inf

@@ -28,7 +28,7 @@ def test_a2a_check_on_a_trickling_card_stops_at_its_timeout_naming_the_url(capsy
     err = capsys.readouterr().err
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
-    assert f"{server.url}{CARD_PATH} was not read within 1 s" in err, err
+    assert f"{server.url}{CARD_PATH}: no complete answer within 1 s" in err, err
     assert served < len(CARD) // 4  # stopped by the deadline, not by the card's end
 
 
@@ -55,7 +55,7 @@ def test_the_name_of_an_a2a_agent_whose_card_is_huge_is_its_url_and_the_default_
 
 def test_the_python_preflight_reads_the_card_under_the_timeout_as_a_whole():
     with BadCardServer("trickle", every=0.5) as server:
-        with pytest.raises(lf.LevelfieldError, match=r"was not read within 1 s \(a deadline for the whole answer"):
+        with pytest.raises(lf.LevelfieldError, match=r"no complete answer within 1 s \(a deadline for the whole answer"):
             preflight(server.url, timeout=1)
         assert server.served < len(CARD) // 4
 
@@ -70,7 +70,7 @@ def test_a_card_too_slow_is_read_once_per_agent_and_each_run_says_why(tmp_path):
             result = lf.evaluate(str(data), agent, metrics=["exact_match"], timeout=1, progress=False)
         requests, served = server.requests, server.served
     errors = result.metrics_table["error"].tolist()
-    assert len(errors) == 3 and all(f"{server.url}{CARD_PATH} was not read within 1 s" in e for e in errors), errors
+    assert len(errors) == 3 and all(f"{server.url}{CARD_PATH}: no complete answer within 1 s" in e for e in errors), errors
     assert requests == 1 and served < len(CARD) // 4  # the name's read; the preflight and the runs asked no more
 
 
@@ -84,6 +84,15 @@ def test_eval_on_a_trickling_card_ends_with_each_run_naming_the_bound(tmp_path, 
         served = server.served
     lines = [json.loads(line) for line in (tmp_path / "out" / "runs.jsonl").read_text().splitlines()]
     runs = [line["run"] for line in lines if line["kind"] == "run"]
-    assert len(runs) == 1 and "was not read within 1 s" in runs[0]["error"], runs
+    assert len(runs) == 1 and "no complete answer within 1 s" in runs[0]["error"], runs
     assert served < len(CARD) // 4 and code == 1  # every run failed: the usual exit, after the card's bound
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_preflight_probes_answered_a_byte_at_a_time_are_cut_at_the_timeout_and_said():
+    with BadCardServer("trickle_answers", every=0.5) as server:
+        found = preflight(server.url, timeout=1)
+        served = server.served
+    send = next(c for c in found.checks if c.name == "send")
+    assert send.status == "warn" and "no answer within 1 s" in send.detail, found.table()
+    assert served < len(CARD)  # every probe's answer was cut long before it ended

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from pydantic.alias_generators import to_snake
 
 from ..errors import DatasetError
+from .cells import reference_cell, say_infinite
 from .dataset import ALIASES, EvalCase, EvalDataset, Scenario, Turn, _blank, _check_id, _refuse_repeats, _where
 from .jsonsafe import MAX_DEPTH, SURROGATE, clean_strings, has_lone_surrogates, too_deep
 from .types import Handoff, Message, ToolCall
@@ -193,23 +194,6 @@ def _text(value: Any, where: str, column: str) -> str | None:
     raise DatasetError(f"{where}, field '{column}': expected text, got {type(value).__name__}")
 
 
-def _reference(value: Any, where: str, column: str) -> str | int | float | None:
-    """A reference cell: text as it is, and a number kept a number (``42`` stays 42; text metrics compare
-    ``str(42)``); an empty cell (NaN, as pandas reads one) is no reference. Infinity is no answer to compare."""
-    if hasattr(value, "item") and type(value).__module__ == "numpy":
-        value = value.item()
-    if _is_missing(value) or isinstance(value, str):
-        return value if isinstance(value, str) else None
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, (int, float)):
-        if isinstance(value, float) and not math.isfinite(value):
-            raise DatasetError(f"{where}, field '{column}': {value} is no reference an answer can match; give the "
-                               "expected answer, or leave the cell empty for none")
-        return value
-    raise DatasetError(f"{where}, field '{column}': expected text or a number, got {type(value).__name__}")
-
-
 def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
     """One dataset row (any accepted column names) -> an EvalCase; errors name ``where`` and the field."""
     if not isinstance(row, dict):
@@ -239,7 +223,7 @@ def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
         "case_id": case_id,
         "prompt": prompt,
         "history": history,
-        "reference": _reference(get("reference"), where, used.get("reference", "reference")),
+        "reference": reference_cell(get("reference"), where, used.get("reference", "reference")),
         "response": _text(get("response"), where, "response"),
         "location": where,
         "columns": used,
@@ -354,9 +338,11 @@ def dataset_from_rows(data: Any, *, source: str | None = None) -> EvalDataset:
         return data
     import pandas as pd
 
+    frame = None
     if isinstance(data, pd.DataFrame):
         label = source or "DataFrame"
         rows = data.to_dict("records")
+        frame = data
     elif isinstance(data, Sequence) and not isinstance(data, (bytes, str)):
         label = source or "dataset"
         rows = list(data)
@@ -365,6 +351,7 @@ def dataset_from_rows(data: Any, *, source: str | None = None) -> EvalDataset:
             f"cannot load a dataset from {type(data).__name__}; "
             "give a DataFrame, a list of dicts, or a .jsonl/.json/.csv path"
         )
+    say_infinite(rows, label, frame)
     return dataset_from_located([(r, f"{label} row {i + 1}") for i, r in enumerate(rows)], label)
 
 

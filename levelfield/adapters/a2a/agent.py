@@ -210,15 +210,16 @@ class A2AAgent:
         self._card_timeout = seconds
 
     async def _read_card_once(self, http: Any = None) -> AgentCard:
-        """The card, read under its bounds (a new client unless ``http`` is given); a failure of a bound is
-        kept and raised again at once (a card too slow or too large is not fetched by every run)."""
+        """The card, read under its bounds (a new client unless ``http`` is given: a run's, whose timeout bounds
+        the read as a whole); a failure of a bound is kept and raised again at once (a card too slow or too large
+        is not fetched by every run)."""
         import httpx
 
         if self._card_error is not None:
             raise CardReadError(str(self._card_error), error_type=self._card_error.error_type)
         try:
             if http is not None:
-                self._card = await read_card(http, self.url, self.card_timeout)
+                self._card = await read_card(http, self.url, None)
             else:
                 async with httpx.AsyncClient(**self._http_options(self.card_timeout),
                                              event_hooks={"response": [_acap_response]}) as client:

@@ -40,8 +40,9 @@ async def within(seconds: float | None, awaitable: Awaitable[T]) -> T:
 
 def too_slow(url: str, seconds: float, what: str = "the agent card") -> CardReadError:
     return CardReadError(
-        f"{what} at {url} was not read within {seconds:g} s (a deadline for the whole answer, however slowly it "
-        "arrives): is the server stuck? Raise --timeout (or the agent's timeout=) if it is only slow",
+        f"{what} at {url}: no complete answer within {seconds:g} s (a deadline for the whole answer, however slowly "
+        "it arrives); the server did not answer in time: is it stuck? Raise --timeout (or A2AAgent(card_timeout=...)) "
+        "if it is only slow",
         error_type="timeout",
     )
 
@@ -56,19 +57,37 @@ def too_large(url: str, exc: ResponseTooLarge, what: str = "the agent card") -> 
 
 async def read_card(http: Any, base: str, seconds: float | None) -> Any:
     """The agent card at ``base`` (its well-known path) as a2a-sdk's ``AgentCard``, read by ``http`` (whose
-    response hook caps the bytes) within ``seconds`` for the whole answer."""
+    response hook caps the bytes) within ``seconds`` for the whole answer (None: the caller's deadline bounds
+    it, as a run's does). What cannot be read is said as a2a-sdk's own card resolver says it
+    (``AgentCardResolutionError``); a bound passed is a :class:`CardReadError` naming the URL and the bound."""
+    import json
+
+    import httpx
     from a2a.client.card_resolver import parse_agent_card
+    from a2a.client.errors import AgentCardResolutionError
     from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
+    from google.protobuf.json_format import ParseError
 
     url = f"{base}{AGENT_CARD_WELL_KNOWN_PATH}"
     try:
         response = await within(seconds, http.get(url))
+        response.raise_for_status()
+        return parse_agent_card(response.json())
     except (asyncio.TimeoutError, TimeoutError):
-        raise too_slow(url, seconds or 0.0) from None
+        if seconds is None:
+            raise
+        raise too_slow(url, seconds) from None
+    except httpx.HTTPStatusError as exc:
+        raise AgentCardResolutionError(f"Failed to fetch agent card from {url} (HTTP {exc.response.status_code}): "
+                                       f"{exc}", status_code=exc.response.status_code) from exc
+    except json.JSONDecodeError as exc:
+        raise AgentCardResolutionError(f"Failed to parse JSON for agent card from {url}: {exc}") from exc
+    except ParseError as exc:
+        raise AgentCardResolutionError(f"Failed to validate agent card structure from {url}: {exc}") from exc
+    except httpx.RequestError as exc:
+        raise AgentCardResolutionError(f"Network communication error fetching agent card from {url}: {exc}") from exc
     except Exception as exc:
         cause = next((e for e in _chain(exc) if isinstance(e, ResponseTooLarge)), None)
         if cause is None:
             raise
         raise too_large(url, cause) from None
-    response.raise_for_status()
-    return parse_agent_card(response.json())
