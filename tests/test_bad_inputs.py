@@ -247,3 +247,13 @@ def test_infinity_in_a_python_row_is_kept_with_a_warning_not_silently_null():
         result = lf.evaluate([{"prompt": "q", "reference": "a"}, {"prompt": "r", "reference": "b", "budget": math.inf}],
                              lambda p: "a", metrics=["exact_match"], progress=False)
     assert result.dataset.cases[1].metadata["budget"] == math.inf
+
+
+def test_the_command_line_takes_a_metric_of_ones_own_as_module_attr(files, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    code = main(["eval", str(files / "saved.jsonl"), "-m", "tests.bad_input_fixture:Short", "--out", str(tmp_path / "o"), "-q"])
+    assert code == 0, capsys.readouterr().err
+    import pandas as pd
+
+    table = pd.read_parquet(tmp_path / "o" / "metrics_table.parquet")
+    assert table["short/score"].tolist() == [1.0, 1.0, 1.0, 1.0]

@@ -16,3 +16,22 @@ def agent(prompt: str, tools=[lookup]) -> str:  # noqa: B006 - a function agent'
     """A function agent with one tool (levelled by tools=/faults=)."""
     CALLS.append(prompt)
     return "42"
+
+
+def _short_metric():
+    from levelfield.metrics import Metric
+
+    class Short(Metric):
+        """1 when the response has at most three words."""
+
+        name = "short"
+        requires = ("response",)
+
+        def score(self, ctx):
+            return float(len(ctx.response.split()) <= 3)
+
+    return Short
+
+
+Short = _short_metric()
+"""A metric of one's own, for ``--metric tests.bad_input_fixture:Short``."""
