@@ -422,3 +422,15 @@ def test_the_run_record_names_the_tau2_package_and_resumes_only_in_the_same_worl
     with pytest.raises(lf.RecordError, match="environment"):
         lf.evaluate(bench.dataset, function_oracle(bench), tools=other.environment, simulator=END,
                     out=tmp_path / "run", resume=True, progress=False)
+
+
+def test_the_final_state_of_a_run_is_its_tasks_state_with_its_calls_replayed():
+    bench = lf.benchmarks.tau2("retail", task_ids=["5"])
+    result = run(bench, function_oracle(bench))
+    state = bench.final_state(result.runs[0])
+    from tau2.utils import get_dict_hash
+
+    assert get_dict_hash(state.model_dump()) == result.runs[0].environment["db_hash"]
+    order = bench.reference_path("5")[-1]["tool_input"]["order_id"]
+    assert state.orders[order].status == "return requested"  # the write the run made
+    assert bench.environment.reset("5", 0).final_state().orders[order].status == "delivered"

@@ -114,6 +114,19 @@ class Tau2Benchmark:
         criteria = self.tasks[task_id].evaluation_criteria
         return [] if criteria is None else list(criteria.communicate_info or [])
 
+    def final_state(self, run: Any) -> Any:
+        """The domain's database as ``run`` (an ``AgentRun`` of this benchmark) left it: its task's initial state
+        with the run's calls replayed in order (τ²'s tools are deterministic, so this is the state the run's
+        session held; its hash is ``run.environment["db_hash"]``). Calls that raised before τ² answered are
+        left out, as they never reached it."""
+        session = self.environment.reset(run.case_id, run.trial)
+        outputs = run.turns or ([run.output] if run.output is not None else [])
+        for output in outputs:
+            for call in output.trajectory:
+                if call.error is None:
+                    session.call(call.tool_name, dict(call.tool_input or {}))
+        return session.final_state()
+
     # -- scoring -------------------------------------------------------------------------------
     def metrics(self, parts: bool = True) -> list[Any]:
         """``tau2_reward`` (τ²'s evaluator), and with ``parts`` its factors ``tau2_db``, ``tau2_env_assertion``,
