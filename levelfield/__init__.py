@@ -42,6 +42,7 @@ _LAZY = {
     "report": ".report",
     "testing": ".testing",  # which loads its own names lazily: no LangChain import
     "tools": ".tools",  # likewise (cassettes, faults, their errors)
+    "benchmarks": ".benchmarks",  # likewise (a benchmark's package loads when it is named)
     "as_agent": ".adapters.auto",
     "EvalCase": "._core.data.dataset",
     "EvalDataset": "._core.data.dataset",
@@ -94,7 +95,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # what type checkers and editors see: the same names, imported
-    from . import gate, metrics, report, stats, testing, tools
+    from . import benchmarks, gate, metrics, report, stats, testing, tools
     from ._core.data.config import RunConfig
     from ._core.data.dataset import EvalCase, EvalDataset
     from ._core.data.protocol import AgentRequest, AgentRunnable
@@ -142,6 +143,7 @@ __all__ = [
     "ExecutorError",
     "testing",
     "tools",
+    "benchmarks",
     "as_agent",
     "evaluate",
     "aevaluate",
