@@ -150,12 +150,14 @@ def reduce_trials(trials: np.ndarray, reducer: str = "mean") -> np.ndarray:
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval:
-    """Wilson score interval of a proportion (SciPy's ``binomtest(...).proportion_ci``)."""
+    """Wilson score interval of a proportion with the continuity correction (SciPy's
+    ``binomtest(...).proportion_ci(method="wilsoncc")``): without it, 9 of 10 cases right gives an
+    interval that holds a true 95 % pass rate only 91 % of the time."""
     from scipy import stats
 
     if n == 0:
         return Interval(math.nan, math.nan, math.nan, 0, "none")
-    ci = stats.binomtest(int(successes), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
+    ci = stats.binomtest(int(successes), int(n)).proportion_ci(confidence_level=confidence, method="wilsoncc")
     return Interval(successes / n, float(ci.low), float(ci.high), int(n), "wilson")
 
 
@@ -199,11 +201,11 @@ def bootstrap_interval(values: Sequence[float] | np.ndarray, confidence: float =
 
 
 def t_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> Interval:
-    """Mean of the non-NaN values with Student's t interval, mean ± t(n − 1)·SD/√n.
-
-    Constant values give that value as both ends; one value has no interval (NaN).
+    """Mean of the non-NaN values with Student's t interval and Hall's skewness correction
+    (:func:`levelfield._core.stats.paired.hall_t_interval`; Student's mean ± t(n − 1)·SD/√n for
+    symmetric values). Constant values give that value as both ends; one value has no interval (NaN).
     """
-    from scipy import stats
+    from .paired import hall_t_interval, skew_terms
 
     arr = _finite(values)
     if arr.size == 0:
@@ -211,8 +213,11 @@ def t_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -
     mean = float(arr.mean())
     if arr.size < 2:
         return Interval(mean, math.nan, math.nan, 1, "none")
-    half = float(stats.t.isf((1 - confidence) / 2, arr.size - 1)) * float(arr.std(ddof=1)) / math.sqrt(arr.size)
-    return Interval(mean, mean - half, mean + half, int(arr.size), "t")
+    sd = float(arr.std(ddof=1))
+    if sd == 0:
+        return Interval(mean, mean, mean, int(arr.size), "t")
+    low, high = hall_t_interval(mean, sd / math.sqrt(arr.size), int(arr.size), skew_terms(arr), 1 - confidence)
+    return Interval(mean, low, high, int(arr.size), "t")
 
 
 def mean_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95, seed: int = 0) -> Interval:

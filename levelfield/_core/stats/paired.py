@@ -68,6 +68,41 @@ ESTIMANDS = {"mcnemar": "difference of proportions", "t": "mean difference", "pe
 """What each test's interval is an interval of (the number printed beside it)."""
 
 
+def skew_terms(values: np.ndarray) -> tuple[float, float]:
+    """Hall's (1992) terms (a, b) = (γ/(3√n), γ/(6√n)) for values of sample skewness γ (0 when they do not vary)."""
+    v = np.asarray(values, dtype=float)
+    n = v.size
+    m2 = float(((v - v.mean()) ** 2).mean())
+    if n < 3 or m2 <= 0:
+        return 0.0, 0.0
+    gamma = float(((v - v.mean()) ** 3).mean()) / m2**1.5
+    return gamma / (3 * math.sqrt(n)), gamma / (6 * math.sqrt(n))
+
+
+def hall_transform(t: float, terms: tuple[float, float]) -> float:
+    """Hall's monotone skewness-removing transformation of a studentized mean,
+    g(t) = t + a·t² + a²·t³/3 + b: Hall (1992), "On the removal of skewness by transformation",
+    JRSS B 54(1):221-228. Its distribution is the t's up to O(1/n) where the t's own is off by O(1/√n)."""
+    a, b = terms
+    return t + a * t * t + a * a * t**3 / 3 + b
+
+
+def _hall_inverse(y: float, terms: tuple[float, float]) -> float:
+    a, b = terms
+    if abs(a) < 1e-12:
+        return y - b
+    return float((np.cbrt(1 + 3 * a * (y - b)) - 1) / a)  # g(t) = ((1 + a·t)³ − 1)/(3a) + b
+
+
+def hall_t_interval(mean: float, se: float, n: int, terms: tuple[float, float], alpha: float) -> tuple[float, float]:
+    """The means μ whose transformed statistic g((mean − μ)/se) lies within the t(n − 1) quantiles at
+    ``alpha``: Student's t interval with Hall's skewness correction (it is Student's when γ = 0)."""
+    from scipy.stats import t as student
+
+    crit = float(student.isf(alpha / 2, n - 1))
+    return mean - se * _hall_inverse(crit, terms), mean - se * _hall_inverse(-crit, terms)
+
+
 def _tango_p21(b: float, c: float, n: float, delta: np.ndarray) -> np.ndarray:
     """Tango's restricted maximum-likelihood chance of "only B right" given p_A − p_B = ``delta``:
     the non-negative root of 2n·p² + (−b − c + (2n − b + c)δ)·p − c·δ(1 − δ) = 0."""
@@ -78,15 +113,18 @@ def _tango_p21(b: float, c: float, n: float, delta: np.ndarray) -> np.ndarray:
     return (-qb + np.sqrt(disc)) / (2.0 * qa)
 
 
-def tango_statistic(b: int, c: int, n: int, delta: float | np.ndarray) -> float | np.ndarray:
+def tango_statistic(b: int, c: int, n: int, delta: float | np.ndarray, *, corrected: bool = True) -> float | np.ndarray:
     """Tango's score statistic of "p_A − p_B = ``delta``" for n pairs, b won by A alone and c by B alone.
 
     (b − c − nδ) / √(n(2·p̃ + δ(1 − δ))); at δ = 0 it is McNemar's (b − c)/√(b + c) (0 when b = c = 0).
+    ``corrected`` (the default) multiplies the variance by n/(n − 1), the small-sample correction of
+    Laud's score methods (ratesci's ``bcf``): plain Tango's interval dips to 92.8 % coverage at 40 cases
+    with one agent perfect; corrected, its lowest is 93.4 % from 10 to 300 cases (computed exactly).
     A zero variance with a non-zero numerator is ±inf (that δ is impossible given the cases).
     """
     d = np.asarray(delta, dtype=float)
     p21 = _tango_p21(float(b), float(c), float(n), d)
-    var = n * (2.0 * p21 + d * (1.0 - d))
+    var = n * (2.0 * p21 + d * (1.0 - d)) * (n / (n - 1) if corrected and n > 1 else 1.0)
     num = b - c - n * d
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.where(var > 1e-300, num / np.sqrt(np.maximum(var, 1e-300)),
@@ -94,7 +132,8 @@ def tango_statistic(b: int, c: int, n: int, delta: float | np.ndarray) -> float 
     return float(out) if out.ndim == 0 else out
 
 
-def tango_interval(b: int, c: int, n: int, alpha: float) -> tuple[float, float]:
+@functools.lru_cache(maxsize=65536)
+def tango_interval(b: int, c: int, n: int, alpha: float, *, corrected: bool = True) -> tuple[float, float]:
     """Tango's score interval of p_A − p_B at 1 − ``alpha``: the δ with |statistic| ≤ z(1 − α/2).
 
     The statistic falls as δ rises and is 0 at the estimate (b − c)/n, so each end is one root,
@@ -110,10 +149,10 @@ def tango_interval(b: int, c: int, n: int, alpha: float) -> tuple[float, float]:
     edge = 1e-12
 
     def f(delta: float) -> float:
-        return float(tango_statistic(b, c, n, delta)) - z
+        return float(tango_statistic(b, c, n, delta, corrected=corrected)) - z
 
     def g(delta: float) -> float:
-        return float(tango_statistic(b, c, n, delta)) + z
+        return float(tango_statistic(b, c, n, delta, corrected=corrected)) + z
 
     low = -1.0 if est <= -1 + edge or f(-1 + edge) <= 0 else float(brentq(f, -1 + edge, est, xtol=1e-12))
     high = 1.0 if est >= 1 - edge or g(1 - edge) >= 0 else float(brentq(g, est, 1 - edge, xtol=1e-12))
@@ -236,7 +275,7 @@ class PairedInference:
         d, n = self.d, self.n
         sd = float(d.std(ddof=1)) if n > 1 else math.nan
         if n > 1 and sd > 1e-12 * max(1.0, float(np.abs(d).max())):
-            stat = (self.mean - shift) / (sd / math.sqrt(n))
+            stat = hall_transform((self.mean - shift) / (sd / math.sqrt(n)), skew_terms(d))
             return min(1.0, float(2 * student.sf(abs(stat), n - 1)))
         if not np.any(d) and self.bounded:
             # No case differs: a mean difference of |δ| needs at least that share of cases to differ.
@@ -285,7 +324,7 @@ class PairedInference:
         return self.mean
 
     def _interval_mcnemar(self, alpha: float) -> tuple[float, float]:
-        return tango_interval(self.wins, self.losses, self.n, alpha)
+        return tango_interval(int(self.wins), int(self.losses), int(self.n), float(alpha))
 
     def _interval_t(self, alpha: float) -> tuple[float, float]:
         from scipy.stats import t as student
@@ -293,8 +332,7 @@ class PairedInference:
         d, n = self.d, self.n
         sd = float(d.std(ddof=1)) if n > 1 else math.nan
         if n > 1 and sd > 1e-12 * max(1.0, float(np.abs(d).max())):
-            half = float(student.isf(alpha / 2, n - 1)) * sd / math.sqrt(n)
-            return self.mean - half, self.mean + half
+            return hall_t_interval(self.mean, sd / math.sqrt(n), n, skew_terms(d), alpha)
         if not np.any(d) and self.bounded:
             bound = 1 - (alpha / 2) ** (1 / n)
             return -bound, bound
@@ -515,7 +553,7 @@ def _mcnemar_region(n: int, alpha: float) -> tuple[np.ndarray, np.ndarray, np.nd
     b, c = b.ravel(), c.ravel()
     keep = (b + c <= n) & (b + c > 0)
     b, c = b[keep], c[keep]
-    reject = np.abs(b - c) > z * np.sqrt(b + c)
+    reject = np.abs(b - c) > z * np.sqrt((b + c) * (n / (n - 1) if n > 1 else 1.0))  # the corrected score test at 0
     b, c = b[reject], c[reject]
     coef = gammaln(n + 1) - gammaln(b + 1) - gammaln(c + 1) - gammaln(n - b - c + 1)
     return b.astype(float), c.astype(float), coef
