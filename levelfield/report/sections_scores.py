@@ -224,6 +224,14 @@ def _pairwise_section(cmp: Comparison) -> str:
     return "".join(out)
 
 
+def _failed_cell(r: Any) -> str:
+    """"0/18 / 4/18": an agent's failed runs clean and under faults (– when not known)."""
+    runs = getattr(r, "runs", None)
+    if runs is None or _isnan(runs):
+        return "–"
+    return f"{int(r.failed_clean)}/{int(runs)} / {int(r.failed_faulted)}/{int(runs)}"
+
+
 def _robustness_section(cmp: Comparison) -> str:
     """"How it holds up": each agent's drop under seeded tool faults (``compare(..., faults=...)``)."""
     found = getattr(cmp, "robustness", None)
@@ -232,10 +240,12 @@ def _robustness_section(cmp: Comparison) -> str:
     out = ['<section id="robustness"><h2>How it holds up</h2><p class="muted">'
            f"Each agent ran clean and under {_esc(found.faults)} on the same {found.cases} cases"
            f"{f' × {found.trials} trials' if found.trials > 1 else ''}. Drop = clean − faulted (failed runs score 0), "
-           "tested by sign-flip permutation of the per-case drops; each range inverts its test at the level Holm "
-           f"decided it at across the agents; significant: adjusted p below {1 - found.confidence:.2g}.</p>"]
+           "tested as the pairs are (McNemar's score test with Tango's range for pass/fail scores, the paired t "
+           "otherwise); each range inverts its test at the level Holm decided it at across the agents; significant: "
+           f"adjusted p below {1 - found.confidence:.2g}.</p>"]
     headers = [("agent", False), ("metric", False), ("cases", True), ("clean", True), ("faulted", True),
-               ("drop", True), ("range", True), ("p adjusted", True), ("", False)]
+               ("drop", True), ("range", True), ("p adjusted", True), ("failed runs clean / under faults", True),
+               ("", False)]
     rows = []
     for r in found.drops.itertuples(index=False):
         if r.n == 0:
@@ -246,8 +256,12 @@ def _robustness_section(cmp: Comparison) -> str:
             mark = '<span class="ns">no significant drop</span>'
         rows.append([_breakable(r.agent), _esc(r.metric), _esc(r.n), _fmt(r.clean), _fmt(r.faulted), _fmt(r.drop),
                      f'<span class="ci">[{_esc(_fmt(r.ci_low))}, {_esc(_fmt(r.ci_high))}] {r.ci_level * 100:.4g}%</span>',
-                     _fmt_p(r.p_holm), mark])
+                     _fmt_p(r.p_holm), _failed_cell(r), mark])
     out.append(_table(headers, rows, "robustness"))
+    if found.left_out:
+        items = "".join(f"<li><b>{_esc(a)}</b>: {_esc(why)}</li>" for a, why in found.left_out.items())
+        out.append(f'<p class="muted">Left out: agents that could not be given faults (a drop of 0 would say they '
+                   f'held up when they were never tested):</p><ul class="verdict">{items}</ul>')
     kinds = found.fault_kinds
     if len(kinds):
         items = []
