@@ -142,7 +142,8 @@ def robustness_of(clean: Any, faulted: Any, *, faults: str = "faults", seed: int
     alpha = 1 - clean.confidence
     levelling = getattr(faulted, "tool_levelling", None) or {}
     left_out = {a: str(levelling[a].get("why") or "its tools were not levelled") for a in clean.agents
-                if a in levelling and isinstance(levelling[a], dict) and levelling[a].get("levelled") is False}
+                if a in levelling and isinstance(levelling[a], dict) and levelling[a].get("levelled") is False
+                and levelling[a].get("why") != "not recorded"}  # an older saved run says nothing: keep its rows
     agents = [a for a in clean.agents if a in faulted.agents and a not in left_out]
     if list(faulted.case_ids) != list(clean.case_ids):
         raise ValueError("the clean and the faulted comparison must hold the same cases in the same order")

@@ -203,7 +203,8 @@ def bootstrap_interval(values: Sequence[float] | np.ndarray, confidence: float =
 def t_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> Interval:
     """Mean of the non-NaN values with Student's t interval and Hall's skewness correction
     (:func:`levelfield._core.stats.paired.hall_t_interval`; Student's mean ± t(n − 1)·SD/√n for
-    symmetric values). Constant values give that value as both ends; one value has no interval (NaN).
+    symmetric values), cut to [0, 1] when every value lies there. Constant values give that value as
+    both ends; one value has no interval (NaN).
     """
     from .paired import hall_t_interval, skew_terms
 
@@ -217,6 +218,8 @@ def t_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -
     if sd == 0:
         return Interval(mean, mean, mean, int(arr.size), "t")
     low, high = hall_t_interval(mean, sd / math.sqrt(arr.size), int(arr.size), skew_terms(arr), 1 - confidence)
+    if ((arr >= 0) & (arr <= 1)).all():
+        low, high = max(low, 0.0), min(high, 1.0)  # a score in [0, 1] has its mean there too
     return Interval(mean, low, high, int(arr.size), "t")
 
 
