@@ -153,3 +153,17 @@ def test_the_demo_pairs_of_careful_and_hasty_are_significant_once_identical_agen
     assert row.p_holm == pytest.approx(4 * mcnemar_p(8, 0)) and row.significant
     assert cmp.verdict().headline.startswith("function, copy-1, copy-2 and copy-3 tie for best on 1 of 1 metrics; "
                                              "function-hasty is worst")
+
+
+def test_a_pair_that_cannot_be_significant_names_its_reason(four):
+    from levelfield.comparison_text import pairwise_lines
+    from levelfield.verdict import untestable_reason
+
+    lines = "\n".join(pairwise_lines(four, EXACT))
+    # right vs wrong_two: 2 differing cases; even both one way, the score test's p is above 0.05 on its own.
+    assert "right       vs wrong_two   " in lines or "right vs wrong_two" in lines.replace("  ", " ")
+    assert "cannot be significant: too few cases differ (2)" in lines
+    assert "cannot be significant: identical on every case" in lines
+    # A pair that could pass 0.05 alone but not the level the adjustment asks for says that instead.
+    assert untestable_reason(5, 0.03, 0.05).startswith("the adjustment across the pairs")
+    assert untestable_reason(2, 0.16, 0.05) == "too few cases differ (2)"
