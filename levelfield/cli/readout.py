@@ -4,7 +4,6 @@ the --fail-under thresholds, the change against --baseline and its gate, the --m
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path

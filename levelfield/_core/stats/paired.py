@@ -327,7 +327,6 @@ class PairedInference:
         return tango_interval(int(self.wins), int(self.losses), int(self.n), float(alpha))
 
     def _interval_t(self, alpha: float) -> tuple[float, float]:
-        from scipy.stats import t as student
 
         d, n = self.d, self.n
         sd = float(d.std(ddof=1)) if n > 1 else math.nan
