@@ -156,8 +156,8 @@ def test_the_demo_pairs_of_careful_and_hasty_are_significant_once_identical_agen
 
 
 def test_a_pair_that_cannot_be_significant_names_its_reason(four):
-    from levelfield.comparison_text import pairwise_lines
-    from levelfield.verdict import untestable_reason
+    from levelfield.comparison._text import pairwise_lines
+    from levelfield.comparison._verdict import untestable_reason
 
     lines = "\n".join(pairwise_lines(four, EXACT))
     # right vs wrong_two: 2 differing cases; even both one way, the score test's p is above 0.05 on its own.
