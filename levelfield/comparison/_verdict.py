@@ -380,7 +380,7 @@ def _as_good_as(cmp: Compared, agent: str, than: str, margin: float) -> bool:
     """The equivalence test passes on every metric (TOST at 1 − confidence from each metric's own paired
     test, :func:`levelfield._core.stats.paired.equivalent`): an intersection–union test, so no adjustment
     across metrics. Never with a margin of 0 or a metric without paired cases."""
-    from ._core.stats.paired import equivalent
+    from .._core.stats.paired import equivalent
 
     alpha = 1 - cmp.confidence
     if not margin > 0:
@@ -393,7 +393,7 @@ def _largest_possible_drop(cmp: Compared, agent: str, than: str) -> tuple[float 
     metrics on which the two agents differ on some case, of the equivalence test's bound
     (:func:`levelfield._core.stats.paired.equivalence_bound`), with its metric and whether it reads in
     points. None when they scored the same on every case of every metric."""
-    from ._core.stats.paired import equivalence_bound
+    from .._core.stats.paired import equivalence_bound
 
     alpha = 1 - cmp.confidence
     worst: tuple[float | None, str, bool] = (None, "", False)

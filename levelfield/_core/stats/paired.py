@@ -610,6 +610,8 @@ def detectable_difference(inference: PairedInference, *, alpha: float = 0.05, po
         found = t_power(n, effect, alpha)
         return (1.0 if math.isnan(found) else found) - power  # SciPy's noncentral t is NaN far in the tail
 
+    if short(50.0) < 0:
+        return math.nan  # so few cases that even a difference of 50 SDs is not detected with that power
     effect = float(brentq(short, 0.0, 50.0, xtol=1e-10))
     return effect * sd
 
