@@ -580,9 +580,14 @@ def t_power(n: int, effect: float, alpha: float) -> float:
 
     if n < 2:
         return math.nan
+    from scipy.stats import norm
+
     crit = float(student.isf(alpha / 2, n - 1))
     lam = float(effect) * math.sqrt(n)
-    return float(nct.sf(crit, n - 1, lam) + nct.cdf(-crit, n - 1, lam))
+    found = float(nct.sf(crit, n - 1, lam) + nct.cdf(-crit, n - 1, lam))
+    if math.isnan(found):  # SciPy's noncentral t gives NaN far in its tail: there the normal is exact enough
+        found = float(norm.sf(crit - lam) + norm.cdf(-crit - lam))
+    return found
 
 
 def detectable_difference(inference: PairedInference, *, alpha: float = 0.05, power: float = 0.8) -> float:
@@ -607,8 +612,7 @@ def detectable_difference(inference: PairedInference, *, alpha: float = 0.05, po
     if not sd > 0:
         return math.nan
     def short(effect: float) -> float:
-        found = t_power(n, effect, alpha)
-        return (1.0 if math.isnan(found) else found) - power  # SciPy's noncentral t is NaN far in the tail
+        return t_power(n, effect, alpha) - power
 
     if short(50.0) < 0:
         return math.nan  # so few cases that even a difference of 50 SDs is not detected with that power
