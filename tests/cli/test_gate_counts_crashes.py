@@ -43,3 +43,18 @@ def test_assert_eval_fails_on_the_cases_the_agent_crashed_on():
 
     with pytest.raises(AssertionError, match="4 of 18 cases failed"):
         lf.testing.assert_eval(SAMPLE, crashes_on_four, criteria={EXACT: 1.0})
+
+
+def test_fail_under_on_saved_predictions_counts_the_saved_failures(tmp_path, capsys):
+    import json
+
+    rows = [{"case_id": f"c{i}", "prompt": f"Frage {i}: 今日は？", "reference": "ok", "response": "ok"} for i in range(8)]
+    rows += [{"case_id": f"f{i}", "prompt": f"Pergunta {i}", "reference": "ok", "failure": 1} for i in range(2)]
+    path = tmp_path / "saved.jsonl"
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+    code = main(["eval", str(path), "-m", "exact_match", "--fail-under", "exact_match=0.9", "-q"])
+    _, err = capsys.readouterr()
+    assert code == 1 and "exact_match mean 0.800 (2 of 10 runs failed, counted as 0) is under 0.9" in err
+    code = main(["eval", str(path), "-m", "exact_match", "--fail-under", "exact_match=0.9", "--failed-runs", "exclude",
+                 "-q"])
+    assert code == 0

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT
 
-__all__ = ["GateMean", "gate_mean"]
+__all__ = ["GateMean", "gate_mean", "result_gate_mean"]
 
 
 @dataclass(frozen=True)
@@ -52,3 +52,16 @@ def gate_mean(summary: Any, agent: str, metric: str, *, failed_runs: str = "zero
     row = summary.loc[agent]
     mean = float(row[column]) if column in row else math.nan
     return GateMean(agent, metric, mean, failed_runs, int(row.get("failures", 0) or 0), int(row.get("runs", 0) or 0))
+
+
+def result_gate_mean(summary_metrics: Any, metric: str, *, failed_runs: str = "zero") -> GateMean:
+    """The same read of one evaluation's ``summary_metrics`` (saved predictions scored by ``levelfield eval``):
+    ``<metric>/mean_failed_as_zero`` when failed rows count as 0 (and there is one), else ``<metric>/mean``."""
+    failures = int(summary_metrics.get("failure/count", 0) or 0)
+    runs = int(summary_metrics.get("row_count", 0) or 0)
+    key = f"{metric}/{FAILED_AS_ZERO}"
+    if failed_runs == "zero" and key in summary_metrics:
+        mean = float(summary_metrics[key])
+    else:
+        mean = float(summary_metrics.get(f"{metric}/mean", math.nan))
+    return GateMean("", metric, mean, failed_runs, failures, runs)
