@@ -500,9 +500,12 @@ class EndpointLimit:
                 # little (the window overshot, and the endpoint took calls in no order): what it carried.
                 floor = (0.5 if self._threshold >= self.ceiling else _BETA) * self._base
                 if not self._answers:
-                    # No answer yet: every call in flight went out in the first window at once, none grown on
-                    # answers, so the calls in flight when a refused one was sent are what the endpoint held.
+                    # No answer yet: every call in flight went out in the first window at once, and the endpoint
+                    # holds those not refused yet (not the calls in flight when this one was sent: the first
+                    # window's calls reach it in no set order). Each refusal of that window lowers it to them, so
+                    # once the last is back the window is what the endpoint took.
                     floor = 1.0
+                    others = max(1, self.in_flight)
                 self._cuts += 1
                 carried = self.carried()
                 if carried is not None and self._queue.queueing():

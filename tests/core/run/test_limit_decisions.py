@@ -22,10 +22,12 @@ IDEAL_8 = 320 / 8 * (SERVICE + 2 * HOP)  # 320 calls, 8 at a time, each 50 ms an
 
 def test_64_behind_a_gate_admitting_8_first_contact_refuses_few_calls_and_runs_near_the_8_limited_ideal(monkeypatch):
     # Issue #42 started at the ceiling: the first burst of 64 on 8 refused 56 (14-16 %). Issue #56 starts at half
-    # (32): 24 refused at once, and the cut that follows, with no answer yet, goes to the calls the gate held.
+    # (32): 24 refused at once, and each of their refusals, with no answer yet, lowers the window to the calls still
+    # held, so it ends at the 8 the gate took (the calls in flight when a refused call was sent may be fewer: the
+    # first window's calls reach the gate in no set order), never below.
     out = simulate(monkeypatch, Gate(8, SERVICE), cases=320, concurrency=64)
     assert out.peak == 8
-    assert out.limit.history[:2] == [32, 8], out.limit.history[:8]
+    assert out.limit.history[0] == 32 and min(out.limit.history) == 8, out.limit.history[:30]
     assert out.share <= 0.10, (out.refused, out.requests)
     assert out.seconds <= 1.3 * IDEAL_8 + 1.5, out.seconds
     assert out.limit.lesson() == 8  # what the next run starts at
