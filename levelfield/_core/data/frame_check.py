@@ -32,45 +32,9 @@ def frame_checked(frame: Any, label: str) -> tuple[list[str], list[str]]:
     ``rows.deferred_dataset`` checks it, raising the same error at the same row."""
     n = len(frame)
     keys = tuple(frame.columns)
-    plan = _plan(keys) if n else None
-    slow = bytearray(n)  # 1: the row is checked row by row
-    ids: list[str | None] = [None] * n
-    if plan is None or any(SURROGATE.search(k) for k in keys):
-        slow = bytearray(b"\x01" * n)
-    else:
-        used = set(plan.used.values())
-        for name in keys:
-            values = frame[name].tolist()
-            if name in plan.missing:
-                check: Callable[[Any], bool] = _missing
-            elif name in plan.trajectories:
-                check = _flat_calls
-            elif name == plan.used.get("prompt"):
-                check = _plain_prompt
-            elif name in used and name != plan.case_id:
-                check = _plain_text
-            else:
-                check = _flat_cell  # a case id is checked below; a metadata cell nests nothing
-            _check_column(slow, values, check)
-            if name == plan.case_id:
-                # The one cell a plain row's check keeps: a lone surrogate in it ("\\ud800") is replaced by the
-                # row's check (elsewhere it is replaced where the case is made, and the check keeps nothing).
-                texts = [v for v in values if type(v) is str]
-                joined = "".join(texts)
-                if not joined.isascii() and SURROGATE.search(joined) is not None:
-                    for i, value in enumerate(values):
-                        if type(value) is str and SURROGATE.search(value) is not None:
-                            slow[i] = 1
-                for i, value in enumerate(values):
-                    if value is None or (type(value) is float and value != value):
-                        ids[i] = str(i)
-                    elif type(value) is str and value.strip() and _CONTROL.search(value) is None:
-                        ids[i] = value
-                    else:
-                        slow[i] = 1  # a number, an empty or multi-line id: the row's own check says
-        if plan.case_id is None:
-            ids = [str(i) for i in range(n)]
-    columns: list[str] = list(keys) if plan is not None else []
+    slow, ids = _marks(keys, (frame[name].tolist() for name in keys), n)
+    ids = [str(i) if case_id is None else case_id for i, case_id in enumerate(ids)]
+    columns: list[str] = list(keys) if not all(slow) else []
     wheres: dict[int, str] = {}
     if any(slow):
         records: list[dict[str, Any]] = []
@@ -90,6 +54,45 @@ def frame_checked(frame: Any, label: str) -> tuple[list[str], list[str]]:
         raise DatasetError(f"{label}: the dataset has no rows")
     _refuse_repeats(ids, lambda i: wheres.get(i) or f"{label} row {i + 1}", label)  # type: ignore[arg-type]
     return ids, columns  # type: ignore[return-value]
+
+
+def _marks(keys: tuple[Any, ...], columns: Any, n: int) -> tuple[bytearray, list[str | None]]:
+    """Which of ``n`` rows with ``keys`` (``columns``: each key's cells, in order) the columns cannot clear (1: the
+    row is checked row by row), and the case id of the others (None: no id cell, the row's number)."""
+    plan = _plan(keys) if n else None
+    ids: list[str | None] = [None] * n
+    if plan is None or any(SURROGATE.search(k) for k in keys):
+        return bytearray(b"\x01" * n), ids
+    slow = bytearray(n)
+    used = set(plan.used.values())
+    for name, values in zip(keys, columns):
+        if name in plan.missing:
+            check: Callable[[Any], bool] = _missing
+        elif name in plan.trajectories:
+            check = _flat_calls
+        elif name == plan.used.get("prompt"):
+            check = _plain_prompt
+        elif name in used and name != plan.case_id:
+            check = _plain_text
+        else:
+            check = _flat_cell  # a case id is checked below; a metadata cell nests nothing
+        _check_column(slow, values, check)
+        if name == plan.case_id:
+            # The one cell a plain row's check keeps: a lone surrogate in it ("\\ud800") is replaced by the
+            # row's check (elsewhere it is replaced where the case is made, and the check keeps nothing).
+            joined = "".join([v for v in values if type(v) is str])
+            if not joined.isascii() and SURROGATE.search(joined) is not None:
+                for i, value in enumerate(values):
+                    if type(value) is str and SURROGATE.search(value) is not None:
+                        slow[i] = 1
+            for i, value in enumerate(values):
+                if value is None or (type(value) is float and value != value):
+                    pass  # the row's number
+                elif type(value) is str and value.strip() and _CONTROL.search(value) is None:
+                    ids[i] = value
+                else:
+                    slow[i] = 1  # a number, an empty or multi-line id: the row's own check says
+    return slow, ids
 
 
 def _check_column(slow: bytearray, values: list[Any], check: Callable[[Any], bool]) -> None:
