@@ -32,6 +32,10 @@ class Open:
         self.seconds = seconds
         self.admitted = self.refused = self.peak = self.held = 0
 
+    def refusal_hop(self, key: int) -> float:
+        """Seconds a refusal of request ``key`` takes back."""
+        return HOP
+
     def arrive(self, key: int, now: float) -> tuple[float, float | None] | None:
         """At ``now`` a call of request ``key`` arrives: (seconds until it answers, None) when admitted, else None
         (refused at once) or (0, Retry-After) for a refusal that says when to come back."""
@@ -62,10 +66,15 @@ class Gate(Open):
 class FirstCallGate(Open):
     """``FirstCallRefused``: refuses each request's first call (with ``retry_after``, when given), admits it after."""
 
-    def __init__(self, seconds: float, retry_after: float | None = None) -> None:
+    def __init__(self, seconds: float, retry_after: float | None = None, shuffled: bool = False) -> None:
         super().__init__(seconds)
         self.retry_after = retry_after
+        self.shuffled = shuffled
         self.seen: set[int] = set()
+
+    def refusal_hop(self, key: int) -> float:
+        # ``shuffled``: refusals come back in another order than their calls went (4 ms spread).
+        return HOP * (1 + (7 * key) % 5) if self.shuffled else HOP
 
     def arrive(self, key: int, now: float) -> tuple[float, float | None] | None:
         if key not in self.seen:
@@ -146,7 +155,7 @@ def simulate(monkeypatch, endpoint: Open, *, cases: int, concurrency: int, adapt
                     limit.success()
                     windows.append(limit.window)
                     return
-                await sleep(HOP)
+                await sleep(endpoint.refusal_hop(key))
                 retry_after = None if verdict is None else verdict[1]
                 wait = limit.ended_with(RateLimitedError("429 Too Many Requests", retry_after=retry_after), absorbed, 60.0)
                 if not adaptive:  # a fixed concurrency: the run's retry, after its Retry-After
