@@ -185,7 +185,6 @@ class EndpointLimit:
         # Calls refused once and not answered yet: their answer is a retry's, not a first call's.
         self._refused_calls: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
         self._first_refusals = 0
-        self._refused_ats: collections.deque[int] = collections.deque(maxlen=_FIRSTS)  # calls in flight when trials' first calls went
         # Each call in flight (by its task): its number and the calls in flight when it was sent, itself included.
         self._sent: weakref.WeakKeyDictionary[asyncio.Task[Any], tuple[int, int]] = weakref.WeakKeyDictionary()
         self._seq = 0
@@ -370,11 +369,7 @@ class EndpointLimit:
         if task is None or task not in self._trial:
             return
         refused_at = self._trial.pop(task)
-        # Fewer in flight than its own refused call, or than any first call refused lately: a capacity limit that
-        # refused a call sent with that many may have freed a slot meanwhile. (A retry after a Retry-After goes in
-        # the order the refusals came back, not the order the first calls went: against another first call's
-        # refusal with as few in flight, it tells the same.)
-        if at < min(refused_at, min(self._refused_ats, default=refused_at)):
+        if at < refused_at:
             return
         self._verdicts.append(False)
         self.per_request += 1
@@ -574,10 +569,13 @@ class EndpointLimit:
         first = self.adaptive and absorbed == 0 and task is not None and (rate.retry_after is None or told)
         if first:
             self._firsts.append(True)
+            if self._undo is None and not self._verdicts:
+                # Before any trial's verdict: what the limit was before this first refusal cut it, trial or not (the
+                # first window's refusals come back in no set order: those not on trial may cut it first).
+                self._undo = (self.window, self._threshold)
         if first and self._on_trial(*sent):
             self._again.add(task)
             self._trial[task] = sent[1]
-            self._refused_ats.append(sent[1])
             if not self._per_request() and sent[1] > 1:
                 # Until refusals are shown per-request, one may be the endpoint's limit: it cuts the
                 # limit as such (undone when its retry, or another's, shows it per-request).

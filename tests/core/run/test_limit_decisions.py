@@ -72,7 +72,10 @@ def test_a_gateway_refusing_each_requests_first_call_is_told_apart_with_or_witho
     adaptive = simulate(monkeypatch, FirstCallGate(SERVICE, retry_after, shuffled), cases=cases, concurrency=32)
     fixed = simulate(monkeypatch, FirstCallGate(SERVICE, retry_after), cases=cases, concurrency=32, adaptive=False)
     assert adaptive.refused == fixed.refused == cases and adaptive.requests == 2 * cases
-    assert adaptive.limit.limit == 32 and adaptive.limit.per_request >= 4
+    # Not collapsed: at least where it started (a short run waiting 2 s a retry may end before slow start is through).
+    assert adaptive.limit.limit >= 16 and adaptive.limit.per_request >= 4, adaptive.limit.history[:40]
+    if not retry_after:
+        assert adaptive.limit.limit == 32
     assert adaptive.seconds <= 1.5 * fixed.seconds, (adaptive.seconds, fixed.seconds)
     if retry_after:
         # Every refused call waited its Retry-After before it was sent again.
