@@ -172,6 +172,7 @@ class EndpointLimit:
         # Slow start never takes the window past twice that (one doubling per proof).
         self._proven = 0
         self._cuts = 0  # capacity cuts with calls of ours in flight (what a learned limit is kept for)
+        self._first_level = 0.0  # what the endpoint took of the first window, when it refused some of it
         # Cuts in a row at (about) the same level: each one halves the speed of the probing past it.
         self._probe_scale = 1
         self._slow_levels = 0  # levels from the refused one up still to probe slowly
@@ -516,6 +517,8 @@ class EndpointLimit:
                 level = float(others) if carried is None else min(float(others), max(1.0, round(carried)))
                 self.window = min(self.window, max(level, floor))
                 self._threshold = min(self._threshold, self.window)
+                if not self._answers:
+                    self._first_level = self.window
                 if new:
                     # A new cut (not the rest of one) at about the level of the last: the endpoint's limit is
                     # steady there, and each probe past it costs a refusal: probe half as often. Higher: it
@@ -610,7 +613,11 @@ class EndpointLimit:
         if not self.adaptive or not self.calls:
             return None
         if self._cuts and not self._per_request():
-            return "forget" if self.limit >= self.ceiling else self.limit
+            # The limit at the end, or what the endpoint took of the first window when that is more: later cuts
+            # also follow our own lag (a loaded machine counts calls the endpoint has already answered), and a
+            # start too high costs one cut next time where one too low is probed past slowly.
+            level = max(self.limit, int(self._first_level))
+            return "forget" if level >= self.ceiling else level
         if self.learned is not None and self.limit > self.learned:
             return "forget" if self.limit >= self.ceiling else self.limit
         if self.learned is None and not self.rate_limited and self.limit >= self.ceiling:
