@@ -336,6 +336,8 @@ def main() -> None:
     parser.add_argument("--apart", action="store_true",
                         help="the limited server in a process of its own (a proxy), not a thread of this one")
     args = parser.parse_args()
+    # Every run a first contact: no limit learned by an earlier run of this bench (or yours) applies.
+    os.environ["LEVELFIELD_CACHE_DIR"] = __import__("tempfile").mkdtemp(prefix="levelfield-bench-")
     spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(args.load)]
     for p in spinners:
         p.start()
