@@ -80,6 +80,7 @@ def run_config(args: argparse.Namespace) -> Any:
         max_response_bytes=args.max_response,
         adaptive=getattr(args, "adaptive", True),
         a2a_preflight=getattr(args, "a2a_preflight", True),
+        a2a_probe=getattr(args, "a2a_probe", False),
         requests_per_minute=_rates(getattr(args, "rpm", []), "--rpm"),
         tokens_per_minute=_rates(getattr(args, "tpm", []), "--tpm"),
         prices=getattr(args, "prices", None),

@@ -51,6 +51,7 @@ from .http import (
     _split_credentials,
 )
 from .secrets import _REDACTED, _secret_pattern, _secrets
+from .traffic import Traffic, _busy
 
 if TYPE_CHECKING:
     from a2a.client import Client
@@ -149,6 +150,7 @@ class A2AAgent:
             weakref.WeakKeyDictionary()
         )
         self._partials: dict[tuple[str | None, str, int], _Turn] = {}
+        self._traffic = Traffic()
 
     @property
     def endpoint(self) -> str:
@@ -224,25 +226,34 @@ class A2AAgent:
 
     # -- conformance ----------------------------------------------------------------------------
     async def apreflight(self, prompt: str | None = None, *, timeout: float | None = None,
-                         every_version: bool = True) -> Any:
+                         every_version: bool = True, probe: bool = True) -> Any:
         """Check that this agent speaks A2A (its card, then probe messages): a ``Preflight`` table of
         checks; see :mod:`levelfield.adapters.a2a.preflight`. Sent with this agent's headers and URL
-        credentials. ``every_version=False``: only the card's first JSON-RPC version is probed (what an
-        evaluation does before its first case: each probe is an answer the agent computes)."""
+        credentials. ``every_version=False``: only the card's first JSON-RPC version is probed.
+        ``probe=False``: the card only, no message sent (an evaluation's default: each probe is a task
+        the agent runs; its own answers are checked instead, see :meth:`observed`)."""
         from .preflight import DEFAULT_PROMPT, _run
 
         found = await _run(self.url, self.headers, self._auth, self._params, prompt or DEFAULT_PROMPT,
-                           timeout or min(self.timeout or 30.0, 30.0), every_version=every_version)
+                           timeout or min(self.timeout or 30.0, 30.0), every_version=every_version,
+                           probe_messages=probe)
         found.agent = self.name if self._name else (self.redact(found.agent) if found.agent else None)
         # A server may echo a credential into what the checks quote (an error body): never recorded.
         found.checks = [dataclasses.replace(c, detail=self.redact(c.detail)) for c in found.checks]
         return found
 
-    def preflight(self, prompt: str | None = None, *, timeout: float | None = None, every_version: bool = True) -> Any:
+    def preflight(self, prompt: str | None = None, *, timeout: float | None = None, every_version: bool = True,
+                  probe: bool = True) -> Any:
         """:meth:`apreflight` from sync code."""
         from ..._core.run.threads import run_coroutine
 
-        return run_coroutine(self.apreflight(prompt, timeout=timeout, every_version=every_version))
+        return run_coroutine(self.apreflight(prompt, timeout=timeout, every_version=every_version, probe=probe))
+
+    def observed(self) -> dict[str, Any]:
+        """What this agent's answers so far showed (the passive preflight): ``{"checks": [...], "tool_calls": kind}``,
+        the checks as ``Check.to_dict`` rows, credentials redacted; see :mod:`levelfield.adapters.a2a.traffic`."""
+        checks = [dataclasses.replace(c, detail=self.redact(c.detail)) for c in self._traffic.checks()]
+        return {"checks": [dataclasses.asdict(c) for c in checks], "tool_calls": self._traffic.tool_calls}
 
     # -- clients ------------------------------------------------------------------------------
     async def _client(self) -> Client:
@@ -328,6 +339,13 @@ class A2AAgent:
     async def arun(self, request: AgentRequest) -> AgentOutput:
         """Send the turn's prompt (one ``context_id`` per case and trial) and read the answer."""
         turn = _Turn(self.trajectory_extractor)
+        try:
+            return await self._run_turn(request, turn)
+        except AdapterError as exc:  # what the answer broke, for the passive preflight
+            self._traffic.failed(getattr(exc, "failure_class", None), getattr(exc, "failure_rule", None))
+            raise
+
+    async def _run_turn(self, request: AgentRequest, turn: _Turn) -> AgentOutput:
         key = (request.session_id, request.case_id, request.turn)
         try:
             if self.timeout is None:
@@ -368,6 +386,8 @@ class A2AAgent:
                 raise
             except Exception as exc:
                 wait = _retry_after(exc)
+                if _busy(exc):
+                    self._traffic.refused(wait)
                 left = _earliest(None if deadline is None else deadline - time.monotonic(), budget.seconds_left())
                 if not absorbed and wait is not None and attempt <= _MAX_SERVER_RETRIES and (left is None or wait < left):
                     await asyncio.sleep(wait)
@@ -420,6 +440,7 @@ class A2AAgent:
     def _finish(self, turn: _Turn) -> AgentOutput:
         state = turn.state
         output = self._output(turn)
+        self._traffic.answered([p for chunks in turn.items.values() for chunk in chunks for p in chunk], turn.empty_parts)
         if turn.message_only or state == "TASK_STATE_COMPLETED":
             if not turn.answered:
                 empty = f"; {turn.empty_parts} part(s) had no content at all" if turn.empty_parts else ""

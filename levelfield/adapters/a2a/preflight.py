@@ -22,10 +22,14 @@ from ..._core.errors import AdapterError
 from ..._core.run.failures import parse_retry_after
 from .answers import _tool_calls_in
 from .card import _check_card, _read_card
-from .checks import DEFAULT_PROMPT, S_RETRY, S_TOOLS, STATUSES, TOOL_CALLS, Check, Preflight
+from .checks import DEFAULT_PROMPT, S_RETRY, S_SEND, S_TOOLS, STATUSES, TOOL_CALLS, Check, Preflight
 from .probes import _Prober
 
 __all__ = ["Check", "Preflight", "preflight", "apreflight", "STATUSES", "DEFAULT_PROMPT", "TOOL_CALLS"]
+
+
+PASSIVE = ("no probe message sent (each is a task the agent runs): the evaluation's own answers are checked as "
+           "they arrive; a2a_probe=True / --a2a-probe, or `levelfield a2a-check URL`, sends probes")
 
 
 # -- entry points -------------------------------------------------------------------------------------
@@ -54,9 +58,11 @@ async def apreflight(url: str, *, headers: Mapping[str, str] | None = None, prom
 
 
 async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | None, params: list[tuple[str, str]],
-               prompt: str, timeout: float, every_version: bool = True) -> Preflight:
+               prompt: str, timeout: float, every_version: bool = True, probe_messages: bool = True) -> Preflight:
     """The preflight; ``every_version=False`` probes only the card's first JSON-RPC version (the one a
-    client picks), so an evaluation's automatic check costs the agent two answers, not four."""
+    client picks), so a probing check costs the agent two answers, not four. ``probe_messages=False``
+    reads and checks the card only and sends no message (an evaluation's passive preflight: its own
+    answers are checked as they arrive, see :mod:`levelfield.adapters.a2a.traffic`)."""
     import httpx
 
     from .http import _chain, _connection_error
@@ -75,6 +81,9 @@ async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | No
         if card is not None:
             result.agent = card.get("name") if isinstance(card.get("name"), str) else None
             interfaces, streaming = _check_card(card, probe)
+            if not probe_messages:
+                probe.add("probes", "skip", S_SEND, PASSIVE)
+                interfaces = []
             seen: set[str] = set()
             for version, iface_url, _ in interfaces:
                 if version in seen or (seen and not every_version):
@@ -83,6 +92,9 @@ async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | No
                 probe.url = iface_url
                 result.versions.append(version)
                 await probe.probe(version, streaming)
+        if not probe_messages:
+            result.checks = probe.checks
+            return result
         if probe.busy:
             missing = [(what, status) for what, status, after in probe.busy if parse_retry_after(after) is None]
             if missing:
