@@ -275,15 +275,19 @@ def with_tool_errors(output: AgentOutput, run: RunCalls) -> AgentOutput:
 
 
 def with_inner_calls(output: AgentOutput, inner: RunCalls) -> AgentOutput:
-    """``output`` with each AgentTool's inner calls after the call that ran it, the hand-offs to
-    and back from the AgentTool's agent where that call was made, and its model calls counted."""
+    """``output`` with each AgentTool's inner calls after the call that ran it (each marked
+    ``within`` that call's id and attributed to the AgentTool's agent: ADK-named metrics leave them
+    out, as ADK's event stream does), the hand-offs to and back from the AgentTool's agent where that
+    call was made, and its model calls counted (``inner_model_calls`` says how many of them)."""
     output.model_calls = (output.model_calls or 0) + inner.model_calls
+    if inner.model_calls:
+        output.inner_model_calls = inner.model_calls
     if not inner.calls:
         return output
     trajectory: list[ToolCall] = []
     for call in output.trajectory:
         trajectory.append(call)
-        trajectory.extend(inner.calls.get(call.id or "", []))
+        trajectory.extend(c.model_copy(update={"within": call.id}) for c in inner.calls.get(call.id or "", []))
     # Where each outer call was made among the hand-offs: the events read again, call by call.
     team, at = Team(), {}
     for event in output.raw if isinstance(output.raw, list) else []:
