@@ -8,6 +8,7 @@ Whatever the agent did, the case ends as an ``AgentRun``; conversations with a s
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from ..data.config import RunConfig
@@ -18,6 +19,7 @@ from . import endpoints
 from .attempt import _attempt
 from .failures import attribute, describe_error
 from .retry import call_with_retries
+from .threads import stopping
 
 __all__ = ["run_case", "failed_turn_run", "Spent"]  # and, for conversations, _run_turn
 
@@ -150,6 +152,8 @@ async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: Run
             return failed_turn_run(agent, case, trial, request, error, where=where, latency=latency,
                                    attempts=attempts, turns=turns, **spent.fields())
         turns.append(output)
+        if index + 1 < len(prompts) and stopping():
+            raise asyncio.CancelledError  # stopped during this turn: the case is left whole for resume
         if index + 1 < len(prompts):
             history += [Message(role="user", content=prompt), Message(role="assistant", content=output.response)]
     return AgentRun(

@@ -32,11 +32,12 @@ from ..data.types import AgentRun, clean_run
 from . import budget, endpoints
 from .attempt import _deadline_queues, _Deadlines, _loop_watchdog, _warned_blocking
 from .case import run_case
+from .interrupts import user_interrupted
 from .interrupts import watching as watching_interrupts
 from .isolation import ProcessIsolation
 from .notices import BudgetWarning, warn_user
 from .scope import CURRENT_SCOPE, RunScope
-from .threads import quick_handoffs
+from .threads import STOP_GRACE, quick_handoffs, stopping
 from .watchdog import BlockingAgentWarning, LoopWatchdog
 
 __all__ = ["run_agents", "spending_limit", "interleaved_plan", "BlockingAgentWarning", "Executor", "OnRun", "PlayScenario"]
@@ -140,6 +141,10 @@ OnRun = Callable[[AgentRun], Awaitable[Any] | None]
 that slot's next run (a journal write)."""
 PlayScenario = Callable[[AgentRunnable, EvalCase, int, RunConfig, str], Awaitable[AgentRun]]
 """Plays one conversation-scenario case (agent, case, trial, config, run id) to its run."""
+
+
+_STOP_RECORDING = 5.0
+"""Seconds the slots get, once the user stopped the evaluation, to record the runs whose calls had returned."""
 
 
 async def run_agents(
@@ -264,6 +269,8 @@ async def run_agents(
             # written): waited for here, so a failed write stops the slot one run later at most.
             while len(records) > 1:
                 await records.pop(0)
+            if stopping():  # the evaluation was stopped while this slot's last run was kept: no new run
+                raise asyncio.CancelledError
             if stop is not None and stop():
                 return
             taken = queue.take()
@@ -305,6 +312,12 @@ async def run_agents(
         slot_tasks = [asyncio.ensure_future(slot()) for _ in range(min(config.concurrency, len(jobs)))]
         try:
             await asyncio.gather(*slot_tasks)
+        except asyncio.CancelledError:
+            if user_interrupted():
+                # The user stopped the evaluation: the slots whose call had returned keep that run (it is
+                # journaled, not paid for again on resume; see run_sync) before they end.
+                await asyncio.wait(slot_tasks, timeout=STOP_GRACE + _STOP_RECORDING)
+            raise
         finally:
             for task in slot_tasks:
                 task.cancel()  # a slot that failed (e.g. on_run raised) stops the others too
