@@ -114,6 +114,8 @@ def add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_r
     p.add_argument("--tools-mode", choices=("replay", "record", "record_missing"), default=None,
                    help="with --tools: replay the cassette (default), record a new one, or replay what it holds and "
                         "record the rest")
+    p.add_argument("--tools-overwrite", action="store_true", default=False,
+                   help="with --tools-mode record: replace a cassette that already holds answers (refused otherwise)")
     p.add_argument("--tools-missing", choices=("error", "live"), default=None,
                    help="with --tools in replay mode: a call the cassette lacks is a tool error the agent sees "
                         "(default) or runs the live tool")

@@ -675,3 +675,63 @@ def test_the_levelling_names_load_without_pandas_or_any_framework():
                          cwd=Path(__file__).resolve().parents[2]).stdout.strip()
     assert out == "[]"
     assert {"ToolCassette", "Faults", "tools"} <= set(lf.__all__)
+
+
+# -- recording never loses a recording ------------------------------------------------------------
+
+
+def test_record_refuses_a_cassette_that_holds_answers_naming_the_file_and_the_options(tmp_path):
+    path = tmp_path / "kept.jsonl"
+    lf.evaluate(dataset(2), function_agent, ["exact_match"], tools=lf.ToolCassette(path, mode="record"), **FAST)
+    before = path.read_text(encoding="utf-8")
+    with pytest.raises(lf.tools.CassetteError) as refused:
+        lf.ToolCassette(path, mode="record")
+    said = str(refused.value)
+    assert str(path) in said and "holds 2 recorded answer(s)" in said
+    assert "overwrite=True" in said and "--tools-overwrite" in said and "record_missing" in said
+    assert path.read_text(encoding="utf-8") == before
+    with pytest.raises(lf.ConfigError, match="overwrite=True"):
+        lf.ToolCassette(path, mode="replay", overwrite=True)
+
+
+def test_record_with_overwrite_replaces_it_and_an_empty_file_needs_no_overwrite(tmp_path):
+    path = tmp_path / "kept.jsonl"
+    lf.evaluate(dataset(2), function_agent, ["exact_match"], tools=lf.ToolCassette(path, mode="record"), **FAST)
+    lf.evaluate(dataset(3)[2:], function_agent, ["exact_match"], tools=lf.ToolCassette(path, mode="record", overwrite=True),
+                **FAST)
+    assert set(cassette_outputs(path)) == {"c2"}
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    assert lf.ToolCassette(empty, mode="record").mode == "record"
+
+
+def test_the_command_line_refuses_to_record_over_a_cassette_unless_told(tmp_path, capsys):
+    from levelfield.cli.main import main
+
+    data = tmp_path / "cases.jsonl"
+    data.write_text("\n".join(json.dumps(row) for row in dataset(2)) + "\n", encoding="utf-8")
+    cassette = tmp_path / "tools.jsonl"
+    common = ["eval", str(data), "--agent", "_levelled_agents:function_agent", "-m", "exact_match", "-q",
+              "--retries", "0", "--tools", str(cassette), "--tools-mode", "record"]
+    assert main(common) in (0, 1)
+    before = cassette.read_text(encoding="utf-8")
+    capsys.readouterr()
+    assert main(common) == 2
+    err = capsys.readouterr().err
+    assert str(cassette) in err and "--tools-overwrite" in err
+    assert cassette.read_text(encoding="utf-8") == before
+    assert main([*common, "--tools-overwrite"]) in (0, 1)
+    assert main(["eval", str(data), "--agent", "_levelled_agents:function_agent", "-m", "exact_match", "-q",
+                 "--tools", str(cassette), "--tools-overwrite"]) == 2
+    assert "only with --tools-mode record" in capsys.readouterr().err
+
+
+def test_the_record_header_fingerprints_what_was_recorded(tmp_path):
+    path = tmp_path / "rec.jsonl"
+    out = tmp_path / "out"
+    lf.evaluate(dataset(3), function_agent, ["exact_match"], tools=lf.ToolCassette(path, mode="record"), out=out, **FAST)
+    header = json.loads((out / "runs.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    written = lf.ToolCassette(path).fingerprint()
+    assert header["tools"]["cassette"]["fingerprint"] == written
+    assert header["tools"]["cassette"]["start_fingerprint"] != written  # the empty start
+    assert lf.EvalResult.load(out).tools_header["cassette"]["fingerprint"] == written
