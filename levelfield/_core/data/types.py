@@ -316,6 +316,9 @@ class AgentRun(BaseModel):
     call in the order made, ``{"tool", "index", "source", "fault"}`` where ``source`` is ``replayed`` (answered
     from the cassette or the comparison's shared record), ``recorded``, ``live`` or ``missed`` (not in the
     cassette: the replay policy answered) and ``fault`` the injected fault's kind or None. None: not levelled."""
+    traceback: str | None = None
+    """The agent's traceback when the run failed by raising (its causes included: a framework's error
+    wrapping the agent's), bounded and with credentials redacted; None for a timeout or a success."""
     failure_class: str | None = None
     """Whose fault a failed run was, when the adapter can tell (A2A agents): ``protocol`` (the answer
     broke the spec), ``transport`` (refused, TLS, timeout) or ``agent``; None otherwise."""

@@ -20,6 +20,7 @@ from .attempt import _attempt
 from .failures import attribute, describe_error
 from .retry import call_with_retries
 from .threads import stopping
+from .tracebacks import redact, traceback_text
 
 __all__ = ["run_case", "failed_turn_run", "Spent"]  # and, for conversations, _run_turn
 
@@ -85,6 +86,11 @@ def failed_turn_run(
     (``agent.partial_output(request)``, e.g. a timed-out graph's calls so far). Never raises."""
     text, error_type = describe_error(error)
     failure_class, failure_rule = _failure_class(agent, error, request)
+    kept = None
+    if not isinstance(error, (asyncio.TimeoutError, TimeoutError, asyncio.CancelledError)):
+        # A timeout's frames are levelfield's own: only what the agent raised is worth keeping.
+        kept = traceback_text(error, _redactor(agent))
+    text = redact(text, _redactor(agent))  # the message too: the record is kept and shared
     partial = attribute(error, "partial")
     if partial is None and hasattr(agent, "partial_output"):
         try:
@@ -107,8 +113,14 @@ def failed_turn_run(
         turns=turns,
         failure_class=failure_class,
         failure_rule=failure_rule,
+        traceback=kept,
         **fields,
     )
+
+
+def _redactor(agent: AgentRunnable) -> Any:
+    redact = getattr(agent, "redact", None)
+    return redact if callable(redact) else None
 
 
 def _failure_class(agent: AgentRunnable, error: BaseException, request: AgentRequest) -> tuple[str | None, str | None]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import gc
+import os
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
@@ -38,6 +39,7 @@ from .isolation import ProcessIsolation
 from .notices import BudgetWarning, warn_user
 from .scope import CURRENT_SCOPE, RunScope
 from .threads import STOP_GRACE, quick_handoffs, stopping
+from .tracebacks import print_first_failure
 from .watchdog import BlockingAgentWarning, LoopWatchdog
 
 __all__ = ["run_agents", "spending_limit", "interleaved_plan", "BlockingAgentWarning", "Executor", "OnRun", "PlayScenario"]
@@ -207,6 +209,7 @@ async def run_agents(
     sizes: dict[str, int] = {} if limit is None else {c.case_id: input_size(c) for c in dataset}
 
     uncounted: dict[asyncio.Future[Any], list[AgentRun]] = {}  # runs waiting for their record, by record
+    debug_first = [True] if os.environ.get("LEVELFIELD_DEBUG") else []  # print the first failure's traceback
 
     def count_recorded(recorded: asyncio.Future[Any]) -> None:
         runs = uncounted.pop(recorded, [])
@@ -232,6 +235,9 @@ async def run_agents(
         if scope.tool_events is not None:
             run.tool_events = list(scope.tool_events)
         run = clean_run(run)  # the one place runs enter: text every writer can encode from here on
+        if run.failure and run.traceback and debug_first:
+            debug_first.clear()  # the first failure only: the others are in the run record
+            print_first_failure(run.agent_name, run.case_id, run.trial, run.traceback)
         if limit is not None:
             limit.settle(agent.name, sizes[case.case_id], held, run)
         if on_run is not None:
