@@ -24,7 +24,15 @@ import levelfield as lf
 from levelfield.testing import ScriptedChatModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _levelled_agents import EchoLlm, _lc_policy, adk_agent, dataset, function_agent, langgraph_agent  # noqa: E402
+from _levelled_agents import (  # noqa: E402
+    EchoLlm,
+    _lc_policy,
+    adk_agent,
+    adk_get_time,
+    dataset,
+    function_agent,
+    langgraph_agent,
+)
 
 FAST = {"progress": False, "retries": 0}
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -735,3 +743,50 @@ def test_the_record_header_fingerprints_what_was_recorded(tmp_path):
     assert header["tools"]["cassette"]["fingerprint"] == written
     assert header["tools"]["cassette"]["start_fingerprint"] != written  # the empty start
     assert lf.EvalResult.load(out).tools_header["cassette"]["fingerprint"] == written
+
+
+# -- one fault, one record, in every framework --------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["error", "timeout"])
+def test_one_injected_fault_is_one_error_type_in_adk_langgraph_and_function_agents(kind, caplog):
+    import logging
+
+    agents = {"lg": langgraph_agent(), "adk": adk_agent(), "fn": function_agent}
+    with caplog.at_level(logging.ERROR):
+        cmp = lf.compare(dataset(2), agents, ["exact_match"], faults=lf.Faults(rate=1, seed=1, kinds=(kind,)), **FAST)
+    said = {"error": "InjectedToolError: tool 'get_time' failed (injected fault 'error')",
+            "timeout": "InjectedToolTimeout: tool 'get_time' timed out (injected fault 'timeout')"}[kind]
+    for name in agents:
+        for run in cmp.faulted.results[name].runs:
+            assert run.failure and run.error_type == "tool_error", (name, run.error_type, run.error)
+            assert run.error == f"agent {name!r} on case {run.case_id!r}: a tool raised and the agent did not handle it: {said}"
+            assert run.traceback is not None and said in run.traceback
+    # ADK's own frames (the framework's wrapper of the fault) are kept in the record, not printed.
+    adk_trace = cmp.faulted.results["adk"].runs[0].traceback
+    assert "google/adk" in adk_trace.replace("\\", "/") and "Error in plugin 'levelfield_tools'" in adk_trace
+    assert not [r for r in caplog.records if r.name.startswith("google_adk") and r.exc_info]
+
+
+def test_an_adk_agent_that_blocks_the_loop_under_tools_gets_no_advice_it_cannot_follow(tmp_path, monkeypatch):
+    from google.adk.agents import LlmAgent
+
+    from levelfield._core.run.watchdog import BlockingAgentWarning
+    from levelfield.adapters.adk import AdkAgent
+
+    session = AdkAgent._session
+
+    async def slow_session(self: Any, request: Any) -> str:
+        time.sleep(1.1)  # blocking code of the framework's, in the run's own step (as a first import is)
+        return await session(self, request)
+
+    monkeypatch.setattr(AdkAgent, "_session", slow_session)
+    agent = LlmAgent(name="adk", model=EchoLlm(), tools=[adk_get_time])
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        result = lf.evaluate(dataset(1), agent, ["exact_match"], tools=lf.ToolCassette(tmp_path / "c.jsonl", mode="record"),
+                             concurrency=1, **FAST)
+    assert len(result.runs) == 1 and not result.runs[0].failure
+    assert not [w for w in seen if issubclass(w.category, BlockingAgentWarning)]
+    blocking = [w for w in seen if "blocked the event loop" in str(w.message)]
+    assert not blocking
