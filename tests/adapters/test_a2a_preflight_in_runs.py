@@ -174,7 +174,8 @@ def test_unprobed_an_agent_that_shows_no_calls_is_scored_as_what_it_showed_and_t
         result = lf.evaluate(CASES, A2AAgent(server.url, timeout=5), metrics=TRAJECTORY, **FAST)
     found = result.a2a_preflight["Hello World Agent"]
     assert found["tool_calls"] == "none"
-    assert {c["name"]: c["status"] for c in found["checks"]}["tool_calls"] == "warn"
+    # Its card declares no tools: its answers holding none is no finding.
+    assert {c["name"]: c["status"] for c in found["checks"]}["tool_calls"] == "skip"
     assert (result.metrics_table["trajectory_exact_match/score"] == 0.0).all()
 
 

@@ -252,7 +252,9 @@ class A2AAgent:
     def observed(self) -> dict[str, Any]:
         """What this agent's answers so far showed (the passive preflight): ``{"checks": [...], "tool_calls": kind}``,
         the checks as ``Check.to_dict`` rows, credentials redacted; see :mod:`levelfield.adapters.a2a.traffic`."""
-        checks = [dataclasses.replace(c, detail=self.redact(c.detail)) for c in self._traffic.checks()]
+        card = self._card
+        declared = card is None or any("tools" in skill.tags for skill in card.skills)
+        checks = [dataclasses.replace(c, detail=self.redact(c.detail)) for c in self._traffic.checks(declared)]
         return {"checks": [dataclasses.asdict(c) for c in checks], "tool_calls": self._traffic.tool_calls}
 
     # -- clients ------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ _REQUIRED = ("name", "description", "version", "capabilities", "defaultInputMode
 
 
 async def _read_card(http: Any, base: str, checks: _Prober) -> dict[str, Any] | None:
-    last = ""
+    tried: list[str] = []
     for path in CARD_PATHS:
         response = await http.get(f"{base}{path}")
         checks._note("card", response)
@@ -36,8 +36,8 @@ async def _read_card(http: Any, base: str, checks: _Prober) -> dict[str, Any] | 
             else:
                 checks.add("card.fetch", "pass", S_DISCOVERY, f"read from {path}")
             return card
-        last = f"{path}: HTTP {response.status_code}"
-    checks.add("card.fetch", "fail", S_DISCOVERY, f"no agent card ({last})")
+        tried.append(f"{path}: HTTP {response.status_code}")
+    checks.add("card.fetch", "fail", S_DISCOVERY, f"no agent card at either path ({'; '.join(tried)})")
     return None
 
 

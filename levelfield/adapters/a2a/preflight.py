@@ -17,6 +17,7 @@ with a2a-sdk's own types (the 1.0 protobuf messages, the 0.3 pydantic models).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from ..._core.errors import AdapterError
 from ..._core.run.failures import parse_retry_after
@@ -24,12 +25,21 @@ from .answers import _tool_calls_in
 from .card import _check_card, _read_card
 from .checks import DEFAULT_PROMPT, S_RETRY, S_SEND, S_TOOLS, STATUSES, TOOL_CALLS, Check, Preflight
 from .probes import _Prober
+from .traffic import NO_TOOLS
 
-__all__ = ["Check", "Preflight", "preflight", "apreflight", "STATUSES", "DEFAULT_PROMPT", "TOOL_CALLS"]
+__all__ = ["Check", "Preflight", "preflight", "apreflight", "declares_tools", "STATUSES", "DEFAULT_PROMPT", "TOOL_CALLS"]
 
 
 PASSIVE = ("no probe message sent (each is a task the agent runs): the evaluation's own answers are checked as "
            "they arrive; a2a_probe=True / --a2a-probe, or `levelfield a2a-check URL`, sends probes")
+
+
+def declares_tools(card: Mapping[str, Any]) -> bool:
+    """Whether an agent card (as JSON) declares tools: a skill tagged ``tools`` (how ADK's card builder
+    lists an agent's tools; the A2A spec has no field for them)."""
+    skills = card.get("skills")
+    return isinstance(skills, list) and any(
+        isinstance(skill, Mapping) and isinstance(skill.get("tags"), list) and "tools" in skill["tags"] for skill in skills)
 
 
 # -- entry points -------------------------------------------------------------------------------------
@@ -107,8 +117,11 @@ async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | No
             probe.add("retry_after", "skip", S_RETRY, "no 429 or 503 answer was seen during the preflight")
         if probe.read_any:
             result.tool_calls = _tool_calls_in(probe.parts)
-            status = {"adk": "pass", "data": "warn", "none": "warn"}[result.tool_calls]
-            probe.add("tool_calls", status, S_TOOLS, TOOL_CALLS[result.tool_calls])
+            if result.tool_calls == "none" and card is not None and not declares_tools(card):
+                probe.add("tool_calls", "skip", S_TOOLS, NO_TOOLS)
+            else:
+                status = {"adk": "pass", "data": "warn", "none": "warn"}[result.tool_calls]
+                probe.add("tool_calls", status, S_TOOLS, TOOL_CALLS[result.tool_calls])
         else:
             probe.add("tool_calls", "skip", S_TOOLS, TOOL_CALLS["unknown"])
         result.checks = probe.checks

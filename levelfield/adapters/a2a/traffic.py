@@ -17,6 +17,9 @@ from typing import Any
 
 from .answers import _tool_calls_in
 from .checks import S_PARTS, S_RETRY, S_STATES, S_TOOLS, TOOL_CALLS, Check
+
+NO_TOOLS = ("the card declares no tools (no skill tagged 'tools', as ADK's card builder tags an agent's tools): "
+            "no tool calls to expose")
 from .failures import PROTOCOL
 
 __all__: list[str] = []  # private to the A2A adapter: A2AAgent.observed() reads it
@@ -71,8 +74,9 @@ class Traffic:
                 return kind
         return "unknown"
 
-    def checks(self) -> list[Check]:
-        """The rows the traffic supports (never a row for what it could not show)."""
+    def checks(self, declares_tools: bool = True) -> list[Check]:
+        """The rows the traffic supports (never a row for what it could not show). ``declares_tools=False``:
+        the card declares no tools, so answers without any call are no finding (the ``tool_calls`` row skips)."""
         out: list[Check] = []
         with self._lock:
             if self.protocol:
@@ -92,7 +96,9 @@ class Traffic:
             elif self.busy:
                 out.append(Check("retry_after", "pass", S_RETRY, f"{self.busy} busy answer(s), each with Retry-After"))
             kind = self.tool_calls
-        if kind != "unknown":
+        if kind == "none" and not declares_tools:
+            out.append(Check("tool_calls", "skip", S_TOOLS, NO_TOOLS))
+        elif kind != "unknown":
             out.append(Check("tool_calls", {"adk": "pass", "data": "warn", "none": "warn"}[kind], S_TOOLS,
                              TOOL_CALLS[kind].replace("in the probe answers", "in the answers")))
         return out
