@@ -17,12 +17,12 @@ from typing import Any
 
 from .answers import _tool_calls_in
 from .checks import S_PARTS, S_RETRY, S_STATES, S_TOOLS, TOOL_CALLS, Check
-
-NO_TOOLS = ("the card declares no tools (no skill tagged 'tools', as ADK's card builder tags an agent's tools): "
-            "no tool calls to expose")
 from .failures import PROTOCOL
 
 __all__: list[str] = []  # private to the A2A adapter: A2AAgent.observed() reads it
+
+NO_TOOLS = ("the card declares no tools (no skill tagged 'tools', as ADK's card builder tags an agent's tools): "
+            "no tool calls to expose")
 
 
 def _busy(exc: BaseException) -> bool:
