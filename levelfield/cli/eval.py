@@ -25,7 +25,7 @@ from .options import add_case_options, add_gate_options, add_run_options
 from .readout import finish
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from ..comparison._comparison import Comparison
 
 __all__ = ["add_parser", "run"]
 
@@ -78,16 +78,17 @@ def _evaluate(args: argparse.Namespace, dataset: Any, metrics: list[Any], agent:
 
     from .. import report
     from .._core.stats.config import StatsConfig
-    from ..comparison import Comparison
-    from ..evaluation import _log_experiment, _require_experiment_logging, evaluate
-    from ..failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
+    from .._entry.evaluation import evaluate
+    from .._entry.shared import log_experiment, require_experiment_logging
+    from ..comparison._comparison import Comparison
+    from ..comparison._failures import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
     from .judge_check import check_certify_options
     from .output import warnings_as_lines
 
     check_gate_options(args, metrics)
     check_certify_options(args, dataset, metrics)
     config, stats = run_config(args), stats_config(args)
-    _require_experiment_logging(args.experiment)  # before any agent runs
+    require_experiment_logging(args.experiment)  # before any agent runs
     with warnings_as_lines(args.command):
         warnings.simplefilter("ignore", AllRunsFailedWarning)  # the CLI prints its own failure summary
         warnings.simplefilter("ignore", JudgeAnswersUnreadableWarning)  # printed by finish, with the exit code
@@ -96,9 +97,9 @@ def _evaluate(args: argparse.Namespace, dataset: Any, metrics: list[Any], agent:
                           stats=StatsConfig(confidence=stats.confidence, judge_scores=stats.judge_scores))
     cmp = Comparison.of_evaluation(result, stats=stats, config=config)
     if args.experiment:  # logged with the statistics printed (--failed-runs), not evaluate's defaults
-        from ..experiment import log_evaluation
+        from .._entry.experiment import log_evaluation
 
-        _log_experiment(lambda: log_evaluation(result, args.experiment, stats=stats), args.experiment)
+        log_experiment(lambda: log_evaluation(result, args.experiment, stats=stats), args.experiment)
     if config.out_dir is not None:
         report.save(cmp, config.out_dir)  # the comparison's summary and the HTML report, as compare writes them
     return cmp
@@ -113,9 +114,9 @@ def _eval_saved(args: argparse.Namespace) -> int:
     import warnings
 
     from .._core.score.metrics.registry import resolve_metrics
-    from ..comparison_text import num
-    from ..evaluation import evaluate
-    from ..failure_summary import JudgeAnswersUnreadableWarning
+    from .._entry.evaluation import evaluate
+    from ..comparison._failures import JudgeAnswersUnreadableWarning
+    from ..comparison._text import num
     from .output import report_unreadable_judges, warnings_as_lines
 
     unused = [flag for flag, given in (

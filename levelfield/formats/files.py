@@ -240,6 +240,18 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
     the file, row and field. A JSON Lines file, or a DataFrame of 1,000 rows or more, keeps no case
     objects once checked: they are made when first asked for (an agent's run), and saved
     predictions are scored from the rows as loaded, batch by batch, in the memory ``evaluate(path)`` takes.
+
+    Args:
+        data: A DataFrame, a pyarrow Table, a list of dicts, an ``lf.EvalDataset`` (returned as it is) or
+            a path (a file, an ADK folder, or ``file.json:case_1,case_2``).
+        source: The name the dataset reports as its source (and errors name); default: the path, or
+            what the data is.
+
+    Returns:
+        An ``lf.EvalDataset``, every row checked.
+
+    Raises:
+        DatasetError: A row that cannot be a case, naming the file, row and field.
     """
     if is_arrow_table(data):
         label = source or "Arrow table"

@@ -14,7 +14,7 @@ from .markup import _breakable, _chip, _color, _esc, _fmt, _isnan, _long, _metri
 
 if TYPE_CHECKING:
     from .._core.score.diff import MarkedCall
-    from ..comparison import AgentCase, Comparison
+    from ..comparison._comparison import AgentCase, Comparison
 
 __all__ = ["REPORT_CASES"]
 

@@ -6,11 +6,11 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from .._core.score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT
-from ..comparison_text import evaluator_lines
-from ..verdict import early_stop_line, failure_rule, other_rule, verdict
+from ..comparison._text import evaluator_lines
+from ..comparison._verdict import early_stop_line, failure_rule, other_rule, verdict
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from ..comparison._comparison import Comparison
 
 
 from .markup import _breakable, _color, _esc, _fmt, _fmt_p, _isnan, _metric_link, _table, _usd
@@ -249,7 +249,7 @@ def _robustness_section(cmp: Comparison) -> str:
                    f'the runs that met each (a run can meet several):</p><ul class="verdict">{"".join(items)}</ul>')
     if len(found.consistency):
         items = []
-        from ..robustness import consistency_parts
+        from ..comparison._robustness import consistency_parts
 
         for c in found.consistency.itertuples():
             parts = [_esc(part) for part in consistency_parts(c)]

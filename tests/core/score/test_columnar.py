@@ -554,7 +554,7 @@ def test_a_batch_scored_result_saves_the_full_record_and_loads_back(tmp_path: Pa
 
 
 def test_a_loaded_dataframe_is_scored_from_the_frame_as_evaluate_df_is(monkeypatch) -> None:
-    import levelfield.evaluation as evaluation
+    import levelfield._entry.evaluation as evaluation
 
     rows = [{"case_id": f"c{i}", "prompt": f"Pergunta {i}", "reference": "東京は晴れ", "response": r,
              "reference_trajectory": [{"tool_name": "t", "tool_input": {"x": i}}],
