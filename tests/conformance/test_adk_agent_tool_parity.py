@@ -142,3 +142,12 @@ def test_the_mark_survives_the_run_record(tmp_path):
     again = lf.EvalResult.load(tmp_path / "o")
     assert [c.within is not None for c in again.runs[0].output.trajectory] == [False, True]
     assert again.runs[0].output.inner_model_calls == 2
+
+
+def test_adks_judged_criteria_show_their_judge_the_calls_adk_shows():
+    from levelfield._core.score.metrics.base import TurnContext
+    from levelfield.judge.adk.hallucinations import Hallucinations
+
+    calls = _levelfield_run().runs[0].output.trajectory
+    context = Hallucinations.context(TurnContext(prompt=QUESTION, predicted_trajectory=calls))
+    assert '"tool": "call_db_agent"' in context and "run_sql" not in context
