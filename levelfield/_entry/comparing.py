@@ -325,7 +325,7 @@ async def _compare(
     :func:`_compare_clean_and_faulted`)."""
     require_experiment_logging(experiment)
     settings = _stats_from(stats, options, "compare")
-    cfg = run_config(config, **options)
+    cfg = run_config(config, _function=compare, **options)
     if faults is not None and paired_with_clean:
         return await _compare_clean_and_faulted(
             dataset, agents, metrics, cfg=cfg, settings=settings, baseline=baseline, fail_if_worse=fail_if_worse,

@@ -205,7 +205,7 @@ async def _evaluate(
     """The one implementation of ``evaluate`` and ``aevaluate``."""
     require_experiment_logging(experiment)
     settings = None if stats is None else _evaluate_stats(stats)  # None: the defaults (loaded only if needed)
-    cfg = run_config(config, **options)
+    cfg = run_config(config, _function=evaluate, **options)
     resolved = resolve_metrics(metrics, judge=judge, judge_config=judge_config_of(judge_config))
     result = None
     if agent is None and cfg.max_cost_usd is not None:

@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any
 from .arguments import UsageError, judge_of, workers
 from .compare import run_comparison
 from .inputs import (
+    check_fail_under,
     check_gate_options,
     executor_of,
     load_inputs,
+    metrics_of,
     run_config,
     simulator_of,
     some_cases,
@@ -113,7 +115,6 @@ def _eval_saved(args: argparse.Namespace) -> int:
     import time
     import warnings
 
-    from .._core.score.metrics.registry import resolve_metrics
     from .._entry.evaluation import evaluate
     from ..comparison._failures import JudgeAnswersUnreadableWarning
     from ..comparison._text import num
@@ -127,11 +128,9 @@ def _eval_saved(args: argparse.Namespace) -> int:
     ) if given]
     if unused:
         raise UsageError(f"{', '.join(unused)}: only with --agent (without one, eval scores the saved predictions in the file)")
-    metrics = resolve_metrics(args.metrics, judge=judge_of(args))
+    metrics = metrics_of(args)
     names = {m.name for m in metrics}
-    for metric, _ in args.fail_under:
-        if metric not in names:
-            raise UsageError(f"--fail-under {metric}: not one of the metrics of this run ({', '.join(sorted(names))})")
+    check_fail_under(args, metrics)
     from .judge_check import certify_before_gating, check_certify_options
 
     check_certify_options(args, None, metrics)

@@ -786,7 +786,7 @@ def test_an_adk_agent_that_blocks_the_loop_under_tools_gets_no_advice_it_cannot_
         warnings.simplefilter("always")
         result = lf.evaluate(dataset(1), agent, ["exact_match"], tools=lf.ToolCassette(tmp_path / "c.jsonl", mode="record"),
                              concurrency=1, **FAST)
-    assert len(result.runs) == 1 and not result.runs[0].failure
+    assert len(result.runs) == 1  # (its live tool fails at random: either way, no warning)
     assert not [w for w in seen if issubclass(w.category, BlockingAgentWarning)]
     blocking = [w for w in seen if "blocked the event loop" in str(w.message)]
     assert not blocking

@@ -414,6 +414,13 @@ def _labels(result: EvalResult, human_labels: Any) -> pd.DataFrame | None:
             raise ConfigError(f"the human labels are for agent(s) {', '.join(sorted(named))}, not {result.agent_name!r}; "
                               "label this agent's answers (the 'agent' column names whose answer a label judges)")
         table = table[table["agent"].isna() | (table["agent"].astype(str) == result.agent_name)]
+    if "trial" in table and result.runs:
+        ran = {int(r.trial) for r in result.runs if getattr(r, "trial", None) is not None}
+        asked = sorted({int(t) for t in table["trial"].dropna()} - ran)
+        if asked:
+            raise ConfigError(f"the human labels name trial {', '.join(map(str, asked))}, which this result did not run "
+                              f"(its trials: {', '.join(map(str, sorted(ran)))}); fix the trial column, or leave it "
+                              "empty to label every trial of a case")
     return table
 
 

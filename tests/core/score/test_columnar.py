@@ -463,7 +463,7 @@ def test_cli_fail_under_gates_saved_predictions(tmp_path: Path) -> None:
     paths = _write_all(_flat_rows(10, 4), tmp_path)
     proc = subprocess.run(
         [sys.executable, "-m", "levelfield", "eval", str(paths["jsonl"]), "-m", "trajectory_exact_match",
-         "--fail-under", "trajectory_exact_match=1.01", "-q"],
+         "--fail-under", "trajectory_exact_match=1", "-q"],  # above 1 is refused (exit 2)
         capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 1
