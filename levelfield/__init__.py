@@ -42,6 +42,7 @@ _LAZY = {
     "report": ".report",
     "testing": ".testing",  # which loads its own names lazily: no LangChain import
     "tools": ".tools",  # likewise (cassettes, faults, their errors)
+    "benchmarks": ".benchmarks",  # likewise (a benchmark's package loads when it is named)
     "as_agent": ".adapters.auto",
     "EvalCase": "._core.data.dataset",
     "EvalDataset": "._core.data.dataset",
@@ -61,6 +62,7 @@ _LAZY = {
     "aevaluate": "._entry.evaluation",
     "compare": "._entry.comparing",
     "evaluate": "._entry.evaluation",
+    "forget_limits": ("._core.run.learned", "forget"),
     "RayExecutor": ".executors.ray",
     "ToolCallMatcher": "._core.score.matching",
     "AgentRequest": "._core.data.protocol",
@@ -94,7 +96,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # what type checkers and editors see: the same names, imported
-    from . import gate, metrics, report, stats, testing, tools
+    from . import benchmarks, gate, metrics, report, stats, testing, tools
     from ._core.data.config import RunConfig
     from ._core.data.dataset import EvalCase, EvalDataset
     from ._core.data.protocol import AgentRequest, AgentRunnable
@@ -142,9 +144,11 @@ __all__ = [
     "ExecutorError",
     "testing",
     "tools",
+    "benchmarks",
     "as_agent",
     "evaluate",
     "aevaluate",
+    "forget_limits",
     "compare",
     "acompare",
     "Comparison",

@@ -319,6 +319,9 @@ class AgentRun(BaseModel):
     traceback: str | None = None
     """The agent's traceback when the run failed by raising (its causes included: a framework's error
     wrapping the agent's), bounded and with credentials redacted; None for a timeout or a success."""
+    environment: dict[str, Any] | None = None
+    """When the run's tools were answered by an environment (``tools=<environment>``): what its session kept
+    of the final state at the run's end (``EnvironmentSession.close()``). None: no environment, or no call reached it."""
     failure_class: str | None = None
     """Whose fault a failed run was, when the adapter can tell (A2A agents): ``protocol`` (the answer
     broke the spec), ``transport`` (refused, TLS, timeout) or ``agent``; None otherwise."""

@@ -230,6 +230,7 @@ async def run_and_score(
         every_run = [run for a in agents for run in runs_by_agent[a.name]]
         scores = await scorer.scores(every_run)
         _warn_judges_stopped(scorer.budget)
+    registry.remember()
     rate_limits = registry.stats()
     results: dict[str, EvalResult] = {}
     start = 0
@@ -336,6 +337,7 @@ async def _stream(dataset: EvalDataset, agents: Sequence[AgentRunnable], metrics
     ran = ({(name, ids[case], trial) for name, columns in kept.items() for case, trial in zip(columns.case, columns.trial)}
            if config.max_cost_usd is not None else set())
     not_started = _not_started(dataset, agents, config, ran)  # a budget does not stream yet: none
+    registry.remember()
     rate_limits = registry.stats()
     results: dict[str, EvalResult] = {}
     for agent in agents:

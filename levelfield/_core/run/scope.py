@@ -18,7 +18,8 @@ __all__ = ["RunScope", "current_scope", "CURRENT_SCOPE"]
 class RunScope:
     """One run in progress: who runs it, and what its levelled tool calls left behind."""
 
-    __slots__ = ("agent", "case_id", "trial", "leveller", "tool_events", "counters", "fatal", "raised", "lock")
+    __slots__ = ("agent", "case_id", "trial", "leveller", "tool_events", "counters", "fatal", "raised", "lock",
+                 "environment")
 
     def __init__(self, agent: str, case_id: str, trial: int) -> None:
         self.agent = agent
@@ -35,6 +36,8 @@ class RunScope:
         self.raised: list[BaseException] = []
         """What the levelled tools raised to the agent (an injected fault, a live or recorded error): a run that
         fails with one of them (however a framework wrapped it) failed because a tool raised (``tool_error``)."""
+        self.environment: Any = None
+        """This run's own environment session (``tools=<an environment>``), opened at its first tool call."""
         self.lock = threading.Lock()  # tools may run on several threads of one run at once
 
     def next_index(self, tool: str) -> int:
