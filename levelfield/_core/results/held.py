@@ -28,8 +28,18 @@ from .tables import parquet_available, trimmed, write_summary, write_table_files
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["RunsInMemory", "HeldRuns"]
+__all__ = ["RunsInMemory", "HeldRuns", "explained_again"]
 
+
+def explained_again(owner: Owner) -> list[Metric]:
+    """The metrics whose explanations a table scores again: of an agent's runs, only those the engine
+    scores for a whole batch at once (``scored_by_kernel``: every other metric's recorded Score is
+    its own ``score``'s, so one that said no explanation says none again); of saved predictions, all."""
+    if owner.scored_saved_predictions:
+        return list(owner.metrics)
+    from ..score.batch.scorer import scored_by_kernel
+
+    return [m for m in owner.metrics if scored_by_kernel(m)]
 
 class RunsInMemory:
     """What a source whose runs are in memory computes of them: per-run numbers, costs, the tables
@@ -61,8 +71,8 @@ class RunsInMemory:
     def row_scores(self) -> list[dict[str, Score]]:
         raise NotImplementedError
 
-    def _explained(self, i: int) -> dict[str, Score]:
-        """Run ``i``'s Scores with their explanations."""
+    def _explained(self, i: int, again: Sequence[Metric] | None = None) -> dict[str, Score]:
+        """Run ``i``'s Scores with their explanations (``again``: the metrics that may lack one)."""
         raise NotImplementedError
 
     def cases_by_id(self) -> dict[str, EvalCase]:
@@ -197,14 +207,21 @@ class HeldRuns(RunsInMemory):
 
     def row_scores(self) -> list[dict[str, Score]]:
         if self._row_scores is None:
-            self._row_scores = [self._explained(i) for i in range(len(self._engine_scores))]
+            again = explained_again(self.owner)
+            self._row_scores = [self._explained(i, again) for i in range(len(self._engine_scores))]
         return self._row_scores
 
-    def _explained(self, i: int) -> dict[str, Score]:
-        """Run ``i``'s engine scores with the explanations the engine left out."""
+    def _explained(self, i: int, again: Sequence[Metric] | None = None) -> dict[str, Score]:
+        """Run ``i``'s engine scores with the explanations the engine left out (``again``: the
+        metrics that may lack one, :func:`explained_again`)."""
         run, scores = self._runs[i], self._engine_scores[i]
         case = self.cases_by_id().get(run.case_id)
-        return scores if case is None else explain_scores(context_for(case, run), self.owner.metrics, scores)
+        if case is None:
+            return scores
+        metrics = explained_again(self.owner) if again is None else again
+        if not any(m.name in scores and scores[m.name].explanation is None for m in metrics):
+            return dict(scores)  # nothing to explain: no scoring context made
+        return explain_scores(context_for(case, run), metrics, scores)
 
     def metrics_table(self) -> pd.DataFrame:
         if self._table is None:

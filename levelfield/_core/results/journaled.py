@@ -21,7 +21,7 @@ from . import tables
 from .columns import CostColumns, RunColumns, as_array, cost_items
 from .columns import mean as _mean
 from .fingerprints import fingerprints_of
-from .held import HeldRuns
+from .held import HeldRuns, explained_again
 from .record import RUNS_FILE, finish_journal, read_runs_at, write_record
 from .source import Owner, describe_runs
 from .summary import summarize
@@ -185,12 +185,13 @@ class JournaledRuns:
         page of runs read back at a time (see :func:`~.tables.write_tables_in_pages`)."""
         by_id = self._cases_by_id()
         prices, saved = self.owner.config.prices, self.owner.scored_saved_predictions
+        again = explained_again(self.owner) if explain else []
         for start in range(0, len(self._order), size):
             rows = []
             for run, scores in self._journaled(self._order[start : start + size]):
                 case = by_id[run.case_id]
-                if explain:
-                    scores = explain_scores(context_for(case, run), self.owner.metrics, scores)
+                if any(m.name in scores and scores[m.name].explanation is None for m in again):
+                    scores = explain_scores(context_for(case, run), again, scores)
                 rows.append(table_row(case, run, score_columns(scores), scores, prices=prices, saved=saved))
             yield rows
 

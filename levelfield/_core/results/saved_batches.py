@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +16,7 @@ from ..data.rows import case_from_row
 from ..data.types import AgentRun
 from ..score.batch.rows import scored_rows
 from ..score.batch.scorer import explain_row
-from ..score.metrics.base import Score, score_columns
+from ..score.metrics.base import Metric, Score, score_columns
 from .held import RunsInMemory
 from .saved_run import SAVED_AGENT, saved_run
 from .source import Owner
@@ -95,7 +95,7 @@ class SavedBatches(RunsInMemory):
                                     for i, (index, where, row) in enumerate(self._saved_rows())]
         return self._row_scores
 
-    def _explained(self, i: int) -> dict[str, Score]:
+    def _explained(self, i: int, again: Sequence[Metric] | None = None) -> dict[str, Score]:
         return self.row_scores()[i]
 
     def _table_scores(self, position: int) -> dict[str, Score]:

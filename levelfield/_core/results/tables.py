@@ -283,14 +283,15 @@ def _arrow_table(table: pd.DataFrame) -> Any:
 
 
 def _arrow_column(pa: Any, values: list[Any]) -> Any:
-    if all(_missing(v) for v in values):
-        # Empty (``error`` when no run failed): text, not Arrow's null type, so the column has the same
-        # type in every table (and in every page of one: see write_tables_in_pages).
-        return pa.array([None] * len(values), pa.string())
     if any(isinstance(v, (list, dict, tuple)) for v in values):
         values = [dumps(v) if isinstance(v, (list, dict, tuple)) else v for v in values]
     try:
-        return pa.array(values, from_pandas=True)  # NaN -> null, as pandas writes object columns
+        column = pa.array(values, from_pandas=True)  # NaN -> null, as pandas writes object columns
+        if column.null_count == len(column):
+            # Empty (``error`` when no run failed): text, not Arrow's null type, so the column has the same
+            # type in every table (and in every page of one: see write_tables_in_pages).
+            return pa.array([None] * len(values), pa.string())
+        return column
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         # Mixed kinds in one column (a metadata field that is a number in one row and text in
         # the next) are kept as text rather than refused.

@@ -34,7 +34,7 @@ from .rows import (
     _text,
 )
 
-__all__ = ["BatchScorer", "ScoredBatch", "FIXED_COLUMNS", "explain_row", "detail_columns"]
+__all__ = ["BatchScorer", "ScoredBatch", "FIXED_COLUMNS", "explain_row", "detail_columns", "scored_by_kernel"]
 
 FIXED_COLUMNS = ("case_id", "failure", "latency_in_seconds")
 """The columns every scored batch has before the ``<metric>/score`` columns."""
@@ -60,6 +60,22 @@ def _trusted_reads(metric: Metric) -> tuple[str, ...] | None:
 
 def _plain_computable(metric: Metric) -> bool:
     return type(metric).computable is Metric.computable
+
+
+def scored_by_kernel(metric: Metric) -> bool:
+    """Whether :meth:`BatchScorer.score_contexts` scores ``metric`` for a whole batch at once, its
+    Scores without explanation: the only metric whose explanation a run's recorded Score lacks
+    (every other sync metric is its own ``score``, explanation and all)."""
+    matcher = getattr(metric, "matcher", None)
+    return (
+        callable(getattr(metric, "value", None))
+        and isinstance(matcher, ToolCallMatcher)
+        and matcher.is_equivalence
+        and _plain_computable(metric)
+        and tuple(metric.requires) == ("reference_trajectory",)
+        and not getattr(metric, "is_async", False)
+        and getattr(metric, "agent", None) is None  # light calls carry no agent: one agent's calls take the row path
+    )
 
 
 @dataclass
@@ -93,18 +109,8 @@ class BatchScorer:
         self._whole: list[Metric] = []
         keys: dict[int, CallKeys] = {}
         for m in self.metrics:
-            matcher = getattr(m, "matcher", None)
-            value = getattr(m, "value", None)
-            if (
-                callable(value)
-                and isinstance(matcher, ToolCallMatcher)
-                and matcher.is_equivalence
-                and _plain_computable(m)
-                and tuple(m.requires) == ("reference_trajectory",)
-                and not getattr(m, "is_async", False)
-                and getattr(m, "agent", None) is None  # light calls carry no agent: one agent's calls take the row path
-            ):
-                self._kernels.append((m, keys.setdefault(id(matcher), CallKeys(matcher))))
+            if scored_by_kernel(m):
+                self._kernels.append((m, keys.setdefault(id(m.matcher), CallKeys(m.matcher))))  # type: ignore[attr-defined]
                 continue
             reads = _trusted_reads(m)
             if (
