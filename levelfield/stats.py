@@ -24,6 +24,7 @@ from ._core.stats.planning import (
     sample_size,
 )
 from ._core.stats.soft_labels import Calibration, SoftRate, calibration, soft_rate
+from ._lazy import rehome
 
 __all__ = [
     *_stats_all,
@@ -52,3 +53,6 @@ __all__ = [
     "NoiseSplit",
     "split_variance",
 ]
+
+# ``help(lf.stats.sample_size)`` names this module, not the private one that defines it.
+rehome(__name__, [globals()[name] for name in __all__])

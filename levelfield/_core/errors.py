@@ -172,6 +172,10 @@ class MissingExtraError(LevelfieldError, ImportError):
         )
         self.extra = extra
         self.package = package
+        self.what = what
+
+    def __reduce__(self) -> tuple:  # picklable (a worker's error): BaseException's own passes only the message
+        return (type(self), (self.extra, self.package, self.what), self.__dict__)
 
 
 # -- describing any exception (never raises: agents raise anything) --------------------------------
@@ -235,6 +239,9 @@ class RegressionError(LevelfieldError):
         """The ``levelfield.gate.GateResult``: every tested change, and which are regressions."""
         self.comparison = comparison
         """The ``Comparison`` the gate judged."""
+
+    def __reduce__(self) -> tuple:  # picklable: BaseException's own would call RegressionError(message)
+        return (type(self), (self.gate, self.comparison), self.__dict__)
 
 
 class ExecutorError(LevelfieldError):

@@ -55,6 +55,8 @@ class UncertifiedJudgeError(ConfigError):
     """A gate on a judged metric asked for a certified judge (``require_certified_judge=True``) and the
     judge is not certified, or there were no human labels to certify it: the gate refuses to decide."""
 
+    __module__ = "levelfield"  # its public home, in tracebacks (raised before ``lf.UncertifiedJudgeError`` is named)
+
 
 # -- the numbers -------------------------------------------------------------------------------
 
