@@ -150,7 +150,7 @@ class RateLimitedError(TransientAgentError):
     """The endpoint refused the request for its rate limit (HTTP 429, or 503 with ``Retry-After``).
 
     Distinct from other transient errors: the runner's adaptive concurrency
-    (``RunConfig(adaptive=True)``, see ``levelfield._core.run.limits``) lowers the endpoint's
+    (``RunConfig(adaptive=True)``, the default) lowers the endpoint's
     concurrency, waits ``retry_after`` seconds (when the server said) and tries again without
     counting a failed attempt of the run.
     """

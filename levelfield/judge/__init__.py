@@ -13,9 +13,9 @@ rendered prompt and the sample, so a re-run does not pay twice. A row whose answ
 parsed is NaN and a judge failure (``<metric>/failed``), never a 0: ``<metric>/error`` names the
 format expected, ``<metric>/unreadable_answer`` keeps the answer, and it is not cached (the next
 run asks again); ``evaluate``/``compare`` warn when it is most rows of a metric
-(``levelfield.failure_summary.JudgeAnswersUnreadableWarning``). docs/judges.md shows each format.
+(``lf.JudgeAnswersUnreadableWarning``). docs/judges.md shows each format.
 
-The package sits above ``levelfield._core`` and talks to it only through public names; core never
+The package sits above levelfield's private core and talks to it only through public names; core never
 imports it. Its modules, each used by the next through its public names:
 
 - ``client``: :class:`Judge` (the model, its concurrency limit, retries, timeout); ``model_identity``: what

@@ -218,7 +218,7 @@ def paired_test(
     Cases where either value is NaN are left out. ``auto`` picks the exact McNemar test (a
     two-sided binomial test on the discordant cases) when both are 0/1, else the Wilcoxon
     signed-rank test (exact with ties and zeros up to 50 differing cases). The interval is the
-    inversion of the same test at ``confidence`` (see :mod:`levelfield._core.stats.paired`), so it
+    inversion of the same test at ``confidence`` (the shifts it does not reject), so it
     leaves out 0 exactly when ``p_value < 1 − confidence``; ``interval=False`` skips it (NaN).
     ``p_min`` is the p the same test would give if every differing case went A's way (see
     :func:`tarone_family`).
