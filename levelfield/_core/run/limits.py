@@ -156,7 +156,7 @@ class EndpointLimit:
         # The most calls in flight that the endpoint was shown to take: the calls in flight when an
         # answered call was sent (itself included), or calls held ``_RAMP`` seconds without a refusal.
         # Slow start never takes the window past twice that (one doubling per proof).
-        self._proven = 0
+        self._proven: float = 0
         # Cuts in a row at (about) the same level: each one halves the speed of the probing past it.
         self._probe_scale = 1
         self._slow_levels = 0  # levels from the refused one up still to probe slowly
@@ -169,7 +169,7 @@ class EndpointLimit:
         self._firsts: collections.deque[bool] = collections.deque(maxlen=_FIRSTS)  # a first call refused?
         self._first_refusals = 0
         # Each call in flight (by its task): its number and the calls in flight when it was sent, itself included.
-        self._sent: weakref.WeakKeyDictionary[asyncio.Task[Any], tuple[int, int]] = weakref.WeakKeyDictionary()
+        self._sent: weakref.WeakKeyDictionary[asyncio.Task[Any], tuple[int, int, float, float]] = weakref.WeakKeyDictionary()
         self._seq = 0
         # The last answers: (when it came, seconds it took), for what the endpoint carried.
         self._answers: collections.deque[tuple[float, float]] = collections.deque(maxlen=4 * self.ceiling)
@@ -310,7 +310,7 @@ class EndpointLimit:
         """End this task's call; its number and the calls in flight when it was sent (itself included)."""
         self._account()
         self._last_end = time.monotonic()
-        record = self._sent.pop(task, None) if task is not None else None
+        record: tuple[int, int, float, float] | None = self._sent.pop(task, None) if task is not None else None
         if record is None:  # not started by this task (a caller's own bookkeeping): as if sent now
             record = (self._seq, self.in_flight, self._last_end, self.window)
         self.in_flight -= 1
@@ -529,7 +529,7 @@ class EndpointLimit:
         first = self.adaptive and absorbed == 0 and not (rate.retry_after or 0) > 0 and task is not None
         if first:
             self._firsts.append(True)
-        if first and self._on_trial(*sent):
+        if first and task is not None and self._on_trial(*sent):
             self._again.add(task)
             self._trial[task] = sent[1]
             if not self._per_request() and sent[1] > 1:

@@ -81,7 +81,7 @@ def hidden_tool_calls(preflights: Mapping[str, Mapping[str, Any]], dataset: Eval
         if kind == "data":
             out[name] = (f"{NOT_EXPOSED} in a form levelfield reads: the calls come as plain data parts without "
                          "metadata adk_type (mark them the ADK way, or pass A2AAgent(trajectory_extractor=...)); not scored")
-        elif kind == "none" and expects:
+        elif kind == "none" and expects and first is not None:
             out[name] = (f"{NOT_EXPOSED}: the preflight's answer to case {first.case_id!r}, which expects calls, "
                          "held none; not scored")
     return out

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-from ..data.config import RunConfig
+from ..data.config import RunConfig, prices_of
 from ..data.cost_limit import RunBudget, input_size
 from ..data.dataset import EvalCase, EvalDataset
 from ..data.protocol import AgentRunnable
@@ -65,7 +65,7 @@ class _Progress:
             shown = (self.failures, self._registry.summary() if self._registry is not None else "")
             if shown != self._shown:
                 self._shown = shown
-                postfix = {"failures": shown[0]} if shown[0] else {}
+                postfix: dict[str, Any] = {"failures": shown[0]} if shown[0] else {}
                 if shown[1]:
                     postfix["in flight"] = shown[1]
                 self.bar.set_postfix(postfix, refresh=False)
@@ -211,7 +211,7 @@ async def run_agents(
 
     async def one(agent: AgentRunnable, case: EvalCase, trial: int, held: float,
                   records: list[asyncio.Future[Any]]) -> AgentRun:
-        play = run_case
+        play: Callable[..., Awaitable[AgentRun]] = run_case
         if run_scenario is not None and case.conversation_scenario is not None:
             play = run_scenario
         scope = RunScope(agent.name, case.case_id, trial)
@@ -345,7 +345,7 @@ def spending_limit(config: RunConfig, agents: Sequence[AgentRunnable], dataset: 
     assert config.max_cost_usd is not None
     cases = {c.case_id: c for c in dataset}
     earlier = [(run, input_size(cases[run.case_id]) if run.case_id in cases else 1) for run in (done or {}).values()]
-    return RunBudget(config.max_cost_usd, config.prices or {}, [a.name for a in agents], earlier)
+    return RunBudget(config.max_cost_usd, prices_of(config) or {}, [a.name for a in agents], earlier)
 
 
 def _warn_unpriced(limit: RunBudget) -> None:

@@ -491,7 +491,7 @@ def certify_judge(
                       min_tpr=min_tpr, min_tnr=min_tnr, confidence=confidence)
         for name in names
     )
-    notes = ()
+    notes: tuple[str, ...] = ()
     if one.runs and len({r.trial for r in one.runs}) > 1:
         notes = ("Each run is a row: a case's trials count separately, so the bounds are somewhat optimistic when "
                  "trials of a case agree.",)

@@ -103,8 +103,8 @@ def rows_to_label(
         out.append({
             "case_id": run.case_id, "trial": run.trial, "metric": name, "verdict": verdict, "p": p,
             "agreement": agreement, "doubt": math.nan if doubt is None else doubt, "reason": reason,
-            "prompt": table_rows["prompt"].iloc[i] if "prompt" in table_rows else None,
-            "response": table_rows["response"].iloc[i] if "response" in table_rows else None,
+            "prompt": table_rows["prompt"].iloc[i] if table_rows is not None and "prompt" in table_rows else None,
+            "response": table_rows["response"].iloc[i] if table_rows is not None and "response" in table_rows else None,
             "human_label": "",
         })
     columns = ["case_id", "trial", "metric", "verdict", "p", "agreement", "doubt", "reason", "prompt", "response",

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,13 +82,13 @@ def signed_rank_p(d: np.ndarray) -> float:
         dist = _rank_sum_null(tuple(sorted(doubled.tolist())))
         low, high = float(dist[: t + 1].sum()), float(dist[t:].sum())
         return min(1.0, 2 * min(low, high))
-    t = float(ranks[d > 0].sum())
+    t_ranks = float(ranks[d > 0].sum())
     mean = n * (n + 1) / 4
     _, counts = np.unique(ranks, return_counts=True)
     var = n * (n + 1) * (2 * n + 1) / 24 - float((counts**3 - counts).sum()) / 48
     if var <= 0:
         return 1.0
-    return min(1.0, float(2 * stats.norm.sf(abs(t - mean) / math.sqrt(var))))
+    return min(1.0, float(2 * stats.norm.sf(abs(t_ranks - mean) / math.sqrt(var))))
 
 
 @dataclass
@@ -133,7 +134,7 @@ class PairedInference:
         """The smallest p this test could give on these cases: every differing case going A's way."""
         if self.n == 0:
             return math.nan
-        flipped = paired_inference(np.abs(self.d), np.zeros_like(self.d), test=self.test,  # type: ignore[arg-type]
+        flipped = paired_inference(np.abs(self.d), np.zeros_like(self.d), test=self.test,
                                    seed=self._cache.get("seed", 0))
         return flipped.p_value
 
@@ -380,7 +381,8 @@ def _sign_patterns(n: int, seed: int) -> np.ndarray:
     return np.vstack([np.ones((1, n), dtype=np.int8), drawn.astype(np.int8)])
 
 
-def paired_inference(a: np.ndarray, b: np.ndarray, *, test: str = "auto", seed: int = 0) -> PairedInference:
+def paired_inference(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *, test: str = "auto",
+                     seed: int = 0) -> PairedInference:
     """The paired test of ``a`` against ``b`` (same cases, NaN pairs left out) as a :class:`PairedInference`.
 
     ``auto``: McNemar when both are 0/1, Wilcoxon signed-rank otherwise.

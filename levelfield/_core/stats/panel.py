@@ -340,10 +340,10 @@ def analyse_panel(
         on = judge_voted[:, j]
         lab = on & labelled_rows
         accuracy = float(_agreement(judge_p[j][lab], human_p[lab]).mean()) if lab.any() else math.nan
-        agree = float(_agreement(judge_p[j][on], panel_p[on]).mean()) if on.any() else math.nan
+        agreement = float(_agreement(judge_p[j][on], panel_p[on]).mean()) if on.any() else math.nan
         keep = on & err_rows
         judge_errors[keep, j] = 1 - _agreement(judge_p[j][keep], err_ref_p[keep])
-        standings.append(JudgeStanding(name, int(on.sum()), int(rows - on.sum()), accuracy, int(lab.sum()), agree,
+        standings.append(JudgeStanding(name, int(on.sum()), int(rows - on.sum()), accuracy, int(lab.sum()), agreement,
                                        float(costs[j])))
     judge_corr = _correlations(judge_errors[err_rows])
     mean_judge = _mean_off_diagonal(judge_corr)
@@ -557,7 +557,9 @@ def _costs(
             calls[n] += float(c)
             paid[n] += samples
             t = scores.get(f"{metric}/judge/{n}/tokens")
-            tokens[n] = None if t is None or tokens[n] is None else tokens[n] + float(t)
-    if all(paid[n] for n in names) and all(tokens[n] is not None for n in names):
-        return [tokens[n] / paid[n] for n in names], "tokens"
+            so_far = tokens[n]
+            tokens[n] = None if t is None or so_far is None else so_far + float(t)
+    every = [tokens[n] for n in names]
+    if all(paid[n] for n in names) and all(v is not None for v in every):
+        return [float(v or 0.0) / paid[n] for v, n in zip(every, names)], "tokens"
     return [calls[n] / paid[n] if paid[n] else 1.0 for n in names], "calls"

@@ -316,7 +316,7 @@ def minimum_detectable_effect(
 
     _check_design(p0, sd, discordance, paired)
     if not isinstance(n, (int,)) or n < 2:
-        if isinstance(n, float) and n.is_integer() and n >= 2:
+        if isinstance(n, float) and float(n).is_integer() and n >= 2:
             n = int(n)
         else:
             raise ConfigError(f"n={n!r}: needs at least 2 cases")
