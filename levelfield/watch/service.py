@@ -419,6 +419,7 @@ class Watcher:
             await asyncio.sleep(0)  # let the last "journaled" callbacks run
             for source in self.sources:
                 source.close()
+            await self.spool.drain()  # requests taken before the stop reach the disk
             self.spool.close()
             self.write_status()
 
