@@ -42,7 +42,7 @@ rehome(__name__, [
 # Everything else loads on first use (PEP 562), so that ``import levelfield`` and the command line
 # start without pandas, NumPy, SciPy or pydantic: name -> the module that holds it (a submodule
 # when the name is one).
-_LAZY = {
+_LAZY: dict[str, str | tuple[str, str]] = {
     "metrics": ".metrics",
     "stats": ".stats",
     "gate": ".gate",

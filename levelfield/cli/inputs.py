@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .arguments import UsageError, judge_of, model_spec
 
 if TYPE_CHECKING:
+    from .._core.data.protocol import AgentRunnable
     from .._core.stats.config import StatsConfig
 
 __all__ = ["some_cases", "simulator_of", "run_config", "executor_of", "load_inputs", "refuse_unscorable",
@@ -118,7 +119,7 @@ def load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str]
     for metric, _ in args.fail_under:
         if metric not in names:
             raise UsageError(f"--fail-under {metric}: not one of the metrics of this run ({', '.join(sorted(names))})")
-    agents = []
+    agents: list[AgentRunnable] = []
     ship = getattr(args, "executor", "local") != "local"
     for name, spec in specs:
         try:

@@ -72,7 +72,7 @@ class _JsonlBatch:
 
     def rows(self) -> list[Mapping[str, Any]]:
         loads = _loads()
-        out = []
+        out: list[Mapping[str, Any]] = []
         lines: list[int] | None = None
         for n, line in enumerate(self.data.split(b"\n"), self.first_line):
             if not line.strip():
@@ -122,7 +122,7 @@ class _ParquetBatch:
     def rows(self) -> list[Mapping[str, Any]]:
         from .arrow import table_rows
 
-        return table_rows(self._table())  # as load_dataset reads them: no null-filled struct keys
+        return list(table_rows(self._table()))  # as load_dataset reads them: no null-filled struct keys
 
     def where(self, i: int) -> str:
         return f"{os.path.basename(self.path)} row {self.start + i + 1}"
@@ -154,7 +154,7 @@ class _ArrowTableBatch:
     def rows(self) -> list[Mapping[str, Any]]:
         from .arrow import table_rows
 
-        return table_rows(self.table)
+        return list(table_rows(self.table))
 
     def where(self, i: int) -> str:
         return f"{self.label} row {self.start + i + 1}"

@@ -209,7 +209,7 @@ def _span_from_json(raw: Mapping[str, Any], index: int, keep: frozenset[str] = f
 
     attrs = _attributes(raw.get("attributes"))
     status = raw.get("status") or {}
-    events = [(e.get("name"), _attributes(e.get("attributes"))) for e in raw.get("events") or [] if isinstance(e, Mapping)]
+    events = [(str(e.get("name")), _attributes(e.get("attributes"))) for e in raw.get("events") or [] if isinstance(e, Mapping)]
     span = Span(
         trace_id=trace_id,
         span_id=span_id,
@@ -251,11 +251,12 @@ def spans_from_otlp(data: Mapping[str, Any], *, keep: frozenset[str] = frozenset
                 try:
                     yield _span_from_json(raw, index, keep, shared)
                 except TraceError as exc:
-                    exc.trace_id = hex_id(raw.get("traceId", raw.get("trace_id")), 32) if isinstance(raw, Mapping) else None
+                    exc.trace_id = hex_id(  # type: ignore[attr-defined]  # the trace it spoils, read by _group
+raw.get("traceId", raw.get("trace_id")), 32) if isinstance(raw, Mapping) else None
                     yield exc
                 except Exception as exc:  # a span of the wrong shape must not lose the other traces
                     err = TraceError(f"OTLP span #{index + 1}: cannot be read ({type(exc).__name__}: {exc})")
-                    err.trace_id = hex_id(raw.get("traceId"), 32) if isinstance(raw, Mapping) else None
+                    err.trace_id = hex_id(raw.get("traceId"), 32) if isinstance(raw, Mapping) else None  # type: ignore[attr-defined]
                     yield err
                 index += 1
 
@@ -299,8 +300,8 @@ def _group(spans: Iterable[Span | TraceError]) -> list[dict[str, Any]]:
             rows.append(row_from_spans(trace_id, members))
         except TraceError as exc:
             rows.append(failed_row(trace_id, exc, i))
-    for j, exc in enumerate(unknown):
-        rows.append(failed_row(None, exc, len(traces) + j))
+    for j, unread in enumerate(unknown):
+        rows.append(failed_row(None, unread, len(traces) + j))
     return rows
 
 
@@ -393,8 +394,8 @@ def export_scores(result: Any, exporter: Any, *, service_name: str = "levelfield
                 score = scores.get(name) if isinstance(scores, Mapping) else None
                 value = getattr(score, "value", math.nan)
                 event = {"gen_ai.evaluation.name": name, "gen_ai.evaluation.score.value": float(value)}
-                if getattr(score, "explanation", None):
-                    event["gen_ai.evaluation.explanation"] = str(score.explanation)
+                if explanation := getattr(score, "explanation", None):
+                    event["gen_ai.evaluation.explanation"] = str(explanation)
                 if math.isnan(float(value)):
                     event["error.type"] = "run_failed" if run.failure else "not_computable"
                 if span_id:

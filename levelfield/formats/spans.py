@@ -37,7 +37,7 @@ __all__ = [
 try:  # orjson parses trace JSON (attributes are JSON inside JSON) several times faster
     from orjson import loads as json_loads
 except ImportError:  # pragma: no cover - orjson is optional
-    json_loads = json.loads
+    json_loads = json.loads  # type: ignore[assignment]  # the standard library's, which takes the same text
 
 TOOL, AGENT, RETRIEVER, LLM, OTHER = "tool", "agent", "retriever", "llm", "other"
 
@@ -208,8 +208,9 @@ _ROLES = {"human": "user", "ai": "assistant", "model": "assistant"}
 def _messages(value: list[Any]) -> list[dict[str, str]] | None:
     if len(value) == 1 and isinstance(value[0], list) and value[0] and not isinstance(value[0][0], str):
         value = value[0]  # LangChain batches: [[message, ...]]
-    found = [_message(m) for m in value]
-    if not found or any(f is None for f in found):
+    read = [_message(m) for m in value]
+    found = [f for f in read if f is not None]
+    if not found or len(found) < len(read):
         return None
     users = [i for i, (role, _) in enumerate(found) if role == "user"]
     if not users:

@@ -279,8 +279,8 @@ class Judge:
     def _limit(self) -> limits.EndpointLimit:
         """The limit of this judge's calls: the evaluation's (shared with other judges of the model, and
         reported with the agents'), else this judge's own; one per event loop."""
-        settings = {"adaptive": self.adaptive, "requests_per_minute": self.requests_per_minute,
-                    "tokens_per_minute": self.tokens_per_minute}
+        settings: dict[str, Any] = {"adaptive": self.adaptive, "requests_per_minute": self.requests_per_minute,
+                                    "tokens_per_minute": self.tokens_per_minute}
         registry = endpoints.current()
         if registry is not None:
             return registry.for_service("judge", self.endpoint, self.max_concurrency, **settings)

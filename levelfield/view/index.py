@@ -316,7 +316,7 @@ class RecordIndex(RunIndex):
         self._applies[i] = self._shared.setdefault(applies, applies)  # a few distinct sets among 100,000 cases
 
     def _run(self, data: dict[str, Any], offset: int) -> None:
-        run = data.get("run") if isinstance(data.get("run"), dict) else {}
+        run = found if isinstance(found := data.get("run"), dict) else {}
         case_id = str(data.get("case_id", run.get("case_id", "")))
         case = self._positions.get(case_id)
         if case is None:
@@ -325,7 +325,7 @@ class RecordIndex(RunIndex):
         if agent not in self.agents:
             self.agents.append(agent)
         try:
-            trial = int(data.get("trial", run.get("trial", 0)))
+            trial = int(data.get("trial", run.get("trial", 0)))  # type: ignore[arg-type]  # a bad one: the except below
         except (TypeError, ValueError):
             trial = 0
         scores = {}

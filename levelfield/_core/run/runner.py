@@ -42,6 +42,7 @@ from .watchdog import BlockingAgentWarning, LoopWatchdog
 __all__ = ["run_agents", "spending_limit", "interleaved_plan", "BlockingAgentWarning", "Executor", "OnRun", "PlayScenario"]
 
 T = TypeVar("T")
+C = TypeVar("C")
 
 
 class _Progress:
@@ -76,7 +77,7 @@ class _Progress:
             self.bar.close()
 
 
-def interleaved_plan(agents: Sequence[T], cases: Iterable[EvalCase], trials: int) -> list[tuple[T, EvalCase, int]]:
+def interleaved_plan(agents: Sequence[T], cases: Iterable[C], trials: int) -> list[tuple[T, C, int]]:
     """The order runs start in: case by case, each trial, every agent (case 1 agent A, case 1 agent B,
     case 2 agent A, ...), so an interrupted comparison holds every agent's runs on the same cases."""
     return [(agent, case, trial) for case in cases for trial in range(trials) for agent in agents]

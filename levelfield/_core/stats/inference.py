@@ -16,7 +16,7 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -115,7 +115,7 @@ def case_means(trials: np.ndarray) -> np.ndarray:
         return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
 
 
-def _reduce(arr: np.ndarray, fn) -> np.ndarray:
+def _reduce(arr: np.ndarray, fn: Callable[..., Any]) -> np.ndarray:
     arr = np.asarray(arr, dtype=float)
     if arr.ndim == 1:
         return arr.copy()

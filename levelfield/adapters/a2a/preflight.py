@@ -17,6 +17,7 @@ with a2a-sdk's own types (the 1.0 protobuf messages, the 0.3 pydantic models).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from ..._core.errors import AdapterError
 from ..._core.run.failures import parse_retry_after
@@ -53,7 +54,7 @@ async def apreflight(url: str, *, headers: Mapping[str, str] | None = None, prom
     return await _run(base, _checked_headers(headers), auth, params, prompt, timeout)
 
 
-async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | None, params: list[tuple[str, str]],
+async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | None, params: list[tuple[str, Any]],
                prompt: str, timeout: float, every_version: bool = True) -> Preflight:
     """The preflight; ``every_version=False`` probes only the card's first JSON-RPC version (the one a
     client picks), so an evaluation's automatic check costs the agent two answers, not four."""
@@ -95,8 +96,8 @@ async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | No
             probe.add("retry_after", "skip", S_RETRY, "no 429 or 503 answer was seen during the preflight")
         if probe.read_any:
             result.tool_calls = _tool_calls_in(probe.parts)
-            status = {"adk": "pass", "data": "warn", "none": "warn"}[result.tool_calls]
-            probe.add("tool_calls", status, S_TOOLS, TOOL_CALLS[result.tool_calls])
+            verdict = {"adk": "pass", "data": "warn", "none": "warn"}[result.tool_calls]
+            probe.add("tool_calls", verdict, S_TOOLS, TOOL_CALLS[result.tool_calls])
         else:
             probe.add("tool_calls", "skip", S_TOOLS, TOOL_CALLS["unknown"])
         result.checks = probe.checks

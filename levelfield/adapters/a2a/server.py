@@ -163,7 +163,7 @@ def build_app(
     ]
     starlette = Starlette(routes=routes, lifespan=lifespan)
     starlette.state.agent_card = card
-    app = _Guard(starlette, max_body=max_body, token=auth_token)
+    app = _Guard(starlette, max_body=max_body, token=auth_token)  # type: ignore[arg-type]  # an ASGI app, typed by Starlette its own way
     app.state = starlette.state  # type: ignore[attr-defined]
     return app
 
@@ -185,7 +185,7 @@ def start_asgi(make_app: Callable[[str], Any], *, host: str = "127.0.0.1", port:
         sock.close()
         raise
     # A background server is for notebooks and tests: don't wait long for runs still going.
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=0.5)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=0.5)  # type: ignore[arg-type]  # uvicorn waits with asyncio, which takes a float
     return run_in_thread(uvicorn.Server(config), sock, url, what="A2A server")
 
 

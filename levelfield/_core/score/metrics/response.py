@@ -78,7 +78,7 @@ class Bleu(Metric):
         # Worker processes get the settings; sacrebleu objects and the reference cache are rebuilt there.
         return {**self.__dict__, "_by_tokenizer": {}, "_references": {}, "_pairs": {}}
 
-    def _bleu(self, tokenize: str):
+    def _bleu(self, tokenize: str) -> Any:  # sacrebleu's BLEU
         bleu = self._by_tokenizer.get(tokenize)
         if bleu is None:
             from sacrebleu.metrics import BLEU
