@@ -16,6 +16,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .._core.data.token_counts import counted_usage
 from . import openinference
 from .spans import (
     AGENT,
@@ -126,15 +127,13 @@ def _genai_classify(span: Span, attrs: Mapping[str, Any], op: Any) -> Span:
         span.kind = LLM
         span.inputs = attrs.get("gen_ai.input.messages")
         span.outputs = attrs.get("gen_ai.output.messages")
-        span.input_tokens = int(attrs.get("gen_ai.usage.input_tokens") or 0)
-        span.output_tokens = int(attrs.get("gen_ai.usage.output_tokens") or 0)
         # The GenAI conventions' parts, each included in its total (older spellings after the current one).
-        span.cache_read_tokens = count_of(attrs, "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens")
-        span.cache_write_tokens = count_of(attrs, "gen_ai.usage.cache_creation.input_tokens",
-                                         "gen_ai.usage.cache_creation_input_tokens")
-        span.reasoning_tokens = count_of(attrs, "gen_ai.usage.reasoning.output_tokens")
-        model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
-        span.model = str(model) if model else None
+        span.usage = counted_usage(
+            int(attrs.get("gen_ai.usage.input_tokens") or 0), int(attrs.get("gen_ai.usage.output_tokens") or 0),
+            cache_read=count_of(attrs, "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens"),
+            cache_write=count_of(attrs, "gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens"),
+            reasoning=count_of(attrs, "gen_ai.usage.reasoning.output_tokens"),
+            model=attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model"))
         span.extra["requested"] = _requested_calls(span.outputs)
     elif op in _RETRIEVAL_OPERATIONS:
         span.kind = RETRIEVER
