@@ -136,6 +136,7 @@ def test_relative_links_in_the_docs_point_at_files_that_exist():
     assert not broken, broken
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_the_readme_shows_what_its_comparison_prints(workdir):
     """The output under the README's first snippet is what that snippet prints (``...`` stands for
     lines left out, such as the latency, which changes from run to run)."""
@@ -158,6 +159,7 @@ def test_the_readme_shows_what_its_comparison_prints(workdir):
         at = lines.index(line, at) + 1
 
 
+@pytest.mark.slow  # a fresh interpreter a page: 125 s, the largest share of the suite's time in one process
 @pytest.mark.parametrize("path, index, line, directive, code", SNIPPETS)
 def test_snippet_runs(sessions, path, index, line, directive, code):
     if directive.startswith("skip"):
@@ -177,6 +179,7 @@ def test_snippet_runs(sessions, path, index, line, directive, code):
         session.done = i
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_a_page_sees_no_import_an_earlier_page_made(workdir):
     """Each page starts afresh: a name an earlier page imported is not there, as in a reader's new session."""
     first, second = Session(ROOT / "README.md", workdir), Session(ROOT / "docs" / "a2a.md", workdir)
