@@ -24,7 +24,7 @@ from pathlib import Path
 
 import levelfield as lf
 from levelfield import Comparison
-from levelfield.comparison_text import format_comparison
+from levelfield.comparison._text import format_comparison
 
 CITIES = [("Lisbon", "en"), ("Berlin", "de"), ("Madrid", "es"), ("東京", "ja"), ("Porto", "en"), ("München", "de"),
           ("Sevilla", "es"), ("大阪", "ja"), ("Paris", "en"), ("Hamburg", "de"), ("Valencia", "es"), ("京都", "ja"),

@@ -64,18 +64,18 @@ _LAZY: dict[str, str | tuple[str, str]] = {
     "load_dataset": ".formats.files",
     "load_traces": ".formats.traces",
     "to_adk_evalset": (".formats.adk", "write_evalset"),
-    "Comparison": ".comparison",
+    "Comparison": ".comparison._comparison",
     "certify_judge": "._core.stats.certify",
     "rows_to_label": "._core.stats.labelling",
     "RunConfig": "._core.data.config",
     "StatsConfig": "._core.stats.config",
     "JudgeConfig": ".judge.config",
     "panel_report": "._core.stats.panel",
-    "EvalTask": ".evaluation",
-    "acompare": ".comparing",
-    "aevaluate": ".evaluation",
-    "compare": ".comparing",
-    "evaluate": ".evaluation",
+    "EvalTask": "._entry.evaluation",
+    "acompare": "._entry.comparing",
+    "aevaluate": "._entry.evaluation",
+    "compare": "._entry.comparing",
+    "evaluate": "._entry.evaluation",
     "RayExecutor": ".executors.ray",
     "ToolCallMatcher": "._core.score.matching",
     "AgentRequest": "._core.data.protocol",
@@ -100,10 +100,10 @@ _LAZY: dict[str, str | tuple[str, str]] = {
     "A2APreflightWarning": "._core.run.preflight",
     "BlockingAgentWarning": "._core.run.watchdog",
     "NotLevelledWarning": ".tools.setup",
-    "AllRunsFailedWarning": ".failure_summary",
-    "JudgeAnswersUnreadableWarning": ".failure_summary",
-    "EvaluatorsDifferWarning": ".comparability",
-    "EvaluatorsDifferError": ".comparability",
+    "AllRunsFailedWarning": ".comparison._failures",
+    "JudgeAnswersUnreadableWarning": ".comparison._failures",
+    "EvaluatorsDifferWarning": ".comparison._comparability",
+    "EvaluatorsDifferError": ".comparison._comparability",
     "UncertifiedJudgeError": "._core.stats.certify",
     "FolderInUseError": "._core.results.lock",
 }
@@ -132,13 +132,13 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from ._core.stats.config import StatsConfig
     from ._core.stats.labelling import rows_to_label
     from ._core.stats.panel import panel_report
+    from ._entry.comparing import acompare, compare
+    from ._entry.evaluation import EvalTask, aevaluate, evaluate
     from .adapters.auto import as_agent
-    from .comparability import EvaluatorsDifferError, EvaluatorsDifferWarning
-    from .comparing import acompare, compare
-    from .comparison import Comparison
-    from .evaluation import EvalTask, aevaluate, evaluate
+    from .comparison._comparability import EvaluatorsDifferError, EvaluatorsDifferWarning
+    from .comparison._comparison import Comparison
+    from .comparison._failures import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
     from .executors.ray import RayExecutor
-    from .failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
     from .formats.adk import write_evalset as to_adk_evalset
     from .formats.files import load_dataset
     from .formats.otel import export_scores

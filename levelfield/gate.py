@@ -4,7 +4,7 @@ For each gated metric and each agent, the comparison's paired test (exact McNema
 metrics, Wilcoxon signed-rank otherwise) compares the agent with the baseline case by case;
 Holm's correction runs across every (metric, agent) tested, and the gate fails when an adjusted
 p is below ``alpha`` with the agent on the worse side. With a ``margin`` the question becomes
-"worse by more than the margin?" (a non-inferiority test, :func:`levelfield._core.stats.inference.noninferiority_p`),
+"worse by more than the margin?" (a non-inferiority test, ``lf.stats.noninferiority_p``),
 so a drop smaller than the margin never fails the gate. Run-to-run noise therefore fails it in at
 most ``alpha`` of runs, and a real drop of the planned size in at least the planned power.
 """
@@ -24,7 +24,7 @@ from ._core.stats.planning import Alternative, MeasuredDesign, SampleSize, measu
 
 if TYPE_CHECKING:
     from ._core.stats.config import StatsConfig
-    from .comparison import Comparison
+    from .comparison._comparison import Comparison
 
 __all__ = ["GateResult", "baseline_changes", "scores_changes", "check_regressions", "changes_table",
            "plan_from", "require_certified_judges"]
@@ -105,7 +105,7 @@ def baseline_changes(
     """
     base = _baseline_name(cmp, baseline)
     names = _metric_list(cmp, metrics, "fail_if_worse" if metrics is not None else "metrics")
-    settings = cmp.stats.replace(**{k: v for k, v in (("margin", margin), ("alpha", alpha)) if v is not None})
+    settings = _gate_settings(cmp.stats, margin=margin, alpha=alpha)
     changes = []
     for metric in names:
         scores = cmp.case_scores(metric)
@@ -114,6 +114,12 @@ def baseline_changes(
                 continue
             changes.append(_change(scores[agent].to_numpy(), scores[base].to_numpy(), metric, agent, base, settings, power))
     return adjust(changes)
+
+
+def _gate_settings(stats: StatsConfig, *, margin: float | None = None, alpha: float | None = None) -> StatsConfig:
+    """The statistics options a gate tests with: ``stats`` (a comparison's ``cmp.stats``), with ``margin`` and
+    ``alpha`` replaced when given; the one place the gate's keywords meet ``lf.StatsConfig``."""
+    return stats.replace(**{k: v for k, v in (("margin", margin), ("alpha", alpha)) if v is not None})
 
 
 def scores_changes(
@@ -149,13 +155,32 @@ def check_regressions(
     require_certified_judge: Any = False,
     human_labels: Any = None,
 ) -> GateResult:
-    """The regression gate over the metrics in ``fail_if_worse`` (a list, or ``"m1,m2"``); see the module docs.
+    """The regression gate over the metrics in ``fail_if_worse``; see the module docs.
 
-    A gated metric with no case scored on both sides raises ``ConfigError``: a gate that compared
-    nothing must not pass. ``require_certified_judge=True`` (or a ``JudgeCertification`` from
-    ``lf.certify_judge``) refuses to gate a judged metric whose judge is not certified against
-    ``human_labels`` (or the dataset's ``human_label`` column) on the agents' rows: it raises
-    ``UncertifiedJudgeError`` (a ``ConfigError``) naming the metric and the reason.
+    The gate's ``alpha`` and ``margin`` are the comparison's ``cmp.stats`` (set them with
+    ``lf.compare(..., stats=lf.StatsConfig(alpha=..., margin=...))``); the ``margin=`` and ``alpha=``
+    keywords replace them for this call, through one function (``_gate_settings``).
+
+    Args:
+        cmp: The comparison to gate (``lf.compare(..., baseline=...)``, or any with two agents and ``baseline=``).
+        fail_if_worse: The gated metrics: a list of names, or ``"m1,m2"``.
+        baseline: The baseline agent's name (default: the one ``compare(baseline=...)`` joined, or the
+            saved run's).
+        margin: Fail only on a drop larger than this, in the metric's units (0.02 = 2 points of a 0/1
+            metric); default ``cmp.stats.margin``.
+        alpha: The Holm-adjusted significance level; default ``cmp.stats.alpha``.
+        require_certified_judge: True (or an ``lf.certify_judge`` result): refuse to gate a judged metric
+            whose judge is not certified against ``human_labels`` on the agents' rows.
+        human_labels: Pass/fail labels by humans (a file, a DataFrame or ``{case_id: label}``; default the
+            dataset's ``human_label`` column), for ``require_certified_judge``.
+
+    Returns:
+        A ``GateResult``: every tested change, ``failed`` when any is a significant regression.
+
+    Raises:
+        ConfigError: A gated metric with no case scored on both sides (a gate that compared nothing must
+            not pass); ``UncertifiedJudgeError`` (a ``ConfigError``) naming the metric and the reason.
+        MetricError: A gated metric the comparison does not have.
     """
     if require_certified_judge:
         names = _metric_list(cmp, fail_if_worse, "fail_if_worse")
@@ -233,6 +258,6 @@ def plan_from(
     measured = measure_design(cmp.trial_scores(metric, agent), cmp.trial_scores(metric, base))
     plan = sample_size(
         mde=mde, paired=True, alpha=alpha, power=power, alternative=alternative,
-        trials=trials or cmp.trials, **measured.options(),
+        trials=trials or cmp.trials, **measured.options(),  # type: ignore[arg-type]  # each keyword's own type
     )
     return plan, measured

@@ -13,8 +13,8 @@ FRAMEWORKS = ("langchain", "langgraph", "a2a", "vertexai", "google.adk", "google
 # The rooms of core, lowest first: each may import core.errors and the rooms before it, never one after it.
 CORE_ROOMS = ("data", "score", "results", "stats", "run")
 # Packages above core, and what sits above them: formats, adapters, judges and executors never reach up here.
-UPPER = ("levelfield.cli", "levelfield.evaluation", "levelfield.comparing", "levelfield.report", "levelfield.view",
-         "levelfield.demo", "levelfield.comparison", "levelfield.gate", "levelfield.baseline", "levelfield.experiment", "levelfield.watch")
+UPPER = ("levelfield.cli", "levelfield._entry", "levelfield.report", "levelfield.view", "levelfield.comparison",
+         "levelfield.gate", "levelfield.watch")
 
 
 def module_name(path: Path) -> str:
@@ -103,8 +103,12 @@ def test_formats_adapters_judges_and_executors_never_import_what_sits_above_them
     assert offenders == []
 
 
-def test_the_comparison_knows_nothing_of_its_report_or_gate():
-    assert {t for t in GRAPH["levelfield.comparison"] if t.startswith(("levelfield.report", "levelfield.gate"))} == set()
+def test_the_comparison_wing_knows_nothing_of_its_report_gate_command_line_or_entry_points():
+    wing = [n for n in MODULES if n.startswith("levelfield.comparison")]
+    assert "levelfield.comparison._comparison" in wing
+    offenders = [f"{n} imports {t}" for n in wing for t in GRAPH[n]
+                 if t.startswith(("levelfield.report", "levelfield.gate", "levelfield.cli", "levelfield._entry"))]
+    assert offenders == []
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -168,10 +172,32 @@ def test_import_levelfield_loads_no_framework():
 
 def test_the_verdict_and_the_text_of_a_comparison_sit_below_it():
     """They read a comparison through a protocol: not even a type-checking import of it (or the report, or the CLI)."""
-    offenders = []
-    for name in ("levelfield.verdict", "levelfield.comparison_text"):
-        tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("comparison", "report", "cli")):
-                offenders.append(f"{name} imports .{node.module}")
+    below = ("levelfield.comparison._comparison", "levelfield.comparison._cases", "levelfield.comparison._record",
+             "levelfield.report", "levelfield.cli")
+    offenders = [f"{name} imports {t}" for name in ("levelfield.comparison._verdict", "levelfield.comparison._text")
+                 for t in GRAPH[name] if t.startswith(below)]
     assert offenders == []
+
+
+# The top level of the package: its machinery, the public homes and folders. A new loose module is a
+# deliberate change: add it here (a public home) or give it a leading underscore (or a folder).
+MACHINERY = ["__init__", "__main__", "_lazy", "_serving", "pytest_plugin"]  # pytest_plugin: pytest's entry point
+PUBLIC_HOMES = ["gate", "metrics", "stats"]
+FOLDERS = ["_core", "_entry", "adapters", "cli", "comparison", "executors", "formats", "judge", "report", "simulation",
+           "testing", "tools", "view", "watch"]
+
+
+def test_the_top_level_holds_machinery_public_homes_and_folders():
+    loose = sorted(p.stem for p in PACKAGE.glob("*.py"))
+    folders = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
+    assert loose == sorted(MACHINERY + PUBLIC_HOMES), "a new loose module: a public home, machinery, or _private"
+    assert folders == FOLDERS
+    public_loose = [m for m in loose if not m.startswith("_")]
+    assert len(public_loose) <= 8
+
+
+def test_the_comparison_wing_and_the_entry_points_are_private_inside():
+    """Their objects have one public home (``levelfield``): no second address through a public module path."""
+    inside = [n for n in MODULES if n.startswith(("levelfield.comparison.", "levelfield._entry."))]
+    assert len(inside) >= 12
+    assert [n for n in inside if n.startswith("levelfield.comparison.") and not n.rpartition(".")[2].startswith("_")] == []

@@ -95,7 +95,7 @@ def test_scoring_saved_rows_loads_neither_nltk_nor_scipy_nor_the_comparison():
             "assert 0 < r.summary_metrics['response_match_score/mean'] < 1\n")
     loaded = loaded_after(code)
     assert [m for m in loaded if m.split(".")[0] in ("nltk", "scipy")] == []
-    assert "levelfield.comparison" not in loaded
+    assert "levelfield.comparison._comparison" not in loaded
 
 
 def test_nltk_imported_after_the_stemmer_is_the_whole_package():
@@ -116,7 +116,10 @@ NOT_FOR_SAVED_ROWS = ("levelfield._core.run.runner", "levelfield._core.run.engin
                       "levelfield.adapters", "levelfield.simulation", "levelfield.judge", "levelfield.executors.ray",
                       "levelfield.executors.local", "levelfield.formats.adk", "levelfield.formats.databricks",
                       "levelfield.formats.vertex", "levelfield.formats.mlflow", "levelfield.formats.otel",
-                      "levelfield._core.stats", "levelfield.comparison", "levelfield.report", "levelfield.gate")
+                      "levelfield._core.stats", "levelfield.comparison._comparison", "levelfield.comparison._cases",
+                      "levelfield.comparison._record", "levelfield.comparison._text", "levelfield.comparison._verdict",
+                      "levelfield.comparison._robustness", "levelfield.comparison._baseline", "levelfield.report",
+                      "levelfield.gate")
 
 
 @pytest.mark.parametrize("route", ["path", "df", "load_dataset"])

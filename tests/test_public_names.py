@@ -136,9 +136,6 @@ def test_what_a_run_saves_of_a_metric_and_an_error_is_unchanged():
 
 
 HOMES = ["levelfield", *(f"levelfield.{name}" for name in SUBPACKAGES)]
-# Docstrings in the modules issue 57's move rewrites (evaluation, comparing, comparison, gate): fixed there.
-LEFT_TO_THE_MOVE = {"levelfield.gate", "levelfield.evaluate", "levelfield.compare", "levelfield.Comparison.limits",
-                    "levelfield.Comparison.noise", "levelfield.Comparison.pairwise"}
 
 
 def _documented() -> dict[str, str]:
@@ -172,5 +169,5 @@ def _documented() -> dict[str, str]:
 def test_what_help_shows_names_no_private_module():
     """``help(lf.stats)``, ``help(lf.EvalResult)``...: a reader is pointed at names they can import."""
     private = {name: [line.strip() for line in doc.splitlines() if "levelfield._" in line]
-               for name, doc in _documented().items() if name not in LEFT_TO_THE_MOVE}
+               for name, doc in _documented().items()}
     assert {name: lines for name, lines in private.items() if lines} == {}

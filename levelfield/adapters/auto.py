@@ -75,6 +75,11 @@ def as_agent(obj: Any, *, name: str | None = None) -> AgentRunnable:
             from .agent_engine import AgentEngineAgent
 
             return AgentEngineAgent(obj, name=name)
+        from .schemeless import looks_like_url
+
+        if looks_like_url(obj):
+            raise ConfigTypeError(f"cannot make an agent of the string {obj!r}: it looks like a URL without its scheme; "
+                                  f"write http://{obj} (or https://{obj}) for an A2A agent there")
         raise ConfigTypeError(
             f"cannot make an agent of the string {obj!r}: expected an http(s):// A2A URL or an Agent Engine "
             "resource name projects/P/locations/L/reasoningEngines/ID"

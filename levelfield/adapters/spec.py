@@ -11,6 +11,7 @@ from typing import Any
 from .._core.data.protocol import AgentRequest, AgentRunnable
 from .._core.data.types import AgentOutput
 from .._core.errors import AgentSpecError
+from .schemeless import looks_like_url
 
 __all__ = ["load_agent_spec", "agent_from_spec", "SpecAgent", "AgentSpecError"]
 
@@ -24,6 +25,9 @@ def load_agent_spec(spec: str) -> Any:
     """
     if spec.startswith(("http://", "https://")) or spec.startswith("projects/"):
         return spec
+    if looks_like_url(spec):
+        raise AgentSpecError(f"agent spec {spec!r} looks like a URL without its scheme; write "
+                             f"http://{spec} (or https://{spec}) for an A2A agent there")
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise AgentSpecError(

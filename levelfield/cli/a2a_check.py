@@ -27,23 +27,24 @@ def run(args: Any) -> int:
     import sys
 
     from .._core.errors import LevelfieldError
+    from .._core.run import budget
     from ..adapters.a2a.agent import A2AAgent
 
     url = args.url
     if not url.startswith(("http://", "https://")):
         print(f"levelfield a2a-check: {url!r} is not an http(s):// URL; give the agent's base URL, e.g. "
-              "http://127.0.0.1:9999", file=sys.stderr)
+              f"http://{url if '://' not in url else '127.0.0.1:9999'}", file=sys.stderr)
         return 2
-    if args.timeout <= 0:
-        print("levelfield a2a-check: --timeout must be > 0 seconds", file=sys.stderr)
-        return 2
+    cap = budget.set_response_cap(args.max_response)
     try:
         # Through A2AAgent: its checks of the headers, and what a server echoes of a credential shown as ***.
-        agent = A2AAgent(url, headers=dict(args.header or []), timeout=args.timeout)
+        agent = A2AAgent(url, headers=dict(args.header or []), timeout=args.timeout, card_timeout=args.timeout)
         found = agent.preflight(args.prompt, timeout=args.timeout)
     except LevelfieldError as exc:  # the message names the URL without its credentials
         print(f"levelfield a2a-check: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
+    finally:
+        budget.reset_response_cap(cap)
     if args.json:
         print(json.dumps(found.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -52,7 +53,10 @@ def run(args: Any) -> int:
 
 
 def add_parser(subparsers: Any) -> Any:
-    """Add ``levelfield a2a-check URL [--header] [--prompt] [--timeout] [--json]`` to the CLI's subparsers."""
+    """Add ``levelfield a2a-check URL [--header] [--prompt] [--timeout] [--max-response] [--json]`` to the CLI's subparsers."""
+    from .._core.data.config import DEFAULT_MAX_RESPONSE_BYTES
+    from .arguments import number, response_size
+
     parser = subparsers.add_parser(
         "a2a-check",
         help="check that a remote agent speaks A2A: its card, then probe messages (exit 1 when a check fails)",
@@ -66,8 +70,12 @@ def add_parser(subparsers: Any) -> Any:
     parser.add_argument("--prompt", default=DEFAULT_PROMPT,
                         help="what the probe messages say; use one that makes the agent call a tool to see how it "
                              "exposes tool calls")
-    parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
-                        help="seconds per request, and how long a running task is polled for a final state (default 30)")
+    parser.add_argument("--timeout", type=number(0, above=True, what=" seconds"), default=30.0, metavar="SECONDS",
+                        help="seconds per request as a whole (the agent card too, however slowly it arrives), and how "
+                             "long a running task is polled for a final state (default 30)")
+    parser.add_argument("--max-response", type=response_size, default=DEFAULT_MAX_RESPONSE_BYTES, metavar="SIZE",
+                        help="the largest answer read, the card's too (e.g. 32MB, 1GB, none; default "
+                             f"{DEFAULT_MAX_RESPONSE_BYTES >> 20}MB)")
     parser.add_argument("--json", action="store_true", help="print the checks as JSON")
     parser.set_defaults(func=run)
     return parser

@@ -11,7 +11,7 @@ from .options import add_case_options, add_gate_options, add_run_options
 from .readout import finish
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from ..comparison._comparison import Comparison
 
 __all__ = ["add_parser", "run", "run_comparison"]
 
@@ -50,8 +50,8 @@ def run_comparison(args: argparse.Namespace, dataset: Any, metrics: list[Any], a
     gate and certification options checked first."""
     import warnings
 
-    from ..comparing import compare_as
-    from ..failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
+    from .._entry.comparing import compare_as
+    from ..comparison._failures import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
     from .output import warnings_as_lines
 
     check_gate_options(args, metrics)

@@ -24,10 +24,10 @@ def run(args: argparse.Namespace) -> int:
     from samples.home_automation import DATASET
 
     from .. import report
-    from ..comparing import compare
-    from ..comparison_text import format_comparison
-    from ..demo import DEMO_METRICS, demo_agents
+    from .._entry.comparing import compare
+    from ..comparison._text import format_comparison
     from ..formats.files import load_dataset
+    from .demo_agents import DEMO_METRICS, demo_agents
     from .output import status
 
     status("starting the sample agents (importing LangGraph, the Vertex AI SDK and a2a-sdk takes a few seconds)...",
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"  note: {note}")
     print()
-    print(format_comparison(cmp))  # type: ignore[arg-type]  # until verdict.Compared declares its members read-only (issue 57's move)
+    print(format_comparison(cmp))
     print()
     print(f"Report: {paths['report']}")
     print(f"Runs, metrics table and summary: {out}")

@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any
 from .arguments import UsageError, judge_of, workers
 from .compare import run_comparison
 from .inputs import (
+    check_fail_under,
     check_gate_options,
     executor_of,
     load_inputs,
+    metrics_of,
     run_config,
     simulator_of,
     some_cases,
@@ -25,7 +27,7 @@ from .options import add_case_options, add_gate_options, add_run_options
 from .readout import finish
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from ..comparison._comparison import Comparison
 
 __all__ = ["add_parser", "run"]
 
@@ -78,16 +80,17 @@ def _evaluate(args: argparse.Namespace, dataset: Any, metrics: list[Any], agent:
 
     from .. import report
     from .._core.stats.config import StatsConfig
-    from ..comparison import Comparison
-    from ..evaluation import _log_experiment, _require_experiment_logging, evaluate
-    from ..failure_summary import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
+    from .._entry.evaluation import evaluate
+    from .._entry.shared import log_experiment, require_experiment_logging
+    from ..comparison._comparison import Comparison
+    from ..comparison._failures import AllRunsFailedWarning, JudgeAnswersUnreadableWarning
     from .judge_check import check_certify_options
     from .output import warnings_as_lines
 
     check_gate_options(args, metrics)
     check_certify_options(args, dataset, metrics)
     config, stats = run_config(args), stats_config(args)
-    _require_experiment_logging(args.experiment)  # before any agent runs
+    require_experiment_logging(args.experiment)  # before any agent runs
     with warnings_as_lines(args.command):
         warnings.simplefilter("ignore", AllRunsFailedWarning)  # the CLI prints its own failure summary
         warnings.simplefilter("ignore", JudgeAnswersUnreadableWarning)  # printed by finish, with the exit code
@@ -96,9 +99,9 @@ def _evaluate(args: argparse.Namespace, dataset: Any, metrics: list[Any], agent:
                           stats=StatsConfig(confidence=stats.confidence, judge_scores=stats.judge_scores))
     cmp = Comparison.of_evaluation(result, stats=stats, config=config)
     if args.experiment:  # logged with the statistics printed (--failed-runs), not evaluate's defaults
-        from ..experiment import log_evaluation
+        from .._entry.experiment import log_evaluation
 
-        _log_experiment(lambda: log_evaluation(result, args.experiment, stats=stats), args.experiment)
+        log_experiment(lambda: log_evaluation(result, args.experiment, stats=stats), args.experiment)
     if config.out_dir is not None:
         report.save(cmp, config.out_dir)  # the comparison's summary and the HTML report, as compare writes them
     return cmp
@@ -112,10 +115,9 @@ def _eval_saved(args: argparse.Namespace) -> int:
     import time
     import warnings
 
-    from .._core.score.metrics.registry import resolve_metrics
-    from ..comparison_text import num
-    from ..evaluation import evaluate
-    from ..failure_summary import JudgeAnswersUnreadableWarning
+    from .._entry.evaluation import evaluate
+    from ..comparison._failures import JudgeAnswersUnreadableWarning
+    from ..comparison._text import num
     from .output import report_unreadable_judges, warnings_as_lines
 
     unused = [flag for flag, given in (
@@ -126,11 +128,9 @@ def _eval_saved(args: argparse.Namespace) -> int:
     ) if given]
     if unused:
         raise UsageError(f"{', '.join(unused)}: only with --agent (without one, eval scores the saved predictions in the file)")
-    metrics = resolve_metrics(args.metrics, judge=judge_of(args))
+    metrics = metrics_of(args)
     names = {m.name for m in metrics}
-    for metric, _ in args.fail_under:
-        if metric not in names:
-            raise UsageError(f"--fail-under {metric}: not one of the metrics of this run ({', '.join(sorted(names))})")
+    check_fail_under(args, metrics)
     from .judge_check import certify_before_gating, check_certify_options
 
     check_certify_options(args, None, metrics)

@@ -107,18 +107,14 @@ def load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str]
     from .output import status
 
     status(f"loading {args.dataset} and {len(specs)} agent{'s' if len(specs) != 1 else ''}...", quiet=args.quiet)
-    from .._core.score.metrics.registry import resolve_metrics
     from ..adapters.spec import SpecAgent, agent_from_spec
     from ..formats.files import load_dataset
 
     args.user_simulator = simulator_of(args)
     dataset = some_cases(args, load_dataset(args.dataset))
-    metrics = resolve_metrics(args.metrics, judge=judge_of(args))
+    metrics = metrics_of(args)
     refuse_unscorable(args, dataset, metrics)
-    names = {m.name for m in metrics}
-    for metric, _ in args.fail_under:
-        if metric not in names:
-            raise UsageError(f"--fail-under {metric}: not one of the metrics of this run ({', '.join(sorted(names))})")
+    check_fail_under(args, metrics)
     agents: list[AgentRunnable] = []
     ship = getattr(args, "executor", "local") != "local"
     for name, spec in specs:
@@ -129,11 +125,30 @@ def load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str]
                 agents.append(agent_from_spec(spec, name=name, isolation=getattr(args, "isolation", "none")))
         except TypeError as exc:
             raise UsageError(f"agent {spec!r}: {exc}") from None
+    for agent in agents:  # an A2A agent's card is read (for its name) within the run's timeout, as a whole
+        if args.timeout is not None and hasattr(agent, "card_timeout"):
+            agent.card_timeout = args.timeout
     seen = [a.name for a in agents]
     repeated = sorted({n for n in seen if seen.count(n) > 1})
     if repeated:
         raise UsageError(f"two agents are named {repeated[0]!r}: name them with --agent NAME=SPEC")
+    say_resumed(args)
     return dataset, metrics, agents
+
+
+def say_resumed(args: argparse.Namespace) -> None:
+    """``--resume``: how many runs the journal already holds (kept, not run again), said before the runs start."""
+    from pathlib import Path
+
+    from .output import status
+
+    path = Path(args.out) / "runs.jsonl" if getattr(args, "resume", False) and getattr(args, "out", None) else None
+    if path is None or not path.is_file():
+        return
+    with path.open("rb") as f:
+        held = sum(1 for line in f if line.startswith(b'{"kind":"run"'))
+    status(f"resuming {args.out}: its journal holds {held:,} finished run{'s' if held != 1 else ''}, kept as they are; "
+           "only the runs it lacks run now", quiet=args.quiet)
 
 
 def refuse_unscorable(args: argparse.Namespace, dataset: Any, metrics: Sequence[Any]) -> None:
@@ -147,6 +162,65 @@ def refuse_unscorable(args: argparse.Namespace, dataset: Any, metrics: Sequence[
         if missing.everywhere:
             raise UsageError(missing.message(dataset.source, fix="Add the column, or leave out that --metric"))
 
+
+
+def metrics_of(args: argparse.Namespace) -> list[Any]:
+    """``--metric NAME`` (built-in or registered) or ``--metric module:attr`` (a Metric class or object
+    in an importable module, e.g. your own) as metric objects; an unknown name says what the CLI takes."""
+    from .._core.errors import MetricError
+    from .._core.score.metrics.registry import resolve_metrics
+
+    specs: list[Any] = []
+    for name in args.metrics or []:
+        specs.append(_imported_metric(name) if ":" in name else name)
+    try:
+        return resolve_metrics(specs or None, judge=judge_of(args))
+    except MetricError as exc:
+        if not str(exc).startswith("unknown metric"):
+            raise
+        raise UsageError(f"--metric: {exc}. The command line takes metric names, or module:attr for a metric of "
+                         "your own: a Metric class or object in an importable module (e.g. --metric "
+                         "my_metrics:ConciseAnswer); from Python, lf.register_metric(name, factory) makes a name") from None
+
+
+def _imported_metric(spec: str) -> Any:
+    import importlib
+    import os
+    import sys
+
+    module_name, _, attr = spec.partition(":")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"--metric {spec}: cannot import module {module_name!r} ({exc}); give a metric name, or "
+                         "module:attr of an importable module") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise UsageError(f"--metric {spec}: module {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if isinstance(obj, type):
+        try:
+            obj = obj()
+        except TypeError as exc:
+            raise UsageError(f"--metric {spec}: the class cannot be made without arguments ({exc}); give an "
+                             "object made with them (module:attr naming the object)") from None
+    return obj
+
+
+def check_fail_under(args: argparse.Namespace, metrics: Sequence[Any]) -> None:
+    """Each ``--fail-under METRIC=VALUE`` names a metric of the run, and a score from 0 to 1 is given as one."""
+    from .._core.score.metrics.registry import SCORED_0_TO_1
+
+    names = {m.name for m in metrics}
+    for metric, floor in args.fail_under:
+        if metric not in names:
+            raise UsageError(f"--fail-under {metric}: not one of the metrics of this run ({', '.join(sorted(names))})")
+        if floor > 1 and metric in SCORED_0_TO_1:
+            percent = f": {metric}={floor / 100:g}, not {floor:g}" if 2 <= floor <= 100 else " (from 0 to 1)"
+            raise UsageError(f"--fail-under {metric}={floor:g}: {metric} scores from 0 to 1, so no mean reaches "
+                             f"{floor:g}; give the floor as a share{percent}")
 
 
 def tool_cassette(args: argparse.Namespace) -> Any:

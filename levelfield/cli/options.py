@@ -34,7 +34,8 @@ def add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_r
 
     d = RunConfig()
     p.add_argument("--metric", "-m", action="append", dest="metrics", metavar="NAME",
-                   help="a metric name (repeatable; default: the trajectory metrics and rouge_l_sum). A metric "
+                   help="a metric name, or module:attr for a metric of your own (a Metric class or object in an "
+                        "importable module) (repeatable; default: the trajectory metrics and rouge_l_sum). A metric "
                         "given here whose reference column (e.g. reference_trajectory) no case has is refused "
                         "before any agent runs (exit 2); a default one runs with a warning")
     p.add_argument("--out", "-o", metavar="DIR",

@@ -11,11 +11,11 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..failure_summary import format_failures, unreadable_judges
+from ..comparison._failures import format_failures, unreadable_judges
 
 if TYPE_CHECKING:
     from .._core.results.result import EvalResult
-    from ..comparison import Comparison
+    from ..comparison._comparison import Comparison
 
 __all__ = ["status", "report_failures", "report_unreadable_judges", "warnings_as_lines", "limit_lines"]
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .arguments import UsageError, number, positive, probability, share
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from ..comparison._comparison import Comparison
 
 __all__ = ["add_parser", "run"]
 
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _plan_from(args: argparse.Namespace) -> int:
     """``plan --from DIR --metric M``: the next run's size from what a saved comparison measured."""
-    from ..comparison import Comparison
+    from ..comparison._comparison import Comparison
     from ..gate import plan_from
 
     if not args.metric:

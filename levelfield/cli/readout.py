@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING
 from .arguments import UsageError
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from ..comparison._comparison import Comparison
 
 __all__ = ["finish", "check_budget", "check_thresholds", "check_baseline"]
 
 
 def finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
-    from ..comparison_text import format_comparison
+    from ..comparison._text import format_comparison
     from .output import limit_lines, report_failures, report_unreadable_judges
 
     print(header)
     print()
-    print(format_comparison(cmp))  # type: ignore[arg-type]  # until verdict.Compared declares its members read-only (issue 57's move)
+    print(format_comparison(cmp))
     for line in limit_lines(cmp):
         print(line)
     failed = report_failures(cmp, command=args.command, allow_failures=getattr(args, "allow_failures", False))
@@ -64,7 +64,7 @@ def check_budget(args: argparse.Namespace, cmp: Comparison) -> int:
 
 
 def check_thresholds(cmp: Comparison, thresholds: Sequence[tuple[str, float]]) -> int:
-    from ..comparison_text import num
+    from ..comparison._text import num
 
     missed = []
     for metric, floor in thresholds:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .arguments import UsageError
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from ..comparison._comparison import Comparison
 
 __all__ = ["add_parser", "run"]
 
@@ -28,8 +28,8 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``report``: the HTML report of a saved run re-rendered, or a watch folder summed up."""
     from .. import report
-    from ..comparison import Comparison
-    from ..comparison_text import format_comparison
+    from ..comparison._comparison import Comparison
+    from ..comparison._text import format_comparison
 
     directory = Path(args.directory)
     if not directory.is_dir():
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     if cmp.missing_runs:
         print(_missing_note(directory, cmp.missing_runs, cmp), file=sys.stderr)
     path = report.write(cmp, args.out or directory / "report.html")
-    print(format_comparison(cmp))  # type: ignore[arg-type]  # until verdict.Compared declares its members read-only (issue 57's move)
+    print(format_comparison(cmp))
     print()
     print(f"Report: {path}")
     return 0

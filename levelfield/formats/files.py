@@ -28,16 +28,47 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 __all__ = ["load_dataset", "read_rows", "csv_rows", "split_selection", "select_cases"]
 
 
+_SAID_NON_FINITE: set[tuple[str, str, int]] = set()
+
+
+class _NonFinite:
+    """``NaN``/``Infinity`` literals met in a JSON file (not JSON, though Python reads them): kept as numbers
+    in the dataset, but JSON has no such number, so a saved run holds null there; said once per file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.first, self.count, self.where = path, "", 0, ""
+
+    def __call__(self, literal: str) -> float:
+        if not self.count:
+            self.first = f"{self.where}: {literal}"
+        self.count += 1
+        return float(literal.replace("Infinity", "inf"))
+
+    def warn(self) -> None:
+        said = (str(self.path), self.first, self.count)
+        if self.count and said not in _SAID_NON_FINITE:  # a file is read twice (counted, then built): said once
+            _SAID_NON_FINITE.add(said)
+            from .._core.errors import LevelfieldWarning
+            from .._core.run.notices import warn_user
+
+            more = f" (and {self.count - 1} more)" if self.count > 1 else ""
+            warn_user(LevelfieldWarning(
+                f"{self.path}: {self.first}{more} is not a JSON number; it is kept as a number in the dataset, but a "
+                "saved run (runs.jsonl, summary) holds null there. Write null for no value, or a finite number"))
+
+
 def _jsonl_rows(lines: Iterable[str], path: Path, *, with_clean: bool = False) -> Iterator[tuple[Any, ...]]:
     """The rows of a JSON Lines file's ``lines`` as ``(row, location)`` pairs (blank lines skipped);
     ``with_clean``: ``(row, location, clean)``, clean when the line shows the row can hold no lone
     surrogate (no ``\\uD800``-``\\uDFFF`` escape) and cannot nest deeper than levelfield reads (fewer
     brackets than that: see ``levelfield._core.data.rows._checked``, which such a row can skip)."""
     name = path.name
+    odd = _NonFinite(path)
     for n, line in enumerate(lines, 1):
         if line.strip():
             try:
-                row = json.loads(line)
+                odd.where = f"line {n}"
+                row = json.loads(line, parse_constant=odd)
                 if with_clean:
                     clean = _SURROGATE_ESCAPE.search(line) is None and line.count("[") + line.count("{") < MAX_DEPTH
                     yield row, f"{name} line {n}", clean
@@ -47,6 +78,7 @@ def _jsonl_rows(lines: Iterable[str], path: Path, *, with_clean: bool = False) -
                 raise DatasetError(f"{path} line {n}: not valid JSON ({exc.msg})") from None
             except RecursionError:
                 raise DatasetError(too_deep_message(f"{path} line {n}")) from None
+    odd.warn()
 
 
 def _with_cell(data: Any, column: str) -> bool:
@@ -88,8 +120,11 @@ def read_rows(path: Path) -> list[tuple[Any, str]]:
             with path.open(encoding="utf-8") as f:
                 return list(_jsonl_rows(f, path))
         if name.endswith(".json"):
+            odd = _NonFinite(path)
+            odd.where = "a value"
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
+                data = json.loads(path.read_text(encoding="utf-8"), parse_constant=odd)
+                odd.warn()
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{path} line {exc.lineno}: not valid JSON ({exc.msg})") from None
             except RecursionError:
@@ -240,6 +275,18 @@ def load_dataset(data: Any, *, source: str | None = None) -> EvalDataset:
     the file, row and field. A JSON Lines file, or a DataFrame of 1,000 rows or more, keeps no case
     objects once checked: they are made when first asked for (an agent's run), and saved
     predictions are scored from the rows as loaded, batch by batch, in the memory ``evaluate(path)`` takes.
+
+    Args:
+        data: A DataFrame, a pyarrow Table, a list of dicts, an ``lf.EvalDataset`` (returned as it is) or
+            a path (a file, an ADK folder, or ``file.json:case_1,case_2``).
+        source: The name the dataset reports as its source (and errors name); default: the path, or
+            what the data is.
+
+    Returns:
+        An ``lf.EvalDataset``, every row checked.
+
+    Raises:
+        DatasetError: A row that cannot be a case, naming the file, row and field.
     """
     if is_arrow_table(data):
         label = source or "Arrow table"

@@ -22,6 +22,7 @@ from .spans import (
     TOOL,
     Span,
     TraceError,
+    check_parents,
     count_of,
     documents_of,
     failed_row,
@@ -155,6 +156,7 @@ def row_from_trace(trace: Any, index: int = 0) -> dict[str, Any]:
     trace_id = None
     try:
         trace_id, spans = spans_from_trace(trace)
+        check_parents(trace_id, spans)  # MLflow stores whole traces: a missing parent is a lost span
         row = row_from_spans(trace_id, spans)
     except TraceError as exc:
         return failed_row(trace_id or _guess_id(trace), exc, index)

@@ -25,6 +25,7 @@ __all__ = [
     "row_from_spans",
     "failed_row",
     "check_complete",
+    "check_parents",
     "documents_of",
     "text_of",
     "request_of",
@@ -299,6 +300,18 @@ def check_complete(trace_id: str, spans: Sequence[Span]) -> None:
             raise TraceError(
                 f"trace {trace_id}, span {span.name!r} ({span.span_id}): never ended (no end time); "
                 "export the trace after the agent has finished"
+            )
+
+
+def check_parents(trace_id: str, spans: Sequence[Span]) -> None:
+    """Raise :class:`TraceError` when a span names a parent the trace does not hold: a span lost on the way
+    (the trace is incomplete), whose calls and answer could be missing from what would be scored."""
+    ids = {s.span_id for s in spans}
+    for span in spans:
+        if span.parent_id and span.parent_id not in ids:
+            raise TraceError(
+                f"trace {trace_id}, span {span.name!r} ({span.span_id}): its parent span {span.parent_id} is not in the "
+                "trace, so the trace is incomplete (a span lost in export); export the whole trace, or log it again"
             )
 
 

@@ -195,6 +195,16 @@ def load_traces(traces: Any, *, source: str | None = None) -> EvalDataset:
     Parquet table with a ``trace`` column), ``mlflow.search_traces(...)`` output, a list of MLflow
     ``Trace`` objects, OpenTelemetry SDK spans (e.g. ``InMemorySpanExporter().get_finished_spans()``)
     or LangSmith run trees. One case per trace, its id the trace id.
+
+    Args:
+        traces: The traces, in any of the forms above.
+        source: The name the dataset reports as its source (and errors name); default: the path, or ``"traces"``.
+
+    Returns:
+        An ``lf.EvalDataset`` of saved answers (``lf.evaluate(dataset, metrics=...)`` scores them).
+
+    Raises:
+        DatasetError: Traces that cannot be read, or none at all, naming the source.
     """
     label = source or (str(traces) if isinstance(traces, (str, Path)) else "traces")
     try:

@@ -22,6 +22,10 @@ _EXPLANATION_KEYS = ("explanation", "rationale", "reasoning", "reason", "justifi
 _TRIM = " \t\r\n*_`'\"[](){}.,;:"
 
 
+_CONTRADICTED = object()
+"""What the text says when its JSON answers disagree: no reading."""
+
+
 def json_objects(text: str) -> list[dict[str, Any]]:
     """Every JSON object embedded in ``text`` (fenced or not), in order."""
     decoder = json.JSONDecoder()
@@ -79,8 +83,15 @@ def _rating_value(token: Any, scores: Mapping[str, float] | None) -> float | Non
     if isinstance(token, bool):
         token = int(token)
     text = str(token).strip(_TRIM)
-    if "/" in text:  # "4/5"
+    if "/" in text:  # "4/5": a rating out of its scale's top
+        top = text.split("/", 1)[1].strip(_TRIM)
         text = text.split("/")[0].strip(_TRIM)
+        # "1/0" is no rating out of anything, and "7/5" none of a 5-point scale: unreadable, not its numerator.
+        if not (is_numeric_rating(top) and is_numeric_rating(text) and 0 <= float(text) <= float(top) and float(top) > 0):
+            return None
+        numeric = [float(k) for k in (scores or {}) if is_numeric_rating(k)]
+        if numeric and float(top) != max(numeric):
+            return None
     if scores is None:
         return float(text) if is_numeric_rating(text) else None
     for key, value in scores.items():
@@ -101,11 +112,12 @@ def _structured_candidates(
     candidates: list[tuple[Any, Mapping[str, Any]]] = []
     if parsed is not None:
         candidates.append((_get_ci(parsed, keys), parsed))
-    for obj in reversed(json_objects(text)):
-        token = _get_ci(obj, keys)
-        if token is not None:
-            candidates.append((token, obj))
-            break
+    said = [(token, obj) for obj in reversed(json_objects(text)) if (token := _get_ci(obj, keys)) is not None]
+    if len({str(token).strip(_TRIM).lower() for token, _ in said}) > 1:
+        # Two JSON answers that disagree ({"score": 5} ... {"score": 1}) are no one verdict: unreadable.
+        candidates.append((_CONTRADICTED, {}))
+    elif said:
+        candidates.append(said[0])
     return candidates
 
 
@@ -129,6 +141,8 @@ def parse_rating(
     for token, obj in candidates:
         if token is None:
             continue
+        if token is _CONTRADICTED:
+            return None
         value = _rating_value(token, scores)
         # The first rating found decides: a later, valid-looking one would be a guess.
         return (value, _explanation_of(obj, text)) if value is not None else None

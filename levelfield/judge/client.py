@@ -51,8 +51,11 @@ JUDGE_RETRIES = 3
 """Retries of a judge call that hit a rate limit or a server error."""
 JUDGE_BACKOFF = 1.0
 """Seconds the first retry waits at most; doubles with each retry, the wait drawn uniformly below it."""
-JUDGE_TIMEOUT = 120.0
-"""Seconds per judge call."""
+JUDGE_TIMEOUT = 30.0
+"""Seconds per judge call. A judge call answers in seconds; a judge that hangs is cut here and retried
+(``JUDGE_RETRIES``), so a hanging judge fails its row within about 2 minutes (4 calls x 30 s, and the
+backoff between them), not the 8 a 120 s timeout took. A slow reasoning judge wants a longer one:
+``lf.JudgeConfig(timeout=120)``."""
 
 
 _PROVIDER_ALIASES = {"vertex": "google_vertexai", "vertexai": "google_vertexai"}

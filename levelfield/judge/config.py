@@ -42,7 +42,10 @@ class JudgeConfig:
     backoff: float = JUDGE_BACKOFF
     """Seconds the first retry waits at most; doubles with each retry, the wait drawn uniformly below it."""
     timeout: float | None = JUDGE_TIMEOUT
-    """Seconds per judge call; None for no timeout."""
+    """Seconds per judge call (default 30); None for no timeout. A call cut by it is retried like a server
+    error, so a judge that hangs fails its row after (retries + 1) x timeout seconds and the backoff between
+    them: about 2 minutes at the defaults (30 s x 4 calls). A slow reasoning judge wants more (``timeout=120``);
+    a test with a local judge, less."""
     structured_output: bool | None = None
     """True: ask the model for structured output (an error when it cannot give it); False: parse its text;
     None: the metric's own way (structured when the model offers it; ADK's criteria read text, as ADK)."""

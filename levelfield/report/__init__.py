@@ -1,4 +1,4 @@
-"""The HTML report: a reader of a :class:`~levelfield.comparison.Comparison`, never imported by it.
+"""The HTML report: a reader of a :class:`~levelfield.Comparison`, never imported by it.
 
 ``lf.report.write(cmp, "report.html")`` writes one self-contained page; ``lf.report.save(cmp, dir)``
 writes the comparison's files (``cmp.save``) and ``report.html`` beside them.
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from .html import render, write
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from ..comparison._comparison import Comparison
 
 __all__ = ["render", "write", "save"]
 

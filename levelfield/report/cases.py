@@ -14,7 +14,7 @@ from .markup import _breakable, _chip, _color, _esc, _fmt, _isnan, _long, _metri
 
 if TYPE_CHECKING:
     from .._core.score.diff import MarkedCall
-    from ..comparison import AgentCase, Comparison
+    from ..comparison._comparison import AgentCase, Comparison
 
 __all__ = ["REPORT_CASES"]
 
@@ -190,7 +190,7 @@ def _cases_section(cmp: Comparison) -> str:
         # The reference is shared by every agent: a strip above them, not a column that leaves a gap.
         body.append('<div class="col reference"><h4>reference</h4><div class="refgrid"><div>')
         if case.reference is not None:
-            body.append(f'<pre class="text">{_long(case.reference)}</pre>')
+            body.append(f'<pre class="text">{_long(str(case.reference))}</pre>')
         else:
             body.append('<p class="muted">no reference response</p>')
         body.append("</div><div>")

@@ -13,7 +13,7 @@ from .._core.stats.change import describe_change
 from ..gate import baseline_changes
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from ..comparison._comparison import Comparison
 
 __all__ = ["baseline_section"]
 

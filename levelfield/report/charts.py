@@ -9,7 +9,7 @@ from .._core.data.textwidth import width
 from .markup import _color, _esc, _fmt, _isnan
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from ..comparison._comparison import Comparison
 
 __all__: list[str] = []  # private parts of the report page: levelfield.report.html puts them together
 

@@ -45,7 +45,7 @@ from .sections_scores import (
 )
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from ..comparison._comparison import Comparison
 
 __all__ = ["render", "write", "report_sections", "asset", "TEXT_LIMIT",
            "escape", "breakable", "long_text", "score_chip", "number", "call_text", "in_reference_order", "agent_color_of"]

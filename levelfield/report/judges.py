@@ -16,7 +16,7 @@ from .._core.errors import LevelfieldError
 from .._core.stats.judge_correction import correct_judged, judged_binary_metrics
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from ..comparison._comparison import Comparison
 
 __all__ = ["judge_section"]
 

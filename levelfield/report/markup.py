@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .._core.data.money import dollars
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from ..comparison._comparison import Comparison
 
 __all__ = ["TEXT_LIMIT", "agent_color_of"]
 

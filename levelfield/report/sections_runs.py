@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..failure_summary import failure_groups
+from ..comparison._failures import failure_groups
 from .glossary import describe_metric
 from .markup import _color, _esc, _table
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from ..comparison._comparison import Comparison
 
 __all__: list[str] = []  # private parts of the report page: levelfield.report.html puts them together
 
@@ -108,7 +108,7 @@ def _limits_section(cmp: Comparison) -> str:
 
 def _tools_section(cmp: Comparison) -> str:
     """Tool levelling: the cassette and fault schedule, and per agent how its calls were answered."""
-    from ..comparison_text import tool_lines
+    from ..comparison._text import tool_lines
 
     lines = tool_lines(cmp)
     if not lines:

@@ -6,11 +6,11 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from .._core.score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT
-from ..comparison_text import evaluator_lines
-from ..verdict import early_stop_line, failure_rule, other_rule, verdict
+from ..comparison._text import evaluator_lines
+from ..comparison._verdict import early_stop_line, failure_rule, other_rule, verdict
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from ..comparison._comparison import Comparison
 
 
 from .markup import _breakable, _color, _esc, _fmt, _fmt_p, _isnan, _metric_link, _table, _usd
@@ -146,7 +146,7 @@ def _cost_cell(row: Any) -> str:
 
 
 def _verdict_section(cmp: Comparison) -> str:
-    found = verdict(cmp)  # type: ignore[arg-type]  # until verdict.Compared declares its members read-only (issue 57's move)
+    found = verdict(cmp)
     if not found.metrics:
         return ""
     items = []
@@ -165,7 +165,7 @@ def _verdict_section(cmp: Comparison) -> str:
             f'<li>{_metric_link(v.metric)}: {lead} <span class="ci">({_fmt(v.mean)})</span>'
             + (f"; {'; '.join(detail)}" if detail else "") + ".</li>"
         )
-    stopped = early_stop_line(cmp)  # type: ignore[arg-type]  # until verdict.Compared declares its members read-only (issue 57's move)
+    stopped = early_stop_line(cmp)
     stopped = (f'<p class="headline">{_esc(stopped)} <span class="ci">(an always-valid sequential test: stopping '
                "when the answer is known keeps the error rate at the level stated)</span></p>") if stopped else ""
     return (
@@ -249,7 +249,7 @@ def _robustness_section(cmp: Comparison) -> str:
                    f'the runs that met each (a run can meet several):</p><ul class="verdict">{"".join(items)}</ul>')
     if len(found.consistency):
         items = []
-        from ..robustness import consistency_parts
+        from ..comparison._robustness import consistency_parts
 
         for c in found.consistency.itertuples():
             parts = [_esc(part) for part in consistency_parts(c)]

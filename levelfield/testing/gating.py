@@ -235,21 +235,30 @@ def check_eval(
 ) -> GateReport:
     """Run ``agent`` on ``source`` and judge every case; never raises for failing cases (see ``assert_eval``).
 
-    ``source``: an ``.evalset.json`` / ``.test.json`` file, a folder of them, ``file.json:case_1,case_2``,
-    or anything ``load_dataset`` takes. ``agent``: anything ``as_agent`` takes, or a ``module:attr`` spec.
-    ``criteria``: a ``test_config.json`` path, ``{"criteria": {...}}`` / ``{metric: threshold}``, or
-    Criterion objects; by default each case's criteria come from the ``test_config.json`` beside
-    the file it was read from (as ADK resolves them in a folder), else ADK's defaults.
-    Run options (``trials``, ``concurrency``, ``timeout``...) as for ``lf.evaluate``; no progress
-    bar unless ``progress=True``. ``judge`` (a chat model, ``"provider:model"``, a function or an
-    agent) judges ADK's judged criteria (``final_response_match_v2``, ``rubric_based_*``...); a
-    case that a rubric-based criterion would have no rubrics for is an error before any run.
     ADK's efficiency criteria (``tool_call_count_v1``, ``inference_call_count_v1``, ``token_usage_v1``,
     ``invocation_duration_v1``) are reported for every case, averaged per turn, and never fail one.
-    ``simulator`` (``lf.UserSimulator(model)``, ``lf.testing.ScriptedUser(...)``, a chat model) plays
-    the user of ``conversation_scenario`` cases; without one they are listed as not run.
+
+    Args:
+        source: An ``.evalset.json`` / ``.test.json`` file, a folder of them, ``file.json:case_1,case_2``,
+            or anything ``lf.load_dataset`` takes.
+        agent: Anything ``lf.as_agent`` takes, or a ``module:attr`` spec.
+        criteria: A ``test_config.json`` path, ``{"criteria": {...}}`` / ``{metric: threshold}``, or
+            Criterion objects; None: each case's criteria come from the ``test_config.json`` beside the
+            file it was read from (as ADK resolves them in a folder), else ADK's defaults.
+        name: The agent's name in the report (default: the adapter's).
+        config: Run options as one ``lf.RunConfig``; no progress bar unless it (or ``progress=True``) asks.
+        judge: A chat model, ``"provider:model"``, a function or an agent that judges ADK's judged criteria
+            (``final_response_match_v2``, ``rubric_based_*``...); a case that a rubric-based criterion
+            would have no rubrics for is an error before any run.
+        simulator: ``lf.UserSimulator(model)``, ``lf.testing.ScriptedUser(...)`` or a chat model that plays
+            the user of ``conversation_scenario`` cases; without one they are listed as not run.
+        **options: Run options by keyword (``trials``, ``concurrency``, ``timeout``...), the fields of
+            ``lf.RunConfig``, as for ``lf.evaluate``.
+
+    Returns:
+        A ``GateReport``: each case passed or failed against its criteria, with the result.
     """
-    from ..evaluation import evaluate
+    from .._entry.evaluation import evaluate
 
     cfg = run_config(config, **options) if config is not None else run_config(**{"progress": False, **options})
     dataset: EvalDataset = load_dataset(source)
@@ -291,8 +300,22 @@ def assert_eval(
 ) -> GateReport:
     """Like :func:`check_eval`, but raise ``AssertionError`` listing every failing case.
 
-    The message gives, for each failing case, the criteria it missed and each turn's expected vs
-    actual trajectory and response. Returns the report when every case passes.
+    Args:
+        source: The cases (see :func:`check_eval`).
+        agent: The agent (see :func:`check_eval`).
+        criteria: The criteria (see :func:`check_eval`).
+        name: The agent's name in the report.
+        config: Run options as one ``lf.RunConfig``.
+        judge: The judge of ADK's judged criteria.
+        simulator: The simulated user of ``conversation_scenario`` cases.
+        **options: Run options by keyword, the fields of ``lf.RunConfig``.
+
+    Returns:
+        The ``GateReport`` when every case passes.
+
+    Raises:
+        AssertionError: A case failed; the message gives, for each failing case, the criteria it missed
+            and each turn's expected vs actual trajectory and response.
     """
     report = check_eval(source, agent, criteria=criteria, name=name, config=config, judge=judge, simulator=simulator,
                         **options)

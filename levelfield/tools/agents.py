@@ -88,7 +88,7 @@ def level_agent(agent: Any, leveller: Leveller) -> tuple[Any, dict[str, Any]]:
         if not names:
             return agent, {"levelled": False, "why": "no ToolNode or AgentExecutor tools found in the graph (tools "
                            "called from a node's own code cannot be intercepted: use a ToolNode)"}
-        note = {"levelled": True, "how": f"LangChain tools: {', '.join(names)}"}
+        note = {"levelled": True, "how": f"LangChain tools: {', '.join(names)}", "tools": list(names)}
         return LevelledAgent(agent, leveller, "LangChain tools"), note
     if kind == "AdkAgent":
         from .intercept_adk import level_adk
@@ -121,8 +121,14 @@ def _level_function(agent: Any, inner: Any, leveller: Leveller) -> tuple[Any, di
         return agent, {"levelled": False, "why": "the function has no 'tools' parameter whose default is a list or "
                        "dict of its tool functions (def agent(prompt, tools=[search, ...]))"}
     inner.levelled_tools = levelled
-    note = {"levelled": True, "how": "function agent 'tools' parameter"}
+    note = {"levelled": True, "how": "function agent 'tools' parameter", "tools": _function_names(levelled)}
     return LevelledAgent(agent, leveller, "function tools"), note
+
+
+def _function_names(tools: Any) -> list[str]:
+    if isinstance(tools, dict):
+        return [str(name) for name in tools]
+    return [str(getattr(fn, "tool_name", None) or getattr(fn, "__name__", "?")) for fn in tools]
 
 
 def _level_template(inner: Any, how: dict[str, str]) -> None:

@@ -129,6 +129,9 @@ class ToolCassette:
         self._lock = threading.Lock()
         self._file: Any = None
         self._written = False  # the file was started (a second evaluation with this cassette appends)
+        if self.path.is_dir():
+            raise CassetteError(f"cassette {self.path}: is a folder, not a file; give the cassette's .jsonl file "
+                                "(e.g. --tools tools.jsonl)")
         if mode == "replay" and not self.path.exists():
             raise CassetteError(f"cassette {self.path}: no such file; record it first with "
                                 "ToolCassette(path, mode='record') (--tools-mode record)")
@@ -138,7 +141,15 @@ class ToolCassette:
 
     # -- reading ---------------------------------------------------------------------------
     def _load(self) -> None:
-        text = self.path.read_text(encoding="utf-8")
+        raw = self.path.read_bytes()
+        try:
+            text = raw.decode("utf-8")
+            if "\x00" in text:  # UTF-16 without its byte-order mark decodes, but is no cassette
+                raise UnicodeDecodeError("utf-8", raw, text.index("\x00"), text.index("\x00") + 1, "a NUL byte")
+        except UnicodeDecodeError as exc:
+            said = " (it looks like UTF-16)" if raw[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in raw[:64] else ""
+            raise CassetteError(f"cassette {self.path}, byte {exc.start}: not UTF-8 text{said}, so not a cassette "
+                                "levelfield wrote; record it again (--tools-mode record), or save it as UTF-8") from None
         lines = text.split("\n")
         if text and not text.endswith("\n"):
             raise CassetteError(f"cassette {self.path}, line {len(lines)}: the file ends in the middle of an entry "

@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
-from .._core.errors import ConfigError, ConfigTypeError
+from .._core.errors import ConfigError, ConfigTypeError, LevelfieldWarning
 
-__all__ = ["Faults", "FAULT_KINDS", "SCHEDULE_VERSION", "InjectedToolError", "InjectedToolTimeout",
+__all__ = ["Faults", "FaultsWarning", "FAULT_KINDS", "SCHEDULE_VERSION", "InjectedToolError", "InjectedToolTimeout",
            "InjectedToolRefusal"]
 
 FAULT_KINDS = ("error", "timeout", "empty", "malformed", "rate_limit", "slow")
 SCHEDULE_VERSION = 1
 """Bumped whenever the schedule's function changes: a run record names the version it met."""
+
+
+class FaultsWarning(LevelfieldWarning):
+    """``Faults`` that can hit no call: ``tools=[]``, or tool names no agent of the evaluation has."""
 
 
 class InjectedToolError(RuntimeError):
@@ -68,8 +73,15 @@ class Faults:
             raise ConfigTypeError(f"Faults(seed={seed!r}): an integer")
         if tools is not None and (isinstance(tools, str) or not all(isinstance(t, str) for t in tools)):
             raise ConfigTypeError(f"Faults(tools={tools!r}): a list of tool names, or None for every tool")
-        if isinstance(slow_seconds, bool) or not isinstance(slow_seconds, (int, float)) or slow_seconds < 0:
-            raise ConfigError(f"Faults(slow_seconds={slow_seconds!r}): seconds, >= 0")
+        if isinstance(slow_seconds, bool) or not isinstance(slow_seconds, (int, float)) \
+                or not 0 <= slow_seconds < math.inf:
+            raise ConfigError(f"Faults(slow_seconds={slow_seconds!r}): the delay of a 'slow' fault, a number of "
+                              "seconds of 0 or more (e.g. slow_seconds=0.5)")
+        if tools is not None and not list(tools) and rate > 0:
+            from .._core.run.notices import warn_user  # not at import: the levelling names load light
+
+            warn_user(FaultsWarning("Faults(tools=[]) names no tool, so no call meets a fault; give the tool names "
+                                    "faults may hit, or tools=None for every tool"))
         self.rate = float(rate)
         self.kinds = tuple(dict.fromkeys(kinds))
         self.seed = seed

@@ -75,12 +75,28 @@ def levelling(tools: Any, faults: Any, config: Any, agents: Sequence[Any], *, sh
     from .agents import level_agent
 
     leveller = Leveller(tools, faults)
-    levelled, notes = [], {}
+    levelled, notes, tool_names = [], {}, {}
     for agent in agents:
         wrapped, note = level_agent(agent, leveller)
         levelled.append(wrapped)
+        tool_names[agent.name] = note.pop("tools", None)  # not recorded: what the faults' names are checked against
         notes[agent.name] = note
         if not note["levelled"]:
             warn_user(NotLevelledWarning(f"agent {agent.name!r}: its tools are not levelled ({note['why']}); it meets "
                                          "its own live tools and no injected faults"))
+    _warn_unknown_fault_tools(faults, tool_names)
     return Levelling(levelled, leveller, notes)
+
+
+def _warn_unknown_fault_tools(faults: Faults | None, tool_names: dict[str, list[str] | None]) -> None:
+    """``Faults(tools=[...])`` naming a tool none of the agents has: it would inject nothing there, silently.
+    Decided only when every agent's tools are known (an ADK agent's are not read here)."""
+    if faults is None or not faults.tools or not tool_names or any(n is None for n in tool_names.values()):
+        return
+    known = sorted({t for names in tool_names.values() for t in names or ()})
+    unknown = [t for t in faults.tools if t not in known]
+    if unknown:
+        from .faults import FaultsWarning
+
+        warn_user(FaultsWarning(f"Faults(tools=...): {', '.join(map(repr, unknown))} is a tool of none of the agents, "
+                                f"so no fault hits it; their tools are {', '.join(known) or '(none)'}"))

@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlencode, urlsplit
 
 from .._core.errors import LevelfieldError
 from .._serving import check_token
-from ..comparability import EvaluatorsDifferError
+from ..comparison._comparability import EvaluatorsDifferError
 from ..report.html import asset, report_sections
 from . import diff_pages, pages
 from .catalog import Catalog

@@ -7,7 +7,7 @@ pages look runs up by that id in this table, never by opening a path a URL names
 reach a file outside the runs found.
 
 The report's statistics (verdict, intervals, pairwise tests) need the whole
-:class:`~levelfield.comparison.Comparison`; it is loaded for a run of at most ``REPORT_RUNS`` runs
+:class:`~levelfield.Comparison`; it is loaded for a run of at most ``REPORT_RUNS`` runs
 and kept while the file is unchanged. Beyond that a run page shows the means from the index, and
 ``levelfield report DIR`` writes the full report.
 """
@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING
 
 from .._core.errors import LevelfieldError
 from .._core.stats.change import Change
-from ..comparability import EvaluatorsDifferError
+from ..comparison._comparability import EvaluatorsDifferError
 from ..gate import scores_changes
 from .diff import Side, diff_runs, pair_agents
 from .index import RunIndex, find_runs
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from ..comparison._comparison import Comparison
 
 __all__ = ["Catalog", "REPORT_RUNS", "Baseline"]
 
@@ -120,7 +120,7 @@ class Catalog:
             if kept is not None and kept[0] == index.stamp:
                 self._comparisons.move_to_end(run_id)
                 return kept[1], kept[2]
-            from ..comparison import Comparison
+            from ..comparison._comparison import Comparison
 
             try:
                 cmp, why = Comparison.load(index.path), ""

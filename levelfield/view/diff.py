@@ -6,7 +6,7 @@ scores are the ones the report counts (:meth:`RunIndex.case_scores`), and the si
 regression gate's paired test, Holm-adjusted across the metrics (:func:`levelfield.gate.scores_changes`),
 with run B's statistics settings: B is read as the new run, A as its baseline. Runs whose metrics
 were scored by other evaluators (judge, prompt, rubrics, metric version) are not diffed unless
-``allow_different_evaluators`` (:func:`levelfield.comparability.check_evaluators`); then the diff is
+``allow_different_evaluators`` (:func:`levelfield.comparison._comparability.check_evaluators`); then the diff is
 labelled (:attr:`RunDiff.evaluator_notes`).
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._core.stats.change import Change
-from ..comparability import check_evaluators
+from ..comparison._comparability import check_evaluators
 from ..gate import scores_changes
 from .index import RunIndex
 

@@ -6,7 +6,7 @@ of its line); a case's full transcript is read back from those offsets when it i
 journal that grows (an evaluation still running) is read on from where the last read stopped; a
 file replaced (``write_record`` renames a new one over it) is read again. A scored table of saved
 predictions (``metrics_table.parquet`` / ``.jsonl`` beside ``summary.json``) is read whole: it
-holds ids and scores only. Nothing here loads a :class:`~levelfield.comparison.Comparison`:
+holds ids and scores only. Nothing here loads a :class:`~levelfield.Comparison`:
 100,000 cases would take tens of seconds and gigabytes; see :mod:`levelfield.view.runs` for when
 the report's statistics are computed.
 """

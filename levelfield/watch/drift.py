@@ -26,7 +26,7 @@ from .._core.errors import ConfigError, RecordError
 from .._core.results.provenance import Evaluator, evaluators_from_header
 from .._core.results.record import RUNS_FILE, read_record
 from .._core.stats.change import Change, adjust, describe_change, measure_unpaired_change
-from ..comparability import check_evaluators
+from ..comparison._comparability import check_evaluators
 from .windows import window_files
 
 __all__ = ["Drift", "record_scores", "baseline_evaluators", "DRIFT_FILE"]

@@ -23,7 +23,7 @@ import _a2a_wire as wire  # noqa: E402
 import levelfield as lf  # noqa: E402
 from levelfield.adapters import A2AAgent  # noqa: E402
 from levelfield.adapters.a2a.server import start_asgi, start_server  # noqa: E402
-from levelfield.failure_summary import format_failures  # noqa: E402
+from levelfield.comparison._failures import format_failures  # noqa: E402
 
 FAST = {"progress": False, "retries": 0, "a2a_preflight": False}  # classification needs no preflight
 CASES = lf.load_dataset([{"case_id": f"c{i}", "prompt": f"question {i}", "reference": f"answer: question {i}"}

@@ -62,6 +62,8 @@ CASES = [
     (["serve", CAREFUL], "--url", "ftp://host/agent"),
     (["serve", CAREFUL], "--max-body", "0"),
     (["watch", "--out", "w", "-m", "trajectory_exact_match"], "--max-cost", "inf"),
+    *[(["a2a-check", "http://127.0.0.1:9"], "--timeout", v) for v in ("nan", "0", "-1", "inf", "x")],
+    *[(["a2a-check", "http://127.0.0.1:9"], "--max-response", v) for v in ("0", "lots")],
 ]
 
 

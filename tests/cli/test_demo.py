@@ -14,7 +14,7 @@ import pytest
 
 from levelfield import EvalDataset, cli
 from levelfield.adapters.a2a import server as a2a_server
-from levelfield.demo import demo_agents
+from levelfield.cli.demo_agents import demo_agents
 from levelfield.formats import files
 
 pytestmark = pytest.mark.slow  # the demo runs every framework, A2A servers included, in a subprocess

@@ -11,7 +11,7 @@ import levelfield as lf
 from levelfield import AllRunsFailedWarning
 from levelfield._core.data.types import AgentRun
 from levelfield.cli.main import main
-from levelfield.failure_summary import agents_that_always_failed, failure_groups, format_failures
+from levelfield.comparison._failures import agents_that_always_failed, failure_groups, format_failures
 
 SAMPLE = "samples/home_automation/dataset.jsonl"
 CAREFUL = "samples.home_automation.agents.function_agents:careful_agent"

@@ -356,8 +356,8 @@ def test_report_writes_dollars_in_plain_decimals(priced_report):
 
 def test_money_has_one_formatter():
     from levelfield._core.data.money import dollars
-    from levelfield.comparison_text import _usd
-    from levelfield.verdict import _dollars
+    from levelfield.comparison._text import _usd
+    from levelfield.comparison._verdict import _dollars
 
     assert [dollars(x) for x in (8.32e-06, 0.0042, 0.01, 0.125, 8.3249, 1234.5, 0)] == \
         ["$0.0000083", "$0.0042", "$0.01", "$0.12", "$8.32", "$1,234.50", "$0.00"]

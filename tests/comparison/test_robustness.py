@@ -12,7 +12,7 @@ from scipy.stats import binomtest
 
 import levelfield as lf
 from levelfield._core.stats.robustness import consistency_table, drop_table, exact_share_interval, fault_kind_table
-from levelfield.robustness import robustness_of
+from levelfield.comparison._robustness import robustness_of
 
 
 def simulate(rng, *, cases=20, trials=5, drop=0.15):
@@ -135,7 +135,7 @@ def test_the_report_and_the_printed_comparison_show_how_it_holds_up(tmp_path):
     options = {"metrics": metrics, "trials": 2, "progress": False}
     clean = lf.compare(CASES, {"planted": agent(None), "robust": agent(None)}, **options)
     faulted = lf.compare(CASES, {"planted": agent(3), "robust": agent(None)}, **options)
-    clean.robustness = robustness_of(clean, faulted, faults="Faults(rate=0.1, seed=7) <b>")
+    clean = clean.with_context(faulted=faulted, faults="Faults(rate=0.1, seed=7) <b>")  # its robustness, made with it
     html = render_report(clean)
     assert '<section id="robustness"><h2>How it holds up</h2>' in html and 'href="#robustness"' in html
     assert "Faults(rate=0.1, seed=7) &lt;b&gt;" in html and "<b>\"" not in html  # escaped

@@ -6,9 +6,9 @@ import math
 import pytest
 
 import levelfield as lf
-from levelfield.comparison_text import format_comparison
+from levelfield.comparison._text import format_comparison
+from levelfield.comparison._verdict import headline, verdict_lines, verdicts
 from levelfield.report import render as render_report
-from levelfield.verdict import headline, verdict_lines, verdicts
 
 # Twelve cases in four languages; "right" always answers the reference, "wrong" never does, and
 # "almost" misses two cases: right vs wrong is significant, right vs almost is not.

@@ -534,7 +534,7 @@ def test_the_report_and_the_printed_comparison_say_how_each_agent_was_levelled(t
 
     cmp = compare({"fn": function_agent, "remote": Remote()}, tools=lf.ToolCassette(path),
                   faults=lf.Faults(rate=1.0, kinds=("empty",), seed=2))
-    from levelfield.comparison_text import format_comparison
+    from levelfield.comparison._text import format_comparison
 
     text = format_comparison(cmp)
     assert f"Tools levelled: cassette {path} (replay, fingerprint {lf.ToolCassette(path).fingerprint()})" in text

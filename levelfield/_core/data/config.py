@@ -249,26 +249,49 @@ def _per_minute(option: str, value: Any) -> int | dict[str, int] | None:
 _NAMES = tuple(f.name for f in fields(RunConfig))
 
 
-def run_config(config: RunConfig | None = None, /, **options: Any) -> RunConfig:
-    """``config`` (or the defaults) with ``options`` applied; an unknown option is a clear error."""
-    return options_applied(RunConfig, config, options, argument="config", kind="run option")
+def _keywords(function: Any) -> list[str]:
+    """The named parameters of ``function`` (not its ``**options``), in order; [] for None."""
+    if function is None:
+        return []
+    import inspect
+
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in parameters if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+
+
+def run_config(config: RunConfig | None = None, /, *, _function: Any = None, **options: Any) -> RunConfig:
+    """``config`` (or the defaults) with ``options`` applied; an unknown option is a clear error. ``_function``:
+    the public function (``evaluate``, ``compare``) whose ``**options`` these are: a misspelt keyword of its
+    own (``metric=``) is then suggested from its keywords too (``metrics``), not only from the run options."""
+    return options_applied(RunConfig, config, options, argument="config", kind="run option", function=_function)
 
 
 T = TypeVar("T")
 
 
-def options_applied(cls: type[T], config: T | None, options: Mapping[str, Any], *, argument: str, kind: str) -> T:
+def options_applied(cls: type[T], config: T | None, options: Mapping[str, Any], *, argument: str, kind: str,
+                    function: Any = None) -> T:
     """``config`` (or ``cls()``'s defaults) with ``options`` replaced, for a frozen dataclass of options;
-    a wrong kind of ``config`` or an unknown option name is a ``ConfigError`` naming the nearest name."""
+    a wrong kind of ``config`` or an unknown option name is a ``ConfigError`` naming the nearest name (among
+    ``function``'s own keywords too, when given)."""
     if config is not None and not isinstance(config, cls):
         raise ConfigError(f"{argument}={config!r}: expected an lf.{cls.__name__}(...)")
     names = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
     unknown = [k for k in options if k not in names]
     if unknown:
+        own = _keywords(function)
         hints = []
         for name in unknown:
-            close = difflib.get_close_matches(name, names, n=1)
+            # The function's own keywords first: metric= is a misspelt metrics=, not retries=.
+            close = difflib.get_close_matches(name, own, n=1, cutoff=0.75) or difflib.get_close_matches(name, names, n=1)
             hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        if own:
+            label = getattr(function, "__name__", "it")
+            raise ConfigError(f"{label}() got an unknown keyword {', '.join(hints)}; its keywords are: {', '.join(own)}; "
+                              f"and the {kind}s: {', '.join(names)}")
         raise ConfigError(f"unknown {kind} {', '.join(hints)}; the options are: {', '.join(names)}")
     base = config if config is not None else cls()
     return replace(base, **options) if options else base  # type: ignore[type-var]

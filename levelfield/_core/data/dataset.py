@@ -45,8 +45,9 @@ class Turn(BaseModel):
 
     prompt: str
     """The user's message for this turn."""
-    reference: str | None = None
-    """The expected answer; None when the turn gives none."""
+    reference: str | int | float | None = None
+    """The expected answer; None when the turn gives none. A number stays a number (``42``); text
+    metrics compare its text (``"42"``)."""
     reference_trajectory: list[ToolCall] | None = None
     """The expected tool calls; None when the turn gives none, [] when it expects no call."""
     reference_thoughts: str | None = None
@@ -99,7 +100,9 @@ class EvalCase(BaseModel):
     case_id: str
     prompt: str | None = None
     history: list[Message] = Field(default_factory=list)
-    reference: str | None = None
+    reference: str | int | float | None = None
+    """The expected answer. A number stays a number (``42`` in the table and the saved runs); text
+    metrics and judges read its text (``"42"``)."""
     reference_trajectory: list[ToolCall] | None = None
     """None when the row gives no reference trajectory; [] when it expects no tool calls."""
     response: str | None = None

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from pydantic.alias_generators import to_snake
 
 from ..errors import DatasetError
+from .cells import reference_cell, say_infinite
 from .dataset import ALIASES, EvalCase, EvalDataset, Scenario, Turn, _blank, _check_id, _refuse_repeats, _where
 from .jsonsafe import MAX_DEPTH, SURROGATE, clean_strings, has_lone_surrogates, too_deep
 from .types import Handoff, Message, ToolCall
@@ -224,7 +225,7 @@ def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
         "case_id": case_id,
         "prompt": prompt,
         "history": history,
-        "reference": _text(get("reference"), where, used.get("reference", "reference")),
+        "reference": reference_cell(get("reference"), where, used.get("reference", "reference")),
         "response": _text(get("response"), where, "response"),
         "location": where,
         "columns": used,
@@ -339,9 +340,11 @@ def dataset_from_rows(data: Any, *, source: str | None = None) -> EvalDataset:
         return data
     import pandas as pd
 
+    frame = None
     if isinstance(data, pd.DataFrame):
         label = source or "DataFrame"
         rows = data.to_dict("records")
+        frame = data
     elif isinstance(data, Sequence) and not isinstance(data, (bytes, str)):
         label = source or "dataset"
         rows = list(data)
@@ -350,6 +353,7 @@ def dataset_from_rows(data: Any, *, source: str | None = None) -> EvalDataset:
             f"cannot load a dataset from {type(data).__name__}; "
             "give a DataFrame, a list of dicts, or a .jsonl/.json/.csv path"
         )
+    say_infinite(rows, label, frame)
     return dataset_from_located([(r, f"{label} row {i + 1}") for i, r in enumerate(rows)], label)
 
 

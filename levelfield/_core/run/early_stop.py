@@ -44,6 +44,12 @@ class EarlyStop:
         if getattr(self.metric, "is_async", False):
             raise ConfigError(f"stop_early={rule.metric!r}: a judged metric is scored at the end, not as runs finish; "
                               "stop on a metric scored locally (e.g. trajectory_exact_match)")
+        from ..score.metrics.registry import SCORED_0_TO_1
+
+        if rule.margin >= 1 and self.metric.name in SCORED_0_TO_1:
+            raise ConfigError(f"stop_early with margin={rule.margin:g} on {rule.metric!r}, a score from 0 to 1: every "
+                              "difference lies inside that margin, so every pair would stop at once as equivalent; give "
+                              f"the margin as a share of 1 (e.g. {rule.margin / 100:g} for {rule.margin:g} points)")
         if len(agents) < 2:
             raise ConfigError("stop_early compares agents pair by pair: it needs at least two agents")
         if executor is not None:

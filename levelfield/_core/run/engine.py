@@ -1,7 +1,7 @@
 """The evaluation engine: run agents on a dataset and score every run; adapter-free.
 
 The public entry points (``lf.evaluate``, ``lf.compare``, ``EvalTask``) live in
-``levelfield.evaluation``: they turn whatever the user passed into ``AgentRunnable``s and call
+``levelfield._entry``: they turn whatever the user passed into ``AgentRunnable``s and call
 this engine, so ``core`` never imports an adapter.
 
 With ``config.out`` every finished run is journaled to ``out/runs.jsonl`` (see ``record``) as it

@@ -39,10 +39,12 @@ def _first_prompt(dataset: EvalDataset) -> str | None:
     return None
 
 
-async def _one(agent: AgentRunnable, prompt: str | None) -> dict[str, Any]:
+async def _one(agent: AgentRunnable, prompt: str | None, timeout: float | None) -> dict[str, Any]:
     try:
-        # The version the agent will be run over only: each probe is an answer the agent computes.
-        found = await agent.apreflight(prompt, every_version=False)  # type: ignore[attr-defined]
+        # The version the agent will be run over only: each probe is an answer the agent computes. Each of
+        # its reads (the card too) is bounded by the run's timeout as a whole.
+        seconds = {} if timeout is None else {"timeout": timeout}
+        found = await agent.apreflight(prompt, every_version=False, **seconds)  # type: ignore[attr-defined]
     except Exception as exc:  # noqa: BLE001 - the runs will say what is wrong; the evaluation goes on
         text, _ = describe_error(exc)
         warn_user(A2APreflightWarning(f"agent {agent.name!r}: the A2A preflight could not run: {text}"))
@@ -62,8 +64,14 @@ async def run_preflights(dataset: EvalDataset, agents: Sequence[AgentRunnable], 
     checked = [a for a in agents if callable(getattr(a, "apreflight", None))]
     if not config.a2a_preflight or not checked:
         return {}
+    from . import budget
+
     prompt = _first_prompt(dataset)
-    found = await asyncio.gather(*(_one(a, prompt) for a in checked))
+    cap = budget.set_response_cap(config.max_response_bytes)  # the card and the probes read as a run's answer is
+    try:
+        found = await asyncio.gather(*(_one(a, prompt, config.timeout) for a in checked))
+    finally:
+        budget.reset_response_cap(cap)
     return {a.name: f for a, f in zip(checked, found)}
 
 

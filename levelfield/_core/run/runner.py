@@ -190,6 +190,9 @@ async def run_agents(
         plan = [job for job in plan if (job[0].name, job[1].case_id, job[2]) in wanted]
     jobs = [job for job in plan if (job[0].name, job[1].case_id, job[2]) not in done]
     desc = agents[0].name if len(agents) == 1 else f"{len(agents)} agents"
+    reused = len(plan) - len(jobs)
+    if reused:  # a resume: what the journal already held is said, not run again
+        desc = f"{desc}, {reused:,} of {len(plan):,} runs resumed from the journal"
     # The endpoints' limits: the caller's (the engine's, shared with the judge; a Ray worker's,
     # shared by its batches), else this evaluation's own.
     registry = endpoints.current() or endpoints.Limits.of(config)

@@ -68,8 +68,9 @@ class ToolCallMatcher:
             elif not callable(rule):
                 rule = tuple(rule)
             rules[tool] = rule
-        if rel_tol < 0 or abs_tol < 0:
-            raise MetricError("ToolCallMatcher tolerances must be >= 0")
+        for name, tol in (("rel_tol", rel_tol), ("abs_tol", abs_tol)):
+            if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol < math.inf:
+                raise MetricError(f"ToolCallMatcher({name}={tol!r}): give a number of 0 or more (e.g. {name}=0.01)")
         self.args: ArgsMode = args
         self.tools = rules
         self.rel_tol = rel_tol

@@ -18,11 +18,16 @@ __all__ = ["context_for", "conversation_context", "score_sync", "score_async", "
            "explain_scores"]
 
 
+def reference_text(reference: Any) -> str | None:
+    """What text metrics and judges compare: the reference's text (a dataset keeps ``42`` a number)."""
+    return reference if reference is None or isinstance(reference, str) else str(reference)
+
+
 def _saved_turns(case: EvalCase) -> list[TurnContext]:
     turns = [
         TurnContext(
             prompt=t.prompt,
-            reference=t.reference,
+            reference=reference_text(t.reference),
             reference_trajectory=t.reference_trajectory,
             response=t.response,
             predicted_trajectory=list(t.predicted_trajectory or []),
@@ -47,7 +52,7 @@ def _run_turns(case: EvalCase, run: AgentRun) -> list[TurnContext]:
         turns.append(
             TurnContext(
                 prompt=t.prompt,
-                reference=t.reference,
+                reference=reference_text(t.reference),
                 reference_trajectory=t.reference_trajectory,
                 response=got.response if got is not None else None,
                 predicted_trajectory=list(got.trajectory) if got is not None else [],
@@ -96,7 +101,7 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
         prompt=case.prompt,
         response=response,
         predicted_trajectory=list(trajectory),
-        reference=case.reference,
+        reference=reference_text(case.reference),
         reference_trajectory=case.reference_trajectory,
         history=list(case.history),
         metadata=case.metadata,
@@ -160,7 +165,7 @@ def conversation_context(case: EvalCase, run: AgentRun) -> ScoringContext:
         prompt=scenario.starting_prompt,
         response=out.response if out is not None else None,
         predicted_trajectory=[call for o in outputs for call in o.trajectory],
-        reference=case.reference,
+        reference=reference_text(case.reference),
         reference_trajectory=case.reference_trajectory,
         history=list(case.history),
         metadata=metadata,

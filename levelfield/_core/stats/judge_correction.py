@@ -247,8 +247,43 @@ def read_human_labels(source: Any) -> pd.DataFrame:
     table = table.assign(case_id=table["case_id"].astype(str))
     # Rows are numbered as a spreadsheet shows them: header is row 1.
     table["human_label"] = [_label(v, f"{where} row {i + 2}") for i, v in enumerate(table["human_label"])]
+    if "trial" in table:
+        table["trial"] = [_trial(v, f"{where} row {i + 2}") for i, v in enumerate(table["trial"])]
     columns = [c for c in ("case_id", "trial", "metric", "agent", "human_label") if c in table]
-    return table[columns]
+    table = table[columns]
+    _refuse_conflicts(table, where)
+    return table
+
+
+def _trial(value: Any, where: str) -> float:
+    """A label's trial number (NaN: every trial of the case)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str) and not value.strip()):
+        return math.nan
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not math.isfinite(number) or number != int(number) or number < 0:
+        raise DatasetError(f"{where}: trial {value!r} is not a trial number; give the run's trial (0, 1, ...) or leave "
+                           "it empty to label every trial of the case")
+    return float(number)
+
+
+def _refuse_conflicts(table: pd.DataFrame, where: str) -> None:
+    """Two rows labelling the same answer (case, trial, metric, agent) differently: which one is right is not ours to pick."""
+    keys = [c for c in ("case_id", "trial", "metric", "agent") if c in table]
+    seen: dict[tuple[Any, ...], tuple[int, float]] = {}
+    for i, row in enumerate(table[keys + ["human_label"]].itertuples(index=False)):
+        key = tuple(None if isinstance(v, float) and math.isnan(v) else v for v in row[:-1])
+        label = row[-1]
+        if key in seen and not (math.isnan(label) and math.isnan(seen[key][1])) and seen[key][1] != label:
+            first, said = seen[key]
+            names = {1.0: "pass", 0.0: "fail"}
+            what = f"case {key[0]!r}" + "".join(f", {k} {v!r}" for k, v in zip(keys[1:], key[1:]) if v is not None)
+            raise DatasetError(f"{where} rows {first + 2} and {i + 2}: {what} is labelled both "
+                               f"{names.get(said, 'empty')} and {names.get(label, 'empty')}; keep the right one and "
+                               "delete the other")
+        seen.setdefault(key, (i, label))
 
 
 def check_label_cases(table: pd.DataFrame, dataset: Iterable[Any]) -> None:
@@ -280,6 +315,13 @@ def labels_of(result: EvalResult, labels: Any = None) -> pd.DataFrame | None:
             raise ConfigError(f"the human labels are for agent(s) {', '.join(sorted(named))}, not {result.agent_name!r}; "
                               "label this agent's answers (the 'agent' column names whose answer a label judges)")
         table = table[table["agent"].isna() | (table["agent"].astype(str) == result.agent_name)]
+    if "trial" in table and result.runs:
+        ran = {int(r.trial) for r in result.runs if getattr(r, "trial", None) is not None}
+        asked = sorted({int(t) for t in table["trial"].dropna()} - ran)
+        if asked:
+            raise ConfigError(f"the human labels name trial {', '.join(map(str, asked))}, which this result did not run "
+                              f"(its trials: {', '.join(map(str, sorted(ran)))}); fix the trial column, or leave it "
+                              "empty to label every trial of a case")
     return table
 
 

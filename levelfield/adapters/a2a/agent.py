@@ -32,6 +32,7 @@ from ..._core.data.protocol import AgentRequest
 from ..._core.data.types import AgentOutput
 from ..._core.errors import AdapterError, ConfigError, ConfigTypeError, MissingExtraError
 from ..._core.run import budget
+from .bounded import DEFAULT_CARD_SECONDS, CardReadError, read_card
 from .events import (
     ERROR_TYPE_KEY,
     LEVELFIELD_KEY,
@@ -44,7 +45,6 @@ from .failures import AGENT, CLASSES, TRANSPORT, classify
 from .http import (
     _MAX_SERVER_RETRIES,
     _acap_response,
-    _cap_response,
     _checked_headers,
     _exchange_error,
     _retry_after,
@@ -92,7 +92,8 @@ class A2AAgent:
     the URL (``user:pass@host``, ``?token=...``) go with every request too. ``timeout`` bounds
     the whole run of one turn: the request, every wait between streamed events, polling a task
     still working, and waits a server asks for with ``Retry-After``. ``streaming=False`` asks
-    for the final task only. ``transport`` (``"JSONRPC"`` or ``"HTTP+JSON"``) forces one
+    for the final task only. ``card_timeout`` bounds reading the agent card as a whole (default: ``timeout``,
+    at most 10 s), which is also read under ``RunConfig.max_response_bytes``. ``transport`` (``"JSONRPC"`` or ``"HTTP+JSON"``) forces one
     binding; by default the card's preference among those two is used.
     """
 
@@ -106,6 +107,7 @@ class A2AAgent:
         timeout: float | None = 60.0,
         trajectory_extractor: TrajectoryExtractor | None = None,
         transport: str | None = None,
+        card_timeout: float | None = None,
     ) -> None:
         _require_a2a()
         from a2a.utils.constants import TransportProtocol
@@ -114,6 +116,9 @@ class A2AAgent:
         self._auth: tuple[str, str] | None = None
         self._params: list[tuple[str, str]] = []
         self._card: AgentCard | None = None
+        self._card_error: CardReadError | None = None
+        self._card_timeout: float | None = None
+        self.card_timeout = card_timeout
         if isinstance(url_or_card, str):
             if not url_or_card.startswith(("http://", "https://")):
                 # Shown only when it cannot hold a credential (user:pass@..., ?token=...).
@@ -173,21 +178,56 @@ class A2AAgent:
         self._name = value
 
     def _card_name(self) -> str | None:
-        if self._card is None:
-            import httpx
-            from a2a.client.card_resolver import parse_agent_card
-            from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
+        if self._card is None and self._card_error is None:
+            from ..._core.run.threads import run_coroutine
 
             try:
-                options = self._http_options(min(self.timeout or 10.0, 10.0))
-                with httpx.Client(**options, event_hooks={"response": [_cap_response]}) as http:
-                    response = http.get(f"{self.url}{AGENT_CARD_WELL_KNOWN_PATH}")
-                    response.raise_for_status()
-                    self._card = parse_agent_card(response.json())
+                run_coroutine(self._read_card_once())
+            except CardReadError:
+                return None  # kept: every run says it at once
             except Exception:  # the runs will say what is wrong with the server; the URL names it
                 return None
+        if self._card is None:
+            return None
         # A card that echoes a credential must not name the agent in every record.
         return self.redact(self._card.name) if self._card.name else None
+
+    @property
+    def card_timeout(self) -> float:
+        """Seconds the agent card may take to arrive, whole: a server that trickles it is cut there.
+
+        ``A2AAgent(card_timeout=...)``; by default the agent's ``timeout``, at most 10 s. The CLI
+        gives its ``--timeout``. The card is also read under ``RunConfig.max_response_bytes``."""
+        if self._card_timeout is not None:
+            return self._card_timeout
+        return min(self.timeout or DEFAULT_CARD_SECONDS, DEFAULT_CARD_SECONDS)
+
+    @card_timeout.setter
+    def card_timeout(self, seconds: float | None) -> None:
+        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+                                    or not 0 < seconds < float("inf")):
+            raise ConfigError(f"A2AAgent(card_timeout={seconds!r}): give a number of seconds > 0, or None")
+        self._card_timeout = seconds
+
+    async def _read_card_once(self, http: Any = None) -> AgentCard:
+        """The card, read under its bounds (a new client unless ``http`` is given: a run's, whose timeout bounds
+        the read as a whole); a failure of a bound is kept and raised again at once (a card too slow or too large
+        is not fetched by every run)."""
+        import httpx
+
+        if self._card_error is not None:
+            raise CardReadError(str(self._card_error), error_type=self._card_error.error_type)
+        try:
+            if http is not None:
+                self._card = await read_card(http, self.url, None)
+            else:
+                async with httpx.AsyncClient(**self._http_options(self.card_timeout),
+                                             event_hooks={"response": [_acap_response]}) as client:
+                    self._card = await read_card(client, self.url, self.card_timeout)
+        except CardReadError as exc:
+            self._card_error = CardReadError(self.redact(str(exc)), error_type=exc.error_type)
+            raise self._card_error from None
+        return self._card
 
     def _http_options(self, timeout: float | None) -> dict[str, Any]:
         import httpx
@@ -231,8 +271,14 @@ class A2AAgent:
         evaluation does before its first case: each probe is an answer the agent computes)."""
         from .preflight import DEFAULT_PROMPT, _run
 
-        found = await _run(self.url, self.headers, self._auth, self._params, prompt or DEFAULT_PROMPT,
-                           timeout or min(self.timeout or 30.0, 30.0), every_version=every_version)
+        if self._card_error is not None:  # the card was too slow or too large already: said at once
+            raise CardReadError(str(self._card_error), error_type=self._card_error.error_type)
+        try:
+            found = await _run(self.url, self.headers, self._auth, self._params, prompt or DEFAULT_PROMPT,
+                               timeout or min(self.timeout or 30.0, 30.0), every_version=every_version)
+        except CardReadError as exc:
+            self._card_error = CardReadError(self.redact(str(exc)), error_type=exc.error_type)
+            raise self._card_error from None
         found.agent = self.name if self._name else (self.redact(found.agent) if found.agent else None)
         # A server may echo a credential into what the checks quote (an error body): never recorded.
         found.checks = [dataclasses.replace(c, detail=self.redact(c.detail)) for c in found.checks]
@@ -261,7 +307,7 @@ class A2AAgent:
 
     async def _connect(self) -> tuple[Client, Any]:
         import httpx
-        from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+        from a2a.client import ClientConfig, ClientFactory
         from a2a.utils.constants import TransportProtocol
 
         http = httpx.AsyncClient(
@@ -272,8 +318,7 @@ class A2AAgent:
         )
         try:
             if self._card is None:
-                card = await A2ACardResolver(http, self.url).get_agent_card()
-                self._card = card
+                await self._read_card_once(http)
             bindings = [self.transport] if self.transport else [
                 TransportProtocol.JSONRPC.value,
                 TransportProtocol.HTTP_JSON.value,
@@ -284,10 +329,12 @@ class A2AAgent:
                 supported_protocol_bindings=bindings,
                 use_client_preference=self.transport is not None,
             )
+            card = self._card
+            assert card is not None  # read just above
             try:
-                client = ClientFactory(config).create(self._card)
+                client = ClientFactory(config).create(card)
             except ValueError as exc:
-                offered = sorted({i.protocol_binding for i in self._card.supported_interfaces}) or ["none"]
+                offered = sorted({i.protocol_binding for i in card.supported_interfaces}) or ["none"]
                 raise AdapterError(
                     f"agent {self.name!r}: its card offers no usable transport ({exc}); it offers "
                     f"{', '.join(offered)}, A2AAgent speaks {' or '.join(bindings)}",

@@ -3,6 +3,7 @@ against the specification (required fields, interfaces, protocol versions, capab
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import TYPE_CHECKING, Any
 
@@ -18,9 +19,22 @@ _REQUIRED = ("name", "description", "version", "capabilities", "defaultInputMode
 
 
 async def _read_card(http: Any, base: str, checks: _Prober) -> dict[str, Any] | None:
+    """The card as JSON; each path read within the preflight's timeout as a whole and under the size cap
+    (a ``CardReadError`` naming the URL and the bound otherwise)."""
+    from .bounded import too_large, too_slow, within
+    from .http import ResponseTooLarge, _chain
+
     last = ""
     for path in CARD_PATHS:
-        response = await http.get(f"{base}{path}")
+        try:
+            response = await within(checks.timeout, http.get(f"{base}{path}"))
+        except (asyncio.TimeoutError, TimeoutError):
+            raise too_slow(f"{base}{path}", checks.timeout) from None
+        except Exception as exc:
+            cause = next((e for e in _chain(exc) if isinstance(e, ResponseTooLarge)), None)
+            if cause is None:
+                raise
+            raise too_large(f"{base}{path}", cause) from None
         checks._note("card", response)
         if response.status_code == 200:
             try:

@@ -32,8 +32,11 @@ __all__ = ["Check", "Preflight", "preflight", "apreflight", "STATUSES", "DEFAULT
 # -- entry points -------------------------------------------------------------------------------------
 
 
+_DEFAULT: Any = object()
+
+
 async def apreflight(url: str, *, headers: Mapping[str, str] | None = None, prompt: str = DEFAULT_PROMPT,
-                     timeout: float = 30.0) -> Preflight:
+                     timeout: float = 30.0, max_response_bytes: int | None = _DEFAULT) -> Preflight:
     """Check the A2A agent at ``url``: its card, then probes over each JSON-RPC version it offers.
 
     Args:
@@ -41,17 +44,25 @@ async def apreflight(url: str, *, headers: Mapping[str, str] | None = None, prom
         headers: sent with every request (e.g. ``{"Authorization": "Bearer ..."}``).
         prompt: what the probe messages say (an evaluation sends its first case's prompt, so the
             tool-call check sees the tools the cases use).
-        timeout: seconds each request may take, and how long a task answered as still running is
-            polled for a final state.
+        timeout: seconds each request may take as a whole (the agent card too, however slowly it
+            arrives), and how long a task answered as still running is polled for a final state.
+        max_response_bytes: the largest answer read (the card, each probe's); default the
+            ``RunConfig`` default, 32 MB. None: no cap.
 
     Raises:
-        AdapterError: the card could not be requested at all (refused, TLS, DNS, timeout); the
-            message says which and what to check.
+        AdapterError: the card could not be requested at all (refused, TLS, DNS, timeout) or read within
+            its bounds (too slow as a whole, too large); the message says which and what to check.
     """
+    from ..._core.run import budget
     from .http import _checked_headers, _split_credentials
 
     base, auth, params = _split_credentials(url)
-    return await _run(base, _checked_headers(headers), auth, params, prompt, timeout)
+    token = budget.set_response_cap(max_response_bytes) if max_response_bytes is not _DEFAULT else None
+    try:
+        return await _run(base, _checked_headers(headers), auth, params, prompt, timeout)
+    finally:
+        if token is not None:
+            budget.reset_response_cap(token)
 
 
 async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | None, params: list[tuple[str, Any]],
@@ -60,10 +71,13 @@ async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | No
     client picks), so an evaluation's automatic check costs the agent two answers, not four."""
     import httpx
 
-    from .http import _chain, _connection_error
+    from .http import _acap_response, _chain, _connection_error
 
+    # Every answer read under the size cap (RunConfig.max_response_bytes, 32 MB by default); each read
+    # also under ``timeout`` as a whole (bounded.within), which httpx's per-read timeout is not.
     async with httpx.AsyncClient(headers={"Accept-Encoding": "identity", **checked}, params=params,
-                                 auth=httpx.BasicAuth(*auth) if auth else None, timeout=httpx.Timeout(timeout)) as http:
+                                 auth=httpx.BasicAuth(*auth) if auth else None, timeout=httpx.Timeout(timeout),
+                                 event_hooks={"response": [_acap_response]}) as http:
         probe = _Prober(http, base, timeout, prompt)
         try:
             card = await _read_card(http, base, probe)
@@ -105,8 +119,9 @@ async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | No
 
 
 def preflight(url: str, *, headers: Mapping[str, str] | None = None, prompt: str = DEFAULT_PROMPT,
-              timeout: float = 30.0) -> Preflight:
+              timeout: float = 30.0, max_response_bytes: int | None = _DEFAULT) -> Preflight:
     """:func:`apreflight` from sync code (also inside a running event loop, e.g. Jupyter)."""
     from ..._core.run.threads import run_coroutine
 
-    return run_coroutine(apreflight(url, headers=headers, prompt=prompt, timeout=timeout))
+    return run_coroutine(apreflight(url, headers=headers, prompt=prompt, timeout=timeout,
+                                    max_response_bytes=max_response_bytes))

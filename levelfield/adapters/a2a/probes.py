@@ -79,6 +79,19 @@ class _Answer:
         return self.body.get("result") if isinstance(self.body, dict) else None
 
 
+def _too_large(exc: BaseException) -> Any:
+    """The ``ResponseTooLarge`` in ``exc``'s chain (the size cap stopped a read), or None."""
+    from .http import ResponseTooLarge, _chain
+
+    return next((e for e in _chain(exc) if isinstance(e, ResponseTooLarge)), None)
+
+
+async def within(seconds: float | None, awaitable: Any) -> Any:
+    from .bounded import within as bounded
+
+    return await bounded(seconds, awaitable)
+
+
 class _Prober:
     def __init__(self, http: Any, url: str, timeout: float, prompt: str) -> None:
         self.http = http
@@ -112,10 +125,20 @@ class _Prober:
         content = raw if raw is not None else json.dumps(request).encode()
         for _ in range(3):
             try:
-                response = await self.http.post(self.url, content=content, headers=headers)
+                # The whole answer within the timeout (httpx's bounds each wait for bytes, not the answer).
+                response = await within(self.timeout, self.http.post(self.url, content=content, headers=headers))
+            except (asyncio.TimeoutError, TimeoutError):
+                answer.error = f"no complete answer within {self.timeout:g} s"
+                answer.timed_out = True
+                return answer
             except httpx.HTTPError as exc:
                 answer.error = f"{type(exc).__name__}: {exc}"
                 answer.timed_out = isinstance(exc, httpx.TimeoutException)
+                return answer
+            except Exception as exc:
+                if (too_large := _too_large(exc)) is None:
+                    raise
+                answer.error = f"{too_large}; the read was stopped there"
                 return answer
             self._note(method, response)
             wait = parse_retry_after(response.headers.get("retry-after")) if response.status_code in (429, 503) else None
@@ -142,13 +165,14 @@ class _Prober:
             headers["A2A-Version"] = version
         body = {"jsonrpc": "2.0", "id": rid, "method": _METHODS[version]["stream"], "params": params}
         out: list[tuple[Any, str | None]] = []
-        try:
+
+        async def read() -> tuple[str | None, int | None]:
             async with self.http.stream("POST", self.url, json=body, headers=headers) as response:
                 self._note("stream", response)
                 kind = response.headers.get("content-type", "")
                 if response.status_code != 200 or not kind.startswith("text/event-stream"):
                     text = (await response.aread()).decode(errors="replace")[:200]
-                    return out, f"HTTP {response.status_code} {kind or 'no content type'}: {text}", response.status_code
+                    return f"HTTP {response.status_code} {kind or 'no content type'}: {text}", response.status_code
                 data: list[str] = []
                 async for line in response.aiter_lines():
                     if line.startswith("data:"):
@@ -158,11 +182,19 @@ class _Prober:
                         data = []
                 if data:
                     out.append(_sse_event("\n".join(data), rid))
-        except httpx.TimeoutException:
+            return None, 200
+
+        try:
+            broken, status = await within(self.timeout, read())  # the whole stream within the timeout
+        except (asyncio.TimeoutError, TimeoutError, httpx.TimeoutException):
             return out, TIMED_OUT, None
         except httpx.HTTPError as exc:
             return out, f"the stream broke: {type(exc).__name__}: {exc}", None
-        return out, None, 200
+        except Exception as exc:
+            if (too_large := _too_large(exc)) is None:
+                raise
+            return out, f"{too_large}; the read was stopped there", None
+        return out, broken, status
 
     # -- one protocol version over JSON-RPC -----------------------------------------------------------
     async def probe(self, version: str, streaming: bool) -> None:

@@ -27,23 +27,34 @@ def _label_value(text: str | None, parsed: Mapping[str, Any] | None, keys: Seque
     that is not valid JSON (trailing commas, bracketed values), as judges often write it.
     """
     text = text or ""
-    objects: list[Mapping[str, Any]] = ([parsed] if parsed else []) + list(reversed(json_objects(text)))
+    if parsed:
+        found = _labels_in([parsed], keys, inverted)
+        if found:
+            return found[0]
+    # Every JSON object in the text that gives a label: two that disagree are no verdict (None), never the last one's.
+    found = _labels_in(json_objects(text), keys, inverted)
+    if not found:
+        for key in (*keys, *inverted):
+            for match in re.finditer(rf'"?{re.escape(key)}"?\s*:\s*\[?\s*"?([A-Za-z_ ]+?)"?\s*\]?\s*[,\n}}]', text + "\n",
+                                     re.IGNORECASE):
+                value = _word_value(match.group(1))
+                found.append(None if value is None else (1.0 - value if key in inverted else value))
+    if not found or any(v is None for v in found) or len(set(found)) > 1:
+        return None
+    return found[0]
+
+
+def _labels_in(objects: Sequence[Mapping[str, Any]], keys: Sequence[str], inverted: Sequence[str]) -> list[float | None]:
+    """The label each object gives under the first of ``keys``/``inverted`` it holds (None: a word that is no label)."""
+    out: list[float | None] = []
     for obj in objects:
         lowered = {str(k).lower(): v for k, v in obj.items()}
         for key in (*keys, *inverted):
             if key in lowered and lowered[key] is not None:
                 value = _word_value(lowered[key])
-                if value is None:
-                    return None
-                return 1.0 - value if key in inverted else value
-    for key in (*keys, *inverted):
-        match = re.search(rf'"?{re.escape(key)}"?\s*:\s*\[?\s*"?([A-Za-z_ ]+?)"?\s*\]?\s*[,\n}}]', text + "\n", re.IGNORECASE)
-        if match:
-            value = _word_value(match.group(1))
-            if value is None:
-                return None
-            return 1.0 - value if key in inverted else value
-    return None
+                out.append(None if value is None else (1.0 - value if key in inverted else value))
+                break
+    return out
 
 
 def _word_value(token: Any) -> float | None:

@@ -482,7 +482,7 @@ def test_cli_bad_price_file_exits_2_naming_the_model(tmp_path, capsys):
 
 
 def test_when_no_agent_has_a_known_cost_the_table_says_why_once_instead_of_a_row_of_unknowns():
-    from levelfield.comparison_text import format_comparison
+    from levelfield.comparison._text import format_comparison
 
     cmp = lf.compare(ROWS, {"haus": spender("haus-modell-7"), "家": spender("家のモデル")}, ["exact_match"], **FAST)
     text = format_comparison(cmp)

@@ -6,7 +6,7 @@ import re
 
 import levelfield as lf
 from levelfield._core.data.textwidth import ljust, rjust, width
-from levelfield.comparison_text import format_comparison
+from levelfield.comparison._text import format_comparison
 
 
 def test_width_counts_wide_characters_twice_and_combining_marks_not_at_all():

@@ -463,7 +463,7 @@ def test_cli_fail_under_gates_saved_predictions(tmp_path: Path) -> None:
     paths = _write_all(_flat_rows(10, 4), tmp_path)
     proc = subprocess.run(
         [sys.executable, "-m", "levelfield", "eval", str(paths["jsonl"]), "-m", "trajectory_exact_match",
-         "--fail-under", "trajectory_exact_match=1.01", "-q"],
+         "--fail-under", "trajectory_exact_match=1", "-q"],  # above 1 is refused (exit 2)
         capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 1
@@ -554,7 +554,7 @@ def test_a_batch_scored_result_saves_the_full_record_and_loads_back(tmp_path: Pa
 
 
 def test_a_loaded_dataframe_is_scored_from_the_frame_as_evaluate_df_is(monkeypatch) -> None:
-    import levelfield.evaluation as evaluation
+    import levelfield._entry.evaluation as evaluation
 
     rows = [{"case_id": f"c{i}", "prompt": f"Pergunta {i}", "reference": "東京は晴れ", "response": r,
              "reference_trajectory": [{"tool_name": "t", "tool_input": {"x": i}}],

@@ -20,6 +20,7 @@ import levelfield as lf
 from levelfield._core.stats import inference as stats
 from levelfield._core.stats.change import adjust, measure_change, measure_unpaired_change
 from levelfield._core.stats.paired import TwoSampleInference, paired_inference, signed_rank_p
+from levelfield.comparison import _text as comparison_text
 
 LEVELS = (0.1, 0.05, 0.025, 0.0167, 0.01)
 
@@ -165,7 +166,7 @@ def test_the_read_out_never_calls_scipys_wilcoxon_or_permutation_test(monkeypatc
     cmp = random_comparison(9, 3)
     monkeypatch.setattr(sps, "wilcoxon", refuse)
     monkeypatch.setattr(sps, "permutation_test", refuse)
-    text = str(cmp) + lf.comparison_text.format_comparison(cmp)
+    text = str(cmp) + comparison_text.format_comparison(cmp)
     assert "Verdict" in text
 
 
@@ -220,7 +221,7 @@ def travel():
 def test_hasty_is_worse_on_every_metric_and_never_called_as_good_as_careful(travel):
     s = travel.summary
     assert all(s.loc["hasty", f"{m}/mean"] < s.loc["careful", f"{m}/mean"] for m in METRICS)
-    text = str(travel) + lf.comparison_text.format_comparison(travel)
+    text = str(travel) + comparison_text.format_comparison(travel)
     assert "as good as" not in text.replace("whether it is as good", "")
     cost = travel.verdict().cost
     assert cost.startswith("hasty is cheaper than careful") and "these 13 cases cannot tell whether it is as good" in cost
@@ -230,7 +231,7 @@ def test_hasty_is_worse_on_every_metric_and_never_called_as_good_as_careful(trav
 
 def test_every_printed_pairwise_line_agrees_with_its_mark(travel):
     for metric in METRICS:
-        for line in lf.comparison_text.pairwise_lines(travel, metric)[2:]:
+        for line in comparison_text.pairwise_lines(travel, metric)[2:]:
             low, high = (float(v) for v in re.search(r"\[(-?[\d.]+), (-?[\d.]+)\]", line).groups())
             significant = line.rstrip().endswith("significant") and "not significant" not in line
             row = travel.pairwise(metric).iloc[0]
@@ -288,7 +289,7 @@ def test_pairs_with_equal_evidence_show_equal_intervals_at_the_strictest_of_thei
 
 def test_a_bound_at_zero_is_printed_without_a_minus_sign():
     from levelfield._core.stats.change import _amount
-    from levelfield.comparison_text import num
+    from levelfield.comparison._text import num
 
     assert (num(-1e-17, 2), _amount(-0.0, True), _amount(-1e-17, True)) == ("0.00", "0.0", "0.0")
     assert num(-0.01, 2) == "-0.01" and _amount(-0.002, True) == "-0.2"

@@ -73,6 +73,15 @@ _REGISTRY: dict[str, Callable[[], Metric]] = {
     "token_count": TokenCount,
 }
 
+SCORED_0_TO_1 = frozenset({
+    "trajectory_exact_match", "trajectory_in_order_match", "trajectory_any_order_match", "trajectory_precision",
+    "trajectory_recall", "tool_trajectory_avg_score", "exact_match", "bleu", "rouge_1", "rouge_2", "rouge_l",
+    "rouge_l_sum", "response_match_score", "document_recall", "document_precision", "handoff_match",
+    "handoff_in_order_match", "handoff_any_order_match", "tool_attribution",
+})
+"""Built-in names whose every score lies from 0 to 1 (the counts, durations and token numbers do not):
+a threshold or margin above 1 on one of them is a percent written for a share."""
+
 # Names whose metric needs a judge model: built when resolve_metrics is given one (see register_judged_metric).
 _JUDGED: dict[str, Callable[..., Metric]] = {}
 

@@ -7,6 +7,7 @@ from functools import lru_cache
 from typing import Any
 
 from ...data.types import ToolCall
+from ...errors import MetricError
 from ..matching import DEFAULT_MATCHER, Alignment, ToolCallMatcher, align
 from .agents import absent_note, for_agent
 from .base import Metric, Score, ScoringContext
@@ -272,6 +273,12 @@ class TrajectorySingleToolUse(Metric):
     reads = ("predicted_trajectory",)
 
     def __init__(self, tool_name: str, *, name: str | None = None, agent: str | None = None) -> None:
+        if not isinstance(tool_name, str) or not tool_name.strip():
+            # A tool is named by text: 5 would match no call and score 0 on every row, silently.
+            raise MetricError(f"TrajectorySingleToolUse(tool_name={tool_name!r}): give the tool's name as text, "
+                              "e.g. tool_name='get_weather'")
+        if agent is not None and not isinstance(agent, str):
+            raise MetricError(f"TrajectorySingleToolUse(agent={agent!r}): give the (sub-)agent's name as text, or None")
         self.tool_name = tool_name
         self.agent = agent
         """Count only this (sub-)agent's calls, when given."""

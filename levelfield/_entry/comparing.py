@@ -2,9 +2,9 @@
 
 They check what the user passed (agents, statistics options, a baseline, early stopping, a judge to
 certify), run it through the adapter-free engine in ``levelfield._core``, and hand back a
-:class:`~levelfield.comparison.Comparison`, logged and gated; with ``faults=`` each agent runs clean
+:class:`~levelfield.Comparison`, logged and gated; with ``faults=`` each agent runs clean
 and under the faults. What they share with ``evaluate`` (agents from specs, executors, option
-checks, short errors) lives in :mod:`levelfield.evaluation`.
+checks, short errors) lives in :mod:`levelfield._entry.shared`.
 """
 
 from __future__ import annotations
@@ -14,41 +14,41 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Unpack
 
-from ._core.data.config import RunConfig, RunOptions, run_config
-from ._core.errors import ConfigError, ConfigTypeError
-from ._core.results.lock import holding
-from ._core.run.threads import run_coroutine
-from ._core.score.metrics.registry import resolve_metrics
-from .evaluation import (
-    _agent,
-    _check_agent_concurrency,
-    _executor,
-    _judge_config,
-    _levelling,
-    _log_experiment,
-    _require_experiment_logging,
-    _short_errors,
-    _short_errors_async,
-    _warn_if_always_failed,
-    _warn_if_judges_unreadable,
+from .._core.data.config import RunConfig, RunOptions, run_config
+from .._core.errors import ConfigError, ConfigTypeError
+from .._core.results.lock import holding
+from .._core.run.threads import run_coroutine
+from .._core.score.metrics.registry import resolve_metrics
+from .shared import (
+    agent_of,
     as_simulator,
+    check_agent_concurrency,
+    executor_of,
+    judge_config_of,
+    levelling_of,
     load_dataset,
+    log_experiment,
+    require_experiment_logging,
+    short_errors,
+    short_errors_async,
+    warn_if_always_failed,
+    warn_if_judges_unreadable,
 )
 
 if TYPE_CHECKING:
-    from ._core.data.protocol import AgentRunnable
-    from ._core.run.early_stop import EarlyStop
-    from ._core.score.metrics.base import Metric
-    from ._core.stats.config import StatsConfig
-    from .comparison import Comparison
-    from .judge.config import JudgeConfig
+    from .._core.data.protocol import AgentRunnable
+    from .._core.run.early_stop import EarlyStop
+    from .._core.score.metrics.base import Metric
+    from .._core.stats.config import StatsConfig
+    from ..comparison._comparison import Comparison
+    from ..judge.config import JudgeConfig
 
 __all__ = ["compare", "acompare"]
 
 
 def _stats_from(stats: StatsConfig | None, options: dict[str, Any], where: str) -> StatsConfig:
     """``stats`` checked; a statistics option given as a keyword is refused with the object to put it in."""
-    from ._core.stats.config import STATS_OPTIONS, stats_config
+    from .._core.stats.config import STATS_OPTIONS, stats_config
 
     given = {k: options[k] for k in options if k in STATS_OPTIONS}
     if given:
@@ -68,8 +68,8 @@ def _early_stop(stop_early: bool | str, settings: StatsConfig, dataset: Any, met
         raise ConfigTypeError(f"stop_early={stop_early!r}: pass True (the first metric decides) or a metric name")
     if baseline is not None:
         raise ConfigError("stop_early does not combine with baseline=... yet: the baseline's runs are not re-run")
-    from ._core.run.early_stop import EarlyStop
-    from ._core.stats.sequential import StopRule
+    from .._core.run.early_stop import EarlyStop
+    from .._core.stats.sequential import StopRule
 
     metric = metrics[0].name if stop_early is True else stop_early
     rule = StopRule(metric, seed=settings.seed, alpha=settings.alpha, margin=settings.margin,
@@ -89,7 +89,7 @@ def _resolve_agents(agents: Any, config: RunConfig) -> list[Any]:
         raise ConfigError("compare() needs at least one agent")
     runnables = []
     for name, agent in items:
-        runnables.append(_agent(agent, name, config))
+        runnables.append(agent_of(agent, name, config))
     names = [r.name for r in runnables]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
@@ -119,7 +119,7 @@ async def acompare(
     **options: Unpack[RunOptions],
 ) -> Comparison:
     """Async twin of :func:`compare` (the same arguments, the same result)."""
-    return await _short_errors_async(_compare(dataset, agents, metrics, config=config, stats=stats, baseline=baseline,
+    return await short_errors_async(_compare(dataset, agents, metrics, config=config, stats=stats, baseline=baseline,
                                               fail_if_worse=fail_if_worse, stop_early=stop_early, simulator=simulator,
                                               experiment=experiment, judge=judge, judge_config=judge_config, tools=tools, faults=faults,
                                               options=dict(options),
@@ -151,35 +151,63 @@ def compare(
 ) -> Comparison:
     """Run every agent on every case of ``dataset`` and score them with the same metrics.
 
-    ``agents``: ``{"name": agent}``, each anything ``as_agent`` accepts or a spec string
-    (``"module:attr"``, an ``http(s)://`` A2A URL, an Agent Engine resource name).
-    ``config`` / keywords: run options (``lf.RunConfig``: concurrency, timeout, retries, trials,
-    out, resume, executor, ...); ``agent_concurrency={"name": n}`` caps one agent further.
-    ``stats``: statistics options (``lf.StatsConfig``: failed_runs, confidence, test, seed, reducer,
-    alpha, margin); by default a failed run scores 0 and the paired test is exact McNemar for 0/1
-    metrics, Wilcoxon otherwise.
-    ``baseline``: saved runs that join as one more agent without running again (an earlier ``out``
-    folder, an ``EvalResult`` or ``{"main": folder}``), paired by case id and trial. Its judged scores
-    are kept only when the same evaluators gave them (judge model and settings, prompt, rubrics, metric
-    version; see ``result.evaluators``); otherwise the comparison is refused naming what differs, unless
-    ``allow_different_evaluators=True``, which warns and labels the comparison (``cmp.evaluator_notes``).
-    ``fail_if_worse=["metric", ...]`` raises ``RegressionError`` when an agent is significantly worse
-    than the baseline (Holm-adjusted p < ``stats.alpha``, by more than ``stats.margin``).
-    ``require_certified_judge=True`` (with ``human_labels=`` a CSV/JSONL of case_id,human_label, or the
-    dataset's ``human_label`` column; or a ``JudgeCertification`` from :func:`levelfield.certify_judge`)
-    lets ``fail_if_worse`` gate a judged metric only when its judge is certified on the agents' rows,
-    else raises ``UncertifiedJudgeError`` naming the metric and why.
-    ``stop_early=True`` (or a metric name; default the first metric) runs the cases in a random order
-    fixed by ``stats.seed`` and stops starting runs once every pair of agents is decided by an
-    always-valid sequential test at ``stats.alpha`` (significant; within ``stats.margin`` when one
-    is given; or no longer reachable); ``cmp.stopped_early`` says where and why, and a later
-    ``resume=True`` without it runs the remaining cases (see ``levelfield._core.stats.sequential``).
-    ``simulator`` plays the conversation-scenario cases (every agent meets the same user).
-    ``experiment="name"`` logs each agent's run to MLflow. ``out=`` writes the run record, tables,
-    summary and ``report.html``. ``judge`` builds the metric names that need one, ``judge_config`` says how
-    they ask it (see :func:`evaluate`).
+    By default a failed run scores 0, and the paired test is exact McNemar for 0/1 metrics, Wilcoxon
+    otherwise, Holm-adjusted across the pairs that can differ. A failed run never stops the
+    comparison; bad input raises a ``LevelfieldError`` from here, before any agent runs.
+
+    Args:
+        dataset: The cases, as ``lf.evaluate`` takes them (a DataFrame, rows, a path, an ``lf.EvalDataset``).
+        agents: ``{"name": agent}`` (or a list, named by their adapters), each anything ``lf.as_agent``
+            accepts or a spec string (``"module:attr"``, an ``http(s)://`` A2A URL, an Agent Engine
+            resource name).
+        metrics: Metric names or objects; None: the default set.
+        config: Run options as one ``lf.RunConfig``; a keyword in ``options`` wins over it.
+        stats: Statistics options as one ``lf.StatsConfig`` (``failed_runs``, ``confidence``, ``test``,
+            ``seed``, ``reducer``, ``alpha``, ``margin``, ``judge_scores``); given as keywords they are refused.
+        baseline: Saved runs that join as one more agent without running again (an earlier ``out``
+            folder, an ``lf.EvalResult`` or ``{"main": folder}``), paired by case id and trial. Its judged
+            scores are kept only when the same evaluators gave them (judge model and settings, prompt,
+            rubrics, metric version); otherwise the comparison is refused naming what differs.
+        fail_if_worse: Metric names (a list, or ``"m1,m2"``): raise ``lf.RegressionError`` when an agent
+            is significantly worse than the baseline (Holm-adjusted p below ``stats.alpha``, by more
+            than ``stats.margin``; see ``lf.gate.check_regressions``).
+        stop_early: True (or a metric name; default the first metric): run the cases in a random order
+            fixed by ``stats.seed`` and stop starting runs once every pair of agents is decided by an
+            always-valid sequential test at ``stats.alpha``; ``cmp.stopped_early`` says where and why,
+            and a later ``resume=True`` without it runs the remaining cases.
+        simulator: A simulated user that plays the conversation-scenario cases (every agent meets the same user).
+        experiment: An MLflow experiment name: each agent's run is logged to MLflow tracking.
+        judge: The judge of the metric names that need one (a chat model, ``"provider:model"``, a
+            function or an agent; see ``lf.evaluate``).
+        judge_config: How those metrics ask their judge (``lf.JudgeConfig``).
+        tools: Level every agent's tools the same way: an ``lf.ToolCassette`` (or its path) replays
+            recorded tool answers, so every agent sees the same ones (see ``lf.tools``).
+        faults: ``lf.Faults(rate=..., kinds=..., seed=...)``: every agent runs the cases twice, clean and
+            under the seeded tool faults; the clean comparison is returned, with ``cmp.faulted`` (the one
+            under faults) and ``cmp.robustness`` (each agent's drop); with ``out=DIR`` the faulted runs
+            are recorded in ``DIR/faulted``.
+        require_certified_judge: True, or an ``lf.certify_judge`` result: ``fail_if_worse`` gates a judged
+            metric only when its judge is certified on the agents' rows against ``human_labels``, else
+            raises ``lf.UncertifiedJudgeError`` naming the metric and why.
+        human_labels: Pass/fail labels by humans (a CSV or JSON Lines file of ``case_id,human_label``, or
+            the dataset's ``human_label`` column) for ``require_certified_judge``.
+        allow_different_evaluators: Join a baseline scored by other evaluators anyway: it warns and labels
+            the comparison (``cmp.evaluator_notes``).
+        **options: Run options by keyword, the fields of ``lf.RunConfig`` (see ``lf.evaluate``, which
+            names each): ``concurrency``, ``timeout``, ``retries``, ``backoff``, ``trials``, ``progress``,
+            ``agent_concurrency`` (``{"name": n}`` caps one agent further), ``out`` (the run record, tables,
+            summary and ``report.html`` are written there), ``resume``, ``overwrite``, ``isolation``,
+            ``workers``, ``executor``, ``max_response_bytes``, ``adaptive``, ``requests_per_minute``,
+            ``tokens_per_minute``, ``prices``, ``max_cost_usd``, ``a2a_preflight``, ``judge_max_cost_usd``.
+
+    Returns:
+        An ``lf.Comparison``: ``summary``, ``pairwise(metric)``, ``verdict()``; ``print(cmp)`` says it.
+
+    Raises:
+        LevelfieldError: Bad input, before any agent runs; ``RegressionError`` when ``fail_if_worse`` finds
+            a significant drop.
     """
-    return _short_errors(lambda: run_coroutine(acompare(
+    return short_errors(lambda: run_coroutine(acompare(
         dataset, agents, metrics, config=config, stats=stats, baseline=baseline, fail_if_worse=fail_if_worse,
         stop_early=stop_early, simulator=simulator, experiment=experiment, judge=judge, judge_config=judge_config, tools=tools, faults=faults,
         require_certified_judge=require_certified_judge, human_labels=human_labels,
@@ -198,7 +226,7 @@ class _CertifyRequest:
         """The labels read and checked against ``dataset`` (a bad file fails before any agent runs)."""
         if self.human_labels is None or self.checked:
             return self
-        from ._core.stats.judge_correction import check_label_cases, read_human_labels
+        from .._core.stats.judge_correction import check_label_cases, read_human_labels
 
         labels = read_human_labels(self.human_labels)
         check_label_cases(labels, dataset)
@@ -221,8 +249,6 @@ def _certify_request(require_certified_judge: Any, human_labels: Any, fail_if_wo
     return _CertifyRequest(require_certified_judge, human_labels)
 
 
-FAULTED_FOLDER = "faulted"
-"""Where ``compare(faults=..., out=DIR)`` records the runs under faults: ``DIR/faulted`` (the clean ones go to ``DIR``)."""
 
 
 async def _compare_clean_and_faulted(
@@ -236,13 +262,13 @@ async def _compare_clean_and_faulted(
     with ``.faulted`` (the comparison under faults) and ``.robustness`` (each agent's paired drop, the
     fault kinds met, the agreement of trials). With ``out=DIR`` the faulted runs have their own record in
     ``DIR/faulted``; ``resume=True`` resumes both."""
-    from .robustness import robustness_of
-
     if stop_early:
         raise ConfigError("faults= runs every case clean and under faults to pair them; stop_early does not combine "
                           "with it yet: leave stop_early out, or run the faults alone with lf.evaluate(..., faults=...)")
     if certify is not None:
         certify = certify.read(load_dataset(dataset))  # a bad labels file fails before any agent runs
+    from ..comparison._record import FAULTED_FOLDER
+
     faulted_cfg = cfg if cfg.out_dir is None else cfg.replace(out=cfg.out_dir / FAULTED_FOLDER)
     clean = await _compare(dataset, agents, metrics, config=cfg, stats=settings, baseline=baseline, fail_if_worse=None,
                            stop_early=False, simulator=simulator, experiment=None, judge=judge, judge_config=judge_config, tools=tools, faults=None,
@@ -250,10 +276,9 @@ async def _compare_clean_and_faulted(
     faulted = await _compare(dataset, agents, metrics, config=faulted_cfg, stats=settings, baseline=None,
                              fail_if_worse=None, stop_early=False, simulator=simulator, experiment=None, judge=judge, judge_config=judge_config,
                              tools=tools, faults=faults, options={}, kind=kind, paired_with_clean=False)
-    clean.faulted = faulted
-    clean.robustness = robustness_of(clean, faulted, faults=repr(faults), seed=settings.seed)
+    clean = clean.with_context(faulted=faulted, faults=repr(faults))  # its robustness: how each agent holds up
     if cfg.out_dir is not None:
-        from . import report
+        from .. import report
 
         report.save(clean, cfg.out_dir)  # again: the report now holds how each agent holds up
     return _logged_and_gated(clean, experiment, fail_if_worse, certify)
@@ -266,7 +291,7 @@ def compare_as(kind: str, dataset: Any, agents: Mapping[str, Any] | Sequence[Any
     """:func:`compare`, with the run recorded as made by ``kind`` (the record's ``run_kind``): the
     command line's ``eval --agent`` with ``--baseline`` or ``--faults`` (its runs compared with saved
     ones, or clean with faulted ones) runs its one agent through here as ``evaluate``. Not public."""
-    return _short_errors(lambda: run_coroutine(_short_errors_async(_compare(
+    return short_errors(lambda: run_coroutine(short_errors_async(_compare(
         dataset, agents, metrics, config=config, stats=stats, baseline=baseline, fail_if_worse=None,
         stop_early=stop_early, simulator=simulator, experiment=experiment, tools=tools, faults=faults, options={},
         kind=kind, allow_different_evaluators=allow_different_evaluators))))
@@ -298,9 +323,9 @@ async def _compare(
     record (``evaluate`` when the command line's ``eval --agent --baseline``/``--faults`` runs one agent here).
     With ``faults``, each agent runs clean and under the faults (``paired_with_clean``; see
     :func:`_compare_clean_and_faulted`)."""
-    _require_experiment_logging(experiment)
+    require_experiment_logging(experiment)
     settings = _stats_from(stats, options, "compare")
-    cfg = run_config(config, **options)
+    cfg = run_config(config, _function=compare, **options)
     if faults is not None and paired_with_clean:
         return await _compare_clean_and_faulted(
             dataset, agents, metrics, cfg=cfg, settings=settings, baseline=baseline, fail_if_worse=fail_if_worse,
@@ -309,21 +334,21 @@ async def _compare(
     ds = load_dataset(dataset)
     if certify is not None:
         certify = certify.read(ds)  # the labels read and checked against the cases before any agent runs
-    resolved = resolve_metrics(metrics, judge=judge, judge_config=_judge_config(judge_config))
+    resolved = resolve_metrics(metrics, judge=judge, judge_config=judge_config_of(judge_config))
     runnables = _resolve_agents(agents, cfg)
-    executor = _executor(cfg, simulator)
-    _check_agent_concurrency(cfg, runnables, resolved)
-    levelled = _levelling(tools, faults, cfg, runnables)
+    executor = executor_of(cfg, simulator)
+    check_agent_concurrency(cfg, runnables, resolved)
+    levelled = levelling_of(tools, faults, cfg, runnables)
     runnables = levelled.agents
     early = _early_stop(stop_early, settings, ds, resolved, runnables, cfg, executor, simulator, baseline)
     joined = None
     if baseline is not None:
         # Loaded before any agent runs, so a bad baseline fails fast.
-        from .baseline import prepare_baseline
+        from ..comparison._baseline import prepare_baseline
 
         joined = await prepare_baseline(baseline, ds, resolved, taken=[r.name for r in runnables], trials=cfg.trials,
                                         tools=levelled.header, allow_different_evaluators=allow_different_evaluators)
-    from ._core.run.engine import run_and_score
+    from .._core.run.engine import run_and_score
 
     with holding(cfg.out_dir):  # one writer per out folder, from reading its journal to saving the results
         try:
@@ -335,24 +360,21 @@ async def _compare(
         levelled.attach(results)
         if joined is not None:
             results[joined.name] = joined.result
-        from .comparison import Comparison
+        from ..comparison._comparison import Comparison
+        from ..comparison._context import ComparisonContext
 
-        cmp = Comparison(ds, results, resolved, trials=cfg.trials, config=cfg, stats=settings)
-        cmp.kind = kind
-        cmp.baseline = joined
-        if joined is not None:
-            cmp.evaluator_notes = list(joined.evaluator_notes)
-        cmp.tool_levelling = levelled.report(results)
-        cmp.tools_header = levelled.header
-        if early is not None:
-            cmp.stopped_early = early.report()
+        context = ComparisonContext(
+            kind=kind, baseline=joined, evaluator_notes=list(joined.evaluator_notes) if joined is not None else [],
+            tool_levelling=levelled.report(results), tools_header=levelled.header,
+            stopped_early=early.report() if early is not None else None)
+        cmp = Comparison(ds, results, resolved, config=cfg, stats=settings, context=context)
         if cfg.out_dir is not None:
-            from . import report
+            from .. import report
 
             report.save(cmp, cfg.out_dir)
-    _warn_if_always_failed(cmp.results)
+    warn_if_always_failed(cmp.results)
     # The baseline's rows were judged when it ran: only this run's judges are checked.
-    _warn_if_judges_unreadable({a: r for a, r in cmp.results.items() if joined is None or a != joined.name}, resolved)
+    warn_if_judges_unreadable({a: r for a, r in cmp.results.items() if joined is None or a != joined.name}, resolved)
     return _logged_and_gated(cmp, experiment, fail_if_worse, certify)
 
 
@@ -361,10 +383,10 @@ def _logged_and_gated(cmp: Comparison, experiment: str | None, fail_if_worse: An
     if experiment is not None:
         from .experiment import log_comparison
 
-        _log_experiment(lambda: log_comparison(cmp, experiment), experiment)
+        log_experiment(lambda: log_comparison(cmp, experiment), experiment)
     if fail_if_worse:
-        from ._core.errors import RegressionError
-        from .gate import check_regressions
+        from .._core.errors import RegressionError
+        from ..gate import check_regressions
 
         gate = check_regressions(cmp, fail_if_worse, **(certify.options() if certify is not None else {}))
         if gate.failed:

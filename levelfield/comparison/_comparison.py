@@ -13,39 +13,44 @@ Trials are reduced per case before any statistic (``reducer="mean"`` by default;
 ``"min"``, ``"median"``), so every case weighs the same and two agents are compared case by case.
 
 The statistics live here; one case's runs side by side (``case_view``) in
-:mod:`levelfield.comparison_cases`, saving and loading in :mod:`levelfield.comparison_record`, the
-text ``print(cmp)`` shows in :mod:`levelfield.comparison_text`.
+:mod:`levelfield.comparison._cases`, saving and loading in :mod:`levelfield.comparison._record`, the
+text ``print(cmp)`` shows in :mod:`levelfield.comparison._text`, what the run adds beside its results
+(:class:`~levelfield.comparison._context.ComparisonContext`) in :mod:`levelfield.comparison._context`.
+A comparison is made in one step, from its parts, and holds those helpers (no base class but ``object``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from ._core.data.config import RunConfig
-from ._core.data.cost_limit import BudgetReport
-from ._core.data.dataset import EvalDataset
-from ._core.data.types import AgentRun
-from ._core.errors import MetricError
-from ._core.results.result import EvalResult
-from ._core.score.diff import MarkedCall, mark_trajectory
-from ._core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
-from ._core.score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT, Metric
-from ._core.stats import inference as stats
-from ._core.stats.change import detectable_difference
-from ._core.stats.components import SOURCES, split_variance
-from ._core.stats.config import FailedRuns, StatsConfig, stats_config
-from ._core.stats.paired import PairedInference, paired_inference
-from ._core.stats.soft_labels import soft_values
-from .comparison_cases import AgentCase, CaseView, CaseViews, JudgedView
-from .comparison_record import ComparisonRecord
-from .comparison_text import comparison_text
-from .verdict import Verdict, verdict
+from .._core.data.config import RunConfig
+from .._core.data.cost_limit import BudgetReport
+from .._core.data.dataset import EvalDataset
+from .._core.errors import MetricError
+from .._core.results.result import EvalResult
+from .._core.score.diff import MarkedCall, mark_trajectory
+from .._core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
+from .._core.score.metrics.base import Metric
+from .._core.stats import inference as stats
+from .._core.stats.change import detectable_difference
+from .._core.stats.components import SOURCES, split_variance
+from .._core.stats.config import FailedRuns, StatsConfig, stats_config
+from .._core.stats.paired import PairedInference, paired_inference
+from .._core.stats.soft_labels import soft_values
+from . import _record
+from ._cases import AgentCase, CaseView, CaseViewer, JudgedView
+from ._context import ComparisonContext, StatsOption
+from ._summary import summary_row
+from ._text import comparison_text
+from ._verdict import Verdict, verdict
 
 __all__ = [
     "Comparison",
@@ -57,14 +62,11 @@ __all__ = [
     "FailedRuns",
 ]
 
-OTHER_MEAN = {"zero": FAILED_LEFT_OUT, "exclude": FAILED_AS_ZERO}
-"""Summary key suffix of the mean by the rule a comparison does not use: ``<metric>/<suffix>``."""
-
 # Context fields an agent produces; every other field a metric requires comes from the case.
 _AGENT_FIELDS = frozenset({"response", "predicted_trajectory", "turns", "failure"})
 
 
-class Comparison(CaseViews, ComparisonRecord):
+class Comparison:
     """Several agents run on the same cases, with the statistics to tell them apart.
 
     ``results[name]`` is each agent's ``EvalResult``; ``summary`` one row per agent;
@@ -72,7 +74,32 @@ class Comparison(CaseViews, ComparisonRecord):
     ``case_view(case_id)`` every agent's answer to one case; ``verdict()`` who is best, who is
     worst and why, in words; ``print(cmp)`` the verdict and summary. The HTML report reads a
     comparison, ``lf.report.write(cmp, path)``; the comparison knows nothing of it.
+
+    ``lf.compare`` makes one; ``Comparison.load(folder)`` reads a saved one back. To make one from
+    results in hand:
+
+    Args:
+        dataset: The cases every agent ran (an ``lf.EvalDataset``).
+        results: Agent name -> its ``lf.EvalResult`` on those cases.
+        metrics: The metric objects the results were scored with.
+        stats: The statistics options (``lf.StatsConfig``: failed-run rule, confidence, test, seed,
+            reducer, alpha, margin); the defaults when left out.
+        config: The run options the results were made with (``lf.RunConfig``); its ``trials`` is the
+            number of trials per case.
+        context: What the run adds beside its results (baseline, early stop, levelled tools, the
+            comparison under faults, a loaded record's status): a frozen ``ComparisonContext``,
+            given by whoever made the runs.
+        trials: Trials per case, for a comparison made without ``config``; with one, it replaces
+            ``config.trials`` (which stays the one source).
     """
+
+    # The statistics options as attributes (``cmp.confidence``): each is read from ``cmp.stats``.
+    failed_runs: StatsOption[FailedRuns] = StatsOption()
+    confidence: StatsOption[float] = StatsOption()
+    test: StatsOption[stats.PairedTestName] = StatsOption()
+    seed: StatsOption[int] = StatsOption()
+    reducer: StatsOption[stats.Reducer] = StatsOption()
+    margin: StatsOption[float] = StatsOption()
 
     def __init__(
         self,
@@ -80,86 +107,62 @@ class Comparison(CaseViews, ComparisonRecord):
         results: Mapping[str, EvalResult],
         metrics: Sequence[Metric],
         *,
-        trials: int = 1,
         stats: StatsConfig | None = None,
         config: RunConfig | None = None,
+        context: ComparisonContext | None = None,
+        trials: int | None = None,
     ) -> None:
         self.stats = stats_config(stats)
         """The statistics options (``lf.StatsConfig``): failed-run rule, confidence, test, seed, reducer, alpha, margin."""
+        base = config if config is not None else RunConfig()
+        self.config = base if trials is None or trials == base.trials else base.replace(trials=trials)
+        """The run options (``lf.RunConfig``); ``trials`` is ``config.trials``."""
         self.dataset = dataset
         self.results: dict[str, EvalResult] = dict(results)
         self.metrics = list(metrics)
-        self.trials = trials
-        self.config = config or RunConfig(trials=trials)
-        self.kind = "compare"
-        """What made it, as the run record's header names it (``run_kind``): ``compare``, or
-        ``evaluate`` for one agent evaluated (``levelfield eval --agent``, ``lf.evaluate`` logged to MLflow)."""
+        self.context = context if context is not None else ComparisonContext()
+        """How it came to be, beside its results (see ``ComparisonContext``); its fields are attributes too."""
+        self.kind = self.context.kind
+        self.baseline: Any = self.context.baseline
+        self.saved_baseline = self.context.saved_baseline
+        self.evaluator_notes = list(self.context.evaluator_notes)
+        self.stopped_early = self.context.stopped_early
+        self.tools_header = self.context.tools_header
+        self.tool_levelling = self.context.tool_levelling
+        self.faulted: Comparison | None = self.context.faulted
         self._trial_scores: dict[tuple[str, str, str], np.ndarray] = {}
         self._summary: pd.DataFrame | None = None
         self._pairwise: dict[tuple[str, str], pd.DataFrame] = {}
         self._paired: dict[tuple[str, str, str], PairedInference] = {}
-        self._runs_by_case: dict[tuple[str, str], list[AgentRun]] | None = None
-        self._row_of: dict[str, dict[int, int]] = {}
-        self._held: set[str] = set()  # agents whose runs case_view found in memory
-        self._case_index: dict[str, int] | None = None
-        self.missing_runs: list[tuple[str, str, int]] = []
-        """Runs the plan had that the record lacks (an interrupted journal read back)."""
-        self.complete = True
-        self.baseline: Any = None
-        self.tools_header: dict[str, Any] | None = None
-        """What levelled the agents' tools (cassette, faults; the run record's ``tools`` header field)."""
-        self.tool_levelling: dict[str, dict[str, Any]] | None = None
-        """Per agent: its tools levelled or not (``levelled``, ``how`` | ``why``) and its calls counted by
-        source (``replayed`` from the cassette or the shared record, ``recorded``, ``live``, ``missed``) and
-        fault (``counts``); None when nothing was levelled (see ``levelfield.tools``)."""
-        """Set by ``compare(baseline=...)``: the ``levelfield.baseline.Baseline`` that joined as an agent."""
-        self.stopped_early: dict[str, Any] | None = None
-        """Set by ``compare(stop_early=...)``: where the sequential test stopped, and each pair's decision."""
-        self.faulted: Comparison | None = None
-        """Set by ``compare(faults=...)``: the same agents on the same cases under the seeded tool faults."""
-        self.robustness: Any = None
-        """Set by ``compare(faults=...)``: each agent's drop under the seeded tool faults, the fault kinds
-        met and the agreement of trials (``levelfield.robustness.Robustness``; ``print`` it)."""
-        self.saved_baseline: str | None = None
-        """When loaded from a folder: the agent that was the baseline of the run that saved it."""
-        self.evaluator_notes: list[str] = []
-        """Lines that label a comparison made across different evaluators (``allow_different_evaluators=True``):
-        what differs, per metric, between the baseline's evaluators and this run's; kept in the record."""
-        self._status: str | None = None  # a loaded record's status
+        self._cases = CaseViewer(self)
         self.not_started: list[tuple[str, str, int]] = [k for r in self.results.values() for k in getattr(r, "not_started", ())]
         """Runs a spending limit (``max_cost_usd``) kept from starting; ``resume=True`` with a larger limit runs them."""
         self.budget: BudgetReport | None = next((r.budget for r in self.results.values() if getattr(r, "budget", None)), None)
         """With ``max_cost_usd``: the limit, what was spent and is left, and per agent what it spent and
         how many of its runs the limit kept from starting (``str(cmp.budget)`` says it in words)."""
-        if self.not_started:
-            self.missing_runs = list(self.not_started)
-            self.complete = False
+        missing, complete = self.context.missing_runs, self.context.complete
+        self.missing_runs: list[tuple[str, str, int]] = list(self.not_started if missing is None else missing)
+        """Runs the plan had that the record lacks (an interrupted journal read back, a spending limit)."""
+        self.complete: bool = not self.not_started if complete is None else complete
+        self.robustness: Any = None
+        """With ``faulted``: each agent's drop under the seeded tool faults, the fault kinds met and the
+        agreement of trials (``levelfield.comparison._robustness.Robustness``; ``print`` it)."""
+        if self.faulted is not None:
+            from ._robustness import robustness_of
+
+            self.robustness = robustness_of(self, self.faulted, faults=self.context.faults, seed=self.seed)
+
+    def with_context(self, **changes: Any) -> Comparison:
+        """A new comparison of the same results with its context changed (``faulted=``, ``faults=``, ...)."""
+        return type(self)(self.dataset, self.results, self.metrics, stats=self.stats, config=self.config,
+                          context=dataclasses.replace(self.context, **changes))
 
     # -- shape -----------------------------------------------------------------------------
 
     @property
-    def failed_runs(self) -> FailedRuns:
-        return self.stats.failed_runs
-
-    @property
-    def confidence(self) -> float:
-        return self.stats.confidence
-
-    @property
-    def test(self) -> stats.PairedTestName:
-        return self.stats.test
-
-    @property
-    def seed(self) -> int:
-        return self.stats.seed
-
-    @property
-    def reducer(self) -> stats.Reducer:
-        return self.stats.reducer
-
-    @property
-    def margin(self) -> float:
-        return self.stats.margin
+    def trials(self) -> int:
+        """Trials per case (``config.trials``)."""
+        return self.config.trials
 
     @property
     def agents(self) -> list[str]:
@@ -167,7 +170,7 @@ class Comparison(CaseViews, ComparisonRecord):
 
     @property
     def limits(self) -> list[Any]:
-        """What each endpoint's limit did during the runs (``levelfield._core.run.limit_stats.LimitStats``):
+        """What each endpoint's limit did during the runs (a ``LimitStats`` per endpoint):
         the concurrency it ran at, rate-limited answers, time waiting on limits; empty when loaded."""
         for result in self.results.values():
             if getattr(result, "limits", None):
@@ -213,7 +216,7 @@ class Comparison(CaseViews, ComparisonRecord):
     def stopped_by(self) -> str | None:
         """Why runs of the plan are missing: ``"budget"`` (``max_cost_usd``), ``"interrupted"`` (a
         journal read back before it finished), ``"stop_early"`` (a sequential test decided), or None."""
-        if self.not_started or self._status == "budget_exhausted":
+        if self.not_started or self.context.status == "budget_exhausted":
             return "budget"
         if self.stopped_early and self.stopped_early.get("stopped"):
             return "stop_early"
@@ -300,7 +303,7 @@ class Comparison(CaseViews, ComparisonRecord):
     def noise(self, metric: str | None = None) -> pd.DataFrame:
         """Where each agent's noise comes from, per metric: the variance between cases, between
         trials (the agent's own nondeterminism) and between judge samples, with intervals, each
-        source's share, and in words which to increase (see ``levelfield._core.stats.components``).
+        source's share, and in words which to increase (``lf.stats.split_variance`` on your own numbers).
 
         A source without replicates (one trial; an unjudged metric) is NaN and its variance stays
         inside the cases' component.
@@ -350,9 +353,16 @@ class Comparison(CaseViews, ComparisonRecord):
         agent's failed runs say whose fault they were (A2A agents), ``protocol_failures``,
         ``transport_failures`` and ``agent_failures`` count them (NaN: an agent that cannot tell).
         ``attrs`` holds ``failed_runs``, ``confidence`` and ``trials``.
+
+        A property, so it takes no arguments: its options are the comparison's ``cmp.stats``
+        (``failed_runs``, ``confidence``, ``seed``, ``reducer``, ``judge_scores``), set with
+        ``lf.compare(..., stats=lf.StatsConfig(...))``. Computed once, then kept.
+
+        Returns:
+            A DataFrame indexed by agent, with the columns above.
         """
         if self._summary is None:
-            rows = {a: self._summary_row(a) for a in self.agents}
+            rows = {a: summary_row(self, a) for a in self.agents}
             table = pd.DataFrame.from_dict(rows, orient="index")
             table.index.name = "agent"
             for kind in ("protocol", "transport", "agent"):
@@ -363,79 +373,6 @@ class Comparison(CaseViews, ComparisonRecord):
             self._summary = table
         return self._summary
 
-    def _is_pass_fail(self, metric: str) -> bool:
-        """A 0/1 metric for every agent's every scored trial (so pass@k means something)."""
-        matrices = [self.trial_scores(metric, a) for a in self.agents]
-        scored = [m for m in matrices if not np.isnan(m).all()]
-        return bool(scored) and all(stats.is_binary(m) for m in scored)
-
-    def _summary_row(self, agent: str) -> dict[str, Any]:
-        row: dict[str, Any] = {}
-        k = self.trials
-        for metric in self.metric_names:
-            matrix = self.trial_scores(metric, agent)
-            interval = stats.mean_interval(stats.reduce_trials(matrix, self.reducer), self.confidence, self.seed)
-            row[f"{metric}/mean"] = interval.estimate
-            row[f"{metric}/ci_low"] = interval.low
-            row[f"{metric}/ci_high"] = interval.high
-            row[f"{metric}/n"] = interval.n
-            other: FailedRuns = "exclude" if self.failed_runs == "zero" else "zero"
-            other_cases = stats.reduce_trials(self.trial_scores(metric, agent, failed_runs=other), self.reducer)
-            row[f"{metric}/{OTHER_MEAN[self.failed_runs]}"] = _nanmean(other_cases)
-            if k > 1 and self._is_pass_fail(metric):
-                valid = ~np.isnan(matrix)
-                n, c = valid.sum(axis=1), np.nansum(matrix, axis=1)
-                scored = n > 0
-                row[f"{metric}/pass@{k}"] = _nanmean(stats.pass_at_k(n[scored], c[scored], k))
-                row[f"{metric}/pass^{k}"] = _nanmean(stats.pass_hat_k(n[scored], c[scored], k))
-            if k > 1:
-                row[f"{metric}/flaky"] = int(stats.flaky_cases(matrix).sum())
-        result = self.results[agent]
-        costs = result.run_costs()
-        runs = len(result.run_failures())
-        row["runs"] = runs
-        row["failures"] = costs["failure/count"]
-        row["failure_rate"] = costs["failure/mean"] if runs else math.nan
-        for kind in ("protocol", "transport", "agent"):
-            if f"failure/{kind}" in costs:  # A2A agents: whose fault the failures were
-                row[f"{kind}_failures"] = costs[f"failure/{kind}"]
-        for key in ("latency_in_seconds/mean", "latency_in_seconds/p50", "latency_in_seconds/p95",
-                    "input_tokens/mean", "output_tokens/mean", "total_tokens/mean", "cache_read_tokens/mean",
-                    "cache_write_tokens/mean", "reasoning_tokens/mean", "cache_share",
-                    "simulator_failure/count", "simulator_total_tokens/sum"):
-            if key in costs:
-                row[key] = costs[key]
-        if "cost_usd/mean" in costs:
-            row.update(self._cost_columns(agent, costs))
-        judged = result.summary_metrics
-        for metric in self.metric_names:
-            if f"{metric}/cost_usd/sum" in judged:
-                row[f"{metric}/cost_usd/sum"] = judged[f"{metric}/cost_usd/sum"]
-        return row
-
-    def _cost_columns(self, agent: str, costs: Mapping[str, Any]) -> dict[str, Any]:
-        """``cost_usd/mean`` (per run) with its interval over cases, ``/sum``, the simulator's sum, and
-        ``cost_usd/note`` naming the models without a price (their agent's cost is NaN, never 0)."""
-        result = self.results[agent]
-        index = {cid: i for i, cid in enumerate(self.case_ids)}
-        matrix = np.full((len(index), self.trials), np.nan)
-        columns, order = result.cost_columns(), result.run_order()
-        ids, trials = result.run_cases()
-        for k, (case_id, trial) in enumerate(zip(ids, trials)):
-            i = index.get(case_id)
-            if i is not None and trial < self.trials:
-                matrix[i, trial] = columns.run_cost(int(order[k]) if order is not None else k)
-        out: dict[str, Any] = {"cost_usd/mean": costs["cost_usd/mean"], "cost_usd/ci_low": math.nan,
-                               "cost_usd/ci_high": math.nan, "cost_usd/sum": costs["cost_usd/sum"]}
-        if not math.isnan(costs["cost_usd/mean"]):
-            # Per case (trials averaged), like the metrics; a bootstrap, since costs are never 0/1 rates.
-            interval = stats.bootstrap_interval(stats.reduce_trials(matrix, "mean"), self.confidence, self.seed)
-            out["cost_usd/ci_low"], out["cost_usd/ci_high"] = interval.low, interval.high
-        for key in ("simulator_cost_usd/sum", "cost_usd/note"):
-            if key in costs:
-                out[key] = costs[key]
-        return out
-
     def pairwise(self, metric: str, *, test: stats.PairedTestName | None = None) -> pd.DataFrame:
         """Every pair of agents on one metric, tested on paired cases, adjusted for the pairs that can differ.
 
@@ -444,15 +381,27 @@ class Comparison(CaseViews, ComparisonRecord):
         ``wins``/``ties``/``losses`` (cases A scored higher/equal/lower), ``significant``
         (``p_holm`` below 1 − confidence), ``p_min``, ``in_family`` and ``mde``.
 
-        The family of comparisons is Tarone's (Biometrics 1990; :func:`levelfield._core.stats.inference.tarone_family`):
+        The family of comparisons is Tarone's (Biometrics 1990; ``lf.stats.tarone_family``):
         a pair whose smallest achievable p-value (``p_min``: every differing case going one way)
         could not reach significance is left out (``in_family`` False, ``p_holm`` NaN) — two
         identical agents never count against the others. Holm's step-down runs over the pairs left
         in. Each interval inverts the pair's own test at the level Holm decided it at
-        (``ci_level``; :func:`levelfield._core.stats.inference.family_levels`), so an interval
+        (``ci_level``; ``lf.stats.family_levels``), so an interval
         leaves out 0 exactly when the pair is significant. ``mde``: the smallest difference these
         cases could detect with 80% power at that level, to read next to a non-significant
-        result (see ``levelfield._core.stats.change.detectable_difference``).
+        result.
+
+        Args:
+            metric: A metric of this comparison (``cmp.metric_names``).
+            test: The paired test (``"auto"``, ``"mcnemar"``, ``"wilcoxon"``, ``"permutation"``); default
+                ``cmp.stats.test`` (``"auto"``: exact McNemar for 0/1 scores, Wilcoxon otherwise).
+
+        Returns:
+            One row per pair of agents, with the columns above; ``attrs`` holds the metric, the
+            failed-run rule, the confidence and the family's size.
+
+        Raises:
+            MetricError: ``metric`` is not one of this comparison's.
         """
         test = test or self.test
         key = (metric, test)
@@ -538,14 +487,84 @@ class Comparison(CaseViews, ComparisonRecord):
         that read comparisons: the command line's tables and report, MLflow. ``stats``: by default failed
         runs are left out of the means, as in ``evaluate``."""
         agent = result.agent_name or "saved predictions"
-        trials = config.trials if config is not None else max((r.trial for r in result.runs), default=0) + 1
-        cmp = cls(result.dataset, {agent: result}, result.metrics, trials=trials, config=config,
-                  stats=stats if stats is not None else StatsConfig(failed_runs="exclude"))
-        cmp.kind = "evaluate"
-        cmp.tools_header = result.tools_header
-        if result.tool_levelling is not None:
-            cmp.tool_levelling = {agent: result.tool_levelling}
-        return cmp
+        if config is None:
+            config = RunConfig(trials=max((r.trial for r in result.runs), default=0) + 1)
+        levelling = None if result.tool_levelling is None else {agent: result.tool_levelling}
+        context = ComparisonContext(kind="evaluate", tools_header=result.tools_header, tool_levelling=levelling)
+        return cls(result.dataset, {agent: result}, result.metrics, config=config, context=context,
+                   stats=stats if stats is not None else StatsConfig(failed_runs="exclude"))
+
+    # -- one case, the record --------------------------------------------------------------
+
+    def case_view(self, case_id: str) -> CaseView:
+        """Every agent's runs of one case: response, calls marked against the reference, scores, error."""
+        return self._cases.view(case_id)
+
+    def settings(self) -> dict[str, Any]:
+        """The statistics settings of this comparison (saved in its run record)."""
+        return _record.settings(self)
+
+    def summary_dict(self) -> dict[str, Any]:
+        """Everything ``summary.json`` holds: settings, the summary rows and every pairwise table."""
+        return _record.summary_dict(self)
+
+    def record_header(self, *, status: str | None = None) -> dict[str, Any]:
+        """The run-record header of this comparison; its status is ``complete``, or ``budget_exhausted``
+        when a spending limit kept runs from starting."""
+        return _record.record_header(self, status=status)
+
+    @property
+    def evaluators(self) -> dict[str, Any]:
+        """Metric name -> the evaluator that gave its scores: the agents' run (a baseline joined with
+        other evaluators is labelled by :attr:`evaluator_notes`)."""
+        return _record.evaluators(self)
+
+    @property
+    def a2a_preflight(self) -> dict[str, dict[str, Any]]:
+        """Each A2A agent's conformance preflight (``Preflight.to_dict()``) by agent name, when one ran."""
+        return _record.a2a_preflight(self)
+
+    @property
+    def metrics_table(self) -> pd.DataFrame:
+        """One row per agent, case and trial: ``agent``, ``trial``, then each agent's ``EvalResult.metrics_table`` columns."""
+        return _record.metrics_table(self)
+
+    def to_parquet(self, path: str | Path, *, table: Literal["runs", "summary"] = "runs") -> Path:
+        """Write the per-run table (``table="runs"``, :attr:`metrics_table`) or the per-agent
+        ``summary`` (``table="summary"``, agent as a column) as Parquet; needs ``levelfield[parquet]``."""
+        return _record.to_parquet(self, path, table=table)
+
+    def save(self, directory: str | Path) -> dict[str, Path]:
+        """Write ``runs.jsonl`` (the run record), ``metrics_table.csv`` and ``summary.json``; with pyarrow
+        installed, ``metrics_table.parquet`` and ``summary.parquet`` too. The HTML report is the report
+        package's job: ``lf.report.write(cmp, path)``."""
+        return _record.save(self, directory)
+
+    @classmethod
+    def load(cls, directory: str | Path) -> Comparison:
+        """Re-read a saved comparison (or evaluation) from its run record, e.g. to re-render its report.
+
+        Summaries and tests are recomputed from the stored scores, so they equal the ones before
+        saving. An interrupted journal loads with the runs it has; ``missing_runs`` lists the rest.
+        With ``compare(faults=..., out=...)``'s runs under faults recorded beside it, ``faulted`` and
+        ``robustness`` are read back too.
+
+        Args:
+            directory: The folder a comparison was saved to (``out=`` of ``lf.compare``, or
+                ``lf.report.save``), holding its ``runs.jsonl``.
+
+        Returns:
+            The comparison, its statistics recomputed from the stored scores.
+
+        Raises:
+            RecordError: The folder holds no run record, or one that names no agent or bad settings.
+        """
+        saved = _record.read_saved(directory)
+        context = saved.context
+        if saved.faulted is not None:
+            faulted = cls.load(saved.faulted)
+            context = dataclasses.replace(context, faulted=faulted, faults=_record.faults_said(faulted.tools_header))
+        return cls(saved.dataset, saved.results, saved.metrics, stats=saved.stats, config=saved.config, context=context)
 
 
 def _within(bounds: tuple[float, float], x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -565,7 +584,3 @@ def _float(value: Any) -> float:
         return math.nan
 
 
-def _nanmean(values: Any) -> float:
-    arr = np.asarray(values, dtype=float)
-    arr = arr[~np.isnan(arr)]
-    return float(arr.mean()) if arr.size else math.nan

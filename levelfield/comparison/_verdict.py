@@ -7,7 +7,7 @@ gets wrong, the extra call it makes, or the error its runs fail with. Then, per 
 agent with the highest mean and, against every other agent, whether the paired test (adjusted
 across the pairs that can differ, see ``Comparison.pairwise``) says it is significantly better.
 
-This module sits below ``levelfield.comparison``: it reads a comparison through the small
+This module sits below ``levelfield.comparison._comparison``: it reads a comparison through the small
 :class:`Compared` protocol and imports neither the comparison nor the report, so both can use it.
 """
 
@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from ._core.data.money import dollars
+from .._core.data.money import dollars
 
 __all__ = [
     "Compared",
@@ -42,11 +42,15 @@ __all__ = [
 class Compared(Protocol):
     """What the verdict reads of a comparison (``levelfield.Comparison`` has all of it)."""
 
-    confidence: float
-    trials: int
-    failed_runs: str
     metrics: list[Any]
     stopped_early: dict[str, Any] | None
+
+    @property
+    def confidence(self) -> float: ...
+    @property
+    def trials(self) -> int: ...
+    @property
+    def failed_runs(self) -> str: ...
 
     @property
     def agents(self) -> list[str]: ...
@@ -276,7 +280,7 @@ def verdict(cmp: Compared) -> Verdict:
     else:
         tail = f"No difference between agents is significant at the {level} level."
     # A sequential stop is told by its own line above the verdict (early_stop_line).
-    rests = cmp.rests_on() if hasattr(cmp, "rests_on") and cmp.stopped_by != "stop_early" else ""
+    rests = cmp.rests_on() if hasattr(cmp, "rests_on") and getattr(cmp, "stopped_by", None) != "stop_early" else ""
     if rests:
         lead = f"On {rests}: {lead}"
     return Verdict(f"{lead}. {tail}", tuple(found), best, worst, reason, wins, cost_sentence(cmp, best[0]))

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._core.stats.robustness import consistency_table, drop_table, fault_kind_table
+from .._core.stats.robustness import consistency_table, drop_table, fault_kind_table
 
 __all__ = ["Robustness", "robustness_of", "consistency_parts"]
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from ._core.errors import ConfigError
-from ._core.results.provenance import Evaluator, evaluator_differences
-from ._core.run.notices import LevelfieldWarning, warn_user
+from .._core.errors import ConfigError
+from .._core.results.provenance import Evaluator, evaluator_differences
+from .._core.run.notices import LevelfieldWarning, warn_user
 
 __all__ = ["EvaluatorsDifferError", "EvaluatorsDifferWarning", "check_evaluators", "ALLOW_HINT"]
 

@@ -1,7 +1,7 @@
 """One case across agents: every agent's runs of a case side by side, marked and scored (``Comparison.case_view``).
 
-The report's case pages read these views; :class:`CaseViews` is a base class of
-:class:`~levelfield.comparison.Comparison`, which holds the scores they show.
+The report's case pages read these views. A :class:`~levelfield.Comparison` holds a :class:`CaseViewer`
+over itself (it reads the comparison's scores through :class:`Viewed`, never importing it).
 """
 
 from __future__ import annotations
@@ -9,12 +9,20 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ._core.data.dataset import EvalCase
-from ._core.score.diff import MarkedCall, mark_trajectory
+from .._core.data.dataset import EvalCase
+from .._core.score.diff import MarkedCall, mark_trajectory
 
-__all__ = ["AgentCase", "JudgedView", "CaseView", "CaseViews"]
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .._core.data.dataset import EvalDataset
+    from .._core.data.types import AgentRun
+    from .._core.results.result import EvalResult
+    from .._core.score.matching import ToolCallMatcher
+
+__all__ = ["AgentCase", "JudgedView", "CaseView", "CaseViewer", "Viewed"]
 
 
 @dataclass
@@ -70,23 +78,47 @@ class CaseView:
     """Agent name -> its runs of this case, one per trial."""
 
 
-class CaseViews:
-    """``case_view``: the part of a :class:`~levelfield.comparison.Comparison` that shows one case."""
+class Viewed(Protocol):
+    """What a case view reads of a comparison (``levelfield.Comparison`` has all of it)."""
 
-    # -- one case --------------------------------------------------------------------------
+    dataset: EvalDataset
+    results: dict[str, EvalResult]
 
-    def case_view(self, case_id: str) -> CaseView:
+    @property
+    def case_ids(self) -> list[str]: ...
+    @property
+    def metric_names(self) -> list[str]: ...
+    @property
+    def trials(self) -> int: ...
+    @property
+    def matcher(self) -> ToolCallMatcher: ...
+    def trial_scores(self, metric: str, agent: str) -> np.ndarray: ...
+
+
+class CaseViewer:
+    """``cmp.case_view(case_id)``: every agent's runs of one case, over one comparison; what it built
+    to find runs by case is kept for the next case (the report asks for every one)."""
+
+    def __init__(self, cmp: Viewed) -> None:
+        self.cmp = cmp
+        self._case_index: dict[str, int] | None = None
+        self._runs_by_case: dict[tuple[str, str], list[AgentRun]] | None = None
+        self._row_of: dict[str, dict[int, int]] = {}
+        self._held: set[str] = set()  # agents whose runs were found in memory
+
+    def view(self, case_id: str) -> CaseView:
         """Every agent's runs of one case: response, calls marked against the reference, scores, error."""
+        cmp = self.cmp
         if self._case_index is None:
-            self._case_index = {cid: i for i, cid in enumerate(self.case_ids)}
+            self._case_index = {cid: i for i, cid in enumerate(cmp.case_ids)}
         if case_id not in self._case_index:
             raise KeyError(f"no case {case_id!r} in this comparison")
         i = self._case_index[case_id]
-        case = self.dataset[i]
+        case = cmp.dataset[i]
         view = CaseView(case)
-        matcher = self.matcher
+        matcher = cmp.matcher
         if self._runs_by_case is None:
-            held = {agent: result for agent, result in self.results.items() if not result.streamed}
+            held = {agent: result for agent, result in cmp.results.items() if not result.streamed}
             self._held = set(held)
             # Built once: the report asks for every case, and scanning all runs each time is quadratic.
             # (Runs that live in the journal are read back case by case, a page at a time: see case_runs.)
@@ -95,9 +127,9 @@ class CaseViews:
             for agent, result in held.items():
                 for run in result.runs:
                     self._runs_by_case[(agent, run.case_id)].append(run)
-        for agent in self.results:
+        for agent in cmp.results:
             entries = []
-            result = self.results[agent]
+            result = cmp.results[agent]
             row_of = self._row_of.get(agent, {})
             runs = self._runs_by_case.get((agent, case_id), []) if agent in self._held else result.case_runs(case_id)
             for run in runs:
@@ -105,8 +137,8 @@ class CaseViews:
                 row = row_of.get(id(run))
                 judged = _judged_views(result.row_scores[row]) if row is not None and row < len(result.row_scores) else {}
                 scores = {
-                    m: float(self.trial_scores(m, agent)[i, run.trial]) if run.trial < self.trials else math.nan
-                    for m in self.metric_names
+                    m: float(cmp.trial_scores(m, agent)[i, run.trial]) if run.trial < cmp.trials else math.nan
+                    for m in cmp.metric_names
                 }
                 entries.append(
                     AgentCase(

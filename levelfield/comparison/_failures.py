@@ -13,11 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._core.data.types import AgentRun
-from ._core.run.notices import LevelfieldWarning
+from .._core.data.types import AgentRun
+from .._core.run.notices import LevelfieldWarning
 
 if TYPE_CHECKING:
-    from ._core.results.result import EvalResult
+    from .._core.results.result import EvalResult
 
 __all__ = [
     "ErrorGroup",
@@ -122,7 +122,7 @@ def format_failures(runs_by_agent: Mapping[str, Sequence[AgentRun]], *, top: int
 
 def failure_classes(runs: Sequence[AgentRun]) -> dict[str, int]:
     """Failed runs by whose fault they were (protocol, transport, agent); empty when no run says."""
-    from ._core.results.columns import FAILURE_CLASSES
+    from .._core.results.columns import FAILURE_CLASSES
 
     said = [r.failure_class for r in runs if r.failure and r.failure_class]
     return {kind: said.count(kind) for kind in FAILURE_CLASSES} if said else {}
@@ -195,7 +195,7 @@ def unreadable_judges(results: Mapping[str, EvalResult], metrics: Sequence[Any])
             failed += failures
         if not failed or failed * 2 <= judged:
             continue
-        from .judge.metrics import UNREADABLE_ANSWER, is_unreadable  # judges only: a heavy import
+        from ..judge.metrics import UNREADABLE_ANSWER, is_unreadable  # judges only: a heavy import
 
         unreadable, example = 0, None
         for result in results.values():

@@ -2,7 +2,7 @@
 
 ``print(cmp)`` shows :func:`comparison_text` (verdict and summary in a screen); the ``levelfield``
 command prints :func:`format_comparison` (the same, then one metric's pairs). Below the
-comparison: it reads one through :class:`levelfield.verdict.Compared`.
+comparison: it reads one through :class:`levelfield.comparison._verdict.Compared`.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._core.data.money import dollars
-from ._core.data.textwidth import ljust, rjust, width
-from ._core.score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT
-from .verdict import Compared, early_stop_line, failure_rule, other_rule, verdict
+from .._core.data.money import dollars
+from .._core.data.textwidth import ljust, rjust, width
+from .._core.score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT
+from ._verdict import Compared, early_stop_line, failure_rule, other_rule, verdict
 
 __all__ = ["summary_lines", "rule_line", "verdict_text", "pairwise_lines", "comparison_text", "format_comparison",
            "evaluator_lines"]
@@ -188,7 +188,7 @@ def _closing_lines(cmp: Compared) -> list[str]:
 def tool_lines(cmp: Any) -> list[str]:
     """What the tool levelling did (``tools=``/``faults=``), per agent; [] when nothing was levelled. With
     ``compare(faults=...)``, the runs under faults (``cmp.faulted``) follow the clean ones."""
-    from .tools.summary import levelling_lines
+    from ..tools.summary import levelling_lines
 
     lines = levelling_lines(getattr(cmp, "tool_levelling", None), getattr(cmp, "tools_header", None))
     faulted = getattr(cmp, "faulted", None)

@@ -17,15 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._core.data.dataset import EvalDataset
-from ._core.errors import ConfigError, ConfigTypeError, LevelfieldError, RecordError
-from ._core.results.provenance import evaluators_of
-from ._core.results.result import EvalResult
-from ._core.results.resume import levelling_changes
-from ._core.score.batch.runs import RunScorer
-from ._core.score.metrics.base import Metric
-from .comparability import check_evaluators
-from .comparison import Comparison
+from .._core.data.dataset import EvalDataset
+from .._core.errors import ConfigError, ConfigTypeError, LevelfieldError, RecordError
+from .._core.results.provenance import evaluators_of
+from .._core.results.result import EvalResult
+from .._core.results.resume import levelling_changes
+from .._core.score.batch.runs import RunScorer
+from .._core.score.metrics.base import Metric
+from ._comparability import check_evaluators
+from ._comparison import Comparison
 
 __all__ = ["Baseline", "load_baseline", "prepare_baseline"]
 

@@ -8,9 +8,9 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from ._core.errors import MissingExtraError
-from ._core.score.metrics.registry import DEFAULT_METRICS
-from .adapters.auto import as_agent
+from .._core.errors import MissingExtraError
+from .._core.score.metrics.registry import DEFAULT_METRICS
+from ..adapters.auto import as_agent
 
 __all__ = ["DEMO_METRICS", "demo_agents"]
 
@@ -76,7 +76,7 @@ def _demo_agent_engine() -> Any:
 def _demo_a2a(stack: contextlib.ExitStack, agent: Any) -> str:
     import logging
 
-    from .adapters.a2a import server as a2a_server
+    from ..adapters.a2a import server as a2a_server
 
     # The conformance preflight sends the demo's own server bad requests on purpose (an unknown method,
     # bad params) to check its error codes; a2a-sdk logs each as a warning, which is no news here.

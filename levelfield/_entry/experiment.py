@@ -33,12 +33,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._core.errors import ConfigError, MissingExtraError
+from .._core.errors import ConfigError, MissingExtraError
 
 if TYPE_CHECKING:
-    from ._core.results.result import EvalResult
-    from ._core.stats.config import StatsConfig
-    from .comparison import Comparison
+    from .._core.results.result import EvalResult
+    from .._core.stats.config import StatsConfig
+    from ..comparison._comparison import Comparison
 
 __all__ = ["require_mlflow", "check_experiment_name", "log_evaluation", "log_comparison"]
 
@@ -95,8 +95,8 @@ def log_comparison(
     """
     from mlflow.entities import Metric, Param, RunTag
 
-    from .report import render
-    from .verdict import verdict_lines
+    from ..comparison._verdict import verdict_lines
+    from ..report import render
 
     mlflow = require_mlflow()
     client = mlflow.MlflowClient()
@@ -167,7 +167,7 @@ def log_evaluation(result: EvalResult, experiment: str, *, run_name: str | None 
     ``evaluate``; ``stats`` as the command line was given them), plus Vertex's ``<metric>/std`` and
     ``<metric>/nan_count``.
     """
-    from .comparison import Comparison
+    from ..comparison._comparison import Comparison
 
     require_mlflow()
     cmp = Comparison.of_evaluation(result, stats=stats)
