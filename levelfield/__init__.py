@@ -49,6 +49,7 @@ _LAZY: dict[str, str | tuple[str, str]] = {
     "report": ".report",
     "testing": ".testing",  # which loads its own names lazily: no LangChain import
     "tools": ".tools",  # likewise (cassettes, faults, their errors)
+    "benchmarks": ".benchmarks",  # likewise (a benchmark's package loads when it is named)
     # the other documented subpackages: ``lf.adapters.A2AAgent`` works right after ``import levelfield as lf``
     "adapters": ".adapters",
     "executors": ".executors",
@@ -110,9 +111,9 @@ _LAZY: dict[str, str | tuple[str, str]] = {
 
 if TYPE_CHECKING:  # what type checkers and editors see: the same names, imported
     from . import adapters as adapters  # the subpackages outside __all__: an attribute, not a star-import
+    from . import benchmarks, gate, metrics, report, stats, testing, tools
     from . import executors as executors
     from . import formats as formats
-    from . import gate, metrics, report, stats, testing, tools
     from . import judge as judge
     from . import simulation as simulation
     from . import view as view
@@ -164,6 +165,7 @@ __all__ = [
     "ExecutorError",
     "testing",
     "tools",
+    "benchmarks",
     "as_agent",
     "evaluate",
     "aevaluate",

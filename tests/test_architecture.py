@@ -183,7 +183,7 @@ def test_the_verdict_and_the_text_of_a_comparison_sit_below_it():
 # deliberate change: add it here (a public home) or give it a leading underscore (or a folder).
 MACHINERY = ["__init__", "__main__", "_lazy", "_serving", "pytest_plugin"]  # pytest_plugin: pytest's entry point
 PUBLIC_HOMES = ["gate", "metrics", "stats"]
-FOLDERS = ["_core", "_entry", "adapters", "cli", "comparison", "executors", "formats", "judge", "report", "simulation",
+FOLDERS = ["_core", "_entry", "adapters", "benchmarks", "cli", "comparison", "executors", "formats", "judge", "report", "simulation",
            "testing", "tools", "view", "watch"]
 
 

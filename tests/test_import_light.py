@@ -11,7 +11,8 @@ import levelfield as lf
 
 # Top-level packages a bare import must not load. NumPy and pydantic too: nothing at start-up needs them.
 HEAVY_PACKAGES = ("pandas", "scipy", "pyarrow", "numpy", "langchain", "langgraph", "a2a", "ray", "mlflow",
-                  "starlette", "uvicorn", "opentelemetry", "vertexai", "grpc", "pydantic")
+                  "starlette", "uvicorn", "opentelemetry", "vertexai", "grpc", "pydantic", "tau2", "litellm",
+                  "loguru")
 # Google's packages by name (the bare "google" and "google.cloud" namespaces are left out: .pth files
 # create them at start-up), and levelfield's own heavy parts.
 HEAVY_MODULES = ("google.adk", "google.genai", "google.cloud.aiplatform", "google.protobuf", "google.auth",

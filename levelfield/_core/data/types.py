@@ -309,6 +309,9 @@ class AgentRun(BaseModel):
     call in the order made, ``{"tool", "index", "source", "fault"}`` where ``source`` is ``replayed`` (answered
     from the cassette or the comparison's shared record), ``recorded``, ``live`` or ``missed`` (not in the
     cassette: the replay policy answered) and ``fault`` the injected fault's kind or None. None: not levelled."""
+    environment: dict[str, Any] | None = None
+    """When the run's tools were answered by an environment (``tools=<environment>``): what its session kept
+    of the final state at the run's end (``EnvironmentSession.close()``). None: no environment, or no call reached it."""
     failure_class: str | None = None
     """Whose fault a failed run was, when the adapter can tell (A2A agents): ``protocol`` (the answer
     broke the spec), ``transport`` (refused, TLS, timeout) or ``agent``; None otherwise."""

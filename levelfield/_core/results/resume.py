@@ -68,7 +68,7 @@ def carry_generated(saved: Iterable[EvalCase], cases: Iterable[EvalCase]) -> Non
 def levelling_changes(saved: Mapping[str, Any] | None, given: Mapping[str, Any] | None) -> list[str]:
     """What differs between the tool levelling a record ran with and the one given now (a cassette
     by path, mode and, replayed both times, fingerprint; a fault schedule by every setting and its
-    version), each named; [] when they agree."""
+    version; an environment by its description, package version included), each named; [] when they agree."""
     saved, given = saved or {}, given or {}
     problems = []
     old, new = saved.get("cassette"), given.get("cassette")
@@ -90,6 +90,11 @@ def levelling_changes(saved: Mapping[str, Any] | None, given: Mapping[str, Any] 
             fields = [f"{k}={old.get(k)!r} then, {new.get(k)!r} now" for k in sorted(set(old) | set(new))
                       if old.get(k) != new.get(k)]
             problems.append(f"the fault schedule differs ({'; '.join(fields)})")
+    old, new = saved.get("environment"), given.get("environment")
+    if old != new:
+        # an environment's package version is its data's: runs in another world do not resume these
+        problems.append(f"the journal ran {'in environment ' + repr(old) if old else 'without an environment'}, and "
+                        f"now {'environment ' + repr(new) + ' is given' if new else 'none is given'}")
     return problems
 
 

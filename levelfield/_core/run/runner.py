@@ -230,6 +230,8 @@ async def run_agents(
             CURRENT_SCOPE.reset(token)
         if scope.tool_events is not None:
             run.tool_events = list(scope.tool_events)
+        if scope.environment is not None:
+            run.environment = _close_environment(scope.environment)
         run = clean_run(run)  # the one place runs enter: text every writer can encode from here on
         if limit is not None:
             limit.settle(agent.name, sizes[case.case_id], held, run)
@@ -382,3 +384,13 @@ class Executor(Protocol):
         An executor whose class sets ``can_stream = True`` also takes ``keep=False``: the runs then
         go to ``on_run`` only (the engine journals them) and the lists returned are empty, so a
         million runs streaming back are not held twice."""
+
+
+def _close_environment(session: Any) -> dict[str, Any] | None:
+    """What a run's environment session keeps of its final state; a session that cannot say is noted, never
+    the run lost."""
+    try:
+        kept = session.close()
+    except Exception as exc:  # noqa: BLE001 - the run stands; its record says why the state is missing
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return kept if isinstance(kept, dict) or kept is None else {"state": repr(kept)}

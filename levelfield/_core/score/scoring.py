@@ -151,6 +151,7 @@ def conversation_context(case: EvalCase, run: AgentRun) -> ScoringContext:
         starting_prompt=scenario.starting_prompt,
         user_persona=scenario.persona_text,
         turns_used=len(outputs),
+        conversation_status=conv.status,
     )
     out = run.output
     dialogue = [
