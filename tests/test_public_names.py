@@ -19,7 +19,7 @@ from levelfield._core.results.provenance import evaluator_of
 from levelfield._core.results.record import metric_spec
 
 # The subpackages the docs use as ``lf.<name>`` (tests/test_public_api.py lists the public homes).
-SUBPACKAGES = ["metrics", "stats", "gate", "report", "testing", "tools", "judge", "simulation", "formats",
+SUBPACKAGES = ["metrics", "stats", "gate", "report", "testing", "tools", "benchmarks", "judge", "simulation", "formats",
                "executors", "adapters", "view", "watch"]
 
 

@@ -202,7 +202,7 @@ def bootstrap_interval(values: Sequence[float] | np.ndarray, confidence: float =
 
 def t_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> Interval:
     """Mean of the non-NaN values with Student's t interval and Hall's skewness correction
-    (:func:`levelfield._core.stats.paired.hall_t_interval`; Student's mean ± t(n − 1)·SD/√n for
+    (the mean's skewness corrected as Hall showed; Student's mean ± t(n − 1)·SD/√n for
     symmetric values), cut to [0, 1] when every value lies there. Constant values give that value as
     both ends; one value has no interval (NaN).
     """
