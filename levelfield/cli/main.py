@@ -21,7 +21,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from . import a2a_check, compare, demo, judge_check, plan, report, serve, view, watch
+from . import a2a_check, compare, demo, judge_check, limits, plan, report, serve, view, watch
 from . import eval as eval_command
 from .arguments import UsageError
 from .interrupt import RUNS_AGENTS, interrupted_note, terminate_as_interrupt
@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="levelfield", description="Evaluate AI agents on a level field.")
     parser.add_argument("--version", action="version", version=f"levelfield {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (demo, eval_command, compare, report, plan, view, watch, serve, a2a_check, judge_check):
+    for command in (demo, eval_command, compare, report, plan, view, watch, serve, a2a_check, judge_check, limits):
         command.add_parser(sub)
     return parser
 

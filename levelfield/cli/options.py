@@ -64,8 +64,11 @@ def add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_r
     p.add_argument("--retries", type=whole(0), default=d.retries,
                    help=f"retries of errors an adapter marks transient (default {d.retries})")
     p.add_argument("--no-a2a-preflight", dest="a2a_preflight", action="store_false",
-                   help="do not check A2A agents before the first case (by default their card and a few probe "
-                        "messages are checked, as levelfield a2a-check does, and the result kept in the record)")
+                   help="do not check A2A agents (by default their card is checked before the first case and their "
+                        "answers to the cases as they arrive, and the result kept in the record; no message is sent)")
+    p.add_argument("--a2a-probe", dest="a2a_probe", action="store_true",
+                   help="also send A2A agents two probe messages before the first case (send and stream, as "
+                        "levelfield a2a-check does): only for agents without side effects, each probe is a task they run")
     p.add_argument("--no-adaptive", dest="adaptive", action="store_false",
                    help="keep --concurrency fixed: by default the calls in flight to each endpoint (agent, A2A host, "
                         "judge, simulator) follow its rate limits (HTTP 429/503), with --concurrency as the ceiling, "
@@ -123,6 +126,8 @@ def add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_r
     p.add_argument("--tools-mode", choices=("replay", "record", "record_missing"), default=None,
                    help="with --tools: replay the cassette (default), record a new one, or replay what it holds and "
                         "record the rest")
+    p.add_argument("--tools-overwrite", action="store_true", default=False,
+                   help="with --tools-mode record: replace a cassette that already holds answers (refused otherwise)")
     p.add_argument("--tools-missing", choices=("error", "live"), default=None,
                    help="with --tools in replay mode: a call the cassette lacks is a tool error the agent sees "
                         "(default) or runs the live tool")
