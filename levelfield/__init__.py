@@ -33,11 +33,11 @@ from ._core.errors import (
 from ._lazy import lazy_members, rehome
 
 # Shown under their public home: tracebacks print ``levelfield.DatasetError``, and pickle finds them there.
-rehome(__name__, [
+rehome(__name__, {error.__name__: error for error in (
     AdapterError, AgentOutputError, AgentSpecError, ConfigError, ConfigTypeError, DatasetError, ExecutorError,
     LevelfieldError, LevelfieldWarning, MetricError, MissingExtraError, RateLimitedError, RecordError,
     RegressionError, TraceError, TransientAgentError, WriteError,
-])
+)})
 
 # Everything else loads on first use (PEP 562), so that ``import levelfield`` and the command line
 # start without pandas, NumPy, SciPy or pydantic: name -> the module that holds it (a submodule

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = ["lazy_members", "rehome"]
@@ -31,7 +31,7 @@ def lazy_members(
         module, attribute = (where, name) if isinstance(where, str) else where
         loaded = importlib.import_module(module, package)
         value = loaded if module == f".{name}" else getattr(loaded, attribute)
-        rehome(package, [value])
+        rehome(package, {name: value})
         namespace[name] = value
         return value
 
@@ -41,8 +41,9 @@ def lazy_members(
     return __getattr__, __dir__
 
 
-def rehome(package: str, objects: Iterable[Any]) -> None:
-    """Shows each exception, warning and function of ``objects`` that a private module of levelfield
+def rehome(package: str, objects: Mapping[str, Any]) -> None:
+    """Shows each exception, warning and function of ``objects`` (by the name ``package`` exports it
+    under, which must be its own: pickle finds it at ``package.<its name>``) that a private module of levelfield
     defines (a ``_`` part in its path: ``levelfield._core.errors``) as a member of ``package``, its
     public home: ``__module__`` is what tracebacks, ``repr`` of a class and ``help`` print, and what
     pickle looks the object up by (``package.<qualname>``, which resolves to the same object).
@@ -53,10 +54,10 @@ def rehome(package: str, objects: Iterable[Any]) -> None:
     stop resolving them; and a metric's class path is saved in run records as its evaluator's kind.
     An exception's or a function's annotations never are resolved that way (a function's through its
     own ``__globals__``)."""
-    for value in objects:
+    for name, value in objects.items():
         module = getattr(value, "__module__", None)
-        if not isinstance(module, str) or not _private(module) or "." in getattr(value, "__qualname__", ""):
-            continue  # a public module's object, or a nested one (pickle needs its outer class's path)
+        if not isinstance(module, str) or not _private(module) or getattr(value, "__qualname__", None) != name:
+            continue  # a public module's object, a nested one, or one exported under another name
         if isinstance(value, types.FunctionType) or (isinstance(value, type) and issubclass(value, (BaseException, Warning))):
             value.__module__ = package
 

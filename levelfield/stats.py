@@ -55,4 +55,4 @@ __all__ = [
 ]
 
 # ``help(lf.stats.sample_size)`` names this module, not the private one that defines it.
-rehome(__name__, [globals()[name] for name in __all__])
+rehome(__name__, {name: globals()[name] for name in __all__})
