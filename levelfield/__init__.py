@@ -30,12 +30,19 @@ from ._core.errors import (
     TransientAgentError,
     WriteError,
 )
-from ._lazy import lazy_members
+from ._lazy import lazy_members, rehome
+
+# Shown under their public home: tracebacks print ``levelfield.DatasetError``, and pickle finds them there.
+rehome(__name__, {error.__name__: error for error in (
+    AdapterError, AgentOutputError, AgentSpecError, ConfigError, ConfigTypeError, DatasetError, ExecutorError,
+    LevelfieldError, LevelfieldWarning, MetricError, MissingExtraError, RateLimitedError, RecordError,
+    RegressionError, TraceError, TransientAgentError, WriteError,
+)})
 
 # Everything else loads on first use (PEP 562), so that ``import levelfield`` and the command line
 # start without pandas, NumPy, SciPy or pydantic: name -> the module that holds it (a submodule
 # when the name is one).
-_LAZY = {
+_LAZY: dict[str, str | tuple[str, str]] = {
     "metrics": ".metrics",
     "stats": ".stats",
     "gate": ".gate",
@@ -43,6 +50,14 @@ _LAZY = {
     "testing": ".testing",  # which loads its own names lazily: no LangChain import
     "tools": ".tools",  # likewise (cassettes, faults, their errors)
     "benchmarks": ".benchmarks",  # likewise (a benchmark's package loads when it is named)
+    # the other documented subpackages: ``lf.adapters.A2AAgent`` works right after ``import levelfield as lf``
+    "adapters": ".adapters",
+    "executors": ".executors",
+    "formats": ".formats",
+    "judge": ".judge",
+    "simulation": ".simulation",
+    "view": ".view",
+    "watch": ".watch",
     "as_agent": ".adapters.auto",
     "EvalCase": "._core.data.dataset",
     "EvalDataset": "._core.data.dataset",
@@ -96,7 +111,14 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # what type checkers and editors see: the same names, imported
+    from . import adapters as adapters  # the subpackages outside __all__: an attribute, not a star-import
     from . import benchmarks, gate, metrics, report, stats, testing, tools
+    from . import executors as executors
+    from . import formats as formats
+    from . import judge as judge
+    from . import simulation as simulation
+    from . import view as view
+    from . import watch as watch
     from ._core.data.config import RunConfig
     from ._core.data.dataset import EvalCase, EvalDataset
     from ._core.data.protocol import AgentRequest, AgentRunnable

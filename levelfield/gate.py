@@ -4,7 +4,7 @@ For each gated metric and each agent, the comparison's paired test (exact McNema
 metrics, Wilcoxon signed-rank otherwise) compares the agent with the baseline case by case;
 Holm's correction runs across every (metric, agent) tested, and the gate fails when an adjusted
 p is below ``alpha`` with the agent on the worse side. With a ``margin`` the question becomes
-"worse by more than the margin?" (a non-inferiority test, :func:`levelfield._core.stats.inference.noninferiority_p`),
+"worse by more than the margin?" (a non-inferiority test, ``lf.stats.noninferiority_p``),
 so a drop smaller than the margin never fails the gate. Run-to-run noise therefore fails it in at
 most ``alpha`` of runs, and a real drop of the planned size in at least the planned power.
 """
@@ -258,6 +258,6 @@ def plan_from(
     measured = measure_design(cmp.trial_scores(metric, agent), cmp.trial_scores(metric, base))
     plan = sample_size(
         mde=mde, paired=True, alpha=alpha, power=power, alternative=alternative,
-        trials=trials or cmp.trials, **measured.options(),
+        trials=trials or cmp.trials, **measured.options(),  # type: ignore[arg-type]  # each keyword's own type
     )
     return plan, measured

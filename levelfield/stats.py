@@ -1,9 +1,9 @@
 """``lf.stats``: the statistics levelfield reports, for use on your own numbers.
 
-Intervals and paired tests (:mod:`levelfield._core.stats.inference`), sample-size planning
-(:mod:`levelfield._core.stats.planning`), judge-error correction (:mod:`levelfield._core.stats.judge_correction`, and from a judge's
-probabilities :mod:`levelfield._core.stats.soft_labels`)
-and the words for a change against a baseline (:mod:`levelfield._core.stats.change`)::
+Intervals and paired tests (``wilson_interval``, ``paired_test``, ...), sample-size planning
+(``sample_size``, ``minimum_detectable_effect``), judge-error correction (``correct_rate``, and from a
+judge's probabilities ``soft_rate``), the noise split by source (``split_variance``) and the words for
+a change against a baseline (``measure_change``, ``describe_change``)::
 
     lf.stats.sample_size(p0=0.8, mde=0.05, power=0.8, paired=True, discordance=0.15).cases   # 469
 """
@@ -24,6 +24,7 @@ from ._core.stats.planning import (
     sample_size,
 )
 from ._core.stats.soft_labels import Calibration, SoftRate, calibration, soft_rate
+from ._lazy import rehome
 
 __all__ = [
     *_stats_all,
@@ -52,3 +53,6 @@ __all__ = [
     "NoiseSplit",
     "split_variance",
 ]
+
+# ``help(lf.stats.sample_size)`` names this module, not the private one that defines it.
+rehome(__name__, {name: globals()[name] for name in __all__})

@@ -25,19 +25,37 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto`` (pyproject's addopts): one worker a core, and one more on a machine of up to four
-    cores. Much of the suite waits rather than computes (subprocesses starting, servers answering, Ray
+    """``-n auto`` (pyproject's addopts): none when the command line names test files and not ``-n``
+    (one file runs in about 2 s in this process; starting the workers alone took 15 s); otherwise one
+    worker a core, and one more on a machine of up to four cores. Much of the suite waits rather than computes (subprocesses starting, servers answering, Ray
     nodes and Chromium coming up, agents sleeping), so a worker a core leaves the cores idle for part
     of the run: on 2 cores, 3 workers ran the whole suite in 7 min 29 s where 2 took 8 min 1 s.
     ``PYTEST_XDIST_AUTO_NUM_WORKERS`` and ``--maxprocesses`` still decide where they are set (None
     hands the choice to xdist)."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
+    if _names_test_files(config) and not _workers_asked(config):
+        return 0  # the quick loop: pytest tests/x.py runs here, without workers starting (seconds each)
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
     return cores + 1 if cores <= 4 else cores
+
+
+def _names_test_files(config: pytest.Config) -> bool:
+    """Whether the command line names test files or tests (``tests/x.py``, ``tests/x.py::test_y``)
+    rather than folders (``testpaths``, ``tests/core``): a few tests, which one process runs sooner
+    than workers start."""
+    return bool(config.args) and all("::" in arg or arg.partition("::")[0].endswith(".py") for arg in config.args)
+
+
+def _workers_asked(config: pytest.Config) -> bool:
+    """Whether ``-n``/``--numprocesses`` was given on the command line or in ``PYTEST_ADDOPTS``, not
+    only in pyproject's addopts: then it is obeyed, files named or not."""
+    given = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split()]
+    return any(arg == "-n" or (arg.startswith("-n") and not arg.startswith("--")) or arg.startswith("--numprocesses")
+               for arg in map(str, given))
 
 
 # Marker -> the xdist group its tests share: one worker runs them one after another. Two Chromiums at

@@ -13,6 +13,7 @@ import levelfield as lf
 from levelfield.cli.main import main
 
 mlflow = pytest.importorskip("mlflow", reason="experiment logging needs the mlflow extra: pip install 'levelfield[mlflow]'")
+pytestmark = pytest.mark.slow  # a local MLflow store per test: 20 s of the suite's time in one process
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = str(ROOT / "samples" / "home_automation" / "dataset.jsonl")

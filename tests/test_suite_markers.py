@@ -68,3 +68,25 @@ def test_each_xdist_group_reaches_the_scheduler_in_the_node_ids(request):
                for item in request.session.items if item.get_closest_marker("xdist_group")}
     assert grouped, "conftest groups the Ray, browser and module-fixture tests"
     assert [nodeid for nodeid, group in grouped.items() if not nodeid.endswith("@" + group)] == []
+
+
+@pytest.mark.parametrize(("args", "command_line", "workers"), [
+    (["tests/test_errors_plain.py"], ["tests/test_errors_plain.py"], 0),
+    (["tests/cli/test_cli.py::test_x", "tests/test_evaluate.py"], ["tests/cli/test_cli.py::test_x", "tests/test_evaluate.py"], 0),
+    (["tests"], [], None),  # the README's line: testpaths, the workers
+    (["tests/core"], ["tests/core"], None),  # a folder: the workers
+    (["tests/test_errors_plain.py"], ["-n", "2", "tests/test_errors_plain.py"], None),  # asked for: obeyed
+    (["tests/test_errors_plain.py"], ["-nauto", "tests/test_errors_plain.py"], None),
+])
+def test_named_test_files_run_in_one_process_unless_workers_are_asked_for(monkeypatch, args, command_line, workers):
+    """The quick loop: ``pytest tests/x.py`` runs in this process (the workers' start cost more than the
+    file); the whole suite, a folder, or an explicit ``-n`` keeps the workers."""
+    import types
+
+    from conftest import pytest_xdist_auto_num_workers
+
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    config = types.SimpleNamespace(args=args, invocation_params=types.SimpleNamespace(args=tuple(command_line)))
+    got = pytest_xdist_auto_num_workers(config)
+    assert got == 0 if workers == 0 else got >= 2

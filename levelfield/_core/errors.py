@@ -150,7 +150,7 @@ class RateLimitedError(TransientAgentError):
     """The endpoint refused the request for its rate limit (HTTP 429, or 503 with ``Retry-After``).
 
     Distinct from other transient errors: the runner's adaptive concurrency
-    (``RunConfig(adaptive=True)``, see ``levelfield._core.run.limits``) lowers the endpoint's
+    (``RunConfig(adaptive=True)``, the default) lowers the endpoint's
     concurrency, waits ``retry_after`` seconds (when the server said) and tries again without
     counting a failed attempt of the run.
     """
@@ -172,6 +172,10 @@ class MissingExtraError(LevelfieldError, ImportError):
         )
         self.extra = extra
         self.package = package
+        self.what = what
+
+    def __reduce__(self) -> tuple:  # picklable (a worker's error): BaseException's own passes only the message
+        return (type(self), (self.extra, self.package, self.what), self.__dict__)
 
 
 # -- describing any exception (never raises: agents raise anything) --------------------------------
@@ -235,6 +239,9 @@ class RegressionError(LevelfieldError):
         """The ``levelfield.gate.GateResult``: every tested change, and which are regressions."""
         self.comparison = comparison
         """The ``Comparison`` the gate judged."""
+
+    def __reduce__(self) -> tuple:  # picklable: BaseException's own would call RegressionError(message)
+        return (type(self), (self.gate, self.comparison), self.__dict__)
 
 
 class ExecutorError(LevelfieldError):

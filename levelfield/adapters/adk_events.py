@@ -291,7 +291,7 @@ def with_inner_calls(output: AgentOutput, inner: RunCalls) -> AgentOutput:
         trajectory.append(call)
         trajectory.extend(c.model_copy(update={"within": call.id}) for c in inner.calls.get(call.id or "", []))
     # Where each outer call was made among the hand-offs: the events read again, call by call.
-    team, at = Team(), {}
+    team, at = Team(), dict[str, Any]()
     for event in output.raw if isinstance(output.raw, list) else []:
         if isinstance(event, Mapping) and not event.get("partial"):
             team.add(event)
@@ -345,7 +345,7 @@ def is_transient(exc: BaseException) -> bool:
     try:
         from google.api_core import exceptions as api
     except ImportError:  # pragma: no cover - google-api-core comes with google-cloud-aiplatform
-        api = None
+        api = None  # type: ignore[assignment]  # no Google API errors to recognise
     if api is not None and isinstance(
         exc, (api.TooManyRequests, api.ResourceExhausted, api.ServiceUnavailable, api.DeadlineExceeded, api.GatewayTimeout)
     ):

@@ -156,7 +156,7 @@ class AgentEngineAgent:
             if self.agent is None:
                 from vertexai import agent_engines
 
-                self.agent = agent_engines.get(self.resource_name)
+                self.agent = agent_engines.get(str(self.resource_name))  # one of the agent and its name is given
                 self.operation = self._pick_operation(self._operation_request)
             if not _is_deployed(self.agent) and callable(getattr(self.agent, "set_up", None)):
                 attrs = getattr(self.agent, "_tmpl_attrs", None)
@@ -345,7 +345,7 @@ class AgentEngineAgent:
 
     def partial_output(self, request: AgentRequest) -> AgentOutput | None:
         """What a timed-out streaming run had produced (ADK events received so far)."""
-        events = list(self._progress.pop((request.session_id, request.turn), None) or [])
+        events = list(self._progress.pop((request.session_id, request.turn), []) or [])
         if events and any(map(is_adk_event, events)):
             return output_from_events(events, self.name, strict=False)
         return None

@@ -106,7 +106,7 @@ class FunctionAgent:
         target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else getattr(fn, "__call__", fn)  # noqa: B004 (the method, not a test)
         self._is_async = inspect.iscoroutinefunction(target)
         try:
-            params = inspect.signature(fn).parameters
+            params: Mapping[str, inspect.Parameter] = inspect.signature(fn).parameters
         except (TypeError, ValueError):
             params = {}
         takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())

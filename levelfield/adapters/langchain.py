@@ -167,14 +167,14 @@ class LangChainAgent:
         if self._mode == "messages":
             if history and self._has_checkpointer():
                 # Later turns of a threaded conversation: the checkpoint already holds them.
-                state = await self.runnable.aget_state(config)
+                state = await self.runnable.aget_state(config)  # type: ignore[attr-defined]  # a compiled graph: it has a checkpointer
                 if (getattr(state, "values", None) or {}).get("messages"):
                     history = []
-            return self._with_state({self._key: [*history, prompt]}, request)
+            return self._with_state({str(self._key): [*history, prompt]}, request)  # messages mode: a key
         if self._mode == "model":
             return [*history, prompt]
         if self._mode == "dict":
-            payload: dict[str, Any] = {self._key: request.prompt}
+            payload: dict[str, Any] = {str(self._key): request.prompt}  # dict mode: a key
             if self._history_key:
                 payload[self._history_key] = history
             return self._with_state(payload, request)
@@ -282,7 +282,7 @@ class LangChainAgent:
         config = self._config(request, recorder)
         try:
             payload = await self._payload(request, config)
-            result = await self.runnable.ainvoke(payload, config)
+            result = await self.runnable.ainvoke(payload, config)  # type: ignore[arg-type]  # a RunnableConfig, built as a dict
         except asyncio.CancelledError:
             # Timed out: the runner asks partial_output() for what the run had done.
             raise

@@ -21,7 +21,7 @@ from typing import Any
 
 from .._core.data.protocol import AgentRequest
 from .._core.data.types import AgentOutput, Usage
-from .._core.errors import AgentOutputError, MissingExtraError
+from .._core.errors import AgentOutputError, ConfigError, MissingExtraError
 from .function import FunctionAgent, output_from_value
 
 __all__ = ["TracedAgent", "SpanRouter"]
@@ -99,7 +99,9 @@ def _global_provider() -> Any:
         trace.set_tracer_provider(sdk_trace.TracerProvider())
         provider = trace.get_tracer_provider()
     if not hasattr(provider, "add_span_processor"):
-        raise MissingExtraError(
+        # Not a missing package: another library installed a provider of its own, which OpenTelemetry
+        # does not let us replace. A configuration the caller fixes by naming the provider.
+        raise ConfigError(
             f"the global TracerProvider ({type(provider).__name__}) cannot take a span processor; "
             "pass tracer_provider=opentelemetry.sdk.trace.TracerProvider() to TracedAgent"
         )

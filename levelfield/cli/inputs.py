@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .arguments import UsageError, judge_of, model_spec
 
 if TYPE_CHECKING:
+    from .._core.data.protocol import AgentRunnable
     from .._core.stats.config import StatsConfig
 
 __all__ = ["some_cases", "simulator_of", "run_config", "executor_of", "load_inputs", "refuse_unscorable",
@@ -115,7 +116,7 @@ def load_inputs(args: argparse.Namespace, specs: Sequence[tuple[str | None, str]
     metrics = metrics_of(args)
     refuse_unscorable(args, dataset, metrics)
     check_fail_under(args, metrics)
-    agents = []
+    agents: list[AgentRunnable] = []
     ship = getattr(args, "executor", "local") != "local"
     for name, spec in specs:
         try:

@@ -1,6 +1,6 @@
 """The ``levelfield`` command: builds the parser from each command's module and runs the one asked for.
 
-Commands: demo, eval, compare, report, plan, view, watch, serve (from the A2A adapter), a2a-check,
+Commands: demo, eval, compare, report, plan, view, watch, serve, a2a-check,
 judge-check; each module under ``levelfield/cli/`` declares its command (``add_parser``) and runs it.
 
 Exit codes: 0 done; 1 a ``--fail-under`` threshold was missed, ``--fail-if-worse`` found a
@@ -21,9 +21,9 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from . import a2a_check, compare, demo, judge_check, limits, plan, report, view, watch
+from . import a2a_check, compare, demo, judge_check, limits, plan, report, serve, view, watch
 from . import eval as eval_command
-from .arguments import UsageError, http_url, port
+from .arguments import UsageError
 from .interrupt import RUNS_AGENTS, interrupted_note, terminate_as_interrupt
 
 __all__ = ["main", "build_parser"]
@@ -32,15 +32,11 @@ __all__ = ["main", "build_parser"]
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand (each command module's packages load only when it runs)."""
     from .. import __version__
-    from ..adapters.a2a.server import add_serve_command  # light: imports a2a only when serving
 
     parser = argparse.ArgumentParser(prog="levelfield", description="Evaluate AI agents on a level field.")
     parser.add_argument("--version", action="version", version=f"levelfield {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (demo, eval_command, compare, report, plan, view, watch):
-        command.add_parser(sub)
-    add_serve_command(sub, port_reader=port, url_reader=http_url)  # the A2A adapter's command
-    for command in (a2a_check, judge_check, limits):
+    for command in (demo, eval_command, compare, report, plan, view, watch, serve, a2a_check, judge_check, limits):
         command.add_parser(sub)
     return parser
 

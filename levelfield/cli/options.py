@@ -60,7 +60,7 @@ def add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_r
                    help=f"seconds per attempt, or 'none' (default {d.timeout:g})")
     p.add_argument("--max-response", type=response_size, default=d.max_response_bytes, metavar="SIZE",
                    help="the largest answer a remote (A2A) agent may send, e.g. 64MB, or 'none'; a larger one "
-                        f"fails the run as response_too_large (default {d.max_response_bytes >> 20}MB)")
+                        f"fails the run as response_too_large (default {(d.max_response_bytes or 0) >> 20}MB)")
     p.add_argument("--retries", type=whole(0), default=d.retries,
                    help=f"retries of errors an adapter marks transient (default {d.retries})")
     p.add_argument("--no-a2a-preflight", dest="a2a_preflight", action="store_false",

@@ -169,7 +169,7 @@ class Comparison:
 
     @property
     def limits(self) -> list[Any]:
-        """What each endpoint's limit did during the runs (``levelfield._core.run.limit_stats.LimitStats``):
+        """What each endpoint's limit did during the runs (a ``LimitStats`` per endpoint):
         the concurrency it ran at, rate-limited answers, time waiting on limits; empty when loaded."""
         for result in self.results.values():
             if getattr(result, "limits", None):
@@ -302,7 +302,7 @@ class Comparison:
     def noise(self, metric: str | None = None) -> pd.DataFrame:
         """Where each agent's noise comes from, per metric: the variance between cases, between
         trials (the agent's own nondeterminism) and between judge samples, with intervals, each
-        source's share, and in words which to increase (see ``levelfield._core.stats.components``).
+        source's share, and in words which to increase (``lf.stats.split_variance`` on your own numbers).
 
         A source without replicates (one trial; an unjudged metric) is NaN and its variance stays
         inside the cases' component.
@@ -383,15 +383,15 @@ class Comparison:
         ``wins``/``ties``/``losses`` (cases A scored higher/equal/lower), ``significant``
         (``p_holm`` below 1 − confidence), ``p_min``, ``in_family`` and ``mde``.
 
-        The family of comparisons is Tarone's (Biometrics 1990; :func:`levelfield._core.stats.inference.tarone_family`):
+        The family of comparisons is Tarone's (Biometrics 1990; ``lf.stats.tarone_family``):
         a pair whose smallest achievable p-value (``p_min``: every differing case going one way)
         could not reach significance is left out (``in_family`` False, ``p_holm`` NaN) — two
         identical agents never count against the others. Holm's step-down runs over the pairs left
         in. Each interval inverts the pair's own test at the level Holm decided it at
-        (``ci_level``; :func:`levelfield._core.stats.inference.family_levels`), so an interval
+        (``ci_level``; ``lf.stats.family_levels``), so an interval
         leaves out 0 exactly when the pair is significant. ``mde``: the smallest difference these
         cases could detect with 80% power at that level, to read next to a non-significant
-        result (:func:`levelfield._core.stats.paired.detectable_difference`).
+        result.
 
         Args:
             metric: A metric of this comparison (``cmp.metric_names``).

@@ -14,7 +14,7 @@ __all__ = ["LocalExecutor"]
 
 
 class LocalExecutor:
-    """Runs every agent in this process with ``levelfield._core.run.runner`` (concurrency, timeouts, retries, trials)."""
+    """Runs every agent in this process, under the run options (concurrency, timeouts, retries, trials)."""
 
     name = "local"
 
@@ -31,7 +31,7 @@ class LocalExecutor:
         done: Mapping[tuple[str, str, int], AgentRun] | None = None,
         run_scenario: PlayScenario | None = None,
     ) -> dict[str, list[AgentRun]]:
-        """Every agent on every case and trial, as :func:`levelfield._core.run.runner.run_agents`."""
+        """Every agent on every case and trial; the runs finished by now (``done``) are not run again."""
         return await run_agents(dataset, agents, config, on_run=on_run, done=done, run_scenario=run_scenario)
 
     def __repr__(self) -> str:

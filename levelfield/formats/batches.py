@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._core.data.lines import LineBlocks
 from .._core.data.rows import too_deep_message
 from .._core.errors import DatasetError, MissingExtraError
 from .._core.results.tables import CSV_OPTIONS, spreadsheet_safe
@@ -72,7 +73,7 @@ class _JsonlBatch:
 
     def rows(self) -> list[Mapping[str, Any]]:
         loads = _loads()
-        out = []
+        out: list[Mapping[str, Any]] = []
         lines: list[int] | None = None
         for n, line in enumerate(self.data.split(b"\n"), self.first_line):
             if not line.strip():
@@ -122,7 +123,7 @@ class _ParquetBatch:
     def rows(self) -> list[Mapping[str, Any]]:
         from .arrow import table_rows
 
-        return table_rows(self._table())  # as load_dataset reads them: no null-filled struct keys
+        return list(table_rows(self._table()))  # as load_dataset reads them: no null-filled struct keys
 
     def where(self, i: int) -> str:
         return f"{os.path.basename(self.path)} row {self.start + i + 1}"
@@ -154,7 +155,7 @@ class _ArrowTableBatch:
     def rows(self) -> list[Mapping[str, Any]]:
         from .arrow import table_rows
 
-        return table_rows(self.table)
+        return list(table_rows(self.table))
 
     def where(self, i: int) -> str:
         return f"{self.label} row {self.start + i + 1}"
@@ -220,22 +221,14 @@ def _jsonl_batches(path: Path, batch_rows: int) -> Iterator[_JsonlBatch]:
         lines_in_head = head.count(b"\n") or 1
         chunk = max(1 << 10, int(len(head) / lines_in_head * batch_rows))
         f.seek(0)
-        line, start, rest = 1, 0, b""
-        while True:
-            block = f.read(chunk)
-            if not block:
-                break
-            data = rest + block
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                rest = data
-                continue
-            piece, rest = data[: cut + 1], data[cut + 1 :]
+        line, start = 1, 0
+        pieces = LineBlocks(f, chunk)
+        for piece in pieces:
             yield _JsonlBatch(str(path), piece, line, start)
             line += piece.count(b"\n")
             start += _rows_in(piece)
-        if rest.strip():
-            yield _JsonlBatch(str(path), rest, line, start)
+        if pieces.rest.strip():  # a last line without its newline
+            yield _JsonlBatch(str(path), pieces.rest, line, start)
     del size
 
 

@@ -364,7 +364,7 @@ def _deferred_jsonl(path: Path, label: str) -> EvalDataset:
     return dataset.remember_source(path, unchanged=lambda: _stamp(path) == stamp)
 
 
-def deferred_dataset_from(dataset: EvalDataset, chunks: Callable[[], Iterable[Sequence[tuple[Any, str]]]],
+def deferred_dataset_from(dataset: EvalDataset, chunks: Callable[[], Iterable[Sequence[tuple[Any, ...]]]],
                           finish: Callable[[EvalCase], None] | None = None) -> EvalDataset:
     """``dataset`` (deferred, checked) making its cases from ``chunks()`` when first asked, each
     completed by ``finish``."""

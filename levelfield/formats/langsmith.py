@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from .._core.data.token_counts import counted_usage
 from .spans import (
     AGENT,
     LLM,
@@ -123,9 +124,8 @@ def spans_from_run(run: Any) -> tuple[str, list[Span]]:
         elif kind == RETRIEVER:
             span.documents = documents_of(span.outputs) or []
         elif kind == LLM:
-            span.input_tokens = int(raw.get("prompt_tokens") or 0)
-            span.output_tokens = int(raw.get("completion_tokens") or 0)
-            span.total_tokens = int(raw.get("total_tokens") or 0)
+            span.usage = counted_usage(int(raw.get("prompt_tokens") or 0), int(raw.get("completion_tokens") or 0),
+                                       int(raw.get("total_tokens") or 0))
         elif kind == AGENT:
             span.agent_name = name
         spans.append(span)

@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .._core.data.token_counts import counted_usage
 from .spans import (
     AGENT,
     LLM,
@@ -108,12 +109,10 @@ def classify_attributes(span: Span, attributes: Mapping[str, Any], where: str) -
     elif span.kind == LLM:
         usage = _attr(attributes, "mlflow.chat.tokenUsage", where)
         if isinstance(usage, Mapping):
-            span.input_tokens = int(usage.get("input_tokens") or 0)
-            span.output_tokens = int(usage.get("output_tokens") or 0)
-            span.total_tokens = int(usage.get("total_tokens") or 0)
             # MLflow's input_tokens counts cache reads and writes (its autologgers add Anthropic's back).
-            span.cache_read_tokens = count_of(usage, "cache_read_input_tokens")
-            span.cache_write_tokens = count_of(usage, "cache_creation_input_tokens")
+            span.usage = counted_usage(
+                int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0), int(usage.get("total_tokens") or 0),
+                cache_read=count_of(usage, "cache_read_input_tokens"), cache_write=count_of(usage, "cache_creation_input_tokens"))
     return span
 
 

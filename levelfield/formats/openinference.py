@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .._core.data.token_counts import counted_usage
 from .spans import AGENT, LLM, OTHER, RETRIEVER, TOOL, Span, count_of, parse_json
 
 __all__ = ["SPAN_KIND", "classify", "documents_from_attributes"]
@@ -68,15 +69,14 @@ def classify(span: Span, attrs: Mapping[str, Any]) -> Span:
     elif kind == RETRIEVER:
         span.documents = documents_from_attributes(attrs)
     elif kind == LLM:
-        span.input_tokens = int(attrs.get("llm.token_count.prompt") or 0)
-        span.output_tokens = int(attrs.get("llm.token_count.completion") or 0)
-        span.total_tokens = int(attrs.get("llm.token_count.total") or 0)
         # Parts of the prompt and completion counts.
-        span.cache_read_tokens = count_of(attrs, "llm.token_count.prompt_details.cache_read")
-        span.cache_write_tokens = count_of(attrs, "llm.token_count.prompt_details.cache_write")
-        span.reasoning_tokens = count_of(attrs, "llm.token_count.completion_details.reasoning")
-        model = attrs.get("llm.model_name")
-        span.model = str(model) if model else None
+        span.usage = counted_usage(
+            int(attrs.get("llm.token_count.prompt") or 0), int(attrs.get("llm.token_count.completion") or 0),
+            int(attrs.get("llm.token_count.total") or 0),
+            cache_read=count_of(attrs, "llm.token_count.prompt_details.cache_read"),
+            cache_write=count_of(attrs, "llm.token_count.prompt_details.cache_write"),
+            reasoning=count_of(attrs, "llm.token_count.completion_details.reasoning"),
+            model=attrs.get("llm.model_name"))
         span.extra["requested"] = _requested_calls(attrs)
     return span
 

@@ -16,6 +16,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .._core.data.token_counts import counted_usage
 from . import openinference
 from .spans import (
     AGENT,
@@ -126,15 +127,13 @@ def _genai_classify(span: Span, attrs: Mapping[str, Any], op: Any) -> Span:
         span.kind = LLM
         span.inputs = attrs.get("gen_ai.input.messages")
         span.outputs = attrs.get("gen_ai.output.messages")
-        span.input_tokens = int(attrs.get("gen_ai.usage.input_tokens") or 0)
-        span.output_tokens = int(attrs.get("gen_ai.usage.output_tokens") or 0)
         # The GenAI conventions' parts, each included in its total (older spellings after the current one).
-        span.cache_read_tokens = count_of(attrs, "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens")
-        span.cache_write_tokens = count_of(attrs, "gen_ai.usage.cache_creation.input_tokens",
-                                         "gen_ai.usage.cache_creation_input_tokens")
-        span.reasoning_tokens = count_of(attrs, "gen_ai.usage.reasoning.output_tokens")
-        model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
-        span.model = str(model) if model else None
+        span.usage = counted_usage(
+            int(attrs.get("gen_ai.usage.input_tokens") or 0), int(attrs.get("gen_ai.usage.output_tokens") or 0),
+            cache_read=count_of(attrs, "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens"),
+            cache_write=count_of(attrs, "gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens"),
+            reasoning=count_of(attrs, "gen_ai.usage.reasoning.output_tokens"),
+            model=attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model"))
         span.extra["requested"] = _requested_calls(span.outputs)
     elif op in _RETRIEVAL_OPERATIONS:
         span.kind = RETRIEVER
@@ -209,7 +208,7 @@ def _span_from_json(raw: Mapping[str, Any], index: int, keep: frozenset[str] = f
 
     attrs = _attributes(raw.get("attributes"))
     status = raw.get("status") or {}
-    events = [(e.get("name"), _attributes(e.get("attributes"))) for e in raw.get("events") or [] if isinstance(e, Mapping)]
+    events = [(str(e.get("name")), _attributes(e.get("attributes"))) for e in raw.get("events") or [] if isinstance(e, Mapping)]
     span = Span(
         trace_id=trace_id,
         span_id=span_id,
@@ -251,11 +250,12 @@ def spans_from_otlp(data: Mapping[str, Any], *, keep: frozenset[str] = frozenset
                 try:
                     yield _span_from_json(raw, index, keep, shared)
                 except TraceError as exc:
-                    exc.trace_id = hex_id(raw.get("traceId", raw.get("trace_id")), 32) if isinstance(raw, Mapping) else None
+                    exc.trace_id = hex_id(  # type: ignore[attr-defined]  # the trace it spoils, read by _group
+raw.get("traceId", raw.get("trace_id")), 32) if isinstance(raw, Mapping) else None
                     yield exc
                 except Exception as exc:  # a span of the wrong shape must not lose the other traces
                     err = TraceError(f"OTLP span #{index + 1}: cannot be read ({type(exc).__name__}: {exc})")
-                    err.trace_id = hex_id(raw.get("traceId"), 32) if isinstance(raw, Mapping) else None
+                    err.trace_id = hex_id(raw.get("traceId"), 32) if isinstance(raw, Mapping) else None  # type: ignore[attr-defined]
                     yield err
                 index += 1
 
@@ -299,8 +299,8 @@ def _group(spans: Iterable[Span | TraceError]) -> list[dict[str, Any]]:
             rows.append(row_from_spans(trace_id, members))
         except TraceError as exc:
             rows.append(failed_row(trace_id, exc, i))
-    for j, exc in enumerate(unknown):
-        rows.append(failed_row(None, exc, len(traces) + j))
+    for j, unread in enumerate(unknown):
+        rows.append(failed_row(None, unread, len(traces) + j))
     return rows
 
 
@@ -393,8 +393,8 @@ def export_scores(result: Any, exporter: Any, *, service_name: str = "levelfield
                 score = scores.get(name) if isinstance(scores, Mapping) else None
                 value = getattr(score, "value", math.nan)
                 event = {"gen_ai.evaluation.name": name, "gen_ai.evaluation.score.value": float(value)}
-                if getattr(score, "explanation", None):
-                    event["gen_ai.evaluation.explanation"] = str(score.explanation)
+                if explanation := getattr(score, "explanation", None):
+                    event["gen_ai.evaluation.explanation"] = str(explanation)
                 if math.isnan(float(value)):
                     event["error.type"] = "run_failed" if run.failure else "not_computable"
                 if span_id:

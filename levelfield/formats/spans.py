@@ -38,7 +38,7 @@ __all__ = [
 try:  # orjson parses trace JSON (attributes are JSON inside JSON) several times faster
     from orjson import loads as json_loads
 except ImportError:  # pragma: no cover - orjson is optional
-    json_loads = json.loads
+    json_loads = json.loads  # type: ignore[assignment]  # the standard library's, which takes the same text
 
 TOOL, AGENT, RETRIEVER, LLM, OTHER = "tool", "agent", "retriever", "llm", "other"
 
@@ -66,15 +66,9 @@ class Span:
     agent_name: str | None = None
     documents: list[dict[str, Any]] | None = None
     """For retriever spans: the documents returned, as ``{content, doc_uri}``."""
-    input_tokens: int = 0
-    """For model spans: every prompt token, cached ones included (what each format means is read into that)."""
-    output_tokens: int = 0
-    total_tokens: int = 0
-    cache_read_tokens: int | None = None
-    cache_write_tokens: int | None = None
-    reasoning_tokens: int | None = None
-    model: str | None = None
-    """For model spans: the model that answered, when the span names it."""
+    usage: Usage | None = None
+    """For model spans: the tokens spent, in levelfield's meaning (what each format means is read into
+    it by :func:`~levelfield._core.data.token_counts.counted_usage`), and the model when the span names it."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -209,8 +203,9 @@ _ROLES = {"human": "user", "ai": "assistant", "model": "assistant"}
 def _messages(value: list[Any]) -> list[dict[str, str]] | None:
     if len(value) == 1 and isinstance(value[0], list) and value[0] and not isinstance(value[0][0], str):
         value = value[0]  # LangChain batches: [[message, ...]]
-    found = [_message(m) for m in value]
-    if not found or any(f is None for f in found):
+    read = [_message(m) for m in value]
+    found = [f for f in read if f is not None]
+    if not found or len(found) < len(read):
         return None
     users = [i for i, (role, _) in enumerate(found) if role == "user"]
     if not users:
@@ -386,8 +381,7 @@ def row_from_spans(trace_id: str, spans: Sequence[Span], *, check: bool = True) 
     if llms:
         usage: Usage | None = None
         for s in llms:
-            spent = counted_usage(s.input_tokens, s.output_tokens, s.total_tokens, cache_read=s.cache_read_tokens,
-                                  cache_write=s.cache_write_tokens, reasoning=s.reasoning_tokens, model=s.model)
+            spent = s.usage or counted_usage(0, 0)  # a model span that reported nothing counts as nothing spent
             usage = spent + usage if usage is not None else spent
         if usage is not None and (usage.input_tokens or usage.output_tokens or usage.total_tokens):
             row["usage"] = usage.model_dump(exclude_none=True)

@@ -73,7 +73,7 @@ def trace_rows(traces: Any) -> list[dict[str, Any]]:
         if kind == "unknown":
             rows.append(failed_row(None, TraceError(f"trace {i + 1}: {_unknown(item)}"), i))
         elif kind == "broken":
-            text = item.decode("utf-8", "replace") if isinstance(item, bytes) else item
+            text = item.decode("utf-8", "replace") if isinstance(item, bytes) else str(item)  # a line: bytes or text
             try:
                 json.loads(text)
             except json.JSONDecodeError as exc:

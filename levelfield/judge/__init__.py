@@ -15,7 +15,7 @@ format expected, ``<metric>/unreadable_answer`` keeps the answer, and it is not 
 run asks again); ``evaluate``/``compare`` warn when it is most rows of a metric
 (``lf.JudgeAnswersUnreadableWarning``). docs/judges.md shows each format.
 
-The package sits above ``levelfield._core`` and talks to it only through public names; core never
+The package sits above levelfield's private core and talks to it only through public names; core never
 imports it. Its modules, each used by the next through its public names:
 
 - ``client``: :class:`Judge` (the model, its concurrency limit, retries, timeout); ``model_identity``: what

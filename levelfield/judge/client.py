@@ -213,8 +213,8 @@ class Judge:
 
     Give one ``Judge`` to several metrics to share one limit; metrics given the same model
     object with the same settings share one automatically. ``max_concurrency`` is the ceiling:
-    with ``adaptive`` (the default) the calls in flight follow the provider's rate limits (see
-    ``levelfield._core.run.limits``); ``requests_per_minute`` / ``tokens_per_minute`` bound the rate.
+    with ``adaptive`` (the default) the calls in flight follow the provider's rate limits, as an
+    agent's do (``RunConfig.adaptive``); ``requests_per_minute`` / ``tokens_per_minute`` bound the rate.
     ``structured_output``: None uses the model's ``with_structured_output`` when it has one and
     parses text otherwise; True or False forces one way.
     """
@@ -282,8 +282,8 @@ class Judge:
     def _limit(self) -> limits.EndpointLimit:
         """The limit of this judge's calls: the evaluation's (shared with other judges of the model, and
         reported with the agents'), else this judge's own; one per event loop."""
-        settings = {"adaptive": self.adaptive, "requests_per_minute": self.requests_per_minute,
-                    "tokens_per_minute": self.tokens_per_minute}
+        settings: dict[str, Any] = {"adaptive": self.adaptive, "requests_per_minute": self.requests_per_minute,
+                                    "tokens_per_minute": self.tokens_per_minute}
         registry = endpoints.current()
         if registry is not None:
             return registry.for_service("judge", self.endpoint, self.max_concurrency, **settings)

@@ -156,7 +156,7 @@ class JudgedMetric:
         self,
         prompts: Sequence[str],
         schema: dict[str, Any],
-        read: Callable[[JudgeReply], Reading | None],
+        read: Callable[[JudgeReply], Reading | bool | None],
         judge: Judge | None = None,
     ) -> list[JudgeReply]:
         """One reply per prompt (one prompt per sample); ``read(reply)`` decides which answers are worth caching.
@@ -165,6 +165,7 @@ class JudgedMetric:
         if self.judge is None:
             self.use_default_judge(None)  # raises: says how to give a judge
         asked = judge or self.judge
+        assert asked is not None  # use_default_judge gave one, or raised
         # Each sample is its own cache entry, so a re-run replays all n answers.
         return list(
             await asyncio.gather(
@@ -308,7 +309,7 @@ class PointwiseMetric(JudgedMetric, Metric):
             binary = self.scores is not None and len(set(self.scores.values())) <= 2
             aggregation = "majority" if binary else "mean"
         self.aggregation = aggregation
-        self.requires = required_fields(self.metric_prompt_template.input_variables)
+        self.requires = required_fields(self.metric_prompt_template.input_variables)  # type: ignore[misc]  # per instance: its template decides
         choices = list(self.scores) if self.scores is not None else None
         self._schema = answer_schema("score", choices, "A rating of the agent's work by the rubric.")
         self._answer_format = answer_format("score", choices)

@@ -77,7 +77,7 @@ def resolve_panel(judges: Any, *, metric: str, judge: Any, **settings: Any) -> t
         raise MetricError(f"{owner}: judges= must be a list of judges or {{name: judge}}, got {type(judges).__name__}; "
                           f"for one judge use judge=; {_HOW}")
     else:
-        items = [(None, value) for value in judges]
+        items = [(None, value) for value in judges]  # type: ignore[misc]  # unnamed: each judge's own name is used
     if not items:
         raise MetricError(f"{owner}: judges= is empty; {_HOW}, or judge= for one judge")
     resolved: list[tuple[str, Judge]] = []

@@ -59,9 +59,9 @@ def judge_details(judge: Any) -> dict[str, Any]:
     except ValueError:
         settings = {"identity": identity}
     if isinstance(settings, dict):
-        own = settings.get("settings") if isinstance(settings.get("settings"), dict) else {}
+        own = found if isinstance(found := settings.get("settings"), dict) else {}
         own = {k: v for k, v in own.items() if k not in _HOW_IT_CALLS and not _SECRET.search(k)}
-        params = settings.get("params") if isinstance(settings.get("params"), dict) else {}
+        params = given if isinstance(given := settings.get("params"), dict) else {}
         # The model's identifying params mostly repeat its settings: keep only what they add.
         params = {k: v for k, v in params.items() if k not in _HOW_IT_CALLS and own.get(k, object()) != v}
         settings = {**settings, "settings": own, "params": params}
@@ -152,6 +152,7 @@ def rubrics_text(metric: Any) -> str | None:
 def judged_details(metric: Any) -> dict[str, Any]:
     """Everything a judged metric says of its evaluator: its judge, prompt and rubric hashes, samples."""
     panel = getattr(metric, "panel", None) or ()
+    out: dict[str, Any]
     if panel:  # a panel is every judge in it, by the name its columns carry
         members = {p.name: judge_details(p.judge) for p in panel}
         out = {"judge_model": "panel of " + ", ".join(members),

@@ -217,6 +217,7 @@ class GeneralQuality(adk.RubricJudged):
                 return given, None, None
             if self.judge is None:
                 self.use_default_judge(None)  # raises: says how to give a judge
+            assert self.judge is not None
             reply = await self.judge.ask(
                 self.generation_prompt(ctx),
                 _TEXT_ONLY,

@@ -264,24 +264,24 @@ def _robustness_section(cmp: Comparison) -> str:
                    f'held up when they were never tested):</p><ul class="verdict">{items}</ul>')
     kinds = found.fault_kinds
     if len(kinds):
-        items = []
+        kind_items: list[str] = []
         for agent, group in kinds.groupby("agent", sort=False):
             met = ", ".join(f"{_esc(k.kind)} {_fmt(k.drop)} ({k.runs} run{'s' if k.runs != 1 else ''})"
                             for k in group.itertuples())
-            items.append(f"<li><b>{_esc(agent)}</b>: {met}</li>")
+            kind_items.append(f"<li><b>{_esc(agent)}</b>: {met}</li>")
         out.append(f'<p class="muted">Fault kinds met, with the mean drop on {_esc(kinds.attrs.get("metric", ""))} of '
-                   f'the runs that met each (a run can meet several):</p><ul class="verdict">{"".join(items)}</ul>')
+                   f'the runs that met each (a run can meet several):</p><ul class="verdict">{"".join(kind_items)}</ul>')
     if len(found.consistency):
-        items = []
+        consistent: list[str] = []
         from ..comparison._robustness import consistency_parts
 
         for c in found.consistency.itertuples():
             parts = [_esc(part) for part in consistency_parts(c)]
             if parts:
-                items.append(f"<li><b>{_esc(c.agent)}</b> over {c.trials} clean trials: {'; '.join(parts)}</li>")
-        if items:
+                consistent.append(f"<li><b>{_esc(c.agent)}</b> over {c.trials} clean trials: {'; '.join(parts)}</li>")
+        if consistent:
             out.append(f'<p class="muted">Consistency ({found.confidence:.0%} exact intervals):</p>'
-                       f'<ul class="verdict">{"".join(items)}</ul>')
+                       f'<ul class="verdict">{"".join(consistent)}</ul>')
     out.append("</section>")
     return "".join(out)
 

@@ -3,7 +3,7 @@
 ``UserSimulator(model)`` plays the user with any LangChain chat model; ``lf.testing.ScriptedUser``
 plays it by rules, offline and deterministic. ``TaskSuccess(judge=...)`` judges whether the
 conversation reached the scenario's goal; ``"turns_used"`` counts the turns the agent took.
-The conversation loop itself (turns, replay, simulator faults) is ``levelfield._core.run.conversation``.
+The conversation loop itself (turns, replay, simulator faults) is the run engine's, the one every case goes through.
 """
 
 from __future__ import annotations

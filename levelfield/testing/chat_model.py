@@ -85,7 +85,7 @@ def tool_outputs_by_turn(messages: Sequence[BaseMessage]) -> list[list[str]]:
     turns: list[list[str]] = []
     for message in messages[start:]:
         if isinstance(message, AIMessage) and message.tool_calls:
-            turns.append([results[c["id"]] for c in message.tool_calls if c.get("id") in results])
+            turns.append([results[str(c["id"])] for c in message.tool_calls if c.get("id") in results])
     return turns
 
 
@@ -174,7 +174,7 @@ class ScriptedChatModel(BaseChatModel):
         if message.usage_metadata is None:
             input_tokens = sum(count_tokens(_message_text(m)) for m in messages)
             output_tokens = count_tokens(_message_text(message))
-            message.usage_metadata = {
+            message.usage_metadata = {  # type: ignore[assignment]  # LangChain's UsageMetadata is this TypedDict
                 "input_tokens": input_tokens,
                 "output_tokens": output_tokens,
                 "total_tokens": input_tokens + output_tokens,

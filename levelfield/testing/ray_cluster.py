@@ -148,7 +148,7 @@ class LocalRayCluster:
         raise RuntimeError(f"the Ray head did not start in {_START_SECONDS:.0f} s:\n{_tail(node.log)}")
 
     def _alive_ids(self) -> list[str]:
-        from ray._raylet import GcsClient
+        from ray._raylet import GcsClient  # type: ignore[attr-defined]  # a compiled module mypy cannot read
 
         client = GcsClient(address=self.address)
         return [info.node_id.hex() for info in client.get_all_node_info(timeout=10).values()
@@ -216,7 +216,7 @@ def token_auth_here(on: bool = True) -> None:
     else:
         os.environ.pop("RAY_AUTH_MODE", None)
     try:
-        from ray._raylet import Config
+        from ray._raylet import Config  # type: ignore[attr-defined]  # a compiled module mypy cannot read
     except ImportError:  # pragma: no cover - a Ray without token auth
         return
     Config.initialize("")  # Ray reads the mode once per process; read it again

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Mapping
 from typing import Any
 
 from .._core.data.protocol import AgentRequest
@@ -110,7 +111,7 @@ def _level_function(agent: Any, inner: Any, leveller: Leveller) -> tuple[Any, di
     from .intercept_function import levelled_functions
 
     try:
-        params = inspect.signature(inner.fn).parameters
+        params: Mapping[str, inspect.Parameter] = inspect.signature(inner.fn).parameters
     except (TypeError, ValueError):
         params = {}
     param = params.get("tools")
@@ -127,7 +128,7 @@ def _level_function(agent: Any, inner: Any, leveller: Leveller) -> tuple[Any, di
 def _function_names(tools: Any) -> list[str]:
     if isinstance(tools, dict):
         return [str(name) for name in tools]
-    return [getattr(fn, "tool_name", None) or getattr(fn, "__name__", "?") for fn in tools]
+    return [str(getattr(fn, "tool_name", None) or getattr(fn, "__name__", "?")) for fn in tools]
 
 
 def _level_template(inner: Any, how: dict[str, str]) -> None:

@@ -92,7 +92,7 @@ def _signature(spec: ToolSpec) -> inspect.Signature:
     required = set(spec.parameters.get("required") or [])
     params = []
     for name, schema in props.items():
-        annotation = _JSON_TYPES.get(schema.get("type") if isinstance(schema, Mapping) else None, Any)
+        annotation = _JSON_TYPES.get(str(schema.get("type")) if isinstance(schema, Mapping) else "", Any)
         default = inspect.Parameter.empty if name in required else (schema.get("default") if isinstance(schema, Mapping) else None)
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
     params.sort(key=lambda p: p.default is not inspect.Parameter.empty)

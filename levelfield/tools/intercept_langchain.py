@@ -61,11 +61,11 @@ def _subclass(cls: type) -> type:
 
         def run(self: Any, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
             _PENDING.set((self.name, _args_of(self, tool_input)))  # read by _run in the context run() copies
-            return cls.run(self, tool_input, *args, **kwargs)
+            return cls.run(self, tool_input, *args, **kwargs)  # type: ignore[attr-defined]  # cls: a BaseTool subclass
 
         async def arun(self: Any, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
             _PENDING.set((self.name, _args_of(self, tool_input)))
-            return await cls.arun(self, tool_input, *args, **kwargs)
+            return await cls.arun(self, tool_input, *args, **kwargs)  # type: ignore[attr-defined]
 
         from langchain_core.tools import BaseTool
 

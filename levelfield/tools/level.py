@@ -129,6 +129,7 @@ class Call:
                         f"tool {self.tool!r} with arguments {self.args!r} in case {case!r} is not in cassette "
                         f"{cassette.path}: record it (mode='record_missing') or give on_missing='live' or a "
                         "simulator")})
+                assert callable(policy)  # "live" and "error" answered above; the cassette checked the rest
                 return self._simulate(policy)
             self._claim = self.leveller._pending[self._key] = concurrent.futures.Future()
             self.event["source"] = "recorded"

@@ -81,7 +81,7 @@ def create_app(roots: Sequence[str | Path], *, token: str | None = None, allowed
 def _static(package: str, name: str, media: str) -> tuple[str, str]:
     if package == "report":
         return asset(name), media
-    return resources.files(__package__).joinpath("static", name).read_text(encoding="utf-8"), media
+    return resources.files(__package__).joinpath("static").joinpath(name).read_text(encoding="utf-8"), media
 
 
 # -- guarding every request ---------------------------------------------------------------------

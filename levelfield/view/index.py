@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .._core.data.dataset import EvalCase
+from .._core.data.lines import LineBlocks
 from .._core.data.types import AgentRun
 from .._core.errors import RecordError
 from .._core.results.provenance import evaluators_from_header
@@ -227,23 +228,13 @@ class RecordIndex(RunIndex):
         try:
             with self.path.open("rb") as f:
                 f.seek(self._read_to)
-                # Whole lines only, a block at a time: the part after the last newline is a line still being written.
-                rest = b""
-                while self._read_to + len(rest) < size:
-                    block = f.read(min(_BLOCK, size - self._read_to - len(rest)))
-                    if not block:
-                        break
-                    data = rest + block
-                    end = data.rfind(b"\n")
-                    if end < 0:
-                        rest = data
-                        continue
+                # Whole lines only: the part after the last newline is a line still being written.
+                for piece in LineBlocks(f, _BLOCK, limit=size - self._read_to):
                     start = self._read_to
-                    for line in data[: end + 1].split(b"\n")[:-1]:
+                    for line in piece.split(b"\n")[:-1]:
                         self._take(line, start)
                         start += len(line) + 1
-                    self._read_to += end + 1
-                    rest = data[end + 1:]
+                    self._read_to += len(piece)
         except OSError as exc:
             self.problem = f"{self.path}: cannot be read ({exc.strerror or exc})"
             return False
@@ -316,7 +307,7 @@ class RecordIndex(RunIndex):
         self._applies[i] = self._shared.setdefault(applies, applies)  # a few distinct sets among 100,000 cases
 
     def _run(self, data: dict[str, Any], offset: int) -> None:
-        run = data.get("run") if isinstance(data.get("run"), dict) else {}
+        run = found if isinstance(found := data.get("run"), dict) else {}
         case_id = str(data.get("case_id", run.get("case_id", "")))
         case = self._positions.get(case_id)
         if case is None:
@@ -325,7 +316,7 @@ class RecordIndex(RunIndex):
         if agent not in self.agents:
             self.agents.append(agent)
         try:
-            trial = int(data.get("trial", run.get("trial", 0)))
+            trial = int(data.get("trial", run.get("trial", 0)))  # type: ignore[arg-type]  # a bad one: the except below
         except (TypeError, ValueError):
             trial = 0
         scores = {}

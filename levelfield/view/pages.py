@@ -443,7 +443,7 @@ def reference_column(case: EvalCase) -> str:
     return "".join(parts)
 
 
-def _reference_body(reference: str | None, calls: Sequence[ToolCall] | None) -> str:
+def _reference_body(reference: str | int | float | None, calls: Sequence[ToolCall] | None) -> str:
     text = (f'<pre class="text">{long_text(reference)}</pre>' if reference is not None
             else '<p class="muted">no reference answer</p>')
     if calls is None:

@@ -53,7 +53,7 @@ class _Server:
 
         class Server(uvicorn.Server):
             @contextlib.contextmanager
-            def capture_signals(self):  # type: ignore[override]
+            def capture_signals(self):
                 yield
 
         return Server(config)
@@ -168,7 +168,7 @@ class Watcher:
         if self.out.exists() and not self.out.is_dir():
             raise ConfigError(f"out={str(self.out)!r} is a file: give a folder for the watch windows")
         self.out.mkdir(parents=True, exist_ok=True)
-        options = {"sample": self.sample, "trace_timeout": self.trace_timeout, "window": self.window}
+        options: dict[str, Any] = {"sample": self.sample, "trace_timeout": self.trace_timeout, "window": self.window}
         if self.sampler.rules:
             options["sample_rules"] = self.sampler.describe()
         self.windows = Windows(self.out, self.metrics, self.window, options)
@@ -419,6 +419,7 @@ class Watcher:
             await asyncio.sleep(0)  # let the last "journaled" callbacks run
             for source in self.sources:
                 source.close()
+            await self.spool.drain()  # requests taken before the stop reach the disk
             self.spool.close()
             self.write_status()
 
@@ -462,7 +463,7 @@ class Watcher:
         if self._mlflow[0] is not None:
             from .sources import MlflowSource
 
-            self.sources.append(MlflowSource(self, *self._mlflow))
+            self.sources.append(MlflowSource(self, self._mlflow[0], self._mlflow[1]))
 
     # -- running in a thread (Python API, tests) ------------------------------------------------
 

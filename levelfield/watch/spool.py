@@ -18,6 +18,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from .._core.errors import WriteError
 
@@ -59,7 +60,8 @@ class Spool:
         self._segments: dict[int, _Segment] = {}
         self._where: dict[str, set[int]] = {}  # trace id -> segments holding its spans
         self._current: _Segment | None = None
-        self._handle = None
+        self._handle: BinaryIO | None = None
+        self._flushing: set[asyncio.Task[None]] = set()  # held until done: the loop keeps only weak references
         self._pending: list[tuple[bytes, Iterable[str], asyncio.Future[int]]] = []
         self._lock: asyncio.Lock | None = None
         self._next = 1
@@ -72,8 +74,8 @@ class Spool:
         found = []
         for path in self.folder.glob("seg-*.bin"):
             try:
-                _, number, created = path.stem.split("-")
-                found.append((int(number), int(created) / 1000, path))
+                _, number_text, created_ms = path.stem.split("-")
+                found.append((int(number_text), int(created_ms) / 1000, path))
             except ValueError:
                 continue  # not ours
         for number, created, path in sorted(found):
@@ -144,8 +146,18 @@ class Spool:
         done: asyncio.Future[int] = loop.create_future()
         self._pending.append((_HEADER.pack(len(body), zlib.crc32(body), kind) + body, list(trace_ids), done))
         if len(self._pending) == 1:
-            loop.create_task(self._flush())
+            self._start_flush(loop)
         return await done
+
+    def _start_flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        task = loop.create_task(self._flush())
+        self._flushing.add(task)
+        task.add_done_callback(self._flushing.discard)
+
+    async def drain(self) -> None:
+        """Wait until every request appended so far is written (before :meth:`close`)."""
+        while self._flushing:
+            await asyncio.gather(*self._flushing, return_exceptions=True)
 
     async def _flush(self) -> None:
         if self._lock is None:
@@ -155,14 +167,14 @@ class Spool:
             if not batch:
                 return
             try:
-                seg = self._writable()
+                seg, handle = self._writable()
                 data = b"".join(frame for frame, _, _ in batch)
                 for _, ids, _ in batch:  # before any await: the segment must not be sealed and dropped as empty
                     self.hold(seg.number, ids)
-                self._handle.write(data)
-                self._handle.flush()
+                handle.write(data)
+                handle.flush()
                 if self.fsync:
-                    await asyncio.to_thread(os.fsync, self._handle.fileno())
+                    await asyncio.to_thread(os.fsync, handle.fileno())
                 seg.size += len(data)
             except OSError as exc:
                 error = WriteError(self._current.path if self._current else self.folder, exc, "cannot write the spool")
@@ -174,9 +186,10 @@ class Spool:
                 if not done.done():
                     done.set_result(seg.number)
         if self._pending:  # arrived while this batch was being written
-            asyncio.get_running_loop().create_task(self._flush())
+            self._start_flush(asyncio.get_running_loop())
 
-    def _writable(self) -> _Segment:
+    def _writable(self) -> tuple[_Segment, BinaryIO]:
+        """The segment written now and its open file (a new one when the last is full or old)."""
         seg = self._current
         if seg is not None and (seg.size >= self.segment_bytes or time.time() - seg.created >= self.segment_seconds):
             self._seal()
@@ -188,7 +201,8 @@ class Spool:
             path = self.folder / f"seg-{number:08d}-{int(created * 1000)}.bin"
             self._handle = path.open("ab")
             seg = self._current = self._segments[number] = _Segment(number, path, created)
-        return seg
+        assert self._handle is not None  # open while there is a current segment
+        return seg, self._handle
 
     def _seal(self) -> None:
         seg, self._current = self._current, None
@@ -207,5 +221,8 @@ class Spool:
             self._seal()
 
     def close(self) -> None:
-        """Seal the current segment (deleted when it holds nothing)."""
+        """Seal the current segment (deleted when it holds nothing). Writes still in flight are
+        cancelled: :meth:`drain` first to let them finish."""
+        for task in list(self._flushing):
+            task.cancel()
         self._seal()

@@ -64,7 +64,9 @@ def summarize(out: str | Path, *, worst: int = 5) -> WatchSummary:
     files = window_files(out)
     if not files:
         raise RecordError(f"{out}: no watch windows here (expected {out}/windows/*.jsonl written by levelfield watch)")
-    rows, metrics, last_cases = [], [], []
+    rows: list[Any] = []
+    metrics: list[str] = []
+    last_cases: list[Any] = []
     for path in files:
         record = read_record(path)
         metrics = metrics or [m["name"] for m in record.header.get("metrics") or []]

@@ -22,7 +22,8 @@ import levelfield as lf  # noqa: E402
 from levelfield._core.data.dataset import EvalCase, EvalDataset  # noqa: E402
 from levelfield._core.errors import AdapterError  # noqa: E402
 from levelfield.adapters import A2AAgent  # noqa: E402
-from levelfield.adapters.a2a.server import add_serve_command, start_server  # noqa: E402
+from levelfield.adapters.a2a.server import start_server  # noqa: E402
+from levelfield.cli.serve import add_parser as add_serve_command  # noqa: E402
 from samples.home_automation import DATASET  # noqa: E402
 from samples.home_automation.agents.function_agents import careful_agent  # noqa: E402
 
@@ -210,6 +211,19 @@ def test_serve_command_on_a_busy_port_exits_1_naming_the_port(capsys):
         args = _parser().parse_args(["serve", "samples.home_automation.agents.function_agents:careful_agent", "--port", str(port)])
         assert args.func(args) == 1
     assert f"127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_no_adapter_builds_a_command_line():
+    """Commands live in levelfield.cli (``serve`` in cli/serve.py); an adapter is what they call."""
+    import ast
+    from pathlib import Path
+
+    import levelfield.adapters as adapters
+
+    builders = [str(p.relative_to(Path(adapters.__file__).parent)) for p in Path(adapters.__file__).parent.rglob("*.py")
+                if any(isinstance(n, (ast.Import, ast.ImportFrom)) and "argparse" in ([a.name for a in n.names] if isinstance(n, ast.Import) else [n.module])
+                       for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))]
+    assert builders == []
 
 
 def test_levelfield_cli_has_the_serve_command():

@@ -154,3 +154,20 @@ def test_the_root_span_of_each_run_links_scores_back(provider):
     (span,) = sink.get_finished_spans()
     assert span.context.trace_id == root.context.trace_id and span.parent.span_id == root.context.span_id
     assert span.events[0].attributes["gen_ai.evaluation.score.value"] == 1.0
+
+
+def test_a_global_provider_that_takes_no_span_processor_is_named_with_the_fix(monkeypatch):
+    """Another library's global TracerProvider (one without ``add_span_processor``), which OpenTelemetry
+    does not let us replace: the user reads what to pass, not a TypeError from building the error."""
+    from opentelemetry import trace
+
+    class ForeignProvider:  # a provider of another SDK: gives tracers, takes no span processor
+        def get_tracer(self, *args, **kwargs):
+            return trace.NoOpTracer()
+
+    foreign = ForeignProvider()
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: foreign)
+    monkeypatch.setattr(trace, "set_tracer_provider", lambda provider: None)  # already set: OTel ignores it
+    agent = TracedAgent(lambda prompt: "ok", name="traced")
+    with pytest.raises(lf.ConfigError, match=r"ForeignProvider\) cannot take a span processor.*tracer_provider="):
+        agent.tracer_provider  # noqa: B018 (the property reads the global provider)

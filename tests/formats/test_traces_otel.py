@@ -304,3 +304,22 @@ def test_a_base64_id_that_starts_with_0x_is_decoded_not_stripped(raw):
     assert text.startswith("0x")
     assert hex_id(text, 32) == raw.hex()
     assert hex_id("0x" + raw.hex(), 32) == raw.hex() == hex_id(raw.hex().upper(), 32)
+
+
+def test_a_model_span_holds_its_tokens_as_a_usage_not_a_second_set_of_fields():
+    """One idea, one type: a span's token counts are a ``Usage`` (made by ``counted_usage``, as a run's
+    are), so the two never drift apart (a part capped at its total, the model named)."""
+    import dataclasses
+
+    from levelfield._core.data.types import Usage
+    from levelfield.formats.otel import spans_from_otlp
+
+    assert {f.name for f in dataclasses.fields(lf.formats.spans.Span)} & set(Usage.model_fields) == set()
+    raw = {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "chat",
+           "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                          {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "30"}},
+                          {"key": "gen_ai.usage.output_tokens", "value": {"intValue": "7"}},
+                          {"key": "gen_ai.usage.cache_read.input_tokens", "value": {"intValue": "45"}},
+                          {"key": "gen_ai.response.model", "value": {"stringValue": "gpt-x"}}]}
+    (span,) = spans_from_otlp({"resourceSpans": [{"scopeSpans": [{"spans": [raw]}]}]})
+    assert span.usage == Usage(input_tokens=30, output_tokens=7, total_tokens=37, cache_read_tokens=30, model="gpt-x")

@@ -265,6 +265,23 @@ def test_labels_name_the_agent_whose_answers_they_judge():
     assert m.labeled == 12 and (m.true_positives, m.true_negatives) == (6, 5)
 
 
+def test_judge_correction_reads_labels_as_certification_does():
+    """One reader of human labels (certification, judge correction, panels): an evaluation's judge correction keeps only
+    the rows of the agent evaluated, as certification does (another agent's labels judge other answers)."""
+    truth, says = truth_and_judge(6, 6, missed_fails=1)
+    mixed = [{"case_id": c, "agent": "mine", "human_label": v} for c, v in truth.items()]
+    mixed += [{"case_id": c, "agent": "other", "human_label": not v} for c, v in truth.items()]
+    result = lf.evaluate(rows_of(says), agent, metrics=[scripted_metric(says)], name="mine", progress=False,
+                         human_labels=pd.DataFrame(mixed))
+    correction = result.judge_corrections[METRIC]
+    assert correction.labeled == 12
+    assert (correction.sensitivity, correction.specificity) == (1.0, 5 / 6)  # the judge missed one fail of six
+    assert correction.human_rate == 0.5
+    with pytest.raises(ConfigError, match=r"the human labels are for agent\(s\) other, not 'mine'"):
+        lf.evaluate(rows_of(says), agent, metrics=[scripted_metric(says)], name="mine", progress=False,
+                    human_labels=[{"case_id": "c0", "agent": "other", "human_label": 1}])
+
+
 # -- the gate ----------------------------------------------------------------------------------
 
 

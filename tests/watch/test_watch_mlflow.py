@@ -18,6 +18,7 @@ from levelfield._core.errors import ConfigError
 from levelfield.watch import Watcher
 
 mlflow = pytest.importorskip("mlflow")
+pytestmark = pytest.mark.slow  # a local MLflow store per test: 52 s of the suite's time in one process
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402

@@ -14,12 +14,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, TypedDict, TypeVar
+from typing import Any, TypedDict, TypeVar, cast
 
 from ..errors import ConfigError
 from .prices import price_table
 
-__all__ = ["RunConfig", "RunOptions", "run_config", "options_applied", "ISOLATION_MODES", "EXECUTORS", "DEFAULT_MAX_RESPONSE_BYTES", "parse_size"]
+__all__ = ["RunConfig", "RunOptions", "run_config", "options_applied", "ISOLATION_MODES", "EXECUTORS", "DEFAULT_MAX_RESPONSE_BYTES", "parse_size", "prices_of"]
 
 ISOLATION_MODES = ("none", "process")
 """Where agents run: ``"none"`` in this process (async agents on the event loop, sync ones on
@@ -165,9 +165,9 @@ class RunConfig:
                       "only for agents without side effects) or False (the default: no message of levelfield's own)")
         for option in ("requests_per_minute", "tokens_per_minute"):
             object.__setattr__(self, option, _per_minute(option, getattr(self, option)))
-        cap = self.max_response_bytes
-        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
-            raise bad("max_response_bytes", cap, "must be a whole number of bytes >= 1, or None for no cap")
+        response_cap = self.max_response_bytes
+        if response_cap is not None and (isinstance(response_cap, bool) or not isinstance(response_cap, int) or response_cap < 1):
+            raise bad("max_response_bytes", response_cap, "must be a whole number of bytes >= 1, or None for no cap")
         if self.prices is not None:
             object.__setattr__(self, "prices", price_table(self.prices))
         for option in ("max_cost_usd", "judge_max_cost_usd"):
@@ -304,3 +304,9 @@ def options_applied(cls: type[T], config: T | None, options: Mapping[str, Any], 
         raise ConfigError(f"unknown {kind} {', '.join(hints)}; the options are: {', '.join(names)}")
     base = config if config is not None else cls()
     return replace(base, **options) if options else base  # type: ignore[type-var]
+
+
+def prices_of(config: RunConfig) -> dict[str, dict[str, float]] | None:
+    """``config.prices`` as the price table it became when the config was made (a file or mapping
+    given is read then, by ``RunConfig.__post_init__``); None when none was given."""
+    return cast("dict[str, dict[str, float]] | None", config.prices)

@@ -45,7 +45,7 @@ def frame_checked(frame: Any, label: str) -> tuple[list[str], list[str]]:
                 records = frame.iloc[start:start + 2000].to_dict("records")
             where = f"{label} row {index + 1}"
             case = _row_checked(records[index - start], where, index, columns)
-            _check_id(case, index, label)  # type: ignore[arg-type] - reads case_id, location, columns
+            _check_id(case, index, label)  # type: ignore[arg-type]  # a _PlainCase: it reads case_id, location, columns
             ids[index] = case.case_id
             wheres[index] = _where(case, index, label)  # type: ignore[arg-type]
     if not n:

@@ -203,7 +203,7 @@ def _array_like(value: Any, depth: int, path: set[int]) -> Any:
     if _is_pandas_missing(value):
         return None
     if isinstance(value, (_dt.datetime, _dt.timedelta)):  # pandas Timestamp / Timedelta
-        return value.isoformat()
+        return value.isoformat()  # type: ignore[union-attr]  # pandas' Timedelta has one; a plain timedelta is not array-like
     tolist = getattr(value, "tolist", None)
     if callable(tolist):
         converted = tolist()

@@ -204,7 +204,9 @@ def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
             if name in row:
                 used[field] = name
                 break
-    get = lambda f: row.get(used[f]) if f in used else None  # noqa: E731
+    def get(field: str) -> Any:
+        return row.get(used[field]) if field in used else None
+
     prompt, history = _parse_request(get("prompt"), where, used.get("prompt", "prompt"))
     if "history" in used and not _is_missing(get("history")):
         raw_history = get("history")
@@ -219,7 +221,7 @@ def case_from_row(row: dict[str, Any], index: int, where: str) -> EvalCase:
             raise DatasetError(f"{where}, field 'history': expected a list of {{role, content}} messages") from None
     case_id = _case_id(get("case_id"), index, where, used.get("case_id", "case_id"))
     state = _parse_state(get("state"), where, used.get("state", "state"))
-    fields = {
+    fields: dict[str, Any] = {
         "case_id": case_id,
         "prompt": prompt,
         "history": history,
@@ -318,7 +320,7 @@ def _parse_turns(value: Any, where: str) -> list[Turn]:
             raise DatasetError(f"{at}: 'prompt' is missing or empty; every turn needs a prompt with some text")
         turns.append(
             Turn(
-                prompt=case.prompt,
+                prompt=case.prompt or "",  # not blank: checked above
                 reference=case.reference,
                 reference_trajectory=case.reference_trajectory,
                 response=case.response,
@@ -440,7 +442,7 @@ def deferred_dataset(chunks: Callable[[], Iterable[Sequence[tuple[Any, ...]]]], 
         for row, where, *clean in chunk:
             index = len(ids)
             case = _row_checked(row, where, index, columns, *clean)
-            _check_id(case, index, source)  # type: ignore[arg-type] - reads case_id, location, columns
+            _check_id(case, index, source)  # type: ignore[arg-type]  # a _PlainCase: it reads case_id, location, columns
             ids.append(case.case_id)
             wheres.append(_where(case, index, source))  # type: ignore[arg-type]
     if not ids:

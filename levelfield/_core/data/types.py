@@ -149,11 +149,12 @@ class Usage(BaseModel):
     def __add__(self, other: Usage | None) -> Usage:
         if other is None:
             return self
+        parts: dict[str, Any] = {part: _add_part(getattr(self, part), getattr(other, part)) for part in _PARTS}
         total = Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
-            **{part: _add_part(getattr(self, part), getattr(other, part)) for part in _PARTS},
+            **parts,
         )
         if self.by_model is None and other.by_model is None and self.model == other.model:
             total.model = self.model

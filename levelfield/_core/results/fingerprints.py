@@ -54,7 +54,7 @@ def fingerprints_of(cases: Iterable[EvalCase]) -> dict[str, str]:
         return cached
     out = {c.case_id: case_fingerprint(c) for c in cases}
     try:
-        cases._lf_fingerprints = out
+        cases._lf_fingerprints = out  # type: ignore[attr-defined]  # a dataset object takes it; a list raises, below
     except AttributeError:  # a list or tuple of cases: nothing to cache on
         pass
     return out

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..data.config import prices_of
 from ..data.dataset import EvalCase, EvalDataset
 from ..data.types import AgentRun
 from ..score.metrics.base import FAILED_AS_ZERO, Metric, Score, score_columns
@@ -57,7 +58,7 @@ class RunsInMemory:
         self._by_id: tuple[EvalDataset, dict[str, EvalCase]] | None = None
 
     def read_back(self) -> RowSource:
-        return self
+        return self  # type: ignore[return-value]  # made as a HeldRuns, which adds metrics_table
 
     def dataset(self) -> EvalDataset:
         raise NotImplementedError
@@ -87,21 +88,21 @@ class RunsInMemory:
         import pandas as pd  # loaded when a table is asked for, not with every result
 
         by_id = self.cases_by_id()
-        prices, saved = self.owner.config.prices, self.owner.scored_saved_predictions
+        prices, saved = prices_of(self.owner.config), self.owner.scored_saved_predictions
         return trimmed(pd.DataFrame([table_row(by_id[r.case_id], r, score_columns(rs), rs, prices=prices, saved=saved)
                                      for r, rs in zip(self.runs(), row_scores)]))
 
     def summary(self) -> dict[str, Any]:
         if self._summary is None:
             names = [m.name for m in self.owner.metrics]
-            columns = summary_columns(self.engine_rows(), names, self.owner.config.prices)
+            columns = summary_columns(self.engine_rows(), names, prices_of(self.owner.config))
             columns["failure"] = [int(r.failure) for r in self.runs()]  # row_count when there are no metrics
             summary = summarize(columns, names)
             for metric in self.owner.metrics:
                 if f"{metric.name}/score" in columns:
                     summary[f"{metric.name}/{FAILED_AS_ZERO}"] = _mean(
                         self.failed_as_zero(metric, floats(columns[f"{metric.name}/score"])))
-            summary.update(run_costs(self.runs(), self.owner.config.prices))
+            summary.update(run_costs(self.runs(), prices_of(self.owner.config)))
             self._summary = summary
         return self._summary
 
@@ -125,10 +126,10 @@ class RunsInMemory:
         return np.array([number(row[metric].value) if metric in row else math.nan for row in self.engine_rows()], dtype=float)
 
     def cost_columns(self) -> CostColumns:
-        return CostColumns.of(self.runs(), self.owner.config.prices)
+        return CostColumns.of(self.runs(), prices_of(self.owner.config))
 
     def run_costs(self) -> dict[str, Any]:
-        return run_costs(self.runs(), self.owner.config.prices)
+        return run_costs(self.runs(), prices_of(self.owner.config))
 
     def limit_totals(self) -> tuple[int, float]:
         runs = self.runs()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..data.config import prices_of
 from ..data.dataset import EvalCase, EvalDataset
 from ..data.types import AgentRun
 from ..score.metrics.base import FAILED_AS_ZERO, Metric, Score, score_columns
@@ -184,7 +185,7 @@ class JournaledRuns:
         """The rows of the metrics table (with explanations, or as the engine gave the scores), a
         page of runs read back at a time (see :func:`~.tables.write_tables_in_pages`)."""
         by_id = self._cases_by_id()
-        prices, saved = self.owner.config.prices, self.owner.scored_saved_predictions
+        prices, saved = prices_of(self.owner.config), self.owner.scored_saved_predictions
         again = explained_again(self.owner) if explain else []
         for start in range(0, len(self._order), size):
             rows = []
@@ -204,7 +205,7 @@ class JournaledRuns:
             self.journal_moved(finish_journal(self.journal, header()))
         else:
             write_record(paths["runs"], header(), list(self._dataset), fingerprints_of(self._dataset),
-                         self._journaled(self._order))  # type: ignore[arg-type]
+                         self._journaled(self._order))
         trials = len(np.unique(as_array(self._columns.trial, np.int32)))
         paths.update(tables.write_tables_in_pages(self.table_pages, out, trials=trials))
         tables.write_summary(paths["summary"], summary())

@@ -49,6 +49,8 @@ except ImportError:
 class FolderInUseError(RecordError):
     """Another process (or evaluation) is writing this out folder's journal."""
 
+    __module__ = "levelfield"  # its public home, in tracebacks (raised before ``lf.FolderInUseError`` is named)
+
 
 _held: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("levelfield_out_locks", default=())
 

@@ -83,7 +83,7 @@ class EvalResult:
         self.limits: list[Any] = []
         self.a2a_preflight: dict[str, dict[str, Any]] = {}
         """The A2A conformance preflight of the agent (``Preflight.to_dict()``) by its name, when one ran."""
-        """What each endpoint's limit did (``levelfield._core.run.limit_stats.LimitStats``): the concurrency it
+        """What each endpoint's limit did (a ``LimitStats`` by endpoint): the concurrency it
         ran at, rate-limited answers, time waiting on limits; empty for saved predictions."""
         """``{case_id: reason}`` for cases that were not run (e.g. conversation scenarios)."""
         self.not_started: list[tuple[str, str, int]] = []
@@ -121,7 +121,7 @@ class EvalResult:
     ) -> EvalResult:
         """The result of saved predictions scored batch by batch: their ``table`` (or ``make_table()``
         making it when first asked, or where it was written, ``table_path``) and ``summary``; ``rows()``
-        gives the saved rows' batches again (``levelfield._core.score.batch.rows.RowBatch``), for what
+        gives the saved rows again, batch by batch, for what
         is computed when asked."""
         result = cls.__new__(cls)
         result._start(metrics, None, True, config, source)
@@ -303,7 +303,7 @@ class EvalResult:
 
     @property
     def evaluators(self) -> dict[str, Evaluator]:
-        """Metric name -> the :class:`~levelfield._core.results.provenance.Evaluator` that gave its scores
+        """Metric name -> the ``Evaluator`` that gave its scores
         (metric name and version, judge model and settings, prompt and rubric hashes, calibration).
 
         A result read back has the ones its record kept; a metric its record does not name (a record
@@ -321,7 +321,7 @@ class EvalResult:
     # -- saving and loading ------------------------------------------------------------------
 
     def record_header(self, *, status: str | None = None) -> dict[str, Any]:
-        """The run-record header of this result (see ``levelfield._core.results.record``); its status
+        """The run-record header of this result (the first line of ``runs.jsonl``, docs/guide/running.md); its status
         is ``complete``, or ``budget_exhausted`` when runs were not started."""
         return make_header(
             source=self.dataset.source,

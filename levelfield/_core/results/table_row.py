@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..data.dataset import EvalCase
 from ..data.prices import PriceTable, cost_note, usage_cost
-from ..data.types import AgentRun
+from ..data.types import AgentRun, ToolCall
 from ..score.metrics.base import Score
 
 __all__ = ["table_row"]
 
 
-def _trajectory(calls) -> list[dict[str, Any]] | None:
+def _trajectory(calls: Iterable[ToolCall] | None) -> list[dict[str, Any]] | None:
     return None if calls is None else [c.to_vertex() for c in calls]
 
 

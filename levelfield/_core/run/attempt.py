@@ -152,7 +152,7 @@ class _Deadlines:
         queue = self._queue
         while queue and queue[0].task is None:  # attempts already over
             queue.popleft()
-        entry = _Deadline(self._loop.time() + self._seconds, task, task.cancelling())
+        entry = _Deadline(self._loop.time() + self._seconds, task, task.cancelling())  # type: ignore[attr-defined]  # 3.11+: _within checks
         queue.append(entry)
         if self._timer is None:
             self._timer = self._loop.call_at(entry.when, self._expire, entry.when)

@@ -187,6 +187,7 @@ async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: Run
             where = f"turn {index + 1} of {len(prompts)}: " if len(prompts) > 1 else ""
             return failed_turn_run(agent, case, trial, request, error, where=where, latency=latency,
                                    attempts=attempts, turns=turns, **spent.fields())
+        assert output is not None  # no error: the turn's output
         turns.append(output)
         if index + 1 < len(prompts) and stopping():
             raise asyncio.CancelledError  # stopped during this turn: the case is left whole for resume

@@ -24,12 +24,12 @@ import asyncio
 import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from ..data.config import RunConfig
 from ..data.dataset import EvalCase, Scenario
 from ..data.protocol import AgentRequest, AgentRunnable
-from ..data.types import AgentOutput, AgentRun, Conversation, Message, Usage
+from ..data.types import AgentOutput, AgentRun, Conversation, ConversationStatus, Message, Usage
 from ..errors import ConfigTypeError
 from . import endpoints
 from .case import Spent, _run_turn, failed_turn_run
@@ -134,7 +134,7 @@ async def _ask(user: SimulatedUser, scenario: Scenario, transcript: Sequence[Exc
     )
     if tried.error is not None:
         raise tried.error
-    return tried.value
+    return cast(UserTurn, tried.value)  # what the simulator's next_turn gave: a UserTurn by its protocol
 
 
 def _simulator_transient(exc: BaseException) -> bool:
@@ -152,7 +152,7 @@ async def _next_turn(user: SimulatedUser, scenario: Scenario, transcript: list[E
     next_turn = user.next_turn
     if inspect.iscoroutinefunction(next_turn):
         return await next_turn(scenario, transcript)
-    turn = await run_sync(next_turn, scenario, transcript)
+    turn: Any = await run_sync(next_turn, scenario, transcript)
     if inspect.isawaitable(turn):
         turn = await turn
     return turn
@@ -189,7 +189,7 @@ async def run_conversation(
     simulator_usage: Usage | None = None
     spent = Spent()
 
-    def record(status: str, **fields: Any) -> Conversation:
+    def record(status: ConversationStatus, **fields: Any) -> Conversation:
         return Conversation(
             user_turns=list(user_turns),
             status=status,
@@ -214,7 +214,7 @@ async def run_conversation(
         )
 
     prompt: str | None = scenario.starting_prompt
-    status = "max_turns"
+    status: ConversationStatus = "max_turns"
     for index in range(limit):
         if index > 0:
             # The simulator's time is not the agent's latency; its faults are not the agent's.
@@ -272,6 +272,7 @@ async def run_conversation(
             return failed_turn_run(agent, case, trial, request, error, where=f"conversation turn {index + 1}: ",
                                    latency=latency, attempts=attempts, turns=list(outputs),
                                    conversation=record("agent_failure"), **spent.fields())
+        assert output is not None  # no error: the turn's output
         outputs.append(output)
         agent_usage = _add(agent_usage, output.usage)
         transcript.append(Exchange(prompt, output))

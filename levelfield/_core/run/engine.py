@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
-from ..data.config import RunConfig
+from ..data.config import RunConfig, prices_of
 from ..data.cost_limit import BudgetReport, CostLimit, RunBudget
 from ..data.dataset import EvalDataset
 from ..data.protocol import AgentRunnable
@@ -232,7 +232,7 @@ async def run_and_score(
         _warn_judges_stopped(scorer.budget)
     registry.remember()
     rate_limits = registry.stats()
-    results: dict[str, EvalResult] = {}
+    results = {}  # typed where the streamed path sets it
     start = 0
     for agent in agents:
         runs = runs_by_agent[agent.name]
@@ -245,7 +245,7 @@ async def run_and_score(
             if not done and not scorer.judged:
                 # Every run is in the journal with the scores it records (judged ones come after the
                 # journal line; a resumed journal may hold runs this result leaves out): save keeps it.
-                results[agent.name].recorded_in(journal.path)  # type: ignore[union-attr]
+                results[agent.name].recorded_in(journal.path)
         results[agent.name].not_started = [key for key in not_started if key[0] == agent.name]
         results[agent.name].budget = report
         start += len(runs)
@@ -278,7 +278,7 @@ async def _stream(dataset: EvalDataset, agents: Sequence[AgentRunnable], metrics
     journaled as it arrives, a few numbers of it kept (``RunColumns``), one journal-backed result per agent."""
     position = {c.case_id: i for i, c in enumerate(dataset)}
     names = [m.name for m in metrics]
-    kept = {a.name: RunColumns(names, config.prices) for a in agents}
+    kept = {a.name: RunColumns(names, prices_of(config)) for a in agents}
     journal.track_offsets()
     earlier = list(done.values())
     for run, scores in zip(earlier, scorer.score_now(earlier)):  # a resumed journal's runs, as they are on disk
@@ -365,7 +365,7 @@ def judge_budget(config: RunConfig | None) -> CostLimit | None:
     """The judges' spending limit of ``config`` (``judge_max_cost_usd``), or None."""
     if config is None or config.judge_max_cost_usd is None:
         return None
-    return CostLimit(config.judge_max_cost_usd, config.prices or {}, shared=False)
+    return CostLimit(config.judge_max_cost_usd, prices_of(config) or {}, shared=False)
 
 
 def _warn_judges_stopped(budget: CostLimit | None) -> None:

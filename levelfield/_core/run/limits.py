@@ -170,7 +170,7 @@ class EndpointLimit:
         # The most calls in flight that the endpoint was shown to take: the calls in flight when an
         # answered call was sent (itself included), or calls held ``_RAMP`` seconds without a refusal.
         # Slow start never takes the window past twice that (one doubling per proof).
-        self._proven = 0
+        self._proven: float = 0
         self._cuts = 0  # capacity cuts with calls of ours in flight (what a learned limit is kept for)
         self._first_level = 0.0  # what the endpoint took of the first window, when it refused some of it
         # Cuts in a row at (about) the same level: each one halves the speed of the probing past it.
@@ -187,7 +187,7 @@ class EndpointLimit:
         self._refused_calls: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
         self._first_refusals = 0
         # Each call in flight (by its task): its number and the calls in flight when it was sent, itself included.
-        self._sent: weakref.WeakKeyDictionary[asyncio.Task[Any], tuple[int, int]] = weakref.WeakKeyDictionary()
+        self._sent: weakref.WeakKeyDictionary[asyncio.Task[Any], tuple[int, int, float, float]] = weakref.WeakKeyDictionary()
         self._seq = 0
         # The last answers: (when it came, seconds it took), for what the endpoint carried.
         self._answers: collections.deque[tuple[float, float]] = collections.deque(maxlen=4 * self.ceiling)
@@ -336,7 +336,7 @@ class EndpointLimit:
         """End this task's call; its number and the calls in flight when it was sent (itself included)."""
         self._account()
         self._last_end = time.monotonic()
-        record = self._sent.pop(task, None) if task is not None else None
+        record: tuple[int, int, float, float] | None = self._sent.pop(task, None) if task is not None else None
         if record is None:  # not started by this task (a caller's own bookkeeping): as if sent now
             record = (self._seq, self.in_flight, self._last_end, self.window)
         self.in_flight -= 1
@@ -576,7 +576,7 @@ class EndpointLimit:
                 # Before any trial's verdict: what the limit was before this first refusal cut it, trial or not (the
                 # first window's refusals come back in no set order: those not on trial may cut it first).
                 self._undo = (self.window, self._threshold)
-        if first and self._on_trial(*sent):
+        if first and task is not None and self._on_trial(*sent):
             self._again.add(task)
             self._trial[task] = sent[1]
             if not self._per_request() and sent[1] > 1:
@@ -589,7 +589,7 @@ class EndpointLimit:
                 self.rate_limited += 1
             wait = _LONE_PAUSE if lone else 0.0
             if told and (rate.retry_after or 0.0) > 0:
-                wait = max(wait, float(rate.retry_after))  # a Retry-After is obeyed; its retry then takes its slot back
+                wait = max(wait, float(rate.retry_after or 0.0))  # a Retry-After is obeyed; its retry then takes its slot back
             self.waited += wait
             # No waiter is woken: the slot is this call's retry's, which the caller starts next
             # (at once, so nothing else takes it; or after a lone pause, when the limit has room anyway).

@@ -17,6 +17,7 @@ import threading
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
 from ..data.dataset import ALIASES, EvalCase
@@ -60,7 +61,8 @@ def warn_user(message: Warning | str, category: type[Warning] = UserWarning) -> 
     A fixed ``stacklevel`` cannot say where: the same body runs under ``evaluate`` (through
     ``asyncio.run``), ``aevaluate`` (awaited by the user) and the command line.
     """
-    frame, level = sys._getframe(1), 2  # stacklevel 2: warn_user's caller
+    frame: FrameType | None = sys._getframe(1)
+    level = 2  # stacklevel 2: warn_user's caller
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_INNER):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)

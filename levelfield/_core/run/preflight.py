@@ -134,7 +134,7 @@ def hidden_tool_calls(preflights: Mapping[str, Mapping[str, Any]], dataset: Eval
         kind = found.get("tool_calls")
         if kind == "data":
             out[name] = _plain_data_said()
-        elif kind == "none" and expects:
+        elif kind == "none" and expects and first is not None:
             out[name] = (f"{NOT_EXPOSED}: the preflight's answer to case {first.case_id!r}, which expects calls, "
                          "held none; not scored")
     return out

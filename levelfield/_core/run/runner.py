@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-from ..data.config import RunConfig
+from ..data.config import RunConfig, prices_of
 from ..data.cost_limit import RunBudget, input_size
 from ..data.dataset import EvalCase, EvalDataset
 from ..data.protocol import AgentRunnable
@@ -45,6 +45,7 @@ from .watchdog import BlockingAgentWarning, LoopWatchdog
 __all__ = ["run_agents", "spending_limit", "interleaved_plan", "BlockingAgentWarning", "Executor", "OnRun", "PlayScenario"]
 
 T = TypeVar("T")
+C = TypeVar("C")
 
 
 class _Progress:
@@ -68,7 +69,7 @@ class _Progress:
             shown = (self.failures, self._registry.summary() if self._registry is not None else "")
             if shown != self._shown:
                 self._shown = shown
-                postfix = {"failures": shown[0]} if shown[0] else {}
+                postfix: dict[str, Any] = {"failures": shown[0]} if shown[0] else {}
                 if shown[1]:
                     postfix["in flight"] = shown[1]
                 self.bar.set_postfix(postfix, refresh=False)
@@ -79,7 +80,7 @@ class _Progress:
             self.bar.close()
 
 
-def interleaved_plan(agents: Sequence[T], cases: Iterable[EvalCase], trials: int) -> list[tuple[T, EvalCase, int]]:
+def interleaved_plan(agents: Sequence[T], cases: Iterable[C], trials: int) -> list[tuple[T, C, int]]:
     """The order runs start in: case by case, each trial, every agent (case 1 agent A, case 1 agent B,
     case 2 agent A, ...), so an interrupted comparison holds every agent's runs on the same cases."""
     return [(agent, case, trial) for case in cases for trial in range(trials) for agent in agents]
@@ -222,7 +223,7 @@ async def run_agents(
 
     async def one(agent: AgentRunnable, case: EvalCase, trial: int, held: float,
                   records: list[asyncio.Future[Any]]) -> AgentRun:
-        play = run_case
+        play: Callable[..., Awaitable[AgentRun]] = run_case
         if run_scenario is not None and case.conversation_scenario is not None:
             play = run_scenario
         scope = RunScope(agent.name, case.case_id, trial)
@@ -369,7 +370,7 @@ def spending_limit(config: RunConfig, agents: Sequence[AgentRunnable], dataset: 
     assert config.max_cost_usd is not None
     cases = {c.case_id: c for c in dataset}
     earlier = [(run, input_size(cases[run.case_id]) if run.case_id in cases else 1) for run in (done or {}).values()]
-    return RunBudget(config.max_cost_usd, config.prices or {}, [a.name for a in agents], earlier)
+    return RunBudget(config.max_cost_usd, prices_of(config) or {}, [a.name for a in agents], earlier)
 
 
 def _warn_unpriced(limit: RunBudget) -> None:

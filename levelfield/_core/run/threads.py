@@ -248,7 +248,7 @@ class _DaemonExecutor(concurrent.futures.ThreadPoolExecutor):
     def __init__(self) -> None:
         super().__init__(max_workers=1)  # the base class starts no thread until its own submit
 
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future:  # type: ignore[override]
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future:
         future: concurrent.futures.Future = concurrent.futures.Future()
 
         def work() -> None:

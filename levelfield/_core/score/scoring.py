@@ -45,7 +45,7 @@ def _saved_turns(case: EvalCase) -> list[TurnContext]:
 
 
 def _run_turns(case: EvalCase, run: AgentRun) -> list[TurnContext]:
-    outputs = run.turns or ([run.output] if len(case.turns) == 1 else [])
+    outputs: list[AgentOutput | None] = [*run.turns] if run.turns else ([run.output] if len(case.turns) == 1 else [])
     turns = []
     for i, t in enumerate(case.turns):
         got = outputs[i] if i < len(outputs) else None

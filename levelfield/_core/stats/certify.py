@@ -32,7 +32,7 @@ import pandas as pd
 
 from ..errors import ConfigError, MetricError
 from . import inference as stats
-from .judge_correction import check_label_cases, cohen_kappa, read_human_labels
+from .judge_correction import cohen_kappa, labels_by_run, labels_of, read_human_labels
 
 if TYPE_CHECKING:
     from ..results.result import EvalResult
@@ -56,6 +56,8 @@ __all__ = [
 class UncertifiedJudgeError(ConfigError):
     """A gate on a judged metric asked for a certified judge (``require_certified_judge=True``) and the
     judge is not certified, or there were no human labels to certify it: the gate refuses to decide."""
+
+    __module__ = "levelfield"  # its public home, in tracebacks (raised before ``lf.UncertifiedJudgeError`` is named)
 
 
 # -- the numbers -------------------------------------------------------------------------------
@@ -397,45 +399,6 @@ def _one_result(result: Any, agent: str | None) -> EvalResult:
     return results[others[0]]
 
 
-def _labels(result: EvalResult, human_labels: Any) -> pd.DataFrame | None:
-    """The labels table (the dataset's ``human_label`` column when none are given), checked against the cases."""
-    if human_labels is None:
-        rows = [{"case_id": c.case_id, "human_label": c.metadata["human_label"]}
-                for c in result.dataset if c.metadata.get("human_label") is not None]
-        if not rows:
-            return None
-        table = read_human_labels(rows)
-    else:
-        table = read_human_labels(human_labels)
-    check_label_cases(table, result.dataset)
-    if "agent" in table and result.agent_name is not None:
-        named = set(table["agent"].dropna().astype(str))
-        if named and result.agent_name not in named:
-            raise ConfigError(f"the human labels are for agent(s) {', '.join(sorted(named))}, not {result.agent_name!r}; "
-                              "label this agent's answers (the 'agent' column names whose answer a label judges)")
-        table = table[table["agent"].isna() | (table["agent"].astype(str) == result.agent_name)]
-    if "trial" in table and result.runs:
-        ran = {int(r.trial) for r in result.runs if getattr(r, "trial", None) is not None}
-        asked = sorted({int(t) for t in table["trial"].dropna()} - ran)
-        if asked:
-            raise ConfigError(f"the human labels name trial {', '.join(map(str, asked))}, which this result did not run "
-                              f"(its trials: {', '.join(map(str, sorted(ran)))}); fix the trial column, or leave it "
-                              "empty to label every trial of a case")
-    return table
-
-
-def _human_column(result: EvalResult, table: pd.DataFrame, metric: str) -> np.ndarray:
-    """The human label of each run for ``metric`` (NaN = none), paired by case id and trial (a label without a trial: every trial)."""
-    rows = table if "metric" not in table else table[table["metric"].isna() | (table["metric"] == metric)]
-    by_key: dict[tuple[str, int | None], float] = {}
-    for r in rows.itertuples(index=False):
-        trial = getattr(r, "trial", None)
-        trial = None if trial is None or (isinstance(trial, float) and math.isnan(trial)) else int(trial)
-        by_key[(str(r.case_id), trial)] = r.human_label
-    return np.array([by_key.get((run.case_id, run.trial), by_key.get((run.case_id, None), math.nan))
-                     for run in result.runs], dtype=float)
-
-
 def _metrics_to_check(result: EvalResult, table: pd.DataFrame | None, metrics: str | Sequence[str] | None) -> list[str]:
     judged_any = judged_metrics(result, binary=False)
     binary = judged_metrics(result)
@@ -487,18 +450,18 @@ def certify_judge(
     """
     _check_options(min_tpr, min_tnr, confidence)
     one = _one_result(result, agent)
-    table = _labels(one, human_labels)
+    table = labels_of(one, human_labels)
     if table is None:
         raise ConfigError("no human labels: give human_labels= a CSV/JSONL of case_id,human_label (or a 'human_label' "
                           "column in the dataset) to certify the judge")
     names = _metrics_to_check(one, table, metrics)
     scores = one.scores
     out = tuple(
-        certify_rates([_score(s.get(f"{name}/score")) for s in scores], _human_column(one, table, name), metric=name,
+        certify_rates([_score(s.get(f"{name}/score")) for s in scores], labels_by_run(table, one.runs, name), metric=name,
                       min_tpr=min_tpr, min_tnr=min_tnr, confidence=confidence)
         for name in names
     )
-    notes = ()
+    notes: tuple[str, ...] = ()
     if one.runs and len({r.trial for r in one.runs}) > 1:
         notes = ("Each run is a row: a case's trials count separately, so the bounds are somewhat optimistic when "
                  "trials of a case agree.",)
@@ -573,12 +536,12 @@ def certify_judge_pooled(
             continue
         one = certify_judge(result, rows, min_tpr=min_tpr, min_tnr=min_tnr, confidence=confidence, metrics=metrics)
         agents[name] = one
-        mine = _labels(result, rows)
+        mine = labels_of(result, rows)
         assert mine is not None
         for metric in one.metric_names:
             judged, human = paired.setdefault(metric, ([], []))
             judged.append(np.array([_score(s.get(f"{metric}/score")) for s in result.scores], dtype=float))
-            human.append(_human_column(result, mine, metric))
+            human.append(labels_by_run(mine, result.runs, metric))
     if not agents:
         raise ConfigError("no human label judges the answers of any agent of this record")
     names = [m for m in next(iter(agents.values())).metric_names if all(m in c for c in agents.values())]
@@ -616,7 +579,7 @@ def require_certified(
     if isinstance(certification, JudgeCertification):
         found = certification
     else:
-        table = _labels(one, human_labels)
+        table = labels_of(one, human_labels)
         if table is None:
             raise UncertifiedJudgeError(
                 f"{option} {', '.join(gated)}{who}: a certified judge is required (require_certified_judge) but no human "

@@ -17,7 +17,7 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -117,7 +117,7 @@ def case_means(trials: np.ndarray) -> np.ndarray:
         return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
 
 
-def _reduce(arr: np.ndarray, fn) -> np.ndarray:
+def _reduce(arr: np.ndarray, fn: Callable[..., Any]) -> np.ndarray:
     arr = np.asarray(arr, dtype=float)
     if arr.ndim == 1:
         return arr.copy()
@@ -202,7 +202,7 @@ def bootstrap_interval(values: Sequence[float] | np.ndarray, confidence: float =
 
 def t_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> Interval:
     """Mean of the non-NaN values with Student's t interval and Hall's skewness correction
-    (:func:`levelfield._core.stats.paired.hall_t_interval`; Student's mean ± t(n − 1)·SD/√n for
+    (the mean's skewness corrected as Hall showed; Student's mean ± t(n − 1)·SD/√n for
     symmetric values), cut to [0, 1] when every value lies there. Constant values give that value as
     both ends; one value has no interval (NaN).
     """
@@ -245,7 +245,7 @@ def paired_test(
 
     Cases where either value is NaN are left out. ``auto`` picks McNemar's score test with Tango's
     interval of p_A − p_B when both are 0/1, else the paired t test of the mean difference. The interval is the
-    inversion of the same test at ``confidence`` (see :mod:`levelfield._core.stats.paired`), so it
+    inversion of the same test at ``confidence`` (the shifts it does not reject), so it
     leaves out 0 exactly when ``p_value < 1 − confidence``; ``interval=False`` skips it (NaN).
     ``p_min`` is the p the same test would give if every differing case went A's way (see
     :func:`tarone_family`).

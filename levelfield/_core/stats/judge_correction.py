@@ -294,13 +294,50 @@ def check_label_cases(table: pd.DataFrame, dataset: Iterable[Any]) -> None:
         raise DatasetError(f"human labels name {len(unknown)} case(s) not in the dataset: {', '.join(unknown[:5])}")
 
 
-def _labels_from_dataset(result: EvalResult) -> pd.DataFrame | None:
-    rows = [
-        {"case_id": c.case_id, "human_label": c.metadata["human_label"]}
-        for c in result.dataset
-        if c.metadata.get("human_label") is not None
-    ]
-    return read_human_labels(rows) if rows else None
+def labels_of(result: EvalResult, labels: Any = None) -> pd.DataFrame | None:
+    """The human labels of ``result``'s runs, the one reader of judge correction, certification and
+    panels: ``labels`` as :func:`read_human_labels` reads them, or the dataset's ``human_label``
+    column when None (None when it has none either), checked against the dataset's cases. With an
+    ``agent`` column, only the rows of ``result``'s agent (or naming none) are kept; labels that name
+    only other agents are refused, since a label judges one agent's answer."""
+    if labels is None:
+        rows = [{"case_id": c.case_id, "human_label": c.metadata["human_label"]}
+                for c in result.dataset if c.metadata.get("human_label") is not None]
+        if not rows:
+            return None
+        table = read_human_labels(rows)
+    else:
+        table = read_human_labels(labels)
+    check_label_cases(table, result.dataset)
+    if "agent" in table and result.agent_name is not None:
+        named = set(table["agent"].dropna().astype(str))
+        if named and result.agent_name not in named:
+            raise ConfigError(f"the human labels are for agent(s) {', '.join(sorted(named))}, not {result.agent_name!r}; "
+                              "label this agent's answers (the 'agent' column names whose answer a label judges)")
+        table = table[table["agent"].isna() | (table["agent"].astype(str) == result.agent_name)]
+    if "trial" in table and result.runs:
+        ran = {int(r.trial) for r in result.runs if getattr(r, "trial", None) is not None}
+        asked = sorted({int(t) for t in table["trial"].dropna()} - ran)
+        if asked:
+            raise ConfigError(f"the human labels name trial {', '.join(map(str, asked))}, which this result did not run "
+                              f"(its trials: {', '.join(map(str, sorted(ran)))}); fix the trial column, or leave it "
+                              "empty to label every trial of a case")
+    return table
+
+
+def labels_by_run(table: pd.DataFrame | None, runs: Sequence[Any], metric: str) -> np.ndarray:
+    """The human label of each of ``runs`` for ``metric`` (NaN: none), paired by case id and trial; a
+    label without a trial labels every trial of its case, one without a metric every metric."""
+    if table is None:
+        return np.full(len(runs), np.nan)
+    rows = table if "metric" not in table else table[table["metric"].isna() | (table["metric"] == metric)]
+    by_key: dict[tuple[str, int | None], float] = {}
+    for r in rows.itertuples(index=False):
+        trial = getattr(r, "trial", None)
+        trial = None if trial is None or (isinstance(trial, float) and math.isnan(trial)) else int(trial)
+        by_key[(str(r.case_id), trial)] = float(r.human_label)
+    return np.array([by_key.get((str(run.case_id), run.trial), by_key.get((str(run.case_id), None), math.nan))
+                     for run in runs], dtype=float)
 
 
 def correct_judged(
@@ -319,7 +356,7 @@ def correct_judged(
     """
     if judge_scores not in ("verdict", "probability"):
         raise ConfigError(f"judge_scores={judge_scores!r}: use 'verdict' or 'probability'")
-    table = _labels_from_dataset(result) if labels is None else read_human_labels(labels)
+    table = labels_of(result, labels)
     if table is None:
         raise ConfigError("no human labels: give human_labels=file, or a 'human_label' column in the dataset")
     check_label_cases(table, result.dataset)
@@ -335,14 +372,8 @@ def correct_judged(
     for name in metrics:
         if name not in result.metric_names:
             raise MetricError(f"human labels are for {name!r}, which is not a metric of this evaluation")
-        rows = table if "metric" not in table else table[table["metric"].isna() | (table["metric"] == name)]
-        by_key: dict[tuple[str, int | None], float] = {}
-        for r in rows.itertuples(index=False):
-            trial = getattr(r, "trial", None)
-            trial = None if trial is None or (isinstance(trial, float) and math.isnan(trial)) else int(trial)
-            by_key[(r.case_id, trial)] = r.human_label
         judged = [_score(s.get(f"{name}/score")) for s in result.scores]
-        human = [by_key.get((run.case_id, run.trial), by_key.get((run.case_id, None), math.nan)) for run in result.runs]
+        human = labels_by_run(table, result.runs, name).tolist()
         correction = correct_rate(judged, human, metric=name, confidence=confidence)
         corrections[name] = _with_probabilities(correction, result, name, human, judge_scores)
     return corrections

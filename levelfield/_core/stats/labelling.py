@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from .certify import _human_column, _labels, _metrics_to_check, _one_result, _score
+from .certify import _metrics_to_check, _one_result, _score
+from .judge_correction import labels_by_run, labels_of
 
 __all__ = ["rows_to_label"]
 
@@ -75,11 +76,10 @@ def rows_to_label(
     if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
         raise ConfigError(f"budget={budget!r}: give the number of rows humans can label, 1 or more")
     one = _one_result(result, agent)
-    table = _labels(one, human_labels)
+    table = labels_of(one, human_labels)
     names = _metrics_to_check(one, table, metrics)
     rows = one.scores
-    humans = {name: _human_column(one, table, name) if table is not None else np.full(len(rows), np.nan)
-              for name in names}
+    humans = {name: labels_by_run(table, one.runs, name) for name in names}
     order = np.random.default_rng(seed).permutation(len(rows))  # ties (and rows with no doubt recorded) at random
     rank = np.empty(len(rows), dtype=int)
     rank[order] = np.arange(len(rows))
@@ -103,8 +103,8 @@ def rows_to_label(
         out.append({
             "case_id": run.case_id, "trial": run.trial, "metric": name, "verdict": verdict, "p": p,
             "agreement": agreement, "doubt": math.nan if doubt is None else doubt, "reason": reason,
-            "prompt": table_rows["prompt"].iloc[i] if "prompt" in table_rows else None,
-            "response": table_rows["response"].iloc[i] if "response" in table_rows else None,
+            "prompt": table_rows["prompt"].iloc[i] if table_rows is not None and "prompt" in table_rows else None,
+            "response": table_rows["response"].iloc[i] if table_rows is not None and "response" in table_rows else None,
             "human_label": "",
         })
     columns = ["case_id", "trial", "metric", "verdict", "p", "agreement", "doubt", "reason", "prompt", "response",

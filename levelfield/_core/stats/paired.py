@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -194,13 +195,13 @@ def signed_rank_p(d: np.ndarray) -> float:
         dist = _rank_sum_null(tuple(sorted(doubled.tolist())))
         low, high = float(dist[: t + 1].sum()), float(dist[t:].sum())
         return min(1.0, 2 * min(low, high))
-    t = float(ranks[d > 0].sum())
+    t_ranks = float(ranks[d > 0].sum())
     mean = n * (n + 1) / 4
     _, counts = np.unique(ranks, return_counts=True)
     var = n * (n + 1) * (2 * n + 1) / 24 - float((counts**3 - counts).sum()) / 48
     if var <= 0:
         return 1.0
-    return min(1.0, float(2 * stats.norm.sf(abs(t - mean) / math.sqrt(var))))
+    return min(1.0, float(2 * stats.norm.sf(abs(t_ranks - mean) / math.sqrt(var))))
 
 
 @dataclass
@@ -512,7 +513,8 @@ def _sign_patterns(n: int, seed: int) -> np.ndarray:
     return np.vstack([np.ones((1, n), dtype=np.int8), drawn.astype(np.int8)])
 
 
-def paired_inference(a: np.ndarray, b: np.ndarray, *, test: str = "auto", seed: int = 0) -> PairedInference:
+def paired_inference(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *, test: str = "auto",
+                     seed: int = 0) -> PairedInference:
     """The paired test of ``a`` against ``b`` (same cases, NaN pairs left out) as a :class:`PairedInference`.
 
     ``auto``: McNemar's score test (Tango's interval) when both are 0/1, the paired t test otherwise.
@@ -548,8 +550,8 @@ def _mcnemar_region(n: int, alpha: float) -> tuple[np.ndarray, np.ndarray, np.nd
     from scipy.stats import norm
 
     z = float(norm.isf(alpha / 2))
-    b, c = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
-    b, c = b.ravel(), c.ravel()
+    grid_b, grid_c = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    b, c = grid_b.ravel(), grid_c.ravel()
     keep = (b + c <= n) & (b + c > 0)
     b, c = b[keep], c[keep]
     reject = np.abs(b - c) > z * np.sqrt((b + c) * (n / (n - 1) if n > 1 else 1.0))  # the corrected score test at 0

@@ -5,7 +5,7 @@ A judged metric built with ``judges=[...]`` keeps every judge's votes per row
 back and reports, per panel metric:
 
 - each judge's **accuracy** against human labels (where given; pass/fail labels, read as
-  :func:`~levelfield._core.stats.judge_correction.read_human_labels` reads them) and its agreement
+  :func:`~levelfield._core.stats.judge_correction.labels_of` reads them) and its agreement
   with the panel's majority;
 - the **pairwise error correlation** between judges: the Pearson correlation of their error
   indicators. With human labels an error is a verdict that differs from the label (on labelled
@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ConfigError, MetricError
-from .judge_correction import check_label_cases, read_human_labels
+from .judge_correction import labels_by_run, labels_of
 
 if TYPE_CHECKING:
     from ..results.result import EvalResult
@@ -340,10 +340,10 @@ def analyse_panel(
         on = judge_voted[:, j]
         lab = on & labelled_rows
         accuracy = float(_agreement(judge_p[j][lab], human_p[lab]).mean()) if lab.any() else math.nan
-        agree = float(_agreement(judge_p[j][on], panel_p[on]).mean()) if on.any() else math.nan
+        agreement = float(_agreement(judge_p[j][on], panel_p[on]).mean()) if on.any() else math.nan
         keep = on & err_rows
         judge_errors[keep, j] = 1 - _agreement(judge_p[j][keep], err_ref_p[keep])
-        standings.append(JudgeStanding(name, int(on.sum()), int(rows - on.sum()), accuracy, int(lab.sum()), agree,
+        standings.append(JudgeStanding(name, int(on.sum()), int(rows - on.sum()), accuracy, int(lab.sum()), agreement,
                                        float(costs[j])))
     judge_corr = _correlations(judge_errors[err_rows])
     mean_judge = _mean_off_diagonal(judge_corr)
@@ -440,32 +440,6 @@ def panel_metrics(result: EvalResult) -> dict[str, list[str]]:
     return found
 
 
-def _labels(result: EvalResult, human_labels: Any) -> Any:
-    if human_labels is not None:
-        table = read_human_labels(human_labels)
-    else:
-        rows = [{"case_id": c.case_id, "human_label": c.metadata["human_label"]}
-                for c in result.dataset if c.metadata.get("human_label") is not None]
-        if not rows:
-            return None
-        table = read_human_labels(rows)
-    check_label_cases(table, result.dataset)
-    return table
-
-
-def _human_column(table: Any, metric: str, result: EvalResult, runs: Sequence[Any]) -> np.ndarray:
-    if table is None:
-        return np.full(len(runs), np.nan)
-    rows = table if "metric" not in table else table[table["metric"].isna() | (table["metric"] == metric)]
-    by_key: dict[tuple[str, int | None], float] = {}
-    for r in rows.itertuples(index=False):
-        trial = getattr(r, "trial", None)
-        trial = None if trial is None or (isinstance(trial, float) and math.isnan(trial)) else int(trial)
-        by_key[(r.case_id, trial)] = r.human_label
-    return np.array([by_key.get((run.case_id, run.trial), by_key.get((run.case_id, None), math.nan)) for run in runs],
-                    dtype=float)
-
-
 def _vote(value: Any) -> float:
     try:
         return math.nan if value is None else float(value)
@@ -506,7 +480,7 @@ def panel_report(
             + (", ".join(map(repr, result.metric_names)) or "none")
             + "); build the judged metric with judges=[judge_a, judge_b, ...], e.g. "
             "lf.metrics.judged.safety(judges=[...])")
-    table = _labels(result, human_labels)
+    table = labels_of(result, human_labels)
     reports = PanelReports()
     for metric, names in panels.items():
         runs, rows = [], []
@@ -526,7 +500,7 @@ def panel_report(
                     votes[i, j, : len(v)] = [_vote(x) for x in v]
         per_vote, unit = _costs(result, metric, names, samples, costs)
         reports[metric] = analyse_panel(
-            votes, names, human=_human_column(table, metric, result, runs), cost_per_vote=per_vote,
+            votes, names, human=labels_by_run(table, runs, metric), cost_per_vote=per_vote,
             cost_unit=unit, target_agreement=target_agreement, against=against, metric=metric)
     return reports
 
@@ -557,7 +531,9 @@ def _costs(
             calls[n] += float(c)
             paid[n] += samples
             t = scores.get(f"{metric}/judge/{n}/tokens")
-            tokens[n] = None if t is None or tokens[n] is None else tokens[n] + float(t)
-    if all(paid[n] for n in names) and all(tokens[n] is not None for n in names):
-        return [tokens[n] / paid[n] for n in names], "tokens"
+            so_far = tokens[n]
+            tokens[n] = None if t is None or so_far is None else so_far + float(t)
+    every = [tokens[n] for n in names]
+    if all(paid[n] for n in names) and all(v is not None for v in every):
+        return [float(v or 0.0) / paid[n] for v, n in zip(every, names)], "tokens"
     return [calls[n] / paid[n] if paid[n] else 1.0 for n in names], "calls"

@@ -248,7 +248,7 @@ def sample_size(
     give ``sd``, the SD of the per-case differences (paired) or of the metric (unpaired).
     ``trials`` runs per case and ``icc`` their intra-case correlation shrink the cases needed
     (module docs). ``components``: the noise measured by source (``cmp.noise()`` /
-    :func:`~levelfield._core.stats.components.split_variance`); its intra-case correlation, judge
+    ``lf.stats.split_variance``); its intra-case correlation, judge
     samples included, replaces ``icc``. Formulas and references are in the module docs.
     """
     _check_design(p0, sd, discordance, paired)
@@ -316,7 +316,7 @@ def minimum_detectable_effect(
 
     _check_design(p0, sd, discordance, paired)
     if not isinstance(n, (int,)) or n < 2:
-        if isinstance(n, float) and n.is_integer() and n >= 2:
+        if isinstance(n, float) and float(n).is_integer() and n >= 2:
             n = int(n)
         else:
             raise ConfigError(f"n={n!r}: needs at least 2 cases")

@@ -264,5 +264,5 @@ def analysed_cases(stopped_early: Mapping[str, object], case_ids: Sequence[str])
         return list(case_ids)
     rule = stopped_early.get("rule") or {}
     assert isinstance(rule, Mapping)
-    order = StopRule(str(rule.get("metric", "")), seed=int(rule.get("seed", 0))).order(list(case_ids))  # type: ignore[call-overload]
+    order = StopRule(str(rule.get("metric", "")), seed=int(rule.get("seed", 0))).order(list(case_ids))
     return order[: int(stopped_early["cases_analysed"])]  # type: ignore[call-overload]

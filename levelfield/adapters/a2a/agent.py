@@ -342,10 +342,12 @@ class A2AAgent:
                 supported_protocol_bindings=bindings,
                 use_client_preference=self.transport is not None,
             )
+            card = self._card
+            assert card is not None  # read just above
             try:
-                client = ClientFactory(config).create(self._card)
+                client = ClientFactory(config).create(card)
             except ValueError as exc:
-                offered = sorted({i.protocol_binding for i in self._card.supported_interfaces}) or ["none"]
+                offered = sorted({i.protocol_binding for i in card.supported_interfaces}) or ["none"]
                 raise AdapterError(
                     f"agent {self.name!r}: its card offers no usable transport ({exc}); it offers "
                     f"{', '.join(offered)}, A2AAgent speaks {' or '.join(bindings)}",

@@ -39,7 +39,7 @@ def _task_parts(task: dict[str, Any]) -> list[dict[str, Any]]:
             parts += _message_parts(message)
     for artifact in task.get("artifacts") or []:
         parts += _message_parts(artifact)
-    status = task.get("status") if isinstance(task.get("status"), dict) else {}
+    status = found if isinstance(found := task.get("status"), dict) else {}
     parts += _message_parts(status.get("message"))
     return parts
 
@@ -57,7 +57,7 @@ def _events_of(result: Any, version: str) -> list[_Event]:
         wrapped = {keys[k]: v for k, v in result.items() if k in keys and isinstance(v, dict)}
     out = []
     for kind, body in wrapped.items():
-        status = body.get("status") if isinstance(body.get("status"), dict) else {}
+        status = found if isinstance(found := body.get("status"), dict) else {}
         if kind == "task":
             out.append(_Event("task", _state(status.get("state")), _task_parts(body), body.get("id")))
         elif kind == "message":
@@ -87,7 +87,7 @@ def _shape_error(result: Any, version: str, streaming: bool) -> str | None:
         from a2a.compat.v0_3 import types as v03
         from pydantic import ValidationError
 
-        models = {"task": v03.Task, "message": v03.Message, "status-update": v03.TaskStatusUpdateEvent,
+        models: dict[str, Any] = {"task": v03.Task, "message": v03.Message, "status-update": v03.TaskStatusUpdateEvent,
                   "artifact-update": v03.TaskArtifactUpdateEvent}
         kind = result.get("kind") if isinstance(result, dict) else None
         allowed = models if streaming else {k: models[k] for k in ("task", "message")}
@@ -142,7 +142,7 @@ def _tool_calls_in(parts: list[dict[str, Any]]) -> str:
     """adk / data / none: how the parts carry tool calls."""
     plain = False
     for part in parts:
-        meta = part.get("metadata") if isinstance(part.get("metadata"), dict) else {}
+        meta = found if isinstance(found := part.get("metadata"), dict) else {}
         if meta.get("adk_type") in ("function_call", "function_response"):
             return "adk"
         data = part.get("data")

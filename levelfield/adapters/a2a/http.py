@@ -33,7 +33,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 def _transient(message: str, error_type: str, partial: AgentOutput | None) -> TransientAgentError:
     exc = TransientAgentError(message, error_type=error_type, partial=partial)
-    exc.transient = True  # type: ignore[attr-defined]  # the runner retries errors marked so
+    exc.transient = True  # the runner retries errors marked so
     return exc
 
 
@@ -108,7 +108,7 @@ def _connection_error(
         )
     if (dns := find(socket.gaierror)) is not None:
         return _transient(
-            f"{where}: the host name {host!r} could not be resolved ({dns.strerror or dns}); check the URL's "
+            f"{where}: the host name {host!r} could not be resolved ({getattr(dns, 'strerror', None) or dns}); check the URL's "
             "spelling and this machine's network and DNS",
             "dns_error",
             partial,

@@ -78,7 +78,7 @@ async def apreflight(url: str, *, headers: Mapping[str, str] | None = None, prom
             budget.reset_response_cap(token)
 
 
-async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | None, params: list[tuple[str, str]],
+async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | None, params: list[tuple[str, Any]],
                prompt: str, timeout: float, every_version: bool = True, probe_messages: bool = True) -> Preflight:
     """The preflight; ``every_version=False`` probes only the card's first JSON-RPC version (the one a
     client picks), so a probing check costs the agent two answers, not four. ``probe_messages=False``
@@ -134,8 +134,8 @@ async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | No
             if result.tool_calls == "none" and card is not None and not declares_tools(card):
                 probe.add("tool_calls", "skip", S_TOOLS, NO_TOOLS)
             else:
-                status = {"adk": "pass", "data": "warn", "none": "warn"}[result.tool_calls]
-                probe.add("tool_calls", status, S_TOOLS, TOOL_CALLS[result.tool_calls])
+                verdict = {"adk": "pass", "data": "warn", "none": "warn"}[result.tool_calls]
+                probe.add("tool_calls", verdict, S_TOOLS, TOOL_CALLS[result.tool_calls])
         else:
             probe.add("tool_calls", "skip", S_TOOLS, TOOL_CALLS["unknown"])
         result.checks = probe.checks

@@ -232,7 +232,7 @@ class _Prober:
                      f"({send.rpc_error.get('message')}): a conformant answer, but the checks of a task were skipped", v)
             return None, []
         if send.error or send.rpc_error:
-            said = send.error or f"JSON-RPC error {send.rpc_error.get('code')}: {send.rpc_error.get('message')}"
+            said = send.error or f"JSON-RPC error {(send.rpc_error or {}).get('code')}: {(send.rpc_error or {}).get('message')}"
             self.add("send", "fail", S_SEND if send.rpc_error else S_JSONRPC,
                      f"a well-formed probe message was not answered with a task or message: {said}", v)
             return None, []
@@ -301,7 +301,7 @@ class _Prober:
     async def _check_get(self, v: str, task_id: str, state: str | None) -> None:
         got = await self.rpc(v, _METHODS[v]["get"], {"id": task_id})
         if got.error or got.rpc_error:
-            said = got.error or f"JSON-RPC error {got.rpc_error.get('code')}: {got.rpc_error.get('message')}"
+            said = got.error or f"JSON-RPC error {(got.rpc_error or {}).get('code')}: {(got.rpc_error or {}).get('message')}"
             self.add("get_task", "fail", S_GET, f"the task just answered could not be read back: {said}", v)
             return
         task = _task_event(got.result, v)
@@ -372,7 +372,7 @@ class _Prober:
     async def _check_errors(self, v: str) -> None:
         wrong: list[str] = []
         result_for_bad: list[str] = []
-        cases = [
+        cases: list[tuple[str, int, dict[str, Any]]] = [
             ("unknown method", -32601, dict(method="levelfield/no-such-method", params={})),
             ("invalid params", -32602, dict(method=_METHODS[v]["send"], params={"message": "not a message"})),
             ("invalid JSON", -32700, dict(method="", params=None, raw=b"{not json")),

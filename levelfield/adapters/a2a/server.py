@@ -5,7 +5,7 @@ way ADK marks them (``metadata["adk_type"]`` = ``function_call`` / ``function_re
 the final response as one complete artifact (``lastChunk``), so ``A2AAgent`` — or any client
 that reads ADK's convention, ADK's ``RemoteA2aAgent`` included — gets the trajectory and the
 answer back exactly. A2A 1.0 and 0.3 clients are both answered (JSON-RPC at ``/``, REST at ``/``
-and ``/v1/``). ``levelfield serve module:agent`` runs it.
+and ``/v1/``). ``levelfield serve module:agent`` runs it (the command is ``levelfield.cli.serve``).
 
 What a server left running must survive: finished tasks are kept up to ``max_tasks`` (oldest
 evicted first), a request body over ``max_body`` bytes is answered 413 unread, a body that is not
@@ -21,14 +21,12 @@ message, the bounded task store) is ``task_executor``, the HTTP guard in front i
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..._core.data.config import ISOLATION_MODES, parse_size
+from ..._core.data.config import ISOLATION_MODES
 from ..._core.errors import ConfigError, MissingExtraError
 from ..._serving import BackgroundServer, bind, is_loopback, run_in_thread, url_of
 from .guard import _Guard
@@ -44,7 +42,6 @@ __all__ = [
     "start_server",
     "start_asgi",
     "RunningServer",
-    "add_serve_command",
 ]
 
 MAX_TASKS = 1_000
@@ -163,7 +160,7 @@ def build_app(
     ]
     starlette = Starlette(routes=routes, lifespan=lifespan)
     starlette.state.agent_card = card
-    app = _Guard(starlette, max_body=max_body, token=auth_token)
+    app = _Guard(starlette, max_body=max_body, token=auth_token)  # type: ignore[arg-type]  # an ASGI app, typed by Starlette its own way
     app.state = starlette.state  # type: ignore[attr-defined]
     return app
 
@@ -185,7 +182,7 @@ def start_asgi(make_app: Callable[[str], Any], *, host: str = "127.0.0.1", port:
         sock.close()
         raise
     # A background server is for notebooks and tests: don't wait long for runs still going.
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=0.5)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=0.5)  # type: ignore[arg-type]  # uvicorn waits with asyncio, which takes a float
     return run_in_thread(uvicorn.Server(config), sock, url, what="A2A server")
 
 
@@ -241,62 +238,3 @@ def serve(
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
-
-
-def _serve_command(args: argparse.Namespace) -> int:
-    from ..spec import AgentSpecError, agent_from_spec
-
-    token = args.auth_token if args.auth_token is not None else os.environ.get(TOKEN_ENV) or None
-    try:
-        agent = agent_from_spec(args.spec, name=args.name, isolation=args.isolation)
-    except (AgentSpecError, TypeError, MissingExtraError) as exc:
-        print(f"levelfield serve: {exc}", file=sys.stderr)
-        return 2
-    try:
-        serve(agent, host=args.host, port=args.port, name=args.name, url=args.url,
-              max_body=args.max_body, auth_token=token, isolation=args.isolation)
-    except ConfigError as exc:
-        print(f"levelfield serve: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"levelfield serve: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        pass
-    return 0
-
-
-def _body_size(text: str) -> int:
-    try:
-        return parse_size(text)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def add_serve_command(subparsers: Any, *, port_reader: Callable[[str], int] = int,
-                      url_reader: Callable[[str], str] = str) -> argparse.ArgumentParser:
-    """Add ``levelfield serve SPEC [--host] [--port] [--name] [--url] [--max-body] [--auth-token]
-    [--isolation]`` to the CLI's subparsers; ``port_reader`` and ``url_reader`` check ``--port`` and
-    ``--url`` (the CLI's shared readers, which live above the adapters)."""
-    parser = subparsers.add_parser(
-        "serve",
-        help="serve an agent over A2A (agent card, JSON-RPC and REST, streaming)",
-        description="Serve any agent levelfield can wrap over A2A, so A2AAgent or any A2A client can call it.",
-    )
-    parser.add_argument("spec", metavar="SPEC", help="the agent: module:attr (e.g. mypkg.agents:agent)")
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="interface to listen on (default 127.0.0.1, this machine only; another address "
-                             "is warned about: use --auth-token there)")
-    parser.add_argument("--port", type=port_reader, default=9999, help="port to listen on (default 9999)")
-    parser.add_argument("--name", default=None, help="the agent's name on its card (default: the agent's own)")
-    parser.add_argument("--url", type=url_reader, default=None, help="the URL the card advertises (default http://HOST:PORT; 127.0.0.1 for --host 0.0.0.0)")
-    parser.add_argument("--max-body", type=_body_size, default=MAX_BODY, metavar="SIZE",
-                        help=f"the largest request body read, e.g. 1MB; larger ones get HTTP 413 (default {MAX_BODY >> 20}MB)")
-    parser.add_argument("--auth-token", default=None, metavar="TOKEN",
-                        help=f"require 'Authorization: Bearer TOKEN' on every call but the card's (HTTP 401 otherwise); "
-                             f"default: the {TOKEN_ENV} environment variable, which keeps the token out of the process list")
-    parser.add_argument("--isolation", choices=ISOLATION_MODES, default="none",
-                        help="'process': run the agent in worker processes, so a crash (os._exit, a segfault) fails "
-                             "that task only, not the server (default none)")
-    parser.set_defaults(func=_serve_command)
-    return parser

@@ -83,7 +83,7 @@ def _on_loopback(address: str | None) -> dict[str, Any]:
     try:
         from ray._private.services import canonicalize_bootstrap_address
 
-        joins = canonicalize_bootstrap_address(None) is not None  # what ray.init(address=None) connects to
+        joins = canonicalize_bootstrap_address(None) is not None  # type: ignore[arg-type]  # None: Ray's own default  # what ray.init(address=None) connects to
     except Exception:  # noqa: BLE001 - another Ray: leave the choice to it
         return {}
     return {} if joins else {"_node_ip_address": _LOOPBACK}

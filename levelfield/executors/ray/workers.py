@@ -126,7 +126,7 @@ class _Worker:
         if self._slots is None:
             self._slots = asyncio.Semaphore(self._config.concurrency)  # shared by the batches in flight here
         ids = list(dict.fromkeys(key[1] for key in batch))
-        cases = EvalDataset([self._cases[i] for i in ids], source=self._source)
+        cases = EvalDataset([self._cases[i] for i in ids], source=self._source or "dataset")  # the default name when the dataset had none
         names = {key[0] for key in batch}
         agents = [a for a in every_agent if a.name in names]
         with endpoints.using(self._limits):

@@ -51,7 +51,7 @@ class AdkJudged(JudgedMetric, Metric):
         """Sync twin of :meth:`ascore`."""
         from ..._core.run.threads import run_coroutine
 
-        return run_coroutine(self.ascore(ctx))
+        return run_coroutine(self.ascore(ctx))  # type: ignore[return-value]  # ADK's criteria score with a Score
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, judge={self.judge!r}, num_samples={self.num_samples})"

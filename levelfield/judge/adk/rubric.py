@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -146,7 +147,7 @@ class RubricJudged(AdkJudged):
         jobs = []
         for i, turn in enumerate(turns):
             rubrics = self.rubrics_for(ctx.metadata, ctx.case_id, i)
-            replies = await self._samples(self.render([turn], rubrics), lambda r, rb=rubrics: parse_verdicts(r.text, rb, r.parsed).complete)
+            replies = await self._samples(self.render([turn], rubrics), functools.partial(_complete, rubrics=rubrics))
             jobs.append((i + 1, rubrics, replies))
         return self.combine(jobs, len(turns))
 
@@ -193,6 +194,11 @@ class RubricJudged(AdkJudged):
         ]
         value = sum(v.score for v in verdicts) / len(verdicts)
         return Score(value, explanation="\n".join([head, *detail]), extra=extra, usage=usage)
+
+
+def _complete(reply: JudgeReply, rubrics: Sequence[Rubric]) -> bool:
+    """Whether ``reply`` gives a verdict on every one of ``rubrics`` (worth caching)."""
+    return parse_verdicts(reply.text, rubrics, reply.parsed).complete
 
 
 def case_rubrics(metadata: Mapping[str, Any], turn: int | None, where: str) -> list[Rubric]:

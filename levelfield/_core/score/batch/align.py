@@ -17,7 +17,7 @@ from .rows import _Call, _calls, _missing
 try:  # the fastest JSON we have; the standard library otherwise
     import orjson as _orjson
 except ImportError:  # pragma: no cover - orjson ships with the 'parquet' and 'traces' extras
-    _orjson = None
+    _orjson = None  # type: ignore[assignment]  # the name stays, None: the standard library is used
 
 __all__ = ["align_batch", "CallKeys"]
 
@@ -66,7 +66,7 @@ class CallKeys:
             for j, found in enumerate(out):
                 if found is None:
                     out[j] = self._miss(cell[j], dumps(cell[j]))
-        return out
+        return out  # type: ignore[return-value]  # every None was filled just above
 
     def of_calls(self, calls: Sequence[ToolCall]) -> list[int]:
         """The match keys of tool calls already read (a run's output, a loaded case), cached by
@@ -92,7 +92,7 @@ class CallKeys:
 
     def _miss(self, item: Any, text: bytes) -> int:
         """The key of a call whose text is not cached yet: read by ``ToolCall``'s rules, then cached."""
-        (call,) = _calls([item]) or ()
+        (call,) = _calls([item]) or ()  # type: ignore[misc]  # one item read is one call
         found = self._id(*call)
         # JSON writes NaN and None alike: such calls are read and keyed every time, never cached.
         if b"null" not in text:
@@ -126,4 +126,4 @@ def align_batch(predicted: Sequence[list[int]], reference: Sequence[list[int]]) 
     for i in np.flatnonzero(~in_order & (matched == n_r)).tolist():
         it = iter(predicted[i])
         in_order[i] = all(k in it for k in reference[i])
-    return Alignment(n_p, n_r, matched, exact, in_order)
+    return Alignment(n_p, n_r, matched, exact, in_order)  # type: ignore[arg-type]  # the batch's: a column each

@@ -14,7 +14,7 @@ from ...data.dataset import ALIASES
 try:  # the fastest JSON we have; the standard library otherwise
     import orjson as _orjson
 except ImportError:  # pragma: no cover - orjson ships with the 'parquet' and 'traces' extras
-    _orjson = None
+    _orjson = None  # type: ignore[assignment]  # the name stays, None: the standard library is used
 
 __all__ = ["RowBatch", "batches_of", "scored_rows"]
 

@@ -209,7 +209,7 @@ class BatchScorer:
         groups: dict[int, tuple[CallKeys, list[Metric]]] = {}
         for m, k in self._kernels:
             groups.setdefault(id(k), (k, []))[1].append(m)
-        kernels = [(keyer, [], [], []) for keyer, _ in groups.values()]  # keyer, rows, predicted keys, reference keys
+        kernels: list[tuple[CallKeys, list[int], list[Any], list[Any]]] = [(keyer, [], [], []) for keyer, _ in groups.values()]  # keyer, rows, predicted keys, reference keys
         # One matcher (the usual case) is read without a loop over matchers.
         single = kernels[0] if len(kernels) == 1 else None
         light = [(values[m.name], m, tuple(_FIELD_AT[f] for f in m.requires)) for m, _ in self._light]

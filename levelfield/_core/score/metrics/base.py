@@ -209,7 +209,7 @@ class Metric(ABC):
 
     An example: a metric that says whether the answer is short enough, and why.
 
-    >>> from levelfield._core.score.metrics import Metric, Score, ScoringContext
+    >>> from levelfield.metrics import Metric, Score, ScoringContext
     >>> class ConciseAnswer(Metric):
     ...     '''1 when the response has at most ``max_words`` words.'''
     ...
@@ -244,7 +244,7 @@ class Metric(ABC):
     reads: ClassVar[tuple[str, ...] | None] = None
     """The context fields ``score`` reads, when the metric knows them (None: it may read any).
 
-    Saved predictions scored batch by batch (``levelfield._core.score.batch``) give a metric that
+    Saved predictions scored batch by batch (``lf.evaluate`` of a file of predictions) give a metric that
     names them a context holding only those fields (tool calls as light objects with
     ``tool_name`` and ``tool_input``), instead of building the whole case first."""
 

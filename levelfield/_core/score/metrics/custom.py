@@ -85,7 +85,7 @@ class CustomMetric(Metric):
         self.name = name
         self.metric_function = metric_function
         self.timeout = timeout
-        self.is_async = inspect.iscoroutinefunction(metric_function)
+        self.is_async = inspect.iscoroutinefunction(metric_function)  # type: ignore[misc]  # per instance: its function decides
         self._caller = _Caller()
 
     def __getstate__(self) -> dict[str, Any]:  # sent to worker processes: without the thread

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from itertools import chain
-from typing import Any
+from typing import Any, ClassVar
 
 from .base import Metric, Score, ScoringContext
 from .rouge import RougeTexts
@@ -27,6 +27,12 @@ def _unit(value: float) -> float:
     return min(1.0, max(0.0, value))
 
 
+def _given(text: str | None) -> str:
+    """A field the metric ``requires``: the scorer gives it only rows that have it."""
+    assert text is not None, "a metric was given a row without a field it requires"
+    return text
+
+
 class ExactMatch(Metric):
     """1 if the response equals the reference (surrounding whitespace ignored), else 0."""
 
@@ -37,7 +43,7 @@ class ExactMatch(Metric):
         self.name = name
 
     def score(self, ctx: ScoringContext) -> float:
-        return float(ctx.response.strip() == ctx.reference.strip())
+        return float(_given(ctx.response).strip() == _given(ctx.reference).strip())
 
 
 class Bleu(Metric):
@@ -72,7 +78,7 @@ class Bleu(Metric):
         # Worker processes get the settings; sacrebleu objects and the reference cache are rebuilt there.
         return {**self.__dict__, "_by_tokenizer": {}, "_references": {}, "_pairs": {}}
 
-    def _bleu(self, tokenize: str):
+    def _bleu(self, tokenize: str) -> Any:  # sacrebleu's BLEU
         bleu = self._by_tokenizer.get(tokenize)
         if bleu is None:
             from sacrebleu.metrics import BLEU
@@ -81,7 +87,7 @@ class Bleu(Metric):
         return bleu
 
     def score(self, ctx: ScoringContext) -> float:
-        reference, response = ctx.reference, ctx.response
+        reference, response = _given(ctx.reference), _given(ctx.response)
         tokenize = bleu_tokenize_name(reference, response) if self.tokenize == "auto" else self.tokenize
         bleu = self._bleu(tokenize)
         # sacrebleu's sentence_score, through the hooks its reference caching is built on
@@ -137,7 +143,7 @@ class Rouge(Metric):
     """
 
     requires = ("reference", "response")
-    reads = ("reference", "response")
+    reads: ClassVar[tuple[str, ...] | None] = ("reference", "response")
     _names = {"rouge1": "rouge_1", "rouge2": "rouge_2", "rougeL": "rouge_l", "rougeLsum": "rouge_l_sum"}
 
     def __init__(
@@ -159,8 +165,8 @@ class Rouge(Metric):
     def _f(self, reference: str, response: str) -> float:
         return _unit(self._texts.fmeasure(reference, response))
 
-    def score(self, ctx: ScoringContext) -> float:
-        return self._f(ctx.reference, ctx.response)
+    def score(self, ctx: ScoringContext) -> float | Score:
+        return self._f(_given(ctx.reference), _given(ctx.response))
 
 
 class ResponseMatchScore(Rouge):

@@ -35,7 +35,7 @@ class _Text:
 
     def __init__(self, tokens: list[str] | None) -> None:
         self.tokens = tokens
-        self.grams: dict[tuple[str, ...], int] | dict[str, int] | None = None
+        self.grams: dict[Any, int] | None = None  # n-gram (a token, or a tuple of n) -> its count
         self.masks: dict[str, int] | None = None
         self.sentences: list[list[str]] | None = None
 
@@ -60,7 +60,7 @@ class RougeTexts:
         return {"rouge_type": self.rouge_type, "use_stemmer": self.use_stemmer, "split_summaries": self.split_summaries}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["rouge_type"], use_stemmer=state["use_stemmer"], split_summaries=state["split_summaries"])
+        RougeTexts.__init__(self, state["rouge_type"], use_stemmer=state["use_stemmer"], split_summaries=state["split_summaries"])
 
     def _text(self, text: str) -> _Text:
         entry = self._texts.get(text)
@@ -93,6 +93,7 @@ class RougeTexts:
         grams = entry.grams
         if grams is None:
             tokens, n = entry.tokens, self.n
+            assert tokens is not None, "n-grams are counted of whole texts, which keep their tokens"
             grams = {}
             keys = tokens if n == 1 else [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
             for key in keys:
@@ -159,12 +160,13 @@ def _lcs_length(target: _Text | None, ref: list[str], can: list[str]) -> int:
     ``v``'s low bits never depend on its high ones (additions carry upward only, and ``u`` is a
     subset of ``v``), so no mask is needed between steps.
     """
+    masks: dict[str, int]
     if target is None:
         masks = _masks(ref)
     else:
+        if target.masks is None:
+            target.masks = _masks(ref)
         masks = target.masks
-        if masks is None:
-            masks = target.masks = _masks(ref)
     m = len(ref)
     full = (1 << m) - 1
     v = full

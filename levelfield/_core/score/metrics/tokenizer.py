@@ -99,7 +99,7 @@ class _Stems:
         return {}  # the stemmer is rebuilt, the memo starts empty
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__()
+        _Stems.__init__(self)
 
     def stem(self, word: str) -> str:
         stem = self._stems.get(word)
