@@ -191,9 +191,10 @@ def alter_first_write(bench):
     return mutate
 
 
-# τ²'s evaluator takes 0.3-1.6 s a run (it loads the domain's database twice and hashes it): the tests of
-# every task are marked slow; a seeded sample of each runs in the quick loop.
-SAMPLE = 6  # tasks per domain for the LangGraph and ADK oracles and the quick loop
+# τ²'s evaluator builds two environments a run (each validating the domain's whole database, 0.07 s retail, 0.17 s
+# airline of CPU) and hashes them: the tests of every task are marked slow (the suite runs them, sliced so xdist
+# spreads them); the LangGraph and ADK oracles and the differential run on a seeded sample in the quick loop.
+SAMPLE = 6  # tasks per domain for the LangGraph and ADK oracles
 
 
 def sample(bench, n=SAMPLE):
@@ -219,12 +220,6 @@ def test_the_function_oracle_scores_one_on_every_task(domain, part):
     failed = {task: s for task, s in got.items() if s != 1.0}
     assert len(got) == len(bench.tasks) and failed == {}, result.metrics_table.set_index("case_id").loc[
         list(failed)[:3], "tau2_reward/explanation"].tolist()
-
-
-@pytest.mark.parametrize("domain", ["retail", "airline"])
-def test_the_function_oracle_scores_one_on_a_seeded_sample(domain, request):
-    bench = lf.benchmarks.tau2(domain, task_ids=sample(request.getfixturevalue(domain)))
-    assert set(scores(run(bench, function_oracle(bench))).values()) == {1.0}
 
 
 @pytest.mark.parametrize("framework", ["langgraph", "adk"])
@@ -286,7 +281,9 @@ def test_the_database_read_once_gives_tau2s_own_evaluation_and_environments(doma
     assert cached != domain
     mutate = one_write_changed(full)
     rewards = set()
-    for task_id in sample(full, 2):
+    for task_id in sample(full, 4):  # until a changed conversation has cost its task the reward
+        if 0.0 in rewards:
+            break
         for change in (None, mutate):
             simulation = by_hand_simulation(full, task_id, *plan(full, task_id, change))
             infos = [t.evaluate_simulation(simulation=simulation, task=full.tasks[task_id], solo_mode=False,
@@ -311,7 +308,7 @@ def test_an_agent_that_skips_or_alters_one_write_scores_what_tau2_gives_the_same
 
 @pytest.mark.parametrize("domain", ["retail", "airline"])
 def test_skipping_or_altering_one_write_scores_what_tau2_gives_on_a_seeded_sample(domain, request):
-    check_differential(lf.benchmarks.tau2(domain, task_ids=sample(request.getfixturevalue(domain), 4)))
+    check_differential(lf.benchmarks.tau2(domain, task_ids=sample(request.getfixturevalue(domain), 2)))
 
 
 def test_the_termination_reason_is_set_from_how_the_conversation_ended():
