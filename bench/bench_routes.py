@@ -183,6 +183,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sets", default="trajectory,rouge_1")
     parser.add_argument("--child", nargs="*")
+    parser.add_argument("--no-adk", action="store_true", help="skip google-adk (its rows take the longest)")
+    parser.add_argument("--quick", action="store_true",
+                        help="20,000 and 100,000 rows, the trajectory set, 2 repeats, no google-adk: a few minutes")
     parser.add_argument("--folder", default=None, 
                         help="where the saved rows are generated (default: a temporary folder)")
     args = parser.parse_args()
@@ -191,7 +194,10 @@ def main() -> None:
         answer = adk(path, which, int(rest[0])) if kind == "adk" else ours(kind, path, which)
         print(json.dumps(answer))
         return
+    if args.quick:
+        args.sizes, args.sets, args.repeats, args.no_adk = "20000,100000", "trajectory", min(args.repeats, 2), True
     sizes = [int(s) for s in args.sizes.split(",")]
+    kinds = ROUTES if args.no_adk else (*ROUTES, "adk")
     # levelfield's modules as an installed package has them: compiled once. Without this, a shell with
     # PYTHONDONTWRITEBYTECODE=1 makes every child compile levelfield from source (~0.5 s) while pandas
     # and google-adk load from their installed .pyc files.
@@ -208,13 +214,15 @@ def main() -> None:
             for n in sizes:
                 jsonl, _ = generate(n, folder)
                 runs: dict[str, list[dict]] = {}
-                for kind in (*ROUTES, "adk"):  # one warm-up round: the file cache, first-use costs
+                for kind in kinds:  # one warm-up round: the file cache, first-use costs
                     extra = [str(min(n, args.adk_subset))] if kind == "adk" else []
                     run_child(__file__, kind, str(jsonl), which, *extra)
                 for _ in range(args.repeats):  # interleaved: a load change hits every route alike
-                    for kind in (*ROUTES, "adk"):
+                    for kind in kinds:
                         extra = [str(min(n, args.adk_subset))] if kind == "adk" else []
                         runs.setdefault(kind, []).append(run_child(__file__, kind, str(jsonl), which, *extra))
+                if args.no_adk:  # the rates against ADK's are then against nothing: shown as nan
+                    runs["adk"] = [{"rows": n, "seconds": float("nan"), "cpu": float("nan"), "means": runs["path"][0]["means"]}]
                 adk_rate = statistics.median(r["rows"] / r["seconds"] for r in runs["adk"])
                 adk_cpu_rate = statistics.median(r["rows"] / r["cpu"] for r in runs["adk"])
                 adk_rows = runs["adk"][0]["rows"]
@@ -233,6 +241,13 @@ def main() -> None:
                           f"+ table {table_seconds:7.3f} s {n / table_seconds / adk_rate:5.1f}x ADK "
                           f"(cpu {table_cpu:6.3f} s, {n / table_cpu / adk_cpu_rate:5.1f}x)  "
                           f"read {read:6.3f} s  peak {peak:7.0f} MB (adds {adds:6.0f}){'' if same else '  MEANS DIFFER'}")
+                # One rate for every route (issue #56): load_dataset(df) against evaluate(df), the DataFrame in hand.
+                ratio = statistics.median(a["seconds"] / b["seconds"]
+                                          for a, b in zip(runs["load_dataset_df"], runs["df_in_hand"]))
+                cpu_ratio = statistics.median(a["cpu"] / b["cpu"] for a, b in zip(runs["load_dataset_df"], runs["df_in_hand"]))
+                print(f"{n:>8} rows  evaluate(load_dataset(df)) / evaluate(df): {ratio:.2f}x wall, {cpu_ratio:.2f}x cpu "
+                      f"(medians of the interleaved pairs; target <= 1.5x at 20,000 rows); load average "
+                      f"{os.getloadavg()[0]:.2f}")
                 note = "" if adk_rows == n else f" (timed on {adk_rows} rows, rate extrapolated)"
                 agree = max(abs(a - b) for a, b in zip(means, runs["adk"][0]["means"])) if adk_rows == n else None
                 adk_seconds = statistics.median(r["seconds"] for r in runs["adk"])

@@ -156,6 +156,16 @@ def disk_full_for(monkeypatch: pytest.MonkeyPatch, refused: str) -> None:
     monkeypatch.setattr(Journal, "__init__", init)
 
 
+@pytest.fixture(autouse=True)
+def own_cache_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+                     request: pytest.FixtureRequest) -> None:
+    """Each test its own levelfield cache folder (``LEVELFIELD_CACHE_DIR``, made only when written): a limit one
+    test's endpoint taught (``levelfield._core.run.learned``) or a judge's answers never reach another test, nor
+    the working directory. A test that sets the variable itself wins."""
+    base = tmp_path_factory.getbasetemp() / "levelfield-cache"
+    monkeypatch.setenv("LEVELFIELD_CACHE_DIR", str(base / str(abs(hash(request.node.nodeid)))))
+
+
 @pytest.fixture
 def fresh_heap() -> None:
     """gc sees only the objects made during the test: those alive before it (in a worker of the whole

@@ -40,7 +40,7 @@ def broken(prompt):
 @pytest.mark.parametrize("option, value, words", [
     ("failed_runs", "drop", "use 'zero' or 'exclude'"),
     ("confidence", 1.0, "between 0 and 1"),
-    ("test", "t-test", "use one of auto, mcnemar, wilcoxon, permutation"),
+    ("test", "t-test", "use one of auto, mcnemar, t, wilcoxon, permutation"),
     ("seed", 1.5, "whole number"),
     ("reducer", "best", "use one of mean, max, min, median"),
     ("alpha", 0.0, "between 0 and 1"),

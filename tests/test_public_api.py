@@ -19,7 +19,7 @@ from levelfield._core.data.config import RunConfig, RunOptions
 
 PACKAGE = sorted([
     # running and comparing
-    "evaluate", "aevaluate", "compare", "acompare", "Comparison", "EvalTask", "EvalResult", "RunConfig", "StatsConfig",
+    "evaluate", "aevaluate", "forget_limits", "compare", "acompare", "Comparison", "EvalTask", "EvalResult", "RunConfig", "StatsConfig",
     "as_agent", "RayExecutor",
     # data
     "load_dataset", "load_traces", "export_scores", "to_adk_evalset", "EvalCase", "EvalDataset", "ToolCallMatcher",

@@ -198,7 +198,7 @@ def compare(
             ``agent_concurrency`` (``{"name": n}`` caps one agent further), ``out`` (the run record, tables,
             summary and ``report.html`` are written there), ``resume``, ``overwrite``, ``isolation``,
             ``workers``, ``executor``, ``max_response_bytes``, ``adaptive``, ``requests_per_minute``,
-            ``tokens_per_minute``, ``prices``, ``max_cost_usd``, ``a2a_preflight``, ``judge_max_cost_usd``.
+            ``tokens_per_minute``, ``prices``, ``max_cost_usd``, ``a2a_preflight``, ``a2a_probe``, ``judge_max_cost_usd``.
 
     Returns:
         An ``lf.Comparison``: ``summary``, ``pairwise(metric)``, ``verdict()``; ``print(cmp)`` says it.

@@ -171,7 +171,7 @@ def evaluate(
             one run only), ``workers`` (processes scoring saved predictions), ``executor`` (``"ray"``
             or ``lf.RayExecutor(...)``: runs on a Ray cluster, the same results), ``max_response_bytes``,
             ``adaptive``, ``requests_per_minute``, ``tokens_per_minute``, ``prices``, ``max_cost_usd``,
-            ``a2a_preflight`` and ``judge_max_cost_usd``.
+            ``a2a_preflight``, ``a2a_probe`` and ``judge_max_cost_usd``.
 
     Returns:
         An ``lf.EvalResult``: ``summary_metrics``, ``metrics_table``, the runs and their scores.

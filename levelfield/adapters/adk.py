@@ -29,6 +29,7 @@ from .adk_events import (
     install_inner_calls,
     is_transient,
     output_from_events,
+    quiet_adk_errors,
     with_inner_calls,
     with_tool_errors,
 )
@@ -64,6 +65,11 @@ class AdkAgent:
         user_id: the ADK user the sessions belong to.
     """
 
+    warn_blocking = False
+    """No ``BlockingAgentWarning``: a step that blocks the event loop is ADK's own code (its runner, a
+    plugin, the model client), which the warning's advice (make the agent sync, wrap the blocking call
+    in ``asyncio.to_thread``) cannot reach; the watchdog still ends a run at its timeout."""
+
     def __init__(self, agent: Any, *, name: str | None = None, user_id: str = "levelfield") -> None:
         _require_adk("AdkAgent")
         if not is_adk_agent(agent):
@@ -82,6 +88,7 @@ class AdkAgent:
             self.runner = InMemoryRunner(agent=agent, app_name=_app_name(agent.name))
         # The runner's plugins reach the runners ADK makes for AgentTools: the plugin sees their calls.
         install_inner_calls([self.runner.plugin_manager])
+        quiet_adk_errors()  # a failed run records ADK's traceback; ADK's log of it would repeat it on the terminal
         self._sessions: dict[str, str] = {}
         self._progress: dict[tuple[str | None, int], tuple[list[Any], RunCalls]] = {}
 

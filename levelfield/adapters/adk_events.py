@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +34,7 @@ __all__ = [
     "is_adk_event",
     "is_transient",
     "output_from_events",
+    "quiet_adk_errors",
     "session_state",
     "with_inner_calls",
     "with_tool_errors",
@@ -275,15 +277,19 @@ def with_tool_errors(output: AgentOutput, run: RunCalls) -> AgentOutput:
 
 
 def with_inner_calls(output: AgentOutput, inner: RunCalls) -> AgentOutput:
-    """``output`` with each AgentTool's inner calls after the call that ran it, the hand-offs to
-    and back from the AgentTool's agent where that call was made, and its model calls counted."""
+    """``output`` with each AgentTool's inner calls after the call that ran it (each marked
+    ``within`` that call's id and attributed to the AgentTool's agent: ADK-named metrics leave them
+    out, as ADK's event stream does), the hand-offs to and back from the AgentTool's agent where that
+    call was made, and its model calls counted (``inner_model_calls`` says how many of them)."""
     output.model_calls = (output.model_calls or 0) + inner.model_calls
+    if inner.model_calls:
+        output.inner_model_calls = inner.model_calls
     if not inner.calls:
         return output
     trajectory: list[ToolCall] = []
     for call in output.trajectory:
         trajectory.append(call)
-        trajectory.extend(inner.calls.get(call.id or "", []))
+        trajectory.extend(c.model_copy(update={"within": call.id}) for c in inner.calls.get(call.id or "", []))
     # Where each outer call was made among the hand-offs: the events read again, call by call.
     team, at = Team(), {}
     for event in output.raw if isinstance(output.raw, list) else []:
@@ -301,6 +307,34 @@ def with_inner_calls(output: AgentOutput, inner: RunCalls) -> AgentOutput:
             handoffs[index:index] = [Handoff(from_agent=outer, to_agent=inside), Handoff(from_agent=inside, to_agent=outer)]
     output.trajectory, output.handoffs = trajectory, handoffs
     return output
+
+
+# --- ADK's own error logs -----------------------------------------------------------------
+
+_ADK_ERROR_LOGGERS = (
+    "google_adk.google.adk.runners",
+    "google_adk.google.adk.workflow._node_runner",
+    "google_adk.google.adk.plugins.plugin_manager",
+)
+
+
+class _RecordedByTheRun(logging.Filter):
+    """Leaves out ADK's error logs with a traceback while a levelfield run is in progress: the run
+    records the failure (its error and the whole traceback, ``AgentRun.traceback``), so one fault
+    is one line on the terminal, not some 200 lines of ADK's tracebacks for each run it fails."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from .._core.run.scope import CURRENT_SCOPE
+
+        return not (record.exc_info and CURRENT_SCOPE.get() is not None)
+
+
+def quiet_adk_errors() -> None:
+    """Install :class:`_RecordedByTheRun` on the loggers ADK reports a failed run on (once each)."""
+    for name in _ADK_ERROR_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _RecordedByTheRun) for f in logger.filters):
+            logger.addFilter(_RecordedByTheRun())
 
 
 # --- errors -------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from .adk_events import (
     is_adk_event,
     is_transient,
     output_from_events,
+    quiet_adk_errors,
     session_state,
     with_inner_calls,
 )
@@ -57,6 +58,7 @@ def _install_inner_calls_plugin(app: Any) -> bool:
     """Register the AgentTool plugin on a local AdkApp's runners; False when it has none."""
     attrs = getattr(app, "_tmpl_attrs", None)
     runners = [attrs.get(k) for k in ("runner", "in_memory_runner")] if isinstance(attrs, dict) else []
+    quiet_adk_errors()  # a failed run records ADK's traceback; ADK's log of it would repeat it on the terminal
     return install_inner_calls([getattr(r, "plugin_manager", None) for r in runners if r is not None])
 
 

@@ -124,7 +124,7 @@ class _Renamed:
     async def arun(self, request):
         return await self.inner.arun(request)
 
-    _PASSED_ON = frozenset({"partial_output", "classify_failure", "preflight", "apreflight"})
+    _PASSED_ON = frozenset({"partial_output", "classify_failure", "preflight", "apreflight", "observed", "redact", "warn_blocking"})
     """What the runner and the evaluation ask of an agent besides ``arun``: passed on to the agent renamed."""
 
     def __getattr__(self, attr: str):

@@ -1,6 +1,7 @@
 """``levelfield a2a-check URL``: does the agent at URL speak A2A? The preflight's table, and an exit code.
 
-0 when no check fails, 1 when one does, 2 when the URL is unusable or unreachable (one line on stderr).
+0 when no check fails, 1 when one does, 2 when the URL is unusable or unreachable (one line on stderr): a
+host that answers HTTP but serves no agent card at either well-known path is unusable.
 See :mod:`levelfield.adapters.a2a.preflight` for the checks.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..adapters.a2a.checks import CARD_PATHS
 from ..adapters.a2a.preflight import DEFAULT_PROMPT
 
 __all__ = ["add_parser", "run"]
@@ -45,6 +47,13 @@ def run(args: Any) -> int:
         return 2
     finally:
         budget.reset_response_cap(cap)
+    fetched = found.check("card.fetch")
+    if fetched is not None and fetched.status == "fail":
+        # A host that answers HTTP without a card is no A2A agent: the URL is unusable, as the exit codes say.
+        print(f"levelfield a2a-check: {found.url} answers HTTP but serves no agent card at {CARD_PATHS[0]} "
+              f"(A2A 0.3 and 1.0) or {CARD_PATHS[1]} (older servers): {fetched.detail}; is it the agent's base URL?",
+              file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(found.to_dict(), indent=2, ensure_ascii=False))
     else:

@@ -164,11 +164,14 @@ def _eval_saved(args: argparse.Namespace) -> int:
         written = sorted(p.name for p in Path(args.out).iterdir() if p.is_file() and not p.name.startswith("."))
         print(f"\nWritten: {', '.join(written)} in {Path(args.out)}")
     certify_before_gating(args, {"": result})
+    from .._core.stats.gating import result_gate_mean
+    from .readout import gate_rule
+
     missed = []
     for metric, floor in args.fail_under:
-        mean = summary.get(f"{metric}/mean", math.nan)
-        if math.isnan(mean) or mean < floor:
-            missed.append(f"{metric} mean {num(mean)} is under {floor:g}")
+        read = result_gate_mean(summary, metric, failed_runs=gate_rule(args))
+        if read.missed(floor):
+            missed.append(f"{metric} {read.words()} is under {floor:g}")
     for line in missed:
         print(f"levelfield: --fail-under: {line}", file=sys.stderr)
     unreadable = report_unreadable_judges({"saved": result}, metrics, command=args.command)

@@ -80,6 +80,7 @@ def run_config(args: argparse.Namespace) -> Any:
         max_response_bytes=args.max_response,
         adaptive=getattr(args, "adaptive", True),
         a2a_preflight=getattr(args, "a2a_preflight", True),
+        a2a_probe=getattr(args, "a2a_probe", False),
         requests_per_minute=_rates(getattr(args, "rpm", []), "--rpm"),
         tokens_per_minute=_rates(getattr(args, "tpm", []), "--tpm"),
         prices=getattr(args, "prices", None),
@@ -226,14 +227,18 @@ def tool_cassette(args: argparse.Namespace) -> Any:
     """``--tools FILE --tools-mode MODE --tools-missing POLICY`` as a ToolCassette (None without --tools)."""
     path = getattr(args, "tools", None)
     mode, missing = getattr(args, "tools_mode", None), getattr(args, "tools_missing", None)
+    overwrite = bool(getattr(args, "tools_overwrite", False))
     if path is None:
-        unused = [flag for flag, given in (("--tools-mode", mode), ("--tools-missing", missing)) if given]
+        unused = [flag for flag, given in (("--tools-mode", mode), ("--tools-missing", missing),
+                                           ("--tools-overwrite", overwrite)) if given]
         if unused:
             raise UsageError(f"{', '.join(unused)}: only with --tools FILE")
         return None
+    if overwrite and mode != "record":
+        raise UsageError("--tools-overwrite: only with --tools-mode record")
     from ..tools.cassette import ToolCassette
 
-    return ToolCassette(path, mode=mode or "replay", on_missing=missing or "error")
+    return ToolCassette(path, mode=mode or "replay", on_missing=missing or "error", overwrite=overwrite)
 
 
 def faults_of(args: argparse.Namespace) -> Any:

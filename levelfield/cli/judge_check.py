@@ -3,7 +3,9 @@
 Prints each judged 0/1 metric's sensitivity and specificity against the human labels with their exact
 one-sided lower bounds, kappa, the labels still needed and the verdict (``lf.certify_judge``).
 Exit 0 when every judged metric's judge is certified, 1 when one is not, 2 on bad input (one line on
-stderr). Also here: ``--require-certified-judge`` for the gates of ``eval`` and ``compare``.
+stderr). A record of several agents with labels that name them (an ``agent`` column) gets each agent's
+table and the pooled one (the judge's, over every agent's labelled rows: the exit code reads it);
+``--agent`` narrows to one agent, saying how many labels of others it leaves out. Also here: ``--require-certified-judge`` for the gates of ``eval`` and ``compare``.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ _confidence = share(what=" (the confidence of the lower bounds, e.g. 0.95)")
 DEFAULT_MIN = 0.8
 
 
-def _load(location: str, agent: str | None) -> Any:
-    """The saved result at ``location`` (an --out folder or its runs.jsonl), one agent's."""
+def _load(location: str, agent: str | None, labels: Any = None) -> Any:
+    """The saved result at ``location`` (an --out folder or its runs.jsonl): one agent's, or, for a record of
+    several agents and labels with an ``agent`` column, every agent's (a dict)."""
     from .._core.results.record import read_record
     from .._core.results.result import results_from_record
 
@@ -44,20 +47,60 @@ def _load(location: str, agent: str | None) -> Any:
             raise ConfigError(f"--agent {agent}: not an agent of {record.path} ({', '.join(results)})")
         return results[agent]
     if len(results) != 1:
+        if labels is not None and "agent" in labels:
+            return results  # per agent, and pooled
         raise ConfigError(f"{record.path} holds {len(results)} agents ({', '.join(results)}): name the one whose "
-                          "answers the labels judge with --agent NAME")
+                          "answers the labels judge with --agent NAME, or give the labels an 'agent' column (each "
+                          "agent's table and the pooled one)")
     return next(iter(results.values()))
+
+
+def _labels_table(source: Any) -> Any:
+    if source is None:
+        return None
+    from .._core.stats.judge_correction import read_human_labels
+
+    return read_human_labels(source)
+
+
+def _left_out_note(labels: Any, agent: str) -> str | None:
+    """What ``--agent`` left out of a labels file with an ``agent`` column, said rather than dropped silently."""
+    if labels is None or "agent" not in labels:
+        return None
+    others = labels[labels["agent"].notna() & (labels["agent"].astype(str) != agent)]
+    if others.empty:
+        return None
+    names = ", ".join(sorted(set(others["agent"].astype(str))))
+    return f"--agent {agent}: {len(others)} label(s) of other agents ({names}) left out"
+
+
+def _pooled(args: argparse.Namespace, results: Any, labels: Any) -> int:
+    from .._core.stats.certify import certify_judge_pooled
+
+    if args.rows_to_label:
+        raise ConfigError("--rows-to-label picks one agent's rows: give --agent NAME too")
+    found = certify_judge_pooled(results, labels, min_tpr=args.min_tpr, min_tnr=args.min_tnr,
+                                 confidence=args.confidence, metrics=args.metrics or None)
+    print(json.dumps(found.to_dict(), indent=2, default=str) if args.json else found.table())
+    return 0 if found.certified else 1
 
 
 def run(args: argparse.Namespace) -> int:
     from .._core.stats.certify import certify_judge
     from .._core.stats.labelling import rows_to_label
 
-    result = _load(args.result, args.agent)
+    labels = _labels_table(args.human_labels)
+    result = _load(args.result, args.agent, labels)
+    if isinstance(result, dict):
+        return _pooled(args, result, labels)
+    if args.agent is not None and not args.json:
+        note = _left_out_note(labels, args.agent)
+        if note is not None:
+            print(note)
     if args.human_labels is None and not any(c.metadata.get("human_label") is not None for c in result.dataset):
         raise ConfigError("no human labels: give --human-labels FILE (a CSV/JSONL of case_id,human_label), or run on "
                           "a dataset with a human_label column")
-    found = certify_judge(result, args.human_labels, min_tpr=args.min_tpr, min_tnr=args.min_tnr,
+    found = certify_judge(result, labels, min_tpr=args.min_tpr, min_tnr=args.min_tnr,
                           confidence=args.confidence, metrics=args.metrics or None)
     if args.json:
         print(json.dumps(found.to_dict(), indent=2, default=str))
@@ -103,7 +146,9 @@ def add_parser(subparsers: Any) -> Any:
                         help="confidence of the one-sided lower bounds (default 0.95)")
     parser.add_argument("--metric", "-m", action="append", dest="metrics", metavar="NAME",
                         help="a judged metric to certify (repeatable; default every judged pass/fail metric)")
-    parser.add_argument("--agent", metavar="NAME", help="with a record of several agents: the one the labels judge")
+    parser.add_argument("--agent", metavar="NAME",
+                        help="with a record of several agents: certify on this agent's rows only (default, with an "
+                             "'agent' column in the labels: each agent's table and the pooled one)")
     parser.add_argument("--rows-to-label", type=whole(1), metavar="N",
                         help="also list the N unlabelled rows to label next (the judge's least sure first)")
     parser.add_argument("--rows-out", metavar="FILE.csv",

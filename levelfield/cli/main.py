@@ -21,7 +21,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from . import a2a_check, compare, demo, judge_check, plan, report, view, watch
+from . import a2a_check, compare, demo, judge_check, limits, plan, report, view, watch
 from . import eval as eval_command
 from .arguments import UsageError, http_url, port
 from .interrupt import RUNS_AGENTS, interrupted_note, terminate_as_interrupt
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     for command in (demo, eval_command, compare, report, plan, view, watch):
         command.add_parser(sub)
     add_serve_command(sub, port_reader=port, url_reader=http_url)  # the A2A adapter's command
-    for command in (a2a_check, judge_check):
+    for command in (a2a_check, judge_check, limits):
         command.add_parser(sub)
     return parser
 

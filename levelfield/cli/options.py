@@ -4,6 +4,7 @@ agents run, which cases, the baseline and its gate. What they ask for is built i
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from .arguments import (
     budget,
@@ -26,6 +27,15 @@ _OUT_SAVED = ("without --agent (saved predictions, any number of rows): metrics_
               "without pyarrow) and summary.json, streamed batch by batch; no runs.jsonl and no report.html "
               "(in Python, result.save(DIR) writes the full record, explanations included)")
 _OUT_REFUSED = "; a DIR that holds other files but no run record is refused unless --overwrite"
+
+
+class _Given(argparse.Action):
+    """Store the value and note that it was given on the command line (``args.<dest>_given``)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
 
 
 def add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_runs: str = "zero") -> None:
@@ -54,8 +64,11 @@ def add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_r
     p.add_argument("--retries", type=whole(0), default=d.retries,
                    help=f"retries of errors an adapter marks transient (default {d.retries})")
     p.add_argument("--no-a2a-preflight", dest="a2a_preflight", action="store_false",
-                   help="do not check A2A agents before the first case (by default their card and a few probe "
-                        "messages are checked, as levelfield a2a-check does, and the result kept in the record)")
+                   help="do not check A2A agents (by default their card is checked before the first case and their "
+                        "answers to the cases as they arrive, and the result kept in the record; no message is sent)")
+    p.add_argument("--a2a-probe", dest="a2a_probe", action="store_true",
+                   help="also send A2A agents two probe messages before the first case (send and stream, as "
+                        "levelfield a2a-check does): only for agents without side effects, each probe is a task they run")
     p.add_argument("--no-adaptive", dest="adaptive", action="store_false",
                    help="keep --concurrency fixed: by default the calls in flight to each endpoint (agent, A2A host, "
                         "judge, simulator) follow its rate limits (HTTP 429/503), with --concurrency as the ceiling, "
@@ -81,9 +94,10 @@ def add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_r
     p.add_argument("--fail-under", type=threshold, action="append", default=[], metavar="METRIC=VALUE",
                    help="exit 1 when an agent's mean of METRIC is under VALUE (repeatable)")
     twin = "lf.compare" if failed_runs == "zero" else "lf.evaluate"
-    p.add_argument("--failed-runs", choices=("zero", "exclude"), default=failed_runs,
+    p.add_argument("--failed-runs", choices=("zero", "exclude"), default=failed_runs, action=_Given,
                    help=f"a failed run scores 0 ('zero') or is left out of the means ('exclude'); default "
-                        f"{failed_runs!r}, as in {twin}; when a run failed, the means by the other rule are printed too")
+                        f"{failed_runs!r}, as in {twin}; when a run failed, the means by the other rule are printed too. "
+                        "--fail-under reads the mean with failed runs as 0 unless --failed-runs exclude is given")
     p.add_argument("--allow-failures", action="store_true",
                    help="exit 0 even when every run of an agent failed (default: exit 1)")
     p.add_argument("--experiment", metavar="NAME",
@@ -112,6 +126,8 @@ def add_run_options(p: argparse.ArgumentParser, *, saved: bool = False, failed_r
     p.add_argument("--tools-mode", choices=("replay", "record", "record_missing"), default=None,
                    help="with --tools: replay the cassette (default), record a new one, or replay what it holds and "
                         "record the rest")
+    p.add_argument("--tools-overwrite", action="store_true", default=False,
+                   help="with --tools-mode record: replace a cassette that already holds answers (refused otherwise)")
     p.add_argument("--tools-missing", choices=("error", "live"), default=None,
                    help="with --tools in replay mode: a call the cassette lacks is a tool error the agent sees "
                         "(default) or runs the live tool")

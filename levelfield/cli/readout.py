@@ -4,7 +4,6 @@ the --fail-under thresholds, the change against --baseline and its gate, the --m
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,7 +37,7 @@ def finish(args: argparse.Namespace, cmp: Comparison, header: str) -> int:
     from .judge_check import certify_before_gating
 
     certify_before_gating(args, cmp.results, cmp.baseline.name if cmp.baseline is not None else None)
-    code = check_thresholds(cmp, args.fail_under)
+    code = check_thresholds(cmp, args.fail_under, failed_runs=gate_rule(args))
     judged = {a: r for a, r in cmp.results.items() if cmp.baseline is None or a != cmp.baseline.name}
     unreadable = report_unreadable_judges(judged, cmp.metrics, command=args.command)
     return max(code, check_baseline(args, cmp), failed, check_budget(args, cmp), unreadable)
@@ -63,15 +62,24 @@ def check_budget(args: argparse.Namespace, cmp: Comparison) -> int:
     return 1
 
 
-def check_thresholds(cmp: Comparison, thresholds: Sequence[tuple[str, float]]) -> int:
-    from ..comparison._text import num
+def gate_rule(args: argparse.Namespace) -> str:
+    """The rule the --fail-under gate reads: failed runs as 0, unless ``--failed-runs exclude`` was given."""
+    return "exclude" if getattr(args, "failed_runs_given", False) and args.failed_runs == "exclude" else "zero"
+
+
+def check_thresholds(cmp: Comparison, thresholds: Sequence[tuple[str, float]], *, failed_runs: str = "zero") -> int:
+    """Each --fail-under METRIC=VALUE against each agent's mean by ``failed_runs`` (:func:`gate_mean`), one
+    line each: the mean the gate read and how many runs failed; 1 when one is under its floor."""
+    from .._core.stats.gating import gate_mean
 
     missed = []
     for metric, floor in thresholds:
         for agent in cmp.agents:
-            mean = float(cmp.summary.loc[agent, f"{metric}/mean"])
-            if math.isnan(mean) or mean < floor:
-                missed.append(f"{agent}: {metric} mean {num(mean)} is under {floor:g}")
+            read = gate_mean(cmp.summary, agent, metric, failed_runs=failed_runs)
+            if read.missed(floor):
+                missed.append(f"{agent}: {metric} {read.words()} is under {floor:g}")
+            else:
+                print(f"levelfield: --fail-under: {agent}: {metric} {read.words()} is at least {floor:g}")
     for line in missed:
         print(f"levelfield: --fail-under: {line}", file=sys.stderr)
     return 1 if missed else 0

@@ -40,10 +40,9 @@ from .._core.score.diff import MarkedCall, mark_trajectory
 from .._core.score.matching import DEFAULT_MATCHER, ToolCallMatcher
 from .._core.score.metrics.base import Metric
 from .._core.stats import inference as stats
-from .._core.stats.change import detectable_difference
 from .._core.stats.components import SOURCES, split_variance
 from .._core.stats.config import FailedRuns, StatsConfig, stats_config
-from .._core.stats.paired import PairedInference, paired_inference
+from .._core.stats.paired import PairedInference, detectable_difference, paired_inference
 from .._core.stats.soft_labels import soft_values
 from . import _record
 from ._cases import AgentCase, CaseView, CaseViewer, JudgedView
@@ -343,8 +342,8 @@ class Comparison:
     def summary(self) -> pd.DataFrame:
         """One row per agent: each metric's mean and interval, pass@k with trials, failures, latency, tokens.
 
-        Columns: ``<metric>/mean``, ``/ci_low``, ``/ci_high`` (Wilson for 0/1 case values, BCa
-        bootstrap otherwise), ``/n`` (cases counted), all by this comparison's ``failed_runs`` rule;
+        Columns: ``<metric>/mean``, ``/ci_low``, ``/ci_high`` (Wilson for 0/1 case values, Student's
+        t otherwise), ``/n`` (cases counted), all by this comparison's ``failed_runs`` rule;
         the mean by the other rule, ``/mean_failed_left_out`` (with ``"zero"``) or
         ``/mean_failed_as_zero`` (with ``"exclude"``); with ``trials=k>1``, ``/flaky`` (cases whose
         trials disagree) and, for a metric that is 0/1 for every agent, ``/pass@k`` (share of cases
@@ -376,8 +375,11 @@ class Comparison:
     def pairwise(self, metric: str, *, test: stats.PairedTestName | None = None) -> pd.DataFrame:
         """Every pair of agents on one metric, tested on paired cases, adjusted for the pairs that can differ.
 
-        Columns: ``agent_a``, ``agent_b``, ``n`` (paired cases), ``difference`` (mean of A − B),
-        ``ci_low``/``ci_high`` and ``ci_level``, ``p_value``, ``p_holm``, ``test``,
+        Columns: ``agent_a``, ``agent_b``, ``n`` (paired cases), ``difference`` (A − B: the
+        difference of proportions for 0/1 metrics, the mean difference otherwise; the Hodges–Lehmann
+        shift with ``test="wilcoxon"``), ``estimand`` (which of these), ``ci_low``/``ci_high`` (its
+        interval: Tango's score interval for 0/1 metrics, the paired t interval otherwise) and
+        ``ci_level``, ``p_value``, ``p_holm``, ``test``,
         ``wins``/``ties``/``losses`` (cases A scored higher/equal/lower), ``significant``
         (``p_holm`` below 1 − confidence), ``p_min``, ``in_family`` and ``mde``.
 
@@ -389,12 +391,13 @@ class Comparison:
         (``ci_level``; :func:`levelfield._core.stats.inference.family_levels`), so an interval
         leaves out 0 exactly when the pair is significant. ``mde``: the smallest difference these
         cases could detect with 80% power at that level, to read next to a non-significant
-        result (see ``levelfield._core.stats.change.detectable_difference``).
+        result (:func:`levelfield._core.stats.paired.detectable_difference`).
 
         Args:
             metric: A metric of this comparison (``cmp.metric_names``).
-            test: The paired test (``"auto"``, ``"mcnemar"``, ``"wilcoxon"``, ``"permutation"``); default
-                ``cmp.stats.test`` (``"auto"``: exact McNemar for 0/1 scores, Wilcoxon otherwise).
+            test: The paired test (``"auto"``, ``"mcnemar"``, ``"t"``, ``"wilcoxon"``, ``"permutation"``);
+                default ``cmp.stats.test`` (``"auto"``: McNemar's score test with Tango's interval for 0/1
+                scores, the paired t otherwise).
 
         Returns:
             One row per pair of agents, with the columns above; ``attrs`` holds the metric, the
@@ -421,17 +424,15 @@ class Comparison:
                 x, y = scores[a].to_numpy(), scores[b].to_numpy()
                 low, high = _within(t.interval(level), x, y)
                 wins, losses = t.wins, t.losses
-                summary = stats.PairedTest(t.mean, low, high, p_raw, t.test if t.n else "none", t.n, wins,
-                                           t.n - wins - losses, losses, p_low)
                 rows.append(
-                    {"agent_a": a, "agent_b": b, "n": t.n, "difference": t.mean, "ci_low": low,
-                     "ci_high": high, "ci_level": 1 - level, "p_value": p_raw, "p_holm": p,
-                     "test": summary.test, "wins": wins, "ties": summary.ties, "losses": losses,
+                    {"agent_a": a, "agent_b": b, "n": t.n, "difference": t.estimate, "estimand": t.estimand,
+                     "ci_low": low, "ci_high": high, "ci_level": 1 - level, "p_value": p_raw, "p_holm": p,
+                     "test": t.test if t.n else "none", "wins": wins, "ties": t.n - wins - losses, "losses": losses,
                      "significant": bool(p < alpha), "p_min": p_low, "in_family": bool(member),
-                     "mde": detectable_difference(x, y, summary, alpha=level)}
+                     "mde": detectable_difference(t, alpha=level)}
                 )
-            columns = ["agent_a", "agent_b", "n", "difference", "ci_low", "ci_high", "ci_level", "p_value", "p_holm",
-                       "test", "wins", "ties", "losses", "significant", "p_min", "in_family", "mde"]
+            columns = ["agent_a", "agent_b", "n", "difference", "estimand", "ci_low", "ci_high", "ci_level", "p_value",
+                       "p_holm", "test", "wins", "ties", "losses", "significant", "p_min", "in_family", "mde"]
             table = pd.DataFrame(rows, columns=columns)
             family_size = int(family.sum())
             table.attrs.update(metric=metric, failed_runs=self.failed_runs, confidence=self.confidence,

@@ -3,8 +3,9 @@
 ``compare(..., faults=lf.Faults(...))`` runs every agent twice on the same cases, with its tools as
 they are and with the seeded faults; :func:`robustness_of` puts the two comparisons side by side.
 The statistics are :mod:`levelfield._core.stats.robustness`'s: per agent and metric the paired drop
-clean − faulted (failed runs score 0), its permutation test and the interval that inverts it at the
-level Holm decided it at across the agents; the fault kinds that went with the largest drops; and,
+clean − faulted (failed runs score 0), its paired test and the interval that inverts it at the
+level Holm decided it at across the agents (the comparison's own: Tango's for 0/1 scores, the paired t
+otherwise), and each agent's failed runs clean and under faults; the fault kinds that went with the largest drops; and,
 with trials, how often an agent's trials agree.
 """
 
@@ -35,6 +36,9 @@ class Robustness:
     trials: int
     faults: str
     """How the faults were made (the schedule's description), for the read-out's heading."""
+    left_out: dict[str, str] | None = None
+    """Agents that could not be given faults (a remote A2A agent's tools run on its server), with why:
+    they have no row, since a drop of 0 would say they held up when they were never tested."""
 
     def drop(self, agent: str, metric: str) -> pd.Series:
         """The drop row of one agent on one metric."""
@@ -54,6 +58,10 @@ class Robustness:
         out.append(f"  {'agent':<{width}}  {'metric':<{mwidth}}  {'clean':>6}  {'faulted':>7}  {'drop':>7}  "
                    f"{'interval':<18}  {'p (Holm)':>8}")
         for _, row in self.drops.iterrows():
+            failed = ""
+            if "failed_faulted" in row and not math.isnan(float(row["failed_faulted"])):
+                failed = (f"; failed runs {int(row['failed_clean'])}/{int(row['runs'])} clean, "
+                          f"{int(row['failed_faulted'])}/{int(row['runs'])} under faults")
             interval = f"[{_num(row['ci_low'])}, {_num(row['ci_high'])}] {row['ci_level']:.1%}"
             if row["n"] == 0:
                 said = "no case scored on both sides"
@@ -63,7 +71,9 @@ class Robustness:
                 said = "no significant drop (the interval holds 0)"
             out.append(f"  {row['agent']:<{width}}  {row['metric']:<{mwidth}}  {_num(row['clean']):>6}  "
                        f"{_num(row['faulted']):>7}  {_signed(row['drop']):>7}  {interval:<18}  "
-                       f"{_p(row['p_holm']):>8}  {said} (n={int(row['n'])})")
+                       f"{_p(row['p_holm']):>8}  {said} (n={int(row['n'])}{failed})")
+        for agent, why in (self.left_out or {}).items():
+            out.append(f"  {agent}: left out, it could not be given faults ({why})")
         if len(self.fault_kinds):
             metric = self.fault_kinds.attrs.get("metric", "")
             for agent, rows in self.fault_kinds.groupby("agent", sort=False):
@@ -130,7 +140,11 @@ def _faults_met(run: Any) -> frozenset[str]:
 def robustness_of(clean: Any, faulted: Any, *, faults: str = "faults", seed: int = 0) -> Robustness:
     """The read-out of two comparisons of the same agents on the same cases, one clean and one under faults."""
     alpha = 1 - clean.confidence
-    agents = [a for a in clean.agents if a in faulted.agents]
+    levelling = getattr(faulted, "tool_levelling", None) or {}
+    left_out = {a: str(levelling[a].get("why") or "its tools were not levelled") for a in clean.agents
+                if a in levelling and isinstance(levelling[a], dict) and levelling[a].get("levelled") is False
+                and levelling[a].get("why") != "not recorded"}  # an older saved run says nothing: keep its rows
+    agents = [a for a in clean.agents if a in faulted.agents and a not in left_out]
     if list(faulted.case_ids) != list(clean.case_ids):
         raise ValueError("the clean and the faulted comparison must hold the same cases in the same order")
     drops, kinds, agreement = [], [], []
@@ -168,6 +182,18 @@ def robustness_of(clean: Any, faulted: Any, *, faults: str = "faults", seed: int
                 trajectories[agent] = per_case
             agreement.append(consistency_table(outcomes, trajectories, primary, confidence=clean.confidence))
     drop_frame = pd.concat(drops, ignore_index=True) if drops else drop_table({}, {}, "", alpha=alpha)
+    if len(drop_frame):
+        runs = {a: _run_count(clean, a) for a in agents}
+        drop_frame["runs"] = drop_frame["agent"].map(lambda a: runs[a][1])
+        drop_frame["failed_clean"] = drop_frame["agent"].map(lambda a: runs[a][0])
+        drop_frame["failed_faulted"] = drop_frame["agent"].map(lambda a: _run_count(faulted, a)[0])
     kinds_frame = kinds[0] if kinds else fault_kind_table([])
     consistency = agreement[0] if agreement else pd.DataFrame()
-    return Robustness(drop_frame, kinds_frame, consistency, clean.confidence, len(clean.case_ids), clean.trials, faults)
+    return Robustness(drop_frame, kinds_frame, consistency, clean.confidence, len(clean.case_ids), clean.trials, faults,
+                      left_out or None)
+
+
+def _run_count(cmp: Any, agent: str) -> tuple[int, int]:
+    """(failed runs, runs) of one agent in a comparison, from its summary."""
+    row = cmp.summary.loc[agent]
+    return int(row.get("failures", 0) or 0), int(row.get("runs", 0) or 0)

@@ -13,7 +13,7 @@ from typing import Any
 from .._core.data.money import dollars
 from .._core.data.textwidth import ljust, rjust, width
 from .._core.score.metrics.base import FAILED_AS_ZERO, FAILED_LEFT_OUT
-from ._verdict import Compared, early_stop_line, failure_rule, other_rule, verdict
+from ._verdict import Compared, early_stop_line, failure_rule, other_rule, untestable_reason, verdict
 
 __all__ = ["summary_lines", "rule_line", "verdict_text", "pairwise_lines", "comparison_text", "format_comparison",
            "evaluator_lines"]
@@ -27,6 +27,8 @@ def num(x: Any, digits: int = 3) -> str:
         return "-"
     if math.isnan(x):
         return "-"
+    if 1e-12 < abs(x) < 1e-4:
+        return "<1e-4" if x > 0 else ">-1e-4"  # a bound just off 0 (an interval that leaves 0 out) never reads as 0
     text = f"{x:.{digits}f}"
     return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.00" for a bound at 0
 
@@ -131,8 +133,8 @@ def pairwise_lines(cmp: Compared, metric: str) -> list[str]:
         if r.significant:
             mark = "  significant"
         elif not r.in_family:
-            mark = "  cannot be significant: " + ("identical on every case" if r.wins + r.losses == 0
-                                                  else "too few cases differ") + _could_detect(r.mde)
+            reason = untestable_reason(r.wins + r.losses, float(getattr(r, "p_min", math.nan)), 1 - cmp.confidence)
+            mark = "  cannot be significant: " + reason + _could_detect(r.mde)
         else:
             mark = "  not significant" + _could_detect(r.mde)
         p = "p=-" if math.isnan(r.p_holm) else ("p<0.001" if r.p_holm < 0.001 else f"p={r.p_holm:.3f}")

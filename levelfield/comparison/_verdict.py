@@ -36,6 +36,7 @@ __all__ = [
     "failure_rule",
     "other_rule",
     "cost_sentence",
+    "untestable_reason",
 ]
 
 
@@ -85,6 +86,19 @@ def early_stop_line(cmp: Compared) -> str:
     return f"Ran all {info['cases']} cases: not every pair was decided early ({info['verdict']})."
 
 
+def untestable_reason(differing: int, p_min: float, alpha: float) -> str:
+    """Why a pair left out of the adjustment (Tarone) cannot be significant, in words: its cases
+    alone ("too few cases differ (3)": even every differing case going one way would not reach
+    ``alpha``), or the adjustment across the pairs (that best possible p reaches ``alpha`` alone,
+    not the stricter level the number of pairs that could differ asks for)."""
+    if differing == 0:
+        return "identical on every case"
+    if not (p_min < alpha):
+        return f"too few cases differ ({differing})"
+    return (f"the adjustment across the pairs: even with every differing case one way its p ({_num_p(p_min)}) "
+            "would not pass the adjusted level")
+
+
 def failure_rule(policy: str) -> str:
     """The rule for failed runs in words, as every output states it once."""
     return "failed runs count as 0" if policy == "zero" else "failed runs are left out"
@@ -114,6 +128,9 @@ class Versus:
     """Paired cases."""
     differing: int = 0
     """Paired cases where the two scored differently."""
+    p_min: float = math.nan
+    """The smallest p the pair's test could give on these cases (Tarone)."""
+    alpha: float = 0.05
 
     def evidence(self) -> str:
         """The p-value behind this comparison in words, for the parentheses after it."""
@@ -122,7 +139,8 @@ class Versus:
         if self.differing == 0:
             return "the same score on every case"
         if not self.in_family:
-            return f"p={_num_p(self.p_value)} before adjustment; too few cases differ ({self.differing}) to be significant"
+            return (f"p={_num_p(self.p_value)} before adjustment; cannot be significant: "
+                    f"{untestable_reason(self.differing, self.p_min, self.alpha)}")
         return "adjusted p<0.001" if self.p_holm < 0.001 else f"adjusted p={self.p_holm:.3f}"
 
 
@@ -204,12 +222,13 @@ def _num_p(p: float) -> str:
     return "-" if math.isnan(p) else "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def _versus(row: Any, leader: str) -> Versus:
+def _versus(row: Any, leader: str, alpha: float = 0.05) -> Versus:
     other, sign = (row.agent_b, 1.0) if row.agent_a == leader else (row.agent_a, -1.0)
     diff = sign * float(row.difference)
     return Versus(
         other, diff, float(row.p_holm), bool(row.significant) and diff > 0, p_value=float(row.p_value),
         in_family=bool(getattr(row, "in_family", True)), n=int(row.n), differing=int(row.wins) + int(row.losses),
+        p_min=float(getattr(row, "p_min", math.nan)), alpha=alpha,
     )
 
 
@@ -231,7 +250,7 @@ def verdicts(cmp: Compared) -> list[MetricVerdict]:
         # Co-leaders are not set against each other; each other agent against the first of them.
         leader = best[0]
         versus = tuple(
-            _versus(row, leader)
+            _versus(row, leader, 1 - cmp.confidence)
             for row in cmp.pairwise(metric).itertuples(index=False)
             if leader in (row.agent_a, row.agent_b) and (row.agent_b if row.agent_a == leader else row.agent_a) not in best
         )
@@ -298,8 +317,9 @@ def cost_sentence(cmp: Compared, best: str) -> str:
     1 − 2·(1 − confidence), from the same paired test as the rest of the verdict, lies within
     ± ``StatsConfig.margin`` (an intersection–union test: no adjustment across metrics). With the
     default margin of 0 no finite set of cases shows that, so the sentence says the cheaper agent
-    is cheaper and how large a drop these cases could miss. A cheaper agent significantly worse
-    on some metric (adjusted paired tests) is said to be so.
+    is cheaper and how large a difference these cases could miss (the equivalence test's bound, on
+    the metric where it is largest among those the two agents differ on). A cheaper agent
+    significantly worse on some metric (adjusted paired tests) is said to be so.
     """
     summary = cmp.summary
     if "cost_usd/mean" not in summary:
@@ -322,13 +342,16 @@ def cost_sentence(cmp: Compared, best: str) -> str:
         share = f"{cost / mine:.0%}" if mine > 0 else "no"
         price = f"{share} of the cost ({_dollars(cost)} against {_dollars(mine)} per run)"
         margin = float(getattr(cmp, "margin", 0.0) or 0.0)
-        drop, metric, points = _largest_possible_drop(cmp, agent, best)
-        if drop is not None and drop < margin:
-            within = _amount(margin, points)
+        if _as_good_as(cmp, agent, best, margin):
+            within = _amount(margin, _reads_in_points(cmp, cmp.metric_names[0]))
             return (f"{agent} is as good as {best} within {within} on every metric (equivalence test) "
                     f"at {price}{tail}.")
         cases = _cases_paired(cmp, agent, best)
-        miss = "" if drop is None else f" (they could miss a drop of up to {_amount(drop, points)} on {metric})"
+        drop, metric, points = _largest_possible_drop(cmp, agent, best)
+        if drop is None:
+            miss = f" (it scored the same as {best} on every case)"
+        else:
+            miss = f" (they could miss a difference of up to {_amount(drop, points)} on {metric})"
         return (f"{agent} is cheaper than {best}, at {price}, and significantly worse on no metric; "
                 f"these {cases} cases cannot tell whether it is as good{miss}{tail}.")
     cost, agent = cheaper[0]
@@ -346,25 +369,41 @@ def _cases_paired(cmp: Compared, agent: str, than: str) -> int:
     return max((cmp.paired(m, agent, than).n for m in cmp.metric_names), default=0)
 
 
+def _reads_in_points(cmp: Compared, metric: str) -> bool:
+    """The metric's scores lie in [0, 1], so its differences read as points (× 100)."""
+    values = cmp.case_scores(metric).to_numpy() if hasattr(cmp, "case_scores") else np.array([])
+    finite = values[~np.isnan(values)] if values.size else values
+    return bool(finite.size) and bool(((finite >= 0) & (finite <= 1)).all())
+
+
+def _as_good_as(cmp: Compared, agent: str, than: str, margin: float) -> bool:
+    """The equivalence test passes on every metric (TOST at 1 − confidence from each metric's own paired
+    test, :func:`levelfield._core.stats.paired.equivalent`): an intersection–union test, so no adjustment
+    across metrics. Never with a margin of 0 or a metric without paired cases."""
+    from .._core.stats.paired import equivalent
+
+    alpha = 1 - cmp.confidence
+    if not margin > 0:
+        return False
+    return all(equivalent(cmp.paired(m, agent, than), margin, alpha=alpha) for m in cmp.metric_names)
+
+
 def _largest_possible_drop(cmp: Compared, agent: str, than: str) -> tuple[float | None, str, bool]:
-    """How far ``agent`` could fall below ``than`` and still fit these cases: the largest, over the
-    metrics, of −(low end of the 1 − 2α interval of agent − than), α = 1 − confidence (TOST's
-    interval); with the metric it is on and whether that metric reads in points."""
+    """The figure "these cases could miss a difference of up to X on metric": the largest, over the
+    metrics on which the two agents differ on some case, of the equivalence test's bound
+    (:func:`levelfield._core.stats.paired.equivalence_bound`), with its metric and whether it reads in
+    points. None when they scored the same on every case of every metric."""
+    from .._core.stats.paired import equivalence_bound
+
     alpha = 1 - cmp.confidence
     worst: tuple[float | None, str, bool] = (None, "", False)
     for metric in cmp.metric_names:
         inference = cmp.paired(metric, agent, than)
-        if inference.n == 0:
-            continue
-        low, high = inference.interval(2 * alpha)
-        drop = max(-low, high) if math.isfinite(low) and math.isfinite(high) else math.inf
-        values = cmp.case_scores(metric).to_numpy() if hasattr(cmp, "case_scores") else np.array([])
-        finite = values[~np.isnan(values)] if values.size else values
-        points = bool(finite.size) and bool(((finite >= 0) & (finite <= 1)).all())
-        if points:
-            drop = min(drop, 1.0)
+        if inference.n == 0 or not np.any(inference.d):
+            continue  # a metric the two agents score the same on every case is never the one quoted
+        drop = equivalence_bound(inference, alpha=alpha)
         if worst[0] is None or drop > worst[0]:
-            worst = (drop, metric, points)
+            worst = (drop, metric, _reads_in_points(cmp, metric))
     return worst
 
 

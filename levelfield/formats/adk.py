@@ -484,7 +484,8 @@ def _content(text: str, role: str) -> dict[str, Any]:
 
 
 def _invocation(invocation_id: str, prompt: str, output: AgentOutput | None, stamp: float) -> dict[str, Any]:
-    calls = output.trajectory if output is not None else []
+    # The turn's own calls, as ADK records them: not those an AgentTool's agent made inside one.
+    calls = [c for c in output.trajectory if c.within is None] if output is not None else []
     return {
         "invocation_id": invocation_id,
         "user_content": _content(prompt, "user"),

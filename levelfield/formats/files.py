@@ -393,7 +393,13 @@ def _deferred_frame(frame: Any, label: str) -> EvalDataset:
             rows = frame.iloc[start:start + _CHUNK].to_dict("records")
             yield [(row, f"{label} row {start + i + 1}") for i, row in enumerate(rows)]
 
-    return deferred_dataset(chunks, label).remember_source(frame)
+    from .._core.data.frame_check import frame_checked
+    from .._core.data.rows import build_cases
+
+    # Checked by columns, once (the rows it cannot clear row by row, as deferred_dataset checks them).
+    ids, columns = frame_checked(frame, label)
+    return EvalDataset.deferred(lambda: build_cases(chunks()), len(ids), source=label,
+                                columns=columns).remember_source(frame)
 
 
 def _columnar_source(dataset: EvalDataset, data: Any) -> EvalDataset:

@@ -56,7 +56,12 @@ def _isnan(x: Any) -> bool:
 
 
 def _fmt(x: Any, digits: int = 3) -> str:
-    return "–" if _isnan(x) else f"{float(x):.{digits}f}"
+    if _isnan(x):
+        return "–"
+    if 1e-12 < abs(float(x)) < 1e-4:
+        return "<1e-4" if float(x) > 0 else ">-1e-4"  # a bound just off 0 never reads as 0 (as the terminal's); escape it
+    text = f"{float(x):.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def _fmt_p(p: Any) -> str:

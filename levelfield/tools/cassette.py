@@ -107,10 +107,12 @@ class ToolCassette:
             sees a tool error saying so), ``"live"`` (the real tool runs; nothing is written), or a
             function ``fn(tool, args, case_id) -> output`` (a simulator; an exception it raises is the
             tool's error).
+        overwrite: under ``record``, replace a cassette that already holds answers (without it, such
+            a file is refused: recording it again would lose them).
     """
 
     def __init__(self, path: str | Path, mode: Mode = "replay", *,
-                 on_missing: str | Callable[[str, dict[str, Any], str], Any] = "error") -> None:
+                 on_missing: str | Callable[[str, dict[str, Any], str], Any] = "error", overwrite: bool = False) -> None:
         if not isinstance(path, (str, Path)):
             raise ConfigTypeError(f"ToolCassette(path=...) takes a file path, got {type(path).__name__}")
         if mode not in MODES:
@@ -121,7 +123,17 @@ class ToolCassette:
         if on_missing != "error" and mode != "replay":
             raise ConfigError(f"ToolCassette(on_missing=...) applies under mode='replay'; mode={mode!r} records "
                               "every call it lacks")
+        if overwrite and mode != "record":
+            raise ConfigError(f"ToolCassette(overwrite=True) applies under mode='record'; mode={mode!r} keeps the file's "
+                              "answers")
         self.path = Path(path)
+        if mode == "record" and not overwrite:
+            held = _entries_held(self.path)
+            if held:
+                raise CassetteError(
+                    f"cassette {self.path} holds {held} recorded answer(s); mode='record' would replace them. Replay "
+                    "it (mode='replay'), add what it lacks (mode='record_missing', --tools-mode record_missing), or "
+                    "replace it: ToolCassette(path, mode='record', overwrite=True) (--tools-overwrite)")
         self.mode: Mode = mode
         self.on_missing = on_missing
         self._entries: dict[tuple[str, Hashable], Entry] = {}
@@ -254,11 +266,27 @@ class ToolCassette:
                 self._file = None
 
     def describe(self) -> dict[str, Any]:
-        """What the run record keeps of it: path, mode and the fingerprint the run started from."""
-        return {"path": str(self.path), "mode": self.mode, "fingerprint": self.start_fingerprint}
+        """What the run record keeps of it: path, mode and a fingerprint: of the answers replayed, or, when
+        recording, of what the cassette holds now (what was written; ``start_fingerprint`` is where it began)."""
+        if self.mode == "replay":
+            return {"path": str(self.path), "mode": self.mode, "fingerprint": self.start_fingerprint}
+        with self._lock:
+            now = self.fingerprint()
+        return {"path": str(self.path), "mode": self.mode, "fingerprint": now, "start_fingerprint": self.start_fingerprint}
 
     def __repr__(self) -> str:
         return f"ToolCassette({str(self.path)!r}, mode={self.mode!r}, entries={len(self)})"
+
+
+def _entries_held(path: Path) -> int:
+    """How many entries (lines after the header) the file at ``path`` holds; 0 when there is none."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return sum(1 for number, line in enumerate(f) if number and line.strip())
+    except FileNotFoundError:
+        return 0
+    except (OSError, UnicodeDecodeError):
+        return 1  # unreadable as a cassette, but not empty: never replaced unasked
 
 
 def _safe_args(args: Mapping[str, Any]) -> dict[str, Any]:

@@ -157,6 +157,9 @@ class Call:
 
     def finish(self, output: Any = None, error: BaseException | None = None) -> None:
         """The live tool answered (or raised): record it when this call records for the others."""
+        if error is not None:
+            with self.scope.lock:
+                self.scope.raised.append(error)
         if self._claim is None:
             return
         entry = Entry(output) if error is None else Entry(error={"type": type(error).__name__, "message": str(error)})
@@ -205,12 +208,17 @@ class Call:
         return 0.0 if faults is None else faults.slow_seconds
 
     def _give(self, entry: Entry, live_error: BaseException | None, copied: bool) -> Any:
-        if self.fault is not None:
-            raise_fault(self.fault, self.tool)
-        if live_error is not None:
-            raise live_error
-        if entry.error is not None:
-            raise _replayed_error(entry.error)
+        try:
+            if self.fault is not None:
+                raise_fault(self.fault, self.tool)
+            if live_error is not None:
+                raise live_error
+            if entry.error is not None:
+                raise _replayed_error(entry.error)
+        except BaseException as exc:
+            with self.scope.lock:
+                self.scope.raised.append(exc)  # the run's failure, if it fails with it, is this tool's
+            raise
         output = entry.output
         if copied and not isinstance(output, (str, int, float, bool, type(None))):
             output = copy.deepcopy(output)  # an agent that changes its answer must not change the next agent's

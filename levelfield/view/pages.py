@@ -419,9 +419,16 @@ def run_column(index: RunIndex, case: EvalCase, run: AgentRun, scores: Mapping[s
     policy = ""
     return (
         f'<div class="col runcol" data-agent="{esc(run.agent_name)}"><h4 style="color:{color}">{esc(title)}{trial}</h4>'
-        f"{render_steps(transcript(case, run, index.matcher))}<h5>Scores</h5>{_score_rows(scores, index.metrics, other)}"
+        f"{render_steps(transcript(case, run, index.matcher))}{_traceback(run)}<h5>Scores</h5>{_score_rows(scores, index.metrics, other)}"
         f"{policy}{_usage(run)}</div>"
     )
+
+
+def _traceback(run: AgentRun) -> str:
+    """A failed run's traceback (the agent's, as the record keeps it), folded."""
+    if not run.traceback:
+        return ""
+    return f'<details class="meta traceback"><summary>traceback</summary><pre class="text">{esc(run.traceback)}</pre></details>'
 
 
 def reference_column(case: EvalCase) -> str:

@@ -87,8 +87,26 @@ def test_a_plain_a2a_sdk_server_answering_with_a_message_passes():
         found = preflight(server.url, timeout=10)
     assert found.ok, _not_passed(found)
     assert found.check("send", "1.0").detail.startswith("answered with a message")
-    # It exposes no tool calls: said, as a warning, not a failure.
+    # Its card declares no tools (no skill tagged 'tools'): no call to expose, so the check skips, saying why.
+    assert found.tool_calls == "none" and found.check("tool_calls").status == "skip"
+    assert "declares no tools" in found.check("tool_calls").detail
+
+
+def test_an_agent_whose_card_declares_tools_but_exposes_no_calls_gets_the_warning(monkeypatch):
+    from levelfield.adapters.a2a import preflight as module
+
+    monkeypatch.setattr(module, "declares_tools", lambda card: True)
+    with start_asgi(_hello_world_app) as server:
+        found = preflight(server.url, timeout=10)
     assert found.tool_calls == "none" and found.check("tool_calls").status == "warn"
+
+
+def test_declares_tools_reads_adks_tools_tag():
+    from levelfield.adapters.a2a.preflight import declares_tools
+
+    assert declares_tools({"skills": [{"id": "a-get_weather", "tags": ["llm", "tools"]}]})
+    assert not declares_tools({"skills": [{"id": "hello_world", "tags": ["hello world"]}]})
+    assert not declares_tools({"skills": "nonsense"}) and not declares_tools({})
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # ADK marks its A2A code experimental
@@ -200,6 +218,21 @@ def test_cli_exits_2_with_one_line_on_an_unreachable_url_or_a_bad_one():
     assert done.stderr.count("\n") == 1 and "connection refused" in done.stderr
     bad = _cli("localhost:9999")
     assert bad.returncode == 2 and "not an http(s):// URL" in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_cli_exits_2_naming_both_card_paths_on_a_host_that_answers_http_without_a_card():
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    async def hello(request):
+        return PlainTextResponse("a web site, no agent here")
+
+    with start_asgi(lambda url: Starlette(routes=[Route("/", hello)])) as server:
+        done = _cli(server.url, "--timeout", "5")
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert done.stderr.count("\n") == 1
+    assert "/.well-known/agent-card.json" in done.stderr and "/.well-known/agent.json" in done.stderr
+    assert "HTTP 404" in done.stderr
 
 
 def test_a_card_claiming_0_3_that_a_server_does_not_serve_is_named():

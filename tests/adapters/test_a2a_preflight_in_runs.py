@@ -1,6 +1,8 @@
-"""The preflight before the first case of an evaluation with A2A agents: kept in the run record, shown
-in the report (and so in ``view``), warned about when a check fails, and the one source of "this
-agent does not expose its tool calls over A2A" on trajectory metrics (never a 0). Servers on 127.0.0.1."""
+"""The A2A preflight of an evaluation: passive by default (the card before the first case, then the
+evaluation's own answers as they arrive; no message of its own), probing only when asked
+(``a2a_probe=True``). Kept in the run record, shown in the report (and so in ``view``), warned about
+when a check fails, and the one source of "this agent does not expose its tool calls over A2A" on
+trajectory metrics (never a 0). Servers on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -42,7 +44,10 @@ def test_the_preflight_runs_before_the_cases_and_is_kept_in_the_record(tmp_path)
     with wire.start() as server:
         result = lf.evaluate(CASES, A2AAgent(server.url, timeout=5), metrics=TRAJECTORY, out=str(tmp_path / "o"), **FAST)
     found = result.a2a_preflight["wire-agent"]
-    assert found["ok"] is True and found["tool_calls"] == "adk" and found["versions"] == ["1.0"]
+    assert found["ok"] is True and found["tool_calls"] == "adk" and found["versions"] == []
+    rows = {c["name"]: c["status"] for c in found["checks"]}
+    assert rows["card.required_fields"] == "pass" and rows["probes"] == "skip"
+    assert rows["traffic.protocol"] == "pass" and rows["traffic.parts"] == "pass" and rows["tool_calls"] == "pass"
     header = json.loads((tmp_path / "o" / "runs.jsonl").read_text().splitlines()[0])
     assert header["a2a_preflight"]["wire-agent"]["checks"] == found["checks"]
     again = lf.EvalResult.load(tmp_path / "o")
@@ -60,10 +65,34 @@ def _counting_agent():
     return agent, calls
 
 
-def test_the_preflight_probes_with_the_first_cases_prompt_and_can_be_turned_off():
+def test_the_preflight_sends_no_message_of_its_own_by_default():
     agent, calls = _counting_agent()
     with start_server(agent, name="counted") as server:
-        lf.evaluate(CASES, A2AAgent(server.url), metrics=[], **FAST)
+        result = lf.evaluate(CASES, A2AAgent(server.url), metrics=[], trials=2, **FAST)
+    assert sorted(calls) == sorted(["question 0", "question 1", "question 2"] * 2)  # N x trials, no more
+    assert result.a2a_preflight["counted"]["ok"] is True
+
+
+def test_a_comparison_of_several_names_for_one_agent_sends_only_the_cases():
+    agent, calls = _counting_agent()
+    with start_server(agent, name="counted") as server:
+        lf.compare(CASES, {name: A2AAgent(server.url, timeout=5) for name in ("a", "b", "c")}, metrics=[], **FAST)
+    assert sorted(calls) == sorted(["question 0", "question 1", "question 2"] * 3)
+
+
+def test_a_resume_with_nothing_left_sends_nothing(tmp_path):
+    agent, calls = _counting_agent()
+    with start_server(agent, name="counted") as server:
+        lf.evaluate(CASES, A2AAgent(server.url), metrics=[], out=str(tmp_path / "o"), **FAST)
+        calls.clear()
+        again = lf.evaluate(CASES, A2AAgent(server.url), metrics=[], out=str(tmp_path / "o"), resume=True, **FAST)
+    assert calls == [] and len(again.runs) == 3
+
+
+def test_probes_are_sent_only_when_asked_and_the_preflight_can_be_turned_off():
+    agent, calls = _counting_agent()
+    with start_server(agent, name="counted") as server:
+        lf.evaluate(CASES, A2AAgent(server.url), metrics=[], a2a_probe=True, **FAST)
         probed = calls.count("question 0") - 1  # one is the case's own run
         calls.clear()
         result = lf.evaluate(CASES, A2AAgent(server.url), metrics=[], a2a_preflight=False, **FAST)
@@ -72,21 +101,44 @@ def test_the_preflight_probes_with_the_first_cases_prompt_and_can_be_turned_off(
     assert sorted(calls) == ["question 0", "question 1", "question 2"] and result.a2a_preflight == {}
 
 
-def test_the_cli_turns_it_off_and_the_option_is_checked():
+def test_the_preflight_uses_the_runs_timeout(monkeypatch):
+    seen = []
+
+    async def apreflight(self, prompt=None, *, timeout=None, every_version=True, probe=True):
+        seen.append((timeout, probe))
+        return wire_preflight()
+
+    from levelfield.adapters.a2a.checks import Preflight
+
+    def wire_preflight():
+        return Preflight(url="http://127.0.0.1:1")
+
+    monkeypatch.setattr(A2AAgent, "apreflight", apreflight)
+    with wire.start() as server:
+        lf.evaluate(CASES, A2AAgent(server.url, timeout=5), metrics=[], timeout=7.5, **FAST)
+    assert seen == [(7.5, False)]
+
+
+def test_the_cli_turns_it_off_asks_for_probes_and_the_options_are_checked():
     args = build_parser().parse_args(["eval", "cases.jsonl", "--agent", "http://127.0.0.1:1", "--no-a2a-preflight"])
-    assert args.a2a_preflight is False
+    assert args.a2a_preflight is False and args.a2a_probe is False
+    args = build_parser().parse_args(["eval", "cases.jsonl", "--agent", "http://127.0.0.1:1", "--a2a-probe"])
+    assert args.a2a_probe is True
     with pytest.raises(ConfigError, match="a2a_preflight"):
         lf.RunConfig(a2a_preflight="no")
+    with pytest.raises(ConfigError, match="a2a_probe"):
+        lf.RunConfig(a2a_probe="yes")
 
 
 def test_a_failed_check_is_warned_about_and_shown_in_the_report_beside_the_agent(tmp_path):
     with wire.start() as good, wire.start("stream_not_served") as broken:
         cmp, seen = _compare({"good": A2AAgent(good.url, timeout=2), "broken": A2AAgent(broken.url, timeout=2)})
     said = [str(w.message) for w in seen if issubclass(w.category, A2APreflightWarning)]
-    assert len(said) == 1 and "'broken' does not conform" in said[0] and "stream (1.0)" in said[0]
+    # Seen in the evaluation's own answers (no probe was sent): the streamed runs broke the spec.
+    assert len(said) == 1 and "'broken': its answers broke A2A" in said[0] and "claims streaming" in said[0]
     page = render_report(cmp)
     assert '<section id="a2a">' in page and "does NOT conform" in page and "conforms: " in page
-    assert "claims streaming but the stream was not served" in page
+    assert "the card claims streaming (capabilities.streaming) but the stream is not served" in page
     assert "whose fault" in page and "protocol: the card claims streaming" in page
 
 
@@ -107,10 +159,24 @@ def test_an_agent_that_shows_no_calls_for_a_case_expecting_some_gets_the_message
     from tests.adapters.test_a2a_preflight import _hello_world_app
 
     with start_asgi(_hello_world_app) as server:
-        result = lf.evaluate(CASES, A2AAgent(server.url, timeout=5), metrics=TRAJECTORY, **FAST)
+        result = lf.evaluate(CASES, A2AAgent(server.url, timeout=5), metrics=TRAJECTORY, a2a_probe=True, **FAST)
     assert result.a2a_preflight["Hello World Agent"]["tool_calls"] == "none"
     assert result.metrics_table["trajectory_exact_match/score"].isna().all()
     assert "does not expose its tool calls over A2A" in result.metrics_table["trajectory_exact_match/explanation"][0]
+
+
+def test_unprobed_an_agent_that_shows_no_calls_is_scored_as_what_it_showed_and_the_record_says_so():
+    # Without a probe, "exposes none" cannot be told from "called none" before the runs: its runs score
+    # what they showed (0 here) and the preflight records that its answers held no tool call.
+    from tests.adapters.test_a2a_preflight import _hello_world_app
+
+    with start_asgi(_hello_world_app) as server:
+        result = lf.evaluate(CASES, A2AAgent(server.url, timeout=5), metrics=TRAJECTORY, **FAST)
+    found = result.a2a_preflight["Hello World Agent"]
+    assert found["tool_calls"] == "none"
+    # Its card declares no tools: its answers holding none is no finding.
+    assert {c["name"]: c["status"] for c in found["checks"]}["tool_calls"] == "skip"
+    assert (result.metrics_table["trajectory_exact_match/score"] == 0.0).all()
 
 
 def test_without_an_expected_call_a_silent_agent_is_scored_as_usual():
@@ -149,7 +215,7 @@ def test_view_shows_the_preflight_beside_the_agent_on_the_run_page(tmp_path):
 
     with wire.start() as good, wire.start("get_task_lost") as broken:
         _compare({"good": A2AAgent(good.url, timeout=5), "broken": A2AAgent(broken.url, timeout=5)},
-                 out=str(tmp_path / "runs" / "r1"))
+                 out=str(tmp_path / "runs" / "r1"), a2a_probe=True)  # GetTask is probed, never used by a stream
     client = TestClient(create_app([tmp_path / "runs"], allowed_hosts=["testserver"]))
     page = client.get("/run", params={"run": "runs/r1"}).text
     assert '<section id="a2a">' in page and "the task just answered could not be read back" in page

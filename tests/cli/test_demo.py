@@ -47,7 +47,7 @@ def test_demo_compares_an_agent_of_every_framework_installed_here(demo):
 
 def test_every_framework_gets_the_careful_agents_exact_match_score(demo):
     row = next(line for line in demo["out"].splitlines() if line.startswith("trajectory_exact_match "))
-    assert row.count("1.000 [0.82, 1.00]") == 4 and "0.556" in row
+    assert row.count("1.000 [0.78, 1.00]") == 4 and "0.556" in row
 
 
 def test_demo_stops_the_a2a_server_it_started(monkeypatch, tmp_path):
@@ -99,7 +99,7 @@ def test_demo_report_opens_by_naming_the_worse_agent_and_why(demo):
 
 
 def test_demo_finds_the_careful_agents_significantly_better_than_the_hasty_one(demo):
-    assert "significantly better than function-hasty (adjusted p=0.031)" in demo["out"]
+    assert "significantly better than function-hasty (adjusted p=0.024)" in demo["out"]
 
 
 def test_the_demo_prints_nothing_but_its_own_lines_on_stderr(demo):

@@ -128,8 +128,50 @@ def test_judge_check_needs_agent_for_a_record_of_several(files, capsys, tmp_path
     capsys.readouterr()
     code, _, err = run(capsys, "judge-check", folder, "--human-labels", files / "labels.csv")
     assert code == 2 and "holds 2 agents (a, b): name the one whose answers the labels judge with --agent NAME" in err
+    assert "'agent' column" in err
     code, out, _ = run(capsys, "judge-check", folder, "--human-labels", files / "labels.csv", "--agent", "b")
     assert code == 1 and "Judge certification of b" in out
+
+
+@pytest.fixture(scope="module")
+def two_agents(files, tmp_path_factory):
+    """A comparison of two agents judged by one judge, and labels naming whose answer each judges."""
+    d = tmp_path_factory.mktemp("pooled")
+    assert main(["compare", str(files / "live.jsonl"), "--agent", f"a={ECHO}", "--agent", f"b={ECHO}", "-m", METRIC,
+                 "--judge", JUDGE, "--out", str(d / "two"), "-q"]) == 0
+    labels = pd.read_csv(files / "labels.csv")
+    both = pd.concat([labels.assign(agent="a"), labels.assign(agent="b").iloc[:30]])  # b: 20 passed, 10 failed labelled
+    both.to_csv(d / "labels.csv", index=False)
+    return d
+
+
+def test_judge_check_pools_one_labels_file_for_several_agents(two_agents, capsys):
+    code, out, err = run(capsys, "judge-check", two_agents / "two", "--human-labels", two_agents / "labels.csv")
+    assert err == "" and code == 1
+    assert "Judge certification of a" in out and "Judge certification of b" in out
+    assert "Judge certification of every agent (pooled)" in out
+    rows = [line.split() for line in out.splitlines() if line.startswith(METRIC + " ")]
+    # a: 40 labelled (TPR 20/20, TNR 12/20); b: 30 labelled (20/20, 2/10: c20..c27 judged pass); pooled: 70.
+    assert [r[2] for r in rows] == ["40", "30", "70"]
+    assert [(r[4], r[7]) for r in rows] == [("(20/20)", "(12/20)"), ("(20/20)", "(2/10)"), ("(40/40)", "(14/30)")]
+    code, out, _ = run(capsys, "judge-check", two_agents / "two", "--human-labels", two_agents / "labels.csv", "--json")
+    found = json.loads(out)
+    assert set(found["agents"]) == {"a", "b"} and found["pooled"]["metrics"][0]["true_negatives"] == 14
+
+
+def test_judge_check_agent_narrows_and_says_what_it_left_out(two_agents, capsys):
+    code, out, _ = run(capsys, "judge-check", two_agents / "two", "--human-labels", two_agents / "labels.csv",
+                       "--agent", "b")
+    assert code == 1 and "Judge certification of b" in out and "pooled" not in out
+    assert "--agent b: 40 label(s) of other agents (a) left out" in out
+
+
+def test_judge_check_refuses_labels_naming_an_agent_the_record_lacks(two_agents, capsys, tmp_path):
+    labels = pd.read_csv(two_agents / "labels.csv")
+    labels.loc[0, "agent"] = "c"
+    labels.to_csv(tmp_path / "labels.csv", index=False)
+    code, _, err = run(capsys, "judge-check", two_agents / "two", "--human-labels", tmp_path / "labels.csv")
+    assert code == 2 and "name agent(s) c, which the record does not hold (a, b)" in err
 
 
 def test_judge_check_without_a_judged_metric(files, capsys, tmp_path):
@@ -159,7 +201,7 @@ def test_fail_under_gates_on_a_certified_judge(files, capsys):
                          "--fail-under", f"{METRIC}=0.9", "--require-certified-judge", "--human-labels",
                          files / "labels.csv", "--min-tnr", "0.35")
     assert code == 1                                      # certified; then the mean 0.70 misses 0.9
-    assert f"{METRIC}: certified" in out and f"--fail-under: {METRIC} mean 0.700 is under 0.9" in err
+    assert f"{METRIC}: certified" in out and f"--fail-under: {METRIC} mean 0.700 (no run failed) is under 0.9" in err
 
 
 def test_fail_if_worse_refuses_an_uncertified_judge(files, capsys, tmp_path):

@@ -83,8 +83,9 @@ def test_pairwise_uses_exact_mcnemar_for_zero_one_metrics(sample):
     assert row.difference == pytest.approx(row.wins / 18 - row.losses / 18)
 
 
-def test_pairwise_uses_wilcoxon_for_graded_metrics(sample):
-    assert sample.pairwise("rouge_l_sum").iloc[0].test == "wilcoxon"
+def test_pairwise_uses_the_paired_t_test_of_the_mean_difference_for_graded_metrics(sample):
+    row = sample.pairwise("rouge_l_sum").iloc[0]
+    assert row.test == "t" and row.estimand == "mean difference"
 
 
 def test_pairwise_leaves_identical_agents_out_of_the_adjustment():
@@ -92,9 +93,13 @@ def test_pairwise_leaves_identical_agents_out_of_the_adjustment():
     table = cmp.pairwise(EXACT)
     assert len(table) == 3
     # right and also_right agree on every case: never significant, so not counted. The two others
-    # differ on the three scored cases (exact p = 2 · 0.5³ = 0.25), which cannot pass 0.05 either.
+    # differ on the three scored cases (the score test's z = 3/√(3 · 3/2) = √2, p = 0.157), which
+    # cannot pass 0.05 either.
     assert table["in_family"].tolist() == [False, False, False]
-    assert table["p_value"].tolist() == pytest.approx([0.25, 1.0, 0.25]) and table["p_holm"].isna().all()
+    from scipy.stats import norm
+
+    p = 2 * norm.sf(math.sqrt(2))
+    assert table["p_value"].tolist() == pytest.approx([p, 1.0, p]) and table["p_holm"].isna().all()
 
 
 def test_a_failed_run_scores_zero_and_is_counted():

@@ -122,10 +122,45 @@ def test_robustness_of_two_comparisons_reads_the_drop_per_agent_and_metric():
 
 
 def test_no_case_differing_is_not_an_interval_of_0_to_0():
+    # 0/1 scores: Tango's interval with no differing case, ±z²/(n·(n − 1)/n + z²)-wide (corrected score statistic).
+    from levelfield._core.stats.paired import tango_interval
+
     same = np.ones((30, 1))
     row = drop_table({"a": same}, {"a": same}, "m", alpha=0.05).iloc[0]
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx(tango_interval(0, 0, 30, 0.05)) and not row["significant"]
+    assert row["ci_high"] > 0.1
+    # Graded scores: no case differs, and a mean drop of |δ| needs that share of cases to differ.
+    graded = np.full((30, 2), 0.5)
+    row = drop_table({"a": graded}, {"a": graded}, "m", alpha=0.05).iloc[0]
     bound = 1 - 0.025 ** (1 / 30)
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((-bound, bound)) and not row["significant"]
+
+
+def test_an_agent_that_could_not_be_given_faults_is_left_out_saying_why():
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from levelfield.comparison._robustness import robustness_of
+
+    scores = {"local": np.ones((4, 1)), "remote": np.ones((4, 1))}
+    summary = pd.DataFrame({"failures": [1, 0], "runs": [4, 4]}, index=["local", "remote"])
+
+    def side(failures: int):
+        table = summary.copy()
+        table.loc["local", "failures"] = failures
+        return SimpleNamespace(
+            confidence=0.95, agents=["local", "remote"], case_ids=["c0", "c1", "c2", "c3"], metric_names=["m"],
+            trials=1, summary=table, results={a: SimpleNamespace(streamed=True, runs=[]) for a in scores},
+            trial_scores=lambda metric, agent, failed_runs="zero": scores[agent],
+            tool_levelling={"local": {"levelled": True}, "remote": {"levelled": False, "why": "a remote A2A agent"}})
+
+    out = robustness_of(side(0), side(3))
+    assert list(out.drops["agent"]) == ["local"]
+    assert out.left_out == {"remote": "a remote A2A agent"}
+    text = "\n".join(out.lines())
+    assert "remote: left out, it could not be given faults (a remote A2A agent)" in text
+    assert "failed runs 0/4 clean, 3/4 under faults" in text
 
 
 def test_the_report_and_the_printed_comparison_show_how_it_holds_up(tmp_path):

@@ -225,7 +225,7 @@ def test_judge_scores_probability_uses_soft_labels_in_summary_and_paired_test():
     assert soft.summary.loc["a", "ok/mean"] == pytest.approx(np.mean(P_A))
     assert soft.summary.loc["b", "ok/mean"] == pytest.approx(np.mean(P_B))
     assert soft.paired("ok", "a", "b").d == pytest.approx(np.array(P_A) - np.array(P_B))
-    assert soft.paired("ok", "a", "b").test == "wilcoxon"
+    assert soft.paired("ok", "a", "b").test == "t"
     assert hard.paired("ok", "a", "b").test == "mcnemar"
     assert "score the judge's probability of a pass" in str(soft)
     assert "probability" not in str(hard)

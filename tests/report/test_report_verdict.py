@@ -49,14 +49,14 @@ def test_a_lead_too_small_to_ever_be_significant_says_so(cmp):
     (v,) = verdicts(cmp)
     vs_almost = next(x for x in v.versus if x.other == "almost")
     assert not vs_almost.significant and not vs_almost.in_family
-    # Two discordant cases: the exact McNemar p can never go under 2 · 0.5² = 0.5.
-    assert ("not significantly better than almost (p=0.500 before adjustment; too few cases differ (2) to be "
-            "significant)") in v.sentence()
+    # Two discordant cases of 12: the score test's p can never go under 2·Φ(−√(2 · 11/12)) = 0.176.
+    assert ("not significantly better than almost (p=0.176 before adjustment; cannot be significant: too few "
+            "cases differ (2))") in v.sentence()
 
 
 def test_sentence_names_the_winner_and_whom_it_beats(cmp):
     sentence = verdicts(cmp)[0].sentence()
-    assert sentence.startswith("exact_match: right is best (1.000); significantly better than wrong (adjusted p<0.001)")
+    assert sentence.startswith("exact_match: right is best (1.000); significantly better than wrong (adjusted p=0.002)")
 
 
 def test_headline_says_who_leads_who_trails_and_whether_significantly(cmp):

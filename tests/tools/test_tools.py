@@ -24,7 +24,15 @@ import levelfield as lf
 from levelfield.testing import ScriptedChatModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _levelled_agents import EchoLlm, _lc_policy, adk_agent, dataset, function_agent, langgraph_agent  # noqa: E402
+from _levelled_agents import (  # noqa: E402
+    EchoLlm,
+    _lc_policy,
+    adk_agent,
+    adk_get_time,
+    dataset,
+    function_agent,
+    langgraph_agent,
+)
 
 FAST = {"progress": False, "retries": 0}
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -675,3 +683,110 @@ def test_the_levelling_names_load_without_pandas_or_any_framework():
                          cwd=Path(__file__).resolve().parents[2]).stdout.strip()
     assert out == "[]"
     assert {"ToolCassette", "Faults", "tools"} <= set(lf.__all__)
+
+
+# -- recording never loses a recording ------------------------------------------------------------
+
+
+def test_record_refuses_a_cassette_that_holds_answers_naming_the_file_and_the_options(tmp_path):
+    path = tmp_path / "kept.jsonl"
+    lf.evaluate(dataset(2), function_agent, ["exact_match"], tools=lf.ToolCassette(path, mode="record"), **FAST)
+    before = path.read_text(encoding="utf-8")
+    with pytest.raises(lf.tools.CassetteError) as refused:
+        lf.ToolCassette(path, mode="record")
+    said = str(refused.value)
+    assert str(path) in said and "holds 2 recorded answer(s)" in said
+    assert "overwrite=True" in said and "--tools-overwrite" in said and "record_missing" in said
+    assert path.read_text(encoding="utf-8") == before
+    with pytest.raises(lf.ConfigError, match="overwrite=True"):
+        lf.ToolCassette(path, mode="replay", overwrite=True)
+
+
+def test_record_with_overwrite_replaces_it_and_an_empty_file_needs_no_overwrite(tmp_path):
+    path = tmp_path / "kept.jsonl"
+    lf.evaluate(dataset(2), function_agent, ["exact_match"], tools=lf.ToolCassette(path, mode="record"), **FAST)
+    lf.evaluate(dataset(3)[2:], function_agent, ["exact_match"], tools=lf.ToolCassette(path, mode="record", overwrite=True),
+                **FAST)
+    assert set(cassette_outputs(path)) == {"c2"}
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    assert lf.ToolCassette(empty, mode="record").mode == "record"
+
+
+def test_the_command_line_refuses_to_record_over_a_cassette_unless_told(tmp_path, capsys):
+    from levelfield.cli.main import main
+
+    data = tmp_path / "cases.jsonl"
+    data.write_text("\n".join(json.dumps(row) for row in dataset(2)) + "\n", encoding="utf-8")
+    cassette = tmp_path / "tools.jsonl"
+    common = ["eval", str(data), "--agent", "_levelled_agents:function_agent", "-m", "exact_match", "-q",
+              "--retries", "0", "--tools", str(cassette), "--tools-mode", "record"]
+    assert main(common) in (0, 1)
+    before = cassette.read_text(encoding="utf-8")
+    capsys.readouterr()
+    assert main(common) == 2
+    err = capsys.readouterr().err
+    assert str(cassette) in err and "--tools-overwrite" in err
+    assert cassette.read_text(encoding="utf-8") == before
+    assert main([*common, "--tools-overwrite"]) in (0, 1)
+    assert main(["eval", str(data), "--agent", "_levelled_agents:function_agent", "-m", "exact_match", "-q",
+                 "--tools", str(cassette), "--tools-overwrite"]) == 2
+    assert "only with --tools-mode record" in capsys.readouterr().err
+
+
+def test_the_record_header_fingerprints_what_was_recorded(tmp_path):
+    path = tmp_path / "rec.jsonl"
+    out = tmp_path / "out"
+    lf.evaluate(dataset(3), function_agent, ["exact_match"], tools=lf.ToolCassette(path, mode="record"), out=out, **FAST)
+    header = json.loads((out / "runs.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    written = lf.ToolCassette(path).fingerprint()
+    assert header["tools"]["cassette"]["fingerprint"] == written
+    assert header["tools"]["cassette"]["start_fingerprint"] != written  # the empty start
+    assert lf.EvalResult.load(out).tools_header["cassette"]["fingerprint"] == written
+
+
+# -- one fault, one record, in every framework --------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["error", "timeout"])
+def test_one_injected_fault_is_one_error_type_in_adk_langgraph_and_function_agents(kind, caplog):
+    import logging
+
+    agents = {"lg": langgraph_agent(), "adk": adk_agent(), "fn": function_agent}
+    with caplog.at_level(logging.ERROR):
+        cmp = lf.compare(dataset(2), agents, ["exact_match"], faults=lf.Faults(rate=1, seed=1, kinds=(kind,)), **FAST)
+    said = {"error": "InjectedToolError: tool 'get_time' failed (injected fault 'error')",
+            "timeout": "InjectedToolTimeout: tool 'get_time' timed out (injected fault 'timeout')"}[kind]
+    for name in agents:
+        for run in cmp.faulted.results[name].runs:
+            assert run.failure and run.error_type == "tool_error", (name, run.error_type, run.error)
+            assert run.error == f"agent {name!r} on case {run.case_id!r}: a tool raised and the agent did not handle it: {said}"
+            assert run.traceback is not None and said in run.traceback
+    # ADK's own frames (the framework's wrapper of the fault) are kept in the record, not printed.
+    adk_trace = cmp.faulted.results["adk"].runs[0].traceback
+    assert "google/adk" in adk_trace.replace("\\", "/") and "Error in plugin 'levelfield_tools'" in adk_trace
+    assert not [r for r in caplog.records if r.name.startswith("google_adk") and r.exc_info]
+
+
+def test_an_adk_agent_that_blocks_the_loop_under_tools_gets_no_advice_it_cannot_follow(tmp_path, monkeypatch):
+    from google.adk.agents import LlmAgent
+
+    from levelfield._core.run.watchdog import BlockingAgentWarning
+    from levelfield.adapters.adk import AdkAgent
+
+    session = AdkAgent._session
+
+    async def slow_session(self: Any, request: Any) -> str:
+        time.sleep(1.1)  # blocking code of the framework's, in the run's own step (as a first import is)
+        return await session(self, request)
+
+    monkeypatch.setattr(AdkAgent, "_session", slow_session)
+    agent = LlmAgent(name="adk", model=EchoLlm(), tools=[adk_get_time])
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        result = lf.evaluate(dataset(1), agent, ["exact_match"], tools=lf.ToolCassette(tmp_path / "c.jsonl", mode="record"),
+                             concurrency=1, **FAST)
+    assert len(result.runs) == 1  # (its live tool fails at random: either way, no warning)
+    assert not [w for w in seen if issubclass(w.category, BlockingAgentWarning)]
+    blocking = [w for w in seen if "blocked the event loop" in str(w.message)]
+    assert not blocking

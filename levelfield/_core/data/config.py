@@ -112,9 +112,14 @@ class RunConfig:
     left for ``resume=True`` with a larger budget. With ``resume`` it is the total of the record,
     the journaled runs' spend included. See ``levelfield._core.data.cost_limit.RunBudget``."""
     a2a_preflight: bool = True
-    """Before the first case, check that each A2A agent speaks the protocol (its card, then a few probe
-    messages with the first case's prompt; ``levelfield a2a-check``): kept in the run record, shown in the
-    report and ``view`` beside the agent, warned about when a check fails. False: no probes are sent."""
+    """Check that each A2A agent speaks the protocol: its card before the first case, then the evaluation's
+    own answers as they arrive (parts, task states, errors, ``Retry-After``); no message of its own is sent
+    (see ``a2a_probe``). Kept in the run record, shown in the report and ``view`` beside the agent, warned
+    about when a check fails. False: the card is not checked and nothing is recorded."""
+    a2a_probe: bool = False
+    """Also send each A2A agent probe messages before the first case (send and stream, with the first case's
+    prompt; what ``levelfield a2a-check`` sends): two more tasks the agent runs. Only for an agent without
+    side effects (one that books, pays or writes would do it again)."""
     judge_max_cost_usd: float | None = None
     """Stop sending rows to LLM judges once their spend would pass this many dollars; the rows not
     judged score NaN (a judge failure) and are judged again by ``resume=True`` with a larger budget."""
@@ -155,6 +160,9 @@ class RunConfig:
             raise bad("adaptive", self.adaptive, "must be True (follow the endpoints' rate limits) or False")
         if not isinstance(self.a2a_preflight, bool):
             raise bad("a2a_preflight", self.a2a_preflight, "must be True (check A2A agents before the first case) or False")
+        if not isinstance(self.a2a_probe, bool):
+            raise bad("a2a_probe", self.a2a_probe, "must be True (send A2A agents probe messages before the first case: "
+                      "only for agents without side effects) or False (the default: no message of levelfield's own)")
         for option in ("requests_per_minute", "tokens_per_minute"):
             object.__setattr__(self, option, _per_minute(option, getattr(self, option)))
         cap = self.max_response_bytes
@@ -227,6 +235,7 @@ class RunOptions(TypedDict, total=False):
     prices: Mapping[str, Any] | str | Path | None
     max_cost_usd: float | None
     a2a_preflight: bool
+    a2a_probe: bool
     judge_max_cost_usd: float | None
 
 

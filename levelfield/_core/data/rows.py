@@ -550,7 +550,7 @@ def _plain_case(row: Any, where: str, index: int) -> _PlainCase | None:
 
 
 _TEXT_ONLY = {str}
-_OPTIONAL_TEXT = ("id", "agent", "error")
+_OPTIONAL_TEXT = ("id", "agent", "error", "within")
 
 
 def _plain_calls(value: Any) -> bool:

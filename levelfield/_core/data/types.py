@@ -52,6 +52,11 @@ class ToolCall(BaseModel):
     """The (sub-)agent that made the call, when known."""
     error: str | None = None
     """The error the tool raised, when the agent handled it and went on."""
+    within: str | None = None
+    """The id of the call this one was made inside, when a tool ran an agent of its own (an ADK
+    ``AgentTool``): the sub-agent's call (``agent`` names it). ADK's event stream does not hold such
+    calls, so ADK-named metrics (``tool_trajectory_avg_score``, ``tool_call_count_v1``) leave them out;
+    levelfield's own trajectory and efficiency metrics count them."""
 
     @model_validator(mode="before")
     @classmethod
@@ -83,7 +88,7 @@ class ToolCall(BaseModel):
     def to_vertex(self) -> dict[str, Any]:
         """The call as Vertex AI writes it: ``{"tool_name", "tool_input"}`` plus what is known."""
         out: dict[str, Any] = {"tool_name": self.tool_name, "tool_input": self.tool_input}
-        for key in ("tool_output", "id", "agent", "error"):
+        for key in ("tool_output", "id", "agent", "error", "within"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -234,6 +239,9 @@ class AgentOutput(BaseModel):
     """Hand-offs between (sub-)agents, in order; empty for a single agent or when unknown."""
     model_calls: int | None = None
     """How many model (LLM) calls the turn made, sub-agents included, when the adapter knows."""
+    inner_model_calls: int | None = None
+    """Of ``model_calls``, those made inside tools that run an agent of their own (ADK ``AgentTool``s):
+    ADK's ``inference_call_count_v1`` counts the turn's own event stream, which does not hold them."""
     state: dict[str, Any] | None = None
     """The session state at the end of the turn (ADK session state, LangGraph's final state, a
     function agent's returned ``state``); None when the framework exposes none."""
@@ -308,6 +316,9 @@ class AgentRun(BaseModel):
     call in the order made, ``{"tool", "index", "source", "fault"}`` where ``source`` is ``replayed`` (answered
     from the cassette or the comparison's shared record), ``recorded``, ``live`` or ``missed`` (not in the
     cassette: the replay policy answered) and ``fault`` the injected fault's kind or None. None: not levelled."""
+    traceback: str | None = None
+    """The agent's traceback when the run failed by raising (its causes included: a framework's error
+    wrapping the agent's), bounded and with credentials redacted; None for a timeout or a success."""
     environment: dict[str, Any] | None = None
     """When the run's tools were answered by an environment (``tools=<environment>``): what its session kept
     of the final state at the run's end (``EnvironmentSession.close()``). None: no environment, or no call reached it."""

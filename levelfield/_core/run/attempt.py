@@ -41,13 +41,15 @@ class _Watched:
     step runs, the evaluation's watchdog (``levelfield._core.run.watchdog``) watches it: a step
     still running past the run's timeout is ended from outside and becomes a TimeoutError."""
 
-    __slots__ = ("_awaitable", "_agent", "_case", "_timeout")
+    __slots__ = ("_awaitable", "_agent", "_case", "_timeout", "_warns")
 
-    def __init__(self, awaitable: Awaitable[Any], agent: str, case_id: str, timeout: float | None) -> None:
+    def __init__(self, awaitable: Awaitable[Any], agent: str, case_id: str, timeout: float | None,
+                 warns: bool = True) -> None:
         self._awaitable = awaitable
         self._agent = agent
         self._case = case_id
         self._timeout = timeout
+        self._warns = warns
 
     def __await__(self) -> Generator[Any, Any, Any]:
         steps = self._awaitable.__await__()
@@ -83,6 +85,8 @@ class _Watched:
                 self._warn(longest)
 
     def _warn(self, seconds: float) -> None:
+        if not self._warns:
+            return
         warned = _warned_blocking.get()
         if warned is None or self._agent in warned:
             return
@@ -213,7 +217,10 @@ async def _within(watched: _Watched, timeout: float) -> Any:
 
 async def _attempt(agent: AgentRunnable, request: AgentRequest, timeout: float | None) -> AgentOutput:
     started = time.perf_counter()
-    watched = _Watched(agent.arun(request), agent.name, request.case_id, timeout)
+    # An agent whose steps are its framework's code (an ADK agent) says so: the warning's advice
+    # (make it sync, or wrap the blocking call) is not its author's to follow.
+    watched = _Watched(agent.arun(request), agent.name, request.case_id, timeout,
+                       warns=getattr(agent, "warn_blocking", True) is not False)
     if timeout is None:
         output = await watched
     else:

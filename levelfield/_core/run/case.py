@@ -8,6 +8,7 @@ Whatever the agent did, the case ends as an ``AgentRun``; conversations with a s
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from ..data.config import RunConfig
@@ -16,8 +17,11 @@ from ..data.protocol import AgentRequest, AgentRunnable
 from ..data.types import AgentOutput, AgentRun, Message
 from . import endpoints
 from .attempt import _attempt
-from .failures import attribute, describe_error
+from .failures import attribute, describe_error, exception_text
 from .retry import call_with_retries
+from .scope import CURRENT_SCOPE
+from .threads import stopping
+from .tracebacks import redact, traceback_text
 
 __all__ = ["run_case", "failed_turn_run", "Spent"]  # and, for conversations, _run_turn
 
@@ -83,6 +87,18 @@ def failed_turn_run(
     (``agent.partial_output(request)``, e.g. a timed-out graph's calls so far). Never raises."""
     text, error_type = describe_error(error)
     failure_class, failure_rule = _failure_class(agent, error, request)
+    from_tool = _raised_by_a_tool(error)
+    if from_tool is not None and error_type != "tool_error":
+        # The same for every framework: the tool's error, not the wrapper a framework put around it
+        # (ADK's "Error in plugin ..." RuntimeError, a function agent's bare exception).
+        error_type = "tool_error"
+        text = (f"agent {agent.name!r} on case {case.case_id!r}: a tool raised and the agent did not handle it: "
+                f"{exception_text(from_tool)}")
+    kept = None
+    if (error_type, text) != ("timeout", "timed out"):
+        # The runner's own timeout has only levelfield's frames: what the agent raised is worth keeping.
+        kept = traceback_text(error, _redactor(agent))
+    text = redact(text, _redactor(agent))  # the message too: the record is kept and shared
     partial = attribute(error, "partial")
     if partial is None and hasattr(agent, "partial_output"):
         try:
@@ -105,8 +121,30 @@ def failed_turn_run(
         turns=turns,
         failure_class=failure_class,
         failure_rule=failure_rule,
+        traceback=kept,
         **fields,
     )
+
+
+def _raised_by_a_tool(error: BaseException) -> BaseException | None:
+    """The exception a levelled tool of this run raised that ``error`` is, or was raised from; None if none."""
+    scope = CURRENT_SCOPE.get()
+    if scope is None or not scope.raised:
+        return None
+    raised = {id(e) for e in scope.raised}
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen and len(seen) < 50:
+        if id(current) in raised:
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _redactor(agent: AgentRunnable) -> Any:
+    redact = getattr(agent, "redact", None)
+    return redact if callable(redact) else None
 
 
 def _failure_class(agent: AgentRunnable, error: BaseException, request: AgentRequest) -> tuple[str | None, str | None]:
@@ -150,6 +188,8 @@ async def run_case(agent: AgentRunnable, case: EvalCase, trial: int, config: Run
             return failed_turn_run(agent, case, trial, request, error, where=where, latency=latency,
                                    attempts=attempts, turns=turns, **spent.fields())
         turns.append(output)
+        if index + 1 < len(prompts) and stopping():
+            raise asyncio.CancelledError  # stopped during this turn: the case is left whole for resume
         if index + 1 < len(prompts):
             history += [Message(role="user", content=prompt), Message(role="assistant", content=output.response)]
     return AgentRun(

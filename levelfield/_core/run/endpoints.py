@@ -8,6 +8,7 @@ import contextvars
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from . import learned
 from .limit_stats import LimitStats
 from .limits import EndpointLimit
 
@@ -55,6 +56,15 @@ class Limits:
         self.tokens_per_minute = tokens_per_minute
         self._limits: dict[str, EndpointLimit] = {}
         self._agents: dict[str, EndpointLimit | None] = {}  # by agent name: the limit of its endpoint
+        self._learned: dict[str, dict[str, Any]] | None = None  # read from the cache folder when first needed
+
+    def _recall(self, endpoint: str, adaptive: bool) -> int | None:
+        """The limit an earlier run learned for ``endpoint`` (see ``levelfield._core.run.learned``)."""
+        if not adaptive:
+            return None
+        if self._learned is None:
+            self._learned = learned.learned()
+        return learned.recall(endpoint, self._learned)
 
     @classmethod
     def of(cls, config: Any) -> Limits:
@@ -88,6 +98,7 @@ class Limits:
                 endpoint, ceiling, adaptive=self.adaptive,
                 requests_per_minute=_per(self.requests_per_minute, name),
                 tokens_per_minute=_per(self.tokens_per_minute, name),
+                learned=self._recall(endpoint, self.adaptive),
             )
         self._agents[name] = limit
         return limit
@@ -101,15 +112,20 @@ class Limits:
             # A plain number in RunConfig is for the agents; a mapping may name the role.
             rpm = requests_per_minute or (_per(self.requests_per_minute, role) if isinstance(self.requests_per_minute, Mapping) else None)
             tpm = tokens_per_minute or (_per(self.tokens_per_minute, role) if isinstance(self.tokens_per_minute, Mapping) else None)
+            adaptive = self.adaptive if adaptive is None else adaptive
             limit = self._limits[endpoint] = EndpointLimit(
-                endpoint, ceiling, adaptive=self.adaptive if adaptive is None else adaptive,
-                requests_per_minute=rpm, tokens_per_minute=tpm,
+                endpoint, ceiling, adaptive=adaptive, requests_per_minute=rpm, tokens_per_minute=tpm,
+                learned=self._recall(endpoint, adaptive),
             )
         return limit
 
     def stats(self) -> list[LimitStats]:
         """Every endpoint's statistics, in the order they were first called."""
         return [limit.stats() for limit in self._limits.values() if limit.calls]
+
+    def remember(self) -> None:
+        """Keep what the endpoints' limits learned for the next run (levelfield's cache folder)."""
+        learned.remember(self._limits.values())
 
     def summary(self) -> str:
         """``8/64 56x429 0.70s waiting/call``: the busiest endpoint in flight of its limit, for a progress bar."""
@@ -118,6 +134,8 @@ class Limits:
             return ""
         busiest = max(used, key=lambda limit: limit.calls)
         text = f"{busiest.in_flight}/{busiest.limit}"
+        if busiest.learned is not None:
+            text += f" (learned {busiest.learned})"
         if busiest.rate_limited:
             text += f" {busiest.rate_limited}x429"
         # Per call, as the closing summary says it: a sum over calls in flight together outgrows the wall clock.

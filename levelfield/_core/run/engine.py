@@ -46,7 +46,7 @@ from .notices import (
     tool_call_tally,
     warn_user,
 )
-from .preflight import hidden_tool_calls, run_preflights
+from .preflight import hidden_tool_calls, observed_hidden, run_preflights, with_traffic
 from .runner import Executor, run_agents, spending_limit
 
 __all__ = ["score_saved", "saved_runs", "run_and_score", "warn_missing_references"]
@@ -137,6 +137,8 @@ async def run_and_score(
     # Before the first case: do the A2A agents speak the protocol? (Kept in the record; see preflight.py.)
     preflights = await run_preflights(dataset, agents, config)
     scorer.hidden_calls = hidden_tool_calls(preflights, dataset)
+    if preflights:
+        scorer.hidden_from = lambda: observed_hidden(agents, preflights)
     journal, done = open_journal(dataset, [a.name for a in agents], metrics, config, kind=kind, settings=settings,
                                  tools=tools, a2a_preflight=preflights)
     conversations = Conversations(simulator, done) if simulator is not None else None
@@ -151,7 +153,7 @@ async def run_and_score(
     if (journal is not None and executor is not None and getattr(executor, "can_stream", False)
             and stop_early is None and simulator is None and not scorer.judged and journal.scores_current):
         results = await _stream(dataset, agents, metrics, config, executor, scorer, journal, done, skipped)
-        return _with_preflights(results, preflights)
+        return _with_preflights(results, with_traffic(preflights, agents))
 
     # With out= the runs that finish in one turn of the event loop are scored together (one pass of
     # the engine) and journaled together on the loop's next turn: a finished run hands its line off
@@ -216,7 +218,7 @@ async def run_and_score(
             if journal is not None:
                 journal.close()
         tallies = {agent: tool_call_tally(runs) for agent, runs in runs_by_agent.items()}
-        _warn_no_tool_calls(tallies, metrics, dataset, scorer.hidden_calls)
+        _warn_no_tool_calls(tallies, metrics, dataset, {**scorer.hidden_calls, **observed_hidden(agents, preflights)})
         # Runs a decided sequential test never started are its to report; the rest were the budget's.
         stopped_early = stop_early is not None and stop_early.stop()
         ran = {(run.agent_name, run.case_id, run.trial) for runs in runs_by_agent.values() for run in runs} \
@@ -228,6 +230,7 @@ async def run_and_score(
         every_run = [run for a in agents for run in runs_by_agent[a.name]]
         scores = await scorer.scores(every_run)
         _warn_judges_stopped(scorer.budget)
+    registry.remember()
     rate_limits = registry.stats()
     results: dict[str, EvalResult] = {}
     start = 0
@@ -246,7 +249,7 @@ async def run_and_score(
         results[agent.name].not_started = [key for key in not_started if key[0] == agent.name]
         results[agent.name].budget = report
         start += len(runs)
-    return _with_preflights(results, preflights)
+    return _with_preflights(results, with_traffic(preflights, agents))
 
 
 def _with_preflights(results: dict[str, EvalResult], preflights: Mapping[str, dict[str, Any]]) -> dict[str, EvalResult]:
@@ -334,6 +337,7 @@ async def _stream(dataset: EvalDataset, agents: Sequence[AgentRunnable], metrics
     ran = ({(name, ids[case], trial) for name, columns in kept.items() for case, trial in zip(columns.case, columns.trial)}
            if config.max_cost_usd is not None else set())
     not_started = _not_started(dataset, agents, config, ran)  # a budget does not stream yet: none
+    registry.remember()
     rate_limits = registry.stats()
     results: dict[str, EvalResult] = {}
     for agent in agents:

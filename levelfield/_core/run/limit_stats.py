@@ -33,6 +33,11 @@ class LimitStats:
     per_request: int = 0
     """Of those, first refusals whose immediate retry the endpoint admitted with as many calls in flight:
     per-request refusals, not capacity."""
+    start: int = 0
+    """The calls in flight the limit started at: half the ceiling on first contact, or the limit an earlier run
+    learned for this endpoint (``learned``; kept in levelfield's cache folder, see ``levelfield limits``)."""
+    learned: bool = False
+    """Whether the limit started at what an earlier run learned of this endpoint."""
 
     @property
     def met(self) -> bool:
@@ -47,6 +52,8 @@ class LimitStats:
         level = f"ran at about {self.mean_in_flight:.1f} in flight"
         if self.adaptive:
             bound = f"adaptive limit {self.limit} of {self.ceiling}"
+            if self.learned:
+                bound += f", started at {self.start} learned in an earlier run"
         else:
             bound = f"fixed limit {self.ceiling}"
         per_call = self.waited_seconds / self.calls if self.calls else 0.0

@@ -6,13 +6,17 @@ limits, and optional token buckets for ``requests_per_minute`` and ``tokens_per_
 
 The controller (``adaptive=True``) is a loss-based window, as TCP congestion control is:
 
-- it starts at a few calls in flight, ``_INITIAL`` (4, TCP's initial window of up to four segments,
-  RFC 3390) or the ceiling when lower, and grows by slow start (RFC 5681 §3.1): one call more per
+- on first contact it starts at half its ceiling, ``_FIRST`` (``_INITIAL``, 4, at least; issue #56: from 4
+  slow start cost a fixed number of round trips, the same share of every run, where nothing refuses), or at
+  the limit an earlier run learned for this endpoint (``levelfield._core.run.learned``), probed past slowly
+  as after a cut; it grows by slow start (RFC 5681 §3.1): one call more per
   answer while calls wait for the window (an answer when fewer calls than the window were wanted
   proves nothing about more, RFC 7661), so the window doubles per window of answers, up to the
   ceiling (``RunConfig.concurrency``, a judge's ``max_concurrency``), and never past twice the
   largest window an answered call was sent in. Calls that all hold their slots without answering
-  for ``_RAMP`` seconds (slow agents; a refusal comes back sooner) also double it: they were admitted;
+  for ``_RAMP`` seconds (slow agents; a refusal comes back sooner) also double it: they were admitted.
+  A refusal before any answer cuts to the calls in flight when the refused call was sent (no floor: the
+  first window went out at once, so those are what the endpoint held);
 - until the endpoint refuses a call, slow start reads the answers' latency for a queue ahead of the
   endpoint (``levelfield._core.run.queue_signal``): it grows more gently as the latency rises, and
   drains the window to a few more than the calls the endpoint serves while the answers queue; the
@@ -26,8 +30,9 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
   ``RateLimitError``) is first asked what it means. A capacity limit refuses by the number of calls
   in flight, so the same request sent again at once with as many calls in flight is refused too,
   most of the time; a per-request refusal (a gateway that refuses each request's first call, a
-  cache warming, a per-prompt check) lets it through every time. So a request's first refusal that
-  names no time to wait is put on trial: it is sent again at once in the slot it held. Until
+  cache warming, a per-prompt check) lets it through every time. So a request's first refusal is put on
+  trial: it is sent again at once in the slot it held (after its ``Retry-After`` when it names one: a
+  gateway refusing each request's first call may say when to come back, issue #56). Until
   ``_PASSES`` (4) retries in a row were admitted with at least as many calls in flight as their
   refused first call (fewer proves nothing: slots freed meanwhile), a first refusal also cuts the
   limit as a capacity signal would, and no more than ``_PASSES`` trials run at once among the first
@@ -96,7 +101,12 @@ _BETA = 0.7
 _PROBE = 8
 """How many times more slowly the limit grows past the level where the endpoint last refused a call."""
 _INITIAL = 4
-"""Calls in flight an adaptive limit starts at (or its ceiling when lower): TCP's initial window, RFC 3390."""
+"""The fewest calls in flight an adaptive limit starts at on first contact (or its ceiling when lower)."""
+_FIRST = 0.5
+"""The share of its ceiling an adaptive limit starts at on first contact with an endpoint (none learned): half,
+so that the window reaches the ceiling after one window of answers (slow start doubles it) or ``_RAMP``
+seconds of calls held without a refusal, while 64 calls behind a gateway admitting 8 refuse 24 at first,
+not 56."""
 _VERDICTS = 8
 """Trials remembered: one of them whose retry was refused too makes first refusals capacity signals."""
 _FIRSTS = 16
@@ -108,9 +118,10 @@ _PASSES = 4
 last ``_VERDICTS``) that show per-request refusals."""
 _RETRIAL = 4
 """While first refusals count as capacity signals, one in this many is still put on trial."""
-_RAMP = 1.0
-"""Seconds without an answer after which calls holding every slot double the window in slow start (a
-refusal comes back sooner: on a busy machine it was measured to take up to 0.6 s)."""
+_RAMP = 0.25
+"""Seconds without an answer or a refusal after which calls holding every slot double the window in slow
+start: a refusal comes back sooner (a gateway answers 429 before it runs anything). A slow agent (1 s an
+answer) reaches its ceiling 0.25 s into the run instead of after its first answers."""
 _SLOW_LEVELS = 2
 """Levels probed slowly from the one where the endpoint last refused a call: it and the one above it."""
 _MAX_PROBE_SCALE = 8
@@ -132,14 +143,17 @@ class EndpointLimit:
         adaptive: bool = True,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
+        learned: int | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.ceiling = max(1, int(ceiling))
         self.adaptive = adaptive
         self.window = float(self.ceiling)
         """The adaptive limit as a real number (the limit is its whole part)."""
+        self.learned = learned if adaptive and learned is not None and 1 <= learned < self.ceiling else None
+        """The limit an earlier run learned for this endpoint, where this one started (None: first contact)."""
         if adaptive:
-            self.window = float(min(_INITIAL, self.ceiling))
+            self.window = float(max(min(_INITIAL, self.ceiling), _FIRST * self.ceiling))
         self._threshold = float(self.ceiling)  # slow start below it, avoidance above
         self._refused_at: float | None = None  # the level where the endpoint last refused a call
         self._requests = TokenBucket(requests_per_minute) if requests_per_minute else None
@@ -157,6 +171,8 @@ class EndpointLimit:
         # answered call was sent (itself included), or calls held ``_RAMP`` seconds without a refusal.
         # Slow start never takes the window past twice that (one doubling per proof).
         self._proven = 0
+        self._cuts = 0  # capacity cuts with calls of ours in flight (what a learned limit is kept for)
+        self._first_level = 0.0  # what the endpoint took of the first window, when it refused some of it
         # Cuts in a row at (about) the same level: each one halves the speed of the probing past it.
         self._probe_scale = 1
         self._slow_levels = 0  # levels from the refused one up still to probe slowly
@@ -167,6 +183,8 @@ class EndpointLimit:
         self._trial: weakref.WeakKeyDictionary[asyncio.Task[Any], int] = weakref.WeakKeyDictionary()
         self._verdicts: collections.deque[bool] = collections.deque(maxlen=_VERDICTS)  # retry refused too?
         self._firsts: collections.deque[bool] = collections.deque(maxlen=_FIRSTS)  # a first call refused?
+        # Calls refused once and not answered yet: their answer is a retry's, not a first call's.
+        self._refused_calls: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
         self._first_refusals = 0
         # Each call in flight (by its task): its number and the calls in flight when it was sent, itself included.
         self._sent: weakref.WeakKeyDictionary[asyncio.Task[Any], tuple[int, int]] = weakref.WeakKeyDictionary()
@@ -179,7 +197,15 @@ class EndpointLimit:
         # Before refusals are shown per-request, a first refusal cuts the limit as a capacity signal
         # would; this is what it was before, restored when they are shown per-request.
         self._undo: tuple[float, float] | None = None
+        if self.learned is not None:
+            # Where the endpoint refused in an earlier run: start there, as after a cut, and probe past it slowly.
+            self.window = self._threshold = self._base = float(self.learned)
+            self._refused_at = self.window + 1.0
+            self._slow_levels = _SLOW_LEVELS
+            self._proven = self.learned
         self.in_flight = 0
+        self.start = self.limit if adaptive else self.ceiling
+        """The calls in flight this limit started at."""
         self.history: list[int] = [self.limit] if adaptive else []
         """The limit each time it changed (the first 10,000 changes): the trajectory tests read."""
         self.per_request = 0
@@ -357,6 +383,7 @@ class EndpointLimit:
             self._refused_at = None
             self._probe_scale = 1
             self._last_cut = None
+            self._cuts = 0  # per-request refusals: nothing to learn about the endpoint's capacity
             self._changed()
             self._wake()
 
@@ -394,8 +421,10 @@ class EndpointLimit:
         number, at = self._end(tokens, task)
         self._answers.append((self._last_end, self._took))
         self._queue.answered(number, self._sent_at, self._last_end)
-        if task is None or task not in self._trial:
-            self._firsts.append(False)  # a call admitted at its first try (or after a wait it was told)
+        if task is not None and task in self._refused_calls:
+            self._refused_calls.discard(task)  # a refused call's retry: says nothing of first calls
+        elif task is None or task not in self._trial:
+            self._firsts.append(False)  # a call admitted at its first try
         self._proven = max(self._proven, self._sent_window)
         self._admitted(at, task)
         # Only while calls wait for the window does an answer show it too small (RFC 7661): an
@@ -471,6 +500,14 @@ class EndpointLimit:
                 # Beyond what the endpoint was shown to carry, the calls in flight when it was sent say
                 # little (the window overshot, and the endpoint took calls in no order): what it carried.
                 floor = (0.5 if self._threshold >= self.ceiling else _BETA) * self._base
+                if not self._answers:
+                    # No answer yet: every call in flight went out in the first window at once, and the endpoint
+                    # holds those not refused yet (not the calls in flight when this one was sent: the first
+                    # window's calls reach it in no set order). Each refusal of that window lowers it to them, so
+                    # once the last is back the window is what the endpoint took.
+                    floor = 1.0
+                    others = max(1, self.in_flight)
+                self._cuts += 1
                 carried = self.carried()
                 if carried is not None and self._queue.queueing():
                     # The answers queue ahead of the endpoint: the calls it served at once are those its
@@ -480,6 +517,8 @@ class EndpointLimit:
                 level = float(others) if carried is None else min(float(others), max(1.0, round(carried)))
                 self.window = min(self.window, max(level, floor))
                 self._threshold = min(self._threshold, self.window)
+                if not self._answers:
+                    self._first_level = self.window
                 if new:
                     # A new cut (not the rest of one) at about the level of the last: the endpoint's limit is
                     # steady there, and each probe past it costs a refusal: probe half as often. Higher: it
@@ -523,12 +562,20 @@ class EndpointLimit:
         told = rate.retry_after is not None and (max_wait is None or rate.retry_after <= max_wait)
         task = asyncio.current_task()
         sent = self._end(None, task)
+        if task is not None:
+            self._refused_calls.add(task)
         if task is not None and task in self._trial:
             del self._trial[task]
             self._verdicts.append(True)  # the retry was refused too: this endpoint's refusals are capacity
-        first = self.adaptive and absorbed == 0 and not (rate.retry_after or 0) > 0 and task is not None
+        # A request's first refusal, with or without a Retry-After to obey (a gateway refusing each request's first
+        # call may say when to come back: its retry, that long after, is admitted all the same).
+        first = self.adaptive and absorbed == 0 and task is not None and (rate.retry_after is None or told)
         if first:
             self._firsts.append(True)
+            if self._undo is None and not self._verdicts:
+                # Before any trial's verdict: what the limit was before this first refusal cut it, trial or not (the
+                # first window's refusals come back in no set order: those not on trial may cut it first).
+                self._undo = (self.window, self._threshold)
         if first and self._on_trial(*sent):
             self._again.add(task)
             self._trial[task] = sent[1]
@@ -541,6 +588,8 @@ class EndpointLimit:
             else:
                 self.rate_limited += 1
             wait = _LONE_PAUSE if lone else 0.0
+            if told and (rate.retry_after or 0.0) > 0:
+                wait = max(wait, float(rate.retry_after))  # a Retry-After is obeyed; its retry then takes its slot back
             self.waited += wait
             # No waiter is woken: the slot is this call's retry's, which the caller starts next
             # (at once, so nothing else takes it; or after a lone pause, when the limit has room anyway).
@@ -556,6 +605,24 @@ class EndpointLimit:
             wait = _LONE_PAUSE * 2 ** absorbed
         self.waited += wait
         return wait
+
+    def lesson(self) -> int | str | None:
+        """What to keep of this endpoint for the next run (``levelfield._core.run.learned``): the limit it ran
+        at when its capacity refused calls, ``"forget"`` when it carried the ceiling without refusing (or
+        past a learned limit, the higher limit it reached), None when there is nothing to learn."""
+        if not self.adaptive or not self.calls:
+            return None
+        if self._cuts and not self._per_request():
+            # The limit at the end, or what the endpoint took of the first window when that is more: later cuts
+            # also follow our own lag (a loaded machine counts calls the endpoint has already answered), and a
+            # start too high costs one cut next time where one too low is probed past slowly.
+            level = max(self.limit, int(self._first_level))
+            return "forget" if level >= self.ceiling else level
+        if self.learned is not None and self.limit > self.learned:
+            return "forget" if self.limit >= self.ceiling else self.limit
+        if self.learned is None and not self.rate_limited and self.limit >= self.ceiling:
+            return "forget"  # an endpoint learned under a lower ceiling may be forgotten by another evaluation
+        return None
 
     # -- statistics ------------------------------------------------------------------------
     def _account(self) -> None:
@@ -581,6 +648,8 @@ class EndpointLimit:
             per_request=self.per_request,
             waited_seconds=round(self.waited, 3),
             adaptive=self.adaptive,
+            start=self.start,
+            learned=self.learned is not None,
         )
 
     def __repr__(self) -> str:

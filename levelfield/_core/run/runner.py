@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import gc
+import os
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
@@ -32,11 +33,13 @@ from ..data.types import AgentRun, clean_run
 from . import budget, endpoints
 from .attempt import _deadline_queues, _Deadlines, _loop_watchdog, _warned_blocking
 from .case import run_case
+from .interrupts import user_interrupted
 from .interrupts import watching as watching_interrupts
 from .isolation import ProcessIsolation
 from .notices import BudgetWarning, warn_user
 from .scope import CURRENT_SCOPE, RunScope
-from .threads import quick_handoffs
+from .threads import STOP_GRACE, quick_handoffs, stopping
+from .tracebacks import print_first_failure
 from .watchdog import BlockingAgentWarning, LoopWatchdog
 
 __all__ = ["run_agents", "spending_limit", "interleaved_plan", "BlockingAgentWarning", "Executor", "OnRun", "PlayScenario"]
@@ -142,6 +145,10 @@ PlayScenario = Callable[[AgentRunnable, EvalCase, int, RunConfig, str], Awaitabl
 """Plays one conversation-scenario case (agent, case, trial, config, run id) to its run."""
 
 
+_STOP_RECORDING = 5.0
+"""Seconds the slots get, once the user stopped the evaluation, to record the runs whose calls had returned."""
+
+
 async def run_agents(
     dataset: EvalDataset,
     agents: Sequence[AgentRunnable],
@@ -205,6 +212,7 @@ async def run_agents(
     sizes: dict[str, int] = {} if limit is None else {c.case_id: input_size(c) for c in dataset}
 
     uncounted: dict[asyncio.Future[Any], list[AgentRun]] = {}  # runs waiting for their record, by record
+    debug_first = [True] if os.environ.get("LEVELFIELD_DEBUG") else []  # print the first failure's traceback
 
     def count_recorded(recorded: asyncio.Future[Any]) -> None:
         runs = uncounted.pop(recorded, [])
@@ -232,6 +240,9 @@ async def run_agents(
         if scope.environment is not None:
             run.environment = _close_environment(scope.environment)
         run = clean_run(run)  # the one place runs enter: text every writer can encode from here on
+        if run.failure and run.traceback and debug_first:
+            debug_first.clear()  # the first failure only: the others are in the run record
+            print_first_failure(run.agent_name, run.case_id, run.trial, run.traceback)
         if limit is not None:
             limit.settle(agent.name, sizes[case.case_id], held, run)
         if on_run is not None:
@@ -269,6 +280,8 @@ async def run_agents(
             # written): waited for here, so a failed write stops the slot one run later at most.
             while len(records) > 1:
                 await records.pop(0)
+            if stopping():  # the evaluation was stopped while this slot's last run was kept: no new run
+                raise asyncio.CancelledError
             if stop is not None and stop():
                 return
             taken = queue.take()
@@ -310,6 +323,12 @@ async def run_agents(
         slot_tasks = [asyncio.ensure_future(slot()) for _ in range(min(config.concurrency, len(jobs)))]
         try:
             await asyncio.gather(*slot_tasks)
+        except asyncio.CancelledError:
+            if user_interrupted():
+                # The user stopped the evaluation: the slots whose call had returned keep that run (it is
+                # journaled, not paid for again on resume; see run_sync) before they end.
+                await asyncio.wait(slot_tasks, timeout=STOP_GRACE + _STOP_RECORDING)
+            raise
         finally:
             for task in slot_tasks:
                 task.cancel()  # a slot that failed (e.g. on_run raised) stops the others too

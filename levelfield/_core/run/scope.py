@@ -18,7 +18,8 @@ __all__ = ["RunScope", "current_scope", "CURRENT_SCOPE"]
 class RunScope:
     """One run in progress: who runs it, and what its levelled tool calls left behind."""
 
-    __slots__ = ("agent", "case_id", "trial", "leveller", "tool_events", "counters", "fatal", "lock", "environment")
+    __slots__ = ("agent", "case_id", "trial", "leveller", "tool_events", "counters", "fatal", "raised", "lock",
+                 "environment")
 
     def __init__(self, agent: str, case_id: str, trial: int) -> None:
         self.agent = agent
@@ -32,6 +33,9 @@ class RunScope:
         """Calls made so far, per tool name (the call index of the fault schedule)."""
         self.fatal: BaseException | None = None
         """A levelling error the agent must not swallow (e.g. an output a cassette cannot store): fails the run."""
+        self.raised: list[BaseException] = []
+        """What the levelled tools raised to the agent (an injected fault, a live or recorded error): a run that
+        fails with one of them (however a framework wrapped it) failed because a tool raised (``tool_error``)."""
         self.environment: Any = None
         """This run's own environment session (``tools=<an environment>``), opened at its first tool call."""
         self.lock = threading.Lock()  # tools may run on several threads of one run at once

@@ -23,10 +23,10 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 from ..errors import ContainedBaseException, contained
-from .failures import message_of
+from .failures import cancelled_from_outside, message_of
 from .interrupts import user_interrupted
 
-__all__ = ["run_sync", "run_coroutine", "ContainedBaseException", "contained", "quick_handoffs", "HANDOFF_INTERVAL"]
+__all__ = ["run_sync", "run_coroutine", "stopping", "STOP_GRACE", "ContainedBaseException", "contained", "quick_handoffs", "HANDOFF_INTERVAL"]
 
 T = TypeVar("T")
 
@@ -141,22 +141,44 @@ def _settle(future: asyncio.Future, outcome: tuple[bool, Any]) -> None:
         future.set_result(outcome)
 
 
+STOP_GRACE = 0.05
+"""Seconds a call in flight when the user stops the evaluation may take to return and still be kept."""
+
+
+async def _returned_at_stop(returned: list[tuple[bool, Any]]) -> tuple[bool, Any] | None:
+    """When the user stopped the evaluation (Ctrl-C, SIGTERM) while this call was awaited: its answer,
+    if the call had returned (or returns within ``STOP_GRACE``), so that its run is journaled rather
+    than paid for again on resume. None otherwise (a timeout, a call still working, one that raised:
+    the cancellation goes on, and resume runs it)."""
+    if not (cancelled_from_outside() and user_interrupted()):
+        return None
+    loop = asyncio.get_running_loop()
+    until = loop.time() + STOP_GRACE
+    while not returned and loop.time() < until:
+        await asyncio.sleep(0.005)
+    return returned[0] if returned and returned[0][0] else None
+
+
 async def run_sync(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run a blocking call in a daemon worker thread and await its result.
 
     If the awaiting run is cancelled (its timeout), the call is abandoned: its thread finishes
-    whenever the call returns, holding no slot of the runner meanwhile.
+    whenever the call returns, holding no slot of the runner meanwhile. If the user stops the
+    evaluation, a call that has returned gives its answer all the same (its run is journaled; the
+    cancellation stays requested on the task, see :func:`stopping`).
     """
     loop = asyncio.get_running_loop()
     future: asyncio.Future = loop.create_future()
     call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
     inbox = _inbox(loop)
+    returned: list[tuple[bool, Any]] = []  # the outcome, as soon as the call is over (read at a stop)
 
     def work() -> None:
         try:
             outcome: tuple[bool, Any] = (True, call())
         except BaseException as exc:  # noqa: BLE001 - SystemExit & co. become the run's failure
             outcome = (False, exc)
+        returned.append(outcome)
         if inbox is not None:
             inbox.put(future, outcome)
             return
@@ -167,7 +189,13 @@ async def run_sync(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
     _threads.submit(work)
     # The outcome travels boxed: an asyncio future refuses StopIteration as an exception.
-    ok, value = await future
+    try:
+        ok, value = await future
+    except asyncio.CancelledError:
+        kept = await _returned_at_stop(returned)
+        if kept is None:
+            raise
+        ok, value = kept
     if ok:
         return value
     raise contained(value)
@@ -238,6 +266,12 @@ class _DaemonExecutor(concurrent.futures.ThreadPoolExecutor):
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Nothing to wait for: abandoned calls finish (or not) on their own daemon threads."""
+
+
+def stopping() -> bool:
+    """Whether the evaluation this task runs in was stopped (a cancellation requested from outside that a
+    call kept from ending the task, :func:`run_sync`): it must start nothing more and end as cancelled."""
+    return cancelled_from_outside()
 
 
 async def _contain_exit(coro: Any) -> Any:

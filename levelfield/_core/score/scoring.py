@@ -67,8 +67,8 @@ def _costs(out: AgentOutput | None) -> dict[str, Any]:
     """What one turn's output recorded besides its answer: tokens, model calls, texts before the answer, its time."""
     if out is None:
         return {}
-    return {"usage": out.usage, "model_calls": out.model_calls, "intermediate_responses": list(out.intermediate_responses),
-            "duration_seconds": out.duration_seconds}
+    return {"usage": out.usage, "model_calls": out.model_calls, "inner_model_calls": out.inner_model_calls,
+            "intermediate_responses": list(out.intermediate_responses), "duration_seconds": out.duration_seconds}
 
 
 def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
@@ -115,9 +115,15 @@ def context_for(case: EvalCase, run: AgentRun | None) -> ScoringContext:
         state=state,
         usage=usage,
         model_calls=model_calls,
+        inner_model_calls=_inner_model_calls(run.turns or ([run.output] if run.output is not None else [])) if run is not None else None,
         intermediate_responses=list(run.output.intermediate_responses) if run is not None and run.output is not None else [],
         duration_seconds=run.output.duration_seconds if run is not None and run.output is not None else None,
     )
+
+
+def _inner_model_calls(outputs: Sequence[AgentOutput]) -> int | None:
+    known = [o.inner_model_calls for o in outputs if o.inner_model_calls is not None]
+    return sum(known) if known else None
 
 
 def run_spend(outputs: Sequence[AgentOutput]) -> tuple[Usage | None, int | None]:

@@ -42,6 +42,8 @@ __all__ = [
     "JudgeCertification",
     "UncertifiedJudgeError",
     "certify_judge",
+    "certify_judge_pooled",
+    "PooledCertification",
     "certify_rates",
     "lower_bound",
     "labels_needed",
@@ -502,6 +504,90 @@ def certify_judge(
                  "trials of a case agree.",)
     return JudgeCertification(out, min_tpr=min_tpr, min_tnr=min_tnr, confidence=confidence, agent=one.agent_name,
                               labels=len(table), notes=notes)
+
+
+@dataclass(frozen=True)
+class PooledCertification:
+    """:func:`certify_judge_pooled`'s answer: each agent's certification, and the judge's over the labelled
+    rows of every agent together (one judge scored them all). ``certified`` is the pooled verdict."""
+
+    agents: dict[str, JudgeCertification]
+    pooled: JudgeCertification
+    unlabelled: tuple[str, ...] = ()
+    """Agents of the record no label judges (left out of the pooled rows, and said so)."""
+
+    @property
+    def certified(self) -> bool:
+        return self.pooled.certified
+
+    @property
+    def metric_names(self) -> list[str]:
+        return self.pooled.metric_names
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"certified": self.certified, "pooled": self.pooled.to_dict(),
+                "agents": {name: c.to_dict() for name, c in self.agents.items()}, "unlabelled": list(self.unlabelled)}
+
+    def table(self) -> str:
+        """Each agent's table, then the pooled one."""
+        parts = [c.table() for c in self.agents.values()]
+        if self.unlabelled:
+            parts.append(f"No human label judges the answers of {', '.join(self.unlabelled)}: left out.")
+        parts.append(self.pooled.table())
+        return "\n\n".join(parts)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+def certify_judge_pooled(
+    results: Mapping[str, Any],
+    human_labels: Any,
+    *,
+    min_tpr: float = 0.8,
+    min_tnr: float = 0.8,
+    confidence: float = 0.95,
+    metrics: str | Sequence[str] | None = None,
+) -> PooledCertification:
+    """One judge scored several agents' answers: certify it on each agent's labelled rows and on all of them
+    together. ``human_labels`` has an ``agent`` column naming whose answer each label judges (a label
+    without one judges that case's answer of every agent); ``results`` maps agent names to their results.
+
+    Raises a ConfigError when a label names an agent ``results`` does not hold (no label is dropped).
+    """
+    _check_options(min_tpr, min_tnr, confidence)
+    table = read_human_labels(human_labels)
+    if "agent" in table:
+        named = set(table["agent"].dropna().astype(str))
+        unknown = sorted(named - set(results))
+        if unknown:
+            raise ConfigError(f"the human labels name agent(s) {', '.join(unknown)}, which the record does not hold "
+                              f"({', '.join(results)}); fix the 'agent' column")
+    agents: dict[str, JudgeCertification] = {}
+    paired: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
+    unlabelled = []
+    for name, result in results.items():
+        rows = table if "agent" not in table else table[table["agent"].isna() | (table["agent"].astype(str) == name)]
+        if rows.empty:
+            unlabelled.append(name)
+            continue
+        one = certify_judge(result, rows, min_tpr=min_tpr, min_tnr=min_tnr, confidence=confidence, metrics=metrics)
+        agents[name] = one
+        mine = _labels(result, rows)
+        assert mine is not None
+        for metric in one.metric_names:
+            judged, human = paired.setdefault(metric, ([], []))
+            judged.append(np.array([_score(s.get(f"{metric}/score")) for s in result.scores], dtype=float))
+            human.append(_human_column(result, mine, metric))
+    if not agents:
+        raise ConfigError("no human label judges the answers of any agent of this record")
+    names = [m for m in next(iter(agents.values())).metric_names if all(m in c for c in agents.values())]
+    pooled = tuple(certify_rates(np.concatenate(paired[m][0]), np.concatenate(paired[m][1]), metric=m, min_tpr=min_tpr,
+                                 min_tnr=min_tnr, confidence=confidence) for m in names)
+    notes = (f"Pooled over the labelled rows of {len(agents)} agents ({', '.join(agents)}).",)
+    return PooledCertification(agents, JudgeCertification(pooled, min_tpr=min_tpr, min_tnr=min_tnr, confidence=confidence,
+                                                          agent="every agent (pooled)", labels=len(table), notes=notes),
+                               tuple(unlabelled))
 
 
 # -- the gate's question -----------------------------------------------------------------------

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from . import inference as stats
-from .paired import TwoSampleInference, paired_inference
+from .paired import TwoSampleInference, detectable_difference, paired_inference
 from .planning import minimum_detectable_effect
 
 __all__ = ["Change", "Verdict", "measure_change", "measure_unpaired_change", "adjust", "describe_change",
@@ -110,7 +110,7 @@ def measure_change(
         test=t.test,
         alpha=alpha,
         margin=float(margin),
-        mde=detectable_difference(x, y, t, alpha=alpha, power=power),
+        mde=detectable_difference(inference, alpha=alpha, power=power),
         power=power,
         points=points,
         level=1 - alpha,
@@ -181,37 +181,6 @@ def _unpaired_mde(x: np.ndarray, y: np.ndarray, t: stats.TwoSampleTest, *, alpha
         return minimum_detectable_effect(n, sd=sd, paired=False, alpha=alpha, power=power) if sd > 0 else math.nan
     except ConfigError:
         return math.nan
-
-
-def detectable_difference(
-    a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, t: stats.PairedTest, *, alpha: float = 0.05,
-    power: float = 0.8,
-) -> float:
-    """The smallest difference the paired cases of ``a`` and ``b`` could detect with ``power`` (NaN if none vary).
-
-    ``t`` is their :func:`stats.paired_test`. McNemar: Connor's formula at the observed discordance
-    (when no difference within it reaches that power: the smallest difference that could be
-    significant at all, k of n cases differing one way with 2 · 0.5^k < alpha);
-    otherwise the normal formula at the observed SD of the differences (:mod:`levelfield._core.stats.planning`).
-    """
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if t.n < 2:
-        return math.nan
-    keep = ~(np.isnan(x) | np.isnan(y))
-    if t.test == "mcnemar":
-        discordance = (t.wins + t.losses) / t.n
-        if discordance == 0:
-            return math.nan
-        # Connor's paired formula depends on the discordance only; p0 is required by the API, not used.
-        mde = minimum_detectable_effect(t.n, p0=0.5, discordance=min(discordance, 1 - 1e-9), alpha=alpha, power=power)
-        if math.isnan(mde):
-            # Too few differing cases for that power: the smallest difference that could be
-            # significant at all, k cases of n differing one way with 2 · 0.5^k < alpha.
-            k = math.ceil(math.log2(2 / alpha) - 1e-12)
-            return k / t.n if k <= t.n else math.nan
-        return mde
-    sd = float(np.std(x[keep] - y[keep], ddof=1))
-    return minimum_detectable_effect(t.n, sd=sd, alpha=alpha, power=power) if sd > 0 else math.nan
 
 
 def _verdict(c: Change) -> Verdict:

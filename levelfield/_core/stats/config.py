@@ -36,7 +36,9 @@ class StatsConfig:
     confidence: float = 0.95
     """Level of every interval."""
     test: PairedTestName = "auto"
-    """The paired test: ``auto`` = exact McNemar for 0/1 metrics, Wilcoxon signed-rank otherwise."""
+    """The paired test: ``auto`` = McNemar's score test with Tango's interval of the difference of
+    proportions for 0/1 metrics, the paired t test of the mean difference otherwise; ``wilcoxon``
+    (its interval is of the Hodges–Lehmann shift) and ``permutation`` on request."""
     seed: int = 0
     """Seed of the bootstrap and permutation resampling (results are reproducible)."""
     reducer: Reducer = "mean"

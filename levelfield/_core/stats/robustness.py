@@ -6,12 +6,12 @@ seeded faults injected into them ("faulted"; ``levelfield.tools``). The faults a
 
 - **Drop.** Per case, the mean over trials of each side (failed runs score 0: a fault that breaks
   the agent is the drop this measures); the drop is the mean of clean − faulted over the cases both
-  sides scored. Its test is the sign-flip permutation test of the per-case drops (their mean is the
-  statistic, so the interval is around the mean drop, exact up to 13 cases and seeded beyond), and
-  its interval inverts that test (:mod:`levelfield._core.stats.paired`) at the level Holm decided it
-  at across the agents, one family per metric: the interval leaves out 0 exactly when the drop is
-  significant. When no case differs, the interval is ±(1 − (α/2)^(1/n)): the drop that n cases
-  without a single difference cannot rule out.
+  sides scored. Its test and interval are the comparison's own (:mod:`levelfield._core.stats.paired`,
+  ``auto``): McNemar's score test with Tango's interval when both sides are 0/1, the paired t test
+  and interval of the mean drop otherwise, the interval inverting the test at the level Holm
+  decided it at across the agents, one family per metric: the interval leaves out 0 exactly when
+  the drop is significant. When no case differs, the interval still has a width: the drop that n
+  cases without a single difference cannot rule out.
 - **Fault kinds.** For the faulted runs that met a kind (at least one call answered by that fault),
   the mean drop against the same case and trial run clean, and how many runs it rests on. It says
   which kinds went with the largest drops, not that they caused them: a run can meet several.
@@ -64,7 +64,7 @@ def drop_table(clean: Mapping[str, np.ndarray], faulted: Mapping[str, np.ndarray
             raise ValueError(f"agent {agent!r}: {c.size} clean cases against {f.size} faulted ones")
         both = ~(np.isnan(c) | np.isnan(f))
         sides.append((float(c[both].mean()), float(f[both].mean())) if both.any() else (math.nan, math.nan))
-        tests.append(paired_inference(c, f, test="permutation", seed=seed))
+        tests.append(paired_inference(c, f, test="auto", seed=seed))
     p_values = np.array([t.p_value for t in tests], dtype=float)
     p_mins = np.array([t.p_min() for t in tests], dtype=float)
     p_holm, _ = family_adjusted(p_values, p_mins, alpha) if tests else (np.array([]), np.array([]))
@@ -72,17 +72,12 @@ def drop_table(clean: Mapping[str, np.ndarray], faulted: Mapping[str, np.ndarray
     rows = []
     for agent, t, (c_mean, f_mean), p, p_adj, level in zip(agents, tests, sides, p_values, p_holm, levels):
         low, high = t.interval(float(level)) if t.n else (math.nan, math.nan)
-        if t.n and not np.any(t.d):
-            # No case differs: the permutation test rejects every other shift, but 0 of n cases differing
-            # cannot rule out a drop as large as the share of cases that could differ unseen (as McNemar's).
-            bound = 1 - (float(level) / 2) ** (1 / t.n)
-            low, high = -bound, bound
         low, high = max(low, -1.0), min(high, 1.0)  # scores in [0, 1]: no drop beyond the whole range
         rows.append({"agent": agent, "metric": metric, "n": t.n, "clean": c_mean, "faulted": f_mean, "drop": t.mean,
                      "ci_low": low, "ci_high": high, "ci_level": 1 - float(level), "p_value": float(p),
                      "p_holm": float(p_adj), "significant": bool(p_adj < alpha)})
     table = pd.DataFrame(rows, columns=DROP_COLUMNS)
-    table.attrs.update(metric=metric, confidence=1 - alpha, test="permutation")
+    table.attrs.update(metric=metric, confidence=1 - alpha, test=tests[0].test if tests else "none")
     return table
 
 

@@ -51,6 +51,7 @@ from .http import (
     _split_credentials,
 )
 from .secrets import _REDACTED, _secret_pattern, _secrets
+from .traffic import Traffic, _busy
 
 if TYPE_CHECKING:
     from a2a.client import Client
@@ -154,6 +155,7 @@ class A2AAgent:
             weakref.WeakKeyDictionary()
         )
         self._partials: dict[tuple[str | None, str, int], _Turn] = {}
+        self._traffic = Traffic()
 
     @property
     def endpoint(self) -> str:
@@ -264,18 +266,20 @@ class A2AAgent:
 
     # -- conformance ----------------------------------------------------------------------------
     async def apreflight(self, prompt: str | None = None, *, timeout: float | None = None,
-                         every_version: bool = True) -> Any:
+                         every_version: bool = True, probe: bool = True) -> Any:
         """Check that this agent speaks A2A (its card, then probe messages): a ``Preflight`` table of
         checks; see :mod:`levelfield.adapters.a2a.preflight`. Sent with this agent's headers and URL
-        credentials. ``every_version=False``: only the card's first JSON-RPC version is probed (what an
-        evaluation does before its first case: each probe is an answer the agent computes)."""
+        credentials. ``every_version=False``: only the card's first JSON-RPC version is probed.
+        ``probe=False``: the card only, no message sent (an evaluation's default: each probe is a task
+        the agent runs; its own answers are checked instead, see :meth:`observed`)."""
         from .preflight import DEFAULT_PROMPT, _run
 
         if self._card_error is not None:  # the card was too slow or too large already: said at once
             raise CardReadError(str(self._card_error), error_type=self._card_error.error_type)
         try:
             found = await _run(self.url, self.headers, self._auth, self._params, prompt or DEFAULT_PROMPT,
-                               timeout or min(self.timeout or 30.0, 30.0), every_version=every_version)
+                               timeout or min(self.timeout or 30.0, 30.0), every_version=every_version,
+                               probe_messages=probe)
         except CardReadError as exc:
             self._card_error = CardReadError(self.redact(str(exc)), error_type=exc.error_type)
             raise self._card_error from None
@@ -284,11 +288,20 @@ class A2AAgent:
         found.checks = [dataclasses.replace(c, detail=self.redact(c.detail)) for c in found.checks]
         return found
 
-    def preflight(self, prompt: str | None = None, *, timeout: float | None = None, every_version: bool = True) -> Any:
+    def preflight(self, prompt: str | None = None, *, timeout: float | None = None, every_version: bool = True,
+                  probe: bool = True) -> Any:
         """:meth:`apreflight` from sync code."""
         from ..._core.run.threads import run_coroutine
 
-        return run_coroutine(self.apreflight(prompt, timeout=timeout, every_version=every_version))
+        return run_coroutine(self.apreflight(prompt, timeout=timeout, every_version=every_version, probe=probe))
+
+    def observed(self) -> dict[str, Any]:
+        """What this agent's answers so far showed (the passive preflight): ``{"checks": [...], "tool_calls": kind}``,
+        the checks as ``Check.to_dict`` rows, credentials redacted; see :mod:`levelfield.adapters.a2a.traffic`."""
+        card = self._card
+        declared = card is None or any("tools" in skill.tags for skill in card.skills)
+        checks = [dataclasses.replace(c, detail=self.redact(c.detail)) for c in self._traffic.checks(declared)]
+        return {"checks": [dataclasses.asdict(c) for c in checks], "tool_calls": self._traffic.tool_calls}
 
     # -- clients ------------------------------------------------------------------------------
     async def _client(self) -> Client:
@@ -373,6 +386,13 @@ class A2AAgent:
     async def arun(self, request: AgentRequest) -> AgentOutput:
         """Send the turn's prompt (one ``context_id`` per case and trial) and read the answer."""
         turn = _Turn(self.trajectory_extractor)
+        try:
+            return await self._run_turn(request, turn)
+        except AdapterError as exc:  # what the answer broke, for the passive preflight
+            self._traffic.failed(getattr(exc, "failure_class", None), getattr(exc, "failure_rule", None))
+            raise
+
+    async def _run_turn(self, request: AgentRequest, turn: _Turn) -> AgentOutput:
         key = (request.session_id, request.case_id, request.turn)
         try:
             if self.timeout is None:
@@ -413,6 +433,8 @@ class A2AAgent:
                 raise
             except Exception as exc:
                 wait = _retry_after(exc)
+                if _busy(exc):
+                    self._traffic.refused(wait)
                 left = _earliest(None if deadline is None else deadline - time.monotonic(), budget.seconds_left())
                 if not absorbed and wait is not None and attempt <= _MAX_SERVER_RETRIES and (left is None or wait < left):
                     await asyncio.sleep(wait)
@@ -465,6 +487,7 @@ class A2AAgent:
     def _finish(self, turn: _Turn) -> AgentOutput:
         state = turn.state
         output = self._output(turn)
+        self._traffic.answered([p for chunks in turn.items.values() for chunk in chunks for p in chunk], turn.empty_parts)
         if turn.message_only or state == "TASK_STATE_COMPLETED":
             if not turn.answered:
                 empty = f"; {turn.empty_parts} part(s) had no content at all" if turn.empty_parts else ""

@@ -24,7 +24,7 @@ async def _read_card(http: Any, base: str, checks: _Prober) -> dict[str, Any] | 
     from .bounded import too_large, too_slow, within
     from .http import ResponseTooLarge, _chain
 
-    last = ""
+    tried: list[str] = []
     for path in CARD_PATHS:
         try:
             response = await within(checks.timeout, http.get(f"{base}{path}"))
@@ -50,8 +50,8 @@ async def _read_card(http: Any, base: str, checks: _Prober) -> dict[str, Any] | 
             else:
                 checks.add("card.fetch", "pass", S_DISCOVERY, f"read from {path}")
             return card
-        last = f"{path}: HTTP {response.status_code}"
-    checks.add("card.fetch", "fail", S_DISCOVERY, f"no agent card ({last})")
+        tried.append(f"{path}: HTTP {response.status_code}")
+    checks.add("card.fetch", "fail", S_DISCOVERY, f"no agent card at either path ({'; '.join(tried)})")
     return None
 
 

@@ -23,10 +23,23 @@ from ..._core.errors import AdapterError
 from ..._core.run.failures import parse_retry_after
 from .answers import _tool_calls_in
 from .card import _check_card, _read_card
-from .checks import DEFAULT_PROMPT, S_RETRY, S_TOOLS, STATUSES, TOOL_CALLS, Check, Preflight
+from .checks import DEFAULT_PROMPT, S_RETRY, S_SEND, S_TOOLS, STATUSES, TOOL_CALLS, Check, Preflight
 from .probes import _Prober
+from .traffic import NO_TOOLS
 
-__all__ = ["Check", "Preflight", "preflight", "apreflight", "STATUSES", "DEFAULT_PROMPT", "TOOL_CALLS"]
+__all__ = ["Check", "Preflight", "preflight", "apreflight", "declares_tools", "STATUSES", "DEFAULT_PROMPT", "TOOL_CALLS"]
+
+
+PASSIVE = ("no probe message sent (each is a task the agent runs): the evaluation's own answers are checked as "
+           "they arrive; a2a_probe=True / --a2a-probe, or `levelfield a2a-check URL`, sends probes")
+
+
+def declares_tools(card: Mapping[str, Any]) -> bool:
+    """Whether an agent card (as JSON) declares tools: a skill tagged ``tools`` (how ADK's card builder
+    lists an agent's tools; the A2A spec has no field for them)."""
+    skills = card.get("skills")
+    return isinstance(skills, list) and any(
+        isinstance(skill, Mapping) and isinstance(skill.get("tags"), list) and "tools" in skill["tags"] for skill in skills)
 
 
 # -- entry points -------------------------------------------------------------------------------------
@@ -66,9 +79,11 @@ async def apreflight(url: str, *, headers: Mapping[str, str] | None = None, prom
 
 
 async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | None, params: list[tuple[str, str]],
-               prompt: str, timeout: float, every_version: bool = True) -> Preflight:
+               prompt: str, timeout: float, every_version: bool = True, probe_messages: bool = True) -> Preflight:
     """The preflight; ``every_version=False`` probes only the card's first JSON-RPC version (the one a
-    client picks), so an evaluation's automatic check costs the agent two answers, not four."""
+    client picks), so a probing check costs the agent two answers, not four. ``probe_messages=False``
+    reads and checks the card only and sends no message (an evaluation's passive preflight: its own
+    answers are checked as they arrive, see :mod:`levelfield.adapters.a2a.traffic`)."""
     import httpx
 
     from .http import _acap_response, _chain, _connection_error
@@ -90,6 +105,9 @@ async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | No
         if card is not None:
             result.agent = card.get("name") if isinstance(card.get("name"), str) else None
             interfaces, streaming = _check_card(card, probe)
+            if not probe_messages:
+                probe.add("probes", "skip", S_SEND, PASSIVE)
+                interfaces = []
             seen: set[str] = set()
             for version, iface_url, _ in interfaces:
                 if version in seen or (seen and not every_version):
@@ -98,6 +116,9 @@ async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | No
                 probe.url = iface_url
                 result.versions.append(version)
                 await probe.probe(version, streaming)
+        if not probe_messages:
+            result.checks = probe.checks
+            return result
         if probe.busy:
             missing = [(what, status) for what, status, after in probe.busy if parse_retry_after(after) is None]
             if missing:
@@ -110,8 +131,11 @@ async def _run(base: str, checked: Mapping[str, str], auth: tuple[str, str] | No
             probe.add("retry_after", "skip", S_RETRY, "no 429 or 503 answer was seen during the preflight")
         if probe.read_any:
             result.tool_calls = _tool_calls_in(probe.parts)
-            status = {"adk": "pass", "data": "warn", "none": "warn"}[result.tool_calls]
-            probe.add("tool_calls", status, S_TOOLS, TOOL_CALLS[result.tool_calls])
+            if result.tool_calls == "none" and card is not None and not declares_tools(card):
+                probe.add("tool_calls", "skip", S_TOOLS, NO_TOOLS)
+            else:
+                status = {"adk": "pass", "data": "warn", "none": "warn"}[result.tool_calls]
+                probe.add("tool_calls", status, S_TOOLS, TOOL_CALLS[result.tool_calls])
         else:
             probe.add("tool_calls", "skip", S_TOOLS, TOOL_CALLS["unknown"])
         result.checks = probe.checks

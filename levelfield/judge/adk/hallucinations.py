@@ -10,7 +10,7 @@ from ..._core.score.metrics.base import Score, ScoringContext, TurnContext
 from ..client import JudgeReply
 from ..metrics import cost_columns
 from .base import _TEXT_ONLY, AdkJudged, _turn_scores_row, _Unread
-from .turns import _calls_json
+from .turns import _calls_json, _own
 
 __all__ = ["Hallucinations", "HALLUCINATION_EXPECTED"]
 
@@ -113,7 +113,7 @@ class Hallucinations(AdkJudged):
     @staticmethod
     def context(turn: TurnContext) -> str:
         """What the sentences are checked against: the request, then each tool call with its output."""
-        return f"User's request:\n{turn.prompt}\n\nTool calls and their results:\n{_calls_json(turn.predicted_trajectory)}"
+        return f"User's request:\n{turn.prompt}\n\nTool calls and their results:\n{_calls_json(_own(turn.predicted_trajectory))}"
 
     async def _step(self, text: str, context: str) -> tuple[float | None, list[dict[str, Any]], list[JudgeReply], JudgeReply | None]:
         """(score, labelled sentences, replies, the reply that could not be used) for one piece of the agent's text."""

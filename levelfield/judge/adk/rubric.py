@@ -21,7 +21,7 @@ from ..rubrics import (
     render_rubrics,
 )
 from .base import AdkJudged, _Unread
-from .turns import _answer_text, _calls_json, _dialogue_text
+from .turns import _answer_text, _calls_json, _dialogue_text, _own
 
 __all__ = ["RubricJudged", "case_rubrics"]
 
@@ -128,10 +128,10 @@ class RubricJudged(AdkJudged):
         """The prompt for one turn (``turns`` of one) or the whole conversation."""
         lines = ["# Task", self.instruction, ""]
         if self.scope == "conversation":
-            lines += ["# The conversation", _dialogue_text(turns), ""]
+            lines += ["# The conversation", _dialogue_text(turns, own=True), ""]
         else:
             (turn,) = turns
-            lines += ["# The user's request", turn.prompt, "", "# The agent's tool calls and their results", _calls_json(turn.predicted_trajectory), ""]
+            lines += ["# The user's request", turn.prompt, "", "# The agent's tool calls and their results", _calls_json(_own(turn.predicted_trajectory)), ""]
             if self.focus != "TOOL_USE_QUALITY":
                 lines += ["# The agent's final answer", _answer_text(turn, self.with_intermediate), ""]
         lines += ["# Properties", render_rubrics(rubrics), "", RUBRIC_ANSWER_FORMAT]

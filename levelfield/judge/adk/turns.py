@@ -31,6 +31,12 @@ def _calls_json(calls: Sequence[Any]) -> str:
     return json.dumps(steps, indent=2, ensure_ascii=False, default=str)
 
 
+def _own(calls: Sequence[Any]) -> list[Any]:
+    """The turn's own calls, as ADK's invocation holds them: not those an ``AgentTool``'s agent made inside one
+    (``ToolCall.within``), which ADK's judged criteria never show their judge."""
+    return [c for c in calls if getattr(c, "within", None) is None]
+
+
 def _answer_text(turn: TurnContext, with_intermediate: bool) -> str:
     """The turn's final answer, after the texts it produced before it when ``with_intermediate``."""
     parts = list(turn.intermediate_responses) if with_intermediate else []
@@ -39,12 +45,13 @@ def _answer_text(turn: TurnContext, with_intermediate: bool) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def _dialogue_text(turns: Sequence[TurnContext]) -> str:
-    """A whole conversation, turn by turn: the user's message, each tool call and output, the agent's answer."""
+def _dialogue_text(turns: Sequence[TurnContext], *, own: bool = False) -> str:
+    """A whole conversation, turn by turn: the user's message, each tool call and output, the agent's answer
+    (``own``: the turns' own calls only, as ADK's criteria show them)."""
     lines = []
     for n, turn in enumerate(turns, start=1):
         lines.append(f"[turn {n}] user: {turn.prompt}")
-        for call in turn.predicted_trajectory:
+        for call in (_own(turn.predicted_trajectory) if own else turn.predicted_trajectory):
             who = f"agent ({call.agent})" if call.agent else "agent"
             lines.append(f"[turn {n}] {who} calls {call.tool_name}({json.dumps(call.tool_input, ensure_ascii=False, default=str)})")
             result = f"error: {call.error}" if call.error is not None else json.dumps(call.tool_output, ensure_ascii=False, default=str)

@@ -225,12 +225,12 @@ def test_compare_summary_has_cost_per_agent_with_an_interval_and_unknown_for_the
 def test_verdict_does_not_call_a_cheaper_agent_as_good_when_the_cases_cannot_show_it():
     cmp = cost_comparison()
     line = cmp.verdict().cost
-    # a and b answer alike on all 12 cases, but 12 cases cannot rule out a drop: at the 90% level of
-    # the two one-sided tests, no case differing in 12 allows up to 1 - 0.05^(1/12) of them to differ.
-    drop = 1 - 0.05 ** (1 / 12)
+    # a and b answer alike on all 12 cases, but 12 cases cannot rule out a drop (the equivalence test's
+    # interval with no case differing is ±20 points at 90 %): no "could miss" figure is quoted on a metric
+    # with no differing case, and the sentence says they scored the same.
     assert line.startswith("b is cheaper than a, at 20% of the cost ($0.002 against $0.01 per run), and "
                            "significantly worse on no metric; these 12 cases cannot tell whether it is as good "
-                           f"(they could miss a drop of up to {drop * 100:.1f} points on exact_match)")
+                           "(it scored the same as a on every case)")
     assert "as good as" not in line and "the cost of c is unknown" in line
     assert line in str(cmp)
 
@@ -239,8 +239,9 @@ def test_verdict_says_as_good_as_when_the_equivalence_test_passes_within_the_mar
     cmp = cost_comparison(stats=lf.StatsConfig(margin=0.25))
     assert cmp.verdict().cost.startswith(
         "b is as good as a within 25.0 points on every metric (equivalence test) at 20% of the cost")
-    # A margin narrower than what 12 cases can show keeps the honest sentence.
-    assert "cannot tell whether it is as good" in cost_comparison(stats=lf.StatsConfig(margin=0.2)).verdict().cost
+    # A margin narrower than what 12 cases can show (no case differing: Tango's 90 % interval is ±19.7 points)
+    # keeps the honest sentence.
+    assert "cannot tell whether it is as good" in cost_comparison(stats=lf.StatsConfig(margin=0.15)).verdict().cost
 
 
 def test_verdict_says_when_the_cheaper_agent_is_significantly_worse():
@@ -495,3 +496,22 @@ def test_when_no_agent_has_a_known_cost_the_table_says_why_once_instead_of_a_row
     row = next(line for line in format_comparison(mixed).splitlines() if line.startswith("cost per run ($)"))
     assert row.split()[-2:] == ["0.002", "unknown"]
     assert "(cost unknown" not in format_comparison(mixed)
+
+
+def test_the_could_miss_figure_is_the_equivalence_bound_on_a_metric_the_two_differ_on():
+    """Issue 55: the sentence cited a metric on which the two agents were identical on every case."""
+    from levelfield._core.stats.paired import equivalence_bound
+
+    rows = [{"case_id": f"c{i}", "prompt": f"Frage {i}: 温度は？", "reference": "ok ok"} for i in range(17)]
+
+    def cheap(prompt: str) -> dict:
+        i = int(prompt.split(":")[0].split()[-1])
+        return {"response": "ok" if i < 3 else "ok ok", "usage": {"input_tokens": 1000, "output_tokens": 500,
+                                                                 "model": "cheap-model"}}
+
+    agents = {"dear": spender("dear-model", answer="ok ok"), "cheap": cheap}
+    # exact_match differs on 3 cases; trajectory_exact_match (no trajectory on either side) is the same on every case.
+    cmp = lf.compare(rows, agents, ["exact_match", "trajectory_exact_match"], prices=OWN, **FAST)
+    line = cmp.verdict().cost
+    bound = equivalence_bound(cmp.paired("exact_match", "cheap", "dear"), alpha=0.05)
+    assert f"(they could miss a difference of up to {bound * 100:.1f} points on exact_match)" in line

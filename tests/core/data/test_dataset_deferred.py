@@ -151,3 +151,52 @@ def test_a_deferred_load_accepts_refuses_and_names_rows_as_when_it_made_every_ca
     made = [outcome(located) for located in datasets]
     assert looked == made
     assert 30 < sum(isinstance(o, str) for o in made) < 270
+
+
+def test_a_data_frame_checked_by_columns_accepts_refuses_and_names_rows_as_row_by_row(monkeypatch):
+    # Issue #56: load_dataset(df) checks a DataFrame's rows by columns (levelfield._core.data.frame_check), the rows
+    # it cannot clear row by row; the outcome (cases, columns, or the error and the row it names) is the row route's.
+    import random
+
+    from levelfield._core.data import rows as rows_module
+    from levelfield.formats import files
+
+    deep: dict = {"v": 1}
+    for _ in range(120):
+        deep = {"v": deep}
+    extra = [[{"tool_name": "t", "tool_input": {"deep": deep}}], [{"tool_name": "t", "tool_input": {"a": {"b": [1, {"c": "d"}]}}}],
+             "lone \ud800 surrogate", [{"tool_name": "t\udc00", "tool_input": {"k": "v\ud800"}}], "{ leading brace", 7]
+
+    def outcome(frame, by_rows):
+        try:
+            if by_rows:
+                records = frame.to_dict("records")
+                dataset = rows_module.deferred_dataset(
+                    lambda: [[(row, f"DataFrame row {i + 1}") for i, row in enumerate(records)]], "DataFrame")
+            else:
+                dataset = files._deferred_frame(frame, "DataFrame")
+        except lf.DatasetError as exc:
+            return str(exc)
+        return repr(([c.model_dump() for c in dataset.cases], dataset.columns))  # repr: NaN cells compare equal
+
+    rnd = random.Random(56)
+    compared = refused = 0
+    for _ in range(300):
+        n = rnd.randint(1, 6)
+        if rnd.random() < 0.5:
+            frame = pd.DataFrame(random_rows(rnd, n))
+        else:  # plain rows (the common frame), with odd cells mixed in: ids repeated, empty, two-line, numbers
+            def pick(good, odd):
+                return rnd.choice(odd) if rnd.random() < 0.15 else good
+
+            frame = pd.DataFrame([{"id": pick(f"c{i}", ["a", "", "x\ny", None, 4, "i\ud800"]),
+                                   "prompt": pick("p", [None, *extra[2:5]]),
+                                   "response": pick("r", [None, 3]),
+                                   "predicted_trajectory": pick([_CALL], [None, [], *extra[:2], extra[3]]),
+                                   "other": pick("o", [1, None, [1], {"a": "b"}])} for i in range(n)],
+                                 dtype=object)  # text cells as given (pandas' str columns cannot hold a lone surrogate)
+        made = outcome(frame, by_rows=True)
+        assert outcome(frame, by_rows=False) == made, frame.to_dict("records")
+        compared += 1
+        refused += not made.startswith("([")
+    assert compared == 300 and 30 < refused < 270, refused

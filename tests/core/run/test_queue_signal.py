@@ -27,6 +27,10 @@ def _drive(monkeypatch, calls: int, answer_at: Callable[[float], float],
 
     async def go() -> tuple[EndpointLimit, list[float]]:
         limit = EndpointLimit("e", 64)
+        # From 4 in flight, as slow start began before issue #56 (it starts at half the ceiling now): the rules of
+        # growth and drain pinned over more round trips (tests/core/run/test_limit_decisions.py pins the start).
+        limit.window = 4.0
+        limit.history = [limit.limit]
         loop = asyncio.get_running_loop()
         due: list[tuple[float, int, asyncio.Future[None]]] = []
 

@@ -120,3 +120,63 @@ def test_sigterm_restores_the_handler_it_replaced(tmp_path):
     data, _ = _setup(tmp_path)
     assert main(["eval", str(data), "--metric", "exact_match", "--quiet"]) == 2  # no agent and no saved answers
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+MARKING_AGENT = '''
+import os, random, time
+
+def agent(prompt):
+    with open(os.environ["SLOW_CALLS"], "a", encoding="utf-8") as f:
+        f.write(prompt + "\\n")
+    time.sleep(random.uniform(0.0, 0.02))
+    out = {"response": prompt.upper(), "predicted_trajectory": []}
+    # The call is over: marked as returned (with when), then returned.
+    with open(os.environ["RETURNED"], "a", encoding="utf-8") as f:
+        f.write(f"{prompt}\\t{time.time()!r}\\n")
+    return out
+'''
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_graceful_stop_journals_every_run_that_returned_and_resume_reruns_none(tmp_path, sig):
+    (tmp_path / "marking_agent_module.py").write_text(MARKING_AGENT, encoding="utf-8")
+    # Many short runs in flight: at the signal, calls that have returned wait for the event loop to take them.
+    n = 3000
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({"case_id": f"c{i}", "prompt": f"case number {i}", "reference": f"CASE NUMBER {i}"})
+                            + "\n" for i in range(n)),
+                    encoding="utf-8")
+    env = dict(os.environ, SLOW_CALLS=str(tmp_path / "calls.txt"), RETURNED=str(tmp_path / "returned.txt"),
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    out = tmp_path / "results"
+    command = ["eval", str(data), "--agent", "marking_agent_module:agent", "--metric", "exact_match",
+               "--concurrency", "128", "--out", str(out), "--quiet"]
+    proc = subprocess.Popen([sys.executable, "-m", "levelfield", *command], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and len(_journal_runs(out)) < 300:
+            time.sleep(0.02)
+        assert proc.poll() is None, f"the command ended before the signal: {proc.communicate()}"
+        sent = time.time()
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == (143 if sig == signal.SIGTERM else 130), stderr
+    marks = [line.split("\t") for line in (tmp_path / "returned.txt").read_text(encoding="utf-8").splitlines()]
+    # Calls still working at the signal are left for resume (they may return later, on their abandoned threads).
+    returned = {prompt for prompt, when in marks if float(when) < sent}
+    journaled = {r["run"]["output"]["response"].lower() for r in _journal_runs(out)}
+    assert len(returned) < n
+    assert returned <= journaled, f"{len(returned - journaled)} returned runs were not journaled"
+
+    resumed = subprocess.run([sys.executable, "-m", "levelfield", *command, "--resume"], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    calls = (tmp_path / "calls.txt").read_text(encoding="utf-8").splitlines()
+    twice = {p for p in calls if calls.count(p) > 1}
+    assert not twice & returned  # resume ran none of the runs that had returned
+    assert read_record(out).complete

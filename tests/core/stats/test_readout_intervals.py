@@ -45,7 +45,7 @@ def pairs(draw):
 
 
 @settings(max_examples=300)
-@given(pairs(), st.sampled_from(["auto", "wilcoxon", "permutation"]), st.sampled_from(LEVELS))
+@given(pairs(), st.sampled_from(["auto", "t", "wilcoxon", "permutation"]), st.sampled_from(LEVELS))
 def test_every_paired_interval_excludes_zero_exactly_when_its_test_is_significant(data, test, alpha):
     a, b = data
     if test == "auto" or stats.is_binary(a) and stats.is_binary(b) and test != "wilcoxon":
@@ -110,7 +110,7 @@ def random_comparison(seed: int, trials: int):
 @pytest.mark.parametrize("seed,trials", [(0, 1), (1, 1), (2, 3), (3, 3)])
 def test_every_pairwise_row_agrees_with_its_interval(seed, trials):
     table = random_comparison(seed, trials).pairwise("exact_match")
-    assert table["test"].iloc[0] == ("mcnemar" if trials == 1 else "wilcoxon")
+    assert table["test"].iloc[0] == ("mcnemar" if trials == 1 else "t")
     for row in table.itertuples():
         assert excludes_zero(row.ci_low, row.ci_high) == row.significant, row
 
@@ -224,9 +224,13 @@ def test_hasty_is_worse_on_every_metric_and_never_called_as_good_as_careful(trav
     text = str(travel) + comparison_text.format_comparison(travel)
     assert "as good as" not in text.replace("whether it is as good", "")
     cost = travel.verdict().cost
-    assert cost.startswith("hasty is cheaper than careful") and "these 13 cases cannot tell whether it is as good" in cost
-    drop = re.search(r"could miss a drop of up to ([\d.]+) points", cost)
-    assert drop and float(drop.group(1)) >= 25  # 13 cases cannot rule out a large drop
+    if cost.startswith("hasty is cheaper than careful"):
+        assert "these 13 cases cannot tell whether it is as good" in cost
+        drop = re.search(r"could miss a difference of up to ([\d.]+) points", cost)
+        assert drop and float(drop.group(1)) >= 25  # 13 cases cannot rule out a large drop
+    else:
+        # With three trials per case the graded case means get the paired t test, which finds the drop.
+        assert "the cheaper hasty ($0.0002) is significantly worse on" in cost
 
 
 def test_every_printed_pairwise_line_agrees_with_its_mark(travel):
@@ -239,8 +243,11 @@ def test_every_printed_pairwise_line_agrees_with_its_mark(travel):
             assert excludes_zero(row.ci_low, row.ci_high) == significant
             if not significant:
                 assert low <= 0 <= high or (round(low, 2) == 0 or round(high, 2) == 0)
-            if "cannot be significant" in line or "not significant" in line:
-                assert "could detect ≥" in line
+            if ("cannot be significant" in line or "not significant" in line) and "identical" not in line:
+                # The power figure is printed when some difference reaches 80 % power at these cases
+                # (nothing when too few cases differ: no such difference exists).
+                mde = travel.pairwise(metric).iloc[0].mde
+                assert ("could detect ≥" in line) == (not math.isnan(mde))
 
 
 def test_failures_read_3_of_39(travel):

@@ -1,6 +1,7 @@
 """The family of pairwise comparisons: Tarone's exclusion of pairs that can never be significant,
 Holm within what is left, intervals adjusted the same way. Expected values are worked out here
-from the binomial distribution and the procedures' definitions, not with levelfield's functions."""
+from McNemar's score statistic (b − c)/√(b + c) and the procedures' definitions, not with
+levelfield's functions (Tango's interval is checked against a brute-force search in test_tango.py)."""
 
 import math
 
@@ -39,19 +40,18 @@ def wrong_two(prompt):
     return _answer(prompt, 2)  # wrong on c0, c1
 
 
-def exact_mcnemar_p(wins, losses):
-    """Two-sided exact binomial test of the discordant cases at 1/2, from the binomial sum."""
-    n = wins + losses
-    if n == 0:
+def mcnemar_p(wins, losses, n=12):
+    """Two-sided p of McNemar's score test on n paired cases, (b − c)/√((b + c) · n/(n − 1)) against the normal
+    (the variance corrected by n/(n − 1)); 1 with no discordant case."""
+    if wins + losses == 0:
         return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(wins, losses) + 1)) / 2**n
-    return min(1.0, 2 * tail)
+    return float(2 * scipy_stats.norm.sf(abs(wins - losses) / math.sqrt((wins + losses) * n / (n - 1))))
 
 
-def test_mcnemar_smallest_p_is_twice_half_to_the_number_of_discordant_cases():
+def test_mcnemar_smallest_p_is_the_score_test_with_every_discordant_case_one_way():
     t = stats.paired_test([1, 1, 1, 0, 0, 1], [1, 0, 1, 0, 1, 1])  # one win, one loss
-    assert t.p_value == pytest.approx(exact_mcnemar_p(1, 1)) == 1.0
-    assert t.p_min == pytest.approx(2 * 0.5**2)
+    assert t.p_value == pytest.approx(mcnemar_p(1, 1, 6)) == 1.0
+    assert t.p_min == pytest.approx(mcnemar_p(2, 0, 6))
 
 
 def test_identical_scores_can_never_be_significant():
@@ -103,46 +103,42 @@ def test_pairwise_p_values_follow_tarone_then_holm(four):
     discordant = {("right", "copy"): (0, 0), ("right", "wrong_nine"): (9, 0), ("right", "wrong_two"): (2, 0),
                   ("copy", "wrong_nine"): (9, 0), ("copy", "wrong_two"): (2, 0), ("wrong_nine", "wrong_two"): (0, 7)}
     for pair, (w, lost) in discordant.items():
-        assert table.loc[pair, "p_value"] == pytest.approx(exact_mcnemar_p(w, lost))
-        assert table.loc[pair, "p_min"] == pytest.approx(exact_mcnemar_p(w + lost, 0))
-    # p_min: 1, 2/2^9, 0.5, 2/2^9, 0.5, 2/2^7. K(1)=3 > 1, K(2)=3 > 2 (all three under 0.025),
-    # K(3)=3 ≤ 3 (2/2^7 = 0.0156 < 0.0167): the family is the three pairs with 9 or 7 discordant cases.
+        assert table.loc[pair, "p_value"] == pytest.approx(mcnemar_p(w, lost))
+        assert table.loc[pair, "p_min"] == pytest.approx(mcnemar_p(w + lost, 0))
+    # p_min: 1, 0.0037, 0.176, 0.0037, 0.176, 0.0100. K(1)=3 > 1, K(2)=3 > 2 (all three under 0.025),
+    # K(3)=3 ≤ 3 (0.0100 < 0.0167): the family is the three pairs with 9 or 7 discordant cases.
     in_family = {("right", "wrong_nine"), ("copy", "wrong_nine"), ("wrong_nine", "wrong_two")}
     assert {pair for pair in discordant if table.loc[pair, "in_family"]} == in_family
-    # Holm over three: 3 · 2/2^9, then 2 · 2/2^9 raised to the step before, then 1 · 2/2^7.
-    first = 3 * 2 / 2**9
-    expected = {("right", "wrong_nine"): first, ("copy", "wrong_nine"): first, ("wrong_nine", "wrong_two"): 2 / 2**7}
+    # Holm over three: 3 · p(9, 0), then 2 · p(9, 0) raised to the step before, then 1 · p(0, 7).
+    first = 3 * mcnemar_p(9, 0)
+    expected = {("right", "wrong_nine"): first, ("copy", "wrong_nine"): first,
+                ("wrong_nine", "wrong_two"): max(first, mcnemar_p(0, 7))}
     for pair in discordant:
         if pair in expected:
             assert table.loc[pair, "p_holm"] == pytest.approx(expected[pair]) and table.loc[pair, "significant"]
         else:
             assert math.isnan(table.loc[pair, "p_holm"]) and not table.loc[pair, "significant"]
-    # Plain Holm over all six pairs would have missed wrong_two over wrong_nine: 4 · 2/2^7 = 0.0625.
-    assert 4 * 2 / 2**7 > ALPHA
 
 
-def test_pairwise_intervals_are_the_exact_mcnemar_interval_at_the_level_holm_tested_each_pair(four):
+def test_pairwise_intervals_are_tangos_interval_at_the_level_holm_tested_each_pair(four):
+    from levelfield._core.stats.paired import tango_interval
+
     table = four.pairwise(EXACT).set_index(["agent_a", "agent_b"])
     assert table.attrs["family"] == 3
-    # Holm over the three in the family: 2/2^9 twice at alpha/3 (equal evidence, the stricter of
-    # alpha/3 and alpha/2), then 2/2^7 at alpha; the pairs outside Tarone's family (m = 3) at alpha/3.
+    # Holm over the three in the family: p(9, 0) twice at alpha/3 (equal evidence, the stricter of
+    # alpha/3 and alpha/2), then p(0, 7) at alpha; the pairs outside Tarone's family (m = 3) at alpha/3.
     levels = {("right", "wrong_nine"): ALPHA / 3, ("copy", "wrong_nine"): ALPHA / 3, ("wrong_nine", "wrong_two"): ALPHA,
               ("right", "copy"): ALPHA / 3, ("right", "wrong_two"): ALPHA / 3, ("copy", "wrong_two"): ALPHA / 3}
     n = len(four.case_ids)
     for pair, alpha in levels.items():
         row = table.loc[pair]
         assert row.ci_level == pytest.approx(1 - alpha)
-        differing = row.wins + row.losses
-        if differing == 0:
-            # No case differs: as many differing cases as 0 of n allows (Clopper-Pearson), all one way.
-            bound = scipy_stats.binomtest(0, n).proportion_ci(1 - alpha, method="exact").high
-            assert (row.ci_low, row.ci_high) == pytest.approx((-bound, bound))
-            continue
-        # Clopper-Pearson for the share of differing cases A wins (SciPy), on the scale of A − B.
-        ci = scipy_stats.binomtest(int(row.wins), int(differing)).proportion_ci(1 - alpha, method="exact")
-        expected = (differing / n * (2 * ci.low - 1), differing / n * (2 * ci.high - 1))
-        assert (row.ci_low, row.ci_high) == pytest.approx(expected)
+        assert (row.ci_low, row.ci_high) == pytest.approx(tango_interval(int(row.wins), int(row.losses), n, alpha))
         assert (row.ci_low > 0 or row.ci_high < 0) == bool(row.significant)
+        if row.wins + row.losses == 0:
+            # No case differs: the score interval is ±k/(n + k), k = z² · n/(n − 1), symmetric about 0.
+            k = scipy_stats.norm.isf(alpha / 2) ** 2 * n / (n - 1)
+            assert (row.ci_low, row.ci_high) == pytest.approx((-k / (n + k), k / (n + k)))
 
 
 def test_the_demo_pairs_of_careful_and_hasty_are_significant_once_identical_agents_are_left_out():
@@ -153,7 +149,20 @@ def test_the_demo_pairs_of_careful_and_hasty_are_significant_once_identical_agen
     cmp = lf.compare("samples/home_automation/dataset.jsonl", agents, [EXACT], progress=False)
     row = cmp.pairwise(EXACT).set_index(["agent_a", "agent_b"]).loc[("function", "function-hasty")]
     assert (row.wins, row.ties, row.losses) == (8, 10, 0)
-    # Four careful-vs-hasty pairs in the family (6 identical pairs out): Holm's first step is 4 · 2/2^8.
-    assert row.p_holm == pytest.approx(4 * 2 / 2**8) and row.significant
+    # Four careful-vs-hasty pairs in the family (6 identical pairs out): Holm's first step is 4 · p(8, 0).
+    assert row.p_holm == pytest.approx(4 * mcnemar_p(8, 0, 18)) and row.significant
     assert cmp.verdict().headline.startswith("function, copy-1, copy-2 and copy-3 tie for best on 1 of 1 metrics; "
                                              "function-hasty is worst")
+
+
+def test_a_pair_that_cannot_be_significant_names_its_reason(four):
+    from levelfield.comparison._text import pairwise_lines
+    from levelfield.comparison._verdict import untestable_reason
+
+    lines = "\n".join(pairwise_lines(four, EXACT))
+    # right vs wrong_two: 2 differing cases; even both one way, the score test's p is above 0.05 on its own.
+    assert "cannot be significant: too few cases differ (2)" in lines
+    assert "cannot be significant: identical on every case" in lines
+    # A pair that could pass 0.05 alone but not the level the adjustment asks for says that instead.
+    assert untestable_reason(5, 0.03, 0.05).startswith("the adjustment across the pairs")
+    assert untestable_reason(2, 0.16, 0.05) == "too few cases differ (2)"

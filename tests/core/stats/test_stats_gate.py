@@ -153,10 +153,13 @@ def test_pairwise_tables_report_the_minimum_detectable_effect():
                      progress=False)
     table = cmp.pairwise("exact_match").set_index(["agent_a", "agent_b"])
     assert np.isnan(table.loc[("a", "b"), "mde"])  # identical answers: nothing varies, nothing to size
-    # a vs c: 20 of 40 cases discordant; Connor's formula at ψ = 0.5 and n = 40, solved for Δ, at
-    # the level Holm's strictest step uses for the 2 pairs that can differ (a and b never do): 0.05 / 2.
-    assert table.loc[("a", "c"), "mde"] == pytest.approx(
-        lf.stats.minimum_detectable_effect(40, p0=0.5, discordance=0.5, alpha=0.05 / 2), rel=1e-6)
+    # a vs c: 20 of 40 cases discordant; the difference at which the score test's exact power at
+    # ψ = 0.5 and n = 40 reaches 80 %, at the level Holm's strictest step uses for the 2 pairs that
+    # can differ (a and b never do): 0.05 / 2.
+    from levelfield._core.stats.paired import mcnemar_power
+
+    mde = table.loc[("a", "c"), "mde"]
+    assert mcnemar_power(40, 0.5, mde, 0.05 / 2) == pytest.approx(0.8, abs=1e-6)
 
 
 def test_a_difference_at_least_the_mde_would_be_significant_after_holm():

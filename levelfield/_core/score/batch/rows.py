@@ -62,6 +62,7 @@ class _Call:
     """A tool call as the batch path holds it: the two fields matching reads, and no validation."""
 
     __slots__ = ("tool_name", "tool_input")
+    within = None  # never a call made inside another: such a row takes the row path
 
     def __init__(self, tool_name: str, tool_input: dict[str, Any]) -> None:
         self.tool_name = tool_name
@@ -117,8 +118,8 @@ def _calls(value: Any) -> list[tuple[str, dict[str, Any]]] | None:
             args = next((item[k] for k in ("tool_input", "args", "arguments", "input") if k in item), None)
         else:
             args = item.get("tool_input")
-        if type(name) is not str:
-            raise _Irregular
+        if type(name) is not str or item.get("within") is not None:
+            raise _Irregular  # a call made inside another (an AgentTool's): the row path keeps it apart
         if type(args) is not dict:
             if args is None:
                 args = {}

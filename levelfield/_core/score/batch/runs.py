@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ...data.cost_limit import CostLimit
 from ...data.dataset import EvalCase
@@ -50,14 +50,17 @@ class RunScorer:
         self.hidden_calls: dict[str, str] = {}
         """Agents known not to expose their tool calls (an A2A preflight found none), each with what to say:
         their successful runs without a call get NaN with that explanation on trajectory metrics, not 0."""
+        self.hidden_from: Callable[[], Mapping[str, str]] | None = None
+        """More such agents, asked before each scoring (what the agents' answers so far showed)."""
         self._trajectory = [m.name for m in self._metrics if is_trajectory_metric(m)]
 
     def _score(self, runs: Sequence[AgentRun]) -> list[tuple[ScoringContext, dict[str, Score]]]:
         contexts = [context_for(self._cases[run.case_id], run) for run in runs]
         rows = self._engine.score_contexts(contexts)
-        if self.hidden_calls and self._trajectory:
+        hidden = {**self.hidden_calls, **(self.hidden_from() if self.hidden_from is not None else {})}
+        if hidden and self._trajectory:
             for run, row in zip(runs, rows):
-                said = self.hidden_calls.get(run.agent_name)
+                said = hidden.get(run.agent_name)
                 if said is not None and not run.failure and not _any_calls(run):
                     for name in self._trajectory:
                         if name in row:

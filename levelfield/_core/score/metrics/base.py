@@ -96,6 +96,8 @@ class TurnContext:
     """Tokens the agent spent in this turn, when the adapter reported them."""
     model_calls: int | None = None
     """Model calls the agent made in this turn, when the adapter counted them."""
+    inner_model_calls: int | None = None
+    """Of ``model_calls``, those made inside tools that run an agent of their own (ADK ``AgentTool``s)."""
     intermediate_responses: list[str] = field(default_factory=list)
     """Texts the agent produced in this turn before its final answer."""
     duration_seconds: float | None = None
@@ -134,6 +136,8 @@ class ScoringContext:
     """Tokens the agent spent over the whole run (every turn), when known."""
     model_calls: int | None = None
     """Model calls the agent made over the whole run (every turn), when known."""
+    inner_model_calls: int | None = None
+    """Of ``model_calls``, those made inside tools that run an agent of their own (ADK ``AgentTool``s)."""
     intermediate_responses: list[str] = field(default_factory=list)
     """Texts the agent produced before its final answer (its last turn's)."""
     dialogue: list[TurnContext] = field(default_factory=list)
@@ -166,6 +170,7 @@ class ScoringContext:
                 reference_thoughts=self.reference_thoughts,
                 usage=self.usage,
                 model_calls=self.model_calls,
+                inner_model_calls=self.inner_model_calls,
                 intermediate_responses=list(self.intermediate_responses),
                 duration_seconds=self.duration_seconds,
             )

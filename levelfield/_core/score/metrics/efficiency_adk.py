@@ -9,7 +9,10 @@ are informational, as in ADK: lower is better, as criteria they never pass or fa
 (``<name>/per_turn``, None where the run did not record it) and the row's score is the average
 over turns, so it reads "per turn" whatever the number of turns. They read what the adapter
 recorded for each turn (its tool calls, ``AgentOutput.model_calls``, ``AgentOutput.usage``,
-``AgentOutput.duration_seconds`` as the runner timed the turn).
+``AgentOutput.duration_seconds`` as the runner timed the turn), as ADK counts them: the calls an
+ADK ``AgentTool``'s agent makes (``ToolCall.within``, ``AgentOutput.inner_model_calls``) are not in
+ADK's event stream and are left out here too (levelfield's own ``tool_call_count`` and
+``model_call_count`` count them).
 
 The averages follow ADK's own evaluators: tool and model calls average over the turns that have
 a count; tokens average over every turn once any turn reported usage (a turn that reported
@@ -46,7 +49,8 @@ class AdkToolCallCount(_PerTurnCount):
         self.name = name
 
     def count(self, turn: TurnContext) -> float | None:
-        return float(len(turn.predicted_trajectory))
+        # The turn's own calls, as ADK's event stream holds them: not those made inside an AgentTool.
+        return float(sum(1 for c in turn.predicted_trajectory if c.within is None))
 
 
 class InferenceCallCount(_PerTurnCount):
@@ -56,7 +60,9 @@ class InferenceCallCount(_PerTurnCount):
         self.name = name
 
     def count(self, turn: TurnContext) -> float | None:
-        return None if turn.model_calls is None else float(turn.model_calls)
+        if turn.model_calls is None:
+            return None
+        return float(turn.model_calls - (turn.inner_model_calls or 0))  # as ADK counts: not inside AgentTools
 
 
 class TokenUsageCount(Metric):

@@ -329,7 +329,8 @@ class ToolTrajectoryAvgScore(Metric):
     """ADK's ``tool_trajectory_avg_score``: per turn 1/0 by ``match_type``, averaged over turns.
 
     ``match_type`` is ``"EXACT"`` (ADK's default), ``"IN_ORDER"`` or ``"ANY_ORDER"``;
-    ``ignore_args=True`` compares tool names only. As ADK scores it: every turn counts, a turn
+    ``ignore_args=True`` compares tool names only. As ADK scores it: the turn's own calls (not
+    those an ``AgentTool``'s agent made inside it, ``ToolCall.within``), every turn counts, a turn
     without expected calls expects none, and arguments compare with Python's ``==`` (``True``
     equals ``1``; an expected call written without ``args`` matches no call, since an agent's
     call always carries its arguments, ``{}`` when there are none).
@@ -371,7 +372,9 @@ class ToolTrajectoryAvgScore(Metric):
         return not ctx.failure and any(t.reference_trajectory is not None for t in ctx.conversation())
 
     def score(self, ctx: ScoringContext) -> float | Score:
-        scores = [self._turn_score(t.predicted_trajectory or [], t.reference_trajectory or []) for t in ctx.conversation()]
+        # The turn's own calls, as ADK's event stream holds them: not those made inside an AgentTool.
+        scores = [self._turn_score([c for c in t.predicted_trajectory or [] if c.within is None], t.reference_trajectory or [])
+                  for t in ctx.conversation()]
         if not ctx.turns:
             return scores[0]
         # Per-turn scores let criteria pool turns over trials, as ADK does.
