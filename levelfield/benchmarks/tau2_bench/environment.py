@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...tools.environment import ToolSpec
-from ._package import package_version, tau2_package
+from ._package import evaluator_domain, package_version, tau2_package
 
 __all__ = ["Tau2Environment", "Tau2Session"]
 
@@ -56,8 +56,9 @@ class Tau2Environment:
         self._specs: list[ToolSpec] | None = None
 
     def new_environment(self) -> Any:
-        """A τ² environment of the domain as its package ships it (no task applied)."""
-        return tau2_package().registry.get_env_constructor(self.domain)(solo_mode=self.solo)
+        """A τ² environment of the domain as its package ships it (no task applied): τ²'s own constructor, given
+        a database validated from the file read once (see ``evaluator_domain``)."""
+        return tau2_package().registry.get_env_constructor(evaluator_domain(self.domain))(solo_mode=self.solo)
 
     def tool_specs(self) -> list[ToolSpec]:
         if self._specs is None:

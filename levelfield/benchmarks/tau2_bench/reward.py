@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..._core.score.metrics.base import NAN, Metric, Score, ScoringContext
-from ._package import tau2_package
+from ._package import evaluator_domain, tau2_package
 
 __all__ = ["Tau2Reward", "Tau2RewardPart", "simulation_of", "PARTS"]
 
@@ -124,7 +124,8 @@ class Tau2Reward(Metric):
         simulation, notes = simulation_of(ctx, task, solo=self.benchmark.solo)
         try:
             info = t.evaluate_simulation(simulation=simulation, task=task, evaluation_type=t.EvaluationType.ALL,
-                                         solo_mode=self.benchmark.solo, domain=self.benchmark.domain)
+                                         solo_mode=self.benchmark.solo,
+                                         domain=evaluator_domain(self.benchmark.domain))
         except ValueError as exc:
             # τ²'s replay refused the conversation (a tool answer the environment does not give again):
             # scored 0, as τ² scores a run it cannot replay, and said why.
