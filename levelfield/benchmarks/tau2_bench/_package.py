@@ -86,7 +86,7 @@ def evaluator_domain(domain: str) -> str:
         module_name, class_name, _ = _DB_ARGUMENT[domain]
         module = importlib.import_module(module_name)
         shipped = t.registry.get_env_constructor(domain)
-        if shipped is not getattr(module, "get_environment", None):
+        if shipped is None or shipped is not getattr(module, "get_environment", None):
             return domain
         db_class = getattr(module, class_name)
 
