@@ -89,9 +89,10 @@ def evaluator_domain(domain: str) -> str:
         if shipped is None or shipped is not getattr(module, "get_environment", None):
             return domain
         db_class = getattr(module, class_name)
+        make = shipped  # narrowed to a constructor above; a closure does not keep the narrowing of `shipped`
 
         def get_environment(solo_mode: bool = False) -> Any:
-            return shipped(db=db_class.model_validate(_database_data(domain)), solo_mode=solo_mode)
+            return make(db=db_class.model_validate(_database_data(domain)), solo_mode=solo_mode)
 
         t.registry.register_domain(get_environment, name)
         return name
