@@ -5,9 +5,10 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from collections.abc import Callable
 from importlib import metadata
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 from ..._core.errors import MissingExtraError
 
@@ -89,7 +90,8 @@ def evaluator_domain(domain: str) -> str:
         if shipped is None or shipped is not getattr(module, "get_environment", None):
             return domain
         db_class = getattr(module, class_name)
-        make = shipped  # narrowed to a constructor above; a closure does not keep the narrowing of `shipped`
+        # τ²'s registry annotates its constructors as taking no argument; the domains' own take db= and solo_mode=
+        make = cast("Callable[..., Any]", shipped)
 
         def get_environment(solo_mode: bool = False) -> Any:
             return make(db=db_class.model_validate(_database_data(domain)), solo_mode=solo_mode)
