@@ -61,10 +61,12 @@ class BadCardServer:
             try:
                 if self.mode == "trickle_answers" and request.startswith(b"GET"):  # the card at once, the rest trickles
                     card = CARD.replace(b"http://127.0.0.1:1", self.url.encode())
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
-                                 % len(card) + card)
+                    # Connection: close, since this server answers one request a connection: a client that
+                    # kept the connection for its next request would read the close as an error (ReadError)
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                                 b"Content-Length: %d\r\n\r\n" % len(card) + card)
                 elif self.mode in ("trickle", "trickle_answers"):
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
                                  b"Content-Length: %d\r\n\r\n" % len(CARD))
                     for i in range(len(CARD)):
                         if self._stop.wait(self.every):
