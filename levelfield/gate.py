@@ -1,7 +1,7 @@
 """The regression gate: fail only when an agent is significantly worse than its baseline.
 
-For each gated metric and each agent, the comparison's paired test (exact McNemar for 0/1
-metrics, Wilcoxon signed-rank otherwise) compares the agent with the baseline case by case;
+For each gated metric and each agent, the comparison's paired test (McNemar's score test for 0/1
+metrics, the paired t test otherwise) compares the agent with the baseline case by case;
 Holm's correction runs across every (metric, agent) tested, and the gate fails when an adjusted
 p is below ``alpha`` with the agent on the worse side. With a ``margin`` the question becomes
 "worse by more than the margin?" (a non-inferiority test, ``lf.stats.noninferiority_p``),

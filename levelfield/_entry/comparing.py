@@ -151,8 +151,8 @@ def compare(
 ) -> Comparison:
     """Run every agent on every case of ``dataset`` and score them with the same metrics.
 
-    By default a failed run scores 0, and the paired test is exact McNemar for 0/1 metrics, Wilcoxon
-    otherwise, Holm-adjusted across the pairs that can differ. A failed run never stops the
+    By default a failed run scores 0, and the paired test is McNemar's score test for 0/1 metrics (Tango's
+    interval beside it), the paired t test otherwise, Holm-adjusted across the pairs that can differ. A failed run never stops the
     comparison; bad input raises a ``LevelfieldError`` from here, before any agent runs.
 
     Args:

@@ -38,8 +38,8 @@ def diff_page(diff: RunDiff, *, metric: str, page: int, agents_form: str) -> str
         )
     summary = (
         '<section id="significance"><h2>Did it change?</h2><p class="muted">B against A on the '
-        f"{len(diff.cases):,} cases both runs hold: the regression gate's paired test (exact McNemar for 0/1 scores, "
-        "Wilcoxon signed-rank otherwise), Holm-adjusted across the metrics.</p>"
+        f"{len(diff.cases):,} cases both runs hold: the regression gate's paired test (McNemar's score test for 0/1 scores, "
+        "the paired t test otherwise), Holm-adjusted across the metrics.</p>"
         '<div class="tablewrap"><table class="changes"><thead><tr><th>metric</th><th class="num">mean A</th>'
         '<th class="num">mean B</th><th class="num">cases changed</th><th>verdict</th><th>in words</th></tr></thead>'
         f'<tbody>{"".join(rows)}</tbody></table></div></section>'
