@@ -2,7 +2,7 @@
 
 Four designs, each a normal-approximation formula (SciPy gives the normal quantiles):
 
-- a 0/1 metric, **paired** (both agents on the same cases; the exact McNemar test): Connor (1987),
+- a 0/1 metric, **paired** (both agents on the same cases; planned for the exact McNemar test): Connor (1987),
   "Sample size for testing differences in proportions for the paired-sample design",
   Biometrics 43(1):207-211: ``n = (z_a·√ψ + z_b·√(ψ − Δ²))² / Δ²`` with ψ the discordance, the
   share of cases on which the two agents disagree.
@@ -20,8 +20,9 @@ design effect ``f = ρ + (1 − ρ)/k`` (Kish, *Survey Sampling*, 1965, for clus
 being the intra-case correlation: the share of the run-to-run variance that lies between cases
 (ρ = 1: trials of a case always agree and extra trials buy nothing). The cases needed are ``f·n``.
 
-With one trial, a paired 0/1 metric is tested by the exact McNemar test, whose power the normal
-formula overstates by a few points; :func:`sample_size` starts from Connor's n and returns the
+With one trial, a paired 0/1 metric is planned for the exact McNemar test, whose power the normal
+formula overstates by a few points (``compare`` runs McNemar's score test, at least as powerful on
+every n, discordance and difference checked, so the planned n is on the safe side); :func:`sample_size` starts from Connor's n and returns the
 smallest n whose exact power (:func:`mcnemar_power`) reaches the target.
 
 The minimum detectable effect is the normal formula solved for Δ at a given n.
@@ -142,7 +143,8 @@ def _raw_n(
 def mcnemar_power(
     n: int, *, discordance: float, mde: float, alpha: float = 0.05, alternative: Alternative = "two-sided"
 ) -> float:
-    """Exact power of the exact McNemar test (the one ``compare`` runs on 0/1 metrics) on ``n`` paired cases.
+    """Exact power of the exact McNemar test on ``n`` paired cases (``compare`` runs McNemar's score test, which
+    rejects at least as often here, so an n planned with this power is on the safe side).
 
     The discordant count M is Binomial(n, ψ); given M = m, the cases the worse agent loses are
     Binomial(m, (ψ + Δ)/(2ψ)), and the test rejects when the binomial tail at ½ is below α/2 on
@@ -270,7 +272,7 @@ def sample_size(
             else f"a change of {mde:g} from p0={p0:g} leaves the range 0..1"
         )
     if paired and p0 is not None and trials == 1:
-        # One trial keeps case scores 0/1, so compare runs the exact McNemar test: plan for that
+        # One trial keeps case scores 0/1: plan for the exact McNemar test (compare's score test is no less powerful)
         # test's exact power (Connor's normal approximation overstates it by a few points).
         psi = discordance if discordance is not None else _independent_discordance(p0, mde)
         n = _exact_paired_n(n, psi, mde, alpha, power, alternative)
