@@ -138,6 +138,37 @@ def test_a_tool_tau2_does_not_know_is_a_failed_call_the_reward_sees():
     assert "could not replay" not in row["tau2_reward/explanation"]
 
 
+def add_unknown(task_id, calls):
+    return [("lookup_weather", {"city": "Boston"}), *calls]
+
+
+@pytest.mark.parametrize("framework", ["langgraph", "adk"])
+def test_a_tool_the_graph_or_agent_lacks_is_a_failed_call_the_reward_sees(framework):
+    """A model naming a tool its LangGraph ToolNode or ADK agent lacks: answered by τ²'s environment (its own error
+    text), in the run's trajectory and its tool events, replayed by τ²'s evaluator; not the framework's own refusal,
+    which τ² would never see."""
+    bench = lf.benchmarks.tau2("retail", task_ids=["0"])
+    agent = langgraph_oracle(bench, add_unknown, check_tools=False) if framework == "langgraph" else \
+        adk_oracle(bench, add_unknown)
+    result = run(bench, agent)
+    run_ = result.runs[0]
+    assert not run_.failure, run_.failure
+    call = run_.output.trajectory[0]
+    assert call.tool_name == "lookup_weather" and call.tool_input == {"city": "Boston"}
+    output = call.tool_output["result"] if isinstance(call.tool_output, dict) else call.tool_output
+    assert output == "Error: Tool 'lookup_weather' not found."  # τ²'s answer, not the framework's
+    assert run_.environment["errors"] == 1 and run_.environment["calls"] == 1 + len(bench.reference_path("0"))
+    assert [e["tool"] for e in run_.tool_events][0] == "lookup_weather"
+    row = result.metrics_table.iloc[0]
+    assert row["tau2_reward/score"] == 1.0, row["tau2_reward/explanation"]
+    assert "could not replay" not in row["tau2_reward/explanation"]
+    if framework == "langgraph":  # a graph levelled so, run without an environment: its ToolNode answers as it did
+        only = langgraph_oracle(bench, lambda task_id, calls: add_unknown(task_id, [])[:1], check_tools=False)
+        run(bench, only)
+        alone = lf.evaluate(bench.dataset, only, simulator=END, progress=False).runs[0]
+        assert not alone.failure and alone.output.trajectory == [] and alone.output.response.startswith("All done")
+
+
 # -- τ²'s reward, exactly --------------------------------------------------------------------
 
 
