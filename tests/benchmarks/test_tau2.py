@@ -361,6 +361,19 @@ def test_the_database_read_once_gives_tau2s_own_evaluation_and_environments(doma
     key = next(iter(getattr(one.tools.db, table)))
     getattr(one.tools.db, table).pop(key)
     assert key in getattr(two.tools.db, table) and one.get_db_hash() != two.get_db_hash()
+    # a record changed in one is changed in neither the other nor the database they copy; each hash is τ²'s
+    from tau2.utils import get_dict_hash
+
+    record = next(iter(getattr(two.tools.db, table).values()))  # every record of the table reached
+    field = next(name for name, info in type(record).model_fields.items() if info.annotation is str)
+    setattr(record, field, getattr(record, field) + " (changed)")
+    getattr(two.tools.db, table)["added"] = record
+    three = t.registry.get_env_constructor(cached)()
+    assert getattr(getattr(three.tools.db, table)[next(iter(getattr(three.tools.db, table)))], field) != getattr(record, field)
+    for env in (one, two, three):
+        assert env.get_db_hash() == get_dict_hash(env.tools.db.model_dump())
+    assert len({one.get_db_hash(), two.get_db_hash(), three.get_db_hash()}) == 3
+    assert three.get_db_hash() == database_hash(domain)
 
 
 @pytest.mark.slow

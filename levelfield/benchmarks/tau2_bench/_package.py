@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from ..._core.errors import MissingExtraError
 
-__all__ = ["tau2_package", "package_version", "evaluator_domain", "domain_tasks", "database_copy", "pristine_database"]
+__all__ = ["tau2_package", "package_version", "evaluator_domain", "domain_tasks", "database_copy", "pristine_database", "database_hash"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -169,6 +169,65 @@ def database_copy(domain: str) -> Any:
     return type(pristine).model_construct(**fields)
 
 
+def _record_json(record: Any) -> bytes:
+    import json
+
+    return json.dumps(record.model_dump(), sort_keys=True, default=str).encode()
+
+
+@functools.cache
+def _pristine_json(domain: str, table: str) -> dict[str, bytes]:
+    """Each pristine record of ``table`` as τ²'s hash writes it (sorted keys, ``default=str``), written once."""
+    return {key: _record_json(record) for key, record in getattr(pristine_database(domain), table).items()}
+
+
+def database_hash(db: Any, domain: str) -> str | None:
+    """τ²'s hash of a database made by ``database_copy`` (``get_dict_hash(db.model_dump())``: SHA-256 of its JSON with
+    sorted keys), the JSON of the records it never reached written once per process, the others' written now.
+    None for any other database (τ²'s own hash then applies)."""
+    import hashlib
+    import json
+
+    pristine = pristine_database(domain)
+    if type(db) is not type(pristine):
+        return None
+    tables = []
+    for name in sorted(type(db).model_fields):
+        table = getattr(db, name, None)
+        if not isinstance(table, _Table) or table._pristine is not getattr(pristine, name):
+            return None
+        tables.append((name, table))
+    digest = hashlib.sha256(b"{")
+    for i, (name, table) in enumerate(tables):
+        digest.update(f"{', ' if i else ''}{json.dumps(name)}: {{".encode())
+        kept = _pristine_json(domain, name)
+        keys = list(dict.keys(table))
+        if not all(isinstance(key, str) for key in keys):
+            return None
+        for j, key in enumerate(sorted(keys)):
+            record = dict.__getitem__(table, key)
+            text = kept.get(key) if record is table._pristine.get(key, table) else None
+            digest.update(f"{', ' if j else ''}{json.dumps(key)}: ".encode())
+            digest.update(_record_json(record) if text is None else text)
+        digest.update(b"}")
+    digest.update(b"}")
+    return digest.hexdigest()
+
+
+def _hash_copies(env: Any, domain: str) -> Any:
+    """``env`` (its database a ``database_copy``) hashing its database with ``database_hash``: the value τ²'s own
+    ``get_db_hash`` gives, which it still computes for a database the environment replaced (``update_db``)."""
+    tools = env.tools
+    own = type(tools).get_db_hash
+
+    def get_db_hash() -> str:
+        fast = database_hash(tools.db, domain)
+        return own(tools) if fast is None else fast
+
+    tools.get_db_hash = get_db_hash
+    return env
+
+
 def evaluator_domain(domain: str) -> str:
     """The registry name under which τ²'s evaluator builds ``domain``'s environments.
 
@@ -195,7 +254,7 @@ def evaluator_domain(domain: str) -> str:
         make = cast("Callable[..., Any]", shipped)
 
         def get_environment(solo_mode: bool = False) -> Any:
-            return make(db=database_copy(domain), solo_mode=solo_mode)
+            return _hash_copies(make(db=database_copy(domain), solo_mode=solo_mode), domain)
 
         t.registry.register_domain(get_environment, name)
         return name
