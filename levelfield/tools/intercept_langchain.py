@@ -102,7 +102,7 @@ def _in_environment_run() -> bool:
     return scope is not None and scope.leveller is not None and scope.leveller.environment is not None
 
 
-class _ToolsByName(dict):  # type: ignore[type-arg]
+class _ToolsByName(dict):
     """A ToolNode's tools by name. In a run levelled by an environment, a name the node lacks (a model's invention)
     is a call like any other: the environment answers it (a τ² environment: its own error, which its reward
     replays), the trajectory and the tool events hold it. Elsewhere the node answers it as it always has (its

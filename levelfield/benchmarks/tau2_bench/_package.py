@@ -76,7 +76,7 @@ def pristine_database(domain: str) -> Any:
     return getattr(importlib.import_module(module_name), class_name).model_validate(_database_data(domain))
 
 
-class _Table(dict):  # type: ignore[type-arg]
+class _Table(dict):
     """One table of an environment's database (``{id: record}``), copied record by record when reached.
 
     It starts holding the records of the pristine database (shared, never changed). A record is replaced by its
