@@ -265,3 +265,40 @@ def _function_oracle(bench: Any) -> Any:
     from _tau2_oracle import function_oracle
 
     return function_oracle(bench)
+
+
+# -- memory --------------------------------------------------------------------------------------
+
+
+def test_each_runs_database_is_let_go_when_its_run_ends(monkeypatch):
+    """A τ² session holds a whole database (about 10 MB): the runs of an evaluation must not keep theirs to its end
+    (a comparison of two agents on retail with three trials makes 684)."""
+    import gc
+    import weakref
+
+    from _tau2_oracle import function_oracle
+    from levelfield.benchmarks.tau2_bench.environment import Tau2Environment, Tau2Session
+
+    bench = lf.benchmarks.tau2("retail", task_ids=list(lf.benchmarks.tau2("retail").tasks)[:6])
+    sessions: list[weakref.ref] = []
+    alive_at_close: list[int] = []
+    reset, close = Tau2Environment.reset, Tau2Session.close
+
+    def tracked_reset(self: Any, case_id: str, trial: int) -> Any:
+        session = reset(self, case_id, trial)
+        sessions.append(weakref.ref(session))
+        return session
+
+    def counted_close(self: Any) -> Any:
+        gc.collect()
+        alive_at_close.append(sum(s() is not None for s in sessions))
+        return close(self)
+
+    monkeypatch.setattr(Tau2Environment, "reset", tracked_reset)
+    monkeypatch.setattr(Tau2Session, "close", counted_close)
+    result = lf.evaluate(bench.dataset, function_oracle(bench), metrics=[], tools=bench.environment, simulator=END,
+                         trials=2, concurrency=2, progress=False)
+    gc.collect()
+    assert len(sessions) == 12 and all(r.environment["calls"] > 0 for r in result.runs)
+    assert max(alive_at_close) <= 2, alive_at_close  # the runs in flight, no more
+    assert sum(s() is not None for s in sessions) == 0
