@@ -240,8 +240,8 @@ async def run_agents(
             run.tool_events = list(scope.tool_events)
         if scope.environment is not None:
             run.environment = _close_environment(scope.environment)
-            # The session (a whole database for τ²) is let go now, not when the evaluation ends: the run's
-            # context outlives it (threads the agent ran in keep a copy), and every run would hold one.
+            # The session (a whole database for τ²) is let go now: the run's scope stays reachable until the
+            # evaluation ends (contexts that copied it), and every run's session would be held with it.
             scope.environment = None
         run = clean_run(run)  # the one place runs enter: text every writer can encode from here on
         if run.failure and run.traceback and debug_first:
