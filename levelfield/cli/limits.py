@@ -39,6 +39,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"limits learned ({learned.path()}):")
     for endpoint, entry in sorted(entries.items()):
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.get("at", 0)))
+        if entry.get("carried"):
+            print(f"  {endpoint}: carried {entry['limit']} in flight with no call refused ({when}); starts there")
+            continue
         print(f"  {endpoint}: {entry['limit']} in flight (of {entry.get('ceiling', '?')}; "
               f"{entry.get('refused', '?')} refused, {when})")
     return 0
