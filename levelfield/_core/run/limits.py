@@ -9,7 +9,8 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
 - on first contact it starts at half its ceiling, ``_FIRST`` (``_INITIAL``, 4, at least; issue #56: from 4
   slow start cost a fixed number of round trips, the same share of every run, where nothing refuses), or at
   the limit an earlier run learned for this endpoint (``levelfield._core.run.learned``), probed past slowly
-  as after a cut; it grows by slow start (RFC 5681 §3.1): one call more per
+  as after a cut, or at the calls an earlier run held in flight with none refused (its whole ceiling: where
+  nothing refuses, the half start is paid once, not every run); it grows by slow start (RFC 5681 §3.1): one call more per
   answer while calls wait for the window (an answer when fewer calls than the window were wanted
   proves nothing about more, RFC 7661), so the window doubles per window of answers, up to the
   ceiling (``RunConfig.concurrency``, a judge's ``max_concurrency``), and never past twice the

@@ -191,3 +191,8 @@ def test_the_limits_command_lists_and_forgets_what_was_learned(monkeypatch, tmp_
     assert main(["limits", "--forget", "nowhere"]) == 0 and "no limit learned for 'nowhere'" in capsys.readouterr().out
     assert main(["limits", "--forget"]) == 0 and "forgot e" in capsys.readouterr().out
     assert learned.learned() == {}
+    # An endpoint that carried its whole concurrency is listed as such, and forgotten the same way.
+    learned.remember([simulate(monkeypatch, Open(SERVICE), cases=200, concurrency=16).limit])
+    assert main(["limits"]) == 0 and "e: carried 16 in flight with no call refused" in capsys.readouterr().out
+    assert main(["limits", "--forget", "e"]) == 0 and "forgot e" in capsys.readouterr().out
+    assert learned.carried("e") is None
