@@ -109,6 +109,18 @@ def test_an_endpoint_that_carried_its_concurrency_before_starts_there_and_costs_
     first = simulate(monkeypatch, Open(seconds), cases=cases, concurrency=100)
     learned.remember([first.limit])
     assert learned.carried("e") == 100 and learned.recall("e") is None
+
+    class Agent:
+        name = "e"
+        endpoint = "e"
+
+    # An evaluation's limits read it: the agent's endpoint (and a judge's, by its endpoint) starts at its ceiling.
+    limits = Limits(concurrency=100)
+    limit = limits.for_agent(Agent())
+    assert limit is not None and limit.limit == limit.start == 100 and limit.learned is None
+    assert Limits(concurrency=100).for_service("judge", "e", 8).start == 8
+    assert Limits(concurrency=100).for_service("judge", "other", 8).start == 4  # first contact: half, 4 at least
+    assert Limits(concurrency=100, adaptive=False).for_agent(Agent()) is None
     again = simulate(monkeypatch, Open(seconds), cases=cases, concurrency=100, carried=learned.carried("e"))
     fixed = simulate(monkeypatch, Open(seconds), cases=cases, concurrency=100, adaptive=False)
     assert again.limit.history == [100] and again.limit.start == 100 and again.refused == 0
