@@ -234,9 +234,11 @@ def _one_latency(args: argparse.Namespace, cases: int, pause: float) -> None:
     lf.EvalResult.save = timed_save  # type: ignore[method-assign]
     load = os.getloadavg()[0]
     floors: list[tuple[float, float]] = []
-    # A cache folder of its own: no limit learned elsewhere applies (the agents refuse nothing: none is kept).
+    # A cache folder of its own: no limit learned elsewhere applies (the agents refuse nothing: each is kept as carrying
+    # its concurrency, and "defaults" starts there; "first contact" forgets it first).
     with tempfile.TemporaryDirectory() as tmp, _cache_folder(tmp):
-        lf.evaluate(dataset[: min(len(dataset), 200)], sync_agent, METRICS, concurrency=args.concurrency, progress=False)
+        for agent in agents.values():  # warm-up: each agent's endpoint is then known as carrying its concurrency
+            lf.evaluate(dataset[: min(len(dataset), 200)], agent, METRICS, concurrency=args.concurrency, progress=False)
         for _ in range(args.repeats):
             floors.append(_floor(cases, args.concurrency, pause))
             for label, agent in agents.items():
