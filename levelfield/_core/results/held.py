@@ -16,7 +16,7 @@ from ..data.config import prices_of
 from ..data.dataset import EvalCase, EvalDataset
 from ..data.types import AgentRun
 from ..score.metrics.base import FAILED_AS_ZERO, Metric, Score, score_columns
-from ..score.scoring import context_for, explain_scores
+from ..score.scoring import explain_run
 from .columns import CostColumns
 from .columns import mean as _mean
 from .fingerprints import fingerprints_of
@@ -222,7 +222,7 @@ class HeldRuns(RunsInMemory):
         metrics = explained_again(self.owner) if again is None else again
         if not any(m.name in scores and scores[m.name].explanation is None for m in metrics):
             return dict(scores)  # nothing to explain: no scoring context made
-        return explain_scores(context_for(case, run), metrics, scores)
+        return explain_run(case, run, metrics, scores)
 
     def metrics_table(self) -> pd.DataFrame:
         if self._table is None:

@@ -12,10 +12,12 @@ from ..data.dataset import EvalCase
 from ..data.prices import usage_cost
 from ..data.types import AgentOutput, AgentRun, Usage, transcript_text
 from ..errors import exception_text
+from .matching import align
 from .metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
+from .metrics.trajectory import _TrajectoryMetric
 
 __all__ = ["context_for", "conversation_context", "score_sync", "score_async", "order_like", "split_metrics", "run_spend",
-           "explain_scores"]
+           "explain_scores", "explain_run"]
 
 
 def reference_text(reference: Any) -> str | None:
@@ -260,3 +262,36 @@ def explain_scores(ctx: ScoringContext, metrics: Sequence[Metric], scores: Mappi
                 same = type(scored.value) is type(value) and scored.value == value
                 out[name] = scored if same else replace(scored, value=value)
     return out
+
+
+def explain_run(case: EvalCase, run: AgentRun, metrics: Sequence[Metric], scores: Mapping[str, Score]) -> dict[str, Score]:
+    """:func:`explain_scores` of ``run`` of ``case`` (the same Scores), without a scoring context or
+    the calls matched again where the counts of an alignment say why (a trajectory that matches
+    the reference, as most do): ``explained`` of the built-in trajectory metrics. Every other
+    explanation comes from the metric's own ``score``, as :func:`explain_scores` gives it."""
+    out = dict(scores)
+    rest: list[Metric] = []
+    quick = not run.failure and case.reference_trajectory is not None and not (
+        run.conversation is not None and case.conversation_scenario is not None)
+    aligned: dict[int, Any] = {}
+    for m in metrics:
+        score = out.get(m.name)
+        if (score is None or getattr(m, "is_async", False) or score.explanation is not None or score.failed
+                or score.value != score.value):
+            continue
+        text = None
+        if quick and isinstance(m, _TrajectoryMetric):
+            matcher = m.matcher
+            a = aligned.get(id(matcher))
+            if a is None:
+                out_calls = run.output.trajectory if run.output is not None else []
+                try:
+                    a = aligned[id(matcher)] = align(out_calls, case.reference_trajectory or [], matcher)
+                except Exception:  # noqa: BLE001 - its own score says what went wrong, as it would have
+                    a = None
+            text = None if a is None else m.explained(a)
+        if text is None:
+            rest.append(m)
+        else:
+            out[m.name] = Score(score.value, text)
+    return explain_scores(context_for(case, run), rest, out) if rest else out
