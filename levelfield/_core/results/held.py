@@ -16,7 +16,7 @@ from ..data.config import prices_of
 from ..data.dataset import EvalCase, EvalDataset
 from ..data.types import AgentRun
 from ..score.metrics.base import FAILED_AS_ZERO, Metric, Score, score_columns
-from ..score.scoring import explain_run
+from ..score.scoring import RunExplainer, explain_run
 from .columns import CostColumns
 from .columns import mean as _mean
 from .fingerprints import fingerprints_of
@@ -208,13 +208,14 @@ class HeldRuns(RunsInMemory):
 
     def row_scores(self) -> list[dict[str, Score]]:
         if self._row_scores is None:
-            again = explained_again(self.owner)
-            self._row_scores = [self._explained(i, again) for i in range(len(self._engine_scores))]
+            explainer = RunExplainer(explained_again(self.owner))  # one for the table: a call's key made once
+            self._row_scores = [self._explained(i, explainer.metrics, explainer) for i in range(len(self._engine_scores))]
         return self._row_scores
 
-    def _explained(self, i: int, again: Sequence[Metric] | None = None) -> dict[str, Score]:
+    def _explained(self, i: int, again: Sequence[Metric] | None = None, explainer: RunExplainer | None = None
+                   ) -> dict[str, Score]:
         """Run ``i``'s engine scores with the explanations the engine left out (``again``: the
-        metrics that may lack one, :func:`explained_again`)."""
+        metrics that may lack one, :func:`explained_again`; ``explainer``: one of them, for many runs)."""
         run, scores = self._runs[i], self._engine_scores[i]
         case = self.cases_by_id().get(run.case_id)
         if case is None:
@@ -222,7 +223,7 @@ class HeldRuns(RunsInMemory):
         metrics = explained_again(self.owner) if again is None else again
         if not any(m.name in scores and scores[m.name].explanation is None for m in metrics):
             return dict(scores)  # nothing to explain: no scoring context made
-        return explain_run(case, run, metrics, scores)
+        return explainer(case, run, scores) if explainer is not None else explain_run(case, run, metrics, scores)
 
     def metrics_table(self) -> pd.DataFrame:
         if self._table is None:
