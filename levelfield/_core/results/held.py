@@ -29,6 +29,8 @@ from .tables import parquet_available, trimmed, write_summary, write_table_files
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .table_ahead import TableAhead
+
 __all__ = ["RunsInMemory", "HeldRuns", "explained_again"]
 
 
@@ -36,11 +38,16 @@ def explained_again(owner: Owner) -> list[Metric]:
     """The metrics whose explanations a table scores again: of an agent's runs, only those the engine
     scores for a whole batch at once (``scored_by_kernel``: every other metric's recorded Score is
     its own ``score``'s, so one that said no explanation says none again); of saved predictions, all."""
-    if owner.scored_saved_predictions:
-        return list(owner.metrics)
+    return explained_again_of(owner.metrics, saved=owner.scored_saved_predictions)
+
+
+def explained_again_of(metrics: Sequence[Metric], *, saved: bool) -> list[Metric]:
+    """:func:`explained_again` of these metrics (``saved``: they score saved predictions)."""
+    if saved:
+        return list(metrics)
     from ..score.batch.scorer import scored_by_kernel
 
-    return [m for m in owner.metrics if scored_by_kernel(m)]
+    return [m for m in metrics if scored_by_kernel(m)]
 
 class RunsInMemory:
     """What a source whose runs are in memory computes of them: per-run numbers, costs, the tables
@@ -83,14 +90,20 @@ class RunsInMemory:
             self._by_id = (dataset, {c.case_id: c for c in dataset})
         return self._by_id[1]
 
-    def table_of(self, row_scores: Sequence[Mapping[str, Score]]) -> pd.DataFrame:
-        """The metrics table of runs scored as they finish, with ``row_scores`` as their scores."""
+    def table_of(self, row_scores: Sequence[Mapping[str, Score]],
+                 made: Sequence[dict[str, Any] | None] | None = None) -> pd.DataFrame:
+        """The metrics table of runs scored as they finish, with ``row_scores`` as their scores
+        (``made``: rows already made of them, None where a row is still to make)."""
         import pandas as pd  # loaded when a table is asked for, not with every result
 
         by_id = self.cases_by_id()
         prices, saved = prices_of(self.owner.config), self.owner.scored_saved_predictions
-        return trimmed(pd.DataFrame([table_row(by_id[r.case_id], r, score_columns(rs), rs, prices=prices, saved=saved)
-                                     for r, rs in zip(self.runs(), row_scores)]))
+        if made is None:
+            return trimmed(pd.DataFrame([table_row(by_id[r.case_id], r, score_columns(rs), rs, prices=prices, saved=saved)
+                                         for r, rs in zip(self.runs(), row_scores)]))
+        return trimmed(pd.DataFrame([row if row is not None else
+                                     table_row(by_id[r.case_id], r, score_columns(rs), rs, prices=prices, saved=saved)
+                                     for r, rs, row in zip(self.runs(), row_scores, made)]))
 
     def summary(self) -> dict[str, Any]:
         if self._summary is None:
@@ -196,6 +209,38 @@ class HeldRuns(RunsInMemory):
         self._engine_scores = [dict(row) for row in scores]
         self.journal = journal
         self._summary = summary
+        self._ahead: TableAhead | None = None
+        self._rows_ahead: list[dict[str, Any] | None] | None = None
+
+    def made_ahead(self, ahead: TableAhead) -> None:
+        """The table rows of these runs are being made as they finish (by ``ahead``): a table takes them."""
+        self._ahead = ahead
+
+    def _take_ahead(self) -> None:
+        """The rows made while the runs ran, once: each run's explained scores and table row, where
+        made of this very run and these scores (the rest are made here, as without them)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return
+        made = ahead.made()
+        if not made or self.owner.scored_saved_predictions:
+            return
+        rows: list[dict[str, Any] | None] = []
+        explained: list[dict[str, Score]] = []
+        explainer = None
+        for i, (run, scores) in enumerate(zip(self._runs, self._engine_scores)):
+            found = made.get((run.agent_name, run.case_id, run.trial))
+            if found is not None and found[0] is run and found[1] == scores:
+                rows.append(found[3])
+                explained.append(found[2])
+                continue
+            if explainer is None:
+                explainer = RunExplainer(explained_again(self.owner))
+            rows.append(None)
+            explained.append(self._explained(i, explainer.metrics, explainer))
+        self._rows_ahead = rows
+        if self._row_scores is None:
+            self._row_scores = explained
 
     def dataset(self) -> EvalDataset:
         return self._dataset
@@ -207,6 +252,8 @@ class HeldRuns(RunsInMemory):
         return self._engine_scores
 
     def row_scores(self) -> list[dict[str, Score]]:
+        if self._row_scores is None and self._ahead is not None:
+            self._take_ahead()
         if self._row_scores is None:
             explainer = RunExplainer(explained_again(self.owner))  # one for the table: a call's key made once
             self._row_scores = [self._explained(i, explainer.metrics, explainer) for i in range(len(self._engine_scores))]
@@ -232,7 +279,10 @@ class HeldRuns(RunsInMemory):
 
     def with_explanations(self, case_ids: Iterable[str] | None) -> pd.DataFrame:
         if case_ids is None:
-            return self.table_of(self.row_scores())
+            if self._ahead is not None:
+                self._take_ahead()
+            made, self._rows_ahead = self._rows_ahead, None  # the rows made ahead serve one table, then go
+            return self.table_of(self.row_scores(), made)
         wanted = {str(c) for c in case_ids}
         return self.table_of([self._explained(i) if run.case_id in wanted else raw
                               for i, (run, raw) in enumerate(zip(self._runs, self._engine_scores))])
