@@ -26,7 +26,10 @@ __all__ = ["TableAhead", "Made"]
 _IDLE = 0.004
 """Seconds the thread sleeps when no run waits (it is never woken: the event loop only appends)."""
 _A_GO = 8
-"""Runs made between two chances given to other threads (the event loop) to take the interpreter."""
+"""Runs made at a go (~0.1 ms), before the thread gives the interpreter up for :data:`_YIELD` seconds."""
+_YIELD = 0.0002
+"""A pause long enough that the event loop, if it waits for the interpreter, takes it (``sleep(0)`` may
+give it back to this thread at once; the loop would then wait out the switch interval, 5 ms)."""
 
 Made = tuple[AgentRun, Mapping[str, Score], dict[str, Score], dict[str, Any]]
 """One run's row made ahead: the run and the scores it was made of, its explained scores, its table row."""
@@ -87,6 +90,6 @@ class TableAhead:
                 made[(run.agent_name, run.case_id, run.trial)] = (run, scores, explained, row)
                 done += 1
                 if done % _A_GO == 0:
-                    time.sleep(0)  # the interpreter to the event loop, if it waits for it
+                    time.sleep(_YIELD)  # the interpreter to the event loop, if it waits for it
         except Exception:  # noqa: BLE001 - the rows are made again at the end, as without this thread
             self._failed = True
