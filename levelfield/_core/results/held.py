@@ -23,13 +23,12 @@ from .fingerprints import fingerprints_of
 from .record import RUNS_FILE, finish_journal, write_record
 from .source import Owner, RowSource, describe_runs
 from .summary import floats, number, run_costs, summarize, summary_columns
+from .table_ahead import TableAhead, explained_again_of
 from .table_row import table_row
 from .tables import parquet_available, trimmed, write_summary, write_table_files
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from .table_ahead import TableAhead
 
 __all__ = ["RunsInMemory", "HeldRuns", "explained_again"]
 
@@ -39,15 +38,6 @@ def explained_again(owner: Owner) -> list[Metric]:
     scores for a whole batch at once (``scored_by_kernel``: every other metric's recorded Score is
     its own ``score``'s, so one that said no explanation says none again); of saved predictions, all."""
     return explained_again_of(owner.metrics, saved=owner.scored_saved_predictions)
-
-
-def explained_again_of(metrics: Sequence[Metric], *, saved: bool) -> list[Metric]:
-    """:func:`explained_again` of these metrics (``saved``: they score saved predictions)."""
-    if saved:
-        return list(metrics)
-    from ..score.batch.scorer import scored_by_kernel
-
-    return [m for m in metrics if scored_by_kernel(m)]
 
 class RunsInMemory:
     """What a source whose runs are in memory computes of them: per-run numbers, costs, the tables

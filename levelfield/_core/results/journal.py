@@ -14,7 +14,7 @@ import threading
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..data.dataset import EvalCase
 from ..data.jsonsafe import dumps
@@ -24,8 +24,10 @@ from ..score.metrics.base import Score
 from .fingerprints import case_fingerprint
 from .lock import OutLock
 from .record import Record, RunKey, _case_line, _parse_line, _run_line
-from .table_ahead import TableAhead
 from .writing import writing
+
+if TYPE_CHECKING:
+    from .table_ahead import TableAhead
 
 __all__ = ["Journal"]
 

@@ -21,7 +21,7 @@ from ..score.metrics.base import Metric, Score, score_columns
 from ..score.scoring import RunExplainer
 from .table_row import table_row
 
-__all__ = ["TableAhead", "Made"]
+__all__ = ["TableAhead", "Made", "explained_again_of"]
 
 _IDLE = 0.004
 """Seconds the thread sleeps when no run waits (it is never woken: the event loop only appends)."""
@@ -35,6 +35,16 @@ Made = tuple[AgentRun, Mapping[str, Score], dict[str, Score], dict[str, Any]]
 """One run's row made ahead: the run and the scores it was made of, its explained scores, its table row."""
 
 
+def explained_again_of(metrics: Sequence[Metric], *, saved: bool) -> list[Metric]:
+    """The metrics whose explanations a table scores again (``saved``: they score saved predictions;
+    see :func:`~.held.explained_again`)."""
+    if saved:
+        return list(metrics)
+    from ..score.batch.scorer import scored_by_kernel
+
+    return [m for m in metrics if scored_by_kernel(m)]
+
+
 class TableAhead:
     """Explains each run it is given and makes its metrics-table row, on a thread of its own that
     takes the interpreter only while the event loop waits (a few runs at a go, then it yields).
@@ -43,8 +53,6 @@ class TableAhead:
     :meth:`stop` once no run will come; :meth:`made` waits for the thread and gives the rows made."""
 
     def __init__(self, cases: Sequence[EvalCase], metrics: Sequence[Metric], config: RunConfig) -> None:
-        from .held import explained_again_of
-
         self._cases = {c.case_id: c for c in cases}
         self._explainer = RunExplainer(explained_again_of(metrics, saved=False))
         self._prices = prices_of(config)

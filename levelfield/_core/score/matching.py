@@ -208,7 +208,7 @@ class Alignment(NamedTuple):
         return self.matched == self.n_reference
 
 
-def _align_keys(pk: list[Hashable], rk: list[Hashable], pairs: bool = False) -> Alignment:
+def _align_keys(pk: Sequence[Hashable], rk: Sequence[Hashable], pairs: bool = False) -> Alignment:
     """The alignment of two trajectories given as their calls' match keys (equal keys: calls that match)."""
     n = len(rk)
     if pk == rk:  # the common case of a perfect trajectory: every call matches its own position
