@@ -127,7 +127,7 @@ def test_async_agent_blocking_the_loop_is_named_in_a_warning():
         time.sleep(0.3)  # a blocking call inside an async agent: nothing else runs meanwhile
         return "ok"
 
-    with pytest.warns(BlockingAgentWarning, match=r"agent 'blocker' blocked the event loop for 0\.\d s .*timeout \(0\.1 s\) could not stop it"):
+    with pytest.warns(BlockingAgentWarning, match=r"agent 'blocker' blocked the event loop for \d+\.\d s .*timeout \(0\.1 s\) could not stop it"):
         lf.evaluate([{"prompt": "a"}], blocker, metrics=[], progress=False, timeout=0.1)
 
 

@@ -40,18 +40,25 @@ def pd_isnan(x):
 
 
 def test_agent_that_hangs_times_out_and_evaluation_completes():
+    cancelled = []
+
     async def agent(prompt):
         if prompt == "p1":
-            await asyncio.sleep(30)
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                cancelled.append(prompt)
+                raise
         return "ok"
 
     result = run(agent, timeout=0.2)
     runs = {r.case_id: r for r in result.runs}
     assert runs["c1"].failure and runs["c1"].error_type == "timeout"
     assert not runs["c0"].failure
-    # Stopped at its timeout, not when the agent would have answered (no upper bound tighter than
-    # that: a loaded machine may cancel it late).
-    assert 0.15 <= runs["c1"].latency_in_seconds < 20
+    # Stopped at its timeout (its call cancelled), not when the agent would have answered; the latency
+    # recorded is the time it was given (a lower bound only: a loaded machine may cancel it late).
+    assert cancelled == ["p1"]
+    assert runs["c1"].latency_in_seconds >= 0.15
 
 
 def test_sync_agent_that_hangs_times_out_too():
