@@ -1,6 +1,7 @@
 """Hung agents do not starve the rest: abandoned sync calls hold no slot and never block exit;
 an async agent that blocks the event loop is named in a warning."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -71,7 +72,8 @@ def run_script(code: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        # The test's own cache folder (conftest), not .levelfield-cache in the repository (the working directory).
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "LEVELFIELD_CACHE_DIR": os.environ["LEVELFIELD_CACHE_DIR"]},
     )
 
 
