@@ -197,12 +197,11 @@ def test_an_agent_that_refuses_nothing_reaches_its_concurrency_within_a_few_roun
     result = lf.evaluate(CASES, agent, ["exact_match"], concurrency=32, progress=False)
     assert not any(r.failure for r in result.runs)
     assert running["peak"] == 32
-    # Slow start from 4 doubles per round trip, one call more per answer: the window is 32 after the answers
-    # of 4 + 8 + 16 calls (x1.5 per round trip, half a call per answer, would take 56), and 32 run at once
-    # after 4 + 8 + 16 + 32 calls started (tests/core/run/test_queue_signal.py pins the rule on a simulated
-    # clock). On a heavily loaded machine the started calls run late while earlier ones end: the agent saw 32
-    # at once after 62-91 starts with four busy processes on two cores (the window still 32 after 28
-    # answers), so the agent's view has a round trip of slack at the full window; the limit's, a few answers.
+    # A first contact starts at half of concurrency (16) and opens to 32 after one round of answers (16) or
+    # 0.25 s of calls held with no 429, whichever comes first (tests/core/run/test_limit_decisions.py pins the
+    # rule on a simulated clock). These bounds are that rule's with a round trip of slack each: on a heavily
+    # loaded machine the started calls run late while earlier ones end, so the agent may see 32 at once only
+    # some starts after the limit's window is 32.
     assert running["answers_to_32"] is not None and running["answers_to_32"] <= 4 + 8 + 16 + 4, running
     assert running["full_at"] is not None and running["full_at"] <= 4 + 8 + 16 + 32 + 32, running
     (stats,) = result.limits
