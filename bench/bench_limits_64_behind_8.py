@@ -25,7 +25,9 @@ at the 8 the first run learned, kept in a cache folder of its own) against one g
 first contact no failed run, <= 10 % refused, <= 1.3x the 8-limited ideal + 1.5 s; second contact <= 2 % refused.
 Figures of wt10-56 (2 cores, load average 5-7, other sessions' tests running; --quick): first contact 7.5-7.8 %
 refused, no failed run, 4.8-8.4 s (the run's time is the loaded machine's: the gate's own lag made later cuts to
-5-6); second contact 0.9 % refused. To be re-run quiet.
+5-6); second contact 0.9 % refused. To be re-run quiet. wt11-1 (the slow-start ramp armed from the last call sent or
+back; an endpoint that carried its concurrency kept as such: neither changes a first contact with a gate), load
+average 9.8-12.7: first contact 7.5-7.8 % refused, no failed run, 5.9-11.3 s (the load's); second contact 0.9 %.
 
 Last figures (main after wt9, session 7, 2 cores, load average 0.9-2.2): server in its own process, plain
 --runs 30: median 1.2 %, worst 4.2 % (a run while a test file ran beside), 0 failed; --queued --runs 10: median

@@ -8,8 +8,11 @@ looks the prompt up with one tool call (marked the ADK way) and answers ``answer
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from starlette.applications import Starlette
@@ -187,3 +190,13 @@ def build(url: str, defect: str | None = None) -> Starlette:
 def start(defect: str | None = None):
     """The server, started on 127.0.0.1 (port 0); use as a context manager."""
     return start_asgi(lambda url: build(url, defect))
+
+
+@contextlib.contextmanager
+def nobody_listening() -> Iterator[str]:
+    """The URL of a port on 127.0.0.1 that is bound but not listening: a connection to it is refused, and no
+    other process can take the port meanwhile (a server's port closed again can be taken by another test's
+    server, which would then answer)."""
+    with socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{bound.getsockname()[1]}"

@@ -105,6 +105,8 @@ class FunctionAgent:
         self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
         target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else getattr(fn, "__call__", fn)  # noqa: B004 (the method, not a test)
         self._is_async = inspect.iscoroutinefunction(target)
+        self.on_threads = not self._is_async
+        """Whether its calls run on threads of their own (a sync function), each taking the interpreter as it returns."""
         try:
             params: Mapping[str, inspect.Parameter] = inspect.signature(fn).parameters
         except (TypeError, ValueError):

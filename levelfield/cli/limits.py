@@ -2,7 +2,8 @@
 
 An evaluation that met an endpoint's capacity (HTTP 429 for the calls in flight) keeps the limit it ran at in
 levelfield's cache folder (``$LEVELFIELD_CACHE_DIR``, else ``.levelfield-cache``), and the next run's adaptive
-limit of that endpoint starts there (see ``levelfield._core.run.learned``). Exit 0.
+limit of that endpoint starts there (see ``levelfield._core.run.learned``); so does one that carried its whole
+concurrency with no 429 (listed as "carried"). Exit 0.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"limits learned ({learned.path()}):")
     for endpoint, entry in sorted(entries.items()):
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.get("at", 0)))
+        if entry.get("carried"):
+            print(f"  {endpoint}: carried {entry['limit']} in flight with no call refused ({when}); starts there")
+            continue
         print(f"  {endpoint}: {entry['limit']} in flight (of {entry.get('ceiling', '?')}; "
               f"{entry.get('refused', '?')} refused, {when})")
     return 0

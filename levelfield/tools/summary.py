@@ -23,6 +23,10 @@ def levelling_lines(levelling: Mapping[str, Mapping[str, Any]] | None, header: M
     if faults:
         setup.append(f"faults at rate {faults.get('rate'):g}, seed {faults.get('seed')}, kinds "
                      f"{', '.join(faults.get('kinds') or [])} (schedule v{faults.get('schedule_version')})")
+    environment = header.get("environment")
+    if environment:
+        package = f" ({environment.get('package')} {environment.get('version')})" if environment.get("package") else ""
+        setup.append(f"environment {environment.get('name')}{package}, each run its own state")
     lines = [f"Tools levelled: {'; '.join(setup) or 'live tools'}"]
     for agent, note in levelling.items():
         counts = note.get("counts")
@@ -32,7 +36,8 @@ def levelling_lines(levelling: Mapping[str, Mapping[str, Any]] | None, header: M
             lines.append(f"  {agent}: levelled ({note.get('how')}), no run made a tool call")
         else:
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(counts["fault_kinds"].items()))
-            lines.append(f"  {agent}: {counts['calls']} tool calls: {counts['replayed']} replayed, "
+            answered = f"{counts['environment']} answered by the environment, " if counts.get("environment") else ""
+            lines.append(f"  {agent}: {counts['calls']} tool calls: {answered}{counts['replayed']} replayed, "
                          f"{counts['recorded']} recorded, {counts['live']} live, {counts['missed']} missed; "
                          f"{counts['faults']} faulted"
                          + (f" ({kinds})" if kinds else ""))

@@ -84,9 +84,8 @@ def test_the_conformant_wire_server_has_no_failed_run():
 
 
 def test_a_refused_connection_is_transport():
-    with wire.start() as server:
-        url = server.url
-    run = _runs(url, streaming=True)[0]
+    with wire.nobody_listening() as url:
+        run = _runs(url, streaming=True)[0]
     assert run.failure and run.error_type == "connection_refused" and run.failure_class == "transport"
     assert run.failure_rule is None
 

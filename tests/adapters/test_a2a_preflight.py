@@ -165,9 +165,7 @@ def test_tool_calls_in_plain_data_parts_are_a_warning_naming_the_fix():
 
 
 def test_a_defect_free_server_that_is_not_there_is_an_error_not_a_table():
-    with wire.start() as server:
-        url = server.url
-    with pytest.raises(AdapterError, match="connection refused"):
+    with wire.nobody_listening() as url, pytest.raises(AdapterError, match="connection refused"):
         preflight(url, timeout=2)
 
 
@@ -211,9 +209,8 @@ def test_cli_exits_1_when_a_check_fails_and_names_it():
 
 
 def test_cli_exits_2_with_one_line_on_an_unreachable_url_or_a_bad_one():
-    with wire.start() as server:
-        url = server.url
-    done = _cli(url, "--timeout", "2")
+    with wire.nobody_listening() as url:
+        done = _cli(url, "--timeout", "2")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "connection refused" in done.stderr
     bad = _cli("localhost:9999")

@@ -190,9 +190,7 @@ def test_without_an_expected_call_a_silent_agent_is_scored_as_usual():
 
 
 def test_an_agent_the_preflight_cannot_reach_is_warned_about_and_its_runs_still_recorded():
-    with wire.start() as server:
-        url = server.url
-    with warnings.catch_warnings(record=True) as seen:
+    with wire.nobody_listening() as url, warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         result = lf.evaluate(CASES, A2AAgent(url, name="gone", timeout=2), metrics=[], **FAST)
     said = [str(w.message) for w in seen if issubclass(w.category, A2APreflightWarning)]

@@ -356,7 +356,8 @@ def test_a_stream_of_keep_alives_only_ends_at_the_agent_timeout(raw_server):
     server = raw_server(keep_alive)
     run = _run(A2AAgent(server.url, timeout=0.5))
     assert run.failure and run.error_type == "timeout"
-    assert "whole turn" in run.error and run.latency_in_seconds < 10
+    # The adapter's bound of the whole turn ended it, not the run's own 30 s timeout (FAST) the keep-alives would reach.
+    assert "no complete answer within 0.5 s" in run.error and "whole turn" in run.error, run.error
 
 
 @pytest.mark.slow  # waits out a 3 s agent timeout

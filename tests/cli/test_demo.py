@@ -79,7 +79,8 @@ def test_demo_stops_the_a2a_server_it_started(monkeypatch, tmp_path):
 
 def test_a_framework_whose_extra_is_missing_is_skipped_with_a_note(monkeypatch):
     # As if langgraph were not installed: importing it fails, as it would without the extra.
-    for name in [m for m in sys.modules if m == "langgraph" or m.startswith("langgraph.")]:
+    # langgraph itself whether loaded yet or not (it depends on the tests this process ran before), and its modules loaded.
+    for name in ["langgraph", *(m for m in sys.modules if m.startswith("langgraph."))]:
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.delitem(sys.modules, "samples.home_automation.agents.langgraph_agent", raising=False)
     notes = []

@@ -193,7 +193,11 @@ def test_comparison_save_writes_parquet_tables_and_load_reads_the_record(tmp_pat
 
 @pytest.fixture
 def no_pyarrow(monkeypatch):
-    for name in [m for m in sys.modules if m == "pyarrow" or m.startswith("pyarrow.")]:
+    # The same state whatever tests this process ran before (under xdist, any): pandas' arrow-backed strings keep the
+    # pyarrow they use, its compute module loaded and kept (pyarrow loads it on first use: blocked before that,
+    # pandas itself fails), and pyarrow with each of its modules is blocked for what imports it from now on.
+    pa.chunked_array([["x"]]).take([0])
+    for name in ["pyarrow", *(m for m in sys.modules if m.startswith("pyarrow."))]:
         monkeypatch.setitem(sys.modules, name, None)  # makes "import pyarrow" raise ImportError
 
 

@@ -260,7 +260,8 @@ def test_a_hanging_simulator_times_out_as_a_simulator_failure():
         async def next_turn(self, scenario, transcript):
             await asyncio.sleep(30)
 
-    run = lf.evaluate(scenario_rows(), travel_agent, [], simulator=Hanging(), timeout=0.2, **FAST).runs[0]
+    # 1 s: the agent's first turn (a function, on a thread) answers within it on a loaded machine too.
+    run = lf.evaluate(scenario_rows(), travel_agent, [], simulator=Hanging(), timeout=1.0, **FAST).runs[0]
     assert run.conversation.simulator_failure and "timed out" in run.conversation.error and not run.failure
 
 

@@ -645,8 +645,13 @@ def test_a_slow_fault_answers_as_the_tool_would_and_is_recorded_on_the_run(tmp_p
 
 
 def test_a_sync_tool_called_on_the_event_loop_does_not_wait_for_an_answer_being_recorded_there(tmp_path):
+    # Events, not sleeps, order the two: the recorder's call is claimed and in progress when the sync call
+    # comes, and it ends only after the sync call has returned.
+    claimed, answered = asyncio.Event(), asyncio.Event()
+
     async def slow_async(city: str) -> str:
-        await asyncio.sleep(0.3)
+        claimed.set()
+        await answered.wait()
         return f"async {city}"
 
     def quick_sync(city: str) -> str:
@@ -658,8 +663,11 @@ def test_a_sync_tool_called_on_the_event_loop_does_not_wait_for_an_answer_being_
         return await tools[0](city=prompt)
 
     async def blocking(prompt: str, tools: Any = [quick_sync]) -> str:  # noqa: B006 (levelfield passes tools=)
-        await asyncio.sleep(0.05)  # the recorder has claimed the call and awaits its tool on the loop
-        return tools[0](city=prompt)  # a sync call on the loop's thread
+        await claimed.wait()  # the recorder has claimed the call and awaits its tool on the loop
+        try:
+            return tools[0](city=prompt)  # a sync call on the loop's thread
+        finally:
+            answered.set()
 
     box: dict[str, Any] = {}
     worker = threading.Thread(target=lambda: box.setdefault("cmp", lf.compare(

@@ -466,13 +466,14 @@ def test_a_window_no_trace_was_written_to_lately_has_its_file_closed_and_reopene
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exp))
     tracer = provider.get_tracer("app")
-    with Watcher(METRICS, tmp_path / "out", otlp_port=0, trace_timeout=1, close_idle_after=0.5) as w:
+    # Idle for 2 s: time enough on a loaded machine to see the file open between the write and the close.
+    with Watcher(METRICS, tmp_path / "out", otlp_port=0, trace_timeout=1, close_idle_after=2) as w:
         url = f"http://127.0.0.1:{w.port}/v1/traces"
         agent_trace(tracer, 0)
         assert post(url, encode_spans(exp.get_finished_spans()).SerializeToString()).status_code == 200
         wait_for(lambda: w.stats.scored_traces == 1)
         assert len(open_windows()) == 1
-        wait_for(lambda: not open_windows())  # idle for 0.5 s: its file is closed
+        wait_for(lambda: not open_windows())  # idle for 2 s: its file is closed
         exp.clear()
         agent_trace(tracer, 1)
         assert post(url, encode_spans(exp.get_finished_spans()).SerializeToString()).status_code == 200

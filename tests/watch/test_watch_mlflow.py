@@ -250,19 +250,18 @@ def test_a_bad_tracking_uri_is_a_config_error_before_anything_starts(tmp_path):
 
 
 class socket_closed:
-    """A port on 127.0.0.1 nobody listens on."""
+    """A port on 127.0.0.1 nobody listens on: bound, not listening, so connections are refused and no other
+    process takes the port until the block ends (a port closed again could be, by another test's server)."""
 
     def __enter__(self) -> int:
         import socket
 
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
-        return port
+        self._socket = socket.socket()
+        self._socket.bind(("127.0.0.1", 0))
+        return self._socket.getsockname()[1]
 
     def __exit__(self, *exc) -> None:
-        pass
+        self._socket.close()
 
 
 def test_the_assessments_waiting_for_mlflow_are_bounded(tmp_path, tracking):

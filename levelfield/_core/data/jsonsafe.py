@@ -51,7 +51,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -355,13 +355,34 @@ def dumps(value: Any) -> str:
     write (NaN, odd keys, cycles) take the slower walk.
     """
     try:
-        return _ENCODER.encode(value)
+        return _encode(value)
     except (TypeError, ValueError, RecursionError):
         return _ENCODER.encode(to_jsonable(value))
 
 
 # One encoder, built once: json.dumps with options builds a new one on every call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=to_jsonable, separators=(",", ":"))
+
+
+def _c_encoder() -> Callable[[Any], str]:
+    """``_ENCODER.encode`` without making its C encoder again on every call (a third of the time a
+    small value takes): the same C encoder with the same options, made once. Made without a table
+    of objects being encoded (``check_circular``), so one encoder serves every thread: a cycle
+    ends in a RecursionError rather than a ValueError, and :func:`dumps` walks the value either way."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    text = getattr(json.encoder, "c_encode_basestring", None)
+    if make is None or text is None:  # pragma: no cover - a Python without the C accelerator
+        return _ENCODER.encode
+    e = _ENCODER
+    encoder = make(None, e.default, text, None, e.key_separator, e.item_separator, e.sort_keys, e.skipkeys, e.allow_nan)
+
+    def encode(value: Any) -> str:
+        return text(value) if isinstance(value, str) else "".join(encoder(value, 0))
+
+    return encode
+
+
+_encode = _c_encoder()
 
 
 def model_json(model: Any, **options: Any) -> str:

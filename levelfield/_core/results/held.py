@@ -16,13 +16,14 @@ from ..data.config import prices_of
 from ..data.dataset import EvalCase, EvalDataset
 from ..data.types import AgentRun
 from ..score.metrics.base import FAILED_AS_ZERO, Metric, Score, score_columns
-from ..score.scoring import context_for, explain_scores
+from ..score.scoring import RunExplainer, explain_run
 from .columns import CostColumns
 from .columns import mean as _mean
 from .fingerprints import fingerprints_of
 from .record import RUNS_FILE, finish_journal, write_record
 from .source import Owner, RowSource, describe_runs
 from .summary import floats, number, run_costs, summarize, summary_columns
+from .table_ahead import TableAhead, explained_again_of
 from .table_row import table_row
 from .tables import parquet_available, trimmed, write_summary, write_table_files
 
@@ -36,11 +37,7 @@ def explained_again(owner: Owner) -> list[Metric]:
     """The metrics whose explanations a table scores again: of an agent's runs, only those the engine
     scores for a whole batch at once (``scored_by_kernel``: every other metric's recorded Score is
     its own ``score``'s, so one that said no explanation says none again); of saved predictions, all."""
-    if owner.scored_saved_predictions:
-        return list(owner.metrics)
-    from ..score.batch.scorer import scored_by_kernel
-
-    return [m for m in owner.metrics if scored_by_kernel(m)]
+    return explained_again_of(owner.metrics, saved=owner.scored_saved_predictions)
 
 class RunsInMemory:
     """What a source whose runs are in memory computes of them: per-run numbers, costs, the tables
@@ -83,14 +80,20 @@ class RunsInMemory:
             self._by_id = (dataset, {c.case_id: c for c in dataset})
         return self._by_id[1]
 
-    def table_of(self, row_scores: Sequence[Mapping[str, Score]]) -> pd.DataFrame:
-        """The metrics table of runs scored as they finish, with ``row_scores`` as their scores."""
+    def table_of(self, row_scores: Sequence[Mapping[str, Score]],
+                 made: Sequence[dict[str, Any] | None] | None = None) -> pd.DataFrame:
+        """The metrics table of runs scored as they finish, with ``row_scores`` as their scores
+        (``made``: rows already made of them, None where a row is still to make)."""
         import pandas as pd  # loaded when a table is asked for, not with every result
 
         by_id = self.cases_by_id()
         prices, saved = prices_of(self.owner.config), self.owner.scored_saved_predictions
-        return trimmed(pd.DataFrame([table_row(by_id[r.case_id], r, score_columns(rs), rs, prices=prices, saved=saved)
-                                     for r, rs in zip(self.runs(), row_scores)]))
+        if made is None:
+            return trimmed(pd.DataFrame([table_row(by_id[r.case_id], r, score_columns(rs), rs, prices=prices, saved=saved)
+                                         for r, rs in zip(self.runs(), row_scores)]))
+        return trimmed(pd.DataFrame([row if row is not None else
+                                     table_row(by_id[r.case_id], r, score_columns(rs), rs, prices=prices, saved=saved)
+                                     for r, rs, row in zip(self.runs(), row_scores, made)]))
 
     def summary(self) -> dict[str, Any]:
         if self._summary is None:
@@ -196,6 +199,38 @@ class HeldRuns(RunsInMemory):
         self._engine_scores = [dict(row) for row in scores]
         self.journal = journal
         self._summary = summary
+        self._ahead: TableAhead | None = None
+        self._rows_ahead: list[dict[str, Any] | None] | None = None
+
+    def made_ahead(self, ahead: TableAhead) -> None:
+        """The table rows of these runs are being made as they finish (by ``ahead``): a table takes them."""
+        self._ahead = ahead
+
+    def _take_ahead(self) -> None:
+        """The rows made while the runs ran, once: each run's explained scores and table row, where
+        made of this very run and these scores (the rest are made here, as without them)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return
+        made = ahead.made()
+        if not made or self.owner.scored_saved_predictions:
+            return
+        rows: list[dict[str, Any] | None] = []
+        explained: list[dict[str, Score]] = []
+        explainer = None
+        for i, (run, scores) in enumerate(zip(self._runs, self._engine_scores)):
+            found = made.get((run.agent_name, run.case_id, run.trial))
+            if found is not None and found[0] is run and found[1] == scores:
+                rows.append(found[3])
+                explained.append(found[2])
+                continue
+            if explainer is None:
+                explainer = RunExplainer(explained_again(self.owner))
+            rows.append(None)
+            explained.append(self._explained(i, explainer.metrics, explainer))
+        self._rows_ahead = rows
+        if self._row_scores is None:
+            self._row_scores = explained
 
     def dataset(self) -> EvalDataset:
         return self._dataset
@@ -207,14 +242,17 @@ class HeldRuns(RunsInMemory):
         return self._engine_scores
 
     def row_scores(self) -> list[dict[str, Score]]:
+        if self._row_scores is None and self._ahead is not None:
+            self._take_ahead()
         if self._row_scores is None:
-            again = explained_again(self.owner)
-            self._row_scores = [self._explained(i, again) for i in range(len(self._engine_scores))]
+            explainer = RunExplainer(explained_again(self.owner))  # one for the table: a call's key made once
+            self._row_scores = [self._explained(i, explainer.metrics, explainer) for i in range(len(self._engine_scores))]
         return self._row_scores
 
-    def _explained(self, i: int, again: Sequence[Metric] | None = None) -> dict[str, Score]:
+    def _explained(self, i: int, again: Sequence[Metric] | None = None, explainer: RunExplainer | None = None
+                   ) -> dict[str, Score]:
         """Run ``i``'s engine scores with the explanations the engine left out (``again``: the
-        metrics that may lack one, :func:`explained_again`)."""
+        metrics that may lack one, :func:`explained_again`; ``explainer``: one of them, for many runs)."""
         run, scores = self._runs[i], self._engine_scores[i]
         case = self.cases_by_id().get(run.case_id)
         if case is None:
@@ -222,7 +260,7 @@ class HeldRuns(RunsInMemory):
         metrics = explained_again(self.owner) if again is None else again
         if not any(m.name in scores and scores[m.name].explanation is None for m in metrics):
             return dict(scores)  # nothing to explain: no scoring context made
-        return explain_scores(context_for(case, run), metrics, scores)
+        return explainer(case, run, scores) if explainer is not None else explain_run(case, run, metrics, scores)
 
     def metrics_table(self) -> pd.DataFrame:
         if self._table is None:
@@ -231,7 +269,10 @@ class HeldRuns(RunsInMemory):
 
     def with_explanations(self, case_ids: Iterable[str] | None) -> pd.DataFrame:
         if case_ids is None:
-            return self.table_of(self.row_scores())
+            if self._ahead is not None:
+                self._take_ahead()
+            made, self._rows_ahead = self._rows_ahead, None  # the rows made ahead serve one table, then go
+            return self.table_of(self.row_scores(), made)
         wanted = {str(c) for c in case_ids}
         return self.table_of([self._explained(i) if run.case_id in wanted else raw
                               for i, (run, raw) in enumerate(zip(self._runs, self._engine_scores))])

@@ -14,7 +14,7 @@ import threading
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..data.dataset import EvalCase
 from ..data.jsonsafe import dumps
@@ -25,6 +25,9 @@ from .fingerprints import case_fingerprint
 from .lock import OutLock
 from .record import Record, RunKey, _case_line, _parse_line, _run_line
 from .writing import writing
+
+if TYPE_CHECKING:
+    from .table_ahead import TableAhead
 
 __all__ = ["Journal"]
 
@@ -73,6 +76,9 @@ class Journal:
         self._writer: _WriteBehind | None = None
         self.lock: OutLock | None = None
         """The folder's writer lock when the journal holds it (released by :meth:`close`), else None."""
+        self.ahead: TableAhead | None = None
+        """What makes the metrics table's rows of the runs written, while they run (see :mod:`.table_ahead`),
+        when asked for: each run written is given to it, and it is stopped on :meth:`close`."""
 
     @classmethod
     def create(cls, path: Path, header: Mapping[str, Any], cases: Sequence[EvalCase], fingerprints: Mapping[str, str]) -> Journal:
@@ -190,6 +196,8 @@ class Journal:
         """
         self._pending.append((_run_line, (run, scores, self._fingerprints.get(run.case_id))))
         self.written += 1
+        if self.ahead is not None:
+            self.ahead.add(run, scores)
         if self._flushed is not None:
             return self._flushed
         loop = _running_loop()
@@ -248,6 +256,8 @@ class Journal:
     def close(self) -> None:
         """Write what is pending and close the file; after a failed write, just close it (raising
         the failure if no run was told of it: case lines that could not be written, no run since)."""
+        if self.ahead is not None:
+            self.ahead.stop()
         if self._f.closed:
             return
         try:

@@ -17,7 +17,7 @@ from ..data.config import prices_of
 from ..data.dataset import EvalCase, EvalDataset
 from ..data.types import AgentRun
 from ..score.metrics.base import FAILED_AS_ZERO, Metric, Score, score_columns
-from ..score.scoring import context_for, explain_scores
+from ..score.scoring import RunExplainer, context_for, explain_scores
 from . import tables
 from .columns import CostColumns, RunColumns, as_array, cost_items
 from .columns import mean as _mean
@@ -187,12 +187,13 @@ class JournaledRuns:
         by_id = self._cases_by_id()
         prices, saved = prices_of(self.owner.config), self.owner.scored_saved_predictions
         again = explained_again(self.owner) if explain else []
+        explainer = RunExplainer(again)
         for start in range(0, len(self._order), size):
             rows = []
             for run, scores in self._journaled(self._order[start : start + size]):
                 case = by_id[run.case_id]
                 if any(m.name in scores and scores[m.name].explanation is None for m in again):
-                    scores = explain_scores(context_for(case, run), again, scores)
+                    scores = explainer(case, run, scores)
                 rows.append(table_row(case, run, score_columns(scores), scores, prices=prices, saved=saved))
             yield rows
 

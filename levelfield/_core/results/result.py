@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from .table_ahead import TableAhead
+
 __all__ = ["EvalResult", "results_from_record", "record_status", "BUDGET_EXHAUSTED"]
 
 
@@ -221,11 +223,14 @@ class EvalResult:
         ``save`` to its folder keeps it as the record; runs not held (:attr:`streamed`) are read from it."""
         return self._source.journal
 
-    def recorded_in(self, journal: Path) -> None:
+    def recorded_in(self, journal: Path, ahead: TableAhead | None = None) -> None:
         """Say that ``journal`` holds exactly this result's runs with the scores :attr:`recorded_scores`
         gives (the engine journaled each as it finished): ``save`` then keeps it rather than writing
-        every run again."""
+        every run again. ``ahead``: what made the table rows of the runs as they were journaled
+        (the tables take the rows made of these very runs and scores)."""
         self._source.journal = journal
+        if ahead is not None and isinstance(self._source, HeldRuns):
+            self._source.made_ahead(ahead)
 
     def journal_moved(self, by: int) -> None:
         """The journal's lines moved ``by`` bytes (its header was rewritten: ``finish_journal``)."""

@@ -278,12 +278,24 @@ def _arrow_table(table: pd.DataFrame) -> Any:
         import pyarrow as pa
     except ImportError:
         raise MissingExtraError("parquet", "pyarrow", "writing Parquet") from None
-    arrays = [_arrow_column(pa, table[name].tolist()) for name in table.columns]
+    arrays = [_arrow_column(pa, *_cells(table.iloc[:, k])) for k in range(table.shape[1])]
     return pa.Table.from_arrays(arrays, names=[str(name) for name in table.columns])
 
 
-def _arrow_column(pa: Any, values: list[Any]) -> Any:
-    if any(isinstance(v, (list, dict, tuple)) for v in values):
+def _cells(column: pd.Series) -> tuple[Any, bool]:
+    """A column's values for Arrow, and whether a cell may hold a list or dict: a column of numbers
+    or booleans is given as its array (read by Arrow as its list would be, NaN as null), and holds none."""
+    if str(column.dtype) in _PLAIN_NUMBERS:
+        return column.to_numpy(), False
+    return column.tolist(), True
+
+
+_PLAIN_NUMBERS = frozenset({"float64", "int64", "bool"})
+"""NumPy dtypes whose array Arrow reads as the column's list of Python values (same type, NaN as null)."""
+
+
+def _arrow_column(pa: Any, values: Any, nested: bool = True) -> Any:
+    if nested and any(isinstance(v, (list, dict, tuple)) for v in values):
         values = [dumps(v) if isinstance(v, (list, dict, tuple)) else v for v in values]
     try:
         column = pa.array(values, from_pandas=True)  # NaN -> null, as pandas writes object columns

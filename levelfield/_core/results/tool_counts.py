@@ -8,12 +8,13 @@ from typing import Any
 
 __all__ = ["tool_counts", "SOURCES"]
 
-SOURCES = ("replayed", "recorded", "live", "missed")
+SOURCES = ("replayed", "recorded", "live", "missed", "environment")
 
 
 def tool_counts(runs: Iterable[Any]) -> dict[str, Any] | None:
     """Counts over one agent's runs: ``calls``, one count per source (``replayed``: served from the
-    cassette or the shared record; ``recorded``; ``live``; ``missed``), ``faults`` (calls that met
+    cassette or the shared record; ``recorded``; ``live``; ``missed``; ``environment``: answered by the run's
+    environment session), ``faults`` (calls that met
     one) and ``fault_kinds`` ({kind: calls}). None when no run's tools were levelled."""
     counts: dict[str, Any] = {"calls": 0, **dict.fromkeys(SOURCES, 0), "faults": 0, "fault_kinds": {}}
     levelled = False

@@ -66,6 +66,14 @@ class Limits:
             self._learned = learned.learned()
         return learned.recall(endpoint, self._learned)
 
+    def _carried(self, endpoint: str, adaptive: bool) -> int | None:
+        """The calls in flight ``endpoint`` carried in an earlier run without a refusal (see ``learned``)."""
+        if not adaptive:
+            return None
+        if self._learned is None:
+            self._learned = learned.learned()
+        return learned.carried(endpoint, self._learned)
+
     @classmethod
     def of(cls, config: Any) -> Limits:
         """The limits a ``RunConfig`` asks for."""
@@ -98,7 +106,7 @@ class Limits:
                 endpoint, ceiling, adaptive=self.adaptive,
                 requests_per_minute=_per(self.requests_per_minute, name),
                 tokens_per_minute=_per(self.tokens_per_minute, name),
-                learned=self._recall(endpoint, self.adaptive),
+                learned=self._recall(endpoint, self.adaptive), carried=self._carried(endpoint, self.adaptive),
             )
         self._agents[name] = limit
         return limit
@@ -115,7 +123,7 @@ class Limits:
             adaptive = self.adaptive if adaptive is None else adaptive
             limit = self._limits[endpoint] = EndpointLimit(
                 endpoint, ceiling, adaptive=adaptive, requests_per_minute=rpm, tokens_per_minute=tpm,
-                learned=self._recall(endpoint, adaptive),
+                learned=self._recall(endpoint, adaptive), carried=self._carried(endpoint, adaptive),
             )
         return limit
 

@@ -34,8 +34,9 @@ class LimitStats:
     """Of those, first refusals whose immediate retry the endpoint admitted with as many calls in flight:
     per-request refusals, not capacity."""
     start: int = 0
-    """The calls in flight the limit started at: half the ceiling on first contact, or the limit an earlier run
-    learned for this endpoint (``learned``; kept in levelfield's cache folder, see ``levelfield limits``)."""
+    """The calls in flight the limit started at: half the ceiling on first contact, the limit an earlier run
+    learned for this endpoint (``learned``; kept in levelfield's cache folder, see ``levelfield limits``), or the
+    calls an earlier run held in flight with none refused (the ceiling, when it was as high)."""
     learned: bool = False
     """Whether the limit started at what an earlier run learned of this endpoint."""
 

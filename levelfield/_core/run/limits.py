@@ -9,7 +9,8 @@ The controller (``adaptive=True``) is a loss-based window, as TCP congestion con
 - on first contact it starts at half its ceiling, ``_FIRST`` (``_INITIAL``, 4, at least; issue #56: from 4
   slow start cost a fixed number of round trips, the same share of every run, where nothing refuses), or at
   the limit an earlier run learned for this endpoint (``levelfield._core.run.learned``), probed past slowly
-  as after a cut; it grows by slow start (RFC 5681 §3.1): one call more per
+  as after a cut, or at the calls an earlier run held in flight with none refused (its whole ceiling: where
+  nothing refuses, the half start is paid once, not every run); it grows by slow start (RFC 5681 §3.1): one call more per
   answer while calls wait for the window (an answer when fewer calls than the window were wanted
   proves nothing about more, RFC 7661), so the window doubles per window of answers, up to the
   ceiling (``RunConfig.concurrency``, a judge's ``max_concurrency``), and never past twice the
@@ -144,6 +145,7 @@ class EndpointLimit:
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
         learned: int | None = None,
+        carried: int | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.ceiling = max(1, int(ceiling))
@@ -152,8 +154,14 @@ class EndpointLimit:
         """The adaptive limit as a real number (the limit is its whole part)."""
         self.learned = learned if adaptive and learned is not None and 1 <= learned < self.ceiling else None
         """The limit an earlier run learned for this endpoint, where this one started (None: first contact)."""
+        self.carried_earlier = carried if adaptive and self.learned is None and carried is not None and carried >= 1 else None
+        """The calls in flight this endpoint carried in an earlier run without refusing one (None: not known)."""
         if adaptive:
             self.window = float(max(min(_INITIAL, self.ceiling), _FIRST * self.ceiling))
+            if self.carried_earlier is not None:
+                # An earlier run held this many in flight and none was refused: start there (slow start above it when
+                # this run's ceiling is higher), not at half. A refusal still cuts at once, as on first contact.
+                self.window = max(self.window, float(min(self.carried_earlier, self.ceiling)))
         self._threshold = float(self.ceiling)  # slow start below it, avoidance above
         self._refused_at: float | None = None  # the level where the endpoint last refused a call
         self._requests = TokenBucket(requests_per_minute) if requests_per_minute else None
@@ -312,10 +320,13 @@ class EndpointLimit:
             self._timer = loop.call_later(delay, fire)
 
     def _arm_ramp(self) -> None:
-        """In slow start, with every slot held and calls waiting: check again in ``_RAMP`` seconds."""
+        """In slow start, with every slot held and calls waiting: check again when the calls in flight will have
+        been held ``_RAMP`` seconds since the last call went out or came back (not ``_RAMP`` from now: a check
+        that found a call sent a moment before waited a whole ``_RAMP`` more)."""
         if not self.adaptive or self._ramp_timer is not None or self.window >= self._threshold:
             return
-        self._ramp_timer = asyncio.get_running_loop().call_later(_RAMP, self._ramp)
+        due = max(self._last_start, self._last_end) + _RAMP - time.monotonic()
+        self._ramp_timer = asyncio.get_running_loop().call_later(max(due, 0.0), self._ramp)
 
     def _ramp(self) -> None:
         """Double the window when the calls holding it have gone ``_RAMP`` seconds without an answer
@@ -608,8 +619,10 @@ class EndpointLimit:
 
     def lesson(self) -> int | str | None:
         """What to keep of this endpoint for the next run (``levelfield._core.run.learned``): the limit it ran
-        at when its capacity refused calls, ``"forget"`` when it carried the ceiling without refusing (or
-        past a learned limit, the higher limit it reached), None when there is nothing to learn."""
+        at when its capacity refused calls; ``"carried"`` when, with nothing learned, it held its whole ceiling in
+        flight without refusing a call (the next run starts at it, not at half); ``"forget"`` when it reached the
+        ceiling otherwise (past a learned limit: ``"forget"``, or the higher limit it reached); None when there is
+        nothing to learn."""
         if not self.adaptive or not self.calls:
             return None
         if self._cuts and not self._per_request():
@@ -621,6 +634,8 @@ class EndpointLimit:
         if self.learned is not None and self.limit > self.learned:
             return "forget" if self.limit >= self.ceiling else self.limit
         if self.learned is None and not self.rate_limited and self.limit >= self.ceiling:
+            if self.peak >= self.ceiling:
+                return "carried"  # held its whole ceiling in flight, none refused: the next run starts there
             return "forget"  # an endpoint learned under a lower ceiling may be forgotten by another evaluation
         return None
 

@@ -240,6 +240,9 @@ async def run_agents(
             run.tool_events = list(scope.tool_events)
         if scope.environment is not None:
             run.environment = _close_environment(scope.environment)
+            # The session (a whole database for τ²) is let go now: the run's scope stays reachable until the
+            # evaluation ends (contexts that copied it), and every run's session would be held with it.
+            scope.environment = None
         run = clean_run(run)  # the one place runs enter: text every writer can encode from here on
         if run.failure and run.traceback and debug_first:
             debug_first.clear()  # the first failure only: the others are in the run record

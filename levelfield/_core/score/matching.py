@@ -208,7 +208,8 @@ class Alignment(NamedTuple):
         return self.matched == self.n_reference
 
 
-def _align_keys(pk: list[Hashable], rk: list[Hashable], pairs: bool = False) -> Alignment:
+def _align_keys(pk: Sequence[Hashable], rk: Sequence[Hashable], pairs: bool = False) -> Alignment:
+    """The alignment of two trajectories given as their calls' match keys (equal keys: calls that match)."""
     n = len(rk)
     if pk == rk:  # the common case of a perfect trajectory: every call matches its own position
         return Alignment(n, n, n, True, True, tuple(zip(range(n), range(n))) if pairs else None)
@@ -364,3 +365,7 @@ def align(
         rk = [matcher.key(c) for c in reference]
         return _align_keys(pk, rk, pairs)
     return _align_general(predicted, reference, matcher, pairs)
+
+
+align_keys = _align_keys
+"""The alignment of two trajectories given as their calls' match keys (an equivalence matcher's)."""

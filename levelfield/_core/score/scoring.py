@@ -12,10 +12,12 @@ from ..data.dataset import EvalCase
 from ..data.prices import usage_cost
 from ..data.types import AgentOutput, AgentRun, Usage, transcript_text
 from ..errors import exception_text
+from .matching import align, align_keys
 from .metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
+from .metrics.trajectory import _TrajectoryMetric
 
 __all__ = ["context_for", "conversation_context", "score_sync", "score_async", "order_like", "split_metrics", "run_spend",
-           "explain_scores"]
+           "explain_scores", "explain_run", "RunExplainer"]
 
 
 def reference_text(reference: Any) -> str | None:
@@ -260,3 +262,60 @@ def explain_scores(ctx: ScoringContext, metrics: Sequence[Metric], scores: Mappi
                 same = type(scored.value) is type(value) and scored.value == value
                 out[name] = scored if same else replace(scored, value=value)
     return out
+
+
+
+class RunExplainer:
+    """:func:`explain_scores` of runs (the same Scores), for a table of them: without a scoring
+    context or the calls matched again where the counts of an alignment say why (a trajectory
+    that matches the reference, as most do), through ``explained`` of the built-in trajectory
+    metrics; a call's match key is made once for the table. Every other explanation comes from the
+    metric's own ``score``, as :func:`explain_scores` gives it."""
+
+    def __init__(self, metrics: Sequence[Metric]) -> None:
+        self.metrics = [m for m in metrics if not getattr(m, "is_async", False)]
+        self._keys: dict[int, Any] = {}  # id(matcher) -> its CallKeys (equivalence matchers)
+
+    def __call__(self, case: EvalCase, run: AgentRun, scores: Mapping[str, Score]) -> dict[str, Score]:
+        out = dict(scores)
+        rest: list[Metric] = []
+        quick = not run.failure and case.reference_trajectory is not None and not (
+            run.conversation is not None and case.conversation_scenario is not None)
+        aligned: dict[int, Any] = {}
+        for m in self.metrics:
+            score = out.get(m.name)
+            if score is None or score.explanation is not None or score.failed or score.value != score.value:
+                continue
+            text = None
+            if quick and isinstance(m, _TrajectoryMetric):
+                a = aligned.get(id(m.matcher))
+                if a is None:
+                    a = aligned[id(m.matcher)] = self._align(run, case, m.matcher)
+                text = None if a is False else m.explained(a)
+            if text is None:
+                rest.append(m)
+            else:
+                out[m.name] = Score(score.value, text)
+        return explain_scores(context_for(case, run), rest, out) if rest else out
+
+    def _align(self, run: AgentRun, case: EvalCase, matcher: Any) -> Any:
+        """The alignment of the run's calls with the case's reference calls (False: it cannot be
+        made, and the metric's own ``score`` says why, as it would have)."""
+        predicted = run.output.trajectory if run.output is not None else []
+        reference = case.reference_trajectory or []
+        try:
+            if not matcher.is_equivalence:
+                return align(predicted, reference, matcher)
+            keys = self._keys.get(id(matcher))
+            if keys is None:
+                from .batch.align import CallKeys
+
+                keys = self._keys[id(matcher)] = CallKeys(matcher)
+            return align_keys(keys.of_calls(predicted), keys.of_calls(reference))
+        except Exception:  # noqa: BLE001
+            return False
+
+
+def explain_run(case: EvalCase, run: AgentRun, metrics: Sequence[Metric], scores: Mapping[str, Score]) -> dict[str, Score]:
+    """:func:`explain_scores` of ``run`` of ``case`` (the same Scores), as :class:`RunExplainer` gives them."""
+    return RunExplainer(metrics)(case, run, scores)

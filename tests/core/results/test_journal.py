@@ -516,3 +516,53 @@ def test_save_keeps_the_journal_as_the_record_unless_scores_came_after_it(tmp_pa
                                                             zip(result.runs, result.recorded_scores)}
     loaded = lf.EvalResult.load(tmp_path / "out")
     assert loaded.summary_metrics == pytest.approx(result.summary_metrics, nan_ok=True)
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_the_files_out_writes_are_the_files_save_writes_of_the_same_result(tmp_path, monkeypatch, kind):
+    """out=... keeps the journal as the record and writes the tables and summary at the end (beside
+    an async agent, from rows made while the runs ran); they hold what ``result.save`` writes of the
+    same result (run lines in the order the runs finished)."""
+    from levelfield._core.results.held import HeldRuns
+
+    made_ahead = []
+    table_of = HeldRuns.table_of
+    monkeypatch.setattr(HeldRuns, "table_of", lambda self, rows, made=None: made_ahead.append(
+        sum(row is not None for row in made or ())) or table_of(self, rows, made))
+    rows = cases(40)
+    for i, row in enumerate(rows):
+        row["team"] = ["red", "=blue", None][i % 3]  # a metadata column, a cell a spreadsheet would run
+        if i % 4 == 1:  # a call the agent makes differently: the explanations name what is missing or extra
+            row["reference_trajectory"].append({"tool_name": "log", "tool_input": {"n": i}})
+        if i % 9 == 4:
+            row["reference_trajectory"] = None
+
+    def answer(prompt):
+        if prompt.endswith(" 13"):
+            raise RuntimeError("no answer for 13")
+        calls = [{"tool_name": "echo", "tool_input": {"text": prompt}}]
+        return {"response": prompt.upper() if len(prompt) % 2 else "-1", "predicted_trajectory": calls}
+
+    async def async_answer(prompt):
+        return answer(prompt)
+
+    metrics = ["trajectory_exact_match", "trajectory_in_order_match", "trajectory_precision", "trajectory_recall", "exact_match"]
+    with pytest.warns(lf.MissingReferenceWarning):
+        result = lf.evaluate(rows, answer if kind == "sync" else async_answer, metrics, out=tmp_path / "out", trials=2,
+                             retries=0, progress=False)
+    # Beside an async agent every row was made while the runs ran (none beside a sync agent's threads).
+    assert made_ahead == [80 if kind == "async" else 0]
+    saved = result.save(tmp_path / "saved")
+    assert made_ahead[1:] == [0]  # save made every row itself
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in saved.values())
+    for name in ("metrics_table.csv", "summary.json") + (("metrics_table.parquet",) if "metrics_table_parquet" in saved else ()):
+        assert (out / name).read_bytes() == (tmp_path / "saved" / name).read_bytes(), name
+    journal, whole = ((p / "runs.jsonl").read_text(encoding="utf-8").splitlines() for p in (out, tmp_path / "saved"))
+    headers = [json.loads(lines[0]) for lines in (journal, whole)]
+    for header in headers:
+        header.pop("created_at")
+    assert headers[0] == headers[1] and headers[0]["status"] == "complete"
+    assert sorted(journal[1:]) == sorted(whole[1:]) and len(whole) == 1 + 40 + 80
+    table = (out / "metrics_table.csv").read_text(encoding="utf-8")
+    assert "calls match the reference one for one" in table and "missing log" in table and "'=blue" in table

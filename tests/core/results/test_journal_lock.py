@@ -30,7 +30,7 @@ DRIVER = textwrap.dedent(
     import levelfield as lf
 
     def slow(prompt):
-        time.sleep(0.1)
+        time.sleep(0.4)  # 16 s for the 40: still writing while the test is refused, on a loaded machine too (killed after)
         return "answer to " + prompt
 
     rows = [{"prompt": f"case {i}", "reference": f"answer to case {i}"} for i in range(40)]

@@ -122,8 +122,9 @@ class Outcome:
 
 
 def simulate(monkeypatch, endpoint: Open, *, cases: int, concurrency: int, adaptive: bool = True,
-             learned: int | None = None) -> Outcome:
-    """``cases`` requests through ``concurrency`` slots and one adaptive limit (ceiling ``concurrency``)."""
+             learned: int | None = None, carried: int | None = None) -> Outcome:
+    """``cases`` requests through ``concurrency`` slots and one adaptive limit (ceiling ``concurrency``); ``learned``,
+    ``carried``: what an earlier run kept of the endpoint (``levelfield._core.run.learned``)."""
     clock = types.SimpleNamespace(now=0.0)
     monkeypatch.setattr(limits_module, "time", types.SimpleNamespace(monotonic=lambda: clock.now))
     order = itertools.count()
@@ -131,7 +132,7 @@ def simulate(monkeypatch, endpoint: Open, *, cases: int, concurrency: int, adapt
     async def go() -> Outcome:
         loop = asyncio.get_running_loop()
         monkeypatch.setattr(loop, "time", lambda: clock.now)
-        limit = EndpointLimit("e", concurrency, adaptive=adaptive, learned=learned)
+        limit = EndpointLimit("e", concurrency, adaptive=adaptive, learned=learned, carried=carried)
         due: list[tuple[float, int, asyncio.Future[None]]] = []
         windows: list[float] = []
 

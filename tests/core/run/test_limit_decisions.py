@@ -97,7 +97,59 @@ def test_an_endpoint_that_refuses_nothing_runs_at_its_concurrency_after_one_roun
     # One round trip more than a fixed concurrency at most: the first at half the ceiling (here every answer comes
     # back at once, so the last round is half full too; answers spread in time pay about half of it).
     assert out.seconds <= fixed.seconds + seconds + 2 * HOP + 1e-9, (out.seconds, fixed.seconds)
-    assert out.limit.lesson() == "forget"
+    assert out.limit.lesson() == "carried"  # held its whole concurrency, none refused: the next run starts there
+
+
+@pytest.mark.parametrize(("seconds", "cases"), [(0.05, 2000), (1.0, 400)])
+def test_an_endpoint_that_carried_its_concurrency_before_starts_there_and_costs_nothing(monkeypatch, tmp_path, seconds,
+                                                                                        cases):
+    # Issue #56: where nothing refuses, the half start of a first contact is paid once; the endpoint is kept as having
+    # carried its concurrency, and the next run starts at it: the time of a fixed concurrency.
+    monkeypatch.setenv("LEVELFIELD_CACHE_DIR", str(tmp_path))
+    first = simulate(monkeypatch, Open(seconds), cases=cases, concurrency=100)
+    learned.remember([first.limit])
+    assert learned.carried("e") == 100 and learned.recall("e") is None
+
+    class Agent:
+        name = "e"
+        endpoint = "e"
+
+    # An evaluation's limits read it: the agent's endpoint (and a judge's, by its endpoint) starts at its ceiling.
+    limits = Limits(concurrency=100)
+    limit = limits.for_agent(Agent())
+    assert limit is not None and limit.limit == limit.start == 100 and limit.learned is None
+    assert Limits(concurrency=100).for_service("judge", "e", 8).start == 8
+    assert Limits(concurrency=100).for_service("judge", "other", 8).start == 4  # first contact: half, 4 at least
+    assert Limits(concurrency=100, adaptive=False).for_agent(Agent()) is None
+    again = simulate(monkeypatch, Open(seconds), cases=cases, concurrency=100, carried=learned.carried("e"))
+    fixed = simulate(monkeypatch, Open(seconds), cases=cases, concurrency=100, adaptive=False)
+    assert again.limit.history == [100] and again.limit.start == 100 and again.refused == 0
+    assert again.seconds == pytest.approx(fixed.seconds), (again.seconds, fixed.seconds)
+    assert first.seconds > fixed.seconds  # what the first contact paid
+    # Known already: the file is not rewritten every run.
+    before = (tmp_path / "limits.json").stat().st_mtime_ns
+    learned.remember([again.limit])
+    assert (tmp_path / "limits.json").stat().st_mtime_ns == before and learned.carried("e") == 100
+    # A higher concurrency later starts at what was carried and grows by slow start above it (not slowly, as past a
+    # refusal), up to the new ceiling.
+    higher = simulate(monkeypatch, Open(seconds), cases=cases, concurrency=150, carried=100)
+    assert higher.limit.history[0] == 100 and higher.peak == 150 and higher.limit.lesson() == "carried"
+    # A lower one starts at its own ceiling.
+    lower = simulate(monkeypatch, Open(seconds), cases=cases // 2, concurrency=40, carried=100)
+    assert lower.limit.history == [40]
+
+
+def test_an_endpoint_that_carried_its_concurrency_and_now_admits_8_is_cut_at_once_and_learned(monkeypatch, tmp_path):
+    # A gateway put in front of an endpoint that carried 64 before: the first window goes out at 64, and the refusals
+    # cut it at once to the 8 the gate held (as on first contact, from 64 instead of 32); no run fails, and the
+    # capacity learned replaces what was carried.
+    monkeypatch.setenv("LEVELFIELD_CACHE_DIR", str(tmp_path))
+    out = simulate(monkeypatch, Gate(8, SERVICE), cases=320, concurrency=64, carried=64)
+    assert out.limit.history[0] == 64 and min(out.limit.history) == 8 and out.peak == 8
+    assert out.refused <= 64 - 8 + 0.02 * 320, (out.refused, out.requests)  # the first window's excess, then the probes
+    assert out.seconds <= 1.3 * IDEAL_8 + 1.5, out.seconds
+    learned.remember([out.limit])
+    assert learned.recall("e") == 8 and learned.carried("e") is None
 
 
 def test_learned_limits_are_kept_per_endpoint_in_the_cache_folder_and_forgotten_on_request(monkeypatch, tmp_path):
@@ -151,3 +203,8 @@ def test_the_limits_command_lists_and_forgets_what_was_learned(monkeypatch, tmp_
     assert main(["limits", "--forget", "nowhere"]) == 0 and "no limit learned for 'nowhere'" in capsys.readouterr().out
     assert main(["limits", "--forget"]) == 0 and "forgot e" in capsys.readouterr().out
     assert learned.learned() == {}
+    # An endpoint that carried its whole concurrency is listed as such, and forgotten the same way.
+    learned.remember([simulate(monkeypatch, Open(SERVICE), cases=200, concurrency=16).limit])
+    assert main(["limits"]) == 0 and "e: carried 16 in flight with no call refused" in capsys.readouterr().out
+    assert main(["limits", "--forget", "e"]) == 0 and "forgot e" in capsys.readouterr().out
+    assert learned.carried("e") is None

@@ -69,3 +69,37 @@ def test_any_order_ignores_permutation(trajectory, rnd):
     shuffled = list(trajectory)
     rnd.shuffle(shuffled)
     assert align(shuffled, trajectory).any_order
+
+
+class _Renamed(lf.metrics.TrajectoryExactMatch):
+    """A subclass: its explanation is its own ``score``'s, never taken from the counts."""
+
+    def score_calls(self, ctx):
+        return lf.metrics.Score(super().score_calls(ctx).value, "said by the subclass")
+
+
+TABLE_METRICS = [lf.metrics.TrajectoryExactMatch(), lf.metrics.TrajectoryInOrderMatch(),
+                 lf.metrics.TrajectoryAnyOrderMatch(), lf.metrics.TrajectoryPrecision(),
+                 lf.metrics.TrajectoryRecall(), lf.metrics.TrajectoryRecall(matcher=OPAQUE, name="opaque_recall"),
+                 lf.metrics.TrajectoryPrecision(agent="a", name="precision_of_a"), _Renamed(name="renamed")]
+engine_values = st.sampled_from([0.0, 1.0, 0.5, float("nan")])
+
+
+@settings(max_examples=150, deadline=None)
+@given(trajectories, st.one_of(st.none(), trajectories), st.booleans(), st.lists(engine_values, min_size=8, max_size=8))
+def test_a_table_explains_each_run_as_the_metrics_own_score_does(predicted, reference, failed, values):
+    """The explanations a table gives (the counts alone where they say why, without matching the
+    calls again) are the Scores each metric's own ``score`` gives, number kept from the engine."""
+    from levelfield._core.data.dataset import EvalCase
+    from levelfield._core.score.scoring import RunExplainer, context_for, explain_scores
+
+    case = EvalCase(case_id="c", prompt="p", reference_trajectory=reference)
+    run = lf.AgentRun(case_id="c", agent_name="agent", trial=0, failure=failed, latency_in_seconds=0.1,
+                      output=None if failed else lf.AgentOutput(response="r", trajectory=predicted))
+    scores = {m.name: lf.metrics.Score(v) for m, v in zip(TABLE_METRICS, values)}
+    scores["opaque_recall"] = lf.metrics.Score(values[5], "already said")  # an explanation is kept as it is
+    explainer = RunExplainer(TABLE_METRICS)
+    for _ in range(2):  # the second time with every call's key known
+        got = explainer(case, run, scores)
+        assert got == explain_scores(context_for(case, run), TABLE_METRICS, scores)
+        assert list(got) == list(scores)

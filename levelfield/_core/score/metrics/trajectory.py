@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -154,7 +154,20 @@ class _TrajectoryMetric(Metric):
 
     def score_calls(self, ctx: ScoringContext) -> Score:
         """The score of the calls in ``ctx`` (only the chosen agent's, when ``agent`` is set)."""
+        a = ctx.alignment(self.matcher)
+        return Score(self.value(a), self.explanation(a, lambda: _gaps(ctx, a, self.matcher)))
+
+    def explanation(self, a: Alignment, gaps: Callable[[], _Gaps] | None) -> str | None:
+        """Why a row with alignment ``a`` scores what it does; ``gaps`` gives the calls missing or
+        extra, when the text names them. Without ``gaps``: None where the text needs them (the
+        counts of ``a`` alone explain a full match, so a table need not match the calls again)."""
         raise NotImplementedError
+
+    def explained(self, a: Alignment) -> str | None:
+        """The explanation :meth:`score` gives a row with alignment ``a`` (made without its pairs),
+        when the counts alone say it; None otherwise (then ``score`` says it). Only for this class's
+        own ``score``: None for a subclass (which may score or explain in its own way)."""
+        return self.explanation(a, None) if type(self) in _BUILT_IN and self.agent is None else None
 
 
 class TrajectoryExactMatch(_TrajectoryMetric):
@@ -165,23 +178,24 @@ class TrajectoryExactMatch(_TrajectoryMetric):
     def value(self, a: Alignment) -> Any:
         return a.exact * 1.0
 
-    def score_calls(self, ctx: ScoringContext) -> Score:
-        a = ctx.alignment(self.matcher)
+    def explanation(self, a: Alignment, gaps: Callable[[], _Gaps] | None) -> str | None:
         if self.value(a):
             if a.n_reference == 0:
-                return Score(1.0, "no calls, as in the reference")
-            return Score(1.0, f"calls match the reference one for one, in order ({_counted(a.n_reference, 'call')})")
-        gaps = _gaps(ctx, a, self.matcher)
+                return "no calls, as in the reference"
+            return f"calls match the reference one for one, in order ({_counted(a.n_reference, 'call')})"
+        if gaps is None:
+            return None
+        found = gaps()
         parts = []
         if a.n_predicted != a.n_reference:
             parts.append(f"{_counted(a.n_predicted, 'call')} made, the reference has {_counted(a.n_reference, 'call')}")
-        if gaps.any_missing:
-            parts.append(gaps.missing())
-        if gaps.any_extra:
-            parts.append(gaps.extra())
+        if found.any_missing:
+            parts.append(found.missing())
+        if found.any_extra:
+            parts.append(found.extra())
         if not parts:
-            parts.append(gaps.order())
-        return Score(0.0, "; ".join(parts))
+            parts.append(found.order())
+        return "; ".join(parts)
 
 
 class TrajectoryInOrderMatch(_TrajectoryMetric):
@@ -192,19 +206,22 @@ class TrajectoryInOrderMatch(_TrajectoryMetric):
     def value(self, a: Alignment) -> Any:
         return ((a.n_reference == 0) | a.in_order) * 1.0
 
-    def score_calls(self, ctx: ScoringContext) -> Score:
-        a = ctx.alignment(self.matcher)
+    def explanation(self, a: Alignment, gaps: Callable[[], _Gaps] | None) -> str | None:
         if a.n_reference == 0:
-            return Score(self.value(a), "the reference has no calls")
+            return "the reference has no calls"
         if self.value(a):
             text = f"{_counted(a.n_reference, 'reference call')} made in order"
             # Every reference call is matched, so any further predicted call is an extra one.
             if a.n_predicted > a.n_reference:
-                text = f"{text}; {_gaps(ctx, a, self.matcher).extra()}"
-            return Score(1.0, text)
+                if gaps is None:
+                    return None
+                text = f"{text}; {gaps().extra()}"
+            return text
+        if gaps is None:
+            return None
         if a.matched < a.n_reference:
-            return Score(0.0, f"{_matched(a.matched, a.n_reference, 'reference')}; {_gaps(ctx, a, self.matcher).missing()}")
-        return Score(0.0, f"{_counted(a.n_reference, 'reference call')} made, but {_gaps(ctx, a, self.matcher).order()}")
+            return f"{_matched(a.matched, a.n_reference, 'reference')}; {gaps().missing()}"
+        return f"{_counted(a.n_reference, 'reference call')} made, but {gaps().order()}"
 
 
 class TrajectoryAnyOrderMatch(_TrajectoryMetric):
@@ -215,14 +232,13 @@ class TrajectoryAnyOrderMatch(_TrajectoryMetric):
     def value(self, a: Alignment) -> Any:
         return ((a.n_reference == 0) | a.any_order) * 1.0
 
-    def score_calls(self, ctx: ScoringContext) -> Score:
-        a = ctx.alignment(self.matcher)
+    def explanation(self, a: Alignment, gaps: Callable[[], _Gaps] | None) -> str | None:
         if a.n_reference == 0:
-            return Score(self.value(a), "the reference has no calls")
+            return "the reference has no calls"
         text = _matched(a.matched, a.n_reference, "reference")
         if self.value(a):
-            return Score(1.0, text)
-        return Score(0.0, f"{text}; {_gaps(ctx, a, self.matcher).missing()}")
+            return text
+        return None if gaps is None else f"{text}; {gaps().missing()}"
 
 
 class TrajectoryPrecision(_TrajectoryMetric):
@@ -235,16 +251,17 @@ class TrajectoryPrecision(_TrajectoryMetric):
         none_made = a.n_predicted == 0
         return (a.matched + none_made * (a.n_reference == 0)) / (a.n_predicted + none_made)
 
-    def score_calls(self, ctx: ScoringContext) -> Score:
-        a = ctx.alignment(self.matcher)
+    def explanation(self, a: Alignment, gaps: Callable[[], _Gaps] | None) -> str | None:
         if a.n_predicted == 0:
             if a.n_reference == 0:
-                return Score(self.value(a), "no calls made, none expected")
-            return Score(self.value(a), f"no calls made; the reference has {_counted(a.n_reference, 'call')}")
+                return "no calls made, none expected"
+            return f"no calls made; the reference has {_counted(a.n_reference, 'call')}"
         text = _matched(a.matched, a.n_predicted, "predicted")
         if a.matched < a.n_predicted:
-            text = f"{text}; {_gaps(ctx, a, self.matcher).extra()}"
-        return Score(self.value(a), text)
+            if gaps is None:
+                return None
+            text = f"{text}; {gaps().extra()}"
+        return text
 
 
 class TrajectoryRecall(_TrajectoryMetric):
@@ -257,14 +274,20 @@ class TrajectoryRecall(_TrajectoryMetric):
         none_expected = a.n_reference == 0
         return (a.matched + none_expected) / (a.n_reference + none_expected)
 
-    def score_calls(self, ctx: ScoringContext) -> Score:
-        a = ctx.alignment(self.matcher)
+    def explanation(self, a: Alignment, gaps: Callable[[], _Gaps] | None) -> str | None:
         if a.n_reference == 0:
-            return Score(self.value(a), "the reference has no calls")
+            return "the reference has no calls"
         text = _matched(a.matched, a.n_reference, "reference")
         if a.matched < a.n_reference:
-            text = f"{text}; {_gaps(ctx, a, self.matcher).missing()}"
-        return Score(self.value(a), text)
+            if gaps is None:
+                return None
+            text = f"{text}; {gaps().missing()}"
+        return text
+
+
+_BUILT_IN = frozenset({TrajectoryExactMatch, TrajectoryInOrderMatch, TrajectoryAnyOrderMatch, TrajectoryPrecision,
+                       TrajectoryRecall})
+"""The trajectory metrics whose explanation :meth:`_TrajectoryMetric.explained` may give from counts."""
 
 
 class TrajectorySingleToolUse(Metric):
