@@ -67,9 +67,10 @@ def function_oracle(bench: Any, mutate: Mutation | None = None, extra_tools: dic
 # -- a LangGraph agent -----------------------------------------------------------------------
 
 
-def langgraph_oracle(bench: Any, mutate: Mutation | None = None) -> Any:
+def langgraph_oracle(bench: Any, mutate: Mutation | None = None, *, check_tools: bool = True) -> Any:
     """A real compiled graph (langchain's create_agent) driven by a scripted chat model that makes the
-    oracle's calls one model turn at a time, then answers."""
+    oracle's calls one model turn at a time, then answers (``check_tools=False``: its model may name a tool
+    the graph lacks, as a model can)."""
     from langchain.agents import create_agent
     from langchain_core.messages import ToolMessage
 
@@ -82,7 +83,7 @@ def langgraph_oracle(bench: Any, mutate: Mutation | None = None) -> Any:
             return [calls[done]]
         return text
 
-    return create_agent(ScriptedChatModel(policy), tools=bench.tools("langchain"), system_prompt=bench.policy,
+    return create_agent(ScriptedChatModel(policy, check_tools=check_tools), tools=bench.tools("langchain"), system_prompt=bench.policy,
                         name="langgraph_oracle")
 
 

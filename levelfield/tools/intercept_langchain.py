@@ -17,6 +17,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from .._core.run.scope import current_scope
 from .level import acall_tool, call_tool
 
 __all__ = ["level_langchain", "levelled_tool"]
@@ -96,6 +97,46 @@ def _subclass(cls: type) -> type:
         return sub
 
 
+def _in_environment_run() -> bool:
+    scope = current_scope()
+    return scope is not None and scope.leveller is not None and scope.leveller.environment is not None
+
+
+class _ToolsByName(dict):
+    """A ToolNode's tools by name. In a run levelled by an environment, a name the node lacks (a model's invention)
+    is a call like any other: the environment answers it (a τ² environment: its own error, which its reward
+    replays), the trajectory and the tool events hold it. Elsewhere the node answers it as it always has (its
+    "not a valid tool" message). Listing the tools lists the node's own."""
+
+    def get(self, name: Any, default: Any = None) -> Any:
+        tool = dict.get(self, name)
+        if tool is None and isinstance(name, str) and _in_environment_run():
+            return _unknown_tool(name)
+        return default if tool is None else tool
+
+    def __contains__(self, name: object) -> bool:
+        return dict.__contains__(self, name) or (isinstance(name, str) and _in_environment_run())
+
+    def __missing__(self, name: Any) -> Any:
+        if isinstance(name, str) and _in_environment_run():
+            return _unknown_tool(name)
+        raise KeyError(name)
+
+
+@functools.lru_cache(maxsize=256)
+def _unknown_tool(name: str) -> Any:
+    """A levelled tool named ``name`` taking any arguments, for a call the environment answers; its body runs only
+    where nothing levels it, and says so."""
+    from langchain_core.tools import StructuredTool
+
+    def unknown(**kwargs: Any) -> Any:
+        raise LookupError(f"tool {name!r} is not among the agent's tools")
+
+    return levelled_tool(StructuredTool.from_function(
+        func=unknown, name=name, description="A tool the agent does not have.",
+        args_schema={"type": "object", "properties": {}, "additionalProperties": True}, infer_schema=False))
+
+
 def levelled_tool(tool: Any) -> Any:
     """A copy of ``tool`` (a LangChain ``BaseTool``) answering through ``levelfield.tools``; itself if it does."""
     if type(tool) in _SUBCLASSES.values():
@@ -123,6 +164,11 @@ def _walk(obj: Any, found: list[str], seen: set[int], depth: int) -> None:
         for name, tool in list(by_name.items()):
             by_name[name] = levelled_tool(tool)
             found.append(name)
+        if not isinstance(by_name, _ToolsByName):
+            try:
+                obj._tools_by_name = _ToolsByName(by_name)
+            except (AttributeError, TypeError):  # a node that keeps its own: unknown names stay its to answer
+                pass
         return
     tools = getattr(obj, "tools", None)
     if type(obj).__name__ == "AgentExecutor" and isinstance(tools, (list, tuple)):

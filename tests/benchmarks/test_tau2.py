@@ -4,6 +4,7 @@ that score 1.0 on every airline and retail task, and altered ones that score wha
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import threading
 
@@ -138,16 +139,72 @@ def test_a_tool_tau2_does_not_know_is_a_failed_call_the_reward_sees():
     assert "could not replay" not in row["tau2_reward/explanation"]
 
 
+def add_unknown(task_id, calls):
+    return [("lookup_weather", {"city": "Boston"}), *calls]
+
+
+@pytest.mark.parametrize("framework", ["langgraph", "adk"])
+def test_a_tool_the_graph_or_agent_lacks_is_a_failed_call_the_reward_sees(framework):
+    """A model naming a tool its LangGraph ToolNode or ADK agent lacks: answered by τ²'s environment (its own error
+    text), in the run's trajectory and its tool events, replayed by τ²'s evaluator; not the framework's own refusal,
+    which τ² would never see."""
+    bench = lf.benchmarks.tau2("retail", task_ids=["0"])
+    agent = langgraph_oracle(bench, add_unknown, check_tools=False) if framework == "langgraph" else \
+        adk_oracle(bench, add_unknown)
+    result = run(bench, agent)
+    run_ = result.runs[0]
+    assert not run_.failure, run_.failure
+    call = run_.output.trajectory[0]
+    assert call.tool_name == "lookup_weather" and call.tool_input == {"city": "Boston"}
+    output = call.tool_output["result"] if isinstance(call.tool_output, dict) else call.tool_output
+    assert output == "Error: Tool 'lookup_weather' not found."  # τ²'s answer, not the framework's
+    assert run_.environment["errors"] == 1 and run_.environment["calls"] == 1 + len(bench.reference_path("0"))
+    assert [e["tool"] for e in run_.tool_events][0] == "lookup_weather"
+    row = result.metrics_table.iloc[0]
+    assert row["tau2_reward/score"] == 1.0, row["tau2_reward/explanation"]
+    assert "could not replay" not in row["tau2_reward/explanation"]
+    if framework == "langgraph":  # a graph levelled so, run without an environment: its ToolNode answers as it did
+        only = langgraph_oracle(bench, lambda task_id, calls: add_unknown(task_id, [])[:1], check_tools=False)
+        run(bench, only)
+        alone = lf.evaluate(bench.dataset, only, simulator=END, progress=False).runs[0]
+        assert not alone.failure and alone.output.trajectory == [] and alone.output.response.startswith("All done")
+
+
 # -- τ²'s reward, exactly --------------------------------------------------------------------
 
 
-def tau2_reward_by_hand(bench, task_id, calls, text):
-    """τ²'s reward for a conversation built here, without levelfield: the opening message, each call
-    answered by a fresh τ² environment set up as the task says, the final answer; the user stopped."""
+@functools.cache
+def tau2_own(domain):
+    """A registry name under which τ² builds ``domain``'s environments with its own constructor (``get_environment``)
+    given a database validated in full from the domain's file (parsed once here): what is computed by hand owes
+    nothing to levelfield's copy of the database."""
+    import importlib
+
+    from tau2.utils import load_file
+
+    t = tau2_package()
+    module = importlib.import_module(f"tau2.domains.{domain}.environment")
+    class_name, path_name = {"retail": ("RetailDB", "RETAIL_DB_PATH"), "airline": ("FlightDB", "AIRLINE_DB_PATH")}[domain]
+    db_class, path = getattr(module, class_name), getattr(module, path_name)
+    data = load_file(path)
+    name = f"{domain}+by-hand"
+
+    def get_environment(solo_mode=False):
+        return module.get_environment(db=db_class.model_validate(data), solo_mode=solo_mode)
+
+    if name not in t.registry.get_domains():
+        t.registry.register_domain(get_environment, name)
+    return name
+
+
+def by_hand_simulation(bench, task_id, calls, text, domain=None):
+    """The τ² ``SimulationRun`` of a conversation built here, without levelfield: the opening message, each call
+    answered by a τ² environment set up as the task says (built under registry name ``domain``), the final answer;
+    the user stopped."""
     t = tau2_package()
     msg = t.message
     task = bench.tasks[task_id]
-    env = t.registry.get_env_constructor(bench.domain)()
+    env = t.registry.get_env_constructor(domain or tau2_own(bench.domain))()
     initial = task.initial_state
     if initial is not None:
         env.set_state(initial.initialization_data, initial.initialization_actions, list(initial.message_history or []))
@@ -156,11 +213,16 @@ def tau2_reward_by_hand(bench, task_id, calls, text):
         call = msg.ToolCall(id=f"hand-{i}", name=name, arguments=args)
         messages += [msg.AssistantMessage(role="assistant", tool_calls=[call]), env.get_response(call)]
     messages.append(msg.AssistantMessage(role="assistant", content=text))
-    simulation = t.simulation.SimulationRun(id="by-hand", task_id=task_id, start_time="", end_time="", duration=0.0,
-                                            termination_reason=t.simulation.TerminationReason.USER_STOP,
-                                            messages=messages)
-    return t.evaluate_simulation(simulation=simulation, task=task, evaluation_type=t.EvaluationType.ALL,
-                                 solo_mode=False, domain=bench.domain).reward
+    return t.simulation.SimulationRun(id="by-hand", task_id=task_id, start_time="", end_time="", duration=0.0,
+                                      termination_reason=t.simulation.TerminationReason.USER_STOP, messages=messages)
+
+
+def tau2_reward_by_hand(bench, task_id, calls, text):
+    """τ²'s reward for a conversation built here (``by_hand_simulation``), from τ²'s evaluator."""
+    t = tau2_package()
+    return t.evaluate_simulation(simulation=by_hand_simulation(bench, task_id, calls, text), task=bench.tasks[task_id],
+                                 evaluation_type=t.EvaluationType.ALL, solo_mode=False,
+                                 domain=tau2_own(bench.domain)).reward
 
 
 def _writes(bench):
@@ -191,19 +253,16 @@ def alter_first_write(bench):
     return mutate
 
 
-# τ²'s evaluator builds two environments a run (each validating the domain's whole database, 0.07 s retail, 0.17 s
-# airline of CPU) and hashes them: the tests of every task are marked slow (the suite runs them, sliced so xdist
-# spreads them); the LangGraph and ADK oracles and the differential run on a seeded sample in the quick loop.
-SAMPLE = 6  # tasks per domain for the LangGraph and ADK oracles
+# Every task of both domains, by every framework's oracle: in PARTS slices per domain (task i in slice i % PARTS), so
+# xdist spreads them over its workers; marked slow (the suite runs them). The quick loop runs the LangGraph and ADK
+# oracles and the differential on a seeded sample.
+SAMPLE = 3  # tasks per domain for the quick loop's LangGraph and ADK oracles
+PARTS = 3
+FRAMEWORKS = {"function": function_oracle, "langgraph": langgraph_oracle, "adk": adk_oracle}
 
 
 def sample(bench, n=SAMPLE):
     return random.Random(58).sample(list(bench.tasks), n)
-
-
-# Every task is checked in PARTS slices per domain (task i in slice i % PARTS), so xdist spreads them over its workers.
-PARTS = 3
-EVERY_TASK = [(domain, part) for domain in ("retail", "airline") for part in range(PARTS)]
 
 
 def every_task(domain, part):
@@ -211,28 +270,50 @@ def every_task(domain, part):
     return lf.benchmarks.tau2(domain, task_ids=list(full.tasks)[part::PARTS])
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("domain", "part"), EVERY_TASK)
-def test_the_function_oracle_scores_one_on_every_task(domain, part):
-    bench = every_task(domain, part)
-    result = run(bench, function_oracle(bench))
+@functools.cache
+def oracle_of(framework, domain):
+    """One oracle agent of ``framework`` for all of ``domain``'s tasks, built once per process (a graph, an LlmAgent:
+    each slice's evaluation levels the same agent)."""
+    return FRAMEWORKS[framework](lf.benchmarks.tau2(domain))
+
+
+@functools.cache
+def database_hash(domain):
+    """The hash of ``domain``'s database as τ² builds it from its file."""
+    return tau2_package().registry.get_env_constructor(tau2_own(domain))().get_db_hash()
+
+
+def check_oracle(bench, agent):
+    result = run(bench, agent)
     got = scores(result)
     failed = {task: s for task, s in got.items() if s != 1.0}
     assert len(got) == len(bench.tasks) and failed == {}, result.metrics_table.set_index("case_id").loc[
         list(failed)[:3], "tau2_reward/explanation"].tolist()
+    # every call of the reference path reached τ²'s environment through the framework's interception
+    assert all({e["source"] for e in r.tool_events or []} <= {"environment"} for r in result.runs)
+    assert {r.case_id: r.environment["calls"] if r.environment else 0 for r in result.runs} == {
+        task_id: len(bench.reference_path(task_id)) for task_id in bench.tasks}
+    # the database every copy starts from is as τ² builds it, whatever the runs did to theirs
+    from levelfield.benchmarks.tau2_bench._package import pristine_database
+
+    assert pristine_database(bench.domain).get_hash() == database_hash(bench.domain)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+@pytest.mark.parametrize(("domain", "part"), [(domain, part) for domain in ("retail", "airline") for part in range(PARTS)])
+def test_the_oracle_of_every_framework_scores_one_on_every_task(framework, domain, part):
+    """For every airline and retail task, an oracle performing the task's reference path through the benchmark's
+    tools and saying what it must tell the customer scores τ²'s reward 1.0: a function agent, a LangGraph graph
+    (create_agent, its ToolNode) and an ADK LlmAgent (ADK's runner)."""
+    check_oracle(every_task(domain, part), oracle_of(framework, domain))
 
 
 @pytest.mark.parametrize("framework", ["langgraph", "adk"])
 @pytest.mark.parametrize("domain", ["retail", "airline"])
 def test_the_langgraph_and_adk_oracles_score_one_on_a_seeded_sample(framework, domain, request):
-    full = request.getfixturevalue(domain)
-    ids = sample(full)
-    bench = lf.benchmarks.tau2(domain, task_ids=ids)
-    agent = {"langgraph": langgraph_oracle, "adk": adk_oracle}[framework](bench)
-    result = run(bench, agent)
-    assert scores(result) == dict.fromkeys(ids, 1.0), result.metrics_table["tau2_reward/explanation"].tolist()
-    assert all({e["source"] for e in r.tool_events or []} <= {"environment"} for r in result.runs)
-    assert sum(len(r.tool_events or []) for r in result.runs) == sum(len(bench.reference_path(i)) for i in ids)
+    check_oracle(lf.benchmarks.tau2(domain, task_ids=sample(request.getfixturevalue(domain))),
+                 oracle_of(framework, domain))
 
 
 def one_write_changed(bench):
@@ -248,24 +329,6 @@ def check_differential(bench):
     by_hand = {task_id: tau2_reward_by_hand(bench, task_id, *plan(bench, task_id, mutate)) for task_id in bench.tasks}
     assert got == by_hand
     assert 0.0 in got.values()  # the change costs some tasks their reward
-
-
-def by_hand_simulation(bench, task_id, calls, text):
-    """The τ² ``SimulationRun`` of a conversation built here with τ²'s own environment (as in ``tau2_reward_by_hand``)."""
-    t = tau2_package()
-    msg = t.message
-    task = bench.tasks[task_id]
-    env = t.registry.get_env_constructor(bench.domain)()
-    initial = task.initial_state
-    if initial is not None:
-        env.set_state(initial.initialization_data, initial.initialization_actions, list(initial.message_history or []))
-    messages = [msg.UserMessage(role="user", content=OPENING)]
-    for i, (name, args) in enumerate(calls):
-        call = msg.ToolCall(id=f"hand-{i}", name=name, arguments=args)
-        messages += [msg.AssistantMessage(role="assistant", tool_calls=[call]), env.get_response(call)]
-    messages.append(msg.AssistantMessage(role="assistant", content=text))
-    return t.simulation.SimulationRun(id="by-hand", task_id=task_id, start_time="", end_time="", duration=0.0,
-                                      termination_reason=t.simulation.TerminationReason.USER_STOP, messages=messages)
 
 
 @pytest.mark.parametrize("domain", ["retail", "airline"])
@@ -285,7 +348,7 @@ def test_the_database_read_once_gives_tau2s_own_evaluation_and_environments(doma
         if 0.0 in rewards:
             break
         for change in (None, mutate):
-            simulation = by_hand_simulation(full, task_id, *plan(full, task_id, change))
+            simulation = by_hand_simulation(full, task_id, *plan(full, task_id, change), domain=domain)
             infos = [t.evaluate_simulation(simulation=simulation, task=full.tasks[task_id], solo_mode=False,
                                            evaluation_type=t.EvaluationType.ALL, domain=name).model_dump()
                      for name in (domain, cached)]
@@ -298,10 +361,23 @@ def test_the_database_read_once_gives_tau2s_own_evaluation_and_environments(doma
     key = next(iter(getattr(one.tools.db, table)))
     getattr(one.tools.db, table).pop(key)
     assert key in getattr(two.tools.db, table) and one.get_db_hash() != two.get_db_hash()
+    # a record changed in one is changed in neither the other nor the database they copy; each hash is τ²'s
+    from tau2.utils import get_dict_hash
+
+    record = next(iter(getattr(two.tools.db, table).values()))  # every record of the table reached
+    field = next(name for name, info in type(record).model_fields.items() if info.annotation is str)
+    setattr(record, field, getattr(record, field) + " (changed)")
+    getattr(two.tools.db, table)["added"] = record
+    three = t.registry.get_env_constructor(cached)()
+    assert getattr(getattr(three.tools.db, table)[next(iter(getattr(three.tools.db, table)))], field) != getattr(record, field)
+    for env in (one, two, three):
+        assert env.get_db_hash() == get_dict_hash(env.tools.db.model_dump())
+    assert len({one.get_db_hash(), two.get_db_hash(), three.get_db_hash()}) == 3
+    assert three.get_db_hash() == database_hash(domain)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("domain", "part"), EVERY_TASK)
+@pytest.mark.parametrize(("domain", "part"), [(domain, part) for domain in ("retail", "airline") for part in range(PARTS)])
 def test_an_agent_that_skips_or_alters_one_write_scores_what_tau2_gives_the_same_conversation(domain, part):
     check_differential(every_task(domain, part))
 

@@ -57,7 +57,8 @@ class Tau2Environment:
 
     def new_environment(self) -> Any:
         """A τ² environment of the domain as its package ships it (no task applied): τ²'s own constructor, given
-        a database validated from the file read once (see ``evaluator_domain``)."""
+        its own copy of the database validated once per process, each record copied when a tool reaches it (see
+        ``evaluator_domain`` and ``database_copy``)."""
         return tau2_package().registry.get_env_constructor(evaluator_domain(self.domain))(solo_mode=self.solo)
 
     def tool_specs(self) -> list[ToolSpec]:
