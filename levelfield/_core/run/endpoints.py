@@ -58,21 +58,23 @@ class Limits:
         self._agents: dict[str, EndpointLimit | None] = {}  # by agent name: the limit of its endpoint
         self._learned: dict[str, dict[str, Any]] | None = None  # read from the cache folder when first needed
 
-    def _recall(self, endpoint: str, adaptive: bool) -> int | None:
-        """The limit an earlier run learned for ``endpoint`` (see ``levelfield._core.run.learned``)."""
+    def _kept(self, adaptive: bool) -> dict[str, dict[str, Any]] | None:
+        """What earlier runs kept of each endpoint (``levelfield._core.run.learned``), read once; None when not adaptive."""
         if not adaptive:
             return None
         if self._learned is None:
             self._learned = learned.learned()
-        return learned.recall(endpoint, self._learned)
+        return self._learned
+
+    def _recall(self, endpoint: str, adaptive: bool) -> int | None:
+        """The limit an earlier run learned for ``endpoint`` (see ``levelfield._core.run.learned``)."""
+        kept = self._kept(adaptive)
+        return None if kept is None else learned.recall(endpoint, kept)
 
     def _carried(self, endpoint: str, adaptive: bool) -> int | None:
         """The calls in flight ``endpoint`` carried in an earlier run without a refusal (see ``learned``)."""
-        if not adaptive:
-            return None
-        if self._learned is None:
-            self._learned = learned.learned()
-        return learned.carried(endpoint, self._learned)
+        kept = self._kept(adaptive)
+        return None if kept is None else learned.carried(endpoint, kept)
 
     @classmethod
     def of(cls, config: Any) -> Limits:
