@@ -292,7 +292,7 @@ def test_kill_9_and_restart_loses_no_acknowledged_trace_and_scores_none_twice(tm
                 acknowledged |= {f"{s.context.trace_id:032x}" for s in chunk}
     finally:
         proc.send_signal(signal.SIGKILL)  # mid-scoring: some traces journaled, some only spooled
-        proc.wait()
+        proc.communicate()  # its pipes read to their end and closed
     before = [tid for tid, _ in journaled(out)]
     assert len(before) < len(traces)  # the kill came before everything was scored
     proc, port = _watch_process(out)
