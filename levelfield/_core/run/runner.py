@@ -21,8 +21,10 @@ import asyncio
 import collections
 import contextlib
 import gc
+import math
 import os
 import threading
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
@@ -51,15 +53,24 @@ T = TypeVar("T")
 C = TypeVar("C")
 
 
+_LIMITS_READ_EVERY = 0.05
+"""Seconds between two readings of the endpoints' limits for the progress bar (which is redrawn at most every 0.1 s)."""
+
+
 class _Progress:
     """The progress bar: runs done, failures, and the busiest endpoint's calls in flight / limit,
-    rate-limited answers and time spent waiting on limits."""
+    rate-limited answers and time spent waiting on limits (read every ``_LIMITS_READ_EVERY``
+    seconds, not at every run: the bar shows it no more often)."""
 
-    def __init__(self, total: int, enabled: bool, desc: str, registry: endpoints.Limits | None = None) -> None:
+    def __init__(self, total: int, enabled: bool, desc: str, registry: endpoints.Limits | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.failures = 0
         self.bar = None
         self._registry = registry
         self._shown: tuple[int, str] = (0, "")
+        self._clock = clock
+        self._read_at = -math.inf
+        self._limits = ""
         if enabled:
             from tqdm import tqdm
 
@@ -69,7 +80,12 @@ class _Progress:
         if run.failure:
             self.failures += 1
         if self.bar is not None:
-            shown = (self.failures, self._registry.summary() if self._registry is not None else "")
+            if self._registry is not None:
+                now = self._clock()
+                if now - self._read_at >= _LIMITS_READ_EVERY:
+                    self._read_at = now
+                    self._limits = self._registry.summary()
+            shown = (self.failures, self._limits)
             if shown != self._shown:
                 self._shown = shown
                 postfix: dict[str, Any] = {"failures": shown[0]} if shown[0] else {}

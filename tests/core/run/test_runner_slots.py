@@ -313,3 +313,40 @@ def test_the_thresholds_come_back_after_an_evaluation_is_cancelled_and_when_the_
         assert gc.get_threshold() == (700, 10, 10)
     finally:
         gc.set_threshold(*before)
+
+
+# -- the progress bar reads the endpoints' limits as often as it can show them ----------------------
+
+
+def test_the_progress_bar_reads_the_limits_every_few_hundredths_of_a_second_and_counts_every_failure():
+    import io
+
+    from levelfield._core.data.types import AgentRun
+    from levelfield._core.run.runner import _LIMITS_READ_EVERY, _Progress
+
+    class Limits:  # the registry's one method the bar reads
+        def __init__(self):
+            self.reads = 0
+
+        def summary(self):
+            self.reads += 1
+            return f"{self.reads}/8"
+
+    now = [0.0]
+    limits = Limits()
+    progress = _Progress(50, True, "agent", limits, clock=lambda: now[0])  # type: ignore[arg-type]
+    progress.bar.fp = io.StringIO()  # type: ignore[union-attr]  # drawn nowhere
+    try:
+        ok = AgentRun(case_id="c", agent_name="agent", trial=0, output=None, failure=False)
+        failed = AgentRun(case_id="c", agent_name="agent", trial=0, output=None, failure=True, error="boom")
+        for _ in range(20):  # runs that end within one reading's time: read once
+            progress.update(ok)
+        assert limits.reads == 1 and progress.bar.postfix == "in flight=1/8"  # type: ignore[union-attr]
+        progress.update(failed)  # a failure is counted at once, with the reading it had
+        assert limits.reads == 1 and progress.bar.postfix == "failures=1, in flight=1/8"  # type: ignore[union-attr]
+        now[0] += _LIMITS_READ_EVERY
+        progress.update(ok)  # time enough: read again
+        assert limits.reads == 2 and progress.bar.postfix == "failures=1, in flight=2/8"  # type: ignore[union-attr]
+        assert progress.bar.n == 22 and progress.failures == 1  # type: ignore[union-attr]
+    finally:
+        progress.close()
