@@ -175,7 +175,7 @@ def fewer_collections() -> Iterator[None]:
     CPython's threshold a run's objects in flight (its request, futures, frames: they live as long as the
     agent's call) are walked in pass after pass, and those of the runs kept walked again in the older
     generation: 2,000 runs of 50 ms, 100 in flight, made 80 passes and 30 ms of them. With a pass every
-    ``YOUNG_COLLECTION`` allocations most of those objects are freed before any pass sees them (about 5
+    ``YOUNG_COLLECTION`` allocations most of those objects are freed before any pass sees them (about 7
     passes, half the time; ``bench/bench_runner.py``). Garbage in reference cycles is still collected, a
     little later. A larger threshold is kept, as is a collector the user turned off; thresholds the user
     set meanwhile are not undone. Nested and concurrent evaluations share one setting, restored when the
