@@ -159,15 +159,22 @@ def _trajectory_metric(metric: Metric) -> bool:
         getattr(metric, "reads", None) or ())
 
 
-def _calls(run: AgentRun) -> int:
-    outputs = [run.output, *run.turns] if run.output is not None else list(run.turns)
-    return sum(len(o.trajectory) for o in outputs if o is not None)
+def _called(run: AgentRun) -> bool:
+    """Whether the run made a tool call (its answer's or a turn's trajectory is not empty)."""
+    if run.output is not None and run.output.trajectory:
+        return True
+    return any(o is not None and o.trajectory for o in run.turns)
 
 
 def tool_call_tally(runs: Iterable[AgentRun]) -> tuple[int, int]:
     """(successful runs, of them runs that made a tool call): what the no-tool-call warning reads."""
-    done = [r for r in runs if not r.failure]
-    return len(done), sum(1 for r in done if _calls(r))
+    done = with_calls = 0
+    for run in runs:
+        if not run.failure:
+            done += 1
+            if _called(run):
+                with_calls += 1
+    return done, with_calls
 
 
 def agents_without_tool_calls(
