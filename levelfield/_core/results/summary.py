@@ -22,6 +22,9 @@ __all__ = ["summarize", "run_costs", "judge_costs", "summary_columns", "floats",
 
 
 def floats(values: Any) -> np.ndarray:
+    if isinstance(values, list) and all(value is None or type(value) is float or type(value) is int for value in values):
+        # Scores as metrics give them (floats, ints, None for none): NumPy reads them as pandas would, None as NaN.
+        return np.array(values, dtype=float)
     import pandas as pd  # loaded when runs are summarized, not with every result (saved rows have running sums)
 
     return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype=float)

@@ -256,7 +256,7 @@ async def run_agents(
     if only is not None:
         wanted = set(only)
         plan = [job for job in plan if (job[0].name, job[1].case_id, job[2]) in wanted]
-    jobs = [job for job in plan if (job[0].name, job[1].case_id, job[2]) not in done]
+    jobs = [job for job in plan if (job[0].name, job[1].case_id, job[2]) not in done] if done else plan
     desc = agents[0].name if len(agents) == 1 else f"{len(agents)} agents"
     reused = len(plan) - len(jobs)
     if reused:  # a resume: what the journal already held is said, not run again

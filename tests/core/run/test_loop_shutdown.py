@@ -33,7 +33,8 @@ def test_the_loop_ends_without_a_thread_to_shut_down_the_daemon_executor(started
         return await asyncio.get_running_loop().run_in_executor(None, lambda: 7)
 
     assert run_coroutine(work()) == 7
-    assert started and all(name.startswith("levelfield-sync-") for name in started), started
+    # At most the call's own daemon thread (none when an idle one took the call), and nothing at the loop's end.
+    assert all(name.startswith("levelfield-sync-") for name in started), started
 
 
 def test_a_sync_evaluation_starts_only_the_agents_threads(started: list[str]) -> None:
