@@ -134,7 +134,8 @@ def missing_references(cases: Sequence[EvalCase], metrics: Sequence[Metric]) -> 
                 needed.setdefault(field, []).append(metric.name)
     out = []
     for field, names in needed.items():
-        lacking = [c.case_id for c in cases if not _has(c, field)]
+        # The case's own field first, inline (most cases have it): _has for those that lack it, in their turns.
+        lacking = [c.case_id for c in cases if getattr(c, field, None) is None and not _has(c, field)]
         if lacking:
             out.append(MissingReference(tuple(names), field, len(lacking), len(cases), tuple(lacking[:5])))
     return out

@@ -415,11 +415,16 @@ async def run_agents(
     if limit is not None:
         _warn_unpriced(limit)
     out: dict[str, list[AgentRun]] = {a.name: [] for a in agents}
+    if not done:  # nothing resumed: the jobs are the plan, and each job's run is in its place
+        for (agent, _, _), run in zip(plan, fresh):
+            if run is not None:  # None: never started (a budget reached, or stopped early)
+                out[agent.name].append(run)
+        return out
     runs = iter(fresh)
     for agent, case, trial in plan:
         kept = done.get((agent.name, case.case_id, trial))
         run = kept if kept is not None else next(runs)
-        if run is not None:  # None: never started (a budget reached, or stopped early)
+        if run is not None:
             out[agent.name].append(run)
     return out
 
