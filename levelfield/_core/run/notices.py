@@ -185,8 +185,8 @@ def agents_without_tool_calls(
     :func:`tool_call_tally`), while trajectory metrics are asked and some case expects a call (or a
     metric needs no reference, like single tool use)."""
     asked = [m.name for m in metrics if _trajectory_metric(m)]
-    if not asked:
-        return []
+    if not asked or not any(done and not with_calls for done, with_calls in tallies.values()):
+        return []  # no metric to warn about, or every agent made a call: the cases need not be read
     expecting = sum(1 for c in cases if c.reference_trajectory or any(t.reference_trajectory for t in c.turns))
     if not expecting and all("reference_trajectory" in getattr(m, "requires", ()) for m in metrics if m.name in asked):
         return []  # every case expects no call: an agent that makes none is right
