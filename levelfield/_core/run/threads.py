@@ -322,7 +322,7 @@ async def _on_daemon_executor(coro: Awaitable[T]) -> T:
     executor = _DaemonExecutor()
     loop.set_default_executor(executor)
     with contextlib.suppress(AttributeError):  # a loop whose attributes cannot be set (uvloop's) keeps its own
-        loop.shutdown_default_executor = _shutdown_without_thread(executor)  # type: ignore[method-assign]
+        loop.shutdown_default_executor = _shutdown_without_thread(executor)  # type: ignore[method-assign, assignment]
     if loop.get_task_factory() is None:
         loop.set_task_factory(_containing_task_factory)
     return await coro
