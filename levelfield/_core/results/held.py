@@ -146,9 +146,12 @@ class RunsInMemory:
 
     def failed_as_zero(self, metric: Metric, values: np.ndarray) -> np.ndarray:
         out = np.array(values, dtype=float)
+        failed = [(i, run) for i, run in enumerate(self.runs()) if run.failure]
+        if not failed:
+            return out  # nothing to zero: the cases need not be looked up
         by_id = {c.case_id: c for c in self.dataset()}
-        for i, run in enumerate(self.runs()):
-            if run.failure and run.case_id in by_id and metric.applies_to(by_id[run.case_id]):
+        for i, run in failed:
+            if run.case_id in by_id and metric.applies_to(by_id[run.case_id]):
                 out[i] = 0.0
         return out
 
