@@ -25,6 +25,7 @@ from .source import Owner, RowSource, describe_runs
 from .summary import floats, number, run_costs, summarize, summary_columns
 from .table_ahead import TableAhead, explained_again_of
 from .table_row import table_row
+from .table_writer import write_rows
 from .tables import parquet_available, trimmed, write_summary, write_table_files
 
 if TYPE_CHECKING:
@@ -86,14 +87,18 @@ class RunsInMemory:
         (``made``: rows already made of them, None where a row is still to make)."""
         import pandas as pd  # loaded when a table is asked for, not with every result
 
+        return trimmed(pd.DataFrame(self.table_rows(row_scores, made)))
+
+    def table_rows(self, row_scores: Sequence[Mapping[str, Score]],
+                   made: Sequence[dict[str, Any] | None] | None = None) -> list[dict[str, Any]]:
+        """The rows of :meth:`table_of`'s table, before its empty columns are left out."""
         by_id = self.cases_by_id()
         prices, saved = prices_of(self.owner.config), self.owner.scored_saved_predictions
         if made is None:
-            return trimmed(pd.DataFrame([table_row(by_id[r.case_id], r, score_columns(rs), rs, prices=prices, saved=saved)
-                                         for r, rs in zip(self.runs(), row_scores)]))
-        return trimmed(pd.DataFrame([row if row is not None else
-                                     table_row(by_id[r.case_id], r, score_columns(rs), rs, prices=prices, saved=saved)
-                                     for r, rs, row in zip(self.runs(), row_scores, made)]))
+            return [table_row(by_id[r.case_id], r, score_columns(rs), rs, prices=prices, saved=saved)
+                    for r, rs in zip(self.runs(), row_scores)]
+        return [row if row is not None else table_row(by_id[r.case_id], r, score_columns(rs), rs, prices=prices, saved=saved)
+                for r, rs, row in zip(self.runs(), row_scores, made)]
 
     def summary(self) -> dict[str, Any]:
         if self._summary is None:
@@ -175,10 +180,13 @@ class RunsInMemory:
             dataset = self.dataset()
             write_record(paths["runs"], header(), list(dataset), fingerprints_of(dataset), zip(self.runs(), self.engine_rows()))
         # The tables a person reads say why; the record keeps what the engine gave.
-        paths.update(write_table_files(self.with_explanations(None), paths["metrics_table"],
-                                       out / "metrics_table.parquet" if parquet_available() else None))
+        paths.update(self._write_tables(paths["metrics_table"], out / "metrics_table.parquet" if parquet_available() else None))
         write_summary(paths["summary"], summary())
         return paths
+
+    def _write_tables(self, csv: Path, parquet: Path | None) -> dict[str, Path]:
+        """The metrics table with explanations as ``csv`` and, when given, ``parquet``."""
+        return write_table_files(self.with_explanations(None), csv, parquet)
 
     def with_explanations(self, case_ids: Iterable[str] | None) -> pd.DataFrame:
         raise NotImplementedError
@@ -267,12 +275,22 @@ class HeldRuns(RunsInMemory):
             self._table = self.table_of(self._engine_scores)
         return self._table
 
+    def _explained_rows(self) -> list[dict[str, Any]]:
+        """The rows of the metrics table with explanations, before its empty columns are left out."""
+        if self._ahead is not None:
+            self._take_ahead()
+        made, self._rows_ahead = self._rows_ahead, None  # the rows made ahead serve one table, then go
+        return self.table_rows(self.row_scores(), made)
+
+    def _write_tables(self, csv: Path, parquet: Path | None) -> dict[str, Path]:
+        # Straight from the rows: no DataFrame made only to be written (see table_writer).
+        return write_rows(self._explained_rows(), csv, parquet)
+
     def with_explanations(self, case_ids: Iterable[str] | None) -> pd.DataFrame:
         if case_ids is None:
-            if self._ahead is not None:
-                self._take_ahead()
-            made, self._rows_ahead = self._rows_ahead, None  # the rows made ahead serve one table, then go
-            return self.table_of(self.row_scores(), made)
+            import pandas as pd
+
+            return trimmed(pd.DataFrame(self._explained_rows()))
         wanted = {str(c) for c in case_ids}
         return self.table_of([self._explained(i) if run.case_id in wanted else raw
                               for i, (run, raw) in enumerate(zip(self._runs, self._engine_scores))])
