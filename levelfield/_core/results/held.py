@@ -25,7 +25,7 @@ from .source import Owner, RowSource, describe_runs
 from .summary import floats, number, run_costs, summarize, summary_columns
 from .table_ahead import TableAhead, explained_again_of
 from .table_row import table_row
-from .table_writer import write_rows
+from .table_writer import Encoded, write_rows
 from .tables import parquet_available, trimmed, write_summary, write_table_files
 
 if TYPE_CHECKING:
@@ -209,6 +209,7 @@ class HeldRuns(RunsInMemory):
         self._summary = summary
         self._ahead: TableAhead | None = None
         self._rows_ahead: list[dict[str, Any] | None] | None = None
+        self._encoded: Encoded | None = None
 
     def made_ahead(self, ahead: TableAhead) -> None:
         """The table rows of these runs are being made as they finish (by ``ahead``): a table takes them."""
@@ -223,6 +224,7 @@ class HeldRuns(RunsInMemory):
         made = ahead.made()
         if not made or self.owner.scored_saved_predictions:
             return
+        self._encoded = ahead.encoded
         rows: list[dict[str, Any] | None] = []
         explained: list[dict[str, Score]] = []
         explainer = None
@@ -283,14 +285,19 @@ class HeldRuns(RunsInMemory):
         return self.table_rows(self.row_scores(), made)
 
     def _write_tables(self, csv: Path, parquet: Path | None) -> dict[str, Path]:
-        # Straight from the rows: no DataFrame made only to be written (see table_writer).
-        return write_rows(self._explained_rows(), csv, parquet)
+        # Straight from the rows: no DataFrame made only to be written (see table_writer); the JSON
+        # of the trajectories as made with the rows ahead, if they were.
+        rows = self._explained_rows()
+        encoded, self._encoded = self._encoded, None
+        return write_rows(rows, csv, parquet, encoded=encoded)
 
     def with_explanations(self, case_ids: Iterable[str] | None) -> pd.DataFrame:
         if case_ids is None:
             import pandas as pd
 
-            return trimmed(pd.DataFrame(self._explained_rows()))
+            table = trimmed(pd.DataFrame(self._explained_rows()))
+            self._encoded = None  # made for the files: gone with the rows made ahead
+            return table
         wanted = {str(c) for c in case_ids}
         return self.table_of([self._explained(i) if run.case_id in wanted else raw
                               for i, (run, raw) in enumerate(zip(self._runs, self._engine_scores))])

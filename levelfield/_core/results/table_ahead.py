@@ -16,6 +16,7 @@ from typing import Any
 
 from ..data.config import RunConfig, prices_of
 from ..data.dataset import EvalCase
+from ..data.jsonsafe import dumps
 from ..data.types import AgentRun
 from ..score.metrics.base import Metric, Score, score_columns
 from ..score.scoring import RunExplainer
@@ -52,21 +53,31 @@ class TableAhead:
     :meth:`add` is called on the event loop for each journaled run (an append, nothing more);
     :meth:`stop` once no run will come; :meth:`made` waits for the thread and gives the rows made."""
 
-    def __init__(self, cases: Sequence[EvalCase], metrics: Sequence[Metric], config: RunConfig) -> None:
+    def __init__(self, cases: Sequence[EvalCase], metrics: Sequence[Metric], config: RunConfig, *, start_at: int = 0) -> None:
         self._cases = {c.case_id: c for c in cases}
         self._explainer = RunExplainer(explained_again_of(metrics, saved=False))
         self._prices = prices_of(config)
         self._waiting: collections.deque[tuple[AgentRun, Mapping[str, Score]]] = collections.deque()
         self._made: dict[tuple[str, str, int], Made] = {}
+        self.encoded: dict[int, tuple[Any, str]] = {}
+        """The JSON text of the rows' list and dict cells (trajectories), by ``id`` of the cell, with the
+        cell (see :data:`~.table_writer.Encoded`): what the CSV and Parquet files hold of them."""
         self._stopping = False
         self._failed = False
+        self._added = 0
+        self._start_at = start_at
+        """Runs added before the thread starts (those before wait for it): 0, at once."""
         self._thread = threading.Thread(target=self._run, name="levelfield-table", daemon=True)
-        self._thread.start()
+        if start_at <= 0:
+            self._thread.start()
 
     def add(self, run: AgentRun, scores: Mapping[str, Score] | None) -> None:
         """A run that finished, with the scores the journal records (not changed after)."""
         if scores is not None:
             self._waiting.append((run, scores))
+        self._added += 1
+        if self._added == self._start_at:
+            self._thread.start()
 
     def stop(self) -> None:
         """No run will come: the thread makes the rows of those it holds, then ends."""
@@ -75,11 +86,13 @@ class TableAhead:
     def made(self) -> dict[tuple[str, str, int], Made]:
         """Every row made, by (agent, case id, trial), once the thread has ended (empty if it failed)."""
         self._stopping = True
+        if not self._thread.is_alive() and self._thread.ident is None:
+            return {}  # never started: the rows are made at the end, as without this thread
         self._thread.join()
         return {} if self._failed else self._made
 
     def _run(self) -> None:
-        waiting, made, cases = self._waiting, self._made, self._cases
+        waiting, made, cases, encoded = self._waiting, self._made, self._cases, self.encoded
         explain, prices = self._explainer, self._prices
         done = 0
         try:
@@ -96,8 +109,13 @@ class TableAhead:
                 explained = explain(case, run, scores)
                 row = table_row(case, run, score_columns(explained), explained, prices=prices, saved=False)
                 made[(run.agent_name, run.case_id, run.trial)] = (run, scores, explained, row)
+                for value in row.values():
+                    if type(value) is list or type(value) is dict:
+                        encoded[id(value)] = (value, dumps(value))
                 done += 1
-                if done % _A_GO == 0:
-                    time.sleep(_YIELD)  # the interpreter to the event loop, if it waits for it
+                if done % _A_GO == 0 and not self._stopping:
+                    # The interpreter to the event loop, if it waits for it (once stopped, the loop
+                    # waits for this thread: the rest are made at a go).
+                    time.sleep(_YIELD)
         except Exception:  # noqa: BLE001 - the rows are made again at the end, as without this thread
             self._failed = True

@@ -14,8 +14,10 @@ columns, and its CSV writer's formatting a column at a time.
 from __future__ import annotations
 
 import csv
+import io
+import itertools
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,37 +37,57 @@ _INT64 = (-(2**63), 2**63 - 1)
 class _Column:
     """One column of the table: its values (NaN where a row lacks the key) and how pandas reads them."""
 
-    __slots__ = ("name", "values", "kind")
+    __slots__ = ("name", "values", "kind", "types")
 
-    def __init__(self, name: str, values: Sequence[Any], kind: str) -> None:
+    def __init__(self, name: str, values: Sequence[Any], kind: str, types: set[type]) -> None:
         self.name = name
         self.values = values
         self.kind = kind
         """``int``, ``float``, ``bool`` (NumPy columns in pandas) or ``object`` (text, mixed, lists, empty)."""
+        self.types = types
 
     def filled(self) -> bool:
         """Whether some row has a value here (pandas' ``notna().any()``)."""
-        if self.kind in ("int", "bool"):
-            return bool(self.values)
-        return any(v is not None and v == v for v in self.values)  # v != v: NaN
+        values = self.values
+        if float not in self.types:  # no NaN: a gap is None
+            return values.count(None) < len(values)
+        return any(v is not None and v == v for v in values)  # v != v: NaN
+
+
+Encoded = Mapping[int, tuple[Any, str]]
+"""The JSON text of list and dict cells made before (by ``id`` of the cell, with the cell itself,
+which keeps the id its own): see :class:`~.table_ahead.TableAhead`."""
+
+_LINES = 2_000
+"""Rows the csv module writes into memory at a time, each batch then written to the file at once."""
 
 
 def write_rows(rows: Sequence[dict[str, Any]], csv_path: Path, parquet_path: Path | None = None, *,
-               trials: int | None = None) -> dict[str, Path]:
+               trials: int | None = None, encoded: Encoded | None = None) -> dict[str, Path]:
     """``metrics_table.csv`` (and, when given, ``.parquet``) of a metrics table's ``rows``: what
     ``write_table_files(trimmed(pd.DataFrame(rows), trials=trials), ...)`` writes, without the
-    DataFrame (see the module's docstring). ``trials``: as :func:`~.tables.trimmed`'s."""
+    DataFrame (see the module's docstring). ``trials``: as :func:`~.tables.trimmed`'s; ``encoded``:
+    the JSON of some list and dict cells, made already."""
     columns = _columns(rows)
     if columns is None:
         import pandas as pd
 
         return write_table_files(trimmed(pd.DataFrame(list(rows)), trials=trials), csv_path, parquet_path)
     kept = _trimmed(columns, trials)
-    cells = [_csv_cells(c) for c in kept]
+    cells = [_csv_cells(c, encoded or {}) for c in kept]
     with replacing(csv_path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f, lineterminator=CSV_OPTIONS["lineterminator"])
+        lines = io.StringIO()
+        writer = csv.writer(lines, lineterminator=CSV_OPTIONS["lineterminator"])
         writer.writerow([spreadsheet_cell(c.name) for c in kept])
-        writer.writerows(zip(*cells))
+        table = zip(*cells)
+        while True:
+            # Many rows formatted at a time, then one write: the file's encoder called once a batch.
+            writer.writerows(itertools.islice(table, _LINES))
+            if not lines.tell():
+                break
+            f.write(lines.getvalue())
+            lines.seek(0)
+            lines.truncate()
     paths = {"metrics_table": csv_path}
     if parquet_path is not None:
         paths["metrics_table_parquet"] = _write_parquet(kept, cells, parquet_path)
@@ -79,9 +101,8 @@ def _columns(rows: Sequence[dict[str, Any]]) -> list[_Column] | None:
         return None
     first = rows[0]
     names = list(first)
-    keys = first.keys()
-    if all(len(r) == len(names) and r.keys() == keys for r in rows):
-        # Every row has the same keys (the common case): a column is one pass of C over the rows.
+    if len(set(map(tuple, rows))) == 1:
+        # Every row has the same keys in the same order (the common case): a column is one pass of C.
         if len(names) == 1:
             values: list[Sequence[Any]] = [[r[names[0]] for r in rows]]
         else:
@@ -93,22 +114,23 @@ def _columns(rows: Sequence[dict[str, Any]]) -> list[_Column] | None:
     for name, column in zip(names, values):
         if type(name) is not str:
             return None
-        kind = _kind(column)
+        types = set(map(type, column))
+        kind = _kind(column, types)
         if kind is None:
             return None
-        columns.append(_Column(name, column, kind))
+        columns.append(_Column(name, column, kind, types))
     return columns
 
 
-def _kind(values: Sequence[Any]) -> str | None:
+def _kind(values: Sequence[Any], types: set[type]) -> str | None:
     """How pandas reads a column of these values (see :class:`_Column`); None: not :data:`_PLAIN`,
     or a whole number NumPy cannot hold (pandas makes those columns its own way)."""
-    types = set(map(type, values))
     if not types <= _PLAIN:
         return None
     if int in types and types <= {int, float, type(None)}:
         low, high = _INT64
-        if not all(low <= v <= high for v in values if type(v) is int):
+        ints = values if types == {int} else [v for v in values if type(v) is int]
+        if min(ints) < low or max(ints) > high:
             return None
         return "int" if types == {int} else "float"
     if types <= {float, type(None)} and float in types:
@@ -132,7 +154,7 @@ def _trimmed(columns: list[_Column], trials: int | None) -> list[_Column]:
     return [c for c in columns if c.name not in drop]
 
 
-def _csv_cells(column: _Column) -> Sequence[Any]:
+def _csv_cells(column: _Column, encoded: Encoded) -> Sequence[Any]:
     """A column's cells as pandas hands them to the csv module: a gap empty, a float column's whole
     numbers as floats (``12.0``), list and dict cells as JSON, text made safe for spreadsheets."""
     values, kind = column.values, column.kind
@@ -151,7 +173,8 @@ def _csv_cells(column: _Column) -> Sequence[Any]:
             else:
                 continue
         elif t is list or t is dict:
-            cell = dumps(v)
+            known = encoded.get(id(v))
+            cell = known[1] if known is not None and known[0] is v else dumps(v)
         elif v is None or (t is float and v != v):
             cell = ""
         else:
