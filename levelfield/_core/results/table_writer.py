@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from ..data.jsonsafe import dumps
-from .tables import _EMPTY_DROPPED, CSV_OPTIONS, _arrow_column, _FORMULA_CHARS, spreadsheet_cell, trimmed, write_table_files
+from .tables import (
+    _EMPTY_DROPPED,
+    _FORMULA_CHARS,
+    CSV_OPTIONS,
+    _arrow_column,
+    spreadsheet_cell,
+    trimmed,
+    write_table_files,
+)
 from .writing import replacing
 
 __all__ = ["write_rows"]

@@ -125,7 +125,7 @@ def test_random_tables_of_every_kind_are_written_as_pandas_writes_them(tmp_path)
     pools = [FLOATS + [None, NAN], INTS + [None], [True, False, None], TEXTS + [None], NESTED + [None, "text"],
              FLOATS + INTS, TEXTS + INTS + [True, None]]
     rng = random.Random(56)
-    for n in range(60):
+    for _ in range(60):
         width, height = rng.randint(1, 8), rng.randint(1, 30)
         chosen = [rng.choice(pools) for _ in range(width)]
         # One pool a column, most cells from it, a few from any pool; some rows lack some keys.
