@@ -1,6 +1,8 @@
 """A metrics table's rows made while the runs still run: each run the journal takes is explained and
 made a table row on a thread of its own, so that ``out=`` has little left to do once the last run
-is in (the tables are written at the end, as ever, from these rows).
+is in (the tables are written at the end, as ever, from these rows). Beside agents that run on
+threads the thread starts with their last round of runs (``start_at``), when the event loop mostly
+waits: all along, it slowed their runs.
 
 Nothing here is part of the record: the journal holds every run as it finishes, whatever this
 thread has done, and a row is used only for the very run and scores it was made of (a run scored
