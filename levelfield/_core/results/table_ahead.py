@@ -1,8 +1,6 @@
 """A metrics table's rows made while the runs still run: each run the journal takes is explained and
 made a table row on a thread of its own, so that ``out=`` has little left to do once the last run
-is in (the tables are written at the end, as ever, from these rows). Beside agents that run on
-threads the thread starts with their last round of runs (``start_at``), when the event loop mostly
-waits: all along, it slowed their runs.
+is in (the tables are written at the end, as ever, from these rows).
 
 Nothing here is part of the record: the journal holds every run as it finishes, whatever this
 thread has done, and a row is used only for the very run and scores it was made of (a run scored
@@ -55,7 +53,7 @@ class TableAhead:
     :meth:`add` is called on the event loop for each journaled run (an append, nothing more);
     :meth:`stop` once no run will come; :meth:`made` waits for the thread and gives the rows made."""
 
-    def __init__(self, cases: Sequence[EvalCase], metrics: Sequence[Metric], config: RunConfig, *, start_at: int = 0) -> None:
+    def __init__(self, cases: Sequence[EvalCase], metrics: Sequence[Metric], config: RunConfig) -> None:
         self._cases = {c.case_id: c for c in cases}
         self._explainer = RunExplainer(explained_again_of(metrics, saved=False))
         self._prices = prices_of(config)
@@ -66,20 +64,13 @@ class TableAhead:
         cell (see :data:`~.table_writer.Encoded`): what the CSV and Parquet files hold of them."""
         self._stopping = False
         self._failed = False
-        self._added = 0
-        self._start_at = start_at
-        """Runs added before the thread starts (those before wait for it): 0, at once."""
         self._thread = threading.Thread(target=self._run, name="levelfield-table", daemon=True)
-        if start_at <= 0:
-            self._thread.start()
+        self._thread.start()
 
     def add(self, run: AgentRun, scores: Mapping[str, Score] | None) -> None:
         """A run that finished, with the scores the journal records (not changed after)."""
         if scores is not None:
             self._waiting.append((run, scores))
-        self._added += 1
-        if self._added == self._start_at:
-            self._thread.start()
 
     def stop(self) -> None:
         """No run will come: the thread makes the rows of those it holds, then ends."""
@@ -88,8 +79,6 @@ class TableAhead:
     def made(self) -> dict[tuple[str, str, int], Made]:
         """Every row made, by (agent, case id, trial), once the thread has ended (empty if it failed)."""
         self._stopping = True
-        if not self._thread.is_alive() and self._thread.ident is None:
-            return {}  # never started: the rows are made at the end, as without this thread
         self._thread.join()
         return {} if self._failed else self._made
 

@@ -158,17 +158,14 @@ async def run_and_score(
     # With out= the runs that finish in one turn of the event loop are scored together (one pass of
     # the engine) and journaled together on the loop's next turn: a finished run hands its line off
     # and its slot waits until the line is durable. Explanations are made at the end, for the tables.
-    if journal is not None and kind == "evaluate" and not done and not scorer.judged:
+    if (journal is not None and kind == "evaluate" and not done and not scorer.judged
+            and not any(getattr(a, "on_threads", False) for a in agents)):
         # The tables' rows made as the runs are journaled, off the loop: out= has less to do at the end.
-        # Beside sync agents only once the last round of runs is in flight: their threads and the loop
-        # want the interpreter as each call returns, and a thread of rows among them all along slowed
-        # the runs (bench/bench_runner.py: 1.10x, not 1.02x); in the last round the loop mostly waits.
+        # Not beside sync agents: their threads and the loop want the interpreter as each call returns,
+        # and a thread of rows among them slowed the runs (bench/bench_runner.py: 1.10x, not 1.02x).
         from ..results.table_ahead import TableAhead
 
-        threads = any(getattr(a, "on_threads", False) for a in agents)
-        total = len(dataset) * config.trials * len(agents)
-        journal.ahead = TableAhead(list(dataset), metrics, config,
-                                   start_at=max(1, total - config.concurrency) if threads else 0)
+        journal.ahead = TableAhead(list(dataset), metrics, config)
     arrived: list[AgentRun] = []
     recorded: asyncio.Future[None] | None = None
 

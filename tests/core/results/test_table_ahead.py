@@ -1,6 +1,5 @@
-"""The metrics table's rows made while the runs run (``TableAhead``): beside sync agents from their
-last round of runs on (``start_at``); before it, nothing is made, and if it never comes (a budget
-stopped the runs) the rows are made at the end."""
+"""The metrics table's rows made while the runs run (``TableAhead``): each run explained and made
+a row on a thread of its own, with the JSON text of its trajectories that the files will hold."""
 
 from __future__ import annotations
 
@@ -20,34 +19,17 @@ def _run(i: int) -> AgentRun:
     return AgentRun(case_id=f"c{i}", agent_name="a", trial=0, output=output, latency_in_seconds=0.1, failure=False)
 
 
-def _add(ahead: TableAhead, numbers: range) -> list[AgentRun]:
-    runs = [_run(i) for i in numbers]
+def test_each_run_added_is_made_a_row_with_its_explanations_and_its_trajectories_json():
+    ahead = TableAhead(list(lf.load_dataset(CASES)), resolve_metrics(["trajectory_exact_match"]), RunConfig())
+    runs = [_run(i) for i in range(6)]
     for run in runs:  # the engine's scores: no explanation (the table makes it)
         ahead.add(run, {"trajectory_exact_match": Score(float(bool(run.output.trajectory)))})
-    return runs
-
-
-def test_a_table_ahead_that_starts_at_the_last_round_makes_every_row_then_and_none_before():
-    dataset = lf.load_dataset(CASES)
-    metrics = resolve_metrics(["trajectory_exact_match"])
-    ahead = TableAhead(list(dataset), metrics, RunConfig(), start_at=5)
-    runs = _add(ahead, range(4))
-    assert not ahead._thread.is_alive() and ahead._made == {}  # the last round has not begun
-    _add(ahead, range(4, 6))  # the 5th run: the thread starts, with every run so far
+    ahead.stop()
     made = ahead.made()
-    assert sorted(made) == sorted({("a", f"c{i}", 0) for i in range(6)}) and len(made) == 6
-    row = made[("a", "c1", 0)][3]
-    assert row["predicted_trajectory"] == [{"tool_name": "buscar_voo", "tool_input": {"destino": "São Paulo", "日付": "明日"}}]
+    assert sorted(made) == sorted(("a", f"c{i}", 0) for i in range(6))
+    run, _, explained, row = made[("a", "c1", 0)]
+    assert run is runs[1] and explained["trajectory_exact_match"].explanation  # explained on the thread
+    assert row["predicted_trajectory"] == [CALL]
     assert ahead.encoded[id(row["predicted_trajectory"])] == (
         row["predicted_trajectory"], '[{"tool_name":"buscar_voo","tool_input":{"destino":"São Paulo","日付":"明日"}}]')
-    assert runs[0] is made[("a", "c0", 0)][0]
-    assert made[("a", "c1", 0)][2]["trajectory_exact_match"].explanation  # explained on the thread
-
-
-def test_a_table_ahead_whose_last_round_never_comes_makes_nothing_and_the_rows_are_made_at_the_end():
-    dataset = lf.load_dataset(CASES)
-    metrics = resolve_metrics(["trajectory_exact_match"])
-    ahead = TableAhead(list(dataset), metrics, RunConfig(), start_at=10)
-    _add(ahead, range(6))
-    ahead.stop()
-    assert ahead.made() == {}
+    assert ahead.encoded[id(made[("a", "c0", 0)][3]["predicted_trajectory"])][1] == "[]"
