@@ -67,6 +67,7 @@ def write_tables_in_pages(pages: Callable[[int], Iterable[list[dict[str, Any]]]]
     whole table's columns and types first, then the pages. ``pages(size)`` gives the rows again
     each time it is called; ``trials``: as :func:`trimmed`'s.
     """
+    import pandas as pd
 
     size = size or TABLE_PAGE
     parquet = parquet_available()
@@ -76,10 +77,9 @@ def write_tables_in_pages(pages: Callable[[int], Iterable[list[dict[str, Any]]]]
     once = iter(pages(size))
     first = next(once, [])
     second = next(once, None)
-    if second is None:  # one page: the whole table, straight from its rows
-        from .table_writer import write_rows
-
-        return write_rows(first, paths["metrics_table"], paths.get("metrics_table_parquet"), trials=trials)
+    if second is None:  # one page: the whole table
+        return write_table_files(trimmed(pd.DataFrame(first), trials=trials), paths["metrics_table"],
+                                 paths.get("metrics_table_parquet"))
     try:
         _write_pages(itertools.chain([first, second], once), paths, _Layout.of_first(first, trials, parquet))
     except _Uneven:
