@@ -59,7 +59,7 @@ def table_row(case: EvalCase, run: AgentRun, scores: Mapping[str, Any], row_scor
     prices = prices or {}
     cost = usage_cost(usage, prices)
     row["cost_usd"] = cost.usd
-    row["cost_note"] = cost_note([cost])
+    row["cost_note"] = cost_note([cost]) if cost.unpriced or cost.unnamed else None  # None: nothing to say
     if conv is not None and conv.simulator_usage is not None:
         row["simulator_cost_usd"] = usage_cost(conv.simulator_usage, prices).usd
     row.update(scores)

@@ -103,3 +103,44 @@ def test_a_table_explains_each_run_as_the_metrics_own_score_does(predicted, refe
         got = explainer(case, run, scores)
         assert got == explain_scores(context_for(case, run), TABLE_METRICS, scores)
         assert list(got) == list(scores)
+
+
+odd_values = st.one_of(values, st.sampled_from([None, float("nan"), "X", " x  y", [1, "x"], {"k": [True, 1]}]))
+odd_calls = st.builds(
+    lambda name, args: lf.ToolCall(tool_name=name, tool_input=args),
+    st.sampled_from(["a", "b", "c"]),
+    st.dictionaries(st.sampled_from(["k", "m"]), odd_values, max_size=2),
+)
+FOLDING = lf.ToolCallMatcher(ignore_case=True, normalize_whitespace=True)
+SAME_TEXT_METRICS = [lf.metrics.TrajectoryExactMatch(), lf.metrics.TrajectoryInOrderMatch(),
+                     lf.metrics.TrajectoryPrecision(), lf.metrics.TrajectoryRecall(matcher=FOLDING, name="folded_recall"),
+                     lf.metrics.TrajectoryExactMatch(matcher=FOLDING, name="folded_exact")]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.lists(odd_calls, max_size=4), st.sampled_from(["copy", "swap", "other", "case"]),
+                          st.lists(odd_calls, max_size=4)), min_size=1, max_size=40))
+def test_a_table_of_many_runs_explains_calls_written_like_the_reference_as_their_own_score_does(runs):
+    """Runs whose calls are the reference's (new objects, written alike), swapped, cased otherwise
+    or others, NaN and None among the arguments: one explainer for all of them (as a table has)
+    gives what each metric's own ``score`` gives each run."""
+    from levelfield._core.data.dataset import EvalCase
+    from levelfield._core.score.scoring import RunExplainer, context_for, explain_scores
+
+    explainer = RunExplainer(SAME_TEXT_METRICS)
+    for i, (reference, how, other) in enumerate(runs):
+        predicted = [lf.ToolCall(tool_name=c.tool_name, tool_input=dict(c.tool_input)) for c in reference]
+        if how == "swap":
+            predicted.reverse()
+        elif how == "other":
+            predicted = other
+        elif how == "case":
+            predicted = [lf.ToolCall(tool_name=c.tool_name, tool_input={k: v.upper() if isinstance(v, str) else v
+                                                                          for k, v in c.tool_input.items()})
+                         for c in predicted]
+        case = EvalCase(case_id=f"c{i}", prompt="p", reference_trajectory=reference)
+        run = lf.AgentRun(case_id=f"c{i}", agent_name="agent", trial=0, failure=False, latency_in_seconds=0.1,
+                          output=lf.AgentOutput(response="r", trajectory=predicted))
+        ctx = context_for(case, run)
+        scores = {m.name: lf.metrics.Score(m.score(ctx).value) for m in SAME_TEXT_METRICS}
+        assert explainer(case, run, scores) == explain_scores(context_for(case, run), SAME_TEXT_METRICS, scores)
