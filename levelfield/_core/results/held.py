@@ -256,7 +256,12 @@ class HeldRuns(RunsInMemory):
             self._take_ahead()
         if self._row_scores is None:
             explainer = RunExplainer(explained_again(self.owner))  # one for the table: a call's key made once
-            self._row_scores = [self._explained(i, explainer.metrics, explainer) for i in range(len(self._engine_scores))]
+            by_id = self.cases_by_id()
+            if all(run.case_id in by_id for run in self._runs):  # as always but for a dataset changed since
+                self._row_scores = explainer.many(
+                    (by_id[run.case_id], run, scores) for run, scores in zip(self._runs, self._engine_scores))
+            else:
+                self._row_scores = [self._explained(i, explainer.metrics, explainer) for i in range(len(self._engine_scores))]
         return self._row_scores
 
     def _explained(self, i: int, again: Sequence[Metric] | None = None, explainer: RunExplainer | None = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -14,7 +14,7 @@ from ..data.types import AgentOutput, AgentRun, ToolCall, Usage, transcript_text
 from ..errors import exception_text
 from .matching import Alignment, align, align_keys
 from .metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
-from .metrics.trajectory import _TrajectoryMetric
+from .metrics.trajectory import _BUILT_IN, _TrajectoryMetric
 
 __all__ = ["context_for", "conversation_context", "score_sync", "score_async", "order_like", "split_metrics", "run_spend",
            "explain_scores", "explain_run", "RunExplainer"]
@@ -298,6 +298,39 @@ class RunExplainer:
             else:
                 out[m.name] = Score(score.value, text)
         return explain_scores(context_for(case, run), rest, out) if rest else out
+
+    def many(self, rows: Iterable[tuple[EvalCase, AgentRun, Mapping[str, Score]]]) -> list[dict[str, Score]]:
+        """What this explainer gives each of many runs (case, run, scores), in one pass: a run whose
+        calls are written like its reference's, as most are, takes the texts of a full match made
+        once a count of calls and metric; every other run is explained as one alone is."""
+        # Each metric: its name, and the metric when its text of a full match comes from the counts
+        # (a built-in trajectory metric of an equivalence matcher), else None.
+        plan = [(m.name, m if counted and type(m) in _BUILT_IN and m.agent is None and m.matcher.is_equivalence else None)
+                for m, counted in self._counted]
+        texts: dict[tuple[int, int], str | None] = {}  # (metric, calls) -> the text of a full match
+        out: list[dict[str, Score]] = []
+        for case, run, scores in rows:
+            reference, output = case.reference_trajectory, run.output
+            if (reference is None or run.failure or output is None or run.conversation is not None
+                    or len(output.trajectory) != len(reference) or not _same_text(output.trajectory, reference)):
+                out.append(self(case, run, scores))
+                continue
+            n = len(reference)
+            row = dict(scores)
+            for j, (name, m) in enumerate(plan):
+                score = row.get(name)
+                if score is None or score.explanation is not None or score.failed or score.value != score.value:
+                    continue
+                text = None
+                if m is not None:
+                    key = (j, n)
+                    text = texts[key] if key in texts else texts.setdefault(key, m.explained(Alignment(n, n, n, True, True)))
+                if text is None:  # not from the counts: as one run alone is
+                    row = self(case, run, scores)
+                    break
+                row[name] = Score(score.value, text)
+            out.append(row)
+        return out
 
     def _align(self, run: AgentRun, case: EvalCase, matcher: Any) -> Any:
         """The alignment of the run's calls with the case's reference calls (False: it cannot be
