@@ -151,7 +151,7 @@ class RunsInMemory:
 
     def failed_as_zero(self, metric: Metric, values: np.ndarray) -> np.ndarray:
         out = np.array(values, dtype=float)
-        by_id = {c.case_id: c for c in self.dataset()}
+        by_id = self.cases_by_id()
         for i, run in enumerate(self.runs()):
             if run.failure and run.case_id in by_id and metric.applies_to(by_id[run.case_id]):
                 out[i] = 0.0

@@ -22,6 +22,8 @@ __all__ = ["summarize", "run_costs", "judge_costs", "summary_columns", "floats",
 
 
 def floats(values: Any) -> np.ndarray:
+    if type(values) is list and all(type(v) is float for v in values):
+        return np.array(values, dtype=float)  # numbers already (most scores): what pandas would make of them
     import pandas as pd  # loaded when runs are summarized, not with every result (saved rows have running sums)
 
     return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype=float)
