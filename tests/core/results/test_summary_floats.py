@@ -30,3 +30,14 @@ def test_floats_are_what_pandas_reads(values: list) -> None:
 def test_a_summary_of_scores_with_none_counts_them_as_nan() -> None:
     summary = summarize({"m/score": [1.0, None, 0, None]}, ["m"])
     assert summary["row_count"] == 4 and summary["m/nan_count"] == 2 and summary["m/mean"] == 0.5
+
+
+@pytest.mark.parametrize("values", [
+    [0.5, 1.0, float("nan"), -0.0, math.inf, 1e-300],  # floats only: read without pandas
+    [0.5, None, 1, True, "2.5", "x", float("nan")],     # anything else: as pandas reads it
+])
+def test_floats_keep_the_sign_of_zero_as_pandas_does(values: list) -> None:
+    got, expected = floats(values), _pandas(values)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, expected)
+    assert list(np.signbit(got)) == list(np.signbit(expected))
