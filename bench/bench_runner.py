@@ -35,6 +35,7 @@ from a cProfile of each save; the profiler slows the saves, so its ratios are no
 
     python bench/bench_runner.py [--cases 2000] [--concurrency 100] [--sleeps 0.02,0.05,1.0] [--repeats 5] [--no-vertex] [--where]
     python bench/bench_runner.py --quick      (3 repeats, no save-at-the-end mode, no Vertex: a few minutes)
+    python bench/bench_runner.py --sleeps 0.05 --modes defaults,adaptive=False --no-vertex   (the 50 ms rows against the floors)
 
 Vertex runs at 50 ms only (the issue's figure: levelfield / Vertex <= 0.95).
 """
@@ -56,6 +57,7 @@ import tempfile
 import time
 
 METRICS = ["trajectory_exact_match", "exact_match"]
+MODES = ["defaults", "first contact", "adaptive=False", "out=", "save at the end"]
 
 
 def _call(prompt: str) -> dict:
@@ -173,6 +175,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true",
                         help="3 repeats, no save-at-the-end mode, no Vertex: a few minutes")
     parser.add_argument("--no-vertex", action="store_true", help="skip Vertex EvalTask")
+    parser.add_argument("--modes", default=None,
+                        help="the runner's modes to time, comma-separated, of: " + ", ".join(MODES)
+                             + " (default: all; --quick leaves out 'save at the end')")
+    parser.add_argument("--agents", default="async,sync", help="the agents to time: async, sync or both (default)")
     parser.add_argument("--vertex-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--where", action="store_true",
                         help="also say where out='s save at the end goes (a cProfile of each save, medians); the "
@@ -209,7 +215,8 @@ def _one_latency(args: argparse.Namespace, cases: int, pause: float) -> None:
     ideal = cases / args.concurrency * pause
     print(f"\n{cases} cases, agent sleeps {pause * 1000:.0f} ms, concurrency {args.concurrency}: ideal {ideal:.2f} s; "
           f"median of {args.repeats} interleaved runs")
-    agents = {"async agent": async_agent, "sync agent": sync_agent}
+    kinds = {kind.strip() for kind in args.agents.split(",")}
+    agents = {f"{kind} agent": agent for kind, agent in (("async", async_agent), ("sync", sync_agent)) if kind in kinds}
     walls: dict[tuple[str, str], list[float]] = {}
     # The seconds out= spends saving the tables at the end (EvalResult.save, called by evaluate):
     # out= less this is the runner with its journal alone.
@@ -230,7 +237,13 @@ def _one_latency(args: argparse.Namespace, cases: int, pause: float) -> None:
             if profile is not None:
                 _save_parts(profile, parts)
 
-    modes = ["defaults", "first contact", "adaptive=False", "out="] + ([] if args.quick else ["save at the end"])
+    if args.modes is not None:
+        modes = [mode.strip() for mode in args.modes.split(",")]
+        unknown = [mode for mode in modes if mode not in MODES]
+        if unknown:
+            raise SystemExit(f"--modes: unknown {unknown}; the modes are {MODES}")
+    else:
+        modes = MODES[:-1] if args.quick else MODES
     lf.EvalResult.save = timed_save  # type: ignore[method-assign]
     load = os.getloadavg()[0]
     floors: list[tuple[float, float]] = []
@@ -267,20 +280,30 @@ def _one_latency(args: argparse.Namespace, cases: int, pause: float) -> None:
     for label in agents:
         med = medians[label] = {mode: statistics.median(w) for (a, mode), w in walls.items() if a == label}
         bare = floor[label]
-        print(f"{label:11s}: defaults {med['defaults']:.3f} s = {med['defaults'] / ideal:.3f}x ideal = "
-              f"{med['defaults'] / bare:.3f}x the bare floor (target <= {1.10 if pause >= 0.5 else 1.05}"
-              f"{' of the ideal' if pause >= 0.5 else ''}); adaptive=False {med['adaptive=False']:.3f} s = "
-              f"{med['adaptive=False'] / bare:.3f}x the floor; defaults / adaptive=False "
-              f"{med['defaults'] / med['adaptive=False']:.3f}")
-        print(f"{'':11s}  first contact (nothing kept of the endpoint) {med['first contact']:.3f} s = "
-              f"{med['first contact'] / bare:.3f}x the floor = {med['first contact'] / med['defaults']:.3f}x defaults")
-        line = f"{'':11s}  out= {med['out=']:.3f} s: journal on/off {med['out='] / med['defaults']:.3f}x (target <= 1.10)"
-        if "save at the end" in med:
-            line += f"; {med['out='] / med['save at the end']:.3f}x saving the same files at the end"
-        print(line)
-        print(f"{'':11s}  runner with journal, tables at the end left out: {med['journal alone']:.3f} s = "
-              f"{med['journal alone'] / med['defaults']:.3f}x the runner alone (target <= 1.03); the tables "
-              f"at the end {med['out='] - med['journal alone']:.3f} s")
+        target = f"target <= {1.10 if pause >= 0.5 else 1.05}{' of the ideal' if pause >= 0.5 else ''}"
+        line = f"{label:11s}:"
+        if "defaults" in med:
+            line += (f" defaults {med['defaults']:.3f} s = {med['defaults'] / ideal:.3f}x ideal = "
+                     f"{med['defaults'] / bare:.3f}x the bare floor ({target});")
+        if "adaptive=False" in med:
+            line += f" adaptive=False {med['adaptive=False']:.3f} s = {med['adaptive=False'] / bare:.3f}x the floor"
+            if "defaults" in med:
+                line += f"; defaults / adaptive=False {med['defaults'] / med['adaptive=False']:.3f}"
+        print(line.rstrip(";"))
+        if "first contact" in med:
+            line = (f"{'':11s}  first contact (nothing kept of the endpoint) {med['first contact']:.3f} s = "
+                    f"{med['first contact'] / bare:.3f}x the floor")
+            if "defaults" in med:
+                line += f" = {med['first contact'] / med['defaults']:.3f}x defaults"
+            print(line)
+        if "out=" in med and "defaults" in med:
+            line = f"{'':11s}  out= {med['out=']:.3f} s: journal on/off {med['out='] / med['defaults']:.3f}x (target <= 1.10)"
+            if "save at the end" in med:
+                line += f"; {med['out='] / med['save at the end']:.3f}x saving the same files at the end"
+            print(line)
+            print(f"{'':11s}  runner with journal, tables at the end left out: {med['journal alone']:.3f} s = "
+                  f"{med['journal alone'] / med['defaults']:.3f}x the runner alone (target <= 1.03); the tables "
+                  f"at the end {med['out='] - med['journal alone']:.3f} s")
     print(f"{'':11s}  {_load(load).strip(' ;')}")
     if parts:
         total = statistics.median(parts.pop("save"))
@@ -290,7 +313,7 @@ def _one_latency(args: argparse.Namespace, cases: int, pause: float) -> None:
             share = statistics.median(seconds)
             print(f"  {part:<58} {share:7.3f} s  {share / total:6.1%}")
 
-    if args.no_vertex or pause != 0.05:
+    if args.no_vertex or pause != 0.05 or "defaults" not in medians.get("sync agent", {}):
         return
     load = os.getloadavg()[0]
     vertex, reason = _vertex(cases, pause, max(1, min(args.repeats, 3)))
@@ -325,8 +348,9 @@ def _cache_folder(path: str):  # type: ignore[no-untyped-def]
 SAVE_PARTS = {
     "save": ("result.py", "save"),
     "explanations (each run scored again for its explanation)": ("held.py", "_explained"),
-    "the table built from the explained scores": ("held.py", "table_of"),
-    "the tables written (metrics_table.csv and .parquet)": ("tables.py", "write_table_files"),
+    "the rows made ahead, waited for (TableAhead)": ("table_ahead.py", "made"),
+    "the table's rows made from the explained scores": ("held.py", "table_rows"),
+    "the tables written (metrics_table.csv and .parquet)": ("table_writer.py", "write_rows"),
     "the journal's final header (runs.jsonl)": ("record.py", "finish_journal"),
     "the summary computed": ("held.py", "summary"),
     "the summary written (summary.json)": ("tables.py", "write_summary"),

@@ -267,7 +267,7 @@ class EvalDataset:
         A scenario case's first message is its scenario's starting prompt, so it needs none here."""
         missing = [
             (i, c) for i, c in enumerate(self.cases)
-            if c.conversation_scenario is None and (_blank(c.prompt) or any(_blank(t.prompt) for t in c.turns))
+            if c.conversation_scenario is None and (_blank(c.prompt) or (c.turns and any(_blank(t.prompt) for t in c.turns)))
         ]
         if not missing:
             return

@@ -88,10 +88,17 @@ class ToolCall(BaseModel):
     def to_vertex(self) -> dict[str, Any]:
         """The call as Vertex AI writes it: ``{"tool_name", "tool_input"}`` plus what is known."""
         out: dict[str, Any] = {"tool_name": self.tool_name, "tool_input": self.tool_input}
-        for key in ("tool_output", "id", "agent", "error", "within"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
+        # Spelled out, not a loop of getattr: a table makes one a call (a fifth of its row's time).
+        if self.tool_output is not None:
+            out["tool_output"] = self.tool_output
+        if self.id is not None:
+            out["id"] = self.id
+        if self.agent is not None:
+            out["agent"] = self.agent
+        if self.error is not None:
+            out["error"] = self.error
+        if self.within is not None:
+            out["within"] = self.within
         return out
 
 

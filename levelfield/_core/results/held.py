@@ -25,6 +25,7 @@ from .source import Owner, RowSource, describe_runs
 from .summary import floats, number, run_costs, summarize, summary_columns
 from .table_ahead import TableAhead, explained_again_of
 from .table_row import table_row
+from .table_writer import Encoded, write_rows
 from .tables import parquet_available, trimmed, write_summary, write_table_files
 
 if TYPE_CHECKING:
@@ -86,14 +87,18 @@ class RunsInMemory:
         (``made``: rows already made of them, None where a row is still to make)."""
         import pandas as pd  # loaded when a table is asked for, not with every result
 
+        return trimmed(pd.DataFrame(self.table_rows(row_scores, made)))
+
+    def table_rows(self, row_scores: Sequence[Mapping[str, Score]],
+                   made: Sequence[dict[str, Any] | None] | None = None) -> list[dict[str, Any]]:
+        """The rows of :meth:`table_of`'s table, before its empty columns are left out."""
         by_id = self.cases_by_id()
         prices, saved = prices_of(self.owner.config), self.owner.scored_saved_predictions
         if made is None:
-            return trimmed(pd.DataFrame([table_row(by_id[r.case_id], r, score_columns(rs), rs, prices=prices, saved=saved)
-                                         for r, rs in zip(self.runs(), row_scores)]))
-        return trimmed(pd.DataFrame([row if row is not None else
-                                     table_row(by_id[r.case_id], r, score_columns(rs), rs, prices=prices, saved=saved)
-                                     for r, rs, row in zip(self.runs(), row_scores, made)]))
+            return [table_row(by_id[r.case_id], r, score_columns(rs), rs, prices=prices, saved=saved)
+                    for r, rs in zip(self.runs(), row_scores)]
+        return [row if row is not None else table_row(by_id[r.case_id], r, score_columns(rs), rs, prices=prices, saved=saved)
+                for r, rs, row in zip(self.runs(), row_scores, made)]
 
     def summary(self) -> dict[str, Any]:
         if self._summary is None:
@@ -146,9 +151,12 @@ class RunsInMemory:
 
     def failed_as_zero(self, metric: Metric, values: np.ndarray) -> np.ndarray:
         out = np.array(values, dtype=float)
-        by_id = {c.case_id: c for c in self.dataset()}
-        for i, run in enumerate(self.runs()):
-            if run.failure and run.case_id in by_id and metric.applies_to(by_id[run.case_id]):
+        failed = [(i, run) for i, run in enumerate(self.runs()) if run.failure]
+        if not failed:
+            return out  # nothing to zero: the cases need not be looked up
+        by_id = self.cases_by_id()
+        for i, run in failed:
+            if run.case_id in by_id and metric.applies_to(by_id[run.case_id]):
                 out[i] = 0.0
         return out
 
@@ -175,10 +183,13 @@ class RunsInMemory:
             dataset = self.dataset()
             write_record(paths["runs"], header(), list(dataset), fingerprints_of(dataset), zip(self.runs(), self.engine_rows()))
         # The tables a person reads say why; the record keeps what the engine gave.
-        paths.update(write_table_files(self.with_explanations(None), paths["metrics_table"],
-                                       out / "metrics_table.parquet" if parquet_available() else None))
+        paths.update(self._write_tables(paths["metrics_table"], out / "metrics_table.parquet" if parquet_available() else None))
         write_summary(paths["summary"], summary())
         return paths
+
+    def _write_tables(self, csv: Path, parquet: Path | None) -> dict[str, Path]:
+        """The metrics table with explanations as ``csv`` and, when given, ``parquet``."""
+        return write_table_files(self.with_explanations(None), csv, parquet)
 
     def with_explanations(self, case_ids: Iterable[str] | None) -> pd.DataFrame:
         raise NotImplementedError
@@ -201,6 +212,7 @@ class HeldRuns(RunsInMemory):
         self._summary = summary
         self._ahead: TableAhead | None = None
         self._rows_ahead: list[dict[str, Any] | None] | None = None
+        self._encoded: Encoded | None = None
 
     def made_ahead(self, ahead: TableAhead) -> None:
         """The table rows of these runs are being made as they finish (by ``ahead``): a table takes them."""
@@ -215,6 +227,7 @@ class HeldRuns(RunsInMemory):
         made = ahead.made()
         if not made or self.owner.scored_saved_predictions:
             return
+        self._encoded = ahead.encoded
         rows: list[dict[str, Any] | None] = []
         explained: list[dict[str, Score]] = []
         explainer = None
@@ -246,7 +259,12 @@ class HeldRuns(RunsInMemory):
             self._take_ahead()
         if self._row_scores is None:
             explainer = RunExplainer(explained_again(self.owner))  # one for the table: a call's key made once
-            self._row_scores = [self._explained(i, explainer.metrics, explainer) for i in range(len(self._engine_scores))]
+            by_id = self.cases_by_id()
+            if all(run.case_id in by_id for run in self._runs):  # as always but for a dataset changed since
+                self._row_scores = explainer.many(
+                    (by_id[run.case_id], run, scores) for run, scores in zip(self._runs, self._engine_scores))
+            else:
+                self._row_scores = [self._explained(i, explainer.metrics, explainer) for i in range(len(self._engine_scores))]
         return self._row_scores
 
     def _explained(self, i: int, again: Sequence[Metric] | None = None, explainer: RunExplainer | None = None
@@ -267,12 +285,27 @@ class HeldRuns(RunsInMemory):
             self._table = self.table_of(self._engine_scores)
         return self._table
 
+    def _explained_rows(self) -> list[dict[str, Any]]:
+        """The rows of the metrics table with explanations, before its empty columns are left out."""
+        if self._ahead is not None:
+            self._take_ahead()
+        made, self._rows_ahead = self._rows_ahead, None  # the rows made ahead serve one table, then go
+        return self.table_rows(self.row_scores(), made)
+
+    def _write_tables(self, csv: Path, parquet: Path | None) -> dict[str, Path]:
+        # Straight from the rows: no DataFrame made only to be written (see table_writer); the JSON
+        # of the trajectories as made with the rows ahead, if they were.
+        rows = self._explained_rows()
+        encoded, self._encoded = self._encoded, None
+        return write_rows(rows, csv, parquet, encoded=encoded)
+
     def with_explanations(self, case_ids: Iterable[str] | None) -> pd.DataFrame:
         if case_ids is None:
-            if self._ahead is not None:
-                self._take_ahead()
-            made, self._rows_ahead = self._rows_ahead, None  # the rows made ahead serve one table, then go
-            return self.table_of(self.row_scores(), made)
+            import pandas as pd
+
+            table = trimmed(pd.DataFrame(self._explained_rows()))
+            self._encoded = None  # made for the files: gone with the rows made ahead
+            return table
         wanted = {str(c) for c in case_ids}
         return self.table_of([self._explained(i) if run.case_id in wanted else raw
                               for i, (run, raw) in enumerate(zip(self._runs, self._engine_scores))])

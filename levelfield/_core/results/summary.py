@@ -21,7 +21,13 @@ from .columns import std as _std
 __all__ = ["summarize", "run_costs", "judge_costs", "summary_columns", "floats", "number"]
 
 
+_PLAIN = {float, int, type(None)}  # exactly these types (not bool, not NumPy's scalars): what floats reads without pandas
+
+
 def floats(values: Any) -> np.ndarray:
+    if isinstance(values, list) and set(map(type, values)) <= _PLAIN:
+        # Scores as metrics give them (floats, ints, None for none): NumPy reads them as pandas would, None as NaN.
+        return np.array(values, dtype=float)
     import pandas as pd  # loaded when runs are summarized, not with every result (saved rows have running sums)
 
     return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype=float)

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..data.config import RunConfig, prices_of
 from ..data.dataset import EvalCase
+from ..data.jsonsafe import dumps
 from ..data.types import AgentRun
 from ..score.metrics.base import Metric, Score, score_columns
 from ..score.scoring import RunExplainer
@@ -58,6 +59,9 @@ class TableAhead:
         self._prices = prices_of(config)
         self._waiting: collections.deque[tuple[AgentRun, Mapping[str, Score]]] = collections.deque()
         self._made: dict[tuple[str, str, int], Made] = {}
+        self.encoded: dict[int, tuple[Any, str]] = {}
+        """The JSON text of the rows' list and dict cells (trajectories), by ``id`` of the cell, with the
+        cell (see :data:`~.table_writer.Encoded`): what the CSV and Parquet files hold of them."""
         self._stopping = False
         self._failed = False
         self._thread = threading.Thread(target=self._run, name="levelfield-table", daemon=True)
@@ -79,7 +83,7 @@ class TableAhead:
         return {} if self._failed else self._made
 
     def _run(self) -> None:
-        waiting, made, cases = self._waiting, self._made, self._cases
+        waiting, made, cases, encoded = self._waiting, self._made, self._cases, self.encoded
         explain, prices = self._explainer, self._prices
         done = 0
         try:
@@ -96,8 +100,13 @@ class TableAhead:
                 explained = explain(case, run, scores)
                 row = table_row(case, run, score_columns(explained), explained, prices=prices, saved=False)
                 made[(run.agent_name, run.case_id, run.trial)] = (run, scores, explained, row)
+                for value in row.values():
+                    if type(value) is list or type(value) is dict:
+                        encoded[id(value)] = (value, dumps(value))
                 done += 1
-                if done % _A_GO == 0:
-                    time.sleep(_YIELD)  # the interpreter to the event loop, if it waits for it
+                if done % _A_GO == 0 and not self._stopping:
+                    # The interpreter to the event loop, if it waits for it (once stopped, the loop
+                    # waits for this thread: the rest are made at a go).
+                    time.sleep(_YIELD)
         except Exception:  # noqa: BLE001 - the rows are made again at the end, as without this thread
             self._failed = True

@@ -6,11 +6,16 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..data.dataset import EvalCase
-from ..data.prices import PriceTable, cost_note, usage_cost
+from ..data.prices import NO_COST, PriceTable, cost_note, usage_cost
 from ..data.types import AgentRun, ToolCall
 from ..score.metrics.base import Score
 
 __all__ = ["table_row"]
+
+
+_NO_USAGE = dict.fromkeys(("input_tokens", "output_tokens", "total_tokens", "cache_read_tokens", "cache_write_tokens",
+                          "reasoning_tokens"))
+"""The token columns of a run that reported no usage."""
 
 
 def _trajectory(calls: Iterable[ToolCall] | None) -> list[dict[str, Any]] | None:
@@ -51,19 +56,22 @@ def table_row(case: EvalCase, run: AgentRun, scores: Mapping[str, Any], row_scor
         row["replayed_from"] = conv.replayed_from
         row["simulator_total_tokens"] = conv.simulator_usage.total_tokens if conv.simulator_usage else None
         usage = conv.agent_usage
-    row["input_tokens"] = usage.input_tokens if usage else None
-    row["output_tokens"] = usage.output_tokens if usage else None
-    row["total_tokens"] = usage.total_tokens if usage else None
-    for part in ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
-        row[part] = getattr(usage, part) if usage else None
-    prices = prices or {}
-    cost = usage_cost(usage, prices)
+    if usage is not None:
+        row["input_tokens"] = usage.input_tokens
+        row["output_tokens"] = usage.output_tokens
+        row["total_tokens"] = usage.total_tokens
+        for part in ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
+            row[part] = getattr(usage, part)
+        cost = usage_cost(usage, prices or {})
+    else:  # no usage reported (most agents): the same keys, in the same order, empty
+        row.update(_NO_USAGE)
+        cost = NO_COST
     row["cost_usd"] = cost.usd
-    row["cost_note"] = cost_note([cost])
+    row["cost_note"] = cost_note([cost]) if cost.unpriced or cost.unnamed else None  # None: nothing to say
     if conv is not None and conv.simulator_usage is not None:
-        row["simulator_cost_usd"] = usage_cost(conv.simulator_usage, prices).usd
+        row["simulator_cost_usd"] = usage_cost(conv.simulator_usage, prices or {}).usd
     row.update(scores)
     for name, score in row_scores.items():
         if score.usage is not None:
-            row[f"{name}/cost_usd"] = usage_cost(score.usage, prices).usd
+            row[f"{name}/cost_usd"] = usage_cost(score.usage, prices or {}).usd
     return row

@@ -304,9 +304,9 @@ def _arrow_column(pa: Any, values: Any, nested: bool = True) -> Any:
             # type in every table (and in every page of one: see write_tables_in_pages).
             return pa.array([None] * len(values), pa.string())
         return column
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         # Mixed kinds in one column (a metadata field that is a number in one row and text in
-        # the next) are kept as text rather than refused.
+        # the next, a whole number past 64 bits) are kept as text rather than refused.
         return pa.array([None if _missing(v) else v if isinstance(v, str) else dumps(v) for v in values], pa.string())
 
 

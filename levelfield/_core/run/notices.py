@@ -134,7 +134,8 @@ def missing_references(cases: Sequence[EvalCase], metrics: Sequence[Metric]) -> 
                 needed.setdefault(field, []).append(metric.name)
     out = []
     for field, names in needed.items():
-        lacking = [c.case_id for c in cases if not _has(c, field)]
+        # The case's own field first, inline (most cases have it): _has for those that lack it, in their turns.
+        lacking = [c.case_id for c in cases if getattr(c, field, None) is None and not _has(c, field)]
         if lacking:
             out.append(MissingReference(tuple(names), field, len(lacking), len(cases), tuple(lacking[:5])))
     return out
@@ -159,15 +160,22 @@ def _trajectory_metric(metric: Metric) -> bool:
         getattr(metric, "reads", None) or ())
 
 
-def _calls(run: AgentRun) -> int:
-    outputs = [run.output, *run.turns] if run.output is not None else list(run.turns)
-    return sum(len(o.trajectory) for o in outputs if o is not None)
+def _called(run: AgentRun) -> bool:
+    """Whether the run made a tool call (its answer's or a turn's trajectory is not empty)."""
+    if run.output is not None and run.output.trajectory:
+        return True
+    return any(o is not None and o.trajectory for o in run.turns)
 
 
 def tool_call_tally(runs: Iterable[AgentRun]) -> tuple[int, int]:
     """(successful runs, of them runs that made a tool call): what the no-tool-call warning reads."""
-    done = [r for r in runs if not r.failure]
-    return len(done), sum(1 for r in done if _calls(r))
+    done = with_calls = 0
+    for run in runs:
+        if not run.failure:
+            done += 1
+            if _called(run):
+                with_calls += 1
+    return done, with_calls
 
 
 def agents_without_tool_calls(
@@ -177,8 +185,8 @@ def agents_without_tool_calls(
     :func:`tool_call_tally`), while trajectory metrics are asked and some case expects a call (or a
     metric needs no reference, like single tool use)."""
     asked = [m.name for m in metrics if _trajectory_metric(m)]
-    if not asked:
-        return []
+    if not asked or not any(done and not with_calls for done, with_calls in tallies.values()):
+        return []  # no metric to warn about, or every agent made a call: the cases need not be read
     expecting = sum(1 for c in cases if c.reference_trajectory or any(t.reference_trajectory for t in c.turns))
     if not expecting and all("reference_trajectory" in getattr(m, "requires", ()) for m in metrics if m.name in asked):
         return []  # every case expects no call: an agent that makes none is right

@@ -298,9 +298,31 @@ def _containing_task_factory(loop: asyncio.AbstractEventLoop, coro: Any, **optio
     return task
 
 
+def _shutdown_without_thread(executor: _DaemonExecutor) -> Callable[..., Awaitable[None]]:
+    """The loop's ``shutdown_default_executor`` for a loop whose default executor is ``executor``.
+
+    asyncio's starts a thread to call the executor's ``shutdown(wait=True)`` and waits for it
+    (0.2-5 ms at the end of every ``evaluate``); the daemon threads' shutdown waits for nothing,
+    so while the default executor is still ``executor`` there is nothing to start. Another one set
+    meanwhile (``loop.set_default_executor``) is shut down as asyncio does. The loop is looked up
+    when called, not kept, so the loop holds no cycle through this function.
+    """
+
+    async def shutdown_default_executor(*args: Any, **kwargs: Any) -> None:
+        loop = asyncio.get_running_loop()
+        if getattr(loop, "_default_executor", None) is executor:
+            return
+        await type(loop).shutdown_default_executor(loop, *args, **kwargs)
+
+    return shutdown_default_executor
+
+
 async def _on_daemon_executor(coro: Awaitable[T]) -> T:
     loop = asyncio.get_running_loop()
-    loop.set_default_executor(_DaemonExecutor())
+    executor = _DaemonExecutor()
+    loop.set_default_executor(executor)
+    with contextlib.suppress(AttributeError):  # a loop whose attributes cannot be set (uvloop's) keeps its own
+        loop.shutdown_default_executor = _shutdown_without_thread(executor)  # type: ignore[method-assign, assignment]
     if loop.get_task_factory() is None:
         loop.set_task_factory(_containing_task_factory)
     return await coro

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from ..data.cost_limit import CostLimit
 from ..data.dataset import EvalCase
 from ..data.prices import usage_cost
-from ..data.types import AgentOutput, AgentRun, Usage, transcript_text
+from ..data.types import AgentOutput, AgentRun, ToolCall, Usage, transcript_text
 from ..errors import exception_text
-from .matching import align, align_keys
+from .matching import Alignment, align, align_keys
 from .metrics.base import NAN, Metric, Score, ScoringContext, TurnContext
-from .metrics.trajectory import _TrajectoryMetric
+from .metrics.trajectory import _BUILT_IN, _TrajectoryMetric
 
 __all__ = ["context_for", "conversation_context", "score_sync", "score_async", "order_like", "split_metrics", "run_spend",
            "explain_scores", "explain_run", "RunExplainer"]
@@ -274,6 +274,7 @@ class RunExplainer:
 
     def __init__(self, metrics: Sequence[Metric]) -> None:
         self.metrics = [m for m in metrics if not getattr(m, "is_async", False)]
+        self._counted = [(m, isinstance(m, _TrajectoryMetric)) for m in self.metrics]  # asked once, not a run
         self._keys: dict[int, Any] = {}  # id(matcher) -> its CallKeys (equivalence matchers)
 
     def __call__(self, case: EvalCase, run: AgentRun, scores: Mapping[str, Score]) -> dict[str, Score]:
@@ -282,12 +283,12 @@ class RunExplainer:
         quick = not run.failure and case.reference_trajectory is not None and not (
             run.conversation is not None and case.conversation_scenario is not None)
         aligned: dict[int, Any] = {}
-        for m in self.metrics:
+        for m, counted in self._counted:
             score = out.get(m.name)
             if score is None or score.explanation is not None or score.failed or score.value != score.value:
                 continue
             text = None
-            if quick and isinstance(m, _TrajectoryMetric):
+            if quick and counted:
                 a = aligned.get(id(m.matcher))
                 if a is None:
                     a = aligned[id(m.matcher)] = self._align(run, case, m.matcher)
@@ -298,6 +299,39 @@ class RunExplainer:
                 out[m.name] = Score(score.value, text)
         return explain_scores(context_for(case, run), rest, out) if rest else out
 
+    def many(self, rows: Iterable[tuple[EvalCase, AgentRun, Mapping[str, Score]]]) -> list[dict[str, Score]]:
+        """What this explainer gives each of many runs (case, run, scores), in one pass: a run whose
+        calls are written like its reference's, as most are, takes the texts of a full match made
+        once a count of calls and metric; every other run is explained as one alone is."""
+        # Each metric: its name, and the metric when its text of a full match comes from the counts
+        # (a built-in trajectory metric of an equivalence matcher), else None.
+        plan = [(m.name, m if counted and type(m) in _BUILT_IN and m.agent is None and m.matcher.is_equivalence else None)
+                for m, counted in self._counted]
+        texts: dict[tuple[int, int], str | None] = {}  # (metric, calls) -> the text of a full match
+        out: list[dict[str, Score]] = []
+        for case, run, scores in rows:
+            reference, output = case.reference_trajectory, run.output
+            if (reference is None or run.failure or output is None or run.conversation is not None
+                    or len(output.trajectory) != len(reference) or not _same_text(output.trajectory, reference)):
+                out.append(self(case, run, scores))
+                continue
+            n = len(reference)
+            row = dict(scores)
+            for j, (name, m) in enumerate(plan):
+                score = row.get(name)
+                if score is None or score.explanation is not None or score.failed or score.value != score.value:
+                    continue
+                text = None
+                if m is not None:
+                    key = (j, n)
+                    text = texts[key] if key in texts else texts.setdefault(key, m.explained(Alignment(n, n, n, True, True)))
+                if text is None:  # not from the counts: as one run alone is
+                    row = self(case, run, scores)
+                    break
+                row[name] = Score(score.value, text)
+            out.append(row)
+        return out
+
     def _align(self, run: AgentRun, case: EvalCase, matcher: Any) -> Any:
         """The alignment of the run's calls with the case's reference calls (False: it cannot be
         made, and the metric's own ``score`` says why, as it would have)."""
@@ -306,6 +340,11 @@ class RunExplainer:
         try:
             if not matcher.is_equivalence:
                 return align(predicted, reference, matcher)
+            if len(predicted) == len(reference) and _same_text(predicted, reference):
+                # The calls the reference has, written alike: each matches its own (the keys
+                # below are cached by this text, so they would come out equal), no call keyed.
+                n = len(reference)
+                return Alignment(n, n, n, True, True)
             keys = self._keys.get(id(matcher))
             if keys is None:
                 from .batch.align import CallKeys
@@ -314,6 +353,25 @@ class RunExplainer:
             return align_keys(keys.of_calls(predicted), keys.of_calls(reference))
         except Exception:  # noqa: BLE001
             return False
+
+
+try:  # the fastest JSON we have; the standard library otherwise
+    from orjson import dumps as _dumps
+except ImportError:  # pragma: no cover - orjson ships with the 'parquet' and 'traces' extras
+    _dumps = None
+
+
+def _same_text(predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> bool:
+    """Whether two lists of calls write the same JSON text, call by call, as ``CallKeys`` writes
+    them to cache their keys (False where it would not cache one: no orjson, a call not JSON, a
+    null, which NaN and None both write)."""
+    if _dumps is None:  # pragma: no cover - without orjson every call is keyed
+        return False
+    try:
+        text = _dumps([(c.tool_name, c.tool_input) for c in predicted])
+        return b"null" not in text and text == _dumps([(c.tool_name, c.tool_input) for c in reference])
+    except TypeError:  # not JSON (an object an agent passed): keyed, as before
+        return False
 
 
 def explain_run(case: EvalCase, run: AgentRun, metrics: Sequence[Metric], scores: Mapping[str, Score]) -> dict[str, Score]:

@@ -531,9 +531,9 @@ def test_the_files_out_writes_are_the_files_save_writes_of_the_same_result(tmp_p
     from levelfield._core.results.held import HeldRuns
 
     made_ahead = []
-    table_of = HeldRuns.table_of
-    monkeypatch.setattr(HeldRuns, "table_of", lambda self, rows, made=None: made_ahead.append(
-        sum(row is not None for row in made or ())) or table_of(self, rows, made))
+    table_rows = HeldRuns.table_rows
+    monkeypatch.setattr(HeldRuns, "table_rows", lambda self, rows, made=None: made_ahead.append(
+        sum(row is not None for row in made or ())) or table_rows(self, rows, made))
     rows = cases(40)
     for i, row in enumerate(rows):
         row["team"] = ["red", "=blue", None][i % 3]  # a metadata column, a cell a spreadsheet would run

@@ -217,3 +217,136 @@ def test_two_evaluations_at_once_share_the_short_interval_until_the_last_one_end
     asyncio.run(main())
     assert seen_after_first == [HANDOFF_INTERVAL]
     assert sys.getswitchinterval() == before
+
+
+# -- the garbage collector's threshold while runs are in flight ------------------------------------
+
+
+def test_runs_are_made_with_fewer_collections_and_the_users_thresholds_come_back():
+    from levelfield._core.run.runner import YOUNG_COLLECTION
+
+    before = gc.get_threshold()
+    seen = []
+
+    def agent(prompt):
+        seen.append(gc.get_threshold())
+        return prompt
+
+    async def async_agent(prompt):
+        seen.append(gc.get_threshold())
+        return prompt
+
+    try:
+        gc.set_threshold(500, 7, 9)
+        lf.evaluate(_cases(3), agent, ["exact_match"], concurrency=2, progress=False)
+        lf.evaluate(_cases(2), async_agent, ["exact_match"], progress=False)
+        assert seen == [(YOUNG_COLLECTION, 7, 9)] * 5
+        assert gc.get_threshold() == (500, 7, 9)
+    finally:
+        gc.set_threshold(*before)
+
+
+def test_a_larger_threshold_or_a_collector_turned_off_is_kept_and_one_set_during_the_runs_is_not_undone():
+    from levelfield._core.run.runner import YOUNG_COLLECTION
+
+    before = gc.get_threshold()
+    seen = []
+    try:
+        for mine in [(YOUNG_COLLECTION * 3, 10, 10), (0, 10, 10)]:
+            gc.set_threshold(*mine)
+            lf.evaluate(_cases(2), lambda p: seen.append(gc.get_threshold()) or p, ["exact_match"], progress=False)
+            assert seen == [mine, mine] and gc.get_threshold() == mine
+            seen.clear()
+
+        gc.set_threshold(700, 10, 10)
+
+        def resets(prompt):
+            gc.set_threshold(2000, 10, 10)  # the user's own code changes it meanwhile
+            return prompt
+
+        lf.evaluate(_cases(1), resets, ["exact_match"], progress=False)
+        assert gc.get_threshold() == (2000, 10, 10)
+    finally:
+        gc.set_threshold(*before)
+
+
+def test_the_thresholds_come_back_after_an_evaluation_is_cancelled_and_when_the_last_of_two_ends():
+    from levelfield._core.run.runner import YOUNG_COLLECTION
+
+    before = gc.get_threshold()
+    started = threading.Event()
+    first_done = threading.Event()
+    seen_after_first = []
+
+    def hangs(prompt):
+        started.set()
+        time.sleep(0.2)
+        return prompt
+
+    def slow(prompt):
+        first_done.wait(10)
+        seen_after_first.append(gc.get_threshold()[0])  # the other evaluation ended: still raised here
+        return prompt
+
+    async def cancelled():
+        task = asyncio.ensure_future(lf.aevaluate(_cases(4), hangs, ["exact_match"], progress=False, concurrency=2))
+        while not started.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    async def two():
+        async def first():
+            result = await lf.aevaluate(_cases(1), lambda p: p, ["exact_match"], progress=False)
+            first_done.set()
+            return result
+
+        await asyncio.gather(first(), lf.aevaluate(_cases(1), slow, ["exact_match"], progress=False))
+
+    try:
+        gc.set_threshold(700, 10, 10)
+        asyncio.run(cancelled())
+        assert gc.get_threshold() == (700, 10, 10)
+        asyncio.run(two())
+        assert seen_after_first == [YOUNG_COLLECTION]
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*before)
+
+
+# -- the progress bar reads the endpoints' limits as often as it can show them ----------------------
+
+
+def test_the_progress_bar_reads_the_limits_every_few_hundredths_of_a_second_and_counts_every_failure():
+    import io
+
+    from levelfield._core.data.types import AgentRun
+    from levelfield._core.run.runner import _LIMITS_READ_EVERY, _Progress
+
+    class Limits:  # the registry's one method the bar reads
+        def __init__(self):
+            self.reads = 0
+
+        def summary(self):
+            self.reads += 1
+            return f"{self.reads}/8"
+
+    now = [0.0]
+    limits = Limits()
+    progress = _Progress(50, True, "agent", limits, clock=lambda: now[0])  # type: ignore[arg-type]
+    progress.bar.fp = io.StringIO()  # type: ignore[union-attr]  # drawn nowhere
+    try:
+        ok = AgentRun(case_id="c", agent_name="agent", trial=0, output=None, failure=False)
+        failed = AgentRun(case_id="c", agent_name="agent", trial=0, output=None, failure=True, error="boom")
+        for _ in range(20):  # runs that end within one reading's time: read once
+            progress.update(ok)
+        assert limits.reads == 1 and progress.bar.postfix == "in flight=1/8"  # type: ignore[union-attr]
+        progress.update(failed)  # a failure is counted at once, with the reading it had
+        assert limits.reads == 1 and progress.bar.postfix == "failures=1, in flight=1/8"  # type: ignore[union-attr]
+        now[0] += _LIMITS_READ_EVERY
+        progress.update(ok)  # time enough: read again
+        assert limits.reads == 2 and progress.bar.postfix == "failures=1, in flight=2/8"  # type: ignore[union-attr]
+        assert progress.bar.n == 22 and progress.failures == 1  # type: ignore[union-attr]
+    finally:
+        progress.close()

@@ -168,3 +168,33 @@ def test_values_are_the_formulas_over_the_alignment(predicted, reference):
     got = [explain(m, predicted, reference) for m in _VERTEX_METRICS]
     assert [s.value for s in got] == pytest.approx(expected)
     assert all(s.explanation for s in got)
+
+
+class _OwnColumns(lf.metrics.Score):
+    """A Score of its own columns: a table takes them as it gives them."""
+
+    __slots__ = ()
+
+    def columns(self, name):
+        return {f"{name}/own": self.value}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["m", "n", "a/b", "é"]), st.sampled_from([0.0, 1.0, float("nan")]),
+                          st.sampled_from([None, "why"]), st.sampled_from(["plain", "extra", "error", "failed", "usage", "own"])),
+                max_size=6))
+def test_a_rows_score_columns_are_each_scores_columns_in_order(items):
+    scores = {}
+    for name, value, why, kind in items:
+        if kind == "own":
+            scores[name] = _OwnColumns(value, why)
+            continue
+        scores[name] = lf.metrics.Score(value, why, extra={"k": 1} if kind == "extra" else {},
+                                        error="boom" if kind == "error" else None, failed=kind == "failed",
+                                        usage=lf.Usage(input_tokens=1, output_tokens=2) if kind == "usage" else None)
+    expected = {}
+    for name, score in scores.items():
+        expected.update(score.columns(name))
+    got = base.score_columns(scores)
+    assert list(got) == list(expected)
+    assert all(got[k] is expected[k] or got[k] == expected[k] for k in got)

@@ -103,3 +103,62 @@ def test_a_table_explains_each_run_as_the_metrics_own_score_does(predicted, refe
         got = explainer(case, run, scores)
         assert got == explain_scores(context_for(case, run), TABLE_METRICS, scores)
         assert list(got) == list(scores)
+
+
+odd_values = st.one_of(values, st.sampled_from([None, float("nan"), "X", " x  y", [1, "x"], {"k": [True, 1]}]))
+odd_calls = st.builds(
+    lambda name, args: lf.ToolCall(tool_name=name, tool_input=args),
+    st.sampled_from(["a", "b", "c"]),
+    st.dictionaries(st.sampled_from(["k", "m"]), odd_values, max_size=2),
+)
+FOLDING = lf.ToolCallMatcher(ignore_case=True, normalize_whitespace=True)
+SAME_TEXT_METRICS = [lf.metrics.TrajectoryExactMatch(), lf.metrics.TrajectoryInOrderMatch(),
+                     lf.metrics.TrajectoryPrecision(), lf.metrics.TrajectoryRecall(matcher=FOLDING, name="folded_recall"),
+                     lf.metrics.TrajectoryExactMatch(matcher=FOLDING, name="folded_exact")]
+OTHERS = [_Renamed(name="renamed"), lf.metrics.TrajectoryRecall(matcher=OPAQUE, name="opaque_recall"),
+          lf.metrics.TrajectoryPrecision(agent="a", name="precision_of_a")]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.lists(odd_calls, max_size=4), st.sampled_from(["copy", "swap", "other", "case", "failed"]),
+                          st.lists(odd_calls, max_size=4), st.sampled_from(["none", "said", "nan", "failed"])),
+                min_size=1, max_size=40), st.booleans())
+def test_a_table_of_many_runs_explains_calls_written_like_the_reference_as_their_own_score_does(runs, others):
+    """Runs whose calls are the reference's (new objects, written alike), swapped, cased otherwise,
+    others or none (a failed run), NaN and None among the arguments, Scores already said, NaN or
+    failed; metrics whose texts come from the counts, with (``others``) or without ones whose texts
+    do not: one explainer for all of them (as a table has), run by run or all at once, gives what
+    each metric's own ``score`` gives each run."""
+    from levelfield._core.data.dataset import EvalCase
+    from levelfield._core.score.scoring import RunExplainer, context_for, explain_scores
+
+    metrics = SAME_TEXT_METRICS + (OTHERS if others else [])
+    explainer = RunExplainer(metrics)
+    table, expected = [], []
+    for i, (reference, how, other, engine) in enumerate(runs):
+        predicted = [lf.ToolCall(tool_name=c.tool_name, tool_input=dict(c.tool_input)) for c in reference]
+        if how == "swap":
+            predicted.reverse()
+        elif how == "other":
+            predicted = other
+        elif how == "case":
+            predicted = [lf.ToolCall(tool_name=c.tool_name, tool_input={k: v.upper() if isinstance(v, str) else v
+                                                                          for k, v in c.tool_input.items()})
+                         for c in predicted]
+        case = EvalCase(case_id=f"c{i}", prompt="p", reference_trajectory=reference)
+        run = lf.AgentRun(case_id=f"c{i}", agent_name="agent", trial=0, failure=how == "failed", latency_in_seconds=0.1,
+                          output=None if how == "failed" else lf.AgentOutput(response="r", trajectory=predicted))
+        ctx = context_for(case, run)
+        scores = {m.name: lf.metrics.Score(m.score(ctx).value) for m in metrics}
+        first = metrics[i % len(metrics)].name  # one Score of the row otherwise than the engine's usual
+        if engine == "said":
+            scores[first] = lf.metrics.Score(scores[first].value, "already said")
+        elif engine == "nan":
+            scores[first] = lf.metrics.Score(float("nan"))
+        elif engine == "failed":
+            scores[first] = lf.metrics.Score(float("nan"), failed=True, error="boom")
+        expected.append(explain_scores(context_for(case, run), metrics, scores))
+        assert explainer(case, run, scores) == expected[-1]
+        table.append((case, run, scores))
+    assert RunExplainer(metrics).many(table) == expected
+    assert explainer.many(table) == expected  # with every call's key known

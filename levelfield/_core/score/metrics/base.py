@@ -68,11 +68,26 @@ class Score:
         return cls(as_float(result))
 
 
+_SCORE_NAMES: dict[str, tuple[str, str]] = {}
+"""A metric's ``/score`` and ``/explanation`` column names, made once (a table asks them a row)."""
+
+
 def score_columns(scores: Mapping[str, Score]) -> dict[str, Any]:
     """One row's scores (metric name -> Score) as table columns, in metric order."""
     row: dict[str, Any] = {}
     for name, score in scores.items():
-        row.update(score.columns(name))
+        if type(score) is not Score or score.extra or score.error is not None or score.failed or score.usage is not None:
+            row.update(score.columns(name))
+            continue
+        # A number and perhaps its why (most Scores): the columns ``columns`` gives, names made once.
+        names = _SCORE_NAMES.get(name)
+        if names is None:
+            if len(_SCORE_NAMES) >= 10_000:  # bounded on any metrics
+                _SCORE_NAMES.clear()
+            names = _SCORE_NAMES[name] = (f"{name}/score", f"{name}/explanation")
+        row[names[0]] = score.value
+        if score.explanation is not None:
+            row[names[1]] = score.explanation
     return row
 
 
