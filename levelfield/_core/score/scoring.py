@@ -274,7 +274,9 @@ class RunExplainer:
 
     def __init__(self, metrics: Sequence[Metric]) -> None:
         self.metrics = [m for m in metrics if not getattr(m, "is_async", False)]
-        self._counted = [(m, isinstance(m, _TrajectoryMetric)) for m in self.metrics]  # asked once, not a run
+        # Each metric with itself again when it is a trajectory metric (asked once, not a run).
+        self._counted: list[tuple[Metric, _TrajectoryMetric | None]] = [
+            (m, m if isinstance(m, _TrajectoryMetric) else None) for m in self.metrics]
         self._keys: dict[int, Any] = {}  # id(matcher) -> its CallKeys (equivalence matchers)
 
     def __call__(self, case: EvalCase, run: AgentRun, scores: Mapping[str, Score]) -> dict[str, Score]:
@@ -283,16 +285,16 @@ class RunExplainer:
         quick = not run.failure and case.reference_trajectory is not None and not (
             run.conversation is not None and case.conversation_scenario is not None)
         aligned: dict[int, Any] = {}
-        for m, counted in self._counted:
+        for m, t in self._counted:
             score = out.get(m.name)
             if score is None or score.explanation is not None or score.failed or score.value != score.value:
                 continue
             text = None
-            if quick and counted:
-                a = aligned.get(id(m.matcher))
+            if quick and t is not None:
+                a = aligned.get(id(t.matcher))
                 if a is None:
-                    a = aligned[id(m.matcher)] = self._align(run, case, m.matcher)
-                text = None if a is False else m.explained(a)
+                    a = aligned[id(t.matcher)] = self._align(run, case, t.matcher)
+                text = None if a is False else t.explained(a)
             if text is None:
                 rest.append(m)
             else:
@@ -305,8 +307,8 @@ class RunExplainer:
         once a count of calls and metric; every other run is explained as one alone is."""
         # Each metric: its name, and the metric when its text of a full match comes from the counts
         # (a built-in trajectory metric of an equivalence matcher), else None.
-        plan = [(m.name, m if counted and type(m) in _BUILT_IN and m.agent is None and m.matcher.is_equivalence else None)
-                for m, counted in self._counted]
+        plan = [(m.name, t if t is not None and type(t) in _BUILT_IN and t.agent is None and t.matcher.is_equivalence else None)
+                for m, t in self._counted]
         texts: dict[tuple[int, int], str | None] = {}  # (metric, calls) -> the text of a full match
         out: list[dict[str, Score]] = []
         for case, run, scores in rows:
@@ -355,6 +357,7 @@ class RunExplainer:
             return False
 
 
+_dumps: Callable[..., bytes] | None
 try:  # the fastest JSON we have; the standard library otherwise
     from orjson import dumps as _dumps
 except ImportError:  # pragma: no cover - orjson ships with the 'parquet' and 'traces' extras
