@@ -16,12 +16,13 @@ since a loaded 2-core CI machine starts Ray slowly (the waits end as soon as the
 
 def journal_runs(out: Path) -> list[dict[str, Any]]:
     """The run lines of ``out/runs.jsonl`` (none before it exists). Only whole lines: a line being
-    written (or cut by a kill) is not read, so this can be called while the journal grows."""
+    written (or cut by a kill, perhaps inside a character) is not read nor decoded, so this can be
+    called while the journal grows."""
     path = out / "runs.jsonl"
     if not path.exists():
         return []
-    whole = path.read_text(encoding="utf-8").split("\n")[:-1]  # the last piece has no newline yet
-    return [r for r in (json.loads(line) for line in whole if line.strip()) if r.get("kind") == "run"]
+    whole = path.read_bytes().split(b"\n")[:-1]  # the last piece has no newline yet
+    return [r for r in (json.loads(line.decode("utf-8")) for line in whole if line.strip()) if r.get("kind") == "run"]
 
 
 def run_keys(runs: list[dict[str, Any]]) -> list[tuple[str, str, int]]:

@@ -186,6 +186,20 @@ def test_refused_connection_is_transient_and_retried():
     assert run.attempts == 3
 
 
+def test_an_a2a_agent_made_from_a_url_inside_evaluate_closes_its_connections(careful_server):
+    import gc
+    import warnings
+
+    # The agent evaluate() wraps the URL in is dropped as the evaluation ends, before its loop does:
+    # its connections are closed all the same, none left to the garbage collector.
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always", ResourceWarning)
+        result = lf.evaluate(_case(), careful_server, metrics=[], **FAST)
+        gc.collect()
+    assert not result.runs[0].failure
+    assert not [str(w.message) for w in seen if issubclass(w.category, ResourceWarning)]
+
+
 def _status_app(status: int):
     def make(url: str) -> Starlette:
         card = build_agent_card("broken", url)

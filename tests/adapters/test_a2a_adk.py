@@ -243,8 +243,11 @@ async def _ask_remote(url: str, prompt: str) -> list[Any]:
         remote = RemoteA2aAgent(name="home", agent_card=f"{url}/.well-known/agent-card.json")
     runner = Runner(app_name="levelfield-test", agent=remote, session_service=InMemorySessionService(), auto_create_session=True)
     message = types.Content(role="user", parts=[types.Part(text=prompt)])
-    events = [e async for e in runner.run_async(user_id="u", session_id=uuid.uuid4().hex, new_message=message)]
-    await runner.close()
+    try:
+        events = [e async for e in runner.run_async(user_id="u", session_id=uuid.uuid4().hex, new_message=message)]
+    finally:
+        await runner.close()
+        await remote.cleanup()  # the httpx client the remote agent made for itself (the runner leaves it open)
     return events
 
 

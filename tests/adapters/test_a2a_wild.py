@@ -64,11 +64,25 @@ class RawServer:
         self.url = ""
 
     def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
-        self._ready.set()
-        self._loop.run_forever()
+        loop = self._loop
+        asyncio.set_event_loop(loop)
+        try:
+            self._server = loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
+            self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+            self._ready.set()
+            loop.run_forever()
+            # Stopped (__exit__): the listening socket and every connection closed, each connection's
+            # task ended (its writer closed) and their sockets released before the loop closes.
+            self._server.close()
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            loop.run_until_complete(self._server.wait_closed())
+            loop.run_until_complete(asyncio.sleep(0))  # the transports' connection_lost callbacks
+        finally:
+            self._ready.set()
+            loop.close()
 
     def __enter__(self) -> RawServer:
         self._thread.start()
@@ -76,13 +90,6 @@ class RawServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        async def stop() -> None:
-            self._server.close()
-            for task in asyncio.all_tasks():
-                if task is not asyncio.current_task():
-                    task.cancel()
-
-        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
 

@@ -39,6 +39,11 @@ def test_version_prints_the_package_version(capsys):
 # -- --limit, --sample, --seed -----------------------------------------------------------------
 
 
+def _sample_rows():
+    with open(SAMPLE, encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines]
+
+
 def _case_ids(folder):
     return [c.case_id for c in read_record(folder).cases]
 
@@ -47,7 +52,7 @@ def test_limit_runs_the_first_n_cases(tmp_path, capsys):
     code, out, _ = run(capsys, "eval", SAMPLE, "--agent", CAREFUL, "-m", EXACT, "--limit", "3", "--out",
                        str(tmp_path / "r"), "-q")
     assert code == 0
-    first = [json.loads(line)["case_id"] for line in open(SAMPLE, encoding="utf-8")][:3]
+    first = [row["case_id"] for row in _sample_rows()][:3]
     assert _case_ids(tmp_path / "r") == first
     assert "on 3 cases" in out and "the first 3 of 18: --limit 3" in out
 
@@ -59,7 +64,7 @@ def test_sample_draws_the_same_cases_for_the_same_seed(tmp_path, capsys):
     assert run(capsys, *args, "--seed", "8", "--out", str(tmp_path / "c"))[0] == 0
     a, b, c = (_case_ids(tmp_path / x) for x in "abc")
     assert len(a) == 5 and a == b and a != c
-    order = [json.loads(line)["case_id"] for line in open(SAMPLE, encoding="utf-8")]
+    order = [row["case_id"] for row in _sample_rows()]
     assert a == sorted(a, key=order.index)  # kept in dataset order
 
 

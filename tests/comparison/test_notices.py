@@ -2,6 +2,7 @@
 references or metrics changed."""
 
 import json
+import sys
 import warnings
 
 import pytest
@@ -16,7 +17,8 @@ TRAJECTORY = ["trajectory_exact_match", "trajectory_recall"]
 
 
 def _rows(n=3):
-    return [json.loads(line) for line in open(SAMPLE, encoding="utf-8")][:n]
+    with open(SAMPLE, encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines][:n]
 
 
 def _talker(prompt: str) -> str:
@@ -71,9 +73,12 @@ def counting_agent(tmp_path, monkeypatch):
     """A spec ``counted:agent`` whose calls are appended to ``calls.txt``."""
     log = tmp_path / "calls.txt"
     (tmp_path / "counted.py").write_text(
-        f"def agent(prompt):\n    open({str(log)!r}, 'a').write('x')\n    return 'ok'\n", encoding="utf-8")
+        f"def agent(prompt):\n    with open({str(log)!r}, 'a') as log:\n        log.write('x')\n    return 'ok'\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
-    return log
+    # Each test imports its own ``counted`` (a module an earlier test imported would log to that test's file).
+    sys.modules.pop("counted", None)
+    yield log
+    sys.modules.pop("counted", None)
 
 
 def test_cli_prints_a_warning_line_for_default_metrics_and_exits_0(tmp_path, capsys, counting_agent):

@@ -10,6 +10,7 @@ refused while the snippets run, so "offline" is checked, not assumed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import select
@@ -68,13 +69,13 @@ class Session:
         return self.log.read().decode("utf-8", "replace")[-4000:]
 
     def close(self) -> None:
-        if self.process.poll() is None:
+        with contextlib.suppress(BrokenPipeError):  # a process that ended: its stdin is closed all the same
             self.process.stdin.close()  # type: ignore[union-attr]
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
         self.process.stdout.close()  # type: ignore[union-attr]
         self.log.close()
 

@@ -399,7 +399,7 @@ def test_view_command_warns_when_bound_wider_than_this_machine(runs):
         served = proc.stdout.readline()
     finally:
         proc.terminate()
-        proc.wait(60)  # its graceful shutdown, however slow a loaded machine makes it
+        proc.communicate(timeout=60)  # its graceful shutdown, however slow a loaded machine makes it; its pipes closed
     assert "warning: listening on 0.0.0.0" in warning and "--auth-token" in warning
     assert "serving the runs under" in served
 

@@ -84,12 +84,13 @@ def post(url: str, body: bytes | str, content_type: str = "application/x-protobu
 
 def journaled(out: Path) -> list[tuple[str, dict]]:
     """(trace id, scores) of every run line in every window, duplicates kept. A line not ended yet is
-    being written by the watcher (read while it runs, a group of lines is written in parts): it is
-    read on a later call; a line that stays unended fails the test's own count."""
+    being written by the watcher (read while it runs, a group of lines is written in parts, which may
+    end inside a character): it is read on a later call; a line that stays unended fails the test's
+    own count. Only whole lines are decoded."""
     found = []
     for path in window_files(out):
-        for line in path.read_text(encoding="utf-8").split("\n")[:-1]:
-            data = json.loads(line)
+        for line in path.read_bytes().split(b"\n")[:-1]:
+            data = json.loads(line.decode("utf-8"))
             if data.get("kind") == "run":
                 found.append((data["case_id"], {k: v["value"] for k, v in (data.get("scores") or {}).items()}))
     return found
@@ -292,7 +293,7 @@ def test_kill_9_and_restart_loses_no_acknowledged_trace_and_scores_none_twice(tm
                 acknowledged |= {f"{s.context.trace_id:032x}" for s in chunk}
     finally:
         proc.send_signal(signal.SIGKILL)  # mid-scoring: some traces journaled, some only spooled
-        proc.wait()
+        proc.communicate()  # its pipes read to their end and closed
     before = [tid for tid, _ in journaled(out)]
     assert len(before) < len(traces)  # the kill came before everything was scored
     proc, port = _watch_process(out)

@@ -171,6 +171,6 @@ def test_listening_on_every_interface_without_a_token_warns(tmp_path):
         receiving = proc.stdout.readline()
     finally:
         proc.terminate()
-        proc.wait(30)
+        proc.communicate(timeout=30)  # waited for, its pipes closed
     assert "warning: listening on 0.0.0.0" in warning and "--auth-token" in warning
     assert "receiving OTLP/HTTP on" in receiving

@@ -313,9 +313,15 @@ class A2AAgent:
             if holder.client is None:
                 holder.client, holder.http = await self._connect()
                 # asyncio.run() closes every live async generator before it closes the loop:
-                # one parked here closes the connections then, however the loop was started.
-                holder.closer = _close_at_loop_end(holder.http)
+                # one parked here closes the connections then, however the loop was started. The
+                # loop's entry in _open holds it, so an agent dropped before its loop ends (a URL
+                # wrapped inside evaluate()) leaves it alive for that; the agent's finaliser closes
+                # it sooner where the loop goes on running.
+                opened = _open.setdefault(loop, {})
+                holder.closer = _close_at_loop_end(holder.http, opened)
                 await holder.closer.__anext__()
+                opened[id(holder.http)] = holder.closer
+                weakref.finalize(self, _close_soon, weakref.ref(loop), holder.closer)
         return holder.client
 
     async def _connect(self) -> tuple[Client, Any]:
@@ -580,9 +586,33 @@ class _LoopClient:
         self.closer: Any = None
 
 
-async def _close_at_loop_end(http: Any) -> AsyncIterator[None]:
+_open: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, Any]] = weakref.WeakKeyDictionary()
+"""Per event loop, the closers (``_close_at_loop_end``) of the httpx clients still open in it, by id of the client."""
+
+
+async def _close_at_loop_end(http: Any, opened: dict[int, Any]) -> AsyncIterator[None]:
     try:
         yield
     finally:
+        opened.pop(id(http), None)
         if not http.is_closed:
             await http.aclose()
+
+
+def _close_soon(loop_ref: weakref.ref[asyncio.AbstractEventLoop], closer: Any) -> None:
+    """An agent's finaliser: its connections closed on their loop, if that loop still runs (else its
+    end closes them: asyncio.run, or whoever calls the loop's shutdown_asyncgens)."""
+    loop = loop_ref()
+    if loop is None or loop.is_closed() or closer.ag_frame is None:  # gone, or the closer has run
+        return
+    try:
+        loop.call_soon_threadsafe(lambda: loop.create_task(_aclose(closer)))
+    except RuntimeError:  # closed meanwhile
+        pass
+
+
+async def _aclose(closer: Any) -> None:
+    try:
+        await closer.aclose()
+    except RuntimeError:  # being closed already (the loop's end got there first)
+        pass

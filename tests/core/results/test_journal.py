@@ -38,11 +38,12 @@ def counting(calls):
 
 
 def run_lines(path):
-    """The run lines of a journal that are complete (a line being written may be cut off)."""
+    """The run lines of a journal that are complete (a line being written may be cut off, perhaps
+    inside a character: only whole lines are decoded)."""
     out = []
-    for line in path.read_text(encoding="utf-8").split("\n"):
+    for line in path.read_bytes().split(b"\n")[:-1]:
         try:
-            data = json.loads(line)
+            data = json.loads(line.decode("utf-8"))
         except json.JSONDecodeError:
             continue
         if data.get("kind") == "run":
@@ -263,7 +264,7 @@ def test_kill_9_half_way_loses_only_runs_in_flight_and_resume_makes_only_the_mis
     proc = _start_compare(tmp_path, out)
     _wait_for_runs(out, 10, proc)
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.communicate(timeout=30)  # waited for, its pipes closed
     kept = read_record(out)
     assert 10 <= len(kept.runs) < 2 * N and not kept.complete
     before = len(_calls(tmp_path))
@@ -312,8 +313,8 @@ def test_a_journal_killed_mid_run_holds_every_case_before_its_runs(tmp_path):
         if not seen:
             # The loop may be writing case lines while this thread reads: a last line without its
             # newline is one still being written, and only whole lines are read.
-            whole = (tmp_path / "runs.jsonl").read_text(encoding="utf-8").split("\n")[:-1]
-            seen.append([json.loads(line)["kind"] for line in whole])
+            whole = (tmp_path / "runs.jsonl").read_bytes().split(b"\n")[:-1]
+            seen.append([json.loads(line.decode("utf-8"))["kind"] for line in whole])
         return prompt
 
     result = lf.evaluate(cases(600), agent, ["exact_match"], progress=False, out=tmp_path, concurrency=1)

@@ -81,7 +81,7 @@ def test_a_second_resume_while_another_process_writes_the_journal_is_refused_nam
         assert driver.poll() is None  # the holder goes on undisturbed
     finally:
         driver.send_signal(signal.SIGKILL)
-        driver.wait(30)
+        driver.communicate(timeout=30)  # waited for, its stderr pipe closed
 
 
 def test_after_the_holder_is_killed_a_resume_takes_the_lock_and_runs_each_missing_run_once(tmp_path):
@@ -91,7 +91,7 @@ def test_after_the_holder_is_killed_a_resume_takes_the_lock_and_runs_each_missin
         wait_for_runs(driver, out, 3)
     finally:
         driver.send_signal(signal.SIGKILL)
-        driver.wait(30)
+        driver.communicate(timeout=30)  # waited for, its stderr pipe closed
     before = run_keys(journal_runs(out))
     assert (out / LOCK_FILE).exists()  # a SIGKILL leaves the note behind; the OS dropped the lock itself
     calls: list[str] = []

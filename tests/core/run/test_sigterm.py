@@ -55,8 +55,8 @@ def _journal_runs(out: Path) -> list[dict]:
     path = out / "runs.jsonl"
     if not path.exists():
         return []
-    whole = path.read_text(encoding="utf-8").split("\n")[:-1]  # a line being written is not read
-    return [r for r in (json.loads(line) for line in whole if line.strip()) if r.get("kind") == "run"]
+    whole = path.read_bytes().split(b"\n")[:-1]  # a line being written (perhaps cut inside a character) is not read
+    return [r for r in (json.loads(line.decode("utf-8")) for line in whole if line.strip()) if r.get("kind") == "run"]
 
 
 def _keys(runs: list[dict]) -> list[tuple[str, str, int]]:
@@ -76,7 +76,7 @@ def _terminate_half_way(command: list[str], env: dict[str, str], out: Path, at_l
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.communicate()
     return proc.returncode, stderr
 
 
@@ -164,7 +164,7 @@ def test_a_graceful_stop_journals_every_run_that_returned_and_resume_reruns_none
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.communicate()
     assert proc.returncode == (143 if sig == signal.SIGTERM else 130), stderr
     marks = [line.split("\t") for line in (tmp_path / "returned.txt").read_text(encoding="utf-8").splitlines()]
     # Calls still working at the signal are left for resume (they may return later, on their abandoned threads).
