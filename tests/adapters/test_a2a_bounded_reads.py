@@ -40,8 +40,9 @@ def test_a2a_check_on_a_huge_card_stops_at_the_cap_it_was_given(capsys):
     assert code == 2, err
     assert f"{server.url}{CARD_PATH}: the answer is larger than 1 MB; the read was stopped there" in err, err
     assert "--max-response" in err and "Traceback" not in err
-    # What was sent is the cap and what the sockets buffer on the way, far from the 1 GB offered.
-    assert (1 << 20) < served < (16 << 20), served
+    # What was sent is the cap and what the sockets buffer on the way, far from the 1 GB offered. The
+    # server counts a chunk once it is sent, so its count may stop at the cap itself (seen in CI: 1048576).
+    assert (1 << 20) <= served < (16 << 20), served
 
 
 def test_the_name_of_an_a2a_agent_whose_card_is_huge_is_its_url_and_the_default_cap_stopped_the_read():
