@@ -29,22 +29,16 @@ import asyncio
 import concurrent.futures
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-METRICS = ["trajectory_exact_match", "exact_match"]
-
-
-def _rows(n: int) -> list[dict]:
-    return [{"prompt": f"turn off device_{i}", "reference": "done",
-             "reference_trajectory": [{"tool_name": "set_device_info", "tool_input": {"device_id": f"device_{i}"}}]}
-            for i in range(n)]
-
-
-def _answer(prompt: str) -> dict:
-    return {"response": "done", "predicted_trajectory": [
-        {"tool_name": "set_device_info", "tool_input": {"device_id": prompt.rsplit(" ", 1)[1]}}]}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The same rows, answer and metrics as bench_runner.py: the two benches time one workload.
+from bench_runner import METRICS, _rows  # noqa: E402
+from bench_runner import _call as _answer  # noqa: E402
 
 
 class _Clock:
