@@ -542,36 +542,37 @@ def paired_inference(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.nd
 # -- the figures read beside a result: power and equivalence ---------------------------------
 
 
-@functools.lru_cache(maxsize=256)
-def _mcnemar_region(n: int, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every outcome (b, c) of n pairs that McNemar's score test rejects at ``alpha``, with its
-    multinomial log-coefficient: (b, c, log n!/(b! c! (n − b − c)!))."""
-    from scipy.special import gammaln
-    from scipy.stats import norm
-
-    z = float(norm.isf(alpha / 2))
-    grid_b, grid_c = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
-    b, c = grid_b.ravel(), grid_c.ravel()
-    keep = (b + c <= n) & (b + c > 0)
-    b, c = b[keep], c[keep]
-    reject = np.abs(b - c) > z * np.sqrt((b + c) * (n / (n - 1) if n > 1 else 1.0))  # the corrected score test at 0
-    b, c = b[reject], c[reject]
-    coef = gammaln(n + 1) - gammaln(b + 1) - gammaln(c + 1) - gammaln(n - b - c + 1)
-    return b.astype(float), c.astype(float), coef
-
-
 def mcnemar_power(n: int, discordance: float, difference: float, alpha: float) -> float:
     """The exact chance that McNemar's score test on n pairs rejects at ``alpha`` when the agents
-    differ on a share ``discordance`` of cases and p_A − p_B = ``difference`` (summed over every outcome)."""
-    from scipy.special import xlogy
+    differ on a share ``discordance`` of cases and p_A − p_B = ``difference``.
+
+    Summed over every outcome, by the number m of pairs the agents differ on: m is Binomial(n, ψ)
+    and, given m, the pairs A wins are Binomial(m, (ψ + Δ)/(2ψ)); the test (corrected, at 0)
+    rejects m's outcomes whose wins w have |2w − m| > z·√(m·n/(n − 1)), two binomial tails. The
+    same sum as over the (wins, losses) grid, in n terms instead of n²/2 (the gate asks it a
+    dozen times a metric: at 2,000 cases, ~1 ms instead of ~50 ms)."""
+    from scipy.stats import binom, norm
 
     psi, delta = float(discordance), float(difference)
+    n = int(n)
     if not (0 <= abs(delta) <= psi <= 1):
         return math.nan
-    b, c, coef = _mcnemar_region(int(n), float(alpha))
-    p12, p21 = (psi + delta) / 2, (psi - delta) / 2
-    logp = coef + xlogy(b, p12) + xlogy(c, p21) + xlogy(n - b - c, 1 - psi)
-    return float(np.exp(logp).sum())
+    if psi == 0 or n < 1:
+        return 0.0  # no pair differs: nothing for the test to reject
+    z = float(norm.isf(alpha / 2))
+    m = np.arange(1, n + 1)
+    t = z * np.sqrt(m * (n / (n - 1) if n > 1 else 1.0))
+    # The fewest wins rejected above (2w − m > t) and the most rejected below (m − 2w > t), each set
+    # by the test's own comparison: a bound that rounding put one off is moved back.
+    high = np.floor((m + t) / 2).astype(np.int64) + 1
+    high = np.where(2 * (high - 1) - m > t, high - 1, high)
+    high = np.where(2 * high - m > t, high, high + 1)
+    low = np.ceil((m - t) / 2).astype(np.int64) - 1
+    low = np.where(m - 2 * (low + 1) > t, low + 1, low)
+    low = np.where(m - 2 * low > t, low, low - 1)
+    q = min(max((psi + delta) / (2 * psi), 0.0), 1.0)  # the chance a differing pair is one A wins
+    reject = binom.sf(high - 1, m, q) + binom.cdf(low, m, q)
+    return float(np.sum(binom.pmf(m, n, psi) * reject))
 
 
 def t_power(n: int, effect: float, alpha: float) -> float:

@@ -162,6 +162,35 @@ def test_pairwise_tables_report_the_minimum_detectable_effect():
     assert mcnemar_power(40, 0.5, mde, 0.05 / 2) == pytest.approx(0.8, abs=1e-6)
 
 
+def _power_over_every_outcome(n, psi, delta, alpha):
+    """The score test's power summed over every (wins, losses) outcome of n pairs: the multinomial chance of
+    each outcome the test rejects (the reference for the sum by number of differing pairs)."""
+    from scipy.special import gammaln, xlogy
+    from scipy.stats import norm
+
+    z = float(norm.isf(alpha / 2))
+    wins, losses = (g.ravel() for g in np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij"))
+    keep = (wins + losses <= n) & (wins + losses > 0)
+    wins, losses = wins[keep], losses[keep]
+    rejected = np.abs(wins - losses) > z * np.sqrt((wins + losses) * (n / (n - 1) if n > 1 else 1.0))
+    won, lost = wins[rejected].astype(float), losses[rejected].astype(float)
+    log_coef = gammaln(n + 1) - gammaln(won + 1) - gammaln(lost + 1) - gammaln(n - won - lost + 1)
+    log_p = log_coef + xlogy(won, (psi + delta) / 2) + xlogy(lost, (psi - delta) / 2) + xlogy(n - won - lost, 1 - psi)
+    return float(np.exp(log_p).sum())
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 20, 39, 40, 101, 400])
+def test_the_score_tests_power_equals_the_sum_over_every_outcome(n):
+    from levelfield._core.stats.paired import mcnemar_power
+
+    for psi in (0.0, 0.02, 0.15, 0.38, 0.5, 1.0):
+        for share in (0.0, 0.25, -0.6, 1.0, -1.0):
+            for alpha in (0.05, 0.025, 0.2):
+                assert mcnemar_power(n, psi, psi * share, alpha) == pytest.approx(
+                    _power_over_every_outcome(n, psi, psi * share, alpha), abs=1e-11), (n, psi, share, alpha)
+    assert np.isnan(mcnemar_power(n, 0.2, 0.3, 0.05))  # a difference larger than the share that differs
+
+
 def test_a_difference_at_least_the_mde_would_be_significant_after_holm():
     # The words "not significant; could detect >= X" must not sit next to a difference above X.
     cmp = lf.compare(CASES, {"a": always_right, "b": always_right, "c": wrong_on_half}, ["exact_match"],
