@@ -2,9 +2,9 @@
 run (``TableAhead``), or made at the end.
 
 With ``out=``, ``evaluate`` journals every run as it finishes, then saves the tables at the end. For an
-async agent a thread makes the tables' rows as the runs are journaled, so the save has less left to
-do; that thread wants the interpreter while the event loop does. This times, interleaved in one
-process (medians of ``--repeats`` rounds; 2,000 cases, concurrency 100, an async agent):
+async agent the journal's thread makes the tables' rows of each batch of runs it made durable, so the
+save has less left to do; that thread wants the interpreter while the event loop does. This times,
+interleaved in one process (medians of ``--repeats`` rounds; 2,000 cases, concurrency 100, an async agent):
 
 - **no out=**: ``lf.evaluate(...)`` then ``result.summary_metrics``, the reference;
 - **out=, rows ahead** (what a user gets): the same with ``out=dir``;

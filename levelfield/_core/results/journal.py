@@ -78,7 +78,8 @@ class Journal:
         """The folder's writer lock when the journal holds it (released by :meth:`close`), else None."""
         self.ahead: TableAhead | None = None
         """What makes the metrics table's rows of the runs written, while they run (see :mod:`.table_ahead`),
-        when asked for: each run written is given to it, and it is stopped on :meth:`close`."""
+        when asked for: each run written is given to it, the journal's thread makes their rows after
+        each batch it made durable, and it is stopped on :meth:`close`."""
 
     @classmethod
     def create(cls, path: Path, header: Mapping[str, Any], cases: Sequence[EvalCase], fingerprints: Mapping[str, str]) -> Journal:
@@ -361,6 +362,11 @@ class _WriteBehind:
             if waiting:
                 with self._ready:
                     self._durable.append((waiting, failed))
+            ahead = self._journal.ahead
+            if ahead is not None:
+                # The tables' rows of the runs written, now that their lines are durable (their runs
+                # are acknowledged meanwhile): this thread holds the interpreter once a batch anyway.
+                ahead.make_waiting()
 
     def _write(self, batch: list[tuple[list[_Line], asyncio.Future[None] | None]]
                ) -> tuple[list[asyncio.Future[None]], BaseException | None]:

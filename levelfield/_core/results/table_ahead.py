@@ -1,16 +1,15 @@
 """A metrics table's rows made while the runs still run: each run the journal takes is explained and
-made a table row on a thread of its own, so that ``out=`` has little left to do once the last run
-is in (the tables are written at the end, as ever, from these rows).
+made a table row by the journal's own thread, once the run's line is durable, so that ``out=`` has
+little left to do once the last run is in (the tables are written at the end, as ever, from these rows).
 
-Nothing here is part of the record: the journal holds every run as it finishes, whatever this
-thread has done, and a row is used only for the very run and scores it was made of (a run scored
-again at the end, by a judge, gets its row made then)."""
+Nothing here is part of the record: the journal holds every run as it finishes, whatever is made
+here, and a row is used only for the very run and scores it was made of (a run scored again at the
+end, by a judge, gets its row made then)."""
 
 from __future__ import annotations
 
 import collections
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,14 +22,6 @@ from ..score.scoring import RunExplainer
 from .table_row import table_row
 
 __all__ = ["TableAhead", "Made", "explained_again_of"]
-
-_IDLE = 0.004
-"""Seconds the thread sleeps when no run waits (it is never woken: the event loop only appends)."""
-_A_GO = 8
-"""Runs made at a go (~0.1 ms), before the thread gives the interpreter up for :data:`_YIELD` seconds."""
-_YIELD = 0.0002
-"""A pause long enough that the event loop, if it waits for the interpreter, takes it (``sleep(0)`` may
-give it back to this thread at once; the loop would then wait out the switch interval, 5 ms)."""
 
 Made = tuple[AgentRun, Mapping[str, Score], dict[str, Score], dict[str, Any]]
 """One run's row made ahead: the run and the scores it was made of, its explained scores, its table row."""
@@ -47,11 +38,19 @@ def explained_again_of(metrics: Sequence[Metric], *, saved: bool) -> list[Metric
 
 
 class TableAhead:
-    """Explains each run it is given and makes its metrics-table row, on a thread of its own that
-    takes the interpreter only while the event loop waits (a few runs at a go, then it yields).
+    """Explains each run it is given and makes its metrics-table row, on the journal's thread.
 
     :meth:`add` is called on the event loop for each journaled run (an append, nothing more);
-    :meth:`stop` once no run will come; :meth:`made` waits for the thread and gives the rows made."""
+    :meth:`make_waiting` by the journal's thread after each batch of lines it made durable (see
+    :class:`~.journal.Journal`); :meth:`stop` once no run will come; :meth:`made` makes what is left
+    and gives the rows made.
+
+    The journal's thread, not one of its own: that thread already takes the interpreter once a batch,
+    and a third thread among it and the event loop made the loop wait for the interpreter more often
+    than the rows it made saved at the end (``bench/bench_rows_ahead.py``, 2,000 async agents at 100
+    in flight, out= as a whole: at 20 ms 1.15-1.21x the runs without out= on the journal's thread,
+    1.23-1.31x on a thread of its own, 1.21-1.24x with every row made at the end; at 50 ms 1.054x,
+    1.068x and 1.100x)."""
 
     def __init__(self, cases: Sequence[EvalCase], metrics: Sequence[Metric], config: RunConfig) -> None:
         self._cases = {c.case_id: c for c in cases}
@@ -62,10 +61,8 @@ class TableAhead:
         self.encoded: dict[int, tuple[Any, str]] = {}
         """The JSON text of the rows' list and dict cells (trajectories), by ``id`` of the cell, with the
         cell (see :data:`~.table_writer.Encoded`): what the CSV and Parquet files hold of them."""
-        self._stopping = False
+        self._making = threading.Lock()  # one maker at a time: the journal's thread, or made()'s caller
         self._failed = False
-        self._thread = threading.Thread(target=self._run, name="levelfield-table", daemon=True)
-        self._thread.start()
 
     def add(self, run: AgentRun, scores: Mapping[str, Score] | None) -> None:
         """A run that finished, with the scores the journal records (not changed after)."""
@@ -73,26 +70,24 @@ class TableAhead:
             self._waiting.append((run, scores))
 
     def stop(self) -> None:
-        """No run will come: the thread makes the rows of those it holds, then ends."""
-        self._stopping = True
+        """No run will come (the rows of those added are made by :meth:`made`, whatever is left)."""
+
+    def make_waiting(self) -> None:
+        """Make the rows of the runs added so far (the journal's thread, between two batches)."""
+        with self._making:
+            self._make()
 
     def made(self) -> dict[tuple[str, str, int], Made]:
-        """Every row made, by (agent, case id, trial), once the thread has ended (empty if it failed)."""
-        self._stopping = True
-        self._thread.join()
-        return {} if self._failed else self._made
+        """Every row made, by (agent, case id, trial), those not made yet made now (empty if making one failed)."""
+        with self._making:
+            self._make()
+            return {} if self._failed else self._made
 
-    def _run(self) -> None:
+    def _make(self) -> None:
         waiting, made, cases, encoded = self._waiting, self._made, self._cases, self.encoded
         explain, prices = self._explainer, self._prices
-        done = 0
         try:
-            while True:
-                if not waiting:
-                    if self._stopping and not waiting:
-                        return
-                    time.sleep(_IDLE)
-                    continue
+            while waiting and not self._failed:
                 run, scores = waiting.popleft()
                 case = cases.get(run.case_id)
                 if case is None:
@@ -103,10 +98,5 @@ class TableAhead:
                 for value in row.values():
                     if type(value) is list or type(value) is dict:
                         encoded[id(value)] = (value, dumps(value))
-                done += 1
-                if done % _A_GO == 0 and not self._stopping:
-                    # The interpreter to the event loop, if it waits for it (once stopped, the loop
-                    # waits for this thread: the rest are made at a go).
-                    time.sleep(_YIELD)
-        except Exception:  # noqa: BLE001 - the rows are made again at the end, as without this thread
+        except Exception:  # noqa: BLE001 - the rows are made again at the end, as without this
             self._failed = True

@@ -160,9 +160,10 @@ async def run_and_score(
     # and its slot waits until the line is durable. Explanations are made at the end, for the tables.
     if (journal is not None and kind == "evaluate" and not done and not scorer.judged
             and not any(getattr(a, "on_threads", False) for a in agents)):
-        # The tables' rows made as the runs are journaled, off the loop: out= has less to do at the end.
-        # Not beside sync agents: their threads and the loop want the interpreter as each call returns,
-        # and a thread of rows among them slowed the runs (bench/bench_runner.py: 1.10x, not 1.02x).
+        # The tables' rows made as the runs are journaled, off the loop (by the journal's thread, after
+        # each batch it made durable): out= has less to do at the end. Not beside sync agents: their
+        # threads and the loop want the interpreter as each call returns, and a thread of rows among
+        # them slowed the runs (bench/bench_runner.py: 1.10x, not 1.02x; measured with the rows' own thread).
         from ..results.table_ahead import TableAhead
 
         journal.ahead = TableAhead(list(dataset), metrics, config)

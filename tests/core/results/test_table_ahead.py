@@ -33,3 +33,64 @@ def test_each_run_added_is_made_a_row_with_its_explanations_and_its_trajectories
     assert ahead.encoded[id(row["predicted_trajectory"])] == (
         row["predicted_trajectory"], '[{"tool_name":"buscar_voo","tool_input":{"destino":"São Paulo","日付":"明日"}}]')
     assert ahead.encoded[id(made[("a", "c0", 0)][3]["predicted_trajectory"])][1] == "[]"
+
+
+def _journal_with_rows_ahead(tmp_path, explain_wrapper):
+    """Six runs journaled in an event loop with a TableAhead beside the journal; its explainer wrapped."""
+    import asyncio
+
+    from levelfield._core.results.fingerprints import fingerprints_of
+    from levelfield._core.results.journal import Journal
+
+    data = lf.load_dataset(CASES)
+    runs = [_run(i) for i in range(6)]
+
+    async def main():
+        journal = Journal.create(tmp_path / "runs.jsonl", {"kind": "header"}, list(data), fingerprints_of(data))
+        ahead = TableAhead(list(data), resolve_metrics(["trajectory_exact_match"]), RunConfig())
+        ahead._explainer = explain_wrapper(ahead._explainer, journal.path)
+        journal.ahead = ahead
+        for run in runs:
+            waiting = journal.write(run, {"trajectory_exact_match": Score(float(bool(run.output.trajectory)))})
+            await waiting  # durable: its row follows on the journal's thread
+        journal.close()
+        return ahead
+
+    return asyncio.run(main()), runs
+
+
+def test_the_rows_are_made_on_the_journals_thread_once_each_line_is_durable(tmp_path):
+    import threading
+
+    seen = []
+
+    def wrapper(explain, path):
+        def explained(case, run, scores):
+            lines = path.read_text(encoding="utf-8").splitlines()
+            on_disk = any(line.startswith('{"kind":"run"') and f'"case_id":"{run.case_id}"' in line for line in lines)
+            seen.append((threading.current_thread().name, run.case_id, on_disk))
+            return explain(case, run, scores)
+        return explained
+
+    ahead, runs = _journal_with_rows_ahead(tmp_path, wrapper)
+    made_before = len(seen)
+    made = ahead.made()
+    assert made_before == 6 and len(seen) == 6  # every row made before the table asked for them
+    assert {name for name, _, _ in seen} == {"levelfield-journal"}
+    assert all(on_disk for _, _, on_disk in seen)  # each after its run's line was in the journal
+    assert sorted(made) == sorted(("a", f"c{i}", 0) for i in range(6))
+    assert made[("a", "c3", 0)][0] is runs[3] and made[("a", "c3", 0)][3]["predicted_trajectory"] == [CALL]
+
+
+def test_a_row_that_cannot_be_made_leaves_every_row_to_the_end_and_the_journal_whole(tmp_path):
+    def wrapper(explain, path):
+        def explained(case, run, scores):
+            if run.case_id == "c2":
+                raise RuntimeError("an explanation that raises")
+            return explain(case, run, scores)
+        return explained
+
+    ahead, runs = _journal_with_rows_ahead(tmp_path, wrapper)
+    assert ahead.made() == {}  # the table makes them all again, as without rows made ahead
+    lines = (tmp_path / "runs.jsonl").read_text(encoding="utf-8").splitlines()
+    assert sum(line.startswith('{"kind":"run"') for line in lines) == 6
