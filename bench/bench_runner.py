@@ -348,7 +348,7 @@ def _cache_folder(path: str):  # type: ignore[no-untyped-def]
 SAVE_PARTS = {
     "save": ("result.py", "save"),
     "explanations (each run scored again for its explanation)": ("held.py", "_explained"),
-    "the rows made ahead, waited for (TableAhead)": ("table_ahead.py", "made"),
+    "the rows made ahead, the last of them made (TableAhead)": ("table_ahead.py", "made"),
     "the table's rows made from the explained scores": ("held.py", "table_rows"),
     "the tables written (metrics_table.csv and .parquet)": ("table_writer.py", "write_rows"),
     "the journal's final header (runs.jsonl)": ("record.py", "finish_journal"),

@@ -1,5 +1,6 @@
 """The metrics table's rows made while the runs run (``TableAhead``): each run explained and made
-a row on a thread of its own, with the JSON text of its trajectories that the files will hold."""
+a row by the journal's thread once its line is durable, with the JSON text of its trajectories that the
+files will hold."""
 
 from __future__ import annotations
 
