@@ -78,8 +78,8 @@ class Journal:
         """The folder's writer lock when the journal holds it (released by :meth:`close`), else None."""
         self.ahead: TableAhead | None = None
         """What makes the metrics table's rows of the runs written, while they run (see :mod:`.table_ahead`),
-        when asked for: each run written is given to it, the journal's thread makes their rows after
-        each batch it made durable, and it is stopped on :meth:`close`."""
+        when asked for: each run written is given to it, and the journal's thread makes their rows after
+        each batch it made durable (whatever is left, its ``made()`` makes)."""
 
     @classmethod
     def create(cls, path: Path, header: Mapping[str, Any], cases: Sequence[EvalCase], fingerprints: Mapping[str, str]) -> Journal:
@@ -257,8 +257,6 @@ class Journal:
     def close(self) -> None:
         """Write what is pending and close the file; after a failed write, just close it (raising
         the failure if no run was told of it: case lines that could not be written, no run since)."""
-        if self.ahead is not None:
-            self.ahead.stop()
         if self._f.closed:
             return
         try:

@@ -42,8 +42,8 @@ class TableAhead:
 
     :meth:`add` is called on the event loop for each journaled run (an append, nothing more);
     :meth:`make_waiting` by the journal's thread after each batch of lines it made durable (see
-    :class:`~.journal.Journal`); :meth:`stop` once no run will come; :meth:`made` makes what is left
-    and gives the rows made.
+    :class:`~.journal.Journal`); :meth:`made`, once no run will come, makes what is left and gives the
+    rows made.
 
     The journal's thread, not one of its own: that thread already takes the interpreter once a batch,
     and a third thread among it and the event loop made the loop wait for the interpreter more often
@@ -68,9 +68,6 @@ class TableAhead:
         """A run that finished, with the scores the journal records (not changed after)."""
         if scores is not None:
             self._waiting.append((run, scores))
-
-    def stop(self) -> None:
-        """No run will come (the rows of those added are made by :meth:`made`, whatever is left)."""
 
     def make_waiting(self) -> None:
         """Make the rows of the runs added so far (the journal's thread, between two batches)."""

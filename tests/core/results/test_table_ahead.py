@@ -25,7 +25,6 @@ def test_each_run_added_is_made_a_row_with_its_explanations_and_its_trajectories
     runs = [_run(i) for i in range(6)]
     for run in runs:  # the engine's scores: no explanation (the table makes it)
         ahead.add(run, {"trajectory_exact_match": Score(float(bool(run.output.trajectory)))})
-    ahead.stop()
     made = ahead.made()
     assert sorted(made) == sorted(("a", f"c{i}", 0) for i in range(6))
     run, _, explained, row = made[("a", "c1", 0)]
