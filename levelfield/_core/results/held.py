@@ -25,7 +25,7 @@ from .source import Owner, RowSource, describe_runs
 from .summary import floats, number, run_costs, summarize, summary_columns
 from .table_ahead import TableAhead, explained_again_of
 from .table_row import table_row
-from .table_writer import Encoded, write_rows
+from .table_writer import Encoded, Lines, write_rows
 from .tables import parquet_available, trimmed, write_summary, write_table_files
 
 if TYPE_CHECKING:
@@ -213,6 +213,7 @@ class HeldRuns(RunsInMemory):
         self._ahead: TableAhead | None = None
         self._rows_ahead: list[dict[str, Any] | None] | None = None
         self._encoded: Encoded | None = None
+        self._lines: Lines | None = None
 
     def made_ahead(self, ahead: TableAhead) -> None:
         """The table rows of these runs are being made as they finish (by ``ahead``): a table takes them."""
@@ -227,7 +228,7 @@ class HeldRuns(RunsInMemory):
         made = ahead.made()
         if not made or self.owner.scored_saved_predictions:
             return
-        self._encoded = ahead.encoded
+        self._encoded, self._lines = ahead.encoded, ahead.lines
         rows: list[dict[str, Any] | None] = []
         explained: list[dict[str, Score]] = []
         explainer = None
@@ -296,15 +297,15 @@ class HeldRuns(RunsInMemory):
         # Straight from the rows: no DataFrame made only to be written (see table_writer); the JSON
         # of the trajectories as made with the rows ahead, if they were.
         rows = self._explained_rows()
-        encoded, self._encoded = self._encoded, None
-        return write_rows(rows, csv, parquet, encoded=encoded)
+        encoded, self._encoded, lines, self._lines = self._encoded, None, self._lines, None
+        return write_rows(rows, csv, parquet, encoded=encoded, lines=lines)
 
     def with_explanations(self, case_ids: Iterable[str] | None) -> pd.DataFrame:
         if case_ids is None:
             import pandas as pd
 
             table = trimmed(pd.DataFrame(self._explained_rows()))
-            self._encoded = None  # made for the files: gone with the rows made ahead
+            self._encoded = self._lines = None  # made for the files: gone with the rows made ahead
             return table
         wanted = {str(c) for c in case_ids}
         return self.table_of([self._explained(i) if run.case_id in wanted else raw

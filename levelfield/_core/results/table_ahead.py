@@ -1,6 +1,7 @@
 """A metrics table's rows made while the runs still run: each run the journal takes is explained and
-made a table row by the journal's own thread, once the run's line is durable, so that ``out=`` has
-little left to do once the last run is in (the tables are written at the end, as ever, from these rows).
+made a table row, and that row's line of ``metrics_table.csv``, by the journal's own thread, once the
+run's line is durable, so that ``out=`` has little left to do once the last run is in (the tables are
+written at the end, as ever, from these rows and lines).
 
 Nothing here is part of the record: the journal holds every run as it finishes, whatever is made
 here, and a row is used only for the very run and scores it was made of (a run scored again at the
@@ -20,6 +21,7 @@ from ..data.types import AgentRun
 from ..score.metrics.base import Metric, Score, score_columns
 from ..score.scoring import RunExplainer
 from .table_row import table_row
+from .table_writer import LineMaker
 
 __all__ = ["TableAhead", "Made", "explained_again_of"]
 
@@ -61,6 +63,10 @@ class TableAhead:
         self.encoded: dict[int, tuple[Any, str]] = {}
         """The JSON text of the rows' list and dict cells (trajectories), by ``id`` of the cell, with the
         cell (see :data:`~.table_writer.Encoded`): what the CSV and Parquet files hold of them."""
+        self.lines: dict[int, tuple[dict[str, Any], tuple[str, ...], str]] = {}
+        """Each row's line of ``metrics_table.csv``, by ``id`` of the row, with the row and the columns
+        the line holds (see :data:`~.table_writer.Lines`)."""
+        self._line = LineMaker(trials=config.trials)
         self._making = threading.Lock()  # one maker at a time: the journal's thread, or made()'s caller
         self._failed = False
 
@@ -81,8 +87,8 @@ class TableAhead:
             return {} if self._failed else self._made
 
     def _make(self) -> None:
-        waiting, made, cases, encoded = self._waiting, self._made, self._cases, self.encoded
-        explain, prices = self._explainer, self._prices
+        waiting, made, cases, encoded, lines = self._waiting, self._made, self._cases, self.encoded, self.lines
+        explain, prices, line = self._explainer, self._prices, self._line
         try:
             while waiting and not self._failed:
                 run, scores = waiting.popleft()
@@ -95,5 +101,7 @@ class TableAhead:
                 for value in row.values():
                     if type(value) is list or type(value) is dict:
                         encoded[id(value)] = (value, dumps(value))
+                names = line.names(row)
+                lines[id(row)] = (row, names, line(row, names, encoded))
         except Exception:  # noqa: BLE001 - the rows are made again at the end, as without this
             self._failed = True

@@ -4,6 +4,8 @@ files will hold."""
 
 from __future__ import annotations
 
+import pytest
+
 import levelfield as lf
 from levelfield._core.data.config import RunConfig
 from levelfield._core.data.types import AgentOutput, AgentRun, ToolCall
@@ -94,3 +96,47 @@ def test_a_row_that_cannot_be_made_leaves_every_row_to_the_end_and_the_journal_w
     assert ahead.made() == {}  # the table makes them all again, as without rows made ahead
     lines = (tmp_path / "runs.jsonl").read_text(encoding="utf-8").splitlines()
     assert sum(line.startswith('{"kind":"run"') for line in lines) == 6
+
+
+@pytest.mark.parametrize("trials", [1, 2])
+def test_the_csv_lines_made_ahead_hold_the_columns_the_table_keeps_and_are_its_lines(tmp_path, monkeypatch, trials):
+    """Each row's CSV line is made with its row, for the columns the table is expected to keep; the
+    save takes those lines (a guess that missed costs the line made again at the end, not a byte):
+    here the guess holds for every run that answered, with one trial and with two, and text in four
+    languages; a failed run's row lacks the scores' columns and its line is made again. The files
+    are those the DataFrame route writes."""
+    import pandas as pd
+
+    import levelfield._core.results.held as held
+    from levelfield._core.results.tables import write_table_files
+
+    texts = ["São Paulo, coração", "北京的天气", "Größe: Straße", "東京の天気", "=1+1"]
+    rows = [{"case_id": f"c{i}", "prompt": t, "reference": t.upper(), "reference_trajectory": [CALL]}
+            for i, t in enumerate(texts)]
+
+    async def agent(prompt: str) -> dict:
+        if prompt == "東京の天気":
+            raise RuntimeError("天気: no answer")
+        return {"response": prompt.upper(), "predicted_trajectory": [CALL]}
+
+    given = []
+    write_rows = held.write_rows
+
+    def kept(rows, csv, parquet=None, **options):
+        given.append((list(rows), options.get("lines")))
+        return write_rows(rows, csv, parquet, **options)
+
+    monkeypatch.setattr(held, "write_rows", kept)
+    result = lf.evaluate(lf.load_dataset(rows), agent, ["exact_match", "trajectory_exact_match"], trials=trials,
+                         progress=False, out=tmp_path / "run")
+    assert result.summary_metrics["failure/count"] == trials
+    [(table_rows, lines)] = given
+    header = (tmp_path / "run" / "metrics_table.csv").read_text(encoding="utf-8").splitlines()[0].split(",")
+    assert ("trial" in header) == (trials > 1)
+    assert len(table_rows) == len(texts) * trials
+    for row in table_rows:
+        made, names, _ = lines[id(row)]
+        assert made is row and (list(names) == header) == (not row["failure"])
+    write_table_files(result.with_explanations(), tmp_path / "old.csv", tmp_path / "old.parquet")
+    assert (tmp_path / "run" / "metrics_table.csv").read_bytes() == (tmp_path / "old.csv").read_bytes()
+    assert pd.read_parquet(tmp_path / "run" / "metrics_table.parquet").equals(pd.read_parquet(tmp_path / "old.parquet"))

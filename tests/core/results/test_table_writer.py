@@ -13,7 +13,7 @@ import pytest
 
 import levelfield as lf
 from levelfield._core.errors import WriteError
-from levelfield._core.results.table_writer import _columns, write_rows
+from levelfield._core.results.table_writer import LineMaker, _columns, write_rows
 from levelfield._core.results.tables import trimmed, write_table_files
 
 pa = pytest.importorskip("pyarrow")
@@ -34,11 +34,25 @@ NESTED = [[], {}, [{"tool_name": "get_weather", "tool_input": {"city": "Zürich"
 
 
 def _both(tmp_path, rows, trials=None):
-    """The files of ``rows`` by the rows route and by the DataFrame route: (csv bytes, parquet table) each."""
-    new, old = tmp_path / "new", tmp_path / "old"
-    new.mkdir(exist_ok=True)
-    old.mkdir(exist_ok=True)
+    """The files of ``rows`` by the rows route and by the DataFrame route: (csv bytes, parquet table) each.
+
+    The rows route writes them twice: as the save of rows made at the end writes them, and with
+    the rows' lines made ahead (:class:`LineMaker`, as ``TableAhead`` makes them, expecting one
+    trial and then several: where the guess misses the table's columns, the line is made again);
+    both must be the same files."""
+    new, ahead, old = tmp_path / "new", tmp_path / "ahead", tmp_path / "old"
+    for folder in (new, ahead, old):
+        folder.mkdir(exist_ok=True)
     write_rows(rows, new / "t.csv", new / "t.parquet", trials=trials)
+    if _columns(rows) is not None:  # lines are made of rows the rows route writes itself
+        for expected_trials in (1, 3):
+            maker, lines = LineMaker(trials=expected_trials), {}
+            for row in rows:
+                names = maker.names(row)
+                lines[id(row)] = (row, names, maker(row, names, {}))
+            write_rows(rows, ahead / "t.csv", ahead / "t.parquet", trials=trials, lines=lines)
+            assert (ahead / "t.csv").read_bytes() == (new / "t.csv").read_bytes()
+            assert pq.read_table(ahead / "t.parquet").equals(pq.read_table(new / "t.parquet"))
     write_table_files(trimmed(pd.DataFrame(rows), trials=trials), old / "t.csv", old / "t.parquet")
     return ((new / "t.csv").read_bytes(), pq.read_table(new / "t.parquet")), \
            ((old / "t.csv").read_bytes(), pq.read_table(old / "t.parquet"))
