@@ -97,6 +97,8 @@ def main() -> None:
                     # every row to the save (as for a sync agent).
                     table_ahead.TableAhead = (lambda *a, **k: None) if mode.endswith("at the end") else rows_ahead  # type: ignore[assignment, misc]
                     saving.clear()
+                    result = summary = None  # each call starts with the last one's result freed and collected
+                    gc.collect()
                     collector.seconds = 0.0
                     start = time.perf_counter()
                     result = lf.evaluate(dataset, agent, METRICS, concurrency=args.concurrency, progress=False, **options)

@@ -47,6 +47,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import cProfile
+import gc
 import json
 import os
 import pstats
@@ -261,6 +262,10 @@ def _one_latency(args: argparse.Namespace, cases: int, pause: float) -> None:
                         options["adaptive"] = False
                     if mode == "first contact":
                         lf.forget_limits(f"agent {agent.__name__}")  # this agent's endpoint only
+                    # Each call starts as a user's first would: the previous call's result freed, its garbage
+                    # collected (else the mode after a bigger one pays for walking what that one left).
+                    result = summary = None
+                    gc.collect()
                     start = time.perf_counter()
                     result = lf.evaluate(dataset, agent, METRICS, concurrency=args.concurrency, progress=False, **options)
                     summary = result.summary_metrics
