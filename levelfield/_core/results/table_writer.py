@@ -133,13 +133,18 @@ class LineMaker:
                 if v[:1] in _FORMULA_CHARS:
                     v = spreadsheet_cell(v)
             elif t is list or t is dict:
-                known = encoded.get(id(v))
-                v = known[1] if known is not None and known[0] is v else dumps(v)
+                v = _json(v, encoded)
             elif v is None or (t is float and v != v):
                 v = ""
             cells.append(v)
         self._writer.writerow(cells)
         return self._taken()
+
+
+def _json(value: list[Any] | dict[str, Any], encoded: Encoded) -> str:
+    """The JSON text of a list or dict cell: as made before, if it was (of this very cell), else now."""
+    known = encoded.get(id(value))
+    return known[1] if known is not None and known[0] is value else dumps(value)
 
 
 def _gap(value: Any) -> bool:
@@ -275,8 +280,7 @@ def _csv_cells(column: _Column, encoded: Encoded) -> Sequence[Any]:
             else:
                 continue
         elif t is list or t is dict:
-            known = encoded.get(id(v))
-            cell = known[1] if known is not None and known[0] is v else dumps(v)
+            cell = _json(v, encoded)
         elif v is None or (t is float and v != v):
             cell = ""
         else:
@@ -299,8 +303,7 @@ def _parquet_cells(column: _Column, encoded: Encoded) -> Sequence[Any]:
     for i, v in enumerate(values):
         t = type(v)
         if t is list or t is dict:
-            known = encoded.get(id(v))
-            out[i] = known[1] if known is not None and known[0] is v else dumps(v)
+            out[i] = _json(v, encoded)
     return out
 
 
